@@ -1,0 +1,53 @@
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace opmeter {
+
+// 64-byte aligned, page-touched memory that counts itself: the engine reports the peak bytes a
+// case held. Move-only.
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(std::size_t bytes);
+  ~Buffer();
+  Buffer(Buffer&& other) noexcept;
+  Buffer& operator=(Buffer&& other) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  std::size_t bytes() const { return bytes_; }
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+  template <class T> T* as() { return static_cast<T*>(data_); }
+  template <class T> const T* as() const { return static_cast<const T*>(data_); }
+  template <class T> std::span<T> span() { return {as<T>(), bytes_ / sizeof(T)}; }
+
+  static std::size_t live_bytes();
+  static std::size_t peak_bytes();
+  static void reset_peak();  // peak := live
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// Deterministic fast random numbers for inputs (splitmix64): never zeros, reproducible by seed.
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next();
+  double uniform(double lo, double hi);  // [lo, hi)
+ private:
+  std::uint64_t state_;
+};
+
+void fill_uniform(std::span<float> out, Rng& rng, float lo, float hi);
+void fill_uniform(std::span<double> out, Rng& rng, double lo, double hi);
+
+// bf16 helpers (round to nearest even), shared by ops that store bf16 inputs.
+std::uint16_t to_bf16(float x);
+float from_bf16(std::uint16_t x);
+
+}  // namespace opmeter

@@ -1,0 +1,35 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "opmeter/dtype.hpp"
+
+namespace opmeter {
+
+// One thing to measure: op + impl + dtype + shape parameters + settings. Its canonical string,
+// e.g. `gemm/onednn/bf16/M=4096,N=4096,K=4096/threads=2`, parses back into the same case.
+struct Case {
+  std::string op;
+  std::string impl;
+  DType dtype = DType::fp32;
+  std::vector<std::pair<std::string, std::string>> params;  // ordered, as the op declares them
+  int threads = 1;
+  bool hot = false;  // warm-cache measurement instead of the default cold one
+
+  bool has(const std::string& key) const;
+  const std::string& get(const std::string& key) const;    // throws CaseError when absent
+  std::int64_t get_int(const std::string& key) const;      // throws CaseError when not an integer
+  Case& set(const std::string& key, std::string value);
+  Case& set(const std::string& key, std::int64_t value);
+
+  std::string to_string() const;
+  std::string params_string() const;  // `M=..,N=..,K=..`
+  bool operator==(const Case&) const = default;
+};
+
+// Parses a canonical case string. Throws UsageError naming the part that is wrong.
+Case parse_case(const std::string& text);
+
+}  // namespace opmeter

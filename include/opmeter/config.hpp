@@ -1,0 +1,26 @@
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "opmeter/case.hpp"
+#include "opmeter/engine.hpp"
+
+namespace opmeter {
+
+// What a config or suite expands to, before command-line overrides.
+struct Plan {
+  std::vector<Case> cases;
+  Stopping stopping;
+  std::string source;  // file name or `suite:quick`
+};
+
+// Parse a YAML config. Errors are ConfigError with file, line and column.
+Plan load_config_text(const std::string& yaml, const std::string& source_name, int default_threads);
+Plan load_config_file(const std::string& path, int default_threads);
+Plan load_suite(const std::string& name, int default_threads);  // UsageError if unknown
+
+// Nearest candidate by edit distance, if close enough to be a likely typo.
+std::optional<std::string> nearest(const std::string& word, const std::vector<std::string>& candidates);
+
+}  // namespace opmeter

@@ -1,0 +1,58 @@
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "opmeter/op.hpp"
+#include "opmeter/stats.hpp"
+
+namespace opmeter {
+
+// When to stop sampling. Default: nvbench's criterion.
+struct Stopping {
+  double max_noise = 0.005;      // stdev / mean target (fraction)
+  std::size_t min_samples = 10;
+  double min_time_s = 0.5;       // of measured (timed) time
+  double timeout_s = 15;         // wall time of sampling; then reported `unconverged`
+  std::size_t fixed_samples = 0; // > 0: exactly this many samples, no noise criterion
+  std::size_t warmup_calls = 0;  // > 0: exactly this many warm-up calls, else warmup_s
+  double warmup_s = 0.05;
+  double target_sample_s = 1e-3; // short calls are batched up to this much time per sample
+};
+
+enum class StopReason { converged, fixed_count, timeout, cancelled };
+std::string_view to_string(StopReason r);
+
+// Pure stopping rule, applied after each sample.
+std::optional<StopReason> should_stop(const RunningStats& stats, double measured_s, double elapsed_s,
+                                      const Stopping& s);
+
+// Calls per sample so a sample lasts at least the target and the timer's overhead stays below
+// 1% of it.
+std::size_t batch_size(double seconds_per_call, double target_sample_s, double timer_overhead_s);
+
+struct Measurement {
+  std::vector<double> samples;  // seconds per call, one per sample
+  std::size_t batch = 1;        // calls per sample
+  std::size_t calls = 0;        // timed calls
+  std::size_t warmup_calls = 0;
+  double measured_s = 0;        // sum of timed sample durations
+  double elapsed_s = 0;         // wall time of the sampling loop
+  StopReason reason = StopReason::converged;
+};
+
+// Called at most every ~0.1 s while sampling: running stats and elapsed seconds.
+using ProgressFn = std::function<void(const RunningStats&, double elapsed_s)>;
+
+// Estimated cost of one steady_clock read (measured once per process).
+double timer_overhead_s();
+
+// Warm-up, batching, sampling until the stopping rule holds. Calls rotate over `copies` input
+// sets so consecutive calls read different memory (cold cache) unless copies == 1.
+Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping,
+                    const ProgressFn& progress = {}, const std::atomic<bool>* cancel = nullptr);
+
+}  // namespace opmeter

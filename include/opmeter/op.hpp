@@ -1,0 +1,66 @@
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include "opmeter/case.hpp"
+
+namespace opmeter {
+
+// What one call of an op does: GFLOP/s, GB/s and arithmetic intensity come from this centrally.
+struct Work {
+  double flops = 0;
+  double bytes_read = 0;
+  double bytes_written = 0;
+  double bytes() const { return bytes_read + bytes_written; }
+};
+
+// Whether an impl can run a case here; the reason is shown when it cannot (status `skipped`).
+struct Support {
+  bool ok = true;
+  std::string reason;
+  static Support yes() { return {}; }
+  static Support no(std::string why) { return {false, std::move(why)}; }
+};
+
+// Outcome of a correctness check against the op's higher-precision reference.
+struct Check {
+  bool ok = false;
+  double max_error = 0;  // in the op's error metric (see the op's header)
+  double tolerance = 0;
+  std::string detail;    // where the worst error is, or what went wrong
+};
+
+struct SetupOptions {
+  std::size_t copies = 1;  // input/output sets to rotate through (cold-cache measurement)
+  std::uint64_t seed = 1;
+};
+
+// One way to compute an op. The engine owns the loop: an impl never times itself.
+class Impl {
+ public:
+  virtual ~Impl() = default;
+  // Allocate `copies` input/output sets, fill inputs with random data, create library handles.
+  virtual void setup(const Case& c, const SetupOptions& options) = 0;
+  // One call of the op on input set `copy` (0 <= copy < copies).
+  virtual void run(std::size_t copy) = 0;
+  // Waits for asynchronous work issued by run() (devices); the engine calls it before reading
+  // the clock.
+  virtual void sync() {}
+  // Fresh random inputs into set 0, poisoned outputs, run(0), compare with the reference.
+  virtual Check verify(std::uint64_t seed) = 0;
+  // Facts worth recording with the result (kernel ISA chosen, library algorithm, ...).
+  virtual std::map<std::string, std::string> details() const { return {}; }
+};
+
+}  // namespace opmeter
+
+namespace opmeter {
+// Thrown by Impl::setup when the library or hardware cannot do this case after all (e.g. a
+// library rejects a dtype combination): the case is `skipped` with this reason.
+struct Unsupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+}  // namespace opmeter

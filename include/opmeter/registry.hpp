@@ -1,0 +1,70 @@
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "opmeter/op.hpp"
+
+namespace opmeter {
+
+// An op: what every impl of it shares (parameters, work model, memory footprint).
+struct OpDef {
+  std::string name;
+  std::string summary;
+  std::vector<std::string> params;  // keys every case carries, in canonical order
+  std::function<Work(const Case&)> work;
+  // Bytes of one input+output set: sizes cold-cache copies and the fits-in-memory check.
+  std::function<double(const Case&)> footprint;
+  // Throws CaseError when a case's parameters are missing or out of range.
+  std::function<void(const Case&)> validate;
+  // Whether the op reads inputs from memory (peak kernels do not: no cold copies).
+  bool uses_memory = true;
+  // Which measured ceiling a case's GFLOP/s is a percentage of (peak op's dtype); none if empty.
+  std::function<std::optional<DType>(const Case&)> peak_dtype;
+};
+
+// One impl of an op on a backend.
+struct ImplDef {
+  std::string op;
+  std::string impl;
+  std::string backend = "cpu";
+  std::string summary;
+  std::vector<DType> dtypes;
+  // Run-time availability for a case (ISA, library support, size limits).
+  std::function<Support(const Case&)> supports = [](const Case&) { return Support::yes(); };
+  std::function<std::unique_ptr<Impl>()> make;
+};
+
+// Ops and impls register themselves (static registrars in their own files); nothing else
+// lists them.
+class Registry {
+ public:
+  static Registry& global();
+  void add(OpDef op);
+  void add(ImplDef impl);
+  const OpDef* op(const std::string& name) const;
+  const ImplDef* impl(const std::string& op, const std::string& impl) const;
+  std::vector<const ImplDef*> impls_of(const std::string& op) const;
+  std::vector<const OpDef*> ops() const;
+  std::vector<std::string> impl_names() const;  // every impl name, sorted, unique
+
+ private:
+  std::map<std::string, OpDef> ops_;
+  std::map<std::pair<std::string, std::string>, ImplDef> impls_;
+};
+
+struct OpRegistrar {
+  explicit OpRegistrar(OpDef op) { Registry::global().add(std::move(op)); }
+};
+struct ImplRegistrar {
+  explicit ImplRegistrar(ImplDef impl) { Registry::global().add(std::move(impl)); }
+};
+
+// Checks that a case names a registered op/impl, that the impl takes the dtype, and that the
+// op's parameters are valid. Throws UsageError / CaseError with the reason.
+void validate_case(const Case& c);
+
+}  // namespace opmeter

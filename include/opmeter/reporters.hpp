@@ -1,0 +1,31 @@
+#pragma once
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "opmeter/reporter.hpp"
+
+namespace opmeter {
+
+// Live progress: a rewritten line per case on a terminal, plain lines otherwise.
+std::unique_ptr<Reporter> make_console_reporter(std::FILE* out, bool live);
+// Appends each result to `path` as one JSON line the moment it finishes (resume reads it).
+std::unique_ptr<Reporter> make_jsonl_reporter(const std::string& path);
+// At the end: results.json (Google Benchmark format), results.csv and results.md in `dir`,
+// each written to a temporary file and renamed.
+std::unique_ptr<Reporter> make_summary_files_reporter(const std::string& dir);
+// At the end: the markdown table on `out`.
+std::unique_ptr<Reporter> make_markdown_reporter(std::FILE* out);
+
+// The formats themselves, for reporters and tests.
+nlohmann::json gbench_json(const nlohmann::json& context, const std::vector<Result>& results);
+std::string csv_table(const nlohmann::json& context, const std::vector<Result>& results);
+std::string markdown_table(const std::vector<Result>& results);
+std::string human_time(double seconds);
+void write_atomically(const std::string& path, const std::string& content);  // throws on failure
+
+// Reads a results.jsonl log; a torn last line (interrupted write) is ignored.
+std::vector<Result> read_jsonl(const std::string& path);
+
+}  // namespace opmeter

@@ -1,0 +1,55 @@
+#pragma once
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "opmeter/case.hpp"
+#include "opmeter/op.hpp"
+#include "opmeter/stats.hpp"
+
+namespace opmeter {
+
+enum class Status { ok, skipped, failed, error, crashed, timeout };
+std::string_view to_string(Status s);
+std::optional<Status> parse_status(std::string_view s);
+
+// Everything measured about one case. Engine output; reporters only format it.
+struct Result {
+  Case kase;
+  std::string case_string;
+  Status status = Status::ok;
+  std::string reason;                 // why skipped / failed / error / crashed / timeout
+  std::vector<std::string> flags;     // unconverged, faster-than-peak
+  std::string timestamp;              // ISO 8601 UTC, when the case finished
+
+  std::vector<double> samples;        // seconds per call, raw
+  Summary summary;                    // of samples
+  std::size_t batch = 0, calls = 0, warmup_calls = 0, copies = 0;
+  double measured_s = 0, elapsed_s = 0;
+  std::string cache = "cold";         // cold | hot | none (no memory inputs)
+
+  Work work;
+  double gflops = 0, gbps = 0, intensity = 0;  // at the median time
+  std::optional<double> peak_gflops;  // measured ceiling this result is compared with
+  std::optional<double> pct_peak;
+  std::optional<double> max_error, tolerance;
+  std::size_t peak_memory_bytes = 0;
+  std::map<std::string, std::string> details;
+
+  bool has_flag(const std::string& f) const;
+  void add_flag(const std::string& f);
+};
+
+// Fills gflops / gbps / intensity from work and the median (no-op without samples).
+void derive_rates(Result& r);
+// Compares a result with a measured ceiling; flags `faster-than-peak` above 105%.
+void apply_peak(Result& r, double peak_gflops);
+
+nlohmann::json to_json(const Result& r);
+Result result_from_json(const nlohmann::json& j);  // throws UsageError on a malformed record
+
+}  // namespace opmeter

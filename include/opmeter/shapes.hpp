@@ -1,0 +1,23 @@
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace opmeter {
+
+// A GEMM shape as the seeds write it: [m, k, n].
+struct MatShape {
+  std::int64_t m = 0, k = 0, n = 0;
+  std::string label;  // e.g. `attn.wqkv` for llama shapes
+  bool operator==(const MatShape&) const = default;
+};
+
+// Shape generators (all return shapes in [m, k, n] order).
+std::vector<MatShape> pow2_shapes(int min_power, int max_power);           // square 2^p
+std::vector<MatShape> pow2_extended_shapes(int min_power, int max_power);  // 2^p and 1.5 * 2^p
+std::vector<MatShape> sweep_shapes(int min_power, int max_power);          // every m x k x n
+// LLaMA-2-70B linear layers (fused attn.wqkv and ffn.w13, tensor-parallel degree 1) at `tokens`.
+std::vector<MatShape> llama_shapes(std::int64_t tokens);
+
+}  // namespace opmeter

@@ -1,0 +1,38 @@
+#pragma once
+#include <cstddef>
+#include <vector>
+
+namespace opmeter {
+
+// Summary of a sample set; all statistics are pure functions of the samples.
+struct Summary {
+  std::size_t count = 0;
+  double min = 0, max = 0, mean = 0, median = 0, stdev = 0;
+  double q1 = 0, q3 = 0;                 // quartiles (linear interpolation, as numpy's default)
+  double median_ci_low = 0, median_ci_high = 0;  // 95% distribution-free CI of the median
+  double rel_noise = 0;                  // stdev / mean
+};
+
+double mean(const std::vector<double>& x);
+double stdev(const std::vector<double>& x);  // sample standard deviation (n - 1)
+double quantile(std::vector<double> x, double q);
+double median(const std::vector<double>& x);
+// 95% confidence interval of the median from order statistics (binomial, normal approximation
+// for n > 5; the full range below that). Returns {low, high}.
+std::pair<double, double> median_ci95(std::vector<double> x);
+Summary summarize(const std::vector<double>& x);
+
+// Running mean / variance (Welford), O(1) per sample, for the stopping criterion.
+class RunningStats {
+ public:
+  void add(double x);
+  std::size_t count() const { return n_; }
+  double mean() const { return mean_; }
+  double stdev() const;
+  double rel_noise() const;  // stdev / mean; infinity with fewer than two samples
+ private:
+  std::size_t n_ = 0;
+  double mean_ = 0, m2_ = 0;
+};
+
+}  // namespace opmeter

@@ -1,0 +1,198 @@
+// The bandwidth op and its impl `opmeter`: our own OpenMP kernels, one contiguous range per thread.
+#include "ops/bandwidth/bandwidth.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "opmeter/buffer.hpp"
+#include "opmeter/context.hpp"
+#include "opmeter/errors.hpp"
+#include "opmeter/registry.hpp"
+
+namespace opmeter::bandwidth {
+
+namespace {
+struct Named {
+  const char* name;
+  KernelSpec spec;
+};
+const Named kKernels[] = {
+    {"copy", {Kind::copy, false, 2, 1, 1}},      {"scale", {Kind::scale, false, 2, 1, 1}},
+    {"add", {Kind::add, false, 3, 2, 1}},        {"triad", {Kind::triad, false, 3, 2, 1}},
+    {"read", {Kind::read, false, 1, 1, 0}},      {"write", {Kind::write, false, 1, 0, 1}},
+    {"copy_nt", {Kind::copy, true, 2, 1, 1}},    {"scale_nt", {Kind::scale, true, 2, 1, 1}},
+    {"add_nt", {Kind::add, true, 3, 2, 1}},      {"triad_nt", {Kind::triad, true, 3, 2, 1}},
+    {"write_nt", {Kind::write, true, 1, 0, 1}},
+};
+constexpr float kWriteValue = 1.5f;
+}  // namespace
+
+std::optional<KernelSpec> parse_kernel(const std::string& name) {
+  for (auto& k : kKernels)
+    if (name == k.name) return k.spec;
+  return std::nullopt;
+}
+
+const std::vector<std::string>& kernel_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (auto& k : kKernels) v.push_back(k.name);
+    return v;
+  }();
+  return names;
+}
+
+Kernels select_kernels() { return cpu_info().has("avx512f") ? avx512_kernels() : base_kernels(); }
+
+namespace {
+
+class BandwidthImpl : public Impl {
+ public:
+  void setup(const Case& c, const SetupOptions& options) override {
+    spec_ = *parse_kernel(c.get("kernel"));
+    n_ = static_cast<std::size_t>(c.get_int("n"));
+    threads_ = c.threads;
+    kernels_ = select_kernels();
+    sets_.clear();
+    for (std::size_t i = 0; i < options.copies; ++i) {
+      std::vector<Buffer> arrays;
+      for (int a = 0; a < spec_.arrays; ++a) arrays.emplace_back(n_ * sizeof(float));
+      sets_.push_back(std::move(arrays));
+    }
+    Rng rng(options.seed);
+    for (auto& set : sets_)
+      for (auto& arr : set) fill_uniform(arr.span<float>(), rng, 0.5f, 1.5f);
+  }
+
+  void run(std::size_t copy) override {
+    auto& s = sets_[copy];
+    auto p = [&](int i) { return s[static_cast<std::size_t>(i)].as<float>(); };
+#pragma omp parallel num_threads(threads_)
+    {
+      // Contiguous ranges whose starts are 64-byte aligned.
+      std::size_t t = static_cast<std::size_t>(omp_get_thread_num()), nt = static_cast<std::size_t>(omp_get_num_threads());
+      std::size_t chunk = (n_ / nt + 15) / 16 * 16;
+      std::size_t begin = std::min(n_, t * chunk), end = t + 1 == nt ? n_ : std::min(n_, begin + chunk);
+      std::size_t len = end - begin;
+      switch (spec_.kind) {
+        case Kind::copy: kernels_.copy(p(0) + begin, p(1) + begin, len, spec_.nt); break;
+        case Kind::scale: kernels_.scale(p(0) + begin, p(1) + begin, len, spec_.nt); break;
+        case Kind::add: kernels_.add(p(0) + begin, p(1) + begin, p(2) + begin, len, spec_.nt); break;
+        case Kind::triad: kernels_.triad(p(0) + begin, p(1) + begin, p(2) + begin, len, spec_.nt); break;
+        case Kind::write: kernels_.write(p(0) + begin, kWriteValue, len, spec_.nt); break;
+        case Kind::read: sums_[t * 8] = kernels_.read(p(0) + begin, len); break;
+      }
+    }
+  }
+
+  // Inputs are small integers so every kernel's exact answer is representable: any difference
+  // is a bug, not rounding.
+  Check verify(std::uint64_t seed) override {
+    auto& s = sets_.at(0);
+    Rng rng(seed);
+    for (auto& arr : s)
+      for (auto& x : arr.span<float>()) x = static_cast<float>(1 + rng.next() % 4);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> in0(s[0].as<float>(), s[0].as<float>() + n_);
+    std::vector<float> in1, in2;
+    if (spec_.arrays > 1) in1.assign(s[1].as<float>(), s[1].as<float>() + n_);
+    if (spec_.arrays > 2) in2.assign(s[2].as<float>(), s[2].as<float>() + n_);
+    float* out = nullptr;
+    switch (spec_.kind) {
+      case Kind::copy: case Kind::scale: out = s[1].as<float>(); break;
+      case Kind::add: out = s[2].as<float>(); break;
+      case Kind::triad: case Kind::write: out = s[0].as<float>(); break;
+      case Kind::read: break;
+    }
+    if (out) std::fill_n(out, n_, nan);
+    std::fill(sums_.begin(), sums_.end(), 0.0);
+    run(0);
+
+    Check check;
+    check.tolerance = 0;
+    if (spec_.kind == Kind::read) {
+      double expected = 0, got = 0;
+      for (float x : in0) expected += x;
+      for (std::size_t t = 0; t < sums_.size(); t += 8) got += sums_[t];
+      check.max_error = std::fabs(got - expected) / expected;
+      check.ok = check.max_error == 0;
+      check.detail = fmt::format("sum {} expected {}", got, expected);
+      return check;
+    }
+    std::size_t wrong = 0, first = 0;
+    for (std::size_t i = 0; i < n_; ++i) {
+      float want = 0;
+      switch (spec_.kind) {
+        case Kind::copy: want = in0[i]; break;
+        case Kind::scale: want = kScalar * in0[i]; break;
+        case Kind::add: want = in0[i] + in1[i]; break;
+        case Kind::triad: want = in1[i] + kScalar * in2[i]; break;
+        case Kind::write: want = kWriteValue; break;
+        case Kind::read: break;
+      }
+      if (!(out[i] == want) && wrong++ == 0) first = i;
+    }
+    check.max_error = static_cast<double>(wrong) / static_cast<double>(n_);
+    check.ok = wrong == 0;
+    check.detail = wrong ? fmt::format("{} of {} elements wrong, first at {} ({} instead of expected)", wrong, n_, first, out[first])
+                         : fmt::format("all {} elements exact", n_);
+    return check;
+  }
+
+  std::map<std::string, std::string> details() const override { return {{"isa", kernels_.isa}}; }
+
+ private:
+  KernelSpec spec_{};
+  std::size_t n_ = 0;
+  int threads_ = 1;
+  Kernels kernels_{};
+  std::vector<std::vector<Buffer>> sets_;
+  std::vector<double> sums_ = std::vector<double>(8 * 1024, 0.0);
+};
+
+Work bandwidth_work(const Case& c) {
+  auto spec = parse_kernel(c.get("kernel"));
+  double bytes = static_cast<double>(c.get_int("n")) * sizeof(float);
+  if (!spec) return {};
+  return {0, spec->reads * bytes, spec->writes * bytes};
+}
+
+OpRegistrar reg_op({
+    .name = "bandwidth",
+    .summary = "memory bandwidth: copy, scale, add, triad, read, write (+ _nt non-temporal stores)",
+    .params = {"kernel", "n"},
+    .work = bandwidth_work,
+    .footprint =
+        [](const Case& c) {
+          auto spec = parse_kernel(c.get("kernel"));
+          return spec ? spec->arrays * static_cast<double>(c.get_int("n")) * sizeof(float) : 0.0;
+        },
+    .validate =
+        [](const Case& c) {
+          if (!parse_kernel(c.get("kernel")))
+            throw CaseError(fmt::format("bandwidth kernel '{}' unknown: expected one of {}", c.get("kernel"),
+                                        fmt::join(kernel_names(), ", ")));
+          auto n = c.get_int("n");
+          if (n < 1 || n > (std::int64_t{1} << 36)) throw CaseError(fmt::format("bandwidth n={} out of range 1..2^36", n));
+        },
+    .uses_memory = true,
+    .peak_dtype = {},
+});
+
+ImplRegistrar reg_impl({
+    .op = "bandwidth",
+    .impl = "opmeter",
+    .summary = "opmeter's own OpenMP vector kernels (AVX-512 or SSE2), optional non-temporal stores",
+    .dtypes = {DType::fp32},
+    .make = [] { return std::make_unique<BandwidthImpl>(); },
+});
+
+}  // namespace
+}  // namespace opmeter::bandwidth

@@ -1,0 +1,44 @@
+#pragma once
+// Memory bandwidth kernels over fp32 arrays of n elements (STREAM's accounting: bytes = read +
+// written, write-allocate traffic not counted):
+//   copy   b = a            scale  b = s*a          add  c = a + b       triad  a = b + s*c
+//   read   sum(a)           write  a = v
+// `_nt` variants (copy_nt, scale_nt, add_nt, triad_nt, write_nt) use non-temporal stores.
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace opmeter::bandwidth {
+
+enum class Kind { copy, scale, add, triad, read, write };
+
+struct KernelSpec {
+  Kind kind;
+  bool nt;
+  int arrays;  // arrays the kernel touches
+  int reads;   // arrays read
+  int writes;  // arrays written
+};
+
+std::optional<KernelSpec> parse_kernel(const std::string& name);
+const std::vector<std::string>& kernel_names();
+
+constexpr float kScalar = 3.0f;
+
+// One ISA's kernels over a range (pointers 64-byte aligned, n a multiple of 16 except at the end).
+struct Kernels {
+  const char* isa;
+  void (*copy)(const float* a, float* b, std::size_t n, bool nt);
+  void (*scale)(const float* a, float* b, std::size_t n, bool nt);
+  void (*add)(const float* a, const float* b, float* c, std::size_t n, bool nt);
+  void (*triad)(float* a, const float* b, const float* c, std::size_t n, bool nt);
+  double (*read)(const float* a, std::size_t n);
+  void (*write)(float* a, float value, std::size_t n, bool nt);
+};
+
+Kernels avx512_kernels();
+Kernels base_kernels();
+Kernels select_kernels();
+
+}  // namespace opmeter::bandwidth

@@ -1,0 +1,67 @@
+// oneDNN matmul primitive; created in setup, outside the timed region.
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <fmt/format.h>
+
+#include "ops/gemm/gemm.hpp"
+#include "opmeter/registry.hpp"
+
+namespace opmeter::gemm {
+namespace {
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+struct Types {
+  dt a, b, c;
+};
+Types types(DType d) {
+  switch (d) {
+    case DType::bf16: return {dt::bf16, dt::bf16, dt::f32};
+    case DType::int8: return {dt::u8, dt::s8, dt::s32};
+    default: return {dt::f32, dt::f32, dt::f32};
+  }
+}
+
+class OnednnGemm : public GemmImpl {
+ public:
+  void prepare() override {
+    auto t = types(case_.dtype);
+    dnnl::memory::desc a_md({d_.M, d_.K}, t.a, tag::ab), b_md({d_.K, d_.N}, t.b, tag::ab),
+        c_md({d_.M, d_.N}, t.c, tag::ab);
+    dnnl::matmul::primitive_desc pd;
+    try {
+      pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), engine_);
+    } catch (const dnnl::error& e) {
+      throw Unsupported(fmt::format("oneDNN has no matmul for {} on this CPU ({})", to_string(case_.dtype), e.what()));
+    }
+    impl_name_ = pd.impl_info_str();
+    prim_ = dnnl::matmul(pd);
+    args_.clear();
+    for (std::size_t i = 0; i < copies(); ++i)
+      args_.push_back({{DNNL_ARG_SRC, dnnl::memory(a_md, engine_, a(i))},
+                       {DNNL_ARG_WEIGHTS, dnnl::memory(b_md, engine_, b(i))},
+                       {DNNL_ARG_DST, dnnl::memory(c_md, engine_, c(i))}});
+  }
+  void run(std::size_t copy) override {
+    prim_.execute(stream_, args_[copy]);
+    stream_.wait();
+  }
+  std::map<std::string, std::string> details() const override { return {{"onednn_impl", impl_name_}}; }
+
+ private:
+  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream_{engine_};
+  dnnl::matmul prim_;
+  std::vector<std::unordered_map<int, dnnl::memory>> args_;
+  std::string impl_name_;
+};
+
+ImplRegistrar reg({
+    .op = "gemm",
+    .impl = "onednn",
+    .summary = "oneDNN matmul primitive",
+    .dtypes = {DType::fp32, DType::bf16, DType::int8},
+    .make = [] { return std::make_unique<OnednnGemm>(); },
+});
+}  // namespace
+}  // namespace opmeter::gemm

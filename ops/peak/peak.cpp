@@ -1,0 +1,127 @@
+// The peak op and its one impl, `opmeter`: the machine's attainable FLOP/s per dtype.
+#include "ops/peak/peak.hpp"
+
+#include <omp.h>
+
+#include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "opmeter/context.hpp"
+#include "opmeter/errors.hpp"
+#include "opmeter/registry.hpp"
+
+namespace opmeter::peak {
+
+double fma_expected(std::int64_t iters, int lanes) {
+  // acc <- acc * a + b converges to b / (1 - a) = 1 from its start x0: 1 + (x0 - 1) a^n.
+  double an = std::pow(static_cast<double>(kFmaA), static_cast<double>(iters)), sum = 0;
+  for (int j = 0; j < kChains; ++j) sum += 1 + (chain_start(j) - 1) * an;
+  return sum * lanes;
+}
+
+double dot_bf16_expected(std::int64_t iters, int lanes) {
+  double sum = 0;
+  for (int j = 0; j < kChains; ++j) sum += chain_start(j) + static_cast<double>(iters) * 2 * 0x1p-10;
+  return sum * lanes;
+}
+
+double dot_int8_expected(std::int64_t iters, int lanes) {
+  double sum = 0;
+  for (int j = 0; j < kChains; ++j) sum += j + static_cast<double>(iters) * 4;
+  return sum * lanes;
+}
+
+std::optional<Kernel> select_kernel(DType d) {
+  const auto& cpu = cpu_info();
+  bool avx512 = cpu.has("avx512f") && cpu.has("avx512bw") && cpu.has("avx512vl");
+  if (avx512) {
+    bool ok = d == DType::fp32 || d == DType::fp64 || (d == DType::bf16 && cpu.has("avx512_bf16")) ||
+              (d == DType::int8 && cpu.has("avx512_vnni"));
+    if (ok) return avx512_kernel(d);
+  }
+  if (cpu.has("avx2") && cpu.has("fma")) {
+    bool ok = d == DType::fp32 || d == DType::fp64 || (d == DType::int8 && cpu.has("avx_vnni"));
+    if (ok) return avx2_kernel(d);
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+class PeakImpl : public Impl {
+ public:
+  void setup(const Case& c, const SetupOptions&) override {
+    auto k = select_kernel(c.dtype);
+    if (!k) throw Unsupported(fmt::format("this CPU has no {} multiply-add kernel opmeter knows", to_string(c.dtype)));
+    kernel_ = *k;
+    threads_ = c.threads;
+    sink_.assign(static_cast<std::size_t>(threads_) * 8, 0.0);
+  }
+  void run(std::size_t) override { run_iters(kIters); }
+  Check verify(std::uint64_t) override {
+    std::fill(sink_.begin(), sink_.end(), std::nan(""));
+    run_iters(kCheckIters);
+    double expected = kernel_.expected(kCheckIters);
+    Check check;
+    check.tolerance = 1e-3;
+    check.max_error = 0;
+    for (int t = 0; t < threads_; ++t) {
+      double got = sink_[static_cast<std::size_t>(t) * 8];
+      double err = std::fabs(got - expected) / std::fabs(expected);
+      if (!(err <= check.max_error)) check.max_error = std::isnan(err) ? INFINITY : std::max(err, check.max_error);
+    }
+    check.ok = check.max_error <= check.tolerance;
+    check.detail = fmt::format("checksum relative error {:.3g} after {} iterations", check.max_error, kCheckIters);
+    return check;
+  }
+  std::map<std::string, std::string> details() const override { return {{"isa", kernel_.isa}}; }
+
+ private:
+  void run_iters(std::int64_t iters) {
+#pragma omp parallel num_threads(threads_)
+    {
+      // One slot per cache line, so threads do not share one.
+      sink_[static_cast<std::size_t>(omp_get_thread_num()) * 8] = kernel_.fn(iters);
+    }
+  }
+  Kernel kernel_{};
+  int threads_ = 1;
+  std::vector<double> sink_;
+};
+
+Work peak_work(const Case& c) {
+  auto k = select_kernel(c.dtype);
+  if (!k) return {};
+  return {static_cast<double>(c.threads) * static_cast<double>(kIters) * k->ops_per_iter, 0, 0};
+}
+
+OpRegistrar reg_op({
+    .name = "peak",
+    .summary = "attainable multiply-add throughput per dtype (FMA / bf16 dot / int8 dot), all threads",
+    .params = {"kernel"},
+    .work = peak_work,
+    .footprint = [](const Case&) { return 0.0; },
+    .validate =
+        [](const Case& c) {
+          if (c.get("kernel") != "fma") throw CaseError(fmt::format("peak kernel '{}' unknown: expected fma", c.get("kernel")));
+        },
+    .uses_memory = false,
+    .peak_dtype = {},
+});
+
+ImplRegistrar reg_impl({
+    .op = "peak",
+    .impl = "opmeter",
+    .summary = "opmeter's own multiply-add chains (AVX-512 or AVX2, chosen at run time)",
+    .dtypes = {DType::fp64, DType::fp32, DType::bf16, DType::int8},
+    .supports = [](const Case& c) {
+      if (!select_kernel(c.dtype)) return Support::no(fmt::format("this CPU lacks the ISA for a {} peak kernel", to_string(c.dtype)));
+      return Support::yes();
+    },
+    .make = [] { return std::make_unique<PeakImpl>(); },
+});
+
+}  // namespace
+}  // namespace opmeter::peak

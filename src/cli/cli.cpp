@@ -1,0 +1,43 @@
+#include "opmeter/cli.hpp"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "opmeter/errors.hpp"
+
+namespace opmeter {
+
+int cli_main(int argc, char** argv) {
+  CLI::App app{"opmeter: how fast and how efficiently this machine runs ML operators"};
+  app.require_subcommand(1);
+  RunArgs run_args;
+  add_run_command(app, run_args);
+  auto* list = app.add_subcommand("list", "ops, impls, dtypes and suites, and which are available here");
+  auto* info = app.add_subcommand("info", "this machine: CPU, ISA, caches, memory, libraries, build");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "opmeter: {}\nRun 'opmeter --help' for usage.\n", e.what());
+    return 2;
+  }
+  try {
+    if (list->parsed()) return list_command();
+    if (info->parsed()) return info_command();
+    return run_command(run_args, argv[0]);
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "opmeter: error: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "opmeter: internal error: {}\n", e.what());
+    return 3;
+  }
+}
+
+}  // namespace opmeter

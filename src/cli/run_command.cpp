@@ -1,0 +1,184 @@
+// `opmeter run`: plan the cases, run them, write the results.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "opmeter/config.hpp"
+#include "opmeter/context.hpp"
+#include "opmeter/errors.hpp"
+#include "opmeter/registry.hpp"
+#include "opmeter/reporters.hpp"
+#include "opmeter/runner.hpp"
+
+namespace opmeter {
+namespace {
+
+std::atomic<bool> g_cancel{false};
+extern "C" void on_signal(int) { g_cancel.store(true); }
+
+std::string self_path(const char* argv0) {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(argv0) : p.string();
+}
+
+Stopping apply_overrides(Stopping s, const RunArgs& a) {
+  if (a.samples) s.fixed_samples = *a.samples;
+  if (a.max_noise_pct) s.max_noise = *a.max_noise_pct / 100.0;
+  if (a.timeout_s) s.timeout_s = *a.timeout_s;
+  if (a.min_samples) s.min_samples = *a.min_samples;
+  if (a.min_time_s) s.min_time_s = *a.min_time_s;
+  if (a.warmup) s.warmup_calls = *a.warmup;
+  if (a.warmup_s) s.warmup_s = *a.warmup_s;
+  return s;
+}
+
+Plan make_plan(const RunArgs& a) {
+  int threads = a.threads.value_or(default_threads());
+  if (!a.case_string.empty()) {
+    if (!a.config.empty() || !a.suite.empty()) throw UsageError("--case runs one case: give no config or --suite with it");
+    Plan p;
+    p.source = "case";
+    Case c = parse_case(a.case_string);
+    validate_case(c);
+    p.cases.push_back(c);
+    return p;
+  }
+  if (!a.config.empty() && !a.suite.empty()) throw UsageError("give either a config file or --suite, not both");
+  if (!a.config.empty()) return load_config_file(a.config, threads);
+  return load_suite(a.suite.empty() ? "quick" : a.suite, threads);
+}
+
+int child_run(const RunArgs& a, const RunOptions& options) {
+  Case c = parse_case(a.case_string);
+  validate_case(c);
+  Result r = run_case(c, options);
+  std::ofstream f(a.child_result);
+  f << to_json(r).dump() << "\n";
+  return f ? 0 : 3;
+}
+
+int exit_code(const std::vector<Result>& results) {
+  if (g_cancel.load()) return 130;
+  for (auto& r : results)
+    if (r.status == Status::failed || r.status == Status::error || r.status == Status::crashed ||
+        r.status == Status::timeout)
+      return 1;
+  return 0;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, RunArgs& a) {
+  auto* run = app.add_subcommand("run", "measure the cases of a config file or a built-in suite (default: quick)");
+  run->add_option("config", a.config, "YAML config file");
+  run->add_option("--suite", a.suite, "built-in suite: quick (default), full");
+  run->add_option("--filter", a.filter, "only cases whose case string matches this regular expression");
+  run->add_option("--case", a.case_string, "run exactly one case, given by its case string");
+  run->add_option("--threads", a.threads, "threads for every case (default: all usable CPUs)")->check(CLI::Range(1, 4096));
+  run->add_option("--out", a.out, "results directory (default: opmeter-results/<timestamp>)");
+  run->add_option("--resume", a.resume, "continue the run in this results directory, skipping finished cases");
+  run->add_option("--samples", a.samples, "exactly N samples per case instead of the noise criterion")->check(CLI::Range(0, 100000000));
+  run->add_option("--max-noise", a.max_noise_pct, "noise target, percent stdev/mean (default 0.5)")->check(CLI::Range(0.001, 100.0));
+  run->add_option("--timeout", a.timeout_s, "seconds of sampling per case before it is reported unconverged (default 15)")
+      ->check(CLI::Range(0.001, 86400.0));
+  run->add_option("--min-samples", a.min_samples, "samples before the noise criterion may stop (default 10)")->check(CLI::Range(2, 100000000));
+  run->add_option("--min-time", a.min_time_s, "measured seconds before the noise criterion may stop (default 0.5)")->check(CLI::Range(0.0, 86400.0));
+  run->add_option("--warmup", a.warmup, "exactly N warm-up calls (default: 50 ms of calls)")->check(CLI::Range(0, 100000000));
+  run->add_option("--warmup-s", a.warmup_s, "seconds of warm-up calls (default 0.05)")->check(CLI::Range(0.0, 3600.0));
+  run->add_option("--seed", a.seed, "seed of the random inputs");
+  run->add_flag("--hot", a.hot, "measure with warm caches (default: cold, inputs rotate through copies)");
+  run->add_flag("--isolate", a.isolate, "run each case in a child process; crashes and hangs are recorded");
+  run->add_option("--case-deadline", a.case_deadline_s, "with --isolate: seconds before a case is killed (default 2 x timeout + 30)")
+      ->check(CLI::Range(0.1, 86400.0));
+  run->add_flag("--dry-run", a.dry_run, "print the cases the plan expands to and stop");
+  run->add_option("--child-result", a.child_result, "internal: used by --isolate")->group("");
+}
+
+int run_command(const RunArgs& a, const char* argv0) {
+  RunOptions options;
+  options.seed = a.seed;
+  options.isolate = a.isolate;
+  options.self_exe = self_path(argv0);
+  options.case_deadline_s = a.case_deadline_s.value_or(0);
+  if (!a.child_result.empty()) {
+    options.stopping = apply_overrides(Stopping{}, a);
+    return child_run(a, options);
+  }
+
+  Plan plan = make_plan(a);
+  options.stopping = apply_overrides(plan.stopping, a);
+  std::vector<Case> cases;
+  std::optional<std::regex> filter;
+  if (!a.filter.empty()) {
+    try {
+      filter.emplace(a.filter);
+    } catch (const std::regex_error& e) {
+      throw UsageError(fmt::format("--filter '{}' is not a valid regular expression: {}", a.filter, e.what()));
+    }
+  }
+  for (auto c : plan.cases) {
+    if (a.threads) c.threads = *a.threads;
+    if (a.hot) c.hot = true;
+    if (filter && !std::regex_search(c.to_string(), *filter)) continue;
+    cases.push_back(c);
+  }
+  if (cases.empty()) throw UsageError(fmt::format("--filter '{}' matches none of the {} cases of {}", a.filter, plan.cases.size(), plan.source));
+  if (a.case_string.empty()) cases = with_needed_peaks(cases);
+
+  if (a.dry_run) {
+    fmt::print("{} cases from {}\n", cases.size(), plan.source);
+    for (auto& c : cases) fmt::print("{}\n", c.to_string());
+    return 0;
+  }
+
+  namespace fs = std::filesystem;
+  std::string dir = a.resume.empty() ? a.out : a.resume;
+  if (dir.empty()) {
+    auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    dir = fmt::format("opmeter-results/{:%Y%m%d-%H%M%S}", fmt::localtime(t));
+  }
+  std::vector<Result> previous;
+  auto journal = (fs::path(dir) / "results.jsonl").string();
+  if (!a.resume.empty()) {
+    if (!fs::is_directory(dir)) throw UsageError(fmt::format("--resume {}: no such results directory", dir));
+    previous = read_jsonl(journal);
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw UsageError(fmt::format("cannot create results directory {}: {}", dir, ec.message()));
+
+  std::size_t todo = cases.size();
+  if (!previous.empty()) {
+    std::set<std::string> done;
+    for (auto& r : previous) done.insert(r.case_string);
+    todo = std::count_if(cases.begin(), cases.end(), [&](const Case& c) { return !done.count(c.to_string()); });
+  }
+  fmt::print(stderr, "opmeter: {} cases from {}{} -> {}\n", cases.size(), plan.source,
+             previous.empty() ? "" : fmt::format(" ({} already done, {} to run)", cases.size() - todo, todo), dir);
+
+  MultiReporter reporter;
+  reporter.add(make_console_reporter(stderr, isatty(fileno(stderr))));
+  reporter.add(make_jsonl_reporter(journal));
+  reporter.add(make_summary_files_reporter(dir));
+  reporter.add(make_markdown_reporter(stdout));
+  reporter.begin(machine_context(), cases.size());
+
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  auto results = run_all(cases, std::move(previous), options, reporter, &g_cancel);
+  fmt::print(stderr, "opmeter: results in {}/ (results.json, results.csv, results.md, results.jsonl)\n", dir);
+  if (g_cancel.load()) fmt::print(stderr, "opmeter: interrupted; finished cases are saved, continue with --resume {}\n", dir);
+  return exit_code(results);
+}
+
+}  // namespace opmeter

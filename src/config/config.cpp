@@ -1,0 +1,283 @@
+// YAML configs and built-in suites -> a list of cases.
+#include "opmeter/config.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "config/yaml_reader.hpp"
+#include "opmeter/context.hpp"
+#include "opmeter/errors.hpp"
+#include "opmeter/registry.hpp"
+#include "opmeter/shapes.hpp"
+#include "opmeter/suites.hpp"
+#include "ops/bandwidth/bandwidth.hpp"
+
+namespace opmeter {
+namespace {
+
+const std::vector<std::string> kTopKeys = {"name", "description", "ops", "impls", "dtypes", "threads",
+                                           "stopping", "hot", "shapes", "bandwidth"};
+const std::vector<std::string> kStoppingKeys = {"max_noise", "min_samples", "min_time_s", "timeout_s",
+                                                "samples", "warmup", "warmup_s"};
+const std::vector<std::string> kGenerators = {"custom", "pow2", "pow2_extended", "sweep", "llama"};
+constexpr std::int64_t kMaxDim = std::int64_t{1} << 20;
+constexpr int kMaxPower = 20;
+
+// Levenshtein distance.
+std::size_t distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string unknown_name(const std::string& kind, const std::string& name, const std::vector<std::string>& known) {
+  auto near = nearest(name, known);
+  return near ? fmt::format("unknown {} '{}'; did you mean '{}'?", kind, name, *near)
+              : fmt::format("unknown {} '{}'; known: {}", kind, name, fmt::join(known, ", "));
+}
+
+std::pair<int, int> power_range(const YamlReader& r, const YAML::Node& g, const std::string& name, int def_min,
+                                int def_max) {
+  int lo = g["min_power"] ? static_cast<int>(r.integer(g["min_power"], name + ".min_power", 0, kMaxPower)) : def_min;
+  int hi = g["max_power"] ? static_cast<int>(r.integer(g["max_power"], name + ".max_power", 0, kMaxPower)) : def_max;
+  if (lo > hi)
+    r.fail(g, fmt::format("{}: empty sweep, min_power {} is greater than max_power {}", name, lo, hi));
+  return {lo, hi};
+}
+
+std::vector<MatShape> read_shapes(const YamlReader& r, const YAML::Node& list) {
+  if (!list.IsSequence() || list.size() == 0)
+    r.fail(list, "shapes: expected a non-empty list of generators, e.g. [{name: pow2, min_power: 10, max_power: 12}]");
+  std::vector<MatShape> out;
+  for (const auto& g : list) {
+    r.expect_map(g, "shapes entry");
+    if (!g["name"]) r.fail(g, fmt::format("shapes entry: missing 'name' (one of {})", fmt::join(kGenerators, ", ")));
+    auto name = r.text(g["name"], "shapes.name");
+    std::vector<MatShape> shapes;
+    if (name == "custom") {
+      r.check_keys(g, {"name", "shapes"}, "a custom shapes entry");
+      auto s = g["shapes"];
+      if (!s || !s.IsSequence() || s.size() == 0)
+        r.fail(s ? YAML::Node(s) : YAML::Node(g), "custom: 'shapes' must be a non-empty list of [m, k, n]");
+      for (const auto& one : s) {
+        if (!one.IsSequence() || one.size() != 3) r.fail(one, "custom: each shape must be a list [m, k, n] of three integers");
+        shapes.push_back({r.integer(one[0], "shape m", 1, kMaxDim), r.integer(one[1], "shape k", 1, kMaxDim),
+                          r.integer(one[2], "shape n", 1, kMaxDim), {}});
+      }
+    } else if (name == "pow2" || name == "pow2_extended") {
+      r.check_keys(g, {"name", "min_power", "max_power"}, "a " + name + " shapes entry");
+      auto [lo, hi] = power_range(r, g, name, 10, 14);
+      shapes = name == "pow2" ? pow2_shapes(lo, hi) : pow2_extended_shapes(lo, hi);
+    } else if (name == "sweep") {
+      r.check_keys(g, {"name", "min_power", "max_power"}, "a sweep shapes entry");
+      auto [lo, hi] = power_range(r, g, name, 8, 15);
+      shapes = sweep_shapes(lo, hi);
+    } else if (name == "llama") {
+      r.check_keys(g, {"name", "tokens"}, "a llama shapes entry");
+      auto tokens = g["tokens"] ? r.integer(g["tokens"], "llama.tokens", 1, kMaxDim) : 4 * 4096;
+      shapes = llama_shapes(tokens);
+    } else {
+      r.fail(g["name"], unknown_name("shape generator", name, kGenerators));
+    }
+    out.insert(out.end(), shapes.begin(), shapes.end());
+  }
+  return out;
+}
+
+std::size_t default_bandwidth_elements() {
+  // Four times the last-level cache per array so every pass streams from memory, bounded so
+  // three arrays stay well inside free memory.
+  double llc = static_cast<double>(cpu_info().llc_bytes ? cpu_info().llc_bytes : 32u << 20);
+  double bytes = std::max(4 * llc, 64.0 * (1 << 20));
+  bytes = std::min(bytes, static_cast<double>(available_memory_bytes()) / 8);
+  return static_cast<std::size_t>(bytes / sizeof(float)) / 16 * 16;
+}
+
+Stopping read_stopping(const YamlReader& r, const YAML::Node& n, Stopping s) {
+  r.expect_map(n, "stopping");
+  r.check_keys(n, kStoppingKeys, "stopping");
+  if (n["max_noise"]) s.max_noise = r.number(n["max_noise"], "stopping.max_noise (percent)", 0.001, 100) / 100.0;
+  if (n["min_samples"]) s.min_samples = static_cast<std::size_t>(r.integer(n["min_samples"], "stopping.min_samples", 2, 1000000));
+  if (n["min_time_s"]) s.min_time_s = r.number(n["min_time_s"], "stopping.min_time_s", 0, 3600);
+  if (n["timeout_s"]) s.timeout_s = r.number(n["timeout_s"], "stopping.timeout_s", 0.001, 86400);
+  if (n["samples"]) s.fixed_samples = static_cast<std::size_t>(r.integer(n["samples"], "stopping.samples", 1, 100000000));
+  if (n["warmup"]) s.warmup_calls = static_cast<std::size_t>(r.integer(n["warmup"], "stopping.warmup", 1, 1000000));
+  if (n["warmup_s"]) s.warmup_s = r.number(n["warmup_s"], "stopping.warmup_s", 0, 3600);
+  return s;
+}
+
+// Parameter sets per op from the config (ops without parameters of their own get one empty set).
+std::vector<std::vector<std::pair<std::string, std::string>>> op_params(const YamlReader& r, const YAML::Node& root,
+                                                                        const std::string& op,
+                                                                        const YAML::Node& ops_node) {
+  std::vector<std::vector<std::pair<std::string, std::string>>> out;
+  if (op == "gemm") {
+    if (!root["shapes"]) r.fail(ops_node, "ops includes gemm but there is no 'shapes' list to say which sizes");
+    for (auto& s : read_shapes(r, root["shapes"]))
+      out.push_back({{"M", std::to_string(s.m)}, {"N", std::to_string(s.n)}, {"K", std::to_string(s.k)}});
+  } else if (op == "bandwidth") {
+    std::vector<std::string> kernels = {"copy", "scale", "add", "triad", "read", "write"};
+    std::vector<std::int64_t> sizes = {static_cast<std::int64_t>(default_bandwidth_elements())};
+    if (auto b = root["bandwidth"]) {
+      r.expect_map(b, "bandwidth");
+      r.check_keys(b, {"kernels", "sizes_mib"}, "bandwidth");
+      if (b["kernels"]) {
+        kernels = r.text_list(b["kernels"], "bandwidth.kernels");
+        for (std::size_t i = 0; i < kernels.size(); ++i)
+          if (!bandwidth::parse_kernel(kernels[i]))
+            r.fail(b["kernels"].IsSequence() ? b["kernels"][i] : b["kernels"],
+                   unknown_name("bandwidth kernel", kernels[i], bandwidth::kernel_names()));
+      }
+      if (b["sizes_mib"]) {
+        sizes.clear();
+        for (auto mib : r.integer_list(b["sizes_mib"], "bandwidth.sizes_mib (MiB per array)", 1, 1 << 20))
+          sizes.push_back(mib * (1 << 20) / static_cast<std::int64_t>(sizeof(float)));
+      }
+    }
+    for (auto& k : kernels)
+      for (auto n : sizes) out.push_back({{"kernel", k}, {"n", std::to_string(n)}});
+  } else if (op == "peak") {
+    out.push_back({{"kernel", "fma"}});
+  } else {
+    out.push_back({});
+  }
+  return out;
+}
+
+std::vector<DType> op_dtypes(const std::string& op, const std::vector<DType>& wanted) {
+  std::vector<DType> taken;  // dtypes any impl of the op takes
+  for (auto* impl : Registry::global().impls_of(op))
+    for (auto d : impl->dtypes)
+      if (std::find(taken.begin(), taken.end(), d) == taken.end()) taken.push_back(d);
+  std::vector<DType> out;
+  for (auto d : wanted)
+    if (std::find(taken.begin(), taken.end(), d) != taken.end()) out.push_back(d);
+  // An op measured in none of the dtypes asked for (bandwidth when only bf16 is asked) runs in
+  // its own first dtype rather than silently vanishing.
+  if (out.empty() && !taken.empty()) out.push_back(taken.front());
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> nearest(const std::string& word, const std::vector<std::string>& candidates) {
+  std::optional<std::string> best;
+  std::size_t best_d = std::max<std::size_t>(2, word.size() / 3) + 1;
+  for (auto& c : candidates) {
+    auto d = distance(word, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+Plan load_config_text(const std::string& yaml, const std::string& source, int default_threads) {
+  YamlReader r(source);
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(source, e.mark.line + 1, e.mark.column + 1, "malformed YAML: " + e.msg);
+  }
+  if (!root || root.IsNull()) throw ConfigError(source, 0, 0, "the config is empty: expected at least 'ops: [...]'");
+  r.expect_map(root, "the config");
+  r.check_keys(root, kTopKeys, "the config");
+  if (!root["ops"]) r.fail(root, "missing 'ops': say which ops to measure, e.g. ops: [gemm, bandwidth, peak]");
+
+  auto& reg = Registry::global();
+  std::vector<std::string> op_names;
+  for (auto* o : reg.ops()) op_names.push_back(o->name);
+  auto ops = r.text_list(root["ops"], "ops");
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (!reg.op(ops[i])) r.fail(root["ops"].IsSequence() ? root["ops"][i] : root["ops"], unknown_name("op", ops[i], op_names));
+
+  std::vector<std::string> impls;
+  if (root["impls"]) {
+    impls = r.text_list(root["impls"], "impls");
+    auto known = reg.impl_names();
+    for (std::size_t i = 0; i < impls.size(); ++i)
+      if (std::find(known.begin(), known.end(), impls[i]) == known.end())
+        r.fail(root["impls"].IsSequence() ? root["impls"][i] : root["impls"], unknown_name("impl", impls[i], known));
+  }
+
+  std::vector<DType> dtypes = {DType::fp32};
+  if (root["dtypes"]) {
+    dtypes.clear();
+    std::vector<std::string> names;
+    for (auto d : all_dtypes()) names.emplace_back(to_string(d));
+    auto list = r.text_list(root["dtypes"], "dtypes");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      auto d = parse_dtype(list[i]);
+      if (!d) r.fail(root["dtypes"].IsSequence() ? root["dtypes"][i] : root["dtypes"], unknown_name("dtype", list[i], names));
+      dtypes.push_back(*d);
+    }
+  }
+
+  std::vector<std::int64_t> threads = {default_threads};
+  if (root["threads"]) threads = r.integer_list(root["threads"], "threads", 1, 4096);
+  bool hot = root["hot"] ? r.boolean(root["hot"], "hot") : false;
+
+  Plan plan;
+  plan.source = source;
+  if (root["stopping"]) plan.stopping = read_stopping(r, root["stopping"], plan.stopping);
+
+  for (auto& op : ops) {
+    // The impls list filters the ops it names impls of; an op with none of them keeps all its own
+    // (so `impls: [onednn]` still measures bandwidth and peak with opmeter's kernels).
+    std::vector<std::string> op_impls;
+    for (auto* impl : reg.impls_of(op))
+      if (std::find(impls.begin(), impls.end(), impl->impl) != impls.end()) op_impls.push_back(impl->impl);
+    if (op_impls.empty())
+      for (auto* impl : reg.impls_of(op)) op_impls.push_back(impl->impl);
+    auto params = op_params(r, root, op, root["ops"]);
+    for (auto& p : params)
+      for (auto& impl : op_impls)
+        for (auto d : op_dtypes(op, dtypes))
+          for (auto t : threads) {
+            Case c;
+            c.op = op;
+            c.impl = impl;
+            c.dtype = d;
+            c.params = p;
+            c.threads = static_cast<int>(t);
+            c.hot = hot;
+            plan.cases.push_back(c);
+          }
+  }
+  if (plan.cases.empty()) r.fail(root["ops"], "the config expands to no cases");
+  return plan;
+}
+
+Plan load_config_file(const std::string& path, int default_threads) {
+  std::ifstream f(path);
+  if (!f) throw ConfigError(path, 0, 0, "cannot open the config file (does it exist and is it readable?)");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return load_config_text(ss.str(), path, default_threads);
+}
+
+Plan load_suite(const std::string& name, int default_threads) {
+  auto& suites = builtin_suites();
+  auto it = suites.find(name);
+  if (it == suites.end()) {
+    std::vector<std::string> names;
+    for (auto& [n, text] : suites) names.push_back(n);
+    throw UsageError(unknown_name("suite", name, names));
+  }
+  return load_config_text(it->second, "suite:" + name, default_threads);
+}
+
+}  // namespace opmeter

@@ -1,0 +1,86 @@
+#include "config/yaml_reader.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "opmeter/config.hpp"
+#include "opmeter/errors.hpp"
+
+namespace opmeter {
+namespace {
+std::string shown(const YAML::Node& n) {
+  if (n.IsScalar()) return "'" + n.Scalar() + "'";
+  if (n.IsSequence()) return "a list";
+  if (n.IsMap()) return "a mapping";
+  return "nothing";
+}
+}  // namespace
+
+void YamlReader::fail(const YAML::Node& at, const std::string& message) const {
+  auto mark = at.Mark();
+  if (mark.line < 0) throw ConfigError(file_, 0, 0, message);
+  throw ConfigError(file_, mark.line + 1, mark.column + 1, message);
+}
+
+std::int64_t YamlReader::integer(const YAML::Node& n, const std::string& what, std::int64_t lo, std::int64_t hi) const {
+  std::int64_t v = 0;
+  if (!n.IsScalar() || !YAML::convert<std::int64_t>::decode(n, v))
+    fail(n, fmt::format("{}: expected an integer in {}..{}, got {}", what, lo, hi, shown(n)));
+  if (v < lo || v > hi) fail(n, fmt::format("{}: {} is out of range, expected {}..{}", what, v, lo, hi));
+  return v;
+}
+
+double YamlReader::number(const YAML::Node& n, const std::string& what, double lo, double hi) const {
+  double v = 0;
+  if (!n.IsScalar() || !YAML::convert<double>::decode(n, v))
+    fail(n, fmt::format("{}: expected a number, got {}", what, shown(n)));
+  if (!(v >= lo && v <= hi)) fail(n, fmt::format("{}: {} is out of range, expected {}..{}", what, v, lo, hi));
+  return v;
+}
+
+bool YamlReader::boolean(const YAML::Node& n, const std::string& what) const {
+  bool v = false;
+  if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v))
+    fail(n, fmt::format("{}: expected true or false, got {}", what, shown(n)));
+  return v;
+}
+
+std::string YamlReader::text(const YAML::Node& n, const std::string& what) const {
+  if (!n.IsScalar()) fail(n, fmt::format("{}: expected a name, got {}", what, shown(n)));
+  return n.Scalar();
+}
+
+std::vector<std::string> YamlReader::text_list(const YAML::Node& n, const std::string& what) const {
+  if (n.IsScalar()) return {n.Scalar()};
+  if (!n.IsSequence()) fail(n, fmt::format("{}: expected a list of names, got {}", what, shown(n)));
+  if (n.size() == 0) fail(n, fmt::format("{}: the list is empty", what));
+  std::vector<std::string> out;
+  for (const auto& item : n) out.push_back(text(item, what));
+  return out;
+}
+
+std::vector<std::int64_t> YamlReader::integer_list(const YAML::Node& n, const std::string& what, std::int64_t lo,
+                                                   std::int64_t hi) const {
+  if (n.IsScalar()) return {integer(n, what, lo, hi)};
+  if (!n.IsSequence()) fail(n, fmt::format("{}: expected an integer or a list of integers, got {}", what, shown(n)));
+  if (n.size() == 0) fail(n, fmt::format("{}: the list is empty", what));
+  std::vector<std::int64_t> out;
+  for (const auto& item : n) out.push_back(integer(item, what, lo, hi));
+  return out;
+}
+
+void YamlReader::expect_map(const YAML::Node& n, const std::string& what) const {
+  if (!n.IsMap()) fail(n, fmt::format("{}: expected a mapping of key: value, got {}", what, shown(n)));
+}
+
+void YamlReader::check_keys(const YAML::Node& map, const std::vector<std::string>& allowed, const std::string& where) const {
+  for (const auto& kv : map) {
+    auto key = kv.first.Scalar();
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    auto near = nearest(key, allowed);
+    fail(kv.first, near ? fmt::format("unknown key '{}' in {}; did you mean '{}'?", key, where, *near)
+                        : fmt::format("unknown key '{}' in {}; valid keys: {}", key, where, fmt::join(allowed, ", ")));
+  }
+}
+
+}  // namespace opmeter

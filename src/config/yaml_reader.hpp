@@ -1,0 +1,32 @@
+#pragma once
+// Typed reads from a YAML tree that fail with ConfigError at the node's file:line:column.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+namespace opmeter {
+
+class YamlReader {
+ public:
+  explicit YamlReader(std::string file) : file_(std::move(file)) {}
+  [[noreturn]] void fail(const YAML::Node& at, const std::string& message) const;
+  std::int64_t integer(const YAML::Node& n, const std::string& what, std::int64_t lo, std::int64_t hi) const;
+  double number(const YAML::Node& n, const std::string& what, double lo, double hi) const;
+  bool boolean(const YAML::Node& n, const std::string& what) const;
+  std::string text(const YAML::Node& n, const std::string& what) const;
+  // A scalar or a sequence of scalars, as a list; a sequence must not be empty.
+  std::vector<std::string> text_list(const YAML::Node& n, const std::string& what) const;
+  std::vector<std::int64_t> integer_list(const YAML::Node& n, const std::string& what, std::int64_t lo,
+                                         std::int64_t hi) const;
+  // Every key of `map` must be in `allowed`; an unknown one is reported with the nearest valid key.
+  void check_keys(const YAML::Node& map, const std::vector<std::string>& allowed, const std::string& where) const;
+  void expect_map(const YAML::Node& n, const std::string& what) const;
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string file_;
+};
+
+}  // namespace opmeter

@@ -1,0 +1,109 @@
+#include "opmeter/engine.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace opmeter {
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+}  // namespace
+
+std::string_view to_string(StopReason r) {
+  switch (r) {
+    case StopReason::converged: return "converged";
+    case StopReason::fixed_count: return "fixed_count";
+    case StopReason::timeout: return "timeout";
+    case StopReason::cancelled: return "cancelled";
+  }
+  return "?";
+}
+
+std::optional<StopReason> should_stop(const RunningStats& stats, double measured_s, double elapsed_s,
+                                      const Stopping& s) {
+  if (s.fixed_samples > 0) {
+    if (stats.count() >= s.fixed_samples) return StopReason::fixed_count;
+    return std::nullopt;
+  }
+  if (stats.count() >= s.min_samples && measured_s >= s.min_time_s && stats.rel_noise() <= s.max_noise)
+    return StopReason::converged;
+  if (elapsed_s >= s.timeout_s && stats.count() >= 2) return StopReason::timeout;
+  return std::nullopt;
+}
+
+std::size_t batch_size(double seconds_per_call, double target_sample_s, double timer_overhead_s) {
+  double target = std::max(target_sample_s, 100.0 * timer_overhead_s);
+  if (!(seconds_per_call > 0)) return 1;
+  double n = std::ceil(target / seconds_per_call);
+  return static_cast<std::size_t>(std::clamp(n, 1.0, 1e9));
+}
+
+double timer_overhead_s() {
+  static const double overhead = [] {
+    constexpr int kReads = 10000;
+    auto t0 = Clock::now();
+    Clock::time_point t{};
+    for (int i = 0; i < kReads; ++i) t = Clock::now();
+    return seconds(t - t0) / kReads;
+  }();
+  return overhead;
+}
+
+Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping, const ProgressFn& progress,
+                    const std::atomic<bool>* cancel) {
+  Measurement m;
+  copies = std::max<std::size_t>(copies, 1);
+  std::size_t next = 0;
+  auto call = [&] {
+    impl.run(next);
+    if (++next == copies) next = 0;
+  };
+  auto cancelled = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
+
+  // Warm-up: a fixed count if asked for, else until warmup_s has passed (at least one call).
+  // It also estimates the cost of a call for batching.
+  auto w0 = Clock::now();
+  double per_call = 0;
+  do {
+    auto t0 = Clock::now();
+    call();
+    impl.sync();
+    per_call = seconds(Clock::now() - t0);
+    ++m.warmup_calls;
+  } while (!cancelled() && (stopping.warmup_calls > 0 ? m.warmup_calls < stopping.warmup_calls
+                                                      : seconds(Clock::now() - w0) < stopping.warmup_s));
+  m.batch = batch_size(per_call, stopping.target_sample_s, timer_overhead_s());
+
+  RunningStats stats;
+  auto start = Clock::now();
+  auto last_progress = start;
+  for (;;) {
+    if (cancelled()) {
+      m.reason = StopReason::cancelled;
+      break;
+    }
+    auto t0 = Clock::now();
+    for (std::size_t i = 0; i < m.batch; ++i) call();
+    impl.sync();
+    auto t1 = Clock::now();
+    double dt = seconds(t1 - t0);
+    m.samples.push_back(dt / static_cast<double>(m.batch));
+    stats.add(m.samples.back());
+    m.measured_s += dt;
+    m.calls += m.batch;
+    double elapsed = seconds(t1 - start);
+    if (auto r = should_stop(stats, m.measured_s, elapsed, stopping)) {
+      m.reason = *r;
+      break;
+    }
+    if (progress && seconds(t1 - last_progress) > 0.1) {
+      last_progress = t1;
+      progress(stats, elapsed);
+    }
+  }
+  m.elapsed_s = seconds(Clock::now() - start);
+  return m;
+}
+
+}  // namespace opmeter

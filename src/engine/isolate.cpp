@@ -1,0 +1,94 @@
+// Isolation: one case per child process (this binary re-executed), under a deadline.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include "opmeter/runner.hpp"
+
+extern char** environ;
+
+namespace opmeter {
+namespace {
+
+std::vector<std::string> child_args(const Case& c, const RunOptions& o, const std::string& result_file) {
+  const Stopping& s = o.stopping;
+  return {o.self_exe, "run", "--case", c.to_string(), "--child-result", result_file,
+          "--max-noise", fmt::format("{}", s.max_noise * 100), "--timeout", fmt::format("{}", s.timeout_s),
+          "--samples", std::to_string(s.fixed_samples), "--min-samples", std::to_string(s.min_samples),
+          "--min-time", fmt::format("{}", s.min_time_s), "--warmup", std::to_string(s.warmup_calls),
+          "--warmup-s", fmt::format("{}", s.warmup_s), "--seed", std::to_string(o.seed)};
+}
+
+Result failed_child(const Case& c, Status status, std::string reason) {
+  Result r;
+  r.kase = c;
+  r.case_string = c.to_string();
+  r.status = status;
+  r.reason = std::move(reason);
+  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  r.timestamp = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(t));
+  return r;
+}
+
+}  // namespace
+
+Result run_case_isolated(const Case& c, const RunOptions& o) {
+  namespace fs = std::filesystem;
+  auto result_file = (fs::temp_directory_path() / fmt::format("opmeter-child-{}-{}.json", getpid(),
+                                                              std::chrono::steady_clock::now().time_since_epoch().count()))
+                         .string();
+  auto args = child_args(c, o, result_file);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  pid_t pid = 0;
+  if (int err = posix_spawn(&pid, o.self_exe.c_str(), nullptr, nullptr, argv.data(), environ); err != 0)
+    return failed_child(c, Status::error, fmt::format("cannot start {}: {}", o.self_exe, std::strerror(err)));
+
+  double deadline = o.case_deadline_s > 0 ? o.case_deadline_s : 2 * o.stopping.timeout_s + 30;
+  auto start = std::chrono::steady_clock::now();
+  int status = 0;
+  for (;;) {
+    pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      fs::remove(result_file);
+      return failed_child(c, Status::timeout, fmt::format("no result within the {:.0f} s deadline; the child was killed", deadline));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (WIFSIGNALED(status)) {
+    fs::remove(result_file);
+    int sig = WTERMSIG(status);
+    return failed_child(c, Status::crashed, fmt::format("killed by signal {} ({})", sig, strsignal(sig)));
+  }
+  std::ifstream in(result_file);
+  std::string line;
+  if (!in || !std::getline(in, line)) {
+    fs::remove(result_file);
+    return failed_child(c, Status::crashed, fmt::format("exited with code {} without a result", WEXITSTATUS(status)));
+  }
+  fs::remove(result_file);
+  try {
+    return result_from_json(nlohmann::json::parse(line));
+  } catch (const std::exception& e) {
+    return failed_child(c, Status::crashed, fmt::format("unreadable result from the child: {}", e.what()));
+  }
+}
+
+}  // namespace opmeter

@@ -1,0 +1,180 @@
+#include "opmeter/runner.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <set>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include "opmeter/buffer.hpp"
+#include "opmeter/context.hpp"
+#include "opmeter/errors.hpp"
+#include "opmeter/registry.hpp"
+
+namespace opmeter {
+namespace {
+constexpr std::size_t kMaxCopies = 256;
+constexpr double kMemoryHeadroom = 0.8;  // of available memory a case may take
+
+std::string now_iso() {
+  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(t));
+}
+
+std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / double(1u << 30)); }
+}  // namespace
+
+std::size_t cold_copies(double footprint, std::size_t llc_bytes, double budget) {
+  if (!(footprint > 0)) return 1;
+  double want = std::ceil(2.0 * static_cast<double>(llc_bytes) / footprint);
+  double affordable = std::floor(budget / footprint);
+  return static_cast<std::size_t>(std::clamp(std::min(want, affordable), 1.0, double(kMaxCopies)));
+}
+
+Result run_case(const Case& c, const RunOptions& options, const ProgressFn& progress, const std::atomic<bool>* cancel) {
+  Result r;
+  r.kase = c;
+  r.case_string = c.to_string();
+  auto finish = [&](Status s, std::string reason) {
+    r.status = s;
+    r.reason = std::move(reason);
+    r.timestamp = now_iso();
+    return r;
+  };
+  try {
+    validate_case(c);
+    const auto& reg = Registry::global();
+    const OpDef& op = *reg.op(c.op);
+    const ImplDef& impl_def = *reg.impl(c.op, c.impl);
+    if (std::find(impl_def.dtypes.begin(), impl_def.dtypes.end(), c.dtype) == impl_def.dtypes.end())
+      return finish(Status::skipped, fmt::format("{} has no {} {}", c.impl, to_string(c.dtype), c.op));
+    if (auto s = impl_def.supports(c); !s.ok) return finish(Status::skipped, s.reason);
+
+    r.work = op.work(c);
+    double footprint = op.footprint(c);
+    double available = static_cast<double>(available_memory_bytes());
+    if (footprint > kMemoryHeadroom * available)
+      return finish(Status::skipped, fmt::format("needs {} of memory, {} available", gib(footprint), gib(available)));
+    r.cache = !op.uses_memory ? "none" : c.hot ? "hot" : "cold";
+    r.copies = r.cache == "cold" ? cold_copies(footprint, cpu_info().llc_bytes, std::min(0.25 * available, 4.0 * (1u << 30)))
+                                 : 1;
+
+    omp_set_num_threads(c.threads);
+    auto live_before = Buffer::live_bytes();
+    Buffer::reset_peak();
+    auto impl = impl_def.make();
+    impl->setup(c, {r.copies, options.seed});
+    r.details = impl->details();
+
+    auto check = impl->verify(options.seed + 1);
+    r.max_error = check.max_error;
+    r.tolerance = check.tolerance;
+    if (!check.ok) return finish(Status::failed, "wrong result before timing: " + check.detail);
+
+    auto m = measure(*impl, r.copies, options.stopping, progress, cancel);
+    if (m.reason == StopReason::cancelled) return finish(Status::error, "interrupted");
+    r.samples = std::move(m.samples);
+    r.summary = summarize(r.samples);
+    r.batch = m.batch;
+    r.calls = m.calls;
+    r.warmup_calls = m.warmup_calls;
+    r.measured_s = m.measured_s;
+    r.elapsed_s = m.elapsed_s;
+    if (m.reason == StopReason::timeout) r.add_flag("unconverged");
+    derive_rates(r);
+
+    auto after = impl->verify(options.seed + 2);
+    r.max_error = std::max(check.max_error, after.max_error);
+    r.peak_memory_bytes = Buffer::peak_bytes() - live_before;
+    if (!after.ok) return finish(Status::failed, "wrong result after timing: " + after.detail);
+    return finish(Status::ok, "");
+  } catch (const Unsupported& e) {
+    return finish(Status::skipped, e.what());
+  } catch (const std::bad_alloc&) {
+    return finish(Status::error, "out of memory while setting up the case");
+  } catch (const std::exception& e) {
+    return finish(Status::error, e.what());
+  }
+}
+
+void Ceilings::learn(const Result& r) {
+  if (r.kase.op == "peak" && r.status == Status::ok && r.gflops > 0) {
+    auto& best = gflops_[{r.kase.dtype, r.kase.threads}];
+    best = std::max(best, r.gflops);
+  }
+}
+
+void Ceilings::annotate(Result& r) const {
+  if (r.status != Status::ok) return;
+  const OpDef* op = Registry::global().op(r.kase.op);
+  if (!op || !op->peak_dtype) return;
+  auto dtype = op->peak_dtype(r.kase);
+  if (!dtype) return;
+  auto it = gflops_.find({*dtype, r.kase.threads});
+  if (it != gflops_.end()) apply_peak(r, it->second);
+}
+
+std::vector<Case> with_needed_peaks(const std::vector<Case>& cases) {
+  std::set<std::pair<DType, int>> have, need;
+  for (auto& c : cases) {
+    if (c.op == "peak") have.insert({c.dtype, c.threads});
+    const OpDef* op = Registry::global().op(c.op);
+    if (op && op->peak_dtype)
+      if (auto d = op->peak_dtype(c)) need.insert({*d, c.threads});
+  }
+  std::vector<Case> out;
+  for (auto& [d, t] : need) {
+    if (have.count({d, t})) continue;
+    Case p;
+    p.op = "peak";
+    p.impl = "opmeter";
+    p.dtype = d;
+    p.params = {{"kernel", "fma"}};
+    p.threads = t;
+    out.push_back(p);
+  }
+  // Peaks first, so every later result can be shown against its ceiling as it finishes.
+  for (auto& c : cases)
+    if (c.op == "peak") out.push_back(c);
+  for (auto& c : cases)
+    if (c.op != "peak") out.push_back(c);
+  return out;
+}
+
+std::vector<Result> run_all(const std::vector<Case>& cases, std::vector<Result> previous, const RunOptions& options,
+                            Reporter& reporter, const std::atomic<bool>* cancel) {
+  Ceilings ceilings;
+  std::set<std::string> done;
+  for (auto& r : previous) {
+    done.insert(r.case_string);
+    ceilings.learn(r);
+  }
+  std::vector<Result> all = std::move(previous);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    if (cancel && cancel->load()) break;
+    const Case& c = cases[i];
+    if (done.count(c.to_string())) continue;
+    reporter.case_started(i, c);
+    Result r;
+    if (options.isolate) {
+      r = run_case_isolated(c, options);
+    } else {
+      r = run_case(c, options, [&](const RunningStats& s, double) {
+        reporter.progress(s.mean(), s.rel_noise(), s.count());
+      }, cancel);
+      if (cancel && cancel->load() && r.reason == "interrupted") break;  // half-measured: not a result
+    }
+    ceilings.learn(r);
+    ceilings.annotate(r);
+    reporter.report(r);
+    all.push_back(std::move(r));
+  }
+  reporter.end(all);
+  return all;
+}
+
+}  // namespace opmeter

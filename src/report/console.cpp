@@ -1,0 +1,58 @@
+// Progress on the terminal while a run goes.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "opmeter/reporters.hpp"
+
+namespace opmeter {
+namespace {
+
+std::string rate(const Result& r) {
+  if (r.gflops > 0) return fmt::format("{:.1f} GFLOP/s", r.gflops);
+  if (r.gbps > 0) return fmt::format("{:.1f} GB/s", r.gbps);
+  return "";
+}
+
+class ConsoleReporter : public Reporter {
+ public:
+  ConsoleReporter(std::FILE* out, bool live) : out_(out), live_(live) {}
+  void begin(const nlohmann::json&, std::size_t total) override { total_ = total; }
+  void case_started(std::size_t index, const Case& c) override {
+    index_ = index;
+    name_ = c.to_string();
+    if (live_) {
+      fmt::print(out_, "\r\033[K[{}/{}] {} ...", index_ + 1, total_, name_);
+      std::fflush(out_);
+    }
+  }
+  void progress(double mean_s, double noise, std::size_t samples) override {
+    if (!live_) return;
+    fmt::print(out_, "\r\033[K[{}/{}] {}  {}  noise {:.2f}%  ({} samples)", index_ + 1, total_, name_, human_time(mean_s),
+               std::isfinite(noise) ? noise * 100 : 0.0, samples);
+    std::fflush(out_);
+  }
+  void report(const Result& r) override {
+    if (live_) fmt::print(out_, "\r\033[K");
+    std::string what = r.status == Status::ok
+                           ? fmt::format("{}  {}  noise {:.2f}%{}", human_time(r.summary.median), rate(r),
+                                         r.summary.rel_noise * 100, r.flags.empty() ? "" : "  [" + r.flags.front() + "]")
+                           : fmt::format("{}: {}", to_string(r.status), r.reason);
+    fmt::print(out_, "[{}/{}] {}  {}\n", index_ + 1, total_, r.case_string, what);
+    std::fflush(out_);
+  }
+
+ private:
+  std::FILE* out_;
+  bool live_;
+  std::size_t total_ = 0, index_ = 0;
+  std::string name_;
+};
+
+}  // namespace
+
+std::unique_ptr<Reporter> make_console_reporter(std::FILE* out, bool live) {
+  return std::make_unique<ConsoleReporter>(out, live);
+}
+
+}  // namespace opmeter

@@ -1,0 +1,147 @@
+// results.json (Google Benchmark's format), results.csv (one tidy row per case), results.md.
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "opmeter/reporters.hpp"
+
+namespace opmeter {
+namespace {
+
+// Google Benchmark picks one time unit per benchmark; we do the same by magnitude.
+std::pair<const char*, double> time_unit(double s) {
+  if (s < 1e-6) return {"ns", 1e9};
+  if (s < 1e-3) return {"us", 1e6};
+  if (s < 1) return {"ms", 1e3};
+  return {"s", 1.0};
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return q + "\"";
+}
+
+std::string num(double v) { return fmt::format("{:.6g}", v); }
+std::string opt(const std::optional<double>& v) { return v ? num(*v) : ""; }
+
+class SummaryFilesReporter : public Reporter {
+ public:
+  explicit SummaryFilesReporter(std::string dir) : dir_(std::move(dir)) {}
+  void begin(const nlohmann::json& context, std::size_t) override { context_ = context; }
+  void end(const std::vector<Result>& all) override {
+    namespace fs = std::filesystem;
+    write_atomically((fs::path(dir_) / "results.json").string(), gbench_json(context_, all).dump(2) + "\n");
+    write_atomically((fs::path(dir_) / "results.csv").string(), csv_table(context_, all));
+    write_atomically((fs::path(dir_) / "results.md").string(), markdown_table(all));
+  }
+
+ private:
+  std::string dir_;
+  nlohmann::json context_;
+};
+
+}  // namespace
+
+nlohmann::json gbench_json(const nlohmann::json& context, const std::vector<Result>& results) {
+  nlohmann::json benchmarks = nlohmann::json::array();
+  std::size_t family = 0;
+  for (auto& r : results) {
+    auto [unit, scale] = time_unit(r.summary.median);
+    nlohmann::json b = {
+        {"name", r.case_string},
+        {"family_index", family},
+        {"per_family_instance_index", 0},
+        {"run_name", r.case_string},
+        {"run_type", "iteration"},
+        {"repetitions", 1},
+        {"repetition_index", 0},
+        {"threads", r.kase.threads},
+        {"iterations", r.calls},
+        {"real_time", r.summary.median * scale},
+        {"cpu_time", r.summary.median * scale},
+        {"time_unit", unit},
+        {"op", r.kase.op},
+        {"impl", r.kase.impl},
+        {"dtype", to_string(r.kase.dtype)},
+        {"params", to_json(r)["params"]},
+        {"status", to_string(r.status)},
+        {"reason", r.reason},
+        {"flags", r.flags},
+        {"cache", r.cache},
+        {"flops", r.work.flops},
+        {"bytes", r.work.bytes()},
+        {"gflops", r.gflops},
+        {"gbps", r.gbps},
+        {"intensity", r.intensity},
+        {"noise", r.summary.rel_noise},
+        {"samples", r.summary.count},
+        {"batch", r.batch},
+        {"samples_s", r.samples},
+        {"median_ci95_s", {r.summary.median_ci_low, r.summary.median_ci_high}},
+        {"details", r.details},
+    };
+    if (r.pct_peak) b["pct_peak"] = *r.pct_peak;
+    if (r.peak_gflops) b["peak_gflops"] = *r.peak_gflops;
+    if (r.max_error) b["max_error"] = *r.max_error;
+    if (r.status != Status::ok) {
+      b["error_occurred"] = true;
+      b["error_message"] = fmt::format("{}: {}", to_string(r.status), r.reason);
+    }
+    benchmarks.push_back(b);
+    if (r.status == Status::ok) {
+      // Aggregates as Google Benchmark writes them for repeated runs.
+      auto agg = [&](const char* name, double value, const char* agg_unit) {
+        nlohmann::json a = {{"name", r.case_string + "_" + name}, {"family_index", family},
+                            {"per_family_instance_index", 0}, {"run_name", r.case_string},
+                            {"run_type", "aggregate"}, {"repetitions", r.summary.count},
+                            {"threads", r.kase.threads}, {"aggregate_name", name},
+                            {"aggregate_unit", agg_unit}, {"iterations", r.summary.count}};
+        if (std::string(agg_unit) == "time") {
+          a["real_time"] = value * scale;
+          a["cpu_time"] = value * scale;
+          a["time_unit"] = unit;
+        } else {
+          a["real_time"] = value;
+          a["cpu_time"] = value;
+          a["time_unit"] = unit;
+        }
+        benchmarks.push_back(a);
+      };
+      agg("mean", r.summary.mean, "time");
+      agg("median", r.summary.median, "time");
+      agg("stddev", r.summary.stdev, "time");
+      agg("cv", r.summary.rel_noise, "percentage");
+    }
+    ++family;
+  }
+  return {{"context", context}, {"benchmarks", benchmarks}};
+}
+
+std::string csv_table(const nlohmann::json& context, const std::vector<Result>& results) {
+  std::string device = context.contains("cpu") ? context["cpu"].value("model", "cpu") : "cpu";
+  std::string out =
+      "timestamp,device,op,backend,dtype,M,N,K,params,threads,cache,iters,samples,elapsed_s,min_s,mean_s,stdev_s,"
+      "noise_pct,gflops,tflops,gbps,intensity,pct_peak,peak_gflops,peak_memory_mb,status,flags,reason,case\n";
+  for (auto& r : results) {
+    auto p = [&](const char* k) { return r.kase.has(k) ? r.kase.get(k) : std::string(); };
+    std::vector<std::string> row = {
+        r.timestamp, csv_field(device), r.kase.op, r.kase.impl, std::string(to_string(r.kase.dtype)), p("M"), p("N"), p("K"),
+        csv_field(r.kase.params_string()), std::to_string(r.kase.threads), r.cache, std::to_string(r.calls),
+        std::to_string(r.summary.count), num(r.summary.median), num(r.summary.min), num(r.summary.mean),
+        num(r.summary.stdev), num(r.summary.rel_noise * 100), num(r.gflops), num(r.gflops / 1000), num(r.gbps),
+        num(r.intensity), opt(r.pct_peak), opt(r.peak_gflops), num(static_cast<double>(r.peak_memory_bytes) / (1 << 20)),
+        std::string(to_string(r.status)), csv_field(fmt::format("{}", fmt::join(r.flags, ";"))), csv_field(r.reason),
+        csv_field(r.case_string)};
+    out += fmt::format("{}\n", fmt::join(row, ","));
+  }
+  return out;
+}
+
+std::unique_ptr<Reporter> make_summary_files_reporter(const std::string& dir) {
+  return std::make_unique<SummaryFilesReporter>(dir);
+}
+
+}  // namespace opmeter

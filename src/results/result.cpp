@@ -1,0 +1,141 @@
+#include "opmeter/result.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include <fmt/format.h>
+
+#include "opmeter/errors.hpp"
+
+namespace opmeter {
+namespace {
+constexpr std::array<std::pair<Status, std::string_view>, 6> kStatusNames{{
+    {Status::ok, "ok"}, {Status::skipped, "skipped"}, {Status::failed, "failed"},
+    {Status::error, "error"}, {Status::crashed, "crashed"}, {Status::timeout, "timeout"},
+}};
+constexpr double kFasterThanPeakPct = 105.0;
+
+template <class T>
+void put_optional(nlohmann::json& j, const char* key, const std::optional<T>& v) {
+  if (v) j[key] = *v;
+}
+template <class T>
+std::optional<T> get_optional(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+  return j[key].get<T>();
+}
+}  // namespace
+
+std::string_view to_string(Status s) {
+  for (auto& [st, name] : kStatusNames)
+    if (st == s) return name;
+  return "?";
+}
+
+std::optional<Status> parse_status(std::string_view s) {
+  for (auto& [st, name] : kStatusNames)
+    if (name == s) return st;
+  return std::nullopt;
+}
+
+bool Result::has_flag(const std::string& f) const { return std::find(flags.begin(), flags.end(), f) != flags.end(); }
+
+void Result::add_flag(const std::string& f) {
+  if (!has_flag(f)) flags.push_back(f);
+}
+
+void derive_rates(Result& r) {
+  double t = r.summary.median;
+  if (!(t > 0)) return;
+  r.gflops = r.work.flops / t * 1e-9;
+  r.gbps = r.work.bytes() / t * 1e-9;
+  r.intensity = r.work.bytes() > 0 ? r.work.flops / r.work.bytes() : 0;
+}
+
+void apply_peak(Result& r, double peak_gflops) {
+  if (!(peak_gflops > 0) || !(r.gflops > 0)) return;
+  r.peak_gflops = peak_gflops;
+  r.pct_peak = 100.0 * r.gflops / peak_gflops;
+  if (*r.pct_peak > kFasterThanPeakPct) r.add_flag("faster-than-peak");
+}
+
+nlohmann::json to_json(const Result& r) {
+  nlohmann::json j;
+  j["case"] = r.case_string;
+  j["op"] = r.kase.op;
+  j["impl"] = r.kase.impl;
+  j["dtype"] = to_string(r.kase.dtype);
+  nlohmann::json params = nlohmann::json::object();
+  for (auto& [k, v] : r.kase.params) params[k] = v;
+  j["params"] = params;
+  j["threads"] = r.kase.threads;
+  j["status"] = to_string(r.status);
+  j["reason"] = r.reason;
+  j["flags"] = r.flags;
+  j["timestamp"] = r.timestamp;
+  j["cache"] = r.cache;
+  j["samples_s"] = r.samples;
+  const auto& s = r.summary;
+  j["summary"] = {{"count", s.count}, {"min_s", s.min}, {"max_s", s.max}, {"mean_s", s.mean},
+                  {"median_s", s.median}, {"stdev_s", s.stdev}, {"q1_s", s.q1}, {"q3_s", s.q3},
+                  {"median_ci95_low_s", s.median_ci_low}, {"median_ci95_high_s", s.median_ci_high},
+                  {"rel_noise", s.rel_noise}};
+  j["batch"] = r.batch;
+  j["calls"] = r.calls;
+  j["warmup_calls"] = r.warmup_calls;
+  j["copies"] = r.copies;
+  j["measured_s"] = r.measured_s;
+  j["elapsed_s"] = r.elapsed_s;
+  j["work"] = {{"flops", r.work.flops}, {"bytes_read", r.work.bytes_read}, {"bytes_written", r.work.bytes_written}};
+  j["gflops"] = r.gflops;
+  j["gbps"] = r.gbps;
+  j["intensity"] = r.intensity;
+  put_optional(j, "peak_gflops", r.peak_gflops);
+  put_optional(j, "pct_peak", r.pct_peak);
+  put_optional(j, "max_error", r.max_error);
+  put_optional(j, "tolerance", r.tolerance);
+  j["peak_memory_bytes"] = r.peak_memory_bytes;
+  j["details"] = r.details;
+  return j;
+}
+
+Result result_from_json(const nlohmann::json& j) {
+  try {
+    Result r;
+    r.case_string = j.at("case").get<std::string>();
+    r.kase = parse_case(r.case_string);
+    auto st = parse_status(j.at("status").get<std::string>());
+    if (!st) throw UsageError(fmt::format("unknown status '{}'", j.at("status").get<std::string>()));
+    r.status = *st;
+    r.reason = j.value("reason", "");
+    r.flags = j.value("flags", std::vector<std::string>{});
+    r.timestamp = j.value("timestamp", "");
+    r.cache = j.value("cache", "cold");
+    r.samples = j.value("samples_s", std::vector<double>{});
+    r.summary = summarize(r.samples);
+    r.batch = j.value("batch", std::size_t{0});
+    r.calls = j.value("calls", std::size_t{0});
+    r.warmup_calls = j.value("warmup_calls", std::size_t{0});
+    r.copies = j.value("copies", std::size_t{0});
+    r.measured_s = j.value("measured_s", 0.0);
+    r.elapsed_s = j.value("elapsed_s", 0.0);
+    if (j.contains("work")) {
+      auto& w = j["work"];
+      r.work = {w.value("flops", 0.0), w.value("bytes_read", 0.0), w.value("bytes_written", 0.0)};
+    }
+    r.gflops = j.value("gflops", 0.0);
+    r.gbps = j.value("gbps", 0.0);
+    r.intensity = j.value("intensity", 0.0);
+    r.peak_gflops = get_optional<double>(j, "peak_gflops");
+    r.pct_peak = get_optional<double>(j, "pct_peak");
+    r.max_error = get_optional<double>(j, "max_error");
+    r.tolerance = get_optional<double>(j, "tolerance");
+    r.peak_memory_bytes = j.value("peak_memory_bytes", std::size_t{0});
+    r.details = j.value("details", std::map<std::string, std::string>{});
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(fmt::format("malformed result record: {}", e.what()));
+  }
+}
+
+}  // namespace opmeter

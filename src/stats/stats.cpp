@@ -1,0 +1,82 @@
+#include "opmeter/stats.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <tuple>
+
+namespace opmeter {
+
+double mean(const std::vector<double>& x) {
+  if (x.empty()) return 0;
+  return std::accumulate(x.begin(), x.end(), 0.0) / static_cast<double>(x.size());
+}
+
+double stdev(const std::vector<double>& x) {
+  if (x.size() < 2) return 0;
+  double m = mean(x), ss = 0;
+  for (double v : x) ss += (v - m) * (v - m);
+  return std::sqrt(ss / static_cast<double>(x.size() - 1));
+}
+
+double quantile(std::vector<double> x, double q) {
+  if (x.empty()) return 0;
+  std::sort(x.begin(), x.end());
+  double pos = q * static_cast<double>(x.size() - 1);
+  auto lo = static_cast<std::size_t>(std::floor(pos));
+  auto hi = std::min(lo + 1, x.size() - 1);
+  double frac = pos - static_cast<double>(lo);
+  return x[lo] + (x[hi] - x[lo]) * frac;
+}
+
+double median(const std::vector<double>& x) { return quantile(x, 0.5); }
+
+std::pair<double, double> median_ci95(std::vector<double> x) {
+  if (x.empty()) return {0, 0};
+  std::sort(x.begin(), x.end());
+  const double n = static_cast<double>(x.size());
+  if (x.size() <= 5) return {x.front(), x.back()};
+  // Ranks n/2 -+ 1.96 sqrt(n)/2 (1-based) bracket the median with ~95% probability.
+  double half = 1.96 * std::sqrt(n) / 2.0;
+  auto lo = static_cast<long>(std::floor(n / 2.0 - half));
+  auto hi = static_cast<long>(std::ceil(n / 2.0 + half));
+  lo = std::clamp(lo, 1L, static_cast<long>(x.size()));
+  hi = std::clamp(hi, 1L, static_cast<long>(x.size()));
+  return {x[static_cast<std::size_t>(lo - 1)], x[static_cast<std::size_t>(hi - 1)]};
+}
+
+Summary summarize(const std::vector<double>& x) {
+  Summary s;
+  s.count = x.size();
+  if (x.empty()) return s;
+  auto [mn, mx] = std::minmax_element(x.begin(), x.end());
+  s.min = *mn;
+  s.max = *mx;
+  s.mean = mean(x);
+  s.stdev = stdev(x);
+  s.median = median(x);
+  s.q1 = quantile(x, 0.25);
+  s.q3 = quantile(x, 0.75);
+  std::tie(s.median_ci_low, s.median_ci_high) = median_ci95(x);
+  s.rel_noise = s.mean > 0 ? s.stdev / s.mean : 0;
+  return s;
+}
+
+void RunningStats::add(double x) {
+  ++n_;
+  double d = x - mean_;
+  mean_ += d / static_cast<double>(n_);
+  m2_ += d * (x - mean_);
+}
+
+double RunningStats::stdev() const {
+  return n_ < 2 ? 0 : std::sqrt(m2_ / static_cast<double>(n_ - 1));
+}
+
+double RunningStats::rel_noise() const {
+  if (n_ < 2 || mean_ <= 0) return std::numeric_limits<double>::infinity();
+  return stdev() / mean_;
+}
+
+}  // namespace opmeter
