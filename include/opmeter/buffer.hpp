@@ -45,6 +45,9 @@ class Rng {
 
 void fill_uniform(std::span<float> out, Rng& rng, float lo, float hi);
 void fill_uniform(std::span<double> out, Rng& rng, double lo, double hi);
+// Random values in the first 256 Ki elements, repeated: fast for large timing buffers whose
+// values matter only for not being constant.
+void fill_uniform_tiled(std::span<float> out, Rng& rng, float lo, float hi);
 
 // bf16 helpers (round to nearest even), shared by ops that store bf16 inputs.
 std::uint16_t to_bf16(float x);

@@ -26,8 +26,9 @@ struct Stopping {
 enum class StopReason { converged, fixed_count, timeout, cancelled };
 std::string_view to_string(StopReason r);
 
-// Pure stopping rule, applied after each sample.
-std::optional<StopReason> should_stop(const RunningStats& stats, double measured_s, double elapsed_s,
+// Pure stopping rule, applied after each sample: `noise` is the relative noise of the samples so
+// far (see Summary::rel_noise).
+std::optional<StopReason> should_stop(std::size_t samples, double noise, double measured_s, double elapsed_s,
                                       const Stopping& s);
 
 // Calls per sample so a sample lasts at least the target and the timer's overhead stays below

@@ -63,8 +63,8 @@ struct ImplRegistrar {
   explicit ImplRegistrar(ImplDef impl) { Registry::global().add(std::move(impl)); }
 };
 
-// Checks that a case names a registered op/impl, that the impl takes the dtype, and that the
-// op's parameters are valid. Throws UsageError / CaseError with the reason.
+// Checks that a case names a registered op and impl and that the op's parameters are valid (a
+// dtype the impl lacks is not an error: the case is `skipped` with that reason). Throws UsageError / CaseError with the reason.
 void validate_case(const Case& c);
 
 }  // namespace opmeter

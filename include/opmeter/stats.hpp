@@ -10,7 +10,10 @@ struct Summary {
   double min = 0, max = 0, mean = 0, median = 0, stdev = 0;
   double q1 = 0, q3 = 0;                 // quartiles (linear interpolation, as numpy's default)
   double median_ci_low = 0, median_ci_high = 0;  // 95% distribution-free CI of the median
-  double rel_noise = 0;                  // stdev / mean
+  // stdev / mean of the samples inside Tukey's far fences (Q1 - 3 IQR, Q3 + 3 IQR): a sample
+  // stretched by a preemption does not decide whether a measurement converged.
+  double rel_noise = 0;
+  std::size_t outliers = 0;              // samples outside the far fences
 };
 
 double mean(const std::vector<double>& x);
@@ -21,6 +24,8 @@ double median(const std::vector<double>& x);
 // for n > 5; the full range below that). Returns {low, high}.
 std::pair<double, double> median_ci95(std::vector<double> x);
 Summary summarize(const std::vector<double>& x);
+// rel_noise and outliers as defined in Summary.
+std::pair<double, std::size_t> fenced_rel_noise(std::vector<double> x);
 
 // Running mean / variance (Welford), O(1) per sample, for the stopping criterion.
 class RunningStats {

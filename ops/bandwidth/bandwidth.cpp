@@ -68,7 +68,7 @@ class BandwidthImpl : public Impl {
     }
     Rng rng(options.seed);
     for (auto& set : sets_)
-      for (auto& arr : set) fill_uniform(arr.span<float>(), rng, 0.5f, 1.5f);
+      for (auto& arr : set) fill_uniform_tiled(arr.span<float>(), rng, 0.5f, 1.5f);
   }
 
   void run(std::size_t copy) override {

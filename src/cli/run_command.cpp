@@ -152,6 +152,11 @@ int run_command(const RunArgs& a, const char* argv0) {
   if (!a.resume.empty()) {
     if (!fs::is_directory(dir)) throw UsageError(fmt::format("--resume {}: no such results directory", dir));
     previous = read_jsonl(journal);
+    // Rewrite the journal from what parsed, so a line torn by the interruption is not followed
+    // by new records.
+    std::string clean;
+    for (auto& r : previous) clean += to_json(r).dump() + "\n";
+    write_atomically(journal, clean);
   }
   std::error_code ec;
   fs::create_directories(dir, ec);

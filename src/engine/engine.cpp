@@ -20,15 +20,14 @@ std::string_view to_string(StopReason r) {
   return "?";
 }
 
-std::optional<StopReason> should_stop(const RunningStats& stats, double measured_s, double elapsed_s,
+std::optional<StopReason> should_stop(std::size_t samples, double noise, double measured_s, double elapsed_s,
                                       const Stopping& s) {
   if (s.fixed_samples > 0) {
-    if (stats.count() >= s.fixed_samples) return StopReason::fixed_count;
+    if (samples >= s.fixed_samples) return StopReason::fixed_count;
     return std::nullopt;
   }
-  if (stats.count() >= s.min_samples && measured_s >= s.min_time_s && stats.rel_noise() <= s.max_noise)
-    return StopReason::converged;
-  if (elapsed_s >= s.timeout_s && stats.count() >= 2) return StopReason::timeout;
+  if (samples >= s.min_samples && measured_s >= s.min_time_s && noise <= s.max_noise) return StopReason::converged;
+  if (elapsed_s >= s.timeout_s && samples >= 2) return StopReason::timeout;
   return std::nullopt;
 }
 
@@ -78,6 +77,7 @@ Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping, co
   RunningStats stats;
   auto start = Clock::now();
   auto last_progress = start;
+  auto last_fenced = start;
   for (;;) {
     if (cancelled()) {
       m.reason = StopReason::cancelled;
@@ -93,7 +93,15 @@ Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping, co
     m.measured_s += dt;
     m.calls += m.batch;
     double elapsed = seconds(t1 - start);
-    if (auto r = should_stop(stats, m.measured_s, elapsed, stopping)) {
+    // The running (Welford) noise is O(1); the outlier-fenced noise sorts, so it is computed only
+    // when the running one misses the target, and at most every 50 ms.
+    double noise = stats.rel_noise();
+    if (noise > stopping.max_noise && stopping.fixed_samples == 0 && stats.count() >= stopping.min_samples &&
+        m.measured_s >= stopping.min_time_s && seconds(t1 - last_fenced) > 0.05) {
+      last_fenced = t1;
+      noise = fenced_rel_noise(m.samples).first;
+    }
+    if (auto r = should_stop(stats.count(), noise, m.measured_s, elapsed, stopping)) {
       m.reason = *r;
       break;
     }

@@ -68,12 +68,6 @@ void validate_case(const Case& c) {
     for (auto* i : reg.impls_of(c.op)) names.push_back(i->impl);
     throw UsageError(fmt::format("op '{}' has no impl '{}' (known: {})", c.op, c.impl, fmt::join(names, ", ")));
   }
-  if (std::find(impl->dtypes.begin(), impl->dtypes.end(), c.dtype) == impl->dtypes.end()) {
-    std::vector<std::string_view> names;
-    for (auto d : impl->dtypes) names.push_back(to_string(d));
-    throw UsageError(fmt::format("{}/{} does not take dtype {} (takes: {})", c.op, c.impl, to_string(c.dtype),
-                                 fmt::join(names, ", ")));
-  }
   for (auto& key : op->params)
     if (!c.has(key)) throw CaseError(fmt::format("case {} lacks parameter '{}'", c.to_string(), key));
   for (auto& [key, value] : c.params)

@@ -79,7 +79,7 @@ nlohmann::json to_json(const Result& r) {
   j["summary"] = {{"count", s.count}, {"min_s", s.min}, {"max_s", s.max}, {"mean_s", s.mean},
                   {"median_s", s.median}, {"stdev_s", s.stdev}, {"q1_s", s.q1}, {"q3_s", s.q3},
                   {"median_ci95_low_s", s.median_ci_low}, {"median_ci95_high_s", s.median_ci_high},
-                  {"rel_noise", s.rel_noise}};
+                  {"rel_noise", s.rel_noise}, {"outliers", s.outliers}};
   j["batch"] = r.batch;
   j["calls"] = r.calls;
   j["warmup_calls"] = r.warmup_calls;

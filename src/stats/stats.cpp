@@ -37,10 +37,11 @@ std::pair<double, double> median_ci95(std::vector<double> x) {
   std::sort(x.begin(), x.end());
   const double n = static_cast<double>(x.size());
   if (x.size() <= 5) return {x.front(), x.back()};
-  // Ranks n/2 -+ 1.96 sqrt(n)/2 (1-based) bracket the median with ~95% probability.
+  // Order statistics of ranks n/2 - 1.96 sqrt(n)/2 and 1 + n/2 + 1.96 sqrt(n)/2 (1-based,
+  // rounded) bracket the median with ~95% probability (Conover, Practical Nonparametric Stats).
   double half = 1.96 * std::sqrt(n) / 2.0;
-  auto lo = static_cast<long>(std::floor(n / 2.0 - half));
-  auto hi = static_cast<long>(std::ceil(n / 2.0 + half));
+  auto lo = std::lround(n / 2.0 - half);
+  auto hi = std::lround(1 + n / 2.0 + half);
   lo = std::clamp(lo, 1L, static_cast<long>(x.size()));
   hi = std::clamp(hi, 1L, static_cast<long>(x.size()));
   return {x[static_cast<std::size_t>(lo - 1)], x[static_cast<std::size_t>(hi - 1)]};
@@ -59,8 +60,20 @@ Summary summarize(const std::vector<double>& x) {
   s.q1 = quantile(x, 0.25);
   s.q3 = quantile(x, 0.75);
   std::tie(s.median_ci_low, s.median_ci_high) = median_ci95(x);
-  s.rel_noise = s.mean > 0 ? s.stdev / s.mean : 0;
+  std::tie(s.rel_noise, s.outliers) = fenced_rel_noise(x);
   return s;
+}
+
+std::pair<double, std::size_t> fenced_rel_noise(std::vector<double> x) {
+  if (x.size() < 2) return {std::numeric_limits<double>::infinity(), 0};
+  double q1 = quantile(x, 0.25), q3 = quantile(x, 0.75), iqr = q3 - q1;
+  double lo = q1 - 3 * iqr, hi = q3 + 3 * iqr;
+  std::vector<double> kept;
+  kept.reserve(x.size());
+  for (double v : x)
+    if (v >= lo && v <= hi) kept.push_back(v);
+  double m = mean(kept);
+  return {m > 0 ? stdev(kept) / m : std::numeric_limits<double>::infinity(), x.size() - kept.size()};
 }
 
 void RunningStats::add(double x) {

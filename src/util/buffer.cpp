@@ -71,6 +71,14 @@ void fill_uniform(std::span<float> out, Rng& rng, float lo, float hi) {
   for (auto& x : out) x = static_cast<float>(rng.uniform(lo, hi));
 }
 
+void fill_uniform_tiled(std::span<float> out, Rng& rng, float lo, float hi) {
+  constexpr std::size_t kTile = 1 << 18;
+  auto head = out.subspan(0, std::min(out.size(), kTile));
+  fill_uniform(head, rng, lo, hi);
+  for (std::size_t i = head.size(); i < out.size(); i += kTile)
+    std::memcpy(out.data() + i, head.data(), std::min(kTile, out.size() - i) * sizeof(float));
+}
+
 void fill_uniform(std::span<double> out, Rng& rng, double lo, double hi) {
   for (auto& x : out) x = rng.uniform(lo, hi);
 }

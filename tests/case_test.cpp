@@ -1,0 +1,57 @@
+#include <gtest/gtest.h>
+
+#include "opmeter/case.hpp"
+#include "opmeter/errors.hpp"
+#include "opmeter/registry.hpp"
+
+using namespace opmeter;
+
+TEST(CaseString, RoundTrips) {
+  Case c;
+  c.op = "gemm";
+  c.impl = "onednn";
+  c.dtype = DType::bf16;
+  c.set("M", 4096).set("N", 2048).set("K", 1024);
+  c.threads = 2;
+  EXPECT_EQ(c.to_string(), "gemm/onednn/bf16/M=4096,N=2048,K=1024/threads=2");
+  EXPECT_EQ(parse_case(c.to_string()), c);
+  c.hot = true;
+  EXPECT_EQ(c.to_string(), "gemm/onednn/bf16/M=4096,N=2048,K=1024/threads=2,hot");
+  EXPECT_EQ(parse_case(c.to_string()), c);
+}
+
+TEST(CaseString, BadStringsSayWhatIsWrong) {
+  auto message = [](const std::string& s) {
+    try {
+      parse_case(s);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("gemm/onednn/fp32").find("must have 5 parts"), std::string::npos);
+  EXPECT_NE(message("gemm/onednn/fp33/M=1,N=1,K=1/threads=1").find("unknown dtype 'fp33'"), std::string::npos);
+  EXPECT_NE(message("gemm/onednn/fp32/M1/threads=1").find("'M1' is not key=value"), std::string::npos);
+  EXPECT_NE(message("gemm/onednn/fp32/M=1,N=1,K=1/threads=0").find("threads must be"), std::string::npos);
+  EXPECT_NE(message("gemm/onednn/fp32/M=1,N=1,K=1/fast").find("unknown setting 'fast'"), std::string::npos);
+}
+
+TEST(CaseValidation, UnknownOpImplAndParameters) {
+  auto message = [](const std::string& s) {
+    try {
+      validate_case(parse_case(s));
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("gemm/onednn/fp32/M=8,N=8,K=8/threads=1"), "no error");
+  EXPECT_NE(message("gemn/onednn/fp32/M=8,N=8,K=8/threads=1").find("unknown op 'gemn'"), std::string::npos);
+  EXPECT_NE(message("gemm/mkl/fp32/M=8,N=8,K=8/threads=1").find("has no impl 'mkl'"), std::string::npos);
+  EXPECT_NE(message("gemm/onednn/fp32/M=8,N=8/threads=1").find("lacks parameter 'K'"), std::string::npos);
+  EXPECT_NE(message("gemm/onednn/fp32/M=8,N=8,K=8,X=1/threads=1").find("no parameter 'X'"), std::string::npos);
+  EXPECT_NE(message("gemm/onednn/fp32/M=0,N=8,K=8/threads=1").find("M=0 out of range"), std::string::npos);
+  EXPECT_NE(message("gemm/onednn/fp32/M=x,N=8,K=8/threads=1").find("M=x is not an integer"), std::string::npos);
+  EXPECT_NE(message("bandwidth/opmeter/fp32/kernel=copi,n=64/threads=1").find("kernel 'copi' unknown"), std::string::npos);
+  EXPECT_NE(message("peak/opmeter/fp32/kernel=add/threads=1").find("expected fma"), std::string::npos);
+}

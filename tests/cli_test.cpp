@@ -1,0 +1,207 @@
+// The CLI end to end, through a binary that also holds the test-only impls.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "opmeter/reporters.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+struct Output {
+  int code;
+  std::string text;  // stdout and stderr
+};
+
+Output cli(const std::string& args) {
+  std::string cmd = std::string(OPMETER_TESTBIN) + " " + args + " 2>&1";
+  Output out{-1, ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), buf.size(), p)) out.text += buf.data();
+  int status = pclose(p);
+  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+fs::path temp_dir(const std::string& name) {
+  auto d = fs::temp_directory_path() / ("opmeter_cli_" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+fs::path write(const fs::path& dir, const std::string& name, const std::string& text) {
+  std::ofstream(dir / name) << text;
+  return dir / name;
+}
+
+const char* kTinyConfig = R"(ops: [gemm, bandwidth]
+impls: [onednn, reference]
+dtypes: [fp32]
+threads: 1
+stopping: {samples: 3, warmup: 1}
+bandwidth: {kernels: [copy], sizes_mib: [1]}
+shapes:
+  - name: custom
+    shapes: [[32, 16, 8]]
+)";
+}  // namespace
+
+TEST(Cli, TinyConfigEndToEnd) {
+  auto dir = temp_dir("tiny");
+  auto cfg = write(dir, "tiny.yaml", kTinyConfig);
+  auto out = cli("run " + cfg.string() + " --out " + (dir / "res").string());
+  ASSERT_EQ(out.code, 0) << out.text;
+  // 2 gemm + 1 bandwidth + 1 peak added for % of peak.
+  EXPECT_NE(out.text.find("4 cases from " + cfg.string()), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("| gemm | onednn | fp32 | M=32,N=8,K=16 |"), std::string::npos) << out.text;
+  for (const char* f : {"results.json", "results.csv", "results.md", "results.jsonl"})
+    EXPECT_TRUE(fs::exists(dir / "res" / f)) << f;
+  auto j = nlohmann::json::parse(std::ifstream(dir / "res" / "results.json"));
+  EXPECT_TRUE(j["context"].contains("cpu"));
+  int iterations = 0;
+  for (auto& b : j["benchmarks"])
+    if (b["run_type"] == "iteration") {
+      ++iterations;
+      EXPECT_EQ(b["status"], "ok") << b["name"];
+    }
+  EXPECT_EQ(iterations, 4);
+  auto results = opmeter::read_jsonl((dir / "res" / "results.jsonl").string());
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_EQ(results[0].kase.op, "peak");
+  EXPECT_TRUE(results[1].pct_peak.has_value() || results[2].pct_peak.has_value());
+}
+
+TEST(Cli, CaseStringRerunsExactlyThatCase) {
+  auto dir = temp_dir("case");
+  auto out = cli("run --case gemm/onednn/fp32/M=32,N=8,K=16/threads=1 --samples 3 --out " + dir.string());
+  ASSERT_EQ(out.code, 0) << out.text;
+  auto results = opmeter::read_jsonl((dir / "results.jsonl").string());
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].case_string, "gemm/onednn/fp32/M=32,N=8,K=16/threads=1");
+  EXPECT_EQ(results[0].samples.size(), 3u);
+}
+
+TEST(Cli, BadInputExitsTwoWithMessage) {
+  auto dir = temp_dir("bad");
+  auto cfg = write(dir, "bad.yaml", "ops: [gemm]\nthread: 2\nshapes: [{name: pow2}]\n");
+  auto out = cli("run " + cfg.string());
+  EXPECT_EQ(out.code, 2);
+  EXPECT_NE(out.text.find(cfg.string() + ":2:1: unknown key 'thread' in the config; did you mean 'threads'?"),
+            std::string::npos) << out.text;
+  EXPECT_EQ(out.text.find("terminate"), std::string::npos);
+
+  out = cli("run /nonexistent.yaml");
+  EXPECT_EQ(out.code, 2);
+  EXPECT_NE(out.text.find("cannot open the config file"), std::string::npos) << out.text;
+
+  out = cli("run --case gemm/onednn/fp32/M=-1,N=8,K=8/threads=1");
+  EXPECT_EQ(out.code, 2);
+  EXPECT_NE(out.text.find("M=-1 out of range"), std::string::npos) << out.text;
+
+  out = cli("run --suite quick --filter '('");
+  EXPECT_EQ(out.code, 2);
+  EXPECT_NE(out.text.find("not a valid regular expression"), std::string::npos) << out.text;
+
+  out = cli("run --suite quick --filter nothing-matches-this");
+  EXPECT_EQ(out.code, 2);
+  EXPECT_NE(out.text.find("matches none of the"), std::string::npos) << out.text;
+
+  out = cli("run --suite nope");
+  EXPECT_EQ(out.code, 2);
+  EXPECT_NE(out.text.find("unknown suite 'nope'"), std::string::npos) << out.text;
+
+  out = cli("run --threads 0");
+  EXPECT_EQ(out.code, 2);
+  EXPECT_NE(out.text.find("--threads"), std::string::npos) << out.text;
+
+  out = cli("frobnicate");
+  EXPECT_EQ(out.code, 2);
+
+  out = cli("run --resume /nonexistent-dir");
+  EXPECT_EQ(out.code, 2);
+  EXPECT_NE(out.text.find("no such results directory"), std::string::npos) << out.text;
+}
+
+TEST(Cli, FailedCaseDoesNotStopTheRunAndSetsExitCode) {
+  auto dir = temp_dir("failed");
+  auto cfg = write(dir, "c.yaml", R"(ops: [gemm]
+impls: [test_wrong, reference]
+stopping: {samples: 2}
+threads: 1
+shapes: [{name: custom, shapes: [[8, 8, 8]]}]
+)");
+  auto out = cli("run " + cfg.string() + " --out " + (dir / "res").string());
+  EXPECT_EQ(out.code, 1) << out.text;
+  auto results = opmeter::read_jsonl((dir / "res" / "results.jsonl").string());
+  ASSERT_EQ(results.size(), 3u);  // peak, test_wrong, reference
+  std::map<std::string, opmeter::Status> status;
+  for (auto& r : results) status[r.kase.impl] = r.status;
+  EXPECT_EQ(status["test_wrong"], opmeter::Status::failed);
+  EXPECT_EQ(status["reference"], opmeter::Status::ok);
+}
+
+TEST(Cli, ResumeSkipsFinishedCases) {
+  auto dir = temp_dir("resume");
+  auto cfg = write(dir, "tiny.yaml", kTinyConfig);
+  auto res = dir / "res";
+  // An interrupted run: only the first case made it into the journal, and a torn line after it.
+  auto first = cli("run " + cfg.string() + " --out " + res.string() + " --filter gemm/onednn");
+  ASSERT_EQ(first.code, 0) << first.text;
+  { std::ofstream(res / "results.jsonl", std::ios::app) << "{\"case\": \"gemm/one"; }
+  auto lines_before = opmeter::read_jsonl((res / "results.jsonl").string()).size();
+  ASSERT_EQ(lines_before, 2u);  // the onednn gemm and the peak it needs
+  // The torn line must go before appending, or it would corrupt the next record: resume rewrites it.
+  auto out = cli("run " + cfg.string() + " --resume " + res.string());
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_NE(out.text.find("(2 already done, 2 to run)"), std::string::npos) << out.text;
+  auto results = opmeter::read_jsonl((res / "results.jsonl").string());
+  EXPECT_EQ(results.size(), 4u);
+  auto j = nlohmann::json::parse(std::ifstream(res / "results.json"));
+  int iterations = 0;
+  for (auto& b : j["benchmarks"]) iterations += b["run_type"] == "iteration";
+  EXPECT_EQ(iterations, 4);
+}
+
+TEST(Cli, IsolationRecordsCrashAndHangAndGoesOn) {
+  auto dir = temp_dir("isolate");
+  auto cfg = write(dir, "c.yaml", R"(ops: [gemm]
+impls: [test_crash, test_hang, reference]
+stopping: {samples: 2, timeout_s: 1}
+threads: 1
+shapes: [{name: custom, shapes: [[8, 8, 8]]}]
+)");
+  auto out = cli("run " + cfg.string() + " --isolate --case-deadline 3 --out " + (dir / "res").string());
+  EXPECT_EQ(out.code, 1) << out.text;
+  auto results = opmeter::read_jsonl((dir / "res" / "results.jsonl").string());
+  ASSERT_EQ(results.size(), 4u) << out.text;
+  std::map<std::string, opmeter::Result> by_impl;
+  for (auto& r : results) by_impl[r.kase.impl] = r;
+  EXPECT_EQ(by_impl["test_crash"].status, opmeter::Status::crashed);
+  EXPECT_NE(by_impl["test_crash"].reason.find("signal 11"), std::string::npos) << by_impl["test_crash"].reason;
+  EXPECT_EQ(by_impl["test_hang"].status, opmeter::Status::timeout);
+  EXPECT_NE(by_impl["test_hang"].reason.find("3 s deadline"), std::string::npos) << by_impl["test_hang"].reason;
+  EXPECT_EQ(by_impl["reference"].status, opmeter::Status::ok);
+  EXPECT_EQ(by_impl["reference"].samples.size(), 2u);
+}
+
+TEST(Cli, ListAndInfo) {
+  auto list = cli("list");
+  ASSERT_EQ(list.code, 0);
+  EXPECT_NE(list.text.find("gemm"), std::string::npos);
+  EXPECT_NE(list.text.find("openblas"), std::string::npos);
+  EXPECT_NE(list.text.find("suites: full, quick"), std::string::npos) << list.text;
+  auto info = cli("info");
+  ASSERT_EQ(info.code, 0);
+  auto j = nlohmann::json::parse(info.text);
+  EXPECT_FALSE(j["cpu"]["model"].get<std::string>().empty());
+  EXPECT_TRUE(j["libraries"].contains("onednn"));
+  EXPECT_TRUE(j["opmeter"].contains("git_sha"));
+}

@@ -1,0 +1,134 @@
+#include <gtest/gtest.h>
+
+#include "opmeter/config.hpp"
+#include "opmeter/errors.hpp"
+#include "opmeter/registry.hpp"
+
+using namespace opmeter;
+
+namespace {
+// The message of the ConfigError a config raises, or "no error".
+std::string error_of(const std::string& yaml) {
+  try {
+    load_config_text(yaml, "t.yaml", 2);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+}  // namespace
+
+TEST(Config, IssueExampleWorksAsWritten) {
+  auto plan = load_config_text(R"(
+ops: [gemm, bandwidth, peak]
+impls: [onednn, openblas]        # optional: all available when absent
+dtypes: [fp32, bf16]
+threads: 2                       # optional
+stopping: {max_noise: 0.5, min_samples: 10, min_time_s: 0.5, timeout_s: 15}
+shapes:
+  - name: custom
+    shapes: [[1024, 1024, 1024], [2048, 4096, 1024]]   # [m, k, n]
+  - name: pow2
+    min_power: 10
+    max_power: 12
+)", "example.yaml", 8);
+  // gemm: 5 shapes x 2 impls x 2 dtypes; bandwidth: 6 kernels (fp32 only); peak: 2 dtypes.
+  EXPECT_EQ(plan.cases.size(), 20u + 6u + 2u);
+  EXPECT_DOUBLE_EQ(plan.stopping.max_noise, 0.005);
+  EXPECT_DOUBLE_EQ(plan.stopping.timeout_s, 15);
+  for (auto& c : plan.cases) EXPECT_EQ(c.threads, 2);
+  EXPECT_EQ(plan.cases[1].to_string(), "gemm/onednn/bf16/M=1024,N=1024,K=1024/threads=2");
+  // [m, k, n] = [2048, 4096, 1024] -> M=2048, K=4096, N=1024.
+  EXPECT_EQ(plan.cases[4].to_string(), "gemm/onednn/fp32/M=2048,N=1024,K=4096/threads=2");
+  EXPECT_EQ(plan.cases[20].op, "bandwidth");
+  EXPECT_EQ(plan.cases[20].impl, "opmeter");
+}
+
+TEST(Config, DefaultsThreadsAndAllImpls) {
+  auto plan = load_config_text("ops: [gemm]\nshapes: [{name: custom, shapes: [[8, 8, 8]]}]\n", "t.yaml", 3);
+  // Every registered gemm impl in fp32.
+  ASSERT_EQ(plan.cases.size(), Registry::global().impls_of("gemm").size());
+  EXPECT_EQ(plan.cases[0].threads, 3);
+  EXPECT_EQ(plan.stopping.timeout_s, 15);
+}
+
+TEST(Config, MalformedYamlNamesTheLine) {
+  auto e = error_of("ops: [gemm\nshapes: x\n");
+  EXPECT_TRUE(has(e, "t.yaml:")) << e;
+  EXPECT_TRUE(has(e, "malformed YAML")) << e;
+}
+
+TEST(Config, UnknownKeySuggestsNearest) {
+  auto e = error_of("ops: [peak]\nthread: 2\n");
+  EXPECT_TRUE(has(e, "t.yaml:2:1: unknown key 'thread' in the config; did you mean 'threads'?")) << e;
+  e = error_of("ops: [peak]\nstopping: {max_nosie: 1}\n");
+  EXPECT_TRUE(has(e, "did you mean 'max_noise'")) << e;
+  e = error_of("ops: [peak]\nzzzzzzzz: 1\n");
+  EXPECT_TRUE(has(e, "valid keys:")) << e;
+}
+
+TEST(Config, WrongTypes) {
+  EXPECT_TRUE(has(error_of("ops: [peak]\nthreads: two\n"), "threads: expected an integer in 1..4096, got 'two'"));
+  EXPECT_TRUE(has(error_of("ops: {a: 1}\n"), "ops: expected a list of names, got a mapping"));
+  EXPECT_TRUE(has(error_of("ops: [peak]\nhot: maybe\n"), "hot: expected true or false"));
+  EXPECT_TRUE(has(error_of("ops: [peak]\nstopping: 3\n"), "stopping: expected a mapping"));
+  EXPECT_TRUE(has(error_of("ops: [peak]\nstopping: {timeout_s: soon}\n"), "stopping.timeout_s: expected a number"));
+  EXPECT_TRUE(has(error_of("- a\n- b\n"), "the config: expected a mapping"));
+}
+
+TEST(Config, BadShapes) {
+  auto with = [](const std::string& shapes) { return error_of("ops: [gemm]\nshapes:\n" + shapes); };
+  EXPECT_TRUE(has(with("  - {name: custom, shapes: [[1024, -5, 8]]}\n"), "shape k: -5 is out of range, expected 1..1048576"));
+  EXPECT_TRUE(has(with("  - {name: custom, shapes: [[0, 5, 8]]}\n"), "shape m: 0 is out of range"));
+  EXPECT_TRUE(has(with("  - {name: custom, shapes: [[1, 5, 99999999999999999999999]]}\n"), "shape n: expected an integer"));
+  EXPECT_TRUE(has(with("  - {name: custom, shapes: [[1, 5]]}\n"), "each shape must be a list [m, k, n]"));
+  EXPECT_TRUE(has(with("  - {name: custom, shapes: []}\n"), "'shapes' must be a non-empty list"));
+  EXPECT_TRUE(has(with("  - {name: pow3}\n"), "unknown shape generator 'pow3'; did you mean 'pow2'?"));
+  EXPECT_TRUE(has(with("  - {min_power: 3}\n"), "missing 'name'"));
+  EXPECT_TRUE(has(with("  - {name: pow2, min_power: 12, max_power: 10}\n"),
+                  "pow2: empty sweep, min_power 12 is greater than max_power 10"));
+  EXPECT_TRUE(has(with("  - {name: sweep, min_power: 40}\n"), "sweep.min_power: 40 is out of range"));
+  EXPECT_TRUE(has(with("  - {name: pow2, step: 2}\n"), "unknown key 'step'"));
+  EXPECT_TRUE(has(error_of("ops: [gemm]\n"), "ops includes gemm but there is no 'shapes' list"));
+  auto e = with("  - {name: custom, shapes: [[1, -5, 8]]}\n");
+  EXPECT_TRUE(has(e, "t.yaml:3:")) << e;  // the line of the bad value
+}
+
+TEST(Config, UnknownNames) {
+  EXPECT_TRUE(has(error_of("ops: [gemn]\n"), "unknown op 'gemn'; did you mean 'gemm'?"));
+  EXPECT_TRUE(has(error_of("ops: [peak]\nimpls: [onednnn]\n"), "unknown impl 'onednnn'; did you mean 'onednn'?"));
+  EXPECT_TRUE(has(error_of("ops: [peak]\ndtypes: [bf61]\n"), "unknown dtype 'bf61'"));
+  EXPECT_TRUE(has(error_of("ops: [bandwidth]\nbandwidth: {kernels: [tirad]}\n"),
+                  "unknown bandwidth kernel 'tirad'; did you mean 'triad'?"));
+  EXPECT_TRUE(has(error_of("ops: [bandwidth]\nbandwidth: {sizes_mib: [0]}\n"), "sizes_mib (MiB per array): 0 is out of range"));
+}
+
+TEST(Config, EmptyOrMissing) {
+  EXPECT_TRUE(has(error_of(""), "the config is empty"));
+  EXPECT_TRUE(has(error_of("threads: 2\n"), "missing 'ops'"));
+  EXPECT_TRUE(has(error_of("ops: []\n"), "ops: the list is empty"));
+  try {
+    load_config_file("/nonexistent/x.yaml", 1);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_TRUE(has(e.what(), "/nonexistent/x.yaml: cannot open the config file")) << e.what();
+  }
+}
+
+TEST(Config, BuiltinSuitesLoad) {
+  auto quick = load_suite("quick", 2);
+  EXPECT_GT(quick.cases.size(), 10u);
+  EXPECT_GT(load_suite("full", 2).cases.size(), quick.cases.size());
+  try {
+    load_suite("quik", 2);
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_TRUE(has(e.what(), "did you mean 'quick'?")) << e.what();
+  }
+}
+
+TEST(Config, Nearest) {
+  EXPECT_EQ(nearest("treads", {"threads", "dtypes"}), "threads");
+  EXPECT_EQ(nearest("qqqqqq", {"threads", "dtypes"}), std::nullopt);
+}

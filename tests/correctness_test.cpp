@@ -1,0 +1,133 @@
+// The correctness gate: no number without a correct answer.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "opmeter/runner.hpp"
+
+using namespace opmeter;
+
+namespace {
+RunOptions quick_options() {
+  RunOptions o;
+  o.stopping.fixed_samples = 3;
+  o.stopping.warmup_calls = 1;
+  return o;
+}
+Result run(const std::string& c) { return run_case(parse_case(c), quick_options()); }
+}  // namespace
+
+TEST(CorrectnessGate, WrongImplIsFailedAndNotTimed) {
+  auto r = run("gemm/test_wrong/fp32/M=33,N=17,K=29/threads=1");
+  EXPECT_EQ(r.status, Status::failed);
+  EXPECT_NE(r.reason.find("wrong result before timing"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("C[0,0]"), std::string::npos) << r.reason;
+  ASSERT_TRUE(r.max_error.has_value());
+  EXPECT_GT(*r.max_error, *r.tolerance);
+  EXPECT_TRUE(r.samples.empty());
+}
+
+TEST(CorrectnessGate, UnwrittenOutputIsCaughtByPoison) {
+  auto r = run("gemm/test_lazy/fp32/M=16,N=16,K=16/threads=1");
+  EXPECT_EQ(r.status, Status::failed);
+  EXPECT_NE(r.reason.find("C[15,0] was not written"), std::string::npos) << r.reason;
+}
+
+class GemmImpls : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GemmImpls, OddShapesAreCorrectAndTimed) {
+  // Sizes that are not multiples of any vector width.
+  auto r = run(GetParam());
+  ASSERT_EQ(r.status, Status::ok) << r.case_string << ": " << r.reason;
+  EXPECT_EQ(r.samples.size(), 3u);
+  EXPECT_LE(*r.max_error, *r.tolerance);
+  EXPECT_GT(r.gflops, 0);
+  EXPECT_DOUBLE_EQ(r.work.flops, 2.0 * 37 * 19 * 53);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, GemmImpls,
+                         ::testing::Values("gemm/reference/fp32/M=37,N=19,K=53/threads=2",
+                                           "gemm/reference/fp64/M=37,N=19,K=53/threads=1",
+                                           "gemm/reference/int8/M=37,N=19,K=53/threads=1",
+                                           "gemm/reference/bf16/M=37,N=19,K=53/threads=1",
+                                           "gemm/openblas/fp32/M=37,N=19,K=53/threads=2",
+                                           "gemm/openblas/fp64/M=37,N=19,K=53/threads=1",
+                                           "gemm/onednn/fp32/M=37,N=19,K=53/threads=2",
+                                           "gemm/onednn/bf16/M=37,N=19,K=53/threads=1",
+                                           "gemm/onednn/int8/M=37,N=19,K=53/threads=1"));
+
+TEST(CorrectnessGate, LargeGemmIsCheckedOnSampledElements) {
+  auto r = run("gemm/onednn/fp32/M=300,N=300,K=300/threads=2");
+  ASSERT_EQ(r.status, Status::ok) << r.reason;
+  EXPECT_LE(*r.max_error, *r.tolerance);
+}
+
+TEST(Bandwidth, EveryKernelIsExactOnOddLengths) {
+  for (const char* k : {"copy", "scale", "add", "triad", "read", "write", "copy_nt", "triad_nt", "write_nt"}) {
+    auto r = run(fmt::format("bandwidth/opmeter/fp32/kernel={},n=100003/threads=2", k));
+    ASSERT_EQ(r.status, Status::ok) << k << ": " << r.reason;
+    EXPECT_EQ(*r.max_error, 0.0) << k;
+    EXPECT_GT(r.gbps, 0) << k;
+    EXPECT_EQ(r.gflops, 0) << k;
+  }
+  auto triad = run("bandwidth/opmeter/fp32/kernel=triad,n=1000/threads=1");
+  EXPECT_DOUBLE_EQ(triad.work.bytes_read, 8000);
+  EXPECT_DOUBLE_EQ(triad.work.bytes_written, 4000);
+}
+
+TEST(Peak, MeasuresAndChecksItsKernel) {
+  auto r = run("peak/opmeter/fp32/kernel=fma/threads=1");
+  ASSERT_EQ(r.status, Status::ok) << r.reason;
+  EXPECT_GT(r.gflops, 1.0);
+  EXPECT_EQ(r.cache, "none");
+  EXPECT_FALSE(r.details.at("isa").empty());
+}
+
+TEST(Skips, UnsupportedCombinationsSayWhy) {
+  auto r = run("gemm/openblas/int8/M=8,N=8,K=8/threads=1");
+  EXPECT_EQ(r.status, Status::skipped);
+  EXPECT_EQ(r.reason, "openblas has no int8 gemm");
+  r = run("gemm/reference/fp32/M=4096,N=4096,K=4096/threads=1");
+  EXPECT_EQ(r.status, Status::skipped);
+  EXPECT_NE(r.reason.find("reference runs only up to"), std::string::npos);
+  r = run("gemm/onednn/fp32/M=1048576,N=1048576,K=1048576/threads=1");
+  EXPECT_EQ(r.status, Status::skipped);
+  EXPECT_NE(r.reason.find("of memory"), std::string::npos) << r.reason;
+}
+
+TEST(Ceilings, PercentOfMeasuredPeakAndFasterThanPeakFlag) {
+  Ceilings c;
+  Result peak;
+  peak.kase = parse_case("peak/opmeter/fp32/kernel=fma/threads=2");
+  peak.gflops = 200;
+  c.learn(peak);
+  Result g;
+  g.kase = parse_case("gemm/onednn/fp32/M=8,N=8,K=8/threads=2");
+  g.gflops = 150;
+  c.annotate(g);
+  ASSERT_TRUE(g.pct_peak.has_value());
+  EXPECT_DOUBLE_EQ(*g.pct_peak, 75.0);
+  EXPECT_FALSE(g.has_flag("faster-than-peak"));
+  Result fast = g;
+  fast.pct_peak.reset();
+  fast.gflops = 230;
+  c.annotate(fast);
+  EXPECT_TRUE(fast.has_flag("faster-than-peak"));
+  Result other_threads;
+  other_threads.kase = parse_case("gemm/onednn/fp32/M=8,N=8,K=8/threads=1");
+  other_threads.gflops = 10;
+  c.annotate(other_threads);
+  EXPECT_FALSE(other_threads.pct_peak.has_value());
+}
+
+TEST(Ceilings, NeededPeaksComeFirst) {
+  std::vector<Case> cases = {parse_case("gemm/onednn/bf16/M=8,N=8,K=8/threads=2"),
+                             parse_case("bandwidth/opmeter/fp32/kernel=copy,n=64/threads=2"),
+                             parse_case("peak/opmeter/fp32/kernel=fma/threads=2"),
+                             parse_case("gemm/onednn/fp32/M=8,N=8,K=8/threads=2")};
+  auto out = with_needed_peaks(cases);
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_EQ(out[0].to_string(), "peak/opmeter/bf16/kernel=fma/threads=2");
+  EXPECT_EQ(out[1].to_string(), "peak/opmeter/fp32/kernel=fma/threads=2");
+  EXPECT_EQ(out[2].op, "gemm");
+}
