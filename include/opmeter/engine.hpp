@@ -21,6 +21,7 @@ struct Stopping {
   std::size_t warmup_calls = 0;  // > 0: exactly this many warm-up calls, else warmup_s
   double warmup_s = 0.05;
   double target_sample_s = 1e-3; // short calls are batched up to this much time per sample
+  std::size_t fixed_batch = 0;   // > 0: exactly this many calls per sample (harness benchmarks)
 };
 
 enum class StopReason { converged, fixed_count, timeout, cancelled };

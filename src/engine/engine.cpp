@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 namespace opmeter {
 namespace {
@@ -72,9 +73,11 @@ Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping, co
     ++m.warmup_calls;
   } while (!cancelled() && (stopping.warmup_calls > 0 ? m.warmup_calls < stopping.warmup_calls
                                                       : seconds(Clock::now() - w0) < stopping.warmup_s));
-  m.batch = batch_size(per_call, stopping.target_sample_s, timer_overhead_s());
+  m.batch = stopping.fixed_batch > 0 ? stopping.fixed_batch
+                                     : batch_size(per_call, stopping.target_sample_s, timer_overhead_s());
 
   RunningStats stats;
+  m.samples.reserve(stopping.fixed_samples > 0 ? stopping.fixed_samples : 4096);
   auto start = Clock::now();
   auto last_progress = start;
   auto last_fenced = start;
@@ -95,9 +98,11 @@ Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping, co
     double elapsed = seconds(t1 - start);
     // The running (Welford) noise is O(1); the outlier-fenced noise sorts, so it is computed only
     // when the running one misses the target, and at most every 50 ms.
-    double noise = stats.rel_noise();
-    if (noise > stopping.max_noise && stopping.fixed_samples == 0 && stats.count() >= stopping.min_samples &&
-        m.measured_s >= stopping.min_time_s && seconds(t1 - last_fenced) > 0.05) {
+    // Before the minimum count and time nothing can converge, so the noise is not computed.
+    bool may_converge = stopping.fixed_samples == 0 && stats.count() >= stopping.min_samples &&
+                        m.measured_s >= stopping.min_time_s;
+    double noise = may_converge ? stats.rel_noise() : std::numeric_limits<double>::infinity();
+    if (may_converge && noise > stopping.max_noise && seconds(t1 - last_fenced) > 0.05) {
       last_fenced = t1;
       noise = fenced_rel_noise(m.samples).first;
     }
