@@ -1,64 +1,41 @@
 // AVX2 + FMA peak kernels (this file is compiled with -mavx2 -mfma -mavxvnni).
 #include <immintrin.h>
 
-#include "ops/peak/peak.hpp"
+#include <cstring>
+
+#include "ops/peak/peak_chains.hpp"
 
 namespace opmeter::peak {
 namespace {
 
-template <class V, class Set, class Fma, class Sum>
-double fma_chains(std::int64_t iters, Set set1, Fma fma, Sum sum_lanes) {
-  const V a = set1(kFmaA), b = set1(kFmaB);
-  V acc[kChains];
-#pragma GCC unroll 12
-  for (int j = 0; j < kChains; ++j) acc[j] = set1(chain_start(j));
-  for (std::int64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 12
-    for (int j = 0; j < kChains; ++j) acc[j] = fma(acc[j], a, b);
-  }
-  double sum = 0;
-  for (int j = 0; j < kChains; ++j) sum += sum_lanes(acc[j]);
-  return sum;
+template <class T, int N, class V>
+double lane_sum(V v) {
+  alignas(32) T t[N];
+  std::memcpy(t, &v, sizeof(v));
+  double s = 0;
+  for (T x : t) s += x;
+  return s;
 }
 
 double fp32(std::int64_t iters) {
-  return fma_chains<__m256>(
-      iters, [](float x) { return _mm256_set1_ps(x); }, [](__m256 c, __m256 a, __m256 b) { return _mm256_fmadd_ps(c, a, b); },
-      [](__m256 v) {
-        alignas(32) float t[8];
-        _mm256_store_ps(t, v);
-        double s = 0;
-        for (float x : t) s += x;
-        return s;
-      });
+  const __m256 a = _mm256_set1_ps(kFmaA), b = _mm256_set1_ps(kFmaB);
+  return run_chains<__m256>(
+      iters, [](int j) { return _mm256_set1_ps(chain_start(j)); }, [&](__m256 c) { return _mm256_fmadd_ps(c, a, b); },
+      lane_sum<float, 8, __m256>);
 }
 
 double fp64(std::int64_t iters) {
-  return fma_chains<__m256d>(
-      iters, [](float x) { return _mm256_set1_pd(x); }, [](__m256d c, __m256d a, __m256d b) { return _mm256_fmadd_pd(c, a, b); },
-      [](__m256d v) {
-        alignas(32) double t[4];
-        _mm256_store_pd(t, v);
-        return t[0] + t[1] + t[2] + t[3];
-      });
+  const __m256d a = _mm256_set1_pd(kFmaA), b = _mm256_set1_pd(kFmaB);
+  return run_chains<__m256d>(
+      iters, [](int j) { return _mm256_set1_pd(chain_start(j)); }, [&](__m256d c) { return _mm256_fmadd_pd(c, a, b); },
+      lane_sum<double, 4, __m256d>);
 }
 
 double int8(std::int64_t iters) {
-  const __m256i a = _mm256_set1_epi8(1), b = _mm256_set1_epi8(1);
-  __m256i acc[kChains];
-#pragma GCC unroll 12
-  for (int j = 0; j < kChains; ++j) acc[j] = _mm256_set1_epi32(j);
-  for (std::int64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 12
-    for (int j = 0; j < kChains; ++j) acc[j] = _mm256_dpbusd_avx_epi32(acc[j], a, b);
-  }
-  double sum = 0;
-  for (int j = 0; j < kChains; ++j) {
-    alignas(32) std::int32_t t[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(t), acc[j]);
-    for (auto x : t) sum += x;
-  }
-  return sum;
+  const __m256i ones = _mm256_set1_epi8(1);
+  return run_chains<__m256i>(
+      iters, [](int j) { return _mm256_set1_epi32(j); }, [&](__m256i c) { return _mm256_dpbusd_avx_epi32(c, ones, ones); },
+      lane_sum<std::int32_t, 8, __m256i>);
 }
 
 }  // namespace

@@ -3,67 +3,39 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
-#include "ops/peak/peak.hpp"
+#include "ops/peak/peak_chains.hpp"
 
 namespace opmeter::peak {
 namespace {
 
 double fp32(std::int64_t iters) {
   const __m512 a = _mm512_set1_ps(kFmaA), b = _mm512_set1_ps(kFmaB);
-  __m512 acc[kChains];
-#pragma GCC unroll 12
-  for (int j = 0; j < kChains; ++j) acc[j] = _mm512_set1_ps(chain_start(j));
-  for (std::int64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 12
-    for (int j = 0; j < kChains; ++j) acc[j] = _mm512_fmadd_ps(acc[j], a, b);
-  }
-  double sum = 0;
-  for (int j = 0; j < kChains; ++j) sum += _mm512_reduce_add_ps(acc[j]);
-  return sum;
+  return run_chains<__m512>(
+      iters, [](int j) { return _mm512_set1_ps(chain_start(j)); }, [&](__m512 c) { return _mm512_fmadd_ps(c, a, b); },
+      [](__m512 v) { return static_cast<double>(_mm512_reduce_add_ps(v)); });
 }
 
 double fp64(std::int64_t iters) {
   const __m512d a = _mm512_set1_pd(kFmaA), b = _mm512_set1_pd(kFmaB);
-  __m512d acc[kChains];
-#pragma GCC unroll 12
-  for (int j = 0; j < kChains; ++j) acc[j] = _mm512_set1_pd(chain_start(j));
-  for (std::int64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 12
-    for (int j = 0; j < kChains; ++j) acc[j] = _mm512_fmadd_pd(acc[j], a, b);
-  }
-  double sum = 0;
-  for (int j = 0; j < kChains; ++j) sum += _mm512_reduce_add_pd(acc[j]);
-  return sum;
+  return run_chains<__m512d>(
+      iters, [](int j) { return _mm512_set1_pd(chain_start(j)); }, [&](__m512d c) { return _mm512_fmadd_pd(c, a, b); },
+      [](__m512d v) { return _mm512_reduce_add_pd(v); });
 }
 
 double bf16(std::int64_t iters) {
   // Each lane adds 1.0 * 2^-10 twice per iteration (a pair of bf16 products).
   const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3f80), b = (__m512bh)_mm512_set1_epi16(0x3a80);
-  __m512 acc[kChains];
-#pragma GCC unroll 12
-  for (int j = 0; j < kChains; ++j) acc[j] = _mm512_set1_ps(chain_start(j));
-  for (std::int64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 12
-    for (int j = 0; j < kChains; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], a, b);
-  }
-  double sum = 0;
-  for (int j = 0; j < kChains; ++j) sum += _mm512_reduce_add_ps(acc[j]);
-  return sum;
+  return run_chains<__m512>(
+      iters, [](int j) { return _mm512_set1_ps(chain_start(j)); }, [&](__m512 c) { return _mm512_dpbf16_ps(c, a, b); },
+      [](__m512 v) { return static_cast<double>(_mm512_reduce_add_ps(v)); });
 }
 
 double int8(std::int64_t iters) {
   // Each lane adds four products 1 * 1 per iteration.
-  const __m512i a = _mm512_set1_epi8(1), b = _mm512_set1_epi8(1);
-  __m512i acc[kChains];
-#pragma GCC unroll 12
-  for (int j = 0; j < kChains; ++j) acc[j] = _mm512_set1_epi32(j);
-  for (std::int64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 12
-    for (int j = 0; j < kChains; ++j) acc[j] = _mm512_dpbusd_epi32(acc[j], a, b);
-  }
-  double sum = 0;
-  for (int j = 0; j < kChains; ++j) sum += _mm512_reduce_add_epi32(acc[j]);
-  return sum;
+  const __m512i ones = _mm512_set1_epi8(1);
+  return run_chains<__m512i>(
+      iters, [](int j) { return _mm512_set1_epi32(j); }, [&](__m512i c) { return _mm512_dpbusd_epi32(c, ones, ones); },
+      [](__m512i v) { return static_cast<double>(_mm512_reduce_add_epi32(v)); });
 }
 
 }  // namespace
