@@ -60,6 +60,7 @@ class BandwidthImpl : public Impl {
     n_ = static_cast<std::size_t>(c.get_int("n"));
     threads_ = c.threads;
     kernels_ = select_kernels();
+    sums_.assign(static_cast<std::size_t>(threads_) * 8, 0.0);  // one cache line per thread
     sets_.clear();
     for (std::size_t i = 0; i < options.copies; ++i) {
       std::vector<Buffer> arrays;
@@ -154,7 +155,7 @@ class BandwidthImpl : public Impl {
   int threads_ = 1;
   Kernels kernels_{};
   std::vector<std::vector<Buffer>> sets_;
-  std::vector<double> sums_ = std::vector<double>(8 * 1024, 0.0);
+  std::vector<double> sums_;
 };
 
 Work bandwidth_work(const Case& c) {
