@@ -44,6 +44,11 @@ struct Result {
   void add_flag(const std::string& f);
 };
 
+// Now, as ISO 8601 UTC (`2026-11-22T10:00:00Z`): result and context timestamps.
+std::string utc_now_iso();
+// A result that carries only a status and its reason (a case that was never measured).
+Result unmeasured_result(const Case& c, Status status, std::string reason);
+
 // Fills gflops / gbps / intensity from work and the median (no-op without samples).
 void derive_rates(Result& r);
 // Compares a result with a measured ceiling; flags `faster-than-peak` above 105%.

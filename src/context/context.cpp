@@ -4,18 +4,17 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <cblas.h>
 
 #include "opmeter/build_info.hpp"
+#include "opmeter/result.hpp"
 
 namespace opmeter {
 namespace {
@@ -125,7 +124,6 @@ nlohmann::json machine_context() {
   const auto& cpu = cpu_info();
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
-  auto now = std::chrono::system_clock::now();
   const dnnl_version_t* dv = dnnl_version();
 
   nlohmann::json caches = nlohmann::json::array();
@@ -135,7 +133,7 @@ nlohmann::json machine_context() {
 
   // Google Benchmark's context keys first, so tools that read that format find them.
   nlohmann::json ctx = {
-      {"date", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(now)))},
+      {"date", utc_now_iso()},
       {"host_name", host},
       {"executable", "opmeter"},
       {"num_cpus", cpu.logical_cpus},

@@ -12,7 +12,6 @@
 #include <fstream>
 #include <thread>
 
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include "opmeter/runner.hpp"
@@ -31,17 +30,6 @@ std::vector<std::string> child_args(const Case& c, const RunOptions& o, const st
           "--warmup-s", fmt::format("{}", s.warmup_s), "--seed", std::to_string(o.seed)};
 }
 
-Result failed_child(const Case& c, Status status, std::string reason) {
-  Result r;
-  r.kase = c;
-  r.case_string = c.to_string();
-  r.status = status;
-  r.reason = std::move(reason);
-  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  r.timestamp = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(t));
-  return r;
-}
-
 }  // namespace
 
 Result run_case_isolated(const Case& c, const RunOptions& o) {
@@ -56,7 +44,7 @@ Result run_case_isolated(const Case& c, const RunOptions& o) {
 
   pid_t pid = 0;
   if (int err = posix_spawn(&pid, o.self_exe.c_str(), nullptr, nullptr, argv.data(), environ); err != 0)
-    return failed_child(c, Status::error, fmt::format("cannot start {}: {}", o.self_exe, std::strerror(err)));
+    return unmeasured_result(c, Status::error, fmt::format("cannot start {}: {}", o.self_exe, std::strerror(err)));
 
   double deadline = o.case_deadline_s > 0 ? o.case_deadline_s : 2 * o.stopping.timeout_s + 30;
   auto start = std::chrono::steady_clock::now();
@@ -68,26 +56,26 @@ Result run_case_isolated(const Case& c, const RunOptions& o) {
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
       fs::remove(result_file);
-      return failed_child(c, Status::timeout, fmt::format("no result within the {:.0f} s deadline; the child was killed", deadline));
+      return unmeasured_result(c, Status::timeout, fmt::format("no result within the {:.0f} s deadline; the child was killed", deadline));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   if (WIFSIGNALED(status)) {
     fs::remove(result_file);
     int sig = WTERMSIG(status);
-    return failed_child(c, Status::crashed, fmt::format("killed by signal {} ({})", sig, strsignal(sig)));
+    return unmeasured_result(c, Status::crashed, fmt::format("killed by signal {} ({})", sig, strsignal(sig)));
   }
   std::ifstream in(result_file);
   std::string line;
   if (!in || !std::getline(in, line)) {
     fs::remove(result_file);
-    return failed_child(c, Status::crashed, fmt::format("exited with code {} without a result", WEXITSTATUS(status)));
+    return unmeasured_result(c, Status::crashed, fmt::format("exited with code {} without a result", WEXITSTATUS(status)));
   }
   fs::remove(result_file);
   try {
     return result_from_json(nlohmann::json::parse(line));
   } catch (const std::exception& e) {
-    return failed_child(c, Status::crashed, fmt::format("unreadable result from the child: {}", e.what()));
+    return unmeasured_result(c, Status::crashed, fmt::format("unreadable result from the child: {}", e.what()));
   }
 }
 

@@ -3,11 +3,9 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <set>
 
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include "opmeter/buffer.hpp"
@@ -19,11 +17,6 @@ namespace opmeter {
 namespace {
 constexpr std::size_t kMaxCopies = 256;
 constexpr double kMemoryHeadroom = 0.8;  // of available memory a case may take
-
-std::string now_iso() {
-  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(t));
-}
 
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / double(1u << 30)); }
 }  // namespace
@@ -42,7 +35,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
   auto finish = [&](Status s, std::string reason) {
     r.status = s;
     r.reason = std::move(reason);
-    r.timestamp = now_iso();
+    r.timestamp = utc_now_iso();
     return r;
   };
   try {

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include "opmeter/errors.hpp"
@@ -42,6 +44,21 @@ bool Result::has_flag(const std::string& f) const { return std::find(flags.begin
 
 void Result::add_flag(const std::string& f) {
   if (!has_flag(f)) flags.push_back(f);
+}
+
+std::string utc_now_iso() {
+  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(t));
+}
+
+Result unmeasured_result(const Case& c, Status status, std::string reason) {
+  Result r;
+  r.kase = c;
+  r.case_string = c.to_string();
+  r.status = status;
+  r.reason = std::move(reason);
+  r.timestamp = utc_now_iso();
+  return r;
 }
 
 void derive_rates(Result& r) {
