@@ -55,3 +55,13 @@ TEST(CaseValidation, UnknownOpImplAndParameters) {
   EXPECT_NE(message("bandwidth/opmeter/fp32/kernel=copi,n=64/threads=1").find("kernel 'copi' unknown"), std::string::npos);
   EXPECT_NE(message("peak/opmeter/fp32/kernel=add/threads=1").find("expected fma"), std::string::npos);
 }
+
+TEST(CaseValidation, EveryOpsExampleIsAValidCase) {
+  for (auto* op : Registry::global().ops()) {
+    Case c;
+    c.op = op->name;
+    c.impl = Registry::global().impls_of(op->name).front()->impl;
+    c.params = op->example;
+    EXPECT_NO_THROW(validate_case(c)) << op->name;
+  }
+}

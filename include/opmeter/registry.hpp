@@ -15,6 +15,8 @@ struct OpDef {
   std::string name;
   std::string summary;
   std::vector<std::string> params;  // keys every case carries, in canonical order
+  // Parameters of a small valid case (used to probe which impls run here, e.g. by `opmeter list`).
+  std::vector<std::pair<std::string, std::string>> example;
   std::function<Work(const Case&)> work;
   // Bytes of one input+output set: sizes cold-cache copies and the fits-in-memory check.
   std::function<double(const Case&)> footprint;

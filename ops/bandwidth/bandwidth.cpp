@@ -169,6 +169,7 @@ OpRegistrar reg_op({
     .name = "bandwidth",
     .summary = "memory bandwidth: copy, scale, add, triad, read, write (+ _nt non-temporal stores)",
     .params = {"kernel", "n"},
+    .example = {{"kernel", "copy"}, {"n", "1024"}},
     .work = bandwidth_work,
     .footprint =
         [](const Case& c) {

@@ -45,6 +45,7 @@ OpRegistrar reg_gemm({
     .name = "gemm",
     .summary = "C = A*B, row-major; bf16 accumulates in fp32, int8 is u8*s8->s32",
     .params = {"M", "N", "K"},
+    .example = {{"M", "64"}, {"N", "64"}, {"K", "64"}},
     .work = gemm_work,
     .footprint = gemm_footprint,
     .validate = gemm_validate,

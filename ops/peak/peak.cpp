@@ -101,6 +101,7 @@ OpRegistrar reg_op({
     .name = "peak",
     .summary = "attainable multiply-add throughput per dtype (FMA / bf16 dot / int8 dot), all threads",
     .params = {"kernel"},
+    .example = {{"kernel", "fma"}},
     .work = peak_work,
     .footprint = [](const Case&) { return 0.0; },
     .validate =

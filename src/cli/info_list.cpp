@@ -18,12 +18,12 @@ int list_command() {
     for (auto* impl : reg.impls_of(op->name)) {
       std::vector<std::string> dts;
       for (auto d : impl->dtypes) {
-        // Probe availability on a representative case of this dtype.
+        // Probe availability on the op's example case in this dtype.
         Case probe;
         probe.op = op->name;
         probe.impl = impl->impl;
         probe.dtype = d;
-        for (auto& p : op->params) probe.set(p, p == "kernel" ? (op->name == "peak" ? "fma" : "copy") : "64");
+        probe.params = op->example;
         auto s = impl->supports(probe);
         dts.push_back(fmt::format("{}{}", to_string(d), s.ok ? "" : " (unavailable: " + s.reason + ")"));
       }
