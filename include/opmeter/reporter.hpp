@@ -15,7 +15,8 @@ class Reporter {
   virtual ~Reporter() = default;
   virtual void begin(const nlohmann::json& /*context*/, std::size_t /*total_cases*/) {}
   virtual void case_started(std::size_t /*index*/, const Case& /*c*/) {}
-  virtual void progress(double /*median_s*/, double /*rel_noise*/, std::size_t /*samples*/) {}
+  // While sampling: running mean time per call, running noise, samples so far.
+  virtual void progress(double /*mean_s*/, double /*rel_noise*/, std::size_t /*samples*/) {}
   virtual void report(const Result& /*r*/) {}
   // All results of the run (including those resumed from an earlier one).
   virtual void end(const std::vector<Result>& /*all*/) {}
@@ -26,7 +27,7 @@ class MultiReporter : public Reporter {
   void add(std::unique_ptr<Reporter> r) { reporters_.push_back(std::move(r)); }
   void begin(const nlohmann::json& context, std::size_t total) override;
   void case_started(std::size_t index, const Case& c) override;
-  void progress(double median_s, double rel_noise, std::size_t samples) override;
+  void progress(double mean_s, double rel_noise, std::size_t samples) override;
   void report(const Result& r) override;
   void end(const std::vector<Result>& all) override;
 

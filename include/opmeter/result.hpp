@@ -54,6 +54,7 @@ void derive_rates(Result& r);
 // Compares a result with a measured ceiling; flags `faster-than-peak` above 105%.
 void apply_peak(Result& r, double peak_gflops);
 
+nlohmann::json params_json(const Case& c);  // {"M": "1024", ...}
 nlohmann::json to_json(const Result& r);
 Result result_from_json(const nlohmann::json& j);  // throws UsageError on a malformed record
 

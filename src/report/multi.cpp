@@ -8,8 +8,8 @@ void MultiReporter::begin(const nlohmann::json& context, std::size_t total) {
 void MultiReporter::case_started(std::size_t index, const Case& c) {
   for (auto& r : reporters_) r->case_started(index, c);
 }
-void MultiReporter::progress(double median_s, double rel_noise, std::size_t samples) {
-  for (auto& r : reporters_) r->progress(median_s, rel_noise, samples);
+void MultiReporter::progress(double mean_s, double rel_noise, std::size_t samples) {
+  for (auto& r : reporters_) r->progress(mean_s, rel_noise, samples);
 }
 void MultiReporter::report(const Result& result) {
   for (auto& r : reporters_) r->report(result);

@@ -66,7 +66,7 @@ nlohmann::json gbench_json(const nlohmann::json& context, const std::vector<Resu
         {"op", r.kase.op},
         {"impl", r.kase.impl},
         {"dtype", to_string(r.kase.dtype)},
-        {"params", to_json(r)["params"]},
+        {"params", params_json(r.kase)},
         {"status", to_string(r.status)},
         {"reason", r.reason},
         {"flags", r.flags},
@@ -99,15 +99,11 @@ nlohmann::json gbench_json(const nlohmann::json& context, const std::vector<Resu
                             {"run_type", "aggregate"}, {"repetitions", r.summary.count},
                             {"threads", r.kase.threads}, {"aggregate_name", name},
                             {"aggregate_unit", agg_unit}, {"iterations", r.summary.count}};
-        if (std::string(agg_unit) == "time") {
-          a["real_time"] = value * scale;
-          a["cpu_time"] = value * scale;
-          a["time_unit"] = unit;
-        } else {
-          a["real_time"] = value;
-          a["cpu_time"] = value;
-          a["time_unit"] = unit;
-        }
+        // Times in the entry's unit; the coefficient of variation is a plain ratio.
+        double v = std::string(agg_unit) == "time" ? value * scale : value;
+        a["real_time"] = v;
+        a["cpu_time"] = v;
+        a["time_unit"] = unit;
         benchmarks.push_back(a);
       };
       agg("mean", r.summary.mean, "time");

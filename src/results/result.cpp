@@ -76,15 +76,19 @@ void apply_peak(Result& r, double peak_gflops) {
   if (*r.pct_peak > kFasterThanPeakPct) r.add_flag("faster-than-peak");
 }
 
+nlohmann::json params_json(const Case& c) {
+  nlohmann::json params = nlohmann::json::object();
+  for (auto& [k, v] : c.params) params[k] = v;
+  return params;
+}
+
 nlohmann::json to_json(const Result& r) {
   nlohmann::json j;
   j["case"] = r.case_string;
   j["op"] = r.kase.op;
   j["impl"] = r.kase.impl;
   j["dtype"] = to_string(r.kase.dtype);
-  nlohmann::json params = nlohmann::json::object();
-  for (auto& [k, v] : r.kase.params) params[k] = v;
-  j["params"] = params;
+  j["params"] = params_json(r.kase);
   j["threads"] = r.kase.threads;
   j["status"] = to_string(r.status);
   j["reason"] = r.reason;
