@@ -17,6 +17,9 @@ struct OpDef {
   std::vector<std::string> params;  // keys every case carries, in canonical order
   // Parameters of a small valid case (used to probe which impls run here, e.g. by `opmeter list`).
   std::vector<std::pair<std::string, std::string>> example;
+  // Default value of each parameter a config does not sweep (ops with sweep axes: a config key
+  // named like a parameter gives its list of values). Empty for ops with their own expansion.
+  std::vector<std::pair<std::string, std::string>> defaults;
   std::function<Work(const Case&)> work;
   // Bytes of one input+output set: sizes cold-cache copies and the fits-in-memory check.
   std::function<double(const Case&)> footprint;
@@ -26,6 +29,10 @@ struct OpDef {
   bool uses_memory = true;
   // Which measured ceiling a case's GFLOP/s is a percentage of (peak op's dtype); none if empty.
   std::function<std::optional<DType>(const Case&)> peak_dtype;
+  // Fusion patterns: the pattern a case is (e.g. "linear+bias+gelu"), and the memory traffic of
+  // the same math as separate ops with intermediates in memory. Empty for other ops.
+  std::function<std::string(const Case&)> fusion_pattern;
+  std::function<Work(const Case&)> unfused_work;
 };
 
 // One impl of an op on a backend.

@@ -1,0 +1,89 @@
+// The activation ops, their fp64 reference and opmeter's kernel.
+#include "ops/activation/activation.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace opmeter::activation {
+using tensor::Act;
+
+double reference(Act a, double x) {
+  switch (a) {
+    case Act::none: return x;
+    case Act::relu: return x > 0 ? x : 0;
+    case Act::relu6: return std::clamp(x, 0.0, 6.0);
+    case Act::leaky_relu: return x > 0 ? x : double(tensor::kLeakySlope) * x;
+    case Act::gelu: return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+    case Act::gelu_tanh: {
+      double u = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+      return 0.5 * x * (1 + std::tanh(u));
+    }
+    case Act::silu: return x / (1 + std::exp(-x));
+    case Act::sigmoid: return 1 / (1 + std::exp(-x));
+    case Act::hardswish: return x * std::clamp(x + 3, 0.0, 6.0) / 6;
+  }
+  return x;
+}
+
+double flops_per_element(Act a) {
+  switch (a) {
+    case Act::none: return 0;
+    case Act::relu: return 1;
+    case Act::relu6: case Act::leaky_relu: return 2;
+    case Act::sigmoid: return 3;
+    case Act::silu: case Act::hardswish: return 4;
+    case Act::gelu: return 5;
+    case Act::gelu_tanh: return 9;
+  }
+  return 1;
+}
+
+std::vector<tensor::TensorSpec> ActivationOp::inputs() const {
+  // -8..8 covers every branch: relu6's clip, hardswish's ramp, GELU's tail.
+  return {{"x", out_rows() * out_cols(), tensor::Elem::act, -8, 8}};
+}
+
+void ActivationOp::reference_row(std::size_t copy, std::size_t row, double* ref, double* mag) const {
+  std::size_t cols = out_cols();
+  for (std::size_t c = 0; c < cols; ++c) {
+    ref[c] = reference(act_, in_value(copy, 0, row * cols + c));
+    mag[c] = std::fabs(ref[c]) + 1;
+  }
+}
+
+namespace {
+
+class OpmeterActivation : public ActivationOp {
+ public:
+  using ActivationOp::ActivationOp;
+  void run(std::size_t copy) override {
+    tensor::kernels().act(act_, bf16(), in(copy, 0), out(copy), out_rows() * out_cols());
+  }
+  std::map<std::string, std::string> details() const override { return {{"isa", tensor::kernels().isa}}; }
+};
+
+const bool registered = [] {
+  for (Act a : tensor::all_acts()) {
+    std::string name(tensor::to_string(a));
+    Registry::global().add(tensor::rows_op(name, fmt::format("y = {}(x) elementwise", name), [a](const Case& c) {
+      double n = double(tensor::rows_of(c)) * double(tensor::hidden_of(c));
+      double bytes = n * double(size_of(c.dtype));
+      return Work{n * flops_per_element(a), bytes, bytes};
+    }));
+    tensor::register_reference(name, {DType::fp32, DType::bf16},
+                               [](const Case& c) { return 20.0 * double(tensor::rows_of(c) * tensor::hidden_of(c)); },
+                               [a] { return std::make_unique<tensor::Reference<ActivationOp>>(a); });
+    Registry::global().add(ImplDef{
+        .op = name,
+        .impl = "opmeter",
+        .summary = "opmeter's vectorized one-pass kernel",
+        .dtypes = {DType::fp32, DType::bf16},
+        .make = [a] { return std::make_unique<OpmeterActivation>(a); },
+    });
+  }
+  return true;
+}();
+
+}  // namespace
+}  // namespace opmeter::activation

@@ -1,0 +1,27 @@
+#pragma once
+// Activation ops, one per function: y = f(x) elementwise over batch x seq x hidden.
+// relu, relu6 (clip 0..6), leaky_relu (slope 0.01), gelu (erf form), gelu_tanh, silu (swish),
+// sigmoid, hardswish. Work: nominal flops per element (a transcendental counts as one), bytes =
+// x read + y written. Error: |y - ref| / (|ref| + 1).
+#include "ops/tensor/kernels.hpp"
+#include "ops/tensor/tensor_op.hpp"
+
+namespace opmeter::activation {
+
+double reference(tensor::Act a, double x);  // fp64
+double flops_per_element(tensor::Act a);
+
+class ActivationOp : public tensor::TensorOp {
+ public:
+  explicit ActivationOp(tensor::Act a) : act_(a) {}
+  std::vector<tensor::TensorSpec> inputs() const override;
+  std::size_t out_rows() const override { return tensor::rows_of(case_); }
+  std::size_t out_cols() const override { return tensor::hidden_of(case_); }
+  void reference_row(std::size_t copy, std::size_t row, double* ref, double* mag) const override;
+  double fp32_tolerance() const override { return 64 * 0x1p-24; }
+
+ protected:
+  tensor::Act act_;
+};
+
+}  // namespace opmeter::activation
