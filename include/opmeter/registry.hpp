@@ -20,6 +20,9 @@ struct OpDef {
   // Default value of each parameter a config does not sweep (ops with sweep axes: a config key
   // named like a parameter gives its list of values). Empty for ops with their own expansion.
   std::vector<std::pair<std::string, std::string>> defaults;
+  // Ops shaped like a GEMM (linear layers) also take the `shapes` generators: [m, k, n] -> params.
+  std::function<std::vector<std::pair<std::string, std::string>>(std::int64_t m, std::int64_t k, std::int64_t n)>
+      from_matrix_shape;
   std::function<Work(const Case&)> work;
   // Bytes of one input+output set: sizes cold-cache copies and the fits-in-memory check.
   std::function<double(const Case&)> footprint;

@@ -117,6 +117,38 @@ Stopping read_stopping(const YamlReader& r, const YAML::Node& n, Stopping s) {
   return s;
 }
 
+using Params = std::vector<std::pair<std::string, std::string>>;
+
+// Every parameter of an op with sweep axes: the config's list for it, else the op's default.
+// Matrix shapes, when the op takes them and the config has `shapes`, set the parameters they map to.
+std::vector<Params> sweep_params(const YamlReader& r, const YAML::Node& root, const OpDef& op) {
+  std::vector<Params> shaped = {{}};
+  if (op.from_matrix_shape && root["shapes"]) {
+    shaped.clear();
+    for (auto& s : read_shapes(r, root["shapes"])) shaped.push_back(op.from_matrix_shape(s.m, s.k, s.n));
+  }
+  std::vector<Params> out;
+  for (auto& fixed : shaped) {
+    std::vector<Params> partial = {{}};
+    for (auto& [key, def] : op.defaults) {
+      auto given = std::find_if(fixed.begin(), fixed.end(), [&](auto& kv) { return kv.first == key; });
+      std::vector<std::string> values;
+      if (given != fixed.end()) values = {given->second};
+      else if (root[key]) values = r.text_list(root[key], key);
+      else values = {def};
+      std::vector<Params> next;
+      for (auto& p : partial)
+        for (auto& v : values) {
+          next.push_back(p);
+          next.back().emplace_back(key, v);
+        }
+      partial = std::move(next);
+    }
+    out.insert(out.end(), partial.begin(), partial.end());
+  }
+  return out;
+}
+
 // Parameter sets per op from the config (ops without parameters of their own get one empty set).
 std::vector<std::vector<std::pair<std::string, std::string>>> op_params(const YamlReader& r, const YAML::Node& root,
                                                                         const std::string& op,
@@ -149,6 +181,8 @@ std::vector<std::vector<std::pair<std::string, std::string>>> op_params(const Ya
       for (auto n : sizes) out.push_back({{"kernel", k}, {"n", std::to_string(n)}});
   } else if (op == "peak") {
     out.push_back({{"kernel", "fma"}});
+  } else if (auto* def = Registry::global().op(op); def && !def->defaults.empty()) {
+    return sweep_params(r, root, *def);
   } else {
     out.push_back({});
   }
@@ -194,10 +228,14 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   }
   if (!root || root.IsNull()) throw ConfigError(source, 0, 0, "the config is empty: expected at least 'ops: [...]'");
   r.expect_map(root, "the config");
-  r.check_keys(root, kTopKeys, "the config");
+  auto& reg = Registry::global();
+  auto top_keys = kTopKeys;  // plus every sweep axis an op declares (batch, seq, hidden, ...)
+  for (auto* o : reg.ops())
+    for (auto& [key, def] : o->defaults)
+      if (std::find(top_keys.begin(), top_keys.end(), key) == top_keys.end()) top_keys.push_back(key);
+  r.check_keys(root, top_keys, "the config");
   if (!root["ops"]) r.fail(root, "missing 'ops': say which ops to measure, e.g. ops: [gemm, bandwidth, peak]");
 
-  auto& reg = Registry::global();
   std::vector<std::string> op_names;
   for (auto* o : reg.ops()) op_names.push_back(o->name);
   auto ops = r.text_list(root["ops"], "ops");
@@ -254,6 +292,11 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
             c.params = p;
             c.threads = static_cast<int>(t);
             c.hot = hot;
+            try {
+              reg.op(op)->validate(c);
+            } catch (const CaseError& e) {
+              r.fail(root["ops"], e.what());
+            }
             plan.cases.push_back(c);
           }
   }

@@ -1,0 +1,102 @@
+// Loss ops over batch x seq x hidden with mean reduction; the output is one fp32 value.
+//   mse            mean((pred - target)^2)
+//   cross_entropy  logits rows x hidden (hidden = classes), integer labels per row:
+//                  mean(logsumexp(row) - row[label])
+// Error: |loss - ref| / ref-scale (mean of |terms|). oneDNN has no loss primitive.
+#include <cmath>
+
+#include "ops/tensor/kernels.hpp"
+#include "ops/tensor/tensor_op.hpp"
+
+namespace opmeter::loss {
+namespace {
+using tensor::Elem;
+
+enum class Kind { mse, cross_entropy };
+
+class LossOp : public tensor::TensorOp {
+ public:
+  explicit LossOp(Kind k) : kind_(k) {}
+  std::vector<tensor::TensorSpec> inputs() const override {
+    std::size_t rows = tensor::rows_of(case_), n = rows * tensor::hidden_of(case_);
+    if (kind_ == Kind::mse) return {{"pred", n, Elem::act}, {"target", n, Elem::act}};
+    return {{"logits", n, Elem::act, -8, 8}, {"labels", rows, Elem::s32, 0, double(tensor::hidden_of(case_))}};
+  }
+  std::size_t out_rows() const override { return 1; }
+  std::size_t out_cols() const override { return 1; }
+  Elem out_elem() const override { return Elem::f32; }
+  double fp32_tolerance() const override { return 1e-5; }
+  double reference_row_cost() const override { return 8.0 * double(tensor::rows_of(case_) * tensor::hidden_of(case_)); }
+  // A scalar loss is not rounded to bf16: only the inputs are bf16.
+  void reference_row(std::size_t copy, std::size_t, double* ref, double* mag) const override {
+    const std::size_t rows = tensor::rows_of(case_), h = tensor::hidden_of(case_);
+    double sum = 0, scale = 0;
+    if (kind_ == Kind::mse) {
+      for (std::size_t i = 0; i < rows * h; ++i) {
+        double d = in_value(copy, 0, i) - in_value(copy, 1, i);
+        sum += d * d;
+      }
+      scale = sum;
+    } else {
+      for (std::size_t r = 0; r < rows; ++r) {
+        double mx = -INFINITY, s = 0;
+        for (std::size_t c = 0; c < h; ++c) mx = std::max(mx, in_value(copy, 0, r * h + c));
+        for (std::size_t c = 0; c < h; ++c) s += std::exp(in_value(copy, 0, r * h + c) - mx);
+        double target = in_value(copy, 0, r * h + static_cast<std::size_t>(in_value(copy, 1, r)));
+        sum += std::log(s) + mx - target;
+        scale += std::fabs(std::log(s) + mx) + std::fabs(target);
+      }
+    }
+    *ref = sum / double(kind_ == Kind::mse ? rows * h : rows);
+    *mag = scale / double(kind_ == Kind::mse ? rows * h : rows) + 1e-30;
+  }
+
+ protected:
+  Kind kind_;
+};
+
+class OpmeterLoss : public LossOp {
+ public:
+  using LossOp::LossOp;
+  void run(std::size_t copy) override {
+    const auto& k = tensor::kernels();
+    std::size_t rows = tensor::rows_of(case_), h = tensor::hidden_of(case_);
+    double loss = kind_ == Kind::mse
+                      ? k.mse(bf16(), in(copy, 0), in(copy, 1), rows * h)
+                      : k.cross_entropy(bf16(), in(copy, 0), static_cast<const std::int32_t*>(in(copy, 1)), rows, h);
+    *static_cast<float*>(out(copy)) = static_cast<float>(loss);
+  }
+  std::map<std::string, std::string> details() const override { return {{"isa", tensor::kernels().isa}}; }
+};
+
+const bool registered = [] {
+  struct Info {
+    Kind kind;
+    const char* name;
+    const char* summary;
+  };
+  for (auto info : {Info{Kind::mse, "mse", "mean squared error, mean reduction"},
+                    Info{Kind::cross_entropy, "cross_entropy", "cross-entropy of logits (hidden = classes) with integer labels, mean"}}) {
+    Kind kind = info.kind;
+    Registry::global().add(tensor::rows_op(info.name, info.summary, [kind](const Case& c) {
+      double rows = double(tensor::rows_of(c)), n = rows * double(tensor::hidden_of(c));
+      double act = n * double(size_of(c.dtype));
+      if (kind == Kind::mse) return Work{3 * n, 2 * act, 4};
+      return Work{4 * n, act + 4 * rows, 4};
+    }));
+    tensor::register_reference(info.name, {DType::fp32, DType::bf16},
+                               [](const Case& c) { return 20.0 * double(tensor::rows_of(c) * tensor::hidden_of(c)); },
+                               [kind] { return std::make_unique<tensor::Reference<LossOp>>(kind); });
+    Registry::global().add(ImplDef{
+        .op = info.name,
+        .impl = "opmeter",
+        .summary = "opmeter's vectorized one-pass kernel (fp32 chunk sums, fp64 across chunks)",
+        .dtypes = {DType::fp32, DType::bf16},
+        .make = [kind] { return std::make_unique<OpmeterLoss>(kind); },
+    });
+  }
+  return true;
+}();
+
+}  // namespace
+}  // namespace opmeter::loss

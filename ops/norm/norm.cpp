@@ -1,0 +1,136 @@
+// Normalization ops, their fp64 reference and opmeter's kernels.
+#include "ops/norm/norm.hpp"
+
+#include <cmath>
+
+#include "ops/tensor/kernels.hpp"
+
+namespace opmeter::norm {
+using tensor::Elem;
+using tensor::TensorSpec;
+
+std::vector<TensorSpec> NormOp::inputs() const {
+  std::size_t n = out_rows() * out_cols(), h = out_cols();
+  switch (kind_) {
+    case Kind::layernorm: return {{"x", n, Elem::act}, {"gamma", h, Elem::f32, 0.5, 1.5}, {"beta", h, Elem::f32, -0.5, 0.5}};
+    case Kind::rmsnorm: return {{"x", n, Elem::act}, {"gamma", h, Elem::f32, 0.5, 1.5}};
+    case Kind::batchnorm:
+      return {{"x", n, Elem::act}, {"mean", h, Elem::f32, -0.5, 0.5}, {"var", h, Elem::f32, 0.25, 1.5},
+              {"gamma", h, Elem::f32, 0.5, 1.5}, {"beta", h, Elem::f32, -0.5, 0.5}};
+    case Kind::softmax: return {{"x", n, Elem::act, -8, 8}};
+  }
+  return {};
+}
+
+double NormOp::fp32_tolerance() const {
+  // Row sums in fp32 grow rounding like sqrt(hidden).
+  return (64 + 4 * std::sqrt(double(out_cols()))) * 0x1p-24;
+}
+
+void NormOp::reference_row(std::size_t copy, std::size_t row, double* ref, double* mag) const {
+  const std::size_t h = out_cols();
+  std::vector<double> x(h);
+  for (std::size_t c = 0; c < h; ++c) x[c] = in_value(copy, 0, row * h + c);
+  const double eps = tensor::kNormEps;
+  switch (kind_) {
+    case Kind::layernorm: {
+      double mean = 0, var = 0;
+      for (double v : x) mean += v;
+      mean /= double(h);
+      for (double v : x) var += (v - mean) * (v - mean);
+      double rstd = 1 / std::sqrt(var / double(h) + eps);
+      for (std::size_t c = 0; c < h; ++c) {
+        double scaled = (x[c] - mean) * rstd * vec(copy, 1)[c], beta = vec(copy, 2)[c];
+        ref[c] = scaled + beta;
+        mag[c] = std::fabs(scaled) + std::fabs(beta) + 1;
+      }
+      break;
+    }
+    case Kind::rmsnorm: {
+      double s2 = 0;
+      for (double v : x) s2 += v * v;
+      double rrms = 1 / std::sqrt(s2 / double(h) + eps);
+      for (std::size_t c = 0; c < h; ++c) {
+        ref[c] = x[c] * rrms * vec(copy, 1)[c];
+        mag[c] = std::fabs(ref[c]) + 1;
+      }
+      break;
+    }
+    case Kind::batchnorm:
+      for (std::size_t c = 0; c < h; ++c) {
+        double scaled = (x[c] - vec(copy, 1)[c]) / std::sqrt(double(vec(copy, 2)[c]) + eps) * vec(copy, 3)[c];
+        double beta = vec(copy, 4)[c];
+        ref[c] = scaled + beta;
+        mag[c] = std::fabs(scaled) + std::fabs(beta) + 1;
+      }
+      break;
+    case Kind::softmax: {
+      double mx = *std::max_element(x.begin(), x.end()), sum = 0;
+      for (std::size_t c = 0; c < h; ++c) sum += ref[c] = std::exp(x[c] - mx);
+      for (std::size_t c = 0; c < h; ++c) {
+        ref[c] /= sum;
+        mag[c] = ref[c] + 1.0 / double(h);
+      }
+      break;
+    }
+  }
+}
+
+namespace {
+
+class OpmeterNorm : public NormOp {
+ public:
+  using NormOp::NormOp;
+  void run(std::size_t copy) override {
+    const auto& k = tensor::kernels();
+    std::size_t rows = out_rows(), h = out_cols();
+    switch (kind_) {
+      case Kind::layernorm: k.layernorm(bf16(), in(copy, 0), out(copy), vec(copy, 1), vec(copy, 2), rows, h); break;
+      case Kind::rmsnorm: k.rmsnorm(bf16(), in(copy, 0), out(copy), vec(copy, 1), rows, h); break;
+      case Kind::batchnorm:
+        k.batchnorm(bf16(), in(copy, 0), out(copy), vec(copy, 1), vec(copy, 2), vec(copy, 3), vec(copy, 4), rows, h);
+        break;
+      case Kind::softmax: k.softmax(bf16(), in(copy, 0), out(copy), rows, h); break;
+    }
+  }
+  std::map<std::string, std::string> details() const override { return {{"isa", tensor::kernels().isa}}; }
+};
+
+struct NormInfo {
+  Kind kind;
+  const char* name;
+  const char* summary;
+  double flops;         // per element
+  double param_vectors; // fp32 vectors of hidden values read per call
+};
+constexpr NormInfo kNorms[] = {
+    {Kind::layernorm, "layernorm", "LayerNorm over hidden with gamma and beta", 7, 2},
+    {Kind::rmsnorm, "rmsnorm", "RMSNorm over hidden with gamma", 4, 1},
+    {Kind::batchnorm, "batchnorm", "BatchNorm inference, channels along hidden", 2, 4},
+    {Kind::softmax, "softmax", "softmax along hidden", 5, 0},
+};
+
+const bool registered = [] {
+  for (const auto& info : kNorms) {
+    Registry::global().add(tensor::rows_op(info.name, info.summary, [info](const Case& c) {
+      double n = double(tensor::rows_of(c)) * double(tensor::hidden_of(c));
+      double act = n * double(size_of(c.dtype));
+      return Work{n * info.flops, act + info.param_vectors * 4 * double(tensor::hidden_of(c)), act};
+    }));
+    Kind kind = info.kind;
+    tensor::register_reference(info.name, {DType::fp32, DType::bf16},
+                               [](const Case& c) { return 8.0 * double(tensor::rows_of(c) * tensor::hidden_of(c)); },
+                               [kind] { return std::make_unique<tensor::Reference<NormOp>>(kind); });
+    Registry::global().add(ImplDef{
+        .op = info.name,
+        .impl = "opmeter",
+        .summary = "opmeter's vectorized kernel: one pass over memory, row statistics in cache",
+        .dtypes = {DType::fp32, DType::bf16},
+        .make = [kind] { return std::make_unique<OpmeterNorm>(kind); },
+    });
+  }
+  return true;
+}();
+
+}  // namespace
+}  // namespace opmeter::norm
