@@ -7,27 +7,6 @@
 namespace opmeter::activation {
 namespace {
 using tensor::Act;
-using alg = dnnl::algorithm;
-
-struct Eltwise {
-  alg algorithm;
-  float alpha = 0, beta = 0;
-};
-
-Eltwise eltwise_of(Act a) {
-  switch (a) {
-    case Act::relu: return {alg::eltwise_relu};
-    case Act::relu6: return {alg::eltwise_clip_v2, 0, 6};
-    case Act::leaky_relu: return {alg::eltwise_relu, tensor::kLeakySlope};
-    case Act::gelu: return {alg::eltwise_gelu_erf};
-    case Act::gelu_tanh: return {alg::eltwise_gelu_tanh};
-    case Act::silu: return {alg::eltwise_swish, 1};
-    case Act::sigmoid: return {alg::eltwise_logistic};
-    case Act::hardswish: return {alg::eltwise_hardswish};
-    case Act::none: break;
-  }
-  return {alg::eltwise_linear, 1, 0};
-}
 
 class OnednnActivation : public ActivationOp {
  public:
@@ -35,7 +14,7 @@ class OnednnActivation : public ActivationOp {
   void prepare() override {
     dnnl::memory::desc md({dnnl::memory::dim(out_rows()), dnnl::memory::dim(out_cols())}, tensor::onednn_type(case_.dtype),
                           dnnl::memory::format_tag::ab);
-    auto e = eltwise_of(act_);
+    auto e = tensor::eltwise_of(act_);
     auto pd = tensor::onednn_try("eltwise", [&] {
       return dnnl::eltwise_forward::primitive_desc(
           dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, e.algorithm, md, e.alpha, e.beta),

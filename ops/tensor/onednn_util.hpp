@@ -7,6 +7,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "opmeter/dtype.hpp"
+#include "ops/tensor/kernels.hpp"
 
 namespace opmeter::tensor {
 
@@ -15,6 +16,13 @@ dnnl::stream& onednn_stream();
 // The data type of activations of a case dtype (fp32 or bf16).
 dnnl::memory::data_type onednn_type(DType d);
 using OnednnArgs = std::unordered_map<int, dnnl::memory>;
+// oneDNN's algorithm and parameters for an activation (eltwise primitive or post-op).
+struct Eltwise {
+  dnnl::algorithm algorithm;
+  float alpha = 0, beta = 0;
+};
+Eltwise eltwise_of(Act a);
+
 [[noreturn]] void throw_unsupported(const char* what, const dnnl::error& e);
 // Creates a primitive descriptor, turning oneDNN's "unimplemented" into Unsupported (skipped).
 template <class F>
@@ -25,6 +33,5 @@ auto onednn_try(const char* what, F&& make) -> decltype(make()) {
     throw_unsupported(what, e);
   }
 }
-[[noreturn]] void throw_unsupported(const char* what, const dnnl::error& e);
 
 }  // namespace opmeter::tensor

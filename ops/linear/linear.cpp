@@ -1,0 +1,149 @@
+// Linear-layer ops: parameters, work models, the fp64 reference.
+#include "ops/linear/linear.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "ops/activation/activation.hpp"
+#include "opmeter/errors.hpp"
+
+namespace opmeter::linear {
+using tensor::Act;
+using tensor::Elem;
+
+namespace {
+constexpr const char* kLnPrefix = "ln_linear_";
+}
+
+Shape shape_of(const Case& c) {
+  Shape s{tensor::rows_of(c), tensor::hidden_of(c), tensor::param(c, "out"), Act::none, false};
+  if (c.op.rfind(kLnPrefix, 0) == 0) {
+    s.layernorm = true;
+    s.act = *tensor::parse_act(c.op.substr(std::string(kLnPrefix).size()));
+  } else {
+    s.act = *tensor::parse_act(c.get("act"));
+  }
+  return s;
+}
+
+Work fused_work(const Case& c) {
+  auto s = shape_of(c);
+  double rows = double(s.rows), h = double(s.hidden), o = double(s.out), e = double(size_of(c.dtype));
+  Work w;
+  w.flops = 2 * rows * h * o + rows * o * (1 + activation::flops_per_element(s.act)) + (s.layernorm ? 7 * rows * h : 0);
+  w.bytes_read = (rows * h + o * h) * e + 4 * o + (s.layernorm ? 8 * h : 0);
+  w.bytes_written = rows * o * e;
+  return w;
+}
+
+Work unfused_work(const Case& c) {
+  auto s = shape_of(c);
+  double rows = double(s.rows), h = double(s.hidden), o = double(s.out), e = double(size_of(c.dtype));
+  Work w = fused_work(c);
+  double extra = rows * o * e;       // the bias pass reads and rewrites x W^T
+  if (s.act != Act::none) extra += rows * o * e;  // the activation pass reads it once more
+  if (s.layernorm) extra += rows * h * e;         // LayerNorm's output, read back by the GEMM
+  w.bytes_read += extra;
+  w.bytes_written += extra;
+  return w;
+}
+
+std::vector<tensor::TensorSpec> LinearOp::inputs() const {
+  auto s = shape_of(case_);
+  std::vector<tensor::TensorSpec> v = {{"x", s.rows * s.hidden, Elem::act},
+                                       {"w", s.out * s.hidden, Elem::act},
+                                       {"bias", s.out, Elem::f32}};
+  if (s.layernorm) {
+    v.push_back({"gamma", s.hidden, Elem::f32, 0.5, 1.5});
+    v.push_back({"beta", s.hidden, Elem::f32, -0.5, 0.5});
+  }
+  return v;
+}
+
+double LinearOp::fp32_tolerance() const {
+  return (64 + 8 * std::sqrt(double(shape_of(case_).hidden))) * 0x1p-24;
+}
+
+double LinearOp::reference_row_cost() const {
+  auto s = shape_of(case_);
+  return 2.0 * double(s.hidden) * double(s.out);
+}
+
+void LinearOp::reference_row(std::size_t copy, std::size_t row, double* ref, double* mag) const {
+  auto s = shape_of(case_);
+  std::vector<double> x(s.hidden);
+  for (std::size_t k = 0; k < s.hidden; ++k) x[k] = in_value(copy, kX, row * s.hidden + k);
+  if (s.layernorm) {
+    double mean = 0, var = 0;
+    for (double v : x) mean += v;
+    mean /= double(s.hidden);
+    for (double v : x) var += (v - mean) * (v - mean);
+    double rstd = 1 / std::sqrt(var / double(s.hidden) + tensor::kNormEps);
+    for (std::size_t k = 0; k < s.hidden; ++k) x[k] = (x[k] - mean) * rstd * vec(copy, kGamma)[k] + vec(copy, kBeta)[k];
+  }
+  for (std::size_t j = 0; j < s.out; ++j) {
+    double z = vec(copy, kBias)[j], m = std::fabs(z);
+    for (std::size_t k = 0; k < s.hidden; ++k) {
+      double p = x[k] * in_value(copy, kW, j * s.hidden + k);
+      z += p;
+      m += std::fabs(p);
+    }
+    ref[j] = activation::reference(s.act, z);
+    mag[j] = 1.2 * m + 1e-6;  // activations change an error by at most their slope (< 1.2)
+  }
+}
+
+namespace {
+
+OpDef linear_def(const std::string& name, const std::string& summary, bool with_act) {
+  std::vector<std::pair<std::string, std::string>> extra = {{"out", "4096"}};
+  if (with_act) extra.emplace_back("act", "none");
+  OpDef op = tensor::rows_op(name, summary, fused_work, extra);
+  auto rows_validate = op.validate;
+  op.validate = [rows_validate](const Case& c) {
+    rows_validate(c);
+    tensor::check_range(c, "out", 1, 1 << 20);
+    if (c.op == "linear" && !tensor::parse_act(c.get("act"))) {
+      std::vector<std::string> names = {"none"};
+      for (Act a : tensor::all_acts()) names.emplace_back(tensor::to_string(a));
+      throw CaseError(fmt::format("linear act='{}' unknown: expected one of {}", c.get("act"), fmt::join(names, ", ")));
+    }
+  };
+  op.footprint = [](const Case& c) { return unfused_work(c).bytes(); };
+  op.from_matrix_shape = [with_act](std::int64_t m, std::int64_t k, std::int64_t n) {
+    std::vector<std::pair<std::string, std::string>> p = {
+        {"batch", "1"}, {"seq", std::to_string(m)}, {"hidden", std::to_string(k)}, {"out", std::to_string(n)}};
+    return p;
+  };
+  op.fusion_pattern = [](const Case& c) {
+    auto s = shape_of(c);
+    std::string p = s.layernorm ? "layernorm+linear+bias" : "linear+bias";
+    if (s.act != Act::none) p += "+" + std::string(tensor::to_string(s.act));
+    return p;
+  };
+  op.unfused_work = unfused_work;
+  op.peak_dtype = [](const Case& c) -> std::optional<DType> { return c.dtype; };
+  return op;
+}
+
+template <class Op>
+void add_reference(const std::string& name) {
+  tensor::register_reference(name, {DType::fp32, DType::bf16},
+                             [](const Case& c) { return fused_work(c).flops; },
+                             [] { return std::make_unique<tensor::Reference<Op>>(); });
+}
+
+const bool registered = [] {
+  Registry::global().add(linear_def("linear", "y = act(x W^T + b); act none by default", true));
+  add_reference<LinearOp>("linear");
+  for (Act a : tensor::all_acts()) {
+    std::string name = kLnPrefix + std::string(tensor::to_string(a));
+    Registry::global().add(linear_def(name, fmt::format("y = {}(LayerNorm(x) W^T + b)", tensor::to_string(a)), false));
+    add_reference<LinearOp>(name);
+  }
+  return true;
+}();
+
+}  // namespace
+}  // namespace opmeter::linear

@@ -1,0 +1,37 @@
+#pragma once
+// Linear layers (the seeds' model types), rows = batch * seq:
+//   linear           y = act(x W^T + b)              params batch, seq, hidden, out, act
+//   ln_linear_<act>  y = act(LayerNorm(x) W^T + b)   params batch, seq, hidden, out
+// x: rows x hidden, W: out x hidden, b: out (fp32), gamma/beta: hidden (fp32), y: rows x out.
+// Error: |y - ref| / (sum_k |xhat_k W_jk| + |b_j|), as for GEMM. Fusion: the unfused sequence
+// writes each intermediate (LayerNorm output, x W^T, + b) to memory and reads it back.
+#include "ops/tensor/kernels.hpp"
+#include "ops/tensor/tensor_op.hpp"
+
+namespace opmeter::linear {
+
+struct Shape {
+  std::size_t rows, hidden, out;
+  tensor::Act act;
+  bool layernorm;
+};
+Shape shape_of(const Case& c);
+Work fused_work(const Case& c);
+Work unfused_work(const Case& c);
+
+class LinearOp : public tensor::TensorOp {
+ public:
+  std::vector<tensor::TensorSpec> inputs() const override;
+  std::size_t out_rows() const override { return shape_of(case_).rows; }
+  std::size_t out_cols() const override { return shape_of(case_).out; }
+  void reference_row(std::size_t copy, std::size_t row, double* ref, double* mag) const override;
+  double fp32_tolerance() const override;
+  double reference_row_cost() const override;
+
+ protected:
+  // Inputs by position.
+  static constexpr std::size_t kX = 0, kW = 1, kBias = 2, kGamma = 3, kBeta = 4;
+  const float* vec(std::size_t copy, std::size_t i) const { return static_cast<const float*>(in(copy, i)); }
+};
+
+}  // namespace opmeter::linear
