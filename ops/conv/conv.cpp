@@ -1,0 +1,156 @@
+// conv2d: parameters, work model, BN folding and the fp64 reference.
+#include "ops/conv/conv.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "ops/activation/activation.hpp"
+#include "opmeter/errors.hpp"
+
+namespace opmeter::conv {
+using tensor::Act;
+using tensor::Elem;
+
+Shape shape_of(const Case& c) {
+  using tensor::param;
+  Shape s{param(c, "batch"), param(c, "channels"), param(c, "out_channels"), param(c, "image"), param(c, "kernel"),
+          param(c, "stride"), param(c, "padding"), param(c, "groups"), 0, c.get_int("bn") != 0,
+          tensor::parse_act(c.get("act")).value_or(Act::none)};
+  s.oh = (s.h + 2 * s.pad - s.r) / s.stride + 1;
+  return s;
+}
+
+void fold_batchnorm(const float* w, const float* b, const float* mean, const float* var, const float* gamma,
+                    const float* beta, std::size_t oc, std::size_t per_oc, float* w_out, float* b_out) {
+  for (std::size_t o = 0; o < oc; ++o) {
+    double scale = double(gamma[o]) / std::sqrt(double(var[o]) + tensor::kNormEps);
+    for (std::size_t i = 0; i < per_oc; ++i) w_out[o * per_oc + i] = static_cast<float>(w[o * per_oc + i] * scale);
+    b_out[o] = static_cast<float>((double(b[o]) - mean[o]) * scale + beta[o]);
+  }
+}
+
+namespace {
+
+Work fused_work(const Case& c) {
+  auto s = shape_of(c);
+  double e = double(size_of(c.dtype)), out = double(s.n * s.oc * s.oh * s.oh);
+  Work w;
+  w.flops = 2 * out * double(s.cg() * s.r * s.r) + out * (1 + activation::flops_per_element(s.act));
+  w.bytes_read = double(s.n * s.c * s.h * s.h) * e + double(s.oc * s.cg() * s.r * s.r) * e + 4 * double(s.oc);
+  w.bytes_written = out * e;
+  return w;
+}
+
+Work unfused_work(const Case& c) {
+  auto s = shape_of(c);
+  Work w = fused_work(c);
+  double pass = double(s.n * s.oc * s.oh * s.oh) * double(size_of(c.dtype));
+  int passes = int(s.bn) + int(s.act != Act::none);  // each reads and rewrites the conv output
+  w.bytes_read += passes * pass + (s.bn ? 16.0 * double(s.oc) : 0);
+  w.bytes_written += passes * pass;
+  return w;
+}
+
+void validate(const Case& c) {
+  using tensor::check_range;
+  for (auto key : {"batch", "channels", "out_channels", "image"}) check_range(c, key, 1, 1 << 16);
+  check_range(c, "kernel", 1, 64);
+  check_range(c, "stride", 1, 64);
+  check_range(c, "padding", 0, 64);
+  check_range(c, "groups", 1, 1 << 16);
+  check_range(c, "bn", 0, 1);
+  if (!tensor::parse_act(c.get("act"))) throw CaseError(fmt::format("conv2d act='{}' unknown", c.get("act")));
+  auto s = shape_of(c);
+  if (s.c % s.groups || s.oc % s.groups)
+    throw CaseError(fmt::format("conv2d groups={} must divide channels={} and out_channels={}", s.groups, s.c, s.oc));
+  if (s.h + 2 * s.pad < s.r) throw CaseError("conv2d kernel larger than the padded image");
+}
+
+const bool registered = [] {
+  OpDef op;
+  op.name = "conv2d";
+  op.summary = "2-D convolution, NCHW, optional inference BatchNorm and activation after it";
+  op.defaults = {{"batch", "16"}, {"channels", "64"}, {"out_channels", "64"}, {"image", "56"}, {"kernel", "3"},
+                 {"stride", "1"}, {"padding", "1"}, {"groups", "1"}, {"bn", "0"}, {"act", "none"}};
+  for (auto& [k, v] : op.defaults) op.params.push_back(k);
+  op.example = {{"batch", "2"}, {"channels", "6"}, {"out_channels", "4"}, {"image", "9"}, {"kernel", "3"},
+                {"stride", "2"}, {"padding", "1"}, {"groups", "2"}, {"bn", "1"}, {"act", "relu"}};
+  op.work = fused_work;
+  op.footprint = [](const Case& c) { return unfused_work(c).bytes(); };
+  op.validate = validate;
+  op.peak_dtype = [](const Case& c) -> std::optional<DType> { return c.dtype; };
+  op.fusion_pattern = [](const Case& c) {
+    auto s = shape_of(c);
+    std::string p = "conv";
+    if (s.bn) p += "+bn";
+    if (s.act != Act::none) p += "+" + std::string(tensor::to_string(s.act));
+    return p;
+  };
+  op.unfused_work = unfused_work;
+  Registry::global().add(op);
+  tensor::register_reference("conv2d", {DType::fp32, DType::bf16}, [](const Case& c) { return fused_work(c).flops; },
+                             [] { return std::make_unique<tensor::Reference<ConvOp>>(); });
+  return true;
+}();
+
+}  // namespace
+
+std::vector<tensor::TensorSpec> ConvOp::inputs() const {
+  auto s = shape_of(case_);
+  std::vector<tensor::TensorSpec> v = {{"x", s.n * s.c * s.h * s.h, Elem::act},
+                                       {"w", s.oc * s.cg() * s.r * s.r, Elem::act},
+                                       {"bias", s.oc, Elem::f32}};
+  if (s.bn) {
+    v.push_back({"mean", s.oc, Elem::f32, -0.5, 0.5});
+    v.push_back({"var", s.oc, Elem::f32, 0.25, 1.5});
+    v.push_back({"gamma", s.oc, Elem::f32, 0.5, 1.5});
+    v.push_back({"beta", s.oc, Elem::f32, -0.5, 0.5});
+  }
+  return v;
+}
+
+std::size_t ConvOp::out_rows() const {
+  auto s = shape_of(case_);
+  return s.n * s.oc * s.oh;
+}
+
+double ConvOp::fp32_tolerance() const {
+  auto s = shape_of(case_);
+  return (64 + 8 * std::sqrt(double(s.cg() * s.r * s.r))) * 0x1p-24;
+}
+
+double ConvOp::reference_row_cost() const {
+  auto s = shape_of(case_);
+  return 2.0 * double(s.oh * s.cg() * s.r * s.r);
+}
+
+void ConvOp::reference_row(std::size_t copy, std::size_t row, double* ref, double* mag) const {
+  auto s = shape_of(case_);
+  const std::size_t oh = row % s.oh, o = (row / s.oh) % s.oc, n = row / (s.oh * s.oc);
+  const std::size_t g = o / (s.oc / s.groups);
+  for (std::size_t ow = 0; ow < s.oh; ++ow) {
+    double z = vec(copy, kBias)[o], m = std::fabs(z);
+    for (std::size_t ic = 0; ic < s.cg(); ++ic)
+      for (std::size_t r = 0; r < s.r; ++r)
+        for (std::size_t q = 0; q < s.r; ++q) {
+          auto ih = std::int64_t(oh * s.stride + r) - std::int64_t(s.pad);
+          auto iw = std::int64_t(ow * s.stride + q) - std::int64_t(s.pad);
+          if (ih < 0 || iw < 0 || ih >= std::int64_t(s.h) || iw >= std::int64_t(s.h)) continue;
+          std::size_t xi = ((n * s.c + g * s.cg() + ic) * s.h + std::size_t(ih)) * s.h + std::size_t(iw);
+          double p = in_value(copy, kX, xi) * in_value(copy, kW, ((o * s.cg() + ic) * s.r + r) * s.r + q);
+          z += p;
+          m += std::fabs(p);
+        }
+    if (s.bn) {
+      double scale = vec(copy, kGamma)[o] / std::sqrt(double(vec(copy, kVar)[o]) + tensor::kNormEps);
+      double shift = vec(copy, kBeta)[o] - vec(copy, kMean)[o] * scale;
+      z = z * scale + shift;
+      m = m * std::fabs(scale) + std::fabs(shift);
+    }
+    ref[ow] = activation::reference(s.act, z);
+    mag[ow] = 1.2 * m + 1e-6;
+  }
+}
+
+}  // namespace opmeter::conv
