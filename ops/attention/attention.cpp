@@ -1,0 +1,208 @@
+// Attention: parameters, work models (fused and three-op), fp64 reference, opmeter's fused kernel.
+#include "ops/attention/attention.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "ops/tensor/kernels.hpp"
+#include "opmeter/errors.hpp"
+
+namespace opmeter::attention {
+using tensor::Elem;
+
+namespace {
+const std::vector<std::pair<Stage, std::string>> kStages = {
+    {Stage::scores, "scores"}, {Stage::probs, "probs"}, {Stage::full, "full"}};
+
+std::optional<Stage> parse_stage(const std::string& s) {
+  for (auto& [st, name] : kStages)
+    if (name == s) return st;
+  return std::nullopt;
+}
+}  // namespace
+
+float Shape::scale() const { return 1.0f / std::sqrt(float(d)); }
+
+Shape shape_of(const Case& c) {
+  using tensor::param;
+  return {param(c, "batch"), param(c, "heads"), param(c, "seq"), param(c, "head_dim"), c.get_int("causal") != 0,
+          parse_stage(c.get("stage")).value_or(Stage::full)};
+}
+
+namespace {
+
+// Inputs q, k, v once, the output once; flops of the two products and the softmax. Causal
+// masking is counted as the full square: both forms do (or skip) the same share of it.
+Work fused_work(const Case& c) {
+  auto s = shape_of(c);
+  double bh = double(s.heads_total()), n = double(s.seq), d = double(s.d), e = double(size_of(c.dtype));
+  Work w;
+  w.flops = bh * 2 * n * n * d;
+  if (s.stage != Stage::scores) w.flops += bh * 5 * n * n;
+  if (s.stage == Stage::full) w.flops += bh * 2 * n * n * d;
+  w.bytes_read = bh * n * d * e * (s.stage == Stage::full ? 3 : 2);
+  w.bytes_written = bh * n * (s.stage == Stage::full ? d : n) * e;
+  return w;
+}
+
+// The three-op sequence writes S (fp32) and reads it back; full also writes and reads P.
+Work unfused_work(const Case& c) {
+  auto s = shape_of(c);
+  Work w = fused_work(c);
+  double bh = double(s.heads_total()), n = double(s.seq), e = double(size_of(c.dtype));
+  if (s.stage != Stage::scores) {
+    w.bytes_written += bh * n * n * 4;
+    w.bytes_read += bh * n * n * 4;
+  }
+  if (s.stage == Stage::full) {
+    w.bytes_written += bh * n * n * e;
+    w.bytes_read += bh * n * n * e;
+  }
+  return w;
+}
+
+void validate(const Case& c) {
+  using tensor::check_range;
+  check_range(c, "batch", 1, 1 << 16);
+  check_range(c, "heads", 1, 1 << 12);
+  check_range(c, "seq", 1, 1 << 20);
+  check_range(c, "head_dim", 1, 1024);
+  check_range(c, "causal", 0, 1);
+  if (!parse_stage(c.get("stage")))
+    throw CaseError(fmt::format("attention stage='{}' unknown: expected scores, probs or full", c.get("stage")));
+}
+
+}  // namespace
+
+std::vector<tensor::TensorSpec> AttentionOp::inputs() const {
+  auto s = shape_of(case_);
+  std::size_t n = s.heads_total() * s.seq * s.d;
+  std::vector<tensor::TensorSpec> v = {{"q", n, Elem::act}, {"k", n, Elem::act}};
+  if (s.stage == Stage::full) v.push_back({"v", n, Elem::act});
+  return v;
+}
+
+std::size_t AttentionOp::out_rows() const {
+  auto s = shape_of(case_);
+  return s.heads_total() * s.seq;
+}
+
+std::size_t AttentionOp::out_cols() const {
+  auto s = shape_of(case_);
+  return s.stage == Stage::full ? s.d : s.seq;
+}
+
+double AttentionOp::fp32_tolerance() const {
+  auto s = shape_of(case_);
+  return (64 + 8 * std::sqrt(double(s.seq + s.d))) * 0x1p-24;
+}
+
+double AttentionOp::reference_row_cost() const {
+  auto s = shape_of(case_);
+  return 4.0 * double(s.seq * s.d);
+}
+
+void AttentionOp::reference_row(std::size_t copy, std::size_t row, double* ref, double* mag) const {
+  auto s = shape_of(case_);
+  const std::size_t head = row / s.seq, i = row % s.seq, base = head * s.seq * s.d;
+  const std::size_t keys = s.causal ? i + 1 : s.seq;
+  std::vector<double> sc(s.seq, 0.0), scmag(s.seq, 0.0);
+  for (std::size_t j = 0; j < keys; ++j)
+    for (std::size_t c = 0; c < s.d; ++c) {
+      double p = in_value(copy, kQ, base + i * s.d + c) * in_value(copy, kK, base + j * s.d + c) * double(s.scale());
+      sc[j] += p;
+      scmag[j] += std::fabs(p);
+    }
+  if (s.stage == Stage::scores) {
+    for (std::size_t j = 0; j < s.seq; ++j) {
+      ref[j] = j < keys ? sc[j] : -INFINITY;
+      mag[j] = j < keys ? scmag[j] + 1e-6 : INFINITY;  // masked: any -inf / huge negative passes
+    }
+    return;
+  }
+  double mx = -INFINITY, sum = 0;
+  for (std::size_t j = 0; j < keys; ++j) mx = std::max(mx, sc[j]);
+  std::vector<double> p(s.seq, 0.0);
+  for (std::size_t j = 0; j < keys; ++j) sum += p[j] = std::exp(sc[j] - mx);
+  for (auto& v : p) v /= sum;
+  if (s.stage == Stage::probs) {
+    for (std::size_t j = 0; j < s.seq; ++j) {
+      ref[j] = p[j];
+      mag[j] = p[j] + 1.0 / double(s.seq);
+    }
+    return;
+  }
+  for (std::size_t c = 0; c < s.d; ++c) {
+    double o = 0, m = 0;
+    for (std::size_t j = 0; j < keys; ++j) {
+      double v = in_value(copy, kV, base + j * s.d + c);
+      o += p[j] * v;
+      m += p[j] * std::fabs(v);
+    }
+    ref[c] = o;
+    mag[c] = m + 1e-6;
+  }
+}
+
+namespace {
+
+// Our single pass: per (batch, head), queries in blocks against all keys with an online softmax;
+// the seq x seq matrix never exists. `probs` writes P straight from cache-resident score rows.
+class OpmeterAttention : public AttentionOp {
+ public:
+  void run(std::size_t copy) override {
+    auto s = shape_of(case_);
+    const auto& k = tensor::kernels();
+    const std::size_t e = size_of(case_.dtype), per_head = s.seq * s.d;
+    auto at = [&](const void* p, std::size_t off) { return static_cast<const char*>(p) + off * e; };
+    char* o = static_cast<char*>(out(copy));
+#pragma omp parallel for schedule(dynamic, 1)
+    for (std::size_t h = 0; h < s.heads_total(); ++h) {
+      if (s.stage == Stage::full)
+        k.attention(bf16(), at(in(copy, kQ), h * per_head), at(in(copy, kK), h * per_head),
+                    at(in(copy, kV), h * per_head), o + h * per_head * e, s.seq, s.d, s.scale(), s.causal, 0, s.seq);
+      else
+        k.attention_probs(bf16(), at(in(copy, kQ), h * per_head), at(in(copy, kK), h * per_head),
+                          o + h * s.seq * s.seq * e, s.seq, s.d, s.scale(), s.causal, 0, s.seq);
+    }
+  }
+  std::map<std::string, std::string> details() const override { return {{"isa", tensor::kernels().isa}}; }
+};
+
+const bool registered = [] {
+  OpDef op;
+  op.name = "attention";
+  op.summary = "scaled dot-product attention (stage scores | probs | full), optional causal mask";
+  op.defaults = {{"batch", "4"}, {"heads", "16"}, {"seq", "1024"}, {"head_dim", "64"}, {"causal", "0"}, {"stage", "full"}};
+  for (auto& [key, v] : op.defaults) op.params.push_back(key);
+  op.example = {{"batch", "1"}, {"heads", "2"}, {"seq", "37"}, {"head_dim", "16"}, {"causal", "1"}, {"stage", "full"}};
+  op.work = fused_work;
+  op.footprint = [](const Case& c) { return unfused_work(c).bytes(); };
+  op.validate = validate;
+  op.peak_dtype = [](const Case& c) -> std::optional<DType> { return c.dtype; };
+  op.fusion_pattern = [](const Case& c) {
+    auto s = shape_of(c);
+    std::string p = s.stage == Stage::scores ? "qk" : s.stage == Stage::probs ? "qk+softmax" : "qk+softmax+pv";
+    return s.causal ? p + " (causal)" : p;
+  };
+  op.unfused_work = unfused_work;
+  Registry::global().add(op);
+  tensor::register_reference("attention", {DType::fp32, DType::bf16}, [](const Case& c) { return fused_work(c).flops; },
+                             [] { return std::make_unique<tensor::Reference<AttentionOp>>(); });
+  Registry::global().add(ImplDef{
+      .op = "attention",
+      .impl = "opmeter",
+      .summary = "opmeter's fused single pass (online softmax, O(seq) memory per thread)",
+      .dtypes = {DType::fp32, DType::bf16},
+      .supports = [](const Case& c) {
+        if (shape_of(c).stage == Stage::scores) return Support::no("stage=scores is one product: nothing to fuse");
+        return Support::yes();
+      },
+      .make = [] { return std::make_unique<OpmeterAttention>(); },
+  });
+  return true;
+}();
+
+}  // namespace
+}  // namespace opmeter::attention
