@@ -128,6 +128,62 @@ TEST(Ceilings, NeededPeaksComeFirst) {
   auto out = with_needed_peaks(cases);
   ASSERT_EQ(out.size(), 5u);
   EXPECT_EQ(out[0].to_string(), "peak/opmeter/bf16/kernel=fma/threads=2");
-  EXPECT_EQ(out[1].to_string(), "peak/opmeter/fp32/kernel=fma/threads=2");
-  EXPECT_EQ(out[2].op, "gemm");
+  EXPECT_EQ(out[1].op, "bandwidth");
+  EXPECT_EQ(out[2].to_string(), "peak/opmeter/fp32/kernel=fma/threads=2");
+  EXPECT_EQ(out[3].op, "gemm");
+}
+
+TEST(Ceilings, TensorOpsGetABandwidthCeilingUnlessAProfileIsGiven) {
+  std::vector<Case> cases = {parse_case("layernorm/opmeter/fp32/batch=1,seq=2,hidden=3/threads=2")};
+  auto out = with_needed_peaks(cases, 1024);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].to_string(), "peak/opmeter/fp32/kernel=fma/threads=2");
+  EXPECT_EQ(out[1].to_string(), "bandwidth/opmeter/fp32/kernel=copy,n=1024/threads=2");
+  EXPECT_EQ(out[2].op, "layernorm");
+  EXPECT_EQ(with_needed_peaks(cases, 1024, /*have_profile=*/true).size(), 1u);
+}
+
+TEST(Ceilings, RooflineFromMeasuredCeilings) {
+  Ceilings ceilings;
+  Result peak, bw, ln;
+  peak.kase = parse_case("peak/opmeter/fp32/kernel=fma/threads=2");
+  peak.gflops = 400;
+  bw.kase = parse_case("bandwidth/opmeter/fp32/kernel=copy,n=33554432/threads=2");
+  bw.work = {0, 128.0 * (1 << 20), 128.0 * (1 << 20)};
+  bw.gbps = 20;
+  ceilings.learn(peak);
+  ceilings.learn(bw);
+  ln.kase = parse_case("layernorm/opmeter/fp32/batch=1,seq=2,hidden=3/threads=2");
+  ln.gflops = 4;   // at intensity 0.5 flop/byte the bound is 0.5 * 20 = 10 GFLOP/s
+  ln.gbps = 8;
+  ln.intensity = 0.5;
+  ceilings.annotate(ln);
+  ASSERT_TRUE(ln.roofline_gflops.has_value());
+  EXPECT_DOUBLE_EQ(*ln.roofline_gflops, 10);
+  EXPECT_DOUBLE_EQ(*ln.efficiency, 0.4);
+  EXPECT_DOUBLE_EQ(*ln.pct_bandwidth, 40);
+  EXPECT_DOUBLE_EQ(*ln.pct_peak, 1);
+}
+
+TEST(Ceilings, SmallBandwidthArraysAreNotTheMemoryCeiling) {
+  Ceilings ceilings;
+  Result bw;
+  bw.kase = parse_case("bandwidth/opmeter/fp32/kernel=copy,n=1024/threads=2");
+  bw.work = {0, 4096, 4096};
+  bw.gbps = 500;  // an L1-resident array
+  ceilings.learn(bw);
+  EXPECT_FALSE(ceilings.bandwidth(2).has_value());
+}
+
+TEST(Ceilings, ProfileMustBeACalibrationProfile) {
+  Ceilings ceilings;
+  EXPECT_THROW(ceilings.load_profile(nlohmann::json{{"schema", "something-else"}}), UsageError);
+  EXPECT_THROW(ceilings.load_profile(nlohmann::json{{"schema", kCalibrationSchema}}), UsageError);
+  ceilings.load_profile({{"schema", kCalibrationSchema},
+                         {"threads", 2},
+                         {"peak_gflops", {{"fp32", 300.0}}},
+                         {"bandwidth", {{"memory_gbps", 25.0}}}});
+  EXPECT_DOUBLE_EQ(*ceilings.peak(DType::fp32, 2), 300);
+  EXPECT_DOUBLE_EQ(*ceilings.bandwidth(2), 25);
+  EXPECT_FALSE(ceilings.peak(DType::fp32, 1).has_value());
 }

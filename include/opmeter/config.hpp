@@ -18,7 +18,10 @@ struct Plan {
 // Parse a YAML config. Errors are ConfigError with file, line and column.
 Plan load_config_text(const std::string& yaml, const std::string& source_name, int default_threads);
 Plan load_config_file(const std::string& path, int default_threads);
-Plan load_suite(const std::string& name, int default_threads);  // UsageError if unknown
+Plan load_suite(const std::string& name, int default_threads);
+// fp32 elements per bandwidth array that stream from memory here: 4x the last-level cache,
+// at least 64 MiB, at most 1/8 of free memory.
+std::size_t default_bandwidth_elements();  // UsageError if unknown
 
 // Nearest candidate by edit distance, if close enough to be a likely typo.
 std::optional<std::string> nearest(const std::string& word, const std::vector<std::string>& candidates);

@@ -36,6 +36,9 @@ struct Result {
   double gflops = 0, gbps = 0, intensity = 0;  // at the median time
   std::optional<double> peak_gflops;  // measured ceiling this result is compared with
   std::optional<double> pct_peak;
+  // Roofline from measured ceilings: bound = min(peak, intensity x bandwidth); efficiency =
+  // achieved / bound. pct_bandwidth = GB/s as % of the measured memory bandwidth.
+  std::optional<double> bandwidth_gbps, roofline_gflops, efficiency, pct_bandwidth;
   std::optional<double> max_error, tolerance;
   std::size_t peak_memory_bytes = 0;
   std::map<std::string, std::string> details;
@@ -53,6 +56,9 @@ Result unmeasured_result(const Case& c, Status status, std::string reason);
 void derive_rates(Result& r);
 // Compares a result with a measured ceiling; flags `faster-than-peak` above 105%.
 void apply_peak(Result& r, double peak_gflops);
+// Compares a result with the measured memory bandwidth and, when a compute peak is known, places
+// it under the roofline.
+void apply_roofline(Result& r, double bandwidth_gbps);
 
 nlohmann::json params_json(const Case& c);  // {"M": "1024", ...}
 nlohmann::json to_json(const Result& r);

@@ -1,6 +1,7 @@
 #pragma once
 #include <atomic>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,7 @@ struct RunOptions {
   bool isolate = false;         // each case in a child process under a deadline
   std::string self_exe;         // the opmeter binary to re-execute (isolation)
   double case_deadline_s = 0;   // isolation deadline per case; 0: 2 x timeout + 30 s
+  nlohmann::json calibration;   // a calibration profile whose ceilings results are shown against
 };
 
 // Cold-cache copies for a case: enough input sets that rotating through them exceeds twice the
@@ -32,17 +34,34 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
 // `crashed` / `timeout` results.
 Result run_case_isolated(const Case& c, const RunOptions& options);
 
-// The measured ceilings of a run: peak GFLOP/s per (dtype, threads), from `peak` results.
+// The measured ceilings of a run: peak GFLOP/s per (dtype, threads) from `peak` results, memory
+// bandwidth per thread count from `bandwidth` results that stream from memory; or both from a
+// calibration profile (`opmeter calibrate`).
 class Ceilings {
  public:
   void learn(const Result& r);
-  void annotate(Result& r) const;  // % of measured peak for ops that declare a peak dtype
+  // Reads a calibration profile; throws UsageError when it is not one.
+  void load_profile(const nlohmann::json& profile);
+  void annotate(Result& r) const;  // % of peak, % of bandwidth, roofline bound and efficiency
+  std::optional<double> peak(DType d, int threads) const;
+  std::optional<double> bandwidth(int threads) const;
+
  private:
   std::map<std::pair<DType, int>, double> gflops_;
+  std::map<int, double> gbps_;
 };
 
-// Adds the peak cases a list needs for % of peak (one per dtype and thread count) in front.
-std::vector<Case> with_needed_peaks(const std::vector<Case>& cases);
+// Bandwidth results count as the memory ceiling when their arrays are at least this large.
+constexpr double kMemoryCeilingMinBytes = 64.0 * (1 << 20);
+
+// Adds the ceilings a list needs, in front: a peak case per (dtype, threads) for % of peak, and,
+// for tensor ops (those with sweep axes), a memory-bandwidth case per thread count of
+// `bandwidth_elements` fp32 elements for % of bandwidth and the roofline. A calibration profile
+// replaces both (pass have_profile).
+std::vector<Case> with_needed_peaks(const std::vector<Case>& cases, std::size_t bandwidth_elements = 0,
+                                    bool have_profile = false);
+
+inline constexpr const char* kCalibrationSchema = "opmeter-calibration/1";
 
 // Runs cases in order, skipping those already in `previous` (resume). Reports each result as
 // it finishes; returns previous + new results. Stops early when *cancel becomes true.

@@ -15,6 +15,8 @@ int cli_main(int argc, char** argv) {
   app.require_subcommand(1);
   RunArgs run_args;
   add_run_command(app, run_args);
+  CalibrateArgs calibrate_args;
+  add_calibrate_command(app, calibrate_args);
   auto* list = app.add_subcommand("list", "ops, impls, dtypes and suites, and which are available here");
   auto* info = app.add_subcommand("info", "this machine: CPU, ISA, caches, memory, libraries, build");
   try {
@@ -30,6 +32,7 @@ int cli_main(int argc, char** argv) {
   try {
     if (list->parsed()) return list_command();
     if (info->parsed()) return info_command();
+    if (app.got_subcommand("calibrate")) return calibrate_command(calibrate_args);
     return run_command(run_args, argv[0]);
   } catch (const UsageError& e) {
     fmt::print(stderr, "opmeter: error: {}\n", e.what());

@@ -78,6 +78,71 @@ int exit_code(const std::vector<Result>& results) {
 
 }  // namespace
 
+nlohmann::json read_calibration(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw UsageError(fmt::format("--calibration {}: cannot open the file", path));
+  nlohmann::json j;
+  try {
+    f >> j;
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(fmt::format("--calibration {}: not JSON ({})", path, e.what()));
+  }
+  Ceilings check;  // reject anything that is not a profile now, before any case runs
+  try {
+    check.load_profile(j);
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("--calibration {}: {}", path, e.what()));
+  }
+  return j;
+}
+
+std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& options, std::string out_dir,
+                                     bool resume, const std::string& source) {
+  namespace fs = std::filesystem;
+  std::string dir = out_dir;
+  if (dir.empty()) {
+    auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    dir = fmt::format("opmeter-results/{:%Y%m%d-%H%M%S}", fmt::localtime(t));
+  }
+  std::vector<Result> previous;
+  auto journal = (fs::path(dir) / "results.jsonl").string();
+  if (resume) {
+    if (!fs::is_directory(dir)) throw UsageError(fmt::format("--resume {}: no such results directory", dir));
+    previous = read_jsonl(journal);
+    // Rewrite the journal from what parsed, so a line torn by the interruption is not followed
+    // by new records.
+    std::string clean;
+    for (auto& r : previous) clean += to_json(r).dump() + "\n";
+    write_atomically(journal, clean);
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw UsageError(fmt::format("cannot create results directory {}: {}", dir, ec.message()));
+
+  std::size_t todo = cases.size();
+  if (!previous.empty()) {
+    std::set<std::string> done;
+    for (auto& r : previous) done.insert(r.case_string);
+    todo = std::count_if(cases.begin(), cases.end(), [&](const Case& c) { return !done.count(c.to_string()); });
+  }
+  fmt::print(stderr, "opmeter: {} cases from {}{} -> {}\n", cases.size(), source,
+             previous.empty() ? "" : fmt::format(" ({} already done, {} to run)", cases.size() - todo, todo), dir);
+
+  MultiReporter reporter;
+  reporter.add(make_console_reporter(stderr, isatty(fileno(stderr))));
+  reporter.add(make_jsonl_reporter(journal));
+  reporter.add(make_summary_files_reporter(dir));
+  reporter.add(make_markdown_reporter(stdout));
+  reporter.begin(machine_context(), cases.size());
+
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  auto results = run_all(cases, std::move(previous), options, reporter, &g_cancel);
+  fmt::print(stderr, "opmeter: results in {}/ (results.json, results.csv, results.md, results.jsonl)\n", dir);
+  if (g_cancel.load()) fmt::print(stderr, "opmeter: interrupted; finished cases are saved, continue with --resume {}\n", dir);
+  return results;
+}
+
 void add_run_command(CLI::App& app, RunArgs& a) {
   auto* run = app.add_subcommand("run", "measure the cases of a config file or a built-in suite (default: quick)");
   run->add_option("config", a.config, "YAML config file");
@@ -100,6 +165,7 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   run->add_flag("--isolate", a.isolate, "run each case in a child process; crashes and hangs are recorded");
   run->add_option("--case-deadline", a.case_deadline_s, "with --isolate: seconds before a case is killed (default 2 x timeout + 30)")
       ->check(CLI::Range(0.1, 86400.0));
+  run->add_option("--calibration", a.calibration, "calibration profile (opmeter calibrate) for % of peak and roofline");
   run->add_flag("--dry-run", a.dry_run, "print the cases the plan expands to and stop");
   run->add_option("--child-result", a.child_result, "internal: used by --isolate")->group("");
 }
@@ -133,7 +199,9 @@ int run_command(const RunArgs& a, const char* argv0) {
     cases.push_back(c);
   }
   if (cases.empty()) throw UsageError(fmt::format("--filter '{}' matches none of the {} cases of {}", a.filter, plan.cases.size(), plan.source));
-  if (a.case_string.empty()) cases = with_needed_peaks(cases);
+  if (!a.calibration.empty()) options.calibration = read_calibration(a.calibration);
+  if (a.case_string.empty())
+    cases = with_needed_peaks(cases, default_bandwidth_elements(), !options.calibration.is_null());
 
   if (a.dry_run) {
     fmt::print("{} cases from {}\n", cases.size(), plan.source);
@@ -141,49 +209,10 @@ int run_command(const RunArgs& a, const char* argv0) {
     return 0;
   }
 
-  namespace fs = std::filesystem;
-  std::string dir = a.resume.empty() ? a.out : a.resume;
-  if (dir.empty()) {
-    auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-    dir = fmt::format("opmeter-results/{:%Y%m%d-%H%M%S}", fmt::localtime(t));
-  }
-  std::vector<Result> previous;
-  auto journal = (fs::path(dir) / "results.jsonl").string();
-  if (!a.resume.empty()) {
-    if (!fs::is_directory(dir)) throw UsageError(fmt::format("--resume {}: no such results directory", dir));
-    previous = read_jsonl(journal);
-    // Rewrite the journal from what parsed, so a line torn by the interruption is not followed
-    // by new records.
-    std::string clean;
-    for (auto& r : previous) clean += to_json(r).dump() + "\n";
-    write_atomically(journal, clean);
-  }
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw UsageError(fmt::format("cannot create results directory {}: {}", dir, ec.message()));
-
-  std::size_t todo = cases.size();
-  if (!previous.empty()) {
-    std::set<std::string> done;
-    for (auto& r : previous) done.insert(r.case_string);
-    todo = std::count_if(cases.begin(), cases.end(), [&](const Case& c) { return !done.count(c.to_string()); });
-  }
-  fmt::print(stderr, "opmeter: {} cases from {}{} -> {}\n", cases.size(), plan.source,
-             previous.empty() ? "" : fmt::format(" ({} already done, {} to run)", cases.size() - todo, todo), dir);
-
-  MultiReporter reporter;
-  reporter.add(make_console_reporter(stderr, isatty(fileno(stderr))));
-  reporter.add(make_jsonl_reporter(journal));
-  reporter.add(make_summary_files_reporter(dir));
-  reporter.add(make_markdown_reporter(stdout));
-  reporter.begin(machine_context(), cases.size());
-
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
-  auto results = run_all(cases, std::move(previous), options, reporter, &g_cancel);
-  fmt::print(stderr, "opmeter: results in {}/ (results.json, results.csv, results.md, results.jsonl)\n", dir);
-  if (g_cancel.load()) fmt::print(stderr, "opmeter: interrupted; finished cases are saved, continue with --resume {}\n", dir);
+  auto results = run_cases_in_dir(cases, options, a.resume.empty() ? a.out : a.resume, !a.resume.empty(), plan.source);
   return exit_code(results);
 }
+
+int results_exit_code(const std::vector<Result>& results) { return exit_code(results); }
 
 }  // namespace opmeter

@@ -95,14 +95,6 @@ std::vector<MatShape> read_shapes(const YamlReader& r, const YAML::Node& list) {
   return out;
 }
 
-std::size_t default_bandwidth_elements() {
-  // Four times the last-level cache per array so every pass streams from memory, bounded so
-  // three arrays stay well inside free memory.
-  double llc = static_cast<double>(cpu_info().llc_bytes ? cpu_info().llc_bytes : 32u << 20);
-  double bytes = std::max(4 * llc, 64.0 * (1 << 20));
-  bytes = std::min(bytes, static_cast<double>(available_memory_bytes()) / 8);
-  return static_cast<std::size_t>(bytes / sizeof(float)) / 16 * 16;
-}
 
 Stopping read_stopping(const YamlReader& r, const YAML::Node& n, Stopping s) {
   r.expect_map(n, "stopping");
@@ -204,6 +196,15 @@ std::vector<DType> op_dtypes(const std::string& op, const std::vector<DType>& wa
 }
 
 }  // namespace
+
+std::size_t default_bandwidth_elements() {
+  // Four times the last-level cache per array so every pass streams from memory, bounded so
+  // three arrays stay well inside free memory.
+  double llc = static_cast<double>(cpu_info().llc_bytes ? cpu_info().llc_bytes : 32u << 20);
+  double bytes = std::max(4 * llc, 64.0 * (1 << 20));
+  bytes = std::min(bytes, static_cast<double>(available_memory_bytes()) / 8);
+  return static_cast<std::size_t>(bytes / sizeof(float)) / 16 * 16;
+}
 
 std::optional<std::string> nearest(const std::string& word, const std::vector<std::string>& candidates) {
   std::optional<std::string> best;

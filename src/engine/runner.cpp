@@ -95,52 +95,90 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
 }
 
 void Ceilings::learn(const Result& r) {
-  if (r.kase.op == "peak" && r.status == Status::ok && r.gflops > 0) {
+  if (r.status != Status::ok) return;
+  if (r.kase.op == "peak" && r.gflops > 0) {
     auto& best = gflops_[{r.kase.dtype, r.kase.threads}];
     best = std::max(best, r.gflops);
   }
+  if (r.kase.op == "bandwidth" && r.gbps > 0 && r.work.bytes() >= kMemoryCeilingMinBytes) {
+    auto& best = gbps_[r.kase.threads];
+    best = std::max(best, r.gbps);
+  }
+}
+
+void Ceilings::load_profile(const nlohmann::json& p) {
+  if (!p.is_object() || p.value("schema", "") != kCalibrationSchema)
+    throw UsageError(fmt::format("not an opmeter calibration profile (expected \"schema\": \"{}\")", kCalibrationSchema));
+  try {
+    int threads = p.at("threads").get<int>();
+    for (auto& [name, v] : p.at("peak_gflops").items())
+      if (auto d = parse_dtype(name)) gflops_[{*d, threads}] = std::max(gflops_[{*d, threads}], v.get<double>());
+    gbps_[threads] = std::max(gbps_[threads], p.at("bandwidth").at("memory_gbps").get<double>());
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(std::string("calibration profile is malformed: ") + e.what());
+  }
+}
+
+std::optional<double> Ceilings::peak(DType d, int threads) const {
+  auto it = gflops_.find({d, threads});
+  return it == gflops_.end() ? std::nullopt : std::optional<double>(it->second);
+}
+
+std::optional<double> Ceilings::bandwidth(int threads) const {
+  auto it = gbps_.find(threads);
+  return it == gbps_.end() ? std::nullopt : std::optional<double>(it->second);
 }
 
 void Ceilings::annotate(Result& r) const {
   if (r.status != Status::ok) return;
   const OpDef* op = Registry::global().op(r.kase.op);
-  if (!op || !op->peak_dtype) return;
-  auto dtype = op->peak_dtype(r.kase);
-  if (!dtype) return;
-  auto it = gflops_.find({*dtype, r.kase.threads});
-  if (it != gflops_.end()) apply_peak(r, it->second);
+  if (!op) return;
+  if (op->peak_dtype)
+    if (auto dtype = op->peak_dtype(r.kase))
+      if (auto p = peak(*dtype, r.kase.threads)) apply_peak(r, *p);
+  if (op->uses_memory && r.kase.op != "bandwidth")
+    if (auto b = bandwidth(r.kase.threads)) apply_roofline(r, *b);
 }
 
-std::vector<Case> with_needed_peaks(const std::vector<Case>& cases) {
+std::vector<Case> with_needed_peaks(const std::vector<Case>& cases, std::size_t bandwidth_elements, bool have_profile) {
   std::set<std::pair<DType, int>> have, need;
+  std::set<int> have_bw, need_bw;
   for (auto& c : cases) {
     if (c.op == "peak") have.insert({c.dtype, c.threads});
+    if (c.op == "bandwidth") have_bw.insert(c.threads);
     const OpDef* op = Registry::global().op(c.op);
     if (op && op->peak_dtype)
       if (auto d = op->peak_dtype(c)) need.insert({*d, c.threads});
+    if (op && !op->defaults.empty() && bandwidth_elements > 0) need_bw.insert(c.threads);
   }
   std::vector<Case> out;
-  for (auto& [d, t] : need) {
-    if (have.count({d, t})) continue;
+  auto ceiling = [&](const std::string& op, DType d, std::vector<std::pair<std::string, std::string>> params, int t) {
     Case p;
-    p.op = "peak";
+    p.op = op;
     p.impl = "opmeter";
     p.dtype = d;
-    p.params = {{"kernel", "fma"}};
+    p.params = std::move(params);
     p.threads = t;
     out.push_back(p);
+  };
+  if (!have_profile) {
+    for (auto& [d, t] : need)
+      if (!have.count({d, t})) ceiling("peak", d, {{"kernel", "fma"}}, t);
+    for (int t : need_bw)
+      if (!have_bw.count(t)) ceiling("bandwidth", DType::fp32, {{"kernel", "copy"}, {"n", std::to_string(bandwidth_elements)}}, t);
   }
-  // Peaks first, so every later result can be shown against its ceiling as it finishes.
+  // Ceilings first, so every later result can be shown against them as it finishes.
   for (auto& c : cases)
-    if (c.op == "peak") out.push_back(c);
+    if (c.op == "peak" || c.op == "bandwidth") out.push_back(c);
   for (auto& c : cases)
-    if (c.op != "peak") out.push_back(c);
+    if (c.op != "peak" && c.op != "bandwidth") out.push_back(c);
   return out;
 }
 
 std::vector<Result> run_all(const std::vector<Case>& cases, std::vector<Result> previous, const RunOptions& options,
                             Reporter& reporter, const std::atomic<bool>* cancel) {
   Ceilings ceilings;
+  if (!options.calibration.is_null()) ceilings.load_profile(options.calibration);
   std::set<std::string> done;
   for (auto& r : previous) {
     done.insert(r.case_string);

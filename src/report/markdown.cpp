@@ -1,6 +1,7 @@
 // The end-of-run table.
 #include <fmt/format.h>
 
+#include "opmeter/fusion.hpp"
 #include "opmeter/reporters.hpp"
 
 namespace opmeter {
@@ -42,7 +43,8 @@ std::string markdown_table(const std::vector<Result>& results) {
                        r.pct_peak ? fmt::format("{:.1f}%", *r.pct_peak) : "-",
                        ok ? fmt::format("{:.2f}%", r.summary.rel_noise * 100) : "-", status_cell(r));
   }
-  return out;
+  FusionThresholds t;
+  return out + fusion_markdown(fusion_rows(results, t), t);
 }
 
 std::unique_ptr<Reporter> make_markdown_reporter(std::FILE* out) { return std::make_unique<MarkdownReporter>(out); }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "opmeter/fusion.hpp"
 #include "opmeter/reporters.hpp"
 
 namespace opmeter {
@@ -85,6 +86,9 @@ nlohmann::json gbench_json(const nlohmann::json& context, const std::vector<Resu
     };
     if (r.pct_peak) b["pct_peak"] = *r.pct_peak;
     if (r.peak_gflops) b["peak_gflops"] = *r.peak_gflops;
+    if (r.roofline_gflops) b["roofline_gflops"] = *r.roofline_gflops;
+    if (r.efficiency) b["roofline_efficiency"] = *r.efficiency;
+    if (r.pct_bandwidth) b["pct_bandwidth"] = *r.pct_bandwidth;
     if (r.max_error) b["max_error"] = *r.max_error;
     if (r.status != Status::ok) {
       b["error_occurred"] = true;
@@ -113,7 +117,10 @@ nlohmann::json gbench_json(const nlohmann::json& context, const std::vector<Resu
     }
     ++family;
   }
-  return {{"context", context}, {"benchmarks", benchmarks}};
+  nlohmann::json out = {{"context", context}, {"benchmarks", benchmarks}};
+  FusionThresholds t;
+  if (auto rows = fusion_rows(results, t); !rows.empty()) out["fusion"] = fusion_json(rows, t);
+  return out;
 }
 
 std::string csv_table(const nlohmann::json& context, const std::vector<Result>& results) {

@@ -76,6 +76,16 @@ void apply_peak(Result& r, double peak_gflops) {
   if (*r.pct_peak > kFasterThanPeakPct) r.add_flag("faster-than-peak");
 }
 
+void apply_roofline(Result& r, double bandwidth_gbps) {
+  if (!(bandwidth_gbps > 0) || !(r.gbps > 0)) return;
+  r.bandwidth_gbps = bandwidth_gbps;
+  r.pct_bandwidth = 100.0 * r.gbps / bandwidth_gbps;
+  if (r.peak_gflops && r.gflops > 0) {
+    r.roofline_gflops = std::min(*r.peak_gflops, r.intensity * bandwidth_gbps);
+    r.efficiency = r.gflops / *r.roofline_gflops;
+  }
+}
+
 nlohmann::json params_json(const Case& c) {
   nlohmann::json params = nlohmann::json::object();
   for (auto& [k, v] : c.params) params[k] = v;
@@ -113,6 +123,10 @@ nlohmann::json to_json(const Result& r) {
   j["intensity"] = r.intensity;
   put_optional(j, "peak_gflops", r.peak_gflops);
   put_optional(j, "pct_peak", r.pct_peak);
+  put_optional(j, "bandwidth_gbps", r.bandwidth_gbps);
+  put_optional(j, "roofline_gflops", r.roofline_gflops);
+  put_optional(j, "roofline_efficiency", r.efficiency);
+  put_optional(j, "pct_bandwidth", r.pct_bandwidth);
   put_optional(j, "max_error", r.max_error);
   put_optional(j, "tolerance", r.tolerance);
   j["peak_memory_bytes"] = r.peak_memory_bytes;
@@ -149,6 +163,10 @@ Result result_from_json(const nlohmann::json& j) {
     r.intensity = j.value("intensity", 0.0);
     r.peak_gflops = get_optional<double>(j, "peak_gflops");
     r.pct_peak = get_optional<double>(j, "pct_peak");
+    r.bandwidth_gbps = get_optional<double>(j, "bandwidth_gbps");
+    r.roofline_gflops = get_optional<double>(j, "roofline_gflops");
+    r.efficiency = get_optional<double>(j, "roofline_efficiency");
+    r.pct_bandwidth = get_optional<double>(j, "pct_bandwidth");
     r.max_error = get_optional<double>(j, "max_error");
     r.tolerance = get_optional<double>(j, "tolerance");
     r.peak_memory_bytes = j.value("peak_memory_bytes", std::size_t{0});

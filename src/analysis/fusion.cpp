@@ -1,0 +1,95 @@
+#include "opmeter/fusion.hpp"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "opmeter/registry.hpp"
+#include "opmeter/reporters.hpp"
+
+namespace opmeter {
+namespace {
+bool is_unfused(const std::string& impl) {
+  const std::string suffix = "_unfused";
+  return impl.size() > suffix.size() && impl.compare(impl.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+}  // namespace
+
+std::string fusion_verdict(double speedup, const FusionThresholds& t) {
+  if (speedup >= t.fuse) return "fuse";
+  if (speedup < t.avoid) return "avoid";
+  return "no benefit";
+}
+
+std::vector<FusionRow> fusion_rows(const std::vector<Result>& results, const FusionThresholds& t) {
+  // Same op, dtype, parameters, threads and cache mode: only the impl differs.
+  auto key = [](const Result& r) {
+    return fmt::format("{}/{}/{}/{}/{}", r.kase.op, to_string(r.kase.dtype), r.kase.params_string(), r.kase.threads,
+                       r.kase.hot);
+  };
+  std::map<std::string, const Result*> baselines;
+  for (auto& r : results)
+    if (r.status == Status::ok && is_unfused(r.kase.impl) && r.summary.median > 0) baselines[key(r)] = &r;
+  std::vector<FusionRow> rows;
+  for (auto& r : results) {
+    if (r.status != Status::ok || is_unfused(r.kase.impl) || r.kase.impl == "reference" || !(r.summary.median > 0))
+      continue;
+    auto it = baselines.find(key(r));
+    const OpDef* op = Registry::global().op(r.kase.op);
+    if (it == baselines.end() || !op || !op->fusion_pattern || !op->unfused_work) continue;
+    const Result& base = *it->second;
+    FusionRow row;
+    row.pattern = op->fusion_pattern(r.kase);
+    row.shape = r.kase.params_string();
+    row.dtype = std::string(to_string(r.kase.dtype));
+    row.threads = r.kase.threads;
+    row.unfused_impl = base.kase.impl;
+    row.fused_impl = r.kase.impl;
+    row.unfused_s = base.summary.median;
+    row.fused_s = r.summary.median;
+    row.speedup = row.unfused_s / row.fused_s;
+    row.unfused_bytes = op->unfused_work(r.kase).bytes();
+    row.fused_bytes = op->work(r.kase).bytes();
+    row.traffic_reduction = row.unfused_bytes > 0 ? 1 - row.fused_bytes / row.unfused_bytes : 0;
+    row.unfused_gflops = base.gflops;
+    row.fused_gflops = r.gflops;
+    row.verdict = fusion_verdict(row.speedup, t);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+nlohmann::json to_json(const FusionRow& row) {
+  return {{"pattern", row.pattern},           {"shape", row.shape},
+          {"dtype", row.dtype},               {"threads", row.threads},
+          {"unfused_impl", row.unfused_impl}, {"fused_impl", row.fused_impl},
+          {"unfused_s", row.unfused_s},       {"fused_s", row.fused_s},
+          {"speedup", row.speedup},           {"unfused_bytes", row.unfused_bytes},
+          {"fused_bytes", row.fused_bytes},   {"traffic_reduction", row.traffic_reduction},
+          {"unfused_gflops", row.unfused_gflops}, {"fused_gflops", row.fused_gflops},
+          {"verdict", row.verdict}};
+}
+
+nlohmann::json fusion_json(const std::vector<FusionRow>& rows, const FusionThresholds& t) {
+  nlohmann::json patterns = nlohmann::json::array();
+  for (auto& r : rows) patterns.push_back(to_json(r));
+  return {{"thresholds", {{"fuse_at_speedup", t.fuse}, {"avoid_below_speedup", t.avoid}}}, {"patterns", patterns}};
+}
+
+std::string fusion_markdown(const std::vector<FusionRow>& rows, const FusionThresholds& t) {
+  if (rows.empty()) return "";
+  std::string out = fmt::format(
+      "\n### Fusion (verdict: fuse at speedup >= {:.2f}, avoid below {:.2f})\n\n"
+      "| pattern | dtype | shape | fused impl | unfused | fused | speedup | MB unfused | MB fused | traffic saved | "
+      "GFLOP/s unfused -> fused | verdict |\n"
+      "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n",
+      t.fuse, t.avoid);
+  for (auto& r : rows)
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.2f}x | {:.1f} | {:.1f} | {:.0f}% | {:.1f} -> {:.1f} | {} |\n",
+                       r.pattern, r.dtype, r.shape, r.fused_impl, human_time(r.unfused_s), human_time(r.fused_s),
+                       r.speedup, r.unfused_bytes / 1e6, r.fused_bytes / 1e6, 100 * r.traffic_reduction,
+                       r.unfused_gflops, r.fused_gflops, r.verdict);
+  return out;
+}
+
+}  // namespace opmeter
