@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "opmeter/reporters.hpp"
@@ -204,4 +205,49 @@ TEST(Cli, ListAndInfo) {
   EXPECT_FALSE(j["cpu"]["model"].get<std::string>().empty());
   EXPECT_TRUE(j["libraries"].contains("onednn"));
   EXPECT_TRUE(j["opmeter"].contains("git_sha"));
+}
+
+TEST(Cli, CalibrateWritesAProfileThatRunUses) {
+  auto dir = temp_dir("calibrate");
+  auto fusion = write(dir, "fusion.yaml",
+                      "ops: [linear]\nimpls: [onednn, onednn_unfused]\nbatch: [1]\nseq: [8]\nhidden: [16]\nout: [16]\n"
+                      "act: [relu]\nstopping: {samples: 3}\n");
+  auto profile = dir / "profile.json";
+  auto out = cli(fmt::format("calibrate --threads 1 --array-mib 64 --fusion {} --out {} --results {}", fusion.string(),
+                             profile.string(), (dir / "raw").string()));
+  ASSERT_EQ(out.code, 0) << out.text;
+  std::ifstream f(profile);
+  auto p = nlohmann::json::parse(f);
+  EXPECT_EQ(p["schema"], "opmeter-calibration/1");
+  EXPECT_EQ(p["threads"], 1);
+  for (auto d : {"fp64", "fp32"}) EXPECT_GT(p["peak_gflops"].value(d, 0.0), 0) << d;
+  EXPECT_GT(p["bandwidth"]["memory_gbps"].get<double>(), 0);
+  for (auto k : {"copy", "triad", "read", "write"}) EXPECT_GT(p["bandwidth"]["kernels"].value(k, 0.0), 0) << k;
+  ASSERT_EQ(p["fusion"]["patterns"].size(), 1u);
+  EXPECT_EQ(p["fusion"]["patterns"][0]["pattern"], "linear+bias+relu");
+  EXPECT_TRUE(p["context"].contains("host_name"));
+
+  // run --calibration: no ceiling cases are added, and results are placed under the roofline.
+  auto run = cli(fmt::format("run --case layernorm/opmeter/fp32/batch=1,seq=4,hidden=1000/threads=1 --samples 3 "
+                             "--calibration {} --out {}", profile.string(), (dir / "run").string()));
+  ASSERT_EQ(run.code, 0) << run.text;
+  auto results = opmeter::read_jsonl((dir / "run" / "results.jsonl").string());
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_TRUE(results[0].efficiency.has_value());
+  EXPECT_TRUE(results[0].pct_bandwidth.has_value());
+}
+
+TEST(Cli, BadCalibrationProfileExitsTwo) {
+  auto dir = temp_dir("badprofile");
+  auto missing = cli("run --case relu/opmeter/fp32/batch=1,seq=1,hidden=8/threads=1 --calibration /nonexistent.json");
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.text.find("cannot open"), std::string::npos) << missing.text;
+  auto notjson = write(dir, "x.json", "not json");
+  auto bad = cli("run --case relu/opmeter/fp32/batch=1,seq=1,hidden=8/threads=1 --calibration " + notjson.string());
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.text.find("not JSON"), std::string::npos) << bad.text;
+  auto other = write(dir, "y.json", "{\"context\": {}}");
+  auto wrong = cli("run --case relu/opmeter/fp32/batch=1,seq=1,hidden=8/threads=1 --calibration " + other.string());
+  EXPECT_EQ(wrong.code, 2);
+  EXPECT_NE(wrong.text.find("not an opmeter calibration profile"), std::string::npos) << wrong.text;
 }

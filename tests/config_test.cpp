@@ -132,3 +132,26 @@ TEST(Config, Nearest) {
   EXPECT_EQ(nearest("treads", {"threads", "dtypes"}), "threads");
   EXPECT_EQ(nearest("qqqqqq", {"threads", "dtypes"}), std::nullopt);
 }
+
+TEST(Config, TensorOpAxesSweepAndDefault) {
+  auto plan = load_config_text("ops: [layernorm]\nimpls: [opmeter]\nbatch: [1, 2]\nhidden: [8]\n", "t.yaml", 2);
+  ASSERT_EQ(plan.cases.size(), 2u);
+  EXPECT_EQ(plan.cases[0].to_string(), "layernorm/opmeter/fp32/batch=1,seq=512,hidden=8/threads=2");
+  EXPECT_EQ(plan.cases[1].get("batch"), "2");
+}
+
+TEST(Config, LinearTakesMatrixShapes) {
+  auto plan = load_config_text(
+      "ops: [ln_linear_sigmoid]\nimpls: [onednn]\nshapes: [{name: custom, shapes: [[16, 32, 64]]}]\n", "t.yaml", 2);
+  ASSERT_EQ(plan.cases.size(), 1u);
+  EXPECT_EQ(plan.cases[0].params_string(), "batch=1,seq=16,hidden=32,out=64");
+}
+
+TEST(Config, NewKeysGetClearErrors) {
+  EXPECT_TRUE(has(error_of("ops: [linear]\nact: [swishy]\n"), "act='swishy' unknown")) << error_of("ops: [linear]\nact: [swishy]\n");
+  EXPECT_TRUE(has(error_of("ops: [attention]\nstage: [all]\n"), "stage='all' unknown"));
+  EXPECT_TRUE(has(error_of("ops: [conv2d]\ngroups: [3]\n"), "groups=3 must divide"));
+  EXPECT_TRUE(has(error_of("ops: [softmax]\nhidden: [0]\n"), "hidden=0 out of range"));
+  EXPECT_TRUE(has(error_of("ops: [softmax]\nhiden: [8]\n"), "did you mean 'hidden'"));
+  EXPECT_TRUE(has(error_of("ops: [layernorm]\nbatch: [x]\n"), "not an integer")) << error_of("ops: [layernorm]\nbatch: [x]\n");
+}

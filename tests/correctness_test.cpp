@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "opmeter/errors.hpp"
 #include "opmeter/runner.hpp"
 
 using namespace opmeter;

@@ -35,12 +35,15 @@ void add_calibrate_command(CLI::App& app, CalibrateArgs& a) {
   cal->add_option("--out", a.out, "profile file to write (default: opmeter-calibration.json)");
   cal->add_option("--results", a.results_dir, "directory for the raw results (default: opmeter-results/<timestamp>)");
   cal->add_option("--threads", a.threads, "threads (default: all usable CPUs)")->check(CLI::Range(1, 4096));
+  cal->add_option("--fusion", a.fusion_config, "YAML config of the fusion cases (default: the built-in fusion suite)");
+  cal->add_option("--array-mib", a.array_mib, "MiB per bandwidth array (default: 4x the last-level cache, >= 64)")
+      ->check(CLI::Range(1, 1 << 20));
   cal->add_flag("--quick", a.quick, "fp32 fusion patterns only and a looser noise target (about a minute)");
 }
 
 int calibrate_command(const CalibrateArgs& a) {
   const int threads = a.threads.value_or(default_threads());
-  const std::size_t dram = default_bandwidth_elements();
+  const std::size_t dram = a.array_mib ? *a.array_mib * (std::size_t(1) << 20) / 4 : default_bandwidth_elements();
   std::vector<Case> cases;
   for (DType d : {DType::fp64, DType::fp32, DType::bf16, DType::int8})
     cases.push_back(ceiling_case("peak", d, {{"kernel", "fma"}}, threads));
@@ -54,7 +57,7 @@ int calibrate_command(const CalibrateArgs& a) {
     level_of_case[c.to_string()] = cache.level;
     cases.push_back(c);
   }
-  Plan fusion = load_suite("fusion", threads);
+  Plan fusion = a.fusion_config.empty() ? load_suite("fusion", threads) : load_config_file(a.fusion_config, threads);
   for (auto& c : fusion.cases)
     if (!a.quick || c.dtype == DType::fp32) cases.push_back(c);
 

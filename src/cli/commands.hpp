@@ -46,6 +46,8 @@ nlohmann::json read_calibration(const std::string& path);
 struct CalibrateArgs {
   std::string out = "opmeter-calibration.json";
   std::string results_dir;
+  std::string fusion_config;
+  std::optional<std::size_t> array_mib;
   std::optional<int> threads;
   bool quick = false;
 };

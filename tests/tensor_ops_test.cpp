@@ -1,0 +1,177 @@
+// The tensor ops (activations, norms, losses, linear, conv, attention): every impl against the
+// fp64 reference on odd shapes, BN folding, fusion arithmetic.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "opmeter/fusion.hpp"
+#include "opmeter/registry.hpp"
+#include "opmeter/runner.hpp"
+#include "ops/conv/conv.hpp"
+#include "ops/tensor/kernels.hpp"
+
+using namespace opmeter;
+
+namespace {
+
+RunOptions quick_options() {
+  RunOptions o;
+  o.stopping.fixed_samples = 2;
+  o.stopping.warmup_calls = 1;
+  return o;
+}
+
+// Odd shapes (not multiples of any vector width) per op family.
+std::vector<std::vector<std::pair<std::string, std::string>>> odd_params(const OpDef& op) {
+  if (op.name == "conv2d")
+    return {op.example,
+            {{"batch", "1"}, {"channels", "3"}, {"out_channels", "5"}, {"image", "11"}, {"kernel", "1"}, {"stride", "1"},
+             {"padding", "0"}, {"groups", "1"}, {"bn", "0"}, {"act", "gelu"}},
+            {{"batch", "2"}, {"channels", "4"}, {"out_channels", "4"}, {"image", "7"}, {"kernel", "3"}, {"stride", "1"},
+             {"padding", "1"}, {"groups", "4"}, {"bn", "1"}, {"act", "none"}}};
+  if (op.name == "attention") {
+    std::vector<std::vector<std::pair<std::string, std::string>>> out;
+    for (auto stage : {"scores", "probs", "full"})
+      for (auto causal : {"0", "1"})
+        out.push_back({{"batch", "2"}, {"heads", "1"}, {"seq", "71"}, {"head_dim", "13"}, {"causal", causal}, {"stage", stage}});
+    return out;
+  }
+  auto p = op.example;
+  for (auto& [k, v] : p) {
+    if (k == "hidden") v = "263";
+    if (k == "seq") v = "5";
+    if (k == "out") v = "77";
+    if (k == "act") v = "silu";
+  }
+  return {op.example, p};
+}
+
+}  // namespace
+
+TEST(TensorOps, EveryImplMatchesTheReferenceOnOddShapes) {
+  int checked = 0;
+  for (const OpDef* op : Registry::global().ops()) {
+    if (op->defaults.empty()) continue;  // gemm, bandwidth, peak have their own tests
+    for (auto& params : odd_params(*op))
+      for (const ImplDef* impl : Registry::global().impls_of(op->name))
+        for (DType d : impl->dtypes) {
+          Case c;
+          c.op = op->name;
+          c.impl = impl->impl;
+          c.dtype = d;
+          c.params = params;
+          c.threads = 2;
+          Result r = run_case(c, quick_options());
+          EXPECT_TRUE(r.status == Status::ok || r.status == Status::skipped)
+              << c.to_string() << ": " << to_string(r.status) << " " << r.reason;
+          if (r.status == Status::ok) {
+            ++checked;
+            ASSERT_TRUE(r.max_error.has_value());
+            EXPECT_LE(*r.max_error, *r.tolerance) << c.to_string();
+            EXPECT_GT(r.work.bytes(), 0) << c.to_string();
+          }
+        }
+  }
+  EXPECT_GT(checked, 150);  // 8 activations, 4 norms, 2 losses, 9 linear ops, conv, attention
+}
+
+TEST(TensorOps, ToleranceIsTightEnoughToCatchOneBf16RoundingInFp32) {
+  // A bf16 rounding (2^-9 relative) must fail every fp32 check: the fp32 tolerances are far below.
+  for (const char* name : {"layernorm", "gelu", "linear", "attention", "conv2d"}) {
+    const OpDef* op = Registry::global().op(name);
+    ASSERT_NE(op, nullptr);
+    Case c;
+    c.op = name;
+    c.impl = "opmeter";
+    c.dtype = DType::fp32;
+    c.params = op->example;
+    c.threads = 1;
+    auto impl = Registry::global().impls_of(name).front()->make();
+    auto* t = dynamic_cast<tensor::TensorOp*>(impl.get());
+    ASSERT_NE(t, nullptr) << name;
+    t->setup(c, {1, 1});
+    EXPECT_LT(t->tolerance(), 0x1p-9 / 4) << name;
+  }
+}
+
+TEST(TensorOps, BatchNormFoldingEqualsConvThenBatchNorm) {
+  const std::size_t oc = 3, per_oc = 5;
+  std::vector<float> w(oc * per_oc), b(oc), mean(oc), var(oc), gamma(oc), beta(oc), x(per_oc);
+  Rng rng(42);
+  for (auto& v : w) v = float(rng.uniform(-1, 1));
+  for (auto& v : x) v = float(rng.uniform(-1, 1));
+  for (std::size_t o = 0; o < oc; ++o) {
+    b[o] = float(rng.uniform(-1, 1));
+    mean[o] = float(rng.uniform(-0.5, 0.5));
+    var[o] = float(rng.uniform(0.25, 1.5));
+    gamma[o] = float(rng.uniform(0.5, 1.5));
+    beta[o] = float(rng.uniform(-0.5, 0.5));
+  }
+  std::vector<float> wf(oc * per_oc), bf(oc);
+  conv::fold_batchnorm(w.data(), b.data(), mean.data(), var.data(), gamma.data(), beta.data(), oc, per_oc, wf.data(),
+                       bf.data());
+  for (std::size_t o = 0; o < oc; ++o) {
+    double conv = b[o], folded = bf[o];
+    for (std::size_t i = 0; i < per_oc; ++i) {
+      conv += double(w[o * per_oc + i]) * x[i];
+      folded += double(wf[o * per_oc + i]) * x[i];
+    }
+    double unfused = (conv - mean[o]) / std::sqrt(double(var[o]) + tensor::kNormEps) * gamma[o] + beta[o];
+    EXPECT_NEAR(folded, unfused, 1e-5) << "channel " << o;
+  }
+}
+
+TEST(TensorOps, ActivationNamesRoundTrip) {
+  for (auto a : tensor::all_acts()) EXPECT_EQ(tensor::parse_act(tensor::to_string(a)), a);
+  EXPECT_FALSE(tensor::parse_act("swishy").has_value());
+  EXPECT_EQ(tensor::all_acts().size(), 8u);
+}
+
+namespace {
+Result timed(const std::string& case_string, double median_s, double gflops) {
+  Result r;
+  r.kase = parse_case(case_string);
+  r.case_string = case_string;
+  r.summary.median = median_s;
+  r.gflops = gflops;
+  r.work = Registry::global().op(r.kase.op)->work(r.kase);
+  return r;
+}
+}  // namespace
+
+TEST(Fusion, RowsCompareEachFusedImplWithTheUnfusedSequence) {
+  const std::string shape = "batch=1,seq=4,hidden=8,out=16,act=gelu/threads=2";
+  std::vector<Result> results = {timed("linear/onednn_unfused/fp32/" + shape, 2e-3, 10),
+                                 timed("linear/onednn/fp32/" + shape, 1e-3, 20),
+                                 timed("linear/opmeter/fp32/" + shape, 2.04e-3, 9.8),
+                                 timed("linear/reference/fp32/" + shape, 9e-3, 1)};
+  auto rows = fusion_rows(results);
+  ASSERT_EQ(rows.size(), 2u);  // the reference is not a fused form
+  EXPECT_EQ(rows[0].pattern, "linear+bias+gelu");
+  EXPECT_EQ(rows[0].fused_impl, "onednn");
+  EXPECT_DOUBLE_EQ(rows[0].speedup, 2.0);
+  EXPECT_EQ(rows[0].verdict, "fuse");
+  EXPECT_NEAR(rows[1].speedup, 2.0 / 2.04, 1e-12);
+  EXPECT_EQ(rows[1].verdict, "no benefit");
+  // Unfused: x W^T written, then read and rewritten by the bias pass and the activation pass.
+  // rows=4, out=16, fp32: 2 extra passes x (read + write) x 4*16*4 bytes.
+  EXPECT_DOUBLE_EQ(rows[0].unfused_bytes - rows[0].fused_bytes, 2 * 2 * 4 * 16 * 4);
+  EXPECT_NEAR(rows[0].traffic_reduction, 1 - rows[0].fused_bytes / rows[0].unfused_bytes, 1e-12);
+  EXPECT_GT(rows[0].traffic_reduction, 0);
+}
+
+TEST(Fusion, VerdictThresholds) {
+  FusionThresholds t;
+  EXPECT_EQ(fusion_verdict(1.10, t), "fuse");
+  EXPECT_EQ(fusion_verdict(1.09, t), "no benefit");
+  EXPECT_EQ(fusion_verdict(0.95, t), "no benefit");
+  EXPECT_EQ(fusion_verdict(0.94, t), "avoid");
+}
+
+TEST(Fusion, NoBaselineNoRow) {
+  std::vector<Result> results = {timed("linear/onednn/fp32/batch=1,seq=4,hidden=8,out=16,act=gelu/threads=2", 1e-3, 20)};
+  EXPECT_TRUE(fusion_rows(results).empty());
+  results[0].status = Status::failed;
+  results.push_back(timed("linear/onednn_unfused/fp32/batch=1,seq=4,hidden=8,out=16,act=gelu/threads=2", 2e-3, 10));
+  EXPECT_TRUE(fusion_rows(results).empty());  // failed cases are not compared
+}
