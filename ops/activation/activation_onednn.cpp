@@ -14,29 +14,18 @@ class OnednnActivation : public ActivationOp {
   void prepare() override {
     dnnl::memory::desc md({dnnl::memory::dim(out_rows()), dnnl::memory::dim(out_cols())}, tensor::onednn_type(case_.dtype),
                           dnnl::memory::format_tag::ab);
-    auto e = tensor::eltwise_of(act_);
-    auto pd = tensor::onednn_try("eltwise", [&] {
-      return dnnl::eltwise_forward::primitive_desc(
-          dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, e.algorithm, md, e.alpha, e.beta),
-          tensor::onednn_engine());
+    auto pd = tensor::onednn_eltwise(act_, md);
+    seq_.clear();
+    seq_.add(dnnl::eltwise_forward(pd), pd.impl_info_str(), copies(), [&](std::size_t i) {
+      return tensor::OnednnArgs{{DNNL_ARG_SRC, tensor::onednn_memory(md, in(i, 0))},
+                                {DNNL_ARG_DST, tensor::onednn_memory(md, out(i))}};
     });
-    impl_name_ = pd.impl_info_str();
-    prim_ = dnnl::eltwise_forward(pd);
-    args_.clear();
-    for (std::size_t i = 0; i < copies(); ++i)
-      args_.push_back({{DNNL_ARG_SRC, dnnl::memory(md, tensor::onednn_engine(), const_cast<void*>(in(i, 0)))},
-                       {DNNL_ARG_DST, dnnl::memory(md, tensor::onednn_engine(), out(i))}});
   }
-  void run(std::size_t copy) override {
-    prim_.execute(tensor::onednn_stream(), args_[copy]);
-    tensor::onednn_stream().wait();
-  }
-  std::map<std::string, std::string> details() const override { return {{"onednn_impl", impl_name_}}; }
+  void run(std::size_t copy) override { seq_.run(copy); }
+  std::map<std::string, std::string> details() const override { return seq_.details(); }
 
  private:
-  dnnl::eltwise_forward prim_;
-  std::vector<tensor::OnednnArgs> args_;
-  std::string impl_name_;
+  tensor::OnednnSequence seq_;
 };
 
 const bool registered = [] {

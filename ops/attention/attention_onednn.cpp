@@ -21,9 +21,8 @@ class OnednnUnfusedAttention : public AttentionOp {
     dnnl::memory::desc q_md({bh, n, d}, act_t, tag::abc), kt_md({bh, d, n}, act_t, tag::acb),
         v_md({bh, n, d}, act_t, tag::abc), s_md({bh, n, n}, s.stage == Stage::scores ? act_t : dt::f32, tag::abc),
         p_md({bh, n, n}, act_t, tag::abc), o_md({bh, n, d}, act_t, tag::abc), mask_md({1, n, n}, dt::f32, tag::abc);
-    steps_.clear();
-    names_.clear();
-    args_.clear();
+    seq_.clear();
+    auto mem = tensor::onednn_memory;
 
     dnnl::primitive_attr attr;
     attr.set_output_scales(0, {s.scale()});
@@ -41,7 +40,7 @@ class OnednnUnfusedAttention : public AttentionOp {
     auto mm1 = tensor::onednn_try("matmul", [&] {
       return dnnl::matmul::primitive_desc(dnnl::matmul::desc(q_md, kt_md, s_md), attr, eng);
     });
-    add(dnnl::matmul(mm1), mm1.impl_info_str(), [&](std::size_t i) {
+    seq_.add(dnnl::matmul(mm1), mm1.impl_info_str(), copies(), [&](std::size_t i) {
       tensor::OnednnArgs a{{DNNL_ARG_SRC, mem(q_md, in(i, kQ))},
                            {DNNL_ARG_WEIGHTS, mem(kt_md, in(i, kK))},
                            {DNNL_ARG_DST, mem(s_md, s.stage == Stage::scores ? out(i) : scores_.data())}};
@@ -55,7 +54,7 @@ class OnednnUnfusedAttention : public AttentionOp {
                                          p_md, 2),
           eng);
     });
-    add(dnnl::softmax_v2_forward(sm), sm.impl_info_str(), [&](std::size_t i) {
+    seq_.add(dnnl::softmax_v2_forward(sm), sm.impl_info_str(), copies(), [&](std::size_t i) {
       return tensor::OnednnArgs{{DNNL_ARG_SRC, mem(s_md, scores_.data())},
                                 {DNNL_ARG_DST, mem(p_md, s.stage == Stage::probs ? out(i) : probs_.data())}};
     });
@@ -63,40 +62,19 @@ class OnednnUnfusedAttention : public AttentionOp {
     auto mm2 = tensor::onednn_try("matmul", [&] {
       return dnnl::matmul::primitive_desc(dnnl::matmul::desc(p_md, v_md, o_md), eng);
     });
-    add(dnnl::matmul(mm2), mm2.impl_info_str(), [&](std::size_t i) {
+    seq_.add(dnnl::matmul(mm2), mm2.impl_info_str(), copies(), [&](std::size_t i) {
       return tensor::OnednnArgs{{DNNL_ARG_SRC, mem(p_md, probs_.data())},
                                 {DNNL_ARG_WEIGHTS, mem(v_md, in(i, kV))},
                                 {DNNL_ARG_DST, mem(o_md, out(i))}};
     });
   }
 
-  void run(std::size_t copy) override {
-    for (std::size_t k = 0; k < steps_.size(); ++k) steps_[k].execute(tensor::onednn_stream(), args_[k][copy]);
-    tensor::onednn_stream().wait();
-  }
-
-  std::map<std::string, std::string> details() const override {
-    std::string all;
-    for (auto& n : names_) all += (all.empty() ? "" : " | ") + n;
-    return {{"onednn_impl", all}};
-  }
+  void run(std::size_t copy) override { seq_.run(copy); }
+  std::map<std::string, std::string> details() const override { return seq_.details(); }
 
  private:
-  dnnl::memory mem(const dnnl::memory::desc& md, const void* p) {
-    return dnnl::memory(md, tensor::onednn_engine(), const_cast<void*>(p));
-  }
-  template <class F>
-  void add(dnnl::primitive p, std::string name, F&& args_of_copy) {
-    steps_.push_back(std::move(p));
-    names_.push_back(std::move(name));
-    std::vector<tensor::OnednnArgs> a;
-    for (std::size_t i = 0; i < copies(); ++i) a.push_back(args_of_copy(i));
-    args_.push_back(std::move(a));
-  }
   Buffer mask_, scores_, probs_;  // intermediates live in memory, one set shared by all copies
-  std::vector<dnnl::primitive> steps_;
-  std::vector<std::string> names_;
-  std::vector<std::vector<tensor::OnednnArgs>> args_;
+  tensor::OnednnSequence seq_;
 };
 
 const bool registered = [] {

@@ -32,27 +32,20 @@ class OnednnConv : public ConvOp {
     dnnl::memory::desc w_plain(w_dims, act_t, s.groups == 1 ? tag::oihw : tag::goihw);
     dnnl::memory::desc w_any(w_dims, act_t, tag::any);
 
-    dnnl::primitive_attr attr;
-    if (fused_ && s.act != Act::none) {
-      auto e = tensor::eltwise_of(s.act);
-      dnnl::post_ops po;
-      po.append_eltwise(1.0f, e.algorithm, e.alpha, e.beta);
-      attr.set_post_ops(po);
-    }
     auto pd = tensor::onednn_try("convolution", [&] {
       return dnnl::convolution_forward::primitive_desc(
           dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, x_md,
                                           w_any, b_md, y_md, {d(s.stride), d(s.stride)}, {d(s.pad), d(s.pad)},
                                           {d(s.pad), d(s.pad)}),
-          attr, eng);
+          tensor::onednn_act_post_op(fused_ ? s.act : Act::none), eng);
     });
-    names_ = {pd.impl_info_str()};
-    steps_ = {dnnl::convolution_forward(pd)};
+    seq_.clear();
+    auto mem = tensor::onednn_memory;
 
-    // Weights (folded with BN when fused) in oneDNN's layout, once per copy.
+    // Weights (folded with BN when fused) in oneDNN's layout and biases, once per copy.
     const std::size_t w_count = s.oc * s.cg() * s.r * s.r;
     biases_.clear();
-    std::vector<std::vector<tensor::OnednnArgs>> args(1);
+    std::vector<dnnl::memory> weights;
     for (std::size_t i = 0; i < copies(); ++i) {
       Buffer w_src(w_count * size_of(case_.dtype)), bias(s.oc * sizeof(float));
       std::memcpy(w_src.data(), in(i, kW), w_src.bytes());
@@ -62,13 +55,17 @@ class OnednnConv : public ConvOp {
       dnnl::memory w_given(w_plain, eng, w_src.data());
       dnnl::reorder(w_given, w_mem).execute(tensor::onednn_stream(), w_given, w_mem);
       tensor::onednn_stream().wait();
-      args[0].push_back({{DNNL_ARG_SRC, dnnl::memory(x_md, eng, const_cast<void*>(in(i, kX)))},
-                         {DNNL_ARG_WEIGHTS, w_mem},
-                         {DNNL_ARG_BIAS, dnnl::memory(b_md, eng, bias.data())},
-                         {DNNL_ARG_DST, dnnl::memory(y_md, eng, out(i))}});
+      weights.push_back(w_mem);
       biases_.push_back(std::move(bias));
     }
-    if (!fused_ && s.bn) {
+    seq_.add(dnnl::convolution_forward(pd), pd.impl_info_str(), copies(), [&](std::size_t i) {
+      return tensor::OnednnArgs{{DNNL_ARG_SRC, mem(x_md, in(i, kX))},
+                                {DNNL_ARG_WEIGHTS, weights[i]},
+                                {DNNL_ARG_BIAS, mem(b_md, biases_[i].data())},
+                                {DNNL_ARG_DST, mem(y_md, out(i))}};
+    });
+    if (fused_) return;
+    if (s.bn) {
       auto bn_pd = tensor::onednn_try("batch normalization", [&] {
         using nf = dnnl::normalization_flags;
         return dnnl::batch_normalization_forward::primitive_desc(
@@ -76,43 +73,22 @@ class OnednnConv : public ConvOp {
                                                     nf::use_global_stats | nf::use_scale | nf::use_shift),
             eng);
       });
-      steps_.push_back(dnnl::batch_normalization_forward(bn_pd));
-      names_.push_back(bn_pd.impl_info_str());
-      std::vector<tensor::OnednnArgs> a;
-      for (std::size_t i = 0; i < copies(); ++i) {
-        auto v = [&](std::size_t k) { return dnnl::memory(vec_md, eng, const_cast<void*>(in(i, k))); };
-        a.push_back({{DNNL_ARG_SRC, dnnl::memory(y_md, eng, out(i))}, {DNNL_ARG_DST, dnnl::memory(y_md, eng, out(i))},
-                     {DNNL_ARG_MEAN, v(kMean)}, {DNNL_ARG_VARIANCE, v(kVar)}, {DNNL_ARG_SCALE, v(kGamma)},
-                     {DNNL_ARG_SHIFT, v(kBeta)}});
-      }
-      args.push_back(std::move(a));
-    }
-    if (!fused_ && s.act != Act::none) {
-      auto e = tensor::eltwise_of(s.act);
-      auto el_pd = tensor::onednn_try("eltwise", [&] {
-        return dnnl::eltwise_forward::primitive_desc(
-            dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, e.algorithm, y_md, e.alpha, e.beta), eng);
+      seq_.add(dnnl::batch_normalization_forward(bn_pd), bn_pd.impl_info_str(), copies(), [&](std::size_t i) {
+        return tensor::OnednnArgs{{DNNL_ARG_SRC, mem(y_md, out(i))},        {DNNL_ARG_DST, mem(y_md, out(i))},
+                                  {DNNL_ARG_MEAN, mem(vec_md, in(i, kMean))}, {DNNL_ARG_VARIANCE, mem(vec_md, in(i, kVar))},
+                                  {DNNL_ARG_SCALE, mem(vec_md, in(i, kGamma))}, {DNNL_ARG_SHIFT, mem(vec_md, in(i, kBeta))}};
       });
-      steps_.push_back(dnnl::eltwise_forward(el_pd));
-      names_.push_back(el_pd.impl_info_str());
-      std::vector<tensor::OnednnArgs> a;
-      for (std::size_t i = 0; i < copies(); ++i)
-        a.push_back({{DNNL_ARG_SRC, dnnl::memory(y_md, eng, out(i))}, {DNNL_ARG_DST, dnnl::memory(y_md, eng, out(i))}});
-      args.push_back(std::move(a));
     }
-    args_ = std::move(args);
+    if (s.act != Act::none) {
+      auto el_pd = tensor::onednn_eltwise(s.act, y_md);
+      seq_.add(dnnl::eltwise_forward(el_pd), el_pd.impl_info_str(), copies(), [&](std::size_t i) {
+        return tensor::OnednnArgs{{DNNL_ARG_SRC, mem(y_md, out(i))}, {DNNL_ARG_DST, mem(y_md, out(i))}};
+      });
+    }
   }
 
-  void run(std::size_t copy) override {
-    for (std::size_t k = 0; k < steps_.size(); ++k) steps_[k].execute(tensor::onednn_stream(), args_[k][copy]);
-    tensor::onednn_stream().wait();
-  }
-
-  std::map<std::string, std::string> details() const override {
-    std::string all;
-    for (auto& n : names_) all += (all.empty() ? "" : " | ") + n;
-    return {{"onednn_impl", all}};
-  }
+  void run(std::size_t copy) override { seq_.run(copy); }
+  std::map<std::string, std::string> details() const override { return seq_.details(); }
 
  private:
   // BN folded into this copy's weights and bias (weights converted through fp32 for bf16).
@@ -128,9 +104,7 @@ class OnednnConv : public ConvOp {
 
   bool fused_;
   std::vector<Buffer> biases_;
-  std::vector<dnnl::primitive> steps_;
-  std::vector<std::string> names_;
-  std::vector<std::vector<tensor::OnednnArgs>> args_;
+  tensor::OnednnSequence seq_;
 };
 
 const bool registered = [] {

@@ -23,10 +23,8 @@ class OnednnLinear : public LinearOp {
     const auto rows = dnnl::memory::dim(s.rows), h = dnnl::memory::dim(s.hidden), o = dnnl::memory::dim(s.out);
     dnnl::memory::desc x_md({rows, h}, act_t, tag::ab), w_md({h, o}, act_t, tag::ba), y_md({rows, o}, act_t, tag::ab),
         bias_md({1, o}, dt::f32, tag::ab), vec_md({h}, dt::f32, tag::a);
-    steps_.clear();
-    names_.clear();
-    std::vector<std::vector<tensor::OnednnArgs>> args;  // per step, per copy
-
+    seq_.clear();
+    auto mem = tensor::onednn_memory;
     if (s.layernorm) {
       xhat_ = Buffer(std::size_t(rows * h) * size_of(case_.dtype));
       auto pd = tensor::onednn_try("layer normalization", [&] {
@@ -35,89 +33,46 @@ class OnednnLinear : public LinearOp {
                                                     dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift),
             eng);
       });
-      add_step(dnnl::layer_normalization_forward(pd), pd.impl_info_str());
-      std::vector<tensor::OnednnArgs> a;
-      for (std::size_t i = 0; i < copies(); ++i)
-        a.push_back({{DNNL_ARG_SRC, mem(x_md, in(i, kX))},
-                     {DNNL_ARG_DST, mem(x_md, xhat_.data())},
-                     {DNNL_ARG_SCALE, mem(vec_md, in(i, kGamma))},
-                     {DNNL_ARG_SHIFT, mem(vec_md, in(i, kBeta))}});
-      args.push_back(std::move(a));
-    }
-
-    dnnl::primitive_attr attr;
-    if (fused_ && s.act != Act::none) {
-      auto e = tensor::eltwise_of(s.act);
-      dnnl::post_ops po;
-      po.append_eltwise(1.0f, e.algorithm, e.alpha, e.beta);
-      attr.set_post_ops(po);
+      seq_.add(dnnl::layer_normalization_forward(pd), pd.impl_info_str(), copies(), [&](std::size_t i) {
+        return tensor::OnednnArgs{{DNNL_ARG_SRC, mem(x_md, in(i, kX))},
+                                  {DNNL_ARG_DST, mem(x_md, xhat_.data())},
+                                  {DNNL_ARG_SCALE, mem(vec_md, in(i, kGamma))},
+                                  {DNNL_ARG_SHIFT, mem(vec_md, in(i, kBeta))}};
+      });
     }
     auto mm_pd = tensor::onednn_try("matmul", [&] {
       auto d = fused_ ? dnnl::matmul::desc(x_md, w_md, bias_md, y_md) : dnnl::matmul::desc(x_md, w_md, y_md);
-      return dnnl::matmul::primitive_desc(d, attr, eng);
+      return dnnl::matmul::primitive_desc(d, tensor::onednn_act_post_op(fused_ ? s.act : Act::none), eng);
     });
-    add_step(dnnl::matmul(mm_pd), mm_pd.impl_info_str());
-    {
-      std::vector<tensor::OnednnArgs> a;
-      for (std::size_t i = 0; i < copies(); ++i) {
-        tensor::OnednnArgs m{{DNNL_ARG_SRC, mem(x_md, s.layernorm ? xhat_.data() : in(i, kX))},
-                             {DNNL_ARG_WEIGHTS, mem(w_md, in(i, kW))},
-                             {DNNL_ARG_DST, mem(y_md, out(i))}};
-        if (fused_) m.emplace(DNNL_ARG_BIAS, mem(bias_md, in(i, kBias)));
-        a.push_back(std::move(m));
-      }
-      args.push_back(std::move(a));
-    }
-    if (!fused_) {
-      auto add_pd = tensor::onednn_try("binary add", [&] {
-        return dnnl::binary::primitive_desc(dnnl::binary::desc(dnnl::algorithm::binary_add, y_md, bias_md, y_md), eng);
-      });
-      add_step(dnnl::binary(add_pd), add_pd.impl_info_str());
-      std::vector<tensor::OnednnArgs> a;
-      for (std::size_t i = 0; i < copies(); ++i)
-        a.push_back({{DNNL_ARG_SRC_0, mem(y_md, out(i))}, {DNNL_ARG_SRC_1, mem(bias_md, in(i, kBias))},
-                     {DNNL_ARG_DST, mem(y_md, out(i))}});
-      args.push_back(std::move(a));
-      if (s.act != Act::none) {
-        auto e = tensor::eltwise_of(s.act);
-        auto el_pd = tensor::onednn_try("eltwise", [&] {
-          return dnnl::eltwise_forward::primitive_desc(
-              dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, e.algorithm, y_md, e.alpha, e.beta), eng);
-        });
-        add_step(dnnl::eltwise_forward(el_pd), el_pd.impl_info_str());
-        std::vector<tensor::OnednnArgs> b;
-        for (std::size_t i = 0; i < copies(); ++i)
-          b.push_back({{DNNL_ARG_SRC, mem(y_md, out(i))}, {DNNL_ARG_DST, mem(y_md, out(i))}});
-        args.push_back(std::move(b));
-      }
-    }
-    args_ = std::move(args);
+    seq_.add(dnnl::matmul(mm_pd), mm_pd.impl_info_str(), copies(), [&](std::size_t i) {
+      tensor::OnednnArgs m{{DNNL_ARG_SRC, mem(x_md, s.layernorm ? xhat_.data() : in(i, kX))},
+                           {DNNL_ARG_WEIGHTS, mem(w_md, in(i, kW))},
+                           {DNNL_ARG_DST, mem(y_md, out(i))}};
+      if (fused_) m.emplace(DNNL_ARG_BIAS, mem(bias_md, in(i, kBias)));
+      return m;
+    });
+    if (fused_) return;
+    auto add_pd = tensor::onednn_try("binary add", [&] {
+      return dnnl::binary::primitive_desc(dnnl::binary::desc(dnnl::algorithm::binary_add, y_md, bias_md, y_md), eng);
+    });
+    seq_.add(dnnl::binary(add_pd), add_pd.impl_info_str(), copies(), [&](std::size_t i) {
+      return tensor::OnednnArgs{{DNNL_ARG_SRC_0, mem(y_md, out(i))}, {DNNL_ARG_SRC_1, mem(bias_md, in(i, kBias))},
+                                {DNNL_ARG_DST, mem(y_md, out(i))}};
+    });
+    if (s.act == Act::none) return;
+    auto el_pd = tensor::onednn_eltwise(s.act, y_md);
+    seq_.add(dnnl::eltwise_forward(el_pd), el_pd.impl_info_str(), copies(), [&](std::size_t i) {
+      return tensor::OnednnArgs{{DNNL_ARG_SRC, mem(y_md, out(i))}, {DNNL_ARG_DST, mem(y_md, out(i))}};
+    });
   }
 
-  void run(std::size_t copy) override {
-    for (std::size_t k = 0; k < steps_.size(); ++k) steps_[k].execute(tensor::onednn_stream(), args_[k][copy]);
-    tensor::onednn_stream().wait();
-  }
-
-  std::map<std::string, std::string> details() const override {
-    std::string all;
-    for (auto& n : names_) all += (all.empty() ? "" : " | ") + n;
-    return {{"onednn_impl", all}};
-  }
+  void run(std::size_t copy) override { seq_.run(copy); }
+  std::map<std::string, std::string> details() const override { return seq_.details(); }
 
  private:
-  dnnl::memory mem(const dnnl::memory::desc& md, const void* p) {
-    return dnnl::memory(md, tensor::onednn_engine(), const_cast<void*>(p));
-  }
-  void add_step(dnnl::primitive p, std::string name) {
-    steps_.push_back(std::move(p));
-    names_.push_back(std::move(name));
-  }
   bool fused_;
   Buffer xhat_;  // LayerNorm output (intermediate in memory)
-  std::vector<dnnl::primitive> steps_;
-  std::vector<std::string> names_;
-  std::vector<std::vector<tensor::OnednnArgs>> args_;
+  tensor::OnednnSequence seq_;
 };
 
 const bool registered = [] {

@@ -18,14 +18,16 @@ class OnednnNorm : public NormOp {
     // Which of our inputs feeds which oneDNN argument (x is input 0).
     std::vector<std::pair<int, std::size_t>> vectors;
     const auto inference = dnnl::prop_kind::forward_inference;
+    dnnl::primitive prim;
+    std::string impl;
     switch (kind_) {
       case Kind::layernorm: {
         auto pd = tensor::onednn_try("layer normalization", [&] {
           return dnnl::layer_normalization_forward::primitive_desc(
               dnnl::layer_normalization_forward::desc(inference, md, tensor::kNormEps, nf::use_scale | nf::use_shift), eng);
         });
-        impl_name_ = pd.impl_info_str();
-        prim_ = dnnl::layer_normalization_forward(pd);
+        prim = dnnl::layer_normalization_forward(pd);
+        impl = pd.impl_info_str();
         vectors = {{DNNL_ARG_SCALE, 1}, {DNNL_ARG_SHIFT, 2}};
         break;
       }
@@ -36,8 +38,8 @@ class OnednnNorm : public NormOp {
                                                       nf::use_global_stats | nf::use_scale | nf::use_shift),
               eng);
         });
-        impl_name_ = pd.impl_info_str();
-        prim_ = dnnl::batch_normalization_forward(pd);
+        prim = dnnl::batch_normalization_forward(pd);
+        impl = pd.impl_info_str();
         vectors = {{DNNL_ARG_MEAN, 1}, {DNNL_ARG_VARIANCE, 2}, {DNNL_ARG_SCALE, 3}, {DNNL_ARG_SHIFT, 4}};
         break;
       }
@@ -46,30 +48,25 @@ class OnednnNorm : public NormOp {
           return dnnl::softmax_v2_forward::primitive_desc(
               dnnl::softmax_v2_forward::desc(inference, dnnl::algorithm::softmax_accurate, md, md, 1), eng);
         });
-        impl_name_ = pd.impl_info_str();
-        prim_ = dnnl::softmax_v2_forward(pd);
+        prim = dnnl::softmax_v2_forward(pd);
+        impl = pd.impl_info_str();
         break;
       }
       case Kind::rmsnorm: throw Unsupported("oneDNN 2.6 has no RMSNorm primitive");
     }
-    args_.clear();
-    for (std::size_t i = 0; i < copies(); ++i) {
-      tensor::OnednnArgs a{{DNNL_ARG_SRC, dnnl::memory(md, eng, const_cast<void*>(in(i, 0)))},
-                           {DNNL_ARG_DST, dnnl::memory(md, eng, out(i))}};
-      for (auto [arg, input] : vectors) a.emplace(arg, dnnl::memory(vec_md, eng, const_cast<void*>(in(i, input))));
-      args_.push_back(std::move(a));
-    }
+    seq_.clear();
+    seq_.add(prim, impl, copies(), [&](std::size_t i) {
+      tensor::OnednnArgs a{{DNNL_ARG_SRC, tensor::onednn_memory(md, in(i, 0))},
+                           {DNNL_ARG_DST, tensor::onednn_memory(md, out(i))}};
+      for (auto [arg, input] : vectors) a.emplace(arg, tensor::onednn_memory(vec_md, in(i, input)));
+      return a;
+    });
   }
-  void run(std::size_t copy) override {
-    prim_.execute(tensor::onednn_stream(), args_[copy]);
-    tensor::onednn_stream().wait();
-  }
-  std::map<std::string, std::string> details() const override { return {{"onednn_impl", impl_name_}}; }
+  void run(std::size_t copy) override { seq_.run(copy); }
+  std::map<std::string, std::string> details() const override { return seq_.details(); }
 
  private:
-  dnnl::primitive prim_;
-  std::vector<tensor::OnednnArgs> args_;
-  std::string impl_name_;
+  tensor::OnednnSequence seq_;
 };
 
 const bool registered = [] {

@@ -35,6 +35,42 @@ Eltwise eltwise_of(Act a) {
   return {dnnl::algorithm::eltwise_linear, 1, 0};
 }
 
+dnnl::memory onednn_memory(const dnnl::memory::desc& md, const void* p) {
+  return dnnl::memory(md, onednn_engine(), const_cast<void*>(p));
+}
+
+void OnednnSequence::clear() { steps_.clear(); }
+
+void OnednnSequence::run(std::size_t copy) {
+  for (auto& s : steps_) s.primitive.execute(onednn_stream(), s.args[copy]);
+  onednn_stream().wait();
+}
+
+std::map<std::string, std::string> OnednnSequence::details() const {
+  std::string all;
+  for (auto& s : steps_) all += (all.empty() ? "" : " | ") + s.impl;
+  return {{"onednn_impl", all}};
+}
+
+dnnl::eltwise_forward::primitive_desc onednn_eltwise(Act a, const dnnl::memory::desc& md) {
+  auto e = eltwise_of(a);
+  return onednn_try("eltwise", [&] {
+    return dnnl::eltwise_forward::primitive_desc(
+        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, e.algorithm, md, e.alpha, e.beta),
+        onednn_engine());
+  });
+}
+
+dnnl::primitive_attr onednn_act_post_op(Act a) {
+  dnnl::primitive_attr attr;
+  if (a == Act::none) return attr;
+  auto e = eltwise_of(a);
+  dnnl::post_ops po;
+  po.append_eltwise(1.0f, e.algorithm, e.alpha, e.beta);
+  attr.set_post_ops(po);
+  return attr;
+}
+
 void throw_unsupported(const char* what, const dnnl::error& e) {
   throw Unsupported(fmt::format("oneDNN has no {} for this case on this CPU ({})", what, e.what()));
 }

@@ -1,6 +1,8 @@
 #pragma once
 // Shared oneDNN plumbing for the tensor ops: one CPU engine and stream, dtype mapping, and a
 // primitive run on each cold-cache copy with prebuilt argument maps.
+#include <map>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -16,12 +18,43 @@ dnnl::stream& onednn_stream();
 // The data type of activations of a case dtype (fp32 or bf16).
 dnnl::memory::data_type onednn_type(DType d);
 using OnednnArgs = std::unordered_map<int, dnnl::memory>;
+// A oneDNN memory over a buffer we own (oneDNN wants a non-const pointer even for inputs).
+dnnl::memory onednn_memory(const dnnl::memory::desc& md, const void* p);
+
+// Primitives run one after another on a cold-cache copy: a fused op is a sequence of one, an
+// unfused one has a step per op with intermediates in memory. Records each step's oneDNN impl.
+class OnednnSequence {
+ public:
+  void clear();
+  // Adds a step; args_of_copy(i) gives its arguments for input set i.
+  template <class F>
+  void add(dnnl::primitive p, std::string impl, std::size_t copies, F&& args_of_copy) {
+    std::vector<OnednnArgs> a;
+    for (std::size_t i = 0; i < copies; ++i) a.push_back(args_of_copy(i));
+    steps_.push_back({std::move(p), std::move(impl), std::move(a)});
+  }
+  void run(std::size_t copy);  // every step, then waits
+  std::map<std::string, std::string> details() const;  // {"onednn_impl": "a | b | c"}
+
+ private:
+  struct Step {
+    dnnl::primitive primitive;
+    std::string impl;
+    std::vector<OnednnArgs> args;
+  };
+  std::vector<Step> steps_;
+};
+
 // oneDNN's algorithm and parameters for an activation (eltwise primitive or post-op).
 struct Eltwise {
   dnnl::algorithm algorithm;
   float alpha = 0, beta = 0;
 };
 Eltwise eltwise_of(Act a);
+// The eltwise primitive for an activation over md (in place allowed), and the attribute that
+// fuses it into another primitive as a post-op (empty for Act::none).
+dnnl::eltwise_forward::primitive_desc onednn_eltwise(Act a, const dnnl::memory::desc& md);
+dnnl::primitive_attr onednn_act_post_op(Act a);
 
 [[noreturn]] void throw_unsupported(const char* what, const dnnl::error& e);
 // Creates a primitive descriptor, turning oneDNN's "unimplemented" into Unsupported (skipped).
