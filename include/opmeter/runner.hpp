@@ -61,6 +61,10 @@ constexpr double kMemoryCeilingMinBytes = 64.0 * (1 << 20);
 std::vector<Case> with_needed_peaks(const std::vector<Case>& cases, std::size_t bandwidth_elements = 0,
                                     bool have_profile = false);
 
+// A case of one of opmeter's own ceiling kernels (peak, bandwidth).
+Case ceiling_case(const std::string& op, DType dtype, std::vector<std::pair<std::string, std::string>> params,
+                  int threads);
+
 inline constexpr const char* kCalibrationSchema = "opmeter-calibration/1";
 
 // Runs cases in order, skipping those already in `previous` (resume). Reports each result as

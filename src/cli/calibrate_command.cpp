@@ -16,16 +16,6 @@
 namespace opmeter {
 namespace {
 
-Case ceiling_case(const std::string& op, DType d, std::vector<std::pair<std::string, std::string>> params, int threads) {
-  Case c;
-  c.op = op;
-  c.impl = "opmeter";
-  c.dtype = d;
-  c.params = std::move(params);
-  c.threads = threads;
-  return c;
-}
-
 std::string elements(std::size_t bytes) { return std::to_string(std::max<std::size_t>(16, bytes / 4 / 16 * 16)); }
 
 }  // namespace

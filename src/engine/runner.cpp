@@ -140,6 +140,17 @@ void Ceilings::annotate(Result& r) const {
     if (auto b = bandwidth(r.kase.threads)) apply_roofline(r, *b);
 }
 
+Case ceiling_case(const std::string& op, DType dtype, std::vector<std::pair<std::string, std::string>> params,
+                  int threads) {
+  Case c;
+  c.op = op;
+  c.impl = "opmeter";
+  c.dtype = dtype;
+  c.params = std::move(params);
+  c.threads = threads;
+  return c;
+}
+
 std::vector<Case> with_needed_peaks(const std::vector<Case>& cases, std::size_t bandwidth_elements, bool have_profile) {
   std::set<std::pair<DType, int>> have, need;
   std::set<int> have_bw, need_bw;
@@ -153,13 +164,7 @@ std::vector<Case> with_needed_peaks(const std::vector<Case>& cases, std::size_t 
   }
   std::vector<Case> out;
   auto ceiling = [&](const std::string& op, DType d, std::vector<std::pair<std::string, std::string>> params, int t) {
-    Case p;
-    p.op = op;
-    p.impl = "opmeter";
-    p.dtype = d;
-    p.params = std::move(params);
-    p.threads = t;
-    out.push_back(p);
+    out.push_back(ceiling_case(op, d, std::move(params), t));
   };
   if (!have_profile) {
     for (auto& [d, t] : need)
