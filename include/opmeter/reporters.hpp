@@ -15,6 +15,9 @@ std::unique_ptr<Reporter> make_jsonl_reporter(const std::string& path);
 // At the end: results.json (Google Benchmark format), results.csv and results.md in `dir`,
 // each written to a temporary file and renamed.
 std::unique_ptr<Reporter> make_summary_files_reporter(const std::string& dir);
+// At the end: report.html and report.md in `dir` (a failure to write them is a warning: the
+// results are already saved).
+std::unique_ptr<Reporter> make_report_files_reporter(const std::string& dir);
 // At the end: the markdown table on `out`.
 std::unique_ptr<Reporter> make_markdown_reporter(std::FILE* out);
 

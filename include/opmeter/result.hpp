@@ -40,6 +40,8 @@ struct Result {
   // achieved / bound. pct_bandwidth = GB/s as % of the measured memory bandwidth.
   std::optional<double> bandwidth_gbps, roofline_gflops, efficiency, pct_bandwidth;
   std::optional<double> max_error, tolerance;
+  // Energy over the timed window, where the device reports it: average power and joules per call.
+  std::optional<double> avg_power_w, energy_j;
   std::size_t peak_memory_bytes = 0;
   std::map<std::string, std::string> details;
 
@@ -63,5 +65,15 @@ void apply_roofline(Result& r, double bandwidth_gbps);
 nlohmann::json params_json(const Case& c);  // {"M": "1024", ...}
 nlohmann::json to_json(const Result& r);
 Result result_from_json(const nlohmann::json& j);  // throws UsageError on a malformed record
+// One `run_type: iteration` entry of results.json (Google Benchmark's format, opmeter's keys).
+Result result_from_gbench(const nlohmann::json& entry);
+
+// Work per watt at the median: GFLOP/s per W for compute-bound cases (intensity >= 1 flop/byte),
+// GB/s per W otherwise; empty without a power reading.
+struct PerWatt {
+  double value;
+  const char* unit;  // "GFLOP/s/W" or "GB/s/W"
+};
+std::optional<PerWatt> per_watt(const Result& r);
 
 }  // namespace opmeter

@@ -27,6 +27,20 @@ Summary summarize(const std::vector<double>& x);
 // rel_noise and outliers as defined in Summary.
 std::pair<double, std::size_t> fenced_rel_noise(std::vector<double> x);
 
+// Mann-Whitney U test (two-sided) of two independent samples: is one stochastically larger?
+// `u` counts the pairs (x_i, y_j) with x_i > y_j, ties as one half. The p-value is exact for
+// small samples without ties (both sizes <= 10), otherwise from the normal approximation with
+// tie and continuity corrections. Both samples need at least one value (p = 1 otherwise).
+struct MannWhitney {
+  double u = 0;
+  double p_value = 1;
+  bool exact = false;
+};
+MannWhitney mann_whitney_u(const std::vector<double>& x, const std::vector<double>& y);
+
+// Geometric mean of positive values (0 for an empty list).
+double geomean(const std::vector<double>& x);
+
 // Running mean / variance (Welford), O(1) per sample, for the stopping criterion.
 class RunningStats {
  public:

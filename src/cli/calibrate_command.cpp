@@ -57,7 +57,7 @@ int calibrate_command(const CalibrateArgs& a) {
     options.stopping.max_noise = 0.02;
     options.stopping.timeout_s = 2;
   }
-  auto results = run_cases_in_dir(cases, options, a.results_dir, false, "calibrate");
+  auto results = run_cases_in_dir(cases, options, {a.results_dir, false, "calibrate", {{"source", "calibrate"}}, true});
 
   nlohmann::json peaks = nlohmann::json::object(), bw_kernels = nlohmann::json::object(),
                  caches = nlohmann::json::array();

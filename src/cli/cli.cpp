@@ -17,6 +17,10 @@ int cli_main(int argc, char** argv) {
   add_run_command(app, run_args);
   CalibrateArgs calibrate_args;
   add_calibrate_command(app, calibrate_args);
+  ReportArgs report_args;
+  add_report_command(app, report_args);
+  CompareArgs compare_args;
+  add_compare_command(app, compare_args);
   auto* list = app.add_subcommand("list", "ops, impls, dtypes and suites, and which are available here");
   auto* info = app.add_subcommand("info", "this machine: CPU, ISA, caches, memory, libraries, build");
   try {
@@ -33,6 +37,8 @@ int cli_main(int argc, char** argv) {
     if (list->parsed()) return list_command();
     if (info->parsed()) return info_command();
     if (app.got_subcommand("calibrate")) return calibrate_command(calibrate_args);
+    if (app.got_subcommand("report")) return report_command(report_args);
+    if (app.got_subcommand("compare")) return compare_command(compare_args);
     return run_command(run_args, argv[0]);
   } catch (const UsageError& e) {
     fmt::print(stderr, "opmeter: error: {}\n", e.what());

@@ -30,14 +30,22 @@ struct RunArgs {
   bool isolate = false;
   bool dry_run = false;
   std::string calibration;
+  bool no_report = false;
   std::string child_result;  // internal: isolated child writes its one result here
 };
 
 void add_run_command(CLI::App& app, RunArgs& args);
-// Runs cases with live progress, journal and summary files in `out_dir` (default:
-// opmeter-results/<timestamp>); with `resume`, skips the cases already in its journal.
-std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& options, std::string out_dir,
-                                     bool resume, const std::string& source);
+
+// Where and how a run writes its results.
+struct RunOutput {
+  std::string dir;            // default: opmeter-results/<timestamp>
+  bool resume = false;        // skip the cases already in dir's journal
+  std::string source;         // what the cases came from (suite, config file, ...)
+  nlohmann::json settings;    // the run settings, stored in the results' context as "run"
+  bool report = true;         // also write report.html and report.md
+};
+// Runs cases with live progress, journal, summary files and the report in the output directory.
+std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& options, RunOutput out);
 // 0 when all cases ran (ok or skipped), 1 when any failed, 130 when interrupted.
 int results_exit_code(const std::vector<Result>& results);
 // Reads and checks a calibration profile (UsageError otherwise).
@@ -54,6 +62,26 @@ struct CalibrateArgs {
 void add_calibrate_command(CLI::App& app, CalibrateArgs& args);
 int calibrate_command(const CalibrateArgs& args);
 int run_command(const RunArgs& args, const char* argv0);
+
+struct ReportArgs {
+  std::vector<std::string> inputs;
+  std::string out = "report.html";
+  std::string markdown;  // default: out with .md for .html
+  bool no_markdown = false;
+};
+void add_report_command(CLI::App& app, ReportArgs& args);
+int report_command(const ReportArgs& args);
+
+struct CompareArgs {
+  std::string base, neu;
+  double fail_above_pct = 5.0;
+  double threshold_pct = 1.0;
+  double alpha = 0.05;
+  std::string format = "md";
+  std::string out;
+};
+void add_compare_command(CLI::App& app, CompareArgs& args);
+int compare_command(const CompareArgs& args);
 int list_command();
 int info_command();
 

@@ -76,6 +76,22 @@ int exit_code(const std::vector<Result>& results) {
   return 0;
 }
 
+nlohmann::json stopping_json(const Stopping& s) {
+  return {{"max_noise_pct", s.max_noise * 100}, {"min_samples", s.min_samples},   {"min_time_s", s.min_time_s},
+          {"timeout_s", s.timeout_s},           {"fixed_samples", s.fixed_samples}, {"warmup_calls", s.warmup_calls},
+          {"warmup_s", s.warmup_s},             {"target_sample_s", s.target_sample_s}};
+}
+
+// What a reader of the results needs to reproduce the run.
+nlohmann::json run_settings(const RunArgs& a, const std::string& source, const RunOptions& o) {
+  nlohmann::json j = {{"source", source},   {"stopping", stopping_json(o.stopping)}, {"seed", o.seed},
+                      {"cache", a.hot ? "hot" : "cold (default)"}, {"isolate", o.isolate}};
+  if (!a.filter.empty()) j["filter"] = a.filter;
+  if (a.threads) j["threads"] = *a.threads;
+  if (!a.calibration.empty()) j["calibration"] = a.calibration;
+  return j;
+}
+
 }  // namespace
 
 nlohmann::json read_calibration(const std::string& path) {
@@ -96,10 +112,11 @@ nlohmann::json read_calibration(const std::string& path) {
   return j;
 }
 
-std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& options, std::string out_dir,
-                                     bool resume, const std::string& source) {
+std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& options, RunOutput out) {
   namespace fs = std::filesystem;
-  std::string dir = out_dir;
+  const bool resume = out.resume;
+  const std::string& source = out.source;
+  std::string dir = out.dir;
   if (dir.empty()) {
     auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
     dir = fmt::format("opmeter-results/{:%Y%m%d-%H%M%S}", fmt::localtime(t));
@@ -133,12 +150,16 @@ std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOp
   reporter.add(make_jsonl_reporter(journal));
   reporter.add(make_summary_files_reporter(dir));
   reporter.add(make_markdown_reporter(stdout));
-  reporter.begin(machine_context(), cases.size());
+  if (out.report) reporter.add(make_report_files_reporter(dir));
+  auto context = machine_context();
+  if (!out.settings.is_null()) context["run"] = out.settings;
+  reporter.begin(context, cases.size());
 
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   auto results = run_all(cases, std::move(previous), options, reporter, &g_cancel);
-  fmt::print(stderr, "opmeter: results in {}/ (results.json, results.csv, results.md, results.jsonl)\n", dir);
+  fmt::print(stderr, "opmeter: results in {}/ (results.json, results.csv, results.md, results.jsonl{})\n", dir,
+             out.report ? ", report.html, report.md" : "");
   if (g_cancel.load()) fmt::print(stderr, "opmeter: interrupted; finished cases are saved, continue with --resume {}\n", dir);
   return results;
 }
@@ -166,6 +187,7 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   run->add_option("--case-deadline", a.case_deadline_s, "with --isolate: seconds before a case is killed (default 2 x timeout + 30)")
       ->check(CLI::Range(0.1, 86400.0));
   run->add_option("--calibration", a.calibration, "calibration profile (opmeter calibrate) for % of peak and roofline");
+  run->add_flag("--no-report", a.no_report, "do not write report.html and report.md beside the results");
   run->add_flag("--dry-run", a.dry_run, "print the cases the plan expands to and stop");
   run->add_option("--child-result", a.child_result, "internal: used by --isolate")->group("");
 }
@@ -209,7 +231,9 @@ int run_command(const RunArgs& a, const char* argv0) {
     return 0;
   }
 
-  auto results = run_cases_in_dir(cases, options, a.resume.empty() ? a.out : a.resume, !a.resume.empty(), plan.source);
+  RunOutput out{a.resume.empty() ? a.out : a.resume, !a.resume.empty(), plan.source,
+                run_settings(a, plan.source, options), !a.no_report};
+  auto results = run_cases_in_dir(cases, options, out);
   return exit_code(results);
 }
 

@@ -74,6 +74,14 @@ nlohmann::json gbench_json(const nlohmann::json& context, const std::vector<Resu
         {"cache", r.cache},
         {"flops", r.work.flops},
         {"bytes", r.work.bytes()},
+        {"bytes_read", r.work.bytes_read},
+        {"bytes_written", r.work.bytes_written},
+        {"timestamp", r.timestamp},
+        {"warmup_calls", r.warmup_calls},
+        {"copies", r.copies},
+        {"measured_s", r.measured_s},
+        {"elapsed_s", r.elapsed_s},
+        {"peak_memory_bytes", r.peak_memory_bytes},
         {"gflops", r.gflops},
         {"gbps", r.gbps},
         {"intensity", r.intensity},
@@ -89,7 +97,12 @@ nlohmann::json gbench_json(const nlohmann::json& context, const std::vector<Resu
     if (r.roofline_gflops) b["roofline_gflops"] = *r.roofline_gflops;
     if (r.efficiency) b["roofline_efficiency"] = *r.efficiency;
     if (r.pct_bandwidth) b["pct_bandwidth"] = *r.pct_bandwidth;
+    if (r.bandwidth_gbps) b["bandwidth_gbps"] = *r.bandwidth_gbps;
     if (r.max_error) b["max_error"] = *r.max_error;
+    if (r.tolerance) b["tolerance"] = *r.tolerance;
+    if (r.avg_power_w) b["avg_power_w"] = *r.avg_power_w;
+    if (r.energy_j) b["energy_j"] = *r.energy_j;
+    if (auto w = per_watt(r)) b[w->unit == std::string("GB/s/W") ? "gbps_per_watt" : "gflops_per_watt"] = w->value;
     if (r.status != Status::ok) {
       b["error_occurred"] = true;
       b["error_message"] = fmt::format("{}: {}", to_string(r.status), r.reason);

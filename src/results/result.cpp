@@ -129,6 +129,8 @@ nlohmann::json to_json(const Result& r) {
   put_optional(j, "pct_bandwidth", r.pct_bandwidth);
   put_optional(j, "max_error", r.max_error);
   put_optional(j, "tolerance", r.tolerance);
+  put_optional(j, "avg_power_w", r.avg_power_w);
+  put_optional(j, "energy_j", r.energy_j);
   j["peak_memory_bytes"] = r.peak_memory_bytes;
   j["details"] = r.details;
   return j;
@@ -169,12 +171,33 @@ Result result_from_json(const nlohmann::json& j) {
     r.pct_bandwidth = get_optional<double>(j, "pct_bandwidth");
     r.max_error = get_optional<double>(j, "max_error");
     r.tolerance = get_optional<double>(j, "tolerance");
+    r.avg_power_w = get_optional<double>(j, "avg_power_w");
+    r.energy_j = get_optional<double>(j, "energy_j");
     r.peak_memory_bytes = j.value("peak_memory_bytes", std::size_t{0});
     r.details = j.value("details", std::map<std::string, std::string>{});
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(fmt::format("malformed result record: {}", e.what()));
   }
+}
+
+Result result_from_gbench(const nlohmann::json& e) {
+  if (!e.is_object() || !e.contains("name") || !e.contains("status"))
+    throw UsageError("malformed result record: a benchmark entry without opmeter's name and status");
+  // Same keys as the journal but for these three; everything else is read by result_from_json.
+  nlohmann::json j = e;
+  j["case"] = e["name"];
+  j["calls"] = e.value("iterations", std::size_t{0});
+  double read = e.value("bytes_read", e.value("bytes", 0.0));
+  j["work"] = {{"flops", e.value("flops", 0.0)}, {"bytes_read", read}, {"bytes_written", e.value("bytes_written", 0.0)}};
+  return result_from_json(j);
+}
+
+std::optional<PerWatt> per_watt(const Result& r) {
+  if (r.status != Status::ok || !r.avg_power_w || !(*r.avg_power_w > 0)) return std::nullopt;
+  if (r.intensity >= 1.0 || (r.gflops > 0 && r.gbps == 0)) return PerWatt{r.gflops / *r.avg_power_w, "GFLOP/s/W"};
+  if (r.gbps > 0) return PerWatt{r.gbps / *r.avg_power_w, "GB/s/W"};
+  return std::nullopt;
 }
 
 }  // namespace opmeter

@@ -1,0 +1,59 @@
+#pragma once
+// `opmeter compare BASE NEW`: per case, the change of the median time, a Mann-Whitney U test on
+// the raw samples, and a verdict; geometric means per op and overall; a gate for CI.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "opmeter/result_set.hpp"
+
+namespace opmeter {
+
+struct CompareOptions {
+  double alpha = 0.05;          // significance level of the U test
+  double threshold_pct = 1.0;   // changes smaller than this are `same` whatever the test says
+  double fail_above_pct = 5.0;  // a case confidently slower by more than this fails the gate
+};
+
+// faster / slower: significant and at least the threshold; same: below the threshold;
+// uncertain: at least the threshold but not significant (or too few samples to test).
+// broken: measured in BASE, not in NEW (failed, skipped, ...); fixed: the other way round;
+// unmeasured: measured on neither side.
+std::string compare_verdict(double change, double p_value, bool testable, const CompareOptions& o);
+
+struct CaseChange {
+  std::string case_string, op;
+  std::string base_status, new_status;
+  double base_median_s = 0, new_median_s = 0;
+  double change = 0;        // new / base - 1 of the median time: +0.10 is 10% slower
+  double p_value = 1;
+  std::size_t base_samples = 0, new_samples = 0;
+  std::string verdict;
+  bool fails_gate = false;  // slower beyond --fail-above, or broken
+};
+
+struct GroupSummary {
+  std::string name;         // op name, or "all"
+  std::size_t compared = 0; // cases measured on both sides
+  double geomean_ratio = 1; // geometric mean of new/base median time over those cases
+  std::size_t faster = 0, slower = 0, same = 0, uncertain = 0, broken = 0, fixed = 0;
+};
+
+struct Comparison {
+  std::string base_source, new_source;
+  std::vector<CaseChange> cases;       // in BASE's order
+  std::vector<std::string> only_base, only_new;
+  std::vector<GroupSummary> per_op;    // by op name
+  GroupSummary overall;
+  std::vector<std::string> context_warnings;  // the two runs' machines or libraries differ
+  bool gate_failed() const;
+};
+
+Comparison compare_results(const ResultSet& base, const ResultSet& neu, const CompareOptions& o = {});
+// Lines like "CPU model: BASE 'X', NEW 'Y'" for every context field that should match.
+std::vector<std::string> context_differences(const nlohmann::json& base, const nlohmann::json& neu);
+std::string compare_markdown(const Comparison& c, const CompareOptions& o);
+nlohmann::json compare_json(const Comparison& c, const CompareOptions& o);
+
+}  // namespace opmeter

@@ -1,0 +1,23 @@
+#pragma once
+// `opmeter report`: one self-contained HTML file (charts drawn by the bundled Vega-Lite) and a
+// markdown summary, from one or more results.
+#include <string>
+#include <vector>
+
+#include "opmeter/result_set.hpp"
+
+namespace opmeter {
+
+// Results of several sets, in order (the report shows them together).
+std::vector<Result> merged_results(const std::vector<ResultSet>& sets);
+
+// The HTML page. It loads nothing from the network (a Content-Security-Policy forbids it) and
+// records how each chart rendered in a hidden element, #render-status, for tests.
+std::string html_report(const std::vector<ResultSet>& sets);
+// Context, run settings, best result per op and dtype, every case, fusion: for a repository.
+std::string markdown_report(const std::vector<ResultSet>& sets);
+
+// HTML text escaping (&, <, >, ").
+std::string html_escape(const std::string& s);
+
+}  // namespace opmeter

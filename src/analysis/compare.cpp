@@ -1,0 +1,224 @@
+// Comparing two runs case by case: medians, a rank test on the raw samples, verdicts, a gate.
+#include "opmeter/compare.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "opmeter/reporters.hpp"
+#include "opmeter/stats.hpp"
+
+namespace opmeter {
+namespace {
+
+constexpr std::size_t kMinTestableSamples = 3;
+
+// Context fields that must match for a comparison to mean something. Versions of opmeter itself
+// may differ: that is usually what is being compared.
+const std::vector<std::string> kMustMatch = {"cpu.model", "cpu.usable_cpus", "cpu.governor", "libraries.", "gpus",
+                                              "cuda.", "driver"};
+
+bool must_match(const std::string& key) {
+  return std::any_of(kMustMatch.begin(), kMustMatch.end(), [&](const std::string& m) {
+    return key == m || (m.back() == '.' ? key.rfind(m, 0) == 0 : key.rfind(m + ".", 0) == 0 || key.rfind(m + "[", 0) == 0);
+  });
+}
+
+std::set<int> thread_counts(const std::vector<Result>& results) {
+  std::set<int> t;
+  for (auto& r : results) t.insert(r.kase.threads);
+  return t;
+}
+
+std::string join_ints(const std::set<int>& s) { return fmt::format("{}", fmt::join(s, ",")); }
+
+void count(GroupSummary& g, const CaseChange& c) {
+  const auto& v = c.verdict;
+  if (v == "faster") ++g.faster;
+  if (v == "slower") ++g.slower;
+  if (v == "same") ++g.same;
+  if (v == "uncertain") ++g.uncertain;
+  if (v == "broken") ++g.broken;
+  if (v == "fixed") ++g.fixed;
+}
+
+std::string pct(double change) { return fmt::format("{:+.2f}%", change * 100); }
+
+std::string p_cell(const CaseChange& c) {
+  if (c.base_samples < kMinTestableSamples || c.new_samples < kMinTestableSamples) return "-";
+  return c.p_value < 1e-4 ? "<0.0001" : fmt::format("{:.4f}", c.p_value);
+}
+
+}  // namespace
+
+std::string compare_verdict(double change, double p_value, bool testable, const CompareOptions& o) {
+  if (std::abs(change) * 100 < o.threshold_pct) return "same";
+  if (!testable || p_value >= o.alpha) return "uncertain";
+  return change > 0 ? "slower" : "faster";
+}
+
+bool Comparison::gate_failed() const {
+  return std::any_of(cases.begin(), cases.end(), [](const CaseChange& c) { return c.fails_gate; });
+}
+
+std::vector<std::string> context_differences(const nlohmann::json& base, const nlohmann::json& neu) {
+  std::vector<std::string> out;
+  if (base.empty() || neu.empty()) {
+    out.push_back(fmt::format("{} has no machine context (a results.jsonl journal): cannot check that both runs "
+                              "used the same machine and libraries",
+                              base.empty() ? "BASE" : "NEW"));
+    return out;
+  }
+  auto a = flatten_json(base), b = flatten_json(neu);
+  std::set<std::string> keys;
+  for (auto& [k, v] : a) keys.insert(k);
+  for (auto& [k, v] : b) keys.insert(k);
+  for (auto& k : keys) {
+    if (!must_match(k)) continue;
+    auto av = a.count(k) ? a[k] : "(absent)", bv = b.count(k) ? b[k] : "(absent)";
+    if (av != bv) out.push_back(fmt::format("{} differs: BASE '{}', NEW '{}'", k, av, bv));
+  }
+  return out;
+}
+
+Comparison compare_results(const ResultSet& base, const ResultSet& neu, const CompareOptions& o) {
+  Comparison cmp;
+  cmp.base_source = base.source;
+  cmp.new_source = neu.source;
+  cmp.context_warnings = context_differences(base.context, neu.context);
+  if (auto tb = thread_counts(base.results), tn = thread_counts(neu.results); tb != tn && !tb.empty() && !tn.empty())
+    cmp.context_warnings.push_back(fmt::format("thread counts differ: BASE {}, NEW {}", join_ints(tb), join_ints(tn)));
+
+  // A case that appears twice (merged or resumed runs) counts by its last record.
+  std::map<std::string, const Result*> by_case;
+  for (auto& r : neu.results) by_case[r.case_string] = &r;
+  std::set<std::string> seen;
+  std::map<std::string, std::vector<double>> ratios;  // op -> new/base
+  std::map<std::string, GroupSummary> groups;
+  std::map<std::string, const Result*> base_last;
+  for (auto& r : base.results) base_last[r.case_string] = &r;
+
+  for (auto& r : base.results) {
+    if (base_last[r.case_string] != &r) continue;
+    auto it = by_case.find(r.case_string);
+    if (it == by_case.end()) {
+      cmp.only_base.push_back(r.case_string);
+      continue;
+    }
+    seen.insert(r.case_string);
+    const Result& n = *it->second;
+    CaseChange c{r.case_string, r.kase.op, std::string(to_string(r.status)), std::string(to_string(n.status))};
+    bool base_ok = r.status == Status::ok && r.summary.median > 0;
+    bool new_ok = n.status == Status::ok && n.summary.median > 0;
+    c.base_samples = r.samples.size();
+    c.new_samples = n.samples.size();
+    if (base_ok) c.base_median_s = r.summary.median;
+    if (new_ok) c.new_median_s = n.summary.median;
+    if (base_ok && new_ok) {
+      c.change = n.summary.median / r.summary.median - 1;
+      bool testable = c.base_samples >= kMinTestableSamples && c.new_samples >= kMinTestableSamples;
+      if (testable) c.p_value = mann_whitney_u(r.samples, n.samples).p_value;
+      c.verdict = compare_verdict(c.change, c.p_value, testable, o);
+      c.fails_gate = c.verdict == "slower" && c.change * 100 > o.fail_above_pct;
+      ratios[c.op].push_back(1 + c.change);
+    } else {
+      c.verdict = base_ok ? "broken" : new_ok ? "fixed" : "unmeasured";
+      c.fails_gate = c.verdict == "broken";
+    }
+    count(groups[c.op], c);
+    count(cmp.overall, c);
+    cmp.cases.push_back(c);
+  }
+  for (auto& r : neu.results)
+    if (!base_last.count(r.case_string) && seen.insert(r.case_string).second) cmp.only_new.push_back(r.case_string);
+
+  std::vector<double> all;
+  for (auto& [op, g] : groups) {
+    g.name = op;
+    g.compared = ratios[op].size();
+    g.geomean_ratio = ratios[op].empty() ? 1 : geomean(ratios[op]);
+    all.insert(all.end(), ratios[op].begin(), ratios[op].end());
+    cmp.per_op.push_back(g);
+  }
+  cmp.overall.name = "all";
+  cmp.overall.compared = all.size();
+  cmp.overall.geomean_ratio = all.empty() ? 1 : geomean(all);
+  return cmp;
+}
+
+std::string compare_markdown(const Comparison& c, const CompareOptions& o) {
+  std::string out = fmt::format("# opmeter compare\n\nBASE: `{}`  \nNEW: `{}`\n\n", c.base_source, c.new_source);
+  for (auto& w : c.context_warnings) out += fmt::format("> **WARNING: {}**\n", w);
+  if (!c.context_warnings.empty()) out += "\n";
+  const auto& g = c.overall;
+  out += fmt::format(
+      "**{}**: {} cases compared, geometric mean of time {} ({} faster, {} slower, {} same, {} uncertain{}{}).\n\n",
+      c.gate_failed() ? "FAIL" : "PASS", g.compared, pct(g.geomean_ratio - 1), g.faster, g.slower, g.same, g.uncertain,
+      g.broken ? fmt::format(", {} broken", g.broken) : "", g.fixed ? fmt::format(", {} fixed", g.fixed) : "");
+  out += fmt::format("Verdicts: Mann-Whitney U on the raw samples at alpha {}; changes under {}% are `same`; the "
+                     "gate fails on `slower` by more than {}% and on `broken`.\n\n",
+                     o.alpha, o.threshold_pct, o.fail_above_pct);
+  out += "| op | compared | geomean time change | faster | slower | same | uncertain | broken | fixed |\n"
+         "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (auto& s : c.per_op)
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", s.name, s.compared,
+                       pct(s.geomean_ratio - 1), s.faster, s.slower, s.same, s.uncertain, s.broken, s.fixed);
+
+  // Worst first: what a reader of a failed gate looks for.
+  std::vector<const CaseChange*> rows;
+  for (auto& r : c.cases) rows.push_back(&r);
+  std::stable_sort(rows.begin(), rows.end(), [](auto* a, auto* b) {
+    if (a->fails_gate != b->fails_gate) return a->fails_gate;
+    return a->change > b->change;
+  });
+  out += "\n| case | BASE median | NEW median | change | p | verdict |\n|---|---:|---:|---:|---:|---|\n";
+  for (auto* r : rows) {
+    bool both = r->base_median_s > 0 && r->new_median_s > 0;
+    out += fmt::format("| `{}` | {} | {} | {} | {} | {}{} |\n", r->case_string,
+                       r->base_median_s > 0 ? human_time(r->base_median_s) : r->base_status,
+                       r->new_median_s > 0 ? human_time(r->new_median_s) : r->new_status, both ? pct(r->change) : "-",
+                       both ? p_cell(*r) : "-", r->fails_gate ? "**" + r->verdict + "**" : r->verdict,
+                       r->fails_gate ? " (fails the gate)" : "");
+  }
+  auto list = [&](const char* title, const std::vector<std::string>& v) {
+    if (v.empty()) return;
+    out += fmt::format("\n{} ({}):\n\n", title, v.size());
+    for (auto& s : v) out += fmt::format("- `{}`\n", s);
+  };
+  list("Only in BASE", c.only_base);
+  list("Only in NEW", c.only_new);
+  return out;
+}
+
+nlohmann::json compare_json(const Comparison& c, const CompareOptions& o) {
+  auto group = [](const GroupSummary& g) {
+    return nlohmann::json{{"name", g.name},       {"compared", g.compared}, {"geomean_ratio", g.geomean_ratio},
+                          {"faster", g.faster},   {"slower", g.slower},     {"same", g.same},
+                          {"uncertain", g.uncertain}, {"broken", g.broken}, {"fixed", g.fixed}};
+  };
+  nlohmann::json cases = nlohmann::json::array(), ops = nlohmann::json::array();
+  for (auto& r : c.cases)
+    cases.push_back({{"case", r.case_string}, {"op", r.op}, {"base_status", r.base_status},
+                     {"new_status", r.new_status}, {"base_median_s", r.base_median_s},
+                     {"new_median_s", r.new_median_s}, {"change", r.change}, {"p_value", r.p_value},
+                     {"base_samples", r.base_samples}, {"new_samples", r.new_samples}, {"verdict", r.verdict},
+                     {"fails_gate", r.fails_gate}});
+  for (auto& g : c.per_op) ops.push_back(group(g));
+  return {{"schema", "opmeter-compare/1"},
+          {"base", c.base_source},
+          {"new", c.new_source},
+          {"options", {{"alpha", o.alpha}, {"threshold_pct", o.threshold_pct}, {"fail_above_pct", o.fail_above_pct}}},
+          {"gate", c.gate_failed() ? "fail" : "pass"},
+          {"warnings", c.context_warnings},
+          {"overall", group(c.overall)},
+          {"per_op", ops},
+          {"cases", cases},
+          {"only_base", c.only_base},
+          {"only_new", c.only_new}};
+}
+
+}  // namespace opmeter

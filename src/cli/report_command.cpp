@@ -1,0 +1,85 @@
+// `opmeter report RESULTS...` and `opmeter compare BASE NEW`: reading results back.
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "opmeter/compare.hpp"
+#include "opmeter/errors.hpp"
+#include "opmeter/report.hpp"
+#include "opmeter/reporters.hpp"
+
+namespace opmeter {
+namespace {
+
+std::string markdown_path(const ReportArgs& a) {
+  if (!a.markdown.empty()) return a.markdown;
+  const std::string ext = ".html";
+  if (a.out.size() > ext.size() && a.out.compare(a.out.size() - ext.size(), ext.size(), ext) == 0)
+    return a.out.substr(0, a.out.size() - ext.size()) + ".md";
+  return a.out + ".md";
+}
+
+void write_output(const std::string& path, const std::string& content) {
+  try {
+    write_atomically(path, content);
+  } catch (const std::exception& e) {
+    throw UsageError(fmt::format("cannot write {}: {}", path, e.what()));
+  }
+}
+
+}  // namespace
+
+void add_report_command(CLI::App& app, ReportArgs& a) {
+  auto* cmd = app.add_subcommand("report", "an HTML report with charts (and report.md) from one or more results");
+  cmd->add_option("results", a.inputs, "results directories, results.json or results.jsonl files")->required();
+  cmd->add_option("-o,--out", a.out, "the HTML file to write (default: report.html)");
+  cmd->add_option("--md", a.markdown, "the markdown summary to write (default: the HTML's name with .md)");
+  cmd->add_flag("--no-md", a.no_markdown, "write no markdown summary");
+}
+
+int report_command(const ReportArgs& a) {
+  std::vector<ResultSet> sets;
+  for (auto& path : a.inputs) sets.push_back(load_results(path));
+  write_output(a.out, html_report(sets));
+  std::string written = a.out;
+  if (!a.no_markdown) {
+    write_output(markdown_path(a), markdown_report(sets));
+    written += ", " + markdown_path(a);
+  }
+  fmt::print(stderr, "opmeter: {} cases from {} source{} -> {}\n", merged_results(sets).size(), sets.size(),
+             sets.size() == 1 ? "" : "s", written);
+  return 0;
+}
+
+void add_compare_command(CLI::App& app, CompareArgs& a) {
+  auto* cmd = app.add_subcommand("compare", "compare two runs case by case; exit 1 when NEW is confidently slower");
+  cmd->add_option("base", a.base, "the baseline: a results directory, results.json or results.jsonl")->required();
+  cmd->add_option("new", a.neu, "the run to judge, same kinds as BASE")->required();
+  cmd->add_option("--fail-above", a.fail_above_pct, "fail when a case is confidently slower by more than PCT (default 5)")
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--threshold", a.threshold_pct, "changes below PCT are 'same' (default 1)")->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--alpha", a.alpha, "significance level of the Mann-Whitney U test (default 0.05)")
+      ->check(CLI::Range(1e-12, 0.5));
+  cmd->add_option("--format", a.format, "md (default) or json")->check(CLI::IsMember({"md", "json"}));
+  cmd->add_option("-o,--out", a.out, "write the comparison here instead of standard output");
+}
+
+int compare_command(const CompareArgs& a) {
+  ResultSet base = load_results(a.base), neu = load_results(a.neu);
+  CompareOptions o{a.alpha, a.threshold_pct, a.fail_above_pct};
+  Comparison c = compare_results(base, neu, o);
+  if (c.cases.empty())
+    throw UsageError(fmt::format("{} and {} have no case in common ({} and {} cases): nothing to compare", a.base,
+                                 a.neu, base.results.size(), neu.results.size()));
+  for (auto& w : c.context_warnings) fmt::print(stderr, "opmeter: WARNING: {}\n", w);
+  std::string text = a.format == "json" ? compare_json(c, o).dump(2) + "\n" : compare_markdown(c, o);
+  if (a.out.empty()) fmt::print("{}", text);
+  else write_output(a.out, text);
+  const auto& g = c.overall;
+  std::size_t failing = std::count_if(c.cases.begin(), c.cases.end(), [](auto& x) { return x.fails_gate; });
+  fmt::print(stderr, "opmeter: {}: {} cases, geomean time {:+.2f}%, {} faster, {} slower, {} same, {} uncertain{}\n",
+             c.gate_failed() ? "FAIL" : "pass", g.compared, (g.geomean_ratio - 1) * 100, g.faster, g.slower, g.same,
+             g.uncertain, failing ? fmt::format("; {} case(s) fail the gate (--fail-above {}%)", failing, a.fail_above_pct) : "");
+  return c.gate_failed() ? 1 : 0;
+}
+
+}  // namespace opmeter

@@ -1,0 +1,351 @@
+// Vega-Lite specs for the report. The data is picked and aggregated here, in C++, so the specs
+// stay declarative and small, and each is testable without a browser.
+#include "opmeter/charts.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "opmeter/fusion.hpp"
+#include "opmeter/runner.hpp"
+
+namespace opmeter {
+namespace {
+
+using nlohmann::json;
+
+json spec_with(json data_values) {
+  return {{"$schema", kVegaLiteSchema},
+          {"data", {{"values", std::move(data_values)}}},
+          {"config", {{"view", {{"stroke", nullptr}}}, {"axis", {{"labelFontSize", 11}, {"titleFontSize", 12}}}}}};
+}
+
+json field(const std::string& name, const std::string& type, const std::string& title = "") {
+  json f = {{"field", name}, {"type", type}};
+  if (!title.empty()) f["title"] = title;
+  return f;
+}
+
+json log_field(const std::string& name, const std::string& title) {
+  json f = field(name, "quantitative", title);
+  f["scale"] = {{"type", "log"}};
+  return f;
+}
+
+bool measured(const Result& r) { return r.status == Status::ok && r.summary.median > 0; }
+
+std::optional<long long> int_param(const Result& r, const char* key) {
+  if (!r.kase.has(key)) return std::nullopt;
+  try {
+    return std::stoll(r.kase.get(key));
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+struct GemmPoint {
+  long long m, n, k;
+  const Result* r;
+};
+
+// The best impl per (dtype, M, N, K, threads): the heatmap and curves show what the machine can
+// do; the impl is in the tooltip.
+std::vector<GemmPoint> best_gemm_points(const std::vector<Result>& results) {
+  std::map<std::tuple<std::string, long long, long long, long long, int>, GemmPoint> best;
+  for (auto& r : results) {
+    if (r.kase.op != "gemm" || !measured(r) || !(r.gflops > 0)) continue;
+    auto m = int_param(r, "M"), n = int_param(r, "N"), k = int_param(r, "K");
+    if (!m || !n || !k) continue;
+    auto key = std::make_tuple(std::string(to_string(r.kase.dtype)), *m, *n, *k, r.kase.threads);
+    auto it = best.find(key);
+    if (it == best.end() || it->second.r->gflops < r.gflops) best[key] = {*m, *n, *k, &r};
+  }
+  std::vector<GemmPoint> out;
+  for (auto& [key, p] : best) out.push_back(p);
+  return out;
+}
+
+json gemm_row(const GemmPoint& p) {
+  return {{"M", p.m},   {"N", p.n}, {"K", p.k}, {"dtype", to_string(p.r->kase.dtype)}, {"impl", p.r->kase.impl},
+          {"threads", p.r->kase.threads}, {"tflops", p.r->gflops / 1000}, {"case", p.r->case_string}};
+}
+
+json gemm_tooltip() {
+  return json::array({field("case", "nominal"), field("impl", "nominal"),
+                      {{"field", "tflops"}, {"type", "quantitative"}, {"title", "TFLOP/s"}, {"format", ".3f"}}});
+}
+
+// Whether an op is better read in GFLOP/s (compute-bound) or GB/s (memory-bound).
+bool compute_bound(const std::vector<const Result*>& rs) {
+  std::vector<double> intensity;
+  for (auto* r : rs)
+    if (r->gflops > 0) intensity.push_back(r->intensity > 0 ? r->intensity : 1e9);
+  if (intensity.empty()) return false;
+  std::nth_element(intensity.begin(), intensity.begin() + intensity.size() / 2, intensity.end());
+  return intensity[intensity.size() / 2] >= 1.0;
+}
+
+std::string slug(const std::string& s) {
+  std::string out;
+  for (char ch : s) out += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '-';
+  return out;
+}
+
+}  // namespace
+
+std::optional<Chart> gemm_heatmap_chart(const std::vector<Result>& results) {
+  auto points = best_gemm_points(results);
+  std::set<std::pair<long long, long long>> cells;
+  for (auto& p : points) cells.insert({p.m, p.n});
+  if (cells.size() < 2) return std::nullopt;  // one cell is not a map
+  json values = json::array();
+  for (auto& p : points) values.push_back(gemm_row(p));
+  json spec = spec_with(values);
+  spec["facet"] = {{"row", field("K", "ordinal", "K")}, {"column", field("dtype", "nominal", "dtype")}};
+  spec["resolve"] = {{"scale", {{"color", "independent"}}}};
+  json rect = {{"mark", {{"type", "rect"}, {"tooltip", true}}},
+               {"encoding",
+                {{"x", field("N", "ordinal", "N")},
+                 {"y", {{"field", "M"}, {"type", "ordinal"}, {"title", "M"}, {"sort", "descending"}}},
+                 {"color", {{"field", "tflops"}, {"type", "quantitative"}, {"title", "TFLOP/s"},
+                            {"scale", {{"scheme", "viridis"}}}}},
+                 {"tooltip", gemm_tooltip()}}}};
+  json text = {{"mark", {{"type", "text"}, {"fontSize", 10}}},
+               {"encoding",
+                {{"x", field("N", "ordinal")},
+                 {"y", {{"field", "M"}, {"type", "ordinal"}, {"sort", "descending"}}},
+                 {"text", {{"field", "tflops"}, {"type", "quantitative"}, {"format", ".1f"}}},
+                 {"color", {{"value", "white"}}}}}};
+  spec["spec"] = {{"width", {{"step", 44}}}, {"height", {{"step", 26}}}, {"layer", {rect, text}}};
+  return Chart{"gemm-heatmap", "gemm-heatmap", "GEMM throughput over M x N",
+               "TFLOP/s (TOP/s for int8) of the best implementation for each M x N, one panel per K (rows) and dtype "
+               "(columns); each panel has its own colour scale.",
+               spec};
+}
+
+std::optional<Chart> dtype_curves_chart(const std::vector<Result>& results) {
+  json values = json::array();
+  std::set<long long> sizes;
+  for (auto& p : best_gemm_points(results)) {
+    if (p.m != p.n || p.n != p.k) continue;
+    sizes.insert(p.m);
+    values.push_back(gemm_row(p));
+  }
+  if (sizes.size() < 2) return std::nullopt;  // a curve needs two sizes
+  json spec = spec_with(values);
+  spec["width"] = 560;
+  spec["height"] = 320;
+  spec["mark"] = {{"type", "line"}, {"point", true}, {"tooltip", true}};
+  spec["encoding"] = {{"x", log_field("M", "size (M = N = K)")},
+                      {"y", field("tflops", "quantitative", "TFLOP/s")},
+                      {"color", field("dtype", "nominal", "dtype")},
+                      {"detail", field("threads", "ordinal")},
+                      {"tooltip", gemm_tooltip()}};
+  return Chart{"dtype-curves", "dtype-curves", "Square GEMM by dtype",
+               "TFLOP/s of the best implementation at each square size, one line per dtype.", spec};
+}
+
+std::optional<Chart> roofline_chart(const std::vector<Result>& results) {
+  std::map<std::string, double> peaks;  // dtype -> best measured GFLOP/s
+  double bandwidth = 0;
+  json points = json::array();
+  double lo = INFINITY, hi = 0;
+  for (auto& r : results) {
+    if (!measured(r)) continue;
+    std::string dtype(to_string(r.kase.dtype));
+    if (r.kase.op == "peak" && r.gflops > 0) peaks[dtype] = std::max(peaks[dtype], r.gflops);
+    if (r.kase.op == "bandwidth" && r.work.bytes() >= kMemoryCeilingMinBytes) bandwidth = std::max(bandwidth, r.gbps);
+    if (r.peak_gflops) peaks[dtype] = std::max(peaks[dtype], *r.peak_gflops);
+    if (r.bandwidth_gbps) bandwidth = std::max(bandwidth, *r.bandwidth_gbps);
+    if (r.kase.op == "peak" || r.kase.op == "bandwidth" || !(r.gflops > 0) || !(r.intensity > 0)) continue;
+    lo = std::min(lo, r.intensity);
+    hi = std::max(hi, r.intensity);
+    json p = {{"intensity", r.intensity}, {"gflops", r.gflops}, {"op", r.kase.op},
+              {"dtype", to_string(r.kase.dtype)}, {"impl", r.kase.impl}, {"case", r.case_string}};
+    if (r.efficiency) p["roofline_pct"] = *r.efficiency * 100;
+    points.push_back(p);
+  }
+  if (points.empty()) return std::nullopt;
+  for (auto& [dtype, peak] : peaks)
+    if (bandwidth > 0) {
+      lo = std::min(lo, peak / bandwidth);
+      hi = std::max(hi, peak / bandwidth);
+    }
+  lo /= 2;
+  hi *= 2;
+
+  json lines = json::array();
+  auto add = [&](const std::string& name, double intensity, double gflops) {
+    lines.push_back({{"ceiling", name}, {"intensity", intensity}, {"gflops", gflops}});
+  };
+  for (auto& [dtype, peak] : peaks) {
+    std::string name = fmt::format("{} peak {:.0f} GFLOP/s", dtype, peak);
+    if (bandwidth > 0) {
+      add(name, lo, std::min(peak, bandwidth * lo));
+      if (peak / bandwidth > lo && peak / bandwidth < hi) add(name, peak / bandwidth, peak);
+      add(name, hi, std::min(peak, bandwidth * hi));
+    } else {
+      add(name, lo, peak);
+      add(name, hi, peak);
+    }
+  }
+  if (bandwidth > 0 && peaks.empty()) {
+    std::string name = fmt::format("memory {:.0f} GB/s", bandwidth);
+    add(name, lo, bandwidth * lo);
+    add(name, hi, bandwidth * hi);
+  }
+
+  json spec = {{"$schema", kVegaLiteSchema}, {"width", 620}, {"height", 380}};
+  json x = log_field("intensity", "arithmetic intensity (FLOP/byte)");
+  json y = log_field("gflops", "GFLOP/s");
+  json layers = json::array();
+  if (!lines.empty())
+    layers.push_back({{"data", {{"values", lines}}},
+                      {"mark", {{"type", "line"}, {"color", "#666"}, {"strokeWidth", 1.5}}},
+                      {"encoding", {{"x", x}, {"y", y}, {"strokeDash", field("ceiling", "nominal", "ceiling")},
+                                    {"tooltip", json::array({field("ceiling", "nominal")})}}}});
+  layers.push_back({{"data", {{"values", points}}},
+                    {"mark", {{"type", "point"}, {"filled", true}, {"size", 40}, {"opacity", 0.8}}},
+                    {"encoding",
+                     {{"x", x},
+                      {"y", y},
+                      {"color", field("op", "nominal", "op")},
+                      {"shape", field("dtype", "nominal", "dtype")},
+                      {"tooltip", json::array({field("case", "nominal"),
+                                               {{"field", "gflops"}, {"type", "quantitative"}, {"title", "GFLOP/s"}, {"format", ".1f"}},
+                                               {{"field", "intensity"}, {"type", "quantitative"}, {"format", ".3g"}},
+                                               {{"field", "roofline_pct"}, {"type", "quantitative"}, {"title", "% of roofline"}, {"format", ".1f"}}})}}}});
+  spec["layer"] = layers;
+  spec["resolve"] = {{"scale", {{"color", "independent"}, {"shape", "independent"}}}};
+  std::string ceilings = peaks.empty() && bandwidth == 0
+                             ? "No ceiling was measured in these results (run with peak and bandwidth cases, or --calibration)."
+                             : "Lines are the measured ceilings: the compute peak of each dtype and the memory bandwidth.";
+  return Chart{"roofline", "roofline", "Roofline",
+               "Each case at its arithmetic intensity and achieved GFLOP/s; hover for the case. " + ceilings, spec};
+}
+
+std::vector<Chart> impl_comparison_charts(const std::vector<Result>& results) {
+  std::map<std::string, std::vector<const Result*>> by_op;
+  for (auto& r : results)
+    if (measured(r) && r.kase.op != "peak") by_op[r.kase.op].push_back(&r);
+  std::vector<Chart> charts;
+  for (auto& [op, rs] : by_op) {
+    std::set<std::string> impls, dtypes;
+    std::set<double> sizes;
+    bool compute = compute_bound(rs);
+    json values = json::array();
+    for (auto* r : rs) {
+      double size = compute ? r->work.flops * 1e-9 : r->work.bytes() / double(1 << 20);
+      double rate = compute ? r->gflops : r->gbps;
+      if (!(size > 0) || !(rate > 0)) continue;
+      impls.insert(r->kase.impl);
+      dtypes.insert(std::string(to_string(r->kase.dtype)));
+      sizes.insert(size);
+      values.push_back({{"impl", r->kase.impl}, {"dtype", to_string(r->kase.dtype)}, {"size", size}, {"rate", rate},
+                        {"time_s", r->summary.median}, {"case", r->case_string}});
+    }
+    if (impls.size() < 2) continue;
+    std::string rate_title = compute ? "GFLOP/s" : "GB/s";
+    std::string size_title = compute ? "GFLOP per call" : "MiB moved per call";
+    json tooltip = json::array({field("case", "nominal"),
+                                {{"field", "rate"}, {"type", "quantitative"}, {"title", rate_title}, {"format", ".2f"}},
+                                {{"field", "time_s"}, {"type", "quantitative"}, {"title", "median (s)"}, {"format", ".3e"}}});
+    json spec = spec_with(values);
+    spec["height"] = 240;
+    if (sizes.size() == 1) {
+      spec["width"] = {{"step", 28}};
+      spec["mark"] = {{"type", "bar"}, {"tooltip", true}};
+      spec["encoding"] = {{"x", field("impl", "nominal", "impl")}, {"y", field("rate", "quantitative", rate_title)},
+                          {"color", field("impl", "nominal")}, {"column", field("dtype", "nominal", "dtype")},
+                          {"tooltip", tooltip}};
+    } else {
+      spec["width"] = 420;
+      spec["mark"] = {{"type", "line"}, {"point", true}, {"tooltip", true}};
+      spec["encoding"] = {{"x", log_field("size", size_title)}, {"y", field("rate", "quantitative", rate_title)},
+                          {"color", field("impl", "nominal", "impl")}, {"tooltip", tooltip}};
+      if (dtypes.size() > 1) spec["encoding"]["strokeDash"] = field("dtype", "nominal", "dtype");
+    }
+    charts.push_back(Chart{"impl-" + slug(op), "impl-comparison", op + ": implementations",
+                           fmt::format("{} of each implementation of {} against problem size.", rate_title, op), spec});
+  }
+  return charts;
+}
+
+std::vector<Chart> efficiency_charts(const std::vector<Result>& results, std::size_t top_n) {
+  std::map<std::string, std::vector<std::pair<double, const Result*>>> by_unit;
+  for (auto& r : results)
+    if (auto w = per_watt(r)) by_unit[w->unit].push_back({w->value, &r});
+  std::vector<Chart> charts;
+  for (auto& [unit, rows] : by_unit) {
+    std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    if (rows.size() > top_n) rows.resize(top_n);
+    json values = json::array();
+    for (auto& [value, r] : rows)
+      values.push_back({{"case", r->case_string}, {"per_watt", value}, {"power_w", *r->avg_power_w},
+                        {"op", r->kase.op}});
+    json spec = spec_with(values);
+    spec["width"] = 480;
+    spec["mark"] = {{"type", "bar"}, {"tooltip", true}};
+    spec["encoding"] = {
+        {"y", {{"field", "case"}, {"type", "nominal"}, {"sort", "-x"}, {"title", nullptr}}},
+        {"x", field("per_watt", "quantitative", unit)},
+        {"color", field("op", "nominal", "op")},
+        {"tooltip", json::array({field("case", "nominal"), field("per_watt", "quantitative", unit),
+                                 field("power_w", "quantitative", "average power (W)")})}};
+    charts.push_back(Chart{"efficiency-" + slug(unit), "efficiency", "Efficiency: " + unit,
+                           fmt::format("The {} most efficient cases by {} (work per second per watt of measured power).",
+                                       rows.size(), unit),
+                           spec});
+  }
+  return charts;
+}
+
+std::optional<Chart> fusion_chart(const std::vector<Result>& results) {
+  FusionThresholds t;
+  auto rows = fusion_rows(results, t);
+  if (rows.empty()) return std::nullopt;
+  json values = json::array();
+  for (auto& f : rows)
+    values.push_back({{"label", fmt::format("{} {} {} ({})", f.pattern, f.dtype, f.shape, f.fused_impl)},
+                      {"speedup", f.speedup}, {"verdict", f.verdict}, {"unfused_s", f.unfused_s},
+                      {"fused_s", f.fused_s}, {"traffic_saved_pct", f.traffic_reduction * 100}});
+  json bars = {{"mark", {{"type", "bar"}, {"tooltip", true}}},
+               {"encoding",
+                {{"y", {{"field", "label"}, {"type", "nominal"}, {"sort", "-x"}, {"title", nullptr}}},
+                 {"x", field("speedup", "quantitative", "speedup of the fused form (unfused time / fused time)")},
+                 {"color", {{"field", "verdict"}, {"type", "nominal"},
+                            {"scale", {{"domain", {"fuse", "no benefit", "avoid"}},
+                                       {"range", {"#2a9d55", "#999999", "#d1495b"}}}}}},
+                 {"tooltip", json::array({field("label", "nominal", "case"), field("speedup", "quantitative"),
+                                          field("traffic_saved_pct", "quantitative", "traffic saved (%)")})}}}};
+  json rules = {{"data", {{"values", json::array({{{"at", 1.0}}, {{"at", t.fuse}}, {{"at", t.avoid}}})}}},
+                {"mark", {{"type", "rule"}, {"strokeDash", {4, 3}}, {"color", "#444"}}},
+                {"encoding", {{"x", field("at", "quantitative")}}}};
+  json spec = spec_with(values);
+  spec["width"] = 480;
+  spec["layer"] = {bars, rules};
+  return Chart{"fusion", "fusion", "Fusion speedups",
+               fmt::format("Fused over unfused time per case; dashed lines at 1, at the fuse threshold {:.2f} and at "
+                           "the avoid threshold {:.2f}.",
+                           t.fuse, t.avoid),
+               spec};
+}
+
+std::vector<Chart> report_charts(const std::vector<Result>& results) {
+  std::vector<Chart> out;
+  auto add = [&](std::optional<Chart> c) {
+    if (c) out.push_back(std::move(*c));
+  };
+  add(gemm_heatmap_chart(results));
+  add(dtype_curves_chart(results));
+  add(roofline_chart(results));
+  for (auto& c : impl_comparison_charts(results)) out.push_back(std::move(c));
+  for (auto& c : efficiency_charts(results)) out.push_back(std::move(c));
+  add(fusion_chart(results));
+  return out;
+}
+
+}  // namespace opmeter

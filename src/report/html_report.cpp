@@ -1,0 +1,179 @@
+// The HTML report: one file, charts by the Vega-Lite bundled into the binary, a table of every case.
+#include <map>
+
+#include <fmt/format.h>
+
+#include "opmeter/build_info.hpp"
+#include "opmeter/charts.hpp"
+#include "opmeter/report.hpp"
+#include "opmeter/reporters.hpp"
+#include "report/chart_assets.hpp"
+
+namespace opmeter {
+
+#include "report/report_page.inc"
+
+namespace {
+
+// JSON inside <script>: no '<' at all, so neither </script> nor <!-- can end or confuse it.
+std::string script_json(const nlohmann::json& j) {
+  std::string s = j.dump(), out;
+  out.reserve(s.size());
+  for (char ch : s) {
+    if (ch == '<') out += "\\u003c";
+    else out += ch;
+  }
+  return out;
+}
+
+// A library's JS inline: "</script" cannot occur in it as code, only in strings and regexes,
+// where "<\/script" means the same.
+std::string inline_js(std::string_view js) {
+  std::string out(js);
+  for (std::size_t at = out.find("</script"); at != std::string::npos; at = out.find("</script", at + 2))
+    out.replace(at, 2, "<\\/");
+  return out;
+}
+
+const std::map<std::string, std::string>& section_titles() {
+  static const std::map<std::string, std::string> titles = {
+      {"gemm-heatmap", "GEMM"},        {"dtype-curves", "GEMM"}, {"roofline", "Roofline"},
+      {"impl-comparison", "Implementations"}, {"efficiency", "Energy efficiency"}, {"fusion", "Fusion"}};
+  return titles;
+}
+
+std::string opt_num(const std::optional<double>& v, const char* format) {
+  return v ? fmt::format(fmt::runtime(format), *v) : "";
+}
+
+void case_row(std::string& out, const Result& r) {
+  bool ok = r.status == Status::ok;
+  std::string cls(to_string(r.status));
+  if (r.has_flag("unconverged")) cls += " unconverged";
+  std::string status(to_string(r.status));
+  for (auto& f : r.flags) status += ", " + f;
+  std::string reason = r.reason.empty() ? "" : "<br>" + html_escape(r.reason);
+  auto rate = [&](double v) { return ok && v > 0 ? fmt::format("{:.2f}", v) : ""; };
+  std::string pct_roof = r.efficiency ? fmt::format("{:.1f}%", *r.efficiency * 100) : "";
+  fmt::format_to(std::back_inserter(out),
+                 "<tr class=\"{}\"><td class=\"case\">{}</td><td><span class=\"status\">{}</span>{}</td>"
+                 "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+                 "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+                 "<td class=\"num\">{}</td></tr>\n",
+                 cls, html_escape(r.case_string), html_escape(status), reason,
+                 ok ? human_time(r.summary.median) : "", rate(r.gflops), rate(r.gbps),
+                 opt_num(r.pct_peak, "{:.1f}%"), pct_roof,
+                 ok ? fmt::format("{:.2f}%", r.summary.rel_noise * 100) : "", ok ? std::to_string(r.summary.count) : "",
+                 opt_num(r.avg_power_w, "{:.1f}"), opt_num(r.max_error, "{:.2e}"));
+}
+
+void kv_table(std::string& out, const nlohmann::json& j) {
+  out += "<table class=\"kv\"><tbody>\n";
+  for (auto& [k, v] : flatten_json(j))
+    fmt::format_to(std::back_inserter(out), "<tr><td>{}</td><td>{}</td></tr>\n", html_escape(k), html_escape(v));
+  out += "</tbody></table>\n";
+}
+
+void counts(std::string& out, const std::vector<Result>& results) {
+  std::map<std::string, std::size_t> by_status;
+  std::size_t unconverged = 0;
+  for (auto& r : results) {
+    ++by_status[std::string(to_string(r.status))];
+    unconverged += r.has_flag("unconverged");
+  }
+  out += fmt::format("<div class=\"counts\"><span>{} cases</span>", results.size());
+  for (auto& [status, n] : by_status)
+    out += fmt::format("<span class=\"{}\">{} {}</span>", status == "ok" ? "" : status == "skipped" ? "warn" : "bad",
+                       n, status);
+  if (unconverged) out += fmt::format("<span class=\"warn\">{} unconverged</span>", unconverged);
+  out += "</div>\n";
+}
+
+}  // namespace
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char ch : s) {
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += ch;
+    }
+  }
+  return out;
+}
+
+std::vector<Result> merged_results(const std::vector<ResultSet>& sets) {
+  std::vector<Result> all;
+  for (auto& s : sets) all.insert(all.end(), s.results.begin(), s.results.end());
+  return all;
+}
+
+std::string html_report(const std::vector<ResultSet>& sets) {
+  auto results = merged_results(sets);
+  auto charts = report_charts(results);
+  std::string out;
+  out.reserve(1 << 20);
+  std::string sources;
+  for (auto& s : sets) sources += (sources.empty() ? "" : ", ") + html_escape(s.source);
+  out += fmt::format(
+      "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>opmeter report</title>\n"
+      "<style>{}</style>\n<script>{}</script>\n",
+      kContentSecurityPolicy, kStyle, kErrorHook);
+  for (auto& lib : chart_libraries()) out += fmt::format("<script>/* {} {} */\n{}\n</script>\n", lib.name, lib.version, inline_js(lib.js));
+  out += fmt::format("</head><body>\n<header><h1>opmeter report</h1><div class=\"sub\">{} &middot; generated {} by opmeter {}</div></header>\n<main>\n",
+                     sources, utc_now_iso(), build_info::version);
+  counts(out, results);
+
+  std::string section;
+  nlohmann::json specs = nlohmann::json::array();
+  for (auto& c : charts) {
+    auto title = section_titles().at(c.kind);
+    if (title != section) out += fmt::format("<h2>{}</h2>\n", title);
+    section = title;
+    out += fmt::format("<figure><figcaption><b>{}</b><br>{}</figcaption><div class=\"chart\" id=\"{}\"></div></figure>\n",
+                       html_escape(c.title), html_escape(c.caption), c.id);
+    specs.push_back({{"id", c.id}, {"spec", c.spec}});
+  }
+  if (charts.empty()) out += "<h2>Charts</h2><p>These results hold nothing to chart (no successful measurements).</p>\n";
+
+  out += "<h2>Cases</h2>\n<input id=\"case-filter\" type=\"search\" placeholder=\"filter cases (substring)\">\n"
+         "<table id=\"cases\"><thead><tr><th>case</th><th>status</th><th>median</th><th>GFLOP/s</th><th>GB/s</th>"
+         "<th>% of peak</th><th>% of roofline</th><th>noise</th><th>samples</th><th>power (W)</th><th>max error</th>"
+         "</tr></thead><tbody>\n";
+  for (auto& r : results) case_row(out, r);
+  out += "</tbody></table>\n";
+
+  out += "<h2>Machine and run settings</h2>\n";
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    auto& s = sets[i];
+    out += fmt::format("<details{}><summary>{} ({}, {} cases)</summary>\n", i == 0 ? " open" : "",
+                       html_escape(s.source), describe(s.format), s.results.size());
+    if (s.context.empty()) {
+      out += "<p>No machine context: a results.jsonl journal carries none.</p>\n";
+    } else {
+      nlohmann::json machine = s.context;
+      machine.erase("run");
+      out += "<h3>Run settings</h3>\n";
+      if (s.context.contains("run")) kv_table(out, s.context["run"]);
+      else out += "<p>Not recorded in these results.</p>\n";
+      out += "<h3>Machine</h3>\n";
+      kv_table(out, machine);
+    }
+    out += "</details>\n";
+  }
+  std::string libs;
+  for (auto& lib : chart_libraries()) libs += fmt::format("{}{} {}", libs.empty() ? "" : ", ", lib.name, lib.version);
+  out += fmt::format("<p class=\"sub\">Charts: {}.</p>\n", libs.empty() ? "none (this build has no chart library)" : libs);
+  out += fmt::format("</main>\n<pre id=\"render-status\" hidden></pre>\n<script type=\"application/json\" id=\"chart-specs\">{}</script>\n"
+                     "<script>{}</script>\n<script>{}</script>\n</body></html>\n",
+                     script_json(specs), kCaseFilter, kRender);
+  return out;
+}
+
+}  // namespace opmeter

@@ -1,0 +1,38 @@
+// report.html and report.md beside the results at the end of a run.
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "opmeter/report.hpp"
+#include "opmeter/reporters.hpp"
+
+namespace opmeter {
+namespace {
+
+class ReportFilesReporter : public Reporter {
+ public:
+  explicit ReportFilesReporter(std::string dir) : dir_(std::move(dir)) {}
+  void begin(const nlohmann::json& context, std::size_t) override { context_ = context; }
+  void end(const std::vector<Result>& all) override {
+    namespace fs = std::filesystem;
+    std::vector<ResultSet> sets = {{dir_, ResultsFormat::results_json, context_, all}};
+    try {
+      write_atomically((fs::path(dir_) / "report.html").string(), html_report(sets));
+      write_atomically((fs::path(dir_) / "report.md").string(), markdown_report(sets));
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "opmeter: warning: the report was not written ({}); the results are saved\n", e.what());
+    }
+  }
+
+ private:
+  std::string dir_;
+  nlohmann::json context_;
+};
+
+}  // namespace
+
+std::unique_ptr<Reporter> make_report_files_reporter(const std::string& dir) {
+  return std::make_unique<ReportFilesReporter>(dir);
+}
+
+}  // namespace opmeter

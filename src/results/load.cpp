@@ -1,0 +1,146 @@
+// Reading results files back, and telling the user what a file is when it is not one.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "opmeter/errors.hpp"
+#include "opmeter/reporters.hpp"
+#include "opmeter/result_set.hpp"
+#include "opmeter/runner.hpp"
+
+namespace opmeter {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kCsvHeaderStart = "timestamp,device,op,backend,";
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw UsageError(fmt::format("{}: cannot open the file", path));
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+bool is_opmeter_entry(const nlohmann::json& e) {
+  return e.is_object() && e.contains("name") && e.contains("op") && e.contains("impl") && e.contains("status");
+}
+
+ResultsFormat classify_json(const nlohmann::json& j) {
+  if (!j.is_object()) return ResultsFormat::other_json;
+  if (j.value("schema", "") == kCalibrationSchema) return ResultsFormat::calibration;
+  if (j.contains("benchmarks") && j["benchmarks"].is_array()) {
+    for (auto& e : j["benchmarks"])
+      if (!is_opmeter_entry(e)) return ResultsFormat::foreign_gbench;
+    return ResultsFormat::results_json;
+  }
+  if (j.contains("case") && j.contains("status")) return ResultsFormat::results_jsonl;  // one journal line
+  return ResultsFormat::other_json;
+}
+
+ResultsFormat classify(const std::string& text) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_discarded()) return classify_json(j);
+  if (text.rfind(kCsvHeaderStart, 0) == 0) return ResultsFormat::results_csv;
+  auto first = nlohmann::json::parse(text.substr(0, text.find('\n')), nullptr, false);
+  if (!first.is_discarded() && classify_json(first) == ResultsFormat::results_jsonl) return ResultsFormat::results_jsonl;
+  return ResultsFormat::unknown;
+}
+
+std::string why_not(const std::string& path, ResultsFormat f) {
+  switch (f) {
+    case ResultsFormat::results_csv:
+      return fmt::format("{}: is opmeter's CSV summary, which holds medians only; give the results directory, "
+                         "its results.json or its results.jsonl",
+                         path);
+    case ResultsFormat::calibration:
+      return fmt::format("{}: is a calibration profile (opmeter calibrate), not results", path);
+    case ResultsFormat::foreign_gbench:
+      return fmt::format("{}: is Google Benchmark JSON from another program (entries without opmeter's op, impl "
+                         "and status)",
+                         path);
+    case ResultsFormat::other_json:
+      return fmt::format("{}: is JSON but not opmeter results (no 'benchmarks' list)", path);
+    default:
+      return fmt::format("{}: is not an opmeter results file (expected results.json or results.jsonl)", path);
+  }
+}
+
+ResultSet from_results_json(const std::string& path, const nlohmann::json& j) {
+  ResultSet set{path, ResultsFormat::results_json, j.value("context", nlohmann::json::object()), {}};
+  for (auto& e : j["benchmarks"]) {
+    if (e.value("run_type", "iteration") != "iteration") continue;  // aggregates repeat the iteration
+    try {
+      set.results.push_back(result_from_gbench(e));
+    } catch (const UsageError& err) {
+      throw UsageError(fmt::format("{}: {}", path, err.what()));
+    }
+  }
+  return set;
+}
+
+void flatten(const nlohmann::json& j, const std::string& prefix, std::map<std::string, std::string>& out) {
+  if (j.is_object()) {
+    for (auto& [k, v] : j.items()) flatten(v, prefix.empty() ? k : prefix + "." + k, out);
+  } else if (j.is_array() && std::all_of(j.begin(), j.end(), [](auto& e) { return e.is_primitive(); })) {
+    std::string s;
+    for (auto& e : j) s += (s.empty() ? "" : ", ") + (e.is_string() ? e.get<std::string>() : e.dump());
+    out[prefix] = s;
+  } else if (j.is_array()) {
+    for (std::size_t i = 0; i < j.size(); ++i) flatten(j[i], fmt::format("{}[{}]", prefix, i), out);
+  } else {
+    out[prefix] = j.is_string() ? j.get<std::string>() : j.dump();
+  }
+}
+
+}  // namespace
+
+std::map<std::string, std::string> flatten_json(const nlohmann::json& j) {
+  std::map<std::string, std::string> out;
+  flatten(j, "", out);
+  return out;
+}
+
+std::string describe(ResultsFormat f) {
+  switch (f) {
+    case ResultsFormat::results_json: return "opmeter results (results.json)";
+    case ResultsFormat::results_jsonl: return "opmeter results (results.jsonl)";
+    case ResultsFormat::results_csv: return "opmeter's CSV summary";
+    case ResultsFormat::calibration: return "an opmeter calibration profile";
+    case ResultsFormat::foreign_gbench: return "Google Benchmark JSON from another program";
+    case ResultsFormat::other_json: return "JSON of another kind";
+    case ResultsFormat::unknown: return "not a results file";
+  }
+  return "?";
+}
+
+ResultsFormat detect_results_format(const std::string& path) { return classify(read_file(path)); }
+
+ResultSet load_results(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw UsageError(fmt::format("{}: no such file or directory", path));
+  if (fs::is_directory(path, ec)) {
+    for (const char* name : {"results.json", "results.jsonl"}) {
+      auto file = (fs::path(path) / name).string();
+      if (fs::exists(file, ec)) {
+        auto set = load_results(file);
+        set.source = path;
+        return set;
+      }
+    }
+    throw UsageError(fmt::format("{}: a directory without results.json or results.jsonl", path));
+  }
+  std::string text = read_file(path);
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_discarded() && classify_json(j) == ResultsFormat::results_json) return from_results_json(path, j);
+  auto format = j.is_discarded() ? classify(text) : classify_json(j);
+  if (format == ResultsFormat::results_jsonl) {
+    return ResultSet{path, format, nlohmann::json::object(), read_jsonl(path)};
+  }
+  throw UsageError(why_not(path, format));
+}
+
+}  // namespace opmeter
