@@ -68,8 +68,14 @@ Result result_from_json(const nlohmann::json& j);  // throws UsageError on a mal
 // One `run_type: iteration` entry of results.json (Google Benchmark's format, opmeter's keys).
 Result result_from_gbench(const nlohmann::json& entry);
 
-// Work per watt at the median: GFLOP/s per W for compute-bound cases (intensity >= 1 flop/byte),
-// GB/s per W otherwise; empty without a power reading.
+// Whether a case is read as compute (GFLOP/s) rather than memory traffic (GB/s): it moves no
+// bytes, or does at least kComputeBoundIntensity FLOP per byte (below the ridge of any machine
+// opmeter targets, so GEMM-like ops land here and elementwise ops, norms and losses do not).
+inline constexpr double kComputeBoundIntensity = 4.0;
+bool is_compute_bound(const Result& r);
+
+// Work per watt at the median: GFLOP/s per W for compute-bound cases, GB/s per W otherwise;
+// empty without a power reading.
 struct PerWatt {
   double value;
   const char* unit;  // "GFLOP/s/W" or "GB/s/W"

@@ -78,14 +78,14 @@ json gemm_tooltip() {
                       {{"field", "tflops"}, {"type", "quantitative"}, {"title", "TFLOP/s"}, {"format", ".3f"}}});
 }
 
-// Whether an op is better read in GFLOP/s (compute-bound) or GB/s (memory-bound).
+// Whether an op is better read in GFLOP/s or GB/s: by its typical (median) case.
 bool compute_bound(const std::vector<const Result*>& rs) {
-  std::vector<double> intensity;
-  for (auto* r : rs)
-    if (r->gflops > 0) intensity.push_back(r->intensity > 0 ? r->intensity : 1e9);
-  if (intensity.empty()) return false;
-  std::nth_element(intensity.begin(), intensity.begin() + intensity.size() / 2, intensity.end());
-  return intensity[intensity.size() / 2] >= 1.0;
+  std::vector<const Result*> sorted = rs;
+  if (sorted.empty()) return false;
+  auto key = [](const Result* r) { return r->gbps > 0 ? r->intensity : (r->gflops > 0 ? 1e30 : 0.0); };
+  std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end(),
+                   [&](auto* a, auto* b) { return key(a) < key(b); });
+  return is_compute_bound(*sorted[sorted.size() / 2]);
 }
 
 std::string slug(const std::string& s) {
@@ -105,7 +105,6 @@ std::optional<Chart> gemm_heatmap_chart(const std::vector<Result>& results) {
   for (auto& p : points) values.push_back(gemm_row(p));
   json spec = spec_with(values);
   spec["facet"] = {{"row", field("K", "ordinal", "K")}, {"column", field("dtype", "nominal", "dtype")}};
-  spec["resolve"] = {{"scale", {{"color", "independent"}}}};
   json rect = {{"mark", {{"type", "rect"}, {"tooltip", true}}},
                {"encoding",
                 {{"x", field("N", "ordinal", "N")},
@@ -122,7 +121,7 @@ std::optional<Chart> gemm_heatmap_chart(const std::vector<Result>& results) {
   spec["spec"] = {{"width", {{"step", 44}}}, {"height", {{"step", 26}}}, {"layer", {rect, text}}};
   return Chart{"gemm-heatmap", "gemm-heatmap", "GEMM throughput over M x N",
                "TFLOP/s (TOP/s for int8) of the best implementation for each M x N, one panel per K (rows) and dtype "
-               "(columns); each panel has its own colour scale.",
+               "(columns); hover a cell for its case and impl.",
                spec};
 }
 
@@ -314,7 +313,7 @@ std::optional<Chart> fusion_chart(const std::vector<Result>& results) {
                       {"fused_s", f.fused_s}, {"traffic_saved_pct", f.traffic_reduction * 100}});
   json bars = {{"mark", {{"type", "bar"}, {"tooltip", true}}},
                {"encoding",
-                {{"y", {{"field", "label"}, {"type", "nominal"}, {"sort", "-x"}, {"title", nullptr}}},
+                {{"y", {{"field", "label"}, {"type", "nominal"}, {"sort", "-x"}, {"title", nullptr}, {"axis", {{"labelLimit", 520}}}}},
                  {"x", field("speedup", "quantitative", "speedup of the fused form (unfused time / fused time)")},
                  {"color", {{"field", "verdict"}, {"type", "nominal"},
                             {"scale", {{"domain", {"fuse", "no benefit", "avoid"}},

@@ -34,7 +34,7 @@ ResultsFormat classify_json(const nlohmann::json& j) {
   if (j.value("schema", "") == kCalibrationSchema) return ResultsFormat::calibration;
   if (j.contains("benchmarks") && j["benchmarks"].is_array()) {
     for (auto& e : j["benchmarks"])
-      if (!is_opmeter_entry(e)) return ResultsFormat::foreign_gbench;
+      if (e.value("run_type", "iteration") == "iteration" && !is_opmeter_entry(e)) return ResultsFormat::foreign_gbench;
     return ResultsFormat::results_json;
   }
   if (j.contains("case") && j.contains("status")) return ResultsFormat::results_jsonl;  // one journal line

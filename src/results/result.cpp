@@ -193,9 +193,13 @@ Result result_from_gbench(const nlohmann::json& e) {
   return result_from_json(j);
 }
 
+bool is_compute_bound(const Result& r) {
+  return r.gflops > 0 && (r.gbps == 0 || r.intensity >= kComputeBoundIntensity);
+}
+
 std::optional<PerWatt> per_watt(const Result& r) {
   if (r.status != Status::ok || !r.avg_power_w || !(*r.avg_power_w > 0)) return std::nullopt;
-  if (r.intensity >= 1.0 || (r.gflops > 0 && r.gbps == 0)) return PerWatt{r.gflops / *r.avg_power_w, "GFLOP/s/W"};
+  if (is_compute_bound(r)) return PerWatt{r.gflops / *r.avg_power_w, "GFLOP/s/W"};
   if (r.gbps > 0) return PerWatt{r.gbps / *r.avg_power_w, "GB/s/W"};
   return std::nullopt;
 }
