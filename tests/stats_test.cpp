@@ -60,3 +60,58 @@ TEST(Stats, RunningStatsMatchesBatch) {
   one.add(1);
   EXPECT_TRUE(std::isinf(one.rel_noise()));
 }
+
+// Exact two-sided p-values, checked against full enumeration of the rank arrangements.
+TEST(MannWhitney, ExactSmallSamples) {
+  auto separated = mann_whitney_u({1, 2, 3, 4, 5}, {6, 7, 8, 9, 10});
+  EXPECT_TRUE(separated.exact);
+  EXPECT_DOUBLE_EQ(separated.u, 0.0);
+  EXPECT_NEAR(separated.p_value, 2.0 / 252.0, 1e-12);  // one arrangement in C(10,5) per tail
+
+  auto interleaved = mann_whitney_u({1, 3, 5, 7}, {2, 4, 6, 8, 9, 10});
+  EXPECT_TRUE(interleaved.exact);
+  EXPECT_DOUBLE_EQ(interleaved.u, 6.0);
+  EXPECT_NEAR(interleaved.p_value, 0.2571428571428571, 1e-12);  // 54 of 210 arrangements
+
+  // Swapping the samples mirrors U and keeps p.
+  auto swapped = mann_whitney_u({2, 4, 6, 8, 9, 10}, {1, 3, 5, 7});
+  EXPECT_DOUBLE_EQ(swapped.u, 24.0 - 6.0);
+  EXPECT_NEAR(swapped.p_value, interleaved.p_value, 1e-12);
+}
+
+TEST(MannWhitney, NormalApproximationWithTies) {
+  // Identical samples: no evidence at all.
+  std::vector<double> same(50, 1.0);
+  auto flat = mann_whitney_u(same, same);
+  EXPECT_FALSE(flat.exact);
+  EXPECT_DOUBLE_EQ(flat.p_value, 1.0);
+
+  // 30 vs 30 fully separated: U = 0, z = (450 - 0.5) / sqrt(30*30*61/12) = 6.66.
+  std::vector<double> lo, hi;
+  for (int i = 0; i < 30; ++i) {
+    lo.push_back(i);
+    hi.push_back(100 + i);
+  }
+  auto sep = mann_whitney_u(lo, hi);
+  EXPECT_FALSE(sep.exact);
+  EXPECT_DOUBLE_EQ(sep.u, 0.0);
+  EXPECT_NEAR(sep.p_value, std::erfc(449.5 / std::sqrt(30.0 * 30 * 61 / 12) / std::sqrt(2.0)), 1e-15);
+  EXPECT_LT(sep.p_value, 1e-10);
+
+  // Ties shrink the variance: {1,1,2,2} vs {2,2,3,3} has a tie block of four 2s.
+  auto tied = mann_whitney_u({1, 1, 2, 2}, {2, 2, 3, 3});
+  EXPECT_FALSE(tied.exact);
+  EXPECT_DOUBLE_EQ(tied.u, 2.0);  // two 2s in x tie with two 2s in y: 4 half-pairs
+  double var = 4.0 * 4 / 12 * (9 - (8.0 - 2 + 8 - 2 + 64 - 4) / (8.0 * 7));
+  EXPECT_NEAR(tied.p_value, std::erfc((8 - 2 - 0.5) / std::sqrt(var) / std::sqrt(2.0)), 1e-12);
+}
+
+TEST(MannWhitney, EmptySampleHasNoEvidence) {
+  EXPECT_DOUBLE_EQ(mann_whitney_u({}, {1, 2}).p_value, 1.0);
+}
+
+TEST(Stats, Geomean) {
+  EXPECT_NEAR(geomean({1.1, 1.1, 1.1}), 1.1, 1e-12);
+  EXPECT_NEAR(geomean({0.5, 2.0}), 1.0, 1e-12);
+  EXPECT_DOUBLE_EQ(geomean({}), 0.0);
+}

@@ -1,0 +1,159 @@
+// compare: statistics on synthetic samples with known outcomes, verdicts, the gate, contexts.
+#include <gtest/gtest.h>
+
+#include "opmeter/compare.hpp"
+#include "result_fixtures.hpp"
+
+using namespace opmeter;
+using namespace opmeter::fixtures;
+
+namespace {
+
+const char* kCaseA = "gemm/onednn/fp32/M=256,N=256,K=256/threads=2";
+const char* kCaseB = "silu/opmeter/fp32/batch=1,seq=256,hidden=1024/threads=2";
+
+nlohmann::json context(const std::string& cpu, const std::string& onednn) {
+  return {{"cpu", {{"model", cpu}, {"usable_cpus", 2}}},
+          {"libraries", {{"onednn", onednn}}},
+          {"opmeter", {{"version", "0.1.0"}, {"git_sha", "abc"}}}};
+}
+
+ResultSet set_of(std::vector<Result> results, nlohmann::json ctx = context("EPYC", "2.6.3")) {
+  return ResultSet{"mem", ResultsFormat::results_json, std::move(ctx), std::move(results)};
+}
+
+Result sampled(const char* c, double center, double spread, unsigned seed, std::size_t n = 40) {
+  return measured(c, samples_around(center, n, spread, seed));
+}
+
+}  // namespace
+
+TEST(CompareVerdict, Rules) {
+  CompareOptions o;  // alpha 0.05, threshold 1%
+  EXPECT_EQ(compare_verdict(0.005, 1e-9, true, o), "same");       // significant but negligible
+  EXPECT_EQ(compare_verdict(0.10, 1e-9, true, o), "slower");
+  EXPECT_EQ(compare_verdict(-0.10, 1e-9, true, o), "faster");
+  EXPECT_EQ(compare_verdict(0.10, 0.2, true, o), "uncertain");    // large but not significant
+  EXPECT_EQ(compare_verdict(0.10, 1e-9, false, o), "uncertain");  // too few samples to test
+}
+
+TEST(Compare, IdenticalSamplesAreSameAndPass) {
+  auto a = sampled(kCaseA, 1e-3, 0.02, 7);
+  auto c = compare_results(set_of({a}), set_of({a}));
+  ASSERT_EQ(c.cases.size(), 1u);
+  EXPECT_EQ(c.cases[0].verdict, "same");
+  EXPECT_DOUBLE_EQ(c.cases[0].change, 0.0);
+  EXPECT_GT(c.cases[0].p_value, 0.9);
+  EXPECT_FALSE(c.gate_failed());
+  EXPECT_TRUE(c.context_warnings.empty());
+}
+
+TEST(Compare, TenPercentShiftIsSlowerAndFailsTheGate) {
+  auto base = sampled(kCaseA, 1e-3, 0.01, 1), slow = sampled(kCaseA, 1.1e-3, 0.01, 2);
+  auto c = compare_results(set_of({base}), set_of({slow}));
+  ASSERT_EQ(c.cases.size(), 1u);
+  EXPECT_EQ(c.cases[0].verdict, "slower");
+  EXPECT_NEAR(c.cases[0].change, 0.10, 0.01);
+  EXPECT_LT(c.cases[0].p_value, 1e-6);
+  EXPECT_TRUE(c.cases[0].fails_gate);
+  EXPECT_TRUE(c.gate_failed());
+  EXPECT_NEAR(c.overall.geomean_ratio, 1.10, 0.01);
+
+  CompareOptions lenient;
+  lenient.fail_above_pct = 20;
+  auto ok = compare_results(set_of({base}), set_of({slow}), lenient);
+  EXPECT_EQ(ok.cases[0].verdict, "slower");  // still slower, but within what the gate allows
+  EXPECT_FALSE(ok.gate_failed());
+
+  auto faster = compare_results(set_of({slow}), set_of({base}));
+  EXPECT_EQ(faster.cases[0].verdict, "faster");
+  EXPECT_FALSE(faster.gate_failed());
+}
+
+TEST(Compare, NoisyOverlapIsUncertainNotSlower) {
+  // 3% apart with +-40% noise over 8 samples: far from significant.
+  auto base = sampled(kCaseA, 1e-3, 0.4, 3, 8), neu = sampled(kCaseA, 1.03e-3, 0.4, 4, 8);
+  auto c = compare_results(set_of({base}), set_of({neu}));
+  ASSERT_EQ(c.cases.size(), 1u);
+  EXPECT_GT(c.cases[0].p_value, 0.05);
+  EXPECT_TRUE(c.cases[0].verdict == "uncertain" || c.cases[0].verdict == "same") << c.cases[0].verdict;
+  EXPECT_FALSE(c.gate_failed());
+}
+
+TEST(Compare, StatusChangesOnlyOnOneSideAndGeomeanPerOp) {
+  auto a = sampled(kCaseA, 1e-3, 0.01, 1), b = sampled(kCaseB, 2e-3, 0.01, 2);
+  auto b_slow = sampled(kCaseB, 2.4e-3, 0.01, 3);
+  auto a_failed = with_status(kCaseA, Status::failed, "wrong result");
+  auto extra = sampled("gemm/onednn/fp32/M=512,N=512,K=512/threads=2", 1e-2, 0.01, 4);
+  auto gone = sampled("gemm/onednn/fp32/M=64,N=64,K=64/threads=2", 1e-5, 0.01, 5);
+
+  auto c = compare_results(set_of({a, b, gone}), set_of({a_failed, b_slow, extra}));
+  ASSERT_EQ(c.cases.size(), 2u);
+  EXPECT_EQ(c.cases[0].verdict, "broken");
+  EXPECT_TRUE(c.cases[0].fails_gate);
+  EXPECT_EQ(c.cases[1].verdict, "slower");
+  EXPECT_EQ(c.only_base, std::vector<std::string>{gone.case_string});
+  EXPECT_EQ(c.only_new, std::vector<std::string>{extra.case_string});
+  ASSERT_EQ(c.per_op.size(), 2u);
+  EXPECT_EQ(c.per_op[0].name, "gemm");
+  EXPECT_EQ(c.per_op[0].broken, 1u);
+  EXPECT_EQ(c.per_op[0].compared, 0u);
+  EXPECT_EQ(c.per_op[1].name, "silu");
+  EXPECT_NEAR(c.per_op[1].geomean_ratio, 1.2, 0.01);
+
+  auto fixed = compare_results(set_of({a_failed}), set_of({a}));
+  EXPECT_EQ(fixed.cases[0].verdict, "fixed");
+  EXPECT_FALSE(fixed.gate_failed());
+}
+
+TEST(Compare, GeomeanOverallWeighsEveryCaseAlike) {
+  auto a = sampled(kCaseA, 1e-3, 0.001, 1), b = sampled(kCaseB, 1e-6, 0.001, 2);
+  auto a2 = sampled(kCaseA, 2e-3, 0.001, 3), b2 = sampled(kCaseB, 0.5e-6, 0.001, 4);
+  auto c = compare_results(set_of({a, b}), set_of({a2, b2}));
+  EXPECT_NEAR(c.overall.geomean_ratio, 1.0, 0.01);  // 2x slower and 2x faster cancel
+  EXPECT_EQ(c.overall.slower, 1u);
+  EXPECT_EQ(c.overall.faster, 1u);
+}
+
+TEST(Compare, ContextDifferencesAreNamed) {
+  auto w = context_differences(context("EPYC", "2.6.3"), context("Xeon", "3.1"));
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_NE(w[0].find("cpu.model"), std::string::npos);
+  EXPECT_NE(w[0].find("'EPYC'"), std::string::npos);
+  EXPECT_NE(w[1].find("libraries.onednn"), std::string::npos);
+
+  auto other_build = context("EPYC", "2.6.3");
+  other_build["opmeter"]["git_sha"] = "def";  // comparing two builds is the point, not a warning
+  other_build["date"] = "later";
+  EXPECT_TRUE(context_differences(context("EPYC", "2.6.3"), other_build).empty());
+
+  auto journal = context_differences(nlohmann::json::object(), context("EPYC", "2.6.3"));
+  ASSERT_EQ(journal.size(), 1u);
+  EXPECT_NE(journal[0].find("BASE has no machine context"), std::string::npos);
+}
+
+TEST(Compare, ThreadCountsThatDifferAreAWarning) {
+  auto a = sampled(kCaseA, 1e-3, 0.01, 1);
+  auto one = sampled("gemm/onednn/fp32/M=256,N=256,K=256/threads=1", 1e-3, 0.01, 2);
+  auto c = compare_results(set_of({a}), set_of({one, a}));
+  ASSERT_EQ(c.context_warnings.size(), 1u);
+  EXPECT_NE(c.context_warnings[0].find("thread counts differ: BASE 2, NEW 1,2"), std::string::npos);
+}
+
+TEST(Compare, MarkdownAndJsonCarryVerdictsAndGate) {
+  auto base = sampled(kCaseA, 1e-3, 0.01, 1), slow = sampled(kCaseA, 1.2e-3, 0.01, 2);
+  CompareOptions o;
+  auto c = compare_results(set_of({base}), set_of({slow}, context("Xeon", "2.6.3")), o);
+  auto md = compare_markdown(c, o);
+  EXPECT_NE(md.find("**FAIL**"), std::string::npos);
+  EXPECT_NE(md.find("WARNING: cpu.model differs"), std::string::npos);
+  EXPECT_NE(md.find("| `" + base.case_string + "` |"), std::string::npos);
+  EXPECT_NE(md.find("(fails the gate)"), std::string::npos);
+  auto j = compare_json(c, o);
+  EXPECT_EQ(j["schema"], "opmeter-compare/1");
+  EXPECT_EQ(j["gate"], "fail");
+  EXPECT_EQ(j["cases"][0]["verdict"], "slower");
+  EXPECT_NEAR(j["cases"][0]["change"].get<double>(), 0.2, 0.02);
+  EXPECT_EQ(j["per_op"][0]["name"], "gemm");
+  EXPECT_EQ(j["warnings"].size(), 1u);
+}
