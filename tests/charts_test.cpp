@@ -1,0 +1,184 @@
+// Chart specs from fixture results: which charts exist, what data they carry, how they encode it.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "opmeter/charts.hpp"
+#include "report_fixture.hpp"
+
+using namespace opmeter;
+using namespace opmeter::fixtures;
+using nlohmann::json;
+
+namespace {
+
+std::set<std::string> field_values(const json& values, const std::string& key) {
+  std::set<std::string> out;
+  for (auto& v : values) out.insert(v[key].is_string() ? v[key].get<std::string>() : v[key].dump());
+  return out;
+}
+
+const json* find_row(const json& values, const std::string& key, const json& value) {
+  for (auto& v : values)
+    if (v[key] == value) return &v;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(Charts, GemmHeatmapKeepsTheBestImplPerCell) {
+  auto chart = gemm_heatmap_chart(report_results());
+  ASSERT_TRUE(chart);
+  EXPECT_EQ(chart->kind, "gemm-heatmap");
+  const json& spec = chart->spec;
+  EXPECT_EQ(spec["$schema"], kVegaLiteSchema);
+  auto& values = spec["data"]["values"];
+  // fp32: 9 cells (onednn beats openblas in each); bf16: 9 cells; the 64^3 cases are one cell more
+  // for fp32 (unconverged still counts as measured).
+  EXPECT_EQ(values.size(), 19u);
+  EXPECT_EQ(field_values(values, "impl"), (std::set<std::string>{"onednn"}));
+  EXPECT_EQ(field_values(values, "dtype"), (std::set<std::string>{"bf16", "fp32"}));
+  EXPECT_EQ(spec["facet"]["row"]["field"], "K");
+  EXPECT_EQ(spec["facet"]["column"]["field"], "dtype");
+  EXPECT_EQ(spec["spec"]["layer"][0]["mark"]["type"], "rect");
+  EXPECT_EQ(spec["spec"]["layer"][0]["encoding"]["color"]["field"], "tflops");
+  const json* cell = find_row(values, "case", "gemm/onednn/bf16/M=1024,N=1024,K=1024/threads=2");
+  ASSERT_NE(cell, nullptr);
+  EXPECT_NEAR((*cell)["tflops"].get<double>(), 0.6, 0.01);  // 300 x 2 (bf16) x 1.0 GFLOP/s
+}
+
+TEST(Charts, GemmChartsNeedMoreThanOnePoint) {
+  auto w = gemm_work(256, 256, 256);
+  std::vector<Result> one = {measured("gemm/onednn/fp32/M=256,N=256,K=256/threads=2", time_at(w, 100), w)};
+  EXPECT_FALSE(gemm_heatmap_chart(one));
+  EXPECT_FALSE(dtype_curves_chart(one));
+  std::vector<Result> none = {with_status("gemm/onednn/fp32/M=256,N=256,K=256/threads=2", Status::failed, "x")};
+  EXPECT_FALSE(gemm_heatmap_chart(none));
+  EXPECT_TRUE(report_charts(none).empty());
+}
+
+TEST(Charts, DtypeCurvesUseSquareSizesOnly) {
+  auto chart = dtype_curves_chart(report_results());
+  ASSERT_TRUE(chart);
+  auto& values = chart->spec["data"]["values"];
+  for (auto& v : values) {
+    EXPECT_EQ(v["M"], v["N"]);
+    EXPECT_EQ(v["N"], v["K"]);
+  }
+  EXPECT_EQ(values.size(), 3u + 3u + 1u);  // 256, 512, 1024 in both dtypes, plus fp32 64^3
+  EXPECT_EQ(chart->spec["encoding"]["color"]["field"], "dtype");
+  EXPECT_EQ(chart->spec["encoding"]["x"]["scale"]["type"], "log");
+}
+
+TEST(Charts, RooflineHasMeasuredCeilingsAndEveryCaseAsAPoint) {
+  auto results = report_results();
+  auto chart = roofline_chart(results);
+  ASSERT_TRUE(chart);
+  auto& layers = chart->spec["layer"];
+  ASSERT_EQ(layers.size(), 2u);
+  auto& lines = layers[0]["data"]["values"];
+  auto& points = layers[1]["data"]["values"];
+  std::size_t expected = 0;
+  for (auto& r : results)
+    if (r.status == Status::ok && r.kase.op != "peak" && r.kase.op != "bandwidth") ++expected;
+  EXPECT_EQ(points.size(), expected);
+  EXPECT_EQ(field_values(points, "op"), (std::set<std::string>{"gemm", "linear", "silu"}));
+  // Two ceilings (fp32 500 GFLOP/s, bf16 800 GFLOP/s), each bent at its ridge by 74 GB/s.
+  auto names = field_values(lines, "ceiling");
+  EXPECT_EQ(names, (std::set<std::string>{"bf16 peak 800 GFLOP/s", "fp32 peak 500 GFLOP/s"}));
+  const json* ridge = nullptr;
+  for (auto& l : lines)
+    if (l["ceiling"] == "fp32 peak 500 GFLOP/s" && std::abs(l["gflops"].get<double>() / 500 - 1) < 0.01 &&
+        std::abs(l["intensity"].get<double>() / (500 / 74.0) - 1) < 0.01)
+      ridge = &l;
+  EXPECT_NE(ridge, nullptr) << lines.dump();
+  for (auto& l : lines) EXPECT_LE(l["gflops"].get<double>(), 800 * 1.01);
+  EXPECT_EQ(layers[1]["encoding"]["tooltip"][0]["field"], "case");
+  EXPECT_EQ(layers[1]["encoding"]["x"]["scale"]["type"], "log");
+}
+
+TEST(Charts, RooflineWithoutCeilingsSaysSo) {
+  std::vector<Result> rs;
+  for (auto& r : report_results())
+    if (r.kase.op != "peak" && r.kase.op != "bandwidth") rs.push_back(r);
+  auto chart = roofline_chart(rs);
+  ASSERT_TRUE(chart);
+  EXPECT_EQ(chart->spec["layer"].size(), 1u);
+  EXPECT_NE(chart->caption.find("No ceiling was measured"), std::string::npos);
+}
+
+TEST(Charts, ImplComparisonPerOpInItsOwnUnit) {
+  auto charts = impl_comparison_charts(report_results());
+  std::map<std::string, const Chart*> by_id;
+  for (auto& c : charts) by_id[c.id] = &c;
+  ASSERT_TRUE(by_id.count("impl-gemm"));
+  ASSERT_TRUE(by_id.count("impl-silu"));
+  ASSERT_TRUE(by_id.count("impl-linear"));
+  EXPECT_FALSE(by_id.count("impl-peak"));       // ceilings are not an op to compare
+  EXPECT_FALSE(by_id.count("impl-bandwidth"));  // one impl only
+  auto& gemm = by_id["impl-gemm"]->spec;
+  EXPECT_EQ(gemm["encoding"]["y"]["title"], "GFLOP/s");
+  EXPECT_EQ(gemm["encoding"]["strokeDash"]["field"], "dtype");  // two dtypes
+  auto& silu = by_id["impl-silu"]->spec;
+  EXPECT_EQ(silu["encoding"]["y"]["title"], "GB/s");
+  EXPECT_EQ(silu["mark"]["type"], "line");
+  EXPECT_EQ(field_values(silu["data"]["values"], "impl"), (std::set<std::string>{"onednn", "opmeter"}));
+  const json* row = find_row(silu["data"]["values"], "case", "silu/opmeter/fp32/batch=4,seq=256,hidden=1024/threads=2");
+  ASSERT_NE(row, nullptr);
+  EXPECT_NEAR((*row)["rate"].get<double>(), 40, 0.5);
+  // One size only: bars per impl instead of a line.
+  auto& linear = by_id["impl-linear"]->spec;
+  EXPECT_EQ(linear["mark"]["type"], "bar");
+  EXPECT_EQ(linear["data"]["values"].size(), 3u);
+}
+
+TEST(Charts, EfficiencyOnlyWithPowerTopNSorted) {
+  auto charts = efficiency_charts(report_results(), 5);
+  ASSERT_EQ(charts.size(), 2u);  // GEMM in GFLOP/s/W, silu in GB/s/W
+  const Chart* compute = charts[0].id == "efficiency-GFLOP-s-W" ? &charts[0] : &charts[1];
+  auto& values = compute->spec["data"]["values"];
+  ASSERT_EQ(values.size(), 5u);
+  for (std::size_t i = 1; i < values.size(); ++i)
+    EXPECT_GE(values[i - 1]["per_watt"].get<double>(), values[i]["per_watt"].get<double>());
+  // bf16 onednn at M=1024 runs at 600 GFLOP/s on 116 W: the best of the fixture.
+  EXPECT_NEAR(values[0]["per_watt"].get<double>(), 600 / 116.0, 0.05);
+  EXPECT_NE(values[0]["case"].get<std::string>().find("gemm/onednn/bf16/M=1024"), std::string::npos);
+
+  std::vector<Result> no_power;
+  for (auto r : report_results()) {
+    r.avg_power_w.reset();
+    no_power.push_back(r);
+  }
+  EXPECT_TRUE(efficiency_charts(no_power).empty());
+}
+
+TEST(Charts, FusionSpeedupsWithThresholds) {
+  auto chart = fusion_chart(report_results());
+  ASSERT_TRUE(chart);
+  auto& values = chart->spec["data"]["values"];
+  ASSERT_EQ(values.size(), 2u);  // onednn and opmeter each against onednn_unfused
+  std::map<std::string, double> speedup;  // by fused impl
+  for (auto& v : values) {
+    auto label = v["label"].get<std::string>();
+    speedup[label.substr(label.rfind('(') + 1, label.size() - label.rfind('(') - 2)] = v["speedup"].get<double>();
+    EXPECT_EQ(v["verdict"], "fuse");
+  }
+  EXPECT_NEAR(speedup.at("onednn"), 1.3, 0.02);           // 1.3 ms / 1.0 ms
+  EXPECT_NEAR(speedup.at("opmeter"), 1.3 / 1.05, 0.02);  // 1.3 ms / 1.05 ms
+  EXPECT_EQ(chart->spec["layer"][1]["mark"]["type"], "rule");
+  EXPECT_EQ(chart->spec["layer"][1]["data"]["values"].size(), 3u);
+  EXPECT_FALSE(fusion_chart({}));
+}
+
+TEST(Charts, ReportOrderAndUniqueIds) {
+  auto charts = report_charts(report_results());
+  std::vector<std::string> kinds;
+  std::set<std::string> ids;
+  for (auto& c : charts) {
+    if (kinds.empty() || kinds.back() != c.kind) kinds.push_back(c.kind);
+    EXPECT_TRUE(ids.insert(c.id).second) << c.id;
+    EXPECT_FALSE(c.caption.empty());
+  }
+  EXPECT_EQ(kinds, (std::vector<std::string>{"gemm-heatmap", "dtype-curves", "roofline", "impl-comparison", "efficiency",
+                                             "fusion"}));
+}
