@@ -1,0 +1,160 @@
+// Reading results back (every input kind and every bad one), the HTML page and report.md.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "opmeter/charts.hpp"
+#include "opmeter/errors.hpp"
+#include "opmeter/report.hpp"
+#include "opmeter/reporters.hpp"
+#include "opmeter/runner.hpp"
+#include "report/chart_assets.hpp"
+#include "report_fixture.hpp"
+
+using namespace opmeter;
+using namespace opmeter::fixtures;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path temp_dir(const std::string& name) {
+  auto d = fs::temp_directory_path() / ("opmeter_report_" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string write(const fs::path& path, const std::string& text) {
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+std::string load_error(const std::string& path) {
+  try {
+    load_results(path);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST(LoadResults, ResultsJsonRoundTripsWhatReportsNeed) {
+  auto dir = temp_dir("roundtrip");
+  auto results = report_results();
+  results[5].pct_peak = 61.5;
+  results[5].energy_j = 0.25;
+  results[5].max_error = 1e-7;
+  results[5].bandwidth_gbps = 74;
+  write(dir / "results.json", gbench_json(report_context(), results).dump(2));
+  auto set = load_results(dir.string());
+  EXPECT_EQ(set.source, dir.string());
+  EXPECT_EQ(set.format, ResultsFormat::results_json);
+  EXPECT_EQ(set.context["cpu"]["model"], "Test CPU <model>");
+  ASSERT_EQ(set.results.size(), results.size());  // aggregates are not results
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const auto &a = results[i], &b = set.results[i];
+    EXPECT_EQ(a.case_string, b.case_string);
+    EXPECT_EQ(a.status, b.status);
+    EXPECT_EQ(a.reason, b.reason);
+    EXPECT_EQ(a.flags, b.flags);
+    EXPECT_EQ(a.samples, b.samples);
+    EXPECT_DOUBLE_EQ(a.summary.median, b.summary.median);
+    EXPECT_DOUBLE_EQ(a.work.bytes_read, b.work.bytes_read);
+    EXPECT_DOUBLE_EQ(a.work.bytes_written, b.work.bytes_written);
+    EXPECT_DOUBLE_EQ(a.gflops, b.gflops);
+    EXPECT_EQ(a.avg_power_w, b.avg_power_w);
+  }
+  EXPECT_EQ(set.results[5].pct_peak, 61.5);
+  EXPECT_EQ(set.results[5].energy_j, 0.25);
+  EXPECT_EQ(set.results[5].max_error, 1e-7);
+  EXPECT_EQ(set.results[5].bandwidth_gbps, 74);
+}
+
+TEST(LoadResults, JournalAndDirectoryWithOnlyAJournal) {
+  auto dir = temp_dir("journal");
+  std::string lines;
+  for (auto& r : report_results()) lines += to_json(r).dump() + "\n";
+  write(dir / "results.jsonl", lines);
+  auto set = load_results(dir.string());
+  EXPECT_EQ(set.format, ResultsFormat::results_jsonl);
+  EXPECT_TRUE(set.context.empty());
+  EXPECT_EQ(set.results.size(), report_results().size());
+  EXPECT_EQ(load_results((dir / "results.jsonl").string()).results.size(), set.results.size());
+}
+
+TEST(LoadResults, BadInputsSayWhatTheFileIs) {
+  auto dir = temp_dir("bad");
+  EXPECT_EQ(load_error((dir / "missing.json").string()), (dir / "missing.json").string() + ": no such file or directory");
+  fs::create_directories(dir / "empty");
+  EXPECT_NE(load_error((dir / "empty").string()).find("a directory without results.json or results.jsonl"), std::string::npos);
+  auto csv = write(dir / "results.csv", csv_table(report_context(), report_results()));
+  EXPECT_NE(load_error(csv).find("is opmeter's CSV summary, which holds medians only"), std::string::npos);
+  auto profile = write(dir / "profile.json", nlohmann::json{{"schema", kCalibrationSchema}}.dump());
+  EXPECT_NE(load_error(profile).find("is a calibration profile"), std::string::npos);
+  auto foreign = write(dir / "gbench.json", R"({"context": {}, "benchmarks": [{"name": "BM_x", "run_type": "iteration"}]})");
+  EXPECT_NE(load_error(foreign).find("Google Benchmark JSON from another program"), std::string::npos);
+  auto other = write(dir / "other.json", R"({"hello": 1})");
+  EXPECT_NE(load_error(other).find("is JSON but not opmeter results"), std::string::npos);
+  auto text = write(dir / "notes.txt", "just some text\n");
+  EXPECT_NE(load_error(text).find("is not an opmeter results file"), std::string::npos);
+  auto broken = write(dir / "broken.jsonl", to_json(report_results()[0]).dump() + "\n{oops\n" +
+                                                to_json(report_results()[1]).dump() + "\n");
+  EXPECT_NE(load_error(broken).find("broken.jsonl:2: not a JSON line"), std::string::npos);
+  EXPECT_EQ(detect_results_format(csv), ResultsFormat::results_csv);
+}
+
+TEST(HtmlReport, SelfContainedWithEveryChartAndCase) {
+  auto set = report_set();
+  set.results.push_back(with_status("gemm/onednn/fp32/M=8,N=8,K=8/threads=2", Status::crashed, "signal <11>"));
+  auto html = html_report({set});
+  // Nothing from the network: a policy forbids it and no element points outside.
+  EXPECT_NE(html.find("Content-Security-Policy\" content=\"default-src 'none'"), std::string::npos);
+  EXPECT_FALSE(std::regex_search(html, std::regex(R"((src|href)\s*=\s*["']?(https?:)?//)")));
+  // The chart libraries are inline, in load order.
+  ASSERT_EQ(chart_libraries().size(), 3u) << "this build has no chart library: run scripts/install-deps.sh";
+  auto vega = html.find("/* vega "), lite = html.find("/* vega-lite "), embed = html.find("/* vega-embed ");
+  ASSERT_NE(vega, std::string::npos);
+  EXPECT_LT(vega, lite);
+  EXPECT_LT(lite, embed);
+  // One container per chart, and the specs as data.
+  for (auto& c : report_charts(set.results)) EXPECT_NE(html.find("id=\"" + c.id + "\""), std::string::npos) << c.id;
+  EXPECT_NE(html.find("<script type=\"application/json\" id=\"chart-specs\">"), std::string::npos);
+  // Every case is a row, its status visible; text is escaped.
+  std::size_t rows = 0;
+  for (auto at = html.find("<tr class="); at != std::string::npos; at = html.find("<tr class=", at + 1)) ++rows;
+  EXPECT_EQ(rows, set.results.size());
+  EXPECT_NE(html.find("<tr class=\"failed\">"), std::string::npos);
+  EXPECT_NE(html.find("<tr class=\"skipped\">"), std::string::npos);
+  EXPECT_NE(html.find("<tr class=\"ok unconverged\">"), std::string::npos);
+  EXPECT_NE(html.find("signal &lt;11&gt;"), std::string::npos);
+  EXPECT_NE(html.find("Test CPU &lt;model&gt;"), std::string::npos);
+  EXPECT_EQ(html.find("Test CPU <model>"), std::string::npos);
+  EXPECT_NE(html.find("<h3>Run settings</h3>"), std::string::npos);
+  EXPECT_NE(html.find("suite quick"), std::string::npos);
+  EXPECT_LT(html.size(), 3u << 20);
+}
+
+TEST(HtmlReport, NoChartsSaysWhy) {
+  ResultSet set{"x", ResultsFormat::results_jsonl, nlohmann::json::object(),
+                {with_status("gemm/onednn/fp32/M=8,N=8,K=8/threads=2", Status::skipped, "no")}};
+  auto html = html_report({set});
+  EXPECT_NE(html.find("hold nothing to chart"), std::string::npos);
+  EXPECT_NE(html.find("No machine context"), std::string::npos);
+}
+
+TEST(MarkdownReport, ContextBestPerOpAndCases) {
+  auto md = markdown_report({report_set()});
+  EXPECT_NE(md.find("# opmeter report"), std::string::npos);
+  EXPECT_NE(md.find("| cpu.model | Test CPU <model> |"), std::string::npos);
+  EXPECT_NE(md.find("| source | suite quick |"), std::string::npos);
+  EXPECT_NE(md.find("## Best per op and dtype"), std::string::npos);
+  EXPECT_NE(md.find("| gemm | bf16 | onednn | M=1024,"), std::string::npos);
+  EXPECT_NE(md.find("1 failed"), std::string::npos);
+  EXPECT_NE(md.find("(1 unconverged)"), std::string::npos);
+  EXPECT_NE(md.find("## Cases"), std::string::npos);
+  EXPECT_NE(md.find("linear+bias+gelu"), std::string::npos);  // the fusion table
+}
