@@ -1,0 +1,118 @@
+// The HTML report rendered by a real browser: headless Chromium, offline, reading back how each
+// chart drew (the page records it in #render-status).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "opmeter/charts.hpp"
+#include "opmeter/report.hpp"
+#include "report_fixture.hpp"
+
+using namespace opmeter;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string find_chromium() {
+  if (const char* env = std::getenv("OPMETER_CHROMIUM"); env && *env) return env;
+  for (const char* p : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"})
+    if (fs::exists(p)) return p;
+  return "";
+}
+
+std::string run(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 65536> buf{};
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  pclose(p);
+  return out;
+}
+
+std::string html_unescape(std::string s) {
+  for (auto [from, to] : {std::pair{"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&amp;", "&"}})
+    for (auto at = s.find(from); at != std::string::npos; at = s.find(from, at + 1)) s.replace(at, std::strlen(from), to);
+  return s;
+}
+
+// Renders a report and returns the page's own account of it.
+nlohmann::json render(const std::string& chromium, const std::string& html, const std::string& name) {
+  auto dir = fs::temp_directory_path() / ("opmeter_browser_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "report.html") << html;
+  // No network: every host name resolves to nothing, and the page's policy forbids requests anyway.
+  auto cmd = fmt::format(
+      "timeout 180 '{}' --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir='{}' "
+      "--host-resolver-rules='MAP * ~NOTFOUND' --virtual-time-budget=60000 --dump-dom 'file://{}' 2>/dev/null",
+      chromium, (dir / "profile").string(), (dir / "report.html").string());
+  auto dom = run(cmd);
+  auto start = dom.find("<pre id=\"render-status\"");
+  if (start == std::string::npos) return {{"error", "no #render-status in the rendered page"}, {"dom_bytes", dom.size()}};
+  start = dom.find('>', start) + 1;
+  auto text = html_unescape(dom.substr(start, dom.find("</pre>", start) - start));
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) return {{"error", "#render-status is not JSON"}, {"text", text}};
+  return j;
+}
+
+}  // namespace
+
+TEST(Browser, EveryChartDrawsMarksWithoutConsoleErrors) {
+  auto chromium = find_chromium();
+  if (chromium.empty())
+    GTEST_SKIP() << "Chromium is not installed (Debian package chromium; scripts/install-deps.sh installs it), "
+                    "so the HTML report was not rendered";
+  auto set = fixtures::report_set();
+  auto charts = report_charts(set.results);
+  ASSERT_GE(charts.size(), 6u);
+  auto status = render(chromium, html_report({set}), "all_charts");
+  ASSERT_TRUE(status.value("done", false)) << status.dump(2);
+  EXPECT_EQ(status["errors"], nlohmann::json::array()) << status.dump(2);
+  EXPECT_EQ(status["warnings"], nlohmann::json::array()) << status.dump(2);
+  for (auto& c : charts) {
+    ASSERT_TRUE(status["charts"].contains(c.id)) << c.id << " was not drawn: " << status.dump(2);
+    auto& drawn = status["charts"][c.id];
+    EXPECT_FALSE(drawn.contains("error")) << c.id << ": " << drawn.dump();
+    // At least one mark per data row (lines draw one item per point, facets one per cell).
+    std::size_t rows = c.spec.contains("data") ? c.spec["data"]["values"].size() : 1;
+    EXPECT_GE(drawn.value("marks", 0u), rows) << c.id << ": " << drawn.dump();
+  }
+}
+
+TEST(Browser, ABrokenSpecIsReportedOnThePage) {
+  auto chromium = find_chromium();
+  if (chromium.empty()) GTEST_SKIP() << "Chromium is not installed (Debian package chromium)";
+  // The page's check must notice a chart that cannot be drawn: the roofline's points get an
+  // unknown mark type after generation.
+  auto set = fixtures::report_set();
+  auto html = html_report({set});
+  const std::string point = "\"type\":\"point\"";
+  auto at = html.find(point);
+  ASSERT_NE(at, std::string::npos);
+  html.replace(at, point.size(), "\"type\":\"nosuchmark\"");
+  auto status = render(chromium, html, "broken");
+  ASSERT_TRUE(status.value("done", false)) << status.dump(2);
+  EXPECT_TRUE(status["charts"]["roofline"].contains("error")) << status.dump(2);
+  EXPECT_FALSE(status["errors"].empty());
+}
+
+TEST(Browser, UnreadableSpecsStillFinishWithAnError) {
+  auto chromium = find_chromium();
+  if (chromium.empty()) GTEST_SKIP() << "Chromium is not installed (Debian package chromium)";
+  auto html = html_report({fixtures::report_set()});
+  auto at = html.find("id=\"chart-specs\">");
+  ASSERT_NE(at, std::string::npos);
+  html.insert(at + 18, "{not json");
+  auto status = render(chromium, html, "unreadable");
+  ASSERT_TRUE(status.value("done", false)) << status.dump(2);
+  ASSERT_FALSE(status["errors"].empty());
+  EXPECT_NE(status["errors"][0].get<std::string>().find("chart specs"), std::string::npos) << status.dump(2);
+}
