@@ -10,7 +10,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <random>
+
 #include "opmeter/reporters.hpp"
+#include "opmeter/stats.hpp"
 
 namespace fs = std::filesystem;
 
@@ -63,10 +66,12 @@ TEST(Cli, TinyConfigEndToEnd) {
   // 2 gemm + 1 bandwidth + 1 peak added for % of peak.
   EXPECT_NE(out.text.find("4 cases from " + cfg.string()), std::string::npos) << out.text;
   EXPECT_NE(out.text.find("| gemm | onednn | fp32 | M=32,N=8,K=16 |"), std::string::npos) << out.text;
-  for (const char* f : {"results.json", "results.csv", "results.md", "results.jsonl"})
+  for (const char* f : {"results.json", "results.csv", "results.md", "results.jsonl", "report.html", "report.md"})
     EXPECT_TRUE(fs::exists(dir / "res" / f)) << f;
   auto j = nlohmann::json::parse(std::ifstream(dir / "res" / "results.json"));
   EXPECT_TRUE(j["context"].contains("cpu"));
+  EXPECT_EQ(j["context"]["run"]["source"], cfg.string());  // the run settings travel with the results
+  EXPECT_EQ(j["context"]["run"]["stopping"]["fixed_samples"], 3);
   int iterations = 0;
   for (auto& b : j["benchmarks"])
     if (b["run_type"] == "iteration") {
@@ -250,4 +255,126 @@ TEST(Cli, BadCalibrationProfileExitsTwo) {
   auto wrong = cli("run --case relu/opmeter/fp32/batch=1,seq=1,hidden=8/threads=1 --calibration " + other.string());
   EXPECT_EQ(wrong.code, 2);
   EXPECT_NE(wrong.text.find("not an opmeter calibration profile"), std::string::npos) << wrong.text;
+}
+
+// --- report and compare -----------------------------------------------------------------------
+
+namespace {
+
+// A results directory written the way `run` writes it, with chosen medians (+-0.5% noise).
+fs::path results_dir(const fs::path& dir, const std::string& name, const std::vector<std::pair<std::string, double>>& cases,
+                     const std::string& cpu = "Test CPU") {
+  std::vector<opmeter::Result> results;
+  unsigned seed = 1;
+  for (auto& [c, median] : cases) {
+    opmeter::Result r;
+    r.kase = opmeter::parse_case(c);
+    r.case_string = r.kase.to_string();
+    std::mt19937 rng(seed++);
+    std::uniform_real_distribution<double> u(-0.005, 0.005);
+    for (int i = 0; i < 30; ++i) r.samples.push_back(median * (1 + u(rng)));
+    r.summary = opmeter::summarize(r.samples);
+    results.push_back(r);
+  }
+  nlohmann::json context = {{"cpu", {{"model", cpu}}}, {"libraries", {{"onednn", "2.6.3"}}}};
+  fs::create_directories(dir / name);
+  std::ofstream(dir / name / "results.json") << opmeter::gbench_json(context, results).dump();
+  return dir / name;
+}
+
+const char* kGemm = "gemm/onednn/fp32/M=256,N=256,K=256/threads=2";
+const char* kSilu = "silu/opmeter/fp32/batch=1,seq=256,hidden=1024/threads=2";
+
+}  // namespace
+
+TEST(Cli, ReportWritesHtmlAndMarkdown) {
+  auto dir = temp_dir("report");
+  auto res = results_dir(dir, "a", {{kGemm, 1e-3}, {kSilu, 2e-4}});
+  auto out = cli("report " + res.string() + " -o " + (dir / "r.html").string());
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_NE(out.text.find("2 cases from 1 source -> " + (dir / "r.html").string() + ", " + (dir / "r.md").string()),
+            std::string::npos) << out.text;
+  std::ifstream html(dir / "r.html"), md(dir / "r.md");
+  std::string h((std::istreambuf_iterator<char>(html)), {}), m((std::istreambuf_iterator<char>(md)), {});
+  EXPECT_NE(h.find(kGemm), std::string::npos);
+  EXPECT_NE(m.find("# opmeter report"), std::string::npos);
+
+  auto two = cli("report " + res.string() + " " + (res / "results.json").string() + " --no-md -o " + (dir / "two.html").string());
+  ASSERT_EQ(two.code, 0) << two.text;
+  EXPECT_NE(two.text.find("4 cases from 2 sources"), std::string::npos) << two.text;
+  EXPECT_FALSE(fs::exists(dir / "two.md"));
+}
+
+TEST(Cli, ReportBadInputsExitTwo) {
+  auto dir = temp_dir("report_bad");
+  auto missing = cli("report " + (dir / "nothing").string());
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.text.find((dir / "nothing").string() + ": no such file or directory"), std::string::npos) << missing.text;
+  auto yaml = write(dir, "config.yaml", "ops: [gemm]\n");
+  auto not_results = cli("report " + yaml.string());
+  EXPECT_EQ(not_results.code, 2);
+  EXPECT_NE(not_results.text.find("is not an opmeter results file"), std::string::npos) << not_results.text;
+  auto none = cli("report");
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.text.find("results is required"), std::string::npos) << none.text;
+}
+
+TEST(Cli, CompareExitCodesGateOnConfidentSlowdowns) {
+  auto dir = temp_dir("compare");
+  auto base = results_dir(dir, "base", {{kGemm, 1e-3}, {kSilu, 2e-4}});
+  auto same = results_dir(dir, "same", {{kGemm, 1.001e-3}, {kSilu, 2e-4}});
+  auto slow = results_dir(dir, "slow", {{kGemm, 1.10e-3}, {kSilu, 2e-4}});
+
+  auto pass = cli("compare " + base.string() + " " + same.string());
+  EXPECT_EQ(pass.code, 0) << pass.text;
+  EXPECT_NE(pass.text.find("**PASS**"), std::string::npos) << pass.text;
+  EXPECT_NE(pass.text.find("opmeter: pass: 2 cases"), std::string::npos) << pass.text;
+
+  auto fail = cli("compare " + base.string() + " " + slow.string());
+  EXPECT_EQ(fail.code, 1) << fail.text;
+  EXPECT_NE(fail.text.find("**slower** (fails the gate)"), std::string::npos) << fail.text;
+  EXPECT_NE(fail.text.find("1 case(s) fail the gate (--fail-above 5%)"), std::string::npos) << fail.text;
+
+  auto lenient = cli("compare " + base.string() + " " + slow.string() + " --fail-above 15");
+  EXPECT_EQ(lenient.code, 0) << lenient.text;
+
+  auto json = cli("compare " + base.string() + " " + slow.string() + " --format json -o " + (dir / "c.json").string());
+  EXPECT_EQ(json.code, 1) << json.text;
+  auto j = nlohmann::json::parse(std::ifstream(dir / "c.json"));
+  EXPECT_EQ(j["gate"], "fail");
+  EXPECT_EQ(j["overall"]["slower"], 1);
+}
+
+TEST(Cli, CompareWarnsLoudlyWhenMachinesDiffer) {
+  auto dir = temp_dir("compare_ctx");
+  auto base = results_dir(dir, "base", {{kGemm, 1e-3}});
+  auto other = results_dir(dir, "other", {{kGemm, 1e-3}}, "Other CPU");
+  auto out = cli("compare " + base.string() + " " + other.string());
+  EXPECT_EQ(out.code, 0) << out.text;
+  EXPECT_NE(out.text.find("opmeter: WARNING: cpu.model differs: BASE 'Test CPU', NEW 'Other CPU'"), std::string::npos)
+      << out.text;
+}
+
+TEST(Cli, CompareBadInputsExitTwo) {
+  auto dir = temp_dir("compare_bad");
+  auto base = results_dir(dir, "base", {{kGemm, 1e-3}});
+  auto missing = cli("compare " + base.string() + " " + (dir / "nope").string());
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.text.find("nope: no such file or directory"), std::string::npos) << missing.text;
+
+  // Two files from different formats: results against opmeter's CSV summary.
+  std::vector<opmeter::Result> none;
+  auto csv = write(dir, "results.csv", opmeter::csv_table(nlohmann::json::object(), none));
+  auto mixed = cli("compare " + (base / "results.json").string() + " " + csv.string());
+  EXPECT_EQ(mixed.code, 2);
+  EXPECT_NE(mixed.text.find("results.csv: is opmeter's CSV summary, which holds medians only"), std::string::npos)
+      << mixed.text;
+
+  auto disjoint = results_dir(dir, "disjoint", {{kSilu, 1e-3}});
+  auto nothing = cli("compare " + base.string() + " " + disjoint.string());
+  EXPECT_EQ(nothing.code, 2);
+  EXPECT_NE(nothing.text.find("have no case in common"), std::string::npos) << nothing.text;
+
+  auto bad_option = cli("compare " + base.string() + " " + base.string() + " --format xml");
+  EXPECT_EQ(bad_option.code, 2);
 }
