@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -18,11 +17,12 @@ namespace {
 constexpr const char* kCsvHeaderStart = "timestamp,device,op,backend,";
 
 std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
   if (!f) throw UsageError(fmt::format("{}: cannot open the file", path));
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
+  std::string text(static_cast<std::size_t>(f.tellg()), '\0');
+  f.seekg(0);
+  f.read(text.data(), static_cast<std::streamsize>(text.size()));
+  return text;
 }
 
 bool is_opmeter_entry(const nlohmann::json& e) {
@@ -69,18 +69,97 @@ std::string why_not(const std::string& path, ResultsFormat f) {
   }
 }
 
-ResultSet from_results_json(const std::string& path, const nlohmann::json& j) {
-  ResultSet set{path, ResultsFormat::results_json, j.value("context", nlohmann::json::object()), {}};
-  for (auto& e : j["benchmarks"]) {
-    if (e.value("run_type", "iteration") != "iteration") continue;  // aggregates repeat the iteration
+// Reads results.json without holding its whole document: a SAX handler builds the document but
+// for the `benchmarks` entries, each of which is turned into a Result as soon as it closes and then
+// dropped. A 10,000-case file is read in a fraction of the time and memory of a full parse.
+class ResultsJsonReader : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  explicit ResultsJsonReader(std::string path) : path_(std::move(path)) {}
+  nlohmann::json root;                // everything but the benchmark entries
+  std::vector<Result> results;
+  bool saw_benchmarks = false, foreign = false;
+  std::string error;
+
+  bool null() override { return add(nullptr); }
+  bool boolean(bool v) override { return add(v); }
+  bool number_integer(number_integer_t v) override { return add(v); }
+  bool number_unsigned(number_unsigned_t v) override { return add(v); }
+  bool number_float(number_float_t v, const string_t&) override { return add(v); }
+  bool string(string_t& v) override { return add(std::move(v)); }
+  bool binary(binary_t& v) override { return add(std::move(v)); }
+  bool key(string_t& k) override {
+    key_ = std::move(k);
+    return true;
+  }
+  bool start_object(std::size_t) override { return open(nlohmann::json::object()); }
+  bool start_array(std::size_t) override {
+    bool is_benchmarks = stack_.size() == 1 && stack_[0]->is_object() && key_ == "benchmarks";
+    open(nlohmann::json::array());
+    if (is_benchmarks) {
+      benchmarks_ = stack_.back();
+      saw_benchmarks = true;
+    }
+    return true;
+  }
+  bool end_array() override {
+    stack_.pop_back();
+    return true;
+  }
+  bool end_object() override {
+    nlohmann::json* done = stack_.back();
+    stack_.pop_back();
+    if (!stack_.empty() && stack_.back() == benchmarks_) {
+      take_entry(*done);
+      benchmarks_->erase(benchmarks_->size() - 1);
+    }
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    error = e.what();
+    return false;
+  }
+
+ private:
+  bool add(nlohmann::json v) {
+    place(std::move(v));
+    return true;
+  }
+  bool open(nlohmann::json v) {
+    stack_.push_back(place(std::move(v)));
+    return true;
+  }
+  nlohmann::json* place(nlohmann::json v) {
+    if (stack_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    nlohmann::json* top = stack_.back();
+    if (top->is_array()) {
+      top->push_back(std::move(v));
+      return &top->back();
+    }
+    auto& slot = (*top)[key_];
+    slot = std::move(v);
+    return &slot;
+  }
+  void take_entry(const nlohmann::json& e) {
+    if (foreign || e.value("run_type", "iteration") != "iteration") return;  // aggregates repeat it
+    if (!is_opmeter_entry(e)) {
+      foreign = true;
+      return;
+    }
     try {
-      set.results.push_back(result_from_gbench(e));
+      results.push_back(result_from_gbench(e));
     } catch (const UsageError& err) {
-      throw UsageError(fmt::format("{}: {}", path, err.what()));
+      throw UsageError(fmt::format("{}: benchmark {}: {}", path_, results.size() + 1, err.what()));
     }
   }
-  return set;
-}
+
+  std::string path_;
+  std::vector<nlohmann::json*> stack_;  // open containers, innermost last
+  nlohmann::json* benchmarks_ = nullptr;
+  std::string key_;
+};
 
 void flatten(const nlohmann::json& j, const std::string& prefix, std::map<std::string, std::string>& out) {
   if (j.is_object()) {
@@ -134,12 +213,19 @@ ResultSet load_results(const std::string& path) {
     throw UsageError(fmt::format("{}: a directory without results.json or results.jsonl", path));
   }
   std::string text = read_file(path);
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (!j.is_discarded() && classify_json(j) == ResultsFormat::results_json) return from_results_json(path, j);
-  auto format = j.is_discarded() ? classify(text) : classify_json(j);
-  if (format == ResultsFormat::results_jsonl) {
-    return ResultSet{path, format, nlohmann::json::object(), read_jsonl(path)};
+  ResultsJsonReader reader(path);
+  ResultsFormat format;
+  if (!nlohmann::json::sax_parse(text, &reader)) {
+    format = classify(text);  // not one JSON document: a journal, a CSV or something else
+  } else if (reader.saw_benchmarks && reader.root.value("schema", "") != kCalibrationSchema) {
+    if (!reader.foreign)
+      return ResultSet{path, ResultsFormat::results_json, reader.root.value("context", nlohmann::json::object()),
+                       std::move(reader.results)};
+    format = ResultsFormat::foreign_gbench;
+  } else {
+    format = classify_json(reader.root);
   }
+  if (format == ResultsFormat::results_jsonl) return ResultSet{path, format, nlohmann::json::object(), read_jsonl(path)};
   throw UsageError(why_not(path, format));
 }
 

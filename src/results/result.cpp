@@ -136,10 +136,14 @@ nlohmann::json to_json(const Result& r) {
   return j;
 }
 
-Result result_from_json(const nlohmann::json& j) {
+namespace {
+
+// The journal's record and results.json's entry differ in three keys only: the case string
+// ("case" / "name"), the calls ("calls" / "iterations") and the work (nested / flat).
+Result read_result(const nlohmann::json& j, bool gbench) {
   try {
     Result r;
-    r.case_string = j.at("case").get<std::string>();
+    r.case_string = j.at(gbench ? "name" : "case").get<std::string>();
     r.kase = parse_case(r.case_string);
     auto st = parse_status(j.at("status").get<std::string>());
     if (!st) throw UsageError(fmt::format("unknown status '{}'", j.at("status").get<std::string>()));
@@ -148,15 +152,17 @@ Result result_from_json(const nlohmann::json& j) {
     r.flags = j.value("flags", std::vector<std::string>{});
     r.timestamp = j.value("timestamp", "");
     r.cache = j.value("cache", "cold");
-    r.samples = j.value("samples_s", std::vector<double>{});
+    if (auto it = j.find("samples_s"); it != j.end()) r.samples = it->get<std::vector<double>>();
     r.summary = summarize(r.samples);
     r.batch = j.value("batch", std::size_t{0});
-    r.calls = j.value("calls", std::size_t{0});
+    r.calls = j.value(gbench ? "iterations" : "calls", std::size_t{0});
     r.warmup_calls = j.value("warmup_calls", std::size_t{0});
     r.copies = j.value("copies", std::size_t{0});
     r.measured_s = j.value("measured_s", 0.0);
     r.elapsed_s = j.value("elapsed_s", 0.0);
-    if (j.contains("work")) {
+    if (gbench) {
+      r.work = {j.value("flops", 0.0), j.value("bytes_read", j.value("bytes", 0.0)), j.value("bytes_written", 0.0)};
+    } else if (j.contains("work")) {
       auto& w = j["work"];
       r.work = {w.value("flops", 0.0), w.value("bytes_read", 0.0), w.value("bytes_written", 0.0)};
     }
@@ -181,16 +187,14 @@ Result result_from_json(const nlohmann::json& j) {
   }
 }
 
+}  // namespace
+
+Result result_from_json(const nlohmann::json& j) { return read_result(j, false); }
+
 Result result_from_gbench(const nlohmann::json& e) {
   if (!e.is_object() || !e.contains("name") || !e.contains("status"))
     throw UsageError("malformed result record: a benchmark entry without opmeter's name and status");
-  // Same keys as the journal but for these three; everything else is read by result_from_json.
-  nlohmann::json j = e;
-  j["case"] = e["name"];
-  j["calls"] = e.value("iterations", std::size_t{0});
-  double read = e.value("bytes_read", e.value("bytes", 0.0));
-  j["work"] = {{"flops", e.value("flops", 0.0)}, {"bytes_read", read}, {"bytes_written", e.value("bytes_written", 0.0)}};
-  return result_from_json(j);
+  return read_result(e, true);
 }
 
 bool is_compute_bound(const Result& r) {
