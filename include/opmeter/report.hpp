@@ -1,6 +1,7 @@
 #pragma once
 // `opmeter report`: one self-contained HTML file (charts drawn by the bundled Vega-Lite) and a
 // markdown summary, from one or more results.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,13 @@ std::vector<Result> merged_results(const std::vector<ResultSet>& sets);
 std::string html_report(const std::vector<ResultSet>& sets);
 // Context, run settings, best result per op and dtype, every case, fusion: for a repository.
 std::string markdown_report(const std::vector<ResultSet>& sets);
+
+// How many results have each status, and how many did not converge (for both report formats).
+struct StatusTally {
+  std::map<std::string, std::size_t> by_status;
+  std::size_t unconverged = 0;
+};
+StatusTally tally(const std::vector<Result>& results);
 
 // HTML text escaping (&, <, >, ").
 std::string html_escape(const std::string& s);

@@ -75,12 +75,7 @@ void kv_table(std::string& out, const nlohmann::json& j) {
 }
 
 void counts(std::string& out, const std::vector<Result>& results) {
-  std::map<std::string, std::size_t> by_status;
-  std::size_t unconverged = 0;
-  for (auto& r : results) {
-    ++by_status[std::string(to_string(r.status))];
-    unconverged += r.has_flag("unconverged");
-  }
+  auto [by_status, unconverged] = tally(results);
   out += fmt::format("<div class=\"counts\"><span>{} cases</span>", results.size());
   for (auto& [status, n] : by_status)
     out += fmt::format("<span class=\"{}\">{} {}</span>", status == "ok" ? "" : status == "skipped" ? "warn" : "bad",
@@ -104,6 +99,15 @@ std::string html_escape(const std::string& s) {
     }
   }
   return out;
+}
+
+StatusTally tally(const std::vector<Result>& results) {
+  StatusTally t;
+  for (auto& r : results) {
+    ++t.by_status[std::string(to_string(r.status))];
+    t.unconverged += r.has_flag("unconverged");
+  }
+  return t;
 }
 
 std::vector<Result> merged_results(const std::vector<ResultSet>& sets) {

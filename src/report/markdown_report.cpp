@@ -53,15 +53,10 @@ std::string markdown_report(const std::vector<ResultSet>& sets) {
   std::string out = "# opmeter report\n\n";
   for (auto& s : sets) out += fmt::format("- `{}`: {}, {} cases\n", s.source, describe(s.format), s.results.size());
 
-  std::map<std::string, std::size_t> by_status;
-  std::size_t unconverged = 0;
-  for (auto& r : results) {
-    ++by_status[std::string(to_string(r.status))];
-    unconverged += r.has_flag("unconverged");
-  }
-  std::string tally;
-  for (auto& [status, n] : by_status) tally += fmt::format("{}{} {}", tally.empty() ? "" : ", ", n, status);
-  out += fmt::format("\n{} cases: {}{}.\n\n", results.size(), tally.empty() ? "none" : tally,
+  auto [by_status, unconverged] = tally(results);
+  std::string counts;
+  for (auto& [status, n] : by_status) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, status);
+  out += fmt::format("\n{} cases: {}{}.\n\n", results.size(), counts.empty() ? "none" : counts,
                      unconverged ? fmt::format(" ({} unconverged)", unconverged) : "");
 
   for (auto& s : sets) {
