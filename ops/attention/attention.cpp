@@ -171,22 +171,16 @@ class OpmeterAttention : public AttentionOp {
 };
 
 const bool registered = [] {
-  OpDef op;
-  op.name = "attention";
-  op.summary = "scaled dot-product attention (stage scores | probs | full), optional causal mask";
-  op.defaults = {{"batch", "4"}, {"heads", "16"}, {"seq", "1024"}, {"head_dim", "64"}, {"causal", "0"}, {"stage", "full"}};
-  for (auto& [key, v] : op.defaults) op.params.push_back(key);
-  op.example = {{"batch", "1"}, {"heads", "2"}, {"seq", "37"}, {"head_dim", "16"}, {"causal", "1"}, {"stage", "full"}};
-  op.work = fused_work;
-  op.footprint = [](const Case& c) { return unfused_work(c).bytes(); };
-  op.validate = validate;
-  op.peak_dtype = [](const Case& c) -> std::optional<DType> { return c.dtype; };
-  op.fusion_pattern = [](const Case& c) {
-    auto s = shape_of(c);
-    std::string p = s.stage == Stage::scores ? "qk" : s.stage == Stage::probs ? "qk+softmax" : "qk+softmax+pv";
-    return s.causal ? p + " (causal)" : p;
-  };
-  op.unfused_work = unfused_work;
+  auto op = tensor::fusable_op(
+      "attention",
+      "scaled dot-product attention (stage scores | probs | full), optional causal mask",
+      {{"batch", "4"}, {"heads", "16"}, {"seq", "1024"}, {"head_dim", "64"}, {"causal", "0"}, {"stage", "full"}},
+      {{"batch", "1"}, {"heads", "2"}, {"seq", "37"}, {"head_dim", "16"}, {"causal", "1"}, {"stage", "full"}},
+      fused_work, unfused_work, validate, [](const Case& c) {
+        auto s = shape_of(c);
+        std::string p = s.stage == Stage::scores ? "qk" : s.stage == Stage::probs ? "qk+softmax" : "qk+softmax+pv";
+        return s.causal ? p + " (causal)" : p;
+      });
   Registry::global().add(op);
   tensor::register_reference("attention", {DType::fp32, DType::bf16}, [](const Case& c) { return fused_work(c).flops; },
                              [] { return std::make_unique<tensor::Reference<AttentionOp>>(); });

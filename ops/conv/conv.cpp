@@ -68,26 +68,20 @@ void validate(const Case& c) {
 }
 
 const bool registered = [] {
-  OpDef op;
-  op.name = "conv2d";
-  op.summary = "2-D convolution, NCHW, optional inference BatchNorm and activation after it";
-  op.defaults = {{"batch", "16"}, {"channels", "64"}, {"out_channels", "64"}, {"image", "56"}, {"kernel", "3"},
-                 {"stride", "1"}, {"padding", "1"}, {"groups", "1"}, {"bn", "0"}, {"act", "none"}};
-  for (auto& [k, v] : op.defaults) op.params.push_back(k);
-  op.example = {{"batch", "2"}, {"channels", "6"}, {"out_channels", "4"}, {"image", "9"}, {"kernel", "3"},
-                {"stride", "2"}, {"padding", "1"}, {"groups", "2"}, {"bn", "1"}, {"act", "relu"}};
-  op.work = fused_work;
-  op.footprint = [](const Case& c) { return unfused_work(c).bytes(); };
-  op.validate = validate;
-  op.peak_dtype = [](const Case& c) -> std::optional<DType> { return c.dtype; };
-  op.fusion_pattern = [](const Case& c) {
-    auto s = shape_of(c);
-    std::string p = "conv";
-    if (s.bn) p += "+bn";
-    if (s.act != Act::none) p += "+" + std::string(tensor::to_string(s.act));
-    return p;
-  };
-  op.unfused_work = unfused_work;
+  auto op = tensor::fusable_op(
+      "conv2d",
+      "2-D convolution, NCHW, optional inference BatchNorm and activation after it",
+      {{"batch", "16"}, {"channels", "64"}, {"out_channels", "64"}, {"image", "56"}, {"kernel", "3"},
+       {"stride", "1"}, {"padding", "1"}, {"groups", "1"}, {"bn", "0"}, {"act", "none"}},
+      {{"batch", "2"}, {"channels", "6"}, {"out_channels", "4"}, {"image", "9"}, {"kernel", "3"},
+       {"stride", "2"}, {"padding", "1"}, {"groups", "2"}, {"bn", "1"}, {"act", "relu"}},
+      fused_work, unfused_work, validate, [](const Case& c) {
+        auto s = shape_of(c);
+        std::string p = "conv";
+        if (s.bn) p += "+bn";
+        if (s.act != Act::none) p += "+" + std::string(tensor::to_string(s.act));
+        return p;
+      });
   Registry::global().add(op);
   tensor::register_reference("conv2d", {DType::fp32, DType::bf16}, [](const Case& c) { return fused_work(c).flops; },
                              [] { return std::make_unique<tensor::Reference<ConvOp>>(); });

@@ -170,6 +170,24 @@ namespace opmeter::tensor {
 std::size_t rows_of(const Case& c) { return param(c, "batch") * param(c, "seq"); }
 std::size_t hidden_of(const Case& c) { return param(c, "hidden"); }
 
+OpDef fusable_op(std::string name, std::string summary, Params defaults, Params example,
+                 std::function<Work(const Case&)> fused_work, std::function<Work(const Case&)> unfused_work,
+                 std::function<void(const Case&)> validate, std::function<std::string(const Case&)> pattern) {
+  OpDef op;
+  op.name = std::move(name);
+  op.summary = std::move(summary);
+  op.defaults = std::move(defaults);
+  for (auto& [key, v] : op.defaults) op.params.push_back(key);
+  op.example = std::move(example);
+  op.work = std::move(fused_work);
+  op.footprint = [unfused_work](const Case& c) { return unfused_work(c).bytes(); };
+  op.validate = std::move(validate);
+  op.peak_dtype = [](const Case& c) -> std::optional<DType> { return c.dtype; };
+  op.fusion_pattern = std::move(pattern);
+  op.unfused_work = std::move(unfused_work);
+  return op;
+}
+
 OpDef rows_op(std::string name, std::string summary, std::function<Work(const Case&)> work,
               std::vector<std::pair<std::string, std::string>> extra) {
   OpDef op;
