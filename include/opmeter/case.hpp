@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,14 @@ struct Case {
   std::vector<std::pair<std::string, std::string>> params;  // ordered, as the op declares them
   int threads = 1;
   bool hot = false;  // warm-cache measurement instead of the default cold one
+  // Where it runs: "cpu" or "cuda:N". CUDA cases print `device=cuda:N` instead of threads.
+  std::string device = "cpu";
+  // CUDA Graph mode: this many back-to-back launches captured in one graph, timed per launch
+  // (0: plain stream launches).
+  int graph = 0;
+
+  bool on_cuda() const { return device != "cpu"; }
+  int cuda_index() const;  // N of cuda:N; throws UsageError for the CPU
 
   bool has(const std::string& key) const;
   const std::string& get(const std::string& key) const;    // throws CaseError when absent
@@ -28,6 +37,10 @@ struct Case {
   std::string params_string() const;  // `M=..,N=..,K=..`
   bool operator==(const Case&) const = default;
 };
+
+// Parses a device name: "cpu" or "cuda:N" -> N (nullopt for the CPU). Throws UsageError naming
+// what is expected.
+std::optional<int> parse_device(const std::string& device);
 
 // Parses a canonical case string. Throws UsageError naming the part that is wrong.
 Case parse_case(const std::string& text);

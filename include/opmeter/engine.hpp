@@ -2,6 +2,8 @@
 #include <atomic>
 #include <cstddef>
 #include <functional>
+#include <map>
+#include <string>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -36,6 +38,29 @@ std::optional<StopReason> should_stop(std::size_t samples, double noise, double 
 // 1% of it.
 std::size_t batch_size(double seconds_per_call, double target_sample_s, double timer_overhead_s);
 
+// Times one sample where the work runs. The host's timer reads steady_clock around the calls and
+// Impl::sync(); a device's timer uses its own events and may discard a sample (clock throttled).
+class SampleTimer {
+ public:
+  virtual ~SampleTimer() = default;
+  // Seconds that `calls` calls of `call` took, or nullopt when the sample must be discarded.
+  virtual std::optional<double> time(std::size_t calls, const std::function<void()>& call) = 0;
+  // Calls per sample the timer needs (a CUDA graph's launches; 1 for cold device samples);
+  // 0 lets the engine batch short calls.
+  virtual std::size_t fixed_batch() const { return 0; }
+  // Facts about the timing worth keeping with the result (launch overhead, clock checks).
+  virtual std::map<std::string, std::string> details() const { return {}; }
+};
+
+class HostTimer : public SampleTimer {
+ public:
+  explicit HostTimer(Impl& impl) : impl_(impl) {}
+  std::optional<double> time(std::size_t calls, const std::function<void()>& call) override;
+
+ private:
+  Impl& impl_;
+};
+
 struct Measurement {
   std::vector<double> samples;  // seconds per call, one per sample
   std::size_t batch = 1;        // calls per sample
@@ -43,6 +68,7 @@ struct Measurement {
   std::size_t warmup_calls = 0;
   double measured_s = 0;        // sum of timed sample durations
   double elapsed_s = 0;         // wall time of the sampling loop
+  std::size_t discarded = 0;    // samples the timer rejected (taken while the clock was throttled)
   StopReason reason = StopReason::converged;
 };
 
@@ -53,8 +79,19 @@ using ProgressFn = std::function<void(const RunningStats&, double elapsed_s)>;
 double timer_overhead_s();
 
 // Warm-up, batching, sampling until the stopping rule holds. Calls rotate over `copies` input
-// sets so consecutive calls read different memory (cold cache) unless copies == 1.
+// sets so consecutive calls read different memory (cold cache) unless copies == 1. Samples are
+// timed by `timer` (default: the host's clock).
 Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping,
-                    const ProgressFn& progress = {}, const std::atomic<bool>* cancel = nullptr);
+                    const ProgressFn& progress = {}, const std::atomic<bool>* cancel = nullptr,
+                    SampleTimer* timer = nullptr);
+
+// Back-to-back calls for at least `seconds` (synchronizing every `batch` calls so queues stay
+// short): the window an energy reading is taken over. Returns the calls made.
+std::size_t run_for(Impl& impl, std::size_t batch, double seconds, const std::atomic<bool>* cancel = nullptr);
+
+// Whether a sample counts: taken at no less than `min_fraction` of the default clock. An unknown
+// clock (<= 0) counts.
+inline constexpr double kMinClockFraction = 0.75;
+bool clock_ok(double measured_mhz, double default_mhz, double min_fraction = kMinClockFraction);
 
 }  // namespace opmeter

@@ -42,7 +42,7 @@ struct OpDef {
 struct ImplDef {
   std::string op;
   std::string impl;
-  std::string backend = "cpu";
+  std::string backend = "cpu";  // "cpu" or "cuda" (cases then name a device=cuda:N)
   std::string summary;
   std::vector<DType> dtypes;
   // Run-time availability for a case (ISA, library support, size limits).

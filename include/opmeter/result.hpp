@@ -41,7 +41,10 @@ struct Result {
   std::optional<double> bandwidth_gbps, roofline_gflops, efficiency, pct_bandwidth;
   std::optional<double> max_error, tolerance;
   // Energy over the timed window, where the device reports it: average power and joules per call.
+  // Measured in a window of back-to-back calls after timing (see run_case).
   std::optional<double> avg_power_w, energy_j;
+  std::string energy_reason;          // why the energy fields are empty on a device that has them
+  std::size_t throttled_samples = 0;  // samples discarded: taken below 75% of the default clock
   std::size_t peak_memory_bytes = 0;
   std::map<std::string, std::string> details;
 

@@ -19,6 +19,8 @@ struct RunOptions {
   std::string self_exe;         // the opmeter binary to re-execute (isolation)
   double case_deadline_s = 0;   // isolation deadline per case; 0: 2 x timeout + 30 s
   nlohmann::json calibration;   // a calibration profile whose ceilings results are shown against
+  bool profile = false;         // one sample of one call after warm-up, in the profiler's range
+  double energy_window_s = 1.0; // CUDA: seconds of back-to-back calls to measure energy over
 };
 
 // Cold-cache copies for a case: enough input sets that rotating through them exceeds twice the
@@ -34,21 +36,26 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
 // `crashed` / `timeout` results.
 Result run_case_isolated(const Case& c, const RunOptions& options);
 
-// The measured ceilings of a run: peak GFLOP/s per (dtype, threads) from `peak` results, memory
-// bandwidth per thread count from `bandwidth` results that stream from memory; or both from a
-// calibration profile (`opmeter calibrate`).
+// The measured ceilings of a run: peak GFLOP/s per (dtype, threads or GPU) from `peak` results
+// (on a GPU also from the best GEMM of each dtype: its tensor-core ceiling), memory bandwidth
+// per thread count or GPU from `bandwidth` results that stream from memory; or, for the CPU,
+// both from a calibration profile (`opmeter calibrate`).
 class Ceilings {
  public:
   void learn(const Result& r);
   // Reads a calibration profile; throws UsageError when it is not one.
   void load_profile(const nlohmann::json& profile);
   void annotate(Result& r) const;  // % of peak, % of bandwidth, roofline bound and efficiency
-  std::optional<double> peak(DType d, int threads) const;
+  // By where a case runs: `threads=N` on the CPU, `cuda:N` on a GPU (see where()).
+  std::optional<double> peak(DType d, const std::string& at) const;
+  std::optional<double> bandwidth(const std::string& at) const;
+  std::optional<double> peak(DType d, int threads) const;  // on the CPU
   std::optional<double> bandwidth(int threads) const;
+  static std::string where(const Case& c);
 
  private:
-  std::map<std::pair<DType, int>, double> gflops_;
-  std::map<int, double> gbps_;
+  std::map<std::pair<DType, std::string>, double> gflops_;
+  std::map<std::string, double> gbps_;
 };
 
 // Bandwidth results count as the memory ceiling when their arrays are at least this large.

@@ -23,7 +23,7 @@ Work gemm_work(const Case& c) {
   auto d = dims(c);
   double m = static_cast<double>(d.M), n = static_cast<double>(d.N), k = static_cast<double>(d.K);
   return {2 * m * n * k, (m * k + k * n) * static_cast<double>(a_elem_bytes(c.dtype)),
-          m * n * static_cast<double>(c_elem_bytes(c.dtype))};
+          m * n * static_cast<double>(c.on_cuda() ? gpu_c_elem_bytes(c.dtype) : c_elem_bytes(c.dtype))};
 }
 
 double gemm_footprint(const Case& c) {
@@ -82,6 +82,15 @@ double c_value(DType d, const void* p, std::size_t i) {
 Dims dims(const Case& c) { return {c.get_int("M"), c.get_int("N"), c.get_int("K")}; }
 
 std::size_t a_elem_bytes(DType d) { return size_of(d); }
+
+std::size_t gpu_c_elem_bytes(DType d) {
+  switch (d) {
+    case DType::fp16:
+    case DType::bf16:
+    case DType::fp8_e4m3: return 2;  // as torch.matmul: C in the input type; fp8 writes bf16
+    default: return 4;
+  }
+}
 
 std::size_t c_elem_bytes(DType d) {
   if (d == DType::fp64) return 8;
@@ -154,16 +163,23 @@ Check GemmImpl::verify(std::uint64_t seed) {
   poison_output(s);
   run(0);
   sync();
-  const auto M = static_cast<std::size_t>(d_.M), N = static_cast<std::size_t>(d_.N),
-             K = static_cast<std::size_t>(d_.K);
-  Check check;
-  check.tolerance = tolerance(case_.dtype, d_.K);
+  const auto N = static_cast<std::size_t>(d_.N), K = static_cast<std::size_t>(d_.K);
+  const DType dt = case_.dtype;
+  return sampled_check(
+      d_, seed, tolerance(dt, d_.K), threads_, [&](std::size_t i, std::size_t k) { return a_value(dt, s.a.data(), i * K + k); },
+      [&](std::size_t k, std::size_t j) { return b_value(dt, s.b.data(), k * N + j); },
+      [&](std::size_t idx) { return c_value(dt, s.c.data(), idx); });
+}
 
-  // Every element must have been written (poison gone); a sample of them must match fp64.
+Check sampled_check(Dims d, std::uint64_t seed, double tolerance, int threads, const ElementFn& a, const ElementFn& b,
+                    const std::function<double(std::size_t)>& c) {
+  const auto M = static_cast<std::size_t>(d.M), N = static_cast<std::size_t>(d.N), K = static_cast<std::size_t>(d.K);
+  Check check;
+  check.tolerance = tolerance;
   for (std::size_t i = 0; i < M * N; ++i) {
-    if (std::isnan(c_value(case_.dtype, s.c.data(), i))) {
+    if (!std::isfinite(c(i))) {
       check.max_error = std::numeric_limits<double>::infinity();
-      check.detail = fmt::format("C[{},{}] was not written (still poisoned) or is NaN", i / N, i % N);
+      check.detail = fmt::format("C[{},{}] was not written (still poisoned) or is not finite", i / N, i % N);
       return check;
     }
   }
@@ -176,17 +192,16 @@ Check GemmImpl::verify(std::uint64_t seed) {
     while (picks.size() < kSampledElements) picks.push_back(rng.next() % (M * N));
   }
   std::vector<double> errors(picks.size());
-#pragma omp parallel for num_threads(threads_)
+#pragma omp parallel for num_threads(threads)
   for (std::size_t p = 0; p < picks.size(); ++p) {
     std::size_t i = picks[p] / N, j = picks[p] % N;
     double ref = 0, mag = 0;
     for (std::size_t k = 0; k < K; ++k) {
-      double prod = a_value(case_.dtype, s.a.data(), i * K + k) * b_value(case_.dtype, s.b.data(), k * N + j);
+      double prod = a(i, k) * b(k, j);
       ref += prod;
       mag += std::fabs(prod);
     }
-    double got = c_value(case_.dtype, s.c.data(), picks[p]);
-    errors[p] = std::fabs(got - ref) / (mag > 0 ? mag : 1.0);
+    errors[p] = std::fabs(c(picks[p]) - ref) / (mag > 0 ? mag : 1.0);
   }
   auto worst = std::max_element(errors.begin(), errors.end());
   check.max_error = *worst;

@@ -5,6 +5,7 @@
 // Work: 2*M*N*K flops; bytes = A + B + C (each read or written once).
 // Error metric: |c - ref| / sum_k |a_ik * b_kj| with ref in fp64, per sampled element.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "opmeter/buffer.hpp"
@@ -19,7 +20,17 @@ Dims dims(const Case& c);
 
 std::size_t a_elem_bytes(DType d);
 std::size_t c_elem_bytes(DType d);
+// On CUDA devices (ops/gemm/cuda/): C in the input type for fp16/bf16, bf16 for fp8, else 4 bytes.
+// B is stored N x K there (a linear layer's weight), the layout cuBLASLt needs for fp8 and int8.
+std::size_t gpu_c_elem_bytes(DType d);
 double tolerance(DType d, std::int64_t K);
+
+// The check every GEMM impl shares, CPU or GPU: every element of C written and finite (poison
+// gone), and a sample of them within `tolerance` of fp64 sums. a(i, k), b(k, j) and c(i * N + j)
+// read element values as the impl stores them.
+using ElementFn = std::function<double(std::size_t, std::size_t)>;
+Check sampled_check(Dims d, std::uint64_t seed, double tolerance, int threads, const ElementFn& a, const ElementFn& b,
+                    const std::function<double(std::size_t)>& c);
 
 // What every GEMM impl shares: input/output sets, random inputs, poisoning and the check.
 // An impl derives from this and implements prepare() (library handles) and run().

@@ -92,6 +92,7 @@ class PeakImpl : public Impl {
 };
 
 Work peak_work(const Case& c) {
+  if (c.on_cuda()) return {gpu::kFlops, 0, 0};
   auto k = select_kernel(c.dtype);
   if (!k) return {};
   return {static_cast<double>(c.threads) * static_cast<double>(kIters) * k->ops_per_iter, 0, 0};

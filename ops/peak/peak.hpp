@@ -22,7 +22,14 @@ struct Kernel {
   double (*expected)(std::int64_t iters);
 };
 
-std::optional<Kernel> select_kernel(DType d);  // best kernel this CPU runs, if any
+std::optional<Kernel> select_kernel(DType d);
+
+// The CUDA FMA kernel (ops/peak/cuda/): a fixed grid, so its work does not depend on the device.
+// Many short blocks keep the last wave's share of the time small.
+namespace gpu {
+constexpr std::int64_t kBlocks = 32768, kThreads = 256, kChains = 8, kIters = 256;
+constexpr double kFlops = 2.0 * kBlocks * kThreads * kChains * kIters;  // 34.4 GFLOP per call
+}  // namespace gpu  // best kernel this CPU runs, if any
 
 // Per-ISA kernel sets, defined in files compiled for their ISA.
 std::optional<Kernel> avx512_kernel(DType d);

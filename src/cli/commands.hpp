@@ -31,6 +31,10 @@ struct RunArgs {
   bool dry_run = false;
   std::string calibration;
   bool no_report = false;
+  std::string device;               // cpu or cuda:N: replaces the config's device
+  std::optional<int> graph;         // CUDA Graph launches per sample for every CUDA case
+  bool profile = false;
+  std::optional<double> energy_window_s;
   std::string child_result;  // internal: isolated child writes its one result here
 };
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include "cli/commands.hpp"
 #include "opmeter/config.hpp"
 #include "opmeter/context.hpp"
+#include "opmeter/cuda_plugin.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/reporters.hpp"
@@ -54,8 +56,9 @@ Plan make_plan(const RunArgs& a) {
     return p;
   }
   if (!a.config.empty() && !a.suite.empty()) throw UsageError("give either a config file or --suite, not both");
-  if (!a.config.empty()) return load_config_file(a.config, threads);
-  return load_suite(a.suite.empty() ? "quick" : a.suite, threads);
+  if (!a.device.empty()) parse_device(a.device);  // UsageError naming the expected form
+  if (!a.config.empty()) return load_config_file(a.config, threads, a.device);
+  return load_suite(a.suite.empty() ? "quick" : a.suite, threads, a.device);
 }
 
 int child_run(const RunArgs& a, const RunOptions& options) {
@@ -89,6 +92,9 @@ nlohmann::json run_settings(const RunArgs& a, const std::string& source, const R
   if (!a.filter.empty()) j["filter"] = a.filter;
   if (a.threads) j["threads"] = *a.threads;
   if (!a.calibration.empty()) j["calibration"] = a.calibration;
+  if (!a.device.empty()) j["device"] = a.device;
+  if (a.profile) j["profile"] = true;
+  j["energy_window_s"] = o.energy_window_s;
   return j;
 }
 
@@ -152,6 +158,10 @@ std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOp
   reporter.add(make_markdown_reporter(stdout));
   if (out.report) reporter.add(make_report_files_reporter(dir));
   auto context = machine_context();
+  std::set<int> gpus;
+  for (auto& c : cases)
+    if (c.on_cuda()) gpus.insert(c.cuda_index());
+  if (!gpus.empty()) context.update(cuda::gpu_context({gpus.begin(), gpus.end()}));
   if (!out.settings.is_null()) context["run"] = out.settings;
   reporter.begin(context, cases.size());
 
@@ -189,6 +199,12 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   run->add_option("--calibration", a.calibration, "calibration profile (opmeter calibrate) for % of peak and roofline");
   run->add_flag("--no-report", a.no_report, "do not write report.html and report.md beside the results");
   run->add_flag("--dry-run", a.dry_run, "print the cases the plan expands to and stop");
+  run->add_option("--device", a.device, "where cases run: cpu (default) or cuda:N; picks that backend's impls");
+  run->add_option("--graph", a.graph, "CUDA cases: capture N back-to-back launches in one CUDA graph per sample (0: off)")
+      ->check(CLI::Range(0, 100000));
+  run->add_flag("--profile", a.profile, "run each case once after warm-up, inside the profiler's capture range (nsys/ncu)");
+  run->add_option("--energy-window", a.energy_window_s, "CUDA cases: seconds of back-to-back calls energy is measured over (default 1; 0: off)")
+      ->check(CLI::Range(0.0, 600.0));
   run->add_option("--child-result", a.child_result, "internal: used by --isolate")->group("");
 }
 
@@ -198,6 +214,8 @@ int run_command(const RunArgs& a, const char* argv0) {
   options.isolate = a.isolate;
   options.self_exe = self_path(argv0);
   options.case_deadline_s = a.case_deadline_s.value_or(0);
+  options.profile = a.profile;
+  if (a.energy_window_s) options.energy_window_s = *a.energy_window_s;
   if (!a.child_result.empty()) {
     options.stopping = apply_overrides(Stopping{}, a);
     return child_run(a, options);
@@ -214,8 +232,10 @@ int run_command(const RunArgs& a, const char* argv0) {
       throw UsageError(fmt::format("--filter '{}' is not a valid regular expression: {}", a.filter, e.what()));
     }
   }
+  for (auto& note : plan.notes) fmt::print(stderr, "opmeter: {}\n", note);
   for (auto c : plan.cases) {
-    if (a.threads) c.threads = *a.threads;
+    if (a.threads && !c.on_cuda()) c.threads = *a.threads;
+    if (a.graph && c.on_cuda()) c.graph = *a.graph;
     if (a.hot) c.hot = true;
     if (filter && !std::regex_search(c.to_string(), *filter)) continue;
     cases.push_back(c);

@@ -21,7 +21,7 @@ namespace opmeter {
 namespace {
 
 const std::vector<std::string> kTopKeys = {"name", "description", "ops", "impls", "dtypes", "threads",
-                                           "stopping", "hot", "shapes", "bandwidth"};
+                                           "stopping", "hot", "shapes", "bandwidth", "device", "graph"};
 const std::vector<std::string> kStoppingKeys = {"max_noise", "min_samples", "min_time_s", "timeout_s",
                                                 "samples", "warmup", "warmup_s"};
 const std::vector<std::string> kGenerators = {"custom", "pow2", "pow2_extended", "sweep", "llama"};
@@ -181,10 +181,10 @@ std::vector<std::vector<std::pair<std::string, std::string>>> op_params(const Ya
   return out;
 }
 
-std::vector<DType> op_dtypes(const std::string& op, const std::vector<DType>& wanted) {
-  std::vector<DType> taken;  // dtypes any impl of the op takes
-  for (auto* impl : Registry::global().impls_of(op))
-    for (auto d : impl->dtypes)
+std::vector<DType> op_dtypes(const std::vector<std::string>& impls, const std::string& op, const std::vector<DType>& wanted) {
+  std::vector<DType> taken;  // dtypes any of these impls of the op takes
+  for (auto& name : impls)
+    for (auto d : Registry::global().impl(op, name)->dtypes)
       if (std::find(taken.begin(), taken.end(), d) == taken.end()) taken.push_back(d);
   std::vector<DType> out;
   for (auto d : wanted)
@@ -219,7 +219,8 @@ std::optional<std::string> nearest(const std::string& word, const std::vector<st
   return best;
 }
 
-Plan load_config_text(const std::string& yaml, const std::string& source, int default_threads) {
+Plan load_config_text(const std::string& yaml, const std::string& source, int default_threads,
+                      const std::string& device_override) {
   YamlReader r(source);
   YAML::Node root;
   try {
@@ -268,6 +269,21 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   std::vector<std::int64_t> threads = {default_threads};
   if (root["threads"]) threads = r.integer_list(root["threads"], "threads", 1, 4096);
   bool hot = root["hot"] ? r.boolean(root["hot"], "hot") : false;
+  std::string device = "cpu";
+  if (root["device"]) {
+    device = r.text(root["device"], "device");
+    try {
+      parse_device(device);
+    } catch (const UsageError& e) {
+      r.fail(root["device"], e.what());
+    }
+  }
+  if (!device_override.empty()) device = device_override;  // the command line wins
+  const bool on_cuda = parse_device(device).has_value();
+  const std::string backend = on_cuda ? "cuda" : "cpu";
+  int graph = root["graph"] ? static_cast<int>(r.integer(root["graph"], "graph", 0, 100000)) : 0;
+  if (graph > 0 && !on_cuda) r.fail(root["graph"], "graph (CUDA Graph launches per sample) needs a CUDA device: device: cuda:0");
+  if (on_cuda) threads = {1};
 
   Plan plan;
   plan.source = source;
@@ -276,15 +292,22 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   for (auto& op : ops) {
     // The impls list filters the ops it names impls of; an op with none of them keeps all its own
     // (so `impls: [onednn]` still measures bandwidth and peak with opmeter's kernels).
-    std::vector<std::string> op_impls;
+    std::vector<const ImplDef*> here;  // the op's impls for this device's backend
     for (auto* impl : reg.impls_of(op))
+      if (impl->backend == backend) here.push_back(impl);
+    if (here.empty()) {
+      plan.notes.push_back(fmt::format("{} has no {} impl yet: left out on {}", op, backend, device));
+      continue;
+    }
+    std::vector<std::string> op_impls;
+    for (auto* impl : here)
       if (std::find(impls.begin(), impls.end(), impl->impl) != impls.end()) op_impls.push_back(impl->impl);
     if (op_impls.empty())
-      for (auto* impl : reg.impls_of(op)) op_impls.push_back(impl->impl);
+      for (auto* impl : here) op_impls.push_back(impl->impl);
     auto params = op_params(r, root, op, root["ops"]);
     for (auto& p : params)
       for (auto& impl : op_impls)
-        for (auto d : op_dtypes(op, dtypes))
+        for (auto d : op_dtypes(op_impls, op, dtypes))
           for (auto t : threads) {
             Case c;
             c.op = op;
@@ -293,6 +316,8 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
             c.params = p;
             c.threads = static_cast<int>(t);
             c.hot = hot;
+            c.device = device;
+            c.graph = graph;
             try {
               reg.op(op)->validate(c);
             } catch (const CaseError& e) {
@@ -301,19 +326,21 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
             plan.cases.push_back(c);
           }
   }
-  if (plan.cases.empty()) r.fail(root["ops"], "the config expands to no cases");
+  if (plan.cases.empty())
+    r.fail(root["ops"], on_cuda ? fmt::format("the config expands to no cases on {}: none of its ops has a CUDA impl", device)
+                                : std::string("the config expands to no cases"));
   return plan;
 }
 
-Plan load_config_file(const std::string& path, int default_threads) {
+Plan load_config_file(const std::string& path, int default_threads, const std::string& device) {
   std::ifstream f(path);
   if (!f) throw ConfigError(path, 0, 0, "cannot open the config file (does it exist and is it readable?)");
   std::stringstream ss;
   ss << f.rdbuf();
-  return load_config_text(ss.str(), path, default_threads);
+  return load_config_text(ss.str(), path, default_threads, device);
 }
 
-Plan load_suite(const std::string& name, int default_threads) {
+Plan load_suite(const std::string& name, int default_threads, const std::string& device) {
   auto& suites = builtin_suites();
   auto it = suites.find(name);
   if (it == suites.end()) {
@@ -321,7 +348,7 @@ Plan load_suite(const std::string& name, int default_threads) {
     for (auto& [n, text] : suites) names.push_back(n);
     throw UsageError(unknown_name("suite", name, names));
   }
-  return load_config_text(it->second, "suite:" + name, default_threads);
+  return load_config_text(it->second, "suite:" + name, default_threads, device);
 }
 
 }  // namespace opmeter

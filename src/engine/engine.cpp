@@ -50,8 +50,34 @@ double timer_overhead_s() {
   return overhead;
 }
 
+std::optional<double> HostTimer::time(std::size_t calls, const std::function<void()>& call) {
+  auto t0 = Clock::now();
+  for (std::size_t i = 0; i < calls; ++i) call();
+  impl_.sync();
+  return seconds(Clock::now() - t0);
+}
+
+bool clock_ok(double measured_mhz, double default_mhz, double min_fraction) {
+  if (!(measured_mhz > 0) || !(default_mhz > 0)) return true;
+  return measured_mhz >= min_fraction * default_mhz;
+}
+
+std::size_t run_for(Impl& impl, std::size_t batch, double window_s, const std::atomic<bool>* cancel) {
+  batch = std::max<std::size_t>(batch, 1);
+  std::size_t calls = 0;
+  auto t0 = Clock::now();
+  do {
+    for (std::size_t i = 0; i < batch; ++i) impl.run(0);
+    impl.sync();
+    calls += batch;
+  } while (seconds(Clock::now() - t0) < window_s && !(cancel && cancel->load()));
+  return calls;
+}
+
 Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping, const ProgressFn& progress,
-                    const std::atomic<bool>* cancel) {
+                    const std::atomic<bool>* cancel, SampleTimer* timer) {
+  HostTimer host_timer(impl);
+  if (!timer) timer = &host_timer;
   Measurement m;
   copies = std::max<std::size_t>(copies, 1);
   std::size_t next = 0;
@@ -73,8 +99,9 @@ Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping, co
     ++m.warmup_calls;
   } while (!cancelled() && (stopping.warmup_calls > 0 ? m.warmup_calls < stopping.warmup_calls
                                                       : seconds(Clock::now() - w0) < stopping.warmup_s));
-  m.batch = stopping.fixed_batch > 0 ? stopping.fixed_batch
-                                     : batch_size(per_call, stopping.target_sample_s, timer_overhead_s());
+  m.batch = stopping.fixed_batch > 0   ? stopping.fixed_batch
+            : timer->fixed_batch() > 0 ? timer->fixed_batch()
+                                       : batch_size(per_call, stopping.target_sample_s, timer_overhead_s());
 
   RunningStats stats;
   m.samples.reserve(stopping.fixed_samples > 0 ? stopping.fixed_samples : 4096);
@@ -86,16 +113,23 @@ Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping, co
       m.reason = StopReason::cancelled;
       break;
     }
-    auto t0 = Clock::now();
-    for (std::size_t i = 0; i < m.batch; ++i) call();
-    impl.sync();
+    auto timed = timer->time(m.batch, call);
     auto t1 = Clock::now();
-    double dt = seconds(t1 - t0);
+    double elapsed = seconds(t1 - start);
+    if (!timed) {
+      ++m.discarded;
+      // While the clock stays throttled, give up at the timeout rather than spin forever.
+      if (elapsed >= stopping.timeout_s && (m.samples.size() < 2 || stopping.fixed_samples > 0)) {
+        m.reason = StopReason::timeout;
+        break;
+      }
+      continue;
+    }
+    double dt = *timed;
     m.samples.push_back(dt / static_cast<double>(m.batch));
     stats.add(m.samples.back());
     m.measured_s += dt;
     m.calls += m.batch;
-    double elapsed = seconds(t1 - start);
     // The running (Welford) noise is O(1); the outlier-fenced noise sorts, so it is computed only
     // when the running one misses the target, and at most every 50 ms.
     // Before the minimum count and time nothing can converge, so the noise is not computed.

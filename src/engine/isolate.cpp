@@ -23,11 +23,14 @@ namespace {
 
 std::vector<std::string> child_args(const Case& c, const RunOptions& o, const std::string& result_file) {
   const Stopping& s = o.stopping;
-  return {o.self_exe, "run", "--case", c.to_string(), "--child-result", result_file,
+  std::vector<std::string> args = {o.self_exe, "run", "--case", c.to_string(), "--child-result", result_file,
           "--max-noise", fmt::format("{}", s.max_noise * 100), "--timeout", fmt::format("{}", s.timeout_s),
           "--samples", std::to_string(s.fixed_samples), "--min-samples", std::to_string(s.min_samples),
           "--min-time", fmt::format("{}", s.min_time_s), "--warmup", std::to_string(s.warmup_calls),
-          "--warmup-s", fmt::format("{}", s.warmup_s), "--seed", std::to_string(o.seed)};
+          "--warmup-s", fmt::format("{}", s.warmup_s), "--seed", std::to_string(o.seed),
+          "--energy-window", fmt::format("{}", o.energy_window_s)};
+  if (o.profile) args.push_back("--profile");
+  return args;
 }
 
 }  // namespace

@@ -68,6 +68,11 @@ void validate_case(const Case& c) {
     for (auto* i : reg.impls_of(c.op)) names.push_back(i->impl);
     throw UsageError(fmt::format("op '{}' has no impl '{}' (known: {})", c.op, c.impl, fmt::join(names, ", ")));
   }
+  bool cuda_impl = impl->backend == "cuda";
+  if (cuda_impl != c.on_cuda())
+    throw UsageError(fmt::format("{} impl '{}' runs on {}, not on {} (give {})", c.op, c.impl,
+                                 cuda_impl ? "CUDA devices" : "the CPU", c.device,
+                                 cuda_impl ? "device=cuda:N" : "threads=N"));
   for (auto& key : op->params)
     if (!c.has(key)) throw CaseError(fmt::format("case {} lacks parameter '{}'", c.to_string(), key));
   for (auto& [key, value] : c.params)

@@ -11,7 +11,9 @@
 #include "opmeter/buffer.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
+#include "opmeter/cuda_plugin.hpp"
 #include "opmeter/registry.hpp"
+#include "opmeter/sensor.hpp"
 
 namespace opmeter {
 namespace {
@@ -27,6 +29,62 @@ std::size_t cold_copies(double footprint, std::size_t llc_bytes, double budget) 
   double affordable = std::floor(budget / footprint);
   return static_cast<std::size_t>(std::clamp(std::min(want, affordable), 1.0, double(kMaxCopies)));
 }
+
+namespace {
+
+// A sample timer that opens the profiler's capture range around the one profiled sample.
+class ProfiledTimer : public SampleTimer {
+ public:
+  ProfiledTimer(SampleTimer& inner, cuda::Plugin* plugin) : inner_(inner), plugin_(plugin) {}
+  std::optional<double> time(std::size_t calls, const std::function<void()>& call) override {
+    if (plugin_) plugin_->profiler_start();
+    auto t = inner_.time(calls, call);
+    if (plugin_) plugin_->profiler_stop();
+    return t;
+  }
+  std::size_t fixed_batch() const override { return 1; }
+  std::map<std::string, std::string> details() const override { return inner_.details(); }
+
+ private:
+  SampleTimer& inner_;
+  cuda::Plugin* plugin_;
+};
+
+// NVTX range named by the case string, so Nsight timelines show which case ran when.
+struct NvtxRange {
+  NvtxRange(cuda::Plugin* p, const std::string& name) : plugin(p) {
+    if (plugin) plugin->range_push(name);
+  }
+  ~NvtxRange() {
+    if (plugin) plugin->range_pop();
+  }
+  cuda::Plugin* plugin;
+};
+
+// Energy per call over a window of back-to-back calls after timing, so flushes and gaps between
+// samples do not count. Empty fields with a reason when the device reports no energy.
+void measure_energy(Result& r, Impl& impl, const RunOptions& options, const std::atomic<bool>* cancel) {
+  std::string why;
+  auto device = cuda::nvml_device(r.kase.cuda_index(), why);
+  if (!device) {
+    r.energy_reason = why;
+    return;
+  }
+  EnergyMeter meter(Nvml::instance(), *device);
+  meter.start();
+  std::size_t calls = run_for(impl, r.batch, options.energy_window_s, cancel);
+  auto reading = meter.stop(why);
+  if (!reading || calls == 0) {
+    r.energy_reason = why;
+    return;
+  }
+  r.energy_j = reading->joules / static_cast<double>(calls);
+  r.avg_power_w = reading->avg_watts();
+  r.details["energy_method"] = reading->method;
+  r.details["energy_window"] = fmt::format("{:.2f} s, {} calls", reading->seconds, calls);
+}
+
+}  // namespace
 
 Result run_case(const Case& c, const RunOptions& options, const ProgressFn& progress, const std::atomic<bool>* cancel) {
   Result r;
@@ -49,17 +107,23 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
 
     r.work = op.work(c);
     double footprint = op.footprint(c);
-    double available = static_cast<double>(available_memory_bytes());
+    cuda::Plugin* gpu = c.on_cuda() ? cuda::plugin() : nullptr;
+    double available = gpu ? static_cast<double>(gpu->free_memory(c.cuda_index()))
+                           : static_cast<double>(available_memory_bytes());
     if (footprint > kMemoryHeadroom * available)
-      return finish(Status::skipped, fmt::format("needs {} of memory, {} available", gib(footprint), gib(available)));
+      return finish(Status::skipped, fmt::format("needs {} of {} memory, {} available", gib(footprint),
+                                                 gpu ? c.device : "host", gib(available)));
     r.cache = !op.uses_memory ? "none" : c.hot ? "hot" : "cold";
-    r.copies = r.cache == "cold" ? cold_copies(footprint, cpu_info().llc_bytes, std::min(0.25 * available, 4.0 * (1u << 30)))
-                                 : 1;
+    // A GPU sample is cold because the timer flushes L2 before it; the CPU rotates input copies.
+    r.copies = r.cache == "cold" && !gpu ? cold_copies(footprint, cpu_info().llc_bytes,
+                                                       std::min(0.25 * available, 4.0 * (1u << 30)))
+                                         : 1;
 
+    NvtxRange range(gpu, r.case_string);
     omp_set_num_threads(c.threads);
     auto live_before = Buffer::live_bytes();
     Buffer::reset_peak();
-    auto impl = impl_def.make();
+    auto impl = gpu ? gpu->make(c) : impl_def.make();
     impl->setup(c, {r.copies, options.seed});
     r.details = impl->details();
 
@@ -68,8 +132,24 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     r.tolerance = check.tolerance;
     if (!check.ok) return finish(Status::failed, "wrong result before timing: " + check.detail);
 
-    auto m = measure(*impl, r.copies, options.stopping, progress, cancel);
+    auto device_timer = gpu ? gpu->timer(c) : nullptr;
+    HostTimer host_timer(*impl);
+    SampleTimer* timer = device_timer ? device_timer.get() : &host_timer;
+    Stopping stopping = options.stopping;
+    std::optional<ProfiledTimer> profiled;
+    if (options.profile) {  // one sample of one call after warm-up, inside the capture range
+      profiled.emplace(*timer, gpu);
+      timer = &*profiled;
+      stopping.fixed_samples = 1;
+    }
+    auto m = measure(*impl, r.copies, stopping, progress, cancel, timer);
     if (m.reason == StopReason::cancelled) return finish(Status::error, "interrupted");
+    for (auto& [k, v] : timer->details()) r.details[k] = v;
+    r.throttled_samples = m.discarded;
+    if (m.discarded > 0) r.add_flag("throttled");
+    if (m.samples.empty())
+      return finish(Status::error, fmt::format("every sample ({}) was taken below {:.0f}% of the default SM clock",
+                                               m.discarded, kMinClockFraction * 100));
     r.samples = std::move(m.samples);
     r.summary = summarize(r.samples);
     r.batch = m.batch;
@@ -79,6 +159,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     r.elapsed_s = m.elapsed_s;
     if (m.reason == StopReason::timeout) r.add_flag("unconverged");
     derive_rates(r);
+    if (gpu && !options.profile && options.energy_window_s > 0) measure_energy(r, *impl, options, cancel);
 
     auto after = impl->verify(options.seed + 2);
     r.max_error = std::max(check.max_error, after.max_error);
@@ -94,14 +175,19 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
   }
 }
 
+std::string Ceilings::where(const Case& c) { return c.on_cuda() ? c.device : fmt::format("threads={}", c.threads); }
+
 void Ceilings::learn(const Result& r) {
   if (r.status != Status::ok) return;
-  if (r.kase.op == "peak" && r.gflops > 0) {
-    auto& best = gflops_[{r.kase.dtype, r.kase.threads}];
+  const std::string at = where(r.kase);
+  // On a GPU the tensor-core ceiling of a dtype is its best GEMM: no FMA chain reaches it.
+  bool ceiling_gemm = r.kase.on_cuda() && r.kase.op == "gemm";
+  if ((r.kase.op == "peak" || ceiling_gemm) && r.gflops > 0) {
+    auto& best = gflops_[{r.kase.dtype, at}];
     best = std::max(best, r.gflops);
   }
   if (r.kase.op == "bandwidth" && r.gbps > 0 && r.work.bytes() >= kMemoryCeilingMinBytes) {
-    auto& best = gbps_[r.kase.threads];
+    auto& best = gbps_[at];
     best = std::max(best, r.gbps);
   }
 }
@@ -110,34 +196,38 @@ void Ceilings::load_profile(const nlohmann::json& p) {
   if (!p.is_object() || p.value("schema", "") != kCalibrationSchema)
     throw UsageError(fmt::format("not an opmeter calibration profile (expected \"schema\": \"{}\")", kCalibrationSchema));
   try {
-    int threads = p.at("threads").get<int>();
+    auto at = fmt::format("threads={}", p.at("threads").get<int>());
     for (auto& [name, v] : p.at("peak_gflops").items())
-      if (auto d = parse_dtype(name)) gflops_[{*d, threads}] = std::max(gflops_[{*d, threads}], v.get<double>());
-    gbps_[threads] = std::max(gbps_[threads], p.at("bandwidth").at("memory_gbps").get<double>());
+      if (auto d = parse_dtype(name)) gflops_[{*d, at}] = std::max(gflops_[{*d, at}], v.get<double>());
+    gbps_[at] = std::max(gbps_[at], p.at("bandwidth").at("memory_gbps").get<double>());
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(std::string("calibration profile is malformed: ") + e.what());
   }
 }
 
-std::optional<double> Ceilings::peak(DType d, int threads) const {
-  auto it = gflops_.find({d, threads});
+std::optional<double> Ceilings::peak(DType d, const std::string& at) const {
+  auto it = gflops_.find({d, at});
   return it == gflops_.end() ? std::nullopt : std::optional<double>(it->second);
 }
 
-std::optional<double> Ceilings::bandwidth(int threads) const {
-  auto it = gbps_.find(threads);
+std::optional<double> Ceilings::bandwidth(const std::string& at) const {
+  auto it = gbps_.find(at);
   return it == gbps_.end() ? std::nullopt : std::optional<double>(it->second);
 }
+
+std::optional<double> Ceilings::peak(DType d, int threads) const { return peak(d, fmt::format("threads={}", threads)); }
+std::optional<double> Ceilings::bandwidth(int threads) const { return bandwidth(fmt::format("threads={}", threads)); }
 
 void Ceilings::annotate(Result& r) const {
   if (r.status != Status::ok) return;
   const OpDef* op = Registry::global().op(r.kase.op);
   if (!op) return;
+  const std::string at = where(r.kase);
   if (op->peak_dtype)
     if (auto dtype = op->peak_dtype(r.kase))
-      if (auto p = peak(*dtype, r.kase.threads)) apply_peak(r, *p);
+      if (auto p = peak(*dtype, at)) apply_peak(r, *p);
   if (op->uses_memory && r.kase.op != "bandwidth")
-    if (auto b = bandwidth(r.kase.threads)) apply_roofline(r, *b);
+    if (auto b = bandwidth(at)) apply_roofline(r, *b);
 }
 
 Case ceiling_case(const std::string& op, DType dtype, std::vector<std::pair<std::string, std::string>> params,
@@ -154,7 +244,13 @@ Case ceiling_case(const std::string& op, DType dtype, std::vector<std::pair<std:
 std::vector<Case> with_needed_peaks(const std::vector<Case>& cases, std::size_t bandwidth_elements, bool have_profile) {
   std::set<std::pair<DType, int>> have, need;
   std::set<int> have_bw, need_bw;
+  std::set<std::string> have_gpu, need_gpu;  // devices with an fp32 FMA peak case / needing one
   for (auto& c : cases) {
+    if (c.on_cuda()) {
+      if (c.op == "peak") have_gpu.insert(c.device);
+      if (c.op == "gemm" && c.dtype == DType::fp32) need_gpu.insert(c.device);
+      continue;  // other dtypes' GPU ceiling is their best GEMM
+    }
     if (c.op == "peak") have.insert({c.dtype, c.threads});
     if (c.op == "bandwidth") have_bw.insert(c.threads);
     const OpDef* op = Registry::global().op(c.op);
@@ -172,6 +268,13 @@ std::vector<Case> with_needed_peaks(const std::vector<Case>& cases, std::size_t 
     for (int t : need_bw)
       if (!have_bw.count(t)) ceiling("bandwidth", DType::fp32, {{"kernel", "copy"}, {"n", std::to_string(bandwidth_elements)}}, t);
   }
+  for (auto& device : need_gpu)
+    if (!have_gpu.count(device)) {
+      Case peak = ceiling_case("peak", DType::fp32, {{"kernel", "fma"}}, 1);
+      peak.impl = "cuda";
+      peak.device = device;
+      out.push_back(peak);
+    }
   // Ceilings first, so every later result can be shown against them as it finishes.
   for (auto& c : cases)
     if (c.op == "peak" || c.op == "bandwidth") out.push_back(c);
@@ -209,6 +312,9 @@ std::vector<Result> run_all(const std::vector<Case>& cases, std::vector<Result> 
     reporter.report(r);
     all.push_back(std::move(r));
   }
+  // A GPU's ceilings include its best GEMMs, which may come after the results they bound.
+  for (auto& r : all)
+    if (r.kase.on_cuda()) ceilings.annotate(r);
   reporter.end(all);
   return all;
 }

@@ -102,6 +102,9 @@ nlohmann::json gbench_json(const nlohmann::json& context, const std::vector<Resu
     if (r.tolerance) b["tolerance"] = *r.tolerance;
     if (r.avg_power_w) b["avg_power_w"] = *r.avg_power_w;
     if (r.energy_j) b["energy_j"] = *r.energy_j;
+    if (!r.energy_reason.empty()) b["energy_reason"] = r.energy_reason;
+    if (r.throttled_samples > 0) b["throttled_samples"] = r.throttled_samples;
+    if (r.kase.on_cuda()) b["device"] = r.kase.device;
     if (auto w = per_watt(r)) b[w->unit == std::string("GB/s/W") ? "gbps_per_watt" : "gflops_per_watt"] = w->value;
     if (r.status != Status::ok) {
       b["error_occurred"] = true;
@@ -137,18 +140,31 @@ nlohmann::json gbench_json(const nlohmann::json& context, const std::vector<Resu
 }
 
 std::string csv_table(const nlohmann::json& context, const std::vector<Result>& results) {
-  std::string device = context.contains("cpu") ? context["cpu"].value("model", "cpu") : "cpu";
+  std::string cpu = context.contains("cpu") ? context["cpu"].value("model", "cpu") : "cpu";
+  auto device_name = [&](const Case& c) -> std::string {
+    if (!c.on_cuda()) return cpu;
+    if (context.contains("gpus"))
+      for (auto& g : context["gpus"])
+        if (g.value("device", "") == c.device) return g.value("name", c.device);
+    return c.device;
+  };
   std::string out =
       "timestamp,device,op,backend,dtype,M,N,K,params,threads,cache,iters,samples,elapsed_s,min_s,mean_s,stdev_s,"
-      "noise_pct,gflops,tflops,gbps,intensity,pct_peak,peak_gflops,peak_memory_mb,status,flags,reason,case\n";
+      "noise_pct,gflops,tflops,gbps,intensity,pct_peak,peak_gflops,peak_memory_mb,avg_power_w,energy_j,tflops_per_watt,"
+      "gbps_per_watt,status,flags,reason,case\n";
   for (auto& r : results) {
     auto p = [&](const char* k) { return r.kase.has(k) ? r.kase.get(k) : std::string(); };
+    auto w = per_watt(r);
+    auto per_watt_col = [&](const char* unit, double scale) {
+      return w && w->unit == std::string(unit) ? num(w->value * scale) : std::string();
+    };
     std::vector<std::string> row = {
-        r.timestamp, csv_field(device), r.kase.op, r.kase.impl, std::string(to_string(r.kase.dtype)), p("M"), p("N"), p("K"),
+        r.timestamp, csv_field(device_name(r.kase)), r.kase.op, r.kase.impl, std::string(to_string(r.kase.dtype)), p("M"), p("N"), p("K"),
         csv_field(r.kase.params_string()), std::to_string(r.kase.threads), r.cache, std::to_string(r.calls),
         std::to_string(r.summary.count), num(r.summary.median), num(r.summary.min), num(r.summary.mean),
         num(r.summary.stdev), num(r.summary.rel_noise * 100), num(r.gflops), num(r.gflops / 1000), num(r.gbps),
         num(r.intensity), opt(r.pct_peak), opt(r.peak_gflops), num(static_cast<double>(r.peak_memory_bytes) / (1 << 20)),
+        opt(r.avg_power_w), opt(r.energy_j), per_watt_col("GFLOP/s/W", 1e-3), per_watt_col("GB/s/W", 1),
         std::string(to_string(r.status)), csv_field(fmt::format("{}", fmt::join(r.flags, ";"))), csv_field(r.reason),
         csv_field(r.case_string)};
     out += fmt::format("{}\n", fmt::join(row, ","));

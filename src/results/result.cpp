@@ -131,6 +131,9 @@ nlohmann::json to_json(const Result& r) {
   put_optional(j, "tolerance", r.tolerance);
   put_optional(j, "avg_power_w", r.avg_power_w);
   put_optional(j, "energy_j", r.energy_j);
+  if (!r.energy_reason.empty()) j["energy_reason"] = r.energy_reason;
+  if (r.throttled_samples > 0) j["throttled_samples"] = r.throttled_samples;
+  if (r.kase.on_cuda()) j["device"] = r.kase.device;
   j["peak_memory_bytes"] = r.peak_memory_bytes;
   j["details"] = r.details;
   return j;
@@ -179,6 +182,8 @@ Result read_result(const nlohmann::json& j, bool gbench) {
     r.tolerance = get_optional<double>(j, "tolerance");
     r.avg_power_w = get_optional<double>(j, "avg_power_w");
     r.energy_j = get_optional<double>(j, "energy_j");
+    r.energy_reason = j.value("energy_reason", "");
+    r.throttled_samples = j.value("throttled_samples", std::size_t{0});
     r.peak_memory_bytes = j.value("peak_memory_bytes", std::size_t{0});
     r.details = j.value("details", std::map<std::string, std::string>{});
     return r;
@@ -202,7 +207,13 @@ bool is_compute_bound(const Result& r) {
 }
 
 std::optional<PerWatt> per_watt(const Result& r) {
-  if (r.status != Status::ok || !r.avg_power_w || !(*r.avg_power_w > 0)) return std::nullopt;
+  if (r.status != Status::ok) return std::nullopt;
+  // Work per joule is work per second per watt, whatever window the energy was taken over.
+  if (r.energy_j && *r.energy_j > 0) {
+    if (is_compute_bound(r) && r.work.flops > 0) return PerWatt{r.work.flops / *r.energy_j / 1e9, "GFLOP/s/W"};
+    if (r.work.bytes() > 0) return PerWatt{r.work.bytes() / *r.energy_j / 1e9, "GB/s/W"};
+  }
+  if (!r.avg_power_w || !(*r.avg_power_w > 0)) return std::nullopt;
   if (is_compute_bound(r)) return PerWatt{r.gflops / *r.avg_power_w, "GFLOP/s/W"};
   if (r.gbps > 0) return PerWatt{r.gbps / *r.avg_power_w, "GB/s/W"};
   return std::nullopt;

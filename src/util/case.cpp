@@ -69,8 +69,23 @@ std::string Case::params_string() const {
   return out;
 }
 
+int Case::cuda_index() const {
+  auto index = parse_device(device);
+  if (!index) throw UsageError(fmt::format("case {} does not run on a CUDA device", to_string()));
+  return *index;
+}
+
+std::optional<int> parse_device(const std::string& device) {
+  if (device == "cpu") return std::nullopt;
+  if (device.rfind("cuda:", 0) == 0)
+    if (auto n = to_int(device.substr(5)); n && *n >= 0 && *n < 1024) return static_cast<int>(*n);
+  throw UsageError(fmt::format("unknown device '{}' (expected cpu or cuda:N, e.g. cuda:0)", device));
+}
+
 std::string Case::to_string() const {
-  auto s = fmt::format("{}/{}/{}/{}/threads={}", op, impl, opmeter::to_string(dtype), params_string(), threads);
+  auto s = fmt::format("{}/{}/{}/{}/", op, impl, opmeter::to_string(dtype), params_string());
+  s += on_cuda() ? "device=" + device : fmt::format("threads={}", threads);
+  if (graph > 0) s += fmt::format(",graph={}", graph);
   if (hot) s += ",hot";
   return s;
 }
@@ -102,10 +117,27 @@ Case parse_case(const std::string& text) {
       if (!n || *n < 1 || *n > 4096)
         throw UsageError(fmt::format("case string '{}': threads must be an integer in 1..4096", text));
       c.threads = static_cast<int>(*n);
+    } else if (setting.rfind("device=", 0) == 0) {
+      c.device = setting.substr(7);
+      try {
+        parse_device(c.device);
+      } catch (const UsageError& e) {
+        throw UsageError(fmt::format("case string '{}': {}", text, e.what()));
+      }
+    } else if (setting.rfind("graph=", 0) == 0) {
+      auto n = to_int(setting.substr(6));
+      if (!n || *n < 1 || *n > 100000)
+        throw UsageError(fmt::format("case string '{}': graph must be the launches per graph, 1..100000", text));
+      c.graph = static_cast<int>(*n);
     } else {
-      throw UsageError(fmt::format("case string '{}': unknown setting '{}' (expected threads=N or hot)", text, setting));
+      throw UsageError(fmt::format(
+          "case string '{}': unknown setting '{}' (expected threads=N, device=cuda:N, graph=N or hot)", text, setting));
     }
   }
+  if (c.on_cuda() && parts[4].find("threads=") != std::string::npos)
+    throw UsageError(fmt::format("case string '{}': threads=N is for CPU cases; a CUDA case names only its device", text));
+  if (c.graph > 0 && !c.on_cuda())
+    throw UsageError(fmt::format("case string '{}': graph=N (CUDA Graph mode) needs device=cuda:N", text));
   return c;
 }
 

@@ -1,0 +1,123 @@
+#include "ops/gemm/cuda/gemm_gpu.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "opmeter/buffer.hpp"
+#include "opmeter/context.hpp"
+
+namespace opmeter::gemm {
+namespace {
+constexpr std::uint32_t kInt32Poison = 0x7f7f7f7f;  // beyond any s8*s8 sum with K < 2^16
+constexpr int kCublasStatusNotSupported = 15;  // CUBLAS_STATUS_NOT_SUPPORTED
+
+// Input element i of a buffer in the case's dtype, as the reference reads it.
+double input_value(DType d, const std::uint8_t* p, std::size_t i) {
+  switch (d) {
+    case DType::fp16: return __half2float(reinterpret_cast<const __half*>(p)[i]);
+    case DType::bf16: return __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(p)[i]);
+    case DType::fp8_e4m3: return static_cast<float>(reinterpret_cast<const __nv_fp8_e4m3*>(p)[i]);
+    case DType::int8: return reinterpret_cast<const std::int8_t*>(p)[i];
+    default: return reinterpret_cast<const float*>(p)[i];
+  }
+}
+
+// Output element i; NaN when still poisoned.
+double output_value(DType d, const std::uint8_t* p, std::size_t i) {
+  switch (d) {
+    case DType::fp16: return __half2float(reinterpret_cast<const __half*>(p)[i]);
+    case DType::bf16:
+    case DType::fp8_e4m3: return __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(p)[i]);
+    case DType::int8: {
+      auto v = reinterpret_cast<const std::int32_t*>(p)[i];
+      return std::bit_cast<std::uint32_t>(v) == kInt32Poison ? std::numeric_limits<double>::quiet_NaN() : v;
+    }
+    default: return reinterpret_cast<const float*>(p)[i];
+  }
+}
+
+void encode(DType d, std::vector<std::uint8_t>& out, std::size_t n, Rng& rng) {
+  out.resize(n * size_of(d));
+  for (std::size_t i = 0; i < n; ++i) {
+    float x = static_cast<float>(rng.uniform(-1, 1));
+    switch (d) {
+      case DType::fp16: reinterpret_cast<__half*>(out.data())[i] = __float2half_rn(x); break;
+      case DType::bf16: reinterpret_cast<__nv_bfloat16*>(out.data())[i] = __float2bfloat16_rn(x); break;
+      case DType::fp8_e4m3: reinterpret_cast<__nv_fp8_e4m3*>(out.data())[i] = __nv_fp8_e4m3(x); break;
+      case DType::int8: reinterpret_cast<std::int8_t*>(out.data())[i] = static_cast<std::int8_t>(rng.next() >> 56); break;
+      default: reinterpret_cast<float*>(out.data())[i] = x; break;
+    }
+  }
+}
+
+}  // namespace
+
+double gpu_tolerance(DType d, std::int64_t K) {
+  double acc = 4 * std::sqrt(static_cast<double>(K)) * 0x1p-24 + 1e-7;
+  switch (d) {
+    case DType::int8: return 0;
+    case DType::tf32: return 0x1p-10 + acc;
+    case DType::fp16: return 0x1p-10 + acc;
+    case DType::bf16: return 0x1p-8 + acc;
+    case DType::fp8_e4m3: return 0x1p-8 + 4 * std::sqrt(static_cast<double>(K)) * 0x1p-20;
+    default: return acc;
+  }
+}
+
+void check_cublas(int status, const char* what, const char* status_text) {
+  if (status == 0) return;
+  auto message = fmt::format("{}: {} (status {})", what, status_text ? status_text : "cuBLAS error", status);
+  if (status == kCublasStatusNotSupported) throw Unsupported(message);
+  throw std::runtime_error(message);
+}
+
+void GpuGemm::setup(const Case& c, const SetupOptions& options) {
+  case_ = c;
+  d_ = dims(c);
+  device_ = c.cuda_index();
+  stream_ = cuda::stream(device_);
+  auto M = static_cast<std::size_t>(d_.M), N = static_cast<std::size_t>(d_.N), K = static_cast<std::size_t>(d_.K);
+  a_ = cuda::DeviceBuffer(M * K * size_of(c.dtype));
+  b_ = cuda::DeviceBuffer(N * K * size_of(c.dtype));
+  c_ = cuda::DeviceBuffer(M * N * gpu_c_elem_bytes(c.dtype));
+  upload_inputs(options.seed);
+  prepare();
+}
+
+void GpuGemm::upload_inputs(std::uint64_t seed) {
+  Rng rng(seed);
+  encode(case_.dtype, host_a_, a_.bytes() / size_of(case_.dtype), rng);
+  encode(case_.dtype, host_b_, b_.bytes() / size_of(case_.dtype), rng);
+  cuda::check(cudaMemcpy(a_.data(), host_a_.data(), host_a_.size(), cudaMemcpyHostToDevice), "upload A");
+  cuda::check(cudaMemcpy(b_.data(), host_b_.data(), host_b_.size(), cudaMemcpyHostToDevice), "upload B");
+}
+
+void GpuGemm::sync() { cuda::check(cudaStreamSynchronize(stream_), "GEMM"); }
+
+Check GpuGemm::verify(std::uint64_t seed) {
+  upload_inputs(seed);
+  cuda::check(cudaMemset(c_.data(), case_.dtype == DType::int8 ? 0x7f : 0xff, c_.bytes()), "poison C");
+  run(0);
+  sync();
+  std::vector<std::uint8_t> out(c_.bytes());
+  cuda::check(cudaMemcpy(out.data(), c_.data(), out.size(), cudaMemcpyDeviceToHost), "download C");
+
+  const auto K = static_cast<std::size_t>(d_.K);
+  const DType dt = case_.dtype;
+  return sampled_check(
+      d_, seed, gpu_tolerance(dt, d_.K), default_threads(),
+      [&](std::size_t i, std::size_t k) { return input_value(dt, host_a_.data(), i * K + k); },
+      [&](std::size_t k, std::size_t j) { return input_value(dt, host_b_.data(), j * K + k); },  // B is N x K
+      [&](std::size_t idx) { return output_value(dt, out.data(), idx); });
+}
+
+}  // namespace opmeter::gemm

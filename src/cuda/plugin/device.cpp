@@ -1,0 +1,79 @@
+#include "src/cuda/plugin/device.hpp"
+
+#include <map>
+#include <mutex>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace opmeter::cuda {
+namespace {
+std::mutex g_mutex;
+
+std::map<std::pair<std::string, std::string>, Factory>& factories() {
+  static std::map<std::pair<std::string, std::string>, Factory> f;
+  return f;
+}
+}  // namespace
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess)
+    throw std::runtime_error(fmt::format("{}: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e)));
+}
+
+cudaStream_t stream(int device) {
+  static std::map<int, cudaStream_t> streams;
+  check(cudaSetDevice(device), "cudaSetDevice");
+  std::lock_guard lock(g_mutex);
+  auto& s = streams[device];
+  if (!s) check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+  return s;
+}
+
+const DeviceProps& props(int device) {
+  static std::map<int, DeviceProps> cache;
+  std::lock_guard lock(g_mutex);
+  auto it = cache.find(device);
+  if (it != cache.end()) return it->second;
+  DeviceProps p{};
+  check(cudaGetDeviceProperties(&p.prop, device), "cudaGetDeviceProperties");
+  check(cudaDeviceGetAttribute(&p.clock_khz, cudaDevAttrClockRate, device), "cudaDeviceGetAttribute(clock)");
+  check(cudaDeviceGetAttribute(&p.mem_clock_khz, cudaDevAttrMemoryClockRate, device), "cudaDeviceGetAttribute(memory clock)");
+  return cache.emplace(device, p).first->second;
+}
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+  if (bytes == 0) return;
+  if (cudaMalloc(&p_, bytes) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free allocation error
+    p_ = nullptr;
+    throw std::bad_alloc();
+  }
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (p_) cudaFree(p_);
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (p_) cudaFree(p_);
+    p_ = o.p_;
+    bytes_ = o.bytes_;
+    o.p_ = nullptr;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+FactoryRegistrar::FactoryRegistrar(Factory f) {
+  auto key = std::make_pair(f.op, f.impl);
+  factories().insert_or_assign(key, std::move(f));
+}
+
+const Factory* find_factory(const std::string& op, const std::string& impl) {
+  auto it = factories().find({op, impl});
+  return it == factories().end() ? nullptr : &it->second;
+}
+
+}  // namespace opmeter::cuda

@@ -1,0 +1,58 @@
+#pragma once
+// What every part of the CUDA plugin shares: error checks, one stream per device, device memory,
+// device properties, and the plugin's own table of impl factories.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "opmeter/case.hpp"
+#include "opmeter/op.hpp"
+
+namespace opmeter::cuda {
+
+// Throws std::runtime_error("what: <CUDA error>") unless e is cudaSuccess.
+void check(cudaError_t e, const char* what);
+
+// Makes `device` current and returns its stream (created once, non-blocking).
+cudaStream_t stream(int device);
+
+struct DeviceProps {
+  cudaDeviceProp prop;
+  int clock_khz = 0;      // default (peak) SM clock
+  int mem_clock_khz = 0;
+  int cc() const { return prop.major * 10 + prop.minor; }
+};
+const DeviceProps& props(int device);  // read once per device
+
+// cudaMalloc'd memory (never managed), freed on destruction.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(o.p_), bytes_(o.bytes_) { o.p_ = nullptr; o.bytes_ = 0; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  void* data() const { return p_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// The plugin's impls register a factory each (static registrars in their own files).
+struct Factory {
+  std::string op, impl;
+  // Device-dependent support (dtype by compute capability, kernel variants).
+  std::function<Support(const Case&, const DeviceProps&)> supports;
+  std::function<std::unique_ptr<Impl>()> make;
+};
+struct FactoryRegistrar {
+  explicit FactoryRegistrar(Factory f);
+};
+const Factory* find_factory(const std::string& op, const std::string& impl);
+
+}  // namespace opmeter::cuda

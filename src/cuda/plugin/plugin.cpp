@@ -1,0 +1,96 @@
+// The CUDA plugin's entry point: device checks, impls, timers, context and profiler hooks.
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_profiler_api.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <fmt/format.h>
+
+#include "opmeter/cuda_plugin.hpp"
+#include "opmeter/errors.hpp"
+#include "src/cuda/plugin/device.hpp"
+#include "src/cuda/plugin/timer.hpp"
+
+namespace opmeter::cuda {
+namespace {
+
+std::string version_string(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
+
+class CudaPlugin final : public Plugin {
+ public:
+  Support device(int index) override {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      return Support::no(fmt::format("no usable NVIDIA driver or GPU: {} ({})", cudaGetErrorString(e), cudaGetErrorName(e)));
+    }
+    if (index >= count) return Support::no(fmt::format("no device cuda:{} (this machine has {} CUDA device{})", index, count, count == 1 ? "" : "s"));
+    return Support::yes();
+  }
+
+  Support supports(const Case& c) override {
+    const Factory* f = find_factory(c.op, c.impl);
+    if (!f) return Support::no(fmt::format("this CUDA plugin has no {}/{}", c.op, c.impl));
+    return f->supports ? f->supports(c, props(c.cuda_index())) : Support::yes();
+  }
+
+  std::unique_ptr<Impl> make(const Case& c) override {
+    const Factory* f = find_factory(c.op, c.impl);
+    if (!f) throw Unsupported(fmt::format("this CUDA plugin has no {}/{}", c.op, c.impl));
+    return f->make();
+  }
+
+  std::unique_ptr<SampleTimer> timer(const Case& c) override { return make_timer(c); }
+
+  std::size_t free_memory(int index) override {
+    check(cudaSetDevice(index), "cudaSetDevice");
+    std::size_t free = 0, total = 0;
+    check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+    return free;
+  }
+
+  nlohmann::json device_context(int index) override {
+    const auto& p = props(index);
+    char bus[32] = {};
+    cudaDeviceGetPCIBusId(bus, sizeof bus, index);
+    return {{"name", p.prop.name},
+            {"compute_capability", fmt::format("{}.{}", p.prop.major, p.prop.minor)},
+            {"sms", p.prop.multiProcessorCount},
+            {"sm_clock_default_mhz", p.clock_khz / 1000},
+            {"mem_clock_default_mhz", p.mem_clock_khz / 1000},
+            {"memory_bytes", p.prop.totalGlobalMem},
+            {"memory_bus_bits", p.prop.memoryBusWidth},
+            {"l2_bytes", p.prop.l2CacheSize},
+            {"persisting_l2_max_bytes", p.prop.persistingL2CacheMaxSize},
+            {"ecc", p.prop.ECCEnabled != 0},
+            {"pci_bus_id", bus}};
+  }
+
+  nlohmann::json versions() override {
+    int driver = 0, runtime = 0;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    int major = 0, minor = 0, patch = 0;
+    cublasGetProperty(MAJOR_VERSION, &major);
+    cublasGetProperty(MINOR_VERSION, &minor);
+    cublasGetProperty(PATCH_LEVEL, &patch);
+    return {{"driver_api", version_string(driver)},
+            {"runtime", version_string(runtime)},
+            {"cublas", fmt::format("{}.{}.{}", major, minor, patch)},
+            {"cublaslt", std::to_string(cublasLtGetVersion())}};
+  }
+
+  void range_push(const std::string& name) override { nvtxRangePushA(name.c_str()); }
+  void range_pop() override { nvtxRangePop(); }
+  void profiler_start() override { cudaProfilerStart(); }
+  void profiler_stop() override { cudaProfilerStop(); }
+};
+
+}  // namespace
+}  // namespace opmeter::cuda
+
+extern "C" __attribute__((visibility("default"))) opmeter::cuda::Plugin* opmeter_cuda_plugin_v1() {
+  static opmeter::cuda::CudaPlugin plugin;
+  return &plugin;
+}

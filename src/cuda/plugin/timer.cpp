@@ -1,0 +1,129 @@
+#include "src/cuda/plugin/timer.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "opmeter/graph_timing.hpp"
+#include "src/cuda/plugin/clock_probe.hpp"
+
+namespace opmeter::cuda {
+namespace {
+constexpr unsigned long long kProbeSpinNs = 20000;  // 20 us: the global timer ticks every ~1 us
+
+class Event {
+ public:
+  Event() { check(cudaEventCreate(&e_), "cudaEventCreate"); }
+  ~Event() { cudaEventDestroy(e_); }
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_{};
+};
+
+class CudaTimer : public SampleTimer {
+ public:
+  explicit CudaTimer(const Case& c)
+      : device_(c.cuda_index()), stream_(stream(device_)), cold_(!c.hot && c.graph == 0), graph_launches_(c.graph),
+        default_mhz_(props(device_).clock_khz / 1000.0), probe_(2 * sizeof(unsigned long long)) {
+    if (cold_) {
+      // Writing an L2-sized buffer evicts the inputs of the previous sample (nvbench's way).
+      l2_ = DeviceBuffer(static_cast<std::size_t>(std::max(props(device_).prop.l2CacheSize, 1 << 20)));
+    }
+    check(cudaHostAlloc(reinterpret_cast<void**>(&probe_host_), 2 * sizeof(unsigned long long), cudaHostAllocDefault),
+          "cudaHostAlloc");
+  }
+  ~CudaTimer() override {
+    if (exec_) cudaGraphExecDestroy(exec_);
+    if (graph_) cudaGraphDestroy(graph_);
+    if (probe_host_) cudaFreeHost(probe_host_);
+  }
+
+  std::size_t fixed_batch() const override { return graph_launches_ > 0 ? graph_launches_ : cold_ ? 1 : 0; }
+
+  std::optional<double> time(std::size_t calls, const std::function<void()>& call) override {
+    if (graph_launches_ > 0 && !exec_) capture(calls, call);
+    if (cold_) {
+      check(cudaMemsetAsync(l2_.data(), ++flushes_ & 0xff, l2_.bytes(), stream_), "L2 flush");
+      check(cudaCtxResetPersistingL2Cache(), "cudaCtxResetPersistingL2Cache");
+    }
+    check(cudaEventRecord(start_.get(), stream_), "cudaEventRecord");
+    if (exec_) {
+      check(cudaGraphLaunch(exec_, stream_), "cudaGraphLaunch");
+    } else {
+      for (std::size_t i = 0; i < calls; ++i) call();
+    }
+    check(cudaEventRecord(stop_.get(), stream_), "cudaEventRecord");
+    launch_clock_probe(static_cast<unsigned long long*>(probe_.data()), kProbeSpinNs, stream_);
+    check(cudaMemcpyAsync(probe_host_, probe_.data(), 2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream_),
+          "clock probe copy");
+    check(cudaStreamSynchronize(stream_), "the timed calls");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start_.get(), stop_.get()), "cudaEventElapsedTime");
+    double mhz = probe_host_[1] > 0 ? 1e3 * static_cast<double>(probe_host_[0]) / static_cast<double>(probe_host_[1]) : 0;
+    min_mhz_ = std::min(min_mhz_, mhz);
+    if (!clock_ok(mhz, default_mhz_)) return std::nullopt;
+    return ms * 1e-3;
+  }
+
+  std::map<std::string, std::string> details() const override {
+    std::map<std::string, std::string> d = {
+        {"timing", cold_ ? "cuda events, L2 flushed before each sample" : exec_ ? "cuda events around one CUDA graph"
+                                                                                  : "cuda events, hot"},
+        {"sm_clock_default_mhz", fmt::format("{:.0f}", default_mhz_)},
+        {"sm_clock_min_seen_mhz", std::isfinite(min_mhz_) ? fmt::format("{:.0f}", min_mhz_) : "n/a"}};
+    if (cold_) d["l2_flush_bytes"] = std::to_string(l2_.bytes());
+    if (exec_) {
+      d["graph_launches"] = std::to_string(graph_launches_);
+      d["host_launch_overhead_us"] = fmt::format("{:.3f}", launch_.host_per_launch_s * 1e6);
+      d["stream_per_launch_us"] = fmt::format("{:.3f}", launch_.stream_per_launch_s * 1e6);
+    }
+    return d;
+  }
+
+ private:
+  // Captures `calls` launches into one graph; on the way, times the same launches issued one by
+  // one on the stream (host enqueue cost and per-launch time with launch gaps).
+  void capture(std::size_t calls, const std::function<void()>& call) {
+    using Clock = std::chrono::steady_clock;
+    check(cudaStreamSynchronize(stream_), "before graph capture");
+    check(cudaEventRecord(start_.get(), stream_), "cudaEventRecord");
+    auto t0 = Clock::now();
+    for (std::size_t i = 0; i < calls; ++i) call();
+    auto t1 = Clock::now();
+    check(cudaEventRecord(stop_.get(), stream_), "cudaEventRecord");
+    check(cudaStreamSynchronize(stream_), "stream launches");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start_.get(), stop_.get()), "cudaEventElapsedTime");
+    launch_ = launch_costs(std::chrono::duration<double>(t1 - t0).count(), ms * 1e-3, calls);
+
+    check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    for (std::size_t i = 0; i < calls; ++i) call();
+    check(cudaStreamEndCapture(stream_, &graph_), "cudaStreamEndCapture (is every call capturable?)");
+    check(cudaGraphInstantiate(&exec_, graph_, 0), "cudaGraphInstantiate");
+    check(cudaGraphUpload(exec_, stream_), "cudaGraphUpload");
+  }
+
+  int device_;
+  cudaStream_t stream_;
+  bool cold_;
+  int graph_launches_;
+  double default_mhz_;
+  double min_mhz_ = std::numeric_limits<double>::infinity();
+  DeviceBuffer probe_, l2_;
+  unsigned long long* probe_host_ = nullptr;
+  Event start_, stop_;
+  unsigned flushes_ = 0;
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+  LaunchCosts launch_;
+};
+
+}  // namespace
+
+std::unique_ptr<SampleTimer> make_timer(const Case& c) { return std::make_unique<CudaTimer>(c); }
+
+}  // namespace opmeter::cuda
