@@ -31,7 +31,6 @@ const Named kKernels[] = {
     {"add_nt", {Kind::add, true, 3, 2, 1}},      {"triad_nt", {Kind::triad, true, 3, 2, 1}},
     {"write_nt", {Kind::write, true, 1, 0, 1}},
 };
-constexpr float kWriteValue = 1.5f;
 }  // namespace
 
 std::optional<KernelSpec> parse_kernel(const std::string& name) {
@@ -47,6 +46,62 @@ const std::vector<std::string>& kernel_names() {
     return v;
   }();
   return names;
+}
+
+std::vector<std::vector<float>> check_inputs(const KernelSpec& spec, std::size_t n, std::uint64_t seed) {
+  Rng rng(seed);
+  std::vector<std::vector<float>> arrays(static_cast<std::size_t>(spec.arrays), std::vector<float>(n));
+  for (auto& arr : arrays)
+    for (auto& x : arr) x = static_cast<float>(1 + rng.next() % 4);
+  // The array the kernel writes starts as NaN, so elements it skips show.
+  if (int out = output_array(spec); out >= 0)
+    std::fill(arrays[static_cast<std::size_t>(out)].begin(), arrays[static_cast<std::size_t>(out)].end(),
+              std::numeric_limits<float>::quiet_NaN());
+  return arrays;
+}
+
+int output_array(const KernelSpec& spec) {
+  switch (spec.kind) {
+    case Kind::copy: case Kind::scale: return 1;
+    case Kind::add: return 2;
+    case Kind::triad: case Kind::write: return 0;
+    case Kind::read: return -1;
+  }
+  return -1;
+}
+
+Check check_output(const KernelSpec& spec, const std::vector<std::vector<float>>& in, const float* out, std::size_t n) {
+  std::size_t wrong = 0, first = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    float want = 0;
+    switch (spec.kind) {
+      case Kind::copy: want = in[0][i]; break;
+      case Kind::scale: want = kScalar * in[0][i]; break;
+      case Kind::add: want = in[0][i] + in[1][i]; break;
+      case Kind::triad: want = in[1][i] + kScalar * in[2][i]; break;
+      case Kind::write: want = kWriteValue; break;
+      case Kind::read: break;
+    }
+    if (!(out[i] == want) && wrong++ == 0) first = i;
+  }
+  Check check;
+  check.tolerance = 0;
+  check.max_error = static_cast<double>(wrong) / static_cast<double>(n);
+  check.ok = wrong == 0;
+  check.detail = wrong ? fmt::format("{} of {} elements wrong, first at {} ({} instead of expected)", wrong, n, first, out[first])
+                       : fmt::format("all {} elements exact", n);
+  return check;
+}
+
+Check check_sum(const std::vector<float>& input, double got) {
+  double expected = 0;
+  for (float x : input) expected += x;
+  Check check;
+  check.tolerance = 0;
+  check.max_error = std::fabs(got - expected) / expected;
+  check.ok = check.max_error == 0;
+  check.detail = fmt::format("sum {} expected {}", got, expected);
+  return check;
 }
 
 Kernels select_kernels() { return cpu_info().has("avx512f") ? avx512_kernels() : base_kernels(); }
@@ -93,58 +148,18 @@ class BandwidthImpl : public Impl {
     }
   }
 
-  // Inputs are small integers so every kernel's exact answer is representable: any difference
-  // is a bug, not rounding.
   Check verify(std::uint64_t seed) override {
     auto& s = sets_.at(0);
-    Rng rng(seed);
-    for (auto& arr : s)
-      for (auto& x : arr.span<float>()) x = static_cast<float>(1 + rng.next() % 4);
-    const float nan = std::numeric_limits<float>::quiet_NaN();
-    std::vector<float> in0(s[0].as<float>(), s[0].as<float>() + n_);
-    std::vector<float> in1, in2;
-    if (spec_.arrays > 1) in1.assign(s[1].as<float>(), s[1].as<float>() + n_);
-    if (spec_.arrays > 2) in2.assign(s[2].as<float>(), s[2].as<float>() + n_);
-    float* out = nullptr;
-    switch (spec_.kind) {
-      case Kind::copy: case Kind::scale: out = s[1].as<float>(); break;
-      case Kind::add: out = s[2].as<float>(); break;
-      case Kind::triad: case Kind::write: out = s[0].as<float>(); break;
-      case Kind::read: break;
-    }
-    if (out) std::fill_n(out, n_, nan);
+    auto inputs = check_inputs(spec_, n_, seed);
+    for (std::size_t a = 0; a < s.size(); ++a) std::copy(inputs[a].begin(), inputs[a].end(), s[a].as<float>());
     std::fill(sums_.begin(), sums_.end(), 0.0);
     run(0);
-
-    Check check;
-    check.tolerance = 0;
     if (spec_.kind == Kind::read) {
-      double expected = 0, got = 0;
-      for (float x : in0) expected += x;
+      double got = 0;
       for (std::size_t t = 0; t < sums_.size(); t += 8) got += sums_[t];
-      check.max_error = std::fabs(got - expected) / expected;
-      check.ok = check.max_error == 0;
-      check.detail = fmt::format("sum {} expected {}", got, expected);
-      return check;
+      return check_sum(inputs[0], got);
     }
-    std::size_t wrong = 0, first = 0;
-    for (std::size_t i = 0; i < n_; ++i) {
-      float want = 0;
-      switch (spec_.kind) {
-        case Kind::copy: want = in0[i]; break;
-        case Kind::scale: want = kScalar * in0[i]; break;
-        case Kind::add: want = in0[i] + in1[i]; break;
-        case Kind::triad: want = in1[i] + kScalar * in2[i]; break;
-        case Kind::write: want = kWriteValue; break;
-        case Kind::read: break;
-      }
-      if (!(out[i] == want) && wrong++ == 0) first = i;
-    }
-    check.max_error = static_cast<double>(wrong) / static_cast<double>(n_);
-    check.ok = wrong == 0;
-    check.detail = wrong ? fmt::format("{} of {} elements wrong, first at {} ({} instead of expected)", wrong, n_, first, out[first])
-                         : fmt::format("all {} elements exact", n_);
-    return check;
+    return check_output(spec_, inputs, s[static_cast<std::size_t>(output_array(spec_))].as<float>(), n_);
   }
 
   std::map<std::string, std::string> details() const override { return {{"isa", kernels_.isa}}; }

@@ -5,6 +5,9 @@
 //   read   sum(a)           write  a = v
 // `_nt` variants (copy_nt, scale_nt, add_nt, triad_nt, write_nt) use non-temporal stores.
 #include <cstddef>
+#include <cstdint>
+
+#include "opmeter/op.hpp"
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +28,14 @@ std::optional<KernelSpec> parse_kernel(const std::string& name);
 const std::vector<std::string>& kernel_names();
 
 constexpr float kScalar = 3.0f;
+constexpr float kWriteValue = 1.5f;
+
+// The exact check every impl (CPU or GPU) shares. Inputs are small integers so every kernel's
+// answer is representable: any difference is a bug, not rounding.
+std::vector<std::vector<float>> check_inputs(const KernelSpec& spec, std::size_t n, std::uint64_t seed);
+int output_array(const KernelSpec& spec);  // which array a kernel writes (-1: read)
+Check check_output(const KernelSpec& spec, const std::vector<std::vector<float>>& inputs, const float* out, std::size_t n);
+Check check_sum(const std::vector<float>& input, double got);
 
 // One ISA's kernels over a range (pointers 64-byte aligned, n a multiple of 16 except at the end).
 struct Kernels {

@@ -2,6 +2,7 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_profiler_api.h>
+#include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
 
 #include <fmt/format.h>
@@ -19,6 +20,8 @@ std::string version_string(int v) { return fmt::format("{}.{}", v / 1000, (v % 1
 class CudaPlugin final : public Plugin {
  public:
   Support device(int index) override {
+    if (void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL); !driver)
+      return Support::no("no NVIDIA driver on this machine (libcuda.so.1 not found)");
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
