@@ -57,11 +57,13 @@ TEST(CaseValidation, UnknownOpImplAndParameters) {
 }
 
 TEST(CaseValidation, EveryOpsExampleIsAValidCase) {
-  for (auto* op : Registry::global().ops()) {
-    Case c;
-    c.op = op->name;
-    c.impl = Registry::global().impls_of(op->name).front()->impl;
-    c.params = op->example;
-    EXPECT_NO_THROW(validate_case(c)) << op->name;
-  }
+  for (auto* op : Registry::global().ops())
+    for (auto* impl : Registry::global().impls_of(op->name)) {
+      Case c;
+      c.op = op->name;
+      c.impl = impl->impl;
+      c.params = op->example;
+      if (impl->backend == "cuda") c.device = "cuda:0";
+      EXPECT_NO_THROW(validate_case(c)) << op->name << "/" << impl->impl;
+    }
 }

@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "opmeter/context.hpp"
+#include "opmeter/cuda_plugin.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/suites.hpp"
 
@@ -17,6 +18,18 @@ int list_command() {
     fmt::print("             params: {}\n", fmt::join(op->params, ", "));
     for (auto* impl : reg.impls_of(op->name)) {
       std::vector<std::string> dts;
+      const bool cuda = impl->backend == "cuda";
+      // Without the plugin or a GPU every dtype would repeat the same reason: say it once.
+      std::string unavailable = !cuda                           ? ""
+                                : !cuda::plugin()               ? cuda::load_reason()
+                                : !cuda::plugin()->device(0).ok ? cuda::plugin()->device(0).reason
+                                                                : "";
+      if (!unavailable.empty()) {
+        for (auto d : impl->dtypes) dts.emplace_back(to_string(d));
+        fmt::print("    {:<10} [{}] {}\n               dtypes: {} (unavailable here: {})\n", impl->impl, impl->backend,
+                   impl->summary, fmt::join(dts, ", "), unavailable);
+        continue;
+      }
       for (auto d : impl->dtypes) {
         // Probe availability on the op's example case in this dtype.
         Case probe;
@@ -24,6 +37,7 @@ int list_command() {
         probe.impl = impl->impl;
         probe.dtype = d;
         probe.params = op->example;
+        if (cuda) probe.device = "cuda:0";
         auto s = impl->supports(probe);
         dts.push_back(fmt::format("{}{}", to_string(d), s.ok ? "" : " (unavailable: " + s.reason + ")"));
       }

@@ -111,8 +111,8 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     double available = gpu ? static_cast<double>(gpu->free_memory(c.cuda_index()))
                            : static_cast<double>(available_memory_bytes());
     if (footprint > kMemoryHeadroom * available)
-      return finish(Status::skipped, fmt::format("needs {} of {} memory, {} available", gib(footprint),
-                                                 gpu ? c.device : "host", gib(available)));
+      return finish(Status::skipped, fmt::format("needs {} of memory, {} available on {}", gib(footprint), gib(available),
+                                                 gpu ? c.device : "the host"));
     r.cache = !op.uses_memory ? "none" : c.hot ? "hot" : "cold";
     // A GPU sample is cold because the timer flushes L2 before it; the CPU rotates input copies.
     r.copies = r.cache == "cold" && !gpu ? cold_copies(footprint, cpu_info().llc_bytes,

@@ -1,0 +1,333 @@
+// The CUDA backend from the CPU side (case strings, timing arithmetic, planning, skips without
+// a plugin, driver or GPU), and, where a GPU is present, correctness of every CUDA impl.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "opmeter/config.hpp"
+#include "opmeter/cuda_plugin.hpp"
+#include "opmeter/engine.hpp"
+#include "opmeter/errors.hpp"
+#include "opmeter/graph_timing.hpp"
+#include "opmeter/registry.hpp"
+#include "opmeter/runner.hpp"
+#include "tests/cli_helpers.hpp"
+
+using namespace opmeter;
+
+namespace {
+
+// An impl that does nothing; the fake timers below decide what a sample measures.
+class NopImpl : public Impl {
+ public:
+  void setup(const Case&, const SetupOptions&) override {}
+  void run(std::size_t) override { ++calls; }
+  Check verify(std::uint64_t) override { return {true}; }
+  std::size_t calls = 0;
+};
+
+// A device timer whose samples take `per_call` seconds per call; every `throttle_every`-th
+// sample is reported as taken at a throttled clock.
+class FakeDeviceTimer : public SampleTimer {
+ public:
+  FakeDeviceTimer(double per_call, std::size_t batch, std::size_t throttle_every)
+      : per_call_(per_call), batch_(batch), throttle_every_(throttle_every) {}
+  std::optional<double> time(std::size_t calls, const std::function<void()>& call) override {
+    for (std::size_t i = 0; i < calls; ++i) call();
+    ++samples_;
+    if (throttle_every_ > 0 && samples_ % throttle_every_ == 0) return std::nullopt;
+    return per_call_ * static_cast<double>(calls);
+  }
+  std::size_t fixed_batch() const override { return batch_; }
+
+ private:
+  double per_call_;
+  std::size_t batch_, throttle_every_, samples_ = 0;
+};
+
+bool gpu_present() {
+  auto* p = cuda::plugin();
+  return p && p->device(0).ok;
+}
+
+Stopping fixed(std::size_t samples) {
+  Stopping s;
+  s.fixed_samples = samples;
+  s.warmup_calls = 1;
+  return s;
+}
+
+}  // namespace
+
+TEST(CudaCase, DeviceAndGraphSettingsRoundTrip) {
+  auto c = parse_case("gemm/cublaslt/bf16/M=8192,N=8192,K=8192/device=cuda:1,graph=100,hot");
+  EXPECT_EQ(c.device, "cuda:1");
+  EXPECT_EQ(c.cuda_index(), 1);
+  EXPECT_EQ(c.graph, 100);
+  EXPECT_TRUE(c.hot);
+  EXPECT_EQ(c.to_string(), "gemm/cublaslt/bf16/M=8192,N=8192,K=8192/device=cuda:1,graph=100,hot");
+  EXPECT_EQ(parse_case(c.to_string()), c);
+  EXPECT_FALSE(parse_case("gemm/onednn/fp32/M=1,N=1,K=1/threads=2").on_cuda());
+}
+
+TEST(CudaCase, BadDeviceSettingsSayWhatIsExpected) {
+  auto message = [](const std::string& s) {
+    try {
+      parse_case(s);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("gemm/cublas/fp32/M=1,N=1,K=1/device=gpu0").find("unknown device 'gpu0' (expected cpu or cuda:N"),
+            std::string::npos);
+  EXPECT_NE(message("gemm/cublas/fp32/M=1,N=1,K=1/device=cuda:0,threads=2").find("threads=N is for CPU cases"),
+            std::string::npos);
+  EXPECT_NE(message("gemm/onednn/fp32/M=1,N=1,K=1/threads=2,graph=10").find("graph=N (CUDA Graph mode) needs device=cuda:N"),
+            std::string::npos);
+  EXPECT_NE(message("gemm/cublas/fp32/M=1,N=1,K=1/device=cuda:0,graph=0").find("graph must be"), std::string::npos);
+}
+
+TEST(CudaCase, ImplsRunOnlyOnTheirBackend) {
+  EXPECT_THROW(validate_case(parse_case("gemm/onednn/fp32/M=8,N=8,K=8/device=cuda:0")), UsageError);
+  EXPECT_THROW(validate_case(parse_case("gemm/cublas/fp32/M=8,N=8,K=8/threads=1")), UsageError);
+  EXPECT_NO_THROW(validate_case(parse_case("gemm/cublas/fp32/M=8,N=8,K=8/device=cuda:0")));
+  try {
+    validate_case(parse_case("gemm/onednn/fp32/M=8,N=8,K=8/device=cuda:0"));
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("runs on the CPU, not on cuda:0"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CudaTiming, ThrottledSamplesAreDiscardedAndCounted) {
+  NopImpl impl;
+  FakeDeviceTimer timer(1e-6, 1, 3);  // every third sample throttled
+  auto m = measure(impl, 1, fixed(10), {}, nullptr, &timer);
+  EXPECT_EQ(m.samples.size(), 10u);
+  EXPECT_EQ(m.discarded, 4u);  // samples 3, 6, 9, 12 of the 14 taken
+  for (double s : m.samples) EXPECT_DOUBLE_EQ(s, 1e-6);
+  EXPECT_EQ(m.calls, 10u);  // discarded samples' calls are not counted as measured
+}
+
+TEST(CudaTiming, AlwaysThrottledStopsAtTheTimeout) {
+  NopImpl impl;
+  FakeDeviceTimer timer(1e-6, 1, 1);
+  Stopping s = fixed(5);
+  s.timeout_s = 0.05;
+  auto m = measure(impl, 1, s, {}, nullptr, &timer);
+  EXPECT_TRUE(m.samples.empty());
+  EXPECT_GT(m.discarded, 0u);
+  EXPECT_EQ(m.reason, StopReason::timeout);
+}
+
+TEST(CudaTiming, ClockCheckAtThreeQuartersOfTheDefaultClock) {
+  EXPECT_TRUE(clock_ok(1980, 1980));
+  EXPECT_TRUE(clock_ok(1485, 1980));   // exactly 75%
+  EXPECT_FALSE(clock_ok(1484, 1980));
+  EXPECT_TRUE(clock_ok(0, 1980));      // unknown clock: the sample counts
+  EXPECT_FALSE(clock_ok(900, 1410, 0.75));
+}
+
+TEST(CudaTiming, GraphSamplesArePerLaunch) {
+  NopImpl impl;
+  FakeDeviceTimer timer(2e-6, 100, 0);  // a graph of 100 launches of 2 us
+  auto m = measure(impl, 1, fixed(7), {}, nullptr, &timer);
+  EXPECT_EQ(m.batch, 100u);
+  EXPECT_EQ(m.calls, 700u);
+  ASSERT_EQ(m.samples.size(), 7u);
+  for (double s : m.samples) EXPECT_DOUBLE_EQ(s, 2e-6);
+  EXPECT_NEAR(m.measured_s, 7 * 100 * 2e-6, 1e-12);
+  auto costs = launch_costs(400e-6, 500e-6, 100);
+  EXPECT_DOUBLE_EQ(costs.host_per_launch_s, 4e-6);
+  EXPECT_DOUBLE_EQ(costs.stream_per_launch_s, 5e-6);
+  EXPECT_DOUBLE_EQ(launch_costs(1, 1, 0).host_per_launch_s, 0);
+}
+
+TEST(CudaPlan, DeviceKeyPicksCudaImplsAndNotesTheRest) {
+  auto plan = load_config_text(R"(ops: [gemm, bandwidth, layernorm]
+device: cuda:0
+graph: 100
+dtypes: [bf16, fp8]
+bandwidth: {kernels: [copy], sizes_mib: [64]}
+shapes: [{name: custom, shapes: [[64, 64, 64]]}]
+)",
+                               "t.yaml", 2);
+  ASSERT_FALSE(plan.cases.empty());
+  for (auto& c : plan.cases) {
+    EXPECT_EQ(c.device, "cuda:0") << c.to_string();
+    EXPECT_EQ(c.graph, 100);
+    EXPECT_EQ(Registry::global().impl(c.op, c.impl)->backend, "cuda") << c.to_string();
+  }
+  ASSERT_EQ(plan.notes.size(), 1u);
+  EXPECT_NE(plan.notes[0].find("layernorm has no cuda impl yet"), std::string::npos) << plan.notes[0];
+  // fp8 is planned for every GEMM impl (the ones without it are skipped with that reason).
+  bool lt_fp8 = false;
+  for (auto& c : plan.cases) lt_fp8 |= c.to_string() == "gemm/cublaslt/fp8/M=64,N=64,K=64/device=cuda:0,graph=100";
+  EXPECT_TRUE(lt_fp8);
+}
+
+TEST(CudaPlan, CommandLineDeviceOverridesTheConfig) {
+  auto plan = load_config_text("ops: [gemm]\ndtypes: [fp32]\nshapes: [{name: custom, shapes: [[8, 8, 8]]}]\n", "t.yaml", 2,
+                               "cuda:3");
+  for (auto& c : plan.cases) EXPECT_EQ(c.device, "cuda:3");
+  auto cpu = load_config_text("ops: [gemm]\ndevice: cuda:0\ndtypes: [fp32]\nshapes: [{name: custom, shapes: [[8, 8, 8]]}]\n",
+                              "t.yaml", 2, "cpu");
+  for (auto& c : cpu.cases) EXPECT_FALSE(c.on_cuda());
+}
+
+TEST(CudaPlan, BadDeviceKeysAreConfigErrors) {
+  auto message = [](const std::string& yaml) {
+    try {
+      load_config_text(yaml, "t.yaml", 2);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("ops: [gemm]\ndevice: gpu\n").find("t.yaml:2"), std::string::npos);
+  EXPECT_NE(message("ops: [gemm]\ndevice: gpu\n").find("unknown device 'gpu'"), std::string::npos);
+  EXPECT_NE(message("ops: [gemm]\ngraph: 10\n").find("needs a CUDA device"), std::string::npos);
+  EXPECT_NE(message("ops: [layernorm]\ndevice: cuda:0\n").find("none of its ops has a CUDA impl"), std::string::npos);
+}
+
+TEST(CudaCeilings, BestGemmIsTheTensorCoreCeilingAndFp32GetsAnFmaPeak) {
+  auto gemm = [](DType d, double gflops) {
+    Result r;
+    r.kase = parse_case(std::string("gemm/cublaslt/") + std::string(to_string(d)) + "/M=8,N=8,K=8/device=cuda:0");
+    r.status = Status::ok;
+    r.gflops = gflops;
+    return r;
+  };
+  Ceilings c;
+  c.learn(gemm(DType::bf16, 700000));
+  c.learn(gemm(DType::bf16, 350000));
+  EXPECT_EQ(c.peak(DType::bf16, "cuda:0"), 700000);
+  EXPECT_FALSE(c.peak(DType::bf16, "cuda:1"));
+  EXPECT_FALSE(c.peak(DType::bf16, 2));  // the CPU's ceilings are apart
+  auto slow = gemm(DType::bf16, 350000);
+  c.annotate(slow);
+  EXPECT_DOUBLE_EQ(*slow.pct_peak, 50.0);
+
+  auto cases = with_needed_peaks({parse_case("gemm/cublas/fp32/M=8,N=8,K=8/device=cuda:0"),
+                                  parse_case("gemm/cublas/bf16/M=8,N=8,K=8/device=cuda:0")});
+  ASSERT_EQ(cases.size(), 3u);
+  EXPECT_EQ(cases[0].to_string(), "peak/cuda/fp32/kernel=fma/device=cuda:0");
+}
+
+TEST(CudaPlugin, RegisteredImplsAreKnownEverywhere) {
+  for (auto [op, impl] : {std::pair{"gemm", "cublas"}, {"gemm", "cublaslt"}, {"gemm", "cuda"}, {"bandwidth", "cuda"}, {"peak", "cuda"}}) {
+    auto* def = Registry::global().impl(op, impl);
+    ASSERT_TRUE(def) << op << "/" << impl;
+    EXPECT_EQ(def->backend, "cuda");
+  }
+  auto* lt = Registry::global().impl("gemm", "cublaslt");
+  EXPECT_NE(std::find(lt->dtypes.begin(), lt->dtypes.end(), DType::fp8_e4m3), lt->dtypes.end());
+}
+
+TEST(CudaPlugin, WithoutAGpuCudaCasesAreSkippedWithTheReason) {
+  auto c = parse_case("gemm/cublaslt/bf16/M=64,N=64,K=64/device=cuda:999");
+  auto r = run_case(c, {});
+  EXPECT_EQ(r.status, Status::skipped) << r.reason;
+  EXPECT_FALSE(r.reason.empty());
+  if (!cuda::plugin()) {
+    EXPECT_EQ(r.reason, cuda::load_reason());
+  } else {
+    bool explained = r.reason.find("no NVIDIA driver") != std::string::npos || r.reason.find("no device cuda:999") != std::string::npos ||
+                     r.reason.find("no usable NVIDIA driver") != std::string::npos;
+    EXPECT_TRUE(explained) << r.reason;
+  }
+}
+
+TEST(CudaCli, AbsentPluginSkipsWithWhereItLooked) {
+  auto dir = temp_dir("cuda_noplugin");
+  std::string cmd = "env OPMETER_CUDA_PLUGIN=/nonexistent/libopmeter_cuda.so " + std::string(OPMETER_TESTBIN) +
+                    " run --case 'gemm/cublas/fp32/M=64,N=64,K=64/device=cuda:0' --no-report --out " + (dir / "r3").string() +
+                    " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string text;
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), buf.size(), p)) text += buf.data();
+  int status = pclose(p);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << text;
+  auto j = nlohmann::json::parse(std::ifstream(dir / "r3" / "results.jsonl"));
+  EXPECT_EQ(j["status"], "skipped");
+#ifdef OPMETER_HAVE_CUDA
+  EXPECT_NE(j["reason"].get<std::string>().find("/nonexistent/libopmeter_cuda.so"), std::string::npos) << j["reason"];
+#else
+  EXPECT_NE(j["reason"].get<std::string>().find("built without CUDA"), std::string::npos) << j["reason"];
+#endif
+}
+
+TEST(CudaCli, DeviceCuda0WithoutAGpuIsAClearSkip) {
+  if (void* driver = dlopen("libcuda.so.1", RTLD_LAZY)) {
+    dlclose(driver);
+    GTEST_SKIP() << "an NVIDIA driver is installed here: the GPU tests below cover cuda:0";
+  }
+  auto dir = temp_dir("cuda_nogpu");
+  auto cfg = write(dir, "g.yaml", "ops: [gemm, bandwidth, peak]\ndtypes: [bf16]\nstopping: {samples: 3}\n"
+                                  "bandwidth: {kernels: [copy], sizes_mib: [1]}\nshapes: [{name: custom, shapes: [[64, 64, 64]]}]\n");
+  auto out = cli("run " + cfg.string() + " --device cuda:0 --no-report --out " + (dir / "r").string());
+  EXPECT_EQ(out.code, 0) << out.text;
+  auto j = nlohmann::json::parse(std::ifstream(dir / "r" / "results.json"));
+  ASSERT_FALSE(j["benchmarks"].empty());
+  for (auto& b : j["benchmarks"]) {
+    EXPECT_EQ(b["status"], "skipped") << b.dump();
+    EXPECT_EQ(b["device"], "cuda:0");
+  }
+#ifdef OPMETER_HAVE_CUDA
+  EXPECT_NE(out.text.find("no NVIDIA driver on this machine (libcuda.so.1 not found)"), std::string::npos) << out.text;
+  EXPECT_EQ(j["context"]["gpus"][0]["unavailable"], "no NVIDIA driver on this machine (libcuda.so.1 not found)");
+#endif
+  auto bad = cli("run --device gpu0 --dry-run");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.text.find("unknown device 'gpu0'"), std::string::npos) << bad.text;
+}
+
+// --- On a GPU (scripts/gpu-check.sh runs these there) ---------------------------------------------
+
+TEST(CudaDevice, EveryGemmDtypeIsCorrect) {
+  if (!gpu_present()) GTEST_SKIP() << "no CUDA device: " << (cuda::plugin() ? cuda::plugin()->device(0).reason : cuda::load_reason());
+  RunOptions o;
+  o.stopping = fixed(3);
+  o.energy_window_s = 0;
+  for (const char* impl : {"cublas", "cublaslt", "cuda"})
+    for (auto d : Registry::global().impl("gemm", impl)->dtypes)
+      for (const char* shape : {"M=256,N=192,K=320", "M=1000,N=1000,K=1000"}) {
+        auto c = parse_case(fmt::format("gemm/{}/{}/{}/device=cuda:0", impl, to_string(d), shape));
+        auto r = run_case(c, o);
+        EXPECT_TRUE(r.status == Status::ok || r.status == Status::skipped) << c.to_string() << ": " << r.reason;
+        if (r.status == Status::ok) {
+          EXPECT_LE(*r.max_error, *r.tolerance) << c.to_string();
+        }
+      }
+}
+
+TEST(CudaDevice, BandwidthAndPeakKernelsAreCorrect) {
+  if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
+  RunOptions o;
+  o.stopping = fixed(3);
+  o.energy_window_s = 0;
+  for (const char* k : {"copy", "scale", "add", "triad", "read", "write"})
+    for (const char* n : {"1000003", "16777216"}) {
+      auto r = run_case(parse_case(fmt::format("bandwidth/cuda/fp32/kernel={},n={}/device=cuda:0", k, n)), o);
+      EXPECT_EQ(r.status, Status::ok) << k << " " << n << ": " << r.reason;
+    }
+  auto peak = run_case(parse_case("peak/cuda/fp32/kernel=fma/device=cuda:0"), o);
+  EXPECT_EQ(peak.status, Status::ok) << peak.reason;
+  EXPECT_GT(peak.gflops, 1000);
+}
+
+TEST(CudaDevice, GraphModeAndEnergyOnARealGpu) {
+  if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
+  RunOptions o;
+  o.stopping = fixed(5);
+  o.energy_window_s = 0.5;
+  auto r = run_case(parse_case("bandwidth/cuda/fp32/kernel=copy,n=4096/device=cuda:0,graph=100"), o);
+  ASSERT_EQ(r.status, Status::ok) << r.reason;
+  EXPECT_EQ(r.batch, 100u);
+  EXPECT_EQ(r.details["graph_launches"], "100");
+  EXPECT_TRUE(r.details.count("host_launch_overhead_us"));
+  EXPECT_TRUE(r.energy_j.has_value() || !r.energy_reason.empty());
+}
