@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Packs what a GPU machine needs to run a build made here: the opmeter binary, its CUDA plugin,
+# the test binary, and the non-system shared libraries they link (oneDNN, OpenBLAS, yaml-cpp,
+# fmt, ...). CUDA libraries are left out: the GPU machine has the same toolkit.
+# Usage: scripts/bundle-gpu.sh [BUILD_DIR] [OUT.tar.xz]     (defaults: build, opmeter-gpu-bundle.tar.xz)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+out=${2:-opmeter-gpu-bundle.tar.xz}
+[ -f "$build/libopmeter_cuda.so" ] || { echo "bundle-gpu: $build/libopmeter_cuda.so missing (build with the CUDA toolkit first)" >&2; exit 2; }
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/opmeter/bin" "$stage/opmeter/lib"
+cp "$build/opmeter" "$build/libopmeter_cuda.so" "$stage/opmeter/bin/"
+[ -f "$build/tests/opmeter_tests" ] && cp "$build/tests/opmeter_tests" "$stage/opmeter/bin/"
+# Shared libraries outside glibc and CUDA.
+for f in "$stage"/opmeter/bin/*; do ldd "$f"; done | awk '/=> \// {print $3}' | sort -u |
+  grep -vE '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*)\.so|/usr/local/cuda|libcuda\.so|libnvidia' |
+  while read -r lib; do cp -L "$lib" "$stage/opmeter/lib/"; done
+tar -C "$stage" -cJf "$out" opmeter
+echo "bundle-gpu: $out ($(du -h "$out" | cut -f1)); on the GPU machine: scripts/gpu-check.sh $out"
