@@ -34,6 +34,14 @@ TEST(CaseString, BadStringsSayWhatIsWrong) {
   EXPECT_NE(message("gemm/onednn/fp32/M1/threads=1").find("'M1' is not key=value"), std::string::npos);
   EXPECT_NE(message("gemm/onednn/fp32/M=1,N=1,K=1/threads=0").find("threads must be"), std::string::npos);
   EXPECT_NE(message("gemm/onednn/fp32/M=1,N=1,K=1/fast").find("unknown setting 'fast'"), std::string::npos);
+  // CUDA settings.
+  EXPECT_NE(message("gemm/cublas/fp32/M=1,N=1,K=1/device=gpu0").find("unknown device 'gpu0' (expected cpu or cuda:N"),
+            std::string::npos);
+  EXPECT_NE(message("gemm/cublas/fp32/M=1,N=1,K=1/device=cuda:0,threads=2").find("threads=N is for CPU cases"),
+            std::string::npos);
+  EXPECT_NE(message("gemm/onednn/fp32/M=1,N=1,K=1/threads=2,graph=10").find("graph=N (CUDA Graph mode) needs device=cuda:N"),
+            std::string::npos);
+  EXPECT_NE(message("gemm/cublas/fp32/M=1,N=1,K=1/device=cuda:0,graph=0").find("graph must be"), std::string::npos);
 }
 
 TEST(CaseValidation, UnknownOpImplAndParameters) {

@@ -157,3 +157,10 @@ TEST(Config, NewKeysGetClearErrors) {
   EXPECT_TRUE(has(error_of("ops: [softmax]\nhiden: [8]\n"), "did you mean 'hidden'"));
   EXPECT_TRUE(has(error_of("ops: [layernorm]\nbatch: [x]\n"), "not an integer")) << error_of("ops: [layernorm]\nbatch: [x]\n");
 }
+
+TEST(Config, BadDeviceKeysSayWhatIsExpected) {
+  EXPECT_NE(error_of("ops: [gemm]\ndevice: gpu\n").find(":2"), std::string::npos);
+  EXPECT_NE(error_of("ops: [gemm]\ndevice: gpu\n").find("unknown device 'gpu'"), std::string::npos);
+  EXPECT_NE(error_of("ops: [gemm]\ngraph: 10\n").find("needs a CUDA device"), std::string::npos);
+  EXPECT_NE(error_of("ops: [layernorm]\ndevice: cuda:0\n").find("none of its ops has a CUDA impl"), std::string::npos);
+}
