@@ -127,6 +127,15 @@ TEST(Compare, ContextDifferencesAreNamed) {
   other_build["date"] = "later";
   EXPECT_TRUE(context_differences(context("EPYC", "2.6.3"), other_build).empty());
 
+  auto gpu_base = context("EPYC", "2.6.3"), gpu_new = gpu_base;
+  gpu_base["gpus"] = {{{"name", "NVIDIA H100"}, {"idle_power_w", 70.5}, {"sm_clock_now_mhz", 345}}};
+  gpu_new["gpus"] = {{{"name", "NVIDIA H100"}, {"idle_power_w", 68.0}, {"sm_clock_now_mhz", 1980}}};
+  EXPECT_TRUE(context_differences(gpu_base, gpu_new).empty());  // readings of the moment
+  gpu_new["gpus"][0]["name"] = "NVIDIA H200";
+  auto gpu = context_differences(gpu_base, gpu_new);
+  ASSERT_EQ(gpu.size(), 1u);
+  EXPECT_NE(gpu[0].find("H200"), std::string::npos) << gpu[0];
+
   auto journal = context_differences(nlohmann::json::object(), context("EPYC", "2.6.3"));
   ASSERT_EQ(journal.size(), 1u);
   EXPECT_NE(journal[0].find("BASE has no machine context"), std::string::npos);
