@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Validates the CUDA backend on a machine with an NVIDIA GPU and writes raw results.
-#   scripts/gpu-check.sh [BUNDLE.tar.xz | BUILD_DIR] [OUT_DIR]
+#   scripts/gpu-check.sh [BUNDLE.tar.xz | BUILD_DIR] [OUT_DIR] [STEP...]
 # BUNDLE comes from scripts/bundle-gpu.sh (binaries + libraries, no CUDA); BUILD_DIR is a build
 # made on this machine (default: build, configured and built if missing). OUT_DIR defaults to
-# docs/results/<gpu-name>. Steps: the GPU-side tests, the quick suite on cuda:0, the performance
-# cases beside the same operations in PyTorch (when importable), and Nsight Compute's time of a
-# tiny kernel for the graph-mode comparison (when ncu works).
-set -euo pipefail
+# docs/results/<gpu-name>. STEPs (default: all, in this order): tests quick peaks sweep sweep30
+# torch copy graph. Every step runs whatever the others did; each one's command, exit code and
+# time go to OUT_DIR/commands.txt and OUT_DIR/steps.tsv, and the script exits 1 at the end if
+# any step failed.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 src=${1:-build}
 if [[ "$src" == *.tar.xz ]]; then
   dir=$(mktemp -d)
-  tar -C "$dir" -xJf "$src"
+  tar -C "$dir" -xJf "$src" || { echo "gpu-check: cannot unpack $src" >&2; exit 2; }
   bin="$dir/opmeter/bin"
   export LD_LIBRARY_PATH="$dir/opmeter/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 else
@@ -21,45 +22,77 @@ fi
 command -v nvidia-smi >/dev/null || { echo "gpu-check: nvidia-smi not found: no NVIDIA driver here" >&2; exit 2; }
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | tr ' ' '-' | tr -cd 'A-Za-z0-9_.-')
 out=${2:-docs/results/$gpu}
+shift $(( $# > 2 ? 2 : $# ))
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=(tests quick peaks sweep sweep30 torch copy graph)
 mkdir -p "$out"
-log() { echo "gpu-check: $*" | tee -a "$out/commands.txt"; }
 : > "$out/commands.txt"
-nvidia-smi -q > "$out/nvidia-smi.txt"
+printf 'step\texit\tseconds\n' > "$out/steps.tsv"
+nvidia-smi -q > "$out/nvidia-smi.txt" 2>&1
+opm="$bin/opmeter"
+failed=0
 
-tests="$bin/opmeter_tests"; [ -x "$tests" ] || tests="$bin/tests/opmeter_tests"
-if [ -x "$tests" ]; then
-  log "$tests --gtest_filter='CudaDevice.*:CudaTiming.*:CudaCase.*:CudaPlan.*:CudaCeilings.*'"
-  "$tests" --gtest_filter='CudaDevice.*:CudaTiming.*:CudaCase.*:CudaPlan.*:CudaCeilings.*' 2>&1 | tee "$out/gpu-tests.txt"
-fi
+# step NAME OUTFILE CMD...: runs CMD with its output in OUTFILE, records exit code and time.
+step() {
+  local name=$1 file=$2; shift 2
+  echo "gpu-check: [$name] $*" | tee -a "$out/commands.txt"
+  local t0=$SECONDS rc=0
+  "$@" > "$file" 2>&1 || rc=$?
+  printf '%s\t%s\t%s\n' "$name" "$rc" "$((SECONDS - t0))" >> "$out/steps.tsv"
+  echo "gpu-check: [$name] exit $rc after $((SECONDS - t0)) s" | tee -a "$out/commands.txt"
+  [ "$rc" -eq 0 ] || failed=1
+}
 
-log "$bin/opmeter run --suite quick --device cuda:0 --out $out/quick"
-"$bin/opmeter" run --suite quick --device cuda:0 --out "$out/quick" > "$out/quick.md" || true
-
-# Performance goals, each beside PyTorch in the same run (hot: both sides reuse their inputs).
-cat > "$out/perf.yaml" <<'YAML'
-ops: [gemm, bandwidth]
-impls: [cublaslt]
+# Hot GEMM sweep: every dtype x cuBLAS/cuBLASLt x 4096^3/8192^3 (24 cases, fp8 on cuBLAS skipped).
+cat > "$out/sweep.yaml" <<'YAML'
+ops: [gemm]
+impls: [cublas, cublaslt]
 device: cuda:0
 hot: true
-dtypes: [bf16, fp8]
-bandwidth: {kernels: [copy], sizes_mib: [1024]}
-shapes: [{name: custom, shapes: [[8192, 8192, 8192]]}]
+dtypes: [fp32, tf32, fp16, bf16, fp8, int8]
+shapes: [{name: custom, shapes: [[4096, 4096, 4096], [8192, 8192, 8192]]}]
 YAML
-for round in 1 2 3; do
-  log "$bin/opmeter run $out/perf.yaml --out $out/perf-$round"
-  "$bin/opmeter" run "$out/perf.yaml" --out "$out/perf-$round" > "$out/perf-$round.md" || true
-  if python3 -c 'import torch' 2>/dev/null; then
-    log "python3 bench/torch_reference.py > $out/torch-$round.json"
-    python3 bench/torch_reference.py > "$out/torch-$round.json" || true
-  fi
-done
+cat > "$out/peaks.yaml" <<'YAML'
+ops: [peak]
+device: cuda:0
+dtypes: [fp32, tf32, fp16, bf16, fp8, int8]
+YAML
+cat > "$out/copy.yaml" <<'YAML'
+ops: [bandwidth]
+device: cuda:0
+hot: true
+bandwidth: {kernels: [copy, scale, add, triad, read, write], sizes_mib: [1024]}
+YAML
 
-# CUDA-graph per-launch time of a tiny kernel, and Nsight Compute's duration of the same kernel.
-log "$bin/opmeter run --case 'bandwidth/cuda/fp32/kernel=copy,n=4096/device=cuda:0,graph=100,hot' --out $out/graph"
-"$bin/opmeter" run --case 'bandwidth/cuda/fp32/kernel=copy,n=4096/device=cuda:0,graph=100,hot' --out "$out/graph" > "$out/graph.md" || true
-if command -v ncu >/dev/null; then
-  log "ncu --metrics gpu__time_duration.sum --profile-from-start off $bin/opmeter run --profile --case ..."
-  ncu --metrics gpu__time_duration.sum --profile-from-start off "$bin/opmeter" run --profile --no-report \
-    --case 'bandwidth/cuda/fp32/kernel=copy,n=4096/device=cuda:0,hot' --out "$out/ncu-run" > "$out/ncu.txt" 2>&1 || true
-fi
-log "done: raw results in $out"
+for s in "${steps[@]}"; do
+  case "$s" in
+    tests)
+      tests="$bin/opmeter_tests"; [ -x "$tests" ] || tests="$bin/tests/opmeter_tests"
+      step tests "$out/gpu-tests.txt" "$tests" --gtest_repeat=10 --gtest_brief=1 \
+        --gtest_filter='CudaDevice.*:CudaTiming.*:CudaCase.*:CudaPlan.*:CudaCeilings.*' ;;
+    quick) step quick "$out/quick.md" "$opm" run --suite quick --device cuda:0 --out "$out/quick" ;;
+    peaks) step peaks "$out/peaks.md" "$opm" run "$out/peaks.yaml" --out "$out/peaks" ;;
+    sweep) step sweep "$out/sweep.md" "$opm" run "$out/sweep.yaml" --out "$out/sweep" ;;
+    sweep30) step sweep30 "$out/sweep30.md" "$opm" run "$out/sweep.yaml" --samples 30 --energy-window 0 --out "$out/sweep30" ;;
+    torch)
+      if python3 -c 'import torch' 2>/dev/null; then
+        step torch "$out/torch.json" python3 bench/torch_reference.py
+      else
+        echo "gpu-check: [torch] skipped: python3 cannot import torch" | tee -a "$out/commands.txt"
+      fi ;;
+    copy)
+      [ -x "$bin/cuda_copy_variants" ] && step copy-variants "$out/copy-variants.txt" "$bin/cuda_copy_variants" 1024
+      step copy "$out/copy.md" "$opm" run "$out/copy.yaml" --out "$out/copy" ;;
+    graph)
+      # CUDA-graph per-launch time of a tiny kernel, and Nsight Compute's duration of the same kernel.
+      step graph "$out/graph.md" "$opm" run --case 'bandwidth/cuda/fp32/kernel=copy,n=4096/device=cuda:0,graph=100,hot' --out "$out/graph"
+      if command -v ncu >/dev/null; then
+        step ncu "$out/ncu.txt" ncu --metrics gpu__time_duration.sum --profile-from-start off "$opm" run --profile --no-report \
+          --case 'bandwidth/cuda/fp32/kernel=copy,n=4096/device=cuda:0,hot' --out "$out/ncu-run"
+      fi ;;
+    *) echo "gpu-check: unknown step '$s' (tests quick peaks sweep sweep30 torch copy graph)" >&2; failed=1 ;;
+  esac
+done
+echo "gpu-check: done: raw results in $out"
+column -t "$out/steps.tsv" 2>/dev/null || cat "$out/steps.tsv"
+exit "$failed"

@@ -182,3 +182,37 @@ TEST(Charts, ReportOrderAndUniqueIds) {
   EXPECT_EQ(kinds, (std::vector<std::string>{"gemm-heatmap", "dtype-curves", "roofline", "impl-comparison", "efficiency",
                                              "fusion"}));
 }
+
+TEST(Charts, BurstBesideSustainedForGpuCases) {
+  EXPECT_FALSE(burst_sustained_chart(report_results()));  // CPU results have no sustained figure
+  auto chart = burst_sustained_chart(gpu_results());
+  ASSERT_TRUE(chart);
+  auto& values = chart->spec["data"]["values"];
+  ASSERT_EQ(values.size(), 4u);  // two cases x {burst, sustained}
+  EXPECT_EQ(field_values(values, "figure"), (std::set<std::string>{"burst", "sustained"}));
+  for (auto& v : values) {
+    EXPECT_EQ(v["unit"], "TFLOP/s");
+    EXPECT_NEAR(v["ratio"].get<double>(), 1 / 1.15, 0.01);
+  }
+  auto* burst = find_row(values, "figure", "burst");
+  ASSERT_TRUE(burst);
+  EXPECT_NEAR((*burst)["value"].get<double>(), 820, 10);  // the fixture's bf16 burst
+}
+
+TEST(Charts, GpuTelemetryLaysCasesEndToEndAndMarksThePowerCap) {
+  EXPECT_FALSE(gpu_telemetry_chart(report_results()));
+  auto chart = gpu_telemetry_chart(gpu_results());
+  ASSERT_TRUE(chart);
+  auto& values = chart->spec["data"]["values"];
+  ASSERT_EQ(values.size(), 80u);
+  EXPECT_EQ(field_values(values, "state"), (std::set<std::string>{"free", "power cap"}));
+  double last_first_case = 0, first_second_case = 1e9;
+  for (auto& v : values) {
+    if (v["case"].get<std::string>().find("/bf16/") != std::string::npos)
+      last_first_case = std::max(last_first_case, v["t"].get<double>());
+    else
+      first_second_case = std::min(first_second_case, v["t"].get<double>());
+  }
+  EXPECT_GT(first_second_case, last_first_case);  // the second case starts after the first ends
+  EXPECT_EQ(chart->spec["vconcat"].size(), 2u);
+}

@@ -8,11 +8,11 @@
 
 using namespace opmeter;
 
-TEST(Stopping, ConvergesOnlyAfterMinimumCountTimeAndNoise) {
+TEST(Stopping, ConvergesOnlyAfterMinimumCountTimeAndPrecision) {
   Stopping s;  // 0.5%, 10 samples, 0.5 s, 15 s
   EXPECT_FALSE(should_stop(9, 0.001, 1.0, 1.0, s));     // too few samples
   EXPECT_FALSE(should_stop(10, 0.001, 0.4, 1.0, s));    // too little measured time
-  EXPECT_FALSE(should_stop(10, 0.006, 1.0, 1.0, s));    // too noisy
+  EXPECT_FALSE(should_stop(10, 0.006, 1.0, 1.0, s));    // median not yet precise enough
   EXPECT_EQ(should_stop(10, 0.005, 0.5, 1.0, s), StopReason::converged);
 }
 
@@ -30,26 +30,70 @@ TEST(Stopping, FixedCountIgnoresNoise) {
   EXPECT_EQ(should_stop(20, 0.9, 0.001, 0.001, s), StopReason::fixed_count);
 }
 
-TEST(Stopping, SyntheticStreams) {
-  // A steady stream converges at the first sample that meets every minimum; a noisy one never.
+TEST(Stopping, PlateauStopsOnlyAfterTheMinimumsAndBeforeTheTimeout) {
   Stopping s;
-  s.min_time_s = 0.05;
-  RunningStats steady, noisy;
-  std::optional<StopReason> r1, r2;
-  std::size_t stopped_at = 0;
-  for (int i = 0; i < 1000 && !r1; ++i) {
-    steady.add(0.01 * (1 + 0.001 * (i % 3)));
-    r1 = should_stop(steady.count(), steady.rel_noise(), 0.01 * steady.count(), 0.01 * steady.count(), s);
-    stopped_at = steady.count();
+  EXPECT_FALSE(should_stop(9, 0.02, 1.0, 1.0, s, true));    // too few samples, even on a plateau
+  EXPECT_EQ(should_stop(100, 0.02, 1.0, 1.0, s, true), StopReason::plateau);
+  EXPECT_EQ(should_stop(100, 0.004, 1.0, 1.0, s, true), StopReason::converged);  // precise wins
+  EXPECT_FALSE(should_stop(100, 0.02, 1.0, 1.0, s, false));
+}
+
+namespace {
+// A device timer whose samples follow a fixed sequence of per-call times (cycled).
+class SequenceTimer : public SampleTimer {
+ public:
+  explicit SequenceTimer(std::vector<double> per_call) : per_call_(std::move(per_call)) {}
+  std::optional<double> time(std::size_t calls, const std::function<void()>& call) override {
+    for (std::size_t i = 0; i < calls; ++i) call();
+    return per_call_[next_++ % per_call_.size()] * static_cast<double>(calls);
   }
-  EXPECT_EQ(r1, StopReason::converged);
-  EXPECT_EQ(stopped_at, 10u);
-  for (int i = 0; i < 2000 && !r2; ++i) {
-    noisy.add(i % 2 ? 0.01 : 0.02);
-    r2 = should_stop(noisy.count(), noisy.rel_noise(), 0.015 * noisy.count(), 0.015 * noisy.count(), s);
-  }
-  EXPECT_EQ(r2, StopReason::timeout);
-  EXPECT_NEAR(static_cast<double>(noisy.count()), 1000.0, 1.0);  // 15 s / 0.015 s
+  std::size_t fixed_batch() const override { return 1; }
+
+ private:
+  std::vector<double> per_call_;
+  std::size_t next_ = 0;
+};
+
+class NopImpl : public Impl {
+ public:
+  void setup(const Case&, const SetupOptions&) override {}
+  void run(std::size_t) override {}
+  Check verify(std::uint64_t) override { return {true}; }
+};
+
+Stopping fast_rule() {
+  Stopping s;  // 0.5% precision, tiny minimum time so the fake samples decide
+  s.min_time_s = 1e-3;
+  s.warmup_calls = 1;
+  s.timeout_s = 5;
+  return s;
+}
+}  // namespace
+
+TEST(Measure, NoisyButStationarySamplesConvergeOnThePrecisionOfTheMedian) {
+  // 2% spread between samples (the H100's tensor-core GEMMs): the median is known to 0.5% after
+  // about a hundred samples, long before the timeout the old spread-based rule ran into.
+  std::vector<double> t;
+  for (int i = 0; i < 997; ++i) t.push_back(1e-3 * (1 + 0.07 * (((i * 389) % 997) / 997.0 - 0.5)));
+  SequenceTimer timer(t);
+  NopImpl impl;
+  auto m = measure(impl, 1, fast_rule(), {}, nullptr, &timer);
+  EXPECT_EQ(m.reason, StopReason::converged);
+  auto s = summarize(m.samples);
+  EXPECT_GT(s.rel_noise, 0.018);     // the samples stay as spread as they are...
+  EXPECT_LE(s.precision, 0.005);     // ...while their median is precise
+  EXPECT_GT(m.samples.size(), 100u);
+  EXPECT_LT(m.samples.size(), 400u);  // ~190 expected for a uniform 7% spread
+}
+
+TEST(Measure, QuantizedSamplesStopOnAPlateau) {
+  // Half the samples one timer tick longer: the median's interval spans the tick however many
+  // samples come, so precision stops improving (plateau) instead of running to the timeout.
+  SequenceTimer timer({1e-5, 1.1e-5});
+  NopImpl impl;
+  auto m = measure(impl, 1, fast_rule(), {}, nullptr, &timer);
+  EXPECT_EQ(m.reason, StopReason::plateau);
+  EXPECT_LT(m.elapsed_s, 4.0);
 }
 
 TEST(Batching, KeepsTimerOverheadBelowOnePercent) {

@@ -1,7 +1,9 @@
 // A scripted stand-in for libnvidia-ml.so.1, so the NVML accounting is tested without a GPU.
 // Environment: FAKE_NVML_POWER_W (default 250), FAKE_NVML_PERIOD_MS (energy counter update
 // period, default 50), FAKE_NVML_INIT_ERROR (nvmlInit_v2 returns this code). Built once more
-// with FAKE_NVML_NO_ENERGY: an NVML without nvmlDeviceGetTotalEnergyConsumption.
+// with FAKE_NVML_NO_ENERGY: an NVML without nvmlDeviceGetTotalEnergyConsumption. Read at each
+// call, so a test can change them while a poller runs: FAKE_NVML_REASONS (clock event reasons,
+// default 0), FAKE_NVML_SM_MHZ (default 1755), FAKE_NVML_TEMP_C (default 60).
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -54,6 +56,18 @@ int nvmlDeviceGetPowerUsage(void*, unsigned* mw) {
 }
 int nvmlDeviceGetEnforcedPowerLimit(void*, unsigned* mw) {
   *mw = 700000;
+  return 0;
+}
+int nvmlDeviceGetClockInfo(void*, unsigned type, unsigned* mhz) {
+  *mhz = type == 1 ? static_cast<unsigned>(env("FAKE_NVML_SM_MHZ", 1755)) : 2619;
+  return 0;
+}
+int nvmlDeviceGetTemperature(void*, unsigned, unsigned* c) {
+  *c = static_cast<unsigned>(env("FAKE_NVML_TEMP_C", 60));
+  return 0;
+}
+int nvmlDeviceGetCurrentClocksEventReasons(void*, unsigned long long* reasons) {
+  *reasons = static_cast<unsigned long long>(env("FAKE_NVML_REASONS", 0));
   return 0;
 }
 int nvmlSystemGetDriverVersion(char* text, unsigned len) {

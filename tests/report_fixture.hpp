@@ -53,6 +53,37 @@ inline std::vector<Result> report_results() {
   return rs;
 }
 
+// GPU cases: burst and sustained figures, and a telemetry timeline that reaches the power cap.
+inline std::vector<Result> gpu_results() {
+  std::vector<Result> rs;
+  unsigned seed = 100;
+  for (const char* dtype : {"bf16", "fp8"}) {
+    auto w = gemm_work(8192, 8192, 8192);
+    Result r = measured(fmt::format("gemm/cublaslt/{}/M=8192,N=8192,K=8192/device=cuda:0,hot", dtype),
+                        time_at(w, std::string(dtype) == "bf16" ? 8.2e5 : 1.45e6), w, seed++);
+    std::vector<double> slower;
+    for (double s : r.samples) slower.push_back(s * 1.15);
+    r.sustained = Sustained{slower, summarize(slower)};
+    nlohmann::json t = {{"t_s", nlohmann::json::array()}, {"sm_mhz", nlohmann::json::array()},
+                        {"power_w", nlohmann::json::array()}, {"temp_c", nlohmann::json::array()},
+                        {"reasons", nlohmann::json::array()}};
+    for (int i = 0; i < 40; ++i) {
+      bool capped = i > 25;
+      t["t_s"].push_back(0.05 * i);
+      t["sm_mhz"].push_back(capped ? 1600 : 1980);
+      t["power_w"].push_back(capped ? 699.0 : 120.0 + 20.0 * i);
+      t["temp_c"].push_back(40 + i / 4);
+      t["reasons"].push_back(capped ? 4 : 0);
+    }
+    r.telemetry = t;
+    r.avg_power_w = 690;
+    r.add_flag("power-capped");
+    derive_rates(r);
+    rs.push_back(r);
+  }
+  return rs;
+}
+
 inline nlohmann::json report_context() {
   return {{"cpu", {{"model", "Test CPU <model>"}, {"usable_cpus", 2}}},
           {"libraries", {{"onednn", "2.6.3"}}},
@@ -60,7 +91,9 @@ inline nlohmann::json report_context() {
 }
 
 inline ResultSet report_set() {
-  return ResultSet{"fixture-results", ResultsFormat::results_json, report_context(), report_results()};
+  auto rs = report_results();
+  for (auto& r : gpu_results()) rs.push_back(r);
+  return ResultSet{"fixture-results", ResultsFormat::results_json, report_context(), rs};
 }
 
 }  // namespace opmeter::fixtures

@@ -120,8 +120,47 @@ TEST(Results, MarkdownTableMarksStatuses) {
   auto r = sample_result();
   r.add_flag("unconverged");
   auto md = markdown_table({r, skipped_result()});
-  EXPECT_NE(md.find("| case | impl | dtype | shape | median | GFLOP/s | GB/s | % of peak | noise | status |"), std::string::npos);
+  EXPECT_NE(md.find("| case | impl | dtype | shape | median | ± | GFLOP/s | GB/s | % of peak | noise | sustained | status |"),
+            std::string::npos);
   EXPECT_NE(md.find("| 3.00 us |"), std::string::npos) << md;
   EXPECT_NE(md.find("ok, unconverged"), std::string::npos);
   EXPECT_NE(md.find("skipped: openblas has no int8 gemm"), std::string::npos);
+}
+
+TEST(Results, SustainedTelemetryAndStopReasonRoundTrip) {
+  Result r;
+  r.kase = parse_case("gemm/cublaslt/bf16/M=64,N=64,K=64/device=cuda:0,hot");
+  r.case_string = r.kase.to_string();
+  r.work = {2.0 * 64 * 64 * 64, 0, 0};
+  r.samples = {1e-6, 1.1e-6, 1.2e-6};
+  r.summary = summarize(r.samples);
+  r.stop_reason = "plateau";
+  r.sustained = Sustained{{2e-6, 2e-6, 2.2e-6}, summarize({2e-6, 2e-6, 2.2e-6})};
+  r.telemetry = {{"t_s", {0.0, 0.01}}, {"sm_mhz", {1980, 1755}}, {"power_w", {300, 690}},
+                 {"temp_c", {50, 55}}, {"reasons", {0, 4}}};
+  derive_rates(r);
+  ASSERT_TRUE(r.sustained);
+  EXPECT_NEAR(r.sustained->gflops, 2.0 * 64 * 64 * 64 / 2e-6 * 1e-9, 1e-6);
+  EXPECT_LT(r.sustained->gflops, r.gflops);
+  EXPECT_GT(r.summary.precision, 0);
+
+  auto back = result_from_json(to_json(r));
+  EXPECT_EQ(back.stop_reason, "plateau");
+  ASSERT_TRUE(back.sustained);
+  EXPECT_EQ(back.sustained->samples, r.sustained->samples);
+  EXPECT_DOUBLE_EQ(back.sustained->gflops, r.sustained->gflops);
+  EXPECT_EQ(back.telemetry, r.telemetry);
+  EXPECT_DOUBLE_EQ(back.summary.precision, r.summary.precision);
+
+  auto gb = gbench_json(nlohmann::json::object(), {r});
+  auto entry = gb["benchmarks"][0];
+  EXPECT_EQ(entry["stop_reason"], "plateau");
+  EXPECT_TRUE(entry.contains("sustained"));
+  auto from_gb = result_from_gbench(entry);
+  ASSERT_TRUE(from_gb.sustained);
+  EXPECT_EQ(from_gb.telemetry, r.telemetry);
+
+  auto csv = csv_table(nlohmann::json::object(), {r});
+  EXPECT_NE(csv.find("precision_pct,stop_reason,sustained_tflops,sustained_gbps"), std::string::npos);
+  EXPECT_NE(csv.find(",plateau,"), std::string::npos);
 }

@@ -115,3 +115,29 @@ TEST(Stats, Geomean) {
   EXPECT_NEAR(geomean({0.5, 2.0}), 1.0, 1e-12);
   EXPECT_DOUBLE_EQ(geomean({}), 0.0);
 }
+
+TEST(Precision, MatchesTheMedianIntervalAndShrinksWithTheSampleCount) {
+  std::vector<double> x;
+  for (int i = 0; i < 400; ++i) x.push_back(1.0 + 0.02 * ((i * 37) % 101) / 101.0);
+  auto s = summarize(x);
+  EXPECT_NEAR(median_precision(x), s.precision, 1e-12);
+  EXPECT_NEAR(s.precision, (s.median_ci_high - s.median_ci_low) / 2 / s.median, 1e-12);
+  std::vector<double> quarter(x.begin(), x.begin() + 100);
+  EXPECT_LT(median_precision(x), 0.7 * median_precision(quarter));  // ~1/2 expected for 4x samples
+  EXPECT_TRUE(std::isinf(median_precision({1.0})));
+  EXPECT_TRUE(std::isinf(median_precision({0.0, 0.0, 0.0})));
+  EXPECT_DOUBLE_EQ(median_precision({2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0}), 0.0);
+}
+
+TEST(Precision, PlateauWhenFourTimesTheSamplesGainLessThanTenPercent) {
+  EXPECT_FALSE(plateaued({}));
+  EXPECT_FALSE(plateaued({{100, 0.02}}));
+  EXPECT_FALSE(plateaued({{100, 0.02}, {300, 0.019}}));          // not yet 4x the samples
+  EXPECT_TRUE(plateaued({{100, 0.02}, {300, 0.019}, {400, 0.019}}));
+  EXPECT_FALSE(plateaued({{100, 0.02}, {400, 0.010}}));          // improving as 1/sqrt(n)
+  EXPECT_FALSE(plateaued({{100, 0.02}, {400, 0.0179}}));         // 10.5% better: still improving
+  EXPECT_TRUE(plateaued({{100, 0.02}, {400, 0.0181}}));
+  // The comparison is with the latest checkpoint at a quarter of the count or fewer.
+  EXPECT_FALSE(plateaued({{10, 0.05}, {100, 0.02}, {400, 0.01}}));
+  EXPECT_FALSE(plateaued({{100, 0.0}, {400, 0.0}}));             // exact: nothing to improve, converged instead
+}

@@ -13,9 +13,10 @@
 
 namespace opmeter {
 
-// When to stop sampling. Default: nvbench's criterion.
+// When to stop sampling: when the median is known precisely enough (nvbench's counts and times,
+// but the target is the precision of the estimate, not the spread of the samples).
 struct Stopping {
-  double max_noise = 0.005;      // stdev / mean target (fraction)
+  double max_noise = 0.005;      // target precision: relative half-width of the median's 95% CI
   std::size_t min_samples = 10;
   double min_time_s = 0.5;       // of measured (timed) time
   double timeout_s = 15;         // wall time of sampling; then reported `unconverged`
@@ -26,13 +27,15 @@ struct Stopping {
   std::size_t fixed_batch = 0;   // > 0: exactly this many calls per sample (harness benchmarks)
 };
 
-enum class StopReason { converged, fixed_count, timeout, cancelled };
+// converged: precision reached; plateau: precision stopped improving before it (see plateaued());
+// timeout: neither within timeout_s (the result is flagged `unconverged`).
+enum class StopReason { converged, plateau, fixed_count, timeout, cancelled };
 std::string_view to_string(StopReason r);
 
-// Pure stopping rule, applied after each sample: `noise` is the relative noise of the samples so
-// far (see Summary::rel_noise).
-std::optional<StopReason> should_stop(std::size_t samples, double noise, double measured_s, double elapsed_s,
-                                      const Stopping& s);
+// Pure stopping rule, applied after each sample: `precision` is the median's relative CI
+// half-width so far (Summary::precision); `plateau` whether it stopped improving.
+std::optional<StopReason> should_stop(std::size_t samples, double precision, double measured_s, double elapsed_s,
+                                      const Stopping& s, bool plateau = false);
 
 // Calls per sample so a sample lasts at least the target and the timer's overhead stays below
 // 1% of it.
@@ -68,7 +71,7 @@ struct Measurement {
   std::size_t warmup_calls = 0;
   double measured_s = 0;        // sum of timed sample durations
   double elapsed_s = 0;         // wall time of the sampling loop
-  std::size_t discarded = 0;    // samples the timer rejected (taken while the clock was throttled)
+  std::size_t discarded = 0;    // samples the timer rejected (taken while the GPU slowed itself down)
   StopReason reason = StopReason::converged;
 };
 
@@ -86,12 +89,13 @@ Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping,
                     SampleTimer* timer = nullptr);
 
 // Back-to-back calls for at least `seconds` (synchronizing every `batch` calls so queues stay
-// short): the window an energy reading is taken over. Returns the calls made.
-std::size_t run_for(Impl& impl, std::size_t batch, double seconds, const std::atomic<bool>* cancel = nullptr);
+// short), or until `enough` (checked after each batch) says so. Returns the calls made.
+std::size_t run_for(Impl& impl, std::size_t batch, double seconds, const std::atomic<bool>* cancel = nullptr,
+                    const std::function<bool()>& enough = {});
 
-// Whether a sample counts: taken at no less than `min_fraction` of the default clock. An unknown
-// clock (<= 0) counts.
-inline constexpr double kMinClockFraction = 0.75;
-bool clock_ok(double measured_mhz, double default_mhz, double min_fraction = kMinClockFraction);
+// Samples of `batch` calls each, back to back through `timer`, for `seconds`: the sustained
+// figure, taken while the device runs at its steady state. Discarded samples are counted in m.
+Measurement sample_for(Impl& impl, SampleTimer& timer, std::size_t batch, double seconds,
+                       const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace opmeter

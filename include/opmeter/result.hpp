@@ -17,19 +17,28 @@ enum class Status { ok, skipped, failed, error, crashed, timeout };
 std::string_view to_string(Status s);
 std::optional<Status> parse_status(std::string_view s);
 
+// A GPU case's second figure: the same calls at the device's steady state (after running until
+// its power settled), timed in the energy window. The result's own median is the burst figure.
+struct Sustained {
+  std::vector<double> samples;  // seconds per call
+  Summary summary;
+  double gflops = 0, gbps = 0;  // at the sustained median
+};
+
 // Everything measured about one case. Engine output; reporters only format it.
 struct Result {
   Case kase;
   std::string case_string;
   Status status = Status::ok;
   std::string reason;                 // why skipped / failed / error / crashed / timeout
-  std::vector<std::string> flags;     // unconverged, faster-than-peak
+  std::vector<std::string> flags;     // unconverged, plateau, faster-than-peak, throttled, power-capped
   std::string timestamp;              // ISO 8601 UTC, when the case finished
 
   std::vector<double> samples;        // seconds per call, raw
   Summary summary;                    // of samples
   std::size_t batch = 0, calls = 0, warmup_calls = 0, copies = 0;
   double measured_s = 0, elapsed_s = 0;
+  std::string stop_reason;            // converged | plateau | timeout | fixed_count (see StopReason)
   std::string cache = "cold";         // cold | hot | none (no memory inputs)
 
   Work work;
@@ -44,7 +53,9 @@ struct Result {
   // Measured in a window of back-to-back calls after timing (see run_case).
   std::optional<double> avg_power_w, energy_j;
   std::string energy_reason;          // why the energy fields are empty on a device that has them
-  std::size_t throttled_samples = 0;  // samples discarded: taken below 75% of the default clock
+  std::size_t throttled_samples = 0;  // samples discarded: the GPU slowed down (heat, hardware)
+  std::optional<Sustained> sustained;
+  nlohmann::json telemetry;           // GPU timeline (see telemetry_json); null where none
   std::size_t peak_memory_bytes = 0;
   std::map<std::string, std::string> details;
 
@@ -57,7 +68,8 @@ std::string utc_now_iso();
 // A result that carries only a status and its reason (a case that was never measured).
 Result unmeasured_result(const Case& c, Status status, std::string reason);
 
-// Fills gflops / gbps / intensity from work and the median (no-op without samples).
+// Fills gflops / gbps / intensity from work and the median (no-op without samples), and the
+// sustained rates from the sustained median.
 void derive_rates(Result& r);
 // Compares a result with a measured ceiling; flags `faster-than-peak` above 105%.
 void apply_peak(Result& r, double peak_gflops);
@@ -67,6 +79,7 @@ void apply_roofline(Result& r, double bandwidth_gbps);
 
 nlohmann::json params_json(const Case& c);  // {"M": "1024", ...}
 nlohmann::json to_json(const Result& r);
+nlohmann::json sustained_json(const Sustained& s);
 Result result_from_json(const nlohmann::json& j);  // throws UsageError on a malformed record
 // One `run_type: iteration` entry of results.json (Google Benchmark's format, opmeter's keys).
 Result result_from_gbench(const nlohmann::json& entry);

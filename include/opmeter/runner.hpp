@@ -20,7 +20,12 @@ struct RunOptions {
   double case_deadline_s = 0;   // isolation deadline per case; 0: 2 x timeout + 30 s
   nlohmann::json calibration;   // a calibration profile whose ceilings results are shown against
   bool profile = false;         // one sample of one call after warm-up, in the profiler's range
-  double energy_window_s = 1.0; // CUDA: seconds of back-to-back calls to measure energy over
+  // GPU cases: the burst figure (the result's median) is sampled after the GPU idled for
+  // cooldown_s; then calls run back to back until power settles (at most heat_max_s), and the
+  // sustained figure and the energy are taken over energy_window_s (0: neither).
+  double energy_window_s = 1.0;
+  double cooldown_s = 0.5;
+  double heat_max_s = 5.0;
 };
 
 // Cold-cache copies for a case: enough input sets that rotating through them exceeds twice the

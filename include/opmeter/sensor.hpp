@@ -35,6 +35,18 @@ std::optional<double> integrate_power_j(const std::vector<PowerRead>& reads, dou
 
 // --- NVML ----------------------------------------------------------------------------------------
 
+// NVML's clock event reasons (nvmlClocksEventReason*), as a bit mask.
+inline constexpr unsigned long long kClockEventIdle = 0x1, kClockEventAppClocks = 0x2, kClockEventSwPowerCap = 0x4,
+                                    kClockEventHwSlowdown = 0x8, kClockEventSyncBoost = 0x10,
+                                    kClockEventSwThermal = 0x20, kClockEventHwThermal = 0x40,
+                                    kClockEventHwPowerBrake = 0x80, kClockEventDisplayClock = 0x100;
+// Reasons that mean the GPU slowed itself down (heat, hardware protection): samples taken under
+// them are discarded. The software power cap is the GPU's normal steady state and is kept.
+inline constexpr unsigned long long kSlowdownReasons =
+    kClockEventHwSlowdown | kClockEventSwThermal | kClockEventHwThermal | kClockEventHwPowerBrake;
+// "sw_power_cap,hw_slowdown" for a mask; "none" for 0.
+std::string clock_event_names(unsigned long long reasons);
+
 struct EnergyReading {
   double joules = 0;
   double seconds = 0;
@@ -63,6 +75,9 @@ class Nvml {
   std::optional<double> power_w(Device d) const;
   std::optional<double> power_limit_w(Device d) const;
   std::optional<unsigned> clock_mhz(Device d, unsigned clock_type) const;  // 1: SM, 2: memory
+  std::optional<unsigned> temperature_c(Device d) const;                    // the GPU die
+  // Why the clocks are below their maximum now: a bit mask of the kClockEvent* reasons.
+  std::optional<unsigned long long> clock_event_reasons(Device d) const;
   std::optional<bool> ecc_enabled(Device d) const;
   std::optional<bool> mig_enabled(Device d) const;
   std::string driver_version() const;

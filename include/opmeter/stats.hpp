@@ -14,6 +14,9 @@ struct Summary {
   // stretched by a preemption does not decide whether a measurement converged.
   double rel_noise = 0;
   std::size_t outliers = 0;              // samples outside the far fences
+  // Precision of the median: half the width of its 95% CI over the median. The stopping rule's
+  // target; it shrinks like 1/sqrt(n) while rel_noise (the samples' own spread) does not.
+  double precision = 0;
 };
 
 double mean(const std::vector<double>& x);
@@ -24,6 +27,20 @@ double median(const std::vector<double>& x);
 // for n > 5; the full range below that). Returns {low, high}.
 std::pair<double, double> median_ci95(std::vector<double> x);
 Summary summarize(const std::vector<double>& x);
+// Summary::precision of x without a full sort (the stopping rule computes it while sampling).
+// Infinity for fewer than two samples or a median <= 0.
+double median_precision(std::vector<double> x);
+
+// Plateau test of the stopping rule. `history` holds (samples, precision) checkpoints in the
+// order they were taken. With independent samples, precision halves when the count quadruples;
+// it has plateaued when the latest checkpoint improved on the one taken at a quarter of its count
+// (or fewer) by less than `min_gain` (0.1 = 10%) -- timer resolution or drift, not more samples,
+// now decides it.
+struct PrecisionCheckpoint {
+  std::size_t samples;
+  double precision;
+};
+bool plateaued(const std::vector<PrecisionCheckpoint>& history, double min_gain = 0.1);
 // rel_noise and outliers as defined in Summary.
 std::pair<double, std::size_t> fenced_rel_noise(std::vector<double> x);
 

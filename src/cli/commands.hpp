@@ -35,6 +35,7 @@ struct RunArgs {
   std::optional<int> graph;         // CUDA Graph launches per sample for every CUDA case
   bool profile = false;
   std::optional<double> energy_window_s;
+  std::optional<double> cooldown_s, heat_max_s;
   std::string child_result;  // internal: isolated child writes its one result here
 };
 

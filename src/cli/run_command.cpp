@@ -95,6 +95,8 @@ nlohmann::json run_settings(const RunArgs& a, const std::string& source, const R
   if (!a.device.empty()) j["device"] = a.device;
   if (a.profile) j["profile"] = true;
   j["energy_window_s"] = o.energy_window_s;
+  j["cooldown_s"] = o.cooldown_s;
+  j["heat_max_s"] = o.heat_max_s;
   return j;
 }
 
@@ -203,7 +205,12 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   run->add_option("--graph", a.graph, "CUDA cases: capture N back-to-back launches in one CUDA graph per sample (0: off)")
       ->check(CLI::Range(0, 100000));
   run->add_flag("--profile", a.profile, "run each case once after warm-up, inside the profiler's capture range (nsys/ncu)");
-  run->add_option("--energy-window", a.energy_window_s, "CUDA cases: seconds of back-to-back calls energy is measured over (default 1; 0: off)")
+  run->add_option("--energy-window", a.energy_window_s,
+                  "CUDA cases: seconds at steady power over which the sustained time and the energy are measured (default 1; 0: off)")
+      ->check(CLI::Range(0.0, 600.0));
+  run->add_option("--cooldown", a.cooldown_s, "CUDA cases: seconds the GPU idles before the burst samples (default 0.5)")
+      ->check(CLI::Range(0.0, 600.0));
+  run->add_option("--heat-max", a.heat_max_s, "CUDA cases: at most this many seconds of calls until power settles, before the sustained window (default 5)")
       ->check(CLI::Range(0.0, 600.0));
   run->add_option("--child-result", a.child_result, "internal: used by --isolate")->group("");
 }
@@ -216,6 +223,8 @@ int run_command(const RunArgs& a, const char* argv0) {
   options.case_deadline_s = a.case_deadline_s.value_or(0);
   options.profile = a.profile;
   if (a.energy_window_s) options.energy_window_s = *a.energy_window_s;
+  if (a.cooldown_s) options.cooldown_s = *a.cooldown_s;
+  if (a.heat_max_s) options.heat_max_s = *a.heat_max_s;
   if (!a.child_result.empty()) {
     options.stopping = apply_overrides(Stopping{}, a);
     return child_run(a, options);

@@ -14,6 +14,7 @@ double seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 std::string_view to_string(StopReason r) {
   switch (r) {
     case StopReason::converged: return "converged";
+    case StopReason::plateau: return "plateau";
     case StopReason::fixed_count: return "fixed_count";
     case StopReason::timeout: return "timeout";
     case StopReason::cancelled: return "cancelled";
@@ -21,13 +22,15 @@ std::string_view to_string(StopReason r) {
   return "?";
 }
 
-std::optional<StopReason> should_stop(std::size_t samples, double noise, double measured_s, double elapsed_s,
-                                      const Stopping& s) {
+std::optional<StopReason> should_stop(std::size_t samples, double precision, double measured_s, double elapsed_s,
+                                      const Stopping& s, bool plateau) {
   if (s.fixed_samples > 0) {
     if (samples >= s.fixed_samples) return StopReason::fixed_count;
     return std::nullopt;
   }
-  if (samples >= s.min_samples && measured_s >= s.min_time_s && noise <= s.max_noise) return StopReason::converged;
+  bool enough = samples >= s.min_samples && measured_s >= s.min_time_s;
+  if (enough && precision <= s.max_noise) return StopReason::converged;
+  if (enough && plateau) return StopReason::plateau;
   if (elapsed_s >= s.timeout_s && samples >= 2) return StopReason::timeout;
   return std::nullopt;
 }
@@ -57,12 +60,8 @@ std::optional<double> HostTimer::time(std::size_t calls, const std::function<voi
   return seconds(Clock::now() - t0);
 }
 
-bool clock_ok(double measured_mhz, double default_mhz, double min_fraction) {
-  if (!(measured_mhz > 0) || !(default_mhz > 0)) return true;
-  return measured_mhz >= min_fraction * default_mhz;
-}
-
-std::size_t run_for(Impl& impl, std::size_t batch, double window_s, const std::atomic<bool>* cancel) {
+std::size_t run_for(Impl& impl, std::size_t batch, double window_s, const std::atomic<bool>* cancel,
+                    const std::function<bool()>& enough) {
   batch = std::max<std::size_t>(batch, 1);
   std::size_t calls = 0;
   auto t0 = Clock::now();
@@ -70,8 +69,32 @@ std::size_t run_for(Impl& impl, std::size_t batch, double window_s, const std::a
     for (std::size_t i = 0; i < batch; ++i) impl.run(0);
     impl.sync();
     calls += batch;
-  } while (seconds(Clock::now() - t0) < window_s && !(cancel && cancel->load()));
+  } while (seconds(Clock::now() - t0) < window_s && !(cancel && cancel->load()) && !(enough && enough()));
   return calls;
+}
+
+Measurement sample_for(Impl& impl, SampleTimer& timer, std::size_t batch, double window_s, const std::atomic<bool>* cancel) {
+  Measurement m;
+  m.batch = std::max<std::size_t>(batch, 1);
+  auto call = [&] { impl.run(0); };
+  auto start = Clock::now();
+  do {
+    if (cancel && cancel->load()) {
+      m.reason = StopReason::cancelled;
+      break;
+    }
+    auto timed = timer.time(m.batch, call);
+    if (!timed) {
+      ++m.discarded;
+      continue;
+    }
+    m.samples.push_back(*timed / static_cast<double>(m.batch));
+    m.measured_s += *timed;
+    m.calls += m.batch;
+  } while (seconds(Clock::now() - start) < window_s);
+  if (m.reason != StopReason::cancelled) m.reason = StopReason::fixed_count;
+  m.elapsed_s = seconds(Clock::now() - start);
+  return m;
 }
 
 Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping, const ProgressFn& progress,
@@ -107,7 +130,7 @@ Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping, co
   m.samples.reserve(stopping.fixed_samples > 0 ? stopping.fixed_samples : 4096);
   auto start = Clock::now();
   auto last_progress = start;
-  auto last_fenced = start;
+  std::vector<PrecisionCheckpoint> checkpoints;
   for (;;) {
     if (cancelled()) {
       m.reason = StopReason::cancelled;
@@ -130,17 +153,18 @@ Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping, co
     stats.add(m.samples.back());
     m.measured_s += dt;
     m.calls += m.batch;
-    // The running (Welford) noise is O(1); the outlier-fenced noise sorts, so it is computed only
-    // when the running one misses the target, and at most every 50 ms.
-    // Before the minimum count and time nothing can converge, so the noise is not computed.
+    // The median's precision takes a partial sort (O(n)), so it is computed each time the count
+    // has grown by 5% (O(n) in all), and not before the minimum count and time: nothing can
+    // converge then. Each computation is a checkpoint of the plateau test.
     bool may_converge = stopping.fixed_samples == 0 && stats.count() >= stopping.min_samples &&
                         m.measured_s >= stopping.min_time_s;
-    double noise = may_converge ? stats.rel_noise() : std::numeric_limits<double>::infinity();
-    if (may_converge && noise > stopping.max_noise && seconds(t1 - last_fenced) > 0.05) {
-      last_fenced = t1;
-      noise = fenced_rel_noise(m.samples).first;
+    bool plateau = false;
+    if (may_converge && (checkpoints.empty() || 20 * m.samples.size() >= 21 * checkpoints.back().samples)) {
+      checkpoints.push_back({m.samples.size(), median_precision(m.samples)});
+      plateau = plateaued(checkpoints);
     }
-    if (auto r = should_stop(stats.count(), noise, m.measured_s, elapsed, stopping)) {
+    double precision = checkpoints.empty() ? std::numeric_limits<double>::infinity() : checkpoints.back().precision;
+    if (auto r = should_stop(stats.count(), precision, m.measured_s, elapsed, stopping, plateau)) {
       m.reason = *r;
       break;
     }

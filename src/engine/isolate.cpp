@@ -28,7 +28,8 @@ std::vector<std::string> child_args(const Case& c, const RunOptions& o, const st
           "--samples", std::to_string(s.fixed_samples), "--min-samples", std::to_string(s.min_samples),
           "--min-time", fmt::format("{}", s.min_time_s), "--warmup", std::to_string(s.warmup_calls),
           "--warmup-s", fmt::format("{}", s.warmup_s), "--seed", std::to_string(o.seed),
-          "--energy-window", fmt::format("{}", o.energy_window_s)};
+          "--energy-window", fmt::format("{}", o.energy_window_s), "--cooldown", fmt::format("{}", o.cooldown_s),
+          "--heat-max", fmt::format("{}", o.heat_max_s)};
   if (o.profile) args.push_back("--profile");
   return args;
 }

@@ -3,8 +3,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -14,6 +16,7 @@
 #include "opmeter/cuda_plugin.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/sensor.hpp"
+#include "opmeter/telemetry.hpp"
 
 namespace opmeter {
 namespace {
@@ -61,21 +64,49 @@ struct NvtxRange {
   cuda::Plugin* plugin;
 };
 
-// Energy per call over a window of back-to-back calls after timing, so flushes and gaps between
-// samples do not count. Empty fields with a reason when the device reports no energy.
-void measure_energy(Result& r, Impl& impl, const RunOptions& options, const std::atomic<bool>* cancel) {
-  std::string why;
-  auto device = cuda::nvml_device(r.kase.cuda_index(), why);
-  if (!device) {
-    r.energy_reason = why;
-    return;
-  }
-  // Calls in groups of >= 10 ms between synchronizations, so the GPU is not left idle.
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// The sustained figure and the energy per call: calls run back to back until the GPU's power
+// settles (at most heat_max_s), then hot samples of >= 10 ms each are timed for
+// energy_window_s while NVML's energy counter runs.
+void measure_sustained(Result& r, Impl& impl, const Case& c, cuda::Plugin& gpu, Telemetry* telemetry,
+                       const RunOptions& options, const std::atomic<bool>* cancel) {
   auto batch = static_cast<std::size_t>(std::max(static_cast<double>(r.batch), std::ceil(0.01 / r.summary.median)));
-  EnergyMeter meter(Nvml::instance(), *device);
-  meter.start();
-  std::size_t calls = run_for(impl, batch, options.energy_window_s, cancel);
-  auto reading = meter.stop(why);
+  double heat_start = now_s();
+  // Without telemetry nothing says when power settled: heat for a fixed second.
+  double heat_s = telemetry ? options.heat_max_s : std::min(1.0, options.heat_max_s);
+  run_for(impl, batch, heat_s, cancel, [&] { return telemetry && power_steady(telemetry->snapshot()); });
+  r.details["sustained_heat_s"] = fmt::format("{:.2f}", now_s() - heat_start);
+
+  Case hot = c;  // the window's samples are back to back: no L2 flush, no graph
+  hot.hot = true;
+  hot.graph = 0;
+  auto device_timer = gpu.timer(hot);
+  SampleTimer* timer = device_timer.get();
+  std::optional<TelemetryTimer> watched;
+  if (telemetry) timer = &watched.emplace(*timer, *telemetry);
+
+  std::string why;
+  auto device = cuda::nvml_device(c.cuda_index(), why);
+  std::optional<EnergyMeter> meter;
+  if (device) meter.emplace(Nvml::instance(), *device).start();
+  Measurement m = sample_for(impl, *timer, batch, options.energy_window_s, cancel);
+  std::size_t calls = m.calls + m.discarded * m.batch;
+  std::optional<EnergyReading> reading;
+  if (meter) reading = meter->stop(why);
+  if (!m.samples.empty()) {
+    Sustained s;
+    s.samples = std::move(m.samples);
+    s.summary = summarize(s.samples);
+    r.sustained = std::move(s);
+  }
+  r.details["sustained_window"] = fmt::format("{:.2f} s, {} calls in samples of {}", m.elapsed_s, calls, m.batch);
+  if (watched && watched->power_capped_samples() > 0) {
+    r.details["sustained_power_capped_samples"] = std::to_string(watched->power_capped_samples());
+    r.add_flag("power-capped");
+  }
+  if (watched && watched->slowed_samples() > 0)
+    r.details["sustained_slowed_samples"] = std::to_string(watched->slowed_samples());
   if (!reading || calls == 0) {
     r.energy_reason = why;
     return;
@@ -84,6 +115,44 @@ void measure_energy(Result& r, Impl& impl, const RunOptions& options, const std:
   r.avg_power_w = reading->avg_watts();
   r.details["energy_method"] = reading->method;
   r.details["energy_window"] = fmt::format("{:.2f} s, {} calls", reading->seconds, calls);
+}
+
+// The readings taken in [from, to).
+std::vector<TelemetryPoint> between(const std::vector<TelemetryPoint>& points, double from, double to) {
+  std::vector<TelemetryPoint> out;
+  for (auto& p : points)
+    if (p.t_s >= from && p.t_s < to) out.push_back(p);
+  return out;
+}
+
+// What the GPU did during the case: the whole timeline (cool-down included), and in details its
+// clock, power and temperature while the burst samples were taken (from `burst_from` to
+// `burst_to`) and, when there was one, during heating and the sustained window (after
+// `burst_to`); `power-capped` when burst samples ran at the software power cap.
+void record_telemetry(Result& r, const std::vector<TelemetryPoint>& points, double t0, double burst_from, double burst_to,
+                      const TelemetryTimer* burst) {
+  if (points.empty()) return;
+  r.telemetry = telemetry_json(points, t0);
+  auto s = summarize_telemetry(between(points, burst_from, burst_to));
+  if (s.sm_mhz_median > 0) {
+    r.details["sm_clock_median_mhz"] = fmt::format("{:.0f}", s.sm_mhz_median);
+    r.details["sm_clock_min_mhz"] = fmt::format("{:.0f}", s.sm_mhz_min);
+  }
+  if (s.power_w_median > 0) r.details["power_median_w"] = fmt::format("{:.1f}", s.power_w_median);
+  auto all = summarize_telemetry(points);
+  if (all.temp_c_max > 0) r.details["temp_max_c"] = fmt::format("{:.0f}", all.temp_c_max);
+  r.details["clock_event_reasons"] = clock_event_names(all.reasons_seen);
+  if (all.capped_sm_mhz_median > 0) r.details["power_capped_sm_clock_mhz"] = fmt::format("{:.0f}", all.capped_sm_mhz_median);
+  if (auto after = summarize_telemetry(between(points, burst_to, 1e300)); after.sm_mhz_median > 0 && r.sustained) {
+    r.details["sustained_sm_clock_median_mhz"] = fmt::format("{:.0f}", after.sm_mhz_median);
+    r.details["sustained_power_median_w"] = fmt::format("{:.1f}", after.power_w_median);
+  }
+  if (burst && burst->power_capped_samples() > 0) {
+    r.details["power_capped_samples"] = std::to_string(burst->power_capped_samples());
+    r.add_flag("power-capped");
+  }
+  if (burst && burst->slowed_samples() > 0)
+    r.details["slowdown_reasons"] = clock_event_names(burst->slowdown_reasons());
 }
 
 }  // namespace
@@ -134,9 +203,27 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     r.tolerance = check.tolerance;
     if (!check.ok) return finish(Status::failed, "wrong result before timing: " + check.detail);
 
+    // A GPU is watched through the case: samples it slowed down by heat or hardware protection
+    // are discarded, samples at its power cap are kept and counted.
+    std::unique_ptr<Telemetry> telemetry;
+    if (gpu) {
+      std::string why;
+      if (auto device = cuda::nvml_device(c.cuda_index(), why))
+        telemetry = std::make_unique<Telemetry>(Nvml::instance(), *device);
+      else
+        r.details["telemetry"] = why;
+    }
+    const double t0 = now_s();
+    if (telemetry) telemetry->start();
+    if (gpu && options.cooldown_s > 0 && !options.profile)  // the burst starts from an idle GPU
+      std::this_thread::sleep_for(std::chrono::duration<double>(options.cooldown_s));
+    const double burst_from = now_s();
+
     auto device_timer = gpu ? gpu->timer(c) : nullptr;
     HostTimer host_timer(*impl);
     SampleTimer* timer = device_timer ? device_timer.get() : &host_timer;
+    std::optional<TelemetryTimer> watched;
+    if (telemetry) timer = &watched.emplace(*timer, *telemetry);
     Stopping stopping = options.stopping;
     std::optional<ProfiledTimer> profiled;
     if (options.profile) {  // one sample of one call after warm-up, inside the capture range
@@ -150,8 +237,8 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     r.throttled_samples = m.discarded;
     if (m.discarded > 0) r.add_flag("throttled");
     if (m.samples.empty())
-      return finish(Status::error, fmt::format("every sample ({}) was taken below {:.0f}% of the default SM clock",
-                                               m.discarded, kMinClockFraction * 100));
+      return finish(Status::error, fmt::format("every sample ({}) was taken while the GPU slowed itself down ({})", m.discarded,
+                                               watched ? clock_event_names(watched->slowdown_reasons()) : "unknown reason"));
     r.samples = std::move(m.samples);
     r.summary = summarize(r.samples);
     r.batch = m.batch;
@@ -159,9 +246,13 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     r.warmup_calls = m.warmup_calls;
     r.measured_s = m.measured_s;
     r.elapsed_s = m.elapsed_s;
+    r.stop_reason = std::string(to_string(m.reason));
     if (m.reason == StopReason::timeout) r.add_flag("unconverged");
+    const double burst_to = now_s();
+    if (gpu && !options.profile && options.energy_window_s > 0)
+      measure_sustained(r, *impl, c, *gpu, telemetry.get(), options, cancel);
+    if (telemetry) record_telemetry(r, telemetry->stop(), t0, burst_from, burst_to, watched ? &*watched : nullptr);
     derive_rates(r);
-    if (gpu && !options.profile && options.energy_window_s > 0) measure_energy(r, *impl, options, cancel);
 
     auto after = impl->verify(options.seed + 2);
     r.max_error = std::max(check.max_error, after.max_error);

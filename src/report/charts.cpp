@@ -11,6 +11,7 @@
 
 #include "opmeter/fusion.hpp"
 #include "opmeter/runner.hpp"
+#include "opmeter/sensor.hpp"
 
 namespace opmeter {
 namespace {
@@ -333,6 +334,73 @@ std::optional<Chart> fusion_chart(const std::vector<Result>& results) {
                spec};
 }
 
+std::optional<Chart> burst_sustained_chart(const std::vector<Result>& results) {
+  json values = json::array();
+  for (auto& r : results) {
+    if (!measured(r) || !r.sustained || !(r.sustained->summary.median > 0)) continue;
+    bool compute = is_compute_bound(r);
+    double burst = compute ? r.gflops / 1000 : r.gbps, sustained = compute ? r.sustained->gflops / 1000 : r.sustained->gbps;
+    const char* unit = compute ? "TFLOP/s" : "GB/s";
+    for (auto [figure, value] : {std::pair{"burst", burst}, std::pair{"sustained", sustained}})
+      values.push_back({{"case", r.case_string}, {"figure", figure}, {"value", value}, {"unit", unit},
+                        {"ratio", sustained / burst}});
+  }
+  if (values.empty()) return std::nullopt;
+  json spec = spec_with(values);
+  spec["width"] = 420;
+  spec["mark"] = {{"type", "bar"}, {"tooltip", true}};
+  spec["encoding"] = {
+      {"y", {{"field", "case"}, {"type", "nominal"}, {"title", nullptr}, {"axis", {{"labelLimit", 520}}}}},
+      {"yOffset", field("figure", "nominal")},
+      {"x", field("value", "quantitative", "TFLOP/s (compute-bound) or GB/s")},
+      {"color", {{"field", "figure"}, {"type", "nominal"},
+                 {"scale", {{"domain", {"burst", "sustained"}}, {"range", {"#4c78a8", "#f58518"}}}}}},
+      {"tooltip", json::array({field("case", "nominal"), field("figure", "nominal"), field("value", "quantitative"),
+                               field("unit", "nominal"), field("ratio", "quantitative", "sustained / burst")})}};
+  return Chart{"burst-sustained", "burst-sustained", "GPU: burst vs sustained",
+               "Burst: sampled after the GPU idled (the table's median). Sustained: at steady power, after running "
+               "until power settled, in the energy window.",
+               spec};
+}
+
+std::optional<Chart> gpu_telemetry_chart(const std::vector<Result>& results) {
+  json values = json::array();
+  double offset = 0;  // cases are laid end to end on one time axis
+  for (auto& r : results) {
+    const json& t = r.telemetry;
+    if (!t.is_object() || !t.contains("t_s") || t["t_s"].empty()) continue;
+    for (std::size_t i = 0; i < t["t_s"].size(); ++i) {
+      auto reasons = t["reasons"][i].get<unsigned long long>();
+      std::string state = reasons & kSlowdownReasons ? "slowdown" : reasons & kClockEventSwPowerCap ? "power cap" : "free";
+      values.push_back({{"t", offset + t["t_s"][i].get<double>()}, {"case", r.case_string},
+                        {"sm_mhz", t["sm_mhz"][i]}, {"power_w", t["power_w"][i]}, {"temp_c", t["temp_c"][i]},
+                        {"state", state}});
+    }
+    offset += t["t_s"].back().get<double>() + 0.2;
+  }
+  if (values.empty()) return std::nullopt;
+  auto panel = [&](const char* y, const char* title) {
+    return json{{"width", 640}, {"height", 140},
+                {"mark", {{"type", "line"}, {"point", {{"size", 12}}}, {"tooltip", true}}},
+                {"encoding",
+                 {{"x", field("t", "quantitative", "seconds (cases end to end)")},
+                  {"y", field(y, "quantitative", title)},
+                  {"detail", field("case", "nominal")},
+                  {"color", {{"field", "state"}, {"type", "nominal"}, {"title", "clock state"},
+                             {"scale", {{"domain", {"free", "power cap", "slowdown"}},
+                                        {"range", {"#4c78a8", "#f58518", "#d1495b"}}}}}},
+                  {"tooltip", json::array({field("case", "nominal"), field("t", "quantitative"), field("sm_mhz", "quantitative"),
+                                           field("power_w", "quantitative"), field("temp_c", "quantitative"),
+                                           field("state", "nominal")})}}}};
+  };
+  json spec = spec_with(values);
+  spec["vconcat"] = {panel("sm_mhz", "SM clock (MHz)"), panel("power_w", "power (W)")};
+  return Chart{"gpu-telemetry", "gpu-telemetry", "GPU telemetry",
+               "NVML's SM clock and power through each GPU case (cool-down, burst samples, heating, sustained window); "
+               "orange: at the software power cap (kept), red: slowed down by heat or hardware (samples discarded).",
+               spec};
+}
+
 std::vector<Chart> report_charts(const std::vector<Result>& results) {
   std::vector<Chart> out;
   auto add = [&](std::optional<Chart> c) {
@@ -344,6 +412,8 @@ std::vector<Chart> report_charts(const std::vector<Result>& results) {
   for (auto& c : impl_comparison_charts(results)) out.push_back(std::move(c));
   for (auto& c : efficiency_charts(results)) out.push_back(std::move(c));
   add(fusion_chart(results));
+  add(burst_sustained_chart(results));
+  add(gpu_telemetry_chart(results));
   return out;
 }
 

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "opmeter/reporters.hpp"
 
@@ -12,6 +13,12 @@ std::string rate(const Result& r) {
   if (r.gflops > 0) return fmt::format("{:.1f} GFLOP/s", r.gflops);
   if (r.gbps > 0) return fmt::format("{:.1f} GB/s", r.gbps);
   return "";
+}
+
+std::string sustained(const Result& r) {
+  if (!r.sustained || !(r.sustained->summary.median > 0)) return "";
+  if (r.gflops > 0) return fmt::format("  sustained {:.1f} GFLOP/s", r.sustained->gflops);
+  return fmt::format("  sustained {:.1f} GB/s", r.sustained->gbps);
 }
 
 class ConsoleReporter : public Reporter {
@@ -35,8 +42,9 @@ class ConsoleReporter : public Reporter {
   void report(const Result& r) override {
     if (live_) fmt::print(out_, "\r\033[K");
     std::string what = r.status == Status::ok
-                           ? fmt::format("{}  {}  noise {:.2f}%{}", human_time(r.summary.median), rate(r),
-                                         r.summary.rel_noise * 100, r.flags.empty() ? "" : "  [" + r.flags.front() + "]")
+                           ? fmt::format("{} ±{:.2f}%  {}  noise {:.2f}%{}{}", human_time(r.summary.median),
+                                         r.summary.precision * 100, rate(r), r.summary.rel_noise * 100, sustained(r),
+                                         r.flags.empty() ? "" : fmt::format("  [{}]", fmt::join(r.flags, ", ")))
                            : fmt::format("{}: {}", to_string(r.status), r.reason);
     fmt::print(out_, "[{}/{}] {}  {}\n", index_ + 1, total_, r.case_string, what);
     std::fflush(out_);

@@ -38,7 +38,8 @@ std::string inline_js(std::string_view js) {
 const std::map<std::string, std::string>& section_titles() {
   static const std::map<std::string, std::string> titles = {
       {"gemm-heatmap", "GEMM"},        {"dtype-curves", "GEMM"}, {"roofline", "Roofline"},
-      {"impl-comparison", "Implementations"}, {"efficiency", "Energy efficiency"}, {"fusion", "Fusion"}};
+      {"impl-comparison", "Implementations"}, {"efficiency", "Energy efficiency"}, {"fusion", "Fusion"},
+      {"burst-sustained", "GPU: burst, sustained, telemetry"}, {"gpu-telemetry", "GPU: burst, sustained, telemetry"}};
   return titles;
 }
 
@@ -55,15 +56,20 @@ void case_row(std::string& out, const Result& r) {
   std::string reason = r.reason.empty() ? "" : "<br>" + html_escape(r.reason);
   auto rate = [&](double v) { return ok && v > 0 ? fmt::format("{:.2f}", v) : ""; };
   std::string pct_roof = r.efficiency ? fmt::format("{:.1f}%", *r.efficiency * 100) : "";
+  std::string sustained;  // in the unit the row is read in
+  if (ok && r.sustained && r.sustained->summary.median > 0)
+    sustained = is_compute_bound(r) ? fmt::format("{:.2f} GFLOP/s", r.sustained->gflops)
+                                    : fmt::format("{:.2f} GB/s", r.sustained->gbps);
   fmt::format_to(std::back_inserter(out),
                  "<tr class=\"{}\"><td class=\"case\">{}</td><td><span class=\"status\">{}</span>{}</td>"
                  "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
                  "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-                 "<td class=\"num\">{}</td></tr>\n",
+                 "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
                  cls, html_escape(r.case_string), html_escape(status), reason,
                  ok ? human_time(r.summary.median) : "", rate(r.gflops), rate(r.gbps),
-                 opt_num(r.pct_peak, "{:.1f}%"), pct_roof,
+                 opt_num(r.pct_peak, "{:.1f}%"), pct_roof, ok ? fmt::format("{:.2f}%", r.summary.precision * 100) : "",
                  ok ? fmt::format("{:.2f}%", r.summary.rel_noise * 100) : "", ok ? std::to_string(r.summary.count) : "",
+                 sustained,
                  opt_num(r.avg_power_w, "{:.1f}"), opt_num(r.max_error, "{:.2e}"));
 }
 
@@ -148,7 +154,7 @@ std::string html_report(const std::vector<ResultSet>& sets) {
 
   out += "<h2>Cases</h2>\n<input id=\"case-filter\" type=\"search\" placeholder=\"filter cases (substring)\">\n"
          "<table id=\"cases\"><thead><tr><th>case</th><th>status</th><th>median</th><th>GFLOP/s</th><th>GB/s</th>"
-         "<th>% of peak</th><th>% of roofline</th><th>noise</th><th>samples</th><th>power (W)</th><th>max error</th>"
+         "<th>% of peak</th><th>% of roofline</th><th>±</th><th>noise</th><th>samples</th><th>sustained</th><th>power (W)</th><th>max error</th>"
          "</tr></thead><tbody>\n";
   for (auto& r : results) case_row(out, r);
   out += "</tbody></table>\n";

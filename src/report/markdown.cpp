@@ -28,20 +28,29 @@ std::string status_cell(const Result& r) {
   return s;
 }
 
+// The sustained figure in the unit the row is read in (GFLOP/s when compute-bound, else GB/s).
+std::string sustained_cell(const Result& r) {
+  if (!r.sustained || !(r.sustained->summary.median > 0)) return "-";
+  return is_compute_bound(r) ? fmt::format("{:.1f} GFLOP/s", r.sustained->gflops)
+                             : fmt::format("{:.1f} GB/s", r.sustained->gbps);
+}
+
 }  // namespace
 
 std::string markdown_table(const std::vector<Result>& results) {
   std::string out =
-      "| case | impl | dtype | shape | median | GFLOP/s | GB/s | % of peak | noise | status |\n"
-      "|---|---|---|---|---:|---:|---:|---:|---:|---|\n";
+      "| case | impl | dtype | shape | median | ± | GFLOP/s | GB/s | % of peak | noise | sustained | status |\n"
+      "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n";
   for (auto& r : results) {
     bool ok = r.status == Status::ok;
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.kase.op, r.kase.impl,
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.kase.op, r.kase.impl,
                        to_string(r.kase.dtype), r.kase.params_string(), ok ? human_time(r.summary.median) : "-",
+                       ok ? fmt::format("{:.2f}%", r.summary.precision * 100) : "-",
                        ok && r.gflops > 0 ? fmt::format("{:.1f}", r.gflops) : "-",
                        ok && r.gbps > 0 ? fmt::format("{:.1f}", r.gbps) : "-",
                        r.pct_peak ? fmt::format("{:.1f}%", *r.pct_peak) : "-",
-                       ok ? fmt::format("{:.2f}%", r.summary.rel_noise * 100) : "-", status_cell(r));
+                       ok ? fmt::format("{:.2f}%", r.summary.rel_noise * 100) : "-", ok ? sustained_cell(r) : "-",
+                       status_cell(r));
   }
   FusionThresholds t;
   return out + fusion_markdown(fusion_rows(results, t), t);

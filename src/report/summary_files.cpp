@@ -104,6 +104,10 @@ nlohmann::json gbench_json(const nlohmann::json& context, const std::vector<Resu
     if (r.energy_j) b["energy_j"] = *r.energy_j;
     if (!r.energy_reason.empty()) b["energy_reason"] = r.energy_reason;
     if (r.throttled_samples > 0) b["throttled_samples"] = r.throttled_samples;
+    b["precision"] = r.summary.precision;
+    if (!r.stop_reason.empty()) b["stop_reason"] = r.stop_reason;
+    if (r.sustained) b["sustained"] = sustained_json(*r.sustained);
+    if (!r.telemetry.is_null()) b["telemetry"] = r.telemetry;
     if (r.kase.on_cuda()) b["device"] = r.kase.device;
     if (auto w = per_watt(r)) b[w->unit == std::string("GB/s/W") ? "gbps_per_watt" : "gflops_per_watt"] = w->value;
     if (r.status != Status::ok) {
@@ -151,7 +155,7 @@ std::string csv_table(const nlohmann::json& context, const std::vector<Result>& 
   std::string out =
       "timestamp,device,op,backend,dtype,M,N,K,params,threads,cache,iters,samples,elapsed_s,min_s,mean_s,stdev_s,"
       "noise_pct,gflops,tflops,gbps,intensity,pct_peak,peak_gflops,peak_memory_mb,avg_power_w,energy_j,tflops_per_watt,"
-      "gbps_per_watt,status,flags,reason,case\n";
+      "gbps_per_watt,status,flags,reason,case,precision_pct,stop_reason,sustained_tflops,sustained_gbps\n";
   for (auto& r : results) {
     auto p = [&](const char* k) { return r.kase.has(k) ? r.kase.get(k) : std::string(); };
     auto w = per_watt(r);
@@ -166,7 +170,8 @@ std::string csv_table(const nlohmann::json& context, const std::vector<Result>& 
         num(r.intensity), opt(r.pct_peak), opt(r.peak_gflops), num(static_cast<double>(r.peak_memory_bytes) / (1 << 20)),
         opt(r.avg_power_w), opt(r.energy_j), per_watt_col("GFLOP/s/W", 1e-3), per_watt_col("GB/s/W", 1),
         std::string(to_string(r.status)), csv_field(fmt::format("{}", fmt::join(r.flags, ";"))), csv_field(r.reason),
-        csv_field(r.case_string)};
+        csv_field(r.case_string), num(r.summary.precision * 100), r.stop_reason,
+        r.sustained ? num(r.sustained->gflops / 1000) : std::string(), r.sustained ? num(r.sustained->gbps) : std::string()};
     out += fmt::format("{}\n", fmt::join(row, ","));
   }
   return out;

@@ -67,6 +67,10 @@ void derive_rates(Result& r) {
   r.gflops = r.work.flops / t * 1e-9;
   r.gbps = r.work.bytes() / t * 1e-9;
   r.intensity = r.work.bytes() > 0 ? r.work.flops / r.work.bytes() : 0;
+  if (r.sustained && r.sustained->summary.median > 0) {
+    r.sustained->gflops = r.work.flops / r.sustained->summary.median * 1e-9;
+    r.sustained->gbps = r.work.bytes() / r.sustained->summary.median * 1e-9;
+  }
 }
 
 void apply_peak(Result& r, double peak_gflops) {
@@ -92,6 +96,19 @@ nlohmann::json params_json(const Case& c) {
   return params;
 }
 
+namespace {
+nlohmann::json summary_json(const Summary& s) {
+  return {{"count", s.count}, {"min_s", s.min}, {"max_s", s.max}, {"mean_s", s.mean},
+          {"median_s", s.median}, {"stdev_s", s.stdev}, {"q1_s", s.q1}, {"q3_s", s.q3},
+          {"median_ci95_low_s", s.median_ci_low}, {"median_ci95_high_s", s.median_ci_high},
+          {"rel_noise", s.rel_noise}, {"precision", s.precision}, {"outliers", s.outliers}};
+}
+}  // namespace
+
+nlohmann::json sustained_json(const Sustained& s) {
+  return {{"samples_s", s.samples}, {"summary", summary_json(s.summary)}, {"gflops", s.gflops}, {"gbps", s.gbps}};
+}
+
 nlohmann::json to_json(const Result& r) {
   nlohmann::json j;
   j["case"] = r.case_string;
@@ -106,11 +123,8 @@ nlohmann::json to_json(const Result& r) {
   j["timestamp"] = r.timestamp;
   j["cache"] = r.cache;
   j["samples_s"] = r.samples;
-  const auto& s = r.summary;
-  j["summary"] = {{"count", s.count}, {"min_s", s.min}, {"max_s", s.max}, {"mean_s", s.mean},
-                  {"median_s", s.median}, {"stdev_s", s.stdev}, {"q1_s", s.q1}, {"q3_s", s.q3},
-                  {"median_ci95_low_s", s.median_ci_low}, {"median_ci95_high_s", s.median_ci_high},
-                  {"rel_noise", s.rel_noise}, {"outliers", s.outliers}};
+  j["summary"] = summary_json(r.summary);
+  if (!r.stop_reason.empty()) j["stop_reason"] = r.stop_reason;
   j["batch"] = r.batch;
   j["calls"] = r.calls;
   j["warmup_calls"] = r.warmup_calls;
@@ -133,6 +147,8 @@ nlohmann::json to_json(const Result& r) {
   put_optional(j, "energy_j", r.energy_j);
   if (!r.energy_reason.empty()) j["energy_reason"] = r.energy_reason;
   if (r.throttled_samples > 0) j["throttled_samples"] = r.throttled_samples;
+  if (r.sustained) j["sustained"] = sustained_json(*r.sustained);
+  if (!r.telemetry.is_null()) j["telemetry"] = r.telemetry;
   if (r.kase.on_cuda()) j["device"] = r.kase.device;
   j["peak_memory_bytes"] = r.peak_memory_bytes;
   j["details"] = r.details;
@@ -163,6 +179,16 @@ Result read_result(const nlohmann::json& j, bool gbench) {
     r.copies = j.value("copies", std::size_t{0});
     r.measured_s = j.value("measured_s", 0.0);
     r.elapsed_s = j.value("elapsed_s", 0.0);
+    r.stop_reason = j.value("stop_reason", "");
+    if (auto it = j.find("sustained"); it != j.end() && it->is_object()) {
+      Sustained sus;
+      sus.samples = it->value("samples_s", std::vector<double>{});
+      sus.summary = summarize(sus.samples);
+      sus.gflops = it->value("gflops", 0.0);
+      sus.gbps = it->value("gbps", 0.0);
+      r.sustained = std::move(sus);
+    }
+    if (auto it = j.find("telemetry"); it != j.end()) r.telemetry = *it;
     if (gbench) {
       r.work = {j.value("flops", 0.0), j.value("bytes_read", j.value("bytes", 0.0)), j.value("bytes_written", 0.0)};
     } else if (j.contains("work")) {

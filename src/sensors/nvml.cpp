@@ -32,6 +32,8 @@ struct Nvml::Api {
   int (*power)(Device, unsigned*) = nullptr;
   int (*power_limit)(Device, unsigned*) = nullptr;
   int (*clock)(Device, unsigned, unsigned*) = nullptr;
+  int (*temperature)(Device, unsigned, unsigned*) = nullptr;
+  int (*reasons)(Device, unsigned long long*) = nullptr;
   int (*ecc)(Device, int*, int*) = nullptr;
   int (*mig)(Device, unsigned*, unsigned*) = nullptr;
   int (*driver)(char*, unsigned) = nullptr;
@@ -54,6 +56,10 @@ Nvml::Nvml(const std::string& library) : api_(std::make_unique<Api>()) {
   sym(api_->power, "nvmlDeviceGetPowerUsage");
   sym(api_->power_limit, "nvmlDeviceGetEnforcedPowerLimit");
   sym(api_->clock, "nvmlDeviceGetClockInfo");
+  sym(api_->temperature, "nvmlDeviceGetTemperature");
+  // Renamed in driver 535 ("throttle" became "clocks event"); older drivers have the old name.
+  sym(api_->reasons, "nvmlDeviceGetCurrentClocksEventReasons");
+  if (!api_->reasons) sym(api_->reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
   sym(api_->ecc, "nvmlDeviceGetEccMode");
   sym(api_->mig, "nvmlDeviceGetMigMode");
   sym(api_->driver, "nvmlSystemGetDriverVersion");
@@ -117,6 +123,31 @@ std::optional<unsigned> Nvml::clock_mhz(Device d, unsigned clock_type) const {
   unsigned mhz = 0;
   if (!api_->clock || api_->clock(d, clock_type, &mhz) != kSuccess) return std::nullopt;
   return mhz;
+}
+
+std::optional<unsigned> Nvml::temperature_c(Device d) const {
+  unsigned c = 0;
+  if (!api_->temperature || api_->temperature(d, 0 /* NVML_TEMPERATURE_GPU */, &c) != kSuccess) return std::nullopt;
+  return c;
+}
+
+std::optional<unsigned long long> Nvml::clock_event_reasons(Device d) const {
+  unsigned long long r = 0;
+  if (!api_->reasons || api_->reasons(d, &r) != kSuccess) return std::nullopt;
+  return r;
+}
+
+std::string clock_event_names(unsigned long long reasons) {
+  static constexpr std::pair<unsigned long long, const char*> kNames[] = {
+      {kClockEventIdle, "gpu_idle"},         {kClockEventAppClocks, "applications_clocks"},
+      {kClockEventSwPowerCap, "sw_power_cap"}, {kClockEventHwSlowdown, "hw_slowdown"},
+      {kClockEventSyncBoost, "sync_boost"},   {kClockEventSwThermal, "sw_thermal_slowdown"},
+      {kClockEventHwThermal, "hw_thermal_slowdown"}, {kClockEventHwPowerBrake, "hw_power_brake"},
+      {kClockEventDisplayClock, "display_clock"}};
+  std::string out;
+  for (auto& [bit, name] : kNames)
+    if (reasons & bit) out += (out.empty() ? "" : ",") + std::string(name);
+  return out.empty() ? "none" : out;
 }
 
 std::optional<bool> Nvml::ecc_enabled(Device d) const {

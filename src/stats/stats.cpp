@@ -61,7 +61,43 @@ Summary summarize(const std::vector<double>& x) {
   s.q3 = quantile(x, 0.75);
   std::tie(s.median_ci_low, s.median_ci_high) = median_ci95(x);
   std::tie(s.rel_noise, s.outliers) = fenced_rel_noise(x);
+  s.precision = s.median > 0 ? (s.median_ci_high - s.median_ci_low) / 2 / s.median : 0;
   return s;
+}
+
+double median_precision(std::vector<double> x) {
+  if (x.size() < 2) return std::numeric_limits<double>::infinity();
+  auto kth = [&](std::size_t k) {  // k-th smallest (0-based); partial sorts keep it O(n)
+    std::nth_element(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(k), x.end());
+    return x[k];
+  };
+  const std::size_t n = x.size();
+  double med = n % 2 ? kth(n / 2) : (kth(n / 2 - 1) + kth(n / 2)) / 2;
+  if (!(med > 0)) return std::numeric_limits<double>::infinity();
+  double lo = 0, hi = 0;
+  if (n <= 5) {
+    lo = *std::min_element(x.begin(), x.end());
+    hi = *std::max_element(x.begin(), x.end());
+  } else {  // the same order statistics as median_ci95
+    const double dn = static_cast<double>(n), half = 1.96 * std::sqrt(dn) / 2.0;
+    auto rank = [&](double r) { return static_cast<std::size_t>(std::clamp(std::lround(r), 1L, static_cast<long>(n)) - 1); };
+    lo = kth(rank(dn / 2.0 - half));
+    hi = kth(rank(1 + dn / 2.0 + half));
+  }
+  return (hi - lo) / 2 / med;
+}
+
+bool plateaued(const std::vector<PrecisionCheckpoint>& history, double min_gain) {
+  if (history.size() < 2) return false;
+  const auto& now = history.back();
+  if (!std::isfinite(now.precision)) return false;
+  // The latest checkpoint taken at no more than a quarter of today's count.
+  for (auto it = history.rbegin() + 1; it != history.rend(); ++it) {
+    if (4 * it->samples > now.samples) continue;
+    if (!std::isfinite(it->precision) || it->precision <= 0) return false;
+    return now.precision > (1 - min_gain) * it->precision;
+  }
+  return false;
 }
 
 std::pair<double, std::size_t> fenced_rel_noise(std::vector<double> x) {

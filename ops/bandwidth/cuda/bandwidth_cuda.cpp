@@ -10,7 +10,7 @@
 
 namespace opmeter::bandwidth {
 namespace {
-constexpr int kBlocksPerSm = 32;  // enough warps in flight to cover memory latency
+constexpr int kBlocksPerSm = 8;  // 8 x 256 threads: a full SM, each thread with 4 x 16 B in flight
 
 class CudaBandwidth : public Impl {
  public:
@@ -19,8 +19,8 @@ class CudaBandwidth : public Impl {
     n_ = static_cast<std::size_t>(c.get_int("n"));
     int device = c.cuda_index();
     stream_ = cuda::stream(device);
-    std::size_t vectors = (n_ + 3) / 4;
-    blocks_ = static_cast<int>(std::clamp<std::size_t>((vectors + kThreadsPerBlock - 1) / kThreadsPerBlock, 1,
+    std::size_t tiles = (n_ / 4 + kVectorsPerThread * kThreadsPerBlock - 1) / (kVectorsPerThread * kThreadsPerBlock);
+    blocks_ = static_cast<int>(std::clamp<std::size_t>(tiles, 1,
                                                        static_cast<std::size_t>(cuda::props(device).prop.multiProcessorCount) * kBlocksPerSm));
     arrays_.clear();
     for (int a = 0; a < spec_.arrays; ++a) arrays_.emplace_back(n_ * sizeof(float));
@@ -46,31 +46,33 @@ class CudaBandwidth : public Impl {
   Check verify(std::uint64_t seed) override {
     auto inputs = check_inputs(spec_, n_, seed);
     upload(inputs);
+    const int out_array = spec_.kind == Kind::read ? -1 : output_array(spec_);
+    if (out_array >= 0)  // no kernel reads the array it writes: poison it so unwritten elements show
+      cuda::fill(arrays_[static_cast<std::size_t>(out_array)].data(), 0xff, n_ * sizeof(float), stream_);
+    if (spec_.kind == Kind::read) cuda::fill(partials_.data(), 0xff, partials_.bytes(), stream_);
     run(0);
     sync();
     if (spec_.kind == Kind::read) {
       std::vector<double> partials(static_cast<std::size_t>(blocks_));
-      cuda::check(cudaMemcpy(partials.data(), partials_.data(), partials.size() * sizeof(double), cudaMemcpyDeviceToHost),
-                  "download partial sums");
+      cuda::download(partials.data(), partials_.data(), partials.size() * sizeof(double), stream_);
       double got = 0;
       for (double x : partials) got += x;
       return check_sum(inputs[0], got);
     }
     std::vector<float> out(n_);
-    cuda::check(cudaMemcpy(out.data(), arrays_[static_cast<std::size_t>(output_array(spec_))].data(), n_ * sizeof(float),
-                           cudaMemcpyDeviceToHost),
-                "download output");
+    cuda::download(out.data(), arrays_[static_cast<std::size_t>(out_array)].data(), n_ * sizeof(float), stream_);
     return check_output(spec_, inputs, out.data(), n_);
   }
 
   std::map<std::string, std::string> details() const override {
-    return {{"kernel", fmt::format("float4 grid-stride, {} blocks x {} threads", blocks_, kThreadsPerBlock)}};
+    return {{"kernel", fmt::format("{} x float4 per thread per step, streaming loads/stores, {} blocks x {} threads",
+                                   kVectorsPerThread, blocks_, kThreadsPerBlock)}};
   }
 
  private:
   void upload(const std::vector<std::vector<float>>& arrays) {
     for (std::size_t a = 0; a < arrays.size(); ++a)
-      cuda::check(cudaMemcpy(arrays_[a].data(), arrays[a].data(), n_ * sizeof(float), cudaMemcpyHostToDevice), "upload");
+      cuda::upload(arrays_[a].data(), arrays[a].data(), n_ * sizeof(float), stream_);
   }
 
   KernelSpec spec_{};

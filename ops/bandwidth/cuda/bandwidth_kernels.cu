@@ -3,55 +3,71 @@
 namespace opmeter::bandwidth {
 namespace {
 
-// Grid-stride over float4s, then the last n % 4 elements one by one.
-template <class Op4, class Op1>
-__device__ void for_each(std::size_t n, Op4 op4, Op1 op1) {
-  const std::size_t n4 = n / 4, stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  const std::size_t first = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  for (std::size_t i = first; i < n4; i += stride) op4(i);
-  for (std::size_t i = 4 * n4 + first; i < n; i += stride) op1(i);
+// Each thread moves kUnroll float4s per step: all loads are issued before the first store, so
+// several 16-byte requests per thread are in flight. Loads and stores are streaming (evict-first):
+// every byte is touched once. A persistent grid strides over the arrays; the last n % 4 floats
+// are done one by one. (bench/cuda_copy_variants.cu compares this shape with others.)
+constexpr int kUnroll = kVectorsPerThread;
+
+template <class Load, class Store>
+__device__ void for_each(std::size_t n, Load load, Store store) {
+  using V = decltype(load(std::size_t{0}));
+  const std::size_t n4 = n / 4, tile = static_cast<std::size_t>(blockDim.x) * kUnroll;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * tile;
+  for (std::size_t base = blockIdx.x * tile + threadIdx.x; base < n4; base += stride) {
+    V v[kUnroll];
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j)
+      if (base + j * blockDim.x < n4) v[j] = load(base + j * blockDim.x);
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j)
+      if (base + j * blockDim.x < n4) store(base + j * blockDim.x, v[j]);
+  }
 }
 
-__global__ void copy(const float* a, float* b, std::size_t n) {
-  for_each(n, [&](std::size_t i) { reinterpret_cast<float4*>(b)[i] = reinterpret_cast<const float4*>(a)[i]; },
-           [&](std::size_t i) { b[i] = a[i]; });
+// The scalar tail: elements 4 * (n / 4) ... n - 1.
+template <class Op1>
+__device__ void for_tail(std::size_t n, Op1 op1) {
+  const std::size_t first = 4 * (n / 4) + static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (std::size_t i = first; i < n; i += static_cast<std::size_t>(gridDim.x) * blockDim.x) op1(i);
 }
 
-__global__ void scale(const float* a, float* b, float s, std::size_t n) {
-  for_each(n,
-           [&](std::size_t i) {
-             float4 x = reinterpret_cast<const float4*>(a)[i];
-             reinterpret_cast<float4*>(b)[i] = make_float4(s * x.x, s * x.y, s * x.z, s * x.w);
-           },
-           [&](std::size_t i) { b[i] = s * a[i]; });
+__device__ float4 ld(const float* p, std::size_t i) { return __ldcs(reinterpret_cast<const float4*>(p) + i); }
+__device__ void st(float* p, std::size_t i, float4 v) { __stcs(reinterpret_cast<float4*>(p) + i, v); }
+
+struct Two {
+  float4 x, y;
+};
+
+__global__ void copy(const float* __restrict__ a, float* __restrict__ b, std::size_t n) {
+  for_each(n, [&](std::size_t i) { return ld(a, i); }, [&](std::size_t i, float4 v) { st(b, i, v); });
+  for_tail(n, [&](std::size_t i) { b[i] = a[i]; });
 }
 
-__global__ void add(const float* a, const float* b, float* c, std::size_t n) {
-  for_each(n,
-           [&](std::size_t i) {
-             float4 x = reinterpret_cast<const float4*>(a)[i], y = reinterpret_cast<const float4*>(b)[i];
-             reinterpret_cast<float4*>(c)[i] = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
-           },
-           [&](std::size_t i) { c[i] = a[i] + b[i]; });
+__global__ void scale(const float* __restrict__ a, float* __restrict__ b, float s, std::size_t n) {
+  for_each(n, [&](std::size_t i) { return ld(a, i); },
+           [&](std::size_t i, float4 x) { st(b, i, make_float4(s * x.x, s * x.y, s * x.z, s * x.w)); });
+  for_tail(n, [&](std::size_t i) { b[i] = s * a[i]; });
 }
 
-__global__ void triad(float* a, const float* b, const float* c, float s, std::size_t n) {
-  for_each(n,
-           [&](std::size_t i) {
-             float4 x = reinterpret_cast<const float4*>(b)[i], y = reinterpret_cast<const float4*>(c)[i];
-             reinterpret_cast<float4*>(a)[i] = make_float4(x.x + s * y.x, x.y + s * y.y, x.z + s * y.z, x.w + s * y.w);
-           },
-           [&](std::size_t i) { a[i] = b[i] + s * c[i]; });
+__global__ void add(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, std::size_t n) {
+  for_each(n, [&](std::size_t i) { return Two{ld(a, i), ld(b, i)}; },
+           [&](std::size_t i, Two v) { st(c, i, make_float4(v.x.x + v.y.x, v.x.y + v.y.y, v.x.z + v.y.z, v.x.w + v.y.w)); });
+  for_tail(n, [&](std::size_t i) { c[i] = a[i] + b[i]; });
 }
 
-__global__ void read(const float* a, double* partials, std::size_t n) {
+__global__ void triad(float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ c, float s, std::size_t n) {
+  for_each(n, [&](std::size_t i) { return Two{ld(b, i), ld(c, i)}; },
+           [&](std::size_t i, Two v) {
+             st(a, i, make_float4(v.x.x + s * v.y.x, v.x.y + s * v.y.y, v.x.z + s * v.y.z, v.x.w + s * v.y.w));
+           });
+  for_tail(n, [&](std::size_t i) { a[i] = b[i] + s * c[i]; });
+}
+
+__global__ void read(const float* __restrict__ a, double* partials, std::size_t n) {
   float sum = 0;
-  for_each(n,
-           [&](std::size_t i) {
-             float4 x = reinterpret_cast<const float4*>(a)[i];
-             sum += (x.x + x.y) + (x.z + x.w);
-           },
-           [&](std::size_t i) { sum += a[i]; });
+  for_each(n, [&](std::size_t i) { return ld(a, i); }, [&](std::size_t, float4 x) { sum += (x.x + x.y) + (x.z + x.w); });
+  for_tail(n, [&](std::size_t i) { sum += a[i]; });
   __shared__ double block_sum[kThreadsPerBlock];  // exact for the small-integer check inputs
   block_sum[threadIdx.x] = sum;
   __syncthreads();
@@ -62,8 +78,9 @@ __global__ void read(const float* a, double* partials, std::size_t n) {
   if (threadIdx.x == 0) partials[blockIdx.x] = block_sum[0];
 }
 
-__global__ void write(float* a, float v, std::size_t n) {
-  for_each(n, [&](std::size_t i) { reinterpret_cast<float4*>(a)[i] = make_float4(v, v, v, v); }, [&](std::size_t i) { a[i] = v; });
+__global__ void write(float* __restrict__ a, float v, std::size_t n) {
+  for_each(n, [&](std::size_t) { return make_float4(v, v, v, v); }, [&](std::size_t i, float4 x) { st(a, i, x); });
+  for_tail(n, [&](std::size_t i) { a[i] = v; });
 }
 
 }  // namespace

@@ -97,19 +97,19 @@ void GpuGemm::upload_inputs(std::uint64_t seed) {
   Rng rng(seed);
   encode(case_.dtype, host_a_, a_.bytes() / size_of(case_.dtype), rng);
   encode(case_.dtype, host_b_, b_.bytes() / size_of(case_.dtype), rng);
-  cuda::check(cudaMemcpy(a_.data(), host_a_.data(), host_a_.size(), cudaMemcpyHostToDevice), "upload A");
-  cuda::check(cudaMemcpy(b_.data(), host_b_.data(), host_b_.size(), cudaMemcpyHostToDevice), "upload B");
+  cuda::upload(a_.data(), host_a_.data(), host_a_.size(), stream_);
+  cuda::upload(b_.data(), host_b_.data(), host_b_.size(), stream_);
 }
 
 void GpuGemm::sync() { cuda::check(cudaStreamSynchronize(stream_), "GEMM"); }
 
 Check GpuGemm::verify(std::uint64_t seed) {
   upload_inputs(seed);
-  cuda::check(cudaMemset(c_.data(), case_.dtype == DType::int8 ? 0x7f : 0xff, c_.bytes()), "poison C");
+  cuda::fill(c_.data(), case_.dtype == DType::int8 ? 0x7f : 0xff, c_.bytes(), stream_);  // poison C
   run(0);
   sync();
   std::vector<std::uint8_t> out(c_.bytes());
-  cuda::check(cudaMemcpy(out.data(), c_.data(), out.size(), cudaMemcpyDeviceToHost), "download C");
+  cuda::download(out.data(), c_.data(), out.size(), stream_);
 
   const auto K = static_cast<std::size_t>(d_.K);
   const DType dt = case_.dtype;

@@ -66,6 +66,21 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   return *this;
 }
 
+void upload(void* dst, const void* src, std::size_t bytes, cudaStream_t s) {
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s), "upload");
+  check(cudaStreamSynchronize(s), "upload");
+}
+
+void download(void* dst, const void* src, std::size_t bytes, cudaStream_t s) {
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s), "download");
+  check(cudaStreamSynchronize(s), "download");
+}
+
+void fill(void* dst, int byte, std::size_t bytes, cudaStream_t s) {
+  check(cudaMemsetAsync(dst, byte, bytes, s), "fill");
+  check(cudaStreamSynchronize(s), "fill");
+}
+
 FactoryRegistrar::FactoryRegistrar(Factory f) {
   auto key = std::make_pair(f.op, f.impl);
   factories().insert_or_assign(key, std::move(f));

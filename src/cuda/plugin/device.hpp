@@ -43,6 +43,12 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
+// Host<->device transfers ordered with the impl's work: each is enqueued on `s` and the stream is
+// synchronized, so a check never reads or writes a buffer while a kernel on `s` still uses it.
+void upload(void* dst, const void* src, std::size_t bytes, cudaStream_t s);
+void download(void* dst, const void* src, std::size_t bytes, cudaStream_t s);
+void fill(void* dst, int byte, std::size_t bytes, cudaStream_t s);
+
 // The plugin's impls register a factory each (static registrars in their own files).
 struct Factory {
   std::string op, impl;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/graph_timing.hpp"
+#include "opmeter/stats.hpp"
 #include "src/cuda/plugin/clock_probe.hpp"
 
 namespace opmeter::cuda {
@@ -63,9 +64,9 @@ class CudaTimer : public SampleTimer {
     check(cudaStreamSynchronize(stream_), "the timed calls");
     float ms = 0;
     check(cudaEventElapsedTime(&ms, start_.get(), stop_.get()), "cudaEventElapsedTime");
-    double mhz = probe_host_[1] > 0 ? 1e3 * static_cast<double>(probe_host_[0]) / static_cast<double>(probe_host_[1]) : 0;
-    min_mhz_ = std::min(min_mhz_, mhz);
-    if (!clock_ok(mhz, default_mhz_)) return std::nullopt;
+    // The SM clock right after the sample. Kept, not judged: whether a slow clock is the power cap
+    // (kept) or a slowdown (discarded) is NVML's to say (see TelemetryTimer).
+    if (probe_host_[1] > 0) clocks_mhz_.push_back(1e3 * static_cast<double>(probe_host_[0]) / static_cast<double>(probe_host_[1]));
     return ms * 1e-3;
   }
 
@@ -73,8 +74,11 @@ class CudaTimer : public SampleTimer {
     std::map<std::string, std::string> d = {
         {"timing", cold_ ? "cuda events, L2 flushed before each sample" : exec_ ? "cuda events around one CUDA graph"
                                                                                   : "cuda events, hot"},
-        {"sm_clock_default_mhz", fmt::format("{:.0f}", default_mhz_)},
-        {"sm_clock_min_seen_mhz", std::isfinite(min_mhz_) ? fmt::format("{:.0f}", min_mhz_) : "n/a"}};
+        {"sm_clock_default_mhz", fmt::format("{:.0f}", default_mhz_)}};
+    if (!clocks_mhz_.empty()) {  // measured on the GPU itself after each sample
+      d["sm_clock_probe_median_mhz"] = fmt::format("{:.0f}", median(clocks_mhz_));
+      d["sm_clock_probe_min_mhz"] = fmt::format("{:.0f}", *std::min_element(clocks_mhz_.begin(), clocks_mhz_.end()));
+    }
     if (cold_) d["l2_flush_bytes"] = std::to_string(l2_.bytes());
     if (exec_) {
       d["graph_launches"] = std::to_string(graph_launches_);
@@ -112,7 +116,7 @@ class CudaTimer : public SampleTimer {
   bool cold_;
   int graph_launches_;
   double default_mhz_;
-  double min_mhz_ = std::numeric_limits<double>::infinity();
+  std::vector<double> clocks_mhz_;
   DeviceBuffer probe_, l2_;
   unsigned long long* probe_host_ = nullptr;
   Event start_, stop_;
