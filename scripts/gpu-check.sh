@@ -6,7 +6,7 @@
 # docs/results/<gpu-name>. STEPs (default: all, in this order): tests quick peaks sweep sweep30
 # torch copy graph. Every step runs whatever the others did; each one's command, exit code and
 # time go to OUT_DIR/commands.txt and OUT_DIR/steps.tsv, and the script exits 1 at the end if
-# any step failed.
+# any step failed. GTEST_REPEAT (default 10) sets how often the GPU-side tests repeat.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 src=${1:-build}
@@ -68,7 +68,7 @@ for s in "${steps[@]}"; do
   case "$s" in
     tests)
       tests="$bin/opmeter_tests"; [ -x "$tests" ] || tests="$bin/tests/opmeter_tests"
-      step tests "$out/gpu-tests.txt" "$tests" --gtest_repeat=10 --gtest_brief=1 \
+      step tests "$out/gpu-tests.txt" "$tests" --gtest_repeat="${GTEST_REPEAT:-10}" --gtest_brief=1 \
         --gtest_filter='CudaDevice.*:CudaTiming.*:CudaCase.*:CudaPlan.*:CudaCeilings.*' ;;
     quick) step quick "$out/quick.md" "$opm" run --suite quick --device cuda:0 --out "$out/quick" ;;
     peaks) step peaks "$out/peaks.md" "$opm" run "$out/peaks.yaml" --out "$out/peaks" ;;
