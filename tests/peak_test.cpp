@@ -165,7 +165,8 @@ TEST(PeakDatasheet, EveryEntryIsConsistent) {
     ASSERT_TRUE(s) << name;
     EXPECT_EQ(s->name, name);
     EXPECT_EQ(s->fp16, s->bf16) << name;
-    EXPECT_NEAR(s->tf32 * 2, s->bf16, s->bf16 * 0.01) << name;  // tf32 is half the 16-bit rate everywhere
+    // tf32 is half the 16-bit rate everywhere (2% for the L40S sheet: 183 vs 362.05).
+    EXPECT_NEAR(s->tf32 * 2, s->bf16, s->bf16 * 0.02) << name;
     EXPECT_GE(s->int8, s->bf16) << name;
     EXPECT_GT(s->fp32, 0) << name;
     EXPECT_GT(s->boost_mhz, 1000) << name;

@@ -63,8 +63,8 @@ __device__ __forceinline__ void wgmma_s8(int (&d)[128], std::uint64_t a, std::ui
                : "l"(a), "l"(b), "r"(1));
 }
 
-// Keeps the compiler from moving reads of the accumulators across a wait (the wait's asm does
-// not name them).
+// Keeps the compiler from moving writes or reads of the accumulators across a fence or a wait
+// (their asm does not name them).
 template <typename Acc>
 __device__ __forceinline__ void pin(Acc (&d)[128]) {
 #pragma unroll
@@ -101,6 +101,7 @@ __global__ void __launch_bounds__(gpu::kWgThreads) wgmma_chains(std::uint32_t* o
   Acc d[128];
 #pragma unroll
   for (int i = 0; i < 128; ++i) d[i] = 0;
+  pin(d);  // the zeros are written before the first wgmma.fence, as the fence requires
   for (int g = 0; g < gpu::kWgGroups; ++g) {
     static_assert(gpu::kWgPerGroup == 4);
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
