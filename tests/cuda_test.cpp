@@ -13,6 +13,7 @@
 #include "opmeter/graph_timing.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/runner.hpp"
+#include "ops/peak/peak.hpp"
 #include "tests/cli_helpers.hpp"
 
 using namespace opmeter;
@@ -279,6 +280,33 @@ TEST(CudaDevice, BandwidthAndPeakKernelsAreCorrect) {
   auto peak = run_case(parse_case("peak/cuda/fp32/kernel=fma/device=cuda:0"), o);
   EXPECT_EQ(peak.status, Status::ok) << peak.reason;
   EXPECT_GT(peak.gflops, 1000);
+}
+
+TEST(CudaDevice, EveryPeakDtypeAndKernelIsCorrectOrSkippedWithAReason) {
+  if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
+  RunOptions o;
+  o.stopping = fixed(3);
+  o.energy_window_s = 0;
+  int ran = 0;
+  for (auto d : Registry::global().impl("peak", "cuda")->dtypes)
+    for (auto& kernel : peak::kernels_for(d, true)) {
+      auto c = parse_case(fmt::format("peak/cuda/{}/kernel={}/device=cuda:0", to_string(d), kernel));
+      auto r = run_case(c, o);
+      if (r.status == Status::skipped) {
+        // Only the architecture may rule a kernel out (wgmma off 9.0, fp8 mma below 8.9).
+        EXPECT_NE(r.reason.find("compute capability"), std::string::npos) << c.to_string() << ": " << r.reason;
+        continue;
+      }
+      ASSERT_EQ(r.status, Status::ok) << c.to_string() << ": " << r.reason;
+      ++ran;
+      EXPECT_EQ(*r.max_error, 0) << c.to_string();  // bit-exact checksums
+      EXPECT_GT(r.gflops, 1000) << c.to_string();
+      EXPECT_DOUBLE_EQ(r.work.flops, peak::gpu::flops(d, *peak::gpu::parse_kind(kernel))) << c.to_string();
+      EXPECT_NE(r.details["kernel"].find(kernel == "fma" ? "FMA" : kernel == "mma" ? "mma.sync" : "wgmma m64n256"),
+                std::string::npos)
+          << r.details["kernel"];
+    }
+  EXPECT_GE(ran, 5);  // fp32 fma and mma of tf32, fp16, bf16, int8 run on every 8.0+ GPU
 }
 
 TEST(CudaDevice, GraphModeAndEnergyOnARealGpu) {

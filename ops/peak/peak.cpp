@@ -48,6 +48,22 @@ std::optional<Kernel> select_kernel(DType d) {
   return std::nullopt;
 }
 
+std::vector<std::string> kernels_for(DType d, bool on_cuda) {
+  if (on_cuda && gpu::tensor_dtype(d)) return {"mma", "wgmma"};
+  return {"fma"};
+}
+
+Support cuda_support(const Case& c, int cc) {
+  const auto version = fmt::format("{}.{}", cc / 10, cc % 10);
+  if (cc < 80) return Support::no(fmt::format("opmeter's CUDA kernels are built for compute capability 8.0 and newer (this GPU is {})", version));
+  auto kind = gpu::parse_kind(c.get("kernel"));
+  if (kind == gpu::Kind::mma && c.dtype == DType::fp8_e4m3 && cc < 89)
+    return Support::no(fmt::format("fp8 mma.sync (m16n8k32 e4m3) needs compute capability 8.9 (this GPU is {})", version));
+  if (kind == gpu::Kind::wgmma && cc != 90)
+    return Support::no(fmt::format("wgmma needs compute capability 9.0 (this GPU is {})", version));
+  return Support::yes();
+}
+
 namespace {
 
 class PeakImpl : public Impl {
@@ -92,7 +108,10 @@ class PeakImpl : public Impl {
 };
 
 Work peak_work(const Case& c) {
-  if (c.on_cuda()) return {gpu::kFlops, 0, 0};
+  if (c.on_cuda()) {
+    auto k = gpu::parse_kind(c.get("kernel"));
+    return {k ? gpu::flops(c.dtype, *k) : 0.0, 0, 0};
+  }
   auto k = select_kernel(c.dtype);
   if (!k) return {};
   return {static_cast<double>(c.threads) * static_cast<double>(kIters) * k->ops_per_iter, 0, 0};
@@ -100,14 +119,29 @@ Work peak_work(const Case& c) {
 
 OpRegistrar reg_op({
     .name = "peak",
-    .summary = "attainable multiply-add throughput per dtype (FMA / bf16 dot / int8 dot), all threads",
+    .summary = "attainable multiply-add throughput per dtype (CPU: FMA / bf16 dot / int8 dot; CUDA: FMA, mma.sync, wgmma)",
     .params = {"kernel"},
     .example = {{"kernel", "fma"}},
     .work = peak_work,
     .footprint = [](const Case&) { return 0.0; },
     .validate =
         [](const Case& c) {
-          if (c.get("kernel") != "fma") throw CaseError(fmt::format("peak kernel '{}' unknown: expected fma", c.get("kernel")));
+          const std::string& name = c.get("kernel");
+          auto kind = gpu::parse_kind(name);
+          if (!kind) throw CaseError(fmt::format("peak kernel '{}' unknown: expected fma, mma or wgmma", name));
+          if (!c.on_cuda()) {
+            if (*kind != gpu::Kind::fma)
+              throw CaseError(fmt::format("peak kernel {} runs on CUDA devices (device=cuda:N); the CPU peak is kernel=fma", name));
+            return;
+          }
+          const auto dtype = to_string(c.dtype);
+          if (c.dtype != DType::fp32 && !gpu::tensor_dtype(c.dtype))
+            throw CaseError(fmt::format("peak on CUDA has no {} kernel: fp32 uses kernel=fma; tf32, fp16, bf16, fp8 and int8 use "
+                                        "kernel=mma or kernel=wgmma", dtype));
+          if (*kind == gpu::Kind::fma && c.dtype != DType::fp32)
+            throw CaseError(fmt::format("peak kernel fma on CUDA is fp32 only; {} runs on tensor cores: kernel=mma or kernel=wgmma", dtype));
+          if (*kind != gpu::Kind::fma && c.dtype == DType::fp32)
+            throw CaseError(fmt::format("peak kernel {} is for the tensor-core dtypes (tf32, fp16, bf16, fp8, int8); fp32 uses kernel=fma", name));
         },
     .uses_memory = false,
     .peak_dtype = {},

@@ -2,10 +2,19 @@
 // Compute peak: independent chains of the widest multiply-add the CPU has, per dtype:
 // fp32/fp64 FMA, bf16 dot products (vdpbf16ps), int8 dot products (vpdpbusd).
 // Each thread runs kIters iterations of kChains independent instructions; no memory traffic.
+// On CUDA: fp32 FMA chains (kernel=fma) and tensor-core chains (kernel=mma, kernel=wgmma).
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "opmeter/dtype.hpp"
+
+namespace opmeter {
+struct Case;
+struct Support;
+}  // namespace opmeter
 
 namespace opmeter::peak {
 
@@ -24,12 +33,54 @@ struct Kernel {
 
 std::optional<Kernel> select_kernel(DType d);
 
-// The CUDA FMA kernel (ops/peak/cuda/): a fixed grid, so its work does not depend on the device.
-// Many short blocks keep the last wave's share of the time small.
+// The CUDA peak kernels (ops/peak/cuda/). Each has a fixed grid, so its work per call does not
+// depend on the device. Many short blocks keep the last wave's share of the time small.
 namespace gpu {
+// kernel=fma: independent fp32 FMA chains in every thread.
 constexpr std::int64_t kBlocks = 32768, kThreads = 256, kChains = 8, kIters = 256;
 constexpr double kFlops = 2.0 * kBlocks * kThreads * kChains * kIters;  // 34.4 GFLOP per call
-}  // namespace gpu  // best kernel this CPU runs, if any
+
+// kernel=mma: mma.sync m16n8kK per warp, kMmaChains independent accumulators, each getting
+// kMmaPerIter dependent instructions per iteration (+A, +A, +A, -A: the sums stay small integers,
+// exact even where the tensor core's fp32 accumulation is truncated).
+constexpr std::int64_t kMmaBlocks = 8192, kMmaWarps = 8, kMmaChains = 8, kMmaIters = 64, kMmaPerIter = 4;
+constexpr std::int64_t kMmaThreads = kMmaBlocks * kMmaWarps * 32;
+
+// kernel=wgmma: one warpgroup per block (154 registers: 3 resident per SM), kWgGroups commit
+// groups of kWgPerGroup m64n256kK instructions (+,+,+,- again), operands from shared memory.
+// kWgBlocks = 132 x 128: ~43 waves on a 132-SM H100 SXM / H200, so the last one costs < 1%.
+constexpr std::int64_t kWgBlocks = 16896, kWgThreads = 128, kWgGroups = 32, kWgPerGroup = 4, kWgN = 256;
+constexpr std::int64_t kWgThreadsTotal = kWgBlocks * kWgThreads;
+
+enum class Kind { fma, mma, wgmma };  // the `kernel` parameter on CUDA
+inline std::optional<Kind> parse_kind(std::string_view kernel) {
+  if (kernel == "fma") return Kind::fma;
+  if (kernel == "mma") return Kind::mma;
+  if (kernel == "wgmma") return Kind::wgmma;
+  return std::nullopt;
+}
+constexpr bool tensor_dtype(DType d) {
+  return d == DType::tf32 || d == DType::fp16 || d == DType::bf16 || d == DType::fp8_e4m3 || d == DType::int8;
+}
+// K of one tensor-core instruction: 32 bytes of a row of A (tf32 8, fp16/bf16 16, fp8/int8 32),
+// the same for mma.sync (m16n8kK) and wgmma (m64n256kK).
+constexpr int mma_k(DType d) { return d == DType::tf32 ? 8 : d == DType::fp16 || d == DType::bf16 ? 16 : 32; }
+// Flops (int8: int ops) per call of a kernel in a dtype: 2*m*n*k per instruction x instructions.
+constexpr double flops(DType d, Kind k) {
+  switch (k) {
+    case Kind::fma: return kFlops;
+    case Kind::mma: return 2.0 * 16 * 8 * mma_k(d) * static_cast<double>(kMmaThreads / 32 * kMmaChains * kMmaIters * kMmaPerIter);
+    case Kind::wgmma: return 2.0 * 64 * kWgN * mma_k(d) * static_cast<double>(kWgBlocks * kWgGroups * kWgPerGroup);
+  }
+  return 0;
+}
+}  // namespace gpu
+
+// Whether a GPU of compute capability `cc` (86 for 8.6) runs a valid peak/cuda case, and why not.
+Support cuda_support(const Case& c, int cc);
+
+// The peak kernels a case of this dtype can name (the config plans them all).
+std::vector<std::string> kernels_for(DType d, bool on_cuda);
 
 // Per-ISA kernel sets, defined in files compiled for their ISA.
 std::optional<Kernel> avx512_kernel(DType d);

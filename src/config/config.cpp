@@ -16,6 +16,7 @@
 #include "opmeter/shapes.hpp"
 #include "opmeter/suites.hpp"
 #include "ops/bandwidth/bandwidth.hpp"
+#include "ops/peak/peak.hpp"
 
 namespace opmeter {
 namespace {
@@ -308,23 +309,27 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
     for (auto& p : params)
       for (auto& impl : op_impls)
         for (auto d : op_dtypes(op_impls, op, dtypes))
-          for (auto t : threads) {
-            Case c;
-            c.op = op;
-            c.impl = impl;
-            c.dtype = d;
-            c.params = p;
-            c.threads = static_cast<int>(t);
-            c.hot = hot;
-            c.device = device;
-            c.graph = graph;
-            try {
-              reg.op(op)->validate(c);
-            } catch (const CaseError& e) {
-              r.fail(root["ops"], e.what());
+          // A GPU's peak has one kernel per dtype family: fma for fp32, mma and wgmma for the
+          // tensor-core dtypes (wgmma is skipped off Hopper, with the reason).
+          for (auto& kernel : op == "peak" ? peak::kernels_for(d, on_cuda) : std::vector<std::string>{""})
+            for (auto t : threads) {
+              Case c;
+              c.op = op;
+              c.impl = impl;
+              c.dtype = d;
+              c.params = p;
+              if (!kernel.empty()) c.set("kernel", kernel);
+              c.threads = static_cast<int>(t);
+              c.hot = hot;
+              c.device = device;
+              c.graph = graph;
+              try {
+                reg.op(op)->validate(c);
+              } catch (const CaseError& e) {
+                r.fail(root["ops"], e.what());
+              }
+              plan.cases.push_back(c);
             }
-            plan.cases.push_back(c);
-          }
   }
   if (plan.cases.empty())
     r.fail(root["ops"], on_cuda ? fmt::format("the config expands to no cases on {}: none of its ops has a CUDA impl", device)

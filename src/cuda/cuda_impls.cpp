@@ -28,7 +28,10 @@ const bool registered = [] {
   reg.add(cuda_impl("gemm", "cuda", "simple tiled CUDA kernel, fp32 accumulation: the GPU correctness baseline",
                     {fp32, fp16, bf16}));
   reg.add(cuda_impl("bandwidth", "cuda", "grid-stride kernels with 16-byte loads and stores", {fp32}));
-  reg.add(cuda_impl("peak", "cuda", "independent fp32 FMA chains in every thread of every SM", {fp32}));
+  reg.add(cuda_impl("peak", "cuda",
+                    "own ceilings: fp32 FMA chains (kernel=fma); tensor-core chains by mma.sync (kernel=mma, sm_80+, fp8 "
+                    "sm_89+) or Hopper wgmma (kernel=wgmma, sm_90a)",
+                    {fp32, tf32, fp16, bf16, fp8_e4m3, int8}));
   return true;
 }();
 
