@@ -153,28 +153,38 @@ TEST(CudaPlan, CommandLineDeviceOverridesTheConfig) {
   for (auto& c : cpu.cases) EXPECT_FALSE(c.on_cuda());
 }
 
-TEST(CudaCeilings, BestGemmIsTheTensorCoreCeilingAndFp32GetsAnFmaPeak) {
-  auto gemm = [](DType d, double gflops) {
+TEST(CudaCeilings, PeakKernelsAreTheCeilingsNotTheBestGemm) {
+  auto result = [](const std::string& c, double gflops) {
     Result r;
-    r.kase = parse_case(std::string("gemm/cublaslt/") + std::string(to_string(d)) + "/M=8,N=8,K=8/device=cuda:0");
+    r.kase = parse_case(c);
     r.status = Status::ok;
     r.gflops = gflops;
     return r;
   };
   Ceilings c;
-  c.learn(gemm(DType::bf16, 700000));
-  c.learn(gemm(DType::bf16, 350000));
-  EXPECT_EQ(c.peak(DType::bf16, "cuda:0"), 700000);
+  c.learn(result("gemm/cublaslt/bf16/M=8,N=8,K=8/device=cuda:0", 700000));  // a GEMM is no ceiling
+  EXPECT_FALSE(c.peak(DType::bf16, "cuda:0"));
+  c.learn(result("peak/cuda/bf16/kernel=mma/device=cuda:0", 600000));
+  c.learn(result("peak/cuda/bf16/kernel=wgmma/device=cuda:0", 950000));  // the faster kernel wins
+  EXPECT_EQ(c.peak(DType::bf16, "cuda:0"), 950000);
   EXPECT_FALSE(c.peak(DType::bf16, "cuda:1"));
   EXPECT_FALSE(c.peak(DType::bf16, 2));  // the CPU's ceilings are apart
-  auto slow = gemm(DType::bf16, 350000);
-  c.annotate(slow);
-  EXPECT_DOUBLE_EQ(*slow.pct_peak, 50.0);
+  auto gemm = result("gemm/cublaslt/bf16/M=8,N=8,K=8/device=cuda:0", 760000);
+  c.annotate(gemm);
+  EXPECT_DOUBLE_EQ(*gemm.pct_peak, 80.0);
 
   auto cases = with_needed_peaks({parse_case("gemm/cublas/fp32/M=8,N=8,K=8/device=cuda:0"),
                                   parse_case("gemm/cublas/bf16/M=8,N=8,K=8/device=cuda:0")});
-  ASSERT_EQ(cases.size(), 3u);
-  EXPECT_EQ(cases[0].to_string(), "peak/cuda/fp32/kernel=fma/device=cuda:0");
+  std::vector<std::string> names;
+  for (auto& k : cases) names.push_back(k.to_string());
+  ASSERT_EQ(names.size(), 5u);
+  EXPECT_EQ(names[0], "peak/cuda/fp32/kernel=fma/device=cuda:0");  // ceilings first, fp32 before bf16
+  EXPECT_EQ(names[1], "peak/cuda/bf16/kernel=mma/device=cuda:0");
+  EXPECT_EQ(names[2], "peak/cuda/bf16/kernel=wgmma/device=cuda:0");
+  // A list that has its own peak case for a dtype gets none added for it.
+  auto own = with_needed_peaks({parse_case("peak/cuda/bf16/kernel=mma/device=cuda:0"),
+                                parse_case("gemm/cublas/bf16/M=8,N=8,K=8/device=cuda:0")});
+  EXPECT_EQ(own.size(), 2u);
 }
 
 TEST(CudaPlugin, RegisteredImplsAreKnownEverywhere) {

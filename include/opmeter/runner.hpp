@@ -42,7 +42,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
 Result run_case_isolated(const Case& c, const RunOptions& options);
 
 // The measured ceilings of a run: peak GFLOP/s per (dtype, threads or GPU) from `peak` results
-// (on a GPU also from the best GEMM of each dtype: its tensor-core ceiling), memory bandwidth
+// (on a GPU: the tensor-core mma/wgmma kernels, FMA chains for fp32), memory bandwidth
 // per thread count or GPU from `bandwidth` results that stream from memory; or, for the CPU,
 // both from a calibration profile (`opmeter calibrate`).
 class Ceilings {
@@ -66,7 +66,8 @@ class Ceilings {
 // Bandwidth results count as the memory ceiling when their arrays are at least this large.
 constexpr double kMemoryCeilingMinBytes = 64.0 * (1 << 20);
 
-// Adds the ceilings a list needs, in front: a peak case per (dtype, threads) for % of peak, and,
+// Adds the ceilings a list needs, in front: a peak case per (dtype, threads) for % of peak (on a
+// GPU one per peak kernel of the dtype: fma, or mma and wgmma), and,
 // for tensor ops (those with sweep axes), a memory-bandwidth case per thread count of
 // `bandwidth_elements` fp32 elements for % of bandwidth and the roofline. A calibration profile
 // replaces both (pass have_profile).

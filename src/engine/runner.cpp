@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <set>
 #include <thread>
@@ -17,6 +18,8 @@
 #include "opmeter/registry.hpp"
 #include "opmeter/sensor.hpp"
 #include "opmeter/telemetry.hpp"
+#include "ops/peak/datasheet.hpp"
+#include "ops/peak/peak.hpp"
 
 namespace opmeter {
 namespace {
@@ -65,6 +68,19 @@ struct NvtxRange {
 };
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// When each GPU last ran timed work: the cool-down before a burst counts the idle time since
+// (the previous case's check and this case's setup), and sleeps only for the rest.
+std::map<int, double>& gpu_busy_until() {
+  static std::map<int, double> busy;
+  return busy;
+}
+
+void cool_down(int device, double seconds) {
+  auto it = gpu_busy_until().find(device);
+  double idle = it == gpu_busy_until().end() ? seconds : now_s() - it->second;
+  if (idle < seconds) std::this_thread::sleep_for(std::chrono::duration<double>(seconds - idle));
+}
 
 // The sustained figure and the energy per call: calls run back to back until the GPU's power
 // settles (at most heat_max_s), then hot samples of >= 10 ms each are timed for
@@ -155,6 +171,27 @@ void record_telemetry(Result& r, const std::vector<TelemetryPoint>& points, doub
     r.details["slowdown_reasons"] = clock_event_names(burst->slowdown_reasons());
 }
 
+// A GPU peak result beside NVIDIA's datasheet: the dense rate of its dtype, that rate scaled to the
+// SM clock the samples ran at (the probe's median), and the measured share of it.
+void compare_with_datasheet(Result& r, const std::string& gpu_name) {
+  auto sheet = peak::datasheet(gpu_name);
+  if (!sheet) {
+    r.details["datasheet"] = fmt::format("no datasheet known for '{}'", gpu_name);
+    return;
+  }
+  auto tflops = sheet->tflops(r.kase.dtype);
+  if (!tflops || !(r.gflops > 0)) return;
+  r.details["datasheet_tflops"] = fmt::format("{:.1f} at {:.0f} MHz", *tflops, sheet->clock_mhz(r.kase.dtype));
+  auto clock = r.details.find("sm_clock_probe_median_mhz");
+  if (clock == r.details.end()) clock = r.details.find("sm_clock_median_mhz");
+  if (clock == r.details.end()) return;
+  double mhz = std::atof(clock->second.c_str());
+  double expected = peak::at_clock(*tflops, mhz, sheet->clock_mhz(r.kase.dtype));
+  if (!(expected > 0)) return;
+  r.details["datasheet_at_clock_tflops"] = fmt::format("{:.1f} at {:.0f} MHz", expected, mhz);
+  r.details["pct_of_datasheet_at_clock"] = fmt::format("{:.1f}", 100 * r.gflops / 1000 / expected);
+}
+
 }  // namespace
 
 Result run_case(const Case& c, const RunOptions& options, const ProgressFn& progress, const std::atomic<bool>* cancel) {
@@ -215,8 +252,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     }
     const double t0 = now_s();
     if (telemetry) telemetry->start();
-    if (gpu && options.cooldown_s > 0 && !options.profile)  // the burst starts from an idle GPU
-      std::this_thread::sleep_for(std::chrono::duration<double>(options.cooldown_s));
+    if (gpu && options.cooldown_s > 0 && !options.profile) cool_down(c.cuda_index(), options.cooldown_s);
     const double burst_from = now_s();
 
     auto device_timer = gpu ? gpu->timer(c) : nullptr;
@@ -251,8 +287,10 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     const double burst_to = now_s();
     if (gpu && !options.profile && options.energy_window_s > 0)
       measure_sustained(r, *impl, c, *gpu, telemetry.get(), options, cancel);
+    if (gpu) gpu_busy_until()[c.cuda_index()] = now_s();
     if (telemetry) record_telemetry(r, telemetry->stop(), t0, burst_from, burst_to, watched ? &*watched : nullptr);
     derive_rates(r);
+    if (gpu && c.op == "peak") compare_with_datasheet(r, gpu->device_context(c.cuda_index()).value("name", ""));
 
     auto after = impl->verify(options.seed + 2);
     r.max_error = std::max(check.max_error, after.max_error);
@@ -273,9 +311,9 @@ std::string Ceilings::where(const Case& c) { return c.on_cuda() ? c.device : fmt
 void Ceilings::learn(const Result& r) {
   if (r.status != Status::ok) return;
   const std::string at = where(r.kase);
-  // On a GPU the tensor-core ceiling of a dtype is its best GEMM: no FMA chain reaches it.
-  bool ceiling_gemm = r.kase.on_cuda() && r.kase.op == "gemm";
-  if ((r.kase.op == "peak" || ceiling_gemm) && r.gflops > 0) {
+  // The ceiling of a dtype is its fastest peak kernel: on a GPU the tensor-core ones (mma.sync,
+  // wgmma) for tf32/fp16/bf16/fp8/int8 and the FMA chains for fp32.
+  if (r.kase.op == "peak" && r.gflops > 0) {
     auto& best = gflops_[{r.kase.dtype, at}];
     best = std::max(best, r.gflops);
   }
@@ -337,12 +375,14 @@ Case ceiling_case(const std::string& op, DType dtype, std::vector<std::pair<std:
 std::vector<Case> with_needed_peaks(const std::vector<Case>& cases, std::size_t bandwidth_elements, bool have_profile) {
   std::set<std::pair<DType, int>> have, need;
   std::set<int> have_bw, need_bw;
-  std::set<std::string> have_gpu, need_gpu;  // devices with an fp32 FMA peak case / needing one
+  std::set<std::pair<DType, std::string>> have_gpu, need_gpu;  // (dtype, device) with / needing peak cases
   for (auto& c : cases) {
     if (c.on_cuda()) {
-      if (c.op == "peak") have_gpu.insert(c.device);
-      if (c.op == "gemm" && c.dtype == DType::fp32) need_gpu.insert(c.device);
-      continue;  // other dtypes' GPU ceiling is their best GEMM
+      if (c.op == "peak") have_gpu.insert({c.dtype, c.device});
+      const OpDef* op = Registry::global().op(c.op);
+      if (op && op->peak_dtype && c.op != "peak")
+        if (auto d = op->peak_dtype(c)) need_gpu.insert({*d, c.device});
+      continue;
     }
     if (c.op == "peak") have.insert({c.dtype, c.threads});
     if (c.op == "bandwidth") have_bw.insert(c.threads);
@@ -361,13 +401,14 @@ std::vector<Case> with_needed_peaks(const std::vector<Case>& cases, std::size_t 
     for (int t : need_bw)
       if (!have_bw.count(t)) ceiling("bandwidth", DType::fp32, {{"kernel", "copy"}, {"n", std::to_string(bandwidth_elements)}}, t);
   }
-  for (auto& device : need_gpu)
-    if (!have_gpu.count(device)) {
-      Case peak = ceiling_case("peak", DType::fp32, {{"kernel", "fma"}}, 1);
-      peak.impl = "cuda";
-      peak.device = device;
-      out.push_back(peak);
-    }
+  for (auto& [dtype, device] : need_gpu)
+    if (!have_gpu.count({dtype, device}))
+      for (auto& kernel : peak::kernels_for(dtype, true)) {  // the GPU skips kernels it lacks
+        Case peak = ceiling_case("peak", dtype, {{"kernel", kernel}}, 1);
+        peak.impl = "cuda";
+        peak.device = device;
+        out.push_back(peak);
+      }
   // Ceilings first, so every later result can be shown against them as it finishes.
   for (auto& c : cases)
     if (c.op == "peak" || c.op == "bandwidth") out.push_back(c);
@@ -405,7 +446,7 @@ std::vector<Result> run_all(const std::vector<Case>& cases, std::vector<Result> 
     reporter.report(r);
     all.push_back(std::move(r));
   }
-  // A GPU's ceilings include its best GEMMs, which may come after the results they bound.
+  // A GPU's peak cases may come after results they bound (given in any order by --case).
   for (auto& r : all)
     if (r.kase.on_cuda()) ceilings.annotate(r);
   reporter.end(all);

@@ -10,7 +10,6 @@
 
 namespace opmeter::bandwidth {
 namespace {
-constexpr int kBlocksPerSm = 8;  // 8 x 256 threads: a full SM, each thread with 4 x 16 B in flight
 
 class CudaBandwidth : public Impl {
  public:
@@ -20,8 +19,7 @@ class CudaBandwidth : public Impl {
     int device = c.cuda_index();
     stream_ = cuda::stream(device);
     std::size_t tiles = (n_ / 4 + kVectorsPerThread * kThreadsPerBlock - 1) / (kVectorsPerThread * kThreadsPerBlock);
-    blocks_ = static_cast<int>(std::clamp<std::size_t>(tiles, 1,
-                                                       static_cast<std::size_t>(cuda::props(device).prop.multiProcessorCount) * kBlocksPerSm));
+    blocks_ = static_cast<int>(std::clamp<std::size_t>(tiles, 1, kMaxBlocks));
     arrays_.clear();
     for (int a = 0; a < spec_.arrays; ++a) arrays_.emplace_back(n_ * sizeof(float));
     partials_ = cuda::DeviceBuffer(static_cast<std::size_t>(blocks_) * sizeof(double));
@@ -65,7 +63,7 @@ class CudaBandwidth : public Impl {
   }
 
   std::map<std::string, std::string> details() const override {
-    return {{"kernel", fmt::format("{} x float4 per thread per step, streaming loads/stores, {} blocks x {} threads",
+    return {{"kernel", fmt::format("{} x float4 per thread, {} blocks x {} threads",
                                    kVectorsPerThread, blocks_, kThreadsPerBlock)}};
   }
 

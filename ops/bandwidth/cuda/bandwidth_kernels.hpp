@@ -13,5 +13,6 @@ void launch_triad(float* a, const float* b, const float* c, float scalar, std::s
 void launch_read(const float* a, double* partials, std::size_t n, int blocks, cudaStream_t s);
 void launch_write(float* a, float value, std::size_t n, int blocks, cudaStream_t s);
 inline constexpr int kThreadsPerBlock = 256;
-inline constexpr int kVectorsPerThread = 4;  // float4s each thread has in flight per step
+inline constexpr int kVectorsPerThread = 2;  // float4s each thread has in flight per step
+inline constexpr int kMaxBlocks = 1 << 30;    // grid cap; beyond it the kernels loop
 }  // namespace opmeter::bandwidth

@@ -5,6 +5,8 @@
 #include <cuda_fp8.h>
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -45,9 +47,9 @@ double output_value(DType d, const std::uint8_t* p, std::size_t i) {
   }
 }
 
-void encode(DType d, std::vector<std::uint8_t>& out, std::size_t n, Rng& rng) {
-  out.resize(n * size_of(d));
-  for (std::size_t i = 0; i < n; ++i) {
+// Elements [begin, end) of a buffer of random inputs in the case's dtype.
+void encode_range(DType d, std::vector<std::uint8_t>& out, std::size_t begin, std::size_t end, Rng& rng) {
+  for (std::size_t i = begin; i < end; ++i) {
     float x = static_cast<float>(rng.uniform(-1, 1));
     switch (d) {
       case DType::fp16: reinterpret_cast<__half*>(out.data())[i] = __float2half_rn(x); break;
@@ -57,6 +59,26 @@ void encode(DType d, std::vector<std::uint8_t>& out, std::size_t n, Rng& rng) {
       default: reinterpret_cast<float*>(out.data())[i] = x; break;
     }
   }
+}
+
+// n random inputs: chunks of 1 Mi elements, each from its own stream of `seed`, on all cores
+// (an 8192^2 operand is 67 M elements: seconds on one core, three times per case).
+void encode(DType d, std::vector<std::uint8_t>& out, std::size_t n, std::uint64_t seed) {
+  constexpr std::size_t kChunk = 1 << 20;
+  out.resize(n * size_of(d));
+  const std::size_t chunks = (n + kChunk - 1) / kChunk;
+  const std::size_t workers = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, std::max<std::size_t>(chunks, 1));
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t c; (c = next++) < chunks;) {
+      Rng rng(seed * 0x9E3779B97F4A7C15ull + c + 1);
+      encode_range(d, out, c * kChunk, std::min(n, (c + 1) * kChunk), rng);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t w = 1; w < workers; ++w) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
 }
 
 }  // namespace
@@ -94,9 +116,8 @@ void GpuGemm::setup(const Case& c, const SetupOptions& options) {
 }
 
 void GpuGemm::upload_inputs(std::uint64_t seed) {
-  Rng rng(seed);
-  encode(case_.dtype, host_a_, a_.bytes() / size_of(case_.dtype), rng);
-  encode(case_.dtype, host_b_, b_.bytes() / size_of(case_.dtype), rng);
+  encode(case_.dtype, host_a_, a_.bytes() / size_of(case_.dtype), 2 * seed);
+  encode(case_.dtype, host_b_, b_.bytes() / size_of(case_.dtype), 2 * seed + 1);
   cuda::upload(a_.data(), host_a_.data(), host_a_.size(), stream_);
   cuda::upload(b_.data(), host_b_.data(), host_b_.size(), stream_);
 }

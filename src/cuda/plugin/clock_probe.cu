@@ -20,7 +20,21 @@ __global__ void clock_probe(unsigned long long* out, unsigned long long spin_ns)
   out[1] = t1 - t0;
 }
 
+__global__ void hold(const volatile int* release, int* timed_out, unsigned long long timeout_ns) {
+  unsigned long long t0 = global_ns();
+  while (*release == 0) {
+    if (global_ns() - t0 > timeout_ns) {
+      *timed_out = 1;
+      return;
+    }
+  }
+}
+
 }  // namespace
+
+void launch_hold(const volatile int* release, int* timed_out, unsigned long long timeout_ns, cudaStream_t s) {
+  hold<<<1, 1, 0, s>>>(release, timed_out, timeout_ns);
+}
 
 void launch_clock_probe(unsigned long long* out, unsigned long long spin_ns, cudaStream_t s) {
   clock_probe<<<1, 1, 0, s>>>(out, spin_ns);
