@@ -135,6 +135,9 @@ void restore(std::optional<T>& arg, const nlohmann::json& j, const char* key) {
 // `--resume DIR` alone continues the run DIR holds: its config, suite or case, its filter and its
 // settings (flags given now still win).
 void take_stored_settings(RunArgs& a) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(a.resume, ec))
+    throw UsageError(fmt::format("--resume {}: no such results directory", a.resume));
   auto s = stored_run_settings(a.resume);
   if (!s)
     throw UsageError(fmt::format("--resume {}: no run settings there ({} or results.json); give the config or "
