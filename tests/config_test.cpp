@@ -164,3 +164,21 @@ TEST(Config, BadDeviceKeysSayWhatIsExpected) {
   EXPECT_NE(error_of("ops: [gemm]\ngraph: 10\n").find("needs a CUDA device"), std::string::npos);
   EXPECT_NE(error_of("ops: [layernorm]\ndevice: cuda:0\n").find("none of its ops has a CUDA impl"), std::string::npos);
 }
+
+// Issue 11: a VM reporting the host's 508 MiB L3 gave 2 GiB arrays. The default is capped, the
+// cap is explained, and llc_bytes (config) sizes arrays by the cache the user names.
+TEST(Config, BandwidthDefaultsAreCappedAndOverridable) {
+  const std::size_t vm_l3 = 532676608;
+  auto capped = default_bandwidth_elements(vm_l3) * sizeof(float);
+  EXPECT_LE(capped, kMaxDefaultArrayBytes);
+  EXPECT_GE(capped, std::min<std::size_t>(64u << 20, available_memory_bytes() / 8) - 64);
+  EXPECT_NE(bandwidth_cap_note(vm_l3).find("508 MiB"), std::string::npos) << bandwidth_cap_note(vm_l3);
+  EXPECT_EQ(default_bandwidth_elements(std::size_t{32} << 20) * sizeof(float), std::size_t{128} << 20);
+  EXPECT_EQ(bandwidth_cap_note(std::size_t{32} << 20), "");
+
+  auto plan = load_config_text("ops: [bandwidth]\nllc_bytes: 16777216\n", "t.yaml", 2);
+  EXPECT_EQ(plan.llc_bytes, 16777216u);
+  ASSERT_FALSE(plan.cases.empty());
+  for (auto& c : plan.cases) EXPECT_EQ(c.get("n"), std::to_string((std::size_t{64} << 20) / 4)) << c.to_string();
+  EXPECT_TRUE(has(error_of("ops: [bandwidth]\nllc_bytes: -1\n"), "llc_bytes")) << error_of("ops: [bandwidth]\nllc_bytes: -1\n");
+}

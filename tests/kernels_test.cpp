@@ -1,6 +1,7 @@
 // Every ISA variant of our own kernels, not only the one this CPU would pick.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -56,4 +57,18 @@ TEST(PeakKernels, Avx512Variants) {
 TEST(BandwidthKernels, BaselineAndAvx512) {
   expect_bandwidth_kernels_correct(bandwidth::base_kernels());
   if (cpu_info().has("avx512f")) expect_bandwidth_kernels_correct(bandwidth::avx512_kernels());
+}
+
+// Issue 11: at 2 GiB arrays the read kernel's float partial sums were no longer exact, so the
+// kernel failed its own check. Odd values make a float sum inexact as soon as a lane passes 2^24.
+TEST(BandwidthKernels, ReadSumIsExactBeyondFloatPrecision) {
+  const std::size_t n = (std::size_t{96} << 20) + 13;  // 6M+ threes per lane of 16: past 2^24
+  Buffer buf(n * sizeof(float));
+  auto a = buf.span<float>();
+  std::fill(a.begin(), a.end(), 3.0f);
+  const double want = 3.0 * static_cast<double>(n);
+  EXPECT_EQ(bandwidth::base_kernels().read(a.data(), n), want);
+  if (cpu_info().has("avx512f")) {
+    EXPECT_EQ(bandwidth::avx512_kernels().read(a.data(), n), want);
+  }
 }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "opmeter/case.hpp"
+#include "opmeter/context.hpp"
 #include "opmeter/engine.hpp"
 
 namespace opmeter {
@@ -14,6 +15,7 @@ struct Plan {
   Stopping stopping;
   std::string source;  // file name or `suite:quick`
   std::vector<std::string> notes;  // what the expansion left out, and why
+  std::size_t llc_bytes = 0;       // the config's llc_bytes (0: not given)
 };
 
 // Parse a YAML config. Errors are ConfigError with file, line and column. `device` ("cuda:0"),
@@ -23,8 +25,14 @@ Plan load_config_text(const std::string& yaml, const std::string& source_name, i
 Plan load_config_file(const std::string& path, int default_threads, const std::string& device = "");
 Plan load_suite(const std::string& name, int default_threads, const std::string& device = "");
 // fp32 elements per bandwidth array that stream from memory here: 4x the last-level cache,
-// at least 64 MiB, at most 1/8 of free memory.
-std::size_t default_bandwidth_elements();  // UsageError if unknown
+// at least 64 MiB, at most kMaxDefaultArrayBytes and 1/8 of free memory.
+std::size_t default_bandwidth_elements(std::size_t llc = llc_bytes());
+// A 4x-LLC array larger than this is capped: a VM's CPUID may report the host's whole L3
+// (508 MiB gave 2 GiB arrays whose setup, checks and samples took minutes). 256 MiB per array is
+// still 2.5x the largest per-socket L3 a thread of a common server sees.
+inline constexpr std::size_t kMaxDefaultArrayBytes = std::size_t{256} << 20;
+// Says why the default arrays are smaller than 4x the LLC, when they are; empty otherwise.
+std::string bandwidth_cap_note(std::size_t llc = llc_bytes());
 
 // Nearest candidate by edit distance, if close enough to be a likely typo.
 std::optional<std::string> nearest(const std::string& word, const std::vector<std::string>& candidates);

@@ -29,6 +29,15 @@ std::size_t available_memory_bytes();     // MemAvailable
 std::size_t total_memory_bytes();
 int default_threads();                    // all logical CPUs this process may use
 
+// The last-level cache size that sizes bandwidth arrays and cold-cache copies: the override
+// (--llc-bytes, or a config's llc_bytes) when set, else what the CPU reports, at most
+// kMaxLlcPerCpu per usable CPU. A VM's CPUID may report the host's whole L3 (508 MiB on 2 vCPUs).
+inline constexpr std::size_t kMaxLlcPerCpu = std::size_t{48} << 20;
+std::size_t llc_bytes();
+std::string llc_note();                   // why llc_bytes() is less than the CPU reports, or ""
+void set_llc_bytes(std::size_t bytes);    // 0: back to what the CPU reports
+bool llc_bytes_overridden();
+
 // The machine and build context stored with every results file.
 nlohmann::json machine_context();
 

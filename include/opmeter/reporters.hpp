@@ -26,7 +26,11 @@ nlohmann::json gbench_json(const nlohmann::json& context, const std::vector<Resu
 std::string csv_table(const nlohmann::json& context, const std::vector<Result>& results);
 std::string markdown_table(const std::vector<Result>& results);
 std::string human_time(double seconds);
-void write_atomically(const std::string& path, const std::string& content);  // throws on failure
+// Writes a temporary file beside `path`, syncs it and renames it over `path`: readers see the old
+// file or the new one, never half of one. OutputError (naming the path and why) on failure.
+void write_atomically(const std::string& path, const std::string& content);
+// JSON text that never throws on strings that are not UTF-8 (they show U+FFFD).
+std::string dump_json(const nlohmann::json& j, int indent = -1);
 
 // Reads a results.jsonl log; a torn last line (interrupted write) is ignored.
 std::vector<Result> read_jsonl(const std::string& path);

@@ -31,11 +31,18 @@ struct ResultSet {
   ResultsFormat format = ResultsFormat::results_json;
   nlohmann::json context;   // the machine context; an empty object for a journal
   std::vector<Result> results;
+  std::vector<std::string> notes;  // what the reader chose, e.g. the journal over a stale results.json
 };
 
 // Reads a results directory (its results.json, or results.jsonl when the run did not finish), a
 // results.json or a results.jsonl. Anything else is a UsageError that names what the file is.
+// A results.json that is truncated, or holds fewer cases than the journal beside it, gives way to
+// the journal, with a note saying so.
 ResultSet load_results(const std::string& path);
+
+// One name for one run's results however it is given (a directory, its results.json or
+// results.jsonl), to notice the same results given twice.
+std::string results_identity(const std::string& path);
 
 // A context (or any JSON) as dotted keys and display strings: {"cpu": {"model": "X"}} gives
 // "cpu.model" -> "X"; arrays of plain values are joined with ", ".

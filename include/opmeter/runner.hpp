@@ -38,8 +38,9 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
                 const std::atomic<bool>* cancel = nullptr);
 
 // Runs one case in a child process (this binary re-executed); crashes and hangs become
-// `crashed` / `timeout` results.
-Result run_case_isolated(const Case& c, const RunOptions& options);
+// `crashed` / `timeout` results. When *cancel becomes true (Ctrl-C) the child is stopped and the
+// result is an `error` "interrupted", which run_all does not record.
+Result run_case_isolated(const Case& c, const RunOptions& options, const std::atomic<bool>* cancel = nullptr);
 
 // The measured ceilings of a run: peak GFLOP/s per (dtype, threads or GPU) from `peak` results
 // (on a GPU: the tensor-core mma/wgmma kernels, FMA chains for fp32), memory bandwidth

@@ -48,15 +48,19 @@ const std::vector<std::string>& kernel_names() {
   return names;
 }
 
-std::vector<std::vector<float>> check_inputs(const KernelSpec& spec, std::size_t n, std::uint64_t seed) {
+void fill_check_inputs(const KernelSpec& spec, float* const* arrays, std::size_t n, std::uint64_t seed) {
   Rng rng(seed);
-  std::vector<std::vector<float>> arrays(static_cast<std::size_t>(spec.arrays), std::vector<float>(n));
-  for (auto& arr : arrays)
-    for (auto& x : arr) x = static_cast<float>(1 + rng.next() % 4);
+  for (int a = 0; a < spec.arrays; ++a)
+    for (std::size_t i = 0; i < n; ++i) arrays[a][i] = static_cast<float>(1 + rng.next() % 4);
   // The array the kernel writes starts as NaN, so elements it skips show.
-  if (int out = output_array(spec); out >= 0)
-    std::fill(arrays[static_cast<std::size_t>(out)].begin(), arrays[static_cast<std::size_t>(out)].end(),
-              std::numeric_limits<float>::quiet_NaN());
+  if (int out = output_array(spec); out >= 0) std::fill(arrays[out], arrays[out] + n, std::numeric_limits<float>::quiet_NaN());
+}
+
+std::vector<std::vector<float>> check_inputs(const KernelSpec& spec, std::size_t n, std::uint64_t seed) {
+  std::vector<std::vector<float>> arrays(static_cast<std::size_t>(spec.arrays), std::vector<float>(n));
+  std::vector<float*> p;
+  for (auto& arr : arrays) p.push_back(arr.data());
+  fill_check_inputs(spec, p.data(), n, seed);
   return arrays;
 }
 
@@ -70,7 +74,7 @@ int output_array(const KernelSpec& spec) {
   return -1;
 }
 
-Check check_output(const KernelSpec& spec, const std::vector<std::vector<float>>& in, const float* out, std::size_t n) {
+Check check_output(const KernelSpec& spec, const float* const* in, const float* out, std::size_t n) {
   std::size_t wrong = 0, first = 0;
   for (std::size_t i = 0; i < n; ++i) {
     float want = 0;
@@ -93,9 +97,15 @@ Check check_output(const KernelSpec& spec, const std::vector<std::vector<float>>
   return check;
 }
 
-Check check_sum(const std::vector<float>& input, double got) {
+Check check_output(const KernelSpec& spec, const std::vector<std::vector<float>>& in, const float* out, std::size_t n) {
+  std::vector<const float*> p;
+  for (auto& arr : in) p.push_back(arr.data());
+  return check_output(spec, p.data(), out, n);
+}
+
+Check check_sum(const float* input, std::size_t n, double got) {
   double expected = 0;
-  for (float x : input) expected += x;
+  for (std::size_t i = 0; i < n; ++i) expected += input[i];
   Check check;
   check.tolerance = 0;
   check.max_error = std::fabs(got - expected) / expected;
@@ -103,6 +113,8 @@ Check check_sum(const std::vector<float>& input, double got) {
   check.detail = fmt::format("sum {} expected {}", got, expected);
   return check;
 }
+
+Check check_sum(const std::vector<float>& input, double got) { return check_sum(input.data(), input.size(), got); }
 
 Kernels select_kernels() { return cpu_info().has("avx512f") ? avx512_kernels() : base_kernels(); }
 
@@ -149,17 +161,20 @@ class BandwidthImpl : public Impl {
   }
 
   Check verify(std::uint64_t seed) override {
-    auto& s = sets_.at(0);
-    auto inputs = check_inputs(spec_, n_, seed);
-    for (std::size_t a = 0; a < s.size(); ++a) std::copy(inputs[a].begin(), inputs[a].end(), s[a].as<float>());
+    // The check's inputs go straight into the first set's buffers; the kernel leaves them intact
+    // but for its output array.
+    std::vector<float*> arrays;
+    for (auto& buf : sets_.at(0)) arrays.push_back(buf.as<float>());
+    fill_check_inputs(spec_, arrays.data(), n_, seed);
     std::fill(sums_.begin(), sums_.end(), 0.0);
     run(0);
     if (spec_.kind == Kind::read) {
       double got = 0;
       for (std::size_t t = 0; t < sums_.size(); t += 8) got += sums_[t];
-      return check_sum(inputs[0], got);
+      return check_sum(arrays[0], n_, got);
     }
-    return check_output(spec_, inputs, s[static_cast<std::size_t>(output_array(spec_))].as<float>(), n_);
+    std::vector<const float*> in(arrays.begin(), arrays.end());
+    return check_output(spec_, in.data(), arrays[static_cast<std::size_t>(output_array(spec_))], n_);
   }
 
   std::map<std::string, std::string> details() const override { return {{"isa", kernels_.isa}}; }

@@ -36,6 +36,11 @@ std::vector<std::vector<float>> check_inputs(const KernelSpec& spec, std::size_t
 int output_array(const KernelSpec& spec);  // which array a kernel writes (-1: read)
 Check check_output(const KernelSpec& spec, const std::vector<std::vector<float>>& inputs, const float* out, std::size_t n);
 Check check_sum(const std::vector<float>& input, double got);
+// The same over arrays in place (spec.arrays pointers of n floats), so the CPU impl checks its own
+// buffers without n-sized copies: at hundreds of MiB per array the copies cost seconds per case.
+void fill_check_inputs(const KernelSpec& spec, float* const* arrays, std::size_t n, std::uint64_t seed);
+Check check_output(const KernelSpec& spec, const float* const* inputs, const float* out, std::size_t n);
+Check check_sum(const float* input, std::size_t n, double got);
 
 // One ISA's kernels over a range (pointers 64-byte aligned, n a multiple of 16 except at the end).
 struct Kernels {

@@ -28,10 +28,14 @@ void add_calibrate_command(CLI::App& app, CalibrateArgs& a) {
   cal->add_option("--fusion", a.fusion_config, "YAML config of the fusion cases (default: the built-in fusion suite)");
   cal->add_option("--array-mib", a.array_mib, "MiB per bandwidth array (default: 4x the last-level cache, >= 64)")
       ->check(CLI::Range(1, 1 << 20));
+  cal->add_option("--llc-bytes", a.llc_bytes,
+                  "last-level cache size that sizes the arrays (default: what the CPU reports; a VM may report the host's)")
+      ->check(CLI::Range(std::size_t{1} << 16, std::size_t{1} << 40));
   cal->add_flag("--quick", a.quick, "fp32 fusion patterns only and a looser noise target (about a minute)");
 }
 
 int calibrate_command(const CalibrateArgs& a) {
+  if (a.llc_bytes) set_llc_bytes(*a.llc_bytes);
   const int threads = a.threads.value_or(default_threads());
   const std::size_t dram = a.array_mib ? *a.array_mib * (std::size_t(1) << 20) / 4 : default_bandwidth_elements();
   std::vector<Case> cases;
@@ -43,7 +47,9 @@ int calibrate_command(const CalibrateArgs& a) {
   std::map<std::string, int> level_of_case;
   for (auto& cache : cpu_info().caches) {
     if (cache.type == "Instruction" || cache.bytes == 0) continue;
-    auto c = ceiling_case("bandwidth", DType::fp32, {{"kernel", "read"}, {"n", elements(cache.bytes / 2)}}, threads);
+    // The last level at the size opmeter believes (--llc-bytes), not a VM's report of the host's.
+    auto bytes = cache.bytes == cpu_info().llc_bytes ? llc_bytes() : cache.bytes;
+    auto c = ceiling_case("bandwidth", DType::fp32, {{"kernel", "read"}, {"n", elements(bytes / 2)}}, threads);
     level_of_case[c.to_string()] = cache.level;
     cases.push_back(c);
   }
@@ -57,7 +63,9 @@ int calibrate_command(const CalibrateArgs& a) {
     options.stopping.max_noise = 0.02;
     options.stopping.timeout_s = 2;
   }
-  auto results = run_cases_in_dir(cases, options, {a.results_dir, false, "calibrate", {{"source", "calibrate"}}, true});
+  nlohmann::json settings = {{"source", "calibrate"}};
+  if (llc_bytes_overridden()) settings["llc_bytes"] = llc_bytes();
+  auto results = run_cases_in_dir(cases, options, {a.results_dir, false, "calibrate", settings, true});
 
   nlohmann::json peaks = nlohmann::json::object(), bw_kernels = nlohmann::json::object(),
                  caches = nlohmann::json::array();
@@ -93,7 +101,7 @@ int calibrate_command(const CalibrateArgs& a) {
       {"fusion", fusion_json(fusion_rows(results, t), t)},
       {"context", machine_context()},
   };
-  write_atomically(a.out, profile.dump(2) + "\n");
+  write_atomically(a.out, dump_json(profile, 2) + "\n");
   fmt::print(stderr, "opmeter: calibration profile written to {}\n", a.out);
   return results_exit_code(results);
 }

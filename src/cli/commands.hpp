@@ -14,6 +14,7 @@ struct RunArgs {
   std::string suite;
   std::string filter;
   std::string case_string;
+  bool case_given = false;          // --case was given (an empty string is an error, not "no case")
   std::optional<int> threads;
   std::string out;
   std::string resume;
@@ -26,6 +27,8 @@ struct RunArgs {
   std::optional<double> warmup_s;
   std::optional<double> case_deadline_s;
   std::uint64_t seed = 20261122;
+  bool seed_given = false;
+  std::optional<std::size_t> llc_bytes;  // --llc-bytes: replaces the CPU's last-level cache size
   bool hot = false;
   bool isolate = false;
   bool dry_run = false;
@@ -51,7 +54,8 @@ struct RunOutput {
 };
 // Runs cases with live progress, journal, summary files and the report in the output directory.
 std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& options, RunOutput out);
-// 0 when all cases ran (ok or skipped), 1 when any failed, 130 when interrupted.
+// 0 when all cases ran (ok or skipped), 1 when any failed, 128 + signal when interrupted (130
+// SIGINT, 143 SIGTERM).
 int results_exit_code(const std::vector<Result>& results);
 // Reads and checks a calibration profile (UsageError otherwise).
 nlohmann::json read_calibration(const std::string& path);
@@ -61,6 +65,7 @@ struct CalibrateArgs {
   std::string results_dir;
   std::string fusion_config;
   std::optional<std::size_t> array_mib;
+  std::optional<std::size_t> llc_bytes;
   std::optional<int> threads;
   bool quick = false;
 };

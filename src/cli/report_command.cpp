@@ -1,5 +1,6 @@
 // `opmeter report RESULTS...` and `opmeter compare BASE NEW`: reading results back.
 #include <future>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -8,6 +9,7 @@
 #include "opmeter/errors.hpp"
 #include "opmeter/report.hpp"
 #include "opmeter/reporters.hpp"
+#include "opmeter/result_set.hpp"
 
 namespace opmeter {
 namespace {
@@ -34,7 +36,20 @@ std::vector<ResultSet> load_all(const std::vector<std::string>& paths) {
   for (auto& p : paths) loading.push_back(std::async(std::launch::async, [p] { return load_results(p); }));
   std::vector<ResultSet> sets;
   for (auto& f : loading) sets.push_back(f.get());  // the first bad input's error, in argument order
+  for (auto& s : sets)
+    for (auto& note : s.notes) fmt::print(stderr, "opmeter: note: {}\n", note);
   return sets;
+}
+
+// `report X X` would show every row twice.
+std::vector<std::string> without_repeats(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (auto& p : paths) {
+    if (seen.insert(results_identity(p)).second) out.push_back(p);
+    else fmt::print(stderr, "opmeter: note: {} is the same results as an earlier argument: shown once\n", p);
+  }
+  return out;
 }
 
 }  // namespace
@@ -48,7 +63,7 @@ void add_report_command(CLI::App& app, ReportArgs& a) {
 }
 
 int report_command(const ReportArgs& a) {
-  auto sets = load_all(a.inputs);
+  auto sets = load_all(without_repeats(a.inputs));
   write_output(a.out, html_report(sets));
   std::string written = a.out;
   if (!a.no_markdown) {
@@ -78,11 +93,14 @@ int compare_command(const CompareArgs& a) {
   const ResultSet &base = sets[0], &neu = sets[1];
   CompareOptions o{a.alpha, a.threshold_pct, a.fail_above_pct};
   Comparison c = compare_results(base, neu, o);
+  if (results_identity(a.base) == results_identity(a.neu))
+    c.context_warnings.insert(c.context_warnings.begin(),
+                              fmt::format("BASE and NEW are the same results ({}): this compares a run with itself", a.base));
   if (c.cases.empty())
     throw UsageError(fmt::format("{} and {} have no case in common ({} and {} cases): nothing to compare", a.base,
                                  a.neu, base.results.size(), neu.results.size()));
   for (auto& w : c.context_warnings) fmt::print(stderr, "opmeter: WARNING: {}\n", w);
-  std::string text = a.format == "json" ? compare_json(c, o).dump(2) + "\n" : compare_markdown(c, o);
+  std::string text = a.format == "json" ? dump_json(compare_json(c, o), 2) + "\n" : compare_markdown(c, o);
   if (a.out.empty()) fmt::print("{}", text);
   else write_output(a.out, text);
   const auto& g = c.overall;

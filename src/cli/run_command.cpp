@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -19,13 +20,35 @@
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/reporters.hpp"
+#include "opmeter/run_dir.hpp"
 #include "opmeter/runner.hpp"
 
 namespace opmeter {
 namespace {
 
 std::atomic<bool> g_cancel{false};
-extern "C" void on_signal(int) { g_cancel.store(true); }
+std::atomic<int> g_signal{0};  // the signal that stopped the run: exit code 128 + it
+extern "C" void on_signal(int sig) {
+  g_signal.store(sig);
+  g_cancel.store(true);
+}
+
+// NaN passes every range check (all comparisons are false): reject it, and infinities, first.
+const CLI::Validator kFinite(
+    [](std::string& s) {
+      char* end = nullptr;
+      double v = std::strtod(s.c_str(), &end);
+      return end != s.c_str() && std::isfinite(v) ? std::string() : "must be a finite number, got '" + s + "'";
+    },
+    "FINITE");
+// Unsigned options would otherwise take -5 as 2^64 - 5.
+const CLI::Validator kNonNegativeInteger(
+    [](std::string& s) {
+      return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos
+                 ? std::string()
+                 : "must be a non-negative integer, got '" + s + "'";
+    },
+    "UINT");
 
 std::string self_path(const char* argv0) {
   std::error_code ec;
@@ -46,7 +69,7 @@ Stopping apply_overrides(Stopping s, const RunArgs& a) {
 
 Plan make_plan(const RunArgs& a) {
   int threads = a.threads.value_or(default_threads());
-  if (!a.case_string.empty()) {
+  if (a.case_given) {
     if (!a.config.empty() || !a.suite.empty()) throw UsageError("--case runs one case: give no config or --suite with it");
     Plan p;
     p.source = "case";
@@ -66,12 +89,12 @@ int child_run(const RunArgs& a, const RunOptions& options) {
   validate_case(c);
   Result r = run_case(c, options);
   std::ofstream f(a.child_result);
-  f << to_json(r).dump() << "\n";
+  f << dump_json(to_json(r)) << "\n";
   return f ? 0 : 3;
 }
 
 int exit_code(const std::vector<Result>& results) {
-  if (g_cancel.load()) return 130;
+  if (g_cancel.load()) return 128 + (g_signal.load() ? g_signal.load() : SIGINT);  // 130 SIGINT, 143 SIGTERM
   for (auto& r : results)
     if (r.status == Status::failed || r.status == Status::error || r.status == Status::crashed ||
         r.status == Status::timeout)
@@ -85,24 +108,98 @@ nlohmann::json stopping_json(const Stopping& s) {
           {"warmup_s", s.warmup_s},             {"target_sample_s", s.target_sample_s}};
 }
 
-// What a reader of the results needs to reproduce the run.
+// What a reader of the results needs to reproduce the run, and what `--resume DIR` alone reuses.
 nlohmann::json run_settings(const RunArgs& a, const std::string& source, const RunOptions& o) {
   nlohmann::json j = {{"source", source},   {"stopping", stopping_json(o.stopping)}, {"seed", o.seed},
                       {"cache", a.hot ? "hot" : "cold (default)"}, {"isolate", o.isolate}};
+  std::error_code ec;
+  if (a.case_given) j["case"] = a.case_string;
+  else if (!a.config.empty()) j["config"] = std::filesystem::absolute(a.config, ec).string();
+  else j["suite"] = a.suite.empty() ? "quick" : a.suite;
   if (!a.filter.empty()) j["filter"] = a.filter;
   if (a.threads) j["threads"] = *a.threads;
-  if (!a.calibration.empty()) j["calibration"] = a.calibration;
+  if (!a.calibration.empty()) j["calibration"] = std::filesystem::absolute(a.calibration, ec).string();
   if (!a.device.empty()) j["device"] = a.device;
+  if (a.graph) j["graph"] = *a.graph;
   if (a.profile) j["profile"] = true;
+  if (llc_bytes_overridden()) j["llc_bytes"] = llc_bytes();
   j["energy_window_s"] = o.energy_window_s;
   j["cooldown_s"] = o.cooldown_s;
   j["heat_max_s"] = o.heat_max_s;
   return j;
 }
 
+template <class T>
+void restore(std::optional<T>& arg, const nlohmann::json& j, const char* key) {
+  if (!arg && j.contains(key) && j[key].is_number()) arg = j[key].get<T>();
+}
+
+// `--resume DIR` alone continues the run DIR holds: its config, suite or case, its filter and its
+// settings (flags given now still win).
+void take_stored_settings(RunArgs& a) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(a.resume, ec))
+    throw UsageError(fmt::format("--resume {}: no such results directory", a.resume));
+  auto s = stored_run_settings(a.resume);
+  if (!s)
+    throw UsageError(fmt::format("--resume {}: no run settings there ({} or results.json); give the config or "
+                                 "--suite the run used",
+                                 a.resume, kRunFile));
+  auto text = [&](const char* key) { return s->contains(key) && (*s)[key].is_string() ? (*s)[key].get<std::string>() : ""; };
+  a.config = text("config");
+  a.suite = text("suite");
+  if (s->contains("case")) {
+    a.case_string = text("case");
+    a.case_given = true;
+  }
+  if (a.filter.empty()) a.filter = text("filter");
+  if (a.device.empty()) a.device = text("device");
+  if (a.calibration.empty()) a.calibration = text("calibration");
+  a.hot = a.hot || text("cache") == "hot";
+  a.isolate = a.isolate || s->value("isolate", false);
+  if (!a.seed_given && (*s)["seed"].is_number_unsigned()) a.seed = (*s)["seed"].get<std::uint64_t>();
+  restore(a.threads, *s, "threads");
+  restore(a.graph, *s, "graph");
+  restore(a.llc_bytes, *s, "llc_bytes");
+  restore(a.energy_window_s, *s, "energy_window_s");
+  restore(a.cooldown_s, *s, "cooldown_s");
+  restore(a.heat_max_s, *s, "heat_max_s");
+  const auto& st = s->contains("stopping") ? (*s)["stopping"] : nlohmann::json::object();
+  if (st.value("fixed_samples", 0) > 0) restore(a.samples, st, "fixed_samples");
+  if (st.value("warmup_calls", 0) > 0) restore(a.warmup, st, "warmup_calls");
+  restore(a.max_noise_pct, st, "max_noise_pct");
+  restore(a.timeout_s, st, "timeout_s");
+  restore(a.min_samples, st, "min_samples");
+  restore(a.min_time_s, st, "min_time_s");
+  restore(a.warmup_s, st, "warmup_s");
+  fmt::print(stderr, "opmeter: resuming with the settings stored in {}\n", a.resume);
+}
+
+// More threads than usable CPUs share them: the results then measure the sharing.
+void warn_oversubscribed(const std::vector<Case>& cases) {
+  int most = 0;
+  for (auto& c : cases)
+    if (!c.on_cuda()) most = std::max(most, c.threads);
+  if (most > default_threads())
+    fmt::print(stderr, "opmeter: warning: threads={} is more than the {} CPUs this process may use; threads will share "
+                       "CPUs and the results will be slower than the machine can do\n",
+               most, default_threads());
+}
+
+std::size_t journal_lines(const std::string& journal) {
+  try {
+    return read_jsonl(journal).size();
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
 }  // namespace
 
 nlohmann::json read_calibration(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw UsageError(fmt::format("--calibration {}: is a directory; expected a profile written by opmeter calibrate", path));
   std::ifstream f(path);
   if (!f) throw UsageError(fmt::format("--calibration {}: cannot open the file", path));
   nlohmann::json j;
@@ -129,20 +226,17 @@ std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOp
     auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
     dir = fmt::format("opmeter-results/{:%Y%m%d-%H%M%S}", fmt::localtime(t));
   }
+  RunDirectory held(dir, resume);  // locked until this function returns
+  const auto journal = held.file("results.jsonl");
   std::vector<Result> previous;
-  auto journal = (fs::path(dir) / "results.jsonl").string();
-  if (resume) {
-    if (!fs::is_directory(dir)) throw UsageError(fmt::format("--resume {}: no such results directory", dir));
+  if (resume && fs::exists(journal)) {
     previous = read_jsonl(journal);
     // Rewrite the journal from what parsed, so a line torn by the interruption is not followed
     // by new records.
     std::string clean;
-    for (auto& r : previous) clean += to_json(r).dump() + "\n";
+    for (auto& r : previous) clean += dump_json(to_json(r)) + "\n";
     write_atomically(journal, clean);
   }
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw UsageError(fmt::format("cannot create results directory {}: {}", dir, ec.message()));
 
   std::size_t todo = cases.size();
   if (!previous.empty()) {
@@ -153,23 +247,35 @@ std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOp
   fmt::print(stderr, "opmeter: {} cases from {}{} -> {}\n", cases.size(), source,
              previous.empty() ? "" : fmt::format(" ({} already done, {} to run)", cases.size() - todo, todo), dir);
 
-  MultiReporter reporter;
-  reporter.add(make_console_reporter(stderr, isatty(fileno(stderr))));
-  reporter.add(make_jsonl_reporter(journal));
-  reporter.add(make_summary_files_reporter(dir));
-  reporter.add(make_markdown_reporter(stdout));
-  if (out.report) reporter.add(make_report_files_reporter(dir));
   auto context = machine_context();
   std::set<int> gpus;
   for (auto& c : cases)
     if (c.on_cuda()) gpus.insert(c.cuda_index());
   if (!gpus.empty()) context.update(cuda::gpu_context({gpus.begin(), gpus.end()}));
   if (!out.settings.is_null()) context["run"] = out.settings;
+  // Written first: what --resume DIR reuses, and a disk that is full now stops the run now.
+  if (!resume || !fs::exists(held.file(kRunFile)))
+    write_atomically(held.file(kRunFile), dump_json({{"run", out.settings}, {"context", context}}, 2) + "\n");
+
+  MultiReporter reporter;
+  reporter.add(make_console_reporter(stderr, isatty(fileno(stderr))));
+  reporter.add(make_jsonl_reporter(journal));
+  reporter.add(make_summary_files_reporter(dir));
+  reporter.add(make_markdown_reporter(stdout));
+  if (out.report) reporter.add(make_report_files_reporter(dir));
   reporter.begin(context, cases.size());
 
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  auto results = run_all(cases, std::move(previous), options, reporter, &g_cancel);
+  std::vector<Result> results;
+  try {
+    results = run_all(cases, std::move(previous), options, reporter, &g_cancel);
+  } catch (const OutputError& e) {
+    // Stop at once: measuring on would lose every further result too.
+    throw OutputError(fmt::format("{}\nopmeter: the run stopped there; the {} cases finished before it are in {}; "
+                                  "free space (or fix the directory) and continue with --resume {}",
+                                  e.what(), journal_lines(journal), journal, dir));
+  }
   fmt::print(stderr, "opmeter: results in {}/ (results.json, results.csv, results.md, results.jsonl{})\n", dir,
              out.report ? ", report.html, report.md" : "");
   if (g_cancel.load()) fmt::print(stderr, "opmeter: interrupted; finished cases are saved, continue with --resume {}\n", dir);
@@ -181,23 +287,45 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   run->add_option("config", a.config, "YAML config file");
   run->add_option("--suite", a.suite, "built-in suite: quick (default), full");
   run->add_option("--filter", a.filter, "only cases whose case string matches this regular expression");
-  run->add_option("--case", a.case_string, "run exactly one case, given by its case string");
+  run->add_option_function<std::string>(
+      "--case",
+      [&a](const std::string& s) {
+        a.case_string = s;
+        a.case_given = true;
+      },
+      "run exactly one case, given by its case string");
   run->add_option("--threads", a.threads, "threads for every case (default: all usable CPUs)")->check(CLI::Range(1, 4096));
   run->add_option("--out", a.out, "results directory (default: opmeter-results/<timestamp>)");
   run->add_option("--resume", a.resume, "continue the run in this results directory, skipping finished cases");
-  run->add_option("--samples", a.samples, "exactly N samples per case instead of the noise criterion")->check(CLI::Range(0, 100000000));
-  run->add_option("--max-noise", a.max_noise_pct, "noise target, percent stdev/mean (default 0.5)")->check(CLI::Range(0.001, 100.0));
+  run->add_option("--samples", a.samples, "exactly N samples per case instead of the noise criterion (N >= 1)")
+      ->check(kNonNegativeInteger)->check(CLI::Range(1, 100000000));
+  run->add_option("--max-noise", a.max_noise_pct, "noise target, percent stdev/mean (default 0.5)")
+      ->check(kFinite)->check(CLI::Range(0.001, 100.0));
   run->add_option("--timeout", a.timeout_s, "seconds of sampling per case before it is reported unconverged (default 15)")
-      ->check(CLI::Range(0.001, 86400.0));
-  run->add_option("--min-samples", a.min_samples, "samples before the noise criterion may stop (default 10)")->check(CLI::Range(2, 100000000));
-  run->add_option("--min-time", a.min_time_s, "measured seconds before the noise criterion may stop (default 0.5)")->check(CLI::Range(0.0, 86400.0));
-  run->add_option("--warmup", a.warmup, "exactly N warm-up calls (default: 50 ms of calls)")->check(CLI::Range(0, 100000000));
-  run->add_option("--warmup-s", a.warmup_s, "seconds of warm-up calls (default 0.05)")->check(CLI::Range(0.0, 3600.0));
-  run->add_option("--seed", a.seed, "seed of the random inputs");
+      ->check(kFinite)->check(CLI::Range(0.001, 86400.0));
+  run->add_option("--min-samples", a.min_samples, "samples before the noise criterion may stop (default 10)")
+      ->check(kNonNegativeInteger)->check(CLI::Range(2, 100000000));
+  run->add_option("--min-time", a.min_time_s, "measured seconds before the noise criterion may stop (default 0.5)")
+      ->check(kFinite)->check(CLI::Range(0.0, 86400.0));
+  run->add_option("--warmup", a.warmup, "exactly N warm-up calls (default: 50 ms of calls)")
+      ->check(kNonNegativeInteger)->check(CLI::Range(0, 100000000));
+  run->add_option("--warmup-s", a.warmup_s, "seconds of warm-up calls (default 0.05)")->check(kFinite)->check(CLI::Range(0.0, 3600.0));
+  run->add_option_function<std::uint64_t>(
+         "--seed",
+         [&a](std::uint64_t v) {
+           a.seed = v;
+           a.seed_given = true;
+         },
+         "seed of the random inputs (a non-negative integer)")
+      ->check(kNonNegativeInteger);
+  run->add_option("--llc-bytes", a.llc_bytes,
+                  "last-level cache size that sizes bandwidth arrays and cold-cache copies (default: what the CPU "
+                  "reports; a VM may report the host's)")
+      ->check(kNonNegativeInteger)->check(CLI::Range(std::size_t{1} << 16, std::size_t{1} << 40));
   run->add_flag("--hot", a.hot, "measure with warm caches (default: cold, inputs rotate through copies)");
   run->add_flag("--isolate", a.isolate, "run each case in a child process; crashes and hangs are recorded");
   run->add_option("--case-deadline", a.case_deadline_s, "with --isolate: seconds before a case is killed (default 2 x timeout + 30)")
-      ->check(CLI::Range(0.1, 86400.0));
+      ->check(kFinite)->check(CLI::Range(0.1, 86400.0));
   run->add_option("--calibration", a.calibration, "calibration profile (opmeter calibrate) for % of peak and roofline");
   run->add_flag("--no-report", a.no_report, "do not write report.html and report.md beside the results");
   run->add_flag("--dry-run", a.dry_run, "print the cases the plan expands to and stop");
@@ -207,15 +335,19 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   run->add_flag("--profile", a.profile, "run each case once after warm-up, inside the profiler's capture range (nsys/ncu)");
   run->add_option("--energy-window", a.energy_window_s,
                   "CUDA cases: seconds at steady power over which the sustained time and the energy are measured (default 1; 0: off)")
-      ->check(CLI::Range(0.0, 600.0));
+      ->check(kFinite)->check(CLI::Range(0.0, 600.0));
   run->add_option("--cooldown", a.cooldown_s, "CUDA cases: seconds the GPU idles before the burst samples (default 0.5)")
-      ->check(CLI::Range(0.0, 600.0));
+      ->check(kFinite)->check(CLI::Range(0.0, 600.0));
   run->add_option("--heat-max", a.heat_max_s, "CUDA cases: at most this many seconds of calls until power settles, before the sustained window (default 5)")
-      ->check(CLI::Range(0.0, 600.0));
+      ->check(kFinite)->check(CLI::Range(0.0, 600.0));
   run->add_option("--child-result", a.child_result, "internal: used by --isolate")->group("");
 }
 
-int run_command(const RunArgs& a, const char* argv0) {
+int run_command(const RunArgs& given, const char* argv0) {
+  RunArgs a = given;
+  if (!a.resume.empty() && a.config.empty() && a.suite.empty() && !a.case_given && a.child_result.empty())
+    take_stored_settings(a);
+  if (a.llc_bytes) set_llc_bytes(*a.llc_bytes);
   RunOptions options;
   options.seed = a.seed;
   options.isolate = a.isolate;
@@ -231,6 +363,7 @@ int run_command(const RunArgs& a, const char* argv0) {
   }
 
   Plan plan = make_plan(a);
+  if (!a.llc_bytes && plan.llc_bytes) set_llc_bytes(plan.llc_bytes);
   options.stopping = apply_overrides(plan.stopping, a);
   std::vector<Case> cases;
   std::optional<std::regex> filter;
@@ -251,8 +384,12 @@ int run_command(const RunArgs& a, const char* argv0) {
   }
   if (cases.empty()) throw UsageError(fmt::format("--filter '{}' matches none of the {} cases of {}", a.filter, plan.cases.size(), plan.source));
   if (!a.calibration.empty()) options.calibration = read_calibration(a.calibration);
-  if (a.case_string.empty())
+  if (!a.case_given)
     cases = with_needed_peaks(cases, default_bandwidth_elements(), !options.calibration.is_null());
+  warn_oversubscribed(cases);
+  if (auto note = llc_note(); !note.empty()) fmt::print(stderr, "opmeter: {}\n", note);
+  if (std::any_of(cases.begin(), cases.end(), [](const Case& c) { return c.op == "bandwidth"; }))
+    if (auto note = bandwidth_cap_note(); !note.empty()) fmt::print(stderr, "opmeter: {}\n", note);
 
   if (a.dry_run) {
     fmt::print("{} cases from {}\n", cases.size(), plan.source);

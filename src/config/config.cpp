@@ -2,6 +2,7 @@
 #include "opmeter/config.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -22,7 +23,8 @@ namespace opmeter {
 namespace {
 
 const std::vector<std::string> kTopKeys = {"name", "description", "ops", "impls", "dtypes", "threads",
-                                           "stopping", "hot", "shapes", "bandwidth", "device", "graph"};
+                                           "stopping", "hot", "shapes", "bandwidth", "device", "graph",
+                                           "llc_bytes"};
 const std::vector<std::string> kStoppingKeys = {"max_noise", "min_samples", "min_time_s", "timeout_s",
                                                 "samples", "warmup", "warmup_s"};
 const std::vector<std::string> kGenerators = {"custom", "pow2", "pow2_extended", "sweep", "llama"};
@@ -145,7 +147,7 @@ std::vector<Params> sweep_params(const YamlReader& r, const YAML::Node& root, co
 // Parameter sets per op from the config (ops without parameters of their own get one empty set).
 std::vector<std::vector<std::pair<std::string, std::string>>> op_params(const YamlReader& r, const YAML::Node& root,
                                                                         const std::string& op,
-                                                                        const YAML::Node& ops_node) {
+                                                                        const YAML::Node& ops_node, std::size_t llc) {
   std::vector<std::vector<std::pair<std::string, std::string>>> out;
   if (op == "gemm") {
     if (!root["shapes"]) r.fail(ops_node, "ops includes gemm but there is no 'shapes' list to say which sizes");
@@ -153,7 +155,7 @@ std::vector<std::vector<std::pair<std::string, std::string>>> op_params(const Ya
       out.push_back({{"M", std::to_string(s.m)}, {"N", std::to_string(s.n)}, {"K", std::to_string(s.k)}});
   } else if (op == "bandwidth") {
     std::vector<std::string> kernels = {"copy", "scale", "add", "triad", "read", "write"};
-    std::vector<std::int64_t> sizes = {static_cast<std::int64_t>(default_bandwidth_elements())};
+    std::vector<std::int64_t> sizes = {static_cast<std::int64_t>(default_bandwidth_elements(llc))};
     if (auto b = root["bandwidth"]) {
       r.expect_map(b, "bandwidth");
       r.check_keys(b, {"kernels", "sizes_mib"}, "bandwidth");
@@ -198,13 +200,26 @@ std::vector<DType> op_dtypes(const std::vector<std::string>& impls, const std::s
 
 }  // namespace
 
-std::size_t default_bandwidth_elements() {
-  // Four times the last-level cache per array so every pass streams from memory, bounded so
-  // three arrays stay well inside free memory.
-  double llc = static_cast<double>(cpu_info().llc_bytes ? cpu_info().llc_bytes : 32u << 20);
-  double bytes = std::max(4 * llc, 64.0 * (1 << 20));
+namespace {
+double four_llc(std::size_t llc) { return 4.0 * static_cast<double>(llc ? llc : std::size_t{32} << 20); }
+std::string mib(double bytes) { return fmt::format("{:.0f} MiB", bytes / (1 << 20)); }
+}  // namespace
+
+std::size_t default_bandwidth_elements(std::size_t llc) {
+  // Four times the last-level cache per array so every pass streams from memory; capped so that
+  // a misreported LLC cannot make a run take minutes, and so three arrays fit in free memory.
+  double bytes = std::max(four_llc(llc), 64.0 * (1 << 20));
+  bytes = std::min(bytes, static_cast<double>(kMaxDefaultArrayBytes));
   bytes = std::min(bytes, static_cast<double>(available_memory_bytes()) / 8);
   return static_cast<std::size_t>(bytes / sizeof(float)) / 16 * 16;
+}
+
+std::string bandwidth_cap_note(std::size_t llc) {
+  double want = four_llc(llc), got = static_cast<double>(default_bandwidth_elements(llc)) * sizeof(float);
+  if (got >= want) return "";
+  return fmt::format("bandwidth arrays of {} (4x the last-level cache of {} would be {}); "
+                     "--llc-bytes, llc_bytes or bandwidth.sizes_mib size them otherwise",
+                     mib(got), mib(static_cast<double>(llc)), mib(want));
 }
 
 std::optional<std::string> nearest(const std::string& word, const std::vector<std::string>& candidates) {
@@ -289,6 +304,10 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   Plan plan;
   plan.source = source;
   if (root["stopping"]) plan.stopping = read_stopping(r, root["stopping"], plan.stopping);
+  if (root["llc_bytes"])
+    plan.llc_bytes = static_cast<std::size_t>(r.integer(root["llc_bytes"], "llc_bytes (bytes)", 1 << 16, std::int64_t{1} << 40));
+  // --llc-bytes (already set) wins over the config's.
+  const std::size_t llc = plan.llc_bytes && !llc_bytes_overridden() ? plan.llc_bytes : llc_bytes();
 
   for (auto& op : ops) {
     // The impls list filters the ops it names impls of; an op with none of them keeps all its own
@@ -305,7 +324,7 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
       if (std::find(impls.begin(), impls.end(), impl->impl) != impls.end()) op_impls.push_back(impl->impl);
     if (op_impls.empty())
       for (auto* impl : here) op_impls.push_back(impl->impl);
-    auto params = op_params(r, root, op, root["ops"]);
+    auto params = op_params(r, root, op, root["ops"], llc);
     for (auto& p : params)
       for (auto& impl : op_impls)
         for (auto d : op_dtypes(op_impls, op, dtypes))
@@ -338,6 +357,8 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
 }
 
 Plan load_config_file(const std::string& path, int default_threads, const std::string& device) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw ConfigError(path, 0, 0, "is a directory, not a config file");
   std::ifstream f(path);
   if (!f) throw ConfigError(path, 0, 0, "cannot open the config file (does it exist and is it readable?)");
   std::stringstream ss;

@@ -111,6 +111,26 @@ const CpuInfo& cpu_info() {
   return info;
 }
 
+namespace {
+std::size_t g_llc_override = 0;
+}  // namespace
+
+std::size_t llc_bytes() {
+  if (g_llc_override) return g_llc_override;
+  // The cache a run can fill is bounded by the CPUs it runs on: no x86 part has more than 12 MiB
+  // of L3 per core, so more than kMaxLlcPerCpu per usable CPU is a VM reporting its host's L3.
+  return std::min(cpu_info().llc_bytes, kMaxLlcPerCpu * static_cast<std::size_t>(default_threads()));
+}
+std::string llc_note() {
+  if (g_llc_override || llc_bytes() >= cpu_info().llc_bytes) return "";
+  return fmt::format("the CPU reports a last-level cache of {} MiB, more than {} MiB for each of the {} usable CPUs "
+                     "(a VM reporting its host's?): sizing by {} MiB; --llc-bytes sets it",
+                     cpu_info().llc_bytes >> 20, kMaxLlcPerCpu >> 20, default_threads(), llc_bytes() >> 20);
+}
+
+void set_llc_bytes(std::size_t bytes) { g_llc_override = bytes; }
+bool llc_bytes_overridden() { return g_llc_override != 0; }
+
 std::size_t available_memory_bytes() { return meminfo_kb("MemAvailable") * 1024; }
 std::size_t total_memory_bytes() { return meminfo_kb("MemTotal") * 1024; }
 
@@ -152,6 +172,7 @@ nlohmann::json machine_context() {
         {"usable_cpus", default_threads()},
         {"isa_flags", cpu.flags},
         {"llc_bytes", cpu.llc_bytes},
+        {"llc_bytes_used", llc_bytes()},
         {"mhz", cpu.mhz},
         {"governor", cpu.governor.empty() ? "unreadable" : cpu.governor}}},
       {"memory", {{"total_bytes", total_memory_bytes()}, {"available_bytes", available_memory_bytes()}}},

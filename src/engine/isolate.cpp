@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "opmeter/context.hpp"
 #include "opmeter/runner.hpp"
 
 extern char** environ;
@@ -25,18 +26,31 @@ std::vector<std::string> child_args(const Case& c, const RunOptions& o, const st
   const Stopping& s = o.stopping;
   std::vector<std::string> args = {o.self_exe, "run", "--case", c.to_string(), "--child-result", result_file,
           "--max-noise", fmt::format("{}", s.max_noise * 100), "--timeout", fmt::format("{}", s.timeout_s),
-          "--samples", std::to_string(s.fixed_samples), "--min-samples", std::to_string(s.min_samples),
+          "--min-samples", std::to_string(s.min_samples),
           "--min-time", fmt::format("{}", s.min_time_s), "--warmup", std::to_string(s.warmup_calls),
           "--warmup-s", fmt::format("{}", s.warmup_s), "--seed", std::to_string(o.seed),
           "--energy-window", fmt::format("{}", o.energy_window_s), "--cooldown", fmt::format("{}", o.cooldown_s),
           "--heat-max", fmt::format("{}", o.heat_max_s)};
+  if (s.fixed_samples > 0) args.insert(args.end(), {"--samples", std::to_string(s.fixed_samples)});
+  if (llc_bytes_overridden()) args.insert(args.end(), {"--llc-bytes", std::to_string(llc_bytes())});
   if (o.profile) args.push_back("--profile");
   return args;
 }
 
+bool cancelled(const std::atomic<bool>* cancel) { return cancel && cancel->load(); }
+
+// Ctrl-C reaches the whole process group, so the child dies of SIGINT as the parent notices it.
+// Such a child did not crash: its case was interrupted and --resume must run it again.
+bool interrupted_with_parent(int sig, const std::atomic<bool>* cancel) {
+  if (sig != SIGINT && sig != SIGTERM) return false;
+  for (int i = 0; i < 20 && !cancelled(cancel); ++i)  // the parent's handler may run a moment later
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  return cancelled(cancel);
+}
+
 }  // namespace
 
-Result run_case_isolated(const Case& c, const RunOptions& o) {
+Result run_case_isolated(const Case& c, const RunOptions& o, const std::atomic<bool>* cancel) {
   namespace fs = std::filesystem;
   auto result_file = (fs::temp_directory_path() / fmt::format("opmeter-child-{}-{}.json", getpid(),
                                                               std::chrono::steady_clock::now().time_since_epoch().count()))
@@ -56,6 +70,12 @@ Result run_case_isolated(const Case& c, const RunOptions& o) {
   for (;;) {
     pid_t done = waitpid(pid, &status, WNOHANG);
     if (done == pid) break;
+    if (cancelled(cancel)) {  // the parent alone was signalled: stop the child too
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      fs::remove(result_file);
+      return unmeasured_result(c, Status::error, "interrupted");
+    }
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > deadline) {
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
@@ -67,6 +87,7 @@ Result run_case_isolated(const Case& c, const RunOptions& o) {
   if (WIFSIGNALED(status)) {
     fs::remove(result_file);
     int sig = WTERMSIG(status);
+    if (interrupted_with_parent(sig, cancel)) return unmeasured_result(c, Status::error, "interrupted");
     return unmeasured_result(c, Status::crashed, fmt::format("killed by signal {} ({})", sig, strsignal(sig)));
   }
   std::ifstream in(result_file);

@@ -223,7 +223,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
                                                  gpu ? c.device : "the host"));
     r.cache = !op.uses_memory ? "none" : c.hot ? "hot" : "cold";
     // A GPU sample is cold because the timer flushes L2 before it; the CPU rotates input copies.
-    r.copies = r.cache == "cold" && !gpu ? cold_copies(footprint, cpu_info().llc_bytes,
+    r.copies = r.cache == "cold" && !gpu ? cold_copies(footprint, llc_bytes(),
                                                        std::min(0.25 * available, 4.0 * (1u << 30)))
                                          : 1;
 
@@ -434,13 +434,13 @@ std::vector<Result> run_all(const std::vector<Case>& cases, std::vector<Result> 
     reporter.case_started(i, c);
     Result r;
     if (options.isolate) {
-      r = run_case_isolated(c, options);
+      r = run_case_isolated(c, options, cancel);
     } else {
       r = run_case(c, options, [&](const RunningStats& s, double) {
         reporter.progress(s.mean(), s.rel_noise(), s.count());
       }, cancel);
-      if (cancel && cancel->load() && r.reason == "interrupted") break;  // half-measured: not a result
     }
+    if (cancel && cancel->load() && r.reason == "interrupted") break;  // half-measured: not a result
     ceilings.learn(r);
     ceilings.annotate(r);
     reporter.report(r);

@@ -17,7 +17,7 @@ namespace {
 
 // JSON inside <script>: no '<' at all, so neither </script> nor <!-- can end or confuse it.
 std::string script_json(const nlohmann::json& j) {
-  std::string s = j.dump(), out;
+  std::string s = dump_json(j), out;
   out.reserve(s.size());
   for (char ch : s) {
     if (ch == '<') out += "\\u003c";
@@ -138,6 +138,10 @@ std::string html_report(const std::vector<ResultSet>& sets) {
   for (auto& lib : chart_libraries()) out += fmt::format("<script>/* {} {} */\n{}\n</script>\n", lib.name, lib.version, inline_js(lib.js));
   out += fmt::format("</head><body>\n<header><h1>opmeter report</h1><div class=\"sub\">{} &middot; generated {} by opmeter {}</div></header>\n<main>\n",
                      sources, utc_now_iso(), build_info::version);
+  if (chart_libraries().empty())
+    out += "<p class=\"warning\"><b>Charts are missing:</b> this opmeter was built without the chart libraries "
+           "(-DOPMETER_CHARTS=OFF). Run scripts/install-deps.sh (or cd web &amp;&amp; npm ci) and rebuild to draw them; "
+           "the tables below are complete.</p>\n";
   counts(out, results);
 
   std::string section;

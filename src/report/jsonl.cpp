@@ -1,8 +1,6 @@
-// The run's journal: one JSON line per finished case, flushed at once, so nothing finished is
-// lost when the run stops.
-#include <cstdio>
-#include <stdexcept>
-
+// The run's journal as a reporter: each finished case is appended the moment it finishes, so
+// nothing finished is lost when the run stops. A write that fails stops the run (OutputError).
+#include "opmeter/journal.hpp"
 #include "opmeter/reporters.hpp"
 
 namespace opmeter {
@@ -10,18 +8,11 @@ namespace {
 
 class JsonlReporter : public Reporter {
  public:
-  explicit JsonlReporter(const std::string& path) : f_(std::fopen(path.c_str(), "a")) {
-    if (!f_) throw std::runtime_error("cannot open " + path + " for appending");
-  }
-  ~JsonlReporter() override { std::fclose(f_); }
-  void report(const Result& r) override {
-    auto line = to_json(r).dump() + "\n";
-    std::fwrite(line.data(), 1, line.size(), f_);
-    std::fflush(f_);
-  }
+  explicit JsonlReporter(const std::string& path) : journal_(path) {}
+  void report(const Result& r) override { journal_.append(dump_json(to_json(r))); }
 
  private:
-  std::FILE* f_;
+  Journal journal_;
 };
 
 }  // namespace

@@ -34,7 +34,7 @@ class SummaryFilesReporter : public Reporter {
   void begin(const nlohmann::json& context, std::size_t) override { context_ = context; }
   void end(const std::vector<Result>& all) override {
     namespace fs = std::filesystem;
-    write_atomically((fs::path(dir_) / "results.json").string(), gbench_json(context_, all).dump(2) + "\n");
+    write_atomically((fs::path(dir_) / "results.json").string(), dump_json(gbench_json(context_, all), 2) + "\n");
     write_atomically((fs::path(dir_) / "results.csv").string(), csv_table(context_, all));
     write_atomically((fs::path(dir_) / "results.md").string(), markdown_table(all));
   }

@@ -2,12 +2,15 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "opmeter/errors.hpp"
 #include "opmeter/reporters.hpp"
 #include "opmeter/result_set.hpp"
+#include "opmeter/run_dir.hpp"
 #include "opmeter/runner.hpp"
 
 namespace opmeter {
@@ -17,6 +20,8 @@ namespace {
 constexpr const char* kCsvHeaderStart = "timestamp,device,op,backend,";
 
 std::string read_file(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw UsageError(fmt::format("{}: is a directory, not a results file", path));
   std::ifstream f(path, std::ios::binary | std::ios::ate);
   if (!f) throw UsageError(fmt::format("{}: cannot open the file", path));
   std::string text(static_cast<std::size_t>(f.tellg()), '\0');
@@ -198,20 +203,9 @@ std::string describe(ResultsFormat f) {
 
 ResultsFormat detect_results_format(const std::string& path) { return classify(read_file(path)); }
 
-ResultSet load_results(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw UsageError(fmt::format("{}: no such file or directory", path));
-  if (fs::is_directory(path, ec)) {
-    for (const char* name : {"results.json", "results.jsonl"}) {
-      auto file = (fs::path(path) / name).string();
-      if (fs::exists(file, ec)) {
-        auto set = load_results(file);
-        set.source = path;
-        return set;
-      }
-    }
-    throw UsageError(fmt::format("{}: a directory without results.json or results.jsonl", path));
-  }
+namespace {
+
+ResultSet load_file(const std::string& path) {
   std::string text = read_file(path);
   ResultsJsonReader reader(path);
   ResultsFormat format;
@@ -227,6 +221,80 @@ ResultSet load_results(const std::string& path) {
   }
   if (format == ResultsFormat::results_jsonl) return ResultSet{path, format, nlohmann::json::object(), read_jsonl(path)};
   throw UsageError(why_not(path, format));
+}
+
+// The machine context a run wrote at its start (run.json), for a journal read on its own.
+nlohmann::json stored_context(const fs::path& dir) {
+  std::ifstream f(dir / kRunFile);
+  auto j = nlohmann::json::parse(f, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("context")) return nlohmann::json::object();
+  auto context = j["context"];
+  if (j.contains("run")) context["run"] = j["run"];
+  return context;
+}
+
+// results.json is written at the end of a run, the journal as each case finishes: when the run was
+// stopped, or results.json was cut short, the journal holds more. Then the journal is the record.
+ResultSet with_journal_fallback(const std::string& json_path, const fs::path& journal) {
+  std::optional<ResultSet> set;
+  std::string problem;
+  try {
+    set = load_file(json_path);
+  } catch (const UsageError& e) {
+    problem = fmt::format("{} cannot be read ({})", json_path, e.what());
+  }
+  std::error_code ec;
+  if (set && (set->format != ResultsFormat::results_json || !fs::exists(journal, ec))) return *set;
+  if (!set && !fs::exists(journal, ec)) throw UsageError(problem);
+  std::vector<Result> logged;
+  try {
+    logged = read_jsonl(journal.string());
+  } catch (const UsageError&) {
+    if (set) return *set;
+    throw UsageError(problem);
+  }
+  if (set) {
+    std::set<std::string> have;
+    for (auto& r : set->results) have.insert(r.case_string);
+    auto missing = std::count_if(logged.begin(), logged.end(), [&](const Result& r) { return !have.count(r.case_string); });
+    if (missing == 0) return *set;
+    problem = fmt::format("{} is stale: {} of the journal's {} cases are not in it", json_path, missing, logged.size());
+  }
+  ResultSet out{journal.string(), ResultsFormat::results_jsonl,
+                set ? set->context : stored_context(journal.parent_path()), std::move(logged)};
+  out.notes.push_back(fmt::format("{}; reading the journal {} instead ({} cases)", problem, journal.string(),
+                                  out.results.size()));
+  return out;
+}
+
+bool is_results_file_name(const fs::path& p) { return p.filename() == "results.json" || p.filename() == "results.jsonl"; }
+
+}  // namespace
+
+std::string results_identity(const std::string& path) {
+  std::error_code ec;
+  auto p = fs::absolute(path, ec).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();  // "dir/"
+  if (auto c = fs::weakly_canonical(p, ec); !ec) p = c;
+  if (!fs::is_directory(p, ec) && is_results_file_name(p)) p = p.parent_path();
+  return p.string();
+}
+
+ResultSet load_results(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw UsageError(fmt::format("{}: no such file or directory", path));
+  if (fs::is_directory(path, ec)) {
+    auto json = fs::path(path) / "results.json", journal = fs::path(path) / "results.jsonl";
+    ResultSet set;
+    if (fs::exists(json, ec)) set = with_journal_fallback(json.string(), journal);
+    else if (fs::exists(journal, ec)) set = ResultSet{path, ResultsFormat::results_jsonl, stored_context(path), read_jsonl(journal.string())};
+    else throw UsageError(fmt::format("{}: a directory without results.json or results.jsonl", path));
+    set.source = path;
+    return set;
+  }
+  if (fs::path(path).filename() == "results.json")
+    return with_journal_fallback(path, fs::path(path).parent_path() / "results.jsonl");
+  return load_file(path);
 }
 
 }  // namespace opmeter

@@ -106,6 +106,8 @@ Case parse_case(const std::string& text) {
       auto eq = kv.find('=');
       if (eq == std::string::npos || eq == 0)
         throw UsageError(fmt::format("case string '{}': parameter '{}' is not key=value", text, kv));
+      if (c.has(kv.substr(0, eq)))
+        throw UsageError(fmt::format("case string '{}': parameter '{}' is given twice", text, kv.substr(0, eq)));
       c.params.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
     }
   }
