@@ -184,3 +184,22 @@ TEST(PeakDatasheet, RatesScaleWithTheMeasuredClock) {
   EXPECT_DOUBLE_EQ(peak::at_clock(312, 705, 1410), 156);
   EXPECT_DOUBLE_EQ(peak::at_clock(312, 1410, 0), 0);  // unknown boost: no rate rather than inf
 }
+
+TEST(PeakCuda, PeakResultsAreComparedWithTheDatasheetAtTheirClock) {
+  Result r;
+  r.kase = parse_case("peak/cuda/bf16/kernel=wgmma/device=cuda:0");
+  r.status = Status::ok;
+  r.gflops = 985.8e3;
+  r.details["sm_clock_median_mhz"] = "1890";        // NVML, preferred
+  r.details["sm_clock_probe_median_mhz"] = "2010";  // the probe reads high
+  compare_with_datasheet(r, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(r.details["datasheet_tflops"], "989.4 at 1830 MHz");
+  EXPECT_EQ(r.details["datasheet_at_clock_tflops"], "1021.8 at 1890 MHz");  // 989.4 x 1890 / 1830 = 1021.84
+  EXPECT_EQ(r.details["pct_of_datasheet_at_clock"], "96.5");
+
+  Result unknown = r;
+  unknown.details.clear();
+  compare_with_datasheet(unknown, "Some Future GPU");
+  EXPECT_EQ(unknown.details["datasheet"], "no datasheet known for 'Some Future GPU'");
+  EXPECT_FALSE(unknown.details.count("pct_of_datasheet_at_clock"));
+}
