@@ -268,6 +268,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     r.elapsed_s = m.elapsed_s;
     r.stop_reason = std::string(to_string(m.reason));
     if (m.reason == StopReason::timeout) r.add_flag("unconverged");
+    if (m.reason == StopReason::plateau) r.add_flag("plateau");  // stopped short of the target: say so
     const double burst_to = now_s();
     if (gpu && !options.profile && options.energy_window_s > 0)
       measure_sustained(r, *impl, c, *gpu, telemetry.get(), options, cancel);
