@@ -60,6 +60,15 @@ Stopping fixed(std::size_t samples) {
   return s;
 }
 
+// Options of the GPU correctness tests: a few samples, no cool-down, no sustained window.
+RunOptions check_only(std::size_t samples) {
+  RunOptions o;
+  o.stopping = fixed(samples);
+  o.energy_window_s = 0;
+  o.cooldown_s = 0;
+  return o;
+}
+
 }  // namespace
 
 TEST(CudaCase, DeviceAndGraphSettingsRoundTrip) {
@@ -260,10 +269,7 @@ TEST(CudaCli, DeviceCuda0WithoutAGpuIsAClearSkip) {
 
 TEST(CudaDevice, EveryGemmDtypeIsCorrect) {
   if (!gpu_present()) GTEST_SKIP() << "no CUDA device: " << (cuda::plugin() ? cuda::plugin()->device(0).reason : cuda::load_reason());
-  RunOptions o;
-  o.stopping = fixed(3);
-  o.energy_window_s = 0;
-  o.cooldown_s = 0;
+  RunOptions o = check_only(3);
   for (const char* impl : {"cublas", "cublaslt", "cuda"})
     for (auto d : Registry::global().impl("gemm", impl)->dtypes)
       for (const char* shape : {"M=256,N=192,K=320", "M=1000,N=1000,K=1000"}) {
@@ -278,10 +284,7 @@ TEST(CudaDevice, EveryGemmDtypeIsCorrect) {
 
 TEST(CudaDevice, BandwidthAndPeakKernelsAreCorrect) {
   if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
-  RunOptions o;
-  o.stopping = fixed(3);
-  o.energy_window_s = 0;
-  o.cooldown_s = 0;
+  RunOptions o = check_only(3);
   for (const char* k : {"copy", "scale", "add", "triad", "read", "write"})
     for (const char* n : {"1000003", "16777216"}) {
       auto r = run_case(parse_case(fmt::format("bandwidth/cuda/fp32/kernel={},n={}/device=cuda:0", k, n)), o);
@@ -294,9 +297,7 @@ TEST(CudaDevice, BandwidthAndPeakKernelsAreCorrect) {
 
 TEST(CudaDevice, EveryPeakDtypeAndKernelIsCorrectOrSkippedWithAReason) {
   if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
-  RunOptions o;
-  o.stopping = fixed(3);
-  o.energy_window_s = 0;
+  RunOptions o = check_only(3);
   int ran = 0;
   for (auto d : Registry::global().impl("peak", "cuda")->dtypes)
     for (auto& kernel : peak::kernels_for(d, true)) {
@@ -348,10 +349,7 @@ TEST(CudaDevice, TransfersAreOrderedWithTheImplsStream) {
   // Back-to-back checks of large outputs: a download racing the kernel shows as unwritten
   // (poisoned) elements. Repeat the same cases many times.
   if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
-  RunOptions o;
-  o.stopping = fixed(2);
-  o.energy_window_s = 0;
-  o.cooldown_s = 0;
+  RunOptions o = check_only(2);
   for (int round = 0; round < 5; ++round) {
     for (const char* c : {"gemm/cuda/fp32/M=1000,N=1000,K=1000/device=cuda:0", "gemm/cublaslt/bf16/M=2048,N=2048,K=2048/device=cuda:0",
                           "bandwidth/cuda/fp32/kernel=triad,n=1000003/device=cuda:0",
