@@ -166,3 +166,35 @@ TEST(Compare, MarkdownAndJsonCarryVerdictsAndGate) {
   EXPECT_EQ(j["per_op"][0]["name"], "gemm");
   EXPECT_EQ(j["warnings"].size(), 1u);
 }
+
+TEST(Compare, SustainedComparesGpuCasesAtSteadyPower) {
+  // Same burst, but NEW's sustained figure is 10% slower (say, a lower power limit).
+  const char* gpu = "gemm/cublaslt/bf16/M=8192,N=8192,K=8192/device=cuda:0,hot";
+  auto with_sustained = [&](double sustained_center, unsigned seed) {
+    Result r = sampled(gpu, 1.5e-3, 0.01, seed);
+    auto s = samples_around(sustained_center, 40, 0.01, seed + 7);
+    r.sustained = Sustained{s, summarize(s)};
+    return r;
+  };
+  auto base = set_of({with_sustained(1.6e-3, 1), sampled(kCaseA, 1e-4, 0.01, 3)});
+  auto neu = set_of({with_sustained(1.76e-3, 1), sampled(kCaseA, 1e-4, 0.01, 3)});
+
+  auto burst = compare_results(base, neu);
+  EXPECT_FALSE(burst.gate_failed());  // the burst medians are the same samples
+  CompareOptions o;
+  o.sustained = true;
+  auto steady = compare_results(base, neu, o);
+  EXPECT_TRUE(steady.gate_failed());
+  for (auto& c : steady.cases) {
+    if (c.case_string == gpu) {
+      EXPECT_EQ(c.figure, "sustained");
+      EXPECT_EQ(c.verdict, "slower");
+      EXPECT_NEAR(c.change, 0.10, 0.02);
+    } else {
+      EXPECT_EQ(c.figure, "median");  // a CPU case has no sustained figure
+      EXPECT_EQ(c.verdict, "same");
+    }
+  }
+  EXPECT_NE(compare_markdown(steady, o).find("sustained figure"), std::string::npos);
+  EXPECT_EQ(compare_json(steady, o)["cases"][0]["figure"], "sustained");
+}

@@ -14,6 +14,9 @@ struct CompareOptions {
   double alpha = 0.05;          // significance level of the U test
   double threshold_pct = 1.0;   // changes smaller than this are `same` whatever the test says
   double fail_above_pct = 5.0;  // a case confidently slower by more than this fails the gate
+  // Compare GPU cases on their sustained figure (steady power) where both sides have one,
+  // instead of the burst median; other cases as usual.
+  bool sustained = false;
 };
 
 // faster / slower: significant and at least the threshold; same: below the threshold;
@@ -29,6 +32,7 @@ struct CaseChange {
   double change = 0;        // new / base - 1 of the median time: +0.10 is 10% slower
   double p_value = 1;
   std::size_t base_samples = 0, new_samples = 0;
+  std::string figure = "median";  // what was compared: the median (burst on a GPU) or "sustained"
   std::string verdict;
   bool fails_gate = false;  // slower beyond --fail-above, or broken
 };

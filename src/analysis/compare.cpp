@@ -118,16 +118,25 @@ Comparison compare_results(const ResultSet& base, const ResultSet& neu, const Co
     seen.insert(r.case_string);
     const Result& n = *it->second;
     CaseChange c{r.case_string, r.kase.op, std::string(to_string(r.status)), std::string(to_string(n.status))};
-    bool base_ok = r.status == Status::ok && r.summary.median > 0;
-    bool new_ok = n.status == Status::ok && n.summary.median > 0;
-    c.base_samples = r.samples.size();
-    c.new_samples = n.samples.size();
-    if (base_ok) c.base_median_s = r.summary.median;
-    if (new_ok) c.new_median_s = n.summary.median;
+    // Which figure each side is compared on: the burst median and its samples, or, with
+    // --sustained and on both sides, the sustained ones.
+    const bool use_sustained = o.sustained && r.sustained && n.sustained && r.sustained->summary.median > 0 &&
+                               n.sustained->summary.median > 0;
+    const auto& base_samples = use_sustained ? r.sustained->samples : r.samples;
+    const auto& new_samples = use_sustained ? n.sustained->samples : n.samples;
+    const double base_median = use_sustained ? r.sustained->summary.median : r.summary.median;
+    const double new_median = use_sustained ? n.sustained->summary.median : n.summary.median;
+    bool base_ok = r.status == Status::ok && base_median > 0;
+    bool new_ok = n.status == Status::ok && new_median > 0;
+    c.base_samples = base_samples.size();
+    c.new_samples = new_samples.size();
+    c.figure = use_sustained ? "sustained" : "median";
+    if (base_ok) c.base_median_s = base_median;
+    if (new_ok) c.new_median_s = new_median;
     if (base_ok && new_ok) {
-      c.change = n.summary.median / r.summary.median - 1;
+      c.change = new_median / base_median - 1;
       bool testable = c.base_samples >= kMinTestableSamples && c.new_samples >= kMinTestableSamples;
-      if (testable) c.p_value = mann_whitney_u(r.samples, n.samples).p_value;
+      if (testable) c.p_value = mann_whitney_u(base_samples, new_samples).p_value;
       c.verdict = compare_verdict(c.change, c.p_value, testable, o);
       c.fails_gate = c.verdict == "slower" && c.change * 100 > o.fail_above_pct;
       ratios[c.op].push_back(1 + c.change);
@@ -166,8 +175,9 @@ std::string compare_markdown(const Comparison& c, const CompareOptions& o) {
       c.gate_failed() ? "FAIL" : "PASS", g.compared, pct(g.geomean_ratio - 1), g.faster, g.slower, g.same, g.uncertain,
       g.broken ? fmt::format(", {} broken", g.broken) : "", g.fixed ? fmt::format(", {} fixed", g.fixed) : "");
   out += fmt::format("Verdicts: Mann-Whitney U on the raw samples at alpha {}; changes under {}% are `same`; the "
-                     "gate fails on `slower` by more than {}% and on `broken`.\n\n",
-                     o.alpha, o.threshold_pct, o.fail_above_pct);
+                     "gate fails on `slower` by more than {}% and on `broken`.{}\n\n",
+                     o.alpha, o.threshold_pct, o.fail_above_pct,
+                     o.sustained ? " GPU cases are compared on their sustained figure where both runs have one." : "");
   out += "| op | compared | geomean time change | faster | slower | same | uncertain | broken | fixed |\n"
          "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (auto& s : c.per_op)
@@ -208,7 +218,7 @@ nlohmann::json compare_json(const Comparison& c, const CompareOptions& o) {
   };
   nlohmann::json cases = nlohmann::json::array(), ops = nlohmann::json::array();
   for (auto& r : c.cases)
-    cases.push_back({{"case", r.case_string}, {"op", r.op}, {"base_status", r.base_status},
+    cases.push_back({{"case", r.case_string}, {"op", r.op}, {"figure", r.figure}, {"base_status", r.base_status},
                      {"new_status", r.new_status}, {"base_median_s", r.base_median_s},
                      {"new_median_s", r.new_median_s}, {"change", r.change}, {"p_value", r.p_value},
                      {"base_samples", r.base_samples}, {"new_samples", r.new_samples}, {"verdict", r.verdict},

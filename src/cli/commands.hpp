@@ -89,6 +89,7 @@ struct CompareArgs {
   double alpha = 0.05;
   std::string format = "md";
   std::string out;
+  bool sustained = false;  // GPU cases on their sustained figure
 };
 void add_compare_command(CLI::App& app, CompareArgs& args);
 int compare_command(const CompareArgs& args);

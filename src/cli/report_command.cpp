@@ -86,12 +86,13 @@ void add_compare_command(CLI::App& app, CompareArgs& a) {
       ->check(CLI::Range(1e-12, 0.5));
   cmd->add_option("--format", a.format, "md (default) or json")->check(CLI::IsMember({"md", "json"}));
   cmd->add_option("-o,--out", a.out, "write the comparison here instead of standard output");
+  cmd->add_flag("--sustained", a.sustained, "compare GPU cases on their sustained figure (steady power) instead of the burst median");
 }
 
 int compare_command(const CompareArgs& a) {
   auto sets = load_all({a.base, a.neu});
   const ResultSet &base = sets[0], &neu = sets[1];
-  CompareOptions o{a.alpha, a.threshold_pct, a.fail_above_pct};
+  CompareOptions o{a.alpha, a.threshold_pct, a.fail_above_pct, a.sustained};
   Comparison c = compare_results(base, neu, o);
   if (results_identity(a.base) == results_identity(a.neu))
     c.context_warnings.insert(c.context_warnings.begin(),
