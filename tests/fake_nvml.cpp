@@ -19,7 +19,7 @@ double env(const char* name, double fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::atof(v) : fallback;
 }
-double elapsed_s() { return std::chrono::duration<double>(Clock::now() - g_start).count(); }
+[[maybe_unused]] double elapsed_s() { return std::chrono::duration<double>(Clock::now() - g_start).count(); }
 }  // namespace
 
 extern "C" {
