@@ -27,17 +27,20 @@ steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(tests quick peaks sweep sweep30 torch copy graph)
 mkdir -p "$out"
 : > "$out/commands.txt"
+: > "$out/stderr.txt"
 printf 'step\texit\tseconds\n' > "$out/steps.tsv"
 nvidia-smi -q > "$out/nvidia-smi.txt" 2>&1
 opm="$bin/opmeter"
 failed=0
 
-# step NAME OUTFILE CMD...: runs CMD with its output in OUTFILE, records exit code and time.
+# step NAME OUTFILE CMD...: runs CMD with its standard output in OUTFILE (its standard error,
+# progress and warnings, goes to stderr.txt), records exit code and time.
 step() {
   local name=$1 file=$2; shift 2
   echo "gpu-check: [$name] $*" | tee -a "$out/commands.txt"
+  echo "=== [$name] $*" >> "$out/stderr.txt"
   local t0=$SECONDS rc=0
-  "$@" > "$file" 2>&1 || rc=$?
+  "$@" > "$file" 2>> "$out/stderr.txt" || rc=$?
   printf '%s\t%s\t%s\n' "$name" "$rc" "$((SECONDS - t0))" >> "$out/steps.tsv"
   echo "gpu-check: [$name] exit $rc after $((SECONDS - t0)) s" | tee -a "$out/commands.txt"
   [ "$rc" -eq 0 ] || failed=1
