@@ -7,6 +7,7 @@
 
 #include "opmeter/result.hpp"
 #include "opmeter/sensor.hpp"
+#include "opmeter/telemetry.hpp"
 
 using namespace opmeter;
 

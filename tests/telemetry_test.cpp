@@ -2,6 +2,7 @@
 // that keeps power-capped samples and drops slowed-down ones (through the fake NVML library).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <thread>
 
@@ -104,4 +105,28 @@ TEST(Telemetry, PowerCappedSamplesAreKeptSlowedOnesDiscarded) {
   auto s = summarize_telemetry(points);
   EXPECT_EQ(s.reasons_seen, kClockEventSwPowerCap | kClockEventSwThermal);
   EXPECT_DOUBLE_EQ(s.sm_mhz_median, 1755);
+}
+
+TEST(Telemetry, WindowEnergyUsesOnlyTheReadingsInsideTheWindow) {
+  // A counter stepping every 50 ms at 700 W inside [1, 2], and idle readings around it.
+  std::vector<TelemetryPoint> p;
+  for (int i = 0; i <= 300; ++i) {
+    double t = 0.01 * i;
+    bool busy = t >= 1.0 && t <= 2.0;
+    TelemetryPoint x = at(t, 1500, busy ? 700 : 80);
+    x.energy_mj = 1e6 + 700.0 * std::floor(std::min(std::max(t, 1.0), 2.0) / 0.05) * 0.05 * 1000;
+    p.push_back(x);
+  }
+  std::string why;
+  auto e = window_energy(p, 1.0, 2.0, why);
+  ASSERT_TRUE(e) << why;
+  EXPECT_EQ(e->method, "energy counter");
+  EXPECT_NEAR(e->avg_watts(), 700.0, 7.0);
+  for (auto& x : p) x.energy_mj = -1;  // no counter: the power readings of the window
+  e = window_energy(p, 1.0, 2.0, why);
+  ASSERT_TRUE(e) << why;
+  EXPECT_EQ(e->method, "power samples");
+  EXPECT_NEAR(e->avg_watts(), 700.0, 1e-9);
+  EXPECT_FALSE(window_energy(p, 5.0, 6.0, why));  // nothing read in the window
+  EXPECT_NE(why.find("no energy or power readings"), std::string::npos);
 }

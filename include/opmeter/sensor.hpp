@@ -1,11 +1,9 @@
 #pragma once
 // Energy and power around a window of work, from NVML (loaded with dlopen: no NVIDIA library is
-// needed to build or start opmeter).
-#include <atomic>
+// needed to build or start opmeter). The poller that reads it is in telemetry.hpp.
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace opmeter {
@@ -88,30 +86,6 @@ class Nvml {
   void* handle_ = nullptr;
   std::unique_ptr<Api> api_;
   std::string reason_;
-};
-
-// Energy of one device over a window: a thread polls the energy counter (and power) while the
-// work runs; stop() picks the counter when it stepped often enough, else integrates power.
-class EnergyMeter {
- public:
-  EnergyMeter(const Nvml& nvml, Nvml::Device device, double poll_s = 0.005);
-  ~EnergyMeter();
-  void start();
-  // Empty, with `why`, when neither the counter nor power could be read.
-  std::optional<EnergyReading> stop(std::string& why);
-  // Average power over `seconds` of doing nothing.
-  std::optional<double> idle_power_w(double seconds = 0.5);
-
- private:
-  void poll();
-  const Nvml& nvml_;
-  Nvml::Device device_;
-  double poll_s_;
-  std::atomic<bool> running_{false};
-  std::thread thread_;
-  double t_begin_ = 0, t_end_ = 0;
-  std::vector<CounterRead> counter_;
-  std::vector<PowerRead> power_;
 };
 
 }  // namespace opmeter

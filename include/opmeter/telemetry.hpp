@@ -21,6 +21,7 @@ struct TelemetryPoint {
   double t_s = 0;  // steady_clock seconds
   double sm_mhz = 0, power_w = 0, temp_c = 0;  // 0: not readable
   unsigned long long reasons = 0;              // kClockEvent* bits
+  double energy_mj = -1;                       // the total-energy counter; < 0: not readable
 };
 
 // --- Pure functions of a timeline (unit-tested) --------------------------------------------------
@@ -41,6 +42,12 @@ bool power_steady(const std::vector<TelemetryPoint>& points, double window_s = 0
 // Columns {t_s (from t0), sm_mhz, power_w, temp_c, reasons}, thinned to at most `max_points`
 // evenly spaced readings (the last one always kept).
 nlohmann::json telemetry_json(const std::vector<TelemetryPoint>& points, double t0, std::size_t max_points = 200);
+
+// Energy over [t_begin, t_end] from the readings taken in it: the energy counter's rate between
+// its first and last step when it stepped often enough (counter_energy_j), else the power
+// readings integrated (integrate_power_j). Empty, with `why`, when neither was readable.
+std::optional<EnergyReading> window_energy(const std::vector<TelemetryPoint>& points, double t_begin, double t_end,
+                                           std::string& why);
 
 // --- The poller ----------------------------------------------------------------------------------
 
@@ -70,6 +77,22 @@ class Telemetry {
   mutable std::mutex mutex_;
   std::vector<TelemetryPoint> points_;
   std::atomic<unsigned long long> latest_{0}, during_{0};
+};
+
+// Energy of one device over a window, from a Telemetry poller of its own: start(), the work,
+// stop(). (A case that already polls its GPU takes window_energy() of that timeline instead.)
+class EnergyMeter {
+ public:
+  EnergyMeter(const Nvml& nvml, Nvml::Device device, double poll_s = 0.005) : telemetry_(nvml, device, poll_s) {}
+  void start();
+  // Empty, with `why`, when neither the counter nor power could be read.
+  std::optional<EnergyReading> stop(std::string& why);
+  // Average power over `seconds` of doing nothing.
+  std::optional<double> idle_power_w(double seconds = 0.5);
+
+ private:
+  Telemetry telemetry_;
+  double t_begin_ = 0;
 };
 
 // Wraps a device's sample timer: a sample taken under a slowdown reason (kSlowdownReasons) is

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/cuda_plugin.hpp"
+#include "opmeter/telemetry.hpp"
 
 namespace opmeter::cuda {
 namespace {

@@ -102,14 +102,15 @@ void measure_sustained(Result& r, Impl& impl, const Case& c, cuda::Plugin& gpu, 
   std::optional<TelemetryTimer> watched;
   if (telemetry) timer = &watched.emplace(*timer, *telemetry);
 
-  std::string why;
-  auto device = cuda::nvml_device(c.cuda_index(), why);
-  std::optional<EnergyMeter> meter;
-  if (device) meter.emplace(Nvml::instance(), *device).start();
+  const double window_from = now_s();
   Measurement m = sample_for(impl, *timer, batch, options.energy_window_s, cancel);
+  const double window_to = now_s();
   std::size_t calls = m.calls + m.discarded * m.batch;
+  // Energy from the poller that already watches the case (no second one on the GPU's driver).
+  std::string why;
+  if (auto it = r.details.find("telemetry"); it != r.details.end()) why = it->second;  // why there is no poller
   std::optional<EnergyReading> reading;
-  if (meter) reading = meter->stop(why);
+  if (telemetry) reading = window_energy(telemetry->snapshot(), window_from, window_to, why);
   if (!m.samples.empty()) {
     Sustained s;
     s.samples = std::move(m.samples);

@@ -1,8 +1,7 @@
-// NVML through dlopen, with the few functions opmeter uses declared here, and the energy meter
-// that polls it.
+// NVML through dlopen, with the few functions opmeter uses declared here (the poller that reads
+// them is in telemetry.cpp).
 #include <dlfcn.h>
 
-#include <chrono>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -13,8 +12,6 @@ namespace opmeter {
 namespace {
 constexpr int kSuccess = 0;
 constexpr int kEnableStateEnabled = 1;
-
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 std::string default_library() {
   const char* env = std::getenv("OPMETER_NVML_LIBRARY");
@@ -166,51 +163,6 @@ std::string Nvml::driver_version() const {
   char text[96] = {};
   if (!ok() || !api_->driver || api_->driver(text, sizeof text) != kSuccess) return "";
   return text;
-}
-
-EnergyMeter::EnergyMeter(const Nvml& nvml, Nvml::Device device, double poll_s)
-    : nvml_(nvml), device_(device), poll_s_(poll_s) {}
-
-EnergyMeter::~EnergyMeter() {
-  running_ = false;
-  if (thread_.joinable()) thread_.join();
-}
-
-void EnergyMeter::poll() {
-  while (running_.load()) {
-    double t = now_s();
-    if (auto mj = nvml_.energy_mj(device_)) counter_.push_back({t, *mj});
-    if (auto w = nvml_.power_w(device_)) power_.push_back({t, *w});
-    std::this_thread::sleep_for(std::chrono::duration<double>(poll_s_));
-  }
-}
-
-void EnergyMeter::start() {
-  counter_.clear();
-  power_.clear();
-  t_begin_ = now_s();
-  running_ = true;
-  thread_ = std::thread([this] { poll(); });
-}
-
-std::optional<EnergyReading> EnergyMeter::stop(std::string& why) {
-  t_end_ = now_s();
-  running_ = false;
-  if (thread_.joinable()) thread_.join();
-  double window = t_end_ - t_begin_;
-  if (auto j = counter_energy_j(counter_, t_begin_, t_end_)) return EnergyReading{*j, window, "energy counter"};
-  if (auto j = integrate_power_j(power_, t_begin_, t_end_)) return EnergyReading{*j, window, "power samples"};
-  why = "NVML returned no energy or power readings for this device";
-  return std::nullopt;
-}
-
-std::optional<double> EnergyMeter::idle_power_w(double seconds) {
-  start();
-  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-  std::string why;
-  auto r = stop(why);
-  if (!r) return std::nullopt;
-  return r->avg_watts();
 }
 
 }  // namespace opmeter

@@ -77,6 +77,22 @@ nlohmann::json telemetry_json(const std::vector<TelemetryPoint>& points, double 
   return j;
 }
 
+std::optional<EnergyReading> window_energy(const std::vector<TelemetryPoint>& points, double t_begin, double t_end,
+                                           std::string& why) {
+  std::vector<CounterRead> counter;
+  std::vector<PowerRead> power;
+  for (auto& p : points) {
+    if (p.t_s < t_begin || p.t_s > t_end) continue;
+    if (p.energy_mj >= 0) counter.push_back({p.t_s, p.energy_mj});
+    if (p.power_w > 0) power.push_back({p.t_s, p.power_w});
+  }
+  const double window = t_end - t_begin;
+  if (auto j = counter_energy_j(counter, t_begin, t_end)) return EnergyReading{*j, window, "energy counter"};
+  if (auto j = integrate_power_j(power, t_begin, t_end)) return EnergyReading{*j, window, "power samples"};
+  why = "NVML returned no energy or power readings for this device";
+  return std::nullopt;
+}
+
 Telemetry::Telemetry(const Nvml& nvml, Nvml::Device device, double period_s)
     : nvml_(nvml), device_(device), period_s_(period_s) {}
 
@@ -92,6 +108,7 @@ void Telemetry::poll_once() {
   if (auto v = nvml_.power_w(device_)) p.power_w = *v;
   if (auto v = nvml_.temperature_c(device_)) p.temp_c = *v;
   if (auto v = nvml_.clock_event_reasons(device_)) p.reasons = *v;
+  if (auto v = nvml_.energy_mj(device_)) p.energy_mj = *v;
   latest_.store(p.reasons);
   during_.fetch_or(p.reasons);
   std::lock_guard lock(mutex_);
@@ -127,6 +144,25 @@ std::vector<TelemetryPoint> Telemetry::snapshot() const {
 void Telemetry::begin_sample() { during_.store(latest_.load()); }
 
 unsigned long long Telemetry::end_sample() { return during_.load() | latest_.load(); }
+
+void EnergyMeter::start() {
+  t_begin_ = now_s();
+  telemetry_.start();
+}
+
+std::optional<EnergyReading> EnergyMeter::stop(std::string& why) {
+  double t_end = now_s();
+  return window_energy(telemetry_.stop(), t_begin_, t_end, why);
+}
+
+std::optional<double> EnergyMeter::idle_power_w(double seconds) {
+  start();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  std::string why;
+  auto r = stop(why);
+  if (!r) return std::nullopt;
+  return r->avg_watts();
+}
 
 std::optional<double> TelemetryTimer::time(std::size_t calls, const std::function<void()>& call) {
   telemetry_.begin_sample();
