@@ -164,3 +164,27 @@ TEST(Results, SustainedTelemetryAndStopReasonRoundTrip) {
   EXPECT_NE(csv.find("precision_pct,stop_reason,sustained_tflops,sustained_gbps"), std::string::npos);
   EXPECT_NE(csv.find(",plateau,"), std::string::npos);
 }
+
+TEST(Results, SustainedRateInTheUnitTheCaseIsReadIn) {
+  Result r;
+  r.status = Status::ok;
+  r.work = {2e9, 1e6, 1e6};  // compute-bound
+  r.samples = {1e-3};
+  r.summary = summarize(r.samples);
+  EXPECT_FALSE(sustained_rate(r));  // no sustained figure (a CPU case)
+  r.sustained = Sustained{{2e-3}, summarize({2e-3})};
+  derive_rates(r);
+  auto s = sustained_rate(r);
+  ASSERT_TRUE(s);
+  EXPECT_STREQ(s->unit, "GFLOP/s");
+  EXPECT_DOUBLE_EQ(s->value, 1000.0);
+  r.work = {1e6, 1e9, 1e9};  // memory-bound
+  derive_rates(r);
+  s = sustained_rate(r);
+  ASSERT_TRUE(s);
+  EXPECT_STREQ(s->unit, "GB/s");
+  EXPECT_DOUBLE_EQ(s->value, 1000.0);
+  EXPECT_NE(markdown_table({r}).find("| 1000.0 GB/s |"), std::string::npos);
+  r.status = Status::failed;
+  EXPECT_FALSE(sustained_rate(r));
+}

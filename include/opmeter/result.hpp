@@ -90,6 +90,14 @@ Result result_from_gbench(const nlohmann::json& entry);
 inline constexpr double kComputeBoundIntensity = 4.0;
 bool is_compute_bound(const Result& r);
 
+// The sustained figure in the unit the result is read in: GFLOP/s when compute-bound, else GB/s;
+// empty without one.
+struct Rate {
+  double value;
+  const char* unit;  // "GFLOP/s" or "GB/s"
+};
+std::optional<Rate> sustained_rate(const Result& r);
+
 // Work per watt at the median: GFLOP/s per W for compute-bound cases, GB/s per W otherwise;
 // empty without a power reading.
 struct PerWatt {

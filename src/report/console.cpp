@@ -16,9 +16,8 @@ std::string rate(const Result& r) {
 }
 
 std::string sustained(const Result& r) {
-  if (!r.sustained || !(r.sustained->summary.median > 0)) return "";
-  if (r.gflops > 0) return fmt::format("  sustained {:.1f} GFLOP/s", r.sustained->gflops);
-  return fmt::format("  sustained {:.1f} GB/s", r.sustained->gbps);
+  auto s = sustained_rate(r);
+  return s ? fmt::format("  sustained {:.1f} {}", s->value, s->unit) : "";
 }
 
 class ConsoleReporter : public Reporter {

@@ -56,10 +56,8 @@ void case_row(std::string& out, const Result& r) {
   std::string reason = r.reason.empty() ? "" : "<br>" + html_escape(r.reason);
   auto rate = [&](double v) { return ok && v > 0 ? fmt::format("{:.2f}", v) : ""; };
   std::string pct_roof = r.efficiency ? fmt::format("{:.1f}%", *r.efficiency * 100) : "";
-  std::string sustained;  // in the unit the row is read in
-  if (ok && r.sustained && r.sustained->summary.median > 0)
-    sustained = is_compute_bound(r) ? fmt::format("{:.2f} GFLOP/s", r.sustained->gflops)
-                                    : fmt::format("{:.2f} GB/s", r.sustained->gbps);
+  auto s = sustained_rate(r);
+  std::string sustained = s ? fmt::format("{:.2f} {}", s->value, s->unit) : "";
   fmt::format_to(std::back_inserter(out),
                  "<tr class=\"{}\"><td class=\"case\">{}</td><td><span class=\"status\">{}</span>{}</td>"
                  "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"

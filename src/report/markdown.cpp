@@ -28,11 +28,9 @@ std::string status_cell(const Result& r) {
   return s;
 }
 
-// The sustained figure in the unit the row is read in (GFLOP/s when compute-bound, else GB/s).
 std::string sustained_cell(const Result& r) {
-  if (!r.sustained || !(r.sustained->summary.median > 0)) return "-";
-  return is_compute_bound(r) ? fmt::format("{:.1f} GFLOP/s", r.sustained->gflops)
-                             : fmt::format("{:.1f} GB/s", r.sustained->gbps);
+  auto s = sustained_rate(r);
+  return s ? fmt::format("{:.1f} {}", s->value, s->unit) : "-";
 }
 
 }  // namespace
@@ -49,7 +47,7 @@ std::string markdown_table(const std::vector<Result>& results) {
                        ok && r.gflops > 0 ? fmt::format("{:.1f}", r.gflops) : "-",
                        ok && r.gbps > 0 ? fmt::format("{:.1f}", r.gbps) : "-",
                        r.pct_peak ? fmt::format("{:.1f}%", *r.pct_peak) : "-",
-                       ok ? fmt::format("{:.2f}%", r.summary.rel_noise * 100) : "-", ok ? sustained_cell(r) : "-",
+                       ok ? fmt::format("{:.2f}%", r.summary.rel_noise * 100) : "-", sustained_cell(r),
                        status_cell(r));
   }
   FusionThresholds t;

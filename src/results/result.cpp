@@ -232,6 +232,12 @@ bool is_compute_bound(const Result& r) {
   return r.gflops > 0 && (r.gbps == 0 || r.intensity >= kComputeBoundIntensity);
 }
 
+std::optional<Rate> sustained_rate(const Result& r) {
+  if (r.status != Status::ok || !r.sustained || !(r.sustained->summary.median > 0)) return std::nullopt;
+  if (is_compute_bound(r)) return Rate{r.sustained->gflops, "GFLOP/s"};
+  return Rate{r.sustained->gbps, "GB/s"};
+}
+
 std::optional<PerWatt> per_watt(const Result& r) {
   if (r.status != Status::ok) return std::nullopt;
   // Work per joule is work per second per watt, whatever window the energy was taken over.
