@@ -191,7 +191,7 @@ TEST(PeakCuda, PeakResultsAreComparedWithTheDatasheetAtTheirClock) {
   r.status = Status::ok;
   r.gflops = 985.8e3;
   r.details["sm_clock_median_mhz"] = "1890";        // NVML, preferred
-  r.details["sm_clock_probe_median_mhz"] = "2010";  // the probe reads high
+  r.details["sm_clock_probe_median_mhz"] = "2010";  // an older build's on-GPU probe, read high: ignored
   compare_with_datasheet(r, "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(r.details["datasheet_tflops"], "989.4 at 1830 MHz");
   EXPECT_EQ(r.details["datasheet_at_clock_tflops"], "1021.8 at 1890 MHz");  // 989.4 x 1890 / 1830 = 1021.84

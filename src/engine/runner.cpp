@@ -293,8 +293,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
 }
 
 // A GPU peak result beside NVIDIA's datasheet: the dense rate of its dtype, that rate scaled to the
-// SM clock the samples ran at (NVML's median over the burst; the on-GPU probe only without NVML:
-// on an H100 it read ~4.5% above NVML's 1980 MHz maximum), and the measured share of it.
+// SM clock the samples ran at (NVML's median over the burst), and the measured share of it.
 void compare_with_datasheet(Result& r, const std::string& gpu_name) {
   auto sheet = peak::datasheet(gpu_name);
   if (!sheet) {
@@ -305,8 +304,7 @@ void compare_with_datasheet(Result& r, const std::string& gpu_name) {
   if (!tflops || !(r.gflops > 0)) return;
   r.details["datasheet_tflops"] = fmt::format("{:.1f} at {:.0f} MHz", *tflops, sheet->clock_mhz(r.kase.dtype));
   auto clock = r.details.find("sm_clock_median_mhz");
-  if (clock == r.details.end()) clock = r.details.find("sm_clock_probe_median_mhz");
-  if (clock == r.details.end()) return;
+  if (clock == r.details.end()) return;  // no NVML: no clock to scale to
   double mhz = std::atof(clock->second.c_str());
   double expected = peak::at_clock(*tflops, mhz, sheet->clock_mhz(r.kase.dtype));
   if (!(expected > 0)) return;

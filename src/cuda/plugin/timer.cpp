@@ -3,18 +3,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
-#include <limits>
 
 #include <fmt/format.h>
 
 #include "opmeter/graph_timing.hpp"
-#include "opmeter/stats.hpp"
-#include "src/cuda/plugin/clock_probe.hpp"
+#include "src/cuda/plugin/launch_hold.hpp"
 
 namespace opmeter::cuda {
 namespace {
-constexpr unsigned long long kProbeSpinNs = 20000;  // 20 us: the global timer ticks every ~1 us
 // Samples of at most this many calls are held until all are issued: more could fill the launch
 // queue while the hold kernel waits (nvbench's limit is alike); larger batches amortize the cost.
 constexpr std::size_t kMaxHeldCalls = 128;
@@ -34,13 +30,11 @@ class CudaTimer : public SampleTimer {
  public:
   explicit CudaTimer(const Case& c)
       : device_(c.cuda_index()), stream_(stream(device_)), cold_(!c.hot && c.graph == 0), graph_launches_(c.graph),
-        default_mhz_(props(device_).clock_khz / 1000.0), probe_(2 * sizeof(unsigned long long)) {
+        default_mhz_(props(device_).clock_khz / 1000.0) {
     if (cold_) {
       // Writing an L2-sized buffer evicts the inputs of the previous sample (nvbench's way).
       l2_ = DeviceBuffer(static_cast<std::size_t>(std::max(props(device_).prop.l2CacheSize, 1 << 20)));
     }
-    check(cudaHostAlloc(reinterpret_cast<void**>(&probe_host_), 2 * sizeof(unsigned long long), cudaHostAllocDefault),
-          "cudaHostAlloc");
     void *host = nullptr, *device = nullptr;
     check(cudaHostAlloc(&host, 2 * sizeof(int), cudaHostAllocMapped), "cudaHostAlloc(mapped)");
     hold_ = static_cast<volatile int*>(host);
@@ -50,7 +44,6 @@ class CudaTimer : public SampleTimer {
   ~CudaTimer() override {
     if (exec_) cudaGraphExecDestroy(exec_);
     if (graph_) cudaGraphDestroy(graph_);
-    if (probe_host_) cudaFreeHost(probe_host_);
     if (hold_) cudaFreeHost(const_cast<int*>(hold_));
   }
 
@@ -80,16 +73,10 @@ class CudaTimer : public SampleTimer {
       hold_[0] = 1;
       ++held_samples_;
     }
-    launch_clock_probe(static_cast<unsigned long long*>(probe_.data()), kProbeSpinNs, stream_);
-    check(cudaMemcpyAsync(probe_host_, probe_.data(), 2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream_),
-          "clock probe copy");
     check(cudaStreamSynchronize(stream_), "the timed calls");
     float ms = 0;
     check(cudaEventElapsedTime(&ms, start_.get(), stop_.get()), "cudaEventElapsedTime");
     if (held && hold_[1]) ++hold_timeouts_;  // the sample then includes launch gaps
-    // The SM clock right after the sample. Kept, not judged: whether a slow clock is the power cap
-    // (kept) or a slowdown (discarded) is NVML's to say (see TelemetryTimer).
-    if (probe_host_[1] > 0) clocks_mhz_.push_back(1e3 * static_cast<double>(probe_host_[0]) / static_cast<double>(probe_host_[1]));
     return ms * 1e-3;
   }
 
@@ -98,10 +85,6 @@ class CudaTimer : public SampleTimer {
         {"timing", cold_ ? "cuda events, L2 flushed before each sample" : exec_ ? "cuda events around one CUDA graph"
                                                                                   : "cuda events, hot"},
         {"sm_clock_default_mhz", fmt::format("{:.0f}", default_mhz_)}};
-    if (!clocks_mhz_.empty()) {  // measured on the GPU itself after each sample
-      d["sm_clock_probe_median_mhz"] = fmt::format("{:.0f}", median(clocks_mhz_));
-      d["sm_clock_probe_min_mhz"] = fmt::format("{:.0f}", *std::min_element(clocks_mhz_.begin(), clocks_mhz_.end()));
-    }
     if (cold_) d["l2_flush_bytes"] = std::to_string(l2_.bytes());
     d["launch_hold"] = fmt::format("{} samples held until issued ({} timed out)", held_samples_, hold_timeouts_);
     if (exec_) {
@@ -140,9 +123,7 @@ class CudaTimer : public SampleTimer {
   bool cold_;
   int graph_launches_;
   double default_mhz_;
-  std::vector<double> clocks_mhz_;
-  DeviceBuffer probe_, l2_;
-  unsigned long long* probe_host_ = nullptr;
+  DeviceBuffer l2_;
   volatile int* hold_ = nullptr;          // [release, timed out], host-mapped
   const volatile int* hold_device_ = nullptr;
   std::size_t held_samples_ = 0, hold_timeouts_ = 0;

@@ -2,10 +2,6 @@
 #include <cuda_runtime.h>
 
 namespace opmeter::cuda {
-// One thread spins for about `spin_ns` of the global timer and writes the SM cycles (clock64)
-// and nanoseconds it saw to out[0] and out[1]: their ratio is the SM clock right then.
-void launch_clock_probe(unsigned long long* out, unsigned long long spin_ns, cudaStream_t s);
-
 // Holds the stream until the host sets *release (host-mapped memory) to nonzero, or `timeout_ns`
 // pass; then writes 1 to *timed_out if it gave up. Enqueued behind it, a sample's start event and
 // calls begin together once the host has issued them all, so the host's launch cost (cuBLASLt
