@@ -5,8 +5,6 @@
 #include <cuda_fp8.h>
 
 #include <algorithm>
-#include <atomic>
-#include <thread>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -61,24 +59,18 @@ void encode_range(DType d, std::vector<std::uint8_t>& out, std::size_t begin, st
   }
 }
 
-// n random inputs: chunks of 1 Mi elements, each from its own stream of `seed`, on all cores
-// (an 8192^2 operand is 67 M elements: seconds on one core, three times per case).
+// n random inputs: chunks of 1 Mi elements, each from its own stream of `seed`, on every usable
+// CPU (an 8192^2 operand is 67 M elements: seconds on one core, three times per case).
 void encode(DType d, std::vector<std::uint8_t>& out, std::size_t n, std::uint64_t seed) {
   constexpr std::size_t kChunk = 1 << 20;
   out.resize(n * size_of(d));
-  const std::size_t chunks = (n + kChunk - 1) / kChunk;
-  const std::size_t workers = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, std::max<std::size_t>(chunks, 1));
-  std::atomic<std::size_t> next{0};
-  auto work = [&] {
-    for (std::size_t c; (c = next++) < chunks;) {
-      Rng rng(seed * 0x9E3779B97F4A7C15ull + c + 1);
-      encode_range(d, out, c * kChunk, std::min(n, (c + 1) * kChunk), rng);
-    }
-  };
-  std::vector<std::thread> pool;
-  for (std::size_t w = 1; w < workers; ++w) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
+  const auto chunks = static_cast<std::int64_t>((n + kChunk - 1) / kChunk);
+#pragma omp parallel for num_threads(default_threads()) schedule(dynamic)
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    Rng rng(seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(c) + 1);
+    const auto begin = static_cast<std::size_t>(c) * kChunk;
+    encode_range(d, out, begin, std::min(n, begin + kChunk), rng);
+  }
 }
 
 }  // namespace
