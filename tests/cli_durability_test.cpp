@@ -203,7 +203,8 @@ TEST(CliDurability, ResumeAloneTakesTheConfigAndSettingsOfTheDirectory) {
 
 TEST(CliDurability, NumbersMustBeFiniteAndInRange) {
   for (const char* bad : {"--timeout nan", "--timeout inf", "--timeout -1", "--max-noise nan", "--min-time nan",
-                          "--warmup-s inf", "--samples 0", "--seed -5", "--llc-bytes -1"}) {
+                          "--warmup-s inf", "--samples 0", "--seed -5", "--llc-bytes -1", "--cooldown nan",
+                          "--cooldown -1", "--heat-max inf", "--energy-window -0.5"}) {
     auto out = cli(std::string("run --dry-run ") + bad);
     EXPECT_EQ(out.code, 2) << bad << ": " << out.text;
     auto flag = std::string(bad).substr(0, std::string(bad).find(' '));
