@@ -38,6 +38,9 @@ std::string llc_note();                   // why llc_bytes() is less than the CP
 void set_llc_bytes(std::size_t bytes);    // 0: back to what the CPU reports
 bool llc_bytes_overridden();
 
+// The first line of a small text file (sysfs entries, lock files); "" when it cannot be read.
+std::string read_first_line(const std::string& path);
+
 // The machine and build context stored with every results file.
 nlohmann::json machine_context();
 

@@ -17,7 +17,6 @@
 #include "opmeter/result.hpp"
 
 namespace opmeter {
-namespace {
 
 std::string read_first_line(const std::string& path) {
   std::ifstream f(path);
@@ -25,6 +24,8 @@ std::string read_first_line(const std::string& path) {
   std::getline(f, line);
   return line;
 }
+
+namespace {
 
 std::size_t parse_size(const std::string& s) {  // "48K", "1024K", "32M"
   if (s.empty()) return 0;

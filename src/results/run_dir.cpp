@@ -10,19 +10,13 @@
 
 #include <fmt/format.h>
 
+#include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
 
 namespace opmeter {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_small_file(const std::string& path) {
-  std::ifstream f(path);
-  std::string s;
-  std::getline(f, s);
-  return s;
-}
 
 // Names of what is in `dir` besides the lock file, a few of them.
 std::string other_entries(const std::string& dir) {
@@ -51,7 +45,7 @@ RunDirectory::RunDirectory(const std::string& dir, bool resume) : dir_(dir) {
   lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock_fd_ < 0) throw output_error(lock, errno);
   if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    auto holder = read_small_file(lock);
+    auto holder = read_first_line(lock);
     ::close(lock_fd_);
     lock_fd_ = -1;
     throw UsageError(fmt::format("results directory {} is in use by another opmeter run{}: wait for it, or give "
