@@ -23,7 +23,7 @@ Work gemm_work(const Case& c) {
   auto d = dims(c);
   double m = static_cast<double>(d.M), n = static_cast<double>(d.N), k = static_cast<double>(d.K);
   return {2 * m * n * k, (m * k + k * n) * static_cast<double>(a_elem_bytes(c.dtype)),
-          m * n * static_cast<double>(c.on_cuda() ? gpu_c_elem_bytes(c.dtype) : c_elem_bytes(c.dtype))};
+          m * n * static_cast<double>(c.on_host() ? c_elem_bytes(c.dtype) : gpu_c_elem_bytes(c.dtype))};
 }
 
 double gemm_footprint(const Case& c) {
@@ -41,6 +41,15 @@ void gemm_validate(const Case& c) {
     throw CaseError("int8 gemm K must be < 65536 so that s32 accumulation cannot overflow");
 }
 
+// A config's `shapes` list ([m, k, n] generators) as M, N, K.
+std::vector<ParamSet> gemm_expand(const OpConfig& config) {
+  if (!config.has("shapes")) config.fail("ops", "ops includes gemm but there is no 'shapes' list to say which sizes");
+  std::vector<ParamSet> out;
+  for (auto& s : config.shapes())
+    out.push_back({{{"M", std::to_string(s.m)}, {"N", std::to_string(s.n)}, {"K", std::to_string(s.k)}}, s.label});
+  return out;
+}
+
 OpRegistrar reg_gemm({
     .name = "gemm",
     .summary = "C = A*B, row-major; bf16 accumulates in fp32, int8 is u8*s8->s32",
@@ -51,6 +60,7 @@ OpRegistrar reg_gemm({
     .validate = gemm_validate,
     .uses_memory = true,
     .peak_dtype = [](const Case& c) -> std::optional<DType> { return c.dtype; },
+    .expand = gemm_expand,
 });
 
 // Value of input element i as the reference reads it.

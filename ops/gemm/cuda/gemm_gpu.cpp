@@ -97,7 +97,7 @@ void check_cublas(int status, const char* what, const char* status_text) {
 void GpuGemm::setup(const Case& c, const SetupOptions& options) {
   case_ = c;
   d_ = dims(c);
-  device_ = c.cuda_index();
+  device_ = c.device_index();
   stream_ = cuda::stream(device_);
   auto M = static_cast<std::size_t>(d_.M), N = static_cast<std::size_t>(d_.N), K = static_cast<std::size_t>(d_.K);
   a_ = cuda::DeviceBuffer(M * K * size_of(c.dtype));
