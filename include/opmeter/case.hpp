@@ -23,6 +23,9 @@ struct Case {
   // CUDA Graph mode: this many back-to-back launches captured in one graph, timed per launch
   // (0: plain stream launches).
   int graph = 0;
+  // What the case is to its reader, e.g. the layer `attn.wqkv` a GEMM shape comes from. Not part
+  // of the case's identity: not in its string, not compared.
+  std::string label;
 
   bool on_cuda() const { return device != "cpu"; }
   int cuda_index() const;  // N of cuda:N; throws UsageError for the CPU
@@ -35,7 +38,8 @@ struct Case {
 
   std::string to_string() const;
   std::string params_string() const;  // `M=..,N=..,K=..`
-  bool operator==(const Case&) const = default;
+  // Same case: same canonical string (the label aside).
+  bool operator==(const Case& o) const { return to_string() == o.to_string(); }
 };
 
 // Parses a device name: "cpu" or "cuda:N" -> N (nullopt for the CPU). Throws UsageError naming

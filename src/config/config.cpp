@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "config/shape_labels.hpp"
 #include "config/yaml_reader.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
@@ -325,6 +326,8 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
     if (op_impls.empty())
       for (auto* impl : here) op_impls.push_back(impl->impl);
     auto params = op_params(r, root, op, root["ops"], llc);
+    std::vector<ShapeLabel> labels;  // the shapes were read (and checked) for the params above
+    if (root["shapes"] && takes_matrix_shapes(*reg.op(op))) labels = shape_labels(read_shapes(r, root["shapes"]), *reg.op(op));
     for (auto& p : params)
       for (auto& impl : op_impls)
         for (auto d : op_dtypes(op_impls, op, dtypes))
@@ -342,6 +345,7 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
               c.hot = hot;
               c.device = device;
               c.graph = graph;
+              c.label = label_for(c, labels);
               try {
                 reg.op(op)->validate(c);
               } catch (const CaseError& e) {
