@@ -92,3 +92,33 @@ TEST(CaseLabel, MarkdownShowsItBesideTheCaseOnlyWhenThereIsOne) {
   EXPECT_NE(md.find("| case | label | impl |"), std::string::npos) << md;
   EXPECT_NE(md.find("| gemm | attn.wqkv | reference |"), std::string::npos) << md;
 }
+
+#include "opmeter/result_set.hpp"
+#include "tests/cli_helpers.hpp"
+
+TEST(CaseLabel, RunWritesTheLabelsOfItsShapesAlsoInIsolation) {
+  auto dir = temp_dir("labels");
+  auto cfg = write(dir, "llama.yaml", R"(ops: [gemm]
+impls: [reference]
+dtypes: [fp32]
+threads: 1
+stopping: {samples: 2, warmup: 1}
+shapes: [{name: llama, tokens: 1}]
+)");
+  auto out = cli("run " + cfg.string() + " --isolate --filter 'N=1280' --out " + (dir / "res").string());
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_NE(out.text.find("gemm/reference/fp32/M=1,N=1280,K=8192/threads=1 (attn.wqkv)"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("| gemm | attn.wqkv | reference |"), std::string::npos) << out.text;
+  // The gemm case and the peak that % of peak needs (which has no label).
+  auto gemm_label = [](const std::vector<Result>& results) {
+    for (auto& r : results)
+      if (r.kase.op == "gemm") return r.kase.label;
+    return std::string("no gemm result");
+  };
+  EXPECT_EQ(gemm_label(read_jsonl((dir / "res" / "results.jsonl").string())), "attn.wqkv");
+  EXPECT_EQ(gemm_label(load_results((dir / "res").string()).results), "attn.wqkv");
+  // The resumed run keys on the case string: nothing is left to run.
+  out = cli("run --resume " + (dir / "res").string());
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_NE(out.text.find("(2 already done, 0 to run)"), std::string::npos) << out.text;
+}
