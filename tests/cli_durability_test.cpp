@@ -10,6 +10,7 @@
 
 #include "opmeter/context.hpp"
 #include "opmeter/reporters.hpp"
+#include "opmeter/result_set.hpp"
 #include "tests/cli_helpers.hpp"
 
 namespace {

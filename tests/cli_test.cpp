@@ -13,6 +13,7 @@
 #include <random>
 
 #include "opmeter/reporters.hpp"
+#include "opmeter/result_set.hpp"
 #include "opmeter/stats.hpp"
 #include "tests/cli_helpers.hpp"
 

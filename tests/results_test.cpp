@@ -7,6 +7,7 @@
 
 #include "opmeter/errors.hpp"
 #include "opmeter/reporters.hpp"
+#include "opmeter/result_set.hpp"
 
 using namespace opmeter;
 

@@ -25,8 +25,8 @@ struct Case {
   std::string device = kHostDevice;
   // Settings of the device's backend, in the order given (CUDA's graph=N: launches per graph).
   std::vector<std::pair<std::string, std::string>> settings;
-
-  // A label that is not part of the case's identity (a layer's name, e.g. `attn.wqkv`).
+  // What the case is to its reader, e.g. the layer `attn.wqkv` a GEMM shape comes from. Not part
+  // of the case's identity: not in its string, not compared.
   std::string label;
 
   bool on_host() const { return device == kHostDevice; }
@@ -44,7 +44,8 @@ struct Case {
 
   std::string to_string() const;
   std::string params_string() const;  // `M=..,N=..,K=..`
-  bool operator==(const Case&) const = default;
+  // Same case: same canonical string (the label aside).
+  bool operator==(const Case& o) const { return to_string() == o.to_string(); }
 };
 
 // Checks a device name against the registered backends' grammars. Throws UsageError naming what

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,12 +13,15 @@ namespace opmeter {
 std::unique_ptr<Reporter> make_console_reporter(std::FILE* out, bool live);
 // Appends each result to `path` as one JSON line the moment it finishes (resume reads it).
 std::unique_ptr<Reporter> make_jsonl_reporter(const std::string& path);
-// At the end: results.json (Google Benchmark format), results.csv and results.md in `dir`,
-// each written to a temporary file and renamed.
-std::unique_ptr<Reporter> make_summary_files_reporter(const std::string& dir);
+// The results files (results.json, results.csv, results.md, the report) are made by name: see
+// reporter_registry.hpp.
 // At the end: report.html and report.md in `dir` (a failure to write them is a warning: the
 // results are already saved).
 std::unique_ptr<Reporter> make_report_files_reporter(const std::string& dir);
+// At the end: the file `name` in `dir` with `content` of the context and all results, written
+// to a temporary file and renamed.
+using FileContent = std::function<std::string(const nlohmann::json& context, const std::vector<Result>& all)>;
+std::unique_ptr<Reporter> make_end_file_reporter(const std::string& dir, const std::string& name, FileContent content);
 // At the end: the markdown table on `out`.
 std::unique_ptr<Reporter> make_markdown_reporter(std::FILE* out);
 
@@ -31,8 +35,5 @@ std::string human_time(double seconds);
 void write_atomically(const std::string& path, const std::string& content);
 // JSON text that never throws on strings that are not UTF-8 (they show U+FFFD).
 std::string dump_json(const nlohmann::json& j, int indent = -1);
-
-// Reads a results.jsonl log; a torn last line (interrupted write) is ignored.
-std::vector<Result> read_jsonl(const std::string& path);
 
 }  // namespace opmeter

@@ -17,6 +17,22 @@ enum class Status { ok, skipped, failed, error, crashed, timeout };
 std::string_view to_string(Status s);
 std::optional<Status> parse_status(std::string_view s);
 
+// Which way a number is better, for readers and comparisons.
+enum class Better { higher, lower, neither };
+// How a metric is shown: a plain number (4 significant digits), a whole number, a percentage
+// (the value is already in percent), a duration in seconds, or a size in bytes.
+enum class MetricFormat { number, integer, percent, duration, bytes };
+
+// A measurement without a field of its own (a clock, a hit rate, a memory figure), with the hints
+// its outputs need: results.jsonl and results.json keep them, the CSV and markdown tables give it
+// a column. See result_fields.hpp.
+struct Metric {
+  double value = 0;
+  std::string unit;  // "MHz", "%", "s", "B", ... ; empty for a plain count
+  Better better = Better::neither;
+  MetricFormat format = MetricFormat::number;
+};
+
 // A GPU case's second figure: the same calls at the device's steady state (after running until
 // its power settled), timed in the energy window. The result's own median is the burst figure.
 struct Sustained {
@@ -58,9 +74,13 @@ struct Result {
   nlohmann::json telemetry;           // GPU timeline (see telemetry_json); null where none
   std::size_t peak_memory_bytes = 0;
   std::map<std::string, std::string> details;
+  std::map<std::string, Metric> metrics;  // by name; set them with set_metric
 
   bool has_flag(const std::string& f) const;
   void add_flag(const std::string& f);
+  // Adds or replaces a metric. std::invalid_argument for a name that is not letters, digits, '_',
+  // '.', '-', or that a result field or Google Benchmark's entry already uses.
+  void set_metric(const std::string& name, Metric m);
 };
 
 // Now, as ISO 8601 UTC (`2026-11-22T10:00:00Z`): result and context timestamps.

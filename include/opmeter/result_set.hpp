@@ -40,6 +40,9 @@ struct ResultSet {
 // the journal, with a note saying so.
 ResultSet load_results(const std::string& path);
 
+// Reads a results.jsonl log; a torn last line (interrupted write) is ignored.
+std::vector<Result> read_jsonl(const std::string& path);
+
 // One name for one run's results however it is given (a directory, its results.json or
 // results.jsonl), to notice the same results given twice.
 std::string results_identity(const std::string& path);

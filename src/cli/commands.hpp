@@ -34,6 +34,7 @@ struct RunArgs {
   bool dry_run = false;
   std::string calibration;
   bool no_report = false;
+  std::string formats;              // --format: results files by reporter name, comma-separated
   std::string device;               // cpu or cuda:N: replaces the config's device
   std::optional<int> graph;         // CUDA Graph launches per sample for every CUDA case
   bool profile = false;
@@ -51,6 +52,7 @@ struct RunOutput {
   std::string source;         // what the cases came from (suite, config file, ...)
   nlohmann::json settings;    // the run settings, stored in the results' context as "run"
   bool report = true;         // also write report.html and report.md
+  std::vector<std::string> formats;  // reporters by name (reporter_registry.hpp); empty: the default set
 };
 // Runs cases with live progress, journal, summary files and the report in the output directory.
 std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& options, RunOutput out);

@@ -13,6 +13,7 @@
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
 #include "opmeter/backend.hpp"
@@ -20,7 +21,9 @@
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
+#include "opmeter/reporter_registry.hpp"
 #include "opmeter/reporters.hpp"
+#include "opmeter/result_set.hpp"
 #include "opmeter/run_dir.hpp"
 #include "opmeter/runner.hpp"
 
@@ -118,6 +121,7 @@ nlohmann::json run_settings(const RunArgs& a, const std::string& source, const R
   else if (!a.config.empty()) j["config"] = std::filesystem::absolute(a.config, ec).string();
   else j["suite"] = a.suite.empty() ? "quick" : a.suite;
   if (!a.filter.empty()) j["filter"] = a.filter;
+  if (!a.formats.empty()) j["formats"] = a.formats;
   if (a.threads) j["threads"] = *a.threads;
   if (!a.calibration.empty()) j["calibration"] = std::filesystem::absolute(a.calibration, ec).string();
   if (!a.device.empty()) j["device"] = a.device;
@@ -154,6 +158,7 @@ void take_stored_settings(RunArgs& a) {
     a.case_given = true;
   }
   if (a.filter.empty()) a.filter = text("filter");
+  if (a.formats.empty()) a.formats = text("formats");
   if (a.device.empty()) a.device = text("device");
   if (a.calibration.empty()) a.calibration = text("calibration");
   a.hot = a.hot || text("cache") == "hot";
@@ -200,6 +205,19 @@ std::size_t journal_lines(const std::string& journal) {
   } catch (const std::exception&) {
     return 0;
   }
+}
+
+// The results files a run writes: --format's reporters, less the report with --no-report.
+std::vector<std::string> chosen_formats(const RunArgs& a) {
+  auto names = parse_formats(a.formats);
+  auto html = std::find(names.begin(), names.end(), "html");
+  if (a.no_report && html != names.end()) {
+    if (!a.formats.empty())
+      throw UsageError(fmt::format("--format {} asks for the report (html) that --no-report turns off; give one of them",
+                                   a.formats));
+    names.erase(html);
+  }
+  return names;
 }
 
 }  // namespace
@@ -265,12 +283,21 @@ std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOp
   if (!resume || !fs::exists(held.file(kRunFile)))
     write_atomically(held.file(kRunFile), dump_json({{"run", out.settings}, {"context", context}}, 2) + "\n");
 
+  // The journal is always written (resume and every reader fall back on it); the other files are
+  // the chosen reporters'.
   MultiReporter reporter;
+  std::vector<std::string> files;
   reporter.add(make_console_reporter(stderr, isatty(fileno(stderr))));
   reporter.add(make_jsonl_reporter(journal));
-  reporter.add(make_summary_files_reporter(dir));
+  for (auto& name : out.formats.empty() ? parse_formats("") : out.formats) {
+    const ReporterDef* def = ReporterRegistry::global().find(name);
+    if (!def) throw UsageError(fmt::format("unknown format '{}'; known: {}", name, ReporterRegistry::global().known()));
+    if (def->name == "html" && !out.report) continue;
+    reporter.add(def->make(dir));
+    files.insert(files.end(), def->files.begin(), def->files.end());
+  }
+  files.push_back("results.jsonl");
   reporter.add(make_markdown_reporter(stdout));
-  if (out.report) reporter.add(make_report_files_reporter(dir));
   reporter.begin(context, cases.size());
 
   std::signal(SIGINT, on_signal);
@@ -284,8 +311,7 @@ std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOp
                                   "free space (or fix the directory) and continue with --resume {}",
                                   e.what(), journal_lines(journal), journal, dir));
   }
-  fmt::print(stderr, "opmeter: results in {}/ (results.json, results.csv, results.md, results.jsonl{})\n", dir,
-             out.report ? ", report.html, report.md" : "");
+  fmt::print(stderr, "opmeter: results in {}/ ({})\n", dir, fmt::join(files, ", "));
   if (g_cancel.load()) fmt::print(stderr, "opmeter: interrupted; finished cases are saved, continue with --resume {}\n", dir);
   return results;
 }
@@ -336,6 +362,9 @@ void add_run_command(CLI::App& app, RunArgs& a) {
       ->check(kFinite)->check(CLI::Range(0.1, 86400.0));
   run->add_option("--calibration", a.calibration, "calibration profile (opmeter calibrate) for % of peak and roofline");
   run->add_flag("--no-report", a.no_report, "do not write report.html and report.md beside the results");
+  run->add_option("--format", a.formats,
+                  fmt::format("results files to write besides results.jsonl, comma-separated, of: {} (default: all)",
+                              ReporterRegistry::global().known()));
   run->add_flag("--dry-run", a.dry_run, "print the cases the plan expands to and stop");
   run->add_option("--device", a.device, "where cases run: cpu (default) or cuda:N; picks that backend's impls");
   run->add_option("--graph", a.graph, "CUDA cases: capture N back-to-back launches in one CUDA graph per sample (0: off)")
@@ -370,6 +399,7 @@ int run_command(const RunArgs& given, const char* argv0) {
     return child_run(a, options);
   }
 
+  auto formats = chosen_formats(a);  // a wrong name stops the run before anything is planned
   Plan plan = make_plan(a);
   if (!a.llc_bytes && plan.llc_bytes) set_llc_bytes(plan.llc_bytes);
   options.stopping = apply_overrides(plan.stopping, a);
@@ -409,7 +439,7 @@ int run_command(const RunArgs& given, const char* argv0) {
   }
 
   RunOutput out{a.resume.empty() ? a.out : a.resume, !a.resume.empty(), plan.source,
-                run_settings(a, plan.source, options), !a.no_report};
+                run_settings(a, plan.source, options), !a.no_report, formats};
   auto results = run_cases_in_dir(cases, options, out);
   return exit_code(results);
 }

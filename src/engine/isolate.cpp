@@ -98,7 +98,9 @@ Result run_case_isolated(const Case& c, const RunOptions& o, const std::atomic<b
   }
   fs::remove(result_file);
   try {
-    return result_from_json(nlohmann::json::parse(line));
+    auto r = result_from_json(nlohmann::json::parse(line));
+    r.kase.label = c.label;  // the child knew the case by its string, which has no label
+    return r;
   } catch (const std::exception& e) {
     return unmeasured_result(c, Status::crashed, fmt::format("unreadable result from the child: {}", e.what()));
   }

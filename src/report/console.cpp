@@ -26,7 +26,7 @@ class ConsoleReporter : public Reporter {
   void begin(const nlohmann::json&, std::size_t total) override { total_ = total; }
   void case_started(std::size_t index, const Case& c) override {
     index_ = index;
-    name_ = c.to_string();
+    name_ = c.label.empty() ? c.to_string() : c.to_string() + " (" + c.label + ")";
     if (live_) {
       fmt::print(out_, "\r\033[K[{}/{}] {} ...", index_ + 1, total_, name_);
       std::fflush(out_);
@@ -45,7 +45,8 @@ class ConsoleReporter : public Reporter {
                                          r.summary.precision * 100, rate(r), r.summary.rel_noise * 100, sustained(r),
                                          r.flags.empty() ? "" : fmt::format("  [{}]", fmt::join(r.flags, ", ")))
                            : fmt::format("{}: {}", to_string(r.status), r.reason);
-    fmt::print(out_, "[{}/{}] {}  {}\n", index_ + 1, total_, r.case_string, what);
+    fmt::print(out_, "[{}/{}] {}{}  {}\n", index_ + 1, total_, r.case_string,
+               r.kase.label.empty() ? "" : " (" + r.kase.label + ")", what);
     std::fflush(out_);
   }
 

@@ -4,8 +4,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -57,31 +55,6 @@ void write_atomically(const std::string& path, const std::string& content) {
 std::string dump_json(const nlohmann::json& j, int indent) {
   // Paths and names from the user may not be UTF-8: show them with U+FFFD rather than fail.
   return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-std::vector<Result> read_jsonl(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw UsageError(fmt::format("{}: cannot open (is it a results directory of an earlier run?)", path));
-  std::vector<Result> out;
-  std::string line;
-  int lineno = 0;
-  std::vector<std::string> lines;
-  while (std::getline(f, line))
-    if (!line.empty()) lines.push_back(line);
-  for (auto& l : lines) {
-    ++lineno;
-    nlohmann::json j = nlohmann::json::parse(l, nullptr, false);
-    if (j.is_discarded()) {
-      if (lineno == static_cast<int>(lines.size())) break;  // torn by an interrupted write
-      throw UsageError(fmt::format("{}:{}: not a JSON line", path, lineno));
-    }
-    try {
-      out.push_back(result_from_json(j));
-    } catch (const UsageError& e) {
-      throw UsageError(fmt::format("{}:{}: {}", path, lineno, e.what()));
-    }
-  }
-  return out;
 }
 
 }  // namespace opmeter

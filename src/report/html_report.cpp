@@ -63,7 +63,10 @@ void case_row(std::string& out, const Result& r) {
                  "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
                  "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
                  "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
-                 cls, html_escape(r.case_string), html_escape(status), reason,
+                 cls,
+                 html_escape(r.case_string) +
+                     (r.kase.label.empty() ? "" : " <span class=\"label\">" + html_escape(r.kase.label) + "</span>"),
+                 html_escape(status), reason,
                  ok ? human_time(r.summary.median) : "", rate(r.gflops), rate(r.gbps),
                  opt_num(r.pct_peak, "{:.1f}%"), pct_roof, ok ? fmt::format("{:.2f}%", r.summary.precision * 100) : "",
                  ok ? fmt::format("{:.2f}%", r.summary.rel_noise * 100) : "", ok ? std::to_string(r.summary.count) : "",

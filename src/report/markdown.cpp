@@ -1,8 +1,11 @@
-// The end-of-run table.
+// The end-of-run table: on the terminal, in results.md and in report.md.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "opmeter/fusion.hpp"
+#include "opmeter/reporter_registry.hpp"
 #include "opmeter/reporters.hpp"
+#include "opmeter/result_fields.hpp"
 
 namespace opmeter {
 namespace {
@@ -16,39 +19,60 @@ class MarkdownReporter : public Reporter {
   std::FILE* out_;
 };
 
-std::string status_cell(const Result& r) {
-  std::string s(to_string(r.status));
-  for (auto& f : r.flags) s += ", " + f;
-  if (r.status != Status::ok && !r.reason.empty()) {
-    auto reason = r.reason.size() > 90 ? r.reason.substr(0, 87) + "..." : r.reason;
-    for (auto& ch : reason)
-      if (ch == '|') ch = '/';
-    s += ": " + reason;
-  }
-  return s;
-}
+ReporterRegistrar md_reporter({
+    .name = "md",
+    .summary = "results.md: the table of cases in markdown",
+    .files = {"results.md"},
+    .order = 2,
+    .make = [](const std::string& dir) {
+      return make_end_file_reporter(dir, "results.md",
+                                    [](const nlohmann::json&, const std::vector<Result>& all) { return markdown_table(all); });
+    },
+});
 
-std::string sustained_cell(const Result& r) {
-  auto s = sustained_rate(r);
-  return s ? fmt::format("{:.1f} {}", s->value, s->unit) : "-";
+struct Column {
+  std::string header;
+  bool numeric;
+  std::function<std::string(const Result&)> cell;
+};
+
+std::vector<Column> columns(const std::vector<Result>& results) {
+  std::vector<Column> out;
+  for (auto& name : markdown_columns()) {
+    auto& f = result_field(name);
+    if (f.markdown_if_any &&
+        std::none_of(results.begin(), results.end(), [&](const Result& r) { return !f.value(r).is_null(); }))
+      continue;
+    out.push_back({f.markdown, f.numeric, f.cell});
+  }
+  // Metrics after the fields, headed by the first result that has each.
+  for (auto& name : metric_names(results)) {
+    for (auto& r : results)
+      if (auto it = r.metrics.find(name); it != r.metrics.end()) {
+        out.push_back({metric_header(name, it->second), true, [name](const Result& x) {
+                         auto m = x.metrics.find(name);
+                         return m == x.metrics.end() ? std::string("-") : format_metric(m->second);
+                       }});
+        break;
+      }
+  }
+  return out;
 }
 
 }  // namespace
 
 std::string markdown_table(const std::vector<Result>& results) {
-  std::string out =
-      "| case | impl | dtype | shape | median | ± | GFLOP/s | GB/s | % of peak | noise | sustained | status |\n"
-      "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n";
+  auto cols = columns(results);
+  std::vector<std::string> headers, rules;
+  for (auto& c : cols) {
+    headers.push_back(c.header);
+    rules.push_back(c.numeric ? "---:" : "---");
+  }
+  std::string out = fmt::format("| {} |\n|{}|\n", fmt::join(headers, " | "), fmt::join(rules, "|"));
   for (auto& r : results) {
-    bool ok = r.status == Status::ok;
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.kase.op, r.kase.impl,
-                       to_string(r.kase.dtype), r.kase.params_string(), ok ? human_time(r.summary.median) : "-",
-                       ok ? fmt::format("{:.2f}%", r.summary.precision * 100) : "-",
-                       ok && r.gflops > 0 ? fmt::format("{:.1f}", r.gflops) : "-",
-                       ok && r.gbps > 0 ? fmt::format("{:.1f}", r.gbps) : "-",
-                       r.pct_peak ? fmt::format("{:.1f}%", *r.pct_peak) : "-",
-                       ok ? fmt::format("{:.2f}%", r.summary.rel_noise * 100) : "-", sustained_cell(r),
-                       status_cell(r));
+    std::vector<std::string> cells;
+    for (auto& c : cols) cells.push_back(c.cell(r));
+    out += fmt::format("| {} |\n", fmt::join(cells, " | "));
   }
   FusionThresholds t;
   return out + fusion_markdown(fusion_rows(results, t), t);

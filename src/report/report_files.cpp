@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/report.hpp"
+#include "opmeter/reporter_registry.hpp"
 #include "opmeter/reporters.hpp"
 
 namespace opmeter {
@@ -28,6 +29,14 @@ class ReportFilesReporter : public Reporter {
   std::string dir_;
   nlohmann::json context_;
 };
+
+ReporterRegistrar html_reporter({
+    .name = "html",
+    .summary = "report.html and report.md: the report, with charts, and its tables in markdown",
+    .files = {"report.html", "report.md"},
+    .order = 3,
+    .make = [](const std::string& dir) { return make_report_files_reporter(dir); },
+});
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/errors.hpp"
+#include "opmeter/result_fields.hpp"
 
 namespace opmeter {
 namespace {
@@ -17,15 +18,6 @@ constexpr std::array<std::pair<Status, std::string_view>, 6> kStatusNames{{
 }};
 constexpr double kFasterThanPeakPct = 105.0;
 
-template <class T>
-void put_optional(nlohmann::json& j, const char* key, const std::optional<T>& v) {
-  if (v) j[key] = *v;
-}
-template <class T>
-std::optional<T> get_optional(const nlohmann::json& j, const char* key) {
-  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
-  return j[key].get<T>();
-}
 }  // namespace
 
 std::string_view to_string(Status s) {
@@ -96,70 +88,22 @@ nlohmann::json params_json(const Case& c) {
   return params;
 }
 
-namespace {
-nlohmann::json summary_json(const Summary& s) {
-  return {{"count", s.count}, {"min_s", s.min}, {"max_s", s.max}, {"mean_s", s.mean},
-          {"median_s", s.median}, {"stdev_s", s.stdev}, {"q1_s", s.q1}, {"q3_s", s.q3},
-          {"median_ci95_low_s", s.median_ci_low}, {"median_ci95_high_s", s.median_ci_high},
-          {"rel_noise", s.rel_noise}, {"precision", s.precision}, {"outliers", s.outliers}};
-}
-}  // namespace
-
-nlohmann::json sustained_json(const Sustained& s) {
-  return {{"samples_s", s.samples}, {"summary", summary_json(s.summary)}, {"gflops", s.gflops}, {"gbps", s.gbps}};
-}
-
 nlohmann::json to_json(const Result& r) {
-  nlohmann::json j;
-  j["case"] = r.case_string;
-  j["op"] = r.kase.op;
-  j["impl"] = r.kase.impl;
-  j["dtype"] = to_string(r.kase.dtype);
-  j["params"] = params_json(r.kase);
-  j["threads"] = r.kase.threads;
-  j["status"] = to_string(r.status);
-  j["reason"] = r.reason;
-  j["flags"] = r.flags;
-  j["timestamp"] = r.timestamp;
-  j["cache"] = r.cache;
-  j["samples_s"] = r.samples;
-  j["summary"] = summary_json(r.summary);
-  if (!r.stop_reason.empty()) j["stop_reason"] = r.stop_reason;
-  j["batch"] = r.batch;
-  j["calls"] = r.calls;
-  j["warmup_calls"] = r.warmup_calls;
-  j["copies"] = r.copies;
-  j["measured_s"] = r.measured_s;
-  j["elapsed_s"] = r.elapsed_s;
-  j["work"] = {{"flops", r.work.flops}, {"bytes_read", r.work.bytes_read}, {"bytes_written", r.work.bytes_written}};
-  j["gflops"] = r.gflops;
-  j["gbps"] = r.gbps;
-  j["intensity"] = r.intensity;
-  put_optional(j, "peak_gflops", r.peak_gflops);
-  put_optional(j, "pct_peak", r.pct_peak);
-  put_optional(j, "bandwidth_gbps", r.bandwidth_gbps);
-  put_optional(j, "roofline_gflops", r.roofline_gflops);
-  put_optional(j, "roofline_efficiency", r.efficiency);
-  put_optional(j, "pct_bandwidth", r.pct_bandwidth);
-  put_optional(j, "max_error", r.max_error);
-  put_optional(j, "tolerance", r.tolerance);
-  put_optional(j, "avg_power_w", r.avg_power_w);
-  put_optional(j, "energy_j", r.energy_j);
-  if (!r.energy_reason.empty()) j["energy_reason"] = r.energy_reason;
-  if (r.throttled_samples > 0) j["throttled_samples"] = r.throttled_samples;
-  if (r.sustained) j["sustained"] = sustained_json(*r.sustained);
-  if (!r.telemetry.is_null()) j["telemetry"] = r.telemetry;
-  if (!r.kase.on_host()) j["device"] = r.kase.device;
-  j["peak_memory_bytes"] = r.peak_memory_bytes;
-  j["details"] = r.details;
+  nlohmann::json j = nlohmann::json::object();
+  for (auto& f : result_fields())
+    if (f.outputs & kInJournal)
+      if (auto v = f.value(r); !v.is_null()) j[f.name] = std::move(v);
+  for (auto& [name, m] : r.metrics) j["metrics"][name] = metric_json(m);
   return j;
 }
 
 namespace {
 
-// The journal's record and results.json's entry differ in three keys only: the case string
-// ("case" / "name"), the calls ("calls" / "iterations") and the work (nested / flat).
+// The journal's record and results.json's entry differ in a few keys only (the field table's
+// gbench names): the case string ("case" / "name"), the calls ("calls" / "iterations") and the
+// work (nested / flat).
 Result read_result(const nlohmann::json& j, bool gbench) {
+  const FieldOutput output = gbench ? kInGbench : kInJournal;
   try {
     Result r;
     r.case_string = j.at(gbench ? "name" : "case").get<std::string>();
@@ -167,51 +111,15 @@ Result read_result(const nlohmann::json& j, bool gbench) {
     auto st = parse_status(j.at("status").get<std::string>());
     if (!st) throw UsageError(fmt::format("unknown status '{}'", j.at("status").get<std::string>()));
     r.status = *st;
-    r.reason = j.value("reason", "");
-    r.flags = j.value("flags", std::vector<std::string>{});
-    r.timestamp = j.value("timestamp", "");
-    r.cache = j.value("cache", "cold");
-    if (auto it = j.find("samples_s"); it != j.end()) r.samples = it->get<std::vector<double>>();
+    for (auto& f : result_fields())
+      if ((f.outputs & output) && f.read)
+        if (auto it = j.find(f.key(output)); it != j.end() && !it->is_null()) f.read(r, *it);
     r.summary = summarize(r.samples);
-    r.batch = j.value("batch", std::size_t{0});
-    r.calls = j.value(gbench ? "iterations" : "calls", std::size_t{0});
-    r.warmup_calls = j.value("warmup_calls", std::size_t{0});
-    r.copies = j.value("copies", std::size_t{0});
-    r.measured_s = j.value("measured_s", 0.0);
-    r.elapsed_s = j.value("elapsed_s", 0.0);
-    r.stop_reason = j.value("stop_reason", "");
-    if (auto it = j.find("sustained"); it != j.end() && it->is_object()) {
-      Sustained sus;
-      sus.samples = it->value("samples_s", std::vector<double>{});
-      sus.summary = summarize(sus.samples);
-      sus.gflops = it->value("gflops", 0.0);
-      sus.gbps = it->value("gbps", 0.0);
-      r.sustained = std::move(sus);
-    }
-    if (auto it = j.find("telemetry"); it != j.end()) r.telemetry = *it;
-    if (gbench) {
-      r.work = {j.value("flops", 0.0), j.value("bytes_read", j.value("bytes", 0.0)), j.value("bytes_written", 0.0)};
-    } else if (j.contains("work")) {
-      auto& w = j["work"];
-      r.work = {w.value("flops", 0.0), w.value("bytes_read", 0.0), w.value("bytes_written", 0.0)};
-    }
-    r.gflops = j.value("gflops", 0.0);
-    r.gbps = j.value("gbps", 0.0);
-    r.intensity = j.value("intensity", 0.0);
-    r.peak_gflops = get_optional<double>(j, "peak_gflops");
-    r.pct_peak = get_optional<double>(j, "pct_peak");
-    r.bandwidth_gbps = get_optional<double>(j, "bandwidth_gbps");
-    r.roofline_gflops = get_optional<double>(j, "roofline_gflops");
-    r.efficiency = get_optional<double>(j, "roofline_efficiency");
-    r.pct_bandwidth = get_optional<double>(j, "pct_bandwidth");
-    r.max_error = get_optional<double>(j, "max_error");
-    r.tolerance = get_optional<double>(j, "tolerance");
-    r.avg_power_w = get_optional<double>(j, "avg_power_w");
-    r.energy_j = get_optional<double>(j, "energy_j");
-    r.energy_reason = j.value("energy_reason", "");
-    r.throttled_samples = j.value("throttled_samples", std::size_t{0});
-    r.peak_memory_bytes = j.value("peak_memory_bytes", std::size_t{0});
-    r.details = j.value("details", std::map<std::string, std::string>{});
+    if (auto it = j.find("metrics"); it != j.end() && it->is_object())
+      for (auto& [name, m] : it->items()) {
+        if (!is_valid_metric_name(name)) throw UsageError(fmt::format("malformed result record: metric name '{}'", name));
+        r.metrics[name] = metric_from_json(m);
+      }
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(fmt::format("malformed result record: {}", e.what()));
