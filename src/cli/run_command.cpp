@@ -273,8 +273,10 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   run->add_option("--threads", a.threads, "threads for every case (default: all usable CPUs)")->check(CLI::Range(1, 4096));
   run->add_option("--out", a.out, "results directory (default: opmeter-results/<timestamp>)");
   run->add_option("--resume", a.resume, "continue the run in this results directory, skipping finished cases");
-  for (auto& setting : stopping_settings()) {
-    auto given = [&a, key = std::string(setting.config_key)](auto value) { a.stopping[key] = static_cast<double>(value); };
+  for (auto& setting : stopping_settings()) {  // --samples, --max-noise, --timeout, ...
+    auto given = [&a, key = std::string(setting.config_key)](auto value) {
+      a.stopping[key] = static_cast<double>(value);
+    };
     auto [lo, hi] = setting.flag_range;
     if (setting.is_integer())
       run->add_option_function<std::size_t>(setting.flag, given, setting.help)
