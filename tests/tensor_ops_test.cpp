@@ -168,6 +168,22 @@ TEST(Fusion, VerdictThresholds) {
   EXPECT_EQ(fusion_verdict(0.94, t), "avoid");
 }
 
+TEST(Fusion, PairsOnlyCasesOnTheSameDeviceGraphModeAndCacheMode) {
+  const std::string shape = "batch=1,seq=4,hidden=8,out=16,act=gelu/";
+  auto rows_of = [&](const std::string& unfused_settings, const std::string& fused_settings) {
+    return fusion_rows({timed("linear/onednn_unfused/fp32/" + shape + unfused_settings, 2e-3, 10),
+                        timed("linear/onednn/fp32/" + shape + fused_settings, 1e-3, 20)});
+  };
+  EXPECT_EQ(rows_of("device=cuda:0", "device=cuda:0").size(), 1u);
+  EXPECT_EQ(rows_of("device=cuda:0,graph=8", "device=cuda:0,graph=8").size(), 1u);
+  EXPECT_TRUE(rows_of("threads=1", "device=cuda:0").empty());
+  EXPECT_TRUE(rows_of("device=cuda:1", "device=cuda:0").empty());
+  EXPECT_TRUE(rows_of("device=cuda:0", "device=cuda:0,graph=8").empty());
+  EXPECT_TRUE(rows_of("device=cuda:0,graph=4", "device=cuda:0,graph=8").empty());
+  EXPECT_TRUE(rows_of("threads=2", "threads=2,hot").empty());
+  EXPECT_TRUE(rows_of("threads=1", "threads=2").empty());
+}
+
 TEST(Fusion, NoBaselineNoRow) {
   std::vector<Result> results = {timed("linear/onednn/fp32/batch=1,seq=4,hidden=8,out=16,act=gelu/threads=2", 1e-3, 20)};
   EXPECT_TRUE(fusion_rows(results).empty());

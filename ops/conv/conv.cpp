@@ -79,7 +79,8 @@ const bool registered = [] {
         auto s = shape_of(c);
         std::string p = "conv";
         if (s.bn) p += "+bn";
-        if (s.act != Act::none) p += "+" + std::string(tensor::to_string(s.act));
+        // Appended piecewise: "+" + std::string(...) trips GCC 12's false -Wrestrict.
+        if (s.act != Act::none) p.append("+").append(tensor::to_string(s.act));
         return p;
       });
   Registry::global().add(op);

@@ -119,7 +119,8 @@ OpDef linear_def(const std::string& name, const std::string& summary, bool with_
   op.fusion_pattern = [](const Case& c) {
     auto s = shape_of(c);
     std::string p = s.layernorm ? "layernorm+linear+bias" : "linear+bias";
-    if (s.act != Act::none) p += "+" + std::string(tensor::to_string(s.act));
+    // Appended piecewise: "+" + std::string(...) trips GCC 12's false -Wrestrict.
+    if (s.act != Act::none) p.append("+").append(tensor::to_string(s.act));
     return p;
   };
   op.unfused_work = unfused_work;

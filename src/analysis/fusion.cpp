@@ -22,10 +22,12 @@ std::string fusion_verdict(double speedup, const FusionThresholds& t) {
 }
 
 std::vector<FusionRow> fusion_rows(const std::vector<Result>& results, const FusionThresholds& t) {
-  // Same op, dtype, parameters, threads and cache mode: only the impl differs.
+  // Only the impl may differ: the case string without it keeps op, dtype, parameters and every
+  // setting (threads or device, graph mode, cache mode), so a GPU case never pairs with a CPU one.
   auto key = [](const Result& r) {
-    return fmt::format("{}/{}/{}/{}/{}", r.kase.op, to_string(r.kase.dtype), r.kase.params_string(), r.kase.threads,
-                       r.kase.hot);
+    Case without_impl = r.kase;
+    without_impl.impl.clear();
+    return without_impl.to_string();
   };
   std::map<std::string, const Result*> baselines;
   for (auto& r : results)

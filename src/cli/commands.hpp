@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "engine/stopping_settings.hpp"
 #include "opmeter/runner.hpp"
 
 namespace opmeter {
@@ -18,13 +19,7 @@ struct RunArgs {
   std::optional<int> threads;
   std::string out;
   std::string resume;
-  std::optional<std::size_t> samples;
-  std::optional<double> max_noise_pct;
-  std::optional<double> timeout_s;
-  std::optional<std::size_t> min_samples;
-  std::optional<double> min_time_s;
-  std::optional<std::size_t> warmup;
-  std::optional<double> warmup_s;
+  StoppingOverrides stopping;       // --samples, --max-noise, ... (see stopping_settings())
   std::optional<double> case_deadline_s;
   std::uint64_t seed = 20261122;
   bool seed_given = false;

@@ -60,17 +60,6 @@ std::string self_path(const char* argv0) {
   return ec ? std::string(argv0) : p.string();
 }
 
-Stopping apply_overrides(Stopping s, const RunArgs& a) {
-  if (a.samples) s.fixed_samples = *a.samples;
-  if (a.max_noise_pct) s.max_noise = *a.max_noise_pct / 100.0;
-  if (a.timeout_s) s.timeout_s = *a.timeout_s;
-  if (a.min_samples) s.min_samples = *a.min_samples;
-  if (a.min_time_s) s.min_time_s = *a.min_time_s;
-  if (a.warmup) s.warmup_calls = *a.warmup;
-  if (a.warmup_s) s.warmup_s = *a.warmup_s;
-  return s;
-}
-
 Plan make_plan(const RunArgs& a) {
   int threads = a.threads.value_or(default_threads());
   if (a.case_given) {
@@ -104,12 +93,6 @@ int exit_code(const std::vector<Result>& results) {
         r.status == Status::timeout)
       return 1;
   return 0;
-}
-
-nlohmann::json stopping_json(const Stopping& s) {
-  return {{"max_noise_pct", s.max_noise * 100}, {"min_samples", s.min_samples},   {"min_time_s", s.min_time_s},
-          {"timeout_s", s.timeout_s},           {"fixed_samples", s.fixed_samples}, {"warmup_calls", s.warmup_calls},
-          {"warmup_s", s.warmup_s},             {"target_sample_s", s.target_sample_s}};
 }
 
 // What a reader of the results needs to reproduce the run, and what `--resume DIR` alone reuses.
@@ -170,14 +153,7 @@ void take_stored_settings(RunArgs& a) {
   restore(a.energy_window_s, *s, "energy_window_s");
   restore(a.cooldown_s, *s, "cooldown_s");
   restore(a.heat_max_s, *s, "heat_max_s");
-  const auto& st = s->contains("stopping") ? (*s)["stopping"] : nlohmann::json::object();
-  if (st.value("fixed_samples", 0) > 0) restore(a.samples, st, "fixed_samples");
-  if (st.value("warmup_calls", 0) > 0) restore(a.warmup, st, "warmup_calls");
-  restore(a.max_noise_pct, st, "max_noise_pct");
-  restore(a.timeout_s, st, "timeout_s");
-  restore(a.min_samples, st, "min_samples");
-  restore(a.min_time_s, st, "min_time_s");
-  restore(a.warmup_s, st, "warmup_s");
+  if (s->contains("stopping")) restore_stopping(a.stopping, (*s)["stopping"]);
   fmt::print(stderr, "opmeter: resuming with the settings stored in {}\n", a.resume);
 }
 
@@ -331,19 +307,17 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   run->add_option("--threads", a.threads, "threads for every case (default: all usable CPUs)")->check(CLI::Range(1, 4096));
   run->add_option("--out", a.out, "results directory (default: opmeter-results/<timestamp>)");
   run->add_option("--resume", a.resume, "continue the run in this results directory, skipping finished cases");
-  run->add_option("--samples", a.samples, "exactly N samples per case instead of the noise criterion (N >= 1)")
-      ->check(kNonNegativeInteger)->check(CLI::Range(1, 100000000));
-  run->add_option("--max-noise", a.max_noise_pct, "noise target, percent stdev/mean (default 0.5)")
-      ->check(kFinite)->check(CLI::Range(0.001, 100.0));
-  run->add_option("--timeout", a.timeout_s, "seconds of sampling per case before it is reported unconverged (default 15)")
-      ->check(kFinite)->check(CLI::Range(0.001, 86400.0));
-  run->add_option("--min-samples", a.min_samples, "samples before the noise criterion may stop (default 10)")
-      ->check(kNonNegativeInteger)->check(CLI::Range(2, 100000000));
-  run->add_option("--min-time", a.min_time_s, "measured seconds before the noise criterion may stop (default 0.5)")
-      ->check(kFinite)->check(CLI::Range(0.0, 86400.0));
-  run->add_option("--warmup", a.warmup, "exactly N warm-up calls (default: 50 ms of calls)")
-      ->check(kNonNegativeInteger)->check(CLI::Range(0, 100000000));
-  run->add_option("--warmup-s", a.warmup_s, "seconds of warm-up calls (default 0.05)")->check(kFinite)->check(CLI::Range(0.0, 3600.0));
+  for (auto& setting : stopping_settings()) {  // --samples, --max-noise, --timeout, ...
+    auto given = [&a, key = std::string(setting.config_key)](auto value) {
+      a.stopping[key] = static_cast<double>(value);
+    };
+    auto [lo, hi] = setting.flag_range;
+    if (setting.is_integer())
+      run->add_option_function<std::size_t>(setting.flag, given, setting.help)
+          ->check(kNonNegativeInteger)->check(CLI::Range(static_cast<int>(lo), static_cast<int>(hi)));
+    else
+      run->add_option_function<double>(setting.flag, given, setting.help)->check(kFinite)->check(CLI::Range(lo, hi));
+  }
   run->add_option_function<std::uint64_t>(
          "--seed",
          [&a](std::uint64_t v) {
@@ -395,14 +369,14 @@ int run_command(const RunArgs& given, const char* argv0) {
   if (a.cooldown_s) options.cooldown_s = *a.cooldown_s;
   if (a.heat_max_s) options.heat_max_s = *a.heat_max_s;
   if (!a.child_result.empty()) {
-    options.stopping = apply_overrides(Stopping{}, a);
+    options.stopping = apply_overrides(Stopping{}, a.stopping);
     return child_run(a, options);
   }
 
   auto formats = chosen_formats(a);  // a wrong name stops the run before anything is planned
   Plan plan = make_plan(a);
   if (!a.llc_bytes && plan.llc_bytes) set_llc_bytes(plan.llc_bytes);
-  options.stopping = apply_overrides(plan.stopping, a);
+  options.stopping = apply_overrides(plan.stopping, a.stopping);
   std::vector<Case> cases;
   std::optional<std::regex> filter;
   if (!a.filter.empty()) {

@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "config/yaml_reader.hpp"
+#include "engine/stopping_settings.hpp"
 #include "opmeter/backend.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
@@ -25,8 +26,6 @@ namespace {
 const std::vector<std::string> kTopKeys = {"name",     "description", "ops", "impls",  "dtypes",
                                            "threads",  "stopping",    "hot", "shapes", "device",
                                            "llc_bytes"};
-const std::vector<std::string> kStoppingKeys = {"max_noise", "min_samples", "min_time_s", "timeout_s",
-                                                "samples", "warmup", "warmup_s"};
 const std::vector<std::string> kGenerators = {"custom", "pow2", "pow2_extended", "sweep", "llama"};
 constexpr std::int64_t kMaxDim = std::int64_t{1} << 20;
 constexpr int kMaxPower = 20;
@@ -95,14 +94,16 @@ std::vector<MatShape> read_shapes(const YamlReader& r, const YAML::Node& list) {
 
 Stopping read_stopping(const YamlReader& r, const YAML::Node& n, Stopping s) {
   r.expect_map(n, "stopping");
-  r.check_keys(n, kStoppingKeys, "stopping");
-  if (n["max_noise"]) s.max_noise = r.number(n["max_noise"], "stopping.max_noise (percent)", 0.001, 100) / 100.0;
-  if (n["min_samples"]) s.min_samples = static_cast<std::size_t>(r.integer(n["min_samples"], "stopping.min_samples", 2, 1000000));
-  if (n["min_time_s"]) s.min_time_s = r.number(n["min_time_s"], "stopping.min_time_s", 0, 3600);
-  if (n["timeout_s"]) s.timeout_s = r.number(n["timeout_s"], "stopping.timeout_s", 0.001, 86400);
-  if (n["samples"]) s.fixed_samples = static_cast<std::size_t>(r.integer(n["samples"], "stopping.samples", 1, 100000000));
-  if (n["warmup"]) s.warmup_calls = static_cast<std::size_t>(r.integer(n["warmup"], "stopping.warmup", 1, 1000000));
-  if (n["warmup_s"]) s.warmup_s = r.number(n["warmup_s"], "stopping.warmup_s", 0, 3600);
+  r.check_keys(n, stopping_config_keys(), "stopping");
+  for (auto& setting : stopping_settings()) {
+    auto value = n[setting.config_key];
+    if (!value) continue;
+    auto what = fmt::format("stopping.{}{}", setting.config_key, setting.config_note);
+    auto [lo, hi] = setting.config_range;
+    setting.set(s, setting.is_integer() ? static_cast<double>(r.integer(value, what, static_cast<std::int64_t>(lo),
+                                                                        static_cast<std::int64_t>(hi)))
+                                        : r.number(value, what, lo, hi));
+  }
   return s;
 }
 

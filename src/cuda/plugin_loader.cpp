@@ -18,6 +18,7 @@ struct Loaded {
   std::string reason;
 };
 
+#ifdef OPMETER_HAVE_CUDA  // only a build with CUDA looks for the plugin
 std::vector<std::string> candidates() {
   if (const char* env = std::getenv("OPMETER_CUDA_PLUGIN"); env && *env) return {env};
   namespace fs = std::filesystem;
@@ -26,6 +27,7 @@ std::vector<std::string> candidates() {
   if (ec) return {kPluginFile};
   return {(exe_dir / kPluginFile).string(), (exe_dir.parent_path() / kPluginFile).string()};
 }
+#endif
 
 Loaded load() {
 #ifndef OPMETER_HAVE_CUDA

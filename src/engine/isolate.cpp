@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/stopping_settings.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/runner.hpp"
 
@@ -23,15 +24,11 @@ namespace opmeter {
 namespace {
 
 std::vector<std::string> child_args(const Case& c, const RunOptions& o, const std::string& result_file) {
-  const Stopping& s = o.stopping;
   std::vector<std::string> args = {o.self_exe, "run", "--case", c.to_string(), "--child-result", result_file,
-          "--max-noise", fmt::format("{}", s.max_noise * 100), "--timeout", fmt::format("{}", s.timeout_s),
-          "--min-samples", std::to_string(s.min_samples),
-          "--min-time", fmt::format("{}", s.min_time_s), "--warmup", std::to_string(s.warmup_calls),
-          "--warmup-s", fmt::format("{}", s.warmup_s), "--seed", std::to_string(o.seed),
-          "--energy-window", fmt::format("{}", o.energy_window_s), "--cooldown", fmt::format("{}", o.cooldown_s),
-          "--heat-max", fmt::format("{}", o.heat_max_s)};
-  if (s.fixed_samples > 0) args.insert(args.end(), {"--samples", std::to_string(s.fixed_samples)});
+          "--seed", std::to_string(o.seed), "--energy-window", fmt::format("{}", o.energy_window_s),
+          "--cooldown", fmt::format("{}", o.cooldown_s), "--heat-max", fmt::format("{}", o.heat_max_s)};
+  auto stopping = stopping_args(o.stopping);
+  args.insert(args.end(), stopping.begin(), stopping.end());
   if (llc_bytes_overridden()) args.insert(args.end(), {"--llc-bytes", std::to_string(llc_bytes())});
   if (o.profile) args.push_back("--profile");
   return args;

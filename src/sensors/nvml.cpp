@@ -143,7 +143,7 @@ std::string clock_event_names(unsigned long long reasons) {
       {kClockEventDisplayClock, "display_clock"}};
   std::string out;
   for (auto& [bit, name] : kNames)
-    if (reasons & bit) out += (out.empty() ? "" : ",") + std::string(name);
+    if (reasons & bit) out.append(out.empty() ? "" : ",").append(name);  // piecewise: GCC 12's false -Wrestrict
   return out.empty() ? "none" : out;
 }
 
