@@ -15,9 +15,11 @@ constexpr std::size_t kMaxCheckedRows = 4096;
 }  // namespace
 
 double TensorOp::tolerance() const {
-  // bf16 storage: inputs are exact bf16 values, but every bf16 rounding on the way (output,
-  // intermediates of unfused sequences) costs up to 2^-9 of |value| <= mag.
-  return fp32_tolerance() + (bf16() ? 4 * 0x1p-8 : 0.0);
+  // 16-bit storage: inputs are exact 16-bit values, but every rounding on the way (output,
+  // intermediates of unfused sequences) costs up to half an ulp (bf16 2^-9, fp16 2^-12) of
+  // |value| <= mag.
+  const double storage = bf16() ? 4 * 0x1p-8 : case_.dtype == DType::fp16 ? 4 * 0x1p-11 : 0.0;
+  return fp32_tolerance() + storage;
 }
 
 Check TensorOp::check(const HostTensors& in, const HostTensor& out, std::uint64_t seed) const {

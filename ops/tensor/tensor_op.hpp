@@ -22,7 +22,7 @@ class TensorOp : public OpSpec {
  public:
   void bind(const Case& c) override { case_ = c; }
   TensorDesc output() const override { return {"out", out_elem(), out_rows() * out_cols()}; }
-  // fp32_tolerance(); bf16 storage adds its rounding.
+  // fp32_tolerance(); 16-bit storage adds its rounding.
   double tolerance() const override;
   // Every element written (no poison left), then a sample of rows against reference_row.
   Check check(const HostTensors& in, const HostTensor& out, std::uint64_t seed) const override;
@@ -38,8 +38,8 @@ class TensorOp : public OpSpec {
   // Rough fp64 operations per reference row: bounds how many rows a check recomputes.
   virtual double reference_row_cost() const { return static_cast<double>(out_cols()); }
 
-  // Activations are stored in the case's dtype: fp32, or bf16 (fp32 math).
-  Elem act() const { return bf16() ? Elem::bf16 : Elem::f32; }
+  // Activations are stored in the case's dtype: fp32, bf16 or (device impls) fp16, fp32 math.
+  Elem act() const { return bf16() ? Elem::bf16 : case_.dtype == DType::fp16 ? Elem::f16 : Elem::f32; }
   bool bf16() const { return case_.dtype == DType::bf16; }
   const Case& kase() const { return case_; }
 
