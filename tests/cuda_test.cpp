@@ -74,12 +74,12 @@ RunOptions check_only(std::size_t samples) {
 TEST(CudaCase, DeviceAndGraphSettingsRoundTrip) {
   auto c = parse_case("gemm/cublaslt/bf16/M=8192,N=8192,K=8192/device=cuda:1,graph=100,hot");
   EXPECT_EQ(c.device, "cuda:1");
-  EXPECT_EQ(c.cuda_index(), 1);
-  EXPECT_EQ(c.graph, 100);
+  EXPECT_EQ(c.device_index(), 1);
+  EXPECT_EQ(c.setting_int("graph"), 100);
   EXPECT_TRUE(c.hot);
   EXPECT_EQ(c.to_string(), "gemm/cublaslt/bf16/M=8192,N=8192,K=8192/device=cuda:1,graph=100,hot");
   EXPECT_EQ(parse_case(c.to_string()), c);
-  EXPECT_FALSE(parse_case("gemm/onednn/fp32/M=1,N=1,K=1/threads=2").on_cuda());
+  EXPECT_TRUE(parse_case("gemm/onednn/fp32/M=1,N=1,K=1/threads=2").on_host());
 }
 
 TEST(CudaCase, ImplsRunOnlyOnTheirBackend) {
@@ -142,7 +142,7 @@ shapes: [{name: custom, shapes: [[64, 64, 64]]}]
   ASSERT_FALSE(plan.cases.empty());
   for (auto& c : plan.cases) {
     EXPECT_EQ(c.device, "cuda:0") << c.to_string();
-    EXPECT_EQ(c.graph, 100);
+    EXPECT_EQ(c.setting_int("graph"), 100);
     EXPECT_EQ(Registry::global().impl(c.op, c.impl)->backend, "cuda") << c.to_string();
   }
   ASSERT_EQ(plan.notes.size(), 1u);
@@ -159,7 +159,7 @@ TEST(CudaPlan, CommandLineDeviceOverridesTheConfig) {
   for (auto& c : plan.cases) EXPECT_EQ(c.device, "cuda:3");
   auto cpu = load_config_text("ops: [gemm]\ndevice: cuda:0\ndtypes: [fp32]\nshapes: [{name: custom, shapes: [[8, 8, 8]]}]\n",
                               "t.yaml", 2, "cpu");
-  for (auto& c : cpu.cases) EXPECT_FALSE(c.on_cuda());
+  for (auto& c : cpu.cases) EXPECT_TRUE(c.on_host());
 }
 
 TEST(CudaCeilings, PeakKernelsAreTheCeilingsNotTheBestGemm) {

@@ -9,6 +9,8 @@
 
 namespace opmeter {
 
+inline constexpr const char* kHostDevice = "cpu";
+
 // One thing to measure: op + impl + dtype + shape parameters + settings. Its canonical string,
 // e.g. `gemm/onednn/bf16/M=4096,N=4096,K=4096/threads=2`, parses back into the same case.
 struct Case {
@@ -18,14 +20,21 @@ struct Case {
   std::vector<std::pair<std::string, std::string>> params;  // ordered, as the op declares them
   int threads = 1;
   bool hot = false;  // warm-cache measurement instead of the default cold one
-  // Where it runs: "cpu" or "cuda:N". CUDA cases print `device=cuda:N` instead of threads.
-  std::string device = "cpu";
-  // CUDA Graph mode: this many back-to-back launches captured in one graph, timed per launch
-  // (0: plain stream launches).
-  int graph = 0;
+  // Where it runs: the host ("cpu") or a device of another backend ("cuda:N"). Host cases print
+  // `threads=N`, the others `device=NAME`.
+  std::string device = kHostDevice;
+  // Settings of the device's backend, in the order given (CUDA's graph=N: launches per graph).
+  std::vector<std::pair<std::string, std::string>> settings;
 
-  bool on_cuda() const { return device != "cpu"; }
-  int cuda_index() const;  // N of cuda:N; throws UsageError for the CPU
+  // A label that is not part of the case's identity (a layer's name, e.g. `attn.wqkv`).
+  std::string label;
+
+  bool on_host() const { return device == kHostDevice; }
+  int device_index() const;  // N of a device named NAME:N; throws UsageError for the host
+  // A backend setting's integer value; `otherwise` when the case does not carry it.
+  std::int64_t setting_int(const std::string& key, std::int64_t otherwise = 0) const;
+  Case& set_setting(const std::string& key, std::string value);
+  Case& drop_setting(const std::string& key);
 
   bool has(const std::string& key) const;
   const std::string& get(const std::string& key) const;    // throws CaseError when absent
@@ -38,9 +47,9 @@ struct Case {
   bool operator==(const Case&) const = default;
 };
 
-// Parses a device name: "cpu" or "cuda:N" -> N (nullopt for the CPU). Throws UsageError naming
-// what is expected.
-std::optional<int> parse_device(const std::string& device);
+// Checks a device name against the registered backends' grammars. Throws UsageError naming what
+// is expected.
+void check_device(const std::string& device);
 
 // Parses a canonical case string. Throws UsageError naming the part that is wrong.
 Case parse_case(const std::string& text);

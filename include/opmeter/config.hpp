@@ -36,5 +36,7 @@ std::string bandwidth_cap_note(std::size_t llc = llc_bytes());
 
 // Nearest candidate by edit distance, if close enough to be a likely typo.
 std::optional<std::string> nearest(const std::string& word, const std::vector<std::string>& candidates);
+// "unknown KIND 'NAME'; did you mean 'X'?" with the nearest known name, else the list of them.
+std::string unknown_name(const std::string& kind, const std::string& name, const std::vector<std::string>& known);
 
 }  // namespace opmeter

@@ -2,13 +2,19 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "opmeter/op.hpp"
+#include "opmeter/op_config.hpp"
 
 namespace opmeter {
+
+// Which ceiling an op's results measure: none, the compute peak of a dtype, or memory bandwidth.
+// Ceiling results run first, and every later result is shown as a share of them.
+enum class CeilingKind { none, compute, memory };
 
 // An op: what every impl of it shares (parameters, work model, memory footprint).
 struct OpDef {
@@ -32,17 +38,28 @@ struct OpDef {
   bool uses_memory = true;
   // Which measured ceiling a case's GFLOP/s is a percentage of (peak op's dtype); none if empty.
   std::function<std::optional<DType>(const Case&)> peak_dtype;
+  // Whether the op's own results are a ceiling, and for such an op the cases that measure its
+  // ceiling of `dtype` where `like` runs (a memory ceiling's arrays have `elements` fp32
+  // elements); empty where it has none.
+  CeilingKind ceiling = CeilingKind::none;
+  std::function<std::vector<Case>(DType dtype, const Case& like, std::size_t elements)> ceiling_cases;
   // Fusion patterns: the pattern a case is (e.g. "linear+bias+gelu"), and the memory traffic of
   // the same math as separate ops with intermediates in memory. Empty for other ops.
   std::function<std::string(const Case&)> fusion_pattern;
   std::function<Work(const Case&)> unfused_work;
+  // Config expansion. `config_keys`: top-level keys the op owns (e.g. `bandwidth:`); `expand`: its
+  // parameter sets from a config (without it: sweep axes from `defaults`, or one empty set);
+  // `variants`: a set's forms per dtype where `like` runs (the peak's kernels), default itself.
+  std::vector<std::string> config_keys;
+  std::function<std::vector<ParamSet>(const OpConfig&)> expand;
+  std::function<std::vector<Params>(const Params&, DType, const Case& like)> variants;
 };
 
 // One impl of an op on a backend.
 struct ImplDef {
   std::string op;
   std::string impl;
-  std::string backend = "cpu";  // "cpu" or "cuda" (cases then name a device=cuda:N)
+  std::string backend = "cpu";  // the Backend it runs on (Backend::name(): "cpu", "cuda")
   std::string summary;
   std::vector<DType> dtypes;
   // Run-time availability for a case (ISA, library support, size limits).
@@ -64,8 +81,12 @@ class Registry {
   std::vector<std::string> impl_names() const;  // every impl name, sorted, unique
 
  private:
+  // Backends that bring their impls (a plugin's) add them on the first lookup, after the static
+  // registrars of this binary have run.
+  void add_backend_impls() const;
   std::map<std::string, OpDef> ops_;
-  std::map<std::pair<std::string, std::string>, ImplDef> impls_;
+  mutable std::map<std::pair<std::string, std::string>, ImplDef> impls_;
+  mutable std::once_flag backend_impls_;
 };
 
 struct OpRegistrar {
@@ -74,6 +95,9 @@ struct OpRegistrar {
 struct ImplRegistrar {
   explicit ImplRegistrar(ImplDef impl) { Registry::global().add(std::move(impl)); }
 };
+
+// The ceiling kind of an op by name (none for an unknown op).
+CeilingKind ceiling_of(const std::string& op);
 
 // Checks that a case names a registered op and impl and that the op's parameters are valid (a
 // dtype the impl lacks is not an error: the case is `skipped` with that reason). Throws UsageError / CaseError with the reason.

@@ -79,11 +79,6 @@ std::vector<Case> with_needed_peaks(const std::vector<Case>& cases, std::size_t 
 Case ceiling_case(const std::string& op, DType dtype, std::vector<std::pair<std::string, std::string>> params,
                   int threads);
 
-// A GPU `peak` result beside NVIDIA's datasheet for `gpu_name`: details get the dense rate of
-// its dtype, that rate at the SM clock the samples ran at (details.sm_clock_median_mhz, NVML's),
-// and pct_of_datasheet_at_clock; or why there is no datasheet.
-void compare_with_datasheet(Result& r, const std::string& gpu_name);
-
 inline constexpr const char* kCalibrationSchema = "opmeter-calibration/1";
 
 // Runs cases in order, skipping those already in `previous` (resume). Reports each result as

@@ -11,10 +11,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "opmeter/backend.hpp"
 #include "opmeter/buffer.hpp"
+#include "opmeter/config.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
+#include "opmeter/runner.hpp"
 
 namespace opmeter::bandwidth {
 
@@ -195,6 +198,45 @@ Work bandwidth_work(const Case& c) {
   return {0, spec->reads * bytes, spec->writes * bytes};
 }
 
+// The memory ceiling where `like` runs: a copy of `elements` fp32 elements by this op's impl on
+// like's backend.
+std::vector<Case> memory_ceiling_cases(DType, const Case& like, std::size_t elements) {
+  const std::string backend = backend_of(like).name();
+  for (auto* impl : Registry::global().impls_of("bandwidth")) {
+    if (impl->backend != backend || elements == 0) continue;
+    Case c = ceiling_case("bandwidth", DType::fp32, {{"kernel", "copy"}, {"n", std::to_string(elements)}}, like.threads);
+    c.impl = impl->impl;
+    c.device = like.device;
+    return {c};
+  }
+  return {};
+}
+
+// Kernels and sizes from a config's `bandwidth:` section; by default every kernel on arrays
+// sized to stream from memory.
+std::vector<ParamSet> bandwidth_expand(const OpConfig& config) {
+  std::vector<std::string> kernels = {"copy", "scale", "add", "triad", "read", "write"};
+  std::vector<std::int64_t> sizes = {static_cast<std::int64_t>(default_bandwidth_elements(config.llc_bytes()))};
+  if (config.has("bandwidth")) {
+    auto b = config.section("bandwidth", {"kernels", "sizes_mib"});
+    if (b->has("kernels")) {
+      kernels = b->texts("kernels", "bandwidth.kernels");
+      for (std::size_t i = 0; i < kernels.size(); ++i)
+        if (!parse_kernel(kernels[i]))
+          b->fail_at("kernels", i, unknown_name("bandwidth kernel", kernels[i], kernel_names()));
+    }
+    if (b->has("sizes_mib")) {
+      sizes.clear();
+      for (auto mib : b->integers("sizes_mib", "bandwidth.sizes_mib (MiB per array)", 1, 1 << 20))
+        sizes.push_back(mib * (1 << 20) / static_cast<std::int64_t>(sizeof(float)));
+    }
+  }
+  std::vector<ParamSet> out;
+  for (auto& k : kernels)
+    for (auto n : sizes) out.push_back({{{"kernel", k}, {"n", std::to_string(n)}}, ""});
+  return out;
+}
+
 OpRegistrar reg_op({
     .name = "bandwidth",
     .summary = "memory bandwidth: copy, scale, add, triad, read, write (+ _nt non-temporal stores)",
@@ -216,6 +258,10 @@ OpRegistrar reg_op({
         },
     .uses_memory = true,
     .peak_dtype = {},
+    .ceiling = CeilingKind::memory,
+    .ceiling_cases = memory_ceiling_cases,
+    .config_keys = {"bandwidth"},
+    .expand = bandwidth_expand,
 });
 
 ImplRegistrar reg_impl({

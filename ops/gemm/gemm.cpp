@@ -38,6 +38,15 @@ void gemm_validate(const Case& c) {
     throw CaseError("int8 gemm K must be < 65536 so that s32 accumulation cannot overflow");
 }
 
+// A config's `shapes` list ([m, k, n] generators) as M, N, K.
+std::vector<ParamSet> gemm_expand(const OpConfig& config) {
+  if (!config.has("shapes")) config.fail("ops", "ops includes gemm but there is no 'shapes' list to say which sizes");
+  std::vector<ParamSet> out;
+  for (auto& s : config.shapes())
+    out.push_back({{{"M", std::to_string(s.m)}, {"N", std::to_string(s.n)}, {"K", std::to_string(s.k)}}, s.label});
+  return out;
+}
+
 OpRegistrar reg_gemm({
     .name = "gemm",
     .summary = "C = A*B^T, row-major, B stored N x K (a linear layer's weight) on every device; bf16 accumulates "
@@ -49,6 +58,7 @@ OpRegistrar reg_gemm({
     .validate = gemm_validate,
     .uses_memory = true,
     .peak_dtype = [](const Case& c) -> std::optional<DType> { return c.dtype; },
+    .expand = gemm_expand,
 });
 
 }  // namespace
@@ -56,7 +66,7 @@ OpRegistrar reg_gemm({
 Dims dims(const Case& c) { return {c.get_int("M"), c.get_int("N"), c.get_int("K")}; }
 
 Types types(const Case& c) {
-  const bool cuda = c.on_cuda();
+  const bool cuda = !c.on_host();  // CUDA's library types (cuBLAS, cuBLASLt)
   const Elem narrow_out = cuda ? Elem::bf16 : Elem::f32;
   switch (c.dtype) {
     case DType::fp64: return {Elem::f64, Elem::f64, Elem::f64};

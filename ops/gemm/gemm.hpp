@@ -22,7 +22,7 @@ Dims dims(const Case& c);
 struct Types {
   Elem a, b, c;
 };
-Types types(const Case& c);  // by dtype and device (c.on_cuda())
+Types types(const Case& c);  // by dtype, and host or CUDA device
 double tolerance(const Case& c);
 
 // The spec every GEMM impl shares, CPU or GPU: inputs A and B, output C, tolerance, the check

@@ -1,6 +1,11 @@
 #include "ops/peak/datasheet.hpp"
 
 #include <array>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "opmeter/result.hpp"
 
 namespace opmeter::peak {
 namespace {
@@ -63,3 +68,27 @@ std::optional<Datasheet> datasheet(std::string_view gpu_name) {
 }
 
 }  // namespace opmeter::peak
+
+namespace opmeter {
+
+// A GPU peak result beside NVIDIA's datasheet: the dense rate of its dtype, that rate scaled to the
+// SM clock the samples ran at (NVML's median over the burst), and the measured share of it.
+void compare_with_datasheet(Result& r, const std::string& gpu_name) {
+  auto sheet = peak::datasheet(gpu_name);
+  if (!sheet) {
+    r.details["datasheet"] = fmt::format("no datasheet known for '{}'", gpu_name);
+    return;
+  }
+  auto tflops = sheet->tflops(r.kase.dtype);
+  if (!tflops || !(r.gflops > 0)) return;
+  r.details["datasheet_tflops"] = fmt::format("{:.1f} at {:.0f} MHz", *tflops, sheet->clock_mhz(r.kase.dtype));
+  auto clock = r.details.find("sm_clock_median_mhz");
+  if (clock == r.details.end()) return;  // no NVML: no clock to scale to
+  double mhz = std::atof(clock->second.c_str());
+  double expected = peak::at_clock(*tflops, mhz, sheet->clock_mhz(r.kase.dtype));
+  if (!(expected > 0)) return;
+  r.details["datasheet_at_clock_tflops"] = fmt::format("{:.1f} at {:.0f} MHz", expected, mhz);
+  r.details["pct_of_datasheet_at_clock"] = fmt::format("{:.1f}", 100 * r.gflops / 1000 / expected);
+}
+
+}  // namespace opmeter

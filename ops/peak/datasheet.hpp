@@ -3,6 +3,7 @@
 // rates per dtype, the fp32 CUDA-core rate, the clocks those figures assume, memory bandwidth.
 // A measured peak is judged against the datasheet scaled to the clock it ran at.
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "opmeter/dtype.hpp"
@@ -34,3 +35,11 @@ constexpr double at_clock(double rate, double clock_mhz, double boost_mhz) {
 }
 
 }  // namespace opmeter::peak
+
+namespace opmeter {
+struct Result;
+// A GPU `peak` result beside NVIDIA's datasheet for `gpu_name`: details get the dense rate of
+// its dtype, that rate at the SM clock the samples ran at (details.sm_clock_median_mhz, NVML's),
+// and pct_of_datasheet_at_clock; or why there is no datasheet.
+void compare_with_datasheet(Result& r, const std::string& gpu_name);
+}  // namespace opmeter

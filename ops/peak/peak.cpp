@@ -8,9 +8,11 @@
 
 #include <fmt/format.h>
 
+#include "opmeter/backend.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
+#include "opmeter/runner.hpp"
 
 namespace opmeter::peak {
 
@@ -108,13 +110,31 @@ class PeakImpl : public Impl {
 };
 
 Work peak_work(const Case& c) {
-  if (c.on_cuda()) {
+  if (!c.on_host()) {
     auto k = gpu::parse_kind(c.get("kernel"));
     return {k ? gpu::flops(c.dtype, *k) : 0.0, 0, 0};
   }
   auto k = select_kernel(c.dtype);
   if (!k) return {};
   return {static_cast<double>(c.threads) * static_cast<double>(kIters) * k->ops_per_iter, 0, 0};
+}
+
+// The cases measuring the peak of `dtype` where `like` runs: each kernel of the dtype there (a GPU
+// skips those it lacks, with the reason), by this op's impl on like's backend.
+std::vector<Case> peak_cases(DType dtype, const Case& like, std::size_t) {
+  const std::string backend = backend_of(like).name();
+  std::vector<Case> out;
+  for (auto* impl : Registry::global().impls_of("peak")) {
+    if (impl->backend != backend) continue;
+    for (auto& kernel : kernels_for(dtype, !like.on_host())) {
+      Case c = ceiling_case("peak", dtype, {{"kernel", kernel}}, like.threads);
+      c.impl = impl->impl;
+      c.device = like.device;
+      out.push_back(c);
+    }
+    break;
+  }
+  return out;
 }
 
 OpRegistrar reg_op({
@@ -129,7 +149,7 @@ OpRegistrar reg_op({
           const std::string& name = c.get("kernel");
           auto kind = gpu::parse_kind(name);
           if (!kind) throw CaseError(fmt::format("peak kernel '{}' unknown: expected fma, mma or wgmma", name));
-          if (!c.on_cuda()) {
+          if (c.on_host()) {
             if (*kind != gpu::Kind::fma)
               throw CaseError(fmt::format("peak kernel {} runs on CUDA devices (device=cuda:N); the CPU peak is kernel=fma", name));
             return;
@@ -145,6 +165,16 @@ OpRegistrar reg_op({
         },
     .uses_memory = false,
     .peak_dtype = {},
+    .ceiling = CeilingKind::compute,
+    .ceiling_cases = peak_cases,
+    // A GPU's peak has one kernel per dtype family: fma for fp32, mma and wgmma for the
+    // tensor-core dtypes (wgmma is skipped off Hopper, with the reason).
+    .variants =
+        [](const Params&, DType d, const Case& like) {
+          std::vector<Params> out;
+          for (auto& kernel : kernels_for(d, !like.on_host())) out.push_back({{"kernel", kernel}});
+          return out;
+        },
 });
 
 ImplRegistrar reg_impl({

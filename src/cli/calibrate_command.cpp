@@ -11,6 +11,7 @@
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/fusion.hpp"
+#include "opmeter/registry.hpp"
 #include "opmeter/reporters.hpp"
 
 namespace opmeter {
@@ -72,8 +73,8 @@ int calibrate_command(const CalibrateArgs& a) {
   double memory = 0;
   for (auto& r : results) {
     if (r.status != Status::ok) continue;
-    if (r.kase.op == "peak") peaks[std::string(to_string(r.kase.dtype))] = r.gflops;
-    if (r.kase.op != "bandwidth") continue;
+    if (ceiling_of(r.kase.op) == CeilingKind::compute) peaks[std::string(to_string(r.kase.dtype))] = r.gflops;
+    if (ceiling_of(r.kase.op) != CeilingKind::memory) continue;
     if (auto it = level_of_case.find(r.case_string); it != level_of_case.end()) {
       caches.push_back({{"level", it->second}, {"array_bytes", r.work.bytes_read}, {"read_gbps", r.gbps}});
     } else {

@@ -3,8 +3,8 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
+#include "opmeter/backend.hpp"
 #include "opmeter/context.hpp"
-#include "opmeter/cuda_plugin.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/suites.hpp"
 
@@ -18,32 +18,32 @@ int list_command() {
     fmt::print("             params: {}\n", fmt::join(op->params, ", "));
     for (auto* impl : reg.impls_of(op->name)) {
       std::vector<std::string> dts;
-      const bool cuda = impl->backend == "cuda";
-      // Without the plugin or a GPU every dtype would repeat the same reason: say it once.
-      std::string unavailable = !cuda                           ? ""
-                                : !cuda::plugin()               ? cuda::load_reason()
-                                : !cuda::plugin()->device(0).ok ? cuda::plugin()->device(0).reason
-                                                                : "";
-      if (!unavailable.empty()) {
+      Backend* backend = backend_named(impl->backend);
+      Case probe;  // the op's example case on the backend's first device, in each dtype
+      probe.op = op->name;
+      probe.impl = impl->impl;
+      probe.params = op->example;
+      if (backend) probe.device = backend->first_device();
+      // Without the backend or its device every dtype would repeat the same reason: say it once.
+      Support here = !backend ? Support::no("this opmeter has no backend " + impl->backend)
+                     : !backend->ready().ok ? backend->ready()
+                                            : backend->supports(probe);
+      if (!here.ok) {
         for (auto d : impl->dtypes) dts.emplace_back(to_string(d));
         fmt::print("    {:<10} [{}] {}\n               dtypes: {} (unavailable here: {})\n", impl->impl, impl->backend,
-                   impl->summary, fmt::join(dts, ", "), unavailable);
+                   impl->summary, fmt::join(dts, ", "), here.reason);
         continue;
       }
       for (auto d : impl->dtypes) {
-        // Probe availability on the op's example case in this dtype.
-        Case probe;
-        probe.op = op->name;
-        probe.impl = impl->impl;
         probe.dtype = d;
-        probe.params = op->example;
-        if (cuda) probe.device = "cuda:0";
         auto s = impl->supports(probe);
         dts.push_back(fmt::format("{}{}", to_string(d), s.ok ? "" : " (unavailable: " + s.reason + ")"));
       }
       fmt::print("    {:<10} [{}] {}\n               dtypes: {}\n", impl->impl, impl->backend, impl->summary, fmt::join(dts, ", "));
     }
   }
+  for (auto* b : backends())  // a backend that cannot load lists no impls above: say why
+    if (auto s = b->ready(); !s.ok) fmt::print("backend {} ({}): unavailable here: {}\n", b->name(), b->device_grammar(), s.reason);
   std::vector<std::string> dtypes;
   for (auto d : all_dtypes()) dtypes.emplace_back(to_string(d));
   fmt::print("dtypes: {}\n", fmt::join(dtypes, ", "));

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 
@@ -14,9 +15,9 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "opmeter/backend.hpp"
 #include "opmeter/config.hpp"
 #include "opmeter/context.hpp"
-#include "opmeter/cuda_plugin.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/reporters.hpp"
@@ -79,7 +80,7 @@ Plan make_plan(const RunArgs& a) {
     return p;
   }
   if (!a.config.empty() && !a.suite.empty()) throw UsageError("give either a config file or --suite, not both");
-  if (!a.device.empty()) parse_device(a.device);  // UsageError naming the expected form
+  if (!a.device.empty()) check_device(a.device);  // UsageError naming the expected form
   if (!a.config.empty()) return load_config_file(a.config, threads, a.device);
   return load_suite(a.suite.empty() ? "quick" : a.suite, threads, a.device);
 }
@@ -175,11 +176,18 @@ void take_stored_settings(RunArgs& a) {
   fmt::print(stderr, "opmeter: resuming with the settings stored in {}\n", a.resume);
 }
 
+// Whether the case's backend takes a setting (CUDA's graph=N).
+bool takes_setting(const Case& c, const std::string& name) {
+  for (auto& s : backend_of(c).settings())
+    if (s.name == name) return true;
+  return false;
+}
+
 // More threads than usable CPUs share them: the results then measure the sharing.
 void warn_oversubscribed(const std::vector<Case>& cases) {
   int most = 0;
   for (auto& c : cases)
-    if (!c.on_cuda()) most = std::max(most, c.threads);
+    if (c.on_host()) most = std::max(most, c.threads);
   if (most > default_threads())
     fmt::print(stderr, "opmeter: warning: threads={} is more than the {} CPUs this process may use; threads will share "
                        "CPUs and the results will be slower than the machine can do\n",
@@ -248,10 +256,10 @@ std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOp
              previous.empty() ? "" : fmt::format(" ({} already done, {} to run)", cases.size() - todo, todo), dir);
 
   auto context = machine_context();
-  std::set<int> gpus;
+  std::map<Backend*, std::set<std::string>> devices;  // the devices each backend runs cases on
   for (auto& c : cases)
-    if (c.on_cuda()) gpus.insert(c.cuda_index());
-  if (!gpus.empty()) context.update(cuda::gpu_context({gpus.begin(), gpus.end()}));
+    if (!c.on_host()) devices[&backend_of(c)].insert(c.device);
+  for (auto& [backend, names] : devices) context.update(backend->context({names.begin(), names.end()}));
   if (!out.settings.is_null()) context["run"] = out.settings;
   // Written first: what --resume DIR reuses, and a disk that is full now stops the run now.
   if (!resume || !fs::exists(held.file(kRunFile)))
@@ -376,8 +384,11 @@ int run_command(const RunArgs& given, const char* argv0) {
   }
   for (auto& note : plan.notes) fmt::print(stderr, "opmeter: {}\n", note);
   for (auto c : plan.cases) {
-    if (a.threads && !c.on_cuda()) c.threads = *a.threads;
-    if (a.graph && c.on_cuda()) c.graph = *a.graph;
+    if (a.threads && c.on_host()) c.threads = *a.threads;
+    if (a.graph && takes_setting(c, "graph")) {
+      if (*a.graph > 0) c.set_setting("graph", std::to_string(*a.graph));
+      else c.drop_setting("graph");
+    }
     if (a.hot) c.hot = true;
     if (filter && !std::regex_search(c.to_string(), *filter)) continue;
     cases.push_back(c);
@@ -388,7 +399,7 @@ int run_command(const RunArgs& given, const char* argv0) {
     cases = with_needed_peaks(cases, default_bandwidth_elements(), !options.calibration.is_null());
   warn_oversubscribed(cases);
   if (auto note = llc_note(); !note.empty()) fmt::print(stderr, "opmeter: {}\n", note);
-  if (std::any_of(cases.begin(), cases.end(), [](const Case& c) { return c.op == "bandwidth"; }))
+  if (std::any_of(cases.begin(), cases.end(), [](const Case& c) { return ceiling_of(c.op) == CeilingKind::memory; }))
     if (auto note = bandwidth_cap_note(); !note.empty()) fmt::print(stderr, "opmeter: {}\n", note);
 
   if (a.dry_run) {

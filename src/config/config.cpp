@@ -2,6 +2,7 @@
 #include "opmeter/config.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -11,19 +12,18 @@
 #include <fmt/ranges.h>
 
 #include "config/yaml_reader.hpp"
+#include "opmeter/backend.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/shapes.hpp"
 #include "opmeter/suites.hpp"
-#include "ops/bandwidth/bandwidth.hpp"
-#include "ops/peak/peak.hpp"
 
 namespace opmeter {
 namespace {
 
-const std::vector<std::string> kTopKeys = {"name", "description", "ops", "impls", "dtypes", "threads",
-                                           "stopping", "hot", "shapes", "bandwidth", "device", "graph",
+const std::vector<std::string> kTopKeys = {"name",     "description", "ops", "impls",  "dtypes",
+                                           "threads",  "stopping",    "hot", "shapes", "device",
                                            "llc_bytes"};
 const std::vector<std::string> kStoppingKeys = {"max_noise", "min_samples", "min_time_s", "timeout_s",
                                                 "samples", "warmup", "warmup_s"};
@@ -42,12 +42,6 @@ std::size_t distance(const std::string& a, const std::string& b) {
     std::swap(prev, cur);
   }
   return prev[b.size()];
-}
-
-std::string unknown_name(const std::string& kind, const std::string& name, const std::vector<std::string>& known) {
-  auto near = nearest(name, known);
-  return near ? fmt::format("unknown {} '{}'; did you mean '{}'?", kind, name, *near)
-              : fmt::format("unknown {} '{}'; known: {}", kind, name, fmt::join(known, ", "));
 }
 
 std::pair<int, int> power_range(const YamlReader& r, const YAML::Node& g, const std::string& name, int def_min,
@@ -112,18 +106,16 @@ Stopping read_stopping(const YamlReader& r, const YAML::Node& n, Stopping s) {
   return s;
 }
 
-using Params = std::vector<std::pair<std::string, std::string>>;
-
 // Every parameter of an op with sweep axes: the config's list for it, else the op's default.
 // Matrix shapes, when the op takes them and the config has `shapes`, set the parameters they map to.
-std::vector<Params> sweep_params(const YamlReader& r, const YAML::Node& root, const OpDef& op) {
-  std::vector<Params> shaped = {{}};
+std::vector<ParamSet> sweep_params(const YamlReader& r, const YAML::Node& root, const OpDef& op) {
+  std::vector<ParamSet> shaped = {{}};
   if (op.from_matrix_shape && root["shapes"]) {
     shaped.clear();
-    for (auto& s : read_shapes(r, root["shapes"])) shaped.push_back(op.from_matrix_shape(s.m, s.k, s.n));
+    for (auto& s : read_shapes(r, root["shapes"])) shaped.push_back({op.from_matrix_shape(s.m, s.k, s.n), s.label});
   }
-  std::vector<Params> out;
-  for (auto& fixed : shaped) {
+  std::vector<ParamSet> out;
+  for (auto& [fixed, label] : shaped) {
     std::vector<Params> partial = {{}};
     for (auto& [key, def] : op.defaults) {
       auto given = std::find_if(fixed.begin(), fixed.end(), [&](auto& kv) { return kv.first == key; });
@@ -139,49 +131,61 @@ std::vector<Params> sweep_params(const YamlReader& r, const YAML::Node& root, co
         }
       partial = std::move(next);
     }
-    out.insert(out.end(), partial.begin(), partial.end());
+    for (auto& p : partial) out.push_back({std::move(p), label});
   }
   return out;
 }
 
-// Parameter sets per op from the config (ops without parameters of their own get one empty set).
-std::vector<std::vector<std::pair<std::string, std::string>>> op_params(const YamlReader& r, const YAML::Node& root,
-                                                                        const std::string& op,
-                                                                        const YAML::Node& ops_node, std::size_t llc) {
-  std::vector<std::vector<std::pair<std::string, std::string>>> out;
-  if (op == "gemm") {
-    if (!root["shapes"]) r.fail(ops_node, "ops includes gemm but there is no 'shapes' list to say which sizes");
-    for (auto& s : read_shapes(r, root["shapes"]))
-      out.push_back({{"M", std::to_string(s.m)}, {"N", std::to_string(s.n)}, {"K", std::to_string(s.k)}});
-  } else if (op == "bandwidth") {
-    std::vector<std::string> kernels = {"copy", "scale", "add", "triad", "read", "write"};
-    std::vector<std::int64_t> sizes = {static_cast<std::int64_t>(default_bandwidth_elements(llc))};
-    if (auto b = root["bandwidth"]) {
-      r.expect_map(b, "bandwidth");
-      r.check_keys(b, {"kernels", "sizes_mib"}, "bandwidth");
-      if (b["kernels"]) {
-        kernels = r.text_list(b["kernels"], "bandwidth.kernels");
-        for (std::size_t i = 0; i < kernels.size(); ++i)
-          if (!bandwidth::parse_kernel(kernels[i]))
-            r.fail(b["kernels"].IsSequence() ? b["kernels"][i] : b["kernels"],
-                   unknown_name("bandwidth kernel", kernels[i], bandwidth::kernel_names()));
-      }
-      if (b["sizes_mib"]) {
-        sizes.clear();
-        for (auto mib : r.integer_list(b["sizes_mib"], "bandwidth.sizes_mib (MiB per array)", 1, 1 << 20))
-          sizes.push_back(mib * (1 << 20) / static_cast<std::int64_t>(sizeof(float)));
-      }
-    }
-    for (auto& k : kernels)
-      for (auto n : sizes) out.push_back({{"kernel", k}, {"n", std::to_string(n)}});
-  } else if (op == "peak") {
-    out.push_back({{"kernel", "fma"}});
-  } else if (auto* def = Registry::global().op(op); def && !def->defaults.empty()) {
-    return sweep_params(r, root, *def);
-  } else {
-    out.push_back({});
+// What an op reads from the config: a view of the config's root for its own keys.
+class YamlOpConfig final : public OpConfig {
+ public:
+  YamlOpConfig(const YamlReader& r, YAML::Node node, std::string prefix, std::size_t llc)
+      : r_(r), node_(std::move(node)), prefix_(std::move(prefix)), llc_(llc) {}
+  bool has(const std::string& key) const override { return static_cast<bool>(node_[key]); }
+  std::vector<std::string> texts(const std::string& key, const std::string& what) const override {
+    return r_.text_list(node_[key], what);
   }
-  return out;
+  std::vector<std::int64_t> integers(const std::string& key, const std::string& what, std::int64_t lo,
+                                     std::int64_t hi) const override {
+    return r_.integer_list(node_[key], what, lo, hi);
+  }
+  std::unique_ptr<OpConfig> section(const std::string& key, const std::vector<std::string>& allowed) const override {
+    auto n = node_[key];
+    r_.expect_map(n, prefix_ + key);
+    r_.check_keys(n, allowed, prefix_ + key);
+    return std::make_unique<YamlOpConfig>(r_, n, prefix_ + key + ".", llc_);
+  }
+  std::vector<MatShape> shapes() const override {
+    if (!node_["shapes"]) r_.fail(node_, "there is no 'shapes' list to say which sizes");
+    return read_shapes(r_, node_["shapes"]);
+  }
+  std::size_t llc_bytes() const override { return llc_; }
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const override {
+    r_.fail(node_[key] ? YAML::Node(node_[key]) : node_, message);
+  }
+  [[noreturn]] void fail_at(const std::string& key, std::size_t index, const std::string& message) const override {
+    auto n = node_[key];
+    r_.fail(n && n.IsSequence() && index < n.size() ? YAML::Node(n[index]) : n ? YAML::Node(n) : node_, message);
+  }
+
+ private:
+  const YamlReader& r_;
+  YAML::Node node_;
+  std::string prefix_;
+  std::size_t llc_;
+};
+
+std::string upper(std::string s) {
+  for (auto& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+// Parameter sets of an op from the config: its own expansion, else its sweep axes, else one
+// empty set.
+std::vector<ParamSet> op_params(const YamlReader& r, const YAML::Node& root, const OpDef& op, std::size_t llc) {
+  if (op.expand) return op.expand(YamlOpConfig(r, root, "", llc));
+  if (!op.defaults.empty()) return sweep_params(r, root, op);
+  return {ParamSet{}};
 }
 
 std::vector<DType> op_dtypes(const std::vector<std::string>& impls, const std::string& op, const std::vector<DType>& wanted) {
@@ -222,6 +226,12 @@ std::string bandwidth_cap_note(std::size_t llc) {
                      mib(got), mib(static_cast<double>(llc)), mib(want));
 }
 
+std::string unknown_name(const std::string& kind, const std::string& name, const std::vector<std::string>& known) {
+  auto near = nearest(name, known);
+  return near ? fmt::format("unknown {} '{}'; did you mean '{}'?", kind, name, *near)
+              : fmt::format("unknown {} '{}'; known: {}", kind, name, fmt::join(known, ", "));
+}
+
 std::optional<std::string> nearest(const std::string& word, const std::vector<std::string>& candidates) {
   std::optional<std::string> best;
   std::size_t best_d = std::max<std::size_t>(2, word.size() / 3) + 1;
@@ -248,9 +258,15 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   r.expect_map(root, "the config");
   auto& reg = Registry::global();
   auto top_keys = kTopKeys;  // plus every sweep axis an op declares (batch, seq, hidden, ...)
-  for (auto* o : reg.ops())
-    for (auto& [key, def] : o->defaults)
-      if (std::find(top_keys.begin(), top_keys.end(), key) == top_keys.end()) top_keys.push_back(key);
+  auto allow = [&](const std::string& key) {
+    if (std::find(top_keys.begin(), top_keys.end(), key) == top_keys.end()) top_keys.push_back(key);
+  };
+  for (auto* o : reg.ops()) {
+    for (auto& [key, def] : o->defaults) allow(key);
+    for (auto& key : o->config_keys) allow(key);
+  }
+  for (auto* b : backends())
+    for (auto& setting : b->settings()) allow(setting.name);
   r.check_keys(root, top_keys, "the config");
   if (!root["ops"]) r.fail(root, "missing 'ops': say which ops to measure, e.g. ops: [gemm, bandwidth, peak]");
 
@@ -285,21 +301,36 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   std::vector<std::int64_t> threads = {default_threads};
   if (root["threads"]) threads = r.integer_list(root["threads"], "threads", 1, 4096);
   bool hot = root["hot"] ? r.boolean(root["hot"], "hot") : false;
-  std::string device = "cpu";
+  std::string device = kHostDevice;
   if (root["device"]) {
     device = r.text(root["device"], "device");
     try {
-      parse_device(device);
+      check_device(device);
     } catch (const UsageError& e) {
       r.fail(root["device"], e.what());
     }
   }
   if (!device_override.empty()) device = device_override;  // the command line wins
-  const bool on_cuda = parse_device(device).has_value();
-  const std::string backend = on_cuda ? "cuda" : "cpu";
-  int graph = root["graph"] ? static_cast<int>(r.integer(root["graph"], "graph", 0, 100000)) : 0;
-  if (graph > 0 && !on_cuda) r.fail(root["graph"], "graph (CUDA Graph launches per sample) needs a CUDA device: device: cuda:0");
-  if (on_cuda) threads = {1};
+  Backend& backend = backend_of(device);
+  Case like;  // where the cases run
+  like.device = device;
+  // A backend's own settings (CUDA's graph: launches per graph) as config keys of the same name.
+  for (auto* b : backends())
+    for (auto& setting : b->settings()) {
+      auto node = root[setting.name];
+      if (!node) continue;
+      auto value = r.text(node, setting.name);
+      if (value == "0") continue;  // 0: off
+      if (b != &backend)
+        r.fail(node, fmt::format("{} needs {}: device: {}", setting.help, b->description(), b->device_grammar()));
+      try {
+        if (setting.check) setting.check(value);
+      } catch (const UsageError& e) {
+        r.fail(node, e.what());
+      }
+      like.set_setting(setting.name, value);
+    }
+  if (!like.on_host()) threads = {1};
 
   Plan plan;
   plan.source = source;
@@ -314,9 +345,9 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
     // (so `impls: [onednn]` still measures bandwidth and peak with opmeter's kernels).
     std::vector<const ImplDef*> here;  // the op's impls for this device's backend
     for (auto* impl : reg.impls_of(op))
-      if (impl->backend == backend) here.push_back(impl);
+      if (impl->backend == backend.name()) here.push_back(impl);
     if (here.empty()) {
-      plan.notes.push_back(fmt::format("{} has no {} impl yet: left out on {}", op, backend, device));
+      plan.notes.push_back(fmt::format("{} has no {} impl yet: left out on {}", op, backend.name(), device));
       continue;
     }
     std::vector<std::string> op_impls;
@@ -324,26 +355,22 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
       if (std::find(impls.begin(), impls.end(), impl->impl) != impls.end()) op_impls.push_back(impl->impl);
     if (op_impls.empty())
       for (auto* impl : here) op_impls.push_back(impl->impl);
-    auto params = op_params(r, root, op, root["ops"], llc);
-    for (auto& p : params)
+    const OpDef& def = *reg.op(op);
+    for (auto& set : op_params(r, root, def, llc))
       for (auto& impl : op_impls)
         for (auto d : op_dtypes(op_impls, op, dtypes))
-          // A GPU's peak has one kernel per dtype family: fma for fp32, mma and wgmma for the
-          // tensor-core dtypes (wgmma is skipped off Hopper, with the reason).
-          for (auto& kernel : op == "peak" ? peak::kernels_for(d, on_cuda) : std::vector<std::string>{""})
+          for (auto& params : def.variants ? def.variants(set.params, d, like) : std::vector<Params>{set.params})
             for (auto t : threads) {
-              Case c;
+              Case c = like;
               c.op = op;
               c.impl = impl;
               c.dtype = d;
-              c.params = p;
-              if (!kernel.empty()) c.set("kernel", kernel);
+              c.params = params;
+              c.label = set.label;
               c.threads = static_cast<int>(t);
               c.hot = hot;
-              c.device = device;
-              c.graph = graph;
               try {
-                reg.op(op)->validate(c);
+                def.validate(c);
               } catch (const CaseError& e) {
                 r.fail(root["ops"], e.what());
               }
@@ -351,8 +378,10 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
             }
   }
   if (plan.cases.empty())
-    r.fail(root["ops"], on_cuda ? fmt::format("the config expands to no cases on {}: none of its ops has a CUDA impl", device)
-                                : std::string("the config expands to no cases"));
+    r.fail(root["ops"], !backend.ready().ok ? fmt::format("the config expands to no cases on {}: {}", device, backend.ready().reason)
+                        : like.on_host()    ? std::string("the config expands to no cases")
+                                            : fmt::format("the config expands to no cases on {}: none of its ops has a {} impl",
+                                                          device, upper(backend.name())));
   return plan;
 }
 

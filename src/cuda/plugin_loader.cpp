@@ -57,11 +57,4 @@ const Loaded& loaded() {
 Plugin* plugin() { return loaded().plugin; }
 const std::string& load_reason() { return loaded().reason; }
 
-Support case_support(const Case& c) {
-  Plugin* p = plugin();
-  if (!p) return Support::no(load_reason());
-  if (auto s = p->device(c.cuda_index()); !s.ok) return s;
-  return p->supports(c);
-}
-
 }  // namespace opmeter::cuda

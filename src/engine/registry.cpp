@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "opmeter/backend.hpp"
 #include "opmeter/errors.hpp"
 
 namespace opmeter {
@@ -30,12 +31,27 @@ const OpDef* Registry::op(const std::string& name) const {
   return it == ops_.end() ? nullptr : &it->second;
 }
 
+void Registry::add_backend_impls() const {
+  // A backend's impls() that looks an impl up sees those registered so far (instead of waiting
+  // on the call_once it is inside).
+  static thread_local bool adding = false;
+  if (adding) return;
+  std::call_once(backend_impls_, [this] {
+    adding = true;
+    for (auto* b : backends())
+      for (auto& def : b->impls()) impls_.insert_or_assign({def.op, def.impl}, std::move(def));
+    adding = false;
+  });
+}
+
 const ImplDef* Registry::impl(const std::string& op, const std::string& impl) const {
+  add_backend_impls();
   auto it = impls_.find({op, impl});
   return it == impls_.end() ? nullptr : &it->second;
 }
 
 std::vector<const ImplDef*> Registry::impls_of(const std::string& op) const {
+  add_backend_impls();
   std::vector<const ImplDef*> out;
   for (auto& [key, def] : impls_)
     if (key.first == op) out.push_back(&def);
@@ -49,9 +65,15 @@ std::vector<const OpDef*> Registry::ops() const {
 }
 
 std::vector<std::string> Registry::impl_names() const {
+  add_backend_impls();
   std::set<std::string> names;
   for (auto& [key, def] : impls_) names.insert(key.second);
   return {names.begin(), names.end()};
+}
+
+CeilingKind ceiling_of(const std::string& name) {
+  const OpDef* op = Registry::global().op(name);
+  return op ? op->ceiling : CeilingKind::none;
 }
 
 void validate_case(const Case& c) {
@@ -62,23 +84,29 @@ void validate_case(const Case& c) {
     for (auto* o : reg.ops()) names.push_back(o->name);
     throw UsageError(fmt::format("unknown op '{}' (known: {})", c.op, fmt::join(names, ", ")));
   }
-  const ImplDef* impl = reg.impl(c.op, c.impl);
-  if (!impl) {
-    std::vector<std::string> names;
-    for (auto* i : reg.impls_of(c.op)) names.push_back(i->impl);
-    throw UsageError(fmt::format("op '{}' has no impl '{}' (known: {})", c.op, c.impl, fmt::join(names, ", ")));
-  }
-  bool cuda_impl = impl->backend == "cuda";
-  if (cuda_impl != c.on_cuda())
-    throw UsageError(fmt::format("{} impl '{}' runs on {}, not on {} (give {})", c.op, c.impl,
-                                 cuda_impl ? "CUDA devices" : "the CPU", c.device,
-                                 cuda_impl ? "device=cuda:N" : "threads=N"));
   for (auto& key : op->params)
     if (!c.has(key)) throw CaseError(fmt::format("case {} lacks parameter '{}'", c.to_string(), key));
   for (auto& [key, value] : c.params)
     if (std::find(op->params.begin(), op->params.end(), key) == op->params.end())
       throw CaseError(fmt::format("op '{}' has no parameter '{}' (takes: {})", c.op, key, fmt::join(op->params, ", ")));
   if (op->validate) op->validate(c);
+
+  Backend& backend = backend_of(c);
+  const ImplDef* impl = reg.impl(c.op, c.impl);
+  // A backend that cannot load brings no impls: its cases are `skipped` with the reason instead.
+  if (!impl && !backend.ready().ok) return;
+  if (!impl) {
+    std::vector<std::string> names;
+    for (auto* i : reg.impls_of(c.op)) names.push_back(i->impl);
+    throw UsageError(fmt::format("op '{}' has no impl '{}' (known: {})", c.op, c.impl, fmt::join(names, ", ")));
+  }
+  if (impl->backend != backend.name()) {
+    Backend* runs_on = backend_named(impl->backend);
+    if (!runs_on) throw UsageError(fmt::format("{} impl '{}' runs on backend '{}', which this opmeter lacks", c.op, c.impl, impl->backend));
+    const bool host = runs_on->owns(kHostDevice);
+    throw UsageError(fmt::format("{} impl '{}' runs on {}, not on {} (give {})", c.op, c.impl, runs_on->description(),
+                                 c.device, host ? "threads=N" : "device=" + runs_on->device_grammar()));
+  }
 }
 
 }  // namespace opmeter

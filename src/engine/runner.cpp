@@ -11,15 +11,13 @@
 
 #include <fmt/format.h>
 
+#include "opmeter/backend.hpp"
 #include "opmeter/buffer.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
-#include "opmeter/cuda_plugin.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/sensor.hpp"
 #include "opmeter/telemetry.hpp"
-#include "ops/peak/datasheet.hpp"
-#include "ops/peak/peak.hpp"
 
 namespace opmeter {
 namespace {
@@ -41,11 +39,11 @@ namespace {
 // A sample timer that opens the profiler's capture range around the one profiled sample.
 class ProfiledTimer : public SampleTimer {
  public:
-  ProfiledTimer(SampleTimer& inner, cuda::Plugin* plugin) : inner_(inner), plugin_(plugin) {}
+  ProfiledTimer(SampleTimer& inner, Backend& backend) : inner_(inner), backend_(backend) {}
   std::optional<double> time(std::size_t calls, const std::function<void()>& call) override {
-    if (plugin_) plugin_->profiler_start();
+    backend_.profiler_start();
     auto t = inner_.time(calls, call);
-    if (plugin_) plugin_->profiler_stop();
+    backend_.profiler_stop();
     return t;
   }
   std::size_t fixed_batch() const override { return 1; }
@@ -53,39 +51,35 @@ class ProfiledTimer : public SampleTimer {
 
  private:
   SampleTimer& inner_;
-  cuda::Plugin* plugin_;
+  Backend& backend_;
 };
 
-// NVTX range named by the case string, so Nsight timelines show which case ran when.
-struct NvtxRange {
-  NvtxRange(cuda::Plugin* p, const std::string& name) : plugin(p) {
-    if (plugin) plugin->range_push(name);
-  }
-  ~NvtxRange() {
-    if (plugin) plugin->range_pop();
-  }
-  cuda::Plugin* plugin;
+// A profiler range named by the case string (NVTX on a GPU), so timelines show which case ran when.
+struct ProfilerRange {
+  ProfilerRange(Backend& b, const std::string& name) : backend(b) { backend.range_push(name); }
+  ~ProfilerRange() { backend.range_pop(); }
+  Backend& backend;
 };
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-// When each GPU last ran timed work: the cool-down before a burst counts the idle time since
+// When each device last ran timed work: the cool-down before a burst counts the idle time since
 // (the previous case's check and this case's setup), and sleeps only for the rest.
-std::map<int, double>& gpu_busy_until() {
-  static std::map<int, double> busy;
+std::map<std::string, double>& busy_until() {
+  static std::map<std::string, double> busy;
   return busy;
 }
 
-void cool_down(int device, double seconds) {
-  auto it = gpu_busy_until().find(device);
-  double idle = it == gpu_busy_until().end() ? seconds : now_s() - it->second;
+void cool_down(const std::string& device, double seconds) {
+  auto it = busy_until().find(device);
+  double idle = it == busy_until().end() ? seconds : now_s() - it->second;
   if (idle < seconds) std::this_thread::sleep_for(std::chrono::duration<double>(seconds - idle));
 }
 
-// The sustained figure and the energy per call: calls run back to back until the GPU's power
+// The sustained figure and the energy per call: calls run back to back until the device's power
 // settles (at most heat_max_s), then hot samples of >= 10 ms each are timed for
-// energy_window_s while NVML's energy counter runs.
-void measure_sustained(Result& r, Impl& impl, const Case& c, cuda::Plugin& gpu, Telemetry* telemetry,
+// energy_window_s while the telemetry's energy counter runs.
+void measure_sustained(Result& r, Impl& impl, const Case& c, Backend& backend, Telemetry* telemetry,
                        const RunOptions& options, const std::atomic<bool>* cancel) {
   auto batch = static_cast<std::size_t>(std::max(static_cast<double>(r.batch), std::ceil(0.01 / r.summary.median)));
   double heat_start = now_s();
@@ -96,8 +90,8 @@ void measure_sustained(Result& r, Impl& impl, const Case& c, cuda::Plugin& gpu, 
 
   Case hot = c;  // the window's samples are back to back: no L2 flush, no graph
   hot.hot = true;
-  hot.graph = 0;
-  auto device_timer = gpu.timer(hot);
+  hot.drop_setting("graph");
+  auto device_timer = backend.timer(impl, hot);
   SampleTimer* timer = device_timer.get();
   std::optional<TelemetryTimer> watched;
   if (telemetry) timer = &watched.emplace(*timer, *telemetry);
@@ -191,32 +185,34 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
   };
   try {
     validate_case(c);
+    Backend& backend = backend_of(c);
+    if (auto s = backend.ready(); !s.ok) return finish(Status::skipped, s.reason);
     const auto& reg = Registry::global();
     const OpDef& op = *reg.op(c.op);
     const ImplDef& impl_def = *reg.impl(c.op, c.impl);
     if (std::find(impl_def.dtypes.begin(), impl_def.dtypes.end(), c.dtype) == impl_def.dtypes.end())
       return finish(Status::skipped, fmt::format("{} has no {} {}", c.impl, to_string(c.dtype), c.op));
+    if (auto s = backend.supports(c); !s.ok) return finish(Status::skipped, s.reason);
     if (auto s = impl_def.supports(c); !s.ok) return finish(Status::skipped, s.reason);
 
     r.work = op.work(c);
     double footprint = op.footprint(c);
-    cuda::Plugin* gpu = c.on_cuda() ? cuda::plugin() : nullptr;
-    double available = gpu ? static_cast<double>(gpu->free_memory(c.cuda_index()))
-                           : static_cast<double>(available_memory_bytes());
+    double available = backend.free_memory(c);
     if (footprint > kMemoryHeadroom * available)
       return finish(Status::skipped, fmt::format("needs {} of memory, {} available on {}", gib(footprint), gib(available),
-                                                 gpu ? c.device : "the host"));
+                                                 c.on_host() ? "the host" : c.device));
     r.cache = !op.uses_memory ? "none" : c.hot ? "hot" : "cold";
-    // A GPU sample is cold because the timer flushes L2 before it; the CPU rotates input copies.
-    r.copies = r.cache == "cold" && !gpu ? cold_copies(footprint, llc_bytes(),
-                                                       std::min(0.25 * available, 4.0 * (1u << 30)))
-                                         : 1;
+    // Cold samples: the backend's timer flushes caches before each (a GPU's L2), or the runner
+    // rotates input copies.
+    r.copies = r.cache == "cold" && !backend.timer_makes_cold()
+                   ? cold_copies(footprint, llc_bytes(), std::min(0.25 * available, 4.0 * (1u << 30)))
+                   : 1;
 
-    NvtxRange range(gpu, r.case_string);
+    ProfilerRange range(backend, r.case_string);
     omp_set_num_threads(c.threads);
     auto live_before = Buffer::live_bytes();
     Buffer::reset_peak();
-    auto impl = gpu ? gpu->make(c) : impl_def.make();
+    auto impl = backend.make(impl_def, c);
     impl->setup(c, {r.copies, options.seed});
     r.details = impl->details();
 
@@ -225,30 +221,25 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     r.tolerance = check.tolerance;
     if (!check.ok) return finish(Status::failed, "wrong result before timing: " + check.detail);
 
-    // A GPU is watched through the case: samples it slowed down by heat or hardware protection
-    // are discarded, samples at its power cap are kept and counted.
-    std::unique_ptr<Telemetry> telemetry;
-    if (gpu) {
-      std::string why;
-      if (auto device = cuda::nvml_device(c.cuda_index(), why))
-        telemetry = std::make_unique<Telemetry>(Nvml::instance(), *device);
-      else
-        r.details["telemetry"] = why;
-    }
+    // A device with telemetry is watched through the case: samples it slowed down by heat or
+    // hardware protection are discarded, samples at its power cap are kept and counted.
+    const bool burst = backend.measures_sustained();
+    std::string why;
+    std::unique_ptr<Telemetry> telemetry = backend.telemetry(c, why);
+    if (!telemetry && !why.empty()) r.details["telemetry"] = why;
     const double t0 = now_s();
     if (telemetry) telemetry->start();
-    if (gpu && options.cooldown_s > 0 && !options.profile) cool_down(c.cuda_index(), options.cooldown_s);
+    if (burst && options.cooldown_s > 0 && !options.profile) cool_down(c.device, options.cooldown_s);
     const double burst_from = now_s();
 
-    auto device_timer = gpu ? gpu->timer(c) : nullptr;
-    HostTimer host_timer(*impl);
-    SampleTimer* timer = device_timer ? device_timer.get() : &host_timer;
+    auto base_timer = backend.timer(*impl, c);
+    SampleTimer* timer = base_timer.get();
     std::optional<TelemetryTimer> watched;
     if (telemetry) timer = &watched.emplace(*timer, *telemetry);
     Stopping stopping = options.stopping;
     std::optional<ProfiledTimer> profiled;
     if (options.profile) {  // one sample of one call after warm-up, inside the capture range
-      profiled.emplace(*timer, gpu);
+      profiled.emplace(*timer, backend);
       timer = &*profiled;
       stopping.fixed_samples = 1;
     }
@@ -258,7 +249,8 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     r.throttled_samples = m.discarded;
     if (m.discarded > 0) r.add_flag("throttled");
     if (m.samples.empty())
-      return finish(Status::error, fmt::format("every sample ({}) was taken while the GPU slowed itself down ({})", m.discarded,
+      return finish(Status::error, fmt::format("every sample ({}) was taken while the device slowed itself down ({})",
+                                               m.discarded,
                                                watched ? clock_event_names(watched->slowdown_reasons()) : "unknown reason"));
     r.samples = std::move(m.samples);
     r.summary = summarize(r.samples);
@@ -271,12 +263,12 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     if (m.reason == StopReason::timeout) r.add_flag("unconverged");
     if (m.reason == StopReason::plateau) r.add_flag("plateau");  // stopped short of the target: say so
     const double burst_to = now_s();
-    if (gpu && !options.profile && options.energy_window_s > 0)
-      measure_sustained(r, *impl, c, *gpu, telemetry.get(), options, cancel);
-    if (gpu) gpu_busy_until()[c.cuda_index()] = now_s();
+    if (burst && !options.profile && options.energy_window_s > 0)
+      measure_sustained(r, *impl, c, backend, telemetry.get(), options, cancel);
+    if (burst) busy_until()[c.device] = now_s();
     if (telemetry) record_telemetry(r, telemetry->stop(), t0, burst_from, burst_to, watched ? &*watched : nullptr);
     derive_rates(r);
-    if (gpu && c.op == "peak") compare_with_datasheet(r, gpu->device_context(c.cuda_index()).value("name", ""));
+    if (op.ceiling == CeilingKind::compute) backend.annotate_ceiling(r);
 
     auto after = impl->verify(options.seed + 2);
     r.max_error = std::max(check.max_error, after.max_error);
@@ -292,38 +284,20 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
   }
 }
 
-// A GPU peak result beside NVIDIA's datasheet: the dense rate of its dtype, that rate scaled to the
-// SM clock the samples ran at (NVML's median over the burst), and the measured share of it.
-void compare_with_datasheet(Result& r, const std::string& gpu_name) {
-  auto sheet = peak::datasheet(gpu_name);
-  if (!sheet) {
-    r.details["datasheet"] = fmt::format("no datasheet known for '{}'", gpu_name);
-    return;
-  }
-  auto tflops = sheet->tflops(r.kase.dtype);
-  if (!tflops || !(r.gflops > 0)) return;
-  r.details["datasheet_tflops"] = fmt::format("{:.1f} at {:.0f} MHz", *tflops, sheet->clock_mhz(r.kase.dtype));
-  auto clock = r.details.find("sm_clock_median_mhz");
-  if (clock == r.details.end()) return;  // no NVML: no clock to scale to
-  double mhz = std::atof(clock->second.c_str());
-  double expected = peak::at_clock(*tflops, mhz, sheet->clock_mhz(r.kase.dtype));
-  if (!(expected > 0)) return;
-  r.details["datasheet_at_clock_tflops"] = fmt::format("{:.1f} at {:.0f} MHz", expected, mhz);
-  r.details["pct_of_datasheet_at_clock"] = fmt::format("{:.1f}", 100 * r.gflops / 1000 / expected);
-}
-
-std::string Ceilings::where(const Case& c) { return c.on_cuda() ? c.device : fmt::format("threads={}", c.threads); }
+std::string Ceilings::where(const Case& c) { return backend_of(c).ceiling_key(c); }
 
 void Ceilings::learn(const Result& r) {
   if (r.status != Status::ok) return;
+  const OpDef* op = Registry::global().op(r.kase.op);
+  if (!op) return;
   const std::string at = where(r.kase);
   // The ceiling of a dtype is its fastest peak kernel: on a GPU the tensor-core ones (mma.sync,
   // wgmma) for tf32/fp16/bf16/fp8/int8 and the FMA chains for fp32.
-  if (r.kase.op == "peak" && r.gflops > 0) {
+  if (op->ceiling == CeilingKind::compute && r.gflops > 0) {
     auto& best = gflops_[{r.kase.dtype, at}];
     best = std::max(best, r.gflops);
   }
-  if (r.kase.op == "bandwidth" && r.gbps > 0 && r.work.bytes() >= kMemoryCeilingMinBytes) {
+  if (op->ceiling == CeilingKind::memory && r.gbps > 0 && r.work.bytes() >= kMemoryCeilingMinBytes) {
     auto& best = gbps_[at];
     best = std::max(best, r.gbps);
   }
@@ -333,7 +307,9 @@ void Ceilings::load_profile(const nlohmann::json& p) {
   if (!p.is_object() || p.value("schema", "") != kCalibrationSchema)
     throw UsageError(fmt::format("not an opmeter calibration profile (expected \"schema\": \"{}\")", kCalibrationSchema));
   try {
-    auto at = fmt::format("threads={}", p.at("threads").get<int>());
+    Case host;
+    host.threads = p.at("threads").get<int>();
+    auto at = where(host);
     for (auto& [name, v] : p.at("peak_gflops").items())
       if (auto d = parse_dtype(name)) gflops_[{*d, at}] = std::max(gflops_[{*d, at}], v.get<double>());
     gbps_[at] = std::max(gbps_[at], p.at("bandwidth").at("memory_gbps").get<double>());
@@ -352,8 +328,8 @@ std::optional<double> Ceilings::bandwidth(const std::string& at) const {
   return it == gbps_.end() ? std::nullopt : std::optional<double>(it->second);
 }
 
-std::optional<double> Ceilings::peak(DType d, int threads) const { return peak(d, fmt::format("threads={}", threads)); }
-std::optional<double> Ceilings::bandwidth(int threads) const { return bandwidth(fmt::format("threads={}", threads)); }
+std::optional<double> Ceilings::peak(DType d, int threads) const { return peak(d, where(Case{.threads = threads})); }
+std::optional<double> Ceilings::bandwidth(int threads) const { return bandwidth(where(Case{.threads = threads})); }
 
 void Ceilings::annotate(Result& r) const {
   if (r.status != Status::ok) return;
@@ -363,7 +339,7 @@ void Ceilings::annotate(Result& r) const {
   if (op->peak_dtype)
     if (auto dtype = op->peak_dtype(r.kase))
       if (auto p = peak(*dtype, at)) apply_peak(r, *p);
-  if (op->uses_memory && r.kase.op != "bandwidth")
+  if (op->uses_memory && op->ceiling != CeilingKind::memory)
     if (auto b = bandwidth(at)) apply_roofline(r, *b);
 }
 
@@ -378,48 +354,43 @@ Case ceiling_case(const std::string& op, DType dtype, std::vector<std::pair<std:
   return c;
 }
 
+namespace {
+// Ceiling cases first, so every later result can be shown against them as it finishes.
+std::vector<Case> ceilings_first(std::vector<Case> cases) {
+  std::stable_partition(cases.begin(), cases.end(), [](const Case& c) { return ceiling_of(c.op) != CeilingKind::none; });
+  return cases;
+}
+}  // namespace
+
 std::vector<Case> with_needed_peaks(const std::vector<Case>& cases, std::size_t bandwidth_elements, bool have_profile) {
-  std::set<std::pair<DType, int>> have, need;
-  std::set<int> have_bw, need_bw;
-  std::set<std::pair<DType, std::string>> have_gpu, need_gpu;  // (dtype, device) with / needing peak cases
+  const auto& reg = Registry::global();
+  std::set<std::pair<DType, std::string>> have, need;  // compute ceilings by (dtype, where)
+  std::set<std::string> have_memory, need_memory;       // memory ceilings by where
+  std::map<std::string, Case> like;                     // a case per where: ceilings run beside it
   for (auto& c : cases) {
-    if (c.on_cuda()) {
-      if (c.op == "peak") have_gpu.insert({c.dtype, c.device});
-      const OpDef* op = Registry::global().op(c.op);
-      if (op && op->peak_dtype && c.op != "peak")
-        if (auto d = op->peak_dtype(c)) need_gpu.insert({*d, c.device});
-      continue;
-    }
-    if (c.op == "peak") have.insert({c.dtype, c.threads});
-    if (c.op == "bandwidth") have_bw.insert(c.threads);
-    const OpDef* op = Registry::global().op(c.op);
-    if (op && op->peak_dtype)
-      if (auto d = op->peak_dtype(c)) need.insert({*d, c.threads});
-    if (op && !op->defaults.empty() && bandwidth_elements > 0) need_bw.insert(c.threads);
+    const OpDef* op = reg.op(c.op);
+    if (!op) continue;
+    const std::string at = Ceilings::where(c);
+    like.emplace(at, c);
+    if (op->ceiling == CeilingKind::compute) have.insert({c.dtype, at});
+    if (op->ceiling == CeilingKind::memory) have_memory.insert(at);
+    if (have_profile && c.on_host()) continue;  // the calibration profile holds the host's ceilings
+    if (op->peak_dtype && op->ceiling != CeilingKind::compute)
+      if (auto d = op->peak_dtype(c)) need.insert({*d, at});
+    if (!op->defaults.empty() && bandwidth_elements > 0) need_memory.insert(at);
   }
   std::vector<Case> out;
-  auto ceiling = [&](const std::string& op, DType d, std::vector<std::pair<std::string, std::string>> params, int t) {
-    out.push_back(ceiling_case(op, d, std::move(params), t));
-  };
-  if (!have_profile) {
-    for (auto& [d, t] : need)
-      if (!have.count({d, t})) ceiling("peak", d, {{"kernel", "fma"}}, t);
-    for (int t : need_bw)
-      if (!have_bw.count(t)) ceiling("bandwidth", DType::fp32, {{"kernel", "copy"}, {"n", std::to_string(bandwidth_elements)}}, t);
-  }
-  for (auto& [dtype, device] : need_gpu)
-    if (!have_gpu.count({dtype, device}))
-      for (auto& kernel : peak::kernels_for(dtype, true)) {  // the GPU skips kernels it lacks
-        Case peak = ceiling_case("peak", dtype, {{"kernel", kernel}}, 1);
-        peak.impl = "cuda";
-        peak.device = device;
-        out.push_back(peak);
-      }
-  // Ceilings first, so every later result can be shown against them as it finishes.
-  for (auto& c : cases)
-    if (c.op == "peak" || c.op == "bandwidth") out.push_back(c);
-  for (auto& c : cases)
-    if (c.op != "peak" && c.op != "bandwidth") out.push_back(c);
+  for (auto* op : reg.ops())  // compute ceilings, then memory ones
+    if (op->ceiling == CeilingKind::compute && op->ceiling_cases)
+      for (auto& [dtype, at] : need)
+        if (!have.count({dtype, at}))
+          for (auto& c : op->ceiling_cases(dtype, like.at(at), 0)) out.push_back(c);
+  for (auto* op : reg.ops())
+    if (op->ceiling == CeilingKind::memory && op->ceiling_cases)
+      for (auto& at : need_memory)
+        if (!have_memory.count(at))
+          for (auto& c : op->ceiling_cases(DType::fp32, like.at(at), bandwidth_elements)) out.push_back(c);
+  for (auto& c : ceilings_first(cases)) out.push_back(c);
   return out;
 }
 
@@ -433,9 +404,12 @@ std::vector<Result> run_all(const std::vector<Case>& cases, std::vector<Result> 
     ceilings.learn(r);
   }
   std::vector<Result> all = std::move(previous);
-  for (std::size_t i = 0; i < cases.size(); ++i) {
+  // Ceilings before the results they bound (--case may list them in any order): each result is
+  // annotated once, as it is reported.
+  const std::vector<Case> ordered = ceilings_first(cases);
+  for (std::size_t i = 0; i < ordered.size(); ++i) {
     if (cancel && cancel->load()) break;
-    const Case& c = cases[i];
+    const Case& c = ordered[i];
     if (done.count(c.to_string())) continue;
     reporter.case_started(i, c);
     Result r;
@@ -452,9 +426,6 @@ std::vector<Result> run_all(const std::vector<Case>& cases, std::vector<Result> 
     reporter.report(r);
     all.push_back(std::move(r));
   }
-  // A GPU's peak cases may come after results they bound (given in any order by --case).
-  for (auto& r : all)
-    if (r.kase.on_cuda()) ceilings.annotate(r);
   reporter.end(all);
   return all;
 }

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/fusion.hpp"
+#include "opmeter/registry.hpp"
 #include "opmeter/runner.hpp"
 #include "opmeter/sensor.hpp"
 
@@ -156,11 +157,12 @@ std::optional<Chart> roofline_chart(const std::vector<Result>& results) {
   for (auto& r : results) {
     if (!measured(r)) continue;
     std::string dtype(to_string(r.kase.dtype));
-    if (r.kase.op == "peak" && r.gflops > 0) peaks[dtype] = std::max(peaks[dtype], r.gflops);
-    if (r.kase.op == "bandwidth" && r.work.bytes() >= kMemoryCeilingMinBytes) bandwidth = std::max(bandwidth, r.gbps);
+    const CeilingKind ceiling = ceiling_of(r.kase.op);
+    if (ceiling == CeilingKind::compute && r.gflops > 0) peaks[dtype] = std::max(peaks[dtype], r.gflops);
+    if (ceiling == CeilingKind::memory && r.work.bytes() >= kMemoryCeilingMinBytes) bandwidth = std::max(bandwidth, r.gbps);
     if (r.peak_gflops) peaks[dtype] = std::max(peaks[dtype], *r.peak_gflops);
     if (r.bandwidth_gbps) bandwidth = std::max(bandwidth, *r.bandwidth_gbps);
-    if (r.kase.op == "peak" || r.kase.op == "bandwidth" || !(r.gflops > 0) || !(r.intensity > 0)) continue;
+    if (ceiling != CeilingKind::none || !(r.gflops > 0) || !(r.intensity > 0)) continue;
     lo = std::min(lo, r.intensity);
     hi = std::max(hi, r.intensity);
     json p = {{"intensity", r.intensity}, {"gflops", r.gflops}, {"op", r.kase.op},
@@ -230,7 +232,7 @@ std::optional<Chart> roofline_chart(const std::vector<Result>& results) {
 std::vector<Chart> impl_comparison_charts(const std::vector<Result>& results) {
   std::map<std::string, std::vector<const Result*>> by_op;
   for (auto& r : results)
-    if (measured(r) && r.kase.op != "peak") by_op[r.kase.op].push_back(&r);
+    if (measured(r) && ceiling_of(r.kase.op) != CeilingKind::compute) by_op[r.kase.op].push_back(&r);
   std::vector<Chart> charts;
   for (auto& [op, rs] : by_op) {
     std::set<std::string> impls, dtypes;

@@ -108,7 +108,7 @@ nlohmann::json gbench_json(const nlohmann::json& context, const std::vector<Resu
     if (!r.stop_reason.empty()) b["stop_reason"] = r.stop_reason;
     if (r.sustained) b["sustained"] = sustained_json(*r.sustained);
     if (!r.telemetry.is_null()) b["telemetry"] = r.telemetry;
-    if (r.kase.on_cuda()) b["device"] = r.kase.device;
+    if (!r.kase.on_host()) b["device"] = r.kase.device;
     if (auto w = per_watt(r)) b[w->unit == std::string("GB/s/W") ? "gbps_per_watt" : "gflops_per_watt"] = w->value;
     if (r.status != Status::ok) {
       b["error_occurred"] = true;
@@ -146,7 +146,7 @@ nlohmann::json gbench_json(const nlohmann::json& context, const std::vector<Resu
 std::string csv_table(const nlohmann::json& context, const std::vector<Result>& results) {
   std::string cpu = context.contains("cpu") ? context["cpu"].value("model", "cpu") : "cpu";
   auto device_name = [&](const Case& c) -> std::string {
-    if (!c.on_cuda()) return cpu;
+    if (c.on_host()) return cpu;
     if (context.contains("gpus"))
       for (auto& g : context["gpus"])
         if (g.value("device", "") == c.device) return g.value("name", c.device);

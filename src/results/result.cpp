@@ -149,7 +149,7 @@ nlohmann::json to_json(const Result& r) {
   if (r.throttled_samples > 0) j["throttled_samples"] = r.throttled_samples;
   if (r.sustained) j["sustained"] = sustained_json(*r.sustained);
   if (!r.telemetry.is_null()) j["telemetry"] = r.telemetry;
-  if (r.kase.on_cuda()) j["device"] = r.kase.device;
+  if (!r.kase.on_host()) j["device"] = r.kase.device;
   j["peak_memory_bytes"] = r.peak_memory_bytes;
   j["details"] = r.details;
   return j;

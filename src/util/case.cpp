@@ -1,9 +1,12 @@
 #include "opmeter/case.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "opmeter/backend.hpp"
 #include "opmeter/errors.hpp"
 
 namespace opmeter {
@@ -69,26 +72,109 @@ std::string Case::params_string() const {
   return out;
 }
 
-int Case::cuda_index() const {
-  auto index = parse_device(device);
-  if (!index) throw UsageError(fmt::format("case {} does not run on a CUDA device", to_string()));
-  return *index;
+int Case::device_index() const {
+  auto colon = device.rfind(':');
+  auto n = colon == std::string::npos ? std::nullopt : to_int(device.substr(colon + 1));
+  if (!n || *n < 0 || *n > 1 << 20) throw UsageError(fmt::format("case {} names no numbered device", to_string()));
+  return static_cast<int>(*n);
 }
 
-std::optional<int> parse_device(const std::string& device) {
-  if (device == "cpu") return std::nullopt;
-  if (device.rfind("cuda:", 0) == 0)
-    if (auto n = to_int(device.substr(5)); n && *n >= 0 && *n < 1024) return static_cast<int>(*n);
-  throw UsageError(fmt::format("unknown device '{}' (expected cpu or cuda:N, e.g. cuda:0)", device));
+std::int64_t Case::setting_int(const std::string& key, std::int64_t otherwise) const {
+  for (auto& [k, v] : settings)
+    if (k == key) return to_int(v).value_or(otherwise);
+  return otherwise;
 }
+
+Case& Case::set_setting(const std::string& key, std::string value) {
+  for (auto& [k, v] : settings)
+    if (k == key) {
+      v = std::move(value);
+      return *this;
+    }
+  settings.emplace_back(key, std::move(value));
+  return *this;
+}
+
+Case& Case::drop_setting(const std::string& key) {
+  std::erase_if(settings, [&](auto& kv) { return kv.first == key; });
+  return *this;
+}
+
+void check_device(const std::string& device) { backend_of(device); }
 
 std::string Case::to_string() const {
   auto s = fmt::format("{}/{}/{}/{}/", op, impl, opmeter::to_string(dtype), params_string());
-  s += on_cuda() ? "device=" + device : fmt::format("threads={}", threads);
-  if (graph > 0) s += fmt::format(",graph={}", graph);
+  s += on_host() ? fmt::format("threads={}", threads) : "device=" + device;
+  for (auto& [k, v] : settings) s += "," + k + "=" + v;
   if (hot) s += ",hot";
   return s;
 }
+
+namespace {
+
+// The settings part: threads=N or device=NAME, hot, and the device's backend's own settings
+// (checked once the device is known).
+void parse_settings(const std::string& text, const std::string& part, Case& c) {
+  struct Given {
+    std::string key;
+    std::optional<std::string> value;  // none: a bare word
+  };
+  std::vector<Given> others;
+  bool threads_given = false;
+  for (auto& setting : split(part, ',')) {
+    auto eq = setting.find('=');
+    Given g{setting.substr(0, eq), eq == std::string::npos ? std::nullopt : std::optional(setting.substr(eq + 1))};
+    if (setting == "hot") {
+      c.hot = true;
+    } else if (g.key == "threads" && g.value) {
+      auto n = to_int(*g.value);
+      if (!n || *n < 1 || *n > 4096)
+        throw UsageError(fmt::format("case string '{}': threads must be an integer in 1..4096", text));
+      c.threads = static_cast<int>(*n);
+      threads_given = true;
+    } else if (g.key == "device" && g.value) {
+      c.device = *g.value;
+      try {
+        check_device(c.device);
+      } catch (const UsageError& e) {
+        throw UsageError(fmt::format("case string '{}': {}", text, e.what()));
+      }
+    } else {
+      others.push_back(std::move(g));
+    }
+  }
+  Backend& backend = backend_of(c);
+  if (!c.on_host() && threads_given)
+    throw UsageError(fmt::format("case string '{}': threads=N is for CPU cases; a {} case names only its device", text,
+                                 backend.name()));
+  for (auto& g : others) {
+    if (g.value) {
+      auto own = backend.settings();
+      auto def = std::find_if(own.begin(), own.end(), [&](auto& d) { return d.name == g.key; });
+      if (def != own.end()) {
+        try {
+          if (def->check) def->check(*g.value);
+        } catch (const UsageError& e) {
+          throw UsageError(fmt::format("case string '{}': {}", text, e.what()));
+        }
+        c.set_setting(g.key, *g.value);
+        continue;
+      }
+      for (auto* b : backends())  // another backend's setting: say which device it needs
+        for (auto& d : b->settings())
+          if (d.name == g.key)
+            throw UsageError(fmt::format("case string '{}': {} needs device={}", text, d.help, b->device_grammar()));
+    }
+    std::vector<std::string> known = {"threads=N", "device=NAME"};
+    for (auto* b : backends())
+      for (auto& d : b->settings()) known.push_back(d.name + "=N");
+    known.push_back("hot");
+    throw UsageError(fmt::format("case string '{}': unknown setting '{}' (expected {})", text,
+                                 g.value ? g.key + "=" + *g.value : g.key, fmt::join(known, ", ")));
+  }
+}
+
+}  // namespace
 
 Case parse_case(const std::string& text) {
   auto parts = split(text, '/');
@@ -111,35 +197,7 @@ Case parse_case(const std::string& text) {
       c.params.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
     }
   }
-  for (auto& setting : split(parts[4], ',')) {
-    if (setting == "hot") {
-      c.hot = true;
-    } else if (setting.rfind("threads=", 0) == 0) {
-      auto n = to_int(setting.substr(8));
-      if (!n || *n < 1 || *n > 4096)
-        throw UsageError(fmt::format("case string '{}': threads must be an integer in 1..4096", text));
-      c.threads = static_cast<int>(*n);
-    } else if (setting.rfind("device=", 0) == 0) {
-      c.device = setting.substr(7);
-      try {
-        parse_device(c.device);
-      } catch (const UsageError& e) {
-        throw UsageError(fmt::format("case string '{}': {}", text, e.what()));
-      }
-    } else if (setting.rfind("graph=", 0) == 0) {
-      auto n = to_int(setting.substr(6));
-      if (!n || *n < 1 || *n > 100000)
-        throw UsageError(fmt::format("case string '{}': graph must be the launches per graph, 1..100000", text));
-      c.graph = static_cast<int>(*n);
-    } else {
-      throw UsageError(fmt::format(
-          "case string '{}': unknown setting '{}' (expected threads=N, device=cuda:N, graph=N or hot)", text, setting));
-    }
-  }
-  if (c.on_cuda() && parts[4].find("threads=") != std::string::npos)
-    throw UsageError(fmt::format("case string '{}': threads=N is for CPU cases; a CUDA case names only its device", text));
-  if (c.graph > 0 && !c.on_cuda())
-    throw UsageError(fmt::format("case string '{}': graph=N (CUDA Graph mode) needs device=cuda:N", text));
+  parse_settings(text, parts[4], c);
   return c;
 }
 

@@ -16,7 +16,7 @@ class CudaBandwidth : public Impl {
   void setup(const Case& c, const SetupOptions& options) override {
     spec_ = *parse_kernel(c.get("kernel"));
     n_ = static_cast<std::size_t>(c.get_int("n"));
-    int device = c.cuda_index();
+    int device = c.device_index();
     stream_ = cuda::stream(device);
     std::size_t tiles = (n_ / 4 + kVectorsPerThread * kThreadsPerBlock - 1) / (kVectorsPerThread * kThreadsPerBlock);
     blocks_ = static_cast<int>(std::clamp<std::size_t>(tiles, 1, kMaxBlocks));
@@ -84,6 +84,8 @@ class CudaBandwidth : public Impl {
 cuda::FactoryRegistrar reg({
     .op = "bandwidth",
     .impl = "cuda",
+    .summary = "grid-stride kernels with 16-byte loads and stores",
+    .dtypes = {DType::fp32},
     .supports =
         [](const Case& c, const cuda::DeviceProps& p) {
           if (p.cc() < 80) return Support::no("opmeter's CUDA kernels are built for compute capability 8.0 and newer");

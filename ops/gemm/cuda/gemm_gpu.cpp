@@ -18,7 +18,7 @@ void check_cublas(int status, const char* what, const char* status_text) {
 
 void GpuGemm::setup(const Case& c, const SetupOptions& options) {
   bind(c);
-  device_ = c.cuda_index();
+  device_ = c.device_index();
   stream_ = cuda::stream(device_);
   auto in = inputs();
   a_ = cuda::DeviceBuffer(in[kA].bytes());

@@ -77,7 +77,7 @@ class CudaPeak : public Impl {
   void setup(const Case& c, const SetupOptions&) override {
     dtype_ = c.dtype;
     kind_ = *gpu::parse_kind(c.get("kernel"));  // validated when the case was read
-    stream_ = cuda::stream(c.cuda_index());
+    stream_ = cuda::stream(c.device_index());
     const std::size_t threads = kind_ == gpu::Kind::fma   ? gpu::kBlocks * gpu::kThreads
                                 : kind_ == gpu::Kind::mma ? gpu::kMmaThreads
                                                           : gpu::kWgThreadsTotal;
@@ -160,6 +160,9 @@ namespace {
 cuda::FactoryRegistrar reg({
     .op = "peak",
     .impl = "cuda",
+    .summary = "own ceilings: fp32 FMA chains (kernel=fma); tensor-core chains by mma.sync (kernel=mma, sm_80+, fp8 "
+                   "sm_89+) or Hopper wgmma (kernel=wgmma, sm_90a)",
+    .dtypes = {DType::fp32, DType::tf32, DType::fp16, DType::bf16, DType::fp8_e4m3, DType::int8},
     .supports = [](const Case& c, const cuda::DeviceProps& p) { return cuda_support(c, p.cc()); },
     .make = [] { return std::make_unique<CudaPeak>(); },
 });

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "opmeter/case.hpp"
 #include "opmeter/op.hpp"
@@ -49,9 +50,12 @@ void upload(void* dst, const void* src, std::size_t bytes, cudaStream_t s);
 void download(void* dst, const void* src, std::size_t bytes, cudaStream_t s);
 void fill(void* dst, int byte, std::size_t bytes, cudaStream_t s);
 
-// The plugin's impls register a factory each (static registrars in their own files).
+// The plugin's impls register a factory each (static registrars in their own files): the
+// plugin hands them to opmeter as its impl definitions.
 struct Factory {
   std::string op, impl;
+  std::string summary;       // one line for `opmeter list`
+  std::vector<DType> dtypes;
   // Device-dependent support (dtype by compute capability, kernel variants).
   std::function<Support(const Case&, const DeviceProps&)> supports;
   std::function<std::unique_ptr<Impl>()> make;
@@ -59,6 +63,6 @@ struct Factory {
 struct FactoryRegistrar {
   explicit FactoryRegistrar(Factory f);
 };
-const Factory* find_factory(const std::string& op, const std::string& impl);
+std::vector<const Factory*> factories_list();
 
 }  // namespace opmeter::cuda

@@ -29,7 +29,7 @@ class Event {
 class CudaTimer : public SampleTimer {
  public:
   explicit CudaTimer(const Case& c)
-      : device_(c.cuda_index()), stream_(stream(device_)), cold_(!c.hot && c.graph == 0), graph_launches_(c.graph),
+      : device_(c.device_index()), stream_(stream(device_)), cold_(!c.hot && c.setting_int("graph") == 0), graph_launches_(static_cast<int>(c.setting_int("graph"))),
         default_mhz_(props(device_).clock_khz / 1000.0) {
     if (cold_) {
       // Writing an L2-sized buffer evicts the inputs of the previous sample (nvbench's way).

@@ -1,0 +1,70 @@
+// CUDA devices (`cuda:N`) as a backend: everything it does goes through the CUDA plugin, which
+// also brings the impl definitions; NVML watches the device through each case.
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "opmeter/backend.hpp"
+#include "opmeter/cuda_plugin.hpp"
+#include "opmeter/errors.hpp"
+#include "opmeter/result.hpp"
+#include "opmeter/telemetry.hpp"
+#include "ops/peak/datasheet.hpp"
+
+namespace opmeter::cuda {
+namespace {
+
+constexpr int kMaxGraphLaunches = 100000;
+
+class CudaBackend final : public Backend {
+ public:
+  std::string name() const override { return "cuda"; }
+  std::string device_grammar() const override { return "cuda:N"; }
+  std::string description() const override { return "a CUDA device"; }
+  bool owns(const std::string& device) const override {
+    if (device.rfind("cuda:", 0) != 0 || device.size() == 5 || device.size() > 9) return false;
+    return device.find_first_not_of("0123456789", 5) == std::string::npos;
+  }
+  std::vector<SettingDef> settings() const override {
+    return {{.name = "graph",
+             .help = "graph=N (CUDA Graph mode)",
+             .check = [](const std::string& v) {
+               int n = 0;
+               auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+               if (ec != std::errc() || end != v.data() + v.size() || n < 1 || n > kMaxGraphLaunches)
+                 throw UsageError(fmt::format("graph must be the launches per graph, 1..{}", kMaxGraphLaunches));
+             }}};
+  }
+
+  std::string first_device() const override { return "cuda:0"; }
+  Support ready() override { return plugin() ? Support::yes() : Support::no(load_reason()); }
+  Support supports(const Case& c) override { return plugin()->device(c.device_index()); }
+  std::vector<ImplDef> impls() override { return plugin() ? plugin()->impls() : std::vector<ImplDef>{}; }
+  double free_memory(const Case& c) override { return static_cast<double>(plugin()->free_memory(c.device_index())); }
+
+  std::unique_ptr<SampleTimer> timer(Impl&, const Case& c) override { return plugin()->timer(c); }
+  bool timer_makes_cold() const override { return true; }
+  std::unique_ptr<Telemetry> telemetry(const Case& c, std::string& why) override {
+    auto device = nvml_device(c.device_index(), why);
+    return device ? std::make_unique<Telemetry>(Nvml::instance(), *device) : nullptr;
+  }
+  bool measures_sustained() const override { return true; }
+  void range_push(const std::string& name) override { plugin()->range_push(name); }
+  void range_pop() override { plugin()->range_pop(); }
+  void profiler_start() override { plugin()->profiler_start(); }
+  void profiler_stop() override { plugin()->profiler_stop(); }
+
+  nlohmann::json context(const std::vector<std::string>& devices) override {
+    std::vector<int> indices;
+    for (auto& d : devices) indices.push_back(Case{.device = d}.device_index());
+    return gpu_context(indices);
+  }
+  void annotate_ceiling(Result& r) override {
+    compare_with_datasheet(r, plugin()->device_context(r.kase.device_index()).value("name", ""));
+  }
+};
+
+const BackendRegistrar reg(std::make_unique<CudaBackend>());
+
+}  // namespace
+}  // namespace opmeter::cuda
