@@ -9,7 +9,7 @@
 namespace opmeter::testing {
 namespace {
 
-// Computes C = A*B correctly except one element: the gate must catch a single wrong value.
+// Computes C = A*B^T correctly except one element: the gate must catch a single wrong value.
 class WrongGemm : public gemm::GemmImpl {
  public:
   void run(std::size_t copy) override {
@@ -19,7 +19,7 @@ class WrongGemm : public gemm::GemmImpl {
     for (std::int64_t i = 0; i < d_.M; ++i)
       for (std::int64_t j = 0; j < d_.N; ++j) {
         float acc = 0;
-        for (std::int64_t k = 0; k < d_.K; ++k) acc += A[i * d_.K + k] * B[k * d_.N + j];
+        for (std::int64_t k = 0; k < d_.K; ++k) acc += A[i * d_.K + k] * B[j * d_.K + k];
         C[i * d_.N + j] = acc;
       }
     C[0] += 0.5f;

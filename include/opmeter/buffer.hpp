@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <span>
 
+#include "opmeter/dtype.hpp"  // to_bf16 / from_bf16, which ops storing bf16 use with buffers
+
 namespace opmeter {
 
 // 64-byte aligned, page-touched memory that counts itself: the engine reports the peak bytes a
@@ -48,9 +50,5 @@ void fill_uniform(std::span<double> out, Rng& rng, double lo, double hi);
 // Random values in the first 256 Ki elements, repeated: fast for large timing buffers whose
 // values matter only for not being constant.
 void fill_uniform_tiled(std::span<float> out, Rng& rng, float lo, float hi);
-
-// bf16 helpers (round to nearest even), shared by ops that store bf16 inputs.
-std::uint16_t to_bf16(float x);
-float from_bf16(std::uint16_t x);
 
 }  // namespace opmeter

@@ -39,24 +39,24 @@ double flops_per_element(Act a) {
   return 1;
 }
 
-std::vector<tensor::TensorSpec> ActivationOp::inputs() const {
+std::vector<TensorDesc> ActivationOp::inputs() const {
   // -8..8 covers every branch: relu6's clip, hardswish's ramp, GELU's tail.
-  return {{"x", out_rows() * out_cols(), tensor::Elem::act, -8, 8}};
+  return {{"x", act(), out_rows() * out_cols(), -8, 8}};
 }
 
-void ActivationOp::reference_row(std::size_t copy, std::size_t row, double* ref, double* mag) const {
+void ActivationOp::reference_row(const HostTensors& in, std::size_t row, double* ref, double* mag) const {
   std::size_t cols = out_cols();
   for (std::size_t c = 0; c < cols; ++c) {
-    ref[c] = reference(act_, in_value(copy, 0, row * cols + c));
+    ref[c] = reference(act_, in[0][row * cols + c]);
     mag[c] = std::fabs(ref[c]) + 1;
   }
 }
 
 namespace {
 
-class OpmeterActivation : public ActivationOp {
+class OpmeterActivation : public HostImpl<ActivationOp> {
  public:
-  using ActivationOp::ActivationOp;
+  using HostImpl::HostImpl;
   void run(std::size_t copy) override {
     tensor::kernels().act(act_, bf16(), in(copy, 0), out(copy), out_rows() * out_cols());
   }

@@ -14,10 +14,10 @@ double flops_per_element(tensor::Act a);
 class ActivationOp : public tensor::TensorOp {
  public:
   explicit ActivationOp(tensor::Act a) : act_(a) {}
-  std::vector<tensor::TensorSpec> inputs() const override;
+  std::vector<TensorDesc> inputs() const override;
   std::size_t out_rows() const override { return tensor::rows_of(case_); }
   std::size_t out_cols() const override { return tensor::hidden_of(case_); }
-  void reference_row(std::size_t copy, std::size_t row, double* ref, double* mag) const override;
+  void reference_row(const HostTensors& in, std::size_t row, double* ref, double* mag) const override;
   double fp32_tolerance() const override { return 64 * 0x1p-24; }
 
  protected:

@@ -8,9 +8,9 @@ namespace opmeter::activation {
 namespace {
 using tensor::Act;
 
-class OnednnActivation : public ActivationOp {
+class OnednnActivation : public HostImpl<ActivationOp> {
  public:
-  using ActivationOp::ActivationOp;
+  using HostImpl::HostImpl;
   void prepare() override {
     dnnl::memory::desc md({dnnl::memory::dim(out_rows()), dnnl::memory::dim(out_cols())}, tensor::onednn_type(case_.dtype),
                           dnnl::memory::format_tag::ab);

@@ -9,7 +9,6 @@
 #include "opmeter/errors.hpp"
 
 namespace opmeter::attention {
-using tensor::Elem;
 
 namespace {
 const std::vector<std::pair<Stage, std::string>> kStages = {
@@ -75,11 +74,11 @@ void validate(const Case& c) {
 
 }  // namespace
 
-std::vector<tensor::TensorSpec> AttentionOp::inputs() const {
+std::vector<TensorDesc> AttentionOp::inputs() const {
   auto s = shape_of(case_);
   std::size_t n = s.heads_total() * s.seq * s.d;
-  std::vector<tensor::TensorSpec> v = {{"q", n, Elem::act}, {"k", n, Elem::act}};
-  if (s.stage == Stage::full) v.push_back({"v", n, Elem::act});
+  std::vector<TensorDesc> v = {{"q", act(), n}, {"k", act(), n}};
+  if (s.stage == Stage::full) v.push_back({"v", act(), n});
   return v;
 }
 
@@ -103,14 +102,14 @@ double AttentionOp::reference_row_cost() const {
   return 4.0 * double(s.seq * s.d);
 }
 
-void AttentionOp::reference_row(std::size_t copy, std::size_t row, double* ref, double* mag) const {
+void AttentionOp::reference_row(const HostTensors& in, std::size_t row, double* ref, double* mag) const {
   auto s = shape_of(case_);
   const std::size_t head = row / s.seq, i = row % s.seq, base = head * s.seq * s.d;
   const std::size_t keys = s.causal ? i + 1 : s.seq;
   std::vector<double> sc(s.seq, 0.0), scmag(s.seq, 0.0);
   for (std::size_t j = 0; j < keys; ++j)
     for (std::size_t c = 0; c < s.d; ++c) {
-      double p = in_value(copy, kQ, base + i * s.d + c) * in_value(copy, kK, base + j * s.d + c) * double(s.scale());
+      double p = in[kQ][base + i * s.d + c] * in[kK][base + j * s.d + c] * double(s.scale());
       sc[j] += p;
       scmag[j] += std::fabs(p);
     }
@@ -136,7 +135,7 @@ void AttentionOp::reference_row(std::size_t copy, std::size_t row, double* ref, 
   for (std::size_t c = 0; c < s.d; ++c) {
     double o = 0, m = 0;
     for (std::size_t j = 0; j < keys; ++j) {
-      double v = in_value(copy, kV, base + j * s.d + c);
+      double v = in[kV][base + j * s.d + c];
       o += p[j] * v;
       m += p[j] * std::fabs(v);
     }
@@ -149,7 +148,7 @@ namespace {
 
 // Our single pass: per (batch, head), queries in blocks against all keys with an online softmax;
 // the seq x seq matrix never exists. `probs` writes P straight from cache-resident score rows.
-class OpmeterAttention : public AttentionOp {
+class OpmeterAttention : public HostImpl<AttentionOp> {
  public:
   void run(std::size_t copy) override {
     auto s = shape_of(case_);

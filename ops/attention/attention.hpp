@@ -22,10 +22,10 @@ Shape shape_of(const Case& c);
 
 class AttentionOp : public tensor::TensorOp {
  public:
-  std::vector<tensor::TensorSpec> inputs() const override;
+  std::vector<TensorDesc> inputs() const override;
   std::size_t out_rows() const override;
   std::size_t out_cols() const override;
-  void reference_row(std::size_t copy, std::size_t row, double* ref, double* mag) const override;
+  void reference_row(const HostTensors& in, std::size_t row, double* ref, double* mag) const override;
   double fp32_tolerance() const override;
   double reference_row_cost() const override;
 

@@ -11,7 +11,7 @@ namespace {
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
-class OnednnUnfusedAttention : public AttentionOp {
+class OnednnUnfusedAttention : public HostImpl<AttentionOp> {
  public:
   void prepare() override {
     auto& eng = tensor::onednn_engine();

@@ -10,7 +10,6 @@
 
 namespace opmeter::conv {
 using tensor::Act;
-using tensor::Elem;
 
 Shape shape_of(const Case& c) {
   using tensor::param;
@@ -91,16 +90,16 @@ const bool registered = [] {
 
 }  // namespace
 
-std::vector<tensor::TensorSpec> ConvOp::inputs() const {
+std::vector<TensorDesc> ConvOp::inputs() const {
   auto s = shape_of(case_);
-  std::vector<tensor::TensorSpec> v = {{"x", s.n * s.c * s.h * s.h, Elem::act},
-                                       {"w", s.oc * s.cg() * s.r * s.r, Elem::act},
-                                       {"bias", s.oc, Elem::f32}};
+  std::vector<TensorDesc> v = {{"x", act(), s.n * s.c * s.h * s.h},
+                               {"w", act(), s.oc * s.cg() * s.r * s.r},
+                               {"bias", Elem::f32, s.oc}};
   if (s.bn) {
-    v.push_back({"mean", s.oc, Elem::f32, -0.5, 0.5});
-    v.push_back({"var", s.oc, Elem::f32, 0.25, 1.5});
-    v.push_back({"gamma", s.oc, Elem::f32, 0.5, 1.5});
-    v.push_back({"beta", s.oc, Elem::f32, -0.5, 0.5});
+    v.push_back({"mean", Elem::f32, s.oc, -0.5, 0.5});
+    v.push_back({"var", Elem::f32, s.oc, 0.25, 1.5});
+    v.push_back({"gamma", Elem::f32, s.oc, 0.5, 1.5});
+    v.push_back({"beta", Elem::f32, s.oc, -0.5, 0.5});
   }
   return v;
 }
@@ -120,12 +119,12 @@ double ConvOp::reference_row_cost() const {
   return 2.0 * double(s.oh * s.cg() * s.r * s.r);
 }
 
-void ConvOp::reference_row(std::size_t copy, std::size_t row, double* ref, double* mag) const {
+void ConvOp::reference_row(const HostTensors& in, std::size_t row, double* ref, double* mag) const {
   auto s = shape_of(case_);
   const std::size_t oh = row % s.oh, o = (row / s.oh) % s.oc, n = row / (s.oh * s.oc);
   const std::size_t g = o / (s.oc / s.groups);
   for (std::size_t ow = 0; ow < s.oh; ++ow) {
-    double z = vec(copy, kBias)[o], m = std::fabs(z);
+    double z = vec(in, kBias)[o], m = std::fabs(z);
     for (std::size_t ic = 0; ic < s.cg(); ++ic)
       for (std::size_t r = 0; r < s.r; ++r)
         for (std::size_t q = 0; q < s.r; ++q) {
@@ -133,13 +132,13 @@ void ConvOp::reference_row(std::size_t copy, std::size_t row, double* ref, doubl
           auto iw = std::int64_t(ow * s.stride + q) - std::int64_t(s.pad);
           if (ih < 0 || iw < 0 || ih >= std::int64_t(s.h) || iw >= std::int64_t(s.h)) continue;
           std::size_t xi = ((n * s.c + g * s.cg() + ic) * s.h + std::size_t(ih)) * s.h + std::size_t(iw);
-          double p = in_value(copy, kX, xi) * in_value(copy, kW, ((o * s.cg() + ic) * s.r + r) * s.r + q);
+          double p = in[kX][xi] * in[kW][((o * s.cg() + ic) * s.r + r) * s.r + q];
           z += p;
           m += std::fabs(p);
         }
     if (s.bn) {
-      double scale = vec(copy, kGamma)[o] / std::sqrt(double(vec(copy, kVar)[o]) + tensor::kNormEps);
-      double shift = vec(copy, kBeta)[o] - vec(copy, kMean)[o] * scale;
+      double scale = vec(in, kGamma)[o] / std::sqrt(double(vec(in, kVar)[o]) + tensor::kNormEps);
+      double shift = vec(in, kBeta)[o] - vec(in, kMean)[o] * scale;
       z = z * scale + shift;
       m = m * std::fabs(scale) + std::fabs(shift);
     }

@@ -23,16 +23,15 @@ void fold_batchnorm(const float* w, const float* b, const float* mean, const flo
 
 class ConvOp : public tensor::TensorOp {
  public:
-  std::vector<tensor::TensorSpec> inputs() const override;
+  std::vector<TensorDesc> inputs() const override;
   std::size_t out_rows() const override;
   std::size_t out_cols() const override { return shape_of(case_).oh; }
-  void reference_row(std::size_t copy, std::size_t row, double* ref, double* mag) const override;
+  void reference_row(const HostTensors& in, std::size_t row, double* ref, double* mag) const override;
   double fp32_tolerance() const override;
   double reference_row_cost() const override;
 
  protected:
   static constexpr std::size_t kX = 0, kW = 1, kBias = 2, kMean = 3, kVar = 4, kGamma = 5, kBeta = 6;
-  const float* vec(std::size_t copy, std::size_t i) const { return static_cast<const float*>(in(copy, i)); }
 };
 
 }  // namespace opmeter::conv

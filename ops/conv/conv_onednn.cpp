@@ -15,7 +15,7 @@ using tag = dnnl::memory::format_tag;
 using dims = dnnl::memory::dims;
 using tensor::Act;
 
-class OnednnConv : public ConvOp {
+class OnednnConv : public HostImpl<ConvOp> {
  public:
   explicit OnednnConv(bool fused) : fused_(fused) {}
 
@@ -95,11 +95,12 @@ class OnednnConv : public ConvOp {
   void fold(std::size_t copy, const Shape& s, Buffer& w, Buffer& bias) {
     const std::size_t per_oc = s.cg() * s.r * s.r, count = s.oc * per_oc;
     std::vector<float> w32(count), out(count);
-    for (std::size_t k = 0; k < count; ++k) w32[k] = static_cast<float>(tensor::load(tensor::Elem::act, case_.dtype, w.data(), k));
+    const HostTensors& in = host_inputs(copy);
+    for (std::size_t k = 0; k < count; ++k) w32[k] = static_cast<float>(load(act(), w.data(), k));
     std::vector<float> b32(bias.as<float>(), bias.as<float>() + s.oc);
-    fold_batchnorm(w32.data(), b32.data(), vec(copy, kMean), vec(copy, kVar), vec(copy, kGamma), vec(copy, kBeta), s.oc,
-                   per_oc, out.data(), bias.as<float>());
-    for (std::size_t k = 0; k < count; ++k) tensor::store(tensor::Elem::act, case_.dtype, w.data(), k, out[k]);
+    fold_batchnorm(w32.data(), b32.data(), vec(in, kMean), vec(in, kVar), vec(in, kGamma), vec(in, kBeta), s.oc, per_oc,
+                   out.data(), bias.as<float>());
+    for (std::size_t k = 0; k < count; ++k) store(act(), w.data(), k, out[k]);
   }
 
   bool fused_;

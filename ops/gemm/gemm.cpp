@@ -1,29 +1,26 @@
-// The GEMM op: parameters, work model, footprint and the shared correctness check.
+// The GEMM op: parameters, element types, work model and the spec every impl shares.
 #include "ops/gemm/gemm.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
-#include <bit>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include <fmt/format.h>
 
+#include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 
 namespace opmeter::gemm {
 namespace {
-constexpr std::uint32_t kInt32Poison = 0x7f7f7f7f;  // beyond any u8*s8 sum with K < 2^16
 constexpr std::size_t kSampledElements = 4096;
 
 Work gemm_work(const Case& c) {
   auto d = dims(c);
+  auto t = types(c);
   double m = static_cast<double>(d.M), n = static_cast<double>(d.N), k = static_cast<double>(d.K);
-  return {2 * m * n * k, (m * k + k * n) * static_cast<double>(a_elem_bytes(c.dtype)),
-          m * n * static_cast<double>(c.on_host() ? c_elem_bytes(c.dtype) : gpu_c_elem_bytes(c.dtype))};
+  return {2 * m * n * k, m * k * static_cast<double>(elem_bytes(t.a)) + n * k * static_cast<double>(elem_bytes(t.b)),
+          m * n * static_cast<double>(elem_bytes(t.c))};
 }
 
 double gemm_footprint(const Case& c) {
@@ -52,7 +49,8 @@ std::vector<ParamSet> gemm_expand(const OpConfig& config) {
 
 OpRegistrar reg_gemm({
     .name = "gemm",
-    .summary = "C = A*B, row-major; bf16 accumulates in fp32, int8 is u8*s8->s32",
+    .summary = "C = A*B^T, row-major, B stored N x K (a linear layer's weight) on every device; bf16 accumulates "
+               "in fp32, int8 is u8*s8->s32 (CPU) or s8*s8->s32 (CUDA)",
     .params = {"M", "N", "K"},
     .example = {{"M", "64"}, {"N", "64"}, {"K", "64"}},
     .work = gemm_work,
@@ -63,131 +61,66 @@ OpRegistrar reg_gemm({
     .expand = gemm_expand,
 });
 
-// Value of input element i as the reference reads it.
-double a_value(DType d, const void* p, std::size_t i) {
-  switch (d) {
-    case DType::fp64: return static_cast<const double*>(p)[i];
-    case DType::bf16: return from_bf16(static_cast<const std::uint16_t*>(p)[i]);
-    case DType::int8: return static_cast<const std::uint8_t*>(p)[i];
-    default: return static_cast<const float*>(p)[i];
-  }
-}
-double b_value(DType d, const void* p, std::size_t i) {
-  if (d == DType::int8) return static_cast<const std::int8_t*>(p)[i];
-  return a_value(d, p, i);
-}
-double c_value(DType d, const void* p, std::size_t i) {
-  switch (d) {
-    case DType::fp64: return static_cast<const double*>(p)[i];
-    case DType::int8: {
-      auto v = static_cast<const std::int32_t*>(p)[i];
-      return std::bit_cast<std::uint32_t>(v) == kInt32Poison ? std::numeric_limits<double>::quiet_NaN() : v;
-    }
-    default: return static_cast<const float*>(p)[i];
-  }
-}
-
 }  // namespace
 
 Dims dims(const Case& c) { return {c.get_int("M"), c.get_int("N"), c.get_int("K")}; }
 
-std::size_t a_elem_bytes(DType d) { return size_of(d); }
-
-std::size_t gpu_c_elem_bytes(DType d) {
-  switch (d) {
-    case DType::fp16:
-    case DType::bf16:
-    case DType::fp8_e4m3: return 2;  // as torch.matmul: C in the input type; fp8 writes bf16
-    default: return 4;
+Types types(const Case& c) {
+  const bool cuda = !c.on_host();  // CUDA's library types (cuBLAS, cuBLASLt)
+  const Elem narrow_out = cuda ? Elem::bf16 : Elem::f32;
+  switch (c.dtype) {
+    case DType::fp64: return {Elem::f64, Elem::f64, Elem::f64};
+    case DType::fp16: return {Elem::f16, Elem::f16, cuda ? Elem::f16 : Elem::f32};
+    case DType::bf16: return {Elem::bf16, Elem::bf16, narrow_out};
+    case DType::fp8_e4m3: return {Elem::fp8_e4m3, Elem::fp8_e4m3, narrow_out};
+    case DType::int8: return {cuda ? Elem::s8 : Elem::u8, Elem::s8, Elem::s32};
+    default: return {Elem::f32, Elem::f32, Elem::f32};  // fp32, tf32
   }
 }
 
-std::size_t c_elem_bytes(DType d) {
-  if (d == DType::fp64) return 8;
-  return 4;  // fp32 for fp32/bf16, s32 for int8
-}
-
-double tolerance(DType d, std::int64_t K) {
+double tolerance(const Case& c) {
   // Normalized error of a sum of K products: rounding grows like sqrt(K) units of the
-  // accumulator's precision for any reasonable blocking; 4x margin.
-  double k = static_cast<double>(K);
-  switch (d) {
+  // accumulator's precision for any reasonable blocking; 4x margin. fp8 kernels accumulate in
+  // less than fp32. tf32 rounds its inputs to 10 mantissa bits; a 16-bit C rounds once more.
+  const double k = static_cast<double>(c.get_int("K"));
+  const Types t = types(c);
+  switch (c.dtype) {
     case DType::int8: return 0;  // integer arithmetic is exact
     case DType::fp64: return 4 * std::sqrt(k) * 0x1p-53 + 1e-15;
-    default: return 4 * std::sqrt(k) * 0x1p-24 + 1e-7;
+    default: break;
   }
+  double acc = c.dtype == DType::fp8_e4m3 ? 4 * std::sqrt(k) * 0x1p-20 : 4 * std::sqrt(k) * 0x1p-24 + 1e-7;
+  double inputs = c.dtype == DType::tf32 ? 0x1p-10 : 0.0;
+  double output = t.c == Elem::f16 ? 0x1p-10 : t.c == Elem::bf16 ? 0x1p-8 : 0.0;
+  return (inputs + output) + acc;
 }
 
-void GemmImpl::setup(const Case& c, const SetupOptions& options) {
+void GemmSpec::bind(const Case& c) {
   case_ = c;
   d_ = dims(c);
-  threads_ = c.threads;
-  auto bytes_a = static_cast<std::size_t>(d_.M * d_.K) * a_elem_bytes(c.dtype);
-  auto bytes_b = static_cast<std::size_t>(d_.K * d_.N) * a_elem_bytes(c.dtype);
-  auto bytes_c = static_cast<std::size_t>(d_.M * d_.N) * c_elem_bytes(c.dtype);
-  sets_.clear();
-  for (std::size_t i = 0; i < options.copies; ++i) sets_.push_back({Buffer(bytes_a), Buffer(bytes_b), Buffer(bytes_c)});
-  fill_inputs(sets_[0], options.seed);
-  // The other sets only need to live at other addresses: copying is much faster than drawing.
-  for (std::size_t i = 1; i < sets_.size(); ++i) {
-    std::memcpy(sets_[i].a.data(), sets_[0].a.data(), bytes_a);
-    std::memcpy(sets_[i].b.data(), sets_[0].b.data(), bytes_b);
-  }
-  prepare();
 }
 
-void GemmImpl::fill_inputs(Set& s, std::uint64_t seed) {
-  Rng rng(seed);
-  auto fill = [&](Buffer& buf, bool is_b) {
-    std::size_t n = buf.bytes() / a_elem_bytes(case_.dtype);
-    switch (case_.dtype) {
-      case DType::fp64: fill_uniform(buf.span<double>(), rng, -1, 1); break;
-      case DType::bf16:
-        for (std::size_t i = 0; i < n; ++i) buf.as<std::uint16_t>()[i] = to_bf16(static_cast<float>(rng.uniform(-1, 1)));
-        break;
-      case DType::int8:
-        for (std::size_t i = 0; i < n; ++i) {
-          auto r = static_cast<std::uint8_t>(rng.next() >> 56);
-          buf.as<std::uint8_t>()[i] = is_b ? static_cast<std::uint8_t>(static_cast<std::int8_t>(r)) : r;
-        }
-        break;
-      default: fill_uniform(buf.span<float>(), rng, -1, 1); break;
-    }
+std::vector<TensorDesc> GemmSpec::inputs() const {
+  // Integers use their whole range; floats are uniform in [-1, 1).
+  auto desc = [&](const char* name, Elem e, std::int64_t rows) {
+    TensorDesc t{name, e, static_cast<std::size_t>(rows * d_.K)};
+    if (e == Elem::s8) t.lo = -128, t.hi = 128;
+    if (e == Elem::u8) t.lo = 0, t.hi = 256;
+    return t;
   };
-  fill(s.a, false);
-  fill(s.b, true);
+  const Types t = types(case_);
+  return {desc("A", t.a, d_.M), desc("B", t.b, d_.N)};
 }
 
-void GemmImpl::poison_output(Set& s) {
-  std::size_t n = static_cast<std::size_t>(d_.M * d_.N);
-  switch (case_.dtype) {
-    case DType::fp64: std::fill_n(s.c.as<double>(), n, std::numeric_limits<double>::quiet_NaN()); break;
-    case DType::int8: std::fill_n(s.c.as<std::uint32_t>(), n, kInt32Poison); break;
-    default: std::fill_n(s.c.as<float>(), n, std::numeric_limits<float>::quiet_NaN()); break;
-  }
-}
+TensorDesc GemmSpec::output() const { return {"C", types(case_).c, static_cast<std::size_t>(d_.M * d_.N)}; }
 
-Check GemmImpl::verify(std::uint64_t seed) {
-  auto& s = sets_.at(0);
-  fill_inputs(s, seed);
-  poison_output(s);
-  run(0);
-  sync();
-  const auto N = static_cast<std::size_t>(d_.N), K = static_cast<std::size_t>(d_.K);
-  const DType dt = case_.dtype;
-  return sampled_check(
-      d_, seed, tolerance(dt, d_.K), threads_, [&](std::size_t i, std::size_t k) { return a_value(dt, s.a.data(), i * K + k); },
-      [&](std::size_t k, std::size_t j) { return b_value(dt, s.b.data(), k * N + j); },
-      [&](std::size_t idx) { return c_value(dt, s.c.data(), idx); });
-}
-
-Check sampled_check(Dims d, std::uint64_t seed, double tolerance, int threads, const ElementFn& a, const ElementFn& b,
-                    const std::function<double(std::size_t)>& c) {
-  const auto M = static_cast<std::size_t>(d.M), N = static_cast<std::size_t>(d.N), K = static_cast<std::size_t>(d.K);
+Check GemmSpec::check(const HostTensors& in, const HostTensor& out, std::uint64_t seed) const {
+  const auto M = static_cast<std::size_t>(d_.M), N = static_cast<std::size_t>(d_.N), K = static_cast<std::size_t>(d_.K);
+  const HostTensor &a = in.at(kA), &b = in.at(kB);
   Check check;
-  check.tolerance = tolerance;
+  check.tolerance = tolerance();
   for (std::size_t i = 0; i < M * N; ++i) {
-    if (!std::isfinite(c(i))) {
+    if (!std::isfinite(out[i])) {
       check.max_error = std::numeric_limits<double>::infinity();
       check.detail = fmt::format("C[{},{}] was not written (still poisoned) or is not finite", i / N, i % N);
       return check;
@@ -202,16 +135,16 @@ Check sampled_check(Dims d, std::uint64_t seed, double tolerance, int threads, c
     while (picks.size() < kSampledElements) picks.push_back(rng.next() % (M * N));
   }
   std::vector<double> errors(picks.size());
-#pragma omp parallel for num_threads(threads)
+#pragma omp parallel for num_threads(default_threads())
   for (std::size_t p = 0; p < picks.size(); ++p) {
     std::size_t i = picks[p] / N, j = picks[p] % N;
     double ref = 0, mag = 0;
     for (std::size_t k = 0; k < K; ++k) {
-      double prod = a(i, k) * b(k, j);
+      double prod = a[i * K + k] * b[j * K + k];  // B is N x K
       ref += prod;
       mag += std::fabs(prod);
     }
-    errors[p] = std::fabs(c(picks[p]) - ref) / (mag > 0 ? mag : 1.0);
+    errors[p] = std::fabs(out[picks[p]] - ref) / (mag > 0 ? mag : 1.0);
   }
   auto worst = std::max_element(errors.begin(), errors.end());
   check.max_error = *worst;

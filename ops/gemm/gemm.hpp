@@ -1,15 +1,16 @@
 #pragma once
-// GEMM C = A * B, row-major, A: M x K, B: K x N, C: M x N.
-// dtypes: fp64, fp32; bf16 = bf16 inputs with fp32 accumulation and fp32 C;
-// int8 = u8 A x s8 B -> s32 C.
+// GEMM C = A * B^T, row-major, on every device: A is M x K, B is stored N x K (a linear layer's
+// weight, the layout cuBLASLt needs for fp8 and int8), C is M x N.
+// Element types (types() below, the one place they are defined):
+//   fp64, fp32, tf32: same in and out (tf32 rounds inputs to 10 mantissa bits on the GPU);
+//   fp16, bf16: fp32 accumulation; C in the input type on CUDA (as torch.matmul), fp32 on the CPU;
+//   fp8 (e4m3): C in bf16 (CUDA only);
+//   int8: s32 accumulation and C; A is u8 on the CPU (oneDNN's u8*s8), s8 on CUDA (cuBLAS's s8*s8).
 // Work: 2*M*N*K flops; bytes = A + B + C (each read or written once).
-// Error metric: |c - ref| / sum_k |a_ik * b_kj| with ref in fp64, per sampled element.
+// Error metric: |c - ref| / sum_k |a_ik * b_jk| with ref in fp64, per sampled element.
 #include <cstdint>
-#include <functional>
-#include <vector>
 
-#include "opmeter/buffer.hpp"
-#include "opmeter/op.hpp"
+#include "opmeter/op_spec.hpp"
 
 namespace opmeter::gemm {
 
@@ -18,46 +19,35 @@ struct Dims {
 };
 Dims dims(const Case& c);
 
-std::size_t a_elem_bytes(DType d);
-std::size_t c_elem_bytes(DType d);
-// On CUDA devices (ops/gemm/cuda/): C in the input type for fp16/bf16, bf16 for fp8, else 4 bytes.
-// B is stored N x K there (a linear layer's weight), the layout cuBLASLt needs for fp8 and int8.
-std::size_t gpu_c_elem_bytes(DType d);
-double tolerance(DType d, std::int64_t K);
+struct Types {
+  Elem a, b, c;
+};
+Types types(const Case& c);  // by dtype, and host or CUDA device
+double tolerance(const Case& c);
 
-// The check every GEMM impl shares, CPU or GPU: every element of C written and finite (poison
-// gone), and a sample of them within `tolerance` of fp64 sums. a(i, k), b(k, j) and c(i * N + j)
-// read element values as the impl stores them.
-using ElementFn = std::function<double(std::size_t, std::size_t)>;
-Check sampled_check(Dims d, std::uint64_t seed, double tolerance, int threads, const ElementFn& a, const ElementFn& b,
-                    const std::function<double(std::size_t)>& c);
-
-// What every GEMM impl shares: input/output sets, random inputs, poisoning and the check.
-// An impl derives from this and implements prepare() (library handles) and run().
-class GemmImpl : public Impl {
+// The spec every GEMM impl shares, CPU or GPU: inputs A and B, output C, tolerance, the check
+// (every element of C written and finite, a sample of elements within tolerance of fp64 sums).
+class GemmSpec : public OpSpec {
  public:
-  void setup(const Case& c, const SetupOptions& options) override;
-  Check verify(std::uint64_t seed) override;
+  void bind(const Case& c) override;
+  std::vector<TensorDesc> inputs() const override;
+  TensorDesc output() const override;
+  double tolerance() const override { return gemm::tolerance(case_); }
+  Check check(const HostTensors& in, const HostTensor& out, std::uint64_t seed) const override;
 
  protected:
-  // Called once after buffers are allocated and filled (create primitives, descriptors here).
-  virtual void prepare() {}
-  void* a(std::size_t copy) { return sets_[copy].a.data(); }
-  void* b(std::size_t copy) { return sets_[copy].b.data(); }
-  void* c(std::size_t copy) { return sets_[copy].c.data(); }
-  std::size_t copies() const { return sets_.size(); }
-
+  static constexpr std::size_t kA = 0, kB = 1;
   Case case_;
   Dims d_;
-  int threads_ = 1;
+};
 
- private:
-  struct Set {
-    Buffer a, b, c;
-  };
-  void fill_inputs(Set& s, std::uint64_t seed);
-  void poison_output(Set& s);
-  std::vector<Set> sets_;
+// CPU GEMM impls: derive and implement run() (and prepare() for library handles).
+class GemmImpl : public HostImpl<GemmSpec> {
+ protected:
+  void* a(std::size_t copy) { return in(copy, kA); }
+  void* b(std::size_t copy) { return in(copy, kB); }
+  void* c(std::size_t copy) { return out(copy); }
+  int threads() const { return case_.threads; }
 };
 
 }  // namespace opmeter::gemm

@@ -1,4 +1,5 @@
-// oneDNN matmul primitive; created in setup, outside the timed region.
+// oneDNN matmul primitive; created in setup, outside the timed region. B is stored N x K
+// (gemm.hpp): its memory descriptor is the K x N matrix with transposed strides (tag ba).
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <fmt/format.h>
@@ -11,10 +12,10 @@ namespace {
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
-struct Types {
+struct OnednnTypes {
   dt a, b, c;
 };
-Types types(DType d) {
+OnednnTypes onednn_types(DType d) {
   switch (d) {
     case DType::bf16: return {dt::bf16, dt::bf16, dt::f32};
     case DType::int8: return {dt::u8, dt::s8, dt::s32};
@@ -25,8 +26,8 @@ Types types(DType d) {
 class OnednnGemm : public GemmImpl {
  public:
   void prepare() override {
-    auto t = types(case_.dtype);
-    dnnl::memory::desc a_md({d_.M, d_.K}, t.a, tag::ab), b_md({d_.K, d_.N}, t.b, tag::ab),
+    auto t = onednn_types(case_.dtype);
+    dnnl::memory::desc a_md({d_.M, d_.K}, t.a, tag::ab), b_md({d_.K, d_.N}, t.b, tag::ba),
         c_md({d_.M, d_.N}, t.c, tag::ab);
     dnnl::matmul::primitive_desc pd;
     try {

@@ -1,4 +1,5 @@
 // Plain loops with fp64 accumulation: the correctness oracle, run only at small sizes.
+// C = A * B^T with B stored N x K (gemm.hpp): both operands are read along K.
 #include <cstdint>
 
 #include <fmt/format.h>
@@ -16,7 +17,7 @@ void reference_gemm(const TA* a, const TB* b, TC* c, Dims d, int threads, Load l
   for (std::int64_t i = 0; i < d.M; ++i)
     for (std::int64_t j = 0; j < d.N; ++j) {
       double acc = 0;
-      for (std::int64_t k = 0; k < d.K; ++k) acc += load(a[i * d.K + k]) * load(b[k * d.N + j]);
+      for (std::int64_t k = 0; k < d.K; ++k) acc += load(a[i * d.K + k]) * load(b[j * d.K + k]);
       c[i * d.N + j] = static_cast<TC>(acc);
     }
 }
@@ -27,18 +28,18 @@ class ReferenceGemm : public GemmImpl {
     auto plain = [](auto x) { return static_cast<double>(x); };
     switch (case_.dtype) {
       case DType::fp64:
-        reference_gemm(static_cast<double*>(a(copy)), static_cast<double*>(b(copy)), static_cast<double*>(c(copy)), d_, threads_, plain);
+        reference_gemm(static_cast<double*>(a(copy)), static_cast<double*>(b(copy)), static_cast<double*>(c(copy)), d_, threads(), plain);
         break;
       case DType::bf16:
         reference_gemm(static_cast<std::uint16_t*>(a(copy)), static_cast<std::uint16_t*>(b(copy)), static_cast<float*>(c(copy)), d_,
-                       threads_, [](std::uint16_t x) { return static_cast<double>(from_bf16(x)); });
+                       threads(), [](std::uint16_t x) { return static_cast<double>(from_bf16(x)); });
         break;
       case DType::int8:
         reference_gemm(static_cast<std::uint8_t*>(a(copy)), static_cast<std::int8_t*>(b(copy)), static_cast<std::int32_t*>(c(copy)),
-                       d_, threads_, plain);
+                       d_, threads(), plain);
         break;
       default:
-        reference_gemm(static_cast<float*>(a(copy)), static_cast<float*>(b(copy)), static_cast<float*>(c(copy)), d_, threads_, plain);
+        reference_gemm(static_cast<float*>(a(copy)), static_cast<float*>(b(copy)), static_cast<float*>(c(copy)), d_, threads(), plain);
         break;
     }
   }

@@ -10,7 +10,6 @@
 
 namespace opmeter::linear {
 using tensor::Act;
-using tensor::Elem;
 
 namespace {
 constexpr const char* kLnPrefix = "ln_linear_";
@@ -49,14 +48,12 @@ Work unfused_work(const Case& c) {
   return w;
 }
 
-std::vector<tensor::TensorSpec> LinearOp::inputs() const {
+std::vector<TensorDesc> LinearOp::inputs() const {
   auto s = shape_of(case_);
-  std::vector<tensor::TensorSpec> v = {{"x", s.rows * s.hidden, Elem::act},
-                                       {"w", s.out * s.hidden, Elem::act},
-                                       {"bias", s.out, Elem::f32}};
+  std::vector<TensorDesc> v = {{"x", act(), s.rows * s.hidden}, {"w", act(), s.out * s.hidden}, {"bias", Elem::f32, s.out}};
   if (s.layernorm) {
-    v.push_back({"gamma", s.hidden, Elem::f32, 0.5, 1.5});
-    v.push_back({"beta", s.hidden, Elem::f32, -0.5, 0.5});
+    v.push_back({"gamma", Elem::f32, s.hidden, 0.5, 1.5});
+    v.push_back({"beta", Elem::f32, s.hidden, -0.5, 0.5});
   }
   return v;
 }
@@ -70,22 +67,22 @@ double LinearOp::reference_row_cost() const {
   return 2.0 * double(s.hidden) * double(s.out);
 }
 
-void LinearOp::reference_row(std::size_t copy, std::size_t row, double* ref, double* mag) const {
+void LinearOp::reference_row(const HostTensors& in, std::size_t row, double* ref, double* mag) const {
   auto s = shape_of(case_);
   std::vector<double> x(s.hidden);
-  for (std::size_t k = 0; k < s.hidden; ++k) x[k] = in_value(copy, kX, row * s.hidden + k);
+  for (std::size_t k = 0; k < s.hidden; ++k) x[k] = in[kX][row * s.hidden + k];
   if (s.layernorm) {
     double mean = 0, var = 0;
     for (double v : x) mean += v;
     mean /= double(s.hidden);
     for (double v : x) var += (v - mean) * (v - mean);
     double rstd = 1 / std::sqrt(var / double(s.hidden) + tensor::kNormEps);
-    for (std::size_t k = 0; k < s.hidden; ++k) x[k] = (x[k] - mean) * rstd * vec(copy, kGamma)[k] + vec(copy, kBeta)[k];
+    for (std::size_t k = 0; k < s.hidden; ++k) x[k] = (x[k] - mean) * rstd * vec(in, kGamma)[k] + vec(in, kBeta)[k];
   }
   for (std::size_t j = 0; j < s.out; ++j) {
-    double z = vec(copy, kBias)[j], m = std::fabs(z);
+    double z = vec(in, kBias)[j], m = std::fabs(z);
     for (std::size_t k = 0; k < s.hidden; ++k) {
-      double p = x[k] * in_value(copy, kW, j * s.hidden + k);
+      double p = x[k] * in[kW][j * s.hidden + k];
       z += p;
       m += std::fabs(p);
     }

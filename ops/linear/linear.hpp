@@ -21,17 +21,16 @@ Work unfused_work(const Case& c);
 
 class LinearOp : public tensor::TensorOp {
  public:
-  std::vector<tensor::TensorSpec> inputs() const override;
+  std::vector<TensorDesc> inputs() const override;
   std::size_t out_rows() const override { return shape_of(case_).rows; }
   std::size_t out_cols() const override { return shape_of(case_).out; }
-  void reference_row(std::size_t copy, std::size_t row, double* ref, double* mag) const override;
+  void reference_row(const HostTensors& in, std::size_t row, double* ref, double* mag) const override;
   double fp32_tolerance() const override;
   double reference_row_cost() const override;
 
  protected:
   // Inputs by position.
   static constexpr std::size_t kX = 0, kW = 1, kBias = 2, kGamma = 3, kBeta = 4;
-  const float* vec(std::size_t copy, std::size_t i) const { return static_cast<const float*>(in(copy, i)); }
 };
 
 }  // namespace opmeter::linear

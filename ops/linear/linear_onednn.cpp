@@ -12,7 +12,7 @@ using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 using tensor::Act;
 
-class OnednnLinear : public LinearOp {
+class OnednnLinear : public HostImpl<LinearOp> {
  public:
   explicit OnednnLinear(bool fused) : fused_(fused) {}
 

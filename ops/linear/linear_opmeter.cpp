@@ -15,7 +15,7 @@ namespace opmeter::linear {
 namespace {
 constexpr std::size_t kTileRows = 512, kTileCols = 256;  // C tile: 512 KiB, in a core's L2
 
-class OpmeterLinear : public LinearOp {
+class OpmeterLinear : public HostImpl<LinearOp> {
  public:
   void prepare() override {
     auto s = shape_of(case_);
@@ -32,7 +32,9 @@ class OpmeterLinear : public LinearOp {
     const auto& k = tensor::kernels();
     const float* x = static_cast<const float*>(in(copy, kX));
     const float* w = static_cast<const float*>(in(copy, kW));
-    const float* bias = vec(copy, kBias);
+    const float* bias = vec(host_inputs(copy), kBias);
+    const float* gamma = s.layernorm ? vec(host_inputs(copy), kGamma) : nullptr;
+    const float* beta = s.layernorm ? vec(host_inputs(copy), kBeta) : nullptr;
     float* y = static_cast<float*>(out(copy));
     const std::size_t blocks = (s.rows + kTileRows - 1) / kTileRows;
     int failures = 0;
@@ -42,7 +44,7 @@ class OpmeterLinear : public LinearOp {
       const std::size_t r0 = b * kTileRows, mr = std::min(kTileRows, s.rows - r0);
       const float* a = x + r0 * s.hidden;
       if (s.layernorm) {  // nested in our parallel loop: runs on this thread only
-        k.layernorm(false, a, sc.xhat.data(), vec(copy, kGamma), vec(copy, kBeta), mr, s.hidden);
+        k.layernorm(false, a, sc.xhat.data(), gamma, beta, mr, s.hidden);
         a = sc.xhat.as<float>();
       }
       for (std::size_t j0 = 0; j0 < s.out; j0 += kTileCols) {

@@ -10,17 +10,16 @@
 
 namespace opmeter::loss {
 namespace {
-using tensor::Elem;
 
 enum class Kind { mse, cross_entropy };
 
 class LossOp : public tensor::TensorOp {
  public:
   explicit LossOp(Kind k) : kind_(k) {}
-  std::vector<tensor::TensorSpec> inputs() const override {
+  std::vector<TensorDesc> inputs() const override {
     std::size_t rows = tensor::rows_of(case_), n = rows * tensor::hidden_of(case_);
-    if (kind_ == Kind::mse) return {{"pred", n, Elem::act}, {"target", n, Elem::act}};
-    return {{"logits", n, Elem::act, -8, 8}, {"labels", rows, Elem::s32, 0, double(tensor::hidden_of(case_))}};
+    if (kind_ == Kind::mse) return {{"pred", act(), n}, {"target", act(), n}};
+    return {{"logits", act(), n, -8, 8}, {"labels", Elem::s32, rows, 0, double(tensor::hidden_of(case_))}};
   }
   std::size_t out_rows() const override { return 1; }
   std::size_t out_cols() const override { return 1; }
@@ -28,21 +27,21 @@ class LossOp : public tensor::TensorOp {
   double fp32_tolerance() const override { return 1e-5; }
   double reference_row_cost() const override { return 8.0 * double(tensor::rows_of(case_) * tensor::hidden_of(case_)); }
   // A scalar loss is not rounded to bf16: only the inputs are bf16.
-  void reference_row(std::size_t copy, std::size_t, double* ref, double* mag) const override {
+  void reference_row(const HostTensors& in, std::size_t, double* ref, double* mag) const override {
     const std::size_t rows = tensor::rows_of(case_), h = tensor::hidden_of(case_);
     double sum = 0, scale = 0;
     if (kind_ == Kind::mse) {
       for (std::size_t i = 0; i < rows * h; ++i) {
-        double d = in_value(copy, 0, i) - in_value(copy, 1, i);
+        double d = in[0][i] - in[1][i];
         sum += d * d;
       }
       scale = sum;
     } else {
       for (std::size_t r = 0; r < rows; ++r) {
         double mx = -INFINITY, s = 0;
-        for (std::size_t c = 0; c < h; ++c) mx = std::max(mx, in_value(copy, 0, r * h + c));
-        for (std::size_t c = 0; c < h; ++c) s += std::exp(in_value(copy, 0, r * h + c) - mx);
-        double target = in_value(copy, 0, r * h + static_cast<std::size_t>(in_value(copy, 1, r)));
+        for (std::size_t c = 0; c < h; ++c) mx = std::max(mx, in[0][r * h + c]);
+        for (std::size_t c = 0; c < h; ++c) s += std::exp(in[0][r * h + c] - mx);
+        double target = in[0][r * h + static_cast<std::size_t>(in[1][r])];
         sum += std::log(s) + mx - target;
         scale += std::fabs(std::log(s) + mx) + std::fabs(target);
       }
@@ -55,9 +54,9 @@ class LossOp : public tensor::TensorOp {
   Kind kind_;
 };
 
-class OpmeterLoss : public LossOp {
+class OpmeterLoss : public HostImpl<LossOp> {
  public:
-  using LossOp::LossOp;
+  using HostImpl::HostImpl;
   void run(std::size_t copy) override {
     const auto& k = tensor::kernels();
     std::size_t rows = tensor::rows_of(case_), h = tensor::hidden_of(case_);

@@ -6,18 +6,16 @@
 #include "ops/tensor/kernels.hpp"
 
 namespace opmeter::norm {
-using tensor::Elem;
-using tensor::TensorSpec;
 
-std::vector<TensorSpec> NormOp::inputs() const {
+std::vector<TensorDesc> NormOp::inputs() const {
   std::size_t n = out_rows() * out_cols(), h = out_cols();
   switch (kind_) {
-    case Kind::layernorm: return {{"x", n, Elem::act}, {"gamma", h, Elem::f32, 0.5, 1.5}, {"beta", h, Elem::f32, -0.5, 0.5}};
-    case Kind::rmsnorm: return {{"x", n, Elem::act}, {"gamma", h, Elem::f32, 0.5, 1.5}};
+    case Kind::layernorm: return {{"x", act(), n}, {"gamma", Elem::f32, h, 0.5, 1.5}, {"beta", Elem::f32, h, -0.5, 0.5}};
+    case Kind::rmsnorm: return {{"x", act(), n}, {"gamma", Elem::f32, h, 0.5, 1.5}};
     case Kind::batchnorm:
-      return {{"x", n, Elem::act}, {"mean", h, Elem::f32, -0.5, 0.5}, {"var", h, Elem::f32, 0.25, 1.5},
-              {"gamma", h, Elem::f32, 0.5, 1.5}, {"beta", h, Elem::f32, -0.5, 0.5}};
-    case Kind::softmax: return {{"x", n, Elem::act, -8, 8}};
+      return {{"x", act(), n}, {"mean", Elem::f32, h, -0.5, 0.5}, {"var", Elem::f32, h, 0.25, 1.5},
+              {"gamma", Elem::f32, h, 0.5, 1.5}, {"beta", Elem::f32, h, -0.5, 0.5}};
+    case Kind::softmax: return {{"x", act(), n, -8, 8}};
   }
   return {};
 }
@@ -27,10 +25,10 @@ double NormOp::fp32_tolerance() const {
   return (64 + 4 * std::sqrt(double(out_cols()))) * 0x1p-24;
 }
 
-void NormOp::reference_row(std::size_t copy, std::size_t row, double* ref, double* mag) const {
+void NormOp::reference_row(const HostTensors& in, std::size_t row, double* ref, double* mag) const {
   const std::size_t h = out_cols();
   std::vector<double> x(h);
-  for (std::size_t c = 0; c < h; ++c) x[c] = in_value(copy, 0, row * h + c);
+  for (std::size_t c = 0; c < h; ++c) x[c] = in[0][row * h + c];
   const double eps = tensor::kNormEps;
   switch (kind_) {
     case Kind::layernorm: {
@@ -40,7 +38,7 @@ void NormOp::reference_row(std::size_t copy, std::size_t row, double* ref, doubl
       for (double v : x) var += (v - mean) * (v - mean);
       double rstd = 1 / std::sqrt(var / double(h) + eps);
       for (std::size_t c = 0; c < h; ++c) {
-        double scaled = (x[c] - mean) * rstd * vec(copy, 1)[c], beta = vec(copy, 2)[c];
+        double scaled = (x[c] - mean) * rstd * vec(in, 1)[c], beta = vec(in, 2)[c];
         ref[c] = scaled + beta;
         mag[c] = std::fabs(scaled) + std::fabs(beta) + 1;
       }
@@ -51,15 +49,15 @@ void NormOp::reference_row(std::size_t copy, std::size_t row, double* ref, doubl
       for (double v : x) s2 += v * v;
       double rrms = 1 / std::sqrt(s2 / double(h) + eps);
       for (std::size_t c = 0; c < h; ++c) {
-        ref[c] = x[c] * rrms * vec(copy, 1)[c];
+        ref[c] = x[c] * rrms * vec(in, 1)[c];
         mag[c] = std::fabs(ref[c]) + 1;
       }
       break;
     }
     case Kind::batchnorm:
       for (std::size_t c = 0; c < h; ++c) {
-        double scaled = (x[c] - vec(copy, 1)[c]) / std::sqrt(double(vec(copy, 2)[c]) + eps) * vec(copy, 3)[c];
-        double beta = vec(copy, 4)[c];
+        double scaled = (x[c] - vec(in, 1)[c]) / std::sqrt(double(vec(in, 2)[c]) + eps) * vec(in, 3)[c];
+        double beta = vec(in, 4)[c];
         ref[c] = scaled + beta;
         mag[c] = std::fabs(scaled) + std::fabs(beta) + 1;
       }
@@ -78,17 +76,18 @@ void NormOp::reference_row(std::size_t copy, std::size_t row, double* ref, doubl
 
 namespace {
 
-class OpmeterNorm : public NormOp {
+class OpmeterNorm : public HostImpl<NormOp> {
  public:
-  using NormOp::NormOp;
+  using HostImpl::HostImpl;
   void run(std::size_t copy) override {
     const auto& k = tensor::kernels();
     std::size_t rows = out_rows(), h = out_cols();
+    const HostTensors& set = host_inputs(copy);
     switch (kind_) {
-      case Kind::layernorm: k.layernorm(bf16(), in(copy, 0), out(copy), vec(copy, 1), vec(copy, 2), rows, h); break;
-      case Kind::rmsnorm: k.rmsnorm(bf16(), in(copy, 0), out(copy), vec(copy, 1), rows, h); break;
+      case Kind::layernorm: k.layernorm(bf16(), in(copy, 0), out(copy), vec(set, 1), vec(set, 2), rows, h); break;
+      case Kind::rmsnorm: k.rmsnorm(bf16(), in(copy, 0), out(copy), vec(set, 1), rows, h); break;
       case Kind::batchnorm:
-        k.batchnorm(bf16(), in(copy, 0), out(copy), vec(copy, 1), vec(copy, 2), vec(copy, 3), vec(copy, 4), rows, h);
+        k.batchnorm(bf16(), in(copy, 0), out(copy), vec(set, 1), vec(set, 2), vec(set, 3), vec(set, 4), rows, h);
         break;
       case Kind::softmax: k.softmax(bf16(), in(copy, 0), out(copy), rows, h); break;
     }

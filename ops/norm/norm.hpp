@@ -14,17 +14,16 @@ enum class Kind { layernorm, rmsnorm, batchnorm, softmax };
 class NormOp : public tensor::TensorOp {
  public:
   explicit NormOp(Kind k) : kind_(k) {}
-  std::vector<tensor::TensorSpec> inputs() const override;
+  std::vector<TensorDesc> inputs() const override;
   std::size_t out_rows() const override { return tensor::rows_of(case_); }
   std::size_t out_cols() const override { return tensor::hidden_of(case_); }
-  void reference_row(std::size_t copy, std::size_t row, double* ref, double* mag) const override;
+  void reference_row(const HostTensors& in, std::size_t row, double* ref, double* mag) const override;
   double fp32_tolerance() const override;
   double reference_row_cost() const override { return 4.0 * double(out_cols()); }
 
  protected:
   // Inputs by position: x first; then gamma, beta (layernorm); gamma (rmsnorm);
   // mean, var, gamma, beta (batchnorm).
-  const float* vec(std::size_t copy, std::size_t i) const { return static_cast<const float*>(in(copy, i)); }
   Kind kind_;
 };
 

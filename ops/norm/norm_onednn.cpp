@@ -7,9 +7,9 @@ namespace opmeter::norm {
 namespace {
 using nf = dnnl::normalization_flags;
 
-class OnednnNorm : public NormOp {
+class OnednnNorm : public HostImpl<NormOp> {
  public:
-  using NormOp::NormOp;
+  using HostImpl::HostImpl;
   void prepare() override {
     auto& eng = tensor::onednn_engine();
     dnnl::memory::desc md({dnnl::memory::dim(out_rows()), dnnl::memory::dim(out_cols())},

@@ -1,7 +1,10 @@
 #pragma once
-// What the tensor ops (activations, norms, losses, linear, conv, attention) share: named input
-// tensors filled with random values, one output tensor viewed as rows x cols, cold-cache copies
-// of both, and a correctness check against the op's fp64 reference computed row by row.
+// The spec the tensor ops (activations, norms, losses, linear, conv, attention) share: named
+// input tensors filled with random values, one output tensor viewed as rows x cols, and a
+// correctness check against the op's fp64 reference computed row by row. It holds no buffers:
+// the op's CPU impls derive from HostImpl<TheOp> (op_spec.hpp) and compute on the host inputs
+// in place; a device impl uploads the same host inputs and downloads its output for the same
+// check (verify_on_device).
 //
 // Error metric: |got - ref| / mag per element, where the op's reference gives `mag`, the natural
 // scale of that element (e.g. the sum of |products| for a dot product), so one tolerance per op
@@ -10,85 +13,59 @@
 #include <string>
 #include <vector>
 
-#include "opmeter/buffer.hpp"
-#include "opmeter/op.hpp"
+#include "opmeter/op_spec.hpp"
 #include "opmeter/registry.hpp"
 
 namespace opmeter::tensor {
 
-// Element type of a tensor: `act` is the case's dtype (fp32, or bf16 storage), the others fixed.
-enum class Elem { act, f32, s32 };
-
-struct TensorSpec {
-  std::string name;
-  std::size_t count = 0;
-  Elem elem = Elem::act;
-  double lo = -1, hi = 1;  // random fill range; for s32, integers in [lo, hi)
-};
-
-std::size_t elem_bytes(Elem e, DType d);
-double load(Elem e, DType d, const void* p, std::size_t i);
-void store(Elem e, DType d, void* p, std::size_t i, double v);
-
-class TensorOp : public Impl {
+class TensorOp : public OpSpec {
  public:
-  void setup(const Case& c, const SetupOptions& options) override;
-  Check verify(std::uint64_t seed) override;
+  void bind(const Case& c) override { case_ = c; }
+  TensorDesc output() const override { return {"out", out_elem(), out_rows() * out_cols()}; }
+  // fp32_tolerance(); 16-bit storage adds its rounding.
+  double tolerance() const override;
+  // Every element written (no poison left), then a sample of rows against reference_row.
+  Check check(const HostTensors& in, const HostTensor& out, std::uint64_t seed) const override;
 
-  // --- what an op defines (shared by all its impls) ---
-  virtual std::vector<TensorSpec> inputs() const = 0;
+  // --- what an op defines (shared by all its impls), besides inputs() ---
   virtual std::size_t out_rows() const = 0;
   virtual std::size_t out_cols() const = 0;
-  virtual Elem out_elem() const { return Elem::act; }
-  // Reference row `row` of the output from input set `copy`, in fp64, with each element's scale.
-  virtual void reference_row(std::size_t copy, std::size_t row, double* ref, double* mag) const = 0;
-  // Tolerance on |got - ref| / mag for fp32 math; bf16 storage adds its rounding (see tolerance()).
+  virtual Elem out_elem() const { return act(); }
+  // Reference row `row` of the output for inputs `in`, in fp64, with each element's scale.
+  virtual void reference_row(const HostTensors& in, std::size_t row, double* ref, double* mag) const = 0;
+  // Tolerance on |got - ref| / mag for fp32 math.
   virtual double fp32_tolerance() const = 0;
   // Rough fp64 operations per reference row: bounds how many rows a check recomputes.
   virtual double reference_row_cost() const { return static_cast<double>(out_cols()); }
 
-  double tolerance() const;
+  // Activations are stored in the case's dtype: fp32, bf16 or (device impls) fp16, fp32 math.
+  Elem act() const { return bf16() ? Elem::bf16 : case_.dtype == DType::fp16 ? Elem::f16 : Elem::f32; }
   bool bf16() const { return case_.dtype == DType::bf16; }
   const Case& kase() const { return case_; }
 
  protected:
-  // Called once after the buffers exist (create primitives and scratch here).
-  virtual void prepare() {}
-  const void* in(std::size_t copy, std::size_t i) const { return sets_[copy].inputs[i].data(); }
-  void* out(std::size_t copy) { return sets_[copy].output.data(); }
-  double in_value(std::size_t copy, std::size_t i, std::size_t idx) const;
-  std::size_t copies() const { return sets_.size(); }
-  const std::vector<TensorSpec>& specs() const { return specs_; }
-
+  // An fp32 input vector (bias, gamma, ...).
+  static const float* vec(const HostTensors& in, std::size_t i) { return in[i].as<float>(); }
   Case case_;
-
- private:
-  struct Set {
-    std::vector<Buffer> inputs;
-    Buffer output;
-  };
-  void fill(Set& s, std::uint64_t seed);
-  std::vector<TensorSpec> specs_;
-  std::vector<Set> sets_;
 };
 
 // The fp64 oracle as an impl: runs reference_row over every row (small cases only).
 template <class Op>
-class Reference : public Op {
+class Reference : public HostImpl<Op> {
  public:
-  using Op::Op;
+  using HostImpl<Op>::HostImpl;
   void run(std::size_t copy) override {
     std::size_t rows = this->out_rows(), cols = this->out_cols();
     void* o = this->out(copy);
+    const HostTensors& in = this->host_inputs(copy);
     Elem e = this->out_elem();
-    DType d = this->case_.dtype;
 #pragma omp parallel
     {
       std::vector<double> ref(cols), mag(cols);
 #pragma omp for schedule(dynamic, 1)
       for (std::size_t r = 0; r < rows; ++r) {
-        this->reference_row(copy, r, ref.data(), mag.data());
-        for (std::size_t c = 0; c < cols; ++c) store(e, d, o, r * cols + c, ref[c]);
+        this->reference_row(in, r, ref.data(), mag.data());
+        for (std::size_t c = 0; c < cols; ++c) store(e, o, r * cols + c, ref[c]);
       }
     }
   }

@@ -83,13 +83,4 @@ void fill_uniform(std::span<double> out, Rng& rng, double lo, double hi) {
   for (auto& x : out) x = rng.uniform(lo, hi);
 }
 
-std::uint16_t to_bf16(float x) {
-  auto bits = std::bit_cast<std::uint32_t>(x);
-  if ((bits & 0x7fffffff) > 0x7f800000) return static_cast<std::uint16_t>((bits >> 16) | 0x40);  // NaN
-  bits += 0x7fff + ((bits >> 16) & 1);
-  return static_cast<std::uint16_t>(bits >> 16);
-}
-
-float from_bf16(std::uint16_t x) { return std::bit_cast<float>(static_cast<std::uint32_t>(x) << 16); }
-
 }  // namespace opmeter

@@ -1,4 +1,4 @@
-// cuBLAS cublasGemmEx: C = A * B^T (see gemm_gpu.hpp for the layout and types).
+// cuBLAS cublasGemmEx: C = A * B^T (see gemm.hpp for the layout and types).
 #include <cublas_v2.h>
 
 #include <fmt/format.h>
@@ -9,7 +9,7 @@
 namespace opmeter::gemm {
 namespace {
 
-void check(cublasStatus_t s, const char* what) { check_cublas(s, what, cublasGetStatusString(s)); }
+void cublas_check(cublasStatus_t s, const char* what) { check_cublas(s, what, cublasGetStatusString(s)); }
 
 class CublasGemm : public GpuGemm {
  public:
@@ -22,10 +22,10 @@ class CublasGemm : public GpuGemm {
     const void* alpha = t.integer ? static_cast<const void*>(&alpha_i_) : &alpha_f_;
     const void* beta = t.integer ? static_cast<const void*>(&beta_i_) : &beta_f_;
     // Column-major view: C^T (N x M) = B (stored N x K, read transposed) * A^T (K x M).
-    check(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(d_.N), static_cast<int>(d_.M),
-                       static_cast<int>(d_.K), alpha, b(), t.ab, static_cast<int>(d_.K), a(), t.ab, static_cast<int>(d_.K),
-                       beta, c(), t.c, static_cast<int>(d_.N), t.compute, CUBLAS_GEMM_DEFAULT),
-          "cublasGemmEx");
+    cublas_check(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(d_.N), static_cast<int>(d_.M),
+                              static_cast<int>(d_.K), alpha, b(), t.ab, static_cast<int>(d_.K), a(), t.ab, static_cast<int>(d_.K),
+                              beta, c(), t.c, static_cast<int>(d_.N), t.compute, CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmEx");
   }
 
   std::map<std::string, std::string> details() const override {
@@ -35,11 +35,11 @@ class CublasGemm : public GpuGemm {
 
  protected:
   void prepare() override {
-    check(cublasCreate(&handle_), "cublasCreate");
-    check(cublasSetStream(handle_, stream_), "cublasSetStream");
+    cublas_check(cublasCreate(&handle_), "cublasCreate");
+    cublas_check(cublasSetStream(handle_, stream_), "cublasSetStream");
     // An explicit workspace keeps cuBLAS from allocating during CUDA graph capture.
     workspace_ = cuda::DeviceBuffer(kWorkspaceBytes);
-    check(cublasSetWorkspace(handle_, workspace_.data(), workspace_.bytes()), "cublasSetWorkspace");
+    cublas_check(cublasSetWorkspace(handle_, workspace_.data(), workspace_.bytes()), "cublasSetWorkspace");
   }
 
  private:

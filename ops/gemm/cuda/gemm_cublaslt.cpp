@@ -1,4 +1,4 @@
-// cuBLASLt matmul: C = A * B^T (see gemm_gpu.hpp). The heuristic proposes up to kCandidates
+// cuBLASLt matmul: C = A * B^T (see gemm.hpp for the layout and types). The heuristic proposes up to kCandidates
 // algorithms; each is timed on the case's inputs and the fastest is kept and reported.
 #include <cublasLt.h>
 
@@ -16,7 +16,7 @@ namespace {
 constexpr int kCandidates = 8;
 constexpr int kTrialRuns = 3;
 
-void check(cublasStatus_t s, const char* what) { check_cublas(s, what, cublasGetStatusString(s)); }
+void cublas_check(cublasStatus_t s, const char* what) { check_cublas(s, what, cublasGetStatusString(s)); }
 
 std::uint32_t algo_config(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
   std::uint32_t v = 0;
@@ -52,20 +52,21 @@ class CublasLtGemm : public GpuGemm {
  protected:
   void prepare() override {
     const auto t = cuda_types(case_.dtype);
-    check(cublasLtCreate(&handle_), "cublasLtCreate");
-    check(cublasLtMatmulDescCreate(&desc_, t.compute, t.scale), "cublasLtMatmulDescCreate");
+    cublas_check(cublasLtCreate(&handle_), "cublasLtCreate");
+    cublas_check(cublasLtMatmulDescCreate(&desc_, t.compute, t.scale), "cublasLtMatmulDescCreate");
     cublasOperation_t trans = CUBLAS_OP_T, no = CUBLAS_OP_N;
-    check(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans), "TRANSA");
-    check(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &no, sizeof no), "TRANSB");
+    cublas_check(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans), "TRANSA");
+    cublas_check(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &no, sizeof no), "TRANSB");
     const auto M = static_cast<std::uint64_t>(d_.M), N = static_cast<std::uint64_t>(d_.N), K = static_cast<std::uint64_t>(d_.K);
-    // Column-major view: C^T (N x M) = op(B stored K x N, ld K)^T * A^T (K x M, ld K).
-    check(cublasLtMatrixLayoutCreate(&b_layout_, t.ab, K, N, static_cast<std::int64_t>(K)), "layout B");
-    check(cublasLtMatrixLayoutCreate(&a_layout_, t.ab, K, M, static_cast<std::int64_t>(K)), "layout A");
-    check(cublasLtMatrixLayoutCreate(&c_layout_, t.c, N, M, static_cast<std::int64_t>(N)), "layout C");
+    // Column-major view: C^T (N x M) = B^T * A^T, where B (N x K row-major) is K x N column-major
+    // with ld K, used transposed, and A (M x K row-major) is K x M column-major.
+    cublas_check(cublasLtMatrixLayoutCreate(&b_layout_, t.ab, K, N, static_cast<std::int64_t>(K)), "layout B");
+    cublas_check(cublasLtMatrixLayoutCreate(&a_layout_, t.ab, K, M, static_cast<std::int64_t>(K)), "layout A");
+    cublas_check(cublasLtMatrixLayoutCreate(&c_layout_, t.c, N, M, static_cast<std::int64_t>(N)), "layout C");
     workspace_ = cuda::DeviceBuffer(kWorkspaceBytes);
 
     cublasLtMatmulPreference_t pref = nullptr;
-    check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+    cublas_check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
     std::uint64_t ws = workspace_.bytes();
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
     std::vector<cublasLtMatmulHeuristicResult_t> found(kCandidates);
@@ -73,7 +74,7 @@ class CublasLtGemm : public GpuGemm {
     auto status = cublasLtMatmulAlgoGetHeuristic(handle_, desc_, b_layout_, a_layout_, c_layout_, c_layout_, pref,
                                                  kCandidates, found.data(), &count);
     cublasLtMatmulPreferenceDestroy(pref);
-    check(status, "cublasLtMatmulAlgoGetHeuristic");
+    cublas_check(status, "cublasLtMatmulAlgoGetHeuristic");
     if (count == 0)
       throw Unsupported(fmt::format("cuBLASLt has no algorithm for {} {}x{}x{} here", to_string(case_.dtype), M, N, K));
     candidates_ = count;
@@ -85,9 +86,9 @@ class CublasLtGemm : public GpuGemm {
     const bool integer = cuda_types(case_.dtype).integer;
     const void* alpha = integer ? static_cast<const void*>(&alpha_i_) : &alpha_f_;
     const void* beta = integer ? static_cast<const void*>(&beta_i_) : &beta_f_;
-    check(cublasLtMatmul(handle_, desc_, alpha, b(), b_layout_, a(), a_layout_, beta, c(), c_layout_, c(), c_layout_, &algo,
-                         workspace_.data(), workspace_.bytes(), stream_),
-          "cublasLtMatmul");
+    cublas_check(cublasLtMatmul(handle_, desc_, alpha, b(), b_layout_, a(), a_layout_, beta, c(), c_layout_, c(), c_layout_, &algo,
+                                workspace_.data(), workspace_.bytes(), stream_),
+                 "cublasLtMatmul");
   }
 
   // Times each candidate with CUDA events (best of a few runs) and keeps the fastest.
