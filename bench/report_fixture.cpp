@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/context.hpp"
-#include "opmeter/reporters.hpp"
+#include "report/reporters.hpp"
 #include "opmeter/stats.hpp"
 
 using namespace opmeter;

@@ -8,6 +8,6 @@ foreach(f ${OPMETER_SUITE_FILES})
   string(APPEND _entries "    {\"${name}\", R\"opmeter_suite(${content})opmeter_suite\"},\n")
 endforeach()
 file(WRITE ${OPMETER_EMBEDDED_SUITES}.tmp
-"#include \"opmeter/suites.hpp\"\n\nnamespace opmeter {\nconst std::map<std::string, std::string>& builtin_suites() {\n  static const std::map<std::string, std::string> suites = {\n${_entries}  };\n  return suites;\n}\n}  // namespace opmeter\n")
+"#include \"config/suites.hpp\"\n\nnamespace opmeter {\nconst std::map<std::string, std::string>& builtin_suites() {\n  static const std::map<std::string, std::string> suites = {\n${_entries}  };\n  return suites;\n}\n}  // namespace opmeter\n")
 configure_file(${OPMETER_EMBEDDED_SUITES}.tmp ${OPMETER_EMBEDDED_SUITES} COPYONLY)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${OPMETER_SUITE_FILES})

@@ -10,8 +10,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "opmeter/charts.hpp"
-#include "opmeter/report.hpp"
+#include "report/charts.hpp"
+#include "report/report.hpp"
 #include "report/chart_assets.hpp"
 #include "report_fixture.hpp"
 

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "opmeter/config.hpp"
-#include "opmeter/reporters.hpp"
+#include "report/reporters.hpp"
 #include "tests/result_fixtures.hpp"
 
 using namespace opmeter;
@@ -93,7 +93,7 @@ TEST(CaseLabel, MarkdownShowsItBesideTheCaseOnlyWhenThereIsOne) {
   EXPECT_NE(md.find("| gemm | attn.wqkv | reference |"), std::string::npos) << md;
 }
 
-#include "opmeter/result_set.hpp"
+#include "results/result_set.hpp"
 #include "tests/cli_helpers.hpp"
 
 TEST(CaseLabel, RunWritesTheLabelsOfItsShapesAlsoInIsolation) {

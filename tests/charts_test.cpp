@@ -3,7 +3,7 @@
 
 #include <set>
 
-#include "opmeter/charts.hpp"
+#include "report/charts.hpp"
 #include "report_fixture.hpp"
 
 using namespace opmeter;

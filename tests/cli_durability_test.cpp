@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "opmeter/context.hpp"
-#include "opmeter/reporters.hpp"
-#include "opmeter/result_set.hpp"
+#include "report/reporters.hpp"
+#include "results/result_set.hpp"
 #include "tests/cli_helpers.hpp"
 
 namespace {

@@ -12,8 +12,8 @@
 
 #include <random>
 
-#include "opmeter/reporters.hpp"
-#include "opmeter/result_set.hpp"
+#include "report/reporters.hpp"
+#include "results/result_set.hpp"
 #include "opmeter/stats.hpp"
 #include "tests/cli_helpers.hpp"
 

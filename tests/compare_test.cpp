@@ -1,7 +1,7 @@
 // compare: statistics on synthetic samples with known outcomes, verdicts, the gate, contexts.
 #include <gtest/gtest.h>
 
-#include "opmeter/compare.hpp"
+#include "analysis/compare.hpp"
 #include "result_fixtures.hpp"
 
 using namespace opmeter;

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "opmeter/config.hpp"
-#include "opmeter/cuda_plugin.hpp"
+#include "cuda/cuda_plugin.hpp"
 #include "opmeter/engine.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/graph_timing.hpp"

@@ -6,9 +6,9 @@
 #include <fstream>
 
 #include "opmeter/errors.hpp"
-#include "opmeter/journal.hpp"
-#include "opmeter/reporters.hpp"
-#include "opmeter/run_dir.hpp"
+#include "report/journal.hpp"
+#include "report/reporters.hpp"
+#include "results/run_dir.hpp"
 
 using namespace opmeter;
 namespace fs = std::filesystem;

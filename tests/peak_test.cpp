@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/config.hpp"
-#include "opmeter/cuda_plugin.hpp"
+#include "cuda/cuda_plugin.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/runner.hpp"

@@ -4,7 +4,7 @@
 // failed, were skipped or did not converge.
 #include <fmt/format.h>
 
-#include "opmeter/result_set.hpp"
+#include "results/result_set.hpp"
 #include "result_fixtures.hpp"
 
 namespace opmeter::fixtures {

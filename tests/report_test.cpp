@@ -5,10 +5,10 @@
 #include <fstream>
 #include <regex>
 
-#include "opmeter/charts.hpp"
+#include "report/charts.hpp"
 #include "opmeter/errors.hpp"
-#include "opmeter/report.hpp"
-#include "opmeter/reporters.hpp"
+#include "report/report.hpp"
+#include "report/reporters.hpp"
 #include "opmeter/runner.hpp"
 #include "report/chart_assets.hpp"
 #include "report_fixture.hpp"

@@ -6,9 +6,9 @@
 #include <sstream>
 
 #include "opmeter/errors.hpp"
-#include "opmeter/reporters.hpp"
+#include "report/reporters.hpp"
 #include "opmeter/result_fields.hpp"
-#include "opmeter/result_set.hpp"
+#include "results/result_set.hpp"
 #include "tests/result_fixtures.hpp"
 
 using namespace opmeter;

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "opmeter/reporters.hpp"
+#include "report/reporters.hpp"
 
 using namespace opmeter;
 

@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "opmeter/errors.hpp"
-#include "opmeter/reporters.hpp"
-#include "opmeter/result_set.hpp"
+#include "report/reporters.hpp"
+#include "results/result_set.hpp"
 
 using namespace opmeter;
 

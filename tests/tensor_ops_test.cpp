@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "opmeter/fusion.hpp"
+#include "analysis/fusion.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/runner.hpp"
 #include "ops/conv/conv.hpp"

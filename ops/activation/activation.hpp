@@ -4,7 +4,7 @@
 // sigmoid, hardswish. Work: nominal flops per element (a transcendental counts as one), bytes =
 // x read + y written. Error: |y - ref| / (|ref| + 1).
 #include "ops/tensor/kernels.hpp"
-#include "ops/tensor/tensor_op.hpp"
+#include "opmeter/tensor_op.hpp"
 
 namespace opmeter::activation {
 

@@ -8,7 +8,7 @@
 
 #include "opmeter/context.hpp"
 #include "opmeter/registry.hpp"
-#include "ops/tensor/tensor_op.hpp"
+#include "opmeter/tensor_op.hpp"
 
 namespace opmeter::add {
 namespace {

@@ -5,7 +5,7 @@
 //   probs   P = softmax(S)                   (output seq x seq per head)
 //   full    O = P v                          (output seq x head_dim per head)
 // Error: scores / full: |got - ref| / (sum of |terms|); probs: / (ref + 1/seq).
-#include "ops/tensor/tensor_op.hpp"
+#include "opmeter/tensor_op.hpp"
 
 namespace opmeter::attention {
 

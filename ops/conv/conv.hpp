@@ -4,7 +4,7 @@
 // (groups = channels = out_channels is depthwise), bn (0/1), act (none, relu, ...).
 // Error: |y - ref| / (scaled sum of |x w| terms), as for GEMM.
 #include "ops/tensor/kernels.hpp"
-#include "ops/tensor/tensor_op.hpp"
+#include "opmeter/tensor_op.hpp"
 
 namespace opmeter::conv {
 

@@ -6,7 +6,7 @@
 // Error: |y - ref| / (sum_k |xhat_k W_jk| + |b_j|), as for GEMM. Fusion: the unfused sequence
 // writes each intermediate (LayerNorm output, x W^T, + b) to memory and reads it back.
 #include "ops/tensor/kernels.hpp"
-#include "ops/tensor/tensor_op.hpp"
+#include "opmeter/tensor_op.hpp"
 
 namespace opmeter::linear {
 

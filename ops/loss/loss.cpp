@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "ops/tensor/kernels.hpp"
-#include "ops/tensor/tensor_op.hpp"
+#include "opmeter/tensor_op.hpp"
 
 namespace opmeter::loss {
 namespace {

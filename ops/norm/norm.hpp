@@ -5,7 +5,7 @@
 //   batchnorm  inference, channels = hidden: y = (x - mean_c) / sqrt(var_c + eps) * gamma_c + beta_c
 //   softmax    y = exp(x - max) / sum exp(x - max) along hidden
 // Error: |y - ref| / (|each term of the affine output| + 1), softmax: / (ref + 1/hidden).
-#include "ops/tensor/tensor_op.hpp"
+#include "opmeter/tensor_op.hpp"
 
 namespace opmeter::norm {
 

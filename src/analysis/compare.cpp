@@ -1,5 +1,5 @@
 // Comparing two runs case by case: medians, a rank test on the raw samples, verdicts, a gate.
-#include "opmeter/compare.hpp"
+#include "analysis/compare.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "opmeter/reporters.hpp"
+#include "report/reporters.hpp"
 #include "opmeter/stats.hpp"
 
 namespace opmeter {

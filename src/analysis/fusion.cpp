@@ -1,11 +1,11 @@
-#include "opmeter/fusion.hpp"
+#include "analysis/fusion.hpp"
 
 #include <map>
 
 #include <fmt/format.h>
 
 #include "opmeter/registry.hpp"
-#include "opmeter/reporters.hpp"
+#include "report/reporters.hpp"
 
 namespace opmeter {
 namespace {

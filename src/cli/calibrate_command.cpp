@@ -10,9 +10,9 @@
 #include "opmeter/config.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
-#include "opmeter/fusion.hpp"
+#include "analysis/fusion.hpp"
 #include "opmeter/registry.hpp"
-#include "opmeter/reporters.hpp"
+#include "report/reporters.hpp"
 
 namespace opmeter {
 namespace {

@@ -1,4 +1,4 @@
-#include "opmeter/cli.hpp"
+#include "cli/cli.hpp"
 
 #include <unistd.h>
 

@@ -6,7 +6,7 @@
 #include "opmeter/backend.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/registry.hpp"
-#include "opmeter/suites.hpp"
+#include "config/suites.hpp"
 
 namespace opmeter {
 

@@ -1,3 +1,3 @@
-#include "opmeter/cli.hpp"
+#include "cli/cli.hpp"
 
 int main(int argc, char** argv) { return opmeter::cli_main(argc, argv); }

@@ -5,11 +5,11 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
-#include "opmeter/compare.hpp"
+#include "analysis/compare.hpp"
 #include "opmeter/errors.hpp"
-#include "opmeter/report.hpp"
-#include "opmeter/reporters.hpp"
-#include "opmeter/result_set.hpp"
+#include "report/report.hpp"
+#include "report/reporters.hpp"
+#include "results/result_set.hpp"
 
 namespace opmeter {
 namespace {

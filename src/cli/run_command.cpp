@@ -22,9 +22,9 @@
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/reporter_registry.hpp"
-#include "opmeter/reporters.hpp"
-#include "opmeter/result_set.hpp"
-#include "opmeter/run_dir.hpp"
+#include "report/reporters.hpp"
+#include "results/result_set.hpp"
+#include "results/run_dir.hpp"
 #include "opmeter/runner.hpp"
 
 namespace opmeter {

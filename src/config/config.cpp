@@ -18,7 +18,7 @@
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/shapes.hpp"
-#include "opmeter/suites.hpp"
+#include "config/suites.hpp"
 
 namespace opmeter {
 namespace {

@@ -13,7 +13,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <cblas.h>
 
-#include "opmeter/build_info.hpp"
+#include "context/build_info.hpp"
 #include "opmeter/result.hpp"
 
 namespace opmeter {

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/backend.hpp"
-#include "opmeter/cuda_plugin.hpp"
+#include "cuda/cuda_plugin.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/result.hpp"
 #include "opmeter/telemetry.hpp"

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "opmeter/cuda_plugin.hpp"
+#include "cuda/cuda_plugin.hpp"
 #include "opmeter/telemetry.hpp"
 
 namespace opmeter::cuda {

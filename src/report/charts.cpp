@@ -1,6 +1,6 @@
 // Vega-Lite specs for the report. The data is picked and aggregated here, in C++, so the specs
 // stay declarative and small, and each is testable without a browser.
-#include "opmeter/charts.hpp"
+#include "report/charts.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "opmeter/fusion.hpp"
+#include "analysis/fusion.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/runner.hpp"
 #include "opmeter/sensor.hpp"

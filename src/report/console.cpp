@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "opmeter/reporters.hpp"
+#include "report/reporters.hpp"
 
 namespace opmeter {
 namespace {

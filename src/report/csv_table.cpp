@@ -4,7 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "opmeter/reporter_registry.hpp"
-#include "opmeter/reporters.hpp"
+#include "report/reporters.hpp"
 #include "opmeter/result_fields.hpp"
 
 namespace opmeter {

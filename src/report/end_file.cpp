@@ -1,7 +1,7 @@
 // A reporter that writes one file at the end of a run, from all its results.
 #include <filesystem>
 
-#include "opmeter/reporters.hpp"
+#include "report/reporters.hpp"
 
 namespace opmeter {
 namespace {

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/errors.hpp"
-#include "opmeter/reporters.hpp"
+#include "report/reporters.hpp"
 
 namespace opmeter {
 

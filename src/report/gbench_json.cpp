@@ -2,9 +2,9 @@
 // metrics as its counters.
 #include <fmt/format.h>
 
-#include "opmeter/fusion.hpp"
+#include "analysis/fusion.hpp"
 #include "opmeter/reporter_registry.hpp"
-#include "opmeter/reporters.hpp"
+#include "report/reporters.hpp"
 #include "opmeter/result_fields.hpp"
 
 namespace opmeter {

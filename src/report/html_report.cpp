@@ -3,10 +3,10 @@
 
 #include <fmt/format.h>
 
-#include "opmeter/build_info.hpp"
-#include "opmeter/charts.hpp"
-#include "opmeter/report.hpp"
-#include "opmeter/reporters.hpp"
+#include "context/build_info.hpp"
+#include "report/charts.hpp"
+#include "report/report.hpp"
+#include "report/reporters.hpp"
 #include "report/chart_assets.hpp"
 
 namespace opmeter {

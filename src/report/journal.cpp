@@ -1,4 +1,4 @@
-#include "opmeter/journal.hpp"
+#include "report/journal.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

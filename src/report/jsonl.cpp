@@ -1,7 +1,7 @@
 // The run's journal as a reporter: each finished case is appended the moment it finishes, so
 // nothing finished is lost when the run stops. A write that fails stops the run (OutputError).
-#include "opmeter/journal.hpp"
-#include "opmeter/reporters.hpp"
+#include "report/journal.hpp"
+#include "report/reporters.hpp"
 
 namespace opmeter {
 namespace {

@@ -3,8 +3,8 @@
 
 #include <fmt/format.h>
 
-#include "opmeter/report.hpp"
-#include "opmeter/reporters.hpp"
+#include "report/report.hpp"
+#include "report/reporters.hpp"
 
 namespace opmeter {
 namespace {

@@ -3,9 +3,9 @@
 
 #include <fmt/format.h>
 
-#include "opmeter/report.hpp"
+#include "report/report.hpp"
 #include "opmeter/reporter_registry.hpp"
-#include "opmeter/reporters.hpp"
+#include "report/reporters.hpp"
 
 namespace opmeter {
 namespace {

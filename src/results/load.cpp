@@ -8,9 +8,9 @@
 #include <fmt/format.h>
 
 #include "opmeter/errors.hpp"
-#include "opmeter/reporters.hpp"
-#include "opmeter/result_set.hpp"
-#include "opmeter/run_dir.hpp"
+#include "report/reporters.hpp"
+#include "results/result_set.hpp"
+#include "results/run_dir.hpp"
 #include "opmeter/runner.hpp"
 
 namespace opmeter {

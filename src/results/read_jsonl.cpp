@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/errors.hpp"
-#include "opmeter/result_set.hpp"
+#include "results/result_set.hpp"
 
 namespace opmeter {
 

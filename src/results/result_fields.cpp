@@ -9,7 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "opmeter/errors.hpp"
-#include "opmeter/reporters.hpp"
+#include "report/reporters.hpp"
 
 namespace opmeter {
 namespace {

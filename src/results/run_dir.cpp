@@ -1,4 +1,4 @@
-#include "opmeter/run_dir.hpp"
+#include "results/run_dir.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>

@@ -6,30 +6,15 @@
 #include <algorithm>
 
 #include "ops/add/cuda/add_kernel.hpp"
+#include "src/cuda/plugin/float_convert.cuh"
 
 namespace opmeter::add {
 namespace {
 constexpr int kThreads = 256;
 constexpr std::int64_t kMaxBlocks = 1 << 16;  // enough to fill any GPU; the loop strides over the rest
 
-__device__ float widen(float x) { return x; }
-__device__ float widen(__half x) { return __half2float(x); }
-__device__ float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
-
-template <class T>
-__device__ T narrow(float x);
-template <>
-__device__ float narrow<float>(float x) {
-  return x;
-}
-template <>
-__device__ __half narrow<__half>(float x) {
-  return __float2half_rn(x);
-}
-template <>
-__device__ __nv_bfloat16 narrow<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
+using cuda::narrow;
+using cuda::widen;
 
 template <class T>
 __global__ void add_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, std::int64_t n) {

@@ -4,36 +4,14 @@
 #include <cuda_fp16.h>
 
 #include "ops/gemm/cuda/gemm_reference_kernel.hpp"
+#include "src/cuda/plugin/float_convert.cuh"
 
 namespace opmeter::gemm {
 namespace {
 constexpr int kTile = 16;
 
-template <class T>
-__device__ float load(const T* p, std::int64_t i) {
-  return static_cast<float>(p[i]);
-}
-template <>
-__device__ float load<__half>(const __half* p, std::int64_t i) {
-  return __half2float(p[i]);
-}
-template <>
-__device__ float load<__nv_bfloat16>(const __nv_bfloat16* p, std::int64_t i) {
-  return __bfloat162float(p[i]);
-}
-
-template <class T>
-__device__ T store(float x) {
-  return static_cast<T>(x);
-}
-template <>
-__device__ __half store<__half>(float x) {
-  return __float2half_rn(x);
-}
-template <>
-__device__ __nv_bfloat16 store<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
+using cuda::narrow;
+using cuda::widen;
 
 template <class T>
 __global__ void tiled_gemm(const T* a, const T* b, T* c, std::int64_t M, std::int64_t N, std::int64_t K) {
@@ -42,14 +20,14 @@ __global__ void tiled_gemm(const T* a, const T* b, T* c, std::int64_t M, std::in
   float acc = 0;
   for (std::int64_t k0 = 0; k0 < K; k0 += kTile) {
     std::int64_t ka = k0 + threadIdx.x, kb = k0 + threadIdx.y;
-    as[threadIdx.y][threadIdx.x] = row < M && ka < K ? load(a, row * K + ka) : 0.f;
+    as[threadIdx.y][threadIdx.x] = row < M && ka < K ? widen(a[row * K + ka]) : 0.f;
     // B is N x K: thread (y, x) loads B[col][k0 + y].
-    bs[threadIdx.y][threadIdx.x] = col < N && kb < K ? load(b, col * K + kb) : 0.f;
+    bs[threadIdx.y][threadIdx.x] = col < N && kb < K ? widen(b[col * K + kb]) : 0.f;
     __syncthreads();
     for (int k = 0; k < kTile; ++k) acc += as[threadIdx.y][k] * bs[k][threadIdx.x];
     __syncthreads();
   }
-  if (row < M && col < N) c[row * N + col] = store<T>(acc);
+  if (row < M && col < N) c[row * N + col] = narrow<T>(acc);
 }
 
 template <class T>

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "opmeter/cuda_plugin.hpp"
+#include "cuda/cuda_plugin.hpp"
 #include "opmeter/errors.hpp"
 #include "src/cuda/plugin/device.hpp"
 #include "src/cuda/plugin/timer.hpp"

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "opmeter/result_set.hpp"
+#include "results/result_set.hpp"
 
 namespace opmeter {
 

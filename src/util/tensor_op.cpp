@@ -1,4 +1,4 @@
-#include "ops/tensor/tensor_op.hpp"
+#include "opmeter/tensor_op.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "opmeter/result_set.hpp"
+#include "results/result_set.hpp"
 
 namespace opmeter {
 
