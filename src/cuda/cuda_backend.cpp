@@ -1,5 +1,6 @@
 // CUDA devices (`cuda:N`) as a backend: everything it does goes through the CUDA plugin, which
-// also brings the impl definitions; NVML watches the device through each case.
+// makes the impls (their definitions are in each op's folder); NVML watches the device through
+// each case.
 #include <charconv>
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@ namespace opmeter::cuda {
 namespace {
 
 constexpr int kMaxGraphLaunches = 100000;
+constexpr int kMaxDevices = 1024;
 
 class CudaBackend final : public Backend {
  public:
@@ -22,8 +24,10 @@ class CudaBackend final : public Backend {
   std::string device_grammar() const override { return "cuda:N"; }
   std::string description() const override { return "a CUDA device"; }
   bool owns(const std::string& device) const override {
-    if (device.rfind("cuda:", 0) != 0 || device.size() == 5 || device.size() > 9) return false;
-    return device.find_first_not_of("0123456789", 5) == std::string::npos;
+    if (device.rfind("cuda:", 0) != 0) return false;
+    int n = -1;
+    auto [end, ec] = std::from_chars(device.data() + 5, device.data() + device.size(), n);
+    return ec == std::errc() && end == device.data() + device.size() && n >= 0 && n < kMaxDevices;
   }
   std::vector<SettingDef> settings() const override {
     return {{.name = "graph",
@@ -38,10 +42,13 @@ class CudaBackend final : public Backend {
 
   std::string first_device() const override { return "cuda:0"; }
   Support ready() override { return plugin() ? Support::yes() : Support::no(load_reason()); }
-  Support supports(const Case& c) override { return plugin()->device(c.device_index()); }
-  std::vector<ImplDef> impls() override { return plugin() ? plugin()->impls() : std::vector<ImplDef>{}; }
+  Support supports(const Case& c) override {
+    if (auto s = plugin()->device(c.device_index()); !s.ok) return s;
+    return plugin()->supports(c);
+  }
   double free_memory(const Case& c) override { return static_cast<double>(plugin()->free_memory(c.device_index())); }
 
+  std::unique_ptr<Impl> make(const ImplDef&, const Case& c) override { return plugin()->make(c); }
   std::unique_ptr<SampleTimer> timer(Impl&, const Case& c) override { return plugin()->timer(c); }
   bool timer_makes_cold() const override { return true; }
   std::unique_ptr<Telemetry> telemetry(const Case& c, std::string& why) override {

@@ -12,7 +12,6 @@
 #include "opmeter/case.hpp"
 #include "opmeter/engine.hpp"
 #include "opmeter/op.hpp"
-#include "opmeter/registry.hpp"
 
 namespace opmeter::cuda {
 
@@ -21,9 +20,10 @@ class Plugin {
   virtual ~Plugin() = default;
   // Whether cuda:index can run work here; the reason (no driver, no such device) when not.
   virtual Support device(int index) = 0;
-  // The plugin's impls, with their summaries and dtypes: it is the one place that lists them.
-  // Their `supports` checks the case's device (architecture, sizes); call it for a present device.
-  virtual std::vector<ImplDef> impls() = 0;
+  // Whether this device can run the case (dtype by architecture, sizes, library support).
+  virtual Support supports(const Case& c) = 0;
+  // The impl object of a CUDA case; throws Unsupported when the plugin has none.
+  virtual std::unique_ptr<Impl> make(const Case& c) = 0;
   // How samples of the case are timed: CUDA events, L2 flush when cold, graphs, clock check.
   virtual std::unique_ptr<SampleTimer> timer(const Case& c) = 0;
   virtual std::size_t free_memory(int index) = 0;

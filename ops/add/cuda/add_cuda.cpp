@@ -46,8 +46,6 @@ class CudaAdd : public Impl, public AddSpec {
 cuda::FactoryRegistrar reg({
     .op = "add",
     .impl = "cuda",
-    .summary = "opmeter's kernel: grid-stride loop with 16-byte vector loads and stores, fp32 sum",
-    .dtypes = {DType::fp32, DType::fp16, DType::bf16},
     .supports =
         [](const Case&, const cuda::DeviceProps& p) {
           if (p.cc() < 80) return Support::no("opmeter's CUDA kernels are built for compute capability 8.0 and newer");

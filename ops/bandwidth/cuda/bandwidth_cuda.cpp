@@ -84,8 +84,6 @@ class CudaBandwidth : public Impl {
 cuda::FactoryRegistrar reg({
     .op = "bandwidth",
     .impl = "cuda",
-    .summary = "grid-stride kernels with 16-byte loads and stores",
-    .dtypes = {DType::fp32},
     .supports =
         [](const Case& c, const cuda::DeviceProps& p) {
           if (p.cc() < 80) return Support::no("opmeter's CUDA kernels are built for compute capability 8.0 and newer");

@@ -52,8 +52,6 @@ class CublasGemm : public GpuGemm {
 cuda::FactoryRegistrar reg({
     .op = "gemm",
     .impl = "cublas",
-    .summary = "cuBLAS cublasGemmEx, fp32 accumulation (int8: s8*s8->s32); B stored N x K",
-    .dtypes = {DType::fp32, DType::tf32, DType::fp16, DType::bf16, DType::int8},
     .supports = [](const Case& c, const cuda::DeviceProps& p) { return dtype_support(c.dtype, p, false); },
     .make = [] { return std::make_unique<CublasGemm>(); },
 });

@@ -138,8 +138,6 @@ class CublasLtGemm : public GpuGemm {
 cuda::FactoryRegistrar reg({
     .op = "gemm",
     .impl = "cublaslt",
-    .summary = "cuBLASLt matmul, the heuristic's best algorithm (reported); fp8 e4m3 -> bf16 on sm_89+",
-    .dtypes = {DType::fp32, DType::tf32, DType::fp16, DType::bf16, DType::fp8_e4m3, DType::int8},
     .supports = [](const Case& c, const cuda::DeviceProps& p) { return dtype_support(c.dtype, p, true); },
     .make = [] { return std::make_unique<CublasLtGemm>(); },
 });

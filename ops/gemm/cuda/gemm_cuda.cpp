@@ -20,8 +20,6 @@ class ReferenceCudaGemm : public GpuGemm {
 cuda::FactoryRegistrar reg({
     .op = "gemm",
     .impl = "cuda",
-    .summary = "simple tiled CUDA kernel, fp32 accumulation: the GPU correctness baseline",
-    .dtypes = {DType::fp32, DType::fp16, DType::bf16},
     .supports =
         [](const Case& c, const cuda::DeviceProps& p) {
           if (p.cc() < 80) return Support::no("opmeter's CUDA kernels are built for compute capability 8.0 and newer");

@@ -160,9 +160,6 @@ namespace {
 cuda::FactoryRegistrar reg({
     .op = "peak",
     .impl = "cuda",
-    .summary = "own ceilings: fp32 FMA chains (kernel=fma); tensor-core chains by mma.sync (kernel=mma, sm_80+, fp8 "
-                   "sm_89+) or Hopper wgmma (kernel=wgmma, sm_90a)",
-    .dtypes = {DType::fp32, DType::tf32, DType::fp16, DType::bf16, DType::fp8_e4m3, DType::int8},
     .supports = [](const Case& c, const cuda::DeviceProps& p) { return cuda_support(c, p.cc()); },
     .make = [] { return std::make_unique<CudaPeak>(); },
 });

@@ -86,10 +86,9 @@ FactoryRegistrar::FactoryRegistrar(Factory f) {
   factories().insert_or_assign(key, std::move(f));
 }
 
-std::vector<const Factory*> factories_list() {
-  std::vector<const Factory*> out;
-  for (auto& [key, f] : factories()) out.push_back(&f);
-  return out;
+const Factory* find_factory(const std::string& op, const std::string& impl) {
+  auto it = factories().find({op, impl});
+  return it == factories().end() ? nullptr : &it->second;
 }
 
 }  // namespace opmeter::cuda

@@ -50,12 +50,11 @@ void upload(void* dst, const void* src, std::size_t bytes, cudaStream_t s);
 void download(void* dst, const void* src, std::size_t bytes, cudaStream_t s);
 void fill(void* dst, int byte, std::size_t bytes, cudaStream_t s);
 
-// The plugin's impls register a factory each (static registrars in their own files): the
-// plugin hands them to opmeter as its impl definitions.
+// The plugin's impls register a factory each (static registrars in their own files); what
+// opmeter knows of them without the plugin (summary, dtypes) is their ImplDef, in the op's folder
+// (ops/<op>/<op>_cuda_impls.cpp).
 struct Factory {
   std::string op, impl;
-  std::string summary;       // one line for `opmeter list`
-  std::vector<DType> dtypes;
   // Device-dependent support (dtype by compute capability, kernel variants).
   std::function<Support(const Case&, const DeviceProps&)> supports;
   std::function<std::unique_ptr<Impl>()> make;
@@ -63,6 +62,6 @@ struct Factory {
 struct FactoryRegistrar {
   explicit FactoryRegistrar(Factory f);
 };
-std::vector<const Factory*> factories_list();
+const Factory* find_factory(const std::string& op, const std::string& impl);
 
 }  // namespace opmeter::cuda

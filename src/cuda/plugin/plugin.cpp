@@ -32,15 +32,16 @@ class CudaPlugin final : public Plugin {
     return Support::yes();
   }
 
-  std::vector<ImplDef> impls() override {
-    std::vector<ImplDef> out;
-    for (const Factory* f : factories_list()) {
-      ImplDef d{.op = f->op, .impl = f->impl, .backend = "cuda", .summary = f->summary, .dtypes = f->dtypes, .make = f->make};
-      if (f->supports)
-        d.supports = [supports = f->supports](const Case& c) { return supports(c, props(c.device_index())); };
-      out.push_back(std::move(d));
-    }
-    return out;
+  Support supports(const Case& c) override {
+    const Factory* f = find_factory(c.op, c.impl);
+    if (!f) return Support::no(fmt::format("this CUDA plugin has no {}/{}", c.op, c.impl));
+    return f->supports ? f->supports(c, props(c.device_index())) : Support::yes();
+  }
+
+  std::unique_ptr<Impl> make(const Case& c) override {
+    const Factory* f = find_factory(c.op, c.impl);
+    if (!f) throw Unsupported(fmt::format("this CUDA plugin has no {}/{}", c.op, c.impl));
+    return f->make();
   }
 
   std::unique_ptr<SampleTimer> timer(const Case& c) override { return make_timer(c); }
