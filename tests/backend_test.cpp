@@ -38,7 +38,7 @@ class FakeBackend final : public Backend {
     const ImplDef* reference = Registry::global().impl("gemm", "reference");
     return {{.op = "gemm",
              .impl = "fakeblas",
-             .backend = "fake",
+             .backends = {"fake"},
              .summary = "the reference GEMM, on a fake device",
              .dtypes = {DType::fp32},
              .make = reference->make}};

@@ -72,7 +72,7 @@ TEST(CaseValidation, EveryOpsExampleIsAValidCase) {
       c.op = op->name;
       c.impl = impl->impl;
       c.params = op->example;
-      if (Backend* b = backend_named(impl->backend)) c.device = b->first_device();
+      if (Backend* b = backend_named(impl->backends.front())) c.device = b->first_device();
       EXPECT_NO_THROW(validate_case(c)) << op->name << "/" << impl->impl;
     }
 }

@@ -49,7 +49,7 @@ TEST(Config, DefaultsThreadsAndAllImpls) {
   auto plan = load_config_text("ops: [gemm]\nshapes: [{name: custom, shapes: [[8, 8, 8]]}]\n", "t.yaml", 3);
   // Every registered CPU gemm impl in fp32.
   std::size_t cpu_impls = 0;
-  for (auto* impl : Registry::global().impls_of("gemm")) cpu_impls += impl->backend == "cpu";
+  for (auto* impl : Registry::global().impls_of("gemm")) cpu_impls += impl->runs_on("cpu") && !impl->on_request;
   ASSERT_EQ(plan.cases.size(), cpu_impls);
   EXPECT_EQ(plan.cases[0].threads, 3);
   EXPECT_EQ(plan.stopping.timeout_s, 15);

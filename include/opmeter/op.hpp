@@ -2,12 +2,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
 #include "opmeter/case.hpp"
 
 namespace opmeter {
+
+class SampleTimer;
 
 // What one call of an op does: GFLOP/s, GB/s and arithmetic intensity come from this centrally.
 struct Work {
@@ -53,6 +56,9 @@ class Impl {
   virtual Check verify(std::uint64_t seed) = 0;
   // Facts worth recording with the result (kernel ISA chosen, library algorithm, ...).
   virtual std::map<std::string, std::string> details() const { return {}; }
+  // A timer of its own, for an impl whose calls run elsewhere (a worker process times its
+  // samples there, so the round trip stays out of them); null: its backend's timer.
+  virtual std::unique_ptr<SampleTimer> own_timer(const Case& c);
 };
 
 }  // namespace opmeter

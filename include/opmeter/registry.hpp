@@ -9,6 +9,7 @@
 
 #include "opmeter/op.hpp"
 #include "opmeter/op_config.hpp"
+#include "opmeter/op_spec.hpp"
 
 namespace opmeter {
 
@@ -53,18 +54,29 @@ struct OpDef {
   std::vector<std::string> config_keys;
   std::function<std::vector<ParamSet>(const OpConfig&)> expand;
   std::function<std::vector<Params>(const Params&, DType, const Case& like)> variants;
+  // The op's spec (inputs, output, check): impls outside this binary (a worker process, a C
+  // plugin) get their inputs from it and have their output checked by it. Empty: none of those.
+  std::function<std::unique_ptr<OpSpec>()> spec;
 };
 
 // One impl of an op on a backend.
 struct ImplDef {
   std::string op;
   std::string impl;
-  std::string backend = "cpu";  // the Backend it runs on (Backend::name(): "cpu", "cuda")
+  // The backends whose devices it runs on (Backend::name(): "cpu", "cuda"); an impl that runs in
+  // another process or library (the Python worker, a C plugin) may run on several.
+  std::vector<std::string> backends = {"cpu"};
   std::string summary;
   std::vector<DType> dtypes;
   // Run-time availability for a case (ISA, library support, size limits).
   std::function<Support(const Case&)> supports = [](const Case&) { return Support::yes(); };
   std::function<std::unique_ptr<Impl>()> make;
+  // Measured only where a config or the command line names it (impls that start a worker
+  // process): an op's default impls leave it out.
+  bool on_request = false;
+
+  bool runs_on(const std::string& backend) const;
+  std::string backends_text() const;  // "cpu", "cpu|cuda"
 };
 
 // Ops and impls register themselves (static registrars in their own files); nothing else
@@ -74,6 +86,7 @@ class Registry {
   static Registry& global();
   void add(OpDef op);
   void add(ImplDef impl);
+  void set_spec(const std::string& op, std::function<std::unique_ptr<OpSpec>()> spec);
   const OpDef* op(const std::string& name) const;
   const ImplDef* impl(const std::string& op, const std::string& impl) const;
   std::vector<const ImplDef*> impls_of(const std::string& op) const;

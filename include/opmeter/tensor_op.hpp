@@ -74,9 +74,17 @@ class Reference : public HostImpl<Op> {
 // Cases the reference impl takes: at most this many fp64 operations in total.
 constexpr double kReferenceBudget = double(1u << 30);
 
-// Registers op `op`'s reference impl for the dtypes given; `cost` is the case's total fp64 work.
+void register_reference_impl(const std::string& op, std::vector<DType> dtypes, std::function<double(const Case&)> cost,
+                             std::function<std::unique_ptr<Impl>()> make);
+
+// Registers op `op`'s spec (OpDef::spec) and its fp64 reference impl for the dtypes given, both
+// made of the op's spec class `Op` constructed from `args`; `cost` is the case's total fp64 work.
+template <class Op, class... Args>
 void register_reference(const std::string& op, std::vector<DType> dtypes, std::function<double(const Case&)> cost,
-                        std::function<std::unique_ptr<Impl>()> make);
+                        Args... args) {
+  Registry::global().set_spec(op, [args...] { return std::make_unique<Op>(args...); });
+  register_reference_impl(op, std::move(dtypes), std::move(cost), [args...] { return std::make_unique<Reference<Op>>(args...); });
+}
 
 // Parameter helpers shared by the tensor ops.
 std::size_t param(const Case& c, const std::string& key);

@@ -71,9 +71,8 @@ const bool registered = [] {
       double bytes = n * double(size_of(c.dtype));
       return Work{n * flops_per_element(a), bytes, bytes};
     }));
-    tensor::register_reference(name, {DType::fp32, DType::bf16},
-                               [](const Case& c) { return 20.0 * double(tensor::rows_of(c) * tensor::hidden_of(c)); },
-                               [a] { return std::make_unique<tensor::Reference<ActivationOp>>(a); });
+    tensor::register_reference<ActivationOp>(name, {DType::fp32, DType::bf16},
+                               [](const Case& c) { return 20.0 * double(tensor::rows_of(c) * tensor::hidden_of(c)); }, a);
     Registry::global().add(ImplDef{
         .op = name,
         .impl = "opmeter",

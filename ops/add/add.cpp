@@ -13,7 +13,12 @@
 namespace opmeter::add {
 namespace {
 
-OpRegistrar reg_add(tensor::rows_op("add", "C = A + B elementwise (residual connection), sum formed in fp32", work));
+OpDef add_op() {
+  OpDef op = tensor::rows_op("add", "C = A + B elementwise (residual connection), sum formed in fp32", work);
+  op.spec = [] { return std::make_unique<AddSpec>(); };
+  return op;
+}
+OpRegistrar reg_add(add_op());
 
 // The unit roundoff of each storage type: one rounding of the sum errs by at most this, relative.
 double unit_roundoff(Elem e) {

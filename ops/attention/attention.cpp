@@ -181,8 +181,7 @@ const bool registered = [] {
         return s.causal ? p + " (causal)" : p;
       });
   Registry::global().add(op);
-  tensor::register_reference("attention", {DType::fp32, DType::bf16}, [](const Case& c) { return fused_work(c).flops; },
-                             [] { return std::make_unique<tensor::Reference<AttentionOp>>(); });
+  tensor::register_reference<AttentionOp>("attention", {DType::fp32, DType::bf16}, [](const Case& c) { return fused_work(c).flops; });
   Registry::global().add(ImplDef{
       .op = "attention",
       .impl = "opmeter",

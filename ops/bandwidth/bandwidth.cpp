@@ -204,7 +204,7 @@ std::vector<Case> memory_ceiling_cases(DType, const Case& like, std::size_t elem
   const std::string backend = backend_of(like).name();
   for (auto* impl : Registry::global().impls_of("bandwidth")) {
     // Only the host's: its array size is the host's cache; a device's wants its own (not yet).
-    if (impl->backend != backend || elements == 0 || !like.on_host()) continue;
+    if (!impl->runs_on(backend) || impl->on_request || elements == 0 || !like.on_host()) continue;
     Case c = ceiling_case("bandwidth", DType::fp32, {{"kernel", "copy"}, {"n", std::to_string(elements)}}, like.threads);
     c.impl = impl->impl;
     c.device = like.device;

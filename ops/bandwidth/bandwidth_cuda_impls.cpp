@@ -9,7 +9,7 @@ namespace {
 const ImplRegistrar reg_cuda({
     .op = "bandwidth",
     .impl = "cuda",
-    .backend = "cuda",
+    .backends = {"cuda"},
     .summary = "grid-stride kernels with 16-byte loads and stores",
     .dtypes = {DType::fp32},
 });

@@ -83,8 +83,7 @@ const bool registered = [] {
         return p;
       });
   Registry::global().add(op);
-  tensor::register_reference("conv2d", {DType::fp32, DType::bf16}, [](const Case& c) { return fused_work(c).flops; },
-                             [] { return std::make_unique<tensor::Reference<ConvOp>>(); });
+  tensor::register_reference<ConvOp>("conv2d", {DType::fp32, DType::bf16}, [](const Case& c) { return fused_work(c).flops; });
   return true;
 }();
 

@@ -59,6 +59,7 @@ OpRegistrar reg_gemm({
     .uses_memory = true,
     .peak_dtype = [](const Case& c) -> std::optional<DType> { return c.dtype; },
     .expand = gemm_expand,
+    .spec = [] { return std::make_unique<GemmSpec>(); },
 });
 
 }  // namespace

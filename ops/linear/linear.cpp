@@ -127,9 +127,8 @@ OpDef linear_def(const std::string& name, const std::string& summary, bool with_
 
 template <class Op>
 void add_reference(const std::string& name) {
-  tensor::register_reference(name, {DType::fp32, DType::bf16},
-                             [](const Case& c) { return fused_work(c).flops; },
-                             [] { return std::make_unique<tensor::Reference<Op>>(); });
+  tensor::register_reference<Op>(name, {DType::fp32, DType::bf16},
+                             [](const Case& c) { return fused_work(c).flops; });
 }
 
 const bool registered = [] {

@@ -83,9 +83,8 @@ const bool registered = [] {
       if (kind == Kind::mse) return Work{3 * n, 2 * act, 4};
       return Work{4 * n, act + 4 * rows, 4};
     }));
-    tensor::register_reference(info.name, {DType::fp32, DType::bf16},
-                               [](const Case& c) { return 20.0 * double(tensor::rows_of(c) * tensor::hidden_of(c)); },
-                               [kind] { return std::make_unique<tensor::Reference<LossOp>>(kind); });
+    tensor::register_reference<LossOp>(info.name, {DType::fp32, DType::bf16},
+                               [](const Case& c) { return 20.0 * double(tensor::rows_of(c) * tensor::hidden_of(c)); }, kind);
     Registry::global().add(ImplDef{
         .op = info.name,
         .impl = "opmeter",

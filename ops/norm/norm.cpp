@@ -117,9 +117,8 @@ const bool registered = [] {
       return Work{n * info.flops, act + info.param_vectors * 4 * double(tensor::hidden_of(c)), act};
     }));
     Kind kind = info.kind;
-    tensor::register_reference(info.name, {DType::fp32, DType::bf16},
-                               [](const Case& c) { return 8.0 * double(tensor::rows_of(c) * tensor::hidden_of(c)); },
-                               [kind] { return std::make_unique<tensor::Reference<NormOp>>(kind); });
+    tensor::register_reference<NormOp>(info.name, {DType::fp32, DType::bf16},
+                               [](const Case& c) { return 8.0 * double(tensor::rows_of(c) * tensor::hidden_of(c)); }, kind);
     Registry::global().add(ImplDef{
         .op = info.name,
         .impl = "opmeter",

@@ -125,7 +125,7 @@ std::vector<Case> peak_cases(DType dtype, const Case& like, std::size_t) {
   const std::string backend = backend_of(like).name();
   std::vector<Case> out;
   for (auto* impl : Registry::global().impls_of("peak")) {
-    if (impl->backend != backend) continue;
+    if (!impl->runs_on(backend) || impl->on_request) continue;
     for (auto& kernel : kernels_for(dtype, !like.on_host())) {
       Case c = ceiling_case("peak", dtype, {{"kernel", kernel}}, like.threads);
       c.impl = impl->impl;

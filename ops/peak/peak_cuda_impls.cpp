@@ -9,7 +9,7 @@ namespace {
 const ImplRegistrar reg_cuda({
     .op = "peak",
     .impl = "cuda",
-    .backend = "cuda",
+    .backends = {"cuda"},
     .summary = "own ceilings: fp32 FMA chains (kernel=fma); tensor-core chains by mma.sync (kernel=mma, sm_80+, fp8 "
                    "sm_89+) or Hopper wgmma (kernel=wgmma, sm_90a)",
     .dtypes = {DType::fp32, DType::tf32, DType::fp16, DType::bf16, DType::fp8_e4m3, DType::int8},

@@ -18,19 +18,19 @@ int list_command() {
     fmt::print("             params: {}\n", fmt::join(op->params, ", "));
     for (auto* impl : reg.impls_of(op->name)) {
       std::vector<std::string> dts;
-      Backend* backend = backend_named(impl->backend);
+      Backend* backend = backend_named(impl->backends.front());
       Case probe;  // the op's example case on the backend's first device, in each dtype
       probe.op = op->name;
       probe.impl = impl->impl;
       probe.params = op->example;
       if (backend) probe.device = backend->first_device();
       // Without the backend or its device every dtype would repeat the same reason: say it once.
-      Support here = !backend ? Support::no("this opmeter has no backend " + impl->backend)
+      Support here = !backend ? Support::no("this opmeter has no backend " + impl->backends.front())
                      : !backend->ready().ok ? backend->ready()
                                             : backend->supports(probe);
       if (!here.ok) {
         for (auto d : impl->dtypes) dts.emplace_back(to_string(d));
-        fmt::print("    {:<10} [{}] {}\n               dtypes: {} (unavailable here: {})\n", impl->impl, impl->backend,
+        fmt::print("    {:<10} [{}] {}\n               dtypes: {} (unavailable here: {})\n", impl->impl, impl->backends_text(),
                    impl->summary, fmt::join(dts, ", "), here.reason);
         continue;
       }
@@ -39,7 +39,7 @@ int list_command() {
         auto s = impl->supports(probe);
         dts.push_back(fmt::format("{}{}", to_string(d), s.ok ? "" : " (unavailable: " + s.reason + ")"));
       }
-      fmt::print("    {:<10} [{}] {}\n               dtypes: {}\n", impl->impl, impl->backend, impl->summary, fmt::join(dts, ", "));
+      fmt::print("    {:<10} [{}] {}\n               dtypes: {}\n", impl->impl, impl->backends_text(), impl->summary, fmt::join(dts, ", "));
     }
   }
   for (auto* b : backends())  // a backend that cannot load lists no impls above: say why

@@ -18,6 +18,12 @@ namespace {
 constexpr int kMaxGraphLaunches = 100000;
 constexpr int kMaxDevices = 1024;
 
+// Impls the plugin does not make: their definition brings its own `make`.
+bool made_elsewhere(const Case& c) {
+  const ImplDef* def = Registry::global().impl(c.op, c.impl);
+  return def && def->make;
+}
+
 class CudaBackend final : public Backend {
  public:
   std::string name() const override { return "cuda"; }
@@ -44,11 +50,12 @@ class CudaBackend final : public Backend {
   Support ready() override { return plugin() ? Support::yes() : Support::no(load_reason()); }
   Support supports(const Case& c) override {
     if (auto s = plugin()->device(c.device_index()); !s.ok) return s;
+    if (made_elsewhere(c)) return Support::yes();  // the impl says for itself (a worker's, a C plugin's)
     return plugin()->supports(c);
   }
   double free_memory(const Case& c) override { return static_cast<double>(plugin()->free_memory(c.device_index())); }
 
-  std::unique_ptr<Impl> make(const ImplDef&, const Case& c) override { return plugin()->make(c); }
+  std::unique_ptr<Impl> make(const ImplDef& def, const Case& c) override { return def.make ? def.make() : plugin()->make(c); }
   std::unique_ptr<SampleTimer> timer(Impl&, const Case& c) override { return plugin()->timer(c); }
   bool timer_makes_cold() const override { return true; }
   std::unique_ptr<Telemetry> telemetry(const Case& c, std::string& why) override {

@@ -26,6 +26,10 @@ void Registry::add(ImplDef impl) {
   impls_.insert_or_assign(key, std::move(impl));
 }
 
+void Registry::set_spec(const std::string& op, std::function<std::unique_ptr<OpSpec>()> spec) {
+  ops_.at(op).spec = std::move(spec);
+}
+
 const OpDef* Registry::op(const std::string& name) const {
   auto it = ops_.find(name);
   return it == ops_.end() ? nullptr : &it->second;
@@ -98,13 +102,20 @@ void validate_case(const Case& c) {
     for (auto* i : reg.impls_of(c.op)) names.push_back(i->impl);
     throw UsageError(fmt::format("op '{}' has no impl '{}' (known: {})", c.op, c.impl, fmt::join(names, ", ")));
   }
-  if (impl->backend != backend.name()) {
-    Backend* runs_on = backend_named(impl->backend);
-    if (!runs_on) throw UsageError(fmt::format("{} impl '{}' runs on backend '{}', which this opmeter lacks", c.op, c.impl, impl->backend));
+  if (!impl->runs_on(backend.name())) {
+    Backend* runs_on = backend_named(impl->backends.front());
+    if (!runs_on)
+      throw UsageError(fmt::format("{} impl '{}' runs on backend '{}', which this opmeter lacks", c.op, c.impl, impl->backends_text()));
     const bool host = runs_on->owns(kHostDevice);
     throw UsageError(fmt::format("{} impl '{}' runs on {}, not on {} (give {})", c.op, c.impl, runs_on->description(),
                                  c.device, host ? "threads=N" : "device=" + runs_on->device_grammar()));
   }
 }
+
+bool ImplDef::runs_on(const std::string& backend) const {
+  return std::find(backends.begin(), backends.end(), backend) != backends.end();
+}
+
+std::string ImplDef::backends_text() const { return fmt::format("{}", fmt::join(backends, "|")); }
 
 }  // namespace opmeter

@@ -61,6 +61,12 @@ struct ProfilerRange {
   Backend& backend;
 };
 
+// The impl's own timer (a worker's) or else its backend's.
+std::unique_ptr<SampleTimer> timer_for(Backend& backend, Impl& impl, const Case& c) {
+  auto own = impl.own_timer(c);
+  return own ? std::move(own) : backend.timer(impl, c);
+}
+
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // When each device last ran timed work: the cool-down before a burst counts the idle time since
@@ -91,7 +97,7 @@ void measure_sustained(Result& r, Impl& impl, const Case& c, Backend& backend, T
   Case hot = c;  // the window's samples are back to back: no L2 flush, no graph
   hot.hot = true;
   hot.drop_setting("graph");
-  auto device_timer = backend.timer(impl, hot);
+  auto device_timer = timer_for(backend, impl, hot);
   SampleTimer* timer = device_timer.get();
   std::optional<TelemetryTimer> watched;
   if (telemetry) timer = &watched.emplace(*timer, *telemetry);
@@ -232,7 +238,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     if (burst && options.cooldown_s > 0 && !options.profile) cool_down(c.device, options.cooldown_s);
     const double burst_from = now_s();
 
-    auto base_timer = backend.timer(*impl, c);
+    auto base_timer = timer_for(backend, *impl, c);
     SampleTimer* timer = base_timer.get();
     std::optional<TelemetryTimer> watched;
     if (telemetry) timer = &watched.emplace(*timer, *telemetry);

@@ -72,8 +72,8 @@ Check TensorOp::check(const HostTensors& in, const HostTensor& out, std::uint64_
   return check;
 }
 
-void register_reference(const std::string& op, std::vector<DType> dtypes, std::function<double(const Case&)> cost,
-                        std::function<std::unique_ptr<Impl>()> make) {
+void register_reference_impl(const std::string& op, std::vector<DType> dtypes, std::function<double(const Case&)> cost,
+                             std::function<std::unique_ptr<Impl>()> make) {
   Registry::global().add(ImplDef{
       .op = op,
       .impl = "reference",
