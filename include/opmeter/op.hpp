@@ -34,6 +34,7 @@ struct Check {
   double max_error = 0;  // in the op's error metric (see the op's header)
   double tolerance = 0;
   std::string detail;    // where the worst error is, or what went wrong
+  bool unchecked = false;  // nothing to check against (a user kernel of its own op, no reference)
 };
 
 struct SetupOptions {
@@ -67,6 +68,14 @@ namespace opmeter {
 // Thrown by Impl::setup when the library or hardware cannot do this case after all (e.g. a
 // library rejects a dtype combination): the case is `skipped` with this reason.
 struct Unsupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// Thrown by an impl whose calls run in another process (a worker) when that process died, or did
+// not answer in time and was killed: the case is `crashed` / `timeout` with this message.
+struct ImplCrashed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+struct ImplHung : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 }  // namespace opmeter

@@ -108,6 +108,12 @@ struct OpRegistrar {
 struct ImplRegistrar {
   explicit ImplRegistrar(ImplDef impl) { Registry::global().add(std::move(impl)); }
 };
+// Impls made from the registered ops (one per op with a spec: the Python worker's), added at the
+// first lookup, when every op of the binary is registered.
+void add_late_impls(std::function<std::vector<ImplDef>()> make);
+struct LateImplRegistrar {
+  explicit LateImplRegistrar(std::function<std::vector<ImplDef>()> make) { add_late_impls(std::move(make)); }
+};
 
 // The ceiling kind of an op by name (none for an unknown op).
 CeilingKind ceiling_of(const std::string& op);

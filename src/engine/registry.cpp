@@ -35,6 +35,15 @@ const OpDef* Registry::op(const std::string& name) const {
   return it == ops_.end() ? nullptr : &it->second;
 }
 
+namespace {
+std::vector<std::function<std::vector<ImplDef>()>>& late_impls() {
+  static std::vector<std::function<std::vector<ImplDef>()>> all;
+  return all;
+}
+}  // namespace
+
+void add_late_impls(std::function<std::vector<ImplDef>()> make) { late_impls().push_back(std::move(make)); }
+
 void Registry::add_backend_impls() const {
   // A backend's impls() that looks an impl up sees those registered so far (instead of waiting
   // on the call_once it is inside).
@@ -44,6 +53,8 @@ void Registry::add_backend_impls() const {
     adding = true;
     for (auto* b : backends())
       for (auto& def : b->impls()) impls_.insert_or_assign({def.op, def.impl}, std::move(def));
+    for (auto& make : late_impls())
+      for (auto& def : make()) impls_.insert_or_assign({def.op, def.impl}, std::move(def));
     adding = false;
   });
 }

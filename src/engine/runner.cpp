@@ -226,6 +226,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     r.max_error = check.max_error;
     r.tolerance = check.tolerance;
     if (!check.ok) return finish(Status::failed, "wrong result before timing: " + check.detail);
+    if (check.unchecked) r.add_flag("unchecked");
 
     // A device with telemetry is watched through the case: samples it slowed down by heat or
     // hardware protection are discarded, samples at its power cap are kept and counted.
@@ -283,6 +284,10 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     return finish(Status::ok, "");
   } catch (const Unsupported& e) {
     return finish(Status::skipped, e.what());
+  } catch (const ImplCrashed& e) {
+    return finish(Status::crashed, e.what());
+  } catch (const ImplHung& e) {
+    return finish(Status::timeout, e.what());
   } catch (const std::bad_alloc&) {
     return finish(Status::error, "out of memory while setting up the case");
   } catch (const std::exception& e) {

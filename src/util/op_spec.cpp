@@ -89,6 +89,20 @@ void store(Elem e, void* p, std::size_t i, double v) {
   }
 }
 
+const char* elem_name(Elem e) {
+  switch (e) {
+    case Elem::f64: return "f64";
+    case Elem::f32: return "f32";
+    case Elem::f16: return "f16";
+    case Elem::bf16: return "bf16";
+    case Elem::fp8_e4m3: return "fp8_e4m3";
+    case Elem::s8: return "s8";
+    case Elem::u8: return "u8";
+    case Elem::s32: return "s32";
+  }
+  return "?";
+}
+
 int poison_byte(Elem e) { return e == Elem::s32 ? 0x7f : 0xff; }
 
 HostTensor::HostTensor(TensorDesc desc) : desc_(std::move(desc)), buffer_(std::max<std::size_t>(1, desc_.bytes())) {}

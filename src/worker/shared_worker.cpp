@@ -1,0 +1,59 @@
+#include "worker/shared_worker.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+
+#include "opmeter/errors.hpp"
+
+namespace opmeter::worker {
+namespace {
+
+std::string env_or(const char* name, const std::string& otherwise) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : otherwise;
+}
+
+// Beside an installed opmeter (share/opmeter/worker), else in the source tree it was built from.
+std::string default_worker_script() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  auto exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    auto installed = exe.parent_path().parent_path() / "share/opmeter/worker/opmeter_worker.py";
+    if (fs::exists(installed, ec)) return installed.string();
+  }
+  return OPMETER_WORKER_SCRIPT;
+}
+
+}  // namespace
+
+double deadline_s(Wait wait) {
+  if (const char* v = std::getenv("OPMETER_WORKER_DEADLINE"); v && *v) {
+    char* end = nullptr;
+    double s = std::strtod(v, &end);
+    if (end == v || *end || !(s > 0)) throw UsageError("OPMETER_WORKER_DEADLINE must be a number of seconds > 0");
+    return s;
+  }
+  switch (wait) {
+    case Wait::start: return 120;  // importing PyTorch from a cold disk
+    case Wait::setup: return 1800;  // torch.compile(mode="max-autotune") tries many kernels
+    case Wait::call: return 300;
+  }
+  return 300;
+}
+
+std::vector<std::string> worker_command() {
+  return {env_or("OPMETER_PYTHON", "python3"), "-u", env_or("OPMETER_WORKER", default_worker_script())};
+}
+
+WorkerProcess& shared_worker() {
+  static std::unique_ptr<WorkerProcess> worker;
+  if (!worker || !worker->alive()) {
+    worker.reset();
+    worker = std::make_unique<WorkerProcess>(worker_command(), deadline_s(Wait::start));
+  }
+  return *worker;
+}
+
+}  // namespace opmeter::worker

@@ -1,0 +1,97 @@
+#include "worker/user_kernels.hpp"
+
+#include <filesystem>
+#include <map>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "opmeter/errors.hpp"
+#include "opmeter/registry.hpp"
+#include "worker/shared_worker.hpp"
+#include "worker/worker_impl.hpp"
+
+namespace opmeter::worker {
+namespace {
+namespace fs = std::filesystem;
+
+// Kernels registered so far, by impl name: a second --kernel for the same one is a no-op.
+std::map<std::string, std::string>& registered() {
+  static std::map<std::string, std::string> by_name;  // impl -> "file:name"
+  return by_name;
+}
+
+// An op opmeter does not know, declared by the kernel: its parameters (all sweepable, the
+// kernel's defaults) and no work model or spec (the kernel checks itself, if it can).
+void add_user_op(const std::string& name, const nlohmann::json& params, const std::string& summary) {
+  OpDef op;
+  op.name = name;
+  op.summary = summary.empty() ? "a user kernel's own op" : summary;
+  for (auto& [key, value] : params.items()) {
+    std::string v = value.is_string() ? value.get<std::string>() : value.dump();
+    op.params.push_back(key);
+    op.example.emplace_back(key, v);
+    op.defaults.emplace_back(key, v);
+  }
+  op.work = [](const Case&) { return Work{}; };
+  op.footprint = [](const Case&) { return 0.0; };
+  op.uses_memory = false;
+  Registry::global().add(std::move(op));
+}
+
+}  // namespace
+
+std::string add_user_kernel(const std::string& spec, const std::string& base_dir, const std::string& default_op) {
+  auto colon = spec.rfind(':');
+  std::string file = colon == std::string::npos ? spec : spec.substr(0, colon);
+  fs::path path = fs::path(file).is_absolute() || base_dir.empty() ? fs::path(file) : fs::path(base_dir) / file;
+  std::string name = colon == std::string::npos ? path.stem().string() : spec.substr(colon + 1);
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) throw UsageError(fmt::format("kernel file '{}' does not exist", path.string()));
+  path = fs::absolute(path, ec);
+  if (!std::regex_match(name, std::regex("[A-Za-z_][A-Za-z0-9_]*")))
+    throw UsageError(fmt::format("kernel name '{}' in '{}' must be a Python identifier (FILE.py:NAME)", name, spec));
+  const std::string key = path.string() + ":" + name;
+  if (auto it = registered().find(name); it != registered().end()) {
+    if (it->second == key) return name;
+    throw UsageError(fmt::format("two kernels are named '{}': {} and {}", name, it->second, key));
+  }
+
+  nlohmann::json reply;
+  try {
+    reply = shared_worker().request({{"cmd", "describe"}, {"kernel", {{"file", path.string()}, {"name", name}}}},
+                                    deadline_s(Wait::setup));
+  } catch (const std::exception& e) {
+    throw UsageError(fmt::format("cannot read kernel '{}': {}", spec, e.what()));
+  }
+  if (!reply.value("ok", false))
+    throw UsageError(fmt::format("kernel '{}': {}", spec, reply.value("error", reply.value("unsupported", reply.dump()))));
+
+  std::string op = reply.value("op", nlohmann::json()).is_string() ? reply["op"].get<std::string>() : default_op;
+  if (op.empty()) throw UsageError(fmt::format("kernel '{}' names no op: set `op = \"...\"` in it", spec));
+  auto& reg = Registry::global();
+  if (!reg.op(op)) add_user_op(op, reply.value("params", nlohmann::json::object()), reply.value("summary", ""));
+  if (reg.impl(op, name)) throw UsageError(fmt::format("kernel '{}': {} already has an impl named '{}'", spec, op, name));
+
+  std::vector<DType> dtypes;
+  for (auto& d : reply.value("dtypes", nlohmann::json::array({"fp32"}))) {
+    auto dtype = parse_dtype(d.get<std::string>());
+    if (!dtype) throw UsageError(fmt::format("kernel '{}' declares an unknown dtype '{}'", spec, d.get<std::string>()));
+    dtypes.push_back(*dtype);
+  }
+  std::string summary = reply.value("summary", "");
+  reg.add(ImplDef{
+      .op = op,
+      .impl = name,
+      .backends = {"cpu", "cuda"},
+      .summary = fmt::format("{}{}user kernel {}", summary, summary.empty() ? "" : " (", path.filename().string()) +
+                 (summary.empty() ? "" : ")"),
+      .dtypes = dtypes,
+      .make = [file = path.string(), name] { return std::make_unique<WorkerImpl>(UserKernel{file, name}); },
+      .on_request = true,
+  });
+  registered()[name] = key;
+  return name;
+}
+
+}  // namespace opmeter::worker

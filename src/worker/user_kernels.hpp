@@ -1,0 +1,15 @@
+#pragma once
+// Users' Python kernels (`--kernel FILE[:NAME]`, a config's `kernels:`): the worker reads what the
+// kernel declares (its op, dtypes, parameters) and opmeter registers it as an impl of that op, or
+// of a new op of that name when opmeter has none.
+#include <string>
+
+namespace opmeter::worker {
+
+// Registers the kernel `spec` ("my_kernels.py:my_add", or "my_kernel.py" for a module that is the
+// kernel), relative paths from `base_dir`; `default_op` is its op when it declares none. Returns
+// the impl name. Throws UsageError when the file or kernel is missing or malformed, when the name
+// is taken, or when no worker can read it.
+std::string add_user_kernel(const std::string& spec, const std::string& base_dir = "", const std::string& default_op = "");
+
+}  // namespace opmeter::worker

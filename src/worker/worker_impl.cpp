@@ -1,0 +1,168 @@
+#include "worker/worker_impl.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "opmeter/engine.hpp"
+#include "opmeter/registry.hpp"
+#include "worker/shared_worker.hpp"
+
+namespace opmeter::worker {
+namespace {
+namespace fs = std::filesystem;
+
+// Shared memory where there is some (the worker reads the inputs from RAM), else the temp folder.
+fs::path make_tensor_dir() {
+  static std::atomic<int> serial{0};
+  std::error_code ec;
+  fs::path base = fs::is_directory("/dev/shm", ec) && access("/dev/shm", W_OK) == 0 ? fs::path("/dev/shm") : fs::temp_directory_path();
+  fs::path dir = base / fmt::format("opmeter-worker-{}-{}", getpid(), serial++);
+  fs::create_directories(dir);
+  return dir;
+}
+
+void write_file(const fs::path& path, const void* data, std::size_t bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+  if (!f) throw std::runtime_error(fmt::format("cannot write the worker's input {}", path.string()));
+}
+
+nlohmann::json describe(const TensorDesc& d) { return {{"name", d.name}, {"elem", elem_name(d.elem)}, {"count", d.count}}; }
+
+// Samples timed where the calls run: the worker reads its clock (CPU) or its stream's events
+// (GPU, after an L2 flush when cold; one graph replay of U calls with graph=U).
+class WorkerTimer final : public SampleTimer {
+ public:
+  WorkerTimer(WorkerImpl& impl, const Case& c)
+      : impl_(impl), cold_(!c.hot), graph_(static_cast<std::size_t>(c.setting_int("graph"))), device_(!c.on_host()) {}
+  std::optional<double> time(std::size_t calls, const std::function<void()>&) override {
+    impl_.sync();
+    auto reply = impl_.call({{"cmd", "sample"}, {"calls", calls}, {"cold", cold_}}, deadline_s(Wait::call));
+    return reply.at("seconds").get<double>();
+  }
+  // A graph's launches per sample; one call per cold sample on a device (each after its flush).
+  std::size_t fixed_batch() const override { return graph_ > 0 ? graph_ : device_ && cold_ ? 1 : 0; }
+  std::map<std::string, std::string> details() const override { return {{"timer", device_ ? "worker: CUDA events" : "worker: perf_counter"}}; }
+
+ private:
+  WorkerImpl& impl_;
+  bool cold_;
+  std::size_t graph_;
+  bool device_;
+};
+
+}  // namespace
+
+WorkerImpl::~WorkerImpl() {
+  try {
+    if (worker_ && worker_->alive()) worker_->request({{"cmd", "release"}}, deadline_s(Wait::call));
+  } catch (const std::exception&) {
+    // A worker that fails to release is replaced at the next case; nothing to report here.
+  }
+  std::error_code ec;
+  if (!dir_.empty()) fs::remove_all(dir_, ec);
+}
+
+nlohmann::json WorkerImpl::call(const nlohmann::json& request, double deadline) {
+  auto reply = worker_->request(request, deadline);
+  if (reply.value("ok", false)) return reply;
+  if (reply.contains("unsupported")) throw Unsupported(reply["unsupported"].get<std::string>());
+  throw std::runtime_error("the worker: " + reply.value("error", reply.dump()));
+}
+
+nlohmann::json WorkerImpl::write_tensors(const HostTensors& tensors, const std::string& prefix) {
+  auto list = nlohmann::json::array();
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    auto path = dir_ / fmt::format("{}{}", prefix, i);
+    write_file(path, tensors[i].data(), tensors[i].bytes());
+    auto d = describe(tensors[i].desc());
+    d["path"] = path.string();
+    list.push_back(d);
+  }
+  return list;
+}
+
+void WorkerImpl::setup(const Case& c, const SetupOptions& options) {
+  const OpDef* op = Registry::global().op(c.op);
+  if (op && op->spec) {
+    spec_ = op->spec();
+    spec_->bind(c);
+  }
+  worker_ = &shared_worker();
+  dir_ = make_tensor_dir();
+  nlohmann::json params = nlohmann::json::object();
+  for (auto& [k, v] : c.params) params[k] = v;
+  nlohmann::json request = {{"cmd", "setup"},          {"impl", c.impl},       {"op", c.op},
+                            {"dtype", to_string(c.dtype)}, {"params", params},    {"device", c.device},
+                            {"threads", c.threads},    {"copies", options.copies}, {"hot", c.hot},
+                            {"graph", c.setting_int("graph")}};
+  request["inputs"] = spec_ ? write_tensors(spec_->make_inputs(options.seed), "in") : nlohmann::json::array();
+  request["output"] = spec_ ? describe(spec_->output()) : nlohmann::json();
+  if (kernel_) request["kernel"] = {{"file", kernel_->file}, {"name", kernel_->name}};
+  auto reply = call(request, deadline_s(Wait::setup));
+  details_.clear();
+  const auto details = reply.value("details", nlohmann::json::object());
+  for (auto& [k, v] : details.items())
+    details_[k] = v.is_string() ? v.get<std::string>() : v.dump();
+  if (const auto& hello = worker_->hello(); hello.contains("python")) details_.emplace("python", hello["python"].get<std::string>());
+}
+
+void WorkerImpl::run(std::size_t copy) {
+  if (queued_ > 0 && copy != queued_copy_) sync();
+  queued_copy_ = copy;
+  ++queued_;
+}
+
+void WorkerImpl::sync() {
+  if (queued_ == 0) return;
+  std::size_t calls = queued_;
+  queued_ = 0;
+  call({{"cmd", "run"}, {"copy", queued_copy_}, {"calls", calls}}, deadline_s(Wait::call));
+}
+
+Check WorkerImpl::verify(std::uint64_t seed) {
+  sync();
+  if (!spec_) {  // a user kernel of its own op checks itself against its reference, if it has one
+    auto reply = call({{"cmd", "check"}, {"inputs", nlohmann::json::array()}, {"output", nullptr}}, deadline_s(Wait::call));
+    Check check;
+    check.ok = true;
+    check.unchecked = reply.value("unchecked", false);
+    check.max_error = reply.value("max_error", 0.0);
+    check.tolerance = reply.value("tolerance", 0.0);
+    check.detail = reply.value("detail", check.unchecked ? "no reference to check against" : "");
+    if (!check.unchecked) check.ok = check.max_error <= check.tolerance;
+    return check;
+  }
+  HostTensors inputs = spec_->make_inputs(seed);
+  auto files = write_tensors(inputs, "check");
+  auto paths = nlohmann::json::array();
+  for (auto& f : files) paths.push_back(f["path"]);
+  auto out_path = dir_ / "out";
+  std::error_code ec;
+  fs::remove(out_path, ec);
+  call({{"cmd", "check"}, {"inputs", paths}, {"output", out_path.string()}}, deadline_s(Wait::call));
+
+  HostTensor out(spec_->output());
+  out.poison();  // elements the worker did not write show as such
+  std::ifstream f(out_path, std::ios::binary);
+  f.seekg(0, std::ios::end);
+  auto size = static_cast<std::size_t>(std::max<std::streamoff>(f.tellg(), 0));
+  if (!f || size != out.bytes()) {
+    Check bad;
+    bad.detail = fmt::format("the worker wrote {} bytes of output, expected {} ({} {} elements)", size, out.bytes(),
+                             out.desc().count, elem_name(out.desc().elem));
+    return bad;
+  }
+  f.seekg(0);
+  f.read(static_cast<char*>(out.data()), static_cast<std::streamsize>(out.bytes()));
+  return spec_->check(inputs, out, seed);
+}
+
+std::unique_ptr<SampleTimer> WorkerImpl::own_timer(const Case& c) { return std::make_unique<WorkerTimer>(*this, c); }
+
+}  // namespace opmeter::worker

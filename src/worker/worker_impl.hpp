@@ -1,0 +1,54 @@
+#pragma once
+// An impl whose calls run in the worker process (PyTorch eager, torch.compile, our Triton kernels,
+// a user's Python kernel). Its inputs come from the op's spec, written to files the worker reads,
+// so it computes on exactly what every other impl gets; its output comes back the same way for the
+// spec's fp64 check. Samples are timed inside the worker (own_timer), so the pipe's round trip
+// stays out of them.
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "opmeter/op_spec.hpp"
+
+namespace opmeter::worker {
+
+class WorkerProcess;
+
+// A user's Python kernel: the file and the name of its kernel object.
+struct UserKernel {
+  std::string file;
+  std::string name;
+};
+
+class WorkerImpl final : public Impl {
+ public:
+  explicit WorkerImpl(std::optional<UserKernel> kernel = std::nullopt) : kernel_(std::move(kernel)) {}
+  ~WorkerImpl() override;
+  void setup(const Case& c, const SetupOptions& options) override;
+  void run(std::size_t copy) override;
+  void sync() override;
+  Check verify(std::uint64_t seed) override;
+  std::map<std::string, std::string> details() const override { return details_; }
+  std::unique_ptr<SampleTimer> own_timer(const Case& c) override;
+
+  // A request to the worker: the reply when it is ok; Unsupported for an `unsupported` reply,
+  // std::runtime_error for an `error` one.
+  nlohmann::json call(const nlohmann::json& request, double deadline_s);
+
+ private:
+  // Writes `tensors` to files in dir_ (names prefixed `prefix`); their descriptions for a request.
+  nlohmann::json write_tensors(const HostTensors& tensors, const std::string& prefix);
+
+  std::optional<UserKernel> kernel_;
+  std::unique_ptr<OpSpec> spec_;  // null for a user kernel of an op opmeter does not know
+  std::filesystem::path dir_;     // the tensor files
+  WorkerProcess* worker_ = nullptr;
+  std::size_t queued_ = 0, queued_copy_ = 0;  // calls run() asked for, sent at sync()
+  std::map<std::string, std::string> details_;
+};
+
+}  // namespace opmeter::worker

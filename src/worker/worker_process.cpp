@@ -1,0 +1,221 @@
+#include "worker/worker_process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+
+#include <fmt/format.h>
+
+extern char** environ;
+
+namespace opmeter::worker {
+namespace {
+
+constexpr std::size_t kStderrKeep = 4096;  // bytes of the worker's stderr kept for messages
+constexpr std::size_t kStderrLines = 12;           // lines of it shown
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// A worker that died makes writes to its stdin raise SIGPIPE, which would end opmeter: write()'s
+// EPIPE says the same, and the next read reports how the worker ended.
+void ignore_sigpipe() {
+  static std::once_flag once;
+  std::call_once(once, [] { signal(SIGPIPE, SIG_IGN); });
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
+}
+
+std::string exit_text(int status) {
+  if (WIFSIGNALED(status)) return fmt::format("was killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  return fmt::format("exited with code {}", WEXITSTATUS(status));
+}
+
+}  // namespace
+
+WorkerProcess::WorkerProcess(std::vector<std::string> argv, double start_deadline_s) {
+  ignore_sigpipe();
+  int in[2], out[2], err[2];
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
+    throw WorkerUnavailable(fmt::format("cannot make pipes for the worker: {}", std::strerror(errno)));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err[1], 2);
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  int spawned = posix_spawnp(&pid_, argv.at(0).c_str(), &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(in[0]);
+  close(out[1]);
+  close(err[1]);
+  to_worker_ = in[1];
+  from_worker_ = out[0];
+  errors_ = err[0];
+  if (spawned != 0) {
+    pid_ = -1;
+    close_fd(to_worker_);
+    close_fd(from_worker_);
+    close_fd(errors_);
+    throw WorkerUnavailable(fmt::format("cannot start {}: {}", argv[0], std::strerror(spawned)));
+  }
+  std::string line;
+  try {
+    line = read_line(start_deadline_s, "its hello");
+    hello_ = nlohmann::json::parse(line);
+  } catch (const nlohmann::json::exception&) {
+    kill_now();
+    throw WorkerUnavailable(fmt::format("{} is not an opmeter worker: its first line was '{}'", argv.back(), line.substr(0, 200)));
+  } catch (const std::runtime_error& e) {
+    throw WorkerUnavailable(e.what());
+  }
+  if (!hello_.is_object() || hello_.value("hello", "") != "opmeter-worker") {
+    kill_now();
+    throw WorkerUnavailable(fmt::format("{} is not an opmeter worker: its first line was '{}'", argv.back(), line.substr(0, 200)));
+  }
+  if (int version = hello_.value("protocol", 0); version != kProtocolVersion) {
+    kill_now();
+    throw std::runtime_error(fmt::format("the worker {} speaks protocol version {}, this opmeter speaks version {}", argv.back(),
+                                         version, kProtocolVersion));
+  }
+}
+
+WorkerProcess::~WorkerProcess() {
+  if (alive()) {
+    std::string quit = "{\"cmd\":\"quit\"}\n";
+    [[maybe_unused]] auto n = write(to_worker_, quit.data(), quit.size());
+    close_fd(to_worker_);
+    // A worker that does not leave within a second is stopped.
+    auto t0 = Clock::now();
+    int status = 0;
+    while (waitpid(pid_, &status, WNOHANG) == 0) {
+      if (since(t0) > 1.0) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+        break;
+      }
+      poll(nullptr, 0, 5);
+    }
+  }
+  close_fd(to_worker_);
+  close_fd(from_worker_);
+  close_fd(errors_);
+}
+
+nlohmann::json WorkerProcess::request(const nlohmann::json& request, double deadline_s) {
+  if (!alive()) throw WorkerCrashed("the worker is no longer running");
+  std::string line = request.dump() + "\n";
+  for (std::size_t done = 0; done < line.size();) {
+    ssize_t n = write(to_worker_, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) died("its reply");  // EPIPE: it has gone; how it ended is in its exit status
+    done += static_cast<std::size_t>(n);
+  }
+  std::string reply = read_line(deadline_s, "its reply");
+  try {
+    return nlohmann::json::parse(reply);
+  } catch (const nlohmann::json::exception&) {
+    kill_now();
+    throw WorkerCrashed(fmt::format("the worker replied with a line that is not JSON: '{}'", reply.substr(0, 200)));
+  }
+}
+
+std::string WorkerProcess::read_line(double deadline_s, const char* waiting_for) {
+  auto t0 = Clock::now();
+  for (;;) {
+    if (auto nl = pending_.find('\n'); nl != std::string::npos) {
+      std::string line = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      return line;
+    }
+    double left = deadline_s - since(t0);
+    if (left <= 0) {
+      kill_now();
+      drain_stderr();
+      throw WorkerHung(fmt::format("the worker sent no {} within {:.0f} s and was killed{}", waiting_for, deadline_s,
+                                   stderr_.empty() ? "" : "; its stderr ended with:\n" + stderr_tail()));
+    }
+    pollfd fds[2] = {{from_worker_, POLLIN, 0}, {errors_, POLLIN, 0}};
+    int ready = poll(fds, errors_ >= 0 ? 2 : 1, static_cast<int>(std::min(left, 1.0) * 1000) + 1);
+    if (ready < 0 && errno != EINTR) died(waiting_for);
+    if (errors_ >= 0 && (fds[1].revents & (POLLIN | POLLHUP))) drain_stderr();
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      char buf[65536];
+      ssize_t n = read(from_worker_, buf, sizeof buf);
+      if (n == 0 || (n < 0 && errno != EINTR)) died(waiting_for);
+      if (n > 0) pending_.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+}
+
+void WorkerProcess::drain_stderr() {
+  char buf[4096];
+  while (errors_ >= 0) {
+    pollfd fd = {errors_, POLLIN, 0};
+    if (poll(&fd, 1, 0) <= 0 || !(fd.revents & (POLLIN | POLLHUP))) return;
+    ssize_t n = read(errors_, buf, sizeof buf);
+    if (n <= 0) {
+      close_fd(errors_);
+      return;
+    }
+    stderr_.append(buf, static_cast<std::size_t>(n));
+    if (stderr_.size() > 2 * kStderrKeep) stderr_.erase(0, stderr_.size() - kStderrKeep);
+  }
+}
+
+void WorkerProcess::died(const char* waiting_for) {
+  int status = 0;
+  // Its stdout closed: it is exiting. Wait for it (a worker that closed stdout but lives on is
+  // stopped), then read what it said last.
+  auto t0 = Clock::now();
+  while (waitpid(pid_, &status, WNOHANG) == 0) {
+    if (since(t0) > 2.0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+      break;
+    }
+    poll(nullptr, 0, 5);
+  }
+  pid_ = -1;
+  drain_stderr();
+  throw WorkerCrashed(fmt::format("the worker {} before sending {}{}", exit_text(status), waiting_for,
+                                  stderr_.empty() ? "" : "; its stderr ended with:\n" + stderr_tail()));
+}
+
+void WorkerProcess::kill_now() {
+  if (!alive()) return;
+  kill(pid_, SIGKILL);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+std::string WorkerProcess::stderr_tail() const {
+  std::vector<std::string> lines;
+  std::size_t from = 0;
+  while (from < stderr_.size()) {
+    std::size_t nl = stderr_.find('\n', from);
+    if (nl == std::string::npos) nl = stderr_.size();
+    if (nl > from) lines.push_back(stderr_.substr(from, nl - from));
+    from = nl + 1;
+  }
+  std::size_t first = lines.size() > kStderrLines ? lines.size() - kStderrLines : 0;
+  std::string out;
+  for (std::size_t i = first; i < lines.size(); ++i) out += (out.empty() ? "" : "\n") + lines[i];
+  return out;
+}
+
+}  // namespace opmeter::worker

@@ -1,0 +1,64 @@
+#pragma once
+// A worker process driven over pipes by the protocol of docs/worker-protocol.md: one JSON line per
+// request and per reply. It keeps the last lines of the worker's stderr for messages, and turns a
+// worker that dies or hangs into an exception the runner records as `crashed` / `timeout`.
+#include <sys/types.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "opmeter/op.hpp"
+
+namespace opmeter::worker {
+
+inline constexpr int kProtocolVersion = 1;
+
+// The worker could not be started (no interpreter): its cases are skipped with this reason.
+struct WorkerUnavailable : Unsupported {
+  using Unsupported::Unsupported;
+};
+// The worker exited or was killed while opmeter waited for a reply.
+struct WorkerCrashed : ImplCrashed {
+  using ImplCrashed::ImplCrashed;
+};
+// The worker did not reply within the deadline (it has been killed).
+struct WorkerHung : ImplHung {
+  using ImplHung::ImplHung;
+};
+
+class WorkerProcess {
+ public:
+  // Starts `argv` (argv[0] looked up on the PATH) and reads its hello within `start_deadline_s`.
+  // Throws WorkerUnavailable when it cannot be started or says no hello, and std::runtime_error
+  // naming both versions when it speaks another protocol.
+  WorkerProcess(std::vector<std::string> argv, double start_deadline_s);
+  ~WorkerProcess();
+  WorkerProcess(const WorkerProcess&) = delete;
+  WorkerProcess& operator=(const WorkerProcess&) = delete;
+
+  // Sends `request` and returns the reply. Throws WorkerCrashed / WorkerHung (the worker is then
+  // dead: alive() is false).
+  nlohmann::json request(const nlohmann::json& request, double deadline_s);
+  bool alive() const { return pid_ > 0; }
+  const nlohmann::json& hello() const { return hello_; }
+  // The last lines the worker wrote to stderr.
+  std::string stderr_tail() const;
+
+ private:
+  // The next line of stdout, reading stderr meanwhile; throws as request() does.
+  std::string read_line(double deadline_s, const char* waiting_for);
+  void drain_stderr();
+  [[noreturn]] void died(const char* waiting_for);
+  void kill_now();
+
+  pid_t pid_ = -1;
+  int to_worker_ = -1, from_worker_ = -1, errors_ = -1;
+  std::string pending_;  // stdout read past the last line
+  std::string stderr_;   // its tail
+  nlohmann::json hello_;
+};
+
+}  // namespace opmeter::worker
