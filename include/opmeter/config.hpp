@@ -16,6 +16,7 @@ struct Plan {
   std::string source;  // file name or `suite:quick`
   std::vector<std::string> notes;  // what the expansion left out, and why
   std::size_t llc_bytes = 0;       // the config's llc_bytes (0: not given)
+  std::vector<std::string> kernels;  // users' Python kernels it names (FILE:NAME, absolute)
 };
 
 // Parse a YAML config. Errors are ConfigError with file, line and column. `device` ("cuda:0"),

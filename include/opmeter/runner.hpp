@@ -16,6 +16,7 @@ struct RunOptions {
   Stopping stopping;
   std::uint64_t seed = 20261122;
   bool isolate = false;         // each case in a child process under a deadline
+  std::vector<std::string> kernels;  // users' Python kernels (FILE:NAME) an isolated child registers too
   std::string self_exe;         // the opmeter binary to re-execute (isolation)
   double case_deadline_s = 0;   // isolation deadline per case; 0: 2 x timeout + 30 s
   nlohmann::json calibration;   // a calibration profile whose ceilings results are shown against

@@ -35,6 +35,7 @@ struct RunArgs {
   bool profile = false;
   std::optional<double> energy_window_s;
   std::optional<double> cooldown_s, heat_max_s;
+  std::vector<std::string> kernels;  // --kernel FILE[:NAME]: users' Python kernels
   std::string child_result;  // internal: isolated child writes its one result here
 };
 

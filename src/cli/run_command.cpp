@@ -26,6 +26,7 @@
 #include "results/result_set.hpp"
 #include "results/run_dir.hpp"
 #include "opmeter/runner.hpp"
+#include "worker/user_kernels.hpp"
 
 namespace opmeter {
 namespace {
@@ -110,6 +111,7 @@ nlohmann::json run_settings(const RunArgs& a, const std::string& source, const R
   if (!a.device.empty()) j["device"] = a.device;
   if (a.graph) j["graph"] = *a.graph;
   if (a.profile) j["profile"] = true;
+  if (!a.kernels.empty()) j["kernels"] = a.kernels;
   if (llc_bytes_overridden()) j["llc_bytes"] = llc_bytes();
   j["energy_window_s"] = o.energy_window_s;
   j["cooldown_s"] = o.cooldown_s;
@@ -351,6 +353,9 @@ void add_run_command(CLI::App& app, RunArgs& a) {
       ->check(kFinite)->check(CLI::Range(0.0, 600.0));
   run->add_option("--heat-max", a.heat_max_s, "CUDA cases: at most this many seconds of calls until power settles, before the sustained window (default 5)")
       ->check(kFinite)->check(CLI::Range(0.0, 600.0));
+  run->add_option("--kernel", a.kernels,
+                  "a Python kernel of your own, FILE.py:NAME (or FILE.py whose module is the kernel): measured as impl NAME "
+                  "of the op it declares; repeatable");
   run->add_option("--child-result", a.child_result, "internal: used by --isolate")->group("");
 }
 
@@ -368,6 +373,11 @@ int run_command(const RunArgs& given, const char* argv0) {
   if (a.energy_window_s) options.energy_window_s = *a.energy_window_s;
   if (a.cooldown_s) options.cooldown_s = *a.cooldown_s;
   if (a.heat_max_s) options.heat_max_s = *a.heat_max_s;
+  for (auto& k : a.kernels) {  // before any case names them
+    std::string absolute = worker::absolute_kernel_spec(k);
+    worker::add_user_kernel(absolute);
+    options.kernels.push_back(absolute);
+  }
   if (!a.child_result.empty()) {
     options.stopping = apply_overrides(Stopping{}, a.stopping);
     return child_run(a, options);
@@ -375,6 +385,7 @@ int run_command(const RunArgs& given, const char* argv0) {
 
   auto formats = chosen_formats(a);  // a wrong name stops the run before anything is planned
   Plan plan = make_plan(a);
+  options.kernels.insert(options.kernels.end(), plan.kernels.begin(), plan.kernels.end());
   if (!a.llc_bytes && plan.llc_bytes) set_llc_bytes(plan.llc_bytes);
   options.stopping = apply_overrides(plan.stopping, a.stopping);
   std::vector<Case> cases;

@@ -19,13 +19,14 @@
 #include "opmeter/registry.hpp"
 #include "opmeter/shapes.hpp"
 #include "config/suites.hpp"
+#include "worker/user_kernels.hpp"
 
 namespace opmeter {
 namespace {
 
 const std::vector<std::string> kTopKeys = {"name",     "description", "ops", "impls",  "dtypes",
                                            "threads",  "stopping",    "hot", "shapes", "device",
-                                           "llc_bytes"};
+                                           "llc_bytes", "kernels"};
 const std::vector<std::string> kGenerators = {"custom", "pow2", "pow2_extended", "sweep", "llama"};
 constexpr std::int64_t kMaxDim = std::int64_t{1} << 20;
 constexpr int kMaxPower = 20;
@@ -271,15 +272,42 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   r.check_keys(root, top_keys, "the config");
   if (!root["ops"]) r.fail(root, "missing 'ops': say which ops to measure, e.g. ops: [gemm, bandwidth, peak]");
 
-  std::vector<std::string> op_names;
-  for (auto* o : reg.ops()) op_names.push_back(o->name);
   auto ops = r.text_list(root["ops"], "ops");
-  for (std::size_t i = 0; i < ops.size(); ++i)
-    if (!reg.op(ops[i])) r.fail(root["ops"].IsSequence() ? root["ops"][i] : root["ops"], unknown_name("op", ops[i], op_names));
-
+  // Users' Python kernels, before the ops are checked: a kernel may bring an op of its own. An
+  // `impls` entry naming a file (my_kernels.py:my_add) is one too, and stands for its impl.
+  Plan plan;
+  auto add_kernel = [&](const YAML::Node& node, const std::string& spec) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const std::string dir = fs::exists(source, ec) ? fs::absolute(source, ec).parent_path().string() : "";
+    const std::string absolute = worker::absolute_kernel_spec(spec, dir);
+    try {
+      std::string name = worker::add_user_kernel(absolute, ops.size() == 1 ? ops[0] : "");
+      plan.kernels.push_back(absolute);
+      return name;
+    } catch (const UsageError& e) {
+      r.fail(node, e.what());
+    }
+  };
+  if (root["kernels"]) {
+    auto list = r.text_list(root["kernels"], "kernels");
+    for (std::size_t i = 0; i < list.size(); ++i)
+      add_kernel(root["kernels"].IsSequence() ? root["kernels"][i] : root["kernels"], list[i]);
+  }
   std::vector<std::string> impls;
   if (root["impls"]) {
     impls = r.text_list(root["impls"], "impls");
+    for (std::size_t i = 0; i < impls.size(); ++i)
+      if (impls[i].find(".py") != std::string::npos)
+        impls[i] = add_kernel(root["impls"].IsSequence() ? root["impls"][i] : root["impls"], impls[i]);
+  }
+
+  std::vector<std::string> op_names;
+  for (auto* o : reg.ops()) op_names.push_back(o->name);
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (!reg.op(ops[i])) r.fail(root["ops"].IsSequence() ? root["ops"][i] : root["ops"], unknown_name("op", ops[i], op_names));
+
+  if (root["impls"]) {
     auto known = reg.impl_names();
     for (std::size_t i = 0; i < impls.size(); ++i)
       if (std::find(known.begin(), known.end(), impls[i]) == known.end())
@@ -333,7 +361,6 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
     }
   if (!like.on_host()) threads = {1};
 
-  Plan plan;
   plan.source = source;
   if (root["stopping"]) plan.stopping = read_stopping(r, root["stopping"], plan.stopping);
   if (root["llc_bytes"])

@@ -39,16 +39,27 @@ void add_user_op(const std::string& name, const nlohmann::json& params, const st
   Registry::global().add(std::move(op));
 }
 
+// FILE and NAME of "FILE[:NAME]" (NAME defaults to FILE's stem).
+std::pair<std::string, std::string> split_spec(const std::string& spec) {
+  auto colon = spec.rfind(':');
+  if (colon == std::string::npos) return {spec, fs::path(spec).stem().string()};
+  return {spec.substr(0, colon), spec.substr(colon + 1)};
+}
+
 }  // namespace
 
-std::string add_user_kernel(const std::string& spec, const std::string& base_dir, const std::string& default_op) {
-  auto colon = spec.rfind(':');
-  std::string file = colon == std::string::npos ? spec : spec.substr(0, colon);
+std::string absolute_kernel_spec(const std::string& spec, const std::string& base_dir) {
+  auto [file, name] = split_spec(spec);
+  std::error_code ec;
   fs::path path = fs::path(file).is_absolute() || base_dir.empty() ? fs::path(file) : fs::path(base_dir) / file;
-  std::string name = colon == std::string::npos ? path.stem().string() : spec.substr(colon + 1);
+  return fs::absolute(path, ec).string() + (spec.rfind(':') == std::string::npos ? "" : ":" + name);
+}
+
+std::string add_user_kernel(const std::string& spec, const std::string& default_op) {
+  auto [file, name] = split_spec(spec);
+  fs::path path = fs::absolute(file);
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) throw UsageError(fmt::format("kernel file '{}' does not exist", path.string()));
-  path = fs::absolute(path, ec);
   if (!std::regex_match(name, std::regex("[A-Za-z_][A-Za-z0-9_]*")))
     throw UsageError(fmt::format("kernel name '{}' in '{}' must be a Python identifier (FILE.py:NAME)", name, spec));
   const std::string key = path.string() + ":" + name;

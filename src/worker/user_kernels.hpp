@@ -6,10 +6,13 @@
 
 namespace opmeter::worker {
 
+// "FILE[:NAME]" with FILE made absolute: relative to `base_dir`, else to the working directory.
+std::string absolute_kernel_spec(const std::string& spec, const std::string& base_dir = "");
+
 // Registers the kernel `spec` ("my_kernels.py:my_add", or "my_kernel.py" for a module that is the
-// kernel), relative paths from `base_dir`; `default_op` is its op when it declares none. Returns
-// the impl name. Throws UsageError when the file or kernel is missing or malformed, when the name
-// is taken, or when no worker can read it.
-std::string add_user_kernel(const std::string& spec, const std::string& base_dir = "", const std::string& default_op = "");
+// kernel); `default_op` is its op when it declares none. Returns the impl name. Throws UsageError
+// when the file or kernel is missing or malformed, when the name is taken, or when no worker can
+// read it.
+std::string add_user_kernel(const std::string& spec, const std::string& default_op = "");
 
 }  // namespace opmeter::worker
