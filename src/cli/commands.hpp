@@ -1,6 +1,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -36,6 +37,7 @@ struct RunArgs {
   std::optional<double> energy_window_s;
   std::optional<double> cooldown_s, heat_max_s;
   std::string child_result;  // internal: isolated child writes its one result here
+  std::vector<std::string> plugins;  // --plugin: C plugin libraries, loaded before the plan is made
 };
 
 void add_run_command(CLI::App& app, RunArgs& args);
