@@ -152,7 +152,8 @@ std::vector<ImplDef> checked(const Collector& c, const std::string& path) {
   }
   if (!c.failure.empty()) problems.push_back(c.failure);
   if (c.added.empty() && problems.empty()) problems.emplace_back("adds no impls");
-  if (!problems.empty()) throw UsageError(fmt::format("plugin {}: {}", path, fmt::join(problems, "; ")));
+  if (problems.size() == 1) throw UsageError(fmt::format("plugin {}: {}", path, problems.front()));
+  if (!problems.empty()) throw UsageError(fmt::format("plugin {}:\n  {}", path, fmt::join(problems, "\n  ")));
   return defs;
 }
 
