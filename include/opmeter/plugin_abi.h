@@ -7,9 +7,10 @@
  * impl computes an opmeter op: opmeter gives it the op's inputs (the same random inputs every impl
  * of the op gets), times its calls, and checks its output against the op's fp64 reference.
  *
- * Buffers: opmeter hands the inputs over in host memory at setup; the impl keeps `copies` sets of
- * them where it computes (host or device memory) and rotates through them as `run` asks. `output`
- * copies set 0's output back to host memory for the check. Element types and layouts are the
+ * Buffers: opmeter hands the inputs over in host memory at setup (and at load); they are opmeter's
+ * and live only until the call returns. The impl keeps `copies` sets of them where it computes
+ * (host or device memory) and rotates through them as `run` asks. `output` copies set 0's output
+ * back to host memory for the check. Element types and layouts are the
  * op's (see ops/<op>/<op>.hpp); raw little-endian, row-major.
  *
  * Errors: a function returning nonzero (or setup returning NULL) writes a message into `err`
@@ -74,9 +75,11 @@ typedef struct opmeter_impl {
   /* Keeps c->copies sets of c->inputs where it computes; returns its state, or NULL with a
    * message (and *flags |= OPMETER_UNSUPPORTED when the case cannot run here). */
   void* (*setup)(const opmeter_case* c, int* flags, char* err, size_t err_len);
-  /* Replaces set 0's inputs with these (fresh inputs before each check). */
-  int (*load)(void* state, const opmeter_tensor* inputs, size_t n_inputs, char* err, size_t err_len);
-  /* One call of the op on set `copy`; may return before the work is done (a GPU launch). */
+  /* Before each check: replaces set 0's inputs with these fresh ones and fills set 0's output
+   * with the byte `poison` (a NaN in every float type), so that elements `run` leaves unwritten
+   * show in the check. */
+  int (*load)(void* state, const opmeter_tensor* inputs, size_t n_inputs, int poison, char* err, size_t err_len);
+  /* One call of the op on set `copy` (< c->copies); may return before the work is done (a GPU launch). */
   int (*run)(void* state, size_t copy, char* err, size_t err_len);
   /* Waits until every call issued so far is done. */
   int (*sync)(void* state, char* err, size_t err_len);
@@ -85,15 +88,25 @@ typedef struct opmeter_impl {
   void (*teardown)(void* state);
 } opmeter_impl;
 
-/* What opmeter_plugin_register is handed. `add` copies the impl's description. */
+/* What opmeter_plugin_register is handed. `add` copies the impl's description (its strings too):
+ * call it as registry->add(registry, &impl, sizeof impl). The size lets opmeter read no further
+ * than the struct the library was built with. */
 typedef struct opmeter_registry {
   int abi; /* OPMETER_PLUGIN_ABI of the opmeter loading the library */
   void* opaque;
-  void (*add)(struct opmeter_registry* registry, const opmeter_impl* impl);
+  void (*add)(struct opmeter_registry* registry, const opmeter_impl* impl, size_t impl_size);
 } opmeter_registry;
 
 /* The one symbol a plugin exports. Returns the OPMETER_PLUGIN_ABI it was built with; opmeter
- * refuses the library (naming both versions) when that differs from its own. */
+ * refuses the library (naming both versions) when that differs from its own. Declared here so
+ * that a C++ or CUDA definition gets C linkage, and exported even from a library built with
+ * -fvisibility=hidden. */
+#if defined(__GNUC__) || defined(__clang__)
+#define OPMETER_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define OPMETER_PLUGIN_EXPORT
+#endif
+OPMETER_PLUGIN_EXPORT int opmeter_plugin_register(opmeter_registry* registry);
 typedef int (*opmeter_plugin_register_fn)(opmeter_registry* registry);
 #define OPMETER_PLUGIN_ENTRY "opmeter_plugin_register"
 

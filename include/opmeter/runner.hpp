@@ -18,6 +18,7 @@ struct RunOptions {
   bool isolate = false;         // each case in a child process under a deadline
   std::vector<std::string> kernels;  // users' Python kernels (FILE:NAME) an isolated child registers too
   std::string self_exe;         // the opmeter binary to re-execute (isolation)
+  std::vector<std::string> plugins;  // C plugins the re-executed binary loads (isolation)
   double case_deadline_s = 0;   // isolation deadline per case; 0: 2 x timeout + 30 s
   nlohmann::json calibration;   // a calibration profile whose ceilings results are shown against
   bool profile = false;         // one sample of one call after warm-up, in the profiler's range

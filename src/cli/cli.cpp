@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "opmeter/errors.hpp"
+#include "plugins/c_plugin.hpp"
 
 namespace opmeter {
 
@@ -22,6 +23,8 @@ int cli_main(int argc, char** argv) {
   CompareArgs compare_args;
   add_compare_command(app, compare_args);
   auto* list = app.add_subcommand("list", "ops, impls, dtypes and suites, and which are available here");
+  std::vector<std::string> list_plugins;
+  list->add_option("--plugin", list_plugins, "also list the impls of this C plugin; repeatable")->allow_extra_args(false);
   auto* info = app.add_subcommand("info", "this machine: CPU, ISA, caches, memory, libraries, build");
   try {
     app.parse(argc, argv);
@@ -34,7 +37,10 @@ int cli_main(int argc, char** argv) {
     return 2;
   }
   try {
-    if (list->parsed()) return list_command();
+    if (list->parsed()) {
+      for (auto& path : list_plugins) load_plugin(path);
+      return list_command();
+    }
     if (info->parsed()) return info_command();
     if (app.got_subcommand("calibrate")) return calibrate_command(calibrate_args);
     if (app.got_subcommand("report")) return report_command(report_args);

@@ -1,6 +1,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -37,6 +38,7 @@ struct RunArgs {
   std::optional<double> cooldown_s, heat_max_s;
   std::vector<std::string> kernels;  // --kernel FILE[:NAME]: users' Python kernels
   std::string child_result;  // internal: isolated child writes its one result here
+  std::vector<std::string> plugins;  // --plugin: C plugin libraries, loaded before the plan is made
 };
 
 void add_run_command(CLI::App& app, RunArgs& args);

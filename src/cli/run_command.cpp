@@ -22,6 +22,7 @@
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/reporter_registry.hpp"
+#include "plugins/c_plugin.hpp"
 #include "report/reporters.hpp"
 #include "results/result_set.hpp"
 #include "results/run_dir.hpp"
@@ -111,7 +112,8 @@ nlohmann::json run_settings(const RunArgs& a, const std::string& source, const R
   if (!a.device.empty()) j["device"] = a.device;
   if (a.graph) j["graph"] = *a.graph;
   if (a.profile) j["profile"] = true;
-  if (!a.kernels.empty()) j["kernels"] = a.kernels;
+  if (!a.kernels.empty()) j["kernels"] = o.kernels;  // absolute: --resume may run elsewhere
+  if (!a.plugins.empty()) j["plugins"] = loaded_plugins();
   if (llc_bytes_overridden()) j["llc_bytes"] = llc_bytes();
   j["energy_window_s"] = o.energy_window_s;
   j["cooldown_s"] = o.cooldown_s;
@@ -146,6 +148,10 @@ void take_stored_settings(RunArgs& a) {
   if (a.formats.empty()) a.formats = text("formats");
   if (a.device.empty()) a.device = text("device");
   if (a.calibration.empty()) a.calibration = text("calibration");
+  if (a.plugins.empty() && s->contains("plugins") && (*s)["plugins"].is_array())
+    a.plugins = (*s)["plugins"].get<std::vector<std::string>>();
+  if (a.kernels.empty() && s->contains("kernels") && (*s)["kernels"].is_array())
+    a.kernels = (*s)["kernels"].get<std::vector<std::string>>();
   a.hot = a.hot || text("cache") == "hot";
   a.isolate = a.isolate || s->value("isolate", false);
   if (!a.seed_given && (*s)["seed"].is_number_unsigned()) a.seed = (*s)["seed"].get<std::uint64_t>();
@@ -356,6 +362,8 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   run->add_option("--kernel", a.kernels,
                   "a Python kernel of your own, FILE.py:NAME (or FILE.py whose module is the kernel): measured as impl NAME "
                   "of the op it declares; repeatable");
+  run->add_option("--plugin", a.plugins, "load a C plugin (include/opmeter/plugin_abi.h) and its impls; repeatable")
+      ->allow_extra_args(false);
   run->add_option("--child-result", a.child_result, "internal: used by --isolate")->group("");
 }
 
@@ -378,6 +386,7 @@ int run_command(const RunArgs& given, const char* argv0) {
     worker::add_user_kernel(absolute);
     options.kernels.push_back(absolute);
   }
+  for (auto& path : a.plugins) load_plugin(path);  // before any case names their impls
   if (!a.child_result.empty()) {
     options.stopping = apply_overrides(Stopping{}, a.stopping);
     return child_run(a, options);
@@ -386,6 +395,7 @@ int run_command(const RunArgs& given, const char* argv0) {
   auto formats = chosen_formats(a);  // a wrong name stops the run before anything is planned
   Plan plan = make_plan(a);
   options.kernels.insert(options.kernels.end(), plan.kernels.begin(), plan.kernels.end());
+  options.plugins = loaded_plugins();  // the config's too: isolated cases load them again
   if (!a.llc_bytes && plan.llc_bytes) set_llc_bytes(plan.llc_bytes);
   options.stopping = apply_overrides(plan.stopping, a.stopping);
   std::vector<Case> cases;

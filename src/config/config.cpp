@@ -18,6 +18,7 @@
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/shapes.hpp"
+#include "plugins/c_plugin.hpp"
 #include "config/suites.hpp"
 #include "worker/user_kernels.hpp"
 
@@ -26,7 +27,7 @@ namespace {
 
 const std::vector<std::string> kTopKeys = {"name",     "description", "ops", "impls",  "dtypes",
                                            "threads",  "stopping",    "hot", "shapes", "device",
-                                           "llc_bytes", "kernels"};
+                                           "llc_bytes", "kernels", "plugins"};
 const std::vector<std::string> kGenerators = {"custom", "pow2", "pow2_extended", "sweep", "llama"};
 constexpr std::int64_t kMaxDim = std::int64_t{1} << 20;
 constexpr int kMaxPower = 20;
@@ -204,6 +205,20 @@ std::vector<DType> op_dtypes(const std::vector<std::string>& impls, const std::s
   return out;
 }
 
+// `plugins: [path, ...]`, each relative to the config file's folder: their impls are known before
+// the config names them.
+void load_config_plugins(const YamlReader& r, const YAML::Node& list, const std::string& source) {
+  auto paths = r.text_list(list, "plugins");
+  auto folder = std::filesystem::path(source).parent_path();
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    try {
+      load_plugin((folder / paths[i]).string());  // an absolute path stays as it is
+    } catch (const UsageError& e) {
+      r.fail(list.IsSequence() ? list[i] : list, e.what());
+    }
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -270,6 +285,7 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   for (auto* b : backends())
     for (auto& setting : b->settings()) allow(setting.name);
   r.check_keys(root, top_keys, "the config");
+  if (root["plugins"]) load_config_plugins(r, root["plugins"], source);
   if (!root["ops"]) r.fail(root, "missing 'ops': say which ops to measure, e.g. ops: [gemm, bandwidth, peak]");
 
   auto ops = r.text_list(root["ops"], "ops");

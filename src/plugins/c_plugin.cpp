@@ -1,0 +1,205 @@
+// Loading a C plugin: dlopen, its entry point, each impl it adds copied and, once the library's
+// ABI version is known to be ours, checked and registered.
+#include "plugins/c_plugin.hpp"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <regex>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "opmeter/config.hpp"
+#include "opmeter/errors.hpp"
+#include "opmeter/registry.hpp"
+#include "plugins/plugin_impl.hpp"
+
+namespace opmeter {
+namespace {
+
+// What the library's calls of `add` leave: copies, checked only after the entry point returns its
+// ABI version (a library built for another version may lay the description out otherwise).
+struct Added {
+  std::size_t size = 0;  // the impl_size it gave; anything else than ours is not read
+  PluginImplDesc desc;
+};
+struct Collector {
+  std::string library;  // its absolute path
+  std::vector<Added> added;
+  std::string failure;  // what went wrong inside `add` itself
+};
+
+std::string text(const char* s) { return s ? std::string(s) : std::string(); }
+
+// Called by the library: must not throw into C code.
+extern "C" void add_impl(opmeter_registry* registry, const opmeter_impl* impl, size_t impl_size) {
+  auto& into = *static_cast<Collector*>(registry->opaque);
+  try {
+    Added a{impl ? impl_size : 0, {}};
+    if (impl && impl_size == sizeof(opmeter_impl)) {
+      a.desc = {into.library, text(impl->op),      text(impl->name), text(impl->summary),
+                text(impl->dtypes), text(impl->devices), *impl};
+      a.desc.functions.op = a.desc.functions.name = a.desc.functions.summary = nullptr;
+      a.desc.functions.dtypes = a.desc.functions.devices = nullptr;
+    }
+    into.added.push_back(std::move(a));
+  } catch (const std::exception& e) {
+    into.failure = e.what();
+  }
+}
+
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (auto end = list.find(','); ; end = list.find(',', start)) {
+    auto item = list.substr(start, end - start);
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    out.push_back(item);
+    if (end == std::string::npos) return out;
+    start = end + 1;
+  }
+}
+
+std::vector<DType> parse_dtypes(const std::string& list) {
+  if (list.empty()) throw UsageError("gives no dtypes (e.g. \"fp32,bf16\")");
+  std::vector<std::string> known;
+  for (auto d : all_dtypes()) known.emplace_back(to_string(d));
+  std::vector<DType> out;
+  for (auto& name : split(list)) {
+    auto d = parse_dtype(name);
+    if (!d) throw UsageError(unknown_name("dtype", name, known));
+    out.push_back(*d);
+  }
+  return out;
+}
+
+std::vector<std::string> parse_devices(const std::string& list) {
+  static const std::vector<std::string> known = {"cpu", "cuda"};
+  if (list.empty()) throw UsageError("gives no devices (\"cpu\", \"cuda\" or \"cpu,cuda\")");
+  auto out = split(list);
+  for (auto& name : out)
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      throw UsageError(fmt::format("unknown device '{}' (expected cpu, cuda or both: \"cpu,cuda\")", name));
+  return out;
+}
+
+void check_functions(const opmeter_impl& f) {
+  std::vector<std::string> missing;
+  auto need = [&](bool given, const char* name) {
+    if (!given) missing.emplace_back(name);
+  };
+  need(f.setup, "setup");
+  need(f.load, "load");
+  need(f.run, "run");
+  need(f.sync, "sync");
+  need(f.output, "output");
+  need(f.teardown, "teardown");
+  if (!missing.empty()) throw UsageError(fmt::format("gives no {} function (every one is needed)", fmt::join(missing, ", ")));
+}
+
+// The registry's definition of an impl a library added, or UsageError saying what is wrong with it.
+ImplDef impl_def(const PluginImplDesc& d, const std::vector<ImplDef>& accepted) {
+  static const std::regex kName("[a-z0-9_]+");
+  auto& reg = Registry::global();
+  std::vector<std::string> ops;
+  for (auto* o : reg.ops()) ops.push_back(o->name);
+  if (d.op.empty()) throw UsageError("gives no op");
+  const OpDef* op = reg.op(d.op);
+  if (!op) throw UsageError(unknown_name("op", d.op, ops));
+  if (!op->spec) throw UsageError(fmt::format("computes op '{}', whose inputs and check only opmeter's own impls know", d.op));
+  if (d.name.empty()) throw UsageError("gives no name");
+  if (!std::regex_match(d.name, kName))
+    throw UsageError(fmt::format("'{}' is not a valid impl name (use lowercase letters, digits and _)", d.name));
+  auto taken = [&](const ImplDef& i) { return i.op == d.op && i.impl == d.name; };
+  if (reg.impl(d.op, d.name) || std::any_of(accepted.begin(), accepted.end(), taken))
+    throw UsageError(fmt::format("op '{}' already has an impl '{}': pick another name", d.op, d.name));
+  check_functions(d.functions);
+  auto desc = std::make_shared<const PluginImplDesc>(d);
+  return ImplDef{
+      .op = d.op,
+      .impl = d.name,
+      .backends = parse_devices(d.devices),
+      .summary = fmt::format("{}{}(plugin {})", d.summary, d.summary.empty() ? "" : " ",
+                             std::filesystem::path(d.library).filename().string()),
+      .dtypes = parse_dtypes(d.dtypes),
+      .make = [desc] { return std::make_unique<PluginImpl>(desc); },
+      .on_request = true,
+  };
+}
+
+// Every impl checked: all of them, or UsageError listing what is wrong.
+std::vector<ImplDef> checked(const Collector& c, const std::string& path) {
+  std::vector<ImplDef> defs;
+  std::vector<std::string> problems;
+  for (std::size_t i = 0; i < c.added.size(); ++i) {
+    const Added& a = c.added[i];
+    const std::string which = a.desc.name.empty() ? fmt::format("impl {}", i + 1) : fmt::format("impl '{}'", a.desc.name);
+    try {
+      if (a.size != sizeof(opmeter_impl))
+        throw UsageError(fmt::format("added with a description of {} bytes, not {} (call "
+                                     "registry->add(registry, &impl, sizeof impl))",
+                                     a.size, sizeof(opmeter_impl)));
+      defs.push_back(impl_def(a.desc, defs));
+    } catch (const UsageError& e) {
+      problems.push_back(which + ": " + e.what());
+    }
+  }
+  if (!c.failure.empty()) problems.push_back(c.failure);
+  if (c.added.empty() && problems.empty()) problems.emplace_back("adds no impls");
+  if (problems.size() == 1) throw UsageError(fmt::format("plugin {}: {}", path, problems.front()));
+  if (!problems.empty()) throw UsageError(fmt::format("plugin {}:\n  {}", path, fmt::join(problems, "\n  ")));
+  return defs;
+}
+
+std::mutex& loading() {
+  static std::mutex m;
+  return m;
+}
+std::vector<std::string>& loaded() {
+  static std::vector<std::string> paths;
+  return paths;
+}
+
+}  // namespace
+
+void load_plugin(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  // Absolute, so that dlopen never searches the library path for a bare name; links resolved, so
+  // that one library is one entry.
+  const std::string library = fs::weakly_canonical(fs::absolute(path, ec), ec).string();
+  std::lock_guard lock(loading());
+  if (std::find(loaded().begin(), loaded().end(), library) != loaded().end()) return;
+  if (!fs::exists(library, ec)) throw UsageError(fmt::format("plugin {}: no such file", path));
+  if (fs::is_directory(library, ec)) throw UsageError(fmt::format("plugin {}: is a directory, not a shared library", path));
+  // Kept open for the life of the process: its impls' functions live in it.
+  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) throw UsageError(fmt::format("plugin {}: cannot load it as a shared library: {}", path, dlerror()));
+  auto entry = reinterpret_cast<opmeter_plugin_register_fn>(dlsym(handle, OPMETER_PLUGIN_ENTRY));
+  if (!entry) {
+    dlclose(handle);
+    throw UsageError(fmt::format("plugin {}: not an opmeter plugin: it exports no {} (see include/opmeter/plugin_abi.h)",
+                                 path, OPMETER_PLUGIN_ENTRY));
+  }
+  Collector collector{library, {}, {}};
+  opmeter_registry registry{OPMETER_PLUGIN_ABI, &collector, add_impl};
+  const int abi = entry(&registry);
+  if (abi != OPMETER_PLUGIN_ABI)
+    throw UsageError(fmt::format("plugin {}: built for plugin ABI {}, this opmeter speaks {}; rebuild it against this "
+                                 "opmeter's include/opmeter/plugin_abi.h",
+                                 path, abi, OPMETER_PLUGIN_ABI));
+  for (auto& def : checked(collector, path)) Registry::global().add(std::move(def));
+  loaded().push_back(library);
+}
+
+std::vector<std::string> loaded_plugins() {
+  std::lock_guard lock(loading());
+  return loaded();
+}
+
+}  // namespace opmeter

@@ -1,0 +1,165 @@
+// C plugins (include/opmeter/plugin_abi.h): the example plugin measured and checked like any impl;
+// the test plugins (tests/plugins/bad_plugin.c) wrong in each way, each with a clear message.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "cli_helpers.hpp"
+#include "opmeter/errors.hpp"
+#include "opmeter/plugin_abi.h"
+#include "opmeter/registry.hpp"
+#include "opmeter/runner.hpp"
+#include "plugins/c_plugin.hpp"
+#include "results/result_set.hpp"
+
+using namespace opmeter;
+
+namespace {
+
+::testing::AssertionResult contains(const std::string& text, const std::string& part) {
+  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "'" << part << "' is not in:\n" << text;
+}
+
+RunOptions quick_options() {
+  RunOptions o;
+  o.stopping.fixed_samples = 3;
+  o.stopping.warmup_calls = 1;
+  return o;
+}
+
+Result run_relu(const std::string& impl, const std::string& dtype = "fp32") {
+  return run_case(parse_case("relu/" + impl + "/" + dtype + "/batch=2,seq=3,hidden=40/threads=1"), quick_options());
+}
+
+// The message load_plugin throws, or "" when it loads.
+std::string load_error(const std::string& path) {
+  try {
+    load_plugin(path);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string canonical(const std::string& path) { return fs::weakly_canonical(path).string(); }
+
+}  // namespace
+
+TEST(CPlugin, ExampleRegistersItsImplsOnRequest) {
+  load_plugin(EXAMPLE_PLUGIN);
+  load_plugin(EXAMPLE_PLUGIN);  // a second time: nothing, not a duplicate impl
+  const ImplDef* impl = Registry::global().impl("relu", "c_loop");
+  ASSERT_NE(impl, nullptr);
+  EXPECT_TRUE(impl->on_request);
+  EXPECT_EQ(impl->backends, std::vector<std::string>{"cpu"});
+  EXPECT_EQ(impl->dtypes, (std::vector<DType>{DType::fp32, DType::bf16}));
+  EXPECT_TRUE(contains(impl->summary, "(plugin libopmeter_relu_plugin.so)"));
+  auto loaded = loaded_plugins();
+  EXPECT_EQ(std::count(loaded.begin(), loaded.end(), canonical(EXAMPLE_PLUGIN)), 1);
+}
+
+TEST(CPlugin, ExampleRunsAndPassesItsCheck) {
+  load_plugin(EXAMPLE_PLUGIN);
+  for (const char* dtype : {"fp32", "bf16"}) {
+    Result r = run_relu("c_loop", dtype);
+    EXPECT_EQ(r.status, Status::ok) << dtype << ": " << r.reason;
+    ASSERT_TRUE(r.max_error && r.tolerance) << dtype;
+    EXPECT_LE(*r.max_error, *r.tolerance) << dtype;
+    EXPECT_EQ(r.samples.size(), 3u) << dtype;
+    EXPECT_EQ(r.details["plugin"], canonical(EXAMPLE_PLUGIN));
+  }
+}
+
+TEST(CPlugin, WrongOutputFailsItsCheck) {
+  load_plugin(PLUGIN_BAD_RESULTS);
+  Result r = run_relu("test_plugin_wrong");
+  EXPECT_EQ(r.status, Status::failed);
+  EXPECT_TRUE(contains(r.reason, "wrong result before timing"));
+  EXPECT_TRUE(r.samples.empty());
+}
+
+TEST(CPlugin, UnsupportedCaseIsSkippedWithTheLibrarysReason) {
+  load_plugin(PLUGIN_BAD_RESULTS);
+  Result r = run_relu("test_plugin_unsupported");
+  EXPECT_EQ(r.status, Status::skipped);
+  EXPECT_TRUE(contains(r.reason, "needs hidden >= 1000000, got 40"));
+}
+
+TEST(CPlugin, FailingCallIsAnErrorWithTheLibrarysMessage) {
+  load_plugin(PLUGIN_BAD_RESULTS);
+  Result r = run_relu("test_plugin_failing");
+  EXPECT_EQ(r.status, Status::error);
+  EXPECT_TRUE(contains(r.reason, "test_plugin_failing (" + canonical(PLUGIN_BAD_RESULTS) + ") run: the kernel launch failed"));
+}
+
+TEST(CPlugin, OtherAbiVersionIsRefusedNamingBoth) {
+  EXPECT_TRUE(contains(load_error(PLUGIN_WRONG_ABI),
+              fmt::format("plugin {}: built for plugin ABI {}, this opmeter speaks {}", PLUGIN_WRONG_ABI,
+                                    OPMETER_PLUGIN_ABI + 1, OPMETER_PLUGIN_ABI)));
+  EXPECT_EQ(Registry::global().impl("relu", "test_plugin_other_abi"), nullptr);
+}
+
+TEST(CPlugin, BadDescriptionsAreEachNamedAndNoImplOfTheLibraryRegistered) {
+  auto error = load_error(PLUGIN_BAD_DESCRIPTIONS);
+  EXPECT_TRUE(contains(error, "impl 'test_plugin_unknown_op': unknown op 'relux'; did you mean 'relu'?"));
+  EXPECT_TRUE(contains(error, "impl 'My-Relu': 'My-Relu' is not a valid impl name (use lowercase letters, digits and _)"));
+  EXPECT_TRUE(contains(error, "impl 'opmeter': op 'relu' already has an impl 'opmeter': pick another name"));
+  EXPECT_TRUE(contains(error, "impl 'test_plugin_bad_dtype': unknown dtype 'fp33'"));
+  EXPECT_TRUE(contains(error, "impl 'test_plugin_bad_device': unknown device 'gpu'"));
+  EXPECT_TRUE(contains(error, "impl 'test_plugin_no_run': gives no run function"));
+  EXPECT_EQ(Registry::global().impl("relu", "test_plugin_fine"), nullptr);
+  auto loaded = loaded_plugins();
+  EXPECT_EQ(std::count(loaded.begin(), loaded.end(), canonical(PLUGIN_BAD_DESCRIPTIONS)), 0);
+}
+
+TEST(CPlugin, FilesThatAreNoPluginSaySo) {
+  EXPECT_EQ(load_error("/nonexistent/libmine.so"), "plugin /nonexistent/libmine.so: no such file");
+  auto text = write(temp_dir("plugin_text"), "libtext.so", "not a library\n");
+  EXPECT_TRUE(contains(load_error(text.string()), "plugin " + text.string() + ": cannot load it as a shared library: "));
+  EXPECT_EQ(load_error(PLUGIN_NO_ENTRY), fmt::format("plugin {}: not an opmeter plugin: it exports no opmeter_plugin_register "
+                                                     "(see include/opmeter/plugin_abi.h)",
+                                                     PLUGIN_NO_ENTRY));
+}
+
+TEST(CPluginCli, RunsAPluginCaseInProcessAndIsolated) {
+  const std::string kase = "relu/c_loop/fp32/batch=1,seq=4,hidden=64/threads=1";
+  for (const char* isolate : {"", " --isolate"}) {
+    auto dir = temp_dir(std::string("plugin_run") + (*isolate ? "_isolated" : ""));
+    auto out = cli(fmt::format("run --plugin {} --case {} --samples 3{} --no-report --out {}", EXAMPLE_PLUGIN, kase,
+                               isolate, dir.string()));
+    ASSERT_EQ(out.code, 0) << out.text;
+    auto results = read_jsonl((dir / "results.jsonl").string());
+    ASSERT_EQ(results.size(), 1u);
+    EXPECT_EQ(results[0].status, Status::ok) << isolate << ": " << results[0].reason;
+  }
+}
+
+TEST(CPluginCli, MissingPluginExitsTwoWithTheMessage) {
+  auto out = cli("run --plugin missing.so --case relu/c_loop/fp32/batch=1,seq=4,hidden=64/threads=1");
+  EXPECT_EQ(out.code, 2);
+  EXPECT_TRUE(contains(out.text, "opmeter: error: plugin missing.so: no such file"));
+}
+
+TEST(CPluginCli, ConfigLoadsPluginsBesideIt) {
+  auto dir = temp_dir("plugin_config");
+  fs::copy_file(EXAMPLE_PLUGIN, dir / "libmine.so");
+  auto config = write(dir, "mine.yaml",
+                      "ops: [relu]\nimpls: [c_loop]\nplugins: [libmine.so]\nbatch: [1]\nseq: [4]\nhidden: [64]\n");
+  auto out = cli("run --dry-run --threads 1 " + config.string());
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_TRUE(contains(out.text, "relu/c_loop/fp32/batch=1,seq=4,hidden=64/threads=1"));
+
+  auto bad = write(dir, "bad.yaml", "ops: [relu]\nplugins: [nope.so]\n");
+  out = cli("run --dry-run " + bad.string());
+  EXPECT_EQ(out.code, 2);
+  EXPECT_TRUE(contains(out.text, bad.string() + ":2:11: plugin " + (dir / "nope.so").string() + ": no such file"));
+}
+
+TEST(CPluginCli, ListShowsThePluginsImpls) {
+  auto out = cli(fmt::format("list --plugin {}", EXAMPLE_PLUGIN));
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_TRUE(contains(out.text, "c_loop     [cpu] example plugin: a plain C loop on one thread (plugin libopmeter_relu_plugin.so)"));
+}

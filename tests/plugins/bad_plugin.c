@@ -1,0 +1,123 @@
+/* Plugins that go wrong, for tests/c_plugin_test.cpp; which one is chosen at compile time:
+ *   BAD_RESULTS       impls of relu that compute wrongly, cannot run the case, or fail in run
+ *   WRONG_ABI         a library built for the next plugin ABI
+ *   BAD_DESCRIPTIONS  impls described wrongly (and one right, which must not be registered)
+ *   NO_ENTRY          a shared library without opmeter_plugin_register */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opmeter/plugin_abi.h"
+
+#ifdef NO_ENTRY
+/* The entry point misspelled. */
+int opmeter_plugin_registr(opmeter_registry* registry) {
+  (void)registry;
+  return OPMETER_PLUGIN_ABI;
+}
+#else
+
+/* fp32 relu's buffers: one set (these tests measure hot). */
+typedef struct state {
+  size_t count;
+  float* x;
+  float* y;
+} state;
+
+static void* setup(const opmeter_case* c, int* flags, char* err, size_t err_len) {
+  (void)flags;
+  (void)err;
+  (void)err_len;
+  state* s = calloc(1, sizeof *s);
+  s->count = c->inputs[0].count;
+  s->x = malloc(s->count * sizeof(float));
+  s->y = malloc(s->count * sizeof(float));
+  memcpy(s->x, c->inputs[0].data, s->count * sizeof(float));
+  return s;
+}
+
+static void* setup_unsupported(const opmeter_case* c, int* flags, char* err, size_t err_len) {
+  *flags |= OPMETER_UNSUPPORTED;
+  snprintf(err, err_len, "needs hidden >= 1000000, got %s", c->param_values[c->n_params - 1]);
+  return NULL;
+}
+
+static int load(void* p, const opmeter_tensor* inputs, size_t n_inputs, int poison, char* err, size_t err_len) {
+  state* s = p;
+  (void)n_inputs;
+  (void)err;
+  (void)err_len;
+  memcpy(s->x, inputs[0].data, s->count * sizeof(float));
+  memset(s->y, poison, s->count * sizeof(float));
+  return 0;
+}
+
+/* Wrong: the identity, not relu (negative inputs come out negative). */
+static int run_identity(void* p, size_t copy, char* err, size_t err_len) {
+  state* s = p;
+  (void)copy;
+  (void)err;
+  (void)err_len;
+  memcpy(s->y, s->x, s->count * sizeof(float));
+  return 0;
+}
+
+static int run_failing(void* p, size_t copy, char* err, size_t err_len) {
+  (void)p;
+  (void)copy;
+  snprintf(err, err_len, "the kernel launch failed");
+  return 7;
+}
+
+static int sync_none(void* p, char* err, size_t err_len) {
+  (void)p;
+  (void)err;
+  (void)err_len;
+  return 0;
+}
+
+static int output(void* p, void* host, char* err, size_t err_len) {
+  state* s = p;
+  (void)err;
+  (void)err_len;
+  memcpy(host, s->y, s->count * sizeof(float));
+  return 0;
+}
+
+static void teardown(void* p) {
+  state* s = p;
+  free(s->x);
+  free(s->y);
+  free(s);
+}
+
+static opmeter_impl relu(const char* name, void* (*setup_fn)(const opmeter_case*, int*, char*, size_t),
+                         int (*run_fn)(void*, size_t, char*, size_t)) {
+  opmeter_impl impl = {"relu", name, "test plugin", "fp32", "cpu", setup_fn, load, run_fn, sync_none, output, teardown};
+  return impl;
+}
+
+int opmeter_plugin_register(opmeter_registry* registry) {
+#if defined(BAD_RESULTS)
+  opmeter_impl impls[] = {relu("test_plugin_wrong", setup, run_identity),
+                          relu("test_plugin_unsupported", setup_unsupported, run_identity),
+                          relu("test_plugin_failing", setup, run_failing)};
+#elif defined(BAD_DESCRIPTIONS)
+  opmeter_impl impls[] = {relu("test_plugin_fine", setup, run_identity), relu("test_plugin_unknown_op", setup, run_identity),
+                          relu("My-Relu", setup, run_identity), relu("opmeter", setup, run_identity),
+                          relu("test_plugin_bad_dtype", setup, run_identity), relu("test_plugin_bad_device", setup, run_identity),
+                          relu("test_plugin_no_run", setup, NULL)};
+  impls[1].op = "relux";
+  impls[4].dtypes = "fp32,fp33";
+  impls[5].devices = "gpu";
+#else
+  opmeter_impl impls[] = {relu("test_plugin_other_abi", setup, run_identity)};
+#endif
+  for (size_t i = 0; i < sizeof impls / sizeof impls[0]; ++i) registry->add(registry, &impls[i], sizeof impls[i]);
+#ifdef WRONG_ABI
+  return OPMETER_PLUGIN_ABI + 1;
+#else
+  return OPMETER_PLUGIN_ABI;
+#endif
+}
+#endif  /* NO_ENTRY */
