@@ -390,16 +390,17 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
     std::vector<const ImplDef*> here;  // the op's impls for this device's backend
     for (auto* impl : reg.impls_of(op))
       if (impl->runs_on(backend.name())) here.push_back(impl);
-    if (here.empty()) {
-      plan.notes.push_back(fmt::format("{} has no {} impl yet: left out on {}", op, backend.name(), device));
-      continue;
-    }
-    std::vector<std::string> op_impls;
+    std::vector<std::string> op_impls, on_request;
     for (auto* impl : here)
       if (std::find(impls.begin(), impls.end(), impl->impl) != impls.end()) op_impls.push_back(impl->impl);
     if (op_impls.empty())  // impls that start a worker run only when named
-      for (auto* impl : here)
-        if (!impl->on_request) op_impls.push_back(impl->impl);
+      for (auto* impl : here) (impl->on_request ? on_request : op_impls).push_back(impl->impl);
+    if (op_impls.empty()) {
+      plan.notes.push_back(fmt::format("{} has no {} impl yet{}: left out on {}", op, backend.name(),
+                                       on_request.empty() ? "" : fmt::format(" but {}, run when named in impls", fmt::join(on_request, ", ")),
+                                       device));
+      continue;
+    }
     const OpDef& def = *reg.op(op);
     for (auto& set : op_params(r, root, def, llc))
       for (auto& impl : op_impls)

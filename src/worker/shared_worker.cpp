@@ -47,8 +47,17 @@ std::vector<std::string> worker_command() {
   return {env_or("OPMETER_PYTHON", "python3"), "-u", env_or("OPMETER_WORKER", default_worker_script())};
 }
 
-WorkerProcess& shared_worker() {
+namespace {
+std::unique_ptr<WorkerProcess>& the_worker() {
   static std::unique_ptr<WorkerProcess> worker;
+  return worker;
+}
+}  // namespace
+
+void stop_shared_worker() { the_worker().reset(); }
+
+WorkerProcess& shared_worker() {
+  auto& worker = the_worker();
   if (!worker || !worker->alive()) {
     worker.reset();
     worker = std::make_unique<WorkerProcess>(worker_command(), deadline_s(Wait::start));

@@ -18,3 +18,9 @@ std::vector<std::string> worker_command();
 WorkerProcess& shared_worker();
 
 }  // namespace opmeter::worker
+
+namespace opmeter::worker {
+// Ends the shared worker (the next case starts a fresh one): for tests that change the worker's
+// environment between cases.
+void stop_shared_worker();
+}  // namespace opmeter::worker

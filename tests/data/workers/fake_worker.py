@@ -1,0 +1,73 @@
+"""A stand-in worker for opmeter's protocol tests: pure Python (no PyTorch), it computes relu on
+fp32 inputs correctly, or misbehaves as FAKE_WORKER_MODE says:
+  ok, wrong (a wrong output), short (too few output bytes), crash_on_sample, hang_on_sample,
+  unsupported, error (setup replies so), protocol_99 (another protocol version), not_a_worker."""
+import array
+import json
+import os
+import sys
+import time
+
+mode = os.environ.get("FAKE_WORKER_MODE", "ok")
+out = sys.stdout
+
+
+def reply(obj):
+    out.write(json.dumps(obj) + "\n")
+    out.flush()
+
+
+if mode == "not_a_worker":
+    print("hello, I am a shell script")
+    sys.exit(0)
+reply({"hello": "opmeter-worker", "protocol": 99 if mode == "protocol_99" else 1, "python": sys.version.split()[0],
+       "torch": None, "torch_why": "fake", "triton": None, "triton_why": "fake", "cuda_devices": 0})
+
+
+def read_f32(path):
+    a = array.array("f")
+    with open(path, "rb") as f:
+        a.frombytes(f.read())
+    return a
+
+
+x = None
+for line in sys.stdin:
+    req = json.loads(line)
+    cmd = req["cmd"]
+    if cmd == "quit":
+        break
+    if cmd == "setup":
+        if mode == "unsupported":
+            reply({"ok": False, "unsupported": "fake: no such device here"})
+            continue
+        if mode == "error":
+            reply({"ok": False, "error": "fake: setup went wrong"})
+            continue
+        x = read_f32(req["inputs"][0]["path"])
+        reply({"ok": True, "details": {"fake": "yes"}})
+    elif cmd == "run":
+        reply({"ok": True})
+    elif cmd == "sample":
+        if mode == "crash_on_sample":
+            print("fake worker: about to crash", file=sys.stderr, flush=True)
+            os._exit(3)
+        if mode == "hang_on_sample":
+            print("fake worker: stuck", file=sys.stderr, flush=True)
+            time.sleep(3600)
+        t0 = time.perf_counter()
+        for _ in range(req["calls"]):
+            y = [v if v > 0 else 0.0 for v in x]
+        reply({"ok": True, "seconds": max(time.perf_counter() - t0, 1e-9)})
+    elif cmd == "check":
+        x = read_f32(req["inputs"][0])
+        y = array.array("f", [7.0 if mode == "wrong" else (v if v > 0 else 0.0) for v in x])
+        if mode == "short":
+            y = y[: len(y) // 2]
+        with open(req["output"], "wb") as f:
+            f.write(y.tobytes())
+        reply({"ok": True})
+    elif cmd == "release":
+        reply({"ok": True})
+    else:
+        reply({"ok": False, "error": "fake: unknown cmd " + cmd})

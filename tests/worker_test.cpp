@@ -1,0 +1,268 @@
+// The worker protocol: with a stand-in worker (pure Python, tests/data/workers/fake_worker.py)
+// every way a worker can go wrong; with Debian's PyTorch the `torch` impl on the CPU checked
+// against the ops' references, and users' Python kernels, in process and through the CLI.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+
+#include "opmeter/errors.hpp"
+#include "opmeter/registry.hpp"
+#include "opmeter/runner.hpp"
+#include "tests/cli_helpers.hpp"
+#include "worker/shared_worker.hpp"
+#include "worker/user_kernels.hpp"
+
+using namespace opmeter;
+
+namespace {
+
+const std::string kPython = OPMETER_TEST_PYTHON;
+const std::string kSource = OPMETER_SOURCE_DIR;
+const std::string kFakeWorker = kSource + "/tests/data/workers/fake_worker.py";
+const std::string kExampleKernels = kSource + "/examples/kernels/my_kernels.py";
+const std::string kTestKernels = kSource + "/tests/data/kernels/";
+
+// The worker's environment for one test: interpreter, script and the stand-in's mode; a fresh
+// worker before and after.
+struct WorkerEnv {
+  explicit WorkerEnv(const std::string& script = "", const std::string& mode = "ok", const std::string& python = kPython) {
+    setenv("OPMETER_PYTHON", python.c_str(), 1);
+    if (!script.empty()) setenv("OPMETER_WORKER", script.c_str(), 1);
+    setenv("FAKE_WORKER_MODE", mode.c_str(), 1);
+    worker::stop_shared_worker();
+  }
+  ~WorkerEnv() {
+    worker::stop_shared_worker();
+    for (const char* v : {"OPMETER_PYTHON", "OPMETER_WORKER", "FAKE_WORKER_MODE", "OPMETER_WORKER_DEADLINE"}) unsetenv(v);
+  }
+};
+
+RunOptions quick() {
+  RunOptions o;
+  o.stopping.fixed_samples = 3;
+  o.stopping.warmup_calls = 1;
+  o.energy_window_s = 0;
+  o.cooldown_s = 0;
+  return o;
+}
+
+Result run(const std::string& kase) { return run_case(parse_case(kase), quick()); }
+
+const std::string kRelu = "relu/torch/fp32/batch=1,seq=4,hidden=256/threads=1";
+
+bool has_torch() {
+  static const bool yes = std::system((kPython + " -c 'import torch' 2>/dev/null").c_str()) == 0;
+  return yes;
+}
+#define REQUIRE_TORCH() \
+  if (!has_torch()) GTEST_SKIP() << kPython << " has no PyTorch (scripts/install-deps.sh installs python3-torch)"
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST(WorkerProtocol, AStandInWorkerIsMeasuredWithItsOwnTimerAndChecked) {
+  WorkerEnv env(kFakeWorker, "ok");
+  Result r = run(kRelu);
+  ASSERT_EQ(r.status, Status::ok) << r.reason;
+  EXPECT_EQ(r.samples.size(), 3u);
+  EXPECT_GT(r.summary.median, 0);
+  EXPECT_EQ(r.details["fake"], "yes");
+  EXPECT_EQ(r.details["timer"], "worker: perf_counter");
+  EXPECT_LE(r.max_error, r.tolerance);
+}
+
+TEST(WorkerProtocol, AWrongOutputFailsTheOpsCheck) {
+  WorkerEnv env(kFakeWorker, "wrong");
+  Result r = run(kRelu);
+  EXPECT_EQ(r.status, Status::failed);
+  EXPECT_TRUE(contains(r.reason, "wrong result before timing")) << r.reason;
+}
+
+TEST(WorkerProtocol, AnOutputOfTheWrongSizeFailsNamingBothSizes) {
+  WorkerEnv env(kFakeWorker, "short");
+  Result r = run(kRelu);
+  EXPECT_EQ(r.status, Status::failed);
+  EXPECT_TRUE(contains(r.reason, "the worker wrote 2048 bytes of output, expected 4096 (1024 f32 elements)")) << r.reason;
+}
+
+TEST(WorkerProtocol, AnUnsupportedCaseIsSkippedWithTheWorkersReason) {
+  WorkerEnv env(kFakeWorker, "unsupported");
+  Result r = run(kRelu);
+  EXPECT_EQ(r.status, Status::skipped);
+  EXPECT_EQ(r.reason, "fake: no such device here");
+}
+
+TEST(WorkerProtocol, AnErrorReplyIsAnErrorWithItsMessage) {
+  WorkerEnv env(kFakeWorker, "error");
+  Result r = run(kRelu);
+  EXPECT_EQ(r.status, Status::error);
+  EXPECT_TRUE(contains(r.reason, "fake: setup went wrong")) << r.reason;
+}
+
+TEST(WorkerProtocol, AWorkerThatDiesIsCrashedWithItsStderrAndTheNextCaseGetsAFreshOne) {
+  WorkerEnv env(kFakeWorker, "crash_on_sample");
+  Result r = run(kRelu);
+  EXPECT_EQ(r.status, Status::crashed);
+  EXPECT_TRUE(contains(r.reason, "exited with code 3")) << r.reason;
+  EXPECT_TRUE(contains(r.reason, "fake worker: about to crash")) << r.reason;
+  setenv("FAKE_WORKER_MODE", "ok", 1);  // the dead worker is not reused: a new one reads this
+  Result next = run(kRelu);
+  EXPECT_EQ(next.status, Status::ok) << next.reason;
+}
+
+TEST(WorkerProtocol, AWorkerThatHangsIsKilledAtItsDeadline) {
+  WorkerEnv env(kFakeWorker, "hang_on_sample");
+  setenv("OPMETER_WORKER_DEADLINE", "2", 1);
+  auto t0 = std::chrono::steady_clock::now();
+  Result r = run(kRelu);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.status, Status::timeout);
+  EXPECT_TRUE(contains(r.reason, "within 2 s and was killed")) << r.reason;
+  EXPECT_TRUE(contains(r.reason, "fake worker: stuck")) << r.reason;
+  EXPECT_LT(took, 30);
+}
+
+TEST(WorkerProtocol, AnotherProtocolVersionIsAnErrorNamingBothVersions) {
+  WorkerEnv env(kFakeWorker, "protocol_99");
+  Result r = run(kRelu);
+  EXPECT_EQ(r.status, Status::error);
+  EXPECT_TRUE(contains(r.reason, "speaks protocol version 99, this opmeter speaks version 1")) << r.reason;
+}
+
+TEST(WorkerProtocol, AProgramThatIsNoWorkerSkipsItsCases) {
+  WorkerEnv env(kFakeWorker, "not_a_worker");
+  Result r = run(kRelu);
+  EXPECT_EQ(r.status, Status::skipped);
+  EXPECT_TRUE(contains(r.reason, "is not an opmeter worker: its first line was 'hello, I am a shell script'")) << r.reason;
+}
+
+TEST(WorkerProtocol, NoPythonSkipsTheCasesWithTheReason) {
+  WorkerEnv env(kFakeWorker, "ok", "/nonexistent/python3");
+  Result r = run(kRelu);
+  EXPECT_EQ(r.status, Status::skipped);
+  EXPECT_TRUE(contains(r.reason, "cannot start /nonexistent/python3")) << r.reason;
+}
+
+TEST(WorkerImpls, AreMeasuredOnlyWhenNamed) {
+  const ImplDef* torch = Registry::global().impl("layernorm", "torch");
+  ASSERT_NE(torch, nullptr);
+  EXPECT_TRUE(torch->on_request);
+  EXPECT_TRUE(torch->runs_on("cpu"));
+  EXPECT_TRUE(torch->runs_on("cuda"));
+  const ImplDef* triton = Registry::global().impl("layernorm", "triton");
+  ASSERT_NE(triton, nullptr);
+  EXPECT_FALSE(triton->runs_on("cpu"));
+  EXPECT_EQ(Registry::global().impl("bandwidth", "torch"), nullptr);  // no spec: nothing to feed a worker
+}
+
+TEST(TorchImpl, CpuCasesMatchTheOpsReferences) {
+  REQUIRE_TORCH();
+  WorkerEnv env;
+  for (const char* kase : {"layernorm/torch/fp32/batch=2,seq=8,hidden=96/threads=1",
+                           "layernorm/torch/bf16/batch=2,seq=8,hidden=96/threads=1",
+                           "rmsnorm/torch/fp32/batch=2,seq=8,hidden=96/threads=1",
+                           "softmax/torch/bf16/batch=2,seq=8,hidden=96/threads=1",
+                           "gelu_tanh/torch/fp32/batch=2,seq=8,hidden=96/threads=1",
+                           "cross_entropy/torch/fp32/batch=2,seq=8,hidden=96/threads=1",
+                           "add/torch/bf16/batch=2,seq=8,hidden=96/threads=1",
+                           "gemm/torch/fp32/M=48,N=40,K=56/threads=1"}) {
+    Result r = run(kase);
+    EXPECT_EQ(r.status, Status::ok) << kase << ": " << r.reason;
+    EXPECT_LE(r.max_error, r.tolerance) << kase;
+    EXPECT_TRUE(r.details.count("torch")) << kase;
+  }
+}
+
+TEST(TorchImpl, WhatTorchCannotDoHereIsSkippedWithTheReason) {
+  REQUIRE_TORCH();
+  WorkerEnv env;
+  Result triton = run("layernorm/triton/fp32/batch=2,seq=8,hidden=96/device=cuda:0");
+  EXPECT_EQ(triton.status, Status::skipped);
+  EXPECT_FALSE(triton.reason.empty());
+  Result int8 = run("gemm/torch/int8/M=16,N=16,K=16/threads=1");
+  EXPECT_EQ(int8.status, Status::skipped);
+  EXPECT_FALSE(int8.reason.empty());
+}
+
+TEST(UserKernels, AKernelOfAnExistingOpIsCheckedByThatOpsReference) {
+  REQUIRE_TORCH();
+  WorkerEnv env;
+  EXPECT_EQ(worker::add_user_kernel(kExampleKernels + ":my_add"), "my_add");
+  Result r = run("add/my_add/fp32/batch=1,seq=16,hidden=256/threads=1");
+  EXPECT_EQ(r.status, Status::ok) << r.reason;
+  EXPECT_LE(r.max_error, r.tolerance);
+
+  EXPECT_EQ(worker::add_user_kernel(kTestKernels + "wrong_add.py:wrong_add"), "wrong_add");
+  Result wrong = run("add/wrong_add/fp32/batch=1,seq=16,hidden=256/threads=1");
+  EXPECT_EQ(wrong.status, Status::failed);
+}
+
+TEST(UserKernels, AKernelOfItsOwnOpChecksItselfOrIsFlaggedUnchecked) {
+  REQUIRE_TORCH();
+  WorkerEnv env;
+  EXPECT_EQ(worker::add_user_kernel(kExampleKernels + ":add_relu"), "add_relu");
+  ASSERT_NE(Registry::global().op("add_relu"), nullptr);
+  EXPECT_EQ(Registry::global().op("add_relu")->params, std::vector<std::string>{"n"});
+  Result checked = run("add_relu/add_relu/fp32/n=4096/threads=1");
+  EXPECT_EQ(checked.status, Status::ok) << checked.reason;
+  EXPECT_GT(checked.tolerance, 0);
+  EXPECT_LE(checked.max_error, checked.tolerance);
+  EXPECT_FALSE(checked.has_flag("unchecked"));
+
+  EXPECT_EQ(worker::add_user_kernel(kTestKernels + "unchecked_kernel.py"), "unchecked_kernel");
+  Result unchecked = run("fill_ones/unchecked_kernel/fp32/n=1024/threads=1");
+  EXPECT_EQ(unchecked.status, Status::ok) << unchecked.reason;
+  EXPECT_TRUE(unchecked.has_flag("unchecked"));
+}
+
+TEST(UserKernels, BadKernelsAreUsageErrorsSayingWhatIsWrong) {
+  REQUIRE_TORCH();
+  WorkerEnv env;
+  auto message = [](const std::string& spec) {
+    try {
+      worker::add_user_kernel(spec);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_TRUE(contains(message(kTestKernels + "missing.py:k"), "does not exist"));
+  EXPECT_TRUE(contains(message(kExampleKernels + ":not-a-name"), "must be a Python identifier"));
+  EXPECT_TRUE(contains(message(kTestKernels + "no_op_kernel.py:lonely"), "names no op"));
+  EXPECT_TRUE(contains(message(kExampleKernels + ":nothing_here"), "defines no kernel 'nothing_here'"));
+  EXPECT_TRUE(contains(message(kTestKernels + "wrong_add.py:wrong_add") + message(kTestKernels + "wrong_add.py:wrong_add"),
+                       "no error"));  // the same kernel twice is one kernel
+}
+
+TEST(WorkerCli, KernelsFromTheCommandLineAndFromAConfig) {
+  REQUIRE_TORCH();
+  WorkerEnv env;
+  auto dir = temp_dir("worker_kernels");
+  auto ok = cli("run --kernel " + kExampleKernels + ":my_add --case add/my_add/fp32/batch=1,seq=8,hidden=128/threads=1 " +
+                "--samples 3 --out " + (dir / "a").string() + " --no-report");
+  EXPECT_EQ(ok.code, 0) << ok.text;
+  EXPECT_TRUE(contains(slurp(dir / "a" / "results.jsonl"), "\"status\":\"ok\"")) << slurp(dir / "a" / "results.jsonl");
+
+  auto missing = cli("run --kernel nowhere.py:k --case add/k/fp32/batch=1,seq=8,hidden=128/threads=1");
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_TRUE(contains(missing.text, "kernel file")) << missing.text;
+
+  // A config names torch and a kernel beside it (its path relative to the config); without
+  // `impls`, worker impls stay out.
+  fs::copy_file(kExampleKernels, dir / "my_kernels.py");
+  auto named = write(dir, "named.yaml", "ops: [add]\nimpls: [torch, my_kernels.py:my_add]\nbatch: [1]\nseq: [8]\nhidden: [64]\n");
+  auto plain = write(dir, "plain.yaml", "ops: [add]\nbatch: [1]\nseq: [8]\nhidden: [64]\n");
+  auto with = cli("run " + named.string() + " --dry-run");
+  EXPECT_EQ(with.code, 0) << with.text;
+  EXPECT_TRUE(contains(with.text, "add/torch/fp32/")) << with.text;
+  EXPECT_TRUE(contains(with.text, "add/my_add/fp32/")) << with.text;
+  auto without = cli("run " + plain.string() + " --dry-run");
+  EXPECT_EQ(without.code, 0) << without.text;
+  EXPECT_FALSE(contains(without.text, "/torch/")) << without.text;
+  auto bad = write(dir, "bad.yaml", "ops: [add]\nkernels: [gone.py:k]\n");
+  auto bad_run = cli("run " + bad.string() + " --dry-run");
+  EXPECT_EQ(bad_run.code, 2);
+  EXPECT_TRUE(contains(bad_run.text, "bad.yaml:2")) << bad_run.text;
+}
