@@ -2,18 +2,19 @@
 # Does the worker protocol cost anything inside a sample? opmeter's `torch` impl beside the same
 # call timed by torch.utils.benchmark in the same run, interleaved, 3 rounds, inputs reused (hot)
 # in both; then the protocol's host cost per request. For docs/BENCHMARKS.md (issue 15).
-# usage: bench/worker_agreement.sh [cpu|cuda:0]   (after scripts/build.sh; OPMETER_PYTHON picks
+# usage: [THREADS=N] bench/worker_agreement.sh [cpu|cuda:0]   (after scripts/build.sh; OPMETER_PYTHON picks
 #        the Python with PyTorch, default python3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEV=${1:-cpu}
 PY=${OPMETER_PYTHON:-python3}
-B=./build/opmeter
+B=${OPMETER_BIN:-./build/opmeter}
+RT=${OPMETER_BENCH_BIN:-./build/bench}/worker_round_trip
 out=$(mktemp -d)
 med() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 median_s() { "$PY" -c "import json,sys; print(json.loads(open(sys.argv[1]).readlines()[-1])['summary']['median_s'])" "$1"; }
 if [ "$DEV" = cpu ]; then
-  T=$(nproc); where="threads=$T"
+  T=${THREADS:-$(nproc)}; where="threads=$T"
   cases=("layernorm fp32 32 512 768")
 else
   T=1; where="device=$DEV"
@@ -32,4 +33,4 @@ for c in "${cases[@]}"; do
   awk -v c="$op $dt $params" -v o="$o" -v r="$r" \
     'BEGIN { printf "%-40s opmeter torch %10.2f us   torch.utils.benchmark %10.2f us   ratio %.3f\n", c, o * 1e6, r * 1e6, o / r }'
 done
-OPMETER_PYTHON=$PY ./build/bench/worker_round_trip 2000
+OPMETER_PYTHON=$PY "$RT" 2000

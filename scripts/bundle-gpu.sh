@@ -13,7 +13,9 @@ trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/opmeter/bin" "$stage/opmeter/lib"
 cp "$build/opmeter" "$build/libopmeter_cuda.so" "$stage/opmeter/bin/"
 [ -f "$build/tests/opmeter_tests" ] && cp "$build/tests/opmeter_tests" "$stage/opmeter/bin/"
-[ -f "$build/bench/cuda_copy_variants" ] && cp "$build/bench/cuda_copy_variants" "$stage/opmeter/bin/"
+for b in cuda_copy_variants worker_round_trip; do
+  [ -f "$build/bench/$b" ] && cp "$build/bench/$b" "$stage/opmeter/bin/"
+done
 # Shared libraries outside glibc and CUDA.
 for f in "$stage"/opmeter/bin/*; do ldd "$f"; done | awk '/=> \// {print $3}' | sort -u |
   grep -vE '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*)\.so|/usr/local/cuda|libcuda\.so|libnvidia' |

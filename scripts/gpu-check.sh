@@ -4,7 +4,7 @@
 # BUNDLE comes from scripts/bundle-gpu.sh (binaries + libraries, no CUDA); BUILD_DIR is a build
 # made on this machine (default: build, configured and built if missing). OUT_DIR defaults to
 # docs/results/<gpu-name>. STEPs (default: all, in this order): tests quick peaks sweep sweep30
-# torch copy graph. Every step runs whatever the others did; each one's command, exit code and
+# torch worker copy graph. Every step runs whatever the others did; each one's command, exit code and
 # time go to OUT_DIR/commands.txt and OUT_DIR/steps.tsv, and the script exits 1 at the end if
 # any step failed. GTEST_REPEAT (default 10) sets how often the GPU-side tests repeat.
 set -uo pipefail
@@ -24,7 +24,9 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | tr ' ' '-' | tr -
 out=${2:-docs/results/$gpu}
 shift $(( $# > 2 ? 2 : $# ))
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(tests quick peaks sweep sweep30 torch copy graph)
+[ ${#steps[@]} -gt 0 ] || steps=(tests quick peaks sweep sweep30 torch worker copy graph)
+# The Python worker from this checkout (a bundle's binary knows only where it was built).
+export OPMETER_WORKER=${OPMETER_WORKER:-$PWD/worker/opmeter_worker.py}
 mkdir -p "$out"
 : > "$out/commands.txt"
 : > "$out/stderr.txt"
@@ -66,6 +68,24 @@ device: cuda:0
 hot: true
 bandwidth: {kernels: [copy, scale, add, triad, read, write], sizes_mib: [1024]}
 YAML
+# The worker's impls beside each other on the issue's memory-bound shape, and GEMMs beside cuBLASLt.
+cat > "$out/worker-ops.yaml" <<'YAML'
+ops: [layernorm, rmsnorm, softmax, gelu, silu, cross_entropy]
+impls: [torch, torch_compile, triton]
+device: cuda:0
+dtypes: [bf16]
+batch: [32]
+seq: [1024]
+hidden: [4096]
+YAML
+cat > "$out/worker-gemm.yaml" <<'YAML'
+ops: [gemm]
+impls: [torch, torch_compile, triton, cublaslt]
+device: cuda:0
+hot: true
+dtypes: [bf16, fp8, int8]
+shapes: [{name: custom, shapes: [[4096, 4096, 4096]]}]
+YAML
 
 for s in "${steps[@]}"; do
   case "$s" in
@@ -83,6 +103,10 @@ for s in "${steps[@]}"; do
       else
         echo "gpu-check: [torch] skipped: python3 cannot import torch" | tee -a "$out/commands.txt"
       fi ;;
+    worker)
+      step worker-agreement "$out/worker-agreement.txt" env OPMETER_BIN="$opm" OPMETER_BENCH_BIN="$bin" bench/worker_agreement.sh cuda:0
+      step worker-ops "$out/worker-ops.md" "$opm" run "$out/worker-ops.yaml" --out "$out/worker-ops"
+      step worker-gemm "$out/worker-gemm.md" "$opm" run "$out/worker-gemm.yaml" --out "$out/worker-gemm" ;;
     copy)
       [ -x "$bin/cuda_copy_variants" ] && step copy-variants "$out/copy-variants.txt" "$bin/cuda_copy_variants" 1024
       step copy "$out/copy.md" "$opm" run "$out/copy.yaml" --out "$out/copy" ;;
@@ -93,7 +117,7 @@ for s in "${steps[@]}"; do
         step ncu "$out/ncu.txt" ncu --metrics gpu__time_duration.sum --profile-from-start off "$opm" run --profile --no-report \
           --case 'bandwidth/cuda/fp32/kernel=copy,n=4096/device=cuda:0,hot' --out "$out/ncu-run"
       fi ;;
-    *) echo "gpu-check: unknown step '$s' (tests quick peaks sweep sweep30 torch copy graph)" >&2; failed=1 ;;
+    *) echo "gpu-check: unknown step '$s' (tests quick peaks sweep sweep30 torch worker copy graph)" >&2; failed=1 ;;
   esac
 done
 echo "gpu-check: done: raw results in $out"

@@ -13,8 +13,10 @@
 #include "opmeter/runner.hpp"
 #include "plugins/c_plugin.hpp"
 #include "results/result_set.hpp"
+#include "tests/quick_options.hpp"
 
 using namespace opmeter;
+using opmeter::testing::quick_options;
 
 namespace {
 
@@ -23,12 +25,6 @@ namespace {
   return ::testing::AssertionFailure() << "'" << part << "' is not in:\n" << text;
 }
 
-RunOptions quick_options() {
-  RunOptions o;
-  o.stopping.fixed_samples = 3;
-  o.stopping.warmup_calls = 1;
-  return o;
-}
 
 Result run_relu(const std::string& impl, const std::string& dtype = "fp32") {
   return run_case(parse_case("relu/" + impl + "/" + dtype + "/batch=2,seq=3,hidden=40/threads=1"), quick_options());

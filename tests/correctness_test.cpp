@@ -5,16 +5,12 @@
 
 #include "opmeter/errors.hpp"
 #include "opmeter/runner.hpp"
+#include "tests/quick_options.hpp"
 
 using namespace opmeter;
+using opmeter::testing::quick_options;
 
 namespace {
-RunOptions quick_options() {
-  RunOptions o;
-  o.stopping.fixed_samples = 3;
-  o.stopping.warmup_calls = 1;
-  return o;
-}
 Result run(const std::string& c) { return run_case(parse_case(c), quick_options()); }
 }  // namespace
 

@@ -9,17 +9,13 @@
 #include "opmeter/runner.hpp"
 #include "ops/conv/conv.hpp"
 #include "ops/tensor/kernels.hpp"
+#include "tests/quick_options.hpp"
 
 using namespace opmeter;
+using opmeter::testing::quick_options;
 
 namespace {
 
-RunOptions quick_options() {
-  RunOptions o;
-  o.stopping.fixed_samples = 2;
-  o.stopping.warmup_calls = 1;
-  return o;
-}
 
 // Odd shapes (not multiples of any vector width) per op family.
 std::vector<std::vector<std::pair<std::string, std::string>>> odd_params(const OpDef& op) {
@@ -62,7 +58,7 @@ TEST(TensorOps, EveryImplMatchesTheReferenceOnOddShapes) {
           c.dtype = d;
           c.params = params;
           c.threads = 2;
-          Result r = run_case(c, quick_options());
+          Result r = run_case(c, quick_options(2));
           EXPECT_TRUE(r.status == Status::ok || r.status == Status::skipped)
               << c.to_string() << ": " << to_string(r.status) << " " << r.reason;
           if (r.status == Status::ok) {

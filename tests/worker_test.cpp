@@ -12,8 +12,10 @@
 #include "tests/cli_helpers.hpp"
 #include "worker/shared_worker.hpp"
 #include "worker/user_kernels.hpp"
+#include "tests/quick_options.hpp"
 
 using namespace opmeter;
+using opmeter::testing::quick_options;
 
 namespace {
 
@@ -38,16 +40,8 @@ struct WorkerEnv {
   }
 };
 
-RunOptions quick() {
-  RunOptions o;
-  o.stopping.fixed_samples = 3;
-  o.stopping.warmup_calls = 1;
-  o.energy_window_s = 0;
-  o.cooldown_s = 0;
-  return o;
-}
 
-Result run(const std::string& kase) { return run_case(parse_case(kase), quick()); }
+Result run(const std::string& kase) { return run_case(parse_case(kase), quick_options()); }
 
 const std::string kRelu = "relu/torch/fp32/batch=1,seq=4,hidden=256/threads=1";
 

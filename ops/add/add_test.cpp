@@ -13,19 +13,13 @@
 #include "opmeter/runner.hpp"
 #include "ops/add/add.hpp"
 #include "tests/cli_helpers.hpp"
+#include "tests/quick_options.hpp"
 
 using namespace opmeter;
+using opmeter::testing::quick_options;
 
 namespace {
 
-RunOptions quick() {
-  RunOptions o;
-  o.stopping.fixed_samples = 3;
-  o.stopping.warmup_calls = 1;
-  o.energy_window_s = 0;
-  o.cooldown_s = 0;
-  return o;
-}
 
 // The spec's inputs for a case and their correct sum, as a CPU impl would leave them.
 struct Computed {
@@ -113,7 +107,7 @@ TEST(AddOp, CpuImplIsCorrectOnOddSizes) {
   for (const char* kase : {"add/opmeter/fp32/batch=2,seq=3,hidden=37/threads=2",
                            "add/opmeter/bf16/batch=3,seq=5,hidden=263/threads=2",
                            "add/opmeter/fp32/batch=1,seq=1,hidden=1/threads=1"}) {
-    auto r = run_case(parse_case(kase), quick());
+    auto r = run_case(parse_case(kase), quick_options());
     ASSERT_EQ(r.status, Status::ok) << kase << ": " << r.reason;
     EXPECT_LE(*r.max_error, *r.tolerance) << kase;
     EXPECT_EQ(r.samples.size(), 3u) << kase;
@@ -127,7 +121,7 @@ TEST(AddOp, CudaImplIsCorrectOnAGpu) {
   for (const char* dtype : {"fp32", "fp16", "bf16"})
     for (const char* shape : {"batch=1,seq=1,hidden=1", "batch=3,seq=5,hidden=263", "batch=4,seq=512,hidden=4096"}) {
       auto kase = fmt::format("add/cuda/{}/{}/device=cuda:0", dtype, shape);
-      auto r = run_case(parse_case(kase), quick());
+      auto r = run_case(parse_case(kase), quick_options());
       ASSERT_EQ(r.status, Status::ok) << kase << ": " << r.reason;
       EXPECT_LE(*r.max_error, *r.tolerance) << kase;
     }

@@ -37,6 +37,21 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
+// Waits up to `grace_s` for `pid` to end, then kills it; its wait status.
+int reap(pid_t pid, double grace_s) {
+  auto t0 = Clock::now();
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (since(t0) > grace_s) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    poll(nullptr, 0, 5);
+  }
+  return status;
+}
+
 std::string exit_text(int status) {
   if (WIFSIGNALED(status)) return fmt::format("was killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
   return fmt::format("exited with code {}", WEXITSTATUS(status));
@@ -98,17 +113,7 @@ WorkerProcess::~WorkerProcess() {
     std::string quit = "{\"cmd\":\"quit\"}\n";
     [[maybe_unused]] auto n = write(to_worker_, quit.data(), quit.size());
     close_fd(to_worker_);
-    // A worker that does not leave within a second is stopped.
-    auto t0 = Clock::now();
-    int status = 0;
-    while (waitpid(pid_, &status, WNOHANG) == 0) {
-      if (since(t0) > 1.0) {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, &status, 0);
-        break;
-      }
-      poll(nullptr, 0, 5);
-    }
+    reap(pid_, 1.0);  // a worker that does not leave within a second is stopped
   }
   close_fd(to_worker_);
   close_fd(from_worker_);
@@ -177,18 +182,9 @@ void WorkerProcess::drain_stderr() {
 }
 
 void WorkerProcess::died(const char* waiting_for) {
-  int status = 0;
   // Its stdout closed: it is exiting. Wait for it (a worker that closed stdout but lives on is
   // stopped), then read what it said last.
-  auto t0 = Clock::now();
-  while (waitpid(pid_, &status, WNOHANG) == 0) {
-    if (since(t0) > 2.0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, &status, 0);
-      break;
-    }
-    poll(nullptr, 0, 5);
-  }
+  int status = reap(pid_, 2.0);
   pid_ = -1;
   drain_stderr();
   throw WorkerCrashed(fmt::format("the worker {} before sending {}{}", exit_text(status), waiting_for,
