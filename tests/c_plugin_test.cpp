@@ -157,5 +157,5 @@ TEST(CPluginCli, ConfigLoadsPluginsBesideIt) {
 TEST(CPluginCli, ListShowsThePluginsImpls) {
   auto out = cli(fmt::format("list --plugin {}", EXAMPLE_PLUGIN));
   ASSERT_EQ(out.code, 0) << out.text;
-  EXPECT_TRUE(contains(out.text, "c_loop     [cpu] example plugin: a plain C loop on one thread (plugin libopmeter_relu_plugin.so)"));
+  EXPECT_TRUE(contains(out.text, "c_loop            [cpu] example plugin: a plain C loop on one thread (plugin libopmeter_relu_plugin.so) (fp32, bf16; runs when named)"));
 }

@@ -18,6 +18,12 @@ int list_command() {
     fmt::print("             params: {}\n", fmt::join(op->params, ", "));
     for (auto* impl : reg.impls_of(op->name)) {
       std::vector<std::string> dts;
+      if (impl->on_request) {  // a worker's or a plugin's: availability shows when a case runs
+        for (auto d : impl->dtypes) dts.emplace_back(to_string(d));
+        fmt::print("    {:<17} [{}] {} ({}; runs when named)\n", impl->impl, impl->backends_text(), impl->summary,
+                   fmt::join(dts, ", "));
+        continue;
+      }
       Backend* backend = backend_named(impl->backends.front());
       Case probe;  // the op's example case on the backend's first device, in each dtype
       probe.op = op->name;
@@ -30,7 +36,7 @@ int list_command() {
                                             : backend->supports(probe);
       if (!here.ok) {
         for (auto d : impl->dtypes) dts.emplace_back(to_string(d));
-        fmt::print("    {:<10} [{}] {}\n               dtypes: {} (unavailable here: {})\n", impl->impl, impl->backends_text(),
+        fmt::print("    {:<17} [{}] {}\n                      dtypes: {} (unavailable here: {})\n", impl->impl, impl->backends_text(),
                    impl->summary, fmt::join(dts, ", "), here.reason);
         continue;
       }
@@ -39,7 +45,7 @@ int list_command() {
         auto s = impl->supports(probe);
         dts.push_back(fmt::format("{}{}", to_string(d), s.ok ? "" : " (unavailable: " + s.reason + ")"));
       }
-      fmt::print("    {:<10} [{}] {}\n               dtypes: {}\n", impl->impl, impl->backends_text(), impl->summary, fmt::join(dts, ", "));
+      fmt::print("    {:<17} [{}] {}\n                      dtypes: {}\n", impl->impl, impl->backends_text(), impl->summary, fmt::join(dts, ", "));
     }
   }
   for (auto* b : backends())  // a backend that cannot load lists no impls above: say why
