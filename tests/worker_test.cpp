@@ -161,7 +161,15 @@ TEST(TorchImpl, CpuCasesMatchTheOpsReferences) {
                            "gelu_tanh/torch/fp32/batch=2,seq=8,hidden=96/threads=1",
                            "cross_entropy/torch/fp32/batch=2,seq=8,hidden=96/threads=1",
                            "add/torch/bf16/batch=2,seq=8,hidden=96/threads=1",
-                           "gemm/torch/fp32/M=48,N=40,K=56/threads=1"}) {
+                           "gemm/torch/fp32/M=48,N=40,K=56/threads=1",
+                           "batchnorm/torch/fp32/batch=2,seq=8,hidden=64/threads=1",
+                           "mse/torch/fp32/batch=2,seq=8,hidden=64/threads=1",
+                           "linear/torch/bf16/batch=2,seq=8,hidden=64,out=48,act=gelu/threads=1",
+                           "ln_linear_relu/torch/fp32/batch=2,seq=8,hidden=64,out=48/threads=1",
+                           "conv2d/torch/fp32/batch=1,channels=8,out_channels=8,image=12,kernel=3,stride=2,padding=1,"
+                           "groups=8,bn=1,act=relu/threads=1",
+                           "attention/torch/bf16/batch=1,heads=2,seq=32,head_dim=16,causal=1,stage=full/threads=1",
+                           "attention/torch/fp32/batch=1,heads=2,seq=32,head_dim=16,causal=0,stage=probs/threads=1"}) {
     Result r = run(kase);
     EXPECT_EQ(r.status, Status::ok) << kase << ": " << r.reason;
     EXPECT_LE(r.max_error, r.tolerance) << kase;
