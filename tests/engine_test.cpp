@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "opmeter/engine.hpp"
 #include "opmeter/runner.hpp"
@@ -152,4 +154,28 @@ TEST(Measure, CancelStopsSampling) {
   auto m = measure(impl, 1, Stopping{}, {}, &cancel);
   EXPECT_EQ(m.reason, StopReason::cancelled);
   EXPECT_TRUE(m.samples.empty());
+}
+
+namespace {
+// A timer for calls that run elsewhere (a worker): the host sees each warm-up call take 2 ms (the
+// round trip), the timer knows it took 10 us where it ran.
+class RemoteTimer : public SampleTimer {
+ public:
+  std::optional<double> time(std::size_t calls, const std::function<void()>&) override { return 1e-5 * double(calls); }
+  std::optional<double> last_call_seconds() const override { return 1e-5; }
+};
+class SlowToReachImpl : public NopImpl {
+ public:
+  void sync() override { std::this_thread::sleep_for(std::chrono::milliseconds(2)); }
+};
+}  // namespace
+
+TEST(Measure, BatchesAreSizedByTheCallTimeWhereTheCallsRunNotByTheRoundTrip) {
+  RemoteTimer timer;
+  SlowToReachImpl impl;
+  Stopping s = fast_rule();
+  s.fixed_samples = 3;
+  auto m = measure(impl, 1, s, {}, nullptr, &timer);
+  EXPECT_EQ(m.batch, batch_size(1e-5, s.target_sample_s, timer_overhead_s()));  // 100 calls of 10 us
+  EXPECT_GE(m.batch, 100u);
 }

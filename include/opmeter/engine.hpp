@@ -51,6 +51,9 @@ class SampleTimer {
   // Calls per sample the timer needs (a CUDA graph's launches; 1 for cold device samples);
   // 0 lets the engine batch short calls.
   virtual std::size_t fixed_batch() const { return 0; }
+  // Seconds the last warm-up call took where it ran, when the host's clock around it says more
+  // (a worker's pipe round trip); the engine sizes batches by it.
+  virtual std::optional<double> last_call_seconds() const { return std::nullopt; }
   // Facts about the timing worth keeping with the result (launch overhead, clock checks).
   virtual std::map<std::string, std::string> details() const { return {}; }
 };

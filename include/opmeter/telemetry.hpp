@@ -102,6 +102,7 @@ class TelemetryTimer : public SampleTimer {
   TelemetryTimer(SampleTimer& inner, Telemetry& telemetry) : inner_(inner), telemetry_(telemetry) {}
   std::optional<double> time(std::size_t calls, const std::function<void()>& call) override;
   std::size_t fixed_batch() const override { return inner_.fixed_batch(); }
+  std::optional<double> last_call_seconds() const override { return inner_.last_call_seconds(); }
   std::map<std::string, std::string> details() const override { return inner_.details(); }
 
   std::size_t slowed_samples() const { return slowed_; }         // discarded

@@ -120,7 +120,7 @@ Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping, co
     auto t0 = Clock::now();
     call();
     impl.sync();
-    per_call = seconds(Clock::now() - t0);
+    per_call = timer->last_call_seconds().value_or(seconds(Clock::now() - t0));
     ++m.warmup_calls;
   } while (!cancelled() && (stopping.warmup_calls > 0 ? m.warmup_calls < stopping.warmup_calls
                                                       : seconds(Clock::now() - w0) < stopping.warmup_s));

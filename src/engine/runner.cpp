@@ -47,6 +47,7 @@ class ProfiledTimer : public SampleTimer {
     return t;
   }
   std::size_t fixed_batch() const override { return 1; }
+  std::optional<double> last_call_seconds() const override { return inner_.last_call_seconds(); }
   std::map<std::string, std::string> details() const override { return inner_.details(); }
 
  private:

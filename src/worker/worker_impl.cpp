@@ -47,6 +47,7 @@ class WorkerTimer final : public SampleTimer {
   }
   // A graph's launches per sample; one call per cold sample on a device (each after its flush).
   std::size_t fixed_batch() const override { return graph_ > 0 ? graph_ : device_ && cold_ ? 1 : 0; }
+  std::optional<double> last_call_seconds() const override { return impl_.last_call_seconds(); }
   std::map<std::string, std::string> details() const override { return {{"timer", device_ ? "worker: CUDA events" : "worker: perf_counter"}}; }
 
  private:
@@ -122,7 +123,9 @@ void WorkerImpl::sync() {
   if (queued_ == 0) return;
   std::size_t calls = queued_;
   queued_ = 0;
-  call({{"cmd", "run"}, {"copy", queued_copy_}, {"calls", calls}}, deadline_s(Wait::call));
+  auto reply = call({{"cmd", "run"}, {"copy", queued_copy_}, {"calls", calls}}, deadline_s(Wait::call));
+  if (reply.contains("seconds") && reply["seconds"].is_number())
+    last_call_s_ = reply["seconds"].get<double>() / static_cast<double>(calls);
 }
 
 Check WorkerImpl::verify(std::uint64_t seed) {

@@ -38,6 +38,8 @@ class WorkerImpl final : public Impl {
   // A request to the worker: the reply when it is ok; Unsupported for an `unsupported` reply,
   // std::runtime_error for an `error` one.
   nlohmann::json call(const nlohmann::json& request, double deadline_s);
+  // Seconds per call of the last `run` request, timed in the worker.
+  std::optional<double> last_call_seconds() const { return last_call_s_; }
 
  private:
   // Writes `tensors` to files in dir_ (names prefixed `prefix`); their descriptions for a request.
@@ -48,6 +50,7 @@ class WorkerImpl final : public Impl {
   std::filesystem::path dir_;     // the tensor files
   WorkerProcess* worker_ = nullptr;
   std::size_t queued_ = 0, queued_copy_ = 0;  // calls run() asked for, sent at sync()
+  std::optional<double> last_call_s_;
   std::map<std::string, std::string> details_;
 };
 
