@@ -268,3 +268,13 @@ TEST(WorkerCli, KernelsFromTheCommandLineAndFromAConfig) {
   EXPECT_EQ(bad_run.code, 2);
   EXPECT_TRUE(contains(bad_run.text, "bad.yaml:2")) << bad_run.text;
 }
+
+TEST(WorkerProtocol, TensorFilesOfProcessesThatNoLongerRunAreRemoved) {
+  // A pid above the kernel's maximum (4194304) never runs.
+  fs::path stale = fs::path(fs::exists("/dev/shm") ? "/dev/shm" : fs::temp_directory_path()) / "opmeter-worker-999999999-0";
+  fs::create_directories(stale);
+  WorkerEnv env(kFakeWorker, "ok");
+  Result r = run(kRelu);
+  EXPECT_EQ(r.status, Status::ok) << r.reason;
+  EXPECT_FALSE(fs::exists(stale));
+}

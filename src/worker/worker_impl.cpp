@@ -1,6 +1,11 @@
 #include "worker/worker_impl.hpp"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 
 #include <atomic>
 #include <chrono>
@@ -16,12 +21,27 @@ namespace opmeter::worker {
 namespace {
 namespace fs = std::filesystem;
 
+constexpr const char* kDirPrefix = "opmeter-worker-";
+
+// Tensor folders of opmeter processes that no longer run (killed before they could remove them):
+// in shared memory they hold RAM until removed.
+void remove_stale_dirs(const fs::path& base) {
+  std::error_code ec;
+  for (auto& entry : fs::directory_iterator(base, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind(kDirPrefix, 0) != 0) continue;
+    long pid = std::strtol(name.c_str() + std::strlen(kDirPrefix), nullptr, 10);
+    if (pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) fs::remove_all(entry.path(), ec);
+  }
+}
+
 // Shared memory where there is some (the worker reads the inputs from RAM), else the temp folder.
 fs::path make_tensor_dir() {
   static std::atomic<int> serial{0};
   std::error_code ec;
   fs::path base = fs::is_directory("/dev/shm", ec) && access("/dev/shm", W_OK) == 0 ? fs::path("/dev/shm") : fs::temp_directory_path();
-  fs::path dir = base / fmt::format("opmeter-worker-{}-{}", getpid(), serial++);
+  remove_stale_dirs(base);
+  fs::path dir = base / fmt::format("{}{}-{}", kDirPrefix, getpid(), serial++);
   fs::create_directories(dir);
   return dir;
 }
