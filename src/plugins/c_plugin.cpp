@@ -17,6 +17,7 @@
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "plugins/plugin_impl.hpp"
+#include "util/text.hpp"
 
 namespace opmeter {
 namespace {
@@ -52,17 +53,11 @@ extern "C" void add_impl(opmeter_registry* registry, const opmeter_impl* impl, s
   }
 }
 
-std::vector<std::string> split(const std::string& list) {
+// "fp32, bf16" -> fp32, bf16.
+std::vector<std::string> split_list(const std::string& list) {
   std::vector<std::string> out;
-  std::size_t start = 0;
-  for (auto end = list.find(','); ; end = list.find(',', start)) {
-    auto item = list.substr(start, end - start);
-    item.erase(0, item.find_first_not_of(' '));
-    item.erase(item.find_last_not_of(' ') + 1);
-    out.push_back(item);
-    if (end == std::string::npos) return out;
-    start = end + 1;
-  }
+  for (auto& item : split(list, ',')) out.push_back(trim(item));
+  return out;
 }
 
 std::vector<DType> parse_dtypes(const std::string& list) {
@@ -70,7 +65,7 @@ std::vector<DType> parse_dtypes(const std::string& list) {
   std::vector<std::string> known;
   for (auto d : all_dtypes()) known.emplace_back(to_string(d));
   std::vector<DType> out;
-  for (auto& name : split(list)) {
+  for (auto& name : split_list(list)) {
     auto d = parse_dtype(name);
     if (!d) throw UsageError(unknown_name("dtype", name, known));
     out.push_back(*d);
@@ -81,7 +76,7 @@ std::vector<DType> parse_dtypes(const std::string& list) {
 std::vector<std::string> parse_devices(const std::string& list) {
   static const std::vector<std::string> known = {"cpu", "cuda"};
   if (list.empty()) throw UsageError("gives no devices (\"cpu\", \"cuda\" or \"cpu,cuda\")");
-  auto out = split(list);
+  auto out = split_list(list);
   for (auto& name : out)
     if (std::find(known.begin(), known.end(), name) == known.end())
       throw UsageError(fmt::format("unknown device '{}' (expected cpu, cuda or both: \"cpu,cuda\")", name));

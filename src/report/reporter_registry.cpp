@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "opmeter/errors.hpp"
+#include "util/text.hpp"
 
 namespace opmeter {
 
@@ -47,20 +48,15 @@ std::vector<std::string> parse_formats(const std::string& list) {
       if (d->by_default) out.push_back(d->name);
     return out;
   }
-  std::size_t start = 0;
-  for (;;) {
-    auto end = list.find(',', start);
-    auto name = list.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    name.erase(0, name.find_first_not_of(' '));
-    name.erase(name.find_last_not_of(' ') + 1);
+  for (auto& part : split(list, ',')) {
+    auto name = trim(part);
     auto* def = registry.find(name);
     if (!def)
       throw UsageError(name.empty() ? fmt::format("--format '{}': an empty name; known: {}", list, registry.known())
                                     : fmt::format("--format: unknown format '{}'; known: {}", name, registry.known()));
     if (std::find(out.begin(), out.end(), def->name) == out.end()) out.push_back(def->name);
-    if (end == std::string::npos) return out;
-    start = end + 1;
   }
+  return out;
 }
 
 }  // namespace opmeter

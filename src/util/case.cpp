@@ -8,20 +8,10 @@
 
 #include "opmeter/backend.hpp"
 #include "opmeter/errors.hpp"
+#include "util/text.hpp"
 
 namespace opmeter {
 namespace {
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  for (;;) {
-    auto pos = s.find(sep, start);
-    parts.push_back(s.substr(start, pos - start));
-    if (pos == std::string::npos) return parts;
-    start = pos + 1;
-  }
-}
 
 std::optional<std::int64_t> to_int(const std::string& s) {
   std::int64_t v = 0;
