@@ -118,6 +118,14 @@ TEST(WorkerProtocol, AWorkerThatHangsIsKilledAtItsDeadline) {
   EXPECT_LT(took, 30);
 }
 
+TEST(WorkerProtocol, AMalformedDeadlineIsAnErrorSayingWhatIsExpected) {
+  WorkerEnv env(kFakeWorker, "ok");
+  setenv("OPMETER_WORKER_DEADLINE", "soon", 1);
+  Result r = run(kRelu);
+  EXPECT_EQ(r.status, Status::error);
+  EXPECT_EQ(r.reason, "OPMETER_WORKER_DEADLINE must be a number of seconds > 0");
+}
+
 TEST(WorkerProtocol, AnotherProtocolVersionIsAnErrorNamingBothVersions) {
   WorkerEnv env(kFakeWorker, "protocol_99");
   Result r = run(kRelu);

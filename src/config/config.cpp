@@ -219,6 +219,20 @@ void load_config_plugins(const YamlReader& r, const YAML::Node& list, const std:
   }
 }
 
+// A user's Python kernel a config names, its path relative to the config's folder: registered,
+// and kept (absolute) in `kernels` for isolated children. Returns its impl name.
+std::string load_config_kernel(const YamlReader& r, const YAML::Node& node, const std::string& spec,
+                               const std::string& source, const std::string& default_op, std::vector<std::string>& kernels) {
+  const std::string absolute = worker::absolute_kernel_spec(spec, std::filesystem::path(source).parent_path().string());
+  try {
+    std::string name = worker::add_user_kernel(absolute, default_op);
+    kernels.push_back(absolute);
+    return name;
+  } catch (const UsageError& e) {
+    r.fail(node, e.what());
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -292,18 +306,9 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   // Users' Python kernels, before the ops are checked: a kernel may bring an op of its own. An
   // `impls` entry naming a file (my_kernels.py:my_add) is one too, and stands for its impl.
   Plan plan;
+  const std::string kernel_op = ops.size() == 1 ? ops[0] : "";  // a kernel's op when it names none
   auto add_kernel = [&](const YAML::Node& node, const std::string& spec) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    const std::string dir = fs::exists(source, ec) ? fs::absolute(source, ec).parent_path().string() : "";
-    const std::string absolute = worker::absolute_kernel_spec(spec, dir);
-    try {
-      std::string name = worker::add_user_kernel(absolute, ops.size() == 1 ? ops[0] : "");
-      plan.kernels.push_back(absolute);
-      return name;
-    } catch (const UsageError& e) {
-      r.fail(node, e.what());
-    }
+    return load_config_kernel(r, node, spec, source, kernel_op, plan.kernels);
   };
   if (root["kernels"]) {
     auto list = r.text_list(root["kernels"], "kernels");

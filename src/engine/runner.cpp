@@ -389,7 +389,7 @@ std::vector<Case> with_needed_peaks(const std::vector<Case>& cases, std::size_t 
     if (have_profile && c.on_host()) continue;  // the calibration profile holds the host's ceilings
     if (op->peak_dtype && op->ceiling != CeilingKind::compute)
       if (auto d = op->peak_dtype(c)) need.insert({*d, at});
-    if (!op->defaults.empty() && bandwidth_elements > 0) need_memory.insert(at);
+    if (op->uses_memory && !op->defaults.empty() && bandwidth_elements > 0) need_memory.insert(at);
   }
   std::vector<Case> out;
   for (auto* op : reg.ops())  // compute ceilings, then memory ones

@@ -184,11 +184,20 @@ void load_plugin(const std::string& path) {
   Collector collector{library, {}, {}};
   opmeter_registry registry{OPMETER_PLUGIN_ABI, &collector, add_impl};
   const int abi = entry(&registry);
-  if (abi != OPMETER_PLUGIN_ABI)
+  if (abi != OPMETER_PLUGIN_ABI) {
+    dlclose(handle);
     throw UsageError(fmt::format("plugin {}: built for plugin ABI {}, this opmeter speaks {}; rebuild it against this "
                                  "opmeter's include/opmeter/plugin_abi.h",
                                  path, abi, OPMETER_PLUGIN_ABI));
-  for (auto& def : checked(collector, path)) Registry::global().add(std::move(def));
+  }
+  std::vector<ImplDef> defs;
+  try {
+    defs = checked(collector, path);
+  } catch (const UsageError&) {
+    dlclose(handle);  // none of its impls is registered: nothing points into it
+    throw;
+  }
+  for (auto& def : defs) Registry::global().add(std::move(def));
   loaded().push_back(library);
 }
 

@@ -1,7 +1,6 @@
 #include "worker/shared_worker.hpp"
 
 #include <cstdlib>
-#include <filesystem>
 #include <memory>
 
 #include "opmeter/errors.hpp"
@@ -12,18 +11,6 @@ namespace {
 std::string env_or(const char* name, const std::string& otherwise) {
   const char* v = std::getenv(name);
   return v && *v ? v : otherwise;
-}
-
-// Beside an installed opmeter (share/opmeter/worker), else in the source tree it was built from.
-std::string default_worker_script() {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  auto exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    auto installed = exe.parent_path().parent_path() / "share/opmeter/worker/opmeter_worker.py";
-    if (fs::exists(installed, ec)) return installed.string();
-  }
-  return OPMETER_WORKER_SCRIPT;
 }
 
 }  // namespace
@@ -44,7 +31,7 @@ double deadline_s(Wait wait) {
 }
 
 std::vector<std::string> worker_command() {
-  return {env_or("OPMETER_PYTHON", "python3"), "-u", env_or("OPMETER_WORKER", default_worker_script())};
+  return {env_or("OPMETER_PYTHON", "python3"), "-u", env_or("OPMETER_WORKER", OPMETER_WORKER_SCRIPT)};
 }
 
 namespace {

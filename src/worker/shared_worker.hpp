@@ -11,7 +11,7 @@ enum class Wait { start, setup, call };
 double deadline_s(Wait wait);
 
 // `$OPMETER_PYTHON -u WORKER`: the interpreter (default python3 on the PATH) and the worker script
-// ($OPMETER_WORKER, default worker/opmeter_worker.py installed beside opmeter or in its source).
+// ($OPMETER_WORKER, default worker/opmeter_worker.py in the source tree opmeter was built from).
 std::vector<std::string> worker_command();
 
 // The running worker, started if none is. Throws WorkerUnavailable when it cannot start.

@@ -95,8 +95,8 @@ std::string add_user_kernel(const std::string& spec, const std::string& default_
       .op = op,
       .impl = name,
       .backends = {"cpu", "cuda"},
-      .summary = fmt::format("{}{}user kernel {}", summary, summary.empty() ? "" : " (", path.filename().string()) +
-                 (summary.empty() ? "" : ")"),
+      .summary = summary.empty() ? fmt::format("user kernel {}", path.filename().string())
+                                 : fmt::format("{} (user kernel {})", summary, path.filename().string()),
       .dtypes = dtypes,
       .make = [file = path.string(), name] { return std::make_unique<WorkerImpl>(UserKernel{file, name}); },
       .on_request = true,
