@@ -42,6 +42,11 @@ const DeviceProps& props(int device) {
   return cache.emplace(device, p).first->second;
 }
 
+Support own_kernels_run_on(const DeviceProps& p) {
+  if (p.cc() < 80) return Support::no("opmeter's CUDA kernels are built for compute capability 8.0 and newer");
+  return Support::yes();
+}
+
 DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
   if (bytes == 0) return;
   if (cudaMalloc(&p_, bytes) != cudaSuccess) {

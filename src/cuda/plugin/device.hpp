@@ -28,6 +28,9 @@ struct DeviceProps {
 };
 const DeviceProps& props(int device);  // read once per device
 
+// Whether opmeter's own kernels run on a device: they are built for compute capability 8.0+.
+Support own_kernels_run_on(const DeviceProps& p);
+
 // cudaMalloc'd memory (never managed), freed on destruction.
 class DeviceBuffer {
  public:
