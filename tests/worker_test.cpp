@@ -67,6 +67,21 @@ TEST(WorkerProtocol, AStandInWorkerIsMeasuredWithItsOwnTimerAndChecked) {
   EXPECT_LE(r.max_error, r.tolerance);
 }
 
+TEST(WorkerProtocol, PeakMemoryIsWhatTheWorkerReportsOrUnknown) {
+  {
+    WorkerEnv env(kFakeWorker, "memory");
+    Result r = run(kRelu);
+    ASSERT_EQ(r.status, Status::ok) << r.reason;
+    EXPECT_EQ(r.peak_memory_bytes, std::optional<std::size_t>(12345));
+  }
+  // Without a figure from the worker, opmeter's own host tensors are no measure of the worker's
+  // memory: unknown, not the size of the files it sent.
+  WorkerEnv env(kFakeWorker, "ok");
+  Result r = run(kRelu);
+  ASSERT_EQ(r.status, Status::ok) << r.reason;
+  EXPECT_FALSE(r.peak_memory_bytes.has_value());
+}
+
 TEST(WorkerProtocol, AWrongOutputFailsTheOpsCheck) {
   WorkerEnv env(kFakeWorker, "wrong");
   Result r = run(kRelu);

@@ -53,6 +53,9 @@ class CudaPlugin final : public Plugin {
     return free;
   }
 
+  void mark_memory(int index) override { cuda::mark_memory(index); }
+  std::size_t memory_peak(int index) override { return cuda::memory_peak(index); }
+
   nlohmann::json device_context(int index) override {
     const auto& p = props(index);
     char bus[32] = {};
