@@ -16,6 +16,7 @@
 #include "cuda/cuda_plugin.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/runner.hpp"
+#include "opmeter/tensor_op.hpp"
 #include "tests/quick_options.hpp"
 
 namespace opmeter::testing {
@@ -59,6 +60,28 @@ inline std::vector<Result> run_gpu_sweep(const std::string& op) {
         out.push_back(std::move(r));
       }
   return out;
+}
+
+// The op's spec's check of an output that is the fp64 reference rounded once to the case's
+// storage: a correct kernel can do no better, so the tolerance must accept it (fp16's subnormals
+// included). Runs on the CPU.
+inline Check check_of_rounded_reference(const std::string& kase) {
+  const OpDef* def = Registry::global().op(parse_case(kase).op);
+  EXPECT_TRUE(def && def->spec) << kase;
+  if (!def || !def->spec) return {};
+  auto spec = def->spec();
+  auto* op = dynamic_cast<tensor::TensorOp*>(spec.get());
+  EXPECT_NE(op, nullptr) << kase;
+  if (!op) return {};
+  op->bind(parse_case(kase));
+  HostTensors in = op->make_inputs(11);
+  HostTensor out(op->output());
+  std::vector<double> ref(op->out_cols()), mag(op->out_cols());
+  for (std::size_t r = 0; r < op->out_rows(); ++r) {
+    op->reference_row(in, r, ref.data(), mag.data());
+    for (std::size_t c = 0; c < op->out_cols(); ++c) store(out.desc().elem, out.data(), r * op->out_cols() + c, ref[c]);
+  }
+  return op->check(in, out, 11);
 }
 
 }  // namespace opmeter::testing

@@ -17,6 +17,16 @@ TEST(LossCuda, ImplIsKnownWithoutThePluginInEveryDtype) {
   }
 }
 
+TEST(LossCuda, SpecAcceptsTheReferenceRoundedTo16BitsAtEveryWidth) {
+  for (const char* op : {"mse", "cross_entropy"})
+    for (const char* dtype : {"fp16", "bf16"})
+      for (int hidden : {7, 4097, 262144}) {
+        auto kase = fmt::format("{}/cuda/{}/batch=2,seq=1,hidden={}/device=cuda:0", op, dtype, hidden);
+        auto check = testing::check_of_rounded_reference(kase);
+        EXPECT_TRUE(check.ok) << kase << ": " << check.detail;
+      }
+}
+
 TEST(LossCuda, EveryDtypeWidthAndRowCountIsCorrectOnAGpu) {
   if (!testing::gpu_here()) GTEST_SKIP() << "no CUDA device: " << testing::why_no_gpu();
   for (const char* op : {"mse", "cross_entropy"}) testing::run_gpu_sweep(op);

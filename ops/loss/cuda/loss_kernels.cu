@@ -89,9 +89,10 @@ template <class T, int W, int G>
 __global__ void __launch_bounds__(1024) cross_entropy_partials(LossArgs a) {
   constexpr bool kBlock = G == 0;
   const int lanes = kBlock ? static_cast<int>(blockDim.x) : G;
-  const int lane = kBlock ? static_cast<int>(threadIdx.x) : static_cast<int>(threadIdx.x) % G;
-  const std::int64_t rows_per_block = kBlock ? 1 : blockDim.x / G;
-  const std::int64_t mine = kBlock ? 0 : threadIdx.x / G;
+  constexpr int kG = kBlock ? 1 : G;  // (no division by zero in the branch not taken)
+  const int lane = kBlock ? static_cast<int>(threadIdx.x) : static_cast<int>(threadIdx.x) % kG;
+  const std::int64_t rows_per_block = kBlock ? 1 : blockDim.x / kG;
+  const std::int64_t mine = kBlock ? 0 : threadIdx.x / kG;
   const int h = a.hidden, vectors = h / W, step = lanes * kUnroll;
   const auto* labels = static_cast<const std::int32_t*>(a.b);
   __shared__ float scratch[32];

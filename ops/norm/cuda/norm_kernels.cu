@@ -22,6 +22,9 @@ using cuda::kVec16;
 using cuda::Raw;
 
 constexpr int kGroupBlock = 256;   // threads of a block of row groups
+// Threads of a block that holds one row in registers: at most 512, so that a thread may have 128
+// registers (32 values, gamma and beta without spilling).
+constexpr int kRowBlockMax = 512;
 constexpr int kWideThreads = 1024;
 constexpr int kWideUnroll = 4;     // vectors in flight per thread in the wide kernel
 constexpr float kEps = tensor::kNormEps;
@@ -41,12 +44,13 @@ __device__ __forceinline__ float row_reduce(float v, float* scratch, Op op, floa
 // one read, one write. Loops are block-uniform (rows of the block's last step that do not exist
 // still take part in the shuffles and barriers, masked).
 template <RowOp Op, class T, int W, int G, int L>
-__global__ void __launch_bounds__(1024) rows_in_registers(RowArgs a) {
+__global__ void __launch_bounds__(G == 0 ? kRowBlockMax : kGroupBlock) rows_in_registers(RowArgs a) {
   constexpr bool kBlock = G == 0;
   const int lanes = kBlock ? static_cast<int>(blockDim.x) : G;
-  const int lane = kBlock ? static_cast<int>(threadIdx.x) : static_cast<int>(threadIdx.x) % G;
-  const std::int64_t rows_per_block = kBlock ? 1 : blockDim.x / G;
-  const std::int64_t mine = kBlock ? 0 : threadIdx.x / G;
+  constexpr int kG = kBlock ? 1 : G;  // (no division by zero in the branch not taken)
+  const int lane = kBlock ? static_cast<int>(threadIdx.x) : static_cast<int>(threadIdx.x) % kG;
+  const std::int64_t rows_per_block = kBlock ? 1 : blockDim.x / kG;
+  const std::int64_t mine = kBlock ? 0 : threadIdx.x / kG;
   const int h = a.hidden;
   const float inv_h = 1.0f / static_cast<float>(h);
   __shared__ float scratch[32];
@@ -281,7 +285,7 @@ RowPlan plan_width(std::int64_t rows, int hidden, const cuda::SmInfo& sm, const 
     p.threads = kGroupBlock;
     p.shape = fmt::format("a row per warp, {} {} accesses per lane, row in registers", loads, access);
     size_grid(p, (rows + kGroupBlock / 32 - 1) / (kGroupBlock / 32), sm);
-  } else if (vectors <= 1024 * kMaxLoads) {
+  } else if (vectors <= kRowBlockMax * kMaxLoads) {
     p.kernel = rows_in_registers<Op, T, W, 0, kMaxLoads>;
     p.threads = static_cast<unsigned>((vectors + kMaxLoads - 1) / kMaxLoads + 31) / 32 * 32;
     p.shape = fmt::format("a row per block of {} threads, {} {} accesses per thread, row in registers", p.threads,

@@ -5,7 +5,7 @@
 // Row kernels are planned once per case (plan_rows: which kernel, its grid and shared memory) and
 // launched many times. Three shapes, by row width:
 //   group   a row per G = 1..32 lanes of a warp (narrow rows), the row held in registers;
-//   block   a row per block (up to 32 values per thread in registers);
+//   block   a row per block of up to 512 threads (up to 32 values per thread in registers);
 //   wide    a row per block of 1024 threads, streamed twice: statistics, then the output; as much
 //           of the row as shared memory holds is kept there, the rest is read again (from L2).
 // Rows whose start is not 16-byte aligned (hidden not a multiple of 16 bytes) take scalar accesses.
