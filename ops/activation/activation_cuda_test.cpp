@@ -24,12 +24,12 @@ TEST(ActivationCuda, SpecAcceptsTheReferenceRoundedTo16BitsAtEveryWidth) {
     for (const char* dtype : {"fp16", "bf16"})
       for (int hidden : {7, 4097, 262144}) {
         auto kase = fmt::format("{}/cuda/{}/batch=2,seq=1,hidden={}/device=cuda:0", op, dtype, hidden);
-        auto check = testing::check_of_rounded_reference(kase);
+        auto check = opmeter::testing::check_of_rounded_reference(kase);
         EXPECT_TRUE(check.ok) << kase << ": " << check.detail;
       }
 }
 
 TEST(ActivationCuda, EveryDtypeAndSizeIsCorrectOnAGpu) {
-  if (!testing::gpu_here()) GTEST_SKIP() << "no CUDA device: " << testing::why_no_gpu();
-  for (tensor::Act a : tensor::all_acts()) testing::run_gpu_sweep(std::string(tensor::to_string(a)));
+  if (!opmeter::testing::gpu_here()) GTEST_SKIP() << "no CUDA device: " << opmeter::testing::why_no_gpu();
+  for (tensor::Act a : tensor::all_acts()) opmeter::testing::run_gpu_sweep(std::string(tensor::to_string(a)));
 }

@@ -22,22 +22,22 @@ TEST(LossCuda, SpecAcceptsTheReferenceRoundedTo16BitsAtEveryWidth) {
     for (const char* dtype : {"fp16", "bf16"})
       for (int hidden : {7, 4097, 262144}) {
         auto kase = fmt::format("{}/cuda/{}/batch=2,seq=1,hidden={}/device=cuda:0", op, dtype, hidden);
-        auto check = testing::check_of_rounded_reference(kase);
+        auto check = opmeter::testing::check_of_rounded_reference(kase);
         EXPECT_TRUE(check.ok) << kase << ": " << check.detail;
       }
 }
 
 TEST(LossCuda, EveryDtypeWidthAndRowCountIsCorrectOnAGpu) {
-  if (!testing::gpu_here()) GTEST_SKIP() << "no CUDA device: " << testing::why_no_gpu();
-  for (const char* op : {"mse", "cross_entropy"}) testing::run_gpu_sweep(op);
+  if (!opmeter::testing::gpu_here()) GTEST_SKIP() << "no CUDA device: " << opmeter::testing::why_no_gpu();
+  for (const char* op : {"mse", "cross_entropy"}) opmeter::testing::run_gpu_sweep(op);
 }
 
 TEST(LossCuda, TheReductionIsDeterministicOnAGpu) {
-  if (!testing::gpu_here()) GTEST_SKIP() << "no CUDA device: " << testing::why_no_gpu();
+  if (!opmeter::testing::gpu_here()) GTEST_SKIP() << "no CUDA device: " << opmeter::testing::why_no_gpu();
   for (const char* kase : {"mse/cuda/bf16/batch=32,seq=1024,hidden=1024/device=cuda:0",
                            "cross_entropy/cuda/fp32/batch=64,seq=64,hidden=4097/device=cuda:0"}) {
-    auto a = run_case(parse_case(kase), testing::quick_options(2));
-    auto b = run_case(parse_case(kase), testing::quick_options(2));
+    auto a = run_case(parse_case(kase), opmeter::testing::quick_options(2));
+    auto b = run_case(parse_case(kase), opmeter::testing::quick_options(2));
     ASSERT_EQ(a.status, Status::ok) << kase << ": " << a.reason;
     ASSERT_EQ(b.status, Status::ok) << kase << ": " << b.reason;
     EXPECT_EQ(*a.max_error, *b.max_error) << kase;  // the same inputs (same seed): the same loss, bit for bit

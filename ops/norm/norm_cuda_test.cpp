@@ -34,15 +34,15 @@ TEST(NormCuda, SpecAcceptsTheReferenceRoundedTo16BitsAtEveryWidth) {
     for (const char* dtype : {"fp16", "bf16"})
       for (int hidden : {7, 4097, 262144}) {
         auto kase = fmt::format("{}/cuda/{}/batch=2,seq=1,hidden={}/device=cuda:0", op, dtype, hidden);
-        auto check = testing::check_of_rounded_reference(kase);
+        auto check = opmeter::testing::check_of_rounded_reference(kase);
         EXPECT_TRUE(check.ok) << kase << ": " << check.detail;
       }
 }
 
 TEST(NormCuda, EveryDtypeWidthAndRowCountIsCorrectOnAGpu) {
-  if (!testing::gpu_here()) GTEST_SKIP() << "no CUDA device: " << testing::why_no_gpu();
+  if (!opmeter::testing::gpu_here()) GTEST_SKIP() << "no CUDA device: " << opmeter::testing::why_no_gpu();
   for (const char* op : kNorms) {
-    auto rs = testing::run_gpu_sweep(op);
+    auto rs = opmeter::testing::run_gpu_sweep(op);
     if (std::string(op) == "batchnorm") continue;
     // The width picks the kernel: a lane per row, a warp, a block, the wide two-pass kernel; rows
     // that are not 16-byte aligned take scalar accesses.
