@@ -228,8 +228,10 @@ Plan::Plan(const Handle& handle, const Graph& graph, const std::string& what) : 
   auto h = handle.get();
   graph_.emplace(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, what + " operation graph");
   graph_->set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h)
-      .set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, std::int64_t(ops.size()), ops.data())
-      .finalize();
+      .set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, std::int64_t(ops.size()), ops.data());
+  // A graph cuDNN does not take is refused, whatever the status says.
+  if (auto s = cudnnBackendFinalize(graph_->get()); s != CUDNN_STATUS_SUCCESS)
+    throw Unsupported(describe(s, "finalize " + what + " operation graph"));
 
   std::string last_refusal = "its heuristics proposed no engine";
   int tried = 0;
@@ -238,7 +240,7 @@ Plan::Plan(const Handle& handle, const Graph& graph, const std::string& what) : 
     std::size_t valid = 0;
     try {
       configs = engine_configs(*graph_, mode, valid);
-    } catch (const Unsupported& e) {
+    } catch (const std::runtime_error& e) {  // Unsupported too: no configs in this mode
       last_refusal = e.what();
       continue;
     }
