@@ -5,6 +5,7 @@
 // gathered from the fused QKV projection into cache-resident buffers.
 #include <omp.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -30,7 +31,8 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
     h_ = Buffer(r * h * e);
     mlp_ = Buffer(r * s.mlp * e);
     per_thread_.clear();
-    for (int t = 0; t < std::max(1, case_.threads); ++t) per_thread_.emplace_back(4 * s.seq * s.head_dim() * e);
+    for (int t = 0; t < std::max({1, case_.threads, omp_get_max_threads()}); ++t)
+      per_thread_.emplace_back(4 * s.seq * s.head_dim() * e);
     auto mem = tensor::onednn_memory;
     const std::size_t n = copies();
 
@@ -98,12 +100,13 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
     const char* qkv = static_cast<const char*>(qkv_.data());
     char* attn = static_cast<char*>(attn_.data());
     const auto& k = tensor::kernels();
-#pragma omp parallel for schedule(dynamic, 1)
+    const int threads = std::min(omp_get_max_threads(), int(per_thread_.size()));  // one gather buffer each
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (std::size_t t = 0; t < tasks; ++t) {
       const std::size_t b = t / (s.heads * blocks), head = t / blocks % s.heads, blk = t % blocks;
       const std::size_t q0 = blk * kQueryBlock, q1 = std::min(s.seq, q0 + kQueryBlock);
       const std::size_t keys = s.causal ? q1 : s.seq;
-      char* buf = static_cast<char*>(per_thread_[std::size_t(omp_get_thread_num()) % per_thread_.size()].data());
+      char* buf = static_cast<char*>(per_thread_[std::size_t(omp_get_thread_num())].data());
       char *qb = buf, *kb = qb + s.seq * row, *vb = kb + s.seq * row, *ob = vb + s.seq * row;
       for (std::size_t i = 0; i < keys; ++i) {
         const char* src = qkv + ((b * s.seq + i) * 3 * h + head * d) * e;
