@@ -7,8 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
-
-#include <fmt/format.h>
+#include <functional>
 
 #include "ops/transformer/transformer_onednn.hpp"
 
