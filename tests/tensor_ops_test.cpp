@@ -33,6 +33,9 @@ std::vector<std::vector<std::pair<std::string, std::string>>> odd_params(const O
         out.push_back({{"batch", "2"}, {"heads", "1"}, {"seq", "71"}, {"head_dim", "13"}, {"causal", causal}, {"stage", stage}});
     return out;
   }
+  if (op.name == "transformer_block")
+    return {op.example,
+            {{"batch", "1"}, {"seq", "1"}, {"hidden", "39"}, {"heads", "3"}, {"mlp", "0"}, {"act", "silu"}, {"causal", "0"}}};
   auto p = op.example;
   for (auto& [k, v] : p) {
     if (k == "hidden") v = "263";
