@@ -16,6 +16,7 @@
 #include "opmeter/registry.hpp"
 #include "opmeter/runner.hpp"
 #include "ops/peak/peak.hpp"
+#include "results/result_set.hpp"
 #include "tests/cli_helpers.hpp"
 
 using namespace opmeter;
@@ -246,6 +247,42 @@ TEST(CudaCli, AbsentPluginSkipsWithWhereItLooked) {
 #else
   EXPECT_NE(j["reason"].get<std::string>().find("built without CUDA"), std::string::npos) << j["reason"];
 #endif
+}
+
+TEST(CudaCeilings, ADeviceProfileHoldsForThatDevice) {
+  Ceilings c;
+  nlohmann::json profile = {{"schema", kCalibrationSchema}, {"threads", 0}, {"device", "cuda:1"}};
+  profile["peak_gflops"]["bf16"] = 900000.0;
+  profile["bandwidth"]["memory_gbps"] = 3000.0;
+  c.load_profile(profile);
+  EXPECT_EQ(c.peak(DType::bf16, "cuda:1"), 900000.0);
+  EXPECT_EQ(c.bandwidth("cuda:1"), 3000.0);
+  EXPECT_FALSE(c.peak(DType::bf16, "cuda:0"));
+  EXPECT_FALSE(c.bandwidth(1));  // not the host's
+}
+
+TEST(CudaCli, CalibrateADeviceWithoutAGpuWritesNoProfile) {
+  auto dir = temp_dir("calibrate_gpu");
+  auto bad = cli("calibrate --device gpu0 --out " + (dir / "p.json").string());
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.text.find("unknown device 'gpu0'"), std::string::npos) << bad.text;
+  if (gpu_present()) GTEST_SKIP() << "a GPU is here: calibrating it is gpu-check's calibrate step";
+  auto out = cli(fmt::format("calibrate --device cuda:0 --quick --out {} --results {}", (dir / "p.json").string(),
+                             (dir / "raw").string()));
+  EXPECT_EQ(out.code, 1) << out.text;
+  EXPECT_NE(out.text.find("could not measure the peak or the memory bandwidth"), std::string::npos) << out.text;
+  EXPECT_FALSE(fs::exists(dir / "p.json"));
+  // Every ceiling and the GPU fusion suite were planned on the device (and skipped here).
+  std::set<std::string> planned;
+  for (auto& r : read_jsonl((dir / "raw" / "results.jsonl").string())) {
+    EXPECT_EQ(r.kase.device, "cuda:0") << r.case_string;
+    EXPECT_EQ(r.status, Status::skipped) << r.case_string;
+    planned.insert(r.kase.op + "/" + r.kase.impl + "/" + std::string(to_string(r.kase.dtype)));
+  }
+  for (const char* c : {"peak/cuda/fp8", "peak/cuda/tf32", "bandwidth/cuda/fp32", "linear/cublaslt_unfused/bf16",
+                        "attention/cuda/bf16"})
+    EXPECT_TRUE(planned.count(c)) << c;
+  EXPECT_FALSE(planned.count("linear/cublaslt/fp16")) << "--quick keeps the bf16 fusion patterns only";
 }
 
 TEST(CudaCli, DeviceCuda0WithoutAGpuIsAClearSkip) {
