@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -198,7 +199,9 @@ class OpmeterAttention : public HostImpl<AttentionOp> {
     const auto& k = blocked::kernel();
     return {{"isa", k.isa},
             {"blocks", fmt::format("{} queries x {} keys", k.query_block, k.key_block)},
-            {"products", "own register-blocked micro-kernels, fp32 math"}};
+            {"products", bf16() && std::string_view(k.isa) == "avx512_bf16"
+                             ? "own register-blocked micro-kernels, vdpbf16ps (P rounded to bf16)"
+                             : "own register-blocked micro-kernels, fp32 FMAs"}};
   }
 
  private:

@@ -3,8 +3,9 @@
 // per block of query rows, loop over blocks of keys: S = scale q k^T on cache-resident tiles,
 // online softmax (running max and sum per row, the accumulator rescaled when the max grows),
 // O += P v. Both products are register-blocked micro-kernels (GCC vector types, one copy per
-// ISA chosen at run time). The seq x seq matrix never exists: a thread holds k^T and v of one
-// head in fp32 (seq x d each) and tiles of block size.
+// ISA chosen at run time; bf16 heads use AVX512_BF16 dot products where the CPU has them).
+// The seq x seq matrix never exists: a thread holds k^T and v of one head (seq x d each, fp32
+// or bf16 pairs) and tiles of block size.
 #include <cstddef>
 
 namespace opmeter::attention::blocked {
@@ -32,6 +33,7 @@ struct Kernel {
   void (*rows)(const Head& h, std::size_t q_begin, std::size_t q_end, float* ws);
 };
 
+Kernel avx512_bf16_kernel();  // bf16 heads in vdpbf16ps
 Kernel avx512_kernel();
 Kernel avx2_kernel();
 Kernel base_kernel();
