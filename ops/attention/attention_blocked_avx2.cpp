@@ -1,8 +1,11 @@
 // The blocked attention compiled for AVX2: 16 registers, 6 x 2 accumulators (flags in CMakeLists.txt).
+#include <immintrin.h>
+
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <utility>
