@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Packs what a GPU machine needs to run a build made here: the opmeter binary, its CUDA plugin,
-# the test binary, and the non-system shared libraries they link (oneDNN, OpenBLAS, yaml-cpp,
-# fmt, ...). CUDA libraries are left out: the GPU machine has the same toolkit.
+# its cuDNN module (where the build has one), the test binary, and the non-system shared libraries
+# they link (oneDNN, OpenBLAS, yaml-cpp, fmt, ...). CUDA libraries, cuDNN included, are left out:
+# the GPU machine has the same toolkit, and libcudnn.so.9 (system or PyTorch's, through
+# LD_LIBRARY_PATH); without it the cuDNN cases are skipped with the loader's reason.
 # Usage: scripts/bundle-gpu.sh [BUILD_DIR] [OUT.tar.xz]     (defaults: build, opmeter-gpu-bundle.tar.xz)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,13 +14,15 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/opmeter/bin" "$stage/opmeter/lib"
 cp "$build/opmeter" "$build/libopmeter_cuda.so" "$stage/opmeter/bin/"
+# The plugin loads its cuDNN module from beside itself.
+[ -f "$build/libopmeter_cudnn.so" ] && cp "$build/libopmeter_cudnn.so" "$stage/opmeter/bin/"
 [ -f "$build/tests/opmeter_tests" ] && cp "$build/tests/opmeter_tests" "$stage/opmeter/bin/"
 for b in cuda_copy_variants worker_round_trip; do
   [ -f "$build/bench/$b" ] && cp "$build/bench/$b" "$stage/opmeter/bin/"
 done
 # Shared libraries outside glibc and CUDA.
 for f in "$stage"/opmeter/bin/*; do ldd "$f"; done | awk '/=> \// {print $3}' | sort -u |
-  grep -vE '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*)\.so|/usr/local/cuda|libcuda\.so|libnvidia' |
+  grep -vE '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*)\.so|/usr/local/cuda|libcuda\.so|libnvidia|libcudnn|libopmeter_' |
   while read -r lib; do cp -L "$lib" "$stage/opmeter/lib/"; done
 tar -C "$stage" -cJf "$out" opmeter
 echo "bundle-gpu: $out ($(du -h "$out" | cut -f1)); on the GPU machine: scripts/gpu-check.sh $out"

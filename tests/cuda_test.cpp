@@ -1,9 +1,11 @@
 // The CUDA backend from the CPU side (case strings, timing arithmetic, planning, skips without
 // a plugin, driver or GPU), and, where a GPU is present, correctness of every CUDA impl.
 #include <dlfcn.h>
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "opmeter/config.hpp"
@@ -131,7 +133,7 @@ TEST(CudaTiming, GraphSamplesArePerLaunch) {
 }
 
 TEST(CudaPlan, DeviceKeyPicksCudaImplsAndNotesTheRest) {
-  auto plan = load_config_text(R"(ops: [gemm, bandwidth, layernorm]
+  auto plan = load_config_text(R"(ops: [gemm, bandwidth, conv2d]
 device: cuda:0
 graph: 100
 dtypes: [bf16, fp8]
@@ -146,7 +148,7 @@ shapes: [{name: custom, shapes: [[64, 64, 64]]}]
     EXPECT_TRUE(Registry::global().impl(c.op, c.impl)->runs_on("cuda")) << c.to_string();
   }
   ASSERT_EQ(plan.notes.size(), 1u);
-  EXPECT_NE(plan.notes[0].find("layernorm has no cuda impl yet"), std::string::npos) << plan.notes[0];
+  EXPECT_NE(plan.notes[0].find("conv2d has no cuda impl yet"), std::string::npos) << plan.notes[0];
   // fp8 is planned for every GEMM impl (the ones without it are skipped with that reason).
   bool lt_fp8 = false;
   for (auto& c : plan.cases) lt_fp8 |= c.to_string() == "gemm/cublaslt/fp8/M=64,N=64,K=64/device=cuda:0,graph=100";
@@ -194,6 +196,12 @@ TEST(CudaCeilings, PeakKernelsAreTheCeilingsNotTheBestGemm) {
   auto own = with_needed_peaks({parse_case("peak/cuda/bf16/kernel=mma/device=cuda:0"),
                                 parse_case("gemm/cublas/bf16/M=8,N=8,K=8/device=cuda:0")});
   EXPECT_EQ(own.size(), 2u);
+  // A device's memory ceiling is a copy over arrays of its own size (1 GiB), not the host's.
+  auto memory = with_needed_peaks({parse_case("add/cuda/fp32/batch=1,seq=1,hidden=64/device=cuda:0")}, 1024);
+  std::vector<std::string> planned;
+  for (auto& k : memory) planned.push_back(k.to_string());
+  EXPECT_NE(std::find(planned.begin(), planned.end(), "bandwidth/cuda/fp32/kernel=copy,n=268435456/device=cuda:0"), planned.end())
+      << fmt::format("{}", fmt::join(planned, " "));
 }
 
 TEST(CudaPlugin, RegisteredImplsAreKnownEverywhere) {

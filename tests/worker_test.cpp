@@ -67,6 +67,21 @@ TEST(WorkerProtocol, AStandInWorkerIsMeasuredWithItsOwnTimerAndChecked) {
   EXPECT_LE(r.max_error, r.tolerance);
 }
 
+TEST(WorkerProtocol, PeakMemoryIsWhatTheWorkerReportsOrUnknown) {
+  {
+    WorkerEnv env(kFakeWorker, "memory");
+    Result r = run(kRelu);
+    ASSERT_EQ(r.status, Status::ok) << r.reason;
+    EXPECT_EQ(r.peak_memory_bytes, std::optional<std::size_t>(12345));
+  }
+  // Without a figure from the worker, opmeter's own host tensors are no measure of the worker's
+  // memory: unknown, not the size of the files it sent.
+  WorkerEnv env(kFakeWorker, "ok");
+  Result r = run(kRelu);
+  ASSERT_EQ(r.status, Status::ok) << r.reason;
+  EXPECT_FALSE(r.peak_memory_bytes.has_value());
+}
+
 TEST(WorkerProtocol, AWrongOutputFailsTheOpsCheck) {
   WorkerEnv env(kFakeWorker, "wrong");
   Result r = run(kRelu);
@@ -177,7 +192,9 @@ TEST(TorchImpl, CpuCasesMatchTheOpsReferences) {
                            "conv2d/torch/fp32/batch=1,channels=8,out_channels=8,image=12,kernel=3,stride=2,padding=1,"
                            "groups=8,bn=1,act=relu/threads=1",
                            "attention/torch/bf16/batch=1,heads=2,seq=32,head_dim=16,causal=1,stage=full/threads=1",
-                           "attention/torch/fp32/batch=1,heads=2,seq=32,head_dim=16,causal=0,stage=probs/threads=1"}) {
+                           "attention/torch/fp32/batch=1,heads=2,seq=32,head_dim=16,causal=0,stage=probs/threads=1",
+                           "transformer_block/torch/fp32/batch=2,seq=37,hidden=48,heads=3,mlp=80,act=gelu,causal=1/threads=1",
+                           "transformer_block/torch/bf16/batch=1,seq=20,hidden=32,heads=2,mlp=0,act=silu,causal=0/threads=1"}) {
     Result r = run(kase);
     EXPECT_EQ(r.status, Status::ok) << kase << ": " << r.reason;
     EXPECT_LE(r.max_error, r.tolerance) << kase;

@@ -32,6 +32,7 @@ class Session:
         self.graph = None       # the captured CUDA graph of case.graph calls
         self.graph_args = None  # the input sets the graph reads: alive as long as it is
         self.flush = None       # a buffer twice the L2 size, written before cold GPU samples
+        self.memory_base = 0    # CUDA bytes allocated when the case's count started
 
     # --- requests ---
 
@@ -45,6 +46,11 @@ class Session:
             raise Unsupported("CUDA graphs (graph > 0) need a CUDA device")
         if case.cuda:
             torch.cuda.set_device(case.device)
+            # The flush buffer is the measurement's, not the case's: allocated before the peak
+            # memory count starts.
+            self.flush = torch.empty(self._l2_bytes(case) * 2, dtype=torch.uint8, device=case.device)
+            torch.cuda.reset_peak_memory_stats(case.device)
+            self.memory_base = torch.cuda.memory_allocated(case.device)
         elif case.threads > 0:
             torch.set_num_threads(case.threads)
         try:
@@ -56,8 +62,6 @@ class Session:
                                  f"the output has {case.output['count']}")
             if case.graph > 0:
                 self._capture(case.graph)
-            if case.cuda:
-                self.flush = torch.empty(self._l2_bytes(case) * 2, dtype=torch.uint8, device=case.device)
         except BaseException:
             self.release()
             raise
@@ -110,6 +114,8 @@ class Session:
         out = self.prepared.call(0)
         self._sync()
         write_tensor(torch, out, req["output"], case.output["elem"], int(case.output["count"]))
+        if case.cuda:  # the case's allocation high-water mark so far (setup, timing, checks)
+            return {"peak_memory_bytes": max(0, torch.cuda.max_memory_allocated(case.device) - self.memory_base)}
         return {}
 
     def release(self, req=None):

@@ -186,7 +186,7 @@ def _gemm_widening(case, out_dt):
     return fn
 
 
-# --- linear, ln_linear_<act>, conv2d, attention: unfused eager sequences ---
+# --- linear, ln_linear_<act>, conv2d, attention, transformer_block: unfused eager sequences ---
 
 def _linear_shape(case):
     rows, h = rows_hidden(case)
@@ -266,6 +266,42 @@ def _attention(case):
     return full_manual, lambda q, k, v: (q.view(shape), k.view(shape), v.view(shape), mask)
 
 
+def _sdpa(q, k, v, causal, scale, mask):
+    """softmax(q k^T * scale [masked]) v over the last two dims."""
+    if hasattr(F, "scaled_dot_product_attention"):  # torch >= 2.0; its default scale is 1/sqrt(d)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    s = torch.matmul(q, k.transpose(-2, -1)) * scale
+    if causal:
+        s = s.masked_fill(mask, float("-inf"))
+    return torch.matmul(F.softmax(s, dim=-1), v)
+
+
+def _transformer_block(case):
+    """Pre-LN block (ops/transformer/transformer_block.hpp): h = x + Attn(LN1(x)),
+    y = h + W2 act(W1 LN2(h) + b1) + b2, as a model's forward() writes it."""
+    b, seq, h, heads = case.int("batch"), case.int("seq"), case.int("hidden"), case.int("heads")
+    mlp, causal = case.int("mlp", 0) or 4 * h, case.int("causal", 0) != 0
+    act = act_of(case.get("act", "gelu"), "transformer_block")
+    if h % heads:
+        raise ValueError(f"transformer_block hidden={h} is not divisible by heads={heads}")
+    d = h // heads
+    scale = 1.0 / math.sqrt(d)
+    mask = torch.ones(seq, seq, dtype=torch.bool, device=case.device).triu(1) if causal else None
+
+    def fn(x, g1, be1, wqkv, bqkv, wo, bo, g2, be2, w1, b1, w2, b2):
+        qkv = F.linear(F.layer_norm(x, (h,), g1, be1, NORM_EPS), wqkv, bqkv)
+        q, k, v = (t.view(b, seq, heads, d).transpose(1, 2) for t in qkv.split(h, dim=-1))
+        o = _sdpa(q, k, v, causal, scale, mask).transpose(1, 2).reshape(b, seq, h)
+        hres = x + F.linear(o, wo, bo)
+        return hres + F.linear(act(F.linear(F.layer_norm(hres, (h,), g2, be2, NORM_EPS), w1, b1)), w2, b2)
+
+    def prep(x, g1, be1, wqkv, bqkv, wo, bo, g2, be2, w1, b1, w2, b2):
+        return ((x.view(b, seq, h),) + like(x, g1, be1) + (wqkv.view(3 * h, h),) + like(x, bqkv) +
+                (wo.view(h, h),) + like(x, bo, g2, be2) + (w1.view(mlp, h),) + like(x, b1) + (w2.view(h, mlp),) +
+                like(x, b2))
+    return fn, prep
+
+
 ACT_OPS = [a for a in ACTS if a != "none"]
 OPS = {
     **{a: _activation(a) for a in ACT_OPS},
@@ -281,6 +317,7 @@ OPS = {
     **{f"ln_linear_{a}": _ln_linear(a) for a in ACT_OPS},
     "conv2d": _conv2d,
     "attention": _attention,
+    "transformer_block": _transformer_block,
 }
 
 # dtypes each op family takes from the torch impls (the ops' own dtypes; fp16 on CUDA).

@@ -58,6 +58,11 @@ class Backend {
   virtual std::vector<ImplDef> impls() { return {}; }
   // Bytes a case may still allocate on its device.
   virtual double free_memory(const Case& c) = 0;
+  // Allocation high-water mark of a case on its device: mark_memory before its setup, then
+  // memory_peak is the most bytes allocated since, above what was allocated at the mark (host:
+  // opmeter's buffers; a GPU: its device allocations). Empty where the backend cannot tell.
+  virtual void mark_memory(const Case& c);
+  virtual std::optional<std::size_t> memory_peak(const Case& c);
 
   // --- Measuring ---
   virtual std::unique_ptr<Impl> make(const ImplDef& def, const Case& c);
@@ -86,6 +91,9 @@ class Backend {
   // After a compute-ceiling result is measured: what the backend knows to put beside it (a GPU's
   // datasheet rate at the clock it ran at).
   virtual void annotate_ceiling(Result&) {}
+
+ private:
+  std::size_t host_bytes_at_mark_ = 0;
 };
 
 // Backends register themselves (a static BackendRegistrar in their own file).

@@ -2,6 +2,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -60,6 +61,11 @@ class Impl {
   // A timer of its own, for an impl whose calls run elsewhere (a worker process times its
   // samples there, so the round trip stays out of them); null: its backend's timer.
   virtual std::unique_ptr<SampleTimer> own_timer(const Case& c);
+  // Whether the impl's memory is out of opmeter's sight (a worker process's, a C plugin's), so
+  // its peak memory is what own_peak_memory says (empty: unknown) rather than the backend's
+  // count of opmeter's allocations.
+  virtual bool allocates_elsewhere() const { return false; }
+  virtual std::optional<std::size_t> own_peak_memory() { return std::nullopt; }
 };
 
 }  // namespace opmeter

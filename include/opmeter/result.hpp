@@ -72,7 +72,8 @@ struct Result {
   std::size_t throttled_samples = 0;  // samples discarded: the GPU slowed down (heat, hardware)
   std::optional<Sustained> sustained;
   nlohmann::json telemetry;           // GPU timeline (see telemetry_json); null where none
-  std::size_t peak_memory_bytes = 0;
+  // Allocation high-water mark of the case on its device (Backend::memory_peak); empty: unknown.
+  std::optional<std::size_t> peak_memory_bytes;
   std::map<std::string, std::string> details;
   std::map<std::string, Metric> metrics;  // by name; set them with set_metric
 

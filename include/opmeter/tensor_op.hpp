@@ -10,6 +10,7 @@
 // scale of that element (e.g. the sum of |products| for a dot product), so one tolerance per op
 // and dtype holds at every size.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,13 @@ class TensorOp : public OpSpec {
   virtual double fp32_tolerance() const = 0;
   // Rough fp64 operations per reference row: bounds how many rows a check recomputes.
   virtual double reference_row_cost() const { return static_cast<double>(out_cols()); }
+  // The rows a check compares: all of them, or a random sample within the check's budget.
+  virtual std::vector<std::size_t> check_rows(std::uint64_t seed) const;
+  // Reference rows `rows` (in any order), each handed to `each(index in rows, ref, mag)` from any
+  // thread. Default: reference_row per row in parallel. Ops whose rows share work (a sequence's
+  // keys and values) override it to do that work once.
+  using RowSink = std::function<void(std::size_t index, const double* ref, const double* mag)>;
+  virtual void reference_rows(const HostTensors& in, const std::vector<std::size_t>& rows, const RowSink& each) const;
 
   // Activations are stored in the case's dtype: fp32, bf16 or (device impls) fp16, fp32 math.
   Elem act() const { return bf16() ? Elem::bf16 : case_.dtype == DType::fp16 ? Elem::f16 : Elem::f32; }
@@ -57,17 +65,12 @@ class Reference : public HostImpl<Op> {
   void run(std::size_t copy) override {
     std::size_t rows = this->out_rows(), cols = this->out_cols();
     void* o = this->out(copy);
-    const HostTensors& in = this->host_inputs(copy);
     Elem e = this->out_elem();
-#pragma omp parallel
-    {
-      std::vector<double> ref(cols), mag(cols);
-#pragma omp for schedule(dynamic, 1)
-      for (std::size_t r = 0; r < rows; ++r) {
-        this->reference_row(in, r, ref.data(), mag.data());
-        for (std::size_t c = 0; c < cols; ++c) store(e, o, r * cols + c, ref[c]);
-      }
-    }
+    std::vector<std::size_t> all(rows);
+    for (std::size_t r = 0; r < rows; ++r) all[r] = r;
+    this->reference_rows(this->host_inputs(copy), all, [&](std::size_t r, const double* ref, const double*) {
+      for (std::size_t c = 0; c < cols; ++c) store(e, o, r * cols + c, ref[c]);
+    });
   }
 };
 

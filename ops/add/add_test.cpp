@@ -126,3 +126,14 @@ TEST(AddOp, CudaImplIsCorrectOnAGpu) {
       EXPECT_LE(*r.max_error, *r.tolerance) << kase;
     }
 }
+
+TEST(AddOp, PeakMemoryIsTheCasesTensorsOnTheHost) {
+  // hidden=1M fp32, hot (one set): A, B and C are 4 MiB each; the check draws fresh inputs into
+  // the same set, so the high-water mark is the three tensors, plus little else.
+  auto r = run_case(parse_case("add/opmeter/fp32/batch=1,seq=1,hidden=1048576/threads=1,hot"), quick_options());
+  ASSERT_EQ(r.status, Status::ok) << r.reason;
+  ASSERT_TRUE(r.peak_memory_bytes.has_value());
+  const std::size_t tensors = 3 * (std::size_t{4} << 20);
+  EXPECT_GE(*r.peak_memory_bytes, tensors);
+  EXPECT_LT(*r.peak_memory_bytes, 2 * tensors);
+}

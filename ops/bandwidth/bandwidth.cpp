@@ -198,13 +198,17 @@ Work bandwidth_work(const Case& c) {
   return {0, spec->reads * bytes, spec->writes * bytes};
 }
 
-// The memory ceiling where `like` runs: a copy of `elements` fp32 elements by this op's impl on
-// like's backend.
+// 1 GiB fp32 arrays: 20x the largest GPU L2 (50 MiB on an H100), where the device copy's rate
+// has settled (3012 GB/s on an H100 at 1 GiB, docs/BENCHMARKS.md).
+constexpr std::size_t kDeviceCeilingElements = std::size_t{1} << 28;
+
+// The memory ceiling where `like` runs: a copy by this op's impl on like's backend, of `elements`
+// fp32 elements on the host (sized by its caches) and of kDeviceCeilingElements on a device.
 std::vector<Case> memory_ceiling_cases(DType, const Case& like, std::size_t elements) {
   const std::string backend = backend_of(like).name();
+  if (!like.on_host()) elements = kDeviceCeilingElements;
   for (auto* impl : Registry::global().impls_of("bandwidth")) {
-    // Only the host's: its array size is the host's cache; a device's wants its own (not yet).
-    if (!impl->runs_on(backend) || impl->on_request || elements == 0 || !like.on_host()) continue;
+    if (!impl->runs_on(backend) || impl->on_request || elements == 0) continue;
     Case c = ceiling_case("bandwidth", DType::fp32, {{"kernel", "copy"}, {"n", std::to_string(elements)}}, like.threads);
     c.impl = impl->impl;
     c.device = like.device;

@@ -17,7 +17,6 @@ class OnednnLinear : public HostImpl<LinearOp> {
   explicit OnednnLinear(bool fused) : fused_(fused) {}
 
   void prepare() override {
-    auto& eng = tensor::onednn_engine();
     auto s = shape_of(case_);
     auto act_t = tensor::onednn_type(case_.dtype);
     const auto rows = dnnl::memory::dim(s.rows), h = dnnl::memory::dim(s.hidden), o = dnnl::memory::dim(s.out);
@@ -27,12 +26,7 @@ class OnednnLinear : public HostImpl<LinearOp> {
     auto mem = tensor::onednn_memory;
     if (s.layernorm) {
       xhat_ = Buffer(std::size_t(rows * h) * size_of(case_.dtype));
-      auto pd = tensor::onednn_try("layer normalization", [&] {
-        return dnnl::layer_normalization_forward::primitive_desc(
-            dnnl::layer_normalization_forward::desc(dnnl::prop_kind::forward_inference, x_md, tensor::kNormEps,
-                                                    dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift),
-            eng);
-      });
+      auto pd = tensor::onednn_layernorm(x_md);
       seq_.add(dnnl::layer_normalization_forward(pd), pd.impl_info_str(), copies(), [&](std::size_t i) {
         return tensor::OnednnArgs{{DNNL_ARG_SRC, mem(x_md, in(i, kX))},
                                   {DNNL_ARG_DST, mem(x_md, xhat_.data())},
@@ -40,10 +34,8 @@ class OnednnLinear : public HostImpl<LinearOp> {
                                   {DNNL_ARG_SHIFT, mem(vec_md, in(i, kBeta))}};
       });
     }
-    auto mm_pd = tensor::onednn_try("matmul", [&] {
-      auto d = fused_ ? dnnl::matmul::desc(x_md, w_md, bias_md, y_md) : dnnl::matmul::desc(x_md, w_md, y_md);
-      return dnnl::matmul::primitive_desc(d, tensor::onednn_act_post_op(fused_ ? s.act : Act::none), eng);
-    });
+    auto mm_pd = tensor::onednn_matmul(x_md, w_md, fused_ ? &bias_md : nullptr, y_md,
+                                       tensor::onednn_act_post_op(fused_ ? s.act : Act::none));
     seq_.add(dnnl::matmul(mm_pd), mm_pd.impl_info_str(), copies(), [&](std::size_t i) {
       tensor::OnednnArgs m{{DNNL_ARG_SRC, mem(x_md, s.layernorm ? xhat_.data() : in(i, kX))},
                            {DNNL_ARG_WEIGHTS, mem(w_md, in(i, kW))},
@@ -52,9 +44,7 @@ class OnednnLinear : public HostImpl<LinearOp> {
       return m;
     });
     if (fused_) return;
-    auto add_pd = tensor::onednn_try("binary add", [&] {
-      return dnnl::binary::primitive_desc(dnnl::binary::desc(dnnl::algorithm::binary_add, y_md, bias_md, y_md), eng);
-    });
+    auto add_pd = tensor::onednn_add(y_md, bias_md, y_md);
     seq_.add(dnnl::binary(add_pd), add_pd.impl_info_str(), copies(), [&](std::size_t i) {
       return tensor::OnednnArgs{{DNNL_ARG_SRC_0, mem(y_md, out(i))}, {DNNL_ARG_SRC_1, mem(bias_md, in(i, kBias))},
                                 {DNNL_ARG_DST, mem(y_md, out(i))}};

@@ -1,58 +1,44 @@
-// Loss ops over batch x seq x hidden with mean reduction; the output is one fp32 value.
-//   mse            mean((pred - target)^2)
-//   cross_entropy  logits rows x hidden (hidden = classes), integer labels per row:
-//                  mean(logsumexp(row) - row[label])
-// Error: |loss - ref| / ref-scale (mean of |terms|). oneDNN has no loss primitive.
+// The loss ops (loss.hpp): their spec, fp64 reference and opmeter's CPU kernel.
+#include "ops/loss/loss.hpp"
+
 #include <cmath>
 
 #include "ops/tensor/kernels.hpp"
-#include "opmeter/tensor_op.hpp"
 
 namespace opmeter::loss {
-namespace {
 
-enum class Kind { mse, cross_entropy };
+std::vector<TensorDesc> LossOp::inputs() const {
+  std::size_t rows = tensor::rows_of(case_), n = rows * tensor::hidden_of(case_);
+  if (kind_ == Kind::mse) return {{"pred", act(), n}, {"target", act(), n}};
+  return {{"logits", act(), n, -8, 8}, {"labels", Elem::s32, rows, 0, double(tensor::hidden_of(case_))}};
+}
 
-class LossOp : public tensor::TensorOp {
- public:
-  explicit LossOp(Kind k) : kind_(k) {}
-  std::vector<TensorDesc> inputs() const override {
-    std::size_t rows = tensor::rows_of(case_), n = rows * tensor::hidden_of(case_);
-    if (kind_ == Kind::mse) return {{"pred", act(), n}, {"target", act(), n}};
-    return {{"logits", act(), n, -8, 8}, {"labels", Elem::s32, rows, 0, double(tensor::hidden_of(case_))}};
-  }
-  std::size_t out_rows() const override { return 1; }
-  std::size_t out_cols() const override { return 1; }
-  Elem out_elem() const override { return Elem::f32; }
-  double fp32_tolerance() const override { return 1e-5; }
-  double reference_row_cost() const override { return 8.0 * double(tensor::rows_of(case_) * tensor::hidden_of(case_)); }
-  // A scalar loss is not rounded to bf16: only the inputs are bf16.
-  void reference_row(const HostTensors& in, std::size_t, double* ref, double* mag) const override {
-    const std::size_t rows = tensor::rows_of(case_), h = tensor::hidden_of(case_);
-    double sum = 0, scale = 0;
-    if (kind_ == Kind::mse) {
-      for (std::size_t i = 0; i < rows * h; ++i) {
-        double d = in[0][i] - in[1][i];
-        sum += d * d;
-      }
-      scale = sum;
-    } else {
-      for (std::size_t r = 0; r < rows; ++r) {
-        double mx = -INFINITY, s = 0;
-        for (std::size_t c = 0; c < h; ++c) mx = std::max(mx, in[0][r * h + c]);
-        for (std::size_t c = 0; c < h; ++c) s += std::exp(in[0][r * h + c] - mx);
-        double target = in[0][r * h + static_cast<std::size_t>(in[1][r])];
-        sum += std::log(s) + mx - target;
-        scale += std::fabs(std::log(s) + mx) + std::fabs(target);
-      }
+double LossOp::reference_row_cost() const { return 8.0 * double(tensor::rows_of(case_) * tensor::hidden_of(case_)); }
+
+void LossOp::reference_row(const HostTensors& in, std::size_t, double* ref, double* mag) const {
+  const std::size_t rows = tensor::rows_of(case_), h = tensor::hidden_of(case_);
+  double sum = 0, scale = 0;
+  if (kind_ == Kind::mse) {
+    for (std::size_t i = 0; i < rows * h; ++i) {
+      double d = in[0][i] - in[1][i];
+      sum += d * d;
     }
-    *ref = sum / double(kind_ == Kind::mse ? rows * h : rows);
-    *mag = scale / double(kind_ == Kind::mse ? rows * h : rows) + 1e-30;
+    scale = sum;
+  } else {
+    for (std::size_t r = 0; r < rows; ++r) {
+      double mx = -INFINITY, s = 0;
+      for (std::size_t c = 0; c < h; ++c) mx = std::max(mx, in[0][r * h + c]);
+      for (std::size_t c = 0; c < h; ++c) s += std::exp(in[0][r * h + c] - mx);
+      double target = in[0][r * h + static_cast<std::size_t>(in[1][r])];
+      sum += std::log(s) + mx - target;
+      scale += std::fabs(std::log(s) + mx) + std::fabs(target);
+    }
   }
+  *ref = sum / double(kind_ == Kind::mse ? rows * h : rows);
+  *mag = scale / double(kind_ == Kind::mse ? rows * h : rows) + 1e-30;
+}
 
- protected:
-  Kind kind_;
-};
+namespace {
 
 class OpmeterLoss : public HostImpl<LossOp> {
  public:

@@ -65,9 +65,12 @@ void NormOp::reference_row(const HostTensors& in, std::size_t row, double* ref, 
     case Kind::softmax: {
       double mx = *std::max_element(x.begin(), x.end()), sum = 0;
       for (std::size_t c = 0; c < h; ++c) sum += ref[c] = std::exp(x[c] - mx);
+      // fp16 stores values below 2^-14 as subnormals, rounded to 2^-25 absolute: their scale is
+      // at least that smallest normal (wide rows have many; bf16 and fp32 have fp32's range).
+      const double floor = std::max(1.0 / double(h), case_.dtype == DType::fp16 ? 0x1p-14 : 0.0);
       for (std::size_t c = 0; c < h; ++c) {
         ref[c] /= sum;
-        mag[c] = ref[c] + 1.0 / double(h);
+        mag[c] = ref[c] + floor;
       }
       break;
     }

@@ -4,7 +4,8 @@
 //   rmsnorm    y = x / sqrt(mean(x^2) + eps) * gamma
 //   batchnorm  inference, channels = hidden: y = (x - mean_c) / sqrt(var_c + eps) * gamma_c + beta_c
 //   softmax    y = exp(x - max) / sum exp(x - max) along hidden
-// Error: |y - ref| / (|each term of the affine output| + 1), softmax: / (ref + 1/hidden).
+// Error: |y - ref| / (|each term of the affine output| + 1), softmax: / (ref + 1/hidden), with
+// fp16 storage / (ref + max(1/hidden, 2^-14)) (below 2^-14 fp16 is subnormal: absolute rounding).
 #include "opmeter/tensor_op.hpp"
 
 namespace opmeter::norm {

@@ -22,10 +22,7 @@ class OnednnNorm : public HostImpl<NormOp> {
     std::string impl;
     switch (kind_) {
       case Kind::layernorm: {
-        auto pd = tensor::onednn_try("layer normalization", [&] {
-          return dnnl::layer_normalization_forward::primitive_desc(
-              dnnl::layer_normalization_forward::desc(inference, md, tensor::kNormEps, nf::use_scale | nf::use_shift), eng);
-        });
+        auto pd = tensor::onednn_layernorm(md);
         prim = dnnl::layer_normalization_forward(pd);
         impl = pd.impl_info_str();
         vectors = {{DNNL_ARG_SCALE, 1}, {DNNL_ARG_SHIFT, 2}};

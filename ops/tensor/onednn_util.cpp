@@ -46,6 +46,11 @@ void OnednnSequence::run(std::size_t copy) {
   onednn_stream().wait();
 }
 
+void OnednnSequence::run_step(std::size_t step, std::size_t copy) {
+  steps_.at(step).primitive.execute(onednn_stream(), steps_[step].args.at(copy));
+  onednn_stream().wait();
+}
+
 std::map<std::string, std::string> OnednnSequence::details() const {
   std::string all;
   for (auto& s : steps_) all += (all.empty() ? "" : " | ") + s.impl;
@@ -69,6 +74,32 @@ dnnl::primitive_attr onednn_act_post_op(Act a) {
   po.append_eltwise(1.0f, e.algorithm, e.alpha, e.beta);
   attr.set_post_ops(po);
   return attr;
+}
+
+dnnl::layer_normalization_forward::primitive_desc onednn_layernorm(const dnnl::memory::desc& md) {
+  return onednn_try("layer normalization", [&] {
+    return dnnl::layer_normalization_forward::primitive_desc(
+        dnnl::layer_normalization_forward::desc(dnnl::prop_kind::forward_inference, md, kNormEps,
+                                                dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift),
+        onednn_engine());
+  });
+}
+
+dnnl::matmul::primitive_desc onednn_matmul(const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
+                                           const dnnl::memory::desc* bias, const dnnl::memory::desc& dst,
+                                           const dnnl::primitive_attr& attr) {
+  return onednn_try("matmul", [&] {
+    auto d = bias ? dnnl::matmul::desc(src, weights, *bias, dst) : dnnl::matmul::desc(src, weights, dst);
+    return dnnl::matmul::primitive_desc(d, attr, onednn_engine());
+  });
+}
+
+dnnl::binary::primitive_desc onednn_add(const dnnl::memory::desc& src0, const dnnl::memory::desc& src1,
+                                        const dnnl::memory::desc& dst) {
+  return onednn_try("binary add", [&] {
+    return dnnl::binary::primitive_desc(dnnl::binary::desc(dnnl::algorithm::binary_add, src0, src1, dst),
+                                        onednn_engine());
+  });
 }
 
 void throw_unsupported(const char* what, const dnnl::error& e) {

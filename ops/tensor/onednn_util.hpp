@@ -34,6 +34,8 @@ class OnednnSequence {
     steps_.push_back({std::move(p), std::move(impl), std::move(a)});
   }
   void run(std::size_t copy);  // every step, then waits
+  // One step, then waits (steps between our own kernels).
+  void run_step(std::size_t step, std::size_t copy);
   std::map<std::string, std::string> details() const;  // {"onednn_impl": "a | b | c"}
 
  private:
@@ -55,6 +57,16 @@ Eltwise eltwise_of(Act a);
 // fuses it into another primitive as a post-op (empty for Act::none).
 dnnl::eltwise_forward::primitive_desc onednn_eltwise(Act a, const dnnl::memory::desc& md);
 dnnl::primitive_attr onednn_act_post_op(Act a);
+
+// Inference LayerNorm (affine, eps kNormEps) over the rows of md.
+dnnl::layer_normalization_forward::primitive_desc onednn_layernorm(const dnnl::memory::desc& md);
+// dst = src x weights [+ bias] with attr's output scales / post-ops.
+dnnl::matmul::primitive_desc onednn_matmul(const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
+                                           const dnnl::memory::desc* bias, const dnnl::memory::desc& dst,
+                                           const dnnl::primitive_attr& attr = {});
+// dst = src0 + src1 (src1 may broadcast: a bias row); in place allowed.
+dnnl::binary::primitive_desc onednn_add(const dnnl::memory::desc& src0, const dnnl::memory::desc& src1,
+                                        const dnnl::memory::desc& dst);
 
 [[noreturn]] void throw_unsupported(const char* what, const dnnl::error& e);
 // Creates a primitive descriptor, turning oneDNN's "unimplemented" into Unsupported (skipped).

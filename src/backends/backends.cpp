@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "opmeter/backend.hpp"
+#include "opmeter/buffer.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/telemetry.hpp"
@@ -42,6 +43,13 @@ Backend* backend_named(const std::string& name) {
 }
 
 std::unique_ptr<Impl> Backend::make(const ImplDef& def, const Case&) { return def.make(); }
+
+void Backend::mark_memory(const Case&) {
+  host_bytes_at_mark_ = Buffer::live_bytes();
+  Buffer::reset_peak();
+}
+
+std::optional<std::size_t> Backend::memory_peak(const Case&) { return Buffer::peak_bytes() - host_bytes_at_mark_; }
 
 std::unique_ptr<SampleTimer> Backend::timer(Impl& impl, const Case&) { return std::make_unique<HostTimer>(impl); }
 

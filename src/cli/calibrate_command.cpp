@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "opmeter/backend.hpp"
 #include "opmeter/config.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
@@ -32,31 +33,87 @@ void add_calibrate_command(CLI::App& app, CalibrateArgs& a) {
   cal->add_option("--llc-bytes", a.llc_bytes,
                   "last-level cache size that sizes the arrays (default: what the CPU reports; a VM may report the host's)")
       ->check(CLI::Range(std::size_t{1} << 16, std::size_t{1} << 40));
-  cal->add_flag("--quick", a.quick, "fp32 fusion patterns only and a looser noise target (about a minute)");
+  cal->add_option("--device", a.device, "what to calibrate: cpu (default) or cuda:N (its peaks per dtype, memory and L2 bandwidth, GPU fusion suite)");
+  cal->add_flag("--quick", a.quick, "fusion patterns of one dtype only (fp32; bf16 on a GPU) and a looser noise target");
 }
 
-int calibrate_command(const CalibrateArgs& a) {
-  if (a.llc_bytes) set_llc_bytes(*a.llc_bytes);
-  const int threads = a.threads.value_or(default_threads());
-  const std::size_t dram = a.array_mib ? *a.array_mib * (std::size_t(1) << 20) / 4 : default_bandwidth_elements();
+namespace {
+
+// What a calibration measures: the ceilings, the cache levels (read cases by their case string),
+// the bandwidth arrays' size and the fusion cases.
+struct CalibrationPlan {
   std::vector<Case> cases;
-  for (DType d : {DType::fp64, DType::fp32, DType::bf16, DType::int8})
-    cases.push_back(ceiling_case("peak", d, {{"kernel", "fma"}}, threads));
-  const std::vector<std::string> kernels = {"copy", "triad", "read", "write"};
-  for (auto& k : kernels) cases.push_back(ceiling_case("bandwidth", DType::fp32, {{"kernel", k}, {"n", std::to_string(dram)}}, threads));
-  // Cache levels: a read over half of each data cache (per thread's share of shared levels).
   std::map<std::string, int> level_of_case;
+  double array_bytes = 0;
+  Plan fusion;
+};
+
+void add_fusion(CalibrationPlan& p, bool quick, DType quick_dtype) {
+  for (auto& c : p.fusion.cases)
+    if (!quick || c.dtype == quick_dtype) p.cases.push_back(c);
+}
+
+// The host: FMA peaks, DRAM bandwidth kernels, a read over half of each data cache, the fusion suite.
+CalibrationPlan host_plan(const CalibrateArgs& a, int threads) {
+  CalibrationPlan p;
+  const std::size_t dram = a.array_mib ? *a.array_mib * (std::size_t(1) << 20) / 4 : default_bandwidth_elements();
+  p.array_bytes = double(dram) * 4;
+  for (DType d : {DType::fp64, DType::fp32, DType::bf16, DType::int8})
+    p.cases.push_back(ceiling_case("peak", d, {{"kernel", "fma"}}, threads));
+  for (const char* k : {"copy", "triad", "read", "write"})
+    p.cases.push_back(ceiling_case("bandwidth", DType::fp32, {{"kernel", k}, {"n", std::to_string(dram)}}, threads));
   for (auto& cache : cpu_info().caches) {
     if (cache.type == "Instruction" || cache.bytes == 0) continue;
     // The last level at the size opmeter believes (--llc-bytes), not a VM's report of the host's.
     auto bytes = cache.bytes == cpu_info().llc_bytes ? llc_bytes() : cache.bytes;
     auto c = ceiling_case("bandwidth", DType::fp32, {{"kernel", "read"}, {"n", elements(bytes / 2)}}, threads);
-    level_of_case[c.to_string()] = cache.level;
-    cases.push_back(c);
+    p.level_of_case[c.to_string()] = cache.level;
+    p.cases.push_back(c);
   }
-  Plan fusion = a.fusion_config.empty() ? load_suite("fusion", threads) : load_config_file(a.fusion_config, threads);
-  for (auto& c : fusion.cases)
-    if (!a.quick || c.dtype == DType::fp32) cases.push_back(c);
+  p.fusion = a.fusion_config.empty() ? load_suite("fusion", threads) : load_config_file(a.fusion_config, threads);
+  add_fusion(p, a.quick, DType::fp32);
+  return p;
+}
+
+// A CUDA device: the peak kernels of every dtype (tensor cores included), device memory
+// bandwidth over 1 GiB arrays, a read over half of its L2, and the GPU fusion suite.
+CalibrationPlan device_plan(const CalibrateArgs& a) {
+  CalibrationPlan p;
+  Case like;
+  like.device = a.device;
+  const std::size_t n = a.array_mib ? *a.array_mib * (std::size_t(1) << 20) / 4 : std::size_t{1} << 28;
+  p.array_bytes = double(n) * 4;
+  const OpDef* peak = Registry::global().op("peak");
+  for (DType d : {DType::fp32, DType::tf32, DType::fp16, DType::bf16, DType::fp8_e4m3, DType::int8})
+    for (auto& c : peak->ceiling_cases(d, like, 0)) p.cases.push_back(c);
+  auto on_device = [&](const std::string& kernel, std::size_t elems) {
+    Case c = Registry::global().op("bandwidth")->ceiling_cases(DType::fp32, like, 0).at(0);
+    c.params = {{"kernel", kernel}, {"n", elements(elems * 4)}};
+    return c;
+  };
+  for (const char* k : {"copy", "triad", "read", "write"}) p.cases.push_back(on_device(k, n));
+  auto gpus = backend_of(like).context({a.device}).value("gpus", nlohmann::json::array());
+  if (!gpus.empty() && gpus[0].value("l2_bytes", 0) > 0) {
+    auto c = on_device("read", gpus[0]["l2_bytes"].template get<std::size_t>() / 2 / 4);
+    p.level_of_case[c.to_string()] = 2;
+    p.cases.push_back(c);
+  }
+  p.fusion = a.fusion_config.empty() ? load_suite("fusion-gpu", 0, a.device) : load_config_file(a.fusion_config, 0, a.device);
+  add_fusion(p, a.quick, DType::bf16);
+  return p;
+}
+
+}  // namespace
+
+int calibrate_command(const CalibrateArgs& a) {
+  if (a.llc_bytes) set_llc_bytes(*a.llc_bytes);
+  const bool host = a.device.empty() || a.device == kHostDevice;
+  if (!host) check_device(a.device);  // UsageError naming the expected form
+  const int threads = a.threads.value_or(default_threads());
+  CalibrationPlan plan = host ? host_plan(a, threads) : device_plan(a);
+  const Plan& fusion = plan.fusion;
+  auto& cases = plan.cases;
+  auto& level_of_case = plan.level_of_case;
 
   RunOptions options;
   options.stopping = fusion.stopping;
@@ -73,7 +130,10 @@ int calibrate_command(const CalibrateArgs& a) {
   double memory = 0;
   for (auto& r : results) {
     if (r.status != Status::ok) continue;
-    if (ceiling_of(r.kase.op) == CeilingKind::compute) peaks[std::string(to_string(r.kase.dtype))] = r.gflops;
+    if (ceiling_of(r.kase.op) == CeilingKind::compute) {  // a GPU's fastest kernel of the dtype (mma or wgmma)
+      auto& best = peaks[std::string(to_string(r.kase.dtype))];
+      best = std::max(best.is_number() ? best.get<double>() : 0.0, r.gflops);
+    }
     if (ceiling_of(r.kase.op) != CeilingKind::memory) continue;
     if (auto it = level_of_case.find(r.case_string); it != level_of_case.end()) {
       caches.push_back({{"level", it->second}, {"array_bytes", r.work.bytes_read}, {"read_gbps", r.gbps}});
@@ -91,10 +151,11 @@ int calibrate_command(const CalibrateArgs& a) {
       {"schema", kCalibrationSchema},
       {"created", utc_now_iso()},
       {"threads", threads},
+      {"device", host ? kHostDevice : a.device},
       {"peak_gflops", peaks},
       {"bandwidth",
        {{"memory_gbps", memory},
-        {"array_bytes", double(dram) * 4},
+        {"array_bytes", plan.array_bytes},
         {"kernels", bw_kernels},
         {"caches", caches},
         {"note", caches.empty() ? "cache sizes unknown on this machine: cache bandwidth not measured"

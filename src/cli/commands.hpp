@@ -67,6 +67,7 @@ struct CalibrateArgs {
   std::optional<std::size_t> array_mib;
   std::optional<std::size_t> llc_bytes;
   std::optional<int> threads;
+  std::string device;  // empty: the host
   bool quick = false;
 };
 void add_calibrate_command(CLI::App& app, CalibrateArgs& args);

@@ -54,6 +54,9 @@ class CudaBackend final : public Backend {
     return plugin()->supports(c);
   }
   double free_memory(const Case& c) override { return static_cast<double>(plugin()->free_memory(c.device_index())); }
+  // What the plugin's impls allocate on the device (impls made elsewhere say for themselves).
+  void mark_memory(const Case& c) override { plugin()->mark_memory(c.device_index()); }
+  std::optional<std::size_t> memory_peak(const Case& c) override { return plugin()->memory_peak(c.device_index()); }
 
   std::unique_ptr<Impl> make(const ImplDef& def, const Case& c) override { return def.make ? def.make() : plugin()->make(c); }
   std::unique_ptr<SampleTimer> timer(Impl&, const Case& c) override { return plugin()->timer(c); }

@@ -27,6 +27,9 @@ class Plugin {
   // How samples of the case are timed: CUDA events, L2 flush when cold, graphs, clock check.
   virtual std::unique_ptr<SampleTimer> timer(const Case& c) = 0;
   virtual std::size_t free_memory(int index) = 0;
+  // Allocation high-water mark of the plugin's device buffers on a device since the mark.
+  virtual void mark_memory(int index) = 0;
+  virtual std::size_t memory_peak(int index) = 0;
   // Name, SMs, clocks, memory, L2, ECC, MIG, PCI bus id of one device.
   virtual nlohmann::json device_context(int index) = 0;
   // Driver, runtime and cuBLAS versions.

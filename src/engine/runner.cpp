@@ -217,8 +217,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
 
     ProfilerRange range(backend, r.case_string);
     omp_set_num_threads(c.threads);
-    auto live_before = Buffer::live_bytes();
-    Buffer::reset_peak();
+    backend.mark_memory(c);
     auto impl = backend.make(impl_def, c);
     impl->setup(c, {r.copies, options.seed});
     r.details = impl->details();
@@ -280,7 +279,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
 
     auto after = impl->verify(options.seed + 2);
     r.max_error = std::max(check.max_error, after.max_error);
-    r.peak_memory_bytes = Buffer::peak_bytes() - live_before;
+    r.peak_memory_bytes = impl->allocates_elsewhere() ? impl->own_peak_memory() : backend.memory_peak(c);
     if (!after.ok) return finish(Status::failed, "wrong result after timing: " + after.detail);
     return finish(Status::ok, "");
   } catch (const Unsupported& e) {
@@ -319,8 +318,10 @@ void Ceilings::load_profile(const nlohmann::json& p) {
   if (!p.is_object() || p.value("schema", "") != kCalibrationSchema)
     throw UsageError(fmt::format("not an opmeter calibration profile (expected \"schema\": \"{}\")", kCalibrationSchema));
   try {
+    // A device's profile holds for that device; the host's for its thread count.
     Case host;
     host.threads = p.at("threads").get<int>();
+    host.device = p.value("device", std::string(kHostDevice));
     auto at = where(host);
     for (auto& [name, v] : p.at("peak_gflops").items())
       if (auto d = parse_dtype(name)) gflops_[{*d, at}] = std::max(gflops_[{*d, at}], v.get<double>());

@@ -29,6 +29,8 @@ class PluginImpl final : public Impl {
   Check verify(std::uint64_t seed) override;
   std::map<std::string, std::string> details() const override { return {{"plugin", desc_->library}}; }
   std::unique_ptr<SampleTimer> own_timer(const Case& c) override;
+  // The library holds its own buffers, which opmeter cannot count: peak memory unknown.
+  bool allocates_elsewhere() const override { return true; }
 
  private:
   // Throws with the library's message when a call returned nonzero.

@@ -20,6 +20,14 @@ std::string human_time(double s) {
   return fmt::format("{:.3f} s", s);
 }
 
+std::string human_bytes(double b) {
+  if (!(b >= 0)) return "-";
+  if (b >= double(1 << 30)) return fmt::format("{:.2f} GiB", b / (1 << 30));
+  if (b >= double(1 << 20)) return fmt::format("{:.2f} MiB", b / (1 << 20));
+  if (b >= double(1 << 10)) return fmt::format("{:.2f} KiB", b / (1 << 10));
+  return fmt::format("{:.0f} B", b);
+}
+
 namespace {
 // Writes all of `content` to a new file at `path`, synced; OutputError (and no file) otherwise.
 void write_new_file(const std::string& path, const std::string& content) {

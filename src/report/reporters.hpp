@@ -30,6 +30,8 @@ nlohmann::json gbench_json(const nlohmann::json& context, const std::vector<Resu
 std::string csv_table(const nlohmann::json& context, const std::vector<Result>& results);
 std::string markdown_table(const std::vector<Result>& results);
 std::string human_time(double seconds);
+// 1536 -> "1.50 KiB", in binary units up to GiB; "-" for a negative or NaN size.
+std::string human_bytes(double bytes);
 // Writes a temporary file beside `path`, syncs it and renames it over `path`: readers see the old
 // file or the new one, never half of one. OutputError (naming the path and why) on failure.
 void write_atomically(const std::string& path, const std::string& content);

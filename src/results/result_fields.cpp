@@ -136,7 +136,12 @@ std::vector<ResultField> make_fields() {
   f.push_back({.name = "peak_gflops", .outputs = all, .unit = "GFLOP/s",
                .value = [](const Result& r) { return opt(r.peak_gflops); }, .read = read_optional(&Result::peak_gflops)});
   f.push_back({.name = "peak_memory_mb", .outputs = kInCsv, .unit = "MiB",
-               .value = [](const Result& r) { return json(static_cast<double>(r.peak_memory_bytes) / (1 << 20)); }});
+               .value = [](const Result& r) {
+                 return r.peak_memory_bytes ? json(static_cast<double>(*r.peak_memory_bytes) / (1 << 20)) : json();
+               },
+               .markdown = "peak mem",
+               .cell = [](const Result& r) { return r.peak_memory_bytes ? human_bytes(double(*r.peak_memory_bytes)) : "-"; },
+               .numeric = true});
   f.push_back({.name = "avg_power_w", .outputs = all, .unit = "W",
                .value = [](const Result& r) { return opt(r.avg_power_w); }, .read = read_optional(&Result::avg_power_w)});
   f.push_back({.name = "energy_j", .outputs = all, .unit = "J", .better = Better::lower,
@@ -264,8 +269,8 @@ std::vector<ResultField> make_fields() {
   f.push_back({.name = "telemetry", .outputs = json_only, .value = [](const Result& r) { return r.telemetry; },
                .read = [](Result& r, const json& v) { r.telemetry = v; }});
   f.push_back({.name = "peak_memory_bytes", .outputs = json_only, .unit = "B",
-               .value = [](const Result& r) { return json(r.peak_memory_bytes); },
-               .read = read_count(&Result::peak_memory_bytes)});
+               .value = [](const Result& r) { return r.peak_memory_bytes ? json(*r.peak_memory_bytes) : json(); },
+               .read = [](Result& r, const json& v) { r.peak_memory_bytes = v.get<std::size_t>(); }});
   f.push_back({.name = "details", .outputs = json_only, .value = [](const Result& r) { return json(r.details); },
                .read = [](Result& r, const json& v) { r.details = v.get<std::map<std::string, std::string>>(); }});
   return f;
@@ -296,13 +301,6 @@ E parse_name(const std::pair<E, const char*> (&names)[N], const std::string& s, 
   throw UsageError(fmt::format("unknown metric {} '{}'", what, s));
 }
 
-std::string human_bytes(double b) {
-  if (b >= double(1 << 30)) return fmt::format("{:.2f} GiB", b / (1 << 30));
-  if (b >= double(1 << 20)) return fmt::format("{:.2f} MiB", b / (1 << 20));
-  if (b >= double(1 << 10)) return fmt::format("{:.2f} KiB", b / (1 << 10));
-  return fmt::format("{:.0f} B", b);
-}
-
 }  // namespace
 
 const std::string& ResultField::key(FieldOutput output) const {
@@ -324,7 +322,7 @@ const ResultField& result_field(const std::string& name) {
 
 const std::vector<std::string>& markdown_columns() {
   static const std::vector<std::string> columns = {"op",     "label", "impl",  "dtype",    "params",    "median_s",
-                                                   "precision", "gflops", "gbps", "pct_peak", "noise", "sustained",
+                                                   "precision", "gflops", "gbps", "pct_peak", "noise", "sustained", "peak_memory_mb",
                                                    "status"};
   return columns;
 }

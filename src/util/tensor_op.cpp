@@ -33,6 +33,32 @@ Check TensorOp::check(const HostTensors& in, const HostTensor& out, std::uint64_
       return check;
     }
   }
+  const std::vector<std::size_t> picks = check_rows(seed);
+  struct Worst {
+    double err = -1;
+    std::size_t row = 0, col = 0;
+    double got = 0, ref = 0;
+  };
+  std::vector<Worst> worst(picks.size());
+  reference_rows(in, picks, [&](std::size_t p, const double* ref, const double* mag) {
+    for (std::size_t c = 0; c < cols; ++c) {
+      double got = out[picks[p] * cols + c];
+      // Equal values (masked -inf scores included) are exact; otherwise scaled distance.
+      double err = got == ref[c] ? 0.0 : std::fabs(got - ref[c]) / (mag[c] > 0 ? mag[c] : 1.0);
+      if (!(err <= worst[p].err)) worst[p] = {err, picks[p], c, got, ref[c]};
+    }
+  });
+  auto w = *std::max_element(worst.begin(), worst.end(), [](auto& a, auto& b) { return a.err < b.err; });
+  check.max_error = w.err;
+  check.ok = w.err <= check.tolerance;
+  check.detail = fmt::format("max scaled error {:.3g} at [{},{}] (got {:.7g}, expected {:.7g}) over {} checked rows "
+                             "(tolerance {:.3g})",
+                             w.err, w.row, w.col, w.got, w.ref, picks.size(), check.tolerance);
+  return check;
+}
+
+std::vector<std::size_t> TensorOp::check_rows(std::uint64_t seed) const {
+  const std::size_t rows = out_rows();
   auto budget_rows = static_cast<std::size_t>(std::max(2.0, kCheckBudget / std::max(1.0, reference_row_cost())));
   std::size_t checked = std::min({rows, budget_rows, kMaxCheckedRows});
   std::vector<std::size_t> picks;
@@ -43,33 +69,20 @@ Check TensorOp::check(const HostTensors& in, const HostTensor& out, std::uint64_
     picks = {0, rows - 1};
     while (picks.size() < checked) picks.push_back(rng.next() % rows);
   }
-  struct Worst {
-    double err = -1;
-    std::size_t row = 0, col = 0;
-    double got = 0, ref = 0;
-  };
-  std::vector<Worst> worst(picks.size());
+  return picks;
+}
+
+void TensorOp::reference_rows(const HostTensors& in, const std::vector<std::size_t>& rows, const RowSink& each) const {
+  const std::size_t cols = out_cols();
 #pragma omp parallel
   {
     std::vector<double> ref(cols), mag(cols);
 #pragma omp for schedule(dynamic, 1)
-    for (std::size_t p = 0; p < picks.size(); ++p) {
-      reference_row(in, picks[p], ref.data(), mag.data());
-      for (std::size_t c = 0; c < cols; ++c) {
-        double got = out[picks[p] * cols + c];
-        // Equal values (masked -inf scores included) are exact; otherwise scaled distance.
-        double err = got == ref[c] ? 0.0 : std::fabs(got - ref[c]) / (mag[c] > 0 ? mag[c] : 1.0);
-        if (!(err <= worst[p].err)) worst[p] = {err, picks[p], c, got, ref[c]};
-      }
+    for (std::size_t p = 0; p < rows.size(); ++p) {
+      reference_row(in, rows[p], ref.data(), mag.data());
+      each(p, ref.data(), mag.data());
     }
   }
-  auto w = *std::max_element(worst.begin(), worst.end(), [](auto& a, auto& b) { return a.err < b.err; });
-  check.max_error = w.err;
-  check.ok = w.err <= check.tolerance;
-  check.detail = fmt::format("max scaled error {:.3g} at [{},{}] (got {:.7g}, expected {:.7g}) over {} checked rows "
-                             "(tolerance {:.3g})",
-                             w.err, w.row, w.col, w.got, w.ref, picks.size(), check.tolerance);
-  return check;
 }
 
 void register_reference_impl(const std::string& op, std::vector<DType> dtypes, std::function<double(const Case&)> cost,

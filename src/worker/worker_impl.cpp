@@ -168,7 +168,9 @@ Check WorkerImpl::verify(std::uint64_t seed) {
   auto out_path = dir_ / "out";
   std::error_code ec;
   fs::remove(out_path, ec);
-  call({{"cmd", "check"}, {"inputs", paths}, {"output", out_path.string()}}, deadline_s(Wait::call));
+  auto reply = call({{"cmd", "check"}, {"inputs", paths}, {"output", out_path.string()}}, deadline_s(Wait::call));
+  if (reply.contains("peak_memory_bytes") && reply["peak_memory_bytes"].is_number_unsigned())
+    peak_memory_ = reply["peak_memory_bytes"].get<std::size_t>();
 
   HostTensor out(spec_->output());
   out.poison();  // elements the worker did not write show as such

@@ -34,6 +34,9 @@ class WorkerImpl final : public Impl {
   Check verify(std::uint64_t seed) override;
   std::map<std::string, std::string> details() const override { return details_; }
   std::unique_ptr<SampleTimer> own_timer(const Case& c) override;
+  // The worker's framework counts its device allocations (CUDA); elsewhere: unknown.
+  bool allocates_elsewhere() const override { return true; }
+  std::optional<std::size_t> own_peak_memory() override { return peak_memory_; }
 
   // A request to the worker: the reply when it is ok; Unsupported for an `unsupported` reply,
   // std::runtime_error for an `error` one.
@@ -51,6 +54,7 @@ class WorkerImpl final : public Impl {
   WorkerProcess* worker_ = nullptr;
   std::size_t queued_ = 0, queued_copy_ = 0;  // calls run() asked for, sent at sync()
   std::optional<double> last_call_s_;
+  std::optional<std::size_t> peak_memory_;  // from the worker's last check reply
   std::map<std::string, std::string> details_;
 };
 

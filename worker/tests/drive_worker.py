@@ -343,6 +343,45 @@ def test_conv_attention(w, tmp):
                          inputs, e, out_count, att_ref, tol)
 
 
+def test_transformer_block(w, tmp):
+    """A pre-LN block: numpy in float64 against the worker's torch form, inputs in the spec's order.
+    Scale |y| + 1 with a fixed tolerance: a tiny block in fp32 stays far below it (opmeter's own
+    check, with propagated scales, runs in tests/worker_test.cpp)."""
+    b, seq, h, heads, mlp = 2, 7, 8, 2, 12
+    d = h // heads
+    scale = float(np.float32(1) / np.sqrt(np.float32(d)))
+    bound = 1 / math.sqrt(h)
+    for causal in (0, 1):
+        inputs = [("x", "f32", uniform(b * seq * h)), ("ln1_gamma", "f32", uniform(h, .5, 1.5)),
+                  ("ln1_beta", "f32", uniform(h, -.5, .5)), ("wqkv", "f32", uniform(3 * h * h, -bound, bound)),
+                  ("bqkv", "f32", uniform(3 * h, -bound, bound)), ("wo", "f32", uniform(h * h, -bound, bound)),
+                  ("bo", "f32", uniform(h, -bound, bound)), ("ln2_gamma", "f32", uniform(h, .5, 1.5)),
+                  ("ln2_beta", "f32", uniform(h, -.5, .5)), ("w1", "f32", uniform(mlp * h, -bound, bound)),
+                  ("b1", "f32", uniform(mlp, -bound, bound)), ("w2", "f32", uniform(h * mlp, -bound, bound)),
+                  ("b2", "f32", uniform(h, -bound, bound))]
+
+        def block_ref(x, g1, be1, wqkv, bqkv, wo, bo, g2, be2, w1, b1, w2, b2, causal=causal):
+            def ln(v, g, be):
+                xhat, _ = layernorm_ref(v, g, be, h)
+                return xhat + be
+            x = x.reshape(b * seq, h)
+            qkv = ln(x, g1, be1) @ wqkv.reshape(3 * h, h).T + bqkv
+            q, k, v = (qkv[:, i * h:(i + 1) * h].reshape(b, seq, heads, d).transpose(0, 2, 1, 3) for i in range(3))
+            s = q @ k.transpose(0, 1, 3, 2) * scale
+            if causal:
+                s = np.where(np.triu(np.ones((seq, seq), bool), 1), -np.inf, s)
+            p = np.exp(s - s.max(-1, keepdims=True))
+            p /= p.sum(-1, keepdims=True)
+            o = (p @ v).transpose(0, 2, 1, 3).reshape(b * seq, h)
+            hres = x + o @ wo.reshape(h, h).T + bo
+            u = ACT_REF["gelu"](ln(hres, g2, be2) @ w1.reshape(mlp, h).T + b1)
+            y = hres + u @ w2.reshape(h, mlp).T + b2
+            return y, np.abs(y) + 1
+        check_op(w, tmp, f"transformer_block causal={causal} fp32", "transformer_block", "fp32",
+                 {"batch": b, "seq": seq, "hidden": h, "heads": heads, "mlp": mlp, "act": "gelu", "causal": causal},
+                 inputs, "f32", b * seq * h, block_ref, 1e-5)
+
+
 def test_timing(w, tmp):
     h = 64
     case = Case(tmp, "gelu", "fp32", {"batch": 4, "seq": 8, "hidden": h}, [("x", "f32", uniform(4 * 8 * h))],
@@ -465,8 +504,8 @@ def main():
     expect("hello", h.get("hello") == "opmeter-worker" and h.get("protocol") == 1 and h.get("torch")
            and "triton" in h and "cuda_devices" in h, json.dumps(h))
     with tempfile.TemporaryDirectory(prefix="opmeter-worker-test-") as tmp:
-        for test in (test_tensor_ops, test_gemm_linear, test_conv_attention, test_timing, test_errors,
-                     test_user_kernels):
+        for test in (test_tensor_ops, test_gemm_linear, test_conv_attention, test_transformer_block, test_timing,
+                     test_errors, test_user_kernels):
             test(w, tmp)
     expect("quit ends the worker", w.quit() == 0)
     print(f"\n{len(failures)} failure(s)" + "".join(f"\n  {f}" for f in failures))

@@ -1,5 +1,6 @@
 #include "src/cuda/plugin/device.hpp"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -47,24 +48,66 @@ Support own_kernels_run_on(const DeviceProps& p) {
   return Support::yes();
 }
 
-DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+namespace {
+struct MemoryCount {
+  std::size_t live = 0, peak = 0, at_mark = 0;
+};
+std::map<int, MemoryCount>& memory_counts() {
+  static std::map<int, MemoryCount> counts;
+  return counts;
+}
+void count_allocation(int device, std::size_t bytes) {
+  std::lock_guard lock(g_mutex);
+  auto& m = memory_counts()[device];
+  m.live += bytes;
+  m.peak = std::max(m.peak, m.live);
+}
+void count_free(int device, std::size_t bytes) {
+  std::lock_guard lock(g_mutex);
+  memory_counts()[device].live -= bytes;
+}
+}  // namespace
+
+void mark_memory(int device) {
+  std::lock_guard lock(g_mutex);
+  auto& m = memory_counts()[device];
+  m.peak = m.at_mark = m.live;
+}
+
+std::size_t memory_peak(int device) {
+  std::lock_guard lock(g_mutex);
+  auto& m = memory_counts()[device];
+  return m.peak - m.at_mark;
+}
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes, bool counted) : bytes_(bytes), counted_(counted) {
   if (bytes == 0) return;
+  check(cudaGetDevice(&device_), "cudaGetDevice");
   if (cudaMalloc(&p_, bytes) != cudaSuccess) {
     cudaGetLastError();  // clear the sticky-free allocation error
     p_ = nullptr;
+    bytes_ = 0;
     throw std::bad_alloc();
   }
+  if (counted_) count_allocation(device_, bytes_);
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (p_) cudaFree(p_);
+  if (!p_) return;
+  cudaFree(p_);
+  if (counted_) count_free(device_, bytes_);
 }
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   if (this != &o) {
-    if (p_) cudaFree(p_);
+    if (p_) {
+      cudaFree(p_);
+      if (counted_) count_free(device_, bytes_);
+    }
     p_ = o.p_;
     bytes_ = o.bytes_;
+    device_ = o.device_;
+    counted_ = o.counted_;
     o.p_ = nullptr;
     o.bytes_ = 0;
   }

@@ -31,13 +31,19 @@ const DeviceProps& props(int device);  // read once per device
 // Whether opmeter's own kernels run on a device: they are built for compute capability 8.0+.
 Support own_kernels_run_on(const DeviceProps& p);
 
-// cudaMalloc'd memory (never managed), freed on destruction.
+// cudaMalloc'd memory (never managed), freed on destruction. Every buffer counts itself on its
+// device, so a case's allocation high-water mark is known (mark_memory / memory_peak): library
+// workspaces are DeviceBuffers for that reason.
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes);
+  // `counted` false: opmeter's own measuring memory (the L2 flush buffer), not the case's.
+  explicit DeviceBuffer(std::size_t bytes, bool counted = true);
   ~DeviceBuffer();
-  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(o.p_), bytes_(o.bytes_) { o.p_ = nullptr; o.bytes_ = 0; }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(o.p_), bytes_(o.bytes_), device_(o.device_), counted_(o.counted_) {
+    o.p_ = nullptr;
+    o.bytes_ = 0;
+  }
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
   void* data() const { return p_; }
   std::size_t bytes() const { return bytes_; }
@@ -45,7 +51,12 @@ class DeviceBuffer {
  private:
   void* p_ = nullptr;
   std::size_t bytes_ = 0;
+  int device_ = 0;
+  bool counted_ = true;
 };
+// The most bytes DeviceBuffers held on `device` since mark_memory, above what they held then.
+void mark_memory(int device);
+std::size_t memory_peak(int device);
 
 // Host<->device transfers ordered with the impl's work: each is enqueued on `s` and the stream is
 // synchronized, so a check never reads or writes a buffer while a kernel on `s` still uses it.

@@ -9,6 +9,7 @@
 
 #include "cuda/cuda_plugin.hpp"
 #include "opmeter/errors.hpp"
+#include "src/cuda/plugin/cudnn_module.hpp"
 #include "src/cuda/plugin/device.hpp"
 #include "src/cuda/plugin/timer.hpp"
 
@@ -16,6 +17,21 @@ namespace opmeter::cuda {
 namespace {
 
 std::string version_string(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
+
+// The factory of a case's impl; cuDNN impls load the cuDNN module first (their factories are
+// there). Null with `why` when there is none.
+const Factory* factory_of(const Case& c, std::string& why) {
+  if (is_cudnn_impl(c.impl)) {
+    const CudnnModule& m = cudnn_module();
+    if (!m.loaded) {
+      why = m.reason;
+      return nullptr;
+    }
+  }
+  const Factory* f = find_factory(c.op, c.impl);
+  if (!f) why = fmt::format("this CUDA plugin has no {}/{}", c.op, c.impl);
+  return f;
+}
 
 class CudaPlugin final : public Plugin {
  public:
@@ -33,14 +49,16 @@ class CudaPlugin final : public Plugin {
   }
 
   Support supports(const Case& c) override {
-    const Factory* f = find_factory(c.op, c.impl);
-    if (!f) return Support::no(fmt::format("this CUDA plugin has no {}/{}", c.op, c.impl));
+    std::string why;
+    const Factory* f = factory_of(c, why);
+    if (!f) return Support::no(why);
     return f->supports ? f->supports(c, props(c.device_index())) : Support::yes();
   }
 
   std::unique_ptr<Impl> make(const Case& c) override {
-    const Factory* f = find_factory(c.op, c.impl);
-    if (!f) throw Unsupported(fmt::format("this CUDA plugin has no {}/{}", c.op, c.impl));
+    std::string why;
+    const Factory* f = factory_of(c, why);
+    if (!f) throw Unsupported(why);
     return f->make();
   }
 
@@ -52,6 +70,9 @@ class CudaPlugin final : public Plugin {
     check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
     return free;
   }
+
+  void mark_memory(int index) override { cuda::mark_memory(index); }
+  std::size_t memory_peak(int index) override { return cuda::memory_peak(index); }
 
   nlohmann::json device_context(int index) override {
     const auto& p = props(index);
@@ -78,10 +99,17 @@ class CudaPlugin final : public Plugin {
     cublasGetProperty(MAJOR_VERSION, &major);
     cublasGetProperty(MINOR_VERSION, &minor);
     cublasGetProperty(PATCH_LEVEL, &patch);
-    return {{"driver_api", version_string(driver)},
-            {"runtime", version_string(runtime)},
-            {"cublas", fmt::format("{}.{}.{}", major, minor, patch)},
-            {"cublaslt", std::to_string(cublasLtGetVersion())}};
+    nlohmann::json v = {{"driver_api", version_string(driver)},
+                        {"runtime", version_string(runtime)},
+                        {"cublas", fmt::format("{}.{}.{}", major, minor, patch)},
+                        {"cublaslt", std::to_string(cublasLtGetVersion())}};
+    // cuDNN's version where its module loads (loading it costs a dlopen, no GPU work).
+    const CudnnModule& cudnn = cudnn_module();
+    if (cudnn.loaded)
+      v["cudnn"] = cudnn.version;
+    else
+      v["cudnn_unavailable"] = cudnn.reason;
+    return v;
   }
 
   void range_push(const std::string& name) override { nvtxRangePushA(name.c_str()); }

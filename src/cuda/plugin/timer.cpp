@@ -33,7 +33,7 @@ class CudaTimer : public SampleTimer {
         default_mhz_(props(device_).clock_khz / 1000.0) {
     if (cold_) {
       // Writing an L2-sized buffer evicts the inputs of the previous sample (nvbench's way).
-      l2_ = DeviceBuffer(static_cast<std::size_t>(std::max(props(device_).prop.l2CacheSize, 1 << 20)));
+      l2_ = DeviceBuffer(static_cast<std::size_t>(std::max(props(device_).prop.l2CacheSize, 1 << 20)), /*counted=*/false);
     }
     void *host = nullptr, *device = nullptr;
     check(cudaHostAlloc(&host, 2 * sizeof(int), cudaHostAllocMapped), "cudaHostAlloc(mapped)");

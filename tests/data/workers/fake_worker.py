@@ -1,7 +1,8 @@
 """A stand-in worker for opmeter's protocol tests: pure Python (no PyTorch), it computes relu on
 fp32 inputs correctly, or misbehaves as FAKE_WORKER_MODE says:
   ok, wrong (a wrong output), short (too few output bytes), crash_on_sample, hang_on_sample,
-  unsupported, error (setup replies so), protocol_99 (another protocol version), not_a_worker."""
+  unsupported, error (setup replies so), protocol_99 (another protocol version), not_a_worker,
+  memory (its check replies report a peak memory of 12345 bytes, as a CUDA worker's do)."""
 import array
 import json
 import os
@@ -66,7 +67,7 @@ for line in sys.stdin:
             y = y[: len(y) // 2]
         with open(req["output"], "wb") as f:
             f.write(y.tobytes())
-        reply({"ok": True})
+        reply({"ok": True, "peak_memory_bytes": 12345} if mode == "memory" else {"ok": True})
     elif cmd == "release":
         reply({"ok": True})
     else:

@@ -1,0 +1,43 @@
+// impl `cuda` of every activation: the activation spec's host inputs uploaded, one elementwise
+// kernel (activation_kernels.cu), the output brought back for the spec's check.
+#include <fmt/format.h>
+
+#include "ops/activation/activation.hpp"
+#include "ops/activation/cuda/activation_kernels.hpp"
+#include "src/cuda/plugin/device_impl.hpp"
+
+namespace opmeter::activation {
+namespace {
+using tensor::Act;
+
+class CudaActivation : public cuda::DeviceImpl<ActivationOp> {
+ public:
+  using DeviceImpl::DeviceImpl;
+  std::map<std::string, std::string> details() const override {
+    return {{"kernel", "grid-stride loop, 4 x 16-byte loads in flight per thread, fp32 math, fast exp"}};
+  }
+
+ private:
+  void prepare() override {
+    const auto& p = cuda::props(device()).prop;
+    sm_ = {p.multiProcessorCount, p.sharedMemPerBlockOptin};
+  }
+  void launch() override {
+    launch_activation(act_, case_.dtype, in(0), out(), static_cast<std::int64_t>(out_rows() * out_cols()), sm_, stream());
+  }
+  cuda::SmInfo sm_;
+};
+
+const bool registered = [] {
+  for (Act a : tensor::all_acts())
+    cuda::FactoryRegistrar({
+        .op = std::string(tensor::to_string(a)),
+        .impl = "cuda",
+        .supports = [](const Case&, const cuda::DeviceProps& p) { return cuda::own_kernels_run_on(p); },
+        .make = [a] { return std::make_unique<CudaActivation>(a); },
+    });
+  return true;
+}();
+
+}  // namespace
+}  // namespace opmeter::activation

@@ -1,0 +1,43 @@
+// The attention impls of CUDA devices: what opmeter knows of them without the CUDA plugin (so
+// their cases plan, and are `skipped` with the reason where no plugin or GPU is). Their code is
+// in cuda/, built into the plugin. The shape limits of the flash kernel are here, so that they
+// give their reason on any machine.
+#include <fmt/format.h>
+
+#include "ops/attention/attention.hpp"
+#include "opmeter/registry.hpp"
+
+namespace opmeter::attention {
+namespace {
+
+Support flash_kernel_supports(const Case& c) {
+  if (c.dtype != DType::bf16 && c.dtype != DType::fp16)
+    return Support::no(fmt::format("the flash kernel runs on bf16/fp16 tensor cores, not {} (cuda_unfused runs fp32)",
+                                   to_string(c.dtype)));
+  auto s = shape_of(c);
+  if (s.stage != Stage::full) return Support::no("the flash kernel computes stage=full (cuda_unfused runs every stage)");
+  if (s.d != 64 && s.d != 128) return Support::no(fmt::format("the flash kernel is built for head_dim 64 and 128, not {}", s.d));
+  return Support::yes();
+}
+
+const ImplRegistrar reg_flash({
+    .op = "attention",
+    .impl = "cuda",
+    .backends = {"cuda"},
+    .summary = "opmeter's flash-attention kernel: mma.sync tensor cores, online softmax, K/V tiles through "
+               "cp.async double buffers (stage=full, head_dim 64/128)",
+    .dtypes = {DType::fp16, DType::bf16},
+    .supports = flash_kernel_supports,
+});
+
+const ImplRegistrar reg_unfused({
+    .op = "attention",
+    .impl = "cuda_unfused",
+    .backends = {"cuda"},
+    .summary = "cuBLAS strided-batched GEMM, masked softmax kernel, GEMM: S (fp32) and P in device memory "
+               "(the fusion baseline)",
+    .dtypes = {DType::fp32, DType::fp16, DType::bf16},
+});
+
+}  // namespace
+}  // namespace opmeter::attention

@@ -1,0 +1,53 @@
+// impl `cuda`: the attention spec's q, k, v uploaded, opmeter's flash-attention kernel
+// (flash_attention.cu), O brought back for the spec's check. Shape limits (dtype, stage,
+// head_dim) are in the impl's ImplDef (attention_cuda_impls.cpp); the device ones here.
+#include <fmt/format.h>
+
+#include "ops/attention/attention.hpp"
+#include "ops/attention/cuda/flash_attention.hpp"
+#include "src/cuda/plugin/device_impl.hpp"
+
+namespace opmeter::attention {
+namespace {
+
+class CudaFlashAttention : public cuda::DeviceImpl<AttentionOp> {
+ public:
+  std::map<std::string, std::string> details() const override {
+    return {{"kernel", "flash forward: mma.sync m16n8k16 (fp32 accumulation), 128 query rows x 64-key tiles, "
+                       "cp.async double buffering, online softmax"},
+            {"shared_bytes", std::to_string(flash_shared_bytes(static_cast<int>(shape_of(case_).d)))}};
+  }
+
+ private:
+  void prepare() override { flash_prepare(case_.dtype, static_cast<int>(shape_of(case_).d)); }
+  void launch() override {
+    auto s = shape_of(case_);
+    launch_flash_attention(case_.dtype,
+                           {.q = in(kQ), .k = in(kK), .v = in(kV), .o = out(),
+                            .heads_total = static_cast<std::int64_t>(s.heads_total()), .seq = static_cast<int>(s.seq),
+                            .head_dim = static_cast<int>(s.d), .causal = s.causal, .scale = s.scale()},
+                           stream());
+  }
+};
+
+Support device_supports(const Case& c, const cuda::DeviceProps& p) {
+  if (auto own = cuda::own_kernels_run_on(p); !own.ok) return own;
+  auto s = shape_of(c);
+  if (!flash_head_dim_built(static_cast<int>(s.d))) return Support::no(fmt::format("no flash kernel for head_dim {}", s.d));
+  const std::size_t need = flash_shared_bytes(static_cast<int>(s.d));
+  if (static_cast<std::size_t>(p.prop.sharedMemPerBlockOptin) < need)
+    return Support::no(fmt::format("the flash kernel needs {} bytes of shared memory per block; {} allows {}", need,
+                                   p.prop.name, p.prop.sharedMemPerBlockOptin));
+  if (s.heads_total() > 0x7fffffffu) return Support::no("batch * heads above 2^31 - 1 blocks");
+  return Support::yes();
+}
+
+cuda::FactoryRegistrar reg({
+    .op = "attention",
+    .impl = "cuda",
+    .supports = device_supports,
+    .make = [] { return std::make_unique<CudaFlashAttention>(); },
+});
+
+}  // namespace
+}  // namespace opmeter::attention

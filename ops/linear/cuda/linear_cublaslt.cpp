@@ -1,0 +1,114 @@
+// The linear op on CUDA devices through cuBLASLt, y = act(x W^T + b) (linear.hpp):
+//   cublaslt          one cublasLtMatmul, bias and activation in its epilogue (BIAS, RELU_BIAS,
+//                     GELU_BIAS for act none / relu / gelu_tanh); y is written once
+//   cublaslt_unfused  the plain cublasLtMatmul into y, then our bias kernel and our activation
+//                     kernel, each reading and rewriting y (bias_act_kernel.cu)
+// Both plan the matmul once (lt_matmul.hpp: the heuristic's candidates timed, the fastest kept,
+// as gemm/cublaslt does for the GEMM of the same shape) and then only enqueue it.
+#include <fmt/format.h>
+
+#include "ops/gemm/cuda/gemm_cuda_types.hpp"
+#include "ops/gemm/cuda/lt_matmul.hpp"
+#include "ops/linear/cuda/bias_act_kernel.hpp"
+#include "ops/linear/linear.hpp"
+#include "ops/linear/linear_cuda.hpp"
+#include "src/cuda/plugin/device_impl.hpp"
+
+namespace opmeter::linear {
+namespace {
+using tensor::Act;
+
+cublasLtEpilogue_t epilogue_of(Act a) {
+  switch (a) {
+    case Act::none: return CUBLASLT_EPILOGUE_BIAS;
+    case Act::relu: return CUBLASLT_EPILOGUE_RELU_BIAS;
+    case Act::gelu_tanh: return CUBLASLT_EPILOGUE_GELU_BIAS;
+    default: {
+      auto s = cublaslt_epilogue_support(a);
+      throw Unsupported(s.reason.empty() ? fmt::format("no cuBLASLt epilogue for {}", tensor::to_string(a)) : s.reason);
+    }
+  }
+}
+
+class CublasLtLinear : public cuda::DeviceImpl<LinearOp> {
+ public:
+  explicit CublasLtLinear(bool fused) : fused_(fused) {}
+
+  std::map<std::string, std::string> details() const override {
+    auto d = lt_.details();
+    const auto act = std::string(tensor::to_string(shape_of(case_).act));
+    if (fused_) {
+      d["bias"] = case_.dtype == DType::fp32 ? "fp32, in the epilogue"
+                                             : fmt::format("rounded to {} once (cuBLASLt's bias has y's type), in the epilogue",
+                                                           to_string(case_.dtype));
+    } else {
+      d["passes"] = fmt::format("GEMM, bias kernel{}: y through memory between them",
+                                shape_of(case_).act == Act::none ? "" : ", " + act + " kernel");
+    }
+    return d;
+  }
+
+ private:
+  void prepare() override {
+    const auto s = shape_of(case_);
+    // Fresh inputs come before each check: the bias is converted again, the plan is kept (the
+    // buffers stay where they are), so the check runs the algorithm that was timed.
+    const void* bias = nullptr;
+    if (fused_) {
+      if (case_.dtype == DType::fp32) {
+        bias = in(kBias);
+      } else {
+        if (bias_.bytes() != s.out * size_of(case_.dtype)) bias_ = cuda::DeviceBuffer(s.out * size_of(case_.dtype));
+        launch_bias_convert(case_.dtype, static_cast<const float*>(in(kBias)), bias_.data(),
+                            static_cast<std::int64_t>(s.out), stream());
+        cuda::check(cudaGetLastError(), "bias conversion kernel");
+        bias = bias_.data();
+      }
+    }
+    if (lt_.planned()) return;
+    lt_.plan({.dtype = case_.dtype,
+              .M = s.rows,
+              .N = s.out,
+              .K = s.hidden,
+              .epilogue = fused_ ? epilogue_of(s.act) : CUBLASLT_EPILOGUE_DEFAULT,
+              .bias = bias},
+             in(kX), in(kW), out(), stream());
+  }
+
+  void launch() override {
+    lt_.run(in(kX), in(kW), out(), stream());
+    if (fused_) return;
+    const auto s = shape_of(case_);
+    const auto rows = static_cast<std::int64_t>(s.rows), cols = static_cast<std::int64_t>(s.out);
+    launch_bias_add(case_.dtype, out(), static_cast<const float*>(in(kBias)), rows, cols, stream());
+    launch_activation(case_.dtype, s.act, out(), rows * cols, stream());
+  }
+
+  bool fused_;
+  gemm::LtMatmul lt_;
+  cuda::DeviceBuffer bias_;  // fp16 / bf16: the bias in y's type, for the epilogue
+};
+
+// cuBLASLt's dtypes by compute capability (bf16: 8.0+), as for gemm/cublaslt; both impls run a
+// kernel of ours too (bias conversion or bias and activation passes).
+Support device_support(const Case& c, const cuda::DeviceProps& p) {
+  if (auto s = gemm::dtype_support(c.dtype, p, true); !s.ok) return s;
+  return cuda::own_kernels_run_on(p);
+}
+
+cuda::FactoryRegistrar reg_fused({
+    .op = "linear",
+    .impl = "cublaslt",
+    .supports = [](const Case& c, const cuda::DeviceProps& p) { return device_support(c, p); },
+    .make = [] { return std::make_unique<CublasLtLinear>(true); },
+});
+
+cuda::FactoryRegistrar reg_unfused({
+    .op = "linear",
+    .impl = "cublaslt_unfused",
+    .supports = [](const Case& c, const cuda::DeviceProps& p) { return device_support(c, p); },
+    .make = [] { return std::make_unique<CublasLtLinear>(false); },
+});
+
+}  // namespace
+}  // namespace opmeter::linear

@@ -1,0 +1,139 @@
+// opmeter's fused transformer_block on the CPU: opmeter's LayerNorm kernel; oneDNN matmuls with
+// the bias, the activation (W1) and the residual add (Wo, W2) fused as post-ops, so no separate
+// pass reads a projection back; opmeter's fused attention kernel (online softmax: the seq x seq
+// scores never reach memory) on each (batch, head, block of queries), with that head's q, k and v
+// gathered from the fused QKV projection into cache-resident buffers.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+
+#include "ops/transformer/transformer_onednn.hpp"
+
+namespace opmeter::transformer {
+namespace {
+using tensor::Act;
+using tensor::OnednnArgs;
+
+constexpr std::size_t kQueryBlock = 128;  // queries per attention task: enough tasks for every thread
+
+class OpmeterBlock : public HostImpl<TransformerBlockOp> {
+ public:
+  void prepare() override {
+    const auto s = shape_of(case_);
+    const OnednnDescs md(s, case_.dtype);
+    const std::size_t e = size_of(case_.dtype), r = s.rows(), h = s.hidden;
+    ln_ = Buffer(r * h * e);
+    qkv_ = Buffer(3 * r * h * e);
+    attn_ = Buffer(r * h * e);
+    h_ = Buffer(r * h * e);
+    mlp_ = Buffer(r * s.mlp * e);
+    per_thread_.clear();
+    for (int t = 0; t < std::max({1, case_.threads, omp_get_max_threads()}); ++t)
+      per_thread_.emplace_back(4 * s.seq * s.head_dim() * e);
+    auto mem = tensor::onednn_memory;
+    const std::size_t n = copies();
+
+    // dst = src W^T + bias [then act] [+ residual], one primitive.
+    auto linear = [&](const dnnl::memory::desc& src, const void* a, std::size_t w, const dnnl::memory::desc& w_md,
+                      std::size_t bias, const dnnl::memory::desc& b_md, const dnnl::memory::desc& dst,
+                      const std::function<void*(std::size_t)>& y, Act act,
+                      const std::function<const void*(std::size_t)>& residual) {
+      dnnl::primitive_attr attr = tensor::onednn_act_post_op(act);
+      if (residual) {
+        dnnl::post_ops po = attr.get_post_ops();
+        po.append_binary(dnnl::algorithm::binary_add, dst);
+        attr.set_post_ops(po);
+      }
+      auto pd = tensor::onednn_matmul(src, w_md, &b_md, dst, attr);
+      const int residual_arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(act == Act::none ? 0 : 1) | DNNL_ARG_SRC_1;
+      seq_.add(dnnl::matmul(pd), pd.impl_info_str(), n, [&](std::size_t i) {
+        OnednnArgs m{{DNNL_ARG_SRC, mem(src, a)},
+                     {DNNL_ARG_WEIGHTS, mem(w_md, in(i, w))},
+                     {DNNL_ARG_BIAS, mem(b_md, in(i, bias))},
+                     {DNNL_ARG_DST, mem(dst, y(i))}};
+        if (residual) m.emplace(residual_arg, mem(dst, residual(i)));
+        return m;
+      });
+    };
+    seq_.clear();
+    linear(md.x, ln_.data(), kWqkv, md.wqkv, kBqkv, md.bqkv, md.qkv, [&](std::size_t) { return qkv_.data(); },
+           Act::none, nullptr);
+    linear(md.x, attn_.data(), kWo, md.wo, kBo, md.bo, md.x, [&](std::size_t) { return h_.data(); }, Act::none,
+           [&](std::size_t i) { return in(i, kX); });
+    linear(md.x, ln_.data(), kW1, md.w1, kB1, md.b1, md.x_mlp, [&](std::size_t) { return mlp_.data(); }, s.act,
+           nullptr);
+    linear(md.x_mlp, mlp_.data(), kW2, md.w2, kB2, md.b2, md.x, [&](std::size_t i) { return out(i); }, Act::none,
+           [&](std::size_t) { return static_cast<const void*>(h_.data()); });
+  }
+
+  void run(std::size_t copy) override {
+    const auto s = shape_of(case_);
+    const auto& k = tensor::kernels();
+    const bool b16 = bf16();
+    const auto& in = host_inputs(copy);
+    auto matmul = [&](std::size_t step) { seq_.run_step(step, copy); };
+    k.layernorm(b16, in[kX].data(), ln_.data(), vec(in, kLn1Gamma), vec(in, kLn1Beta), s.rows(), s.hidden);
+    matmul(0);
+    attention(s);
+    matmul(1);
+    k.layernorm(b16, h_.data(), ln_.data(), vec(in, kLn2Gamma), vec(in, kLn2Beta), s.rows(), s.hidden);
+    matmul(2);
+    matmul(3);
+  }
+
+  std::map<std::string, std::string> details() const override {
+    auto d = seq_.details();
+    d["isa"] = tensor::kernels().isa;
+    return d;
+  }
+
+ private:
+  // Per (batch, head, block of queries): that head's q rows of the block and all its k, v (causal:
+  // up to the block's last query) copied out of the qkv rows into contiguous seq x d buffers, the
+  // kernel's output copied back into the attention output's head columns.
+  void attention(const Shape& s) {
+    const std::size_t e = size_of(case_.dtype), h = s.hidden, d = s.head_dim(), row = d * e;
+    const std::size_t blocks = (s.seq + kQueryBlock - 1) / kQueryBlock, tasks = s.batch * s.heads * blocks;
+    const char* qkv = static_cast<const char*>(qkv_.data());
+    char* attn = static_cast<char*>(attn_.data());
+    const auto& k = tensor::kernels();
+    const int threads = std::min(omp_get_max_threads(), int(per_thread_.size()));  // one gather buffer each
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (std::size_t t = 0; t < tasks; ++t) {
+      const std::size_t b = t / (s.heads * blocks), head = t / blocks % s.heads, blk = t % blocks;
+      const std::size_t q0 = blk * kQueryBlock, q1 = std::min(s.seq, q0 + kQueryBlock);
+      const std::size_t keys = s.causal ? q1 : s.seq;
+      char* buf = static_cast<char*>(per_thread_[std::size_t(omp_get_thread_num())].data());
+      char *qb = buf, *kb = qb + s.seq * row, *vb = kb + s.seq * row, *ob = vb + s.seq * row;
+      for (std::size_t i = 0; i < keys; ++i) {
+        const char* src = qkv + ((b * s.seq + i) * 3 * h + head * d) * e;
+        if (i >= q0 && i < q1) std::memcpy(qb + i * row, src, row);
+        std::memcpy(kb + i * row, src + h * e, row);
+        std::memcpy(vb + i * row, src + 2 * h * e, row);
+      }
+      k.attention(bf16(), qb, kb, vb, ob, keys, d, s.scale(), s.causal, q0, q1);
+      for (std::size_t i = q0; i < q1; ++i) std::memcpy(attn + ((b * s.seq + i) * h + head * d) * e, ob + i * row, row);
+    }
+  }
+
+  tensor::OnednnSequence seq_;  // the four projections, run one at a time between our kernels
+  Buffer ln_, qkv_, attn_, h_, mlp_;
+  std::vector<Buffer> per_thread_;
+};
+
+const bool registered = [] {
+  Registry::global().add(ImplDef{
+      .op = "transformer_block",
+      .impl = "opmeter",
+      .summary = "opmeter LayerNorm + fused attention kernels, oneDNN matmuls with bias, activation and residual "
+                 "add as post-ops",
+      .dtypes = {DType::fp32, DType::bf16},
+      .make = [] { return std::make_unique<OpmeterBlock>(); },
+  });
+  return true;
+}();
+
+}  // namespace
+}  // namespace opmeter::transformer

@@ -1,0 +1,161 @@
+// cuDNN impls (conv2d, batchnorm, attention): listed without the plugin; their module,
+// libopmeter_cudnn.so, loaded by the CUDA plugin or refused with the loader's reason (no GPU
+// needed for that); on a GPU, each impl checked against the op's fp64 reference.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "cuda/cuda_plugin.hpp"
+#include "opmeter/registry.hpp"
+#include "opmeter/runner.hpp"
+#include "tests/quick_options.hpp"
+
+using namespace opmeter;
+using opmeter::testing::quick_options;
+
+namespace {
+
+bool gpu_here(std::string& why) {
+  auto* p = cuda::plugin();
+  if (!p) {
+    why = cuda::load_reason();
+    return false;
+  }
+  auto d = p->device(0);
+  why = d.reason;
+  return d.ok;
+}
+
+// Runs a case; ok, or skipped where cuDNN refuses it (allowed only when `may_refuse`).
+void expect_correct(const std::string& kase, bool may_refuse) {
+  auto r = run_case(parse_case(kase), quick_options());
+  if (may_refuse && r.status == Status::skipped) {
+    std::cout << kase << ": skipped: " << r.reason << "\n";
+    EXPECT_NE(r.reason.find("cuDNN"), std::string::npos) << kase << ": " << r.reason;
+    return;
+  }
+  ASSERT_EQ(r.status, Status::ok) << kase << ": " << r.reason;
+  EXPECT_LE(*r.max_error, *r.tolerance) << kase;
+}
+
+}  // namespace
+
+TEST(Cudnn, ImplsAreListedForCudaDevices) {
+  for (auto [op, impl] : {std::pair{"conv2d", "cudnn"}, {"conv2d", "cudnn_nhwc"}, {"batchnorm", "cudnn"}, {"attention", "cudnn"}}) {
+    const ImplDef* d = Registry::global().impl(op, impl);
+    ASSERT_NE(d, nullptr) << op << "/" << impl;
+    EXPECT_TRUE(d->runs_on("cuda")) << op << "/" << impl;
+    EXPECT_FALSE(d->runs_on("cpu")) << op << "/" << impl;
+    EXPECT_FALSE(d->summary.empty());
+  }
+}
+
+TEST(Cudnn, CaseWithoutAGpuIsSkippedWithAReason) {
+  std::string why;
+  if (gpu_here(why)) GTEST_SKIP() << "a GPU is here: the GPU tests below cover it";
+  for (const char* kase : {"attention/cudnn/bf16/batch=1,heads=2,seq=64,head_dim=64,causal=1,stage=full/device=cuda:0",
+                           "conv2d/cudnn_nhwc/fp16/batch=1,channels=8,out_channels=8,image=8,kernel=3,stride=1,padding=1,"
+                           "groups=1,bn=1,act=relu/device=cuda:0",
+                           "batchnorm/cudnn/fp32/batch=2,seq=3,hidden=64/device=cuda:0"}) {
+    auto r = run_case(parse_case(kase), quick_options());
+    EXPECT_EQ(r.status, Status::skipped) << kase;
+    EXPECT_FALSE(r.reason.empty()) << kase;
+  }
+}
+
+#ifdef OPMETER_CUDNN_MODULE_FILE
+TEST(Cudnn, ModuleIsBuiltAndLoadsWithoutAGpu) {
+  ASSERT_TRUE(std::filesystem::exists(OPMETER_CUDNN_MODULE_FILE));
+  auto* p = cuda::plugin();
+  ASSERT_NE(p, nullptr) << cuda::load_reason();
+  // versions() loads the module (a dlopen, no GPU work) and records cuDNN's run-time version.
+  auto v = p->versions();
+  ASSERT_TRUE(v.contains("cudnn")) << v.dump();
+  EXPECT_TRUE(std::regex_match(v["cudnn"].get<std::string>(), std::regex(R"(9\.\d+\.\d+)"))) << v.dump();
+}
+#endif
+
+// A fresh process each (gtest re-runs this binary for the statement), so that the plugin loads
+// the module anew, from the path the environment gives.
+void expect_module_refused(const std::string& module_path, const std::string& reason_part) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("OPMETER_CUDNN_MODULE", module_path.c_str(), 1);
+        auto* p = cuda::plugin();
+        if (!p) std::exit(3);
+        auto v = p->versions();
+        std::string reason = v.value("cudnn_unavailable", "");
+        auto s = p->supports(parse_case("attention/cudnn/bf16/batch=1,heads=1,seq=8,head_dim=8,causal=0,stage=full/device=cuda:0"));
+        bool ok = !v.contains("cudnn") && reason.find(reason_part) != std::string::npos && !s.ok && s.reason == reason;
+        if (!ok) std::cerr << "versions: " << v.dump() << "; supports: " << s.reason;
+        std::exit(ok ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST(Cudnn, MissingModuleSkipsCudnnCasesWithTheReason) {
+  if (!cuda::plugin()) GTEST_SKIP() << "no CUDA plugin: " << cuda::load_reason();
+  expect_module_refused("/nonexistent/libopmeter_cudnn.so", "was not found");
+}
+
+TEST(Cudnn, ModuleThatDoesNotLoadSkipsCudnnCasesWithDlerror) {
+  if (!cuda::plugin()) GTEST_SKIP() << "no CUDA plugin: " << cuda::load_reason();
+  // One fixed name: the re-run process writes the same file before it loads it.
+  auto path = std::filesystem::temp_directory_path() / "opmeter_test_not_a_cudnn_module.so";
+  std::ofstream(path) << "not an ELF file\n";
+  expect_module_refused(path.string(), "does not load");
+  std::filesystem::remove(path);
+}
+
+TEST(Cudnn, AttentionIsCorrectOnAGpu) {
+  std::string why;
+  if (!gpu_here(why)) GTEST_SKIP() << "no CUDA device: " << why;
+  for (const char* dtype : {"fp16", "bf16"})
+    for (int causal : {0, 1})
+      for (const char* shape : {"batch=2,heads=3,seq=128,head_dim=64", "batch=1,heads=2,seq=512,head_dim=128"})
+        expect_correct(fmt::format("attention/cudnn/{}/{},causal={},stage=full/device=cuda:0", dtype, shape, causal), false);
+  // What cuDNN's fused attention does not do is skipped with the reason.
+  for (const char* kase : {"attention/cudnn/fp32/batch=1,heads=1,seq=64,head_dim=64,causal=0,stage=full/device=cuda:0",
+                           "attention/cudnn/bf16/batch=1,heads=1,seq=64,head_dim=64,causal=0,stage=probs/device=cuda:0"}) {
+    auto r = run_case(parse_case(kase), quick_options());
+    EXPECT_EQ(r.status, Status::skipped) << kase;
+    EXPECT_NE(r.reason.find("cuDNN"), std::string::npos) << r.reason;
+  }
+}
+
+TEST(Cudnn, Conv2dIsCorrectOnAGpu) {
+  std::string why;
+  if (!gpu_here(why)) GTEST_SKIP() << "no CUDA device: " << why;
+  const char* shapes[] = {"batch=2,channels=64,out_channels=64,image=14,kernel=3,stride=1,padding=1,groups=1,bn=1,act=relu",
+                          "batch=2,channels=32,out_channels=64,image=15,kernel=1,stride=2,padding=0,groups=1,bn=0,act=none",
+                          "batch=2,channels=32,out_channels=32,image=14,kernel=3,stride=1,padding=1,groups=32,bn=1,act=silu"};
+  for (const char* dtype : {"fp16", "bf16"})
+    for (const char* shape : shapes) {
+      // Runtime fusion in NHWC is cuDNN's main path for 16-bit types on sm80+ (dense shapes must run).
+      bool dense = std::string(shape).find("groups=1,") != std::string::npos;
+      expect_correct(fmt::format("conv2d/cudnn_nhwc/{}/{}/device=cuda:0", dtype, shape), !dense);
+      expect_correct(fmt::format("conv2d/cudnn/{}/{}/device=cuda:0", dtype, shape), true);
+    }
+  auto r = run_case(parse_case("conv2d/cudnn/fp16/batch=1,channels=8,out_channels=8,image=8,kernel=3,stride=1,padding=1,"
+                               "groups=1,bn=0,act=hardswish/device=cuda:0"),
+                    quick_options());
+  EXPECT_EQ(r.status, Status::skipped);
+  EXPECT_NE(r.reason.find("hardswish"), std::string::npos) << r.reason;
+}
+
+TEST(Cudnn, BatchnormIsCorrectOnAGpu) {
+  std::string why;
+  if (!gpu_here(why)) GTEST_SKIP() << "no CUDA device: " << why;
+  for (const char* shape : {"batch=1,seq=1,hidden=8", "batch=4,seq=33,hidden=1000", "batch=8,seq=512,hidden=4096"}) {
+    expect_correct(fmt::format("batchnorm/cudnn/fp32/{}/device=cuda:0", shape), false);
+    expect_correct(fmt::format("batchnorm/cudnn/fp16/{}/device=cuda:0", shape), false);
+    expect_correct(fmt::format("batchnorm/cudnn/bf16/{}/device=cuda:0", shape), true);
+  }
+}
