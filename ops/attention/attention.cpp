@@ -1,10 +1,15 @@
-// Attention: parameters, work models (fused and three-op), fp64 reference, opmeter's fused kernel.
+// Attention: parameters, work models (fused and three-op), fp64 reference, opmeter's fused impl.
 #include "ops/attention/attention.hpp"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include <fmt/format.h>
 
+#include "ops/attention/attention_blocked.hpp"
 #include "ops/tensor/kernels.hpp"
 #include "opmeter/errors.hpp"
 
@@ -146,27 +151,61 @@ void AttentionOp::reference_row(const HostTensors& in, std::size_t row, double* 
 
 namespace {
 
-// Our single pass: per (batch, head), queries in blocks against all keys with an online softmax;
-// the seq x seq matrix never exists. `probs` writes P straight from cache-resident score rows.
+// Flash-style blocking (attention_blocked.hpp): per (head, chunk of query rows), key blocks
+// with an online softmax; `probs` keeps one block of score rows in cache while it normalizes
+// them. Tasks are (head, chunk) so that every thread has work even with few heads; a task packs
+// the k (and v) rows it needs, so a thread holds O(seq x head_dim + block) floats, never seq x seq.
 class OpmeterAttention : public HostImpl<AttentionOp> {
  public:
-  void run(std::size_t copy) override {
+  void prepare() override {
     auto s = shape_of(case_);
-    const auto& k = tensor::kernels();
-    const std::size_t e = size_of(case_.dtype), per_head = s.seq * s.d;
+    const std::size_t floats = blocked::kernel().workspace_floats(s.seq, s.d, s.stage == Stage::probs);
+    const int threads = std::max({case_.threads, omp_get_max_threads(), 1});
+    workspaces_.clear();
+    for (int t = 0; t < threads; ++t) workspaces_.emplace_back(floats * sizeof(float));
+  }
+
+  void run(std::size_t copy) override {
+    const auto s = shape_of(case_);
+    const auto& k = blocked::kernel();
+    const std::size_t e = size_of(case_.dtype), per_head = s.seq * s.d, heads = s.heads_total();
+    const std::size_t out_per_head = s.seq * (s.stage == Stage::full ? s.d : s.seq);
+    // At least 4 tasks per thread where the heads alone give fewer; chunks are whole query blocks.
+    const std::size_t want = std::max<std::size_t>(1, (4 * workspaces_.size() + heads - 1) / heads);
+    const std::size_t chunk = std::max(k.query_block, (s.seq + want - 1) / want / k.query_block * k.query_block);
+    const std::size_t chunks = (s.seq + chunk - 1) / chunk, tasks = heads * chunks;
     auto at = [&](const void* p, std::size_t off) { return static_cast<const char*>(p) + off * e; };
     char* o = static_cast<char*>(out(copy));
 #pragma omp parallel for schedule(dynamic, 1)
-    for (std::size_t h = 0; h < s.heads_total(); ++h) {
-      if (s.stage == Stage::full)
-        k.attention(bf16(), at(in(copy, kQ), h * per_head), at(in(copy, kK), h * per_head),
-                    at(in(copy, kV), h * per_head), o + h * per_head * e, s.seq, s.d, s.scale(), s.causal, 0, s.seq);
-      else
-        k.attention_probs(bf16(), at(in(copy, kQ), h * per_head), at(in(copy, kK), h * per_head),
-                          o + h * s.seq * s.seq * e, s.seq, s.d, s.scale(), s.causal, 0, s.seq);
+    for (std::size_t t = 0; t < tasks; ++t) {
+      // Last chunks first: under a causal mask they have the most keys, so the tail stays short.
+      const std::size_t h = t % heads, c = chunks - 1 - t / heads;
+      blocked::Head head{.bf16 = bf16(),
+                         .probs = s.stage == Stage::probs,
+                         .causal = s.causal,
+                         .q = at(in(copy, kQ), h * per_head),
+                         .k = at(in(copy, kK), h * per_head),
+                         .v = s.stage == Stage::full ? at(in(copy, kV), h * per_head) : nullptr,
+                         .out = o + h * out_per_head * e,
+                         .seq = s.seq,
+                         .d = s.d,
+                         .scale = s.scale()};
+      k.rows(head, c * chunk, std::min(s.seq, (c + 1) * chunk),
+             workspaces_[static_cast<std::size_t>(omp_get_thread_num())].as<float>());
     }
   }
-  std::map<std::string, std::string> details() const override { return {{"isa", tensor::kernels().isa}}; }
+
+  std::map<std::string, std::string> details() const override {
+    const auto& k = blocked::kernel();
+    return {{"isa", k.isa},
+            {"blocks", fmt::format("{} queries x {} keys", k.query_block, k.key_block)},
+            {"products", bf16() && std::string_view(k.isa) == "avx512_bf16"
+                             ? "own register-blocked micro-kernels, vdpbf16ps (P rounded to bf16)"
+                             : "own register-blocked micro-kernels, fp32 FMAs"}};
+  }
+
+ private:
+  std::vector<Buffer> workspaces_;  // one per thread
 };
 
 const bool registered = [] {
@@ -185,7 +224,7 @@ const bool registered = [] {
   Registry::global().add(ImplDef{
       .op = "attention",
       .impl = "opmeter",
-      .summary = "opmeter's fused single pass (online softmax, O(seq) memory per thread)",
+      .summary = "opmeter's flash-style blocked attention (online softmax, own micro-kernels, no seq x seq)",
       .dtypes = {DType::fp32, DType::bf16},
       .supports = [](const Case& c) {
         if (shape_of(c).stage == Stage::scores) return Support::no("stage=scores is one product: nothing to fuse");

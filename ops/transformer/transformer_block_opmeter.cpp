@@ -1,6 +1,6 @@
 // opmeter's fused transformer_block on the CPU: opmeter's LayerNorm kernel; oneDNN matmuls with
 // the bias, the activation (W1) and the residual add (Wo, W2) fused as post-ops, so no separate
-// pass reads a projection back; opmeter's fused attention kernel (online softmax: the seq x seq
+// pass reads a projection back; opmeter's blocked attention kernel (online softmax: the seq x seq
 // scores never reach memory) on each (batch, head, block of queries), with that head's q, k and v
 // gathered from the fused QKV projection into cache-resident buffers.
 #include <omp.h>
@@ -9,6 +9,7 @@
 #include <cstring>
 #include <functional>
 
+#include "ops/attention/attention_blocked.hpp"
 #include "ops/transformer/transformer_onednn.hpp"
 
 namespace opmeter::transformer {
@@ -30,8 +31,12 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
     h_ = Buffer(r * h * e);
     mlp_ = Buffer(r * s.mlp * e);
     per_thread_.clear();
-    for (int t = 0; t < std::max({1, case_.threads, omp_get_max_threads()}); ++t)
+    workspaces_.clear();
+    const std::size_t ws_floats = attention::blocked::kernel().workspace_floats(s.seq, s.head_dim(), false);
+    for (int t = 0; t < std::max({1, case_.threads, omp_get_max_threads()}); ++t) {
       per_thread_.emplace_back(4 * s.seq * s.head_dim() * e);
+      workspaces_.emplace_back(ws_floats * sizeof(float));
+    }
     auto mem = tensor::onednn_memory;
     const std::size_t n = copies();
 
@@ -98,7 +103,7 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
     const std::size_t blocks = (s.seq + kQueryBlock - 1) / kQueryBlock, tasks = s.batch * s.heads * blocks;
     const char* qkv = static_cast<const char*>(qkv_.data());
     char* attn = static_cast<char*>(attn_.data());
-    const auto& k = tensor::kernels();
+    const auto& k = attention::blocked::kernel();
     const int threads = std::min(omp_get_max_threads(), int(per_thread_.size()));  // one gather buffer each
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (std::size_t t = 0; t < tasks; ++t) {
@@ -113,7 +118,9 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
         std::memcpy(kb + i * row, src + h * e, row);
         std::memcpy(vb + i * row, src + 2 * h * e, row);
       }
-      k.attention(bf16(), qb, kb, vb, ob, keys, d, s.scale(), s.causal, q0, q1);
+      const attention::blocked::Head hd{.bf16 = bf16(), .probs = false, .causal = s.causal, .q = qb, .k = kb,
+                                        .v = vb, .out = ob, .seq = keys, .d = d, .scale = s.scale()};
+      k.rows(hd, q0, q1, workspaces_[std::size_t(omp_get_thread_num())].as<float>());
       for (std::size_t i = q0; i < q1; ++i) std::memcpy(attn + ((b * s.seq + i) * h + head * d) * e, ob + i * row, row);
     }
   }
@@ -121,6 +128,7 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
   tensor::OnednnSequence seq_;  // the four projections, run one at a time between our kernels
   Buffer ln_, qkv_, attn_, h_, mlp_;
   std::vector<Buffer> per_thread_;
+  std::vector<Buffer> workspaces_;  // the blocked attention kernel's, one per thread
 };
 
 const bool registered = [] {
