@@ -3,8 +3,8 @@
 #   scripts/gpu-check.sh [BUNDLE.tar.xz | BUILD_DIR] [OUT_DIR] [STEP...]
 # BUNDLE comes from scripts/bundle-gpu.sh (binaries + libraries, no CUDA); BUILD_DIR is a build
 # made on this machine (default: build, configured and built if missing). OUT_DIR defaults to
-# docs/results/<gpu-name>. STEPs (default: all, in this order): tests quick peaks sweep sweep30
-# torch worker copy graph. Every step runs whatever the others did; each one's command, exit code and
+# docs/results/<gpu-name>. STEPs (default: all, in this order): tests mltests quick peaks sweep
+# sweep30 torch worker copy graph ml-ops ml-sweep linear attention cudnn calibrate. Every step runs whatever the others did; each one's command, exit code and
 # time go to OUT_DIR/commands.txt and OUT_DIR/steps.tsv, and the script exits 1 at the end if
 # any step failed. GTEST_REPEAT (default 10) sets how often the GPU-side tests repeat.
 set -uo pipefail
@@ -24,9 +24,16 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | tr ' ' '-' | tr -
 out=${2:-docs/results/$gpu}
 shift $(( $# > 2 ? 2 : $# ))
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(tests quick peaks sweep sweep30 torch worker copy graph)
+[ ${#steps[@]} -gt 0 ] || steps=(tests mltests quick peaks sweep sweep30 torch worker copy graph ml-ops ml-sweep linear
+                                 attention cudnn calibrate)
 # The Python worker from this checkout (a bundle's binary knows only where it was built).
 export OPMETER_WORKER=${OPMETER_WORKER:-$PWD/worker/opmeter_worker.py}
+# cuDNN: PyTorch's copy first where PyTorch is installed (the version the headers here are from).
+torch_cudnn=$(python3 -c 'import os, torch; print(os.path.dirname(torch.__file__) + "/lib")' 2>/dev/null) || torch_cudnn=
+nvidia_cudnn=$(python3 -c 'import os, nvidia.cudnn as c; print(os.path.dirname(c.__file__) + "/lib")' 2>/dev/null) || nvidia_cudnn=
+for d in "$torch_cudnn" "$nvidia_cudnn"; do
+  [ -n "$d" ] && [ -e "$d/libcudnn.so.9" ] && export LD_LIBRARY_PATH="$d:$LD_LIBRARY_PATH"
+done
 mkdir -p "$out"
 : > "$out/commands.txt"
 : > "$out/stderr.txt"
@@ -93,6 +100,10 @@ for s in "${steps[@]}"; do
       tests="$bin/opmeter_tests"; [ -x "$tests" ] || tests="$bin/tests/opmeter_tests"
       step tests "$out/gpu-tests.txt" "$tests" --gtest_repeat="${GTEST_REPEAT:-10}" --gtest_brief=1 \
         --gtest_filter='CudaDevice.*:CudaTiming.*:CudaCase.*:CudaPlan.*:CudaCeilings.*' ;;
+    mltests)  # the ML-op sweeps over dtypes and widths, once (they are long)
+      tests="$bin/opmeter_tests"; [ -x "$tests" ] || tests="$bin/tests/opmeter_tests"
+      step mltests "$out/gpu-ml-tests.txt" "$tests" --gtest_brief=1 \
+        --gtest_filter='ActivationCuda.*:NormCuda.*:LossCuda.*:LinearCuda.*:AttentionCuda.*:Cudnn.*:TransformerBlockCuda.*:AddOp.Cuda*' ;;
     quick) step quick "$out/quick.md" "$opm" run --suite quick --device cuda:0 --out "$out/quick" ;;
     peaks) step peaks "$out/peaks.md" "$opm" run "$out/peaks.yaml" --out "$out/peaks" ;;
     sweep) step sweep "$out/sweep.md" "$opm" run "$out/sweep.yaml" --out "$out/sweep" ;;
@@ -117,7 +128,23 @@ for s in "${steps[@]}"; do
         step ncu "$out/ncu.txt" ncu --metrics gpu__time_duration.sum --profile-from-start off "$opm" run --profile --no-report \
           --case 'bandwidth/cuda/fp32/kernel=copy,n=4096/device=cuda:0,hot' --out "$out/ncu-run"
       fi ;;
-    *) echo "gpu-check: unknown step '$s' (tests quick peaks sweep sweep30 torch worker copy graph)" >&2; failed=1 ;;
+    ml-ops) step ml-ops "$out/ml-ops.md" "$opm" run bench/gpu-ml-ops.yaml --out "$out/ml-ops" ;;
+    ml-sweep)
+      for f in bench/gpu-ml-ops-sweep/hidden-*.yaml; do
+        n=$(basename "$f" .yaml)
+        step "ml-sweep-$n" "$out/ml-sweep-$n.md" "$opm" run "$f" --out "$out/ml-sweep-$n"
+      done ;;
+    linear) step linear "$out/linear.md" "$opm" run bench/gpu-linear.yaml --out "$out/linear" ;;
+    attention) step attention "$out/attention.md" "$opm" run bench/gpu-attention.yaml --out "$out/attention" ;;
+    cudnn)
+      for f in bench/gpu-cudnn.yaml bench/gpu-cudnn-conv.yaml bench/gpu-cudnn-batchnorm.yaml; do
+        n=$(basename "$f" .yaml)
+        step "$n" "$out/$n.md" "$opm" run "$f" --out "$out/$n"
+      done ;;
+    calibrate) step calibrate "$out/calibrate.txt" "$opm" calibrate --device cuda:0 --out "$out/calibration-cuda0.json" \
+                 --results "$out/calibrate" ;;
+    *) echo "gpu-check: unknown step '$s' (tests mltests quick peaks sweep sweep30 torch worker copy graph ml-ops ml-sweep" \
+            "linear attention cudnn calibrate)" >&2; failed=1 ;;
   esac
 done
 echo "gpu-check: done: raw results in $out"
