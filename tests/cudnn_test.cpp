@@ -16,6 +16,7 @@
 #include "opmeter/registry.hpp"
 #include "opmeter/runner.hpp"
 #include "ops/tensor/kernels.hpp"
+#include "tests/cli_helpers.hpp"
 #include "tests/quick_options.hpp"
 
 using namespace opmeter;
@@ -128,6 +129,18 @@ TEST(Cudnn, FusionTablePairsFoldedConvBnWithTheUnfusedSequenceOnTheGpu) {
     EXPECT_DOUBLE_EQ(row.unfused_bytes - row.fused_bytes, 2 * 2 * y + 16 * 64);
   }
   EXPECT_EQ(rows[0].fused_impl == "cudnn" ? rows[1].fused_impl : rows[0].fused_impl, "cudnn_nhwc");
+}
+
+TEST(Cudnn, GpuConvFusionConfigPutsTheUnfusedBesideBothFusedImpls) {
+  auto out = cli("run " + std::string(OPMETER_SOURCE_DIR) + "/bench/gpu-conv-fusion.yaml --dry-run");
+  ASSERT_EQ(out.code, 0) << out.text;
+  for (const char* impl : {"cudnn", "cudnn_nhwc", "cudnn_unfused"})
+    EXPECT_NE(out.text.find(fmt::format("conv2d/{}/fp16/batch=32,channels=64,out_channels=64,image=56,kernel=3,stride=1,"
+                                        "padding=1,groups=1,bn=1,act=relu/device=cuda:0",
+                                        impl)),
+              std::string::npos)
+        << impl << " not in:\n"
+        << out.text;
 }
 
 #ifdef OPMETER_CUDNN_MODULE_FILE

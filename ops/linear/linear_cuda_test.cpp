@@ -191,6 +191,14 @@ TEST(LinearCuda, GpuBenchConfigPutsTheLinearBesideTheGemmOfItsShape) {
     EXPECT_NE(out.text.find(kase), std::string::npos) << kase << " not in:\n" << out.text;
 }
 
+TEST(LinearCuda, GpuLayerNormLinearConfigPairsBothImpls) {
+  auto out = cli("run " + std::string(OPMETER_SOURCE_DIR) + "/bench/gpu-ln-linear.yaml --dry-run");
+  ASSERT_EQ(out.code, 0) << out.text;
+  for (const char* kase : {"ln_linear_gelu_tanh/cublaslt/bf16/batch=1,seq=16384,hidden=4096,out=11008/device=cuda:0",
+                           "ln_linear_relu/cublaslt_unfused/fp16/batch=1,seq=4096,hidden=4096,out=4096/device=cuda:0"})
+    EXPECT_NE(out.text.find(kase), std::string::npos) << kase << " not in:\n" << out.text;
+}
+
 // --- On a GPU ------------------------------------------------------------------------------------
 
 TEST(LinearCuda, BothImplsMatchTheReferenceOnAGpu) {
