@@ -11,13 +11,17 @@
 
 #include <fmt/format.h>
 
+#include "analysis/fusion.hpp"
 #include "cuda/cuda_plugin.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/runner.hpp"
+#include "ops/tensor/kernels.hpp"
+#include "tests/cli_helpers.hpp"
 #include "tests/quick_options.hpp"
 
 using namespace opmeter;
 using opmeter::testing::quick_options;
+using tensor::Act;
 
 namespace {
 
@@ -47,7 +51,11 @@ void expect_correct(const std::string& kase, bool may_refuse) {
 }  // namespace
 
 TEST(Cudnn, ImplsAreListedForCudaDevices) {
-  for (auto [op, impl] : {std::pair{"conv2d", "cudnn"}, {"conv2d", "cudnn_nhwc"}, {"batchnorm", "cudnn"}, {"attention", "cudnn"}}) {
+  for (auto [op, impl] : {std::pair{"conv2d", "cudnn"},
+                          {"conv2d", "cudnn_nhwc"},
+                          {"conv2d", "cudnn_unfused"},
+                          {"batchnorm", "cudnn"},
+                          {"attention", "cudnn"}}) {
     const ImplDef* d = Registry::global().impl(op, impl);
     ASSERT_NE(d, nullptr) << op << "/" << impl;
     EXPECT_TRUE(d->runs_on("cuda")) << op << "/" << impl;
@@ -59,14 +67,80 @@ TEST(Cudnn, ImplsAreListedForCudaDevices) {
 TEST(Cudnn, CaseWithoutAGpuIsSkippedWithAReason) {
   std::string why;
   if (gpu_here(why)) GTEST_SKIP() << "a GPU is here: the GPU tests below cover it";
-  for (const char* kase : {"attention/cudnn/bf16/batch=1,heads=2,seq=64,head_dim=64,causal=1,stage=full/device=cuda:0",
-                           "conv2d/cudnn_nhwc/fp16/batch=1,channels=8,out_channels=8,image=8,kernel=3,stride=1,padding=1,"
-                           "groups=1,bn=1,act=relu/device=cuda:0",
-                           "batchnorm/cudnn/fp32/batch=2,seq=3,hidden=64/device=cuda:0"}) {
+  for (const char* kase :
+       {"attention/cudnn/bf16/batch=1,heads=2,seq=64,head_dim=64,causal=1,stage=full/device=cuda:0",
+        "conv2d/cudnn_nhwc/fp16/batch=1,channels=8,out_channels=8,image=8,kernel=3,stride=1,padding=1,"
+        "groups=1,bn=1,act=relu/device=cuda:0",
+        "conv2d/cudnn_unfused/bf16/batch=1,channels=8,out_channels=8,image=8,kernel=3,stride=1,padding=1,"
+        "groups=1,bn=1,act=hardswish/device=cuda:0",
+        "batchnorm/cudnn/fp32/batch=2,seq=3,hidden=64/device=cuda:0"}) {
     auto r = run_case(parse_case(kase), quick_options());
     EXPECT_EQ(r.status, Status::skipped) << kase;
     EXPECT_FALSE(r.reason.empty()) << kase;
   }
+}
+
+TEST(Cudnn, UnfusedConvTakesEveryActivationAndIsListed) {
+  // cuDNN's fused graph has no hardswish; the unfused impl runs it in our kernel.
+  const std::string kase =
+      "conv2d/{}/fp16/batch=1,channels=8,out_channels=8,image=8,kernel=3,stride=1,padding=1,"
+      "groups=1,bn=1,act={}/device=cuda:0";
+  for (Act a : tensor::all_acts()) {
+    const auto act = std::string(tensor::to_string(a));
+    EXPECT_TRUE(Registry::global()
+                    .impl("conv2d", "cudnn_unfused")
+                    ->supports(parse_case(fmt::format(fmt::runtime(kase), "cudnn_unfused", act)))
+                    .ok)
+        << act;
+  }
+  EXPECT_NE(Registry::global().impl("conv2d", "cudnn_unfused")->summary.find("BatchNorm not folded"),
+            std::string::npos);
+}
+
+namespace {
+Result timed_conv(const std::string& case_string, double median_s) {
+  Result r;
+  r.kase = parse_case(case_string);
+  r.case_string = case_string;
+  r.summary.median = median_s;
+  r.work = Registry::global().op(r.kase.op)->work(r.kase);
+  return r;
+}
+}  // namespace
+
+TEST(Cudnn, FusionTablePairsFoldedConvBnWithTheUnfusedSequenceOnTheGpu) {
+  const std::string shape = "batch=32,channels=64,out_channels=64,image=56,kernel=3,stride=1,padding=1,groups=1";
+  auto kase = [&](const char* impl, const char* rest) {
+    return fmt::format("conv2d/{}/fp16/{},{}/device=cuda:0", impl, shape, rest);
+  };
+  std::vector<Result> results = {timed_conv(kase("cudnn_unfused", "bn=1,act=relu"), 1.5e-3),
+                                 timed_conv(kase("cudnn", "bn=1,act=relu"), 1.0e-3),
+                                 timed_conv(kase("cudnn_nhwc", "bn=1,act=relu"), 0.8e-3),
+                                 timed_conv(kase("cudnn", "bn=1,act=silu"), 1.0e-3),           // no silu baseline
+                                 timed_conv(kase("cudnn_unfused", "bn=0,act=relu"), 1.2e-3)};  // no fused beside it
+  auto rows = fusion_rows(results);
+  ASSERT_EQ(rows.size(), 2u);
+  for (auto& row : rows) {
+    EXPECT_EQ(row.pattern, "conv+bn+relu");
+    EXPECT_EQ(row.unfused_impl, "cudnn_unfused");
+    EXPECT_DOUBLE_EQ(row.unfused_s, 1.5e-3);
+    // BN and relu each read and rewrite y (32 x 64 x 56 x 56 fp16); BN reads its 4 vectors.
+    const double y = 32.0 * 64 * 56 * 56 * 2;
+    EXPECT_DOUBLE_EQ(row.unfused_bytes - row.fused_bytes, 2 * 2 * y + 16 * 64);
+  }
+  EXPECT_EQ(rows[0].fused_impl == "cudnn" ? rows[1].fused_impl : rows[0].fused_impl, "cudnn_nhwc");
+}
+
+TEST(Cudnn, GpuConvFusionConfigPutsTheUnfusedBesideBothFusedImpls) {
+  auto out = cli("run " + std::string(OPMETER_SOURCE_DIR) + "/bench/gpu-conv-fusion.yaml --dry-run");
+  ASSERT_EQ(out.code, 0) << out.text;
+  for (const char* impl : {"cudnn", "cudnn_nhwc", "cudnn_unfused"})
+    EXPECT_NE(out.text.find(fmt::format("conv2d/{}/fp16/batch=32,channels=64,out_channels=64,image=56,kernel=3,stride=1,"
+                                        "padding=1,groups=1,bn=1,act=relu/device=cuda:0",
+                                        impl)),
+              std::string::npos)
+        << impl << " not in:\n"
+        << out.text;
 }
 
 #ifdef OPMETER_CUDNN_MODULE_FILE
@@ -148,6 +222,28 @@ TEST(Cudnn, Conv2dIsCorrectOnAGpu) {
                     quick_options());
   EXPECT_EQ(r.status, Status::skipped);
   EXPECT_NE(r.reason.find("hardswish"), std::string::npos) << r.reason;
+}
+
+TEST(Cudnn, Conv2dUnfusedIsCorrectOnAGpu) {
+  std::string why;
+  if (!gpu_here(why)) GTEST_SKIP() << "no CUDA device: " << why;
+  // Odd shapes: 3 input channels, 7x7 and 15x15 planes (odd sizes, a warp per plane), stride 2,
+  // one image, depthwise; every activation (ours, so none is refused), with and without BN.
+  const char* shapes[] = {"batch=1,channels=3,out_channels=5,image=15,kernel=3,stride=2,padding=1,groups=1",
+                          "batch=2,channels=64,out_channels=64,image=14,kernel=3,stride=1,padding=1,groups=1",
+                          "batch=3,channels=16,out_channels=24,image=7,kernel=1,stride=1,padding=0,groups=1",
+                          "batch=2,channels=32,out_channels=32,image=14,kernel=3,stride=1,padding=1,groups=32"};
+  for (const char* dtype : {"fp32", "fp16", "bf16"})
+    for (const char* shape : shapes)
+      for (int bn : {0, 1})
+        for (Act a : {Act::none, Act::relu, Act::relu6, Act::leaky_relu, Act::gelu, Act::gelu_tanh, Act::silu,
+                      Act::sigmoid, Act::hardswish}) {
+          // cuDNN may have no engine for a grouped convolution in some dtype: skipped with its reason.
+          const bool grouped = std::string(shape).find("groups=1") == std::string::npos;
+          expect_correct(fmt::format("conv2d/cudnn_unfused/{}/{},bn={},act={}/device=cuda:0", dtype, shape, bn,
+                                     tensor::to_string(a)),
+                         grouped);
+        }
 }
 
 TEST(Cudnn, BatchnormIsCorrectOnAGpu) {

@@ -22,5 +22,14 @@ const ImplRegistrar reg_nhwc({
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
 });
 
+const ImplRegistrar reg_unfused({
+    .op = "conv2d",
+    .impl = "cudnn_unfused",
+    .backends = {"cuda"},
+    .summary = "cuDNN graph with the convolution alone (BatchNorm not folded), then our per-channel bias + BatchNorm "
+               "kernel and our activation kernel, y in memory between them (the fusion baseline); NCHW",
+    .dtypes = {DType::fp32, DType::fp16, DType::bf16},
+});
+
 }  // namespace
 }  // namespace opmeter

@@ -7,7 +7,8 @@
 namespace opmeter::linear {
 
 // none (BIAS), relu (RELU_BIAS) and gelu_tanh (GELU_BIAS: cuBLASLt's GELU is the tanh form).
-// Any other activation: no, with the reason and where to measure it instead.
-Support cublaslt_epilogue_support(tensor::Act a);
+// Any other activation: no, with the reason and where to measure it instead (named as an
+// ln_linear_<act> op where `layernorm`, else as linear's act parameter).
+Support cublaslt_epilogue_support(tensor::Act a, bool layernorm = false);
 
 }  // namespace opmeter::linear

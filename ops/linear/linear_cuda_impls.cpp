@@ -1,9 +1,15 @@
-// The linear impls of CUDA devices: what opmeter knows of them without the CUDA plugin (so their
+// The linear and ln_linear_<act> impls of CUDA devices: what opmeter knows of them without the CUDA plugin (so their
 // cases plan, and are `skipped` with the reason where no plugin or GPU is). Their code is in
 // cuda/, built into the plugin, which makes them (Backend::make of the cuda backend).
 //   cublaslt          one cublasLtMatmul with bias and activation in its epilogue
 //   cublaslt_unfused  the plain cuBLASLt GEMM, then our bias kernel, then our activation kernel,
 //                     each a pass over y in memory (the fusion table's GPU baseline)
+// ln_linear_<act>: both run opmeter's LayerNorm kernel first, its output through memory (as
+// onednn does: no library fuses LayerNorm into the GEMM's prologue), so the pair measures the
+// epilogue's fusion of bias and activation.
+#include <string>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "ops/linear/linear.hpp"
@@ -13,13 +19,14 @@
 namespace opmeter::linear {
 using tensor::Act;
 
-Support cublaslt_epilogue_support(Act a) {
+Support cublaslt_epilogue_support(Act a, bool layernorm) {
   switch (a) {
     case Act::none: case Act::relu: case Act::gelu_tanh: return Support::yes();
     case Act::gelu:
-      return Support::no(
-          "cuBLASLt's GELU epilogue is the tanh approximation (up to 4e-4 off the exact erf GELU): use act=gelu_tanh, "
-          "or impl cublaslt_unfused for act=gelu");
+      return Support::no(fmt::format(
+          "cuBLASLt's GELU epilogue is the tanh approximation (up to 4e-4 off the exact erf GELU): use {}, or impl "
+          "cublaslt_unfused for {}",
+          layernorm ? "op ln_linear_gelu_tanh" : "act=gelu_tanh", layernorm ? "ln_linear_gelu" : "act=gelu"));
     default:
       return Support::no(fmt::format("cuBLASLt has no epilogue for {} (it has bias, relu and gelu_tanh): use impl "
                                      "cublaslt_unfused",
@@ -29,23 +36,34 @@ Support cublaslt_epilogue_support(Act a) {
 
 namespace {
 
-const ImplRegistrar reg_fused({
-    .op = "linear",
-    .impl = "cublaslt",
-    .backends = {"cuda"},
-    .summary = "cuBLASLt matmul with bias and relu / gelu_tanh in its epilogue (fused), fp32 accumulation",
-    .dtypes = {DType::fp32, DType::fp16, DType::bf16},
-    .supports = [](const Case& c) { return cublaslt_epilogue_support(shape_of(c).act); },
-});
-
-const ImplRegistrar reg_unfused({
-    .op = "linear",
-    .impl = "cublaslt_unfused",
-    .backends = {"cuda"},
-    .summary = "cuBLASLt matmul, then our bias kernel and our activation kernel, y in memory between them (the "
-               "fusion baseline)",
-    .dtypes = {DType::fp32, DType::fp16, DType::bf16},
-});
+const bool registered = [] {
+  std::vector<std::string> ops = {"linear"};
+  for (Act a : tensor::all_acts()) ops.push_back("ln_linear_" + std::string(tensor::to_string(a)));
+  for (auto& op : ops) {
+    const std::string ln = op == "linear" ? "" : "our LayerNorm kernel, then ";
+    Registry::global().add(ImplDef{
+        .op = op,
+        .impl = "cublaslt",
+        .backends = {"cuda"},
+        .summary = ln + "cuBLASLt matmul with bias and relu / gelu_tanh in its epilogue (fused), fp32 accumulation",
+        .dtypes = {DType::fp32, DType::fp16, DType::bf16},
+        .supports =
+            [](const Case& c) {
+              const auto s = shape_of(c);
+              return cublaslt_epilogue_support(s.act, s.layernorm);
+            },
+    });
+    Registry::global().add(ImplDef{
+        .op = op,
+        .impl = "cublaslt_unfused",
+        .backends = {"cuda"},
+        .summary = ln + "cuBLASLt matmul, then our bias kernel and our activation kernel, y in memory between them "
+                        "(the fusion baseline)",
+        .dtypes = {DType::fp32, DType::fp16, DType::bf16},
+    });
+  }
+  return true;
+}();
 
 }  // namespace
 }  // namespace opmeter::linear

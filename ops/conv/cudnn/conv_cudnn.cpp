@@ -5,6 +5,12 @@
 //   cudnn_nhwc  cuDNN computes in NHWC (and KRSC weights), the layout its tensor-core engines
 //               prefer: x and w are transposed when the inputs arrive, y back to NCHW only for
 //               the check, all outside the timed call.
+//   cudnn_unfused  the convolution alone through cuDNN's graph (NCHW, the weights as given: BN not
+//               folded), then our per-channel pass over y (channel_pass.cu): the conv's bias and
+//               BatchNorm (inference, per output channel), then the activation as a pass of its
+//               own where BN is there; without BN the bias rides in the activation's pass. So y
+//               goes through memory once per BN and activation, as conv2d's unfused work model
+//               counts (which takes conv + bias as one step, as onednn_unfused's primitive).
 // Whatever cuDNN cannot fuse (no engine for the layout, dtype, groups or activation) is skipped
 // with cuDNN's reason.
 #include <cstring>
@@ -15,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "ops/conv/conv.hpp"
+#include "ops/conv/cudnn/channel_pass.hpp"
 #include "src/cuda/cudnn/graph.hpp"
 #include "src/cuda/plugin/device_impl.hpp"
 
@@ -60,13 +67,15 @@ void to_channels_first(const std::byte* src, std::byte* dst, std::size_t outer, 
 
 class CudnnConv : public cuda::DeviceImpl<ConvOp> {
  public:
-  explicit CudnnConv(bool nhwc) : nhwc_(nhwc) {}
+  CudnnConv(bool nhwc, bool fused) : nhwc_(nhwc), fused_(fused) {}
 
   std::map<std::string, std::string> details() const override {
     if (!plan_) return {};
-    return {{"engine", plan_->engine()},
-            {"workspace_bytes", std::to_string(plan_->workspace_bytes())},
-            {"layout", nhwc_ ? "NHWC (KRSC weights)" : "NCHW"}};
+    std::map<std::string, std::string> d = {{"engine", plan_->engine()},
+                                            {"workspace_bytes", std::to_string(plan_->workspace_bytes())},
+                                            {"layout", nhwc_ ? "NHWC (KRSC weights)" : "NCHW"}};
+    if (!fused_) d["passes"] = passes_text(shape_of(case_));
+    return d;
   }
 
   Check verify(std::uint64_t seed) override {
@@ -82,6 +91,11 @@ class CudnnConv : public cuda::DeviceImpl<ConvOp> {
   void prepare() override {
     const Shape s = shape_of(case_);
     if (!plan_) build(s);
+    if (!fused_) {
+      sms_ = cuda::props(device()).prop.multiProcessorCount;
+      plan_->bind({{x_uid_, in(kX)}, {w_uid_, in(kW)}, {y_uid_, out()}}, workspace_.data());
+      return;
+    }
     fold_weights(s);
     if (nhwc_) {
       const std::size_t e = elem_bytes(act());
@@ -100,7 +114,35 @@ class CudnnConv : public cuda::DeviceImpl<ConvOp> {
   void launch() override {
     if (checking_ && nhwc_) cuda::fill(y_nhwc_.data(), poison_byte(act()), y_nhwc_.bytes(), stream());
     plan_->execute();
+    if (!fused_) run_passes();
     if (checking_ && nhwc_) output_to_nchw();
+  }
+
+  // cudnn_unfused: bias [+ BN] in the first pass over the conv's output, the activation in its own
+  // pass after BN (or in the bias's pass without BN).
+  void run_passes() {
+    const Shape s = shape_of(case_);
+    const auto images = static_cast<std::int64_t>(s.n), channels = static_cast<std::int64_t>(s.oc),
+               plane = static_cast<std::int64_t>(s.oh * s.oh);
+    auto param = [this](std::size_t i) { return static_cast<const float*>(in(i)); };
+    ChannelPass first{.bias = param(kBias), .act = s.bn ? Act::none : s.act};
+    if (s.bn) {
+      first.mean = param(kMean);
+      first.var = param(kVar);
+      first.gamma = param(kGamma);
+      first.beta = param(kBeta);
+    }
+    launch_channel_pass(case_.dtype, out(), first, images, channels, plane, sms_, stream());
+    if (s.bn && s.act != Act::none)
+      launch_channel_pass(case_.dtype, out(), ChannelPass{.act = s.act}, images, channels, plane, sms_, stream());
+  }
+
+  static std::string passes_text(const Shape& s) {
+    const auto act = tensor::to_string(s.act);
+    if (s.bn)
+      return s.act == Act::none ? "conv, bias + BatchNorm kernel"
+                                : fmt::format("conv, bias + BatchNorm kernel, {} kernel", act);
+    return s.act == Act::none ? "conv, bias kernel" : fmt::format("conv, bias + {} kernel", act);
   }
 
   // The check reads y in NCHW: bring the NHWC result back, reorder it, and put it in out().
@@ -152,8 +194,18 @@ class CudnnConv : public cuda::DeviceImpl<ConvOp> {
     cudnn::Graph g;
     auto x = g.tensor(x_dims, layout(x_dims), io);
     auto w = g.tensor(w_dims, layout(w_dims), io);
-    auto bias = g.tensor(b_dims, cudnn::packed_strides(b_dims), f32);
     auto y = g.tensor(y_dims, layout(y_dims), io);
+    x_uid_ = x.uid;
+    w_uid_ = w.uid;
+    y_uid_ = y.uid;
+    if (!fused_) {
+      // The convolution alone, straight into y; bias, BN and activation are our passes.
+      g.conv_fprop(x, w, y, I(s.stride), I(s.pad));
+      plan_ = std::make_unique<cudnn::Plan>(*handle_, g, "conv2d NCHW convolution alone");
+      workspace_ = cuda::DeviceBuffer(std::size_t(plan_->workspace_bytes()));
+      return;
+    }
+    auto bias = g.tensor(b_dims, cudnn::packed_strides(b_dims), f32);
     auto conv = g.virtual_tensor(y_dims, layout(y_dims), f32);
     g.conv_fprop(x, w, conv, I(s.stride), I(s.pad));
     auto act_fn = act_mode(s.act);
@@ -164,10 +216,7 @@ class CudnnConv : public cuda::DeviceImpl<ConvOp> {
     plan_ = std::make_unique<cudnn::Plan>(
         *handle_, g, fmt::format("conv2d{} {}", nhwc_ ? " NHWC" : " NCHW", shape_pattern(s)));
     workspace_ = cuda::DeviceBuffer(std::size_t(plan_->workspace_bytes()));
-    x_uid_ = x.uid;
-    w_uid_ = w.uid;
     b_uid_ = bias.uid;
-    y_uid_ = y.uid;
     const std::size_t e = elem_bytes(act());
     w_ = cuda::DeviceBuffer(s.oc * s.cg() * s.r * s.r * e);
     bias_ = cuda::DeviceBuffer(s.oc * sizeof(float));
@@ -184,13 +233,18 @@ class CudnnConv : public cuda::DeviceImpl<ConvOp> {
   }
 
   bool nhwc_;
+  bool fused_;
   bool checking_ = false;
+  int sms_ = 1;
   // Declared in destruction order: the plan refers to the handle.
   std::unique_ptr<cudnn::Handle> handle_;
   std::unique_ptr<cudnn::Plan> plan_;
   cuda::DeviceBuffer workspace_, w_, bias_, x_nhwc_, y_nhwc_;
   std::int64_t x_uid_ = 0, w_uid_ = 0, b_uid_ = 0, y_uid_ = 0;
 };
+
+// cudnn_unfused: cuDNN's convolution and our kernels, every activation.
+Support unfused_supported(const Case&, const cuda::DeviceProps& p) { return cuda::own_kernels_run_on(p); }
 
 Support supported(const Case& c, const cuda::DeviceProps&) {
   auto s = shape_of(c);
@@ -203,14 +257,21 @@ cuda::FactoryRegistrar reg_nchw({
     .op = "conv2d",
     .impl = "cudnn",
     .supports = supported,
-    .make = [] { return std::make_unique<CudnnConv>(false); },
+    .make = [] { return std::make_unique<CudnnConv>(false, true); },
 });
 
 cuda::FactoryRegistrar reg_nhwc({
     .op = "conv2d",
     .impl = "cudnn_nhwc",
     .supports = supported,
-    .make = [] { return std::make_unique<CudnnConv>(true); },
+    .make = [] { return std::make_unique<CudnnConv>(true, true); },
+});
+
+cuda::FactoryRegistrar reg_unfused({
+    .op = "conv2d",
+    .impl = "cudnn_unfused",
+    .supports = unfused_supported,
+    .make = [] { return std::make_unique<CudnnConv>(false, false); },
 });
 
 }  // namespace
