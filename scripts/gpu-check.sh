@@ -134,10 +134,12 @@ for s in "${steps[@]}"; do
         n=$(basename "$f" .yaml)
         step "ml-sweep-$n" "$out/ml-sweep-$n.md" "$opm" run "$f" --out "$out/ml-sweep-$n"
       done ;;
-    linear) step linear "$out/linear.md" "$opm" run bench/gpu-linear.yaml --out "$out/linear" ;;
+    linear)
+      step linear "$out/linear.md" "$opm" run bench/gpu-linear.yaml --out "$out/linear"
+      step ln-linear "$out/ln-linear.md" "$opm" run bench/gpu-ln-linear.yaml --out "$out/ln-linear" ;;
     attention) step attention "$out/attention.md" "$opm" run bench/gpu-attention.yaml --out "$out/attention" ;;
     cudnn)
-      for f in bench/gpu-cudnn.yaml bench/gpu-cudnn-conv.yaml bench/gpu-cudnn-batchnorm.yaml; do
+      for f in bench/gpu-cudnn.yaml bench/gpu-cudnn-conv.yaml bench/gpu-cudnn-batchnorm.yaml bench/gpu-conv-fusion.yaml; do
         n=$(basename "$f" .yaml)
         step "$n" "$out/$n.md" "$opm" run "$f" --out "$out/$n"
       done ;;
