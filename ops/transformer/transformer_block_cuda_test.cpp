@@ -1,0 +1,82 @@
+// transformer_block's `cuda` impl: what any machine knows of it (listing, the head dims of the
+// flash kernel and their reason, skipped cases without a GPU), and on a GPU its results against
+// the fp64 reference over dtypes, head dims 64 and 128, seq 1 / odd / tile-sized, causal or not,
+// and activations in and out of the GEMM epilogue.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "opmeter/registry.hpp"
+#include "opmeter/runner.hpp"
+#include "tests/cli_helpers.hpp"
+#include "tests/gpu_op_sweep.hpp"
+#include "tests/quick_options.hpp"
+
+using namespace opmeter;
+using opmeter::testing::quick_options;
+
+namespace {
+
+std::string block_case(const char* dtype, int batch, int seq, int hidden, int heads, int causal, const char* act = "gelu",
+                       int mlp = 0) {
+  return fmt::format("transformer_block/cuda/{}/batch={},seq={},hidden={},heads={},mlp={},act={},causal={}/device=cuda:0",
+                     dtype, batch, seq, hidden, heads, mlp, act, causal);
+}
+
+}  // namespace
+
+TEST(TransformerBlockCuda, ImplIsListedForCudaInFp16AndBf16) {
+  const ImplDef* impl = Registry::global().impl("transformer_block", "cuda");
+  ASSERT_NE(impl, nullptr);
+  EXPECT_TRUE(impl->runs_on("cuda"));
+  EXPECT_FALSE(impl->runs_on("cpu"));
+  EXPECT_FALSE(impl->on_request);
+  EXPECT_EQ(impl->dtypes, (std::vector<DType>{DType::fp16, DType::bf16}));
+  auto out = cli("list");
+  EXPECT_EQ(out.code, 0) << out.text;
+  EXPECT_NE(out.text.find("opmeter's CUDA pieces in sequence"), std::string::npos) << out.text;
+}
+
+TEST(TransformerBlockCuda, HeadDimsOutsideTheFlashKernelSayWhy) {
+  const ImplDef* impl = Registry::global().impl("transformer_block", "cuda");
+  ASSERT_NE(impl, nullptr);
+  EXPECT_TRUE(impl->supports(parse_case(block_case("bf16", 1, 8, 256, 4, 0))).ok);   // head_dim 64
+  EXPECT_TRUE(impl->supports(parse_case(block_case("fp16", 1, 8, 768, 6, 1))).ok);   // 128
+  auto d48 = impl->supports(parse_case(block_case("bf16", 1, 8, 48, 1, 0)));
+  EXPECT_FALSE(d48.ok);
+  EXPECT_EQ(d48.reason, "the flash-attention kernel is built for head_dim (hidden / heads) 64 and 128, not 48");
+  // And a run says it as the skip reason, on any machine.
+  auto r = run_case(parse_case(block_case("bf16", 1, 8, 96, 1, 0)), quick_options());
+  EXPECT_EQ(r.status, Status::skipped);
+  EXPECT_NE(r.reason.find("not 96"), std::string::npos) << r.reason;
+}
+
+TEST(TransformerBlockCuda, CasesAreSkippedWithAReasonWithoutAGpu) {
+  if (opmeter::testing::gpu_here()) GTEST_SKIP() << "a GPU is here: the GPU test covers these cases";
+  auto kase = block_case("bf16", 2, 37, 256, 4, 1);
+  auto r = run_case(parse_case(kase), quick_options());
+  EXPECT_EQ(r.status, Status::skipped) << kase << ": " << r.reason;
+  EXPECT_FALSE(r.reason.empty()) << kase;
+}
+
+TEST(TransformerBlockCuda, IsCorrectOnAGpu) {
+  if (!opmeter::testing::gpu_here()) GTEST_SKIP() << "no CUDA device: " << opmeter::testing::why_no_gpu();
+  for (const char* dtype : {"bf16", "fp16"})
+    for (auto [hidden, heads] : {std::pair{256, 4}, std::pair{256, 2}})  // head_dim 64 and 128
+      for (int seq : {1, 37, 256})
+        for (int causal : {0, 1}) {
+          // Two sequences: the head split and merge index the batch too.
+          auto kase = block_case(dtype, 2, seq, hidden, heads, causal);
+          auto r = run_case(parse_case(kase), quick_options());
+          ASSERT_EQ(r.status, Status::ok) << kase << ": " << r.reason;
+          EXPECT_LE(*r.max_error, *r.tolerance) << kase;
+        }
+  // Activations in the W1 epilogue (relu, gelu_tanh), in the separate pass (silu), none; an
+  // explicit mlp width not a multiple of hidden.
+  for (const char* act : {"relu", "gelu_tanh", "silu", "none"}) {
+    auto kase = block_case("bf16", 1, 37, 128, 2, 1, act, 200);
+    auto r = run_case(parse_case(kase), quick_options());
+    ASSERT_EQ(r.status, Status::ok) << kase << ": " << r.reason;
+    EXPECT_LE(*r.max_error, *r.tolerance) << kase;
+  }
+}
