@@ -3,6 +3,7 @@
 #include "ops/transformer/cuda/head_layout.hpp"
 
 #include <algorithm>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 

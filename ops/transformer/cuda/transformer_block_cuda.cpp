@@ -7,6 +7,7 @@
 // cuBLASLt's bias has D's type, so the fp32 biases are rounded to the case's dtype in prepare().
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <climits>
 
