@@ -8,6 +8,7 @@
 
 #include "opmeter/registry.hpp"
 #include "opmeter/runner.hpp"
+#include "ops/transformer/head_layout_index.hpp"
 #include "tests/cli_helpers.hpp"
 #include "tests/gpu_op_sweep.hpp"
 #include "tests/quick_options.hpp"
@@ -49,6 +50,31 @@ TEST(TransformerBlockCuda, HeadDimsOutsideTheFlashKernelSayWhy) {
   auto r = run_case(parse_case(block_case("bf16", 1, 8, 96, 1, 0)), quick_options());
   EXPECT_EQ(r.status, Status::skipped);
   EXPECT_FALSE(r.reason.empty());
+}
+
+// The mapping the head split and merge kernels use, against the plain loops over (batch, head,
+// position, 8-element piece): q's part of a QKV row (stride 3 * hidden) and a plain row.
+TEST(TransformerBlockCuda, HeadLayoutMovesMapRowsToHeads) {
+  const int batch = 3, seq = 5, heads = 4, head_dim = 24;
+  const std::int64_t hidden = heads * head_dim;
+  for (std::int64_t stride : {hidden, 3 * hidden}) {
+    std::int64_t i = 0;
+    for (std::int64_t b = 0; b < batch; ++b)
+      for (std::int64_t h = 0; h < heads; ++h)
+        for (std::int64_t t = 0; t < seq; ++t)
+          for (std::int64_t e = 0; e < head_dim; e += transformer::kHeadMoveElems, ++i) {
+            auto m = transformer::move_offsets(i, seq, heads, head_dim, stride);
+            ASSERT_EQ(m.row_elem, (b * seq + t) * stride + h * head_dim + e) << i;
+            ASSERT_EQ(m.head_elem, ((b * heads + h) * seq + t) * head_dim + e) << i;
+            ASSERT_EQ(m.row_elem % transformer::kHeadMoveElems, 0) << i;  // 16-byte moves stay aligned
+          }
+    EXPECT_EQ(i, batch * heads * seq * head_dim / transformer::kHeadMoveElems);
+  }
+  // Offsets past 2^31 stay exact (int64 throughout).
+  const std::int64_t big_batch = 1 << 16;
+  auto last = transformer::move_offsets(big_batch * 16 * 2048 * 16 - 1, 2048, 16, 128, 3 * 2048);
+  EXPECT_EQ(last.head_elem, big_batch * 16 * 2048 * 128 - 8);
+  EXPECT_EQ(last.row_elem, (big_batch * 2048 - 1) * 3 * 2048 + 15 * 128 + 120);
 }
 
 TEST(TransformerBlockCuda, CasesAreSkippedWithAReasonWithoutAGpu) {

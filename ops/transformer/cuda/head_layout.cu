@@ -1,6 +1,7 @@
 // The split of the QKV projection into heads and the merge of the heads back into rows
 // (head_layout.hpp): 16-byte moves, one per 8 elements of a head's row, grid-stride.
 #include "ops/transformer/cuda/head_layout.hpp"
+#include "ops/transformer/head_layout_index.hpp"
 
 #include <algorithm>
 #include <initializer_list>
@@ -10,37 +11,15 @@
 namespace opmeter::transformer {
 namespace {
 
-constexpr int kVec = 8;  // 2-byte elements per 16-byte move
+constexpr int kVec = kHeadMoveElems;
 constexpr int kThreads = 256;
-
-// One index space for both directions: (batch, head, t, chunk) with chunk the 16-byte piece of
-// a head's row; `heads_part` picks which third of a QKV row (0 for a plain rows x hidden row).
-struct Index {
-  std::int64_t row_elem;   // element offset in the row layout (row stride given)
-  std::int64_t head_elem;  // element offset in the head layout
-};
-
-__device__ Index index_of(std::int64_t i, int seq, int heads, int head_dim, std::int64_t row_stride) {
-  const int chunks = head_dim / kVec;
-  const int c = static_cast<int>(i % chunks);
-  std::int64_t rest = i / chunks;
-  const int t = static_cast<int>(rest % seq);
-  rest /= seq;
-  const int h = static_cast<int>(rest % heads);
-  const std::int64_t b = rest / heads;
-  const std::int64_t row = b * seq + t;
-  Index out;
-  out.row_elem = row * row_stride + std::int64_t(h) * head_dim + std::int64_t(c) * kVec;
-  out.head_elem = ((b * heads + h) * seq + t) * std::int64_t(head_dim) + std::int64_t(c) * kVec;
-  return out;
-}
 
 __global__ void split_qkv(const uint4* __restrict__ qkv, uint4* __restrict__ q, uint4* __restrict__ k,
                           uint4* __restrict__ v, std::int64_t n, int seq, int heads, int head_dim) {
   const std::int64_t hidden = std::int64_t(heads) * head_dim;
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
        i += std::int64_t(gridDim.x) * blockDim.x) {
-    const Index x = index_of(i, seq, heads, head_dim, 3 * hidden);
+    const MoveOffsets x = move_offsets(i, seq, heads, head_dim, 3 * hidden);
     const std::int64_t dst = x.head_elem / kVec;
     q[dst] = qkv[x.row_elem / kVec];
     k[dst] = qkv[(x.row_elem + hidden) / kVec];
@@ -53,7 +32,7 @@ __global__ void merge_heads(const uint4* __restrict__ o, uint4* __restrict__ row
   const std::int64_t hidden = std::int64_t(heads) * head_dim;
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
        i += std::int64_t(gridDim.x) * blockDim.x) {
-    const Index x = index_of(i, seq, heads, head_dim, hidden);
+    const MoveOffsets x = move_offsets(i, seq, heads, head_dim, hidden);
     rows[x.row_elem / kVec] = o[x.head_elem / kVec];
   }
 }
