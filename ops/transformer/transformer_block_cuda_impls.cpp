@@ -4,8 +4,8 @@
 // their reason on any machine.
 #include <fmt/format.h>
 
-#include "ops/transformer/transformer_block.hpp"
 #include "opmeter/registry.hpp"
+#include "ops/transformer/transformer_block.hpp"
 
 namespace opmeter::transformer {
 namespace {
@@ -13,7 +13,8 @@ namespace {
 Support flash_head_dims(const Case& c) {
   const auto d = shape_of(c).head_dim();
   if (d != 64 && d != 128)
-    return Support::no(fmt::format("the flash-attention kernel is built for head_dim (hidden / heads) 64 and 128, not {}", d));
+    return Support::no(
+        fmt::format("the flash-attention kernel is built for head_dim (hidden / heads) 64 and 128, not {}", d));
   return Support::yes();
 }
 

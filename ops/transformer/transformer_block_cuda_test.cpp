@@ -18,10 +18,11 @@ using opmeter::testing::quick_options;
 
 namespace {
 
-std::string block_case(const char* dtype, int batch, int seq, int hidden, int heads, int causal, const char* act = "gelu",
-                       int mlp = 0) {
-  return fmt::format("transformer_block/cuda/{}/batch={},seq={},hidden={},heads={},mlp={},act={},causal={}/device=cuda:0",
-                     dtype, batch, seq, hidden, heads, mlp, act, causal);
+std::string block_case(const char* dtype, int batch, int seq, int hidden, int heads, int causal,
+                       const char* act = "gelu", int mlp = 0) {
+  return fmt::format(
+      "transformer_block/cuda/{}/batch={},seq={},hidden={},heads={},mlp={},act={},causal={}/device=cuda:0", dtype,
+      batch, seq, hidden, heads, mlp, act, causal);
 }
 
 }  // namespace
@@ -41,8 +42,8 @@ TEST(TransformerBlockCuda, ImplIsListedForCudaInFp16AndBf16) {
 TEST(TransformerBlockCuda, HeadDimsOutsideTheFlashKernelSayWhy) {
   const ImplDef* impl = Registry::global().impl("transformer_block", "cuda");
   ASSERT_NE(impl, nullptr);
-  EXPECT_TRUE(impl->supports(parse_case(block_case("bf16", 1, 8, 256, 4, 0))).ok);   // head_dim 64
-  EXPECT_TRUE(impl->supports(parse_case(block_case("fp16", 1, 8, 768, 6, 1))).ok);   // 128
+  EXPECT_TRUE(impl->supports(parse_case(block_case("bf16", 1, 8, 256, 4, 0))).ok);  // head_dim 64
+  EXPECT_TRUE(impl->supports(parse_case(block_case("fp16", 1, 8, 768, 6, 1))).ok);  // 128
   auto d48 = impl->supports(parse_case(block_case("bf16", 1, 8, 48, 1, 0)));
   EXPECT_FALSE(d48.ok);
   EXPECT_EQ(d48.reason, "the flash-attention kernel is built for head_dim (hidden / heads) 64 and 128, not 48");

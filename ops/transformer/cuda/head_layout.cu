@@ -42,12 +42,15 @@ void check_args(const HeadLayout& l, std::initializer_list<const void*> pointers
     throw std::invalid_argument("head layout: head_dim " + std::to_string(l.head_dim) + " is not a multiple of 8");
   if (l.batch <= 0 || l.seq <= 0 || l.heads <= 0) throw std::invalid_argument("head layout: empty shape");
   for (const void* p : pointers)
-    if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) throw std::invalid_argument("head layout: a tensor is not 16-byte aligned");
+    if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0)
+      throw std::invalid_argument("head layout: a tensor is not 16-byte aligned");
 }
 
 // Moves of one tensor; the grid covers them (capped, the loop takes the rest).
 std::int64_t moves(const HeadLayout& l) { return l.batch * l.seq * l.heads * (l.head_dim / kVec); }
-unsigned blocks_for(std::int64_t n) { return static_cast<unsigned>(std::clamp<std::int64_t>((n + kThreads - 1) / kThreads, 1, 1 << 16)); }
+unsigned blocks_for(std::int64_t n) {
+  return static_cast<unsigned>(std::clamp<std::int64_t>((n + kThreads - 1) / kThreads, 1, 1 << 16));
+}
 
 }  // namespace
 

@@ -44,7 +44,9 @@ class CudaTransformerBlock : public cuda::DeviceImpl<TransformerBlockOp> {
     std::map<std::string, std::string> d{
         {"passes", fmt::format("layernorm, QKV GEMM+bias, head split, flash attention, head merge, Wo GEMM+bias, add, "
                                "layernorm, W1 GEMM+bias{}, W2 GEMM+bias, add",
-                               s.act == Act::none ? "" : act_in_epilogue(s.act) ? "+" + act + " (epilogue)" : ", " + act + " kernel")},
+                               s.act == Act::none       ? ""
+                               : act_in_epilogue(s.act) ? "+" + act + " (epilogue)"
+                                                        : ", " + act + " kernel")},
         {"layernorm", ln_plan_.shape},
         {"biases", fmt::format("rounded to {} once (cuBLASLt's bias has D's type)", to_string(case_.dtype))}};
     for (std::size_t i = 0; i < gemms_.size(); ++i)
@@ -82,8 +84,8 @@ class CudaTransformerBlock : public cuda::DeviceImpl<TransformerBlockOp> {
   }
 
   void convert_bias(std::size_t input, const cuda::DeviceBuffer& dst, std::size_t n) {
-    linear::launch_bias_convert(case_.dtype, static_cast<const float*>(in(input)), dst.data(), static_cast<std::int64_t>(n),
-                                stream());
+    linear::launch_bias_convert(case_.dtype, static_cast<const float*>(in(input)), dst.data(),
+                                static_cast<std::int64_t>(n), stream());
     cuda::check(cudaGetLastError(), "bias conversion kernel");
   }
 
@@ -107,7 +109,8 @@ class CudaTransformerBlock : public cuda::DeviceImpl<TransformerBlockOp> {
     for (auto* b : {&narrow_, &wide_, &heads_, &attn_, &h_}) cuda::fill(b->data(), 0, b->bytes(), stream());
     auto plan = [&](int i, std::uint64_t n, std::uint64_t k, cublasLtEpilogue_t epi, const void* bias, const void* a,
                     const void* w, void* d) {
-      gemms_[i].plan({.dtype = case_.dtype, .M = s.rows(), .N = n, .K = k, .epilogue = epi, .bias = bias}, a, w, d, stream());
+      gemms_[i].plan({.dtype = case_.dtype, .M = s.rows(), .N = n, .K = k, .epilogue = epi, .bias = bias}, a, w, d,
+                     stream());
     };
     plan(kQkv, 3 * s.hidden, s.hidden, CUBLASLT_EPILOGUE_BIAS, bqkv_.data(), narrow_.data(), in(kWqkv), wide_.data());
     plan(kO, s.hidden, s.hidden, CUBLASLT_EPILOGUE_BIAS, bo_.data(), narrow_.data(), in(kWo), attn_.data());
@@ -118,24 +121,36 @@ class CudaTransformerBlock : public cuda::DeviceImpl<TransformerBlockOp> {
   void layernorm(const void* x, std::size_t gamma, std::size_t beta, void* y) {
     const auto s = shape_of(case_);
     norm::launch_rows(ln_plan_,
-                      {.x = x, .y = y, .gamma = static_cast<const float*>(in(gamma)), .beta = static_cast<const float*>(in(beta)),
-                       .rows = static_cast<std::int64_t>(s.rows()), .hidden = static_cast<int>(s.hidden)},
+                      {.x = x,
+                       .y = y,
+                       .gamma = static_cast<const float*>(in(gamma)),
+                       .beta = static_cast<const float*>(in(beta)),
+                       .rows = static_cast<std::int64_t>(s.rows()),
+                       .hidden = static_cast<int>(s.hidden)},
                       stream());
   }
 
   void launch() override {
     const auto s = shape_of(case_);
     const auto rh = static_cast<std::int64_t>(s.rows() * s.hidden);
-    const HeadLayout layout{.batch = static_cast<std::int64_t>(s.batch), .seq = static_cast<int>(s.seq),
-                            .heads = static_cast<int>(s.heads), .head_dim = static_cast<int>(s.head_dim())};
+    const HeadLayout layout{.batch = static_cast<std::int64_t>(s.batch),
+                            .seq = static_cast<int>(s.seq),
+                            .heads = static_cast<int>(s.heads),
+                            .head_dim = static_cast<int>(s.head_dim())};
     // Attention half: h = x + Attn(LN1(x)).
     layernorm(in(kX), kLn1Gamma, kLn1Beta, narrow_.data());
     gemms_[kQkv].run(narrow_.data(), in(kWqkv), wide_.data(), stream());
     launch_split_qkv(layout, wide_.data(), heads(0), heads(1), heads(2), stream());
     attention::launch_flash_attention(case_.dtype,
-                                      {.q = heads(0), .k = heads(1), .v = heads(2), .o = attn_.data(),
-                                       .heads_total = layout.batch * layout.heads, .seq = layout.seq,
-                                       .head_dim = layout.head_dim, .causal = s.causal, .scale = s.scale()},
+                                      {.q = heads(0),
+                                       .k = heads(1),
+                                       .v = heads(2),
+                                       .o = attn_.data(),
+                                       .heads_total = layout.batch * layout.heads,
+                                       .seq = layout.seq,
+                                       .head_dim = layout.head_dim,
+                                       .causal = s.causal,
+                                       .scale = s.scale()},
                                       stream());
     launch_merge_heads(layout, attn_.data(), narrow_.data(), stream());
     gemms_[kO].run(narrow_.data(), in(kWo), attn_.data(), stream());
@@ -144,7 +159,8 @@ class CudaTransformerBlock : public cuda::DeviceImpl<TransformerBlockOp> {
     layernorm(h_.data(), kLn2Gamma, kLn2Beta, narrow_.data());
     gemms_[kW1g].run(narrow_.data(), in(kW1), wide_.data(), stream());
     if (!act_in_epilogue(s.act))
-      linear::launch_activation(case_.dtype, s.act, wide_.data(), static_cast<std::int64_t>(s.rows() * s.mlp), stream());
+      linear::launch_activation(case_.dtype, s.act, wide_.data(), static_cast<std::int64_t>(s.rows() * s.mlp),
+                                stream());
     gemms_[kW2g].run(wide_.data(), in(kW2), attn_.data(), stream());
     add::launch_add(case_.dtype, h_.data(), attn_.data(), out(), rh, stream());
   }
