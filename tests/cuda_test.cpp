@@ -134,7 +134,7 @@ TEST(CudaTiming, GraphSamplesArePerLaunch) {
 }
 
 TEST(CudaPlan, DeviceKeyPicksCudaImplsAndNotesTheRest) {
-  auto plan = load_config_text(R"(ops: [gemm, bandwidth, transformer_block]
+  auto plan = load_config_text(R"(ops: [gemm, bandwidth, test_cpu_only]
 device: cuda:0
 graph: 100
 dtypes: [bf16, fp8]
@@ -149,7 +149,7 @@ shapes: [{name: custom, shapes: [[64, 64, 64]]}]
     EXPECT_TRUE(Registry::global().impl(c.op, c.impl)->runs_on("cuda")) << c.to_string();
   }
   ASSERT_EQ(plan.notes.size(), 1u);
-  EXPECT_NE(plan.notes[0].find("transformer_block has no cuda impl yet"), std::string::npos) << plan.notes[0];
+  EXPECT_NE(plan.notes[0].find("test_cpu_only has no cuda impl yet"), std::string::npos) << plan.notes[0];
   // fp8 is planned for every GEMM impl (the ones without it are skipped with that reason).
   bool lt_fp8 = false;
   for (auto& c : plan.cases) lt_fp8 |= c.to_string() == "gemm/cublaslt/fp8/M=64,N=64,K=64/device=cuda:0,graph=100";

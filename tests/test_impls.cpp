@@ -61,5 +61,19 @@ ImplRegistrar reg_lazy(test_impl<LazyGemm>("test_lazy"));
 ImplRegistrar reg_crash(test_impl<CrashingGemm>("test_crash"));
 ImplRegistrar reg_hang(test_impl<HangingGemm>("test_hang"));
 
+// An op with a CPU impl only, for the tests of what a CUDA run says about ops it cannot run
+// (every real op may get a CUDA impl some day). No defaults: sweeping tests leave it out.
+const bool cpu_only_op = [] {
+  Registry::global().add(OpDef{.name = "test_cpu_only",
+                               .summary = "test only: an op without a CUDA impl",
+                               .params = {"n"},
+                               .example = {{"n", "8"}},
+                               .work = [](const Case&) { return Work{}; },
+                               .footprint = [](const Case&) { return 0.0; }});
+  Registry::global().add(ImplDef{.op = "test_cpu_only", .impl = "test_cpu", .summary = "test only", .dtypes = {DType::fp32},
+                                 .make = [] { return std::make_unique<WrongGemm>(); }});
+  return true;
+}();
+
 }  // namespace
 }  // namespace opmeter::testing
