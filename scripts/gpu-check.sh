@@ -137,7 +137,9 @@ for s in "${steps[@]}"; do
     linear)
       step linear "$out/linear.md" "$opm" run bench/gpu-linear.yaml --out "$out/linear"
       step ln-linear "$out/ln-linear.md" "$opm" run bench/gpu-ln-linear.yaml --out "$out/ln-linear" ;;
-    attention) step attention "$out/attention.md" "$opm" run bench/gpu-attention.yaml --out "$out/attention" ;;
+    attention)
+      step attention "$out/attention.md" "$opm" run bench/gpu-attention.yaml --out "$out/attention"
+      step transformer-block "$out/transformer-block.md" "$opm" run bench/gpu-transformer-block.yaml --out "$out/transformer-block" ;;
     cudnn)
       for f in bench/gpu-cudnn.yaml bench/gpu-cudnn-conv.yaml bench/gpu-cudnn-batchnorm.yaml bench/gpu-conv-fusion.yaml; do
         n=$(basename "$f" .yaml)
