@@ -3,9 +3,12 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
+
+#include <immintrin.h>
 
 #include "ops/tensor/kernels.hpp"
 
