@@ -41,13 +41,6 @@ struct Kernels {
   // y (fp32 or bf16, row stride ldy) so a tile is finished while it is still in cache.
   void (*epilogue)(Act a, const float* c, std::size_t ldc, const float* bias, bool bf16_out, void* y,
                    std::size_t ldy, std::size_t rows, std::size_t cols);
-  // Fused attention for one (batch, head): o = softmax(scale * q k^T [+ causal mask]) v in one pass
-  // over k and v with an online softmax; q, k, v, o are seq x d, rows [q_begin, q_end) of o.
-  void (*attention)(bool bf16, const void* q, const void* k, const void* v, void* o, std::size_t seq,
-                    std::size_t d, float scale, bool causal, std::size_t q_begin, std::size_t q_end);
-  // p = softmax(scale * q k^T [+ mask]) for query rows [q_begin, q_end): scores stay in cache.
-  void (*attention_probs)(bool bf16, const void* q, const void* k, void* p, std::size_t seq, std::size_t d,
-                          float scale, bool causal, std::size_t q_begin, std::size_t q_end);
 };
 
 Kernels avx512_kernels();
