@@ -232,7 +232,7 @@ TEST(TensorKernels, RowOpsMatchFp64AtOddRowLengths) {
 // Outputs of 32 MiB and more take the streaming stores (kStreamMinBytes): rows that start on a
 // vector boundary do, odd rows do not. Both must be right, and every element written.
 TEST(TensorKernels, LargeOutputsAreRightWithStreamingStores) {
-  const auto& k = variants().back();
+  const tensor::Kernels k = variants().back();  // a copy: variants() returns a temporary
   for (bool bf16 : {false, true}) {
     std::size_t cols = 4096, rows = ((bf16 ? 18u : 9u) << 20) / cols;  // 36 MiB out
     for (RowOp op : {RowOp::softmax, RowOp::layernorm, RowOp::rmsnorm})
