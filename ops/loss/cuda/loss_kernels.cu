@@ -116,15 +116,7 @@ __global__ void __launch_bounds__(1024) cross_entropy_partials(LossArgs a) {
         if (i >= end) continue;
         float f[W];
         cuda::raw_to_floats<T, W>(r[u], f);
-        float cm = f[0];
-#pragma unroll
-        for (int k = 1; k < W; ++k) cm = fmaxf(cm, f[k]);
-        if (cm > m) {
-          s *= __expf(m - cm);  // m = -inf at first: exp gives 0, and s is 0 anyway
-          m = cm;
-        }
-#pragma unroll
-        for (int k = 0; k < W; ++k) s += __expf(f[k] - m);
+        cuda::online_max_sum<W>(f, m, s);
       }
     }
     const float mx = row_reduce<G>(m, scratch, cuda::MaxOp{}, -INFINITY);

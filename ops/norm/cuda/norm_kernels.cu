@@ -174,15 +174,7 @@ __global__ void __launch_bounds__(kWideThreads) rows_wide(RowArgs a) {
 #pragma unroll
           for (int k = 0; k < W; ++k) s0 = fmaf(f[k], f[k], s0);
         } else {
-          float cm = f[0];
-#pragma unroll
-          for (int k = 1; k < W; ++k) cm = fmaxf(cm, f[k]);
-          if (cm > s0) {
-            s1 *= __expf(s0 - cm);  // s0 = -inf at first: exp gives 0, and s1 is 0 anyway
-            s0 = cm;
-          }
-#pragma unroll
-          for (int k = 0; k < W; ++k) s1 += __expf(f[k] - s0);
+          cuda::online_max_sum<W>(f, s0, s1);  // softmax: s0 the running max, s1 the sum
         }
       }
     }

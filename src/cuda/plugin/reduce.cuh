@@ -39,4 +39,19 @@ __device__ __forceinline__ V block_reduce(V v, V* scratch, Op op, V identity) {
   return group_reduce<32>(v, op);
 }
 
+// One step of an online softmax over W values f: the running maximum m and the running sum s of
+// exp(x - m) take them in (log-sum-exp, softmax's denominator). Start from m = -inf, s = 0.
+template <int W>
+__device__ __forceinline__ void online_max_sum(const float (&f)[W], float& m, float& s) {
+  float cm = f[0];
+#pragma unroll
+  for (int k = 1; k < W; ++k) cm = fmaxf(cm, f[k]);
+  if (cm > m) {
+    s *= __expf(m - cm);  // m = -inf at first: exp gives 0, and s is 0 anyway
+    m = cm;
+  }
+#pragma unroll
+  for (int k = 0; k < W; ++k) s += __expf(f[k] - m);
+}
+
 }  // namespace opmeter::cuda
