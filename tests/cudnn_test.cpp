@@ -15,6 +15,7 @@
 #include "cuda/cuda_plugin.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/runner.hpp"
+#include "tests/result_fixtures.hpp"
 #include "ops/tensor/kernels.hpp"
 #include "tests/cli_helpers.hpp"
 #include "tests/quick_options.hpp"
@@ -97,27 +98,18 @@ TEST(Cudnn, UnfusedConvTakesEveryActivationAndIsListed) {
             std::string::npos);
 }
 
-namespace {
-Result timed_conv(const std::string& case_string, double median_s) {
-  Result r;
-  r.kase = parse_case(case_string);
-  r.case_string = case_string;
-  r.summary.median = median_s;
-  r.work = Registry::global().op(r.kase.op)->work(r.kase);
-  return r;
-}
-}  // namespace
+using fixtures::timed;
 
 TEST(Cudnn, FusionTablePairsFoldedConvBnWithTheUnfusedSequenceOnTheGpu) {
   const std::string shape = "batch=32,channels=64,out_channels=64,image=56,kernel=3,stride=1,padding=1,groups=1";
   auto kase = [&](const char* impl, const char* rest) {
     return fmt::format("conv2d/{}/fp16/{},{}/device=cuda:0", impl, shape, rest);
   };
-  std::vector<Result> results = {timed_conv(kase("cudnn_unfused", "bn=1,act=relu"), 1.5e-3),
-                                 timed_conv(kase("cudnn", "bn=1,act=relu"), 1.0e-3),
-                                 timed_conv(kase("cudnn_nhwc", "bn=1,act=relu"), 0.8e-3),
-                                 timed_conv(kase("cudnn", "bn=1,act=silu"), 1.0e-3),           // no silu baseline
-                                 timed_conv(kase("cudnn_unfused", "bn=0,act=relu"), 1.2e-3)};  // no fused beside it
+  std::vector<Result> results = {timed(kase("cudnn_unfused", "bn=1,act=relu"), 1.5e-3),
+                                 timed(kase("cudnn", "bn=1,act=relu"), 1.0e-3),
+                                 timed(kase("cudnn_nhwc", "bn=1,act=relu"), 0.8e-3),
+                                 timed(kase("cudnn", "bn=1,act=silu"), 1.0e-3),           // no silu baseline
+                                 timed(kase("cudnn_unfused", "bn=0,act=relu"), 1.2e-3)};  // no fused beside it
   auto rows = fusion_rows(results);
   ASSERT_EQ(rows.size(), 2u);
   for (auto& row : rows) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "opmeter/registry.hpp"
 #include "opmeter/result.hpp"
 #include "opmeter/stats.hpp"
 
@@ -44,6 +45,16 @@ inline Result with_status(const std::string& case_string, Status status, const s
   r.case_string = r.kase.to_string();
   r.status = status;
   r.reason = reason;
+  return r;
+}
+
+// An ok result with a median and its op's own work model (fusion-table tests).
+inline Result timed(const std::string& case_string, double median_s) {
+  Result r;
+  r.kase = parse_case(case_string);
+  r.case_string = case_string;
+  r.summary.median = median_s;
+  r.work = Registry::global().op(r.kase.op)->work(r.kase);
   return r;
 }
 

@@ -8,6 +8,7 @@
 #include "analysis/fusion.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/runner.hpp"
+#include "tests/result_fixtures.hpp"
 #include "ops/conv/conv.hpp"
 #include "ops/tensor/kernels.hpp"
 #include "tests/quick_options.hpp"
@@ -135,12 +136,8 @@ TEST(TensorOps, ActivationNamesRoundTrip) {
 
 namespace {
 Result timed(const std::string& case_string, double median_s, double gflops) {
-  Result r;
-  r.kase = parse_case(case_string);
-  r.case_string = case_string;
-  r.summary.median = median_s;
+  Result r = fixtures::timed(case_string, median_s);
   r.gflops = gflops;
-  r.work = Registry::global().op(r.kase.op)->work(r.kase);
   return r;
 }
 }  // namespace

@@ -10,6 +10,7 @@
 #include "cuda/cuda_plugin.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/runner.hpp"
+#include "tests/result_fixtures.hpp"
 #include "ops/linear/linear_cuda.hpp"
 #include "tests/cli_helpers.hpp"
 #include "tests/quick_options.hpp"
@@ -38,14 +39,7 @@ std::string ln_linear_case(const std::string& impl, const std::string& dtype, co
   return fmt::format("ln_linear_{}/{}/{}/{}/device=cuda:0", tensor::to_string(a), impl, dtype, shape);
 }
 
-Result timed(const std::string& case_string, double median_s) {
-  Result r;
-  r.kase = parse_case(case_string);
-  r.case_string = case_string;
-  r.summary.median = median_s;
-  r.work = Registry::global().op(r.kase.op)->work(r.kase);
-  return r;
-}
+using fixtures::timed;
 
 }  // namespace
 
