@@ -17,6 +17,12 @@ namespace opmeter {
 // Ceiling results run first, and every later result is shown as a share of them.
 enum class CeilingKind { none, compute, memory };
 
+// Parameters and multiply-adds of one call of a case (see OpDef::model_cost).
+struct ModelCost {
+  double params = 0;
+  double macs = 0;
+};
+
 // An op: what every impl of it shares (parameters, work model, memory footprint).
 struct OpDef {
   std::string name;
@@ -57,6 +63,11 @@ struct OpDef {
   // The op's spec (inputs, output, check): impls outside this binary (a worker process, a C
   // plugin) get their inputs from it and have their output checked by it. Empty: none of those.
   std::function<std::unique_ptr<OpSpec>()> spec;
+  // What a case is worth as a layer of a model: the parameters it holds and the multiply-adds it
+  // does, counted the way published model figures count them (weights, biases, norm scales and
+  // shifts; MACs of convolutions, matmuls and attention's two products). Empty: neither (an
+  // elementwise op, a pooling).
+  std::function<ModelCost(const Case&)> model_cost;
 };
 
 // One impl of an op on a backend.

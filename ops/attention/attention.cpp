@@ -219,6 +219,12 @@ const bool registered = [] {
         std::string p = s.stage == Stage::scores ? "qk" : s.stage == Stage::probs ? "qk+softmax" : "qk+softmax+pv";
         return s.causal ? p + " (causal)" : p;
       });
+  // QK^T and PV, counted whole even under a causal mask (as published figures count them).
+  op.model_cost = [](const Case& c) {
+    auto s = shape_of(c);
+    double products = s.stage == Stage::full ? 2 : 1;
+    return ModelCost{0, products * double(s.heads_total()) * double(s.seq) * double(s.seq) * double(s.d)};
+  };
   Registry::global().add(op);
   tensor::register_reference<AttentionOp>("attention", {DType::fp32, DType::bf16}, [](const Case& c) { return fused_work(c).flops; });
   Registry::global().add(ImplDef{

@@ -82,6 +82,12 @@ const bool registered = [] {
         if (s.act != Act::none) p.append("+").append(tensor::to_string(s.act));
         return p;
       });
+  // Weights, then BatchNorm's scale and shift (as the unfolded model holds them) or the bias.
+  op.model_cost = [](const Case& c) {
+    auto s = shape_of(c);
+    double weights = double(s.oc) * double(s.cg()) * double(s.r * s.r);
+    return ModelCost{weights + double(s.oc) * (s.bn ? 2 : 1), weights * double(s.n) * double(s.oh * s.oh)};
+  };
   Registry::global().add(op);
   tensor::register_reference<ConvOp>("conv2d", {DType::fp32, DType::bf16}, [](const Case& c) { return fused_work(c).flops; });
   return true;

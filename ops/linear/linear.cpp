@@ -121,6 +121,11 @@ OpDef linear_def(const std::string& name, const std::string& summary, bool with_
     return p;
   };
   op.unfused_work = unfused_work;
+  op.model_cost = [](const Case& c) {
+    auto s = shape_of(c);
+    double weights = double(s.hidden) * double(s.out);
+    return ModelCost{weights + double(s.out) + (s.layernorm ? 2.0 * double(s.hidden) : 0.0), weights * double(s.rows)};
+  };
   op.peak_dtype = [](const Case& c) -> std::optional<DType> { return c.dtype; };
   return op;
 }

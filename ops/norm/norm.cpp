@@ -114,11 +114,15 @@ constexpr NormInfo kNorms[] = {
 
 const bool registered = [] {
   for (const auto& info : kNorms) {
-    Registry::global().add(tensor::rows_op(info.name, info.summary, [info](const Case& c) {
+    OpDef op = tensor::rows_op(info.name, info.summary, [info](const Case& c) {
       double n = double(tensor::rows_of(c)) * double(tensor::hidden_of(c));
       double act = n * double(size_of(c.dtype));
       return Work{n * info.flops, act + info.param_vectors * 4 * double(tensor::hidden_of(c)), act};
-    }));
+    });
+    // Learned vectors: gamma and beta (BatchNorm's running statistics are buffers, not parameters).
+    const double learned = info.kind == Kind::softmax ? 0 : info.kind == Kind::rmsnorm ? 1 : 2;
+    op.model_cost = [learned](const Case& c) { return ModelCost{learned * double(tensor::hidden_of(c)), 0}; };
+    Registry::global().add(std::move(op));
     Kind kind = info.kind;
     tensor::register_reference<NormOp>(info.name, {DType::fp32, DType::bf16},
                                [](const Case& c) { return 8.0 * double(tensor::rows_of(c) * tensor::hidden_of(c)); }, kind);

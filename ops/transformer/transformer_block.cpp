@@ -195,6 +195,15 @@ const bool registered = [] {
         p.append("+linear+add");
         return s.causal ? p + " (causal)" : p;
       });
+  // Two LayerNorms, Wqkv, Wo, W1, W2 with their biases; the four projections, the MLP and
+  // attention's two products.
+  op.model_cost = [](const Case& c) {
+    auto s = shape_of(c);
+    const double h = double(s.hidden), m = double(s.mlp), rows = double(s.rows());
+    const double params = 4 * h + (3 * h * h + 3 * h) + (h * h + h) + (h * m + m) + (m * h + h);
+    const double attention = 2 * double(s.batch) * double(s.seq) * double(s.seq) * h;
+    return ModelCost{params, rows * (4 * h * h + 2 * h * m) + attention};
+  };
   Registry::global().add(op);
   tensor::register_reference<TransformerBlockOp>("transformer_block", {DType::fp32, DType::bf16}, reference_cost);
   return true;
