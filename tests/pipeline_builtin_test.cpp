@@ -167,8 +167,8 @@ TEST(PipelineBuiltin, LayersHaveTheArchitecturesShapes) {
   EXPECT_EQ(find(r50, "layer2.0.conv1").get("stride"), "1");
   EXPECT_EQ(find(r50, "layer4.2.add").get("hidden"), "49");  // 7 x 7
   auto mb = built("mobilenet_v3_small");
-  EXPECT_EQ(find(mb, "features.4.block.2").get("reduced"), "64");  // make_divisible(240 / 4, 8)
-  EXPECT_EQ(find(mb, "features.4.block.2").get("gate"), "hardsigmoid");
+  EXPECT_EQ(find(mb, "features.5.block.2").get("reduced"), "64");  // make_divisible(240 / 4, 8)
+  EXPECT_EQ(find(mb, "features.5.block.2").get("gate"), "hardsigmoid");
   EXPECT_EQ(find(mb, "features.1.block.1").get("reduced"), "8");
   auto eff = built("efficientnet_b0");
   EXPECT_EQ(find(eff, "features.6.1.block.2").get("reduced"), "48");  // 192 / 4
