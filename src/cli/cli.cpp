@@ -22,7 +22,7 @@ int cli_main(int argc, char** argv) {
   add_report_command(app, report_args);
   CompareArgs compare_args;
   add_compare_command(app, compare_args);
-  auto* list = app.add_subcommand("list", "ops, impls, dtypes and suites, and which are available here");
+  auto* list = app.add_subcommand("list", "ops, impls, dtypes, suites and built-in pipelines, and which are available here");
   std::vector<std::string> list_plugins;
   list->add_option("--plugin", list_plugins, "also list the impls of this C plugin; repeatable")->allow_extra_args(false);
   auto* info = app.add_subcommand("info", "this machine: CPU, ISA, caches, memory, libraries, build");

@@ -5,10 +5,26 @@
 #include "cli/commands.hpp"
 #include "opmeter/backend.hpp"
 #include "opmeter/context.hpp"
+#include "opmeter/pipeline.hpp"
 #include "opmeter/registry.hpp"
 #include "config/suites.hpp"
 
 namespace opmeter {
+
+namespace {
+
+// Built-in pipelines, each with the parameters it is built from and their defaults.
+void list_pipelines() {
+  fmt::print("pipelines (built-in models, layer by layer):\n");
+  for (const auto* def : pipeline::Registry::global().all()) {
+    std::vector<std::string> params;
+    for (const auto& [key, value] : def->defaults) params.push_back(key + "=" + value);
+    fmt::print("  {:<18} {}\n", def->name, def->summary);
+    fmt::print("                     params: {}\n", fmt::join(params, ", "));
+  }
+}
+
+}  // namespace
 
 int list_command() {
   auto& reg = Registry::global();
@@ -56,6 +72,7 @@ int list_command() {
   std::vector<std::string> suites;
   for (auto& [name, text] : builtin_suites()) suites.push_back(name);
   fmt::print("suites: {}\n", fmt::join(suites, ", "));
+  list_pipelines();
   return 0;
 }
 
