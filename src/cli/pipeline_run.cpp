@@ -47,17 +47,6 @@ nlohmann::json read_context(const std::string& dir) {
   }
 }
 
-// report.html and report.md again, now that pipelines.json is beside the results.
-void rewrite_report(const std::string& dir) {
-  try {
-    std::vector<ResultSet> sets = {load_results(dir)};
-    write_atomically(dir + "/report.html", html_report(sets));
-    write_atomically(dir + "/report.md", markdown_report(sets));
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "opmeter: the report could not be rewritten with the pipelines: {}\n", e.what());
-  }
-}
-
 }  // namespace
 
 std::string pipeline_flags_config(const std::vector<std::string>& specs) {
@@ -124,7 +113,7 @@ int run_pipelines(std::vector<pipeline::PlannedPipeline> pipelines, std::vector<
   }
   pipeline::write_pipeline_outputs(out.dir, summaries);
   for (const auto& s : summaries) pipeline::print_pipeline_summary(std::cerr, s);
-  if (out.report) rewrite_report(out.dir);
+  if (out.report) rewrite_report_files(out.dir, summaries);
   return results_exit_code(results);
 }
 
