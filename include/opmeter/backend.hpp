@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "opmeter/case.hpp"
+#include "opmeter/energy_counter.hpp"
 #include "opmeter/engine.hpp"
 #include "opmeter/op.hpp"
 #include "opmeter/registry.hpp"
@@ -77,6 +78,10 @@ class Backend {
   virtual std::unique_ptr<Telemetry> telemetry(const Case& c, std::string& why);
   // Whether results get a sustained figure and energy per call (the burst/sustained protocol).
   virtual bool measures_sustained() const { return false; }
+  // Counters of the energy the device draws (the CPU's RAPL); null, with `why`, where it has none
+  // (`why` empty: the backend has no energy at all). Without the burst/sustained protocol, a
+  // case's energy per call is read from it over a window of back-to-back calls after timing.
+  virtual std::unique_ptr<EnergyCounter> energy_counter(const Case& c, std::string& why);
   // A profiler range around each case, and the capture range around the profiled sample.
   virtual void range_push(const std::string&) {}
   virtual void range_pop() {}

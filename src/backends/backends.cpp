@@ -54,5 +54,6 @@ std::optional<std::size_t> Backend::memory_peak(const Case&) { return Buffer::pe
 std::unique_ptr<SampleTimer> Backend::timer(Impl& impl, const Case&) { return std::make_unique<HostTimer>(impl); }
 
 std::unique_ptr<Telemetry> Backend::telemetry(const Case&, std::string&) { return nullptr; }
+std::unique_ptr<EnergyCounter> Backend::energy_counter(const Case&, std::string&) { return nullptr; }
 
 }  // namespace opmeter

@@ -266,9 +266,10 @@ std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOp
              previous.empty() ? "" : fmt::format(" ({} already done, {} to run)", cases.size() - todo, todo), dir);
 
   auto context = machine_context();
-  std::map<Backend*, std::set<std::string>> devices;  // the devices each backend runs cases on
-  for (auto& c : cases)
-    if (!c.on_host()) devices[&backend_of(c)].insert(c.device);
+  // The devices each backend runs cases on: each says what the context records of them (a GPU's
+  // clocks, the CPU's RAPL domains) and measures their idle power once.
+  std::map<Backend*, std::set<std::string>> devices;
+  for (auto& c : cases) devices[&backend_of(c)].insert(c.device);
   for (auto& [backend, names] : devices) context.update(backend->context({names.begin(), names.end()}));
   if (!out.settings.is_null()) context["run"] = out.settings;
   // Written first: what --resume DIR reuses, and a disk that is full now stops the run now.

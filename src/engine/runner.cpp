@@ -135,6 +135,40 @@ void measure_sustained(Result& r, Impl& impl, const Case& c, Backend& backend, T
   r.details["energy_window"] = fmt::format("{:.2f} s, {} calls", reading->seconds, calls);
 }
 
+// Energy per call where the backend has energy counters but no burst/sustained protocol (the
+// CPU's RAPL): hot samples of >= 10 ms each, back to back for energy_window_s, with the counters
+// read before and after. Without counters the result says why, and no time is spent.
+void measure_window_energy(Result& r, Impl& impl, const Case& c, Backend& backend, const RunOptions& options,
+                           const std::atomic<bool>* cancel) {
+  std::string why;
+  std::unique_ptr<EnergyCounter> counter = backend.energy_counter(c, why);
+  if (!counter) {
+    r.energy_reason = why;
+    return;
+  }
+  double per_call = r.summary.median > 0 ? r.summary.median : 0.01;
+  auto batch = static_cast<std::size_t>(std::max(static_cast<double>(r.batch), std::ceil(0.01 / per_call)));
+  Case hot = c;  // back to back, as the calls of a layer in a model run
+  hot.hot = true;
+  auto timer = timer_for(backend, impl, hot);
+  counter->start();
+  Measurement m = sample_for(impl, *timer, batch, options.energy_window_s, cancel);
+  auto energy = counter->stop(why);
+  std::size_t calls = m.calls + m.discarded * m.batch;
+  if (m.reason == StopReason::cancelled) why = "interrupted";
+  if (!energy || calls == 0 || m.reason == StopReason::cancelled) {
+    r.energy_reason = why;
+    return;
+  }
+  const double n = static_cast<double>(calls);
+  r.energy_j = energy->total_j() / n;
+  r.avg_power_w = energy->avg_watts();
+  for (auto& [domain, joules] : energy->joules)
+    r.set_metric("energy_" + domain + "_j", {.value = joules / n, .unit = "J", .better = Better::lower});
+  r.details["energy_method"] = energy->method;
+  r.details["energy_window"] = fmt::format("{:.2f} s, {} calls in samples of {}", energy->seconds, calls, m.batch);
+}
+
 // The readings taken in [from, to); when none was (a window shorter than the poll period), the
 // last one before `to`: the state in force then.
 std::vector<TelemetryPoint> between(const std::vector<TelemetryPoint>& points, double from, double to) {
@@ -270,8 +304,12 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     if (m.reason == StopReason::timeout) r.add_flag("unconverged");
     if (m.reason == StopReason::plateau) r.add_flag("plateau");  // stopped short of the target: say so
     const double burst_to = now_s();
-    if (burst && !options.profile && options.energy_window_s > 0)
-      measure_sustained(r, *impl, c, backend, telemetry.get(), options, cancel);
+    if (!options.profile && options.energy_window_s > 0) {
+      if (burst)
+        measure_sustained(r, *impl, c, backend, telemetry.get(), options, cancel);
+      else
+        measure_window_energy(r, *impl, c, backend, options, cancel);
+    }
     if (burst) busy_until()[c.device] = now_s();
     if (telemetry) record_telemetry(r, telemetry->stop(), t0, burst_from, burst_to, watched ? &*watched : nullptr);
     derive_rates(r);
