@@ -103,9 +103,13 @@ std::size_t hidden_of(const Case& c);
 // parameters (name, default) follow them.
 OpDef rows_op(std::string name, std::string summary, std::function<Work(const Case&)> work,
               std::vector<std::pair<std::string, std::string>> extra = {});
+// An OpDef whose every default is a sweep axis (pooling, squeeze-excite, decode attention): the
+// footprint is the work's bytes, % of peak is against fp32 for bf16 (its math runs in fp32).
+using Params = std::vector<std::pair<std::string, std::string>>;
+OpDef shaped_op(std::string name, std::string summary, Params defaults, Params example,
+                std::function<Work(const Case&)> work, std::function<void(const Case&)> validate);
 // An OpDef for a composite op measured fused and unfused (conv2d, attention): every default is a
 // sweep axis, the cold-cache footprint is the unfused traffic, % of peak is against its own dtype.
-using Params = std::vector<std::pair<std::string, std::string>>;
 OpDef fusable_op(std::string name, std::string summary, Params defaults, Params example,
                  std::function<Work(const Case&)> fused_work, std::function<Work(const Case&)> unfused_work,
                  std::function<void(const Case&)> validate, std::function<std::string(const Case&)> pattern);

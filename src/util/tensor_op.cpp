@@ -134,6 +134,21 @@ OpDef fusable_op(std::string name, std::string summary, Params defaults, Params 
   return op;
 }
 
+OpDef shaped_op(std::string name, std::string summary, Params defaults, Params example,
+                std::function<Work(const Case&)> work, std::function<void(const Case&)> validate) {
+  OpDef op;
+  op.name = std::move(name);
+  op.summary = std::move(summary);
+  op.defaults = std::move(defaults);
+  for (auto& [key, v] : op.defaults) op.params.push_back(key);
+  op.example = std::move(example);
+  op.work = work;
+  op.footprint = [work](const Case& c) { return work(c).bytes(); };
+  op.validate = std::move(validate);
+  op.peak_dtype = [](const Case& c) -> std::optional<DType> { return c.dtype == DType::bf16 ? DType::fp32 : c.dtype; };
+  return op;
+}
+
 OpDef rows_op(std::string name, std::string summary, std::function<Work(const Case&)> work,
               std::vector<std::pair<std::string, std::string>> extra) {
   OpDef op;

@@ -1,0 +1,40 @@
+// The embedding op: out[r, :] = table[id[r], :] for r < batch*seq (a token embedding lookup).
+// Parameters, validation and work model; the spec and impls are beside it.
+#include <fmt/format.h>
+
+#include "opmeter/errors.hpp"
+#include "opmeter/registry.hpp"
+#include "opmeter/tensor_op.hpp"
+
+namespace opmeter::embedding {
+namespace {
+
+using tensor::param;
+
+// Ids read (int32), the gathered rows read and written.
+Work work(const Case& c) {
+  const double rows = double(tensor::rows_of(c)), row_bytes = double(param(c, "hidden")) * double(size_of(c.dtype));
+  return {0, rows * 4 + rows * row_bytes, rows * row_bytes};
+}
+
+OpDef def() {
+  OpDef op = tensor::rows_op("embedding", "y = table[ids]: a lookup of batch*seq rows of a vocab x hidden table", work,
+                             {{"vocab", "50272"}});
+  op.defaults = {{"batch", "1"}, {"seq", "2048"}, {"hidden", "9216"}, {"vocab", "50272"}};
+  op.example = {{"batch", "2"}, {"seq", "3"}, {"hidden", "37"}, {"vocab", "11"}};
+  auto rows_validate = op.validate;
+  op.validate = [rows_validate](const Case& c) {
+    rows_validate(c);
+    tensor::check_range(c, "vocab", 1, std::int64_t{1} << 24);
+  };
+  // The whole table is memory the case holds, though a call reads only the rows it gathers.
+  op.footprint = [](const Case& c) {
+    return work(c).bytes() + double(param(c, "vocab")) * double(param(c, "hidden")) * double(size_of(c.dtype));
+  };
+  op.model_cost = [](const Case& c) { return ModelCost{double(param(c, "vocab")) * double(param(c, "hidden")), 0}; };
+  return op;
+}
+const OpRegistrar reg(def());
+
+}  // namespace
+}  // namespace opmeter::embedding
