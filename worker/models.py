@@ -343,7 +343,9 @@ class OPTDecoderLayer(nn.Module):
         self.v_proj, self.out_proj = nn.Linear(hidden, hidden, **f), nn.Linear(hidden, hidden, **f)
         self.final_layer_norm = nn.LayerNorm(hidden, **f)
         self.fc1, self.fc2 = nn.Linear(hidden, ffn, **f), nn.Linear(ffn, hidden, **f)
-        cache = (batch, heads, kv, hidden // heads)  # the KV cache: state, not parameters
+        # The KV cache, state rather than parameters, preallocated with a slot for the new token
+        # (a static cache: a decode step writes one slot instead of concatenating the cache).
+        cache = (batch, heads, kv + 1, hidden // heads)
         self.register_buffer("k_cache", torch.zeros(cache, **f) if kv else None)
         self.register_buffer("v_cache", torch.zeros(cache, **f) if kv else None)
 
@@ -353,9 +355,12 @@ class OPTDecoderLayer(nn.Module):
         y = self.self_attn_layer_norm(x)
         k, v = split_heads(self.k_proj(y), self.heads), split_heads(self.v_proj(y), self.heads)
         if self.kv:
-            if self.k_cache.shape[0] != x.shape[0]:
-                raise ValueError(f"the KV cache holds {self.k_cache.shape[0]} sequences, the input {x.shape[0]}")
-            k, v = torch.cat([self.k_cache, k], dim=2), torch.cat([self.v_cache, v], dim=2)
+            if self.k_cache.shape[0] != x.shape[0] or x.shape[1] != 1:
+                raise ValueError(f"decode takes one new token for each of the cache's {self.k_cache.shape[0]} sequences, "
+                                 f"not {x.shape[0]} x {x.shape[1]}")
+            self.k_cache[:, :, self.kv:].copy_(k)
+            self.v_cache[:, :, self.kv:].copy_(v)
+            k, v = self.k_cache, self.v_cache
         if rows is not None:
             x, y = x[:, rows], y[:, rows]
         o = merge_heads(attend(split_heads(self.q_proj(y), self.heads), k, v, causal_offset=self.kv)) \

@@ -106,8 +106,8 @@ def test_opt_rows_and_decode():
     decode = frozen(small_opt(kv=6, batch=2).eval())
     decode.load_state_dict({k: v for k, v in prefill.state_dict().items()}, strict=False)
     y = prefill.self_attn_layer_norm(x[:, :6])
-    decode.k_cache.copy_(models.split_heads(prefill.k_proj(y), 4))
-    decode.v_cache.copy_(models.split_heads(prefill.v_proj(y), 4))
+    decode.k_cache[:, :, :6].copy_(models.split_heads(prefill.k_proj(y), 4))
+    decode.v_cache[:, :, :6].copy_(models.split_heads(prefill.v_proj(y), 4))
     step = decode(x[:, 6:7])
     expect(float((step - full[:, 6:7]).abs().max()) < 1e-12, "opt decode over the KV cache differs from prefill")
 
