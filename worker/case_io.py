@@ -151,13 +151,15 @@ class Prepared:
     `prep(*inputs)` turns one set of input tensors into fn's arguments (views, weights in the
     model's dtype, labels as int64, a user kernel's state); it runs once per copy at setup and
     again for the fresh inputs a check brings. `fn` is shared by all copies, so torch.compile
-    wraps it once."""
+    wraps it once. `verify(inputs, out)`, for an op whose answer opmeter cannot compute (model),
+    returns the check's verdict: {"max_error", "tolerance", "detail"}."""
 
-    def __init__(self, fn, prep, input_sets, details=None):
+    def __init__(self, fn, prep, input_sets, details=None, verify=None):
         self.fn = fn
         self.prep = prep
         self.args = [tuple(prep(*ins)) for ins in input_sets]
         self.details = dict(details or {})
+        self.verify = verify
 
     def call(self, copy):
         return self.fn(*self.args[copy])

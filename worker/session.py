@@ -114,9 +114,12 @@ class Session:
         out = self.prepared.call(0)
         self._sync()
         write_tensor(torch, out, req["output"], case.output["elem"], int(case.output["count"]))
+        reply = {}
         if case.cuda:  # the case's allocation high-water mark so far (setup, timing, checks)
-            return {"peak_memory_bytes": max(0, torch.cuda.max_memory_allocated(case.device) - self.memory_base)}
-        return {}
+            reply["peak_memory_bytes"] = max(0, torch.cuda.max_memory_allocated(case.device) - self.memory_base)
+        if getattr(self.prepared, "verify", None) is not None:  # an op opmeter cannot check (model)
+            reply.update(self.prepared.verify(fresh, out))
+        return reply
 
     def release(self, req=None):
         had_cuda = self.case is not None and self.case.cuda

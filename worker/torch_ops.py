@@ -8,6 +8,7 @@ dtype (gamma, beta, bias, BatchNorm statistics) are converted to the activations
 once, as `model.to(torch.bfloat16)` does; opmeter's bf16/fp16 tolerance covers that rounding
 (half an ulp of a term already inside the error's scale).
 """
+import importlib
 import math
 
 import torch
@@ -362,7 +363,7 @@ COMPILE_MODES = {"torch": None, "torch_compile": "default", "torch_compile_max":
 
 def make(case, input_sets):
     """Prepared for impl torch / torch_compile / torch_compile_max."""
-    if case.op not in OPS:
+    if case.op not in OPS and case.op != "model":
         raise Unsupported(f"{case.impl} has no form of op '{case.op}'")
     dtypes = GEMM_DTYPES if case.op == "gemm" else TENSOR_DTYPES
     if case.dtype_name not in dtypes:
@@ -375,8 +376,13 @@ def make(case, input_sets):
         details["cuda"] = str(torch.version.cuda)
         details["gpu"] = torch.cuda.get_device_name(case.device)
     details.update(set_precision(case))
-    fn, prep = OPS[case.op](case)
+    verify = None
+    if case.op == "model":  # a whole model: the worker checks it (model_case.py)
+        fn, prep, verify, model_details = importlib.import_module("model_case").make(case)
+        details.update(model_details)
+    else:
+        fn, prep = OPS[case.op](case)
     if mode:
         fn = _compiled(fn, mode)
         details["compile_mode"] = mode
-    return Prepared(fn, prep, input_sets, details)
+    return Prepared(fn, prep, input_sets, details, verify)

@@ -9,6 +9,7 @@
 #include "opmeter/pipeline.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/tensor_op.hpp"
+#include "ops/model/model_spec.hpp"
 
 namespace opmeter::model {
 namespace {
@@ -53,6 +54,7 @@ OpDef def() {
     const double per_layer = p.name.starts_with("opt_66b") ? 1.0 / 64 : 1.0;
     return ModelCost{p.total_params() * per_layer, p.total_macs() * per_layer};
   };
+  op.spec = [] { return std::make_unique<ModelSpec>(); };  // the worker checks the values
   return op;
 }
 const OpRegistrar reg(def());

@@ -15,6 +15,7 @@
 
 #include "opmeter/engine.hpp"
 #include "opmeter/registry.hpp"
+#include "opmeter/worker_checked_spec.hpp"
 #include "worker/shared_worker.hpp"
 
 namespace opmeter::worker {
@@ -76,6 +77,24 @@ class WorkerTimer final : public SampleTimer {
   std::size_t graph_;
   bool device_;
 };
+
+// An op opmeter cannot check alone (WorkerCheckedSpec): the output was written and finite
+// (`check`); the values are judged by the worker's max_error against its tolerance.
+Check with_workers_verdict(Check check, const nlohmann::json& reply) {
+  if (!check.ok) return check;
+  auto number = [&](const char* key) { return reply.contains(key) && reply[key].is_number(); };
+  if (!number("max_error") || !number("tolerance")) {
+    check.ok = false;
+    check.detail = "the worker sent no verdict (max_error and tolerance) for an op only it can check";
+    return check;
+  }
+  check.max_error = reply["max_error"].get<double>();
+  check.tolerance = reply["tolerance"].get<double>();
+  check.detail = fmt::format("max error {:.3g} (tolerance {:.3g}), checked by the worker: {}", check.max_error,
+                             check.tolerance, reply.contains("detail") && reply["detail"].is_string() ? reply["detail"].get<std::string>() : "no detail");
+  check.ok = check.max_error <= check.tolerance;
+  return check;
+}
 
 }  // namespace
 
@@ -185,7 +204,9 @@ Check WorkerImpl::verify(std::uint64_t seed) {
   }
   f.seekg(0);
   f.read(static_cast<char*>(out.data()), static_cast<std::streamsize>(out.bytes()));
-  return spec_->check(inputs, out, seed);
+  Check check = spec_->check(inputs, out, seed);
+  if (dynamic_cast<const WorkerCheckedSpec*>(spec_.get())) return with_workers_verdict(std::move(check), reply);
+  return check;
 }
 
 std::unique_ptr<SampleTimer> WorkerImpl::own_timer(const Case& c) { return std::make_unique<WorkerTimer>(*this, c); }

@@ -2,7 +2,9 @@
 fp32 inputs correctly, or misbehaves as FAKE_WORKER_MODE says:
   ok, wrong (a wrong output), short (too few output bytes), crash_on_sample, hang_on_sample,
   unsupported, error (setup replies so), protocol_99 (another protocol version), not_a_worker,
-  memory (its check replies report a peak memory of 12345 bytes, as a CUDA worker's do)."""
+  memory (its check replies report a peak memory of 12345 bytes, as a CUDA worker's do),
+  model_ok / model_wrong / model_no_verdict / model_nan (for op `model`, which the worker checks:
+  an output of 0.5s with a passing verdict, a failing one, none, or a NaN in the output)."""
 import array
 import json
 import os
@@ -46,6 +48,7 @@ for line in sys.stdin:
             reply({"ok": False, "error": "fake: setup went wrong"})
             continue
         x = read_f32(req["inputs"][0]["path"])
+        out_count = req["output"]["count"] if req.get("output") else 0
         reply({"ok": True, "details": {"fake": "yes"}})
     elif cmd == "run":
         reply({"ok": True})
@@ -60,6 +63,15 @@ for line in sys.stdin:
         for _ in range(req["calls"]):
             y = [v if v > 0 else 0.0 for v in x]
         reply({"ok": True, "seconds": max(time.perf_counter() - t0, 1e-9)})
+    elif cmd == "check" and mode.startswith("model_"):
+        y = array.array("f", [0.5] * out_count)
+        if mode == "model_nan":
+            y[out_count - 1] = float("nan")
+        with open(req["output"], "wb") as f:
+            f.write(y.tobytes())
+        verdicts = {"model_ok": {"max_error": 0.002, "tolerance": 0.001 * 10, "detail": "fake: sample 0"},
+                    "model_wrong": {"max_error": 0.7, "tolerance": 0.001, "detail": "fake: sample 0"}}
+        reply({"ok": True, **verdicts.get(mode, {"max_error": 0.0, "tolerance": 1.0} if mode == "model_nan" else {})})
     elif cmd == "check":
         x = read_f32(req["inputs"][0])
         y = array.array("f", [7.0 if mode == "wrong" else (v if v > 0 else 0.0) for v in x])
