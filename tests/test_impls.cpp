@@ -3,7 +3,6 @@
 #include <csignal>
 #include <thread>
 
-#include "opmeter/pipeline.hpp"
 #include "opmeter/registry.hpp"
 #include "ops/gemm/gemm.hpp"
 
@@ -73,29 +72,6 @@ const bool cpu_only_op = [] {
                                .footprint = [](const Case&) { return 0.0; }});
   Registry::global().add(ImplDef{.op = "test_cpu_only", .impl = "test_cpu", .summary = "test only", .dtypes = {DType::fp32},
                                  .make = [] { return std::make_unique<WrongGemm>(); }});
-  return true;
-}();
-
-// Op `model` names a built-in pipeline. Until the real resnet18 pipeline is linked in, a stand-in
-// of it (its classifier head only) lets the model op's tests run; the real one replaces it
-// whichever registers first (Registry::add keeps the last, and the stand-in is only added when
-// there is none).
-const bool resnet18_stand_in = [] {
-  if (pipeline::Registry::global().find("resnet18")) return false;
-  pipeline::Registry::global().add(pipeline::PipelineDef{
-      .name = "resnet18",
-      .summary = "test only: a stand-in of ResNet-18 (its classifier head)",
-      .defaults = {{"batch", "1"}, {"image", "224"}},
-      .build = [](const pipeline::Args& args, DType dtype) {
-        pipeline::Pipeline p;
-        p.name = "resnet18";
-        p.params = args.values();
-        p.dtype = dtype;
-        p.layers.push_back(pipeline::make_layer(
-            "fc", "linear", {{"batch", std::to_string(args.integer("batch"))}, {"seq", "1"}, {"hidden", "512"}, {"out", "1000"}},
-            dtype));
-        return p;
-      }});
   return true;
 }();
 
