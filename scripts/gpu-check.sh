@@ -147,8 +147,8 @@ for s in "${steps[@]}"; do
       done ;;
     pipelines)  # every built-in pipeline layer by layer beside PyTorch end to end (the H100 targets)
       step pipelines-vision "$out/pipelines-vision.md" "$opm" run bench/gpu-pipelines.yaml --heat-max 1 --cooldown 0.2 --out "$out/pipelines-vision"
-      step pipelines-opt "$out/pipelines-opt.md" "$opm" run bench/gpu-pipelines-opt.yaml --out "$out/pipelines-opt"
-      step pipelines-small "$out/pipelines-small.md" "$opm" run bench/gpu-pipelines-small.yaml --out "$out/pipelines-small" ;;
+      step pipelines-opt "$out/pipelines-opt.md" "$opm" run bench/gpu-pipelines-opt.yaml --heat-max 1 --cooldown 0.2 --out "$out/pipelines-opt"
+      step pipelines-small "$out/pipelines-small.md" "$opm" run bench/gpu-pipelines-small.yaml --heat-max 1 --cooldown 0.2 --out "$out/pipelines-small" ;;
     calibrate) step calibrate "$out/calibrate.txt" "$opm" calibrate --device cuda:0 --out "$out/calibration-cuda0.json" \
                  --results "$out/calibrate" ;;
     *) echo "gpu-check: unknown step '$s' (tests mltests quick peaks sweep sweep30 torch worker copy graph ml-ops ml-sweep" \
