@@ -120,9 +120,9 @@ TEST(DecodeAttentionOp, CpuImplsMatchTheReferenceOnOddShapes) {
   struct Shape {
     int batch, heads, kv, head_dim;
   };
-  // kv 1 and 37 (blocks of 64 keys, a partial block), head_dim 16 and odd; 1 head x 1100 keys
-  // splits into chunks (one of them shorter), 5 heads x 700 keys too.
-  for (auto s : {Shape{2, 3, 37, 16}, Shape{1, 2, 1, 16}, Shape{1, 1, 1100, 24}, Shape{1, 5, 700, 13},
+  // kv 1 and 37 (blocks of 64 keys, a partial block), head_dim 16 and odd; 1 head x 1000 keys
+  // splits into 3 chunks (the last one shorter), 5 heads x 700 keys into 2 each.
+  for (auto s : {Shape{2, 3, 37, 16}, Shape{1, 2, 1, 16}, Shape{1, 1, 1000, 24}, Shape{1, 5, 700, 13},
                  Shape{2, 2, 130, 64}, Shape{1, 1, 67, 128}})
     for (const char* impl : {"reference", "opmeter"})
       for (const char* dtype : {"fp32", "bf16"})

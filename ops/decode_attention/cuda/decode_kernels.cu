@@ -65,7 +65,7 @@ __global__ void __launch_bounds__(kThreads) decode_split(DecodeArgs a) {
   }
   float m = -INFINITY, l = 0.0f;
   const std::int64_t begin = static_cast<std::int64_t>(split) * a.chunk;
-  const std::int64_t end = std::min<std::int64_t>(a.kv, begin + a.chunk);
+  const std::int64_t end = a.kv < begin + a.chunk ? a.kv : begin + a.chunk;
   // Block-uniform trip count: every lane takes part in the group's shuffles; keys past the end are masked.
   for (std::int64_t jb = begin; jb < end; jb += kGroups) {
     const std::int64_t j = jb + group;
