@@ -303,6 +303,39 @@ def _transformer_block(case):
     return fn, prep
 
 
+def _squeeze_excite(case):
+    """torchvision's SqueezeExcitation: adaptive average pool, 1x1 conv, act, 1x1 conv, gate, x * gate
+    (ops/squeeze_excite/squeeze_excite.hpp); the fp32 weights go to x's dtype as model.to() does."""
+    n, c, image, r = case.int("batch"), case.int("channels"), case.int("image"), case.int("reduced")
+    acts = {"relu": F.relu, "silu": F.silu}
+    gates = {"sigmoid": torch.sigmoid, "hardsigmoid": F.hardsigmoid}
+    act_name, gate_name = case.get("act", "relu"), case.get("gate", "hardsigmoid")
+    if act_name not in acts:
+        raise ValueError(f"squeeze_excite act='{act_name}' unknown: expected relu or silu")
+    if gate_name not in gates:
+        raise ValueError(f"squeeze_excite gate='{gate_name}' unknown: expected sigmoid or hardsigmoid")
+    act, gate = acts[act_name], gates[gate_name]
+
+    def fn(x, w1, b1, w2, b2):
+        s = F.adaptive_avg_pool2d(x, 1)
+        return x * gate(F.conv2d(act(F.conv2d(s, w1, b1)), w2, b2))
+
+    def prep(x, w1, b1, w2, b2):
+        return (x.view(n, c, image, image),) + like(x, w1.view(r, c, 1, 1), b1, w2.view(c, r, 1, 1), b2)
+    return fn, prep
+
+
+def _decode_attention(case):
+    """One query per (batch, head) over the KV cache: SDPA with a query of length 1
+    (ops/decode_attention/decode_attention.hpp)."""
+    b, heads, kv, d = case.int("batch"), case.int("heads"), case.int("kv"), case.int("head_dim")
+    scale = 1.0 / math.sqrt(d)
+
+    def prep(q, k, v):
+        return q.view(b, heads, 1, d), k.view(b, heads, kv, d), v.view(b, heads, kv, d)
+    return (lambda q, k, v: _sdpa(q, k, v, False, scale, None)), prep
+
+
 ACT_OPS = [a for a in ACTS if a != "none"]
 OPS = {
     **{a: _activation(a) for a in ACT_OPS},
@@ -319,6 +352,8 @@ OPS = {
     "conv2d": _conv2d,
     "attention": _attention,
     "transformer_block": _transformer_block,
+    "squeeze_excite": _squeeze_excite,
+    "decode_attention": _decode_attention,
 }
 
 # dtypes each op family takes from the torch impls (the ops' own dtypes; fp16 on CUDA).

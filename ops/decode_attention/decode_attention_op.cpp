@@ -1,7 +1,9 @@
 // The decode_attention op: one new token per sequence attends over a KV cache of `kv` positions,
 // out[b, h, :] = softmax(q[b, h] K[b, h]^T / sqrt(head_dim)) V[b, h]; K and V are
 // [batch, heads, kv, head_dim]. Memory-bound: the cache is read once per call. Parameters,
-// validation, work model and model cost; the spec and impls are beside it.
+// validation, work model and model cost; registers the spec (decode_attention.hpp) and its fp64
+// reference impl with it.
+#include "ops/decode_attention/decode_attention.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/tensor_op.hpp"
@@ -37,7 +39,13 @@ OpDef def() {
   };
   return op;
 }
-const OpRegistrar reg(def());
+// The op, then its spec: set_spec needs the op registered (same file: no order across files).
+const bool registered = [] {
+  Registry::global().add(def());
+  tensor::register_reference<DecodeAttentionOp>("decode_attention", {DType::fp32, DType::bf16},
+                                                [](const Case& c) { return work(c).flops; });
+  return true;
+}();
 
 }  // namespace
 }  // namespace opmeter::decode_attention

@@ -1,11 +1,12 @@
 // The squeeze_excite op: y = x * gate(W2 act(W1 mean_hw(x) + b1) + b2) per (sample, channel),
 // NCHW; W1 is reduced x channels, W2 channels x reduced. Parameters, validation, work model and
-// model cost; the spec and impls are beside it.
+// model cost; registers the spec (squeeze_excite.hpp) and its fp64 reference impl with it.
 #include <fmt/format.h>
 
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/tensor_op.hpp"
+#include "ops/squeeze_excite/squeeze_excite.hpp"
 
 namespace opmeter::squeeze_excite {
 namespace {
@@ -46,7 +47,15 @@ OpDef def() {
   };
   return op;
 }
-const OpRegistrar reg(def());
+// The op, then its spec: set_spec needs the op registered (same file: no order across files).
+const bool registered = [] {
+  Registry::global().add(def());
+  tensor::register_reference<SqueezeExciteOp>("squeeze_excite", {DType::fp32, DType::bf16}, [](const Case& c) {
+    const Shape s = shape_of(c);
+    return 3.0 * double(s.planes()) * double(s.hw) + 4.0 * double(s.n) * double(s.c) * double(s.r);
+  });
+  return true;
+}();
 
 }  // namespace
 }  // namespace opmeter::squeeze_excite
