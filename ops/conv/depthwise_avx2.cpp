@@ -1,4 +1,5 @@
 // The depthwise plane kernel compiled for avx2 (see CMakeLists.txt for the flags).
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>

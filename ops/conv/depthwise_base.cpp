@@ -1,4 +1,5 @@
 // The depthwise plane kernel compiled for the baseline x86-64 ISA (SSE2).
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
