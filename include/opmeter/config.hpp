@@ -6,6 +6,7 @@
 #include "opmeter/case.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/engine.hpp"
+#include "opmeter/pipeline_plan.hpp"
 
 namespace opmeter {
 
@@ -17,6 +18,8 @@ struct Plan {
   std::vector<std::string> notes;  // what the expansion left out, and why
   std::size_t llc_bytes = 0;       // the config's llc_bytes (0: not given)
   std::vector<std::string> kernels;  // users' Python kernels it names (FILE:NAME, absolute)
+  // The config's `pipelines:`, per dtype: their layers' cases are in `cases` too.
+  std::vector<pipeline::PlannedPipeline> pipelines;
 };
 
 // Parse a YAML config. Errors are ConfigError with file, line and column. `device` ("cuda:0"),

@@ -1,4 +1,5 @@
 #pragma once
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -7,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/stopping_settings.hpp"
+#include "opmeter/pipeline_plan.hpp"
 #include "opmeter/runner.hpp"
 
 namespace opmeter {
@@ -39,7 +41,11 @@ struct RunArgs {
   std::vector<std::string> kernels;  // --kernel FILE[:NAME]: users' Python kernels
   std::string child_result;  // internal: isolated child writes its one result here
   std::vector<std::string> plugins;  // --plugin: C plugin libraries, loaded before the plan is made
+  std::vector<std::string> pipelines;  // --pipeline NAME[:key=value,...]: built-in pipelines to run
 };
+// The config text `--pipeline` specs stand for: `resnet50:batch=64,dtype=bf16` -> a `pipelines:`
+// entry (dtype goes to `dtypes:`). UsageError for a malformed spec.
+std::string pipeline_flags_config(const std::vector<std::string>& specs);
 
 void add_run_command(CLI::App& app, RunArgs& args);
 
@@ -54,6 +60,11 @@ struct RunOutput {
 };
 // Runs cases with live progress, journal, summary files and the report in the output directory.
 std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& options, RunOutput out);
+// Runs the pipelines' cases (`cases`, with any others of the plan) in the output directory, moves
+// skipped layers to their next impl in further rounds, then writes pipelines.json, summary.csv and
+// a log per pipeline beside the results, and prints each pipeline's totals.
+int run_pipelines(std::vector<pipeline::PlannedPipeline> pipelines, std::vector<Case> cases, const RunOptions& options,
+                  RunOutput out, const std::function<bool()>& interrupted);
 // 0 when all cases ran (ok or skipped), 1 when any failed, 128 + signal when interrupted (130
 // SIGINT, 143 SIGTERM).
 int results_exit_code(const std::vector<Result>& results);

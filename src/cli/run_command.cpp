@@ -75,6 +75,10 @@ Plan make_plan(const RunArgs& a) {
   }
   if (!a.config.empty() && !a.suite.empty()) throw UsageError("give either a config file or --suite, not both");
   if (!a.device.empty()) check_device(a.device);  // UsageError naming the expected form
+  if (!a.pipelines.empty()) {
+    if (!a.config.empty() || !a.suite.empty()) throw UsageError("--pipeline runs built-in pipelines: give no config or --suite with it");
+    return load_config_text(pipeline_flags_config(a.pipelines), "--pipeline", threads, a.device);
+  }
   if (!a.config.empty()) return load_config_file(a.config, threads, a.device);
   return load_suite(a.suite.empty() ? "quick" : a.suite, threads, a.device);
 }
@@ -103,8 +107,10 @@ nlohmann::json run_settings(const RunArgs& a, const std::string& source, const R
                       {"cache", a.hot ? "hot" : "cold (default)"}, {"isolate", o.isolate}};
   std::error_code ec;
   if (a.case_given) j["case"] = a.case_string;
+  else if (!a.pipelines.empty()) j["source"] = "--pipeline";
   else if (!a.config.empty()) j["config"] = std::filesystem::absolute(a.config, ec).string();
   else j["suite"] = a.suite.empty() ? "quick" : a.suite;
+  if (!a.pipelines.empty()) j["pipelines"] = a.pipelines;
   if (!a.filter.empty()) j["filter"] = a.filter;
   if (!a.formats.empty()) j["formats"] = a.formats;
   if (a.threads) j["threads"] = *a.threads;
@@ -140,6 +146,8 @@ void take_stored_settings(RunArgs& a) {
   auto text = [&](const char* key) { return s->contains(key) && (*s)[key].is_string() ? (*s)[key].get<std::string>() : ""; };
   a.config = text("config");
   a.suite = text("suite");
+  if (a.pipelines.empty() && s->contains("pipelines") && (*s)["pipelines"].is_array())
+    a.pipelines = (*s)["pipelines"].get<std::vector<std::string>>();
   if (s->contains("case")) {
     a.case_string = text("case");
     a.case_given = true;
@@ -364,12 +372,16 @@ void add_run_command(CLI::App& app, RunArgs& a) {
                   "of the op it declares; repeatable");
   run->add_option("--plugin", a.plugins, "load a C plugin (include/opmeter/plugin_abi.h) and its impls; repeatable")
       ->allow_extra_args(false);
+  run->add_option("--pipeline", a.pipelines,
+                  "run a built-in pipeline layer by layer, NAME[:key=value,...] (e.g. resnet50:batch=64,dtype=bf16); "
+                  "repeatable; opmeter list shows them");
   run->add_option("--child-result", a.child_result, "internal: used by --isolate")->group("");
 }
 
 int run_command(const RunArgs& given, const char* argv0) {
   RunArgs a = given;
-  if (!a.resume.empty() && a.config.empty() && a.suite.empty() && !a.case_given && a.child_result.empty())
+  if (!a.resume.empty() && a.config.empty() && a.suite.empty() && !a.case_given && a.pipelines.empty() &&
+      a.child_result.empty())
     take_stored_settings(a);
   if (a.llc_bytes) set_llc_bytes(*a.llc_bytes);
   RunOptions options;
@@ -435,6 +447,8 @@ int run_command(const RunArgs& given, const char* argv0) {
 
   RunOutput out{a.resume.empty() ? a.out : a.resume, !a.resume.empty(), plan.source,
                 run_settings(a, plan.source, options), !a.no_report, formats};
+  if (!plan.pipelines.empty())
+    return run_pipelines(std::move(plan.pipelines), std::move(cases), options, out, [] { return g_cancel.load(); });
   auto results = run_cases_in_dir(cases, options, out);
   return exit_code(results);
 }

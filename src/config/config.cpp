@@ -8,6 +8,8 @@
 #include <map>
 #include <sstream>
 
+#include <set>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -19,6 +21,7 @@
 #include "opmeter/registry.hpp"
 #include "opmeter/shapes.hpp"
 #include "plugins/c_plugin.hpp"
+#include "config/pipeline_config.hpp"
 #include "config/suites.hpp"
 #include "worker/user_kernels.hpp"
 
@@ -27,7 +30,7 @@ namespace {
 
 const std::vector<std::string> kTopKeys = {"name",     "description", "ops", "impls",  "dtypes",
                                            "threads",  "stopping",    "hot", "shapes", "device",
-                                           "llc_bytes", "kernels", "plugins"};
+                                           "llc_bytes", "kernels", "plugins", "pipelines", "end_to_end"};
 const std::vector<std::string> kGenerators = {"custom", "pow2", "pow2_extended", "sweep", "llama"};
 constexpr std::int64_t kMaxDim = std::int64_t{1} << 20;
 constexpr int kMaxPower = 20;
@@ -300,9 +303,10 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
     for (auto& setting : b->settings()) allow(setting.name);
   r.check_keys(root, top_keys, "the config");
   if (root["plugins"]) load_config_plugins(r, root["plugins"], source);
-  if (!root["ops"]) r.fail(root, "missing 'ops': say which ops to measure, e.g. ops: [gemm, bandwidth, peak]");
+  if (!root["ops"] && !root["pipelines"])
+    r.fail(root, "missing 'ops': say which ops to measure, e.g. ops: [gemm, bandwidth, peak] (or pipelines: [resnet18])");
 
-  auto ops = r.text_list(root["ops"], "ops");
+  auto ops = root["ops"] ? r.text_list(root["ops"], "ops") : std::vector<std::string>{};
   // Users' Python kernels, before the ops are checked: a kernel may bring an op of its own. An
   // `impls` entry naming a file (my_kernels.py:my_add) is one too, and stands for its impl.
   Plan plan;
@@ -428,8 +432,31 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
               plan.cases.push_back(c);
             }
   }
+  if (root["pipelines"]) {
+    const bool end_to_end = root["end_to_end"] ? r.boolean(root["end_to_end"], "end_to_end") : true;
+    Case where = like;
+    where.threads = static_cast<int>(threads.front());
+    where.hot = hot;
+    // Small kernels of a pipeline on a GPU are timed 100 to a CUDA graph unless the config says.
+    if (!where.on_host() && !root["graph"]) {
+      for (auto& setting : backend.settings())
+        if (setting.name == "graph") where.set_setting("graph", "100");
+    }
+    for (auto d : dtypes)
+      for (auto& p : read_pipelines(r, root["pipelines"], d)) {
+        try {
+          plan.pipelines.push_back(pipeline::plan_pipeline(std::move(p), where, impls, end_to_end));
+        } catch (const CaseError& e) {
+          r.fail(root["pipelines"], e.what());
+        }
+      }
+    std::set<std::string> have;
+    for (auto& c : plan.cases) have.insert(c.to_string());
+    for (auto& c : pipeline::pipeline_cases(plan.pipelines))
+      if (have.insert(c.to_string()).second) plan.cases.push_back(c);
+  }
   if (plan.cases.empty())
-    r.fail(root["ops"], like.on_host() ? std::string("the config expands to no cases")
+    r.fail(root["ops"] ? root["ops"] : root, like.on_host() ? std::string("the config expands to no cases")
                                        : fmt::format("the config expands to no cases on {}: none of its ops has a {} impl",
                                                      device, upper(backend.name())));
   return plan;

@@ -1,0 +1,102 @@
+// A config's `pipelines:` list: built-in pipelines by name (with parameters) and users' own,
+// written as layers.
+#include "config/pipeline_config.hpp"
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "opmeter/config.hpp"
+#include "opmeter/errors.hpp"
+#include "opmeter/registry.hpp"
+
+namespace opmeter {
+namespace {
+
+std::vector<std::string> builtin_names() {
+  std::vector<std::string> names;
+  for (const auto* d : pipeline::Registry::global().all()) names.push_back(d->name);
+  return names;
+}
+
+// Scalar values of a map's keys other than `taken`, in the order written.
+std::vector<std::pair<std::string, std::string>> values_of(const YamlReader& r, const YAML::Node& map,
+                                                           const std::set<std::string>& taken) {
+  std::vector<std::pair<std::string, std::string>> v;
+  for (const auto& kv : map) {
+    auto key = kv.first.as<std::string>();
+    if (!taken.count(key)) v.emplace_back(key, r.text(kv.second, key));
+  }
+  return v;
+}
+
+pipeline::Pipeline builtin(const YamlReader& r, const YAML::Node& at, const std::string& name,
+                           const std::vector<std::pair<std::string, std::string>>& given, DType dtype) {
+  try {
+    return pipeline::build(name, given, dtype);
+  } catch (const CaseError& e) {
+    r.fail(at, e.what());
+  }
+}
+
+// {name, samples, unit, layers: [{label, op, count, <op params>...}]}
+pipeline::Pipeline users(const YamlReader& r, const YAML::Node& entry, const std::string& name, DType dtype) {
+  r.check_keys(entry, {"name", "samples", "unit", "layers"}, "pipeline '" + name + "'");
+  if (pipeline::Registry::global().find(name))
+    r.fail(entry["name"], fmt::format("pipeline '{}' is built in: give your own pipeline another name", name));
+  const auto& layers = entry["layers"];
+  if (!layers.IsSequence() || layers.size() == 0)
+    r.fail(layers, fmt::format("pipeline '{}': 'layers' must be a non-empty list of {{label, op, count, <op parameters>}}", name));
+  pipeline::Pipeline p;
+  p.name = name;
+  p.dtype = dtype;
+  if (entry["samples"]) p.samples = r.number(entry["samples"], "samples", 1e-9, 1e12);
+  if (entry["unit"]) p.sample_unit = r.text(entry["unit"], "unit");
+  std::set<std::string> labels;
+  for (const auto& l : layers) {
+    r.expect_map(l, "a layer");
+    if (!l["label"] || !l["op"]) r.fail(l, "a layer needs 'label' and 'op' (and the op's parameters)");
+    auto label = r.text(l["label"], "label");
+    if (!labels.insert(label).second) r.fail(l["label"], fmt::format("layer label '{}' appears twice in pipeline '{}'", label, name));
+    std::size_t count = l["count"] ? std::size_t(r.integer(l["count"], "count", 1, 1 << 20)) : 1;
+    try {
+      p.layers.push_back(pipeline::make_layer(label, r.text(l["op"], "op"), values_of(r, l, {"label", "op", "count"}), dtype, count));
+    } catch (const CaseError& e) {
+      r.fail(l, e.what());
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+std::vector<pipeline::Pipeline> read_pipelines(const YamlReader& r, const YAML::Node& list, DType dtype) {
+  std::vector<pipeline::Pipeline> out;
+  auto one = [&](const YAML::Node& entry) {
+    if (entry.IsScalar()) {
+      auto name = r.text(entry, "pipeline");
+      if (!pipeline::Registry::global().find(name)) r.fail(entry, unknown_name("pipeline", name, builtin_names()));
+      out.push_back(builtin(r, entry, name, {}, dtype));
+      return;
+    }
+    r.expect_map(entry, "a pipeline");
+    if (!entry["name"]) r.fail(entry, "a pipeline needs a 'name': a built-in one (opmeter list) or your own with 'layers'");
+    auto name = r.text(entry["name"], "name");
+    if (entry["layers"]) {
+      out.push_back(users(r, entry, name, dtype));
+      return;
+    }
+    if (!pipeline::Registry::global().find(name))
+      r.fail(entry["name"], unknown_name("pipeline", name, builtin_names()) + " (your own pipeline needs 'layers')");
+    out.push_back(builtin(r, entry, name, values_of(r, entry, {"name"}), dtype));
+  };
+  if (list.IsSequence()) {
+    if (list.size() == 0) r.fail(list, "'pipelines' is empty: name at least one (opmeter list shows the built-in ones)");
+    for (const auto& entry : list) one(entry);
+  } else {
+    one(list);
+  }
+  return out;
+}
+
+}  // namespace opmeter

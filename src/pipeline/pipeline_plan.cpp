@@ -1,0 +1,146 @@
+// Pipelines to cases, and the rounds that move skipped layers to their next impl.
+#include "opmeter/pipeline_plan.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "opmeter/backend.hpp"
+#include "opmeter/errors.hpp"
+#include "opmeter/pipeline.hpp"
+#include "opmeter/registry.hpp"
+
+namespace opmeter::pipeline {
+
+const std::vector<std::string>& default_impl_order() {
+  // CPU: own kernels, then oneDNN and OpenBLAS. CUDA: own kernels, cuBLASLt (epilogues), cuDNN
+  // (NCHW, then NHWC when NCHW finds no fused engine), cuBLAS.
+  static const std::vector<std::string> order = {"opmeter", "onednn", "openblas", "cuda",
+                                                 "cublaslt", "cudnn", "cudnn_nhwc", "cublas"};
+  return order;
+}
+
+Case PlannedPipeline::layer_case(std::size_t layer) const {
+  Case c = like;
+  const Layer& l = pipeline.layers[layer];
+  c.op = l.kase.op;
+  c.params = l.kase.params;
+  c.dtype = pipeline.dtype;
+  c.impl = candidates[layer][chosen[layer]];
+  c.label = pipeline.name + ": " + l.label;
+  return c;
+}
+
+namespace {
+
+bool takes(const ImplDef& impl, const Case& c, const std::string& backend) {
+  if (!impl.runs_on(backend)) return false;
+  if (std::find(impl.dtypes.begin(), impl.dtypes.end(), c.dtype) == impl.dtypes.end()) return false;
+  if (!impl.supports) return true;
+  return impl.supports(c).ok;
+}
+
+std::vector<std::string> candidates_for(const Case& c, const std::string& backend, const std::vector<std::string>& preferred) {
+  std::vector<std::string> order = preferred;
+  for (const auto& name : default_impl_order())
+    if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
+  std::vector<std::string> out;
+  for (const auto& name : order) {
+    const ImplDef* impl = opmeter::Registry::global().impl(c.op, name);
+    if (!impl) continue;
+    const bool named = std::find(preferred.begin(), preferred.end(), name) != preferred.end();
+    if (impl->on_request && !named) continue;
+    Case probe = c;
+    probe.impl = name;
+    if (takes(*impl, probe, backend)) out.push_back(name);
+  }
+  return out;
+}
+
+}  // namespace
+
+PlannedPipeline plan_pipeline(Pipeline p, const Case& like, const std::vector<std::string>& impls, bool end_to_end) {
+  PlannedPipeline planned;
+  planned.like = like;
+  planned.like.label.clear();
+  const std::string backend = backend_of(like).name();
+  for (auto& layer : p.layers) {
+    Case c = like;
+    c.op = layer.kase.op;
+    c.params = layer.kase.params;
+    c.dtype = p.dtype;
+    auto names = candidates_for(c, backend, impls);
+    if (names.empty())
+      throw CaseError(fmt::format("pipeline {}: layer '{}' ({}, {}) has no impl that runs it on {}", p.name, layer.label,
+                                  c.op, to_string(c.dtype), like.device));
+    planned.candidates.push_back(std::move(names));
+    planned.chosen.push_back(0);
+  }
+  // A built-in pipeline's model end to end in PyTorch, with the same parameters.
+  const OpDef* model = opmeter::Registry::global().op("model");
+  if (end_to_end && model && pipeline::Registry::global().find(p.name)) {
+    Case m = like;
+    m.op = "model";
+    m.impl = "torch";
+    m.dtype = p.dtype;
+    m.label = p.name + ": end to end (PyTorch)";
+    for (const auto& [key, value] : model->defaults) {
+      auto given = std::find_if(p.params.begin(), p.params.end(), [&](const auto& kv) { return kv.first == key; });
+      m.params.emplace_back(key, key == "name" ? p.name : given != p.params.end() ? given->second : value);
+    }
+    planned.end_to_end = m;
+    planned.end_to_end_scale = p.name.starts_with("opt_66b") ? 64 : 1;
+  }
+  planned.pipeline = std::move(p);
+  return planned;
+}
+
+std::vector<Case> pipeline_cases(const std::vector<PlannedPipeline>& pipelines) {
+  std::vector<Case> cases;
+  std::set<std::string> seen;
+  auto add = [&](const Case& c) {
+    if (seen.insert(c.to_string()).second) cases.push_back(c);
+  };
+  for (const auto& p : pipelines) {
+    for (std::size_t i = 0; i < p.pipeline.layers.size(); ++i) add(p.layer_case(i));
+    if (p.end_to_end) add(*p.end_to_end);
+  }
+  return cases;
+}
+
+namespace {
+std::map<std::string, const Result*> by_case(const std::vector<Result>& results) {
+  std::map<std::string, const Result*> m;
+  for (const auto& r : results) m[r.case_string] = &r;
+  return m;
+}
+}  // namespace
+
+bool advance_skipped(std::vector<PlannedPipeline>& pipelines, const std::vector<Result>& results) {
+  auto found = by_case(results);
+  bool moved = false;
+  for (auto& p : pipelines)
+    for (std::size_t i = 0; i < p.pipeline.layers.size(); ++i) {
+      auto it = found.find(p.layer_case(i).to_string());
+      if (it == found.end() || it->second->status != Status::skipped) continue;
+      if (p.chosen[i] + 1 < p.candidates[i].size()) {
+        ++p.chosen[i];
+        moved = true;
+      }
+    }
+  return moved;
+}
+
+std::vector<const Result*> layer_results(const PlannedPipeline& p, const std::vector<Result>& results) {
+  auto found = by_case(results);
+  std::vector<const Result*> out;
+  for (std::size_t i = 0; i < p.pipeline.layers.size(); ++i) {
+    auto it = found.find(p.layer_case(i).to_string());
+    out.push_back(it == found.end() ? nullptr : it->second);
+  }
+  return out;
+}
+
+}  // namespace opmeter::pipeline
