@@ -13,6 +13,7 @@
 #include "report/charts.hpp"
 #include "report/report.hpp"
 #include "report/chart_assets.hpp"
+#include "pipeline_fixtures.hpp"
 #include "report_fixture.hpp"
 
 using namespace opmeter;
@@ -122,4 +123,29 @@ TEST(Browser, UnreadableSpecsStillFinishWithAnError) {
   ASSERT_TRUE(status.value("done", false)) << status.dump(2);
   ASSERT_FALSE(status["errors"].empty());
   EXPECT_NE(status["errors"][0].get<std::string>().find("chart specs"), std::string::npos) << status.dump(2);
+}
+
+TEST(Browser, PipelineChartsDraw) {
+  auto chromium = find_chromium();
+  if (chromium.empty()) GTEST_SKIP() << "Chromium is not installed (Debian package chromium)";
+  if (chart_libraries().empty()) GTEST_SKIP() << kNoCharts;
+  std::vector<pipeline::PipelineSummary> pipelines;
+  auto h = fixtures::hand_run();
+  Result model = fixtures::hand_result("model", 5e-3, 0.4);
+  h.run.end_to_end = &model;
+  pipelines.push_back(pipeline::summarize(h.run));
+  pipelines.push_back(fixtures::many_layer_summary(30));
+  ResultSet empty{"x", ResultsFormat::results_jsonl, nlohmann::json::object(), {}};
+  auto html = html_report({empty}, pipelines);
+  auto status = render(chromium, html, "pipelines");
+  ASSERT_TRUE(status.value("done", false)) << status.dump(2);
+  EXPECT_EQ(status["errors"], nlohmann::json::array()) << status.dump(2);
+  EXPECT_EQ(status["warnings"], nlohmann::json::array()) << status.dump(2);
+  for (const char* id : {"pipeline-comparison", "pipeline-end-to-end", "pipeline-0-toy", "pipeline-1-deep"}) {
+    ASSERT_TRUE(status["charts"].contains(id)) << id << " was not drawn: " << status.dump(2);
+    EXPECT_FALSE(status["charts"][id].contains("error")) << id << ": " << status["charts"][id].dump();
+    EXPECT_GT(status["charts"][id].value("marks", 0u), 0u) << id;
+  }
+  // Every segment of both bars of the deep pipeline: 8 layers and 3 op groups each.
+  EXPECT_GE(status["charts"]["pipeline-1-deep"].value("marks", 0u), 22u) << status.dump(2);
 }

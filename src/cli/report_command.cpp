@@ -1,4 +1,5 @@
 // `opmeter report RESULTS...` and `opmeter compare BASE NEW`: reading results back.
+#include <filesystem>
 #include <future>
 #include <set>
 
@@ -7,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "analysis/compare.hpp"
 #include "opmeter/errors.hpp"
+#include "pipeline/pipeline_outputs.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
 #include "results/result_set.hpp"
@@ -52,6 +54,27 @@ std::vector<std::string> without_repeats(const std::vector<std::string>& paths) 
   return out;
 }
 
+// The pipelines of each results directory given (or of the directory of a results file). A bad
+// pipelines.json costs its section, not the report.
+std::vector<pipeline::PipelineSummary> load_pipelines(const std::vector<std::string>& paths) {
+  namespace fs = std::filesystem;
+  std::vector<pipeline::PipelineSummary> all;
+  std::set<std::string> seen;  // two files of one directory: its pipelines once
+  for (auto& p : paths) {
+    std::error_code ec;
+    fs::path dir = fs::is_directory(p, ec) ? fs::path(p) : fs::path(p).parent_path();
+    if (dir.empty()) dir = ".";
+    if (!seen.insert(fs::weakly_canonical(dir, ec).string()).second) continue;
+    try {
+      auto found = pipeline::read_pipelines(dir.string());
+      all.insert(all.end(), found.begin(), found.end());
+    } catch (const UsageError& e) {
+      fmt::print(stderr, "opmeter: warning: {}; the report has no Pipelines section for {}\n", e.what(), p);
+    }
+  }
+  return all;
+}
+
 }  // namespace
 
 void add_report_command(CLI::App& app, ReportArgs& a) {
@@ -63,15 +86,18 @@ void add_report_command(CLI::App& app, ReportArgs& a) {
 }
 
 int report_command(const ReportArgs& a) {
-  auto sets = load_all(without_repeats(a.inputs));
-  write_output(a.out, html_report(sets));
+  auto inputs = without_repeats(a.inputs);
+  auto sets = load_all(inputs);
+  auto pipelines = load_pipelines(inputs);
+  write_output(a.out, html_report(sets, pipelines));
   std::string written = a.out;
   if (!a.no_markdown) {
-    write_output(markdown_path(a), markdown_report(sets));
+    write_output(markdown_path(a), markdown_report(sets, pipelines));
     written += ", " + markdown_path(a);
   }
-  fmt::print(stderr, "opmeter: {} cases from {} source{} -> {}\n", merged_results(sets).size(), sets.size(),
-             sets.size() == 1 ? "" : "s", written);
+  fmt::print(stderr, "opmeter: {} cases{} from {} source{} -> {}\n", merged_results(sets).size(),
+             pipelines.empty() ? "" : fmt::format(", {} pipeline{}", pipelines.size(), pipelines.size() == 1 ? "" : "s"),
+             sets.size(), sets.size() == 1 ? "" : "s", written);
   return 0;
 }
 

@@ -5,6 +5,7 @@
 
 #include "context/build_info.hpp"
 #include "report/charts.hpp"
+#include "report/pipeline_section.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
 #include "report/chart_assets.hpp"
@@ -123,7 +124,7 @@ std::vector<Result> merged_results(const std::vector<ResultSet>& sets) {
   return all;
 }
 
-std::string html_report(const std::vector<ResultSet>& sets) {
+std::string html_report(const std::vector<ResultSet>& sets, const std::vector<pipeline::PipelineSummary>& pipelines) {
   auto results = merged_results(sets);
   auto charts = report_charts(results);
   std::string out;
@@ -155,7 +156,8 @@ std::string html_report(const std::vector<ResultSet>& sets) {
                        html_escape(c.title), html_escape(c.caption), c.id);
     specs.push_back({{"id", c.id}, {"spec", c.spec}});
   }
-  if (charts.empty()) out += "<h2>Charts</h2><p>These results hold nothing to chart (no successful measurements).</p>\n";
+  if (charts.empty() && pipelines.empty()) out += "<h2>Charts</h2><p>These results hold nothing to chart (no successful measurements).</p>\n";
+  out += pipelines_html(pipelines, specs);
 
   out += "<h2>Cases</h2>\n<input id=\"case-filter\" type=\"search\" placeholder=\"filter cases (substring)\">\n"
          "<table id=\"cases\"><thead><tr><th>case</th><th>status</th><th>median</th><th>GFLOP/s</th><th>GB/s</th>"

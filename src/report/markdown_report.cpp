@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "report/pipeline_section.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
 
@@ -48,7 +49,7 @@ std::string best_table(const std::vector<Result>& results) {
 
 }  // namespace
 
-std::string markdown_report(const std::vector<ResultSet>& sets) {
+std::string markdown_report(const std::vector<ResultSet>& sets, const std::vector<pipeline::PipelineSummary>& pipelines) {
   auto results = merged_results(sets);
   std::string out = "# opmeter report\n\n";
   for (auto& s : sets) out += fmt::format("- `{}`: {}, {} cases\n", s.source, describe(s.format), s.results.size());
@@ -71,6 +72,7 @@ std::string markdown_report(const std::vector<ResultSet>& sets) {
     out += "\n";
   }
   out += best_table(results);
+  out += pipelines_markdown(pipelines);
   out += "## Cases\n\n" + markdown_table(results);
   return out;
 }

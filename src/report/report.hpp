@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/pipeline_summary.hpp"
 #include "results/result_set.hpp"
 
 namespace opmeter {
@@ -13,10 +14,17 @@ namespace opmeter {
 std::vector<Result> merged_results(const std::vector<ResultSet>& sets);
 
 // The HTML page. It loads nothing from the network (a Content-Security-Policy forbids it) and
-// records how each chart rendered in a hidden element, #render-status, for tests.
-std::string html_report(const std::vector<ResultSet>& sets);
-// Context, run settings, best result per op and dtype, every case, fusion: for a repository.
-std::string markdown_report(const std::vector<ResultSet>& sets);
+// records how each chart rendered in a hidden element, #render-status, for tests. With
+// pipelines (a run's pipelines.json), a Pipelines section.
+std::string html_report(const std::vector<ResultSet>& sets, const std::vector<pipeline::PipelineSummary>& pipelines = {});
+// Context, run settings, best result per op and dtype, pipelines, every case, fusion: for a repository.
+std::string markdown_report(const std::vector<ResultSet>& sets,
+                            const std::vector<pipeline::PipelineSummary>& pipelines = {});
+
+// Writes report.html and report.md of results directory `dir` again from its results, with
+// `pipelines` (after a run's pipeline files are written). A failure is a warning on stderr: the
+// results are saved.
+void rewrite_report_files(const std::string& dir, const std::vector<pipeline::PipelineSummary>& pipelines);
 
 // How many results have each status, and how many did not converge (for both report formats).
 struct StatusTally {

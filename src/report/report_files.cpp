@@ -40,6 +40,19 @@ ReporterRegistrar html_reporter({
 
 }  // namespace
 
+void rewrite_report_files(const std::string& dir, const std::vector<pipeline::PipelineSummary>& pipelines) {
+  namespace fs = std::filesystem;
+  try {
+    std::vector<ResultSet> sets = {load_results(dir)};
+    sets[0].notes.clear();  // the run's own directory: nothing the reader chose needs saying
+    write_atomically((fs::path(dir) / "report.html").string(), html_report(sets, pipelines));
+    write_atomically((fs::path(dir) / "report.md").string(), markdown_report(sets, pipelines));
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "opmeter: warning: the report was not rewritten with the pipelines ({}); they are in {}\n",
+               e.what(), (fs::path(dir) / "pipelines.json").string());
+  }
+}
+
 std::unique_ptr<Reporter> make_report_files_reporter(const std::string& dir) {
   return std::make_unique<ReportFilesReporter>(dir);
 }

@@ -1,0 +1,117 @@
+// The pipeline files of a results directory: writing them, and reading pipelines.json back.
+#include "pipeline/pipeline_outputs.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "opmeter/errors.hpp"
+#include "report/report.hpp"
+#include "report/reporters.hpp"
+
+namespace opmeter::pipeline {
+namespace {
+namespace fs = std::filesystem;
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return q + "\"";
+}
+
+std::string num(double v) { return fmt::format("{:.6g}", v); }
+std::string num(const std::optional<double>& v, double scale = 1) { return v ? num(*v * scale) : ""; }
+
+std::string row(const std::vector<std::string>& cells) { return fmt::format("{}\n", fmt::join(cells, ",")); }
+
+std::string file_safe(const std::string& s) {
+  std::string out;
+  for (char ch : s) out += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.' ? ch : '_';
+  return out.empty() || out[0] == '.' ? "_" + out : out;
+}
+
+}  // namespace
+
+std::string summary_csv(const std::vector<PipelineSummary>& summaries) {
+  std::string out = row({"name", "params", "macs", "batch", "dtype", "device", "complete", "latency_ms", "throughput",
+                         "unit", "energy_j", "dynamic_energy_j", "energy_per_sample_j", "pipeline_parallel_energy_j",
+                         "period_ms", "idle_power_w", "end_to_end_ms", "ratio"});
+  for (auto& s : summaries)
+    out += row({csv_field(s.name), num(s.total_params), num(s.total_macs), csv_field(s.param("batch")),
+                csv_field(s.dtype), csv_field(s.device), s.complete ? "true" : "false", num(s.latency_s, 1e3),
+                num(s.throughput), csv_field(s.sample_unit + "/s"), num(s.energy_j), num(s.dynamic_energy_j),
+                num(s.energy_per_sample_j), num(s.pipeline_parallel_energy_j), num(s.period_s, 1e3),
+                num(s.idle_power_w), num(s.end_to_end_s, 1e3), num(s.end_to_end_ratio)});
+  return out;
+}
+
+std::string layers_csv(const std::vector<PipelineSummary>& summaries) {
+  std::string out = row({"pipeline", "device", "index", "label", "op", "impl", "count", "status", "reason", "latency_ms",
+                         "total_ms", "power_w", "energy_j", "total_energy_j", "idle_energy_j", "dynamic_energy_j",
+                         "params", "macs", "flops", "bytes", "pct_roofline", "pct_peak", "flags", "energy_reason",
+                         "case"});
+  for (auto& s : summaries)
+    for (std::size_t i = 0; i < s.layers.size(); ++i) {
+      auto& l = s.layers[i];
+      out += row({csv_field(s.name), csv_field(s.device), std::to_string(i), csv_field(l.label), csv_field(l.op),
+                  csv_field(l.impl), std::to_string(l.count), csv_field(l.status), csv_field(l.reason),
+                  num(l.latency_s, 1e3), num(l.total_s, 1e3), num(l.power_w), num(l.energy_j), num(l.total_energy_j),
+                  num(l.idle_energy_j), num(l.dynamic_energy_j), num(l.params), num(l.macs), num(l.flops),
+                  num(l.bytes), num(l.pct_roofline), num(l.pct_peak), csv_field(fmt::format("{}", fmt::join(l.flags, ";"))),
+                  csv_field(l.energy_reason), csv_field(l.case_string)});
+    }
+  return out;
+}
+
+std::vector<std::string> log_file_names(const std::vector<PipelineSummary>& summaries) {
+  std::map<std::string, int> uses;
+  for (auto& s : summaries) ++uses[s.name];
+  std::vector<std::string> names;
+  std::map<std::string, int> taken;
+  for (auto& s : summaries) {
+    std::string base = "pipeline-" + file_safe(s.name) + (uses[s.name] > 1 ? "-" + file_safe(s.device) : "");
+    // Still the same (same name on the same device, or names that differ only in odd characters).
+    int n = taken[base]++;
+    names.push_back(base + (n ? fmt::format("-{}", n + 1) : "") + ".log");
+  }
+  return names;
+}
+
+void write_pipeline_outputs(const std::string& dir, const std::vector<PipelineSummary>& summaries) {
+  auto path = [&](const std::string& name) { return (fs::path(dir) / name).string(); };
+  write_atomically(path(kPipelinesFile), dump_json(pipelines_json(summaries), 2) + "\n");
+  write_atomically(path("summary.csv"), summary_csv(summaries));
+  write_atomically(path("pipeline_layers.csv"), layers_csv(summaries));
+  auto logs = log_file_names(summaries);
+  for (std::size_t i = 0; i < summaries.size(); ++i) write_atomically(path(logs[i]), pipeline_log(summaries[i]));
+  std::error_code ec;
+  if (fs::exists(path("report.html"), ec)) rewrite_report_files(dir, summaries);
+}
+
+std::vector<PipelineSummary> read_pipelines(const std::string& dir) {
+  auto file = fs::path(dir) / kPipelinesFile;
+  std::error_code ec;
+  if (!fs::exists(file, ec)) return {};
+  std::ifstream in(file);
+  if (!in) throw UsageError(fmt::format("{}: cannot be read", file.string()));
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded()) throw UsageError(fmt::format("{}: not JSON (cut short?)", file.string()));
+  bool ours = j.is_object() && j.contains("schema") && j["schema"].is_string() && j["schema"] == kPipelinesSchema;
+  if (!ours)
+    throw UsageError(fmt::format("{}: not opmeter pipelines (expected \"schema\": \"{}\")", file.string(), kPipelinesSchema));
+  if (!j.contains("pipelines") || !j["pipelines"].is_array())
+    throw UsageError(fmt::format("{}: 'pipelines' should be a list", file.string()));
+  std::vector<PipelineSummary> out;
+  try {
+    for (auto& p : j["pipelines"]) out.push_back(summary_from_json(p));
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("{}: {}", file.string(), e.what()));
+  }
+  return out;
+}
+
+}  // namespace opmeter::pipeline

@@ -1,0 +1,154 @@
+// summarize(): a pipeline's layer results added up, with idle power accounted.
+#include "pipeline/pipeline_summary.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace opmeter::pipeline {
+namespace {
+
+LayerSummary layer_summary(const Layer& layer, const Result* r, const std::string& device,
+                           const std::optional<double>& idle_power_w) {
+  LayerSummary s;
+  s.label = layer.label;
+  s.op = layer.kase.op;
+  s.count = layer.count;
+  s.params = layer.cost.params;
+  s.macs = layer.cost.macs;
+  if (!r) {
+    s.case_string = layer.kase.to_string();
+    s.reason = "no result for this layer in the run";
+    return s;
+  }
+  s.case_string = r->case_string;
+  s.impl = r->kase.impl;
+  s.status = std::string(to_string(r->status));
+  s.reason = r->reason;
+  s.flags = r->flags;
+  if (r->work.flops > 0 || r->work.bytes() > 0) {
+    s.flops = r->work.flops;
+    s.bytes = r->work.bytes();
+  }
+  if (r->status != Status::ok) return s;
+  if (!(r->summary.median > 0)) {
+    s.status = kNotMeasured;
+    s.reason = "the result holds no timing";
+    return s;
+  }
+  const double count = double(layer.count);
+  s.latency_s = r->summary.median;
+  s.total_s = *s.latency_s * count;
+  s.power_w = r->avg_power_w;
+  if (r->efficiency) s.pct_roofline = *r->efficiency * 100;
+  s.pct_peak = r->pct_peak;
+  if (r->energy_j) {
+    s.energy_j = r->energy_j;
+    s.total_energy_j = *r->energy_j * count;
+    if (idle_power_w) {
+      s.idle_energy_j = *idle_power_w * *s.latency_s;
+      s.dynamic_energy_j = *s.energy_j - *s.idle_energy_j;
+    }
+  } else {
+    s.energy_reason = r->energy_reason.empty() ? fmt::format("no energy reading on {}", device) : r->energy_reason;
+  }
+  return s;
+}
+
+std::vector<RankedLayer> top(const std::vector<LayerSummary>& layers, const std::optional<double>& total,
+                             std::optional<double> LayerSummary::*field) {
+  std::vector<RankedLayer> ranked;
+  for (std::size_t i = 0; i < layers.size(); ++i)
+    if (auto v = layers[i].*field) ranked.push_back({i, *v, total && *total > 0 ? std::optional(*v / *total) : std::nullopt});
+  // Largest first; ties keep the model's order.
+  std::stable_sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) { return a.value > b.value; });
+  if (ranked.size() > kTopLayers) ranked.resize(kTopLayers);
+  return ranked;
+}
+
+void add_totals(PipelineSummary& s) {
+  double latency = 0, energy = 0, dynamic = 0, period = 0;
+  const LayerSummary* no_energy = nullptr;
+  for (auto& l : s.layers) {
+    latency += *l.total_s;
+    period = std::max(period, *l.total_s);
+    if (!l.energy_j) {
+      if (!no_energy) no_energy = &l;
+      continue;
+    }
+    energy += *l.total_energy_j;
+    if (l.dynamic_energy_j) dynamic += *l.dynamic_energy_j * double(l.count);
+  }
+  s.latency_s = latency;
+  s.period_s = period;
+  if (latency > 0) s.throughput = s.samples / latency;
+  if (period > 0) s.pipeline_parallel_throughput = s.samples / period;
+  if (no_energy) {
+    s.energy_reason = fmt::format("layer {}: {}", no_energy->label, no_energy->energy_reason);
+    return;
+  }
+  s.energy_j = energy;
+  s.energy_per_sample_j = energy / s.samples;
+  if (!s.idle_power_w) {
+    s.energy_reason = fmt::format("the idle power of {} is unknown: no dynamic or pipeline-parallel energy", s.device);
+    return;
+  }
+  s.dynamic_energy_j = dynamic;
+  s.dynamic_energy_per_sample_j = dynamic / s.samples;
+  double parallel = 0;
+  for (auto& l : s.layers) parallel += *l.total_energy_j + *s.idle_power_w * (period - *l.total_s);
+  s.pipeline_parallel_energy_j = parallel;
+}
+
+void add_end_to_end(PipelineSummary& s, const Result& r, double scale) {
+  s.end_to_end_case = r.case_string;
+  s.end_to_end_status = std::string(to_string(r.status));
+  s.end_to_end_reason = r.reason;
+  s.end_to_end_scale = scale;
+  if (r.status != Status::ok || !(r.summary.median > 0)) return;
+  s.end_to_end_s = r.summary.median * scale;
+  if (r.energy_j) s.end_to_end_energy_j = *r.energy_j * scale;
+  if (s.latency_s) s.end_to_end_ratio = *s.latency_s / *s.end_to_end_s;
+  if (s.energy_j && s.end_to_end_energy_j && *s.end_to_end_energy_j > 0)
+    s.end_to_end_energy_ratio = *s.energy_j / *s.end_to_end_energy_j;
+}
+
+}  // namespace
+
+std::string PipelineSummary::param(const std::string& key) const {
+  for (auto& [k, v] : params)
+    if (k == key) return v;
+  return "";
+}
+
+PipelineSummary summarize(const PipelineRun& run) {
+  const Pipeline& p = run.pipeline;
+  PipelineSummary s;
+  s.name = p.name;
+  s.params = p.params;
+  s.dtype = std::string(to_string(p.dtype));
+  s.device = run.device;
+  s.samples = p.samples > 0 ? p.samples : 1;
+  s.sample_unit = p.sample_unit;
+  s.total_params = p.total_params();
+  s.total_macs = p.total_macs();
+  s.idle_power_w = run.idle_power_w;
+  for (std::size_t i = 0; i < p.layers.size(); ++i) {
+    const Result* r = i < run.layer_results.size() ? run.layer_results[i] : nullptr;
+    s.layers.push_back(layer_summary(p.layers[i], r, run.device, run.idle_power_w));
+    const auto& l = s.layers.back();
+    if (!l.measured())
+      s.missing.push_back(fmt::format("{} ({}): {}{}", l.label, l.op, l.status, l.reason.empty() ? "" : ": " + l.reason));
+  }
+  s.complete = !s.layers.empty() && s.missing.empty();
+  if (s.layers.empty()) s.missing.push_back("the pipeline has no layers");
+  if (s.complete) add_totals(s);
+  else if (s.layers.empty()) s.energy_reason = "incomplete: the pipeline has no layers";
+  else s.energy_reason = fmt::format("incomplete: {} of {} layers not measured", s.missing.size(), s.layers.size());
+  s.top_by_time = top(s.layers, s.latency_s, &LayerSummary::total_s);
+  s.top_by_energy = top(s.layers, s.energy_j, &LayerSummary::total_energy_j);
+  if (run.end_to_end) add_end_to_end(s, *run.end_to_end, run.end_to_end_scale > 0 ? run.end_to_end_scale : 1);
+  return s;
+}
+
+}  // namespace opmeter::pipeline

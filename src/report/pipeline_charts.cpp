@@ -1,0 +1,183 @@
+// Pipeline charts: stacked per-layer bars, the pipelines compared, sum of layers vs end to end.
+#include "report/pipeline_charts.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "pipeline/pipeline_outputs.hpp"
+
+namespace opmeter {
+namespace {
+
+using nlohmann::json;
+using pipeline::LayerSummary;
+using pipeline::PipelineSummary;
+
+json spec_with(json values) {
+  return {{"$schema", kVegaLiteSchema},
+          {"data", {{"values", std::move(values)}}},
+          {"config", {{"view", {{"stroke", nullptr}}}, {"axis", {{"labelFontSize", 11}, {"titleFontSize", 12}}}}}};
+}
+
+json field(const std::string& name, const std::string& type, const std::string& title = "") {
+  json f = {{"field", name}, {"type", type}};
+  if (!title.empty()) f["title"] = title;
+  return f;
+}
+
+json number(const std::string& name, const std::string& title, const char* format = ".4g") {
+  return {{"field", name}, {"type", "quantitative"}, {"title", title}, {"format", format}};
+}
+
+std::string slug(const std::string& s) {
+  std::string out;
+  for (char ch : s) out += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '-';
+  return out;
+}
+
+struct Segment {
+  std::string name, op;
+  double value = 0;
+  std::size_t layers = 0;
+};
+
+// The largest `n` layers by `field` each a segment, the rest summed per op, largest first.
+std::vector<Segment> segments(const PipelineSummary& s, std::optional<double> LayerSummary::*field, std::size_t n) {
+  std::vector<const LayerSummary*> with;
+  for (auto& l : s.layers)
+    if (l.*field) with.push_back(&l);
+  std::stable_sort(with.begin(), with.end(), [&](auto* a, auto* b) { return *(a->*field) > *(b->*field); });
+  std::vector<Segment> out;
+  std::map<std::string, Segment> rest;
+  for (std::size_t i = 0; i < with.size(); ++i) {
+    if (i < n) {
+      out.push_back({with[i]->label, with[i]->op, *(with[i]->*field), 1});
+      continue;
+    }
+    auto& g = rest[with[i]->op];
+    g.op = with[i]->op;
+    g.value += *(with[i]->*field);
+    ++g.layers;
+  }
+  std::vector<Segment> grouped;
+  for (auto& [op, g] : rest) {
+    g.name = fmt::format("other {} ({} layer{})", op, g.layers, g.layers == 1 ? "" : "s");
+    grouped.push_back(g);
+  }
+  std::stable_sort(grouped.begin(), grouped.end(), [](auto& a, auto& b) { return a.value > b.value; });
+  out.insert(out.end(), grouped.begin(), grouped.end());
+  return out;
+}
+
+void add_bar(json& values, const std::string& bar, const std::vector<Segment>& segs, double scale) {
+  double total = 0;
+  for (auto& g : segs) total += g.value;
+  for (std::size_t i = 0; i < segs.size(); ++i)
+    values.push_back({{"bar", bar}, {"segment", segs[i].name}, {"op", segs[i].op}, {"value", segs[i].value * scale},
+                      {"layers", segs[i].layers}, {"share", total > 0 ? segs[i].value / total * 100 : 0.0},
+                      {"rank", i}});
+}
+
+json stacked_bar(const std::string& bar, const std::string& title) {
+  return {{"transform", json::array({{{"filter", {{"field", "bar"}, {"equal", bar}}}}})},
+          {"width", 640},
+          {"height", 36},
+          {"mark", {{"type", "bar"}, {"tooltip", true}}},
+          {"encoding",
+           {{"y", {{"field", "bar"}, {"type", "nominal"}, {"title", nullptr}}},
+            {"x", {{"field", "value"}, {"type", "quantitative"}, {"title", title}, {"stack", "zero"}}},
+            {"color", {{"field", "segment"}, {"type", "nominal"}, {"title", "layer or group"},
+                       {"scale", {{"scheme", "category20"}}}, {"sort", {{"field", "rank"}}},
+                       {"legend", {{"labelLimit", 320}, {"columns", 2}}}}},
+            {"order", {{"field", "rank"}, {"type", "quantitative"}}},
+            {"tooltip", json::array({field("segment", "nominal", "layer"), field("op", "nominal"), number("value", title),
+                                     number("share", "% of the bar", ".1f"), field("layers", "quantitative")})}}}};
+}
+
+}  // namespace
+
+std::optional<Chart> pipeline_layers_chart(const PipelineSummary& s, std::size_t index, std::size_t n) {
+  auto time = segments(s, &LayerSummary::total_s, n);
+  if (time.empty()) return std::nullopt;
+  auto energy = segments(s, &LayerSummary::total_energy_j, n);
+  json values = json::array();
+  add_bar(values, "latency", time, 1e3);
+  json panels = json::array({stacked_bar("latency", "ms per pass (latency x count)")});
+  if (!energy.empty()) {
+    add_bar(values, "energy", energy, 1e3);
+    panels.push_back(stacked_bar("energy", "mJ per pass (energy x count, idle included)"));
+  }
+  json spec = spec_with(values);
+  spec["vconcat"] = panels;
+  std::string incomplete =
+      s.complete ? "" : fmt::format(" Incomplete: {} layer(s) were not measured and are not in the bars.", s.missing.size());
+  return Chart{fmt::format("pipeline-{}-{}", index, slug(s.name)), "pipeline-layers",
+               fmt::format("{}: time{} per layer", pipeline::display_name(s), energy.empty() ? "" : " and energy"),
+               fmt::format("Each segment is a layer's share of one forward pass (its latency or energy x its count); the "
+                           "{} largest layers have their own segment, the rest are grouped by op.{}",
+                           n, incomplete),
+               spec};
+}
+
+std::optional<Chart> pipeline_comparison_chart(const std::vector<PipelineSummary>& summaries) {
+  const std::vector<std::string> metrics = {"latency per pass (ms)", "energy per sample (mJ)", "throughput (samples/s)"};
+  json values = json::array();
+  for (auto& s : summaries) {
+    if (!s.complete) continue;
+    std::string name = pipeline::display_name(s);
+    auto add = [&](const std::string& metric, const std::optional<double>& v, double scale, const std::string& unit) {
+      if (v) values.push_back({{"pipeline", name}, {"metric", metric}, {"value", *v * scale}, {"unit", unit}});
+    };
+    add(metrics[0], s.latency_s, 1e3, "ms");
+    add(metrics[1], s.energy_per_sample_j, 1e3, "mJ per " + s.sample_unit);
+    add(metrics[2], s.throughput, 1, s.sample_unit + "/s");
+  }
+  if (values.empty()) return std::nullopt;
+  json spec = spec_with(values);
+  spec["facet"] = {{"column", {{"field", "metric"}, {"type", "nominal"}, {"title", nullptr}, {"sort", metrics}}}};
+  spec["spec"] = {{"width", 260},
+                  {"mark", {{"type", "bar"}, {"tooltip", true}}},
+                  {"encoding",
+                   {{"y", {{"field", "pipeline"}, {"type", "nominal"}, {"title", nullptr}, {"axis", {{"labelLimit", 320}}}}},
+                    {"x", {{"field", "value"}, {"type", "quantitative"}, {"title", nullptr}}},
+                    {"color", field("pipeline", "nominal")},
+                    {"tooltip", json::array({field("pipeline", "nominal"), field("metric", "nominal"), number("value", "value"),
+                                             field("unit", "nominal")})}}}};
+  spec["resolve"] = {{"scale", {{"x", "independent"}}}};
+  return Chart{"pipeline-comparison", "pipeline-comparison", "Pipelines compared",
+               "Complete pipelines only (an incomplete one has no totals): time of one forward pass as the sum of its "
+               "layers, energy per sample (idle included) and throughput in the pipeline's own unit (img or token).",
+               spec};
+}
+
+std::optional<Chart> pipeline_end_to_end_chart(const std::vector<PipelineSummary>& summaries) {
+  json values = json::array();
+  for (auto& s : summaries) {
+    if (!s.end_to_end_s) continue;
+    std::string name = pipeline::display_name(s);
+    json ratio = s.end_to_end_ratio ? json(*s.end_to_end_ratio) : json(nullptr);
+    if (s.latency_s) values.push_back({{"pipeline", name}, {"figure", "sum of layers"}, {"ms", *s.latency_s * 1e3}, {"ratio", ratio}});
+    values.push_back({{"pipeline", name}, {"figure", "PyTorch end to end"}, {"ms", *s.end_to_end_s * 1e3}, {"ratio", ratio}});
+  }
+  if (values.empty()) return std::nullopt;
+  json spec = spec_with(values);
+  spec["width"] = 520;
+  spec["mark"] = {{"type", "bar"}, {"tooltip", true}};
+  spec["encoding"] = {
+      {"y", {{"field", "pipeline"}, {"type", "nominal"}, {"title", nullptr}, {"axis", {{"labelLimit", 320}}}}},
+      {"yOffset", field("figure", "nominal")},
+      {"x", field("ms", "quantitative", "ms per forward pass")},
+      {"color", {{"field", "figure"}, {"type", "nominal"},
+                 {"scale", {{"domain", {"sum of layers", "PyTorch end to end"}}, {"range", {"#4c78a8", "#f58518"}}}}}},
+      {"tooltip", json::array({field("pipeline", "nominal"), field("figure", "nominal"), number("ms", "ms"),
+                               number("ratio", "sum of layers / end to end", ".3f")})}};
+  return Chart{"pipeline-end-to-end", "pipeline-end-to-end", "Sum of layers vs PyTorch end to end",
+               "Each layer measured on its own and added up, beside the same model run end to end by PyTorch (scaled "
+               "where it runs a part: OPT runs one decoder layer, x 64). Above 1, the layers in isolation add up to "
+               "more than the model: launch gaps, cold caches between layers, and fusions PyTorch does are the usual causes.",
+               spec};
+}
+
+}  // namespace opmeter

@@ -1,0 +1,197 @@
+// The report's Pipelines section: charts (stacked layer bars, comparison, end to end), tables,
+// escaping, markdown, `opmeter report DIR` with pipelines.json, and the page drawn by Chromium.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli_helpers.hpp"
+#include "pipeline/pipeline_outputs.hpp"
+#include "pipeline_fixtures.hpp"
+#include "report/chart_assets.hpp"
+#include "report/pipeline_charts.hpp"
+#include "report/report.hpp"
+#include "report/reporters.hpp"
+#include "report_fixture.hpp"
+
+using namespace opmeter;
+using namespace opmeter::pipeline;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A complete pipeline with the model end to end, an incomplete one, and a 12-layer one.
+std::vector<PipelineSummary> summaries() {
+  std::vector<PipelineSummary> out;
+  auto h = fixtures::hand_run();
+  Result model = fixtures::hand_result("model", 5e-3, 0.4);
+  h.run.end_to_end = &model;
+  out.push_back(summarize(h.run));
+  auto broken = fixtures::hand_run();
+  broken.run.pipeline.name = "broken";
+  broken.results[1].status = Status::skipped;
+  broken.results[1].reason = "needs <64 GiB> of memory";
+  out.push_back(summarize(broken.run));
+  out.push_back(fixtures::many_layer_summary(12));
+  return out;
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST(PipelineCharts, StackedBarsTopLayersThenTheRestByOp) {
+  auto deep = fixtures::many_layer_summary(12);
+  auto chart = pipeline_layers_chart(deep, 2, 8);
+  ASSERT_TRUE(chart);
+  EXPECT_EQ(chart->id, "pipeline-2-deep");
+  EXPECT_EQ(chart->kind, "pipeline-layers");
+  auto& values = chart->spec["data"]["values"];
+  std::vector<std::string> latency;
+  double total_ms = 0;
+  for (auto& v : values)
+    if (v["bar"] == "latency") {
+      latency.push_back(v["segment"]);
+      total_ms += v["value"].get<double>();
+    }
+  // Layers 11..4 are the largest eight; the rest (0..3: conv2d 0 and 3, relu 1, add 2) by op.
+  ASSERT_EQ(latency.size(), 8u + 3u);
+  EXPECT_EQ(latency[0], "layer11");
+  EXPECT_EQ(latency[7], "layer4");
+  EXPECT_EQ(latency[8], "other conv2d (2 layers)");  // 0.1 + 0.4 ms
+  EXPECT_EQ(latency[9], "other add (1 layer)");      // 0.3 ms
+  EXPECT_EQ(latency[10], "other relu (1 layer)");    // 0.2 ms
+  EXPECT_NEAR(total_ms, 7.8, 1e-9);                  // 0.1 ms x (1 + ... + 12): nothing lost
+  EXPECT_EQ(chart->spec["vconcat"].size(), 2u);      // latency and energy
+  // No energy anywhere: the latency bar alone.
+  auto h = fixtures::hand_run();
+  for (auto& r : h.results) r.energy_j.reset();
+  auto no_energy = pipeline_layers_chart(summarize(h.run), 0);
+  ASSERT_TRUE(no_energy);
+  EXPECT_EQ(no_energy->spec["vconcat"].size(), 1u);
+  // Nothing measured: no chart.
+  h.run.layer_results = {nullptr, nullptr, nullptr};
+  EXPECT_FALSE(pipeline_layers_chart(summarize(h.run), 0));
+}
+
+TEST(PipelineCharts, ComparisonHasCompletePipelinesOnly) {
+  auto chart = pipeline_comparison_chart(summaries());
+  ASSERT_TRUE(chart);
+  std::set<std::string> pipelines;
+  for (auto& v : chart->spec["data"]["values"]) pipelines.insert(v["pipeline"].get<std::string>());
+  EXPECT_EQ(pipelines, (std::set<std::string>{"toy fp32 cpu batch=8", "deep fp32 cpu batch=1"}));
+  auto& first = chart->spec["data"]["values"][0];
+  EXPECT_EQ(first["metric"], "latency per pass (ms)");
+  EXPECT_NEAR(first["value"].get<double>(), 7, 1e-9);
+  EXPECT_FALSE(pipeline_comparison_chart({summaries()[1]}));
+}
+
+TEST(PipelineCharts, EndToEndBesideSumOfLayers) {
+  auto chart = pipeline_end_to_end_chart(summaries());
+  ASSERT_TRUE(chart);
+  auto& values = chart->spec["data"]["values"];
+  ASSERT_EQ(values.size(), 2u);
+  EXPECT_EQ(values[0]["figure"], "sum of layers");
+  EXPECT_NEAR(values[0]["ms"].get<double>(), 7, 1e-9);
+  EXPECT_EQ(values[1]["figure"], "PyTorch end to end");
+  EXPECT_NEAR(values[1]["ms"].get<double>(), 5, 1e-9);
+  EXPECT_NEAR(values[1]["ratio"].get<double>(), 1.4, 1e-9);
+  EXPECT_FALSE(pipeline_end_to_end_chart({summaries()[2]}));
+}
+
+TEST(PipelineReport, HtmlHasThePipelinesSectionChartsAndTables) {
+  auto set = fixtures::report_set();
+  auto pipelines = summaries();
+  auto html = html_report({set}, pipelines);
+  EXPECT_NE(html.find("<h2>Pipelines</h2>"), std::string::npos);
+  EXPECT_LT(html.find("<h2>Pipelines</h2>"), html.find("<h2>Cases</h2>"));
+  for (const char* id : {"pipeline-comparison", "pipeline-end-to-end", "pipeline-0-toy", "pipeline-1-broken", "pipeline-2-deep"})
+    EXPECT_NE(html.find(fmt::format("<div class=\"chart\" id=\"{}\">", id)), std::string::npos) << id;
+  // The specs are data for the renderer.
+  auto at = html.find("id=\"chart-specs\">") + 17;
+  auto specs = nlohmann::json::parse(html.substr(at, html.find("</script>", at) - at));
+  std::set<std::string> ids;
+  for (auto& s : specs) ids.insert(s["id"].get<std::string>());
+  EXPECT_TRUE(ids.count("pipeline-comparison"));
+  EXPECT_TRUE(ids.count("pipeline-2-deep"));
+  // Summary table rows link to each pipeline; the incomplete one says so and lists what is missing.
+  EXPECT_NE(html.find("<a href=\"#pipeline-1\">broken</a>"), std::string::npos);
+  EXPECT_NE(html.find("<h3 id=\"pipeline-1\">broken fp32 cpu batch=8</h3>"), std::string::npos);
+  EXPECT_NE(html.find("incomplete (1 missing)"), std::string::npos);
+  EXPECT_NE(html.find("<b>Incomplete:</b> 1 layer(s) not measured"), std::string::npos);
+  // Escaped: the skip reason and the label with markup; the raw text appears only inside the specs' JSON.
+  EXPECT_NE(html.find("needs &lt;64 GiB&gt; of memory"), std::string::npos);
+  EXPECT_NE(html.find("&lt;b&gt;stem&lt;/b&gt; &amp; &quot;x&quot;"), std::string::npos);
+  EXPECT_EQ(html.find("<b>stem</b>"), std::string::npos);
+  EXPECT_NE(html.find("\\u003cb>stem\\u003c/b>"), std::string::npos);  // in the JSON, no '<'
+  // Layer tables: one row per layer, in a details element each; the formula is stated.
+  EXPECT_EQ(count(html, "<table class=\"layers\">"), 3u);
+  EXPECT_EQ(count(html, "<details><summary>Layers ("), 3u);
+  EXPECT_NE(html.find("<details><summary>Layers (12)</summary>"), std::string::npos);
+  EXPECT_NE(html.find("max t<sub>i</sub>"), std::string::npos);
+  EXPECT_NE(html.find("7.000 ms"), std::string::npos);
+  EXPECT_NE(html.find("530.000 mJ"), std::string::npos);  // pipeline-parallel energy
+  // Without pipelines, no section.
+  EXPECT_EQ(html_report({set}).find("<h2>Pipelines</h2>"), std::string::npos);
+}
+
+TEST(PipelineReport, MarkdownHasSummaryAndTopLayers) {
+  auto md = markdown_report({fixtures::report_set()}, summaries());
+  EXPECT_NE(md.find("## Pipelines"), std::string::npos);
+  EXPECT_NE(md.find("| toy | cpu | fp32 | batch=8, image=32 | 207 | 2.00 k | complete | 7.000 ms | 1143 img/s | "
+                    "60.000 mJ | 51.250 mJ | 4.000 ms | 530.000 mJ | 5.000 ms | 1.40 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| broken | cpu | fp32 | batch=8, image=32 | 207 | 2.00 k | incomplete (1 missing) |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("### toy fp32 cpu batch=8"), std::string::npos);
+  EXPECT_NE(md.find("1. `block.fc` (linear x 2): 4.000 ms, 57.1%"), std::string::npos) << md;
+  EXPECT_NE(md.find("- block.fc (linear): skipped: needs <64 GiB> of memory"), std::string::npos) << md;
+  EXPECT_LT(md.find("## Pipelines"), md.find("## Cases"));
+  EXPECT_EQ(markdown_report({fixtures::report_set()}).find("## Pipelines"), std::string::npos);
+}
+
+TEST(PipelineReport, ReportCommandReadsPipelinesOfTheDirectory) {
+  auto dir = fs::temp_directory_path() / "opmeter_pipeline_report_cmd";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "results.json") << gbench_json(fixtures::report_context(), fixtures::report_results()).dump();
+  write_pipeline_outputs(dir.string(), summaries());
+  auto out = (dir / "out.html").string();
+  auto r = cli(fmt::format("report '{}' -o '{}'", dir.string(), out));
+  EXPECT_EQ(r.code, 0) << r.text;
+  EXPECT_NE(r.text.find("3 pipelines"), std::string::npos) << r.text;
+  std::ifstream in(out);
+  std::stringstream html;
+  html << in.rdbuf();
+  EXPECT_NE(html.str().find("<h2>Pipelines</h2>"), std::string::npos);
+  // Given as its results.json, the same directory's pipelines.
+  r = cli(fmt::format("report '{}' -o '{}' --no-md", (dir / "results.json").string(), out));
+  EXPECT_NE(r.text.find("3 pipelines"), std::string::npos) << r.text;
+  // A bad pipelines.json costs its section, with a warning, not the report.
+  std::ofstream(dir / "pipelines.json") << "{oops";
+  r = cli(fmt::format("report '{}' -o '{}'", dir.string(), out));
+  EXPECT_EQ(r.code, 0) << r.text;
+  EXPECT_NE(r.text.find("pipelines.json: not JSON"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("no Pipelines section"), std::string::npos) << r.text;
+}
+
+TEST(PipelineReport, WritingPipelinesRewritesAReportInTheDirectory) {
+  auto dir = fs::temp_directory_path() / "opmeter_pipeline_rewrite";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "results.json") << gbench_json(fixtures::report_context(), fixtures::report_results()).dump();
+  std::ofstream(dir / "report.html") << "old";
+  write_pipeline_outputs(dir.string(), summaries());
+  std::ifstream html(dir / "report.html"), md(dir / "report.md");
+  std::stringstream h, m;
+  h << html.rdbuf();
+  m << md.rdbuf();
+  EXPECT_NE(h.str().find("<h2>Pipelines</h2>"), std::string::npos);
+  EXPECT_NE(m.str().find("## Pipelines"), std::string::npos);
+}
