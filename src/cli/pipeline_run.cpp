@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "opmeter/config.hpp"
+#include "opmeter/errors.hpp"
 #include "pipeline/pipeline_outputs.hpp"
 #include "pipeline/pipeline_summary.hpp"
 #include "report/report.hpp"
