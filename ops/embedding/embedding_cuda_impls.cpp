@@ -9,7 +9,7 @@ const ImplRegistrar reg_cuda({
     .op = "embedding",
     .impl = "cuda",
     .backends = {"cuda"},
-    .summary = "opmeter's gather kernel: a block per row (grid-stride), 16-byte copies where a row is a whole "
+    .summary = "opmeter's gather kernel: a group of threads per row, sized to it (grid-stride), 16-byte copies where a row is a whole "
                "number of 16-byte vectors",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
 });
