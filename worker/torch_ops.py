@@ -236,6 +236,27 @@ def _conv2d(case):
     return fn, lambda x, w, b, *p: shape(x, w, b) + like(x, *p)
 
 
+def _pool2d(case):
+    n, c, image = case.int("batch"), case.int("channels"), case.int("image")
+    k, stride, pad, kind = case.int("kernel"), case.int("stride"), case.int("padding"), case.get("kind", "max")
+    if kind == "max":
+        def fn(x):
+            return F.max_pool2d(x, k, stride, pad)
+    elif kind == "avg":
+        def fn(x):  # padding counted in the mean: ops/pool/pool.hpp
+            return F.avg_pool2d(x, k, stride, pad, count_include_pad=True)
+    else:
+        raise ValueError(f"pool2d kind '{kind}' unknown: expected max or avg")
+    return fn, lambda x: (x.view(n, c, image, image),)
+
+
+def _embedding(case):
+    rows, h = rows_hidden(case)
+    vocab = case.int("vocab")
+    # F.embedding wants int64 ids, as a tokenizer's output already is.
+    return F.embedding, lambda ids, table: (ids.long(), table.view(vocab, h))
+
+
 def _attention(case):
     b, heads, seq, d = case.int("batch"), case.int("heads"), case.int("seq"), case.int("head_dim")
     causal, stage = case.int("causal", 0) != 0, case.get("stage", "full")
@@ -350,6 +371,8 @@ OPS = {
     "linear": _linear,
     **{f"ln_linear_{a}": _ln_linear(a) for a in ACT_OPS},
     "conv2d": _conv2d,
+    "pool2d": _pool2d,
+    "embedding": _embedding,
     "attention": _attention,
     "transformer_block": _transformer_block,
     "squeeze_excite": _squeeze_excite,

@@ -1,10 +1,11 @@
 // The embedding op: out[r, :] = table[id[r], :] for r < batch*seq (a token embedding lookup).
-// Parameters, validation and work model; the spec and impls are beside it.
+// Parameters, validation, work model, and its spec and fp64 reference impl (embedding.hpp).
 #include <fmt/format.h>
 
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/tensor_op.hpp"
+#include "ops/embedding/embedding.hpp"
 
 namespace opmeter::embedding {
 namespace {
@@ -27,14 +28,22 @@ OpDef def() {
     rows_validate(c);
     tensor::check_range(c, "vocab", 1, std::int64_t{1} << 24);
   };
-  // The whole table is memory the case holds, though a call reads only the rows it gathers.
+  // The memory a case holds: ids, the whole table (a call reads only the rows it gathers) and
+  // the output. Cold-cache copies multiply all of it; a default table (1.9 GB fp32) is far beyond
+  // any cache, so it gets one copy, and a table beyond memory makes the case `skipped`.
   op.footprint = [](const Case& c) {
-    return work(c).bytes() + double(param(c, "vocab")) * double(param(c, "hidden")) * double(size_of(c.dtype));
+    const double rows = double(tensor::rows_of(c)), hidden = double(param(c, "hidden")), e = double(size_of(c.dtype));
+    return rows * 4 + double(param(c, "vocab")) * hidden * e + rows * hidden * e;
   };
   op.model_cost = [](const Case& c) { return ModelCost{double(param(c, "vocab")) * double(param(c, "hidden")), 0}; };
   return op;
 }
-const OpRegistrar reg(def());
+const bool registered = [] {
+  Registry::global().add(def());
+  tensor::register_reference<EmbeddingOp>("embedding", {DType::fp32, DType::bf16},
+                                          [](const Case& c) { return double(tensor::rows_of(c) * tensor::hidden_of(c)); });
+  return true;
+}();
 
 }  // namespace
 }  // namespace opmeter::embedding

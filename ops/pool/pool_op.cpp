@@ -1,4 +1,4 @@
-// The pool2d op: parameters, validation and work model (its spec and impls are beside it).
+// The pool2d op: parameters, validation, work model, and its spec and fp64 reference impl (pool.hpp).
 // NCHW max or average pooling; global average pooling is kind=avg with kernel=image, stride=1,
 // padding=0. Average pooling divides by kernel^2, padding included (PyTorch's default).
 #include <fmt/format.h>
@@ -6,6 +6,7 @@
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/tensor_op.hpp"
+#include "ops/pool/pool.hpp"
 
 namespace opmeter::pool {
 namespace {
@@ -32,7 +33,7 @@ void validate(const Case& c) {
   check_range(c, "stride", 1, 1 << 14);
   check_range(c, "padding", 0, 1 << 13);
   const auto& kind = c.get("kind");
-  if (kind != "max" && kind != "avg") throw CaseError(fmt::format("pool2d kind='{}' unknown: expected max or avg", kind));
+  if (!parse_kind(kind)) throw CaseError(fmt::format("pool2d kind='{}' unknown: expected max or avg", kind));
   if (2 * param(c, "padding") > param(c, "kernel"))
     throw CaseError(fmt::format("pool2d padding={} above half the kernel ({})", param(c, "padding"), param(c, "kernel")));
   if (param(c, "kernel") > param(c, "image") + 2 * param(c, "padding"))
@@ -40,12 +41,17 @@ void validate(const Case& c) {
                                 param(c, "image") + 2 * param(c, "padding")));
 }
 
-const OpRegistrar reg(tensor::shaped_op(
-    "pool2d", "2-D max or average pooling, NCHW (global average: kind=avg, kernel=image)",
-    {{"batch", "1"}, {"channels", "64"}, {"image", "112"}, {"kernel", "3"}, {"stride", "2"}, {"padding", "1"},
-     {"kind", "max"}},
-    {{"batch", "2"}, {"channels", "3"}, {"image", "9"}, {"kernel", "3"}, {"stride", "2"}, {"padding", "1"}, {"kind", "max"}},
-    work, validate));
+const bool registered = [] {
+  Registry::global().add(tensor::shaped_op(
+      "pool2d", "2-D max or average pooling, NCHW (global average: kind=avg, kernel=image)",
+      {{"batch", "1"}, {"channels", "64"}, {"image", "112"}, {"kernel", "3"}, {"stride", "2"}, {"padding", "1"},
+       {"kind", "max"}},
+      {{"batch", "2"}, {"channels", "3"}, {"image", "9"}, {"kernel", "3"}, {"stride", "2"}, {"padding", "1"},
+       {"kind", "max"}},
+      work, validate));
+  tensor::register_reference<PoolOp>("pool2d", {DType::fp32, DType::bf16}, [](const Case& c) { return work(c).flops; });
+  return true;
+}();
 
 }  // namespace
 }  // namespace opmeter::pool
