@@ -67,7 +67,8 @@ inline HandRun hand_run() {
   return h;
 }
 
-// A pipeline of `n` measured layers over three ops, with energy, and an escaping hazard in a label.
+// A pipeline of `n` measured layers over three ops, with energy; the last and largest one has an
+// escaping hazard for a label.
 inline pipeline::PipelineSummary many_layer_summary(std::size_t n, const std::string& name = "deep") {
   HandRun h;
   auto& p = h.run.pipeline;
@@ -75,7 +76,7 @@ inline pipeline::PipelineSummary many_layer_summary(std::size_t n, const std::st
   p.params = {{"batch", "1"}};
   const char* ops[] = {"conv2d", "relu", "add"};
   for (std::size_t i = 0; i < n; ++i) {
-    std::string label = i == 0 ? "<b>stem</b> & \"x\"" : fmt::format("layer{}", i);
+    std::string label = i + 1 == n ? "<b>head</b> & \"x\"" : fmt::format("layer{}", i);
     p.layers.push_back(hand_layer(label, ops[i % 3], 1, 10, 100));
     h.results.push_back(hand_result(ops[i % 3], 1e-4 * double(i + 1), 1e-3 * double(i + 1)));
   }

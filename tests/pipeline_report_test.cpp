@@ -61,7 +61,8 @@ TEST(PipelineCharts, StackedBarsTopLayersThenTheRestByOp) {
     }
   // Layers 11..4 are the largest eight; the rest (0..3: conv2d 0 and 3, relu 1, add 2) by op.
   ASSERT_EQ(latency.size(), 8u + 3u);
-  EXPECT_EQ(latency[0], "layer11");
+  EXPECT_EQ(latency[0], "<b>head</b> & \"x\"");
+  EXPECT_EQ(latency[1], "layer10");
   EXPECT_EQ(latency[7], "layer4");
   EXPECT_EQ(latency[8], "other conv2d (2 layers)");  // 0.1 + 0.4 ms
   EXPECT_EQ(latency[9], "other add (1 layer)");      // 0.3 ms
@@ -126,9 +127,9 @@ TEST(PipelineReport, HtmlHasThePipelinesSectionChartsAndTables) {
   EXPECT_NE(html.find("<b>Incomplete:</b> 1 layer(s) not measured"), std::string::npos);
   // Escaped: the skip reason and the label with markup; the raw text appears only inside the specs' JSON.
   EXPECT_NE(html.find("needs &lt;64 GiB&gt; of memory"), std::string::npos);
-  EXPECT_NE(html.find("&lt;b&gt;stem&lt;/b&gt; &amp; &quot;x&quot;"), std::string::npos);
-  EXPECT_EQ(html.find("<b>stem</b>"), std::string::npos);
-  EXPECT_NE(html.find("\\u003cb>stem\\u003c/b>"), std::string::npos);  // in the JSON, no '<'
+  EXPECT_NE(html.find("&lt;b&gt;head&lt;/b&gt; &amp; &quot;x&quot;"), std::string::npos);
+  EXPECT_EQ(html.find("<b>head</b>"), std::string::npos);
+  EXPECT_NE(html.find("\\u003cb>head\\u003c/b> & \\\"x\\\""), std::string::npos);  // in the specs' JSON, no '<'
   // Layer tables: one row per layer, in a details element each; the formula is stated.
   EXPECT_EQ(count(html, "<table class=\"layers\">"), 3u);
   EXPECT_EQ(count(html, "<details><summary>Layers ("), 3u);

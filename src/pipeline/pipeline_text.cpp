@@ -53,7 +53,7 @@ std::string layer_table(const PipelineSummary& s) {
                     l.case_string});
   }
   return text_table({"#", "label", "op", "impl", "count", "status", "latency", "x count", "time", "power W",
-                     "energy", "x count", "dynamic", "params", "MACs", "roofline", "case"},
+                     "energy/call", "x count", "dynamic/call", "params", "MACs", "roofline", "case"},
                     rows,
                     {true, false, false, false, true, false, true, true, true, true, true, true, true, true, true, true,
                      false});

@@ -41,7 +41,7 @@ std::string ratio_text(const PipelineSummary& s) {
 }
 
 void summary_table(std::string& out, const std::vector<PipelineSummary>& summaries) {
-  out += "<table class=\"pipelines\"><thead><tr><th>pipeline</th><th>device</th><th>dtype</th><th>built with</th>"
+  out += "<div class=\"wide\"><table class=\"pipelines\"><thead><tr><th>pipeline</th><th>device</th><th>dtype</th><th>built with</th>"
          "<th>params</th><th>MACs</th><th>status</th><th>latency</th><th>throughput</th><th>energy / pass</th>"
          "<th>energy / sample</th><th>without idle / sample</th><th>idle W</th><th>parallel period</th>"
          "<th>parallel energy / pass</th><th>PyTorch end to end</th><th>sum / end to end</th></tr></thead><tbody>\n";
@@ -58,11 +58,11 @@ void summary_table(std::string& out, const std::vector<PipelineSummary>& summari
            td(time_cell(s.period_s)) + td(energy_cell(s.pipeline_parallel_energy_j)) + td(time_cell(s.end_to_end_s)) +
            td(html_escape(ratio_text(s))) + "</tr>\n";
   }
-  out += "</tbody></table>\n";
+  out += "</tbody></table></div>\n";
 }
 
 void layer_table(std::string& out, const PipelineSummary& s) {
-  out += fmt::format("<details><summary>Layers ({})</summary>\n<table class=\"layers\"><thead><tr><th>#</th><th>label</th>"
+  out += fmt::format("<details><summary>Layers ({})</summary>\n<div class=\"wide\"><table class=\"layers\"><thead><tr><th>#</th><th>label</th>"
                      "<th>op</th><th>impl</th><th>count</th><th>status</th><th>latency</th><th>&times; count</th>"
                      "<th>% of time</th><th>power (W)</th><th>energy / call</th><th>&times; count</th>"
                      "<th>without idle / call</th><th>params</th><th>MACs</th><th>GFLOP / call</th>"
@@ -86,7 +86,7 @@ void layer_table(std::string& out, const PipelineSummary& s) {
            td(l.flops ? fmt::format("{:.4g}", *l.flops * 1e-9) : "") + td(fixed(l.pct_roofline, "{:.1f}%")) +
            td(fixed(l.pct_peak, "{:.1f}%")) + "<td class=\"case\">" + html_escape(l.case_string) + "</td></tr>\n";
   }
-  out += "</tbody></table></details>\n";
+  out += "</tbody></table></div></details>\n";
 }
 
 std::string md_cell(std::string s) {
