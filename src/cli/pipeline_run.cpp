@@ -113,7 +113,6 @@ int run_pipelines(std::vector<pipeline::PlannedPipeline> pipelines, std::vector<
   }
   pipeline::write_pipeline_outputs(out.dir, summaries);
   for (const auto& s : summaries) pipeline::print_pipeline_summary(std::cerr, s);
-  if (out.report) rewrite_report_files(out.dir, summaries);
   return results_exit_code(results);
 }
 

@@ -73,7 +73,10 @@ std::vector<std::string> log_file_names(const std::vector<PipelineSummary>& summ
   std::vector<std::string> names;
   std::map<std::string, int> taken;
   for (auto& s : summaries) {
-    std::string base = "pipeline-" + file_safe(s.name) + (uses[s.name] > 1 ? "-" + file_safe(s.device) : "");
+    // Appended piecewise: "literal" + std::string trips GCC 12's false -Wrestrict.
+    std::string base = "pipeline-";
+    base.append(file_safe(s.name));
+    if (uses[s.name] > 1) base.append("-").append(file_safe(s.device));
     // Still the same (same name on the same device, or names that differ only in odd characters).
     int n = taken[base]++;
     names.push_back(base + (n ? fmt::format("-{}", n + 1) : "") + ".log");
