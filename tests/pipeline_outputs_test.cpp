@@ -161,7 +161,7 @@ TEST(PipelineOutputs, LayersCsvHasOneRowPerLayer) {
   auto csv = lines(layers_csv(three_summaries()));
   ASSERT_EQ(csv.size(), 1u + 9u);
   EXPECT_EQ(csv[0].rfind("pipeline,device,index,label,op,impl,count,status,reason,latency_ms,total_ms", 0), 0u);
-  EXPECT_EQ(csv[2].rfind("toy,cpu,1,block.fc,linear,opmeter,2,ok,,2,4,75,0.15,0.3,0.02,0.13,50,500,1e+06,400000,50,,,,", 0), 0u)
+  EXPECT_EQ(csv[2].rfind("toy,cpu,1,block.fc,linear,opmeter,2,ok,,2,4,75,0.15,0.3,0.02,0.13,50,500,1000000,400000,50,,,,", 0), 0u)
       << csv[2];
   EXPECT_NE(csv[6].find(",block.act,relu,,4,not-measured,no result for this layer in the run,"), std::string::npos) << csv[6];
   EXPECT_NE(csv[7].find(",unconverged,RAPL is not readable,"), std::string::npos) << csv[7];

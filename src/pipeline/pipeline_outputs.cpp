@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
@@ -23,7 +24,11 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
-std::string num(double v) { return fmt::format("{:.6g}", v); }
+// Whole numbers (params, MACs, counts) in full, the rest to 6 significant digits.
+std::string num(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return fmt::format("{:.0f}", v);
+  return fmt::format("{:.6g}", v);
+}
 std::string num(const std::optional<double>& v, double scale = 1) { return v ? num(*v * scale) : ""; }
 
 std::string row(const std::vector<std::string>& cells) { return fmt::format("{}\n", fmt::join(cells, ",")); }
