@@ -4,7 +4,7 @@
 # BUNDLE comes from scripts/bundle-gpu.sh (binaries + libraries, no CUDA); BUILD_DIR is a build
 # made on this machine (default: build, configured and built if missing). OUT_DIR defaults to
 # docs/results/<gpu-name>. STEPs (default: all, in this order): tests mltests quick peaks sweep
-# sweep30 torch worker copy graph ml-ops ml-sweep linear attention cudnn pipelines calibrate. Every step runs whatever the others did; each one's command, exit code and
+# sweep30 torch worker copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate. Every step runs whatever the others did; each one's command, exit code and
 # time go to OUT_DIR/commands.txt and OUT_DIR/steps.tsv, and the script exits 1 at the end if
 # any step failed. GTEST_REPEAT (default 10) sets how often the GPU-side tests repeat.
 set -uo pipefail
@@ -25,7 +25,7 @@ out=${2:-docs/results/$gpu}
 shift $(( $# > 2 ? 2 : $# ))
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(tests mltests quick peaks sweep sweep30 torch worker copy graph ml-ops ml-sweep linear
-                                 attention cudnn pipelines calibrate)
+                                 attention cudnn pipeline-ops pipelines calibrate)
 # The Python worker from this checkout (a bundle's binary knows only where it was built).
 export OPMETER_WORKER=${OPMETER_WORKER:-$PWD/worker/opmeter_worker.py}
 # cuDNN: PyTorch's copy first where PyTorch is installed (the version the headers here are from).
@@ -103,7 +103,7 @@ for s in "${steps[@]}"; do
     mltests)  # the ML-op sweeps over dtypes and widths, once (they are long)
       tests="$bin/opmeter_tests"; [ -x "$tests" ] || tests="$bin/tests/opmeter_tests"
       step mltests "$out/gpu-ml-tests.txt" "$tests" --gtest_brief=1 \
-        --gtest_filter='ActivationCuda.*:NormCuda.*:LossCuda.*:LinearCuda.*:AttentionCuda.*:Cudnn.*:TransformerBlockCuda.*:AddOp.Cuda*' ;;
+        --gtest_filter='ActivationCuda.*:NormCuda.*:LossCuda.*:LinearCuda.*:AttentionCuda.*:Cudnn.*:TransformerBlockCuda.*:AddOp.Cuda*:PoolOp.Cuda*:EmbeddingOp.Cuda*:SqueezeExciteCuda.*:DecodeAttentionCuda.*:ConvDepthwiseCuda.*' ;;
     quick) step quick "$out/quick.md" "$opm" run --suite quick --device cuda:0 --out "$out/quick" ;;
     peaks) step peaks "$out/peaks.md" "$opm" run "$out/peaks.yaml" --out "$out/peaks" ;;
     sweep) step sweep "$out/sweep.md" "$opm" run "$out/sweep.yaml" --out "$out/sweep" ;;
@@ -145,6 +145,11 @@ for s in "${steps[@]}"; do
         n=$(basename "$f" .yaml)
         step "$n" "$out/$n.md" "$opm" run "$f" --out "$out/$n"
       done ;;
+    pipeline-ops)  # the pipelines' own ops: depthwise convs, pooling, embedding, squeeze-excite, decode attention
+      for f in bench/gpu-dwconv*.yaml bench/gpu-pool-embed/*.yaml bench/gpu-pipeline-ops.yaml; do
+        n=$(basename "$f" .yaml)
+        step "$n" "$out/$n.md" "$opm" run "$f" --out "$out/$n"
+      done ;;
     pipelines)  # every built-in pipeline layer by layer beside PyTorch end to end (the issue's H100 targets)
       step pipelines-vision "$out/pipelines-vision.md" "$opm" run bench/gpu-pipelines.yaml --heat-max 1 --cooldown 0.2 --out "$out/pipelines-vision"
       step pipelines-opt "$out/pipelines-opt.md" "$opm" run bench/gpu-pipelines-opt.yaml --heat-max 1 --cooldown 0.2 --out "$out/pipelines-opt"
@@ -152,7 +157,7 @@ for s in "${steps[@]}"; do
     calibrate) step calibrate "$out/calibrate.txt" "$opm" calibrate --device cuda:0 --out "$out/calibration-cuda0.json" \
                  --results "$out/calibrate" ;;
     *) echo "gpu-check: unknown step '$s' (tests mltests quick peaks sweep sweep30 torch worker copy graph ml-ops ml-sweep" \
-            "linear attention cudnn pipelines calibrate)" >&2; failed=1 ;;
+            "linear attention cudnn pipeline-ops pipelines calibrate)" >&2; failed=1 ;;
   esac
 done
 echo "gpu-check: done: raw results in $out"
