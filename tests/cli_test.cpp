@@ -177,7 +177,7 @@ TEST(Cli, ListAndInfo) {
   ASSERT_EQ(list.code, 0);
   EXPECT_NE(list.text.find("gemm"), std::string::npos);
   EXPECT_NE(list.text.find("openblas"), std::string::npos);
-  EXPECT_NE(list.text.find("suites: full, fusion, fusion-gpu, ops, quick"), std::string::npos) << list.text;
+  EXPECT_NE(list.text.find("suites: full, fusion, fusion-gpu, ops, pipeline-quick, quick"), std::string::npos) << list.text;
   auto info = cli("info");
   ASSERT_EQ(info.code, 0);
   auto j = nlohmann::json::parse(info.text);

@@ -312,7 +312,7 @@ std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOp
 void add_run_command(CLI::App& app, RunArgs& a) {
   auto* run = app.add_subcommand("run", "measure the cases of a config file or a built-in suite (default: quick)");
   run->add_option("config", a.config, "YAML config file");
-  run->add_option("--suite", a.suite, "built-in suite: quick (default), full");
+  run->add_option("--suite", a.suite, "built-in suite: quick (default), full, ops, fusion, fusion-gpu, pipeline-quick");
   run->add_option("--filter", a.filter, "only cases whose case string matches this regular expression");
   run->add_option_function<std::string>(
       "--case",
