@@ -113,3 +113,81 @@ TEST(PipelineConfig, PipelineFlagsBecomeAConfig) {
     }
   }
 }
+
+// --- end to end through the CLI ------------------------------------------------------------------
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_helpers.hpp"
+
+
+TEST(PipelineCli, RunWritesEachPipelinesTotalsAndSaysWhichIsIncomplete) {
+  auto dir = temp_dir("pipelines");
+  auto config = write(dir, "p.yaml", R"(
+pipelines:
+  - name: small
+    samples: 2
+    layers:
+      - {label: res, op: add, batch: 2, seq: 3, hidden: 40, count: 2}
+      - {label: act, op: relu, batch: 2, seq: 3, hidden: 40}
+  - name: broken
+    layers:
+      - {label: res, op: add, batch: 2, seq: 3, hidden: 40}
+      - {label: wrong, op: test_cpu_only, n: 8}
+impls: [test_cpu]
+end_to_end: false
+)");
+  auto out = cli("run " + config.string() + " --samples 3 --warmup 1 --no-report --out " + (dir / "r").string());
+  EXPECT_EQ(out.code, 1) << out.text;  // the test op's layer errs
+  EXPECT_NE(out.text.find("pipeline small"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("pipeline broken"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("INCOMPLETE, no totals: 1 layer(s) not measured; first: wrong (test_cpu_only): error"),
+            std::string::npos)
+      << out.text;
+  auto j = nlohmann::json::parse(slurp(dir / "r" / "pipelines.json"));
+  ASSERT_EQ(j["pipelines"].size(), 2u);
+  const auto& small = j["pipelines"][0];
+  EXPECT_EQ(small["name"], "small");
+  EXPECT_TRUE(small["complete"].get<bool>());
+  // One pass = 2 x add + relu, from the two results of the run.
+  auto results = nlohmann::json::parse(slurp(dir / "r" / "results.json"));
+  double add_s = 0, relu_s = 0;
+  for (const auto& b : results["benchmarks"]) {
+    if (b.value("run_type", "iteration") != "iteration") continue;  // not the aggregates
+    std::string name = b["name"], unit = b["time_unit"];
+    const double seconds = b["real_time"].get<double>() * (unit == "ns" ? 1e-9 : unit == "us" ? 1e-6 : unit == "ms" ? 1e-3 : 1);
+    if (name.starts_with("add/")) add_s = seconds;
+    if (name.starts_with("relu/")) relu_s = seconds;
+  }
+  ASSERT_GT(add_s, 0);
+  ASSERT_GT(relu_s, 0);
+  EXPECT_NEAR(small["latency_s"].get<double>(), 2 * add_s + relu_s, 1e-3 * (2 * add_s + relu_s));
+  EXPECT_FALSE(j["pipelines"][1]["complete"].get<bool>());
+  EXPECT_FALSE(j["pipelines"][1].contains("latency_s") && !j["pipelines"][1]["latency_s"].is_null());
+  auto csv = slurp(dir / "r" / "summary.csv");
+  EXPECT_NE(csv.find("\nsmall,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nbroken,"), std::string::npos) << csv;
+  EXPECT_TRUE(fs::exists(dir / "r" / "pipeline-small.log"));
+  EXPECT_TRUE(fs::exists(dir / "r" / "pipeline_layers.csv"));
+}
+
+TEST(PipelineCli, BadPipelineFlagsExitWithTwo) {
+  auto unknown = cli("run --pipeline resnet_18 --dry-run");
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.text.find("unknown pipeline 'resnet_18'; did you mean 'resnet18'?"), std::string::npos) << unknown.text;
+  auto bad_param = cli("run --pipeline resnet18:batchsize=4 --dry-run");
+  EXPECT_EQ(bad_param.code, 2);
+  EXPECT_NE(bad_param.text.find("unknown parameter 'batchsize'"), std::string::npos) << bad_param.text;
+  auto malformed = cli("run --pipeline resnet18:batch --dry-run");
+  EXPECT_EQ(malformed.code, 2);
+  EXPECT_NE(malformed.text.find("'batch' is not key=value"), std::string::npos) << malformed.text;
+  auto with_suite = cli("run --pipeline resnet18 --suite quick --dry-run");
+  EXPECT_EQ(with_suite.code, 2);
+  auto dry = cli("run --pipeline resnet18:batch=2 --dry-run");
+  EXPECT_EQ(dry.code, 0) << dry.text;
+  EXPECT_NE(dry.text.find("conv2d/onednn/fp32/batch=2,channels=3,out_channels=64,image=224,kernel=7"), std::string::npos)
+      << dry.text;
+  EXPECT_NE(dry.text.find("model/torch/fp32/name=resnet18,batch=2,image=224"), std::string::npos) << dry.text;
+}
