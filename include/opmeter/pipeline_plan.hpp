@@ -11,8 +11,9 @@
 
 namespace opmeter::pipeline {
 
-// Impls tried for a layer when the config names none, best first. Fusion baselines (*_unfused),
-// the fp64 reference and worker impls run only when named.
+// Impls tried for a layer when the config names none, best first; the fusion baselines
+// (*_unfused) last, for layers no fused impl takes. The fp64 reference and worker impls run only
+// when named.
 const std::vector<std::string>& default_impl_order();
 
 struct PlannedPipeline {

@@ -16,9 +16,11 @@ namespace opmeter::pipeline {
 
 const std::vector<std::string>& default_impl_order() {
   // CPU: own kernels, then oneDNN and OpenBLAS. CUDA: own kernels, cuBLASLt (epilogues), cuDNN
-  // (NCHW, then NHWC when NCHW finds no fused engine), cuBLAS.
-  static const std::vector<std::string> order = {"opmeter", "onednn", "openblas", "cuda",
-                                                 "cublaslt", "cudnn", "cudnn_nhwc", "cublas"};
+  // (NCHW, then NHWC when NCHW finds no fused engine), cuBLAS. Last, the unfused forms, for what
+  // no fused impl takes (an activation cuBLASLt's epilogue lacks).
+  static const std::vector<std::string> order = {"opmeter", "onednn", "openblas", "cuda", "cublaslt", "cudnn",
+                                                 "cudnn_nhwc", "cublas", "onednn_unfused", "cublaslt_unfused",
+                                                 "cudnn_unfused"};
   return order;
 }
 
