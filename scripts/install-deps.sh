@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 pkgs=(cmake g++ make pkg-config git
       libdnnl-dev libopenblas-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev
       libgtest-dev googletest likwid bc
+      libxgboost-dev libnlopt-dev
       python3-torch python3-numpy
       chromium)
 missing=()

@@ -1,0 +1,33 @@
+#pragma once
+// What the performance models learn from and answer: cases with their work and, when measured,
+// their median time per call.
+#include <string>
+#include <vector>
+
+#include "opmeter/case.hpp"
+#include "results/result_set.hpp"
+
+namespace opmeter::predict {
+
+struct Sample {
+  Case kase;
+  std::string case_string;
+  double flops = 0, bytes = 0;  // the op's work per call (OpDef::work)
+  double time_s = 0;            // measured median seconds per call; 0 when not measured
+  std::string source;           // the results it came from; empty for a case to predict
+};
+
+// One model per device, op, impl and dtype: "cpu/gemm/onednn/fp32".
+std::string group_key(const Case& c);
+
+// A case to predict: its work from the op registry, no time. UsageError for an op opmeter lacks.
+Sample sample_of(const Case& c);
+
+// The `ok` results of a result set with a positive median, as samples (source = rs.source).
+// Other statuses are dropped.
+std::vector<Sample> samples_from(const ResultSet& rs);
+
+// Samples of several result sets; a case measured more than once keeps its last measurement.
+std::vector<Sample> merge_samples(const std::vector<ResultSet>& sets);
+
+}  // namespace opmeter::predict
