@@ -4,9 +4,8 @@
 
 #include <xgboost/c_api.h>
 
-#include <cmath>
 #include <limits>
-#include <mutex>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -20,11 +19,13 @@ void check(int rc, const char* what) {
   if (rc != 0) throw std::runtime_error(std::string("xgboost: ") + what + ": " + XGBGetLastError());
 }
 
-// xgboost's global logger prints warnings (unused parameters, deprecated defaults) to stderr;
-// opmeter's output is its own, so the library is silenced once, before its first use.
+// xgboost logs warnings and progress to stderr; opmeter's output is its own, so the library is
+// silenced before its first use. Its global configuration is per thread: each thread sets it.
 void silence_xgboost() {
-  static std::once_flag once;
-  std::call_once(once, [] { check(XGBSetGlobalConfig(R"({"verbosity": 0})"), "setting global verbosity"); });
+  thread_local bool silenced = false;
+  if (silenced) return;
+  check(XGBSetGlobalConfig(R"({"verbosity": 0})"), "setting global verbosity");
+  silenced = true;
 }
 
 struct DMatrixDeleter {
