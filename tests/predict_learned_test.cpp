@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <random>
 #include <stdexcept>
@@ -127,6 +128,14 @@ TEST(PredictTrees, SameDataAndSettingsGiveBitIdenticalPredictions) {
     other_seed.seed = 99;
     EXPECT_NE(a, TreeModel::train(d.x, d.y, other_seed).predict(test.x)) << "subsampling follows the seed";
   }
+}
+
+TEST(PredictTrees, AnySeedIsAccepted) {
+  const Data d = make_data(100, 14);
+  auto settings = forest_settings();
+  settings.seed = ~std::uint64_t{0};
+  const auto a = TreeModel::train(d.x, d.y, settings).predict(d.x);
+  EXPECT_EQ(a, TreeModel::train(d.x, d.y, settings).predict(d.x));
 }
 
 TEST(PredictTrees, MoreThreadsStillDeterministic) {

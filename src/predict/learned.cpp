@@ -4,6 +4,7 @@
 
 #include <xgboost/c_api.h>
 
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <stdexcept>
@@ -94,7 +95,8 @@ TreeModel TreeModel::train(const Matrix& x, const std::vector<float>& y, const T
   // into histogram bins only loses resolution.
   booster->set("tree_method", "exact");
   booster->set("max_depth", std::to_string(s.max_depth));
-  booster->set("seed", std::to_string(s.seed));
+  // xgboost reads its seed as a signed 64-bit number: the same bits, taken as signed.
+  booster->set("seed", std::to_string(static_cast<std::int64_t>(s.seed)));
   booster->set("nthread", std::to_string(s.threads));
   booster->set("subsample", number(s.subsample));
   // xgboost 1.7 starts every model at 0.5 (it estimates the intercept only from 2.0 on); starting
