@@ -5,6 +5,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -30,8 +31,9 @@ namespace {
 
 const std::vector<std::string> kTopKeys = {"name",     "description", "ops", "impls",  "dtypes",
                                            "threads",  "stopping",    "hot", "shapes", "device",
-                                           "llc_bytes", "kernels", "plugins", "pipelines", "end_to_end"};
-const std::vector<std::string> kGenerators = {"custom", "pow2", "pow2_extended", "sweep", "llama"};
+                                           "llc_bytes", "kernels", "plugins", "pipelines", "end_to_end",
+                                           "cases", "sample"};
+const std::vector<std::string> kGenerators = {"custom", "pow2", "pow2_extended", "sweep", "llama", "random"};
 constexpr std::int64_t kMaxDim = std::int64_t{1} << 20;
 constexpr int kMaxPower = 20;
 
@@ -84,6 +86,20 @@ std::vector<MatShape> read_shapes(const YamlReader& r, const YAML::Node& list) {
       r.check_keys(g, {"name", "min_power", "max_power"}, "a sweep shapes entry");
       auto [lo, hi] = power_range(r, g, name, 8, 15);
       shapes = sweep_shapes(lo, hi);
+    } else if (name == "random") {
+      r.check_keys(g, {"name", "count", "min", "max", "seed", "multiple_of", "max_macs"}, "a random shapes entry");
+      if (!g["count"]) r.fail(g, "random: 'count' says how many shapes to draw");
+      auto count = static_cast<int>(r.integer(g["count"], "random.count", 1, 100000));
+      auto lo = g["min"] ? r.integer(g["min"], "random.min", 1, kMaxDim) : 16;
+      auto hi = g["max"] ? r.integer(g["max"], "random.max", 1, kMaxDim) : 4096;
+      if (lo > hi) r.fail(g, fmt::format("random: empty range, min {} is greater than max {}", lo, hi));
+      auto seed = g["seed"] ? r.integer(g["seed"], "random.seed", 0, std::numeric_limits<std::int64_t>::max()) : 1;
+      auto multiple = g["multiple_of"] ? r.integer(g["multiple_of"], "random.multiple_of", 1, kMaxDim) : 1;
+      double max_macs = g["max_macs"] ? r.number(g["max_macs"], "random.max_macs", 1, 1e18) : 0;
+      if (max_macs > 0 && max_macs < static_cast<double>(lo) * static_cast<double>(lo) * static_cast<double>(lo))
+        r.fail(g["max_macs"], fmt::format("random: max_macs {:g} is below the smallest shape, min^3 = {:g}", max_macs,
+                                          static_cast<double>(lo) * static_cast<double>(lo) * static_cast<double>(lo)));
+      shapes = random_shapes(count, lo, hi, static_cast<std::uint64_t>(seed), multiple, max_macs);
     } else if (name == "llama") {
       r.check_keys(g, {"name", "tokens"}, "a llama shapes entry");
       auto tokens = g["tokens"] ? r.integer(g["tokens"], "llama.tokens", 1, kMaxDim) : 4 * 4096;
@@ -236,6 +252,43 @@ std::string load_config_kernel(const YamlReader& r, const YAML::Node& node, cons
   }
 }
 
+// `sample: {count: N, seed: S, max_gflop: G}`: N of the cases the ops expand to, drawn at random
+// (a sweep's subset that still spans its ranges), in their order; cases over G GFLOP per call are
+// left out first (a grid's corners can take minutes).
+void sample_cases(const YamlReader& r, const YAML::Node& n, std::vector<Case>& cases) {
+  r.expect_map(n, "sample");
+  r.check_keys(n, {"count", "seed", "max_gflop"}, "sample");
+  if (!n["count"]) r.fail(n, "sample: 'count' says how many of the cases to keep");
+  auto count = static_cast<std::size_t>(r.integer(n["count"], "sample.count", 1, 10000000));
+  auto seed = n["seed"] ? r.integer(n["seed"], "sample.seed", 0, std::numeric_limits<std::int64_t>::max()) : 1;
+  if (n["max_gflop"]) {
+    double cap = r.number(n["max_gflop"], "sample.max_gflop", 1e-9, 1e12) * 1e9;
+    std::erase_if(cases, [&](const Case& c) { return Registry::global().op(c.op)->work(c).flops > cap; });
+    if (cases.empty()) r.fail(n["max_gflop"], "sample.max_gflop: every case of the sweep does more work than this");
+  }
+  std::vector<Case> kept;
+  for (auto i : sample_indices(cases.size(), count, static_cast<std::uint64_t>(seed))) kept.push_back(cases[i]);
+  cases = std::move(kept);
+}
+
+// `cases: [CASE, ...]`: canonical case strings (what results and `opmeter predict plan` print),
+// each checked as `--case` checks one.
+void add_listed_cases(const YamlReader& r, const YAML::Node& list, std::vector<Case>& cases) {
+  auto texts = r.text_list(list, "cases");
+  std::set<std::string> have;
+  for (auto& c : cases) have.insert(c.to_string());
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    const YAML::Node at = list.IsSequence() ? YAML::Node(list[i]) : list;
+    try {
+      Case c = parse_case(texts[i]);
+      validate_case(c);
+      if (have.insert(c.to_string()).second) cases.push_back(c);
+    } catch (const UsageError& e) {
+      r.fail(at, fmt::format("cases: {}", e.what()));
+    }
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -303,8 +356,9 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
     for (auto& setting : b->settings()) allow(setting.name);
   r.check_keys(root, top_keys, "the config");
   if (root["plugins"]) load_config_plugins(r, root["plugins"], source);
-  if (!root["ops"] && !root["pipelines"])
-    r.fail(root, "missing 'ops': say which ops to measure, e.g. ops: [gemm, bandwidth, peak] (or pipelines: [resnet18])");
+  if (!root["ops"] && !root["pipelines"] && !root["cases"])
+    r.fail(root, "missing 'ops': say which ops to measure, e.g. ops: [gemm, bandwidth, peak] (or pipelines: [resnet18], "
+                 "or cases: [CASE, ...])");
 
   auto ops = root["ops"] ? r.text_list(root["ops"], "ops") : std::vector<std::string>{};
   // Users' Python kernels, before the ops are checked: a kernel may bring an op of its own. An
@@ -432,6 +486,8 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
               plan.cases.push_back(c);
             }
   }
+  if (root["sample"]) sample_cases(r, root["sample"], plan.cases);
+  if (root["cases"]) add_listed_cases(r, root["cases"], plan.cases);
   if (root["pipelines"]) {
     const bool end_to_end = root["end_to_end"] ? r.boolean(root["end_to_end"], "end_to_end") : true;
     Case where = like;

@@ -1,5 +1,11 @@
 #include "opmeter/shapes.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+
 namespace opmeter {
 
 std::vector<MatShape> pow2_shapes(int min_power, int max_power) {
@@ -39,6 +45,46 @@ std::vector<MatShape> llama_shapes(std::int64_t tokens) {
       {tokens, 8192, 7168, "ffn.w13"},
       {tokens, 3584, 8192, "ffn.w2"},
   };
+}
+
+namespace {
+// A uniform double in [0, 1) from the generator's raw bits: the standard distributions may differ
+// between standard libraries, the seeds' shapes must not.
+double unit(std::mt19937_64& g) { return static_cast<double>(g() >> 11) * 0x1.0p-53; }
+}  // namespace
+
+std::vector<MatShape> random_shapes(int count, std::int64_t lo, std::int64_t hi, std::uint64_t seed,
+                                    std::int64_t multiple_of, double max_macs) {
+  if (lo < 1 || hi < lo || multiple_of < 1 || count < 0) throw std::invalid_argument("random_shapes: bad range");
+  if (max_macs > 0 && max_macs < static_cast<double>(lo) * lo * lo)
+    throw std::invalid_argument("random_shapes: max_macs is below the smallest shape");
+  std::mt19937_64 g(seed);
+  const double l = std::log(static_cast<double>(lo)), h = std::log(static_cast<double>(hi));
+  auto draw = [&] {
+    auto v = static_cast<std::int64_t>(std::llround(std::exp(l + (h - l) * unit(g)) / static_cast<double>(multiple_of)));
+    return std::clamp(std::max<std::int64_t>(1, v) * multiple_of, std::max(lo, multiple_of), std::max(hi, multiple_of));
+  };
+  std::vector<MatShape> out;
+  while (static_cast<int>(out.size()) < count) {
+    MatShape s{draw(), draw(), draw(), {}};
+    if (max_macs > 0 && static_cast<double>(s.m) * static_cast<double>(s.k) * static_cast<double>(s.n) > max_macs) continue;
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<std::size_t> sample_indices(std::size_t n, std::size_t count, std::uint64_t seed) {
+  std::vector<std::size_t> all(n);
+  std::iota(all.begin(), all.end(), std::size_t{0});
+  if (count >= n) return all;
+  std::mt19937_64 g(seed);
+  for (std::size_t i = 0; i < count; ++i) {  // a partial Fisher-Yates: the first `count` are the sample
+    auto j = i + static_cast<std::size_t>(unit(g) * static_cast<double>(n - i));
+    std::swap(all[i], all[std::min(j, n - 1)]);
+  }
+  all.resize(count);
+  std::sort(all.begin(), all.end());
+  return all;
 }
 
 }  // namespace opmeter
