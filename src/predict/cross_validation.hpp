@@ -32,11 +32,12 @@ struct ErrorStats {
   std::vector<WorstCase> worst;  // the largest errors, up to 5, worst first
 
   nlohmann::json to_json() const;
-  static ErrorStats from_json(const nlohmann::json& j);
+  static ErrorStats from_json(const nlohmann::json& j);  // UsageError when malformed
 };
 
 // Statistics of out-of-fold predictions: names, measured and predicted seconds and the fold of
-// each case, all the same length. std::invalid_argument when lengths differ or n == 0.
+// each case, all the same length. std::invalid_argument when lengths differ, n == 0 or a time is
+// not positive and finite. Coverage counts a case only when other folds give an interval.
 ErrorStats error_stats(const std::vector<std::string>& names, const std::vector<double>& measured,
                        const std::vector<double>& predicted, const std::vector<int>& folds);
 
