@@ -22,6 +22,8 @@ int cli_main(int argc, char** argv) {
   add_report_command(app, report_args);
   CompareArgs compare_args;
   add_compare_command(app, compare_args);
+  PredictArgs predict_args;
+  add_predict_command(app, predict_args);
   auto* list = app.add_subcommand("list", "ops, impls, dtypes, suites and built-in pipelines, and which are available here");
   std::vector<std::string> list_plugins;
   list->add_option("--plugin", list_plugins, "also list the impls of this C plugin; repeatable")->allow_extra_args(false);
@@ -45,6 +47,7 @@ int cli_main(int argc, char** argv) {
     if (app.got_subcommand("calibrate")) return calibrate_command(calibrate_args);
     if (app.got_subcommand("report")) return report_command(report_args);
     if (app.got_subcommand("compare")) return compare_command(compare_args);
+    if (app.got_subcommand("predict")) return predict_command(predict_args);
     return run_command(run_args, argv[0]);
   } catch (const UsageError& e) {
     fmt::print(stderr, "opmeter: error: {}\n", e.what());

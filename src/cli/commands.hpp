@@ -105,6 +105,29 @@ struct CompareArgs {
 };
 void add_compare_command(CLI::App& app, CompareArgs& args);
 int compare_command(const CompareArgs& args);
+// `opmeter predict` and its subcommands `fit` and `plan` (which one ran: the parsed() of their apps).
+struct PredictArgs {
+  CLI::App *predict = nullptr, *fit = nullptr, *plan = nullptr;
+  // predict MODEL CASES...
+  std::vector<std::string> inputs;  // the model, then what to predict
+  std::string format = "md";
+  std::string out;
+  std::string measured;
+  // predict fit RESULTS... -o MODEL
+  std::vector<std::string> results;
+  std::string model_out;
+  std::string calibration;
+  int folds = 5;
+  std::uint64_t seed = 20261123;
+  int threads = 1;
+  bool no_report = false;
+  // predict plan MODEL CONFIG --budget B
+  std::string plan_model, plan_config, budget;
+  std::string plan_out = "plan.yaml";
+};
+void add_predict_command(CLI::App& app, PredictArgs& args);
+int predict_command(const PredictArgs& args);
+
 int list_command();
 int info_command();
 

@@ -4,7 +4,6 @@
 
 #include <xgboost/c_api.h>
 
-#include <cstdint>
 #include <limits>
 #include <memory>
 #include <stdexcept>
@@ -95,8 +94,8 @@ TreeModel TreeModel::train(const Matrix& x, const std::vector<float>& y, const T
   // into histogram bins only loses resolution.
   booster->set("tree_method", "exact");
   booster->set("max_depth", std::to_string(s.max_depth));
-  // xgboost reads its seed as a signed 64-bit number: the same bits, taken as signed.
-  booster->set("seed", std::to_string(static_cast<std::int64_t>(s.seed)));
+  // xgboost reads its seed as a signed integer: the low 31 bits of ours.
+  booster->set("seed", std::to_string(s.seed & 0x7fffffff));
   booster->set("nthread", std::to_string(s.threads));
   booster->set("subsample", number(s.subsample));
   // xgboost 1.7 starts every model at 0.5 (it estimates the intercept only from 2.0 on); starting

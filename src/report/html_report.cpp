@@ -5,6 +5,7 @@
 
 #include "context/build_info.hpp"
 #include "report/charts.hpp"
+#include "report/html_page.hpp"
 #include "report/pipeline_section.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
@@ -15,26 +16,6 @@ namespace opmeter {
 #include "report/report_page.inc"
 
 namespace {
-
-// JSON inside <script>: no '<' at all, so neither </script> nor <!-- can end or confuse it.
-std::string script_json(const nlohmann::json& j) {
-  std::string s = dump_json(j), out;
-  out.reserve(s.size());
-  for (char ch : s) {
-    if (ch == '<') out += "\\u003c";
-    else out += ch;
-  }
-  return out;
-}
-
-// A library's JS inline: "</script" cannot occur in it as code, only in strings and regexes,
-// where "<\/script" means the same.
-std::string inline_js(std::string_view js) {
-  std::string out(js);
-  for (std::size_t at = out.find("</script"); at != std::string::npos; at = out.find("</script", at + 2))
-    out.replace(at, 2, "<\\/");
-  return out;
-}
 
 const std::map<std::string, std::string>& section_titles() {
   static const std::map<std::string, std::string> titles = {

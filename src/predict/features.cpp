@@ -1,0 +1,160 @@
+// Features of a case: its GEMM view and the columns the learned models see.
+#include "predict/features.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "opmeter/errors.hpp"
+
+namespace opmeter::predict {
+
+namespace {
+
+std::optional<std::int64_t> integer(const std::string& text) {
+  std::int64_t v = 0;
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || p != end || text.empty()) return std::nullopt;
+  return v;
+}
+
+// A param's integer value, nullopt when absent or not an integer.
+std::optional<double> num(const Case& c, const char* key) {
+  if (!c.has(key)) return std::nullopt;
+  auto v = integer(c.get(key));
+  return v ? std::optional<double>(double(*v)) : std::nullopt;
+}
+
+std::optional<GemmView> linear_view(const Case& c) {
+  auto batch = num(c, "batch"), seq = num(c, "seq"), hidden = num(c, "hidden"), out = num(c, "out");
+  if (!batch || !seq || !hidden || !out) return std::nullopt;
+  return GemmView{*batch * *seq, *out, *hidden, 1};
+}
+
+// conv2d as an implicit GEMM per group: output pixels x output channels x (input channels x
+// kernel window), with the output size the op computes.
+std::optional<GemmView> conv_view(const Case& c) {
+  auto batch = num(c, "batch"), ch = num(c, "channels"), oc = num(c, "out_channels"), image = num(c, "image"),
+       kernel = num(c, "kernel"), stride = num(c, "stride"), pad = num(c, "padding"), groups = num(c, "groups");
+  if (!batch || !ch || !oc || !image || !kernel || !stride || !pad || !groups) return std::nullopt;
+  if (*stride < 1 || *groups < 1 || *image + 2 * *pad < *kernel) return std::nullopt;
+  const double oh = std::floor((*image + 2 * *pad - *kernel) / *stride) + 1;
+  return GemmView{*batch * oh * oh, *oc / *groups, *ch / *groups * *kernel * *kernel, *groups};
+}
+
+// Attention's products per (batch, head): q k^T (seq x seq x head_dim) and, for the full stage,
+// P v, which does the same multiply-adds; one view of both.
+std::optional<GemmView> attention_view(const Case& c) {
+  auto batch = num(c, "batch"), heads = num(c, "heads"), seq = num(c, "seq"), d = num(c, "head_dim");
+  if (!batch || !heads || !seq || !d) return std::nullopt;
+  const bool full = !c.has("stage") || c.get("stage") == "full";
+  return GemmView{*seq, *seq, *d, *batch * *heads * (full ? 2 : 1)};
+}
+
+// A transformer block's projections: rows x hidden by weights of 4 hidden + 2 mlp rows, seen as
+// that many hidden x hidden GEMMs (attention's products are left out: smaller at common sizes).
+std::optional<GemmView> block_view(const Case& c) {
+  auto batch = num(c, "batch"), seq = num(c, "seq"), hidden = num(c, "hidden"), mlp = num(c, "mlp");
+  if (!batch || !seq || !hidden || !mlp || *hidden < 1) return std::nullopt;
+  const double m = *mlp > 0 ? *mlp : 4 * *hidden;
+  return GemmView{*batch * *seq, *hidden, *hidden, (4 * *hidden + 2 * m) / *hidden};
+}
+
+double log2p(double v) { return v >= 0 ? std::log2(1 + v) : -std::log2(1 - v); }
+
+}  // namespace
+
+std::optional<GemmView> gemm_view(const Case& c) {
+  std::optional<GemmView> v;
+  if (c.op == "gemm") {
+    auto m = num(c, "M"), n = num(c, "N"), k = num(c, "K");
+    if (m && n && k) v = GemmView{*m, *n, *k, 1};
+  } else if (c.op == "linear" || c.op.rfind("ln_linear_", 0) == 0) {
+    v = linear_view(c);
+  } else if (c.op == "conv2d") {
+    v = conv_view(c);
+  } else if (c.op == "attention") {
+    v = attention_view(c);
+  } else if (c.op == "transformer_block") {
+    v = block_view(c);
+  }
+  if (v && (v->m < 1 || v->n < 1 || v->k < 1 || v->count <= 0)) return std::nullopt;
+  return v;
+}
+
+FeatureSpace FeatureSpace::of(const std::vector<Sample>& group) {
+  std::vector<std::string> order;             // params in order of first appearance
+  std::map<std::string, bool> all_integer;
+  std::map<std::string, std::set<std::string>> values;
+  for (const Sample& s : group)
+    for (auto& [k, v] : s.kase.params) {
+      if (!all_integer.count(k)) {
+        order.push_back(k);
+        all_integer[k] = true;
+      }
+      if (!integer(v)) all_integer[k] = false;
+      values[k].insert(v);
+    }
+  FeatureSpace f;
+  for (auto& k : order) {
+    if (all_integer[k])
+      f.numeric.push_back(k);
+    else
+      f.categorical.emplace_back(k, std::vector<std::string>(values[k].begin(), values[k].end()));
+  }
+  return f;
+}
+
+std::vector<std::string> FeatureSpace::names() const {
+  std::vector<std::string> out = numeric;
+  for (auto& [k, vs] : categorical)
+    for (auto& v : vs) out.push_back(k + "=" + v);
+  for (const char* n : {"log2_flops", "log2_bytes", "log2_intensity", "log2_m", "log2_n", "log2_k", "log2_count",
+                        "log2_analytic_us"})
+    out.emplace_back(n);
+  return out;
+}
+
+std::vector<float> FeatureSpace::row(const Sample& s, double analytic_s) const {
+  std::vector<float> r;
+  r.reserve(names().size());
+  for (auto& k : numeric) {
+    std::optional<std::int64_t> v = s.kase.has(k) ? integer(s.kase.get(k)) : std::nullopt;
+    r.push_back(v ? float(log2p(double(*v))) : 0.0f);
+  }
+  for (auto& [k, vs] : categorical) {
+    const std::string* v = s.kase.has(k) ? &s.kase.get(k) : nullptr;
+    for (auto& value : vs) r.push_back(v && *v == value ? 1.0f : 0.0f);
+  }
+  r.push_back(float(log2p(s.flops)));
+  r.push_back(float(log2p(s.bytes)));
+  r.push_back(float(std::log2((1 + std::max(0.0, s.flops)) / (1 + std::max(0.0, s.bytes)))));
+  auto v = gemm_view(s.kase);
+  for (double x : {v ? v->m : 0.0, v ? v->n : 0.0, v ? v->k : 0.0, v ? v->count : 0.0}) r.push_back(float(log2p(x)));
+  r.push_back(analytic_s > 0 ? float(std::log2(analytic_s * 1e6)) : 0.0f);
+  return r;
+}
+
+nlohmann::json FeatureSpace::to_json() const {
+  nlohmann::json cat = nlohmann::json::array();
+  for (auto& [k, vs] : categorical) cat.push_back({{"param", k}, {"values", vs}});
+  return {{"numeric", numeric}, {"categorical", cat}};
+}
+
+FeatureSpace FeatureSpace::from_json(const nlohmann::json& j) {
+  try {
+    FeatureSpace f;
+    f.numeric = j.at("numeric").get<std::vector<std::string>>();
+    for (const auto& c : j.at("categorical"))
+      f.categorical.emplace_back(c.at("param").get<std::string>(), c.at("values").get<std::vector<std::string>>());
+    return f;
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(fmt::format("features: malformed ({})", e.what()));
+  }
+}
+
+}  // namespace opmeter::predict

@@ -1,0 +1,134 @@
+// Pipelines predicted layer by layer.
+#include "predict/pipeline_prediction.hpp"
+
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "opmeter/errors.hpp"
+#include "opmeter/pipeline_plan.hpp"
+
+namespace opmeter::predict {
+
+std::optional<PipelineSpec> parse_pipeline_spec(const std::string& text) {
+  PipelineSpec spec;
+  const auto colon = text.find(':');
+  spec.name = text.substr(0, colon);
+  if (!pipeline::Registry::global().find(spec.name)) return std::nullopt;
+  if (colon == std::string::npos) return spec;
+  const std::string rest = text.substr(colon + 1);
+  std::size_t start = 0;
+  while (start <= rest.size()) {
+    auto comma = rest.find(',', start);
+    std::string item = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? rest.size() + 1 : comma + 1;
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+      throw CaseError(fmt::format("pipeline '{}': '{}' is not key=value (e.g. {}:batch=1,dtype=bf16)", text, item,
+                                  spec.name));
+    std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key == "dtype") {
+      auto d = parse_dtype(value);
+      if (!d) throw CaseError(fmt::format("pipeline '{}': unknown dtype '{}'", text, value));
+      spec.dtype = *d;
+    } else if (key == "device") {
+      check_device(value);
+      spec.device = value;
+    } else if (key == "threads") {
+      try {
+        std::size_t used = 0;
+        int t = std::stoi(value, &used);
+        if (used != value.size() || t < 1) throw std::invalid_argument("threads");
+        spec.threads = t;
+      } catch (const std::exception&) {
+        throw CaseError(fmt::format("pipeline '{}': threads={} is not a positive integer", text, value));
+      }
+    } else {
+      spec.params.emplace_back(key, value);
+    }
+  }
+  return spec;
+}
+
+int usual_threads(const PredictModel& m, const std::string& device) {
+  std::map<int, std::size_t> counts;
+  for (const auto& g : m.groups) {
+    if (g.device != device) continue;
+    for (const auto& p : g.points) {
+      try {
+        ++counts[parse_case(p.case_string).threads];
+      } catch (const UsageError&) {
+      }
+    }
+  }
+  int best = 1;
+  std::size_t most = 0;
+  for (auto& [threads, n] : counts)
+    if (n > most) {
+      most = n;
+      best = threads;
+    }
+  return best;
+}
+
+PipelinePrediction predict_pipeline(const PredictModel& m, const pipeline::Pipeline& p, const Case& like) {
+  auto planned = pipeline::plan_pipeline(p, like, {}, false);
+  std::set<std::string> trained;
+  for (const auto& g : m.groups)
+    for (const auto& pt : g.points) trained.insert(pt.case_string);
+
+  PipelinePrediction out;
+  out.name = p.name;
+  out.params = p.params;
+  out.dtype = std::string(to_string(p.dtype));
+  out.device = like.device;
+  std::set<std::string> distinct;
+  for (std::size_t i = 0; i < p.layers.size(); ++i) {
+    // The first candidate impl the model knows; else the first one, whose error names what is missing.
+    auto& names = planned.candidates[i];
+    std::size_t pick = 0;
+    for (std::size_t k = 0; k < names.size(); ++k) {
+      planned.chosen[i] = k;
+      if (m.group(group_key(planned.layer_case(i)))) {
+        pick = k;
+        break;
+      }
+    }
+    planned.chosen[i] = pick;
+    Case c = planned.layer_case(i);
+    LayerPrediction l;
+    l.label = p.layers[i].label;
+    l.count = p.layers[i].count;
+    try {
+      l.prediction = predict_case(m, sample_of(c));
+    } catch (const UsageError& e) {
+      throw UsageError(fmt::format("pipeline {}: layer '{}' ({}; impls that run it here: {}): {}", p.name, l.label,
+                                   c.op, fmt::join(names, ", "), e.what()));
+    }
+    l.in_training = trained.count(l.prediction.case_string) > 0;
+    if (distinct.insert(l.prediction.case_string).second) {
+      ++out.distinct_cases;
+      out.cases_in_training += l.in_training;
+    }
+    const double n = static_cast<double>(l.count);
+    out.total_s += l.prediction.time_s * n;
+    out.lo_s += l.prediction.lo_s * n;
+    out.hi_s += l.prediction.hi_s * n;
+    out.layers.push_back(std::move(l));
+  }
+  return out;
+}
+
+std::optional<double> measured_total(const PipelinePrediction& p, const std::vector<pipeline::PipelineSummary>& measured) {
+  for (const auto& s : measured) {
+    if (s.name != p.name || s.dtype != p.dtype || s.device != p.device) continue;
+    bool same = true;
+    for (const auto& [key, value] : p.params) same = same && s.param(key) == value;
+    if (same && s.complete && s.latency_s) return s.latency_s;
+  }
+  return std::nullopt;
+}
+
+}  // namespace opmeter::predict

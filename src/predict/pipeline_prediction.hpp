@@ -1,0 +1,59 @@
+#pragma once
+// A pipeline's predicted time: each layer's case predicted by the model, times its count, summed.
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "opmeter/case.hpp"
+#include "opmeter/pipeline.hpp"
+#include "pipeline/pipeline_summary.hpp"
+#include "predict/model.hpp"
+
+namespace opmeter::predict {
+
+// `resnet50:batch=1,image=224,dtype=bf16,device=cpu,threads=2`: a built-in pipeline, its params,
+// and where it runs (dtype, device, threads are not pipeline params). nullopt when the name
+// before ':' is no built-in pipeline; CaseError for a malformed parameter list.
+struct PipelineSpec {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> params;
+  DType dtype = DType::fp32;
+  std::string device = kHostDevice;
+  std::optional<int> threads;
+};
+std::optional<PipelineSpec> parse_pipeline_spec(const std::string& text);
+
+struct LayerPrediction {
+  std::string label;
+  std::size_t count = 1;
+  Prediction prediction;  // of one call
+  bool in_training = false;  // its case is one of the model's training points
+};
+
+struct PipelinePrediction {
+  std::string name, dtype, device;
+  std::vector<std::pair<std::string, std::string>> params;
+  std::vector<LayerPrediction> layers;
+  // Sums of time x count. The interval adds the layers' bounds: it assumes their errors go the
+  // same way (one machine, one library), the cautious choice.
+  double total_s = 0, lo_s = 0, hi_s = 0;
+  std::size_t distinct_cases = 0, cases_in_training = 0;
+  std::optional<double> measured_s;  // the measured total (pipelines.json), when given
+};
+
+// Threads the model's training points ran with on `device`: the most common count (ties: the
+// smaller), or 1 when it has none.
+int usual_threads(const PredictModel& m, const std::string& device);
+
+// Each layer runs on the first impl of the default order (pipeline::default_impl_order) that
+// runs it on the device and for which the model has a group. UsageError when a layer has none:
+// it names the layer and what the model never saw.
+PipelinePrediction predict_pipeline(const PredictModel& m, const pipeline::Pipeline& p, const Case& like);
+
+// The measured total of the same pipeline (name, params, dtype, device) among `measured`, when
+// it is complete.
+std::optional<double> measured_total(const PipelinePrediction& p, const std::vector<pipeline::PipelineSummary>& measured);
+
+}  // namespace opmeter::predict

@@ -1,0 +1,177 @@
+// fit_model, the model file and predict_case on synthetic GEMM samples.
+#include <gtest/gtest.h>
+
+#include "opmeter/errors.hpp"
+#include "predict/model.hpp"
+#include "predict_model_fixtures.hpp"
+
+using namespace opmeter;
+using namespace opmeter::predict;
+namespace fx = opmeter::predict::fixtures;
+
+namespace {
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(no UsageError)";
+}
+
+const PredictModel& fitted() {
+  static PredictModel m = [] {
+    auto samples = fx::gemm_samples(40);
+    auto few = fx::gemm_samples(3, "onednn", "fp32", 9);  // too few for 5 folds
+    samples.insert(samples.end(), few.begin(), few.end());
+    return fit_model(samples, fx::ceilings_map(), {{"cpu", {{"model", "test cpu"}}}}, FitSettings{});
+  }();
+  return m;
+}
+
+}  // namespace
+
+TEST(PredictModel, FitsFourModelsWithHeldOutErrorAndPicksTheBest) {
+  const auto& m = fitted();
+  ASSERT_EQ(m.groups.size(), 1u);
+  const GroupModel& g = m.groups[0];
+  EXPECT_EQ(g.key, "cpu/gemm/reference/fp32");
+  EXPECT_EQ(g.points.size(), 40u);
+  ASSERT_EQ(g.cv.size(), 4u);
+  for (ModelKind k : kModelKinds) {
+    ASSERT_TRUE(g.cv.count(k)) << to_string(k);
+    EXPECT_EQ(g.cv.at(k).n, 40u);
+    EXPECT_GE(g.cv.at(k).p90_ape, g.cv.at(k).median_ape);
+  }
+  for (auto& [k, s] : g.cv) EXPECT_LE(g.cv.at(g.best).median_ape, s.median_ape) << to_string(k);
+  // The synthetic times are the roofline at 20-80% efficiency: the fitted models must beat it.
+  EXPECT_LT(g.cv.at(g.best).median_ape, g.cv.at(ModelKind::roofline).median_ape);
+  EXPECT_TRUE(g.boosted && g.forest);
+  for (auto& p : g.points) {
+    EXPECT_EQ(p.predicted_s.size(), 4u);
+    EXPECT_GE(p.fold, 0);
+    EXPECT_LT(p.fold, 5);
+  }
+  EXPECT_EQ(m.folds, 5);
+  EXPECT_EQ(m.context["cpu"]["model"], "test cpu");
+}
+
+TEST(PredictModel, GroupsTooSmallForTheFoldsAreLeftOutWithANote) {
+  const auto& m = fitted();
+  ASSERT_FALSE(m.notes.empty());
+  EXPECT_NE(m.notes[0].find("cpu/gemm/onednn/fp32: 3 cases"), std::string::npos) << m.notes[0];
+  EXPECT_NE(m.notes[0].find("5"), std::string::npos) << m.notes[0];
+  EXPECT_EQ(m.group("cpu/gemm/onednn/fp32"), nullptr);
+}
+
+TEST(PredictModel, NoGroupWithEnoughCasesIsAUsageErrorWithTheCounts) {
+  auto samples = fx::gemm_samples(3);
+  auto other = fx::gemm_samples(4, "onednn");
+  samples.insert(samples.end(), other.begin(), other.end());
+  auto msg = message_of([&] { fit_model(samples, fx::ceilings_map(), {}, FitSettings{}); });
+  EXPECT_NE(msg.find("cpu/gemm/reference/fp32 (3 cases)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("cpu/gemm/onednn/fp32 (4 cases)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("5-fold"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--folds"), std::string::npos) << msg;
+  EXPECT_NE(message_of([&] { fit_model({}, fx::ceilings_map(), {}, FitSettings{}); }), "(no UsageError)");
+}
+
+TEST(PredictModel, AGroupWithoutCeilingsNamesTheDeviceAndHowToGiveThem) {
+  auto msg = message_of([&] { fit_model(fx::gemm_samples(12), {}, {}, FitSettings{}); });
+  EXPECT_NE(msg.find("device cpu"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--calibration"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("peak and bandwidth"), std::string::npos) << msg;
+}
+
+TEST(PredictModel, SmallGroupsKeepRooflineAndAnalyticOnly) {
+  FitSettings s;
+  s.folds = 3;
+  auto m = fit_model(fx::gemm_samples(6), fx::ceilings_map(), {}, s);
+  ASSERT_EQ(m.groups.size(), 1u);
+  const auto& g = m.groups[0];
+  EXPECT_EQ(g.cv.size(), 2u);
+  EXPECT_TRUE(g.cv.count(ModelKind::roofline) && g.cv.count(ModelKind::analytic));
+  EXPECT_FALSE(g.boosted || g.forest);
+  ASSERT_FALSE(m.notes.empty());
+  EXPECT_NE(m.notes.back().find("roofline and analytic only"), std::string::npos);
+  auto p = predict_case(m, fx::gemm_sample(100, 100, 100));
+  EXPECT_EQ(p.by_model.size(), 2u);
+  EXPECT_GT(p.time_s, 0);
+}
+
+TEST(PredictModel, FittingIsDeterministic) {
+  FitSettings s;
+  auto a = fit_model(fx::gemm_samples(20), fx::ceilings_map(), {}, s);
+  auto b = fit_model(fx::gemm_samples(20), fx::ceilings_map(), {}, s);
+  auto ja = to_json(a), jb = to_json(b);
+  ja.erase("created");
+  jb.erase("created");
+  EXPECT_EQ(ja, jb);
+}
+
+TEST(PredictModel, JsonRoundTripPredictsTheSame) {
+  const auto& m = fitted();
+  auto text = to_json(m).dump();
+  PredictModel back = model_from_json(nlohmann::json::parse(text));
+  ASSERT_EQ(back.groups.size(), m.groups.size());
+  EXPECT_EQ(back.groups[0].best, m.groups[0].best);
+  EXPECT_EQ(back.groups[0].points.size(), m.groups[0].points.size());
+  EXPECT_EQ(back.notes, m.notes);
+  for (auto& s : {fx::gemm_sample(64, 64, 64), fx::gemm_sample(300, 20, 500), fx::gemm_sample(1024, 1024, 8)}) {
+    auto a = predict_case(m, s), b = predict_case(back, s);
+    EXPECT_EQ(a.model, b.model);
+    ASSERT_EQ(a.by_model.size(), b.by_model.size());
+    for (auto& [k, v] : a.by_model) EXPECT_NEAR(b.by_model.at(k), v, v * 1e-6) << to_string(k);
+    EXPECT_NEAR(a.lo_s, b.lo_s, a.lo_s * 1e-6);
+    EXPECT_NEAR(a.hi_s, b.hi_s, a.hi_s * 1e-6);
+  }
+}
+
+TEST(PredictModel, PredictionHasTheBestModelAndItsInterval) {
+  const auto& m = fitted();
+  auto p = predict_case(m, fx::gemm_sample(128, 256, 64));
+  EXPECT_EQ(p.group, "cpu/gemm/reference/fp32");
+  EXPECT_EQ(p.model, m.groups[0].best);
+  EXPECT_EQ(p.time_s, p.by_model.at(p.model));
+  EXPECT_EQ(p.by_model.size(), 4u);
+  EXPECT_LE(p.lo_s, p.time_s);
+  EXPECT_GE(p.hi_s, p.time_s);
+  EXPECT_FALSE(p.measured_s);
+  auto measured = fx::gemm_sample(128, 256, 64, "reference", "fp32", 1e-4);
+  EXPECT_EQ(predict_case(m, measured).measured_s, 1e-4);
+}
+
+TEST(PredictModel, ACaseOfAGroupItNeverSawNamesWhatAndListsTheGroups) {
+  const auto& m = fitted();
+  auto dtype = message_of([&] { predict_case(m, fx::gemm_sample(64, 64, 64, "reference", "bf16")); });
+  EXPECT_NE(dtype.find("dtype bf16"), std::string::npos) << dtype;
+  EXPECT_NE(dtype.find("it knows cpu/gemm/reference/fp32"), std::string::npos) << dtype;
+  auto impl = message_of([&] { predict_case(m, fx::gemm_sample(64, 64, 64, "onednn")); });
+  EXPECT_NE(impl.find("impl onednn"), std::string::npos) << impl;
+  Sample add;
+  add.case_string = "add/opmeter/fp32/n=1024/threads=1";
+  add.kase = parse_case(add.case_string);
+  auto op = message_of([&] { predict_case(m, add); });
+  EXPECT_NE(op.find("op add"), std::string::npos) << op;
+  Sample gpu = fx::gemm_sample(64, 64, 64);
+  gpu.kase.device = "cuda:0";
+  auto device = message_of([&] { predict_case(m, gpu); });
+  EXPECT_NE(device.find("device cuda:0"), std::string::npos) << device;
+}
+
+TEST(PredictModel, OtherFilesAreNotModels) {
+  auto calib = message_of([] { model_from_json({{"schema", "opmeter-calibration/1"}}); });
+  EXPECT_NE(calib.find("calibration profile"), std::string::npos) << calib;
+  auto other = message_of([] { model_from_json({{"schema", "opmeter-pipelines/1"}}); });
+  EXPECT_NE(other.find("opmeter-pipelines/1"), std::string::npos) << other;
+  EXPECT_NE(other.find(kPredictModelSchema), std::string::npos) << other;
+  auto none = message_of([] { model_from_json(nlohmann::json::array()); });
+  EXPECT_NE(none.find("not a model"), std::string::npos) << none;
+  auto broken = to_json(fitted());
+  broken["groups"][0].erase("analytic");
+  auto malformed = message_of([&] { model_from_json(broken); });
+  EXPECT_NE(malformed.find("malformed"), std::string::npos) << malformed;
+  auto missing = message_of([] { read_model("/nonexistent/model.json"); });
+  EXPECT_NE(missing.find("cannot open"), std::string::npos) << missing;
+}
