@@ -200,3 +200,15 @@ TEST(CliPredict, FitWithoutCeilingsSaysHowToGiveThem) {
   EXPECT_TRUE(has(fit.text, "--calibration")) << fit.text;
   EXPECT_TRUE(has(fit.text, "device cpu")) << fit.text;
 }
+
+TEST(CliPredict, AModelFittedOnAnotherMachineWarnsLikeCompare) {
+  const auto& f = fixture();
+  auto j = nlohmann::json::parse(std::ifstream(f.model));
+  j["context"]["cpu"]["model"] = "Some Other CPU 9000";
+  auto other = f.dir / "other.json";
+  std::ofstream(other) << j.dump();
+  auto out = cli("predict " + other.string() + " gemm/onednn/fp32/M=20,N=20,K=20/threads=1");
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_TRUE(has(out.text, "WARNING: model " + other.string() + " was fitted on another machine")) << out.text;
+  EXPECT_TRUE(has(out.text, "cpu.model differs: model 'Some Other CPU 9000'")) << out.text;
+}
