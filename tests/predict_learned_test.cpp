@@ -3,8 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <random>
 #include <stdexcept>
+#include <thread>
+
+#include <xgboost/c_api.h>
 
 #include "opmeter/errors.hpp"
 #include "predict/learned.hpp"
@@ -91,9 +96,10 @@ TEST(PredictTrees, BothKindsLearnAFunctionOnHeldOutRows) {
   EXPECT_EQ(forest.kind(), TreeKind::forest);
   const double boosted_error = rmse(boosted.predict(test.x), test.y);
   const double forest_error = rmse(forest.predict(test.x), test.y);
-  EXPECT_LT(boosted_error, 0.25 * baseline) << "boosted " << boosted_error << " vs the mean's " << baseline;
-  EXPECT_LT(forest_error, 0.5 * baseline) << "forest " << forest_error << " vs the mean's " << baseline;
+  EXPECT_LT(boosted_error, 0.15 * baseline) << "boosted " << boosted_error << " vs the mean's " << baseline;
+  EXPECT_LT(forest_error, 0.25 * baseline) << "forest " << forest_error << " vs the mean's " << baseline;
   EXPECT_LT(boosted_error, 0.7) << "held-out RMSE in log time";
+  std::printf("held-out RMSE: mean %.3f, boosted %.3f, forest %.3f\n", baseline, boosted_error, forest_error);
 }
 
 TEST(PredictTrees, KindsGiveDifferentModels) {
@@ -104,8 +110,12 @@ TEST(PredictTrees, KindsGiveDifferentModels) {
   EXPECT_EQ(boosted.to_json().at("kind"), "boosted");
   EXPECT_EQ(forest.to_json().at("kind"), "forest");
   // The forest is one round of parallel trees; the boosted model one tree per round.
-  const auto& forest_trees = forest.to_json().at("xgboost").at("learner").at("gradient_booster").at("model").at("trees");
-  EXPECT_EQ(forest_trees.size(), 100u);
+  const auto forest_json = forest.to_json(), boosted_json = boosted.to_json();
+  const auto trees = [](const nlohmann::json& j) {
+    return j.at("xgboost").at("learner").at("gradient_booster").at("model").at("trees").size();
+  };
+  EXPECT_EQ(trees(forest_json), 100u);
+  EXPECT_EQ(trees(boosted_json), 150u);
 }
 
 TEST(PredictTrees, SameDataAndSettingsGiveBitIdenticalPredictions) {
@@ -118,6 +128,14 @@ TEST(PredictTrees, SameDataAndSettingsGiveBitIdenticalPredictions) {
     other_seed.seed = 99;
     EXPECT_NE(a, TreeModel::train(d.x, d.y, other_seed).predict(test.x)) << "subsampling follows the seed";
   }
+}
+
+TEST(PredictTrees, AnySeedIsAccepted) {
+  const Data d = make_data(100, 14);
+  auto settings = forest_settings();
+  settings.seed = ~std::uint64_t{0};
+  const auto a = TreeModel::train(d.x, d.y, settings).predict(d.x);
+  EXPECT_EQ(a, TreeModel::train(d.x, d.y, settings).predict(d.x));
 }
 
 TEST(PredictTrees, MoreThreadsStillDeterministic) {
@@ -192,6 +210,20 @@ TEST(PredictTrees, InvalidTrainingInput) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("xgboost"), std::string::npos) << e.what();
   }
+}
+
+// xgboost logs to stderr at its thread's verbosity; training and loading silence it on whichever
+// thread they run, so a fit prints only opmeter's own output.
+TEST(PredictTrees, XgboostStaysSilent) {
+  const Data d = make_data(100, 13);
+  std::thread worker([&] {
+    ASSERT_EQ(XGBSetGlobalConfig(R"({"verbosity": 3})"), 0);
+    testing::internal::CaptureStderr();
+    const auto model = TreeModel::train(d.x, d.y, forest_settings());
+    TreeModel::from_json(model.to_json()).predict(d.x);
+    EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  });
+  worker.join();
 }
 
 TEST(PredictTrees, UntrainedModelRefusesToPredict) {

@@ -4,9 +4,8 @@
 
 #include <xgboost/c_api.h>
 
-#include <cmath>
 #include <limits>
-#include <mutex>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -20,11 +19,13 @@ void check(int rc, const char* what) {
   if (rc != 0) throw std::runtime_error(std::string("xgboost: ") + what + ": " + XGBGetLastError());
 }
 
-// xgboost's global logger prints warnings (unused parameters, deprecated defaults) to stderr;
-// opmeter's output is its own, so the library is silenced once, before its first use.
+// xgboost logs warnings and progress to stderr; opmeter's output is its own, so the library is
+// silenced before its first use. Its global configuration is per thread: each thread sets it.
 void silence_xgboost() {
-  static std::once_flag once;
-  std::call_once(once, [] { check(XGBSetGlobalConfig(R"({"verbosity": 0})"), "setting global verbosity"); });
+  thread_local bool silenced = false;
+  if (silenced) return;
+  check(XGBSetGlobalConfig(R"({"verbosity": 0})"), "setting global verbosity");
+  silenced = true;
 }
 
 struct DMatrixDeleter {
@@ -93,7 +94,8 @@ TreeModel TreeModel::train(const Matrix& x, const std::vector<float>& y, const T
   // into histogram bins only loses resolution.
   booster->set("tree_method", "exact");
   booster->set("max_depth", std::to_string(s.max_depth));
-  booster->set("seed", std::to_string(s.seed));
+  // xgboost reads its seed as a signed integer: the low 31 bits of ours.
+  booster->set("seed", std::to_string(s.seed & 0x7fffffff));
   booster->set("nthread", std::to_string(s.threads));
   booster->set("subsample", number(s.subsample));
   // xgboost 1.7 starts every model at 0.5 (it estimates the intercept only from 2.0 on); starting

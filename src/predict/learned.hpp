@@ -31,11 +31,13 @@ struct TreeSettings {
   int threads = 1;           // the same threads give the same model
 };
 
+// Copies share one booster, which is only read after training.
 class TreeModel {
  public:
-  // std::runtime_error with xgboost's message when training fails.
+  // std::invalid_argument when x and y differ in rows or a setting is below 1; std::runtime_error
+  // with xgboost's message when training fails. Missing features are NaN.
   static TreeModel train(const Matrix& x, const std::vector<float>& y, const TreeSettings& s);
-  std::vector<double> predict(const Matrix& x) const;
+  std::vector<double> predict(const Matrix& x) const;  // std::invalid_argument on another width
   nlohmann::json to_json() const;  // {"kind": ..., "xgboost": <xgboost's JSON model>}
   static TreeModel from_json(const nlohmann::json& j);  // UsageError when malformed
   TreeKind kind() const { return kind_; }
