@@ -99,8 +99,7 @@ GroupModel fit_group(const std::vector<Sample>& group, const Ceilings& c, const 
   g.impl = first.impl;
   g.dtype = first.dtype;
   g.features = FeatureSpace::of(group);
-  // xgboost takes a seed of 31 bits.
-  const std::uint64_t seed = (settings.seed ^ stable_hash(g.key)) % 2147483647u;
+  const std::uint64_t seed = settings.seed ^ stable_hash(g.key);
   const std::size_t n = group.size();
   const auto folds = assign_folds(n, settings.folds, seed);
   const bool trees = n >= kMinTreeCases;
