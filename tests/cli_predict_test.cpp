@@ -169,6 +169,8 @@ TEST(CliPredict, BadInputIsAClearMessageAndExitCode2) {
       {"predict " + model + " relu/onednn/fp32/batch=1,seq=4,hidden=64/threads=1", "never saw op relu"},
       {"predict " + model + " resnet18", "never saw op"},
       {"predict " + model + " nonsense", "no built-in pipeline"},
+      {"predict " + model + " /nonexistent/more.yaml", "/nonexistent/more.yaml: no such file"},
+      {"predict " + model + " gemm/onednn/fp32/M=8/threads=1", "gemm"},
       {"predict " + model, "nothing to predict"},
       {"predict plan " + model + " " + (f.dir / "sweep.yaml").string() + " --budget 5x", "--budget '5x'"},
       {"predict plan " + model + " /nonexistent.yaml --budget 60s", "/nonexistent.yaml"},

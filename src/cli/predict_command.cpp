@@ -225,6 +225,9 @@ void answer(Answers& out, std::set<std::string>& seen, const PredictModel& m, co
     for (auto& s : samples) add_case(out, seen, m, s);
     return;
   }
+  const auto ext = fs::path(arg).extension().string();
+  if (is_yaml(arg) || ext == ".json" || ext == ".jsonl")
+    throw UsageError(fmt::format("{}: no such file", arg));
   if (arg.find('/') != std::string::npos) {
     Case c = parse_case(arg);
     add_case(out, seen, m, sample_of(c));
