@@ -185,6 +185,7 @@ int fit_command(const PredictArgs& a) {
 // --- predict MODEL CASES... -------------------------------------------------------------------
 
 struct Answers {
+  std::set<std::string> trained;  // the model's training cases
   std::vector<Prediction> cases;
   std::vector<PipelinePrediction> pipelines;
 };
@@ -224,6 +225,9 @@ void answer(Answers& out, std::set<std::string>& seen, const PredictModel& m, co
     for (auto& s : samples) add_case(out, seen, m, s);
     return;
   }
+  const auto ext = fs::path(arg).extension().string();
+  if (is_yaml(arg) || ext == ".json" || ext == ".jsonl")
+    throw UsageError(fmt::format("{}: no such file", arg));
   if (arg.find('/') != std::string::npos) {
     Case c = parse_case(arg);
     add_case(out, seen, m, sample_of(c));
@@ -265,12 +269,13 @@ void attach_measured(Answers& out, const std::string& path) {
 double ape(const Prediction& p) { return std::abs(p.time_s - *p.measured_s) / *p.measured_s; }
 
 // Error of each model over the cases with a measured time.
-std::string error_summary(const std::vector<Prediction>& cases) {
+std::string error_summary(const std::vector<Prediction>& cases, const std::set<std::string>& trained) {
   std::map<ModelKind, std::vector<double>> errors;
   std::vector<double> best;
-  std::size_t inside = 0;
+  std::size_t inside = 0, in_training = 0;
   for (auto& p : cases) {
     if (!p.measured_s) continue;
+    in_training += trained.count(p.case_string);
     best.push_back(ape(p));
     inside += *p.measured_s >= p.lo_s && *p.measured_s <= p.hi_s;
     for (auto& [k, v] : p.by_model) errors[k].push_back(std::abs(v - *p.measured_s) / *p.measured_s);
@@ -281,6 +286,10 @@ std::string error_summary(const std::vector<Prediction>& cases) {
                                 best.size(), pct(percentile(best, 50)), pct(percentile(best, 90)),
                                 pct(double(inside) / double(best.size())));
   for (auto& [k, e] : errors) out += fmt::format("; {} median {}", to_string(k), pct(percentile(e, 50)));
+  if (in_training)
+    out += fmt::format(". {} of these cases are in the model's training data: their error is not a held-out error "
+                       "(predict fit reports that)",
+                       in_training);
   return out + "\n";
 }
 
@@ -298,13 +307,13 @@ std::string answers_markdown(const Answers& a) {
     for (auto& p : a.cases)
       out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", p.case_string, to_string(p.model), human_time(p.time_s),
                          interval_text(p), p.measured_s ? human_time(*p.measured_s) : "", error_text(p));
-    out += error_summary(a.cases);
+    out += error_summary(a.cases, a.trained);
   }
   for (auto& pp : a.pipelines) {
     std::vector<std::string> params;
     for (auto& [k, v] : pp.params) params.push_back(k + "=" + v);
-    out += fmt::format("{}## Pipeline {} ({}, {} on {})\n\n", out.empty() ? "" : "\n", pp.name, fmt::join(params, ", "),
-                       pp.dtype, pp.device);
+    out += fmt::format("{}## Pipeline {} ({}{} on {})\n\n", out.empty() ? "" : "\n", pp.name,
+                       params.empty() ? "" : fmt::format("{}, ", fmt::join(params, ", ")), pp.dtype, pp.device);
     out += "| layer | case | model | per call | count | total | in training |\n|---|---|---|---:|---:|---:|---|\n";
     for (auto& l : pp.layers)
       out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", l.label, l.prediction.case_string,
@@ -395,6 +404,8 @@ int answer_command(const PredictArgs& a) {
   PredictModel m = read_model(a.inputs[0]);
   warn_other_machine(m, a.inputs[0]);
   Answers out;
+  for (auto& g : m.groups)
+    for (auto& p : g.points) out.trained.insert(p.case_string);
   std::set<std::string> seen;
   for (std::size_t i = 1; i < a.inputs.size(); ++i) answer(out, seen, m, a.inputs[i]);
   if (!a.measured.empty()) attach_measured(out, a.measured);
@@ -417,7 +428,7 @@ std::string yaml_quote(const std::string& s) {
 std::string plan_yaml(const SweepPlan& plan, const Plan& sweep, const std::string& config, const std::string& model) {
   std::string out = fmt::format(
       "# opmeter predict plan: {} of the {} cases of {} not yet in {}, chosen for what they teach the model;\n"
-      "# about {:.0f} s of measuring (budget {:.0f} s). Run: opmeter run THIS_FILE, then predict fit again with "
+      "# about {:.1f} s of measuring (budget {:.0f} s). Run: opmeter run THIS_FILE, then predict fit again with "
       "the new results.\n",
       plan.chosen.size(), plan.candidates, config, model, plan.cost_s, plan.budget_s);
   out += "name: " + yaml_quote("plan from " + config) + "\n";
@@ -428,7 +439,7 @@ std::string plan_yaml(const SweepPlan& plan, const Plan& sweep, const std::strin
   for (auto& setting : stopping_settings()) {
     double v = setting.get(sweep.stopping);
     if (setting.zero_is_unset && v == 0) continue;
-    out += fmt::format("  {}: {}\n", setting.config_key, setting.is_integer() ? fmt::format("{}", std::llround(v)) : fmt::format("{:.17g}", v));
+    out += fmt::format("  {}: {}\n", setting.config_key, setting.is_integer() ? fmt::format("{}", std::llround(v)) : fmt::format("{:.6g}", v));
   }
   if (sweep.llc_bytes) out += fmt::format("llc_bytes: {}\n", sweep.llc_bytes);
   return out;

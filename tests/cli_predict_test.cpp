@@ -1,0 +1,216 @@
+// `opmeter predict` end to end: a tiny sweep measured by the test binary, fitted, predicted,
+// planned; and every bad input with its message and exit code 2.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_helpers.hpp"
+
+namespace {
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Ceilings in the ballpark of one core, so the roofline has something to say.
+const char* kProfile = R"({"schema": "opmeter-calibration/1", "threads": 1, "device": "cpu",
+  "peak_gflops": {"fp32": 50.0, "bf16": 50.0}, "bandwidth": {"memory_gbps": 10.0}, "context": {}})";
+
+// 12 small oneDNN GEMMs, and a two-layer pipeline of GEMMs (its pipelines.json for --measured).
+const char* kSweep = R"(ops: [gemm]
+impls: [onednn]
+threads: 1
+stopping: {samples: 3, warmup: 1}
+shapes:
+  - name: custom
+    shapes: [[8, 8, 8], [16, 8, 8], [8, 16, 32], [32, 32, 32], [16, 48, 16], [48, 16, 64],
+             [64, 64, 64], [24, 40, 56], [64, 8, 128], [128, 32, 16], [96, 96, 32], [40, 128, 72]]
+pipelines:
+  - name: mlp
+    layers:
+      - {label: fc1, op: gemm, M: 8, N: 64, K: 32}
+      - {label: fc2, op: gemm, M: 8, N: 32, K: 64, count: 2}
+end_to_end: false
+)";
+
+struct Fixture {
+  fs::path dir, profile, results, model;
+  std::string fit_output;
+};
+
+// Measured and fitted once for all tests of this file (a few seconds).
+const Fixture& fixture() {
+  static Fixture f = [] {
+    Fixture x;
+    x.dir = temp_dir("predict");
+    x.profile = write(x.dir, "calibration.json", kProfile);
+    auto cfg = write(x.dir, "sweep.yaml", kSweep);
+    x.results = x.dir / "sweep";
+    auto run = cli("run " + cfg.string() + " --calibration " + x.profile.string() + " --no-report --out " +
+                   x.results.string());
+    EXPECT_EQ(run.code, 0) << run.text;
+    x.model = x.dir / "model.json";
+    auto fit = cli("predict fit " + x.results.string() + " -o " + x.model.string() + " --calibration " +
+                   x.profile.string());
+    EXPECT_EQ(fit.code, 0) << fit.text;
+    x.fit_output = fit.text;
+    return x;
+  }();
+  return f;
+}
+
+}  // namespace
+
+TEST(CliPredict, FitWritesTheModelAndItsReportAndPrintsTheErrors) {
+  const auto& f = fixture();
+  ASSERT_TRUE(fs::exists(f.model)) << f.fit_output;
+  EXPECT_TRUE(fs::exists(f.dir / "model.html"));
+  EXPECT_TRUE(fs::exists(f.dir / "model.md"));
+  auto j = nlohmann::json::parse(std::ifstream(f.model));
+  EXPECT_EQ(j["schema"], "opmeter-predict-model/1");
+  ASSERT_EQ(j["groups"].size(), 1u) << f.fit_output;
+  EXPECT_EQ(j["groups"][0]["key"], "cpu/gemm/onednn/fp32");
+  EXPECT_EQ(j["groups"][0]["points"].size(), 14u);  // and the pipeline's two layers: shapes of the same group
+  EXPECT_TRUE(has(f.fit_output, "cpu/gemm/onednn/fp32")) << f.fit_output;
+  EXPECT_TRUE(has(f.fit_output, "roofline med/p90 cov")) << f.fit_output;
+  EXPECT_TRUE(has(f.fit_output, "* best model")) << f.fit_output;
+  EXPECT_TRUE(has(f.fit_output, "worst held-out cases")) << f.fit_output;
+  EXPECT_TRUE(has(f.fit_output, "5-fold cross-validation")) << f.fit_output;
+  EXPECT_FALSE(has(f.fit_output, "WARNING")) << f.fit_output;
+
+  auto quiet = cli("predict fit " + f.results.string() + " -o " + (f.dir / "bare.json").string() + " --no-report --folds 3 "
+                   "--calibration " + f.profile.string());
+  EXPECT_EQ(quiet.code, 0) << quiet.text;
+  EXPECT_TRUE(fs::exists(f.dir / "bare.json"));
+  EXPECT_FALSE(fs::exists(f.dir / "bare.html"));
+}
+
+TEST(CliPredict, PredictsACaseAConfigAndResults) {
+  const auto& f = fixture();
+  auto one = cli("predict " + f.model.string() + " gemm/onednn/fp32/M=20,N=20,K=20/threads=1");
+  ASSERT_EQ(one.code, 0) << one.text;
+  EXPECT_TRUE(has(one.text, "| gemm/onednn/fp32/M=20,N=20,K=20/threads=1 |")) << one.text;
+  EXPECT_TRUE(has(one.text, "interval")) << one.text;
+  EXPECT_FALSE(has(one.text, "WARNING")) << one.text;  // fitted here
+
+  auto cfg = write(f.dir, "more.yaml", "ops: [gemm]\nimpls: [onednn]\nthreads: 1\nshapes: [{name: custom, shapes: "
+                                       "[[100, 100, 100], [12, 200, 30]]}]\n");
+  auto json = cli("predict " + f.model.string() + " " + cfg.string() + " --format json");
+  ASSERT_EQ(json.code, 0) << json.text;
+  auto j = nlohmann::json::parse(json.text.substr(json.text.find('{')));
+  ASSERT_EQ(j["cases"].size(), 2u);
+  EXPECT_EQ(j["cases"][0]["case"], "gemm/onednn/fp32/M=100,N=100,K=100/threads=1");
+  EXPECT_GT(j["cases"][0]["time_s"].get<double>(), 0);
+  EXPECT_LE(j["cases"][0]["lo_s"].get<double>(), j["cases"][0]["time_s"].get<double>());
+  EXPECT_EQ(j["cases"][0]["by_model"].size(), 4u);
+
+  auto measured = cli("predict " + f.model.string() + " " + f.results.string() + " --format csv -o " +
+                      (f.dir / "p.csv").string());
+  ASSERT_EQ(measured.code, 0) << measured.text;
+  auto csv = slurp(f.dir / "p.csv");
+  EXPECT_TRUE(has(csv, "pipeline,label,count,case,model,predicted_s,lo_s,hi_s,measured_s")) << csv;
+  EXPECT_EQ(line_count(f.dir / "p.csv"), 15u) << csv;  // the header and the 14 measured cases
+
+  auto md = cli("predict " + f.model.string() + " " + f.results.string());
+  ASSERT_EQ(md.code, 0) << md.text;
+  EXPECT_TRUE(has(md.text, "Error against the measured times")) << md.text;
+}
+
+TEST(CliPredict, PredictsAPipelineBesideItsMeasuredTotal) {
+  const auto& f = fixture();
+  auto out = cli("predict " + f.model.string() + " " + (f.dir / "sweep.yaml").string() + " --measured " + f.results.string());
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_TRUE(has(out.text, "## Pipeline mlp")) << out.text;
+  EXPECT_TRUE(has(out.text, "| fc2 | gemm/onednn/fp32/M=8,N=32,K=64/threads=1 |")) << out.text;
+  EXPECT_TRUE(has(out.text, "Predicted total:")) << out.text;
+  EXPECT_TRUE(has(out.text, "; measured ")) << out.text;
+  EXPECT_TRUE(has(out.text, "2 of its 2 distinct layer cases are in the model's training data")) << out.text;
+}
+
+TEST(CliPredict, PlanPicksCasesWithinTheBudgetAsAConfig) {
+  const auto& f = fixture();
+  auto cfg = write(f.dir, "big.yaml", "ops: [gemm]\nimpls: [onednn]\nthreads: 1\nstopping: {samples: 3, warmup: 1}\n"
+                                      "shapes: [{name: pow2, min_power: 3, max_power: 7}]\n");
+  auto plan = f.dir / "plan.yaml";
+  auto out = cli("predict plan " + f.model.string() + " " + cfg.string() + " --budget 2s -o " + plan.string());
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_TRUE(has(out.text, "% of the sweep")) << out.text;
+  auto text = slurp(plan);
+  EXPECT_TRUE(has(text, "cases:\n  - \"gemm/onednn/fp32/")) << text;
+  EXPECT_TRUE(has(text, "stopping:")) << text;
+  // The plan is a config opmeter runs.
+  auto dry = cli("run --dry-run " + plan.string());
+  ASSERT_EQ(dry.code, 0) << dry.text << text;
+  EXPECT_TRUE(has(dry.text, "gemm/onednn/fp32/")) << dry.text;
+  auto again = cli("predict plan " + f.model.string() + " " + cfg.string() + " --budget 2 -o " + (f.dir / "plan2.yaml").string());
+  ASSERT_EQ(again.code, 0) << again.text;
+  EXPECT_EQ(slurp(f.dir / "plan2.yaml"), text);  // deterministic
+}
+
+TEST(CliPredict, BadInputIsAClearMessageAndExitCode2) {
+  const auto& f = fixture();
+  const std::string model = f.model.string();
+  struct Bad {
+    std::string args, expect;
+  };
+  auto not_model = write(f.dir, "pipelines.json", R"({"schema": "opmeter-pipelines/1", "pipelines": []})");
+  std::vector<Bad> bad = {
+      {"predict fit " + f.results.string() + " -o x.json --folds 20 --calibration " + f.profile.string(),
+       "cpu/gemm/onednn/fp32 (14 cases)"},
+      {"predict fit /nonexistent/results -o x.json", "/nonexistent/results"},
+      {"predict fit " + f.results.string() + " -o x.json --calibration /nonexistent.json", "/nonexistent.json"},
+      {"predict " + f.profile.string() + " gemm/onednn/fp32/M=8,N=8,K=8/threads=1", "calibration profile"},
+      {"predict " + not_model.string() + " gemm/onednn/fp32/M=8,N=8,K=8/threads=1", "opmeter-pipelines/1"},
+      {"predict " + f.results.string() + " gemm/onednn/fp32/M=8,N=8,K=8/threads=1", "is a directory"},
+      {"predict " + (f.results / "results.json").string() + " gemm/onednn/fp32/M=8,N=8,K=8/threads=1", "not a model"},
+      {"predict /nonexistent/model.json gemm/onednn/fp32/M=8,N=8,K=8/threads=1", "cannot open"},
+      {"predict " + model + " gemm/onednn/bf16/M=8,N=8,K=8/threads=1", "never saw dtype bf16"},
+      {"predict " + model + " gemm/openblas/fp32/M=8,N=8,K=8/threads=1", "never saw impl openblas"},
+      {"predict " + model + " relu/onednn/fp32/batch=1,seq=4,hidden=64/threads=1", "never saw op relu"},
+      {"predict " + model + " resnet18", "never saw op"},
+      {"predict " + model + " nonsense", "no built-in pipeline"},
+      {"predict " + model + " /nonexistent/more.yaml", "/nonexistent/more.yaml: no such file"},
+      {"predict " + model + " gemm/onednn/fp32/M=8/threads=1", "gemm"},
+      {"predict " + model, "nothing to predict"},
+      {"predict plan " + model + " " + (f.dir / "sweep.yaml").string() + " --budget 5x", "--budget '5x'"},
+      {"predict plan " + model + " /nonexistent.yaml --budget 60s", "/nonexistent.yaml"},
+      {"predict plan " + f.profile.string() + " " + (f.dir / "sweep.yaml").string() + " --budget 60s", "calibration profile"},
+  };
+  for (auto& b : bad) {
+    auto out = cli(b.args);
+    EXPECT_EQ(out.code, 2) << b.args << "\n" << out.text;
+    EXPECT_TRUE(has(out.text, b.expect)) << b.args << "\n" << out.text;
+    EXPECT_FALSE(has(out.text, "internal error")) << b.args << "\n" << out.text;
+  }
+}
+
+TEST(CliPredict, FitWithoutCeilingsSaysHowToGiveThem) {
+  const auto& f = fixture();
+  // The results without the ceilings they were compared with: a journal with the figures removed.
+  auto bare = temp_dir("predict_bare");
+  std::ifstream in(f.results / "results.jsonl");
+  std::ofstream out(bare / "results.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line);
+    for (auto& key : {"peak_gflops", "bandwidth_gbps", "pct_peak", "efficiency"}) j.erase(key);
+    out << j.dump() << "\n";
+  }
+  out.close();
+  auto fit = cli("predict fit " + bare.string() + " -o " + (bare / "m.json").string());
+  EXPECT_EQ(fit.code, 2) << fit.text;
+  EXPECT_TRUE(has(fit.text, "--calibration")) << fit.text;
+  EXPECT_TRUE(has(fit.text, "device cpu")) << fit.text;
+}
+
+TEST(CliPredict, AModelFittedOnAnotherMachineWarnsLikeCompare) {
+  const auto& f = fixture();
+  auto j = nlohmann::json::parse(std::ifstream(f.model));
+  j["context"]["cpu"]["model"] = "Some Other CPU 9000";
+  auto other = f.dir / "other.json";
+  std::ofstream(other) << j.dump();
+  auto out = cli("predict " + other.string() + " gemm/onednn/fp32/M=20,N=20,K=20/threads=1");
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_TRUE(has(out.text, "WARNING: model " + other.string() + " was fitted on another machine")) << out.text;
+  EXPECT_TRUE(has(out.text, "cpu.model differs: model 'Some Other CPU 9000'")) << out.text;
+}
