@@ -337,7 +337,7 @@ TEST(PredictFeatures, NumericAndCategoricalParams) {
   EXPECT_EQ(f.categorical[0].first, "act");
   EXPECT_EQ(f.categorical[0].second, (std::vector<std::string>{"gelu", "relu"}));
   auto names = f.names();
-  EXPECT_EQ(names.size(), 4u + 2u + 8u);
+  EXPECT_EQ(names.size(), 4u + 2u + 13u);
   EXPECT_EQ(names[4], "act=gelu");
   EXPECT_EQ(names.back(), "log2_analytic_us");
 
@@ -347,7 +347,14 @@ TEST(PredictFeatures, NumericAndCategoricalParams) {
   EXPECT_FLOAT_EQ(row[4], 1.0f);                   // act=gelu
   EXPECT_FLOAT_EQ(row[5], 0.0f);
   EXPECT_FLOAT_EQ(row.back(), 0.0f);               // 1 us -> log2(1)
-  EXPECT_FLOAT_EQ(row[names.size() - 5], float(std::log2(17.0)));  // view m = 16
+  auto at = [&](const std::string& name) { return row[std::find(names.begin(), names.end(), name) - names.begin()]; };
+  EXPECT_FLOAT_EQ(at("log2_m"), float(std::log2(17.0)));  // view m = batch x seq = 16
+  EXPECT_FLOAT_EQ(at("log2_mn"), float(std::log2(1.0 + 16 * 32)));
+  EXPECT_FLOAT_EQ(at("log2_min_dim"), float(std::log2(17.0)));
+  EXPECT_FLOAT_EQ(at("fill_n16"), 1.0f);  // 32 fills two 16-wide tiles
+  auto odd = f.row(with_params("linear/onednn/fp32/batch=1,seq=20,hidden=64,out=40,act=relu/threads=1"), 1e-6);
+  EXPECT_FLOAT_EQ(odd[std::find(names.begin(), names.end(), "fill_m16") - names.begin()], 20.0f / 32.0f);
+  EXPECT_FLOAT_EQ(odd[std::find(names.begin(), names.end(), "fill_n16") - names.begin()], 40.0f / 48.0f);
 
   auto unseen = f.row(with_params("linear/onednn/fp32/batch=1,seq=8,hidden=64,out=32,act=silu/threads=1"), 2e-6);
   ASSERT_EQ(unseen.size(), names.size());

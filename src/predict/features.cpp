@@ -114,7 +114,7 @@ std::vector<std::string> FeatureSpace::names() const {
   for (auto& [k, vs] : categorical)
     for (auto& v : vs) out.push_back(k + "=" + v);
   for (const char* n : {"log2_flops", "log2_bytes", "log2_intensity", "log2_m", "log2_n", "log2_k", "log2_count",
-                        "log2_analytic_us"})
+                        "log2_mn", "log2_min_dim", "fill_m16", "fill_n16", "fill_k16", "log2_analytic_us"})
     out.emplace_back(n);
   return out;
 }
@@ -135,6 +135,12 @@ std::vector<float> FeatureSpace::row(const Sample& s, double analytic_s) const {
   r.push_back(float(std::log2((1 + std::max(0.0, s.flops)) / (1 + std::max(0.0, s.bytes)))));
   auto v = gemm_view(s.kase);
   for (double x : {v ? v->m : 0.0, v ? v->n : 0.0, v ? v->k : 0.0, v ? v->count : 0.0}) r.push_back(float(log2p(x)));
+  // The output's size (the parallel work), the smallest dimension (what starves a micro-kernel),
+  // and how full the last 16-wide vector or tile of each dimension is (padding waste).
+  r.push_back(v ? float(log2p(v->m * v->n)) : 0.0f);
+  r.push_back(v ? float(log2p(std::min({v->m, v->n, v->k}))) : 0.0f);
+  auto fill = [](double x) { return x > 0 ? float(x / (std::ceil(x / 16) * 16)) : 0.0f; };
+  for (double x : {v ? v->m : 0.0, v ? v->n : 0.0, v ? v->k : 0.0}) r.push_back(fill(x));
   r.push_back(analytic_s > 0 ? float(std::log2(analytic_s * 1e6)) : 0.0f);
   return r;
 }

@@ -30,7 +30,8 @@ struct FeatureSpace {
   // The params of a group's samples: integer-valued in every sample -> numeric, else categorical.
   static FeatureSpace of(const std::vector<Sample>& group);
   // Column names: the params, then log2 flops, log2 bytes, log2 intensity, the GEMM view's log2
-  // m, n, k, count (0 without one) and log2 of the analytic prediction in microseconds.
+  // m, n, k, count, log2 m*n, log2 of the smallest dimension, each dimension's fill of its last
+  // 16-wide tile (0 without a GEMM view) and log2 of the analytic prediction in microseconds.
   std::vector<std::string> names() const;
   // One row in names() order. A param missing from the sample, or an integer param that is not
   // one, reads 0; an unseen categorical value sets none of its columns.
