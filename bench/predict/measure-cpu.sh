@@ -17,7 +17,7 @@ step() {  # step NAME COMMAND...: runs it, logs it, notes a failure and goes on
   echo "   $name took $((SECONDS - t0)) s" | tee -a "$out/commands.log"
 }
 step calibrate "$opmeter" calibrate --quick --out "$out/calibration.json" --results "$out/calibrate"
-for cfg in gemm-cpu conv-k1 conv-k3 conv-k7 elementwise pool-linear; do
+for cfg in gemm-cpu conv-k1 conv-k3 conv-k7 conv-grid-k1 conv-grid-k3 conv-grid-k7 elementwise pool-linear; do
   step "$cfg" "$opmeter" run "$here/$cfg.yaml" --out "$out/$cfg" --no-report
 done
 step resnet50 "$opmeter" run --pipeline resnet50 --out "$out/resnet50" --max-noise 2 --no-report
