@@ -214,3 +214,17 @@ TEST(CliPredict, AModelFittedOnAnotherMachineWarnsLikeCompare) {
   EXPECT_TRUE(has(out.text, "WARNING: model " + other.string() + " was fitted on another machine")) << out.text;
   EXPECT_TRUE(has(out.text, "cpu.model differs: model 'Some Other CPU 9000'")) << out.text;
 }
+
+TEST(CliPredict, CasesOfAConfigTheModelNeverSawAreLeftOutWithANote) {
+  const auto& f = fixture();
+  auto mixed = write(f.dir, "mixed.yaml", "ops: [gemm, relu]\nimpls: [onednn, opmeter]\nthreads: 1\nbatch: [1]\nseq: [4]\n"
+                                          "hidden: [64]\nshapes: [{name: custom, shapes: [[100, 100, 100]]}]\n");
+  auto out = cli("predict " + f.model.string() + " " + mixed.string());
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_TRUE(has(out.text, "| gemm/onednn/fp32/M=100,N=100,K=100/threads=1 |")) << out.text;
+  EXPECT_TRUE(has(out.text, "cpu/relu/opmeter/fp32, a group the model never saw: left out")) << out.text;
+  auto only = write(f.dir, "only.yaml", "ops: [relu]\nimpls: [opmeter]\nthreads: 1\nbatch: [1]\nseq: [4]\nhidden: [64]\n");
+  auto none = cli("predict " + f.model.string() + " " + only.string());
+  EXPECT_EQ(none.code, 2) << none.text;
+  EXPECT_TRUE(has(none.text, "never saw op relu")) << none.text;
+}

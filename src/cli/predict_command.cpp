@@ -200,6 +200,28 @@ void add_case(Answers& out, std::set<std::string>& seen, const PredictModel& m, 
   out.cases.push_back(predict_case(m, s));
 }
 
+// The cases of a config or results: those of groups the model never saw are left out with a
+// note (a run's peak and bandwidth cases, ops fitted elsewhere); none left is an error.
+void add_cases(Answers& out, std::set<std::string>& seen, const PredictModel& m, const std::vector<Sample>& samples,
+               const std::string& source) {
+  std::map<std::string, std::size_t> unknown;
+  const Sample* first_unknown = nullptr;
+  std::size_t added = 0;
+  for (auto& s : samples) {
+    if (!m.group(group_key(s.kase))) {
+      ++unknown[group_key(s.kase)];
+      if (!first_unknown) first_unknown = &s;
+      continue;
+    }
+    add_case(out, seen, m, s);
+    ++added;
+  }
+  if (added == 0 && first_unknown) predict_case(m, *first_unknown);  // throws: what the model never saw
+  for (auto& [key, n] : unknown)
+    fmt::print(stderr, "opmeter: note: {}: {} case{} of {}, a group the model never saw: left out\n", source, n,
+               n == 1 ? "" : "s", key);
+}
+
 // One CASES argument: a case string, a config, results, or a built-in pipeline.
 void answer(Answers& out, std::set<std::string>& seen, const PredictModel& m, const std::string& arg) {
   std::error_code ec;
@@ -209,8 +231,10 @@ void answer(Answers& out, std::set<std::string>& seen, const PredictModel& m, co
       for (auto& note : plan.notes) fmt::print(stderr, "opmeter: note: {}\n", note);
       std::set<std::string> in_pipelines;
       for (auto& c : pipeline::pipeline_cases(plan.pipelines)) in_pipelines.insert(c.to_string());
+      std::vector<Sample> samples;
       for (auto& c : plan.cases)
-        if (!in_pipelines.count(c.to_string())) add_case(out, seen, m, sample_of(c));
+        if (!in_pipelines.count(c.to_string())) samples.push_back(sample_of(c));
+      add_cases(out, seen, m, samples, arg);
       for (auto& p : plan.pipelines) out.pipelines.push_back(predict_pipeline(m, p.pipeline, p.like));
       return;
     }
@@ -222,7 +246,7 @@ void answer(Answers& out, std::set<std::string>& seen, const PredictModel& m, co
     ResultSet rs = load_results(arg);
     auto samples = samples_from(rs);
     if (samples.empty()) fmt::print(stderr, "opmeter: note: {} has no measured (ok) case\n", arg);
-    for (auto& s : samples) add_case(out, seen, m, s);
+    add_cases(out, seen, m, samples, arg);
     return;
   }
   const auto ext = fs::path(arg).extension().string();

@@ -1,0 +1,128 @@
+// Pipelines predicted layer by layer: the spec, the impl each layer takes, totals and intervals.
+#include <gtest/gtest.h>
+
+#include "opmeter/errors.hpp"
+#include "opmeter/pipeline.hpp"
+#include "predict/pipeline_prediction.hpp"
+#include "predict_model_fixtures.hpp"
+
+using namespace opmeter;
+using namespace opmeter::predict;
+namespace fx = opmeter::predict::fixtures;
+
+namespace {
+
+const PredictModel& model_of(const std::string& impl) {
+  static std::map<std::string, PredictModel> models;
+  auto it = models.find(impl);
+  if (it == models.end())
+    it = models.emplace(impl, fit_model(fx::gemm_samples(20, impl), fx::ceilings_map(), {}, FitSettings{})).first;
+  return it->second;
+}
+
+pipeline::Pipeline two_gemms() {
+  pipeline::Pipeline p;
+  p.name = "mlp";
+  p.layers.push_back(pipeline::make_layer("fc1", "gemm", {{"M", "8"}, {"N", "64"}, {"K", "32"}}, DType::fp32));
+  p.layers.push_back(pipeline::make_layer("fc2", "gemm", {{"M", "8"}, {"N", "32"}, {"K", "64"}}, DType::fp32, 3));
+  return p;
+}
+
+}  // namespace
+
+TEST(PredictPipeline, SpecsNameABuiltInPipelineWithParamsAndWhereItRuns) {
+  auto s = parse_pipeline_spec("resnet50:batch=4,dtype=bf16,threads=2");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->name, "resnet50");
+  ASSERT_EQ(s->params.size(), 1u);
+  EXPECT_EQ(s->params[0], std::make_pair(std::string("batch"), std::string("4")));
+  EXPECT_EQ(s->dtype, DType::bf16);
+  EXPECT_EQ(s->threads, 2);
+  EXPECT_EQ(s->device, "cpu");
+  EXPECT_TRUE(parse_pipeline_spec("resnet18"));
+  EXPECT_FALSE(parse_pipeline_spec("resnet"));
+  EXPECT_THROW(parse_pipeline_spec("resnet50:batch"), CaseError);
+  EXPECT_THROW(parse_pipeline_spec("resnet50:dtype=fp7"), CaseError);
+  EXPECT_THROW(parse_pipeline_spec("resnet50:threads=0"), CaseError);
+}
+
+TEST(PredictPipeline, EachLayerTakesTheFirstImplTheModelKnows) {
+  Case like;
+  like.threads = 1;
+  for (const char* impl : {"onednn", "openblas"}) {
+    const auto& m = model_of(impl);
+    auto p = predict_pipeline(m, two_gemms(), like);
+    ASSERT_EQ(p.layers.size(), 2u);
+    EXPECT_EQ(p.layers[0].prediction.case_string, fmt::format("gemm/{}/fp32/M=8,N=64,K=32/threads=1", impl));
+    EXPECT_EQ(p.layers[1].count, 3u);
+    const double total = p.layers[0].prediction.time_s + 3 * p.layers[1].prediction.time_s;
+    EXPECT_NEAR(p.total_s, total, total * 1e-12);
+    EXPECT_LE(p.lo_s, p.total_s);
+    EXPECT_GE(p.hi_s, p.total_s);
+    EXPECT_EQ(p.distinct_cases, 2u);
+    EXPECT_EQ(p.cases_in_training, 0u);
+  }
+}
+
+TEST(PredictPipeline, CountsTheLayerCasesInTheTrainingData) {
+  auto samples = fx::gemm_samples(20, "onednn");
+  auto layer = fx::gemm_sample(8, 64, 32, "onednn");
+  layer.time_s = 2e-6;
+  samples.push_back(layer);
+  auto m = fit_model(samples, fx::ceilings_map(), {}, FitSettings{});
+  Case like;
+  auto p = predict_pipeline(m, two_gemms(), like);
+  EXPECT_EQ(p.cases_in_training, 1u);
+  EXPECT_TRUE(p.layers[0].in_training);
+  EXPECT_FALSE(p.layers[1].in_training);
+}
+
+TEST(PredictPipeline, ALayerNoKnownImplRunsNamesTheLayerAndWhatTheModelNeverSaw) {
+  auto p = two_gemms();
+  p.layers.push_back(pipeline::make_layer("act", "relu", {{"batch", "1"}, {"seq", "8"}, {"hidden", "64"}}, DType::fp32));
+  try {
+    predict_pipeline(model_of("onednn"), p, Case{});
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("layer 'act'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("never saw op relu"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PredictPipeline, UsualThreadsAreTheTrainingPointsMostCommonCount) {
+  EXPECT_EQ(usual_threads(model_of("onednn"), "cpu"), 1);
+  EXPECT_EQ(usual_threads(model_of("onednn"), "cuda:0"), 1);
+  PredictModel m = model_of("onednn");
+  for (std::size_t i = 0; i < 15; ++i) {
+    Case c = parse_case(m.groups[0].points[i].case_string);
+    c.threads = 4;
+    m.groups[0].points[i].case_string = c.to_string();
+  }
+  EXPECT_EQ(usual_threads(m, "cpu"), 4);
+}
+
+TEST(PredictPipeline, TheMeasuredTotalIsTheSamePipelinesWhenComplete) {
+  PipelinePrediction p;
+  p.name = "resnet18";
+  p.dtype = "fp32";
+  p.device = "cpu";
+  p.params = {{"batch", "1"}};
+  pipeline::PipelineSummary s;
+  s.name = "resnet18";
+  s.dtype = "fp32";
+  s.device = "cpu";
+  s.params = {{"batch", "1"}, {"image", "224"}};
+  s.complete = true;
+  s.latency_s = 0.02;
+  EXPECT_EQ(measured_total(p, {s}), 0.02);
+  auto other_batch = s;
+  other_batch.params = {{"batch", "8"}, {"image", "224"}};
+  EXPECT_FALSE(measured_total(p, {other_batch}));
+  auto incomplete = s;
+  incomplete.complete = false;
+  incomplete.latency_s.reset();
+  EXPECT_FALSE(measured_total(p, {incomplete}));
+  auto bf16 = s;
+  bf16.dtype = "bf16";
+  EXPECT_FALSE(measured_total(p, {bf16}));
+}
