@@ -4,6 +4,8 @@
 
 #include <fstream>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_helpers.hpp"
@@ -38,11 +40,12 @@ struct Fixture {
   std::string fit_output;
 };
 
-// Measured and fitted once for all tests of this file (a few seconds).
+// Measured and fitted once per test process (a few seconds); its own folder, since ctest runs
+// the tests of this file as separate processes side by side.
 const Fixture& fixture() {
   static Fixture f = [] {
     Fixture x;
-    x.dir = temp_dir("predict");
+    x.dir = temp_dir("predict_" + std::to_string(getpid()));
     x.profile = write(x.dir, "calibration.json", kProfile);
     auto cfg = write(x.dir, "sweep.yaml", kSweep);
     x.results = x.dir / "sweep";

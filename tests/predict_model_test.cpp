@@ -21,12 +21,14 @@ std::string message_of(const std::function<void()>& f) {
 }
 
 const PredictModel& fitted() {
-  static PredictModel m = [] {
+  // Never destroyed: at exit, libxgboost's own statics may go before ours, and freeing a booster
+  // after them crashes.
+  static PredictModel& m = *new PredictModel([] {
     auto samples = fx::gemm_samples(40);
     auto few = fx::gemm_samples(3, "onednn", "fp32", 9);  // too few for 5 folds
     samples.insert(samples.end(), few.begin(), few.end());
     return fit_model(samples, fx::ceilings_map(), {{"cpu", {{"model", "test cpu"}}}}, FitSettings{});
-  }();
+  }());
   return m;
 }
 

@@ -13,7 +13,8 @@ namespace fx = opmeter::predict::fixtures;
 namespace {
 
 const PredictModel& model_of(const std::string& impl) {
-  static std::map<std::string, PredictModel> models;
+  // Never destroyed: at exit, libxgboost's own statics may go before ours (freeing a booster crashes).
+  static auto& models = *new std::map<std::string, PredictModel>;
   auto it = models.find(impl);
   if (it == models.end())
     it = models.emplace(impl, fit_model(fx::gemm_samples(20, impl), fx::ceilings_map(), {}, FitSettings{})).first;

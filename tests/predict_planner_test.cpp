@@ -16,7 +16,8 @@ namespace {
 
 // Trained on small shapes only (16..128).
 const PredictModel& small_shapes_model() {
-  static PredictModel m = fit_model(fx::gemm_samples(30, "reference", "fp32", 3, 16, 128), fx::ceilings_map(), {}, {});
+  // Never destroyed: at exit, libxgboost's own statics may go before ours (freeing a booster crashes).
+  static PredictModel& m = *new PredictModel(fit_model(fx::gemm_samples(30, "reference", "fp32", 3, 16, 128), fx::ceilings_map(), {}, {}));
   return m;
 }
 

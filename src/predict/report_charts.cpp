@@ -10,29 +10,17 @@
 
 #include "predict/report.hpp"
 #include "predict/report_parts.hpp"
+#include "report/vega_spec.hpp"
 
 namespace opmeter::predict {
 namespace {
 
 using nlohmann::json;
+using vega::spec_with;
+using vega::field;
+using vega::number;
 using report_parts::kNominalCoverage;
 using report_parts::model_label;
-
-json spec_with(json data_values) {
-  return {{"$schema", kVegaLiteSchema},
-          {"data", {{"values", std::move(data_values)}}},
-          {"config", {{"view", {{"stroke", nullptr}}}, {"axis", {{"labelFontSize", 11}, {"titleFontSize", 12}}}}}};
-}
-
-json field(const std::string& name, const std::string& type, const std::string& title = "") {
-  json f = {{"field", name}, {"type", type}};
-  if (!title.empty()) f["title"] = title;
-  return f;
-}
-
-json number(const std::string& name, const std::string& title, const char* format = ".4g") {
-  return {{"field", name}, {"type", "quantitative"}, {"title", title}, {"format", format}};
-}
 
 json filter(const std::string& key, const std::string& value) {
   return json::array({{{"filter", {{"field", key}, {"equal", value}}}}});

@@ -13,23 +13,14 @@
 #include "opmeter/registry.hpp"
 #include "opmeter/runner.hpp"
 #include "opmeter/sensor.hpp"
+#include "report/vega_spec.hpp"
 
 namespace opmeter {
 namespace {
 
 using nlohmann::json;
-
-json spec_with(json data_values) {
-  return {{"$schema", kVegaLiteSchema},
-          {"data", {{"values", std::move(data_values)}}},
-          {"config", {{"view", {{"stroke", nullptr}}}, {"axis", {{"labelFontSize", 11}, {"titleFontSize", 12}}}}}};
-}
-
-json field(const std::string& name, const std::string& type, const std::string& title = "") {
-  json f = {{"field", name}, {"type", type}};
-  if (!title.empty()) f["title"] = title;
-  return f;
-}
+using vega::spec_with;
+using vega::field;
 
 json log_field(const std::string& name, const std::string& title) {
   json f = field(name, "quantitative", title);

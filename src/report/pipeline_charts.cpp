@@ -7,29 +7,17 @@
 #include <fmt/format.h>
 
 #include "pipeline/pipeline_outputs.hpp"
+#include "report/vega_spec.hpp"
 
 namespace opmeter {
 namespace {
 
 using nlohmann::json;
+using vega::spec_with;
+using vega::field;
+using vega::number;
 using pipeline::LayerSummary;
 using pipeline::PipelineSummary;
-
-json spec_with(json values) {
-  return {{"$schema", kVegaLiteSchema},
-          {"data", {{"values", std::move(values)}}},
-          {"config", {{"view", {{"stroke", nullptr}}}, {"axis", {{"labelFontSize", 11}, {"titleFontSize", 12}}}}}};
-}
-
-json field(const std::string& name, const std::string& type, const std::string& title = "") {
-  json f = {{"field", name}, {"type", type}};
-  if (!title.empty()) f["title"] = title;
-  return f;
-}
-
-json number(const std::string& name, const std::string& title, const char* format = ".4g") {
-  return {{"field", name}, {"type", "quantitative"}, {"title", title}, {"format", format}};
-}
 
 std::string slug(const std::string& s) {
   std::string out;
