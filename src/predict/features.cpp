@@ -121,7 +121,6 @@ std::vector<std::string> FeatureSpace::names() const {
 
 std::vector<float> FeatureSpace::row(const Sample& s, double analytic_s) const {
   std::vector<float> r;
-  r.reserve(names().size());
   for (auto& k : numeric) {
     std::optional<std::int64_t> v = s.kase.has(k) ? integer(s.kase.get(k)) : std::nullopt;
     r.push_back(v ? float(log2p(double(*v))) : 0.0f);

@@ -2,7 +2,6 @@
 #include "predict/model.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +12,7 @@
 
 #include "opmeter/dtype.hpp"
 #include "opmeter/errors.hpp"
+#include "opmeter/result.hpp"
 
 namespace opmeter::predict {
 
@@ -159,14 +159,6 @@ GroupModel fit_group(const std::vector<Sample>& group, const Ceilings& c, const 
   return g;
 }
 
-std::string now_iso8601() {
-  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                     tm.tm_min, tm.tm_sec);
-}
-
 std::string known_devices(const std::map<std::string, Ceilings>& ceilings) {
   std::vector<std::string> names;
   for (auto& [device, c] : ceilings) names.push_back(device);
@@ -181,7 +173,7 @@ PredictModel fit_model(const std::vector<Sample>& samples, const std::map<std::s
   std::map<std::string, std::vector<Sample>> groups;
   for (const auto& s : samples) groups[group_key(s.kase)].push_back(s);
   PredictModel m;
-  m.created = now_iso8601();
+  m.created = utc_now_iso();
   m.context = context;
   m.folds = settings.folds;
   std::set<std::string> sources;
