@@ -3,6 +3,7 @@
 
 #include <set>
 
+#include "config_errors.hpp"
 #include "opmeter/config.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/shapes.hpp"
@@ -10,15 +11,8 @@
 using namespace opmeter;
 
 namespace {
-std::string error_of(const std::string& yaml) {
-  try {
-    load_config_text(yaml, "t.yaml", 2);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "no error";
-}
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+std::string error_of(const std::string& yaml) { return config_test_support::config_error_of(yaml, "t.yaml"); }
+using config_test_support::has;
 }  // namespace
 
 TEST(RandomShapes, InRangeRoundedCappedAndReproducible) {

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "config_errors.hpp"
 #include "opmeter/config.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
@@ -7,16 +8,8 @@
 using namespace opmeter;
 
 namespace {
-// The message of the ConfigError a config raises, or "no error".
-std::string error_of(const std::string& yaml) {
-  try {
-    load_config_text(yaml, "t.yaml", 2);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "no error";
-}
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+std::string error_of(const std::string& yaml) { return config_test_support::config_error_of(yaml, "t.yaml"); }
+using config_test_support::has;
 }  // namespace
 
 TEST(Config, IssueExampleWorksAsWritten) {

@@ -2,6 +2,7 @@
 // rounds and the --pipeline flag.
 #include <gtest/gtest.h>
 
+#include "config_errors.hpp"
 #include "cli/commands.hpp"
 #include "opmeter/config.hpp"
 #include "opmeter/errors.hpp"
@@ -11,15 +12,8 @@ using namespace opmeter;
 
 namespace {
 
-std::string error_of(const std::string& yaml) {
-  try {
-    load_config_text(yaml, "p.yaml", 2);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "no error";
-}
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+std::string error_of(const std::string& yaml) { return config_test_support::config_error_of(yaml, "p.yaml"); }
+using config_test_support::has;
 
 const char* kTwoLayers = R"(
 pipelines:
