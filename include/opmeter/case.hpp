@@ -39,6 +39,8 @@ struct Case {
   bool has(const std::string& key) const;
   const std::string& get(const std::string& key) const;    // throws CaseError when absent
   std::int64_t get_int(const std::string& key) const;      // throws CaseError when not an integer
+  // An optional parameter's value, `otherwise` when the case does not carry it.
+  const std::string& get_or(const std::string& key, const std::string& otherwise) const;
   Case& set(const std::string& key, std::string value);
   Case& set(const std::string& key, std::int64_t value);
 

@@ -29,6 +29,22 @@ struct Support {
   static Support no(std::string why) { return {false, std::move(why)}; }
 };
 
+// Which way a number is better, for readers and comparisons.
+enum class Better { higher, lower, neither };
+// How a metric is shown: a plain number (4 significant digits), a whole number, a percentage
+// (the value is already in percent), a duration in seconds, or a size in bytes.
+enum class MetricFormat { number, integer, percent, duration, bytes };
+
+// A measurement without a field of its own (a clock, a hit rate, a memory figure), with the hints
+// its outputs need: results.jsonl and results.json keep them, the CSV and markdown tables give it
+// a column. See result_fields.hpp.
+struct Metric {
+  double value = 0;
+  std::string unit;  // "MHz", "%", "s", "B", ... ; empty for a plain count
+  Better better = Better::neither;
+  MetricFormat format = MetricFormat::number;
+};
+
 // Outcome of a correctness check against the op's higher-precision reference.
 struct Check {
   bool ok = false;
@@ -36,6 +52,9 @@ struct Check {
   double tolerance = 0;
   std::string detail;    // where the worst error is, or what went wrong
   bool unchecked = false;  // nothing to check against (a user kernel of its own op, no reference)
+  // What a lossy impl (a quantization recipe) costs, beyond passing its check: e.g. `sqnr_db`,
+  // the output's signal-to-quantization-noise ratio against the unquantized fp64 reference.
+  std::map<std::string, Metric> metrics;
 };
 
 struct SetupOptions {
@@ -58,6 +77,8 @@ class Impl {
   virtual Check verify(std::uint64_t seed) = 0;
   // Facts worth recording with the result (kernel ISA chosen, library algorithm, ...).
   virtual std::map<std::string, std::string> details() const { return {}; }
+  // Figures worth recording with the result (bytes of quantized weights, ...), after setup.
+  virtual std::map<std::string, Metric> metrics() const { return {}; }
   // A timer of its own, for an impl whose calls run elsewhere (a worker process times its
   // samples there, so the round trip stays out of them); null: its backend's timer.
   virtual std::unique_ptr<SampleTimer> own_timer(const Case& c);

@@ -42,6 +42,9 @@ struct TensorDesc {
   Elem elem = Elem::f32;
   std::size_t count = 0;
   double lo = -1, hi = 1;  // an input's random range; integer types draw integers in [lo, hi)
+  // Floats drawn from the normal distribution of mean (lo + hi) / 2 and standard deviation
+  // (hi - lo) / 2, unclipped, instead of uniformly in [lo, hi) (weights with a Gaussian's tails).
+  bool normal = false;
   std::size_t bytes() const { return count * elem_bytes(elem); }
 };
 

@@ -23,6 +23,18 @@ struct ModelCost {
   double macs = 0;
 };
 
+// A parameter a case carries only when it differs from its `absent` value, so that adding one
+// to an op keeps every existing case string (linear's `quant`, a recipe; `mode=train`). A config
+// sweeps it with the list under `config_key`; only impls that name it (ImplDef::needs/accepts)
+// run cases that carry it.
+struct OptionalParam {
+  std::string key;         // in the case string: quant=int4wo-64
+  std::string config_key;  // in a config: quantization: [baseline, int4wo-64]
+  std::string absent;      // its value where a case does not carry it: baseline
+  std::string help;        // what it is, for messages and `opmeter list`
+  std::vector<std::string> values;  // the values it takes (a config is checked against them)
+};
+
 // An op: what every impl of it shares (parameters, work model, memory footprint).
 struct OpDef {
   std::string name;
@@ -33,6 +45,8 @@ struct OpDef {
   // Default value of each parameter a config does not sweep (ops with sweep axes: a config key
   // named like a parameter gives its list of values). Empty for ops with their own expansion.
   std::vector<std::pair<std::string, std::string>> defaults;
+  // Parameters a case may carry (see OptionalParam), after `params` in the case string.
+  std::vector<OptionalParam> optional_params;
   // Ops shaped like a GEMM (linear layers) also take the `shapes` generators: [m, k, n] -> params.
   std::function<std::vector<std::pair<std::string, std::string>>(std::int64_t m, std::int64_t k, std::int64_t n)>
       from_matrix_shape;
@@ -85,6 +99,10 @@ struct ImplDef {
   // Measured only where a config or the command line names it (impls that start a worker
   // process): an op's default impls leave it out.
   bool on_request = false;
+  // Optional parameters (OpDef::optional_params) it runs: every case it takes carries each of
+  // `needs`, and none but those and `accepts`. Cases with others are skipped, and configs do not
+  // pair it with them. Default: only cases that carry none (every impl written before them).
+  std::vector<std::string> needs, accepts;
 
   bool runs_on(const std::string& backend) const;
   std::string backends_text() const;  // "cpu", "cpu|cuda"
@@ -128,6 +146,10 @@ struct LateImplRegistrar {
 
 // The ceiling kind of an op by name (none for an unknown op).
 CeilingKind ceiling_of(const std::string& op);
+
+// Whether an impl runs a case's optional parameters (ImplDef::needs / accepts); the reason names
+// the impls that do.
+Support takes_optional_params(const ImplDef& impl, const Case& c);
 
 // Checks that a case names a registered op and impl and that the op's parameters are valid (a
 // dtype the impl lacks is not an error: the case is `skipped` with that reason). Throws UsageError / CaseError with the reason.

@@ -17,22 +17,6 @@ enum class Status { ok, skipped, failed, error, crashed, timeout };
 std::string_view to_string(Status s);
 std::optional<Status> parse_status(std::string_view s);
 
-// Which way a number is better, for readers and comparisons.
-enum class Better { higher, lower, neither };
-// How a metric is shown: a plain number (4 significant digits), a whole number, a percentage
-// (the value is already in percent), a duration in seconds, or a size in bytes.
-enum class MetricFormat { number, integer, percent, duration, bytes };
-
-// A measurement without a field of its own (a clock, a hit rate, a memory figure), with the hints
-// its outputs need: results.jsonl and results.json keep them, the CSV and markdown tables give it
-// a column. See result_fields.hpp.
-struct Metric {
-  double value = 0;
-  std::string unit;  // "MHz", "%", "s", "B", ... ; empty for a plain count
-  Better better = Better::neither;
-  MetricFormat format = MetricFormat::number;
-};
-
 // A GPU case's second figure: the same calls at the device's steady state (after running until
 // its power settled), timed in the energy window. The result's own median is the burst figure.
 struct Sustained {

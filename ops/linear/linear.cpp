@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "ops/activation/activation.hpp"
+#include "quant/recipe.hpp"
 #include "opmeter/errors.hpp"
 
 namespace opmeter::linear {
@@ -26,15 +27,47 @@ Shape shape_of(const Case& c) {
   return s;
 }
 
-Work fused_work(const Case& c) {
+std::string recipe_of(const Case& c) { return c.get_or(kQuant, quant::kBaseline); }
+bool training(const Case& c) { return c.get_or(kMode, "inference") == kTrain; }
+
+double quantized_weight_bytes(const Case& c) {
+  auto s = shape_of(c);
+  auto r = quant::parse_recipe(recipe_of(c));
+  const double weights = double(s.hidden) * double(s.out);
+  if (!r || r->baseline()) return weights * double(size_of(c.dtype));
+  // Scales (and zeros) are stored in the activations' 16-bit type, else fp32 (see recipe.hpp).
+  const double scale = c.dtype == DType::fp32 ? 4 : 2;
+  if (r->weights == quant::WeightFormat::int4) return weights / 2 + 2 * scale * weights / double(r->group);
+  const double scales = r->activations == quant::ActivationFormat::fp8_per_tensor ? 1 : double(s.out);
+  return weights + scale * scales;
+}
+
+namespace {
+// One forward call.
+Work forward_work(const Case& c) {
   auto s = shape_of(c);
   double rows = double(s.rows), h = double(s.hidden), o = double(s.out), e = double(size_of(c.dtype));
   Work w;
   w.flops = 2 * rows * h * o + rows * o * (1 + activation::flops_per_element(s.act)) + (s.layernorm ? 7 * rows * h : 0);
-  w.bytes_read = (rows * h + o * h) * e + 4 * o + (s.layernorm ? 8 * h : 0);
+  w.bytes_read = rows * h * e + quantized_weight_bytes(c) + 4 * o + (s.layernorm ? 8 * h : 0);
   w.bytes_written = rows * o * e;
   return w;
 }
+
+// Forward and backward: dx = dz W (and LayerNorm's backward), dW = dz^T xhat, db = sum dz, where
+// dz = dy * act'(z). Reads x, W, dy (and the saved z, recomputed or kept); writes y, dx, dW, db.
+Work train_work(const Case& c) {
+  auto s = shape_of(c);
+  double rows = double(s.rows), h = double(s.hidden), o = double(s.out), e = double(size_of(c.dtype));
+  Work w = forward_work(c);
+  w.flops += 4 * rows * h * o + rows * o * 2 + (s.layernorm ? 12 * rows * h : 0);
+  w.bytes_read += rows * o * e;                            // dy
+  w.bytes_written += rows * h * e + o * h * 4 + o * 4 + (s.layernorm ? 8 * h : 0);  // dx, dW, db (fp32)
+  return w;
+}
+}  // namespace
+
+Work fused_work(const Case& c) { return training(c) ? train_work(c) : forward_work(c); }
 
 Work unfused_work(const Case& c) {
   auto s = shape_of(c);
@@ -93,6 +126,20 @@ void LinearOp::reference_row(const HostTensors& in, std::size_t row, double* ref
 
 namespace {
 
+// The case's recipe and mode make sense together, with its dtype and hidden size.
+void validate_recipe(const Case& c) {
+  auto name = recipe_of(c);
+  auto r = quant::parse_recipe(name);
+  if (!r) throw CaseError(fmt::format("{}={} unknown: expected one of {}", kQuant, name, fmt::join(quant::recipe_names(), ", ")));
+  if (!r->baseline() && c.dtype != DType::fp32 && c.dtype != DType::bf16 && c.dtype != DType::fp16)
+    throw CaseError(fmt::format("{}={} needs activations in fp32, bf16 or fp16; {} cannot hold them", kQuant, name, to_string(c.dtype)));
+  if (auto why = quant::recipe_problem(*r, shape_of(c).hidden); !why.empty()) throw CaseError(fmt::format("{}={}: {}", kQuant, name, why));
+  if (c.has(kMode) && c.get(kMode) != kTrain)
+    throw CaseError(fmt::format("{}={} unknown: expected inference or {}", kMode, c.get(kMode), kTrain));
+  if (training(c) && !quant::trains(*r))
+    throw CaseError(fmt::format("{}={} has no training step: {}={} takes baseline, float8dq-tensor or float8dq-row", kQuant, name, kMode, kTrain));
+}
+
 OpDef linear_def(const std::string& name, const std::string& summary, bool with_act) {
   std::vector<std::pair<std::string, std::string>> extra = {{"out", "4096"}};
   if (with_act) extra.emplace_back("act", "none");
@@ -106,7 +153,13 @@ OpDef linear_def(const std::string& name, const std::string& summary, bool with_
       for (Act a : tensor::all_acts()) names.emplace_back(tensor::to_string(a));
       throw CaseError(fmt::format("linear act='{}' unknown: expected one of {}", c.get("act"), fmt::join(names, ", ")));
     }
+    validate_recipe(c);
   };
+  op.optional_params = {
+      {.key = kQuant, .config_key = "quantization", .absent = quant::kBaseline,
+       .help = "quantization recipe of the weights (and activations)", .values = quant::recipe_names()},
+      {.key = kMode, .config_key = "mode", .absent = "inference", .help = "inference, or train: forward + backward",
+       .values = {"inference", kTrain}}};
   op.footprint = [](const Case& c) { return unfused_work(c).bytes(); };
   op.from_matrix_shape = [with_act](std::int64_t m, std::int64_t k, std::int64_t n) {
     std::vector<std::pair<std::string, std::string>> p = {

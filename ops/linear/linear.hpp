@@ -16,8 +16,20 @@ struct Shape {
   bool layernorm;
 };
 Shape shape_of(const Case& c);
+// A case's work: one forward call, or with mode=train one training step (forward, then the
+// gradients of x, W and b, and of LayerNorm's gamma and beta). Weight bytes are the recipe's
+// stored bytes (quantized_weight_bytes) where the case carries `quant`.
 Work fused_work(const Case& c);
 Work unfused_work(const Case& c);
+
+// Optional parameters (see OptionalParam): `quant=RECIPE` (src/quant/recipe.hpp) and `mode=train`.
+inline constexpr const char* kQuant = "quant";
+inline constexpr const char* kMode = "mode";
+inline constexpr const char* kTrain = "train";
+std::string recipe_of(const Case& c);  // "baseline" where the case carries no quant
+bool training(const Case& c);
+// Bytes of the layer's weights as the case's recipe stores them (codes, scales, zeros).
+double quantized_weight_bytes(const Case& c);
 
 class LinearOp : public tensor::TensorOp {
  public:

@@ -204,10 +204,46 @@ std::string upper(std::string s) {
 
 // Parameter sets of an op from the config: its own expansion, else its sweep axes, else one
 // empty set.
-std::vector<ParamSet> op_params(const YamlReader& r, const YAML::Node& root, const OpDef& op, std::size_t llc) {
+std::vector<ParamSet> base_params(const YamlReader& r, const YAML::Node& root, const OpDef& op, std::size_t llc) {
   if (op.expand) return op.expand(YamlOpConfig(r, root, "", llc));
   if (!op.defaults.empty()) return sweep_params(r, root, op);
   return {ParamSet{}};
+}
+
+// The values a config gives an optional parameter (its absent value when none), each checked
+// against the values the op allows.
+std::vector<std::string> optional_values(const YamlReader& r, const YAML::Node& root, const OptionalParam& o) {
+  auto node = root[o.config_key];
+  if (!node) return {o.absent};
+  auto values = r.text_list(node, o.config_key);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (!o.values.empty() && std::find(o.values.begin(), o.values.end(), values[i]) == o.values.end())
+      r.fail(node.IsSequence() ? node[i] : node, unknown_name(o.config_key + " value", values[i], o.values));
+  return values;
+}
+
+// The op's parameter sets, each once per value of its optional parameters (a recipe, a mode); a
+// value equal to the parameter's absent one leaves it out of the case.
+std::vector<ParamSet> op_params(const YamlReader& r, const YAML::Node& root, const OpDef& op, std::size_t llc) {
+  auto sets = base_params(r, root, op, llc);
+  for (auto& o : op.optional_params) {
+    std::vector<ParamSet> next;
+    for (auto& set : sets)
+      for (auto& value : optional_values(r, root, o)) {
+        next.push_back(set);
+        if (value != o.absent) next.back().params.emplace_back(o.key, value);
+      }
+    sets = std::move(next);
+  }
+  return sets;
+}
+
+// The config key that made a case invalid: an optional parameter's (a recipe whose group size does
+// not divide the hidden size), else `ops`.
+YAML::Node invalid_case_node(const YAML::Node& root, const OpDef& op, const Case& c) {
+  for (auto& o : op.optional_params)
+    if (c.has(o.key) && root[o.config_key]) return root[o.config_key];
+  return root["ops"];
 }
 
 std::vector<DType> op_dtypes(const std::vector<std::string>& impls, const std::string& op, const std::vector<DType>& wanted) {
@@ -350,6 +386,7 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   };
   for (auto* o : reg.ops()) {
     for (auto& [key, def] : o->defaults) allow(key);
+    for (auto& optional : o->optional_params) allow(optional.config_key);
     for (auto& key : o->config_keys) allow(key);
   }
   for (auto* b : backends())
@@ -478,10 +515,11 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
               c.label = set.label;
               c.threads = static_cast<int>(t);
               c.hot = hot;
+              if (!takes_optional_params(*reg.impl(op, impl), c).ok) continue;  // a recipe only its impls run
               try {
                 def.validate(c);
               } catch (const CaseError& e) {
-                r.fail(root["ops"], e.what());
+                r.fail(invalid_case_node(root, def, c), e.what());
               }
               plan.cases.push_back(c);
             }

@@ -91,6 +91,40 @@ CeilingKind ceiling_of(const std::string& name) {
   return op ? op->ceiling : CeilingKind::none;
 }
 
+namespace {
+const OptionalParam* optional_param(const OpDef& op, const std::string& key) {
+  for (auto& o : op.optional_params)
+    if (o.key == key) return &o;
+  return nullptr;
+}
+
+bool named(const std::vector<std::string>& keys, const std::string& key) {
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+bool takes(const ImplDef& impl, const OpDef& op, const Case& c) {
+  for (auto& key : impl.needs)
+    if (!c.has(key)) return false;
+  for (auto& [key, value] : c.params)
+    if (optional_param(op, key) && !named(impl.needs, key) && !named(impl.accepts, key)) return false;
+  return true;
+}
+}  // namespace
+
+Support takes_optional_params(const ImplDef& impl, const Case& c) {
+  const OpDef* op = Registry::global().op(c.op);
+  if (!op || takes(impl, *op, c)) return Support::yes();
+  std::vector<std::string> carried, others;
+  for (auto& [key, value] : c.params)
+    if (optional_param(*op, key)) carried.push_back(key + "=" + value);
+  for (auto* other : Registry::global().impls_of(c.op))
+    if (takes(*other, *op, c)) others.push_back(other->impl);
+  std::string what = carried.empty() ? fmt::format("cases without {}", fmt::join(impl.needs, ", "))
+                                     : fmt::format("{}", fmt::join(carried, ", "));
+  return Support::no(fmt::format("{} impl '{}' does not run {}{}", c.op, c.impl, what,
+                                 others.empty() ? std::string() : fmt::format(" (impls that do: {})", fmt::join(others, ", "))));
+}
+
 void validate_case(const Case& c) {
   auto& reg = Registry::global();
   const OpDef* op = reg.op(c.op);
@@ -101,9 +135,17 @@ void validate_case(const Case& c) {
   }
   for (auto& key : op->params)
     if (!c.has(key)) throw CaseError(fmt::format("case {} lacks parameter '{}'", c.to_string(), key));
-  for (auto& [key, value] : c.params)
-    if (std::find(op->params.begin(), op->params.end(), key) == op->params.end())
-      throw CaseError(fmt::format("op '{}' has no parameter '{}' (takes: {})", c.op, key, fmt::join(op->params, ", ")));
+  for (auto& [key, value] : c.params) {
+    if (std::find(op->params.begin(), op->params.end(), key) != op->params.end()) continue;
+    const OptionalParam* optional = optional_param(*op, key);
+    if (!optional) {
+      auto takes = op->params;
+      for (auto& o : op->optional_params) takes.push_back(o.key);
+      throw CaseError(fmt::format("op '{}' has no parameter '{}' (takes: {})", c.op, key, fmt::join(takes, ", ")));
+    }
+    if (value == optional->absent)
+      throw CaseError(fmt::format("{}={} is the default: leave it out of the case", key, value));
+  }
   if (op->validate) op->validate(c);
 
   Backend& backend = backend_of(c);

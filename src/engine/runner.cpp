@@ -234,6 +234,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     if (std::find(impl_def.dtypes.begin(), impl_def.dtypes.end(), c.dtype) == impl_def.dtypes.end())
       return finish(Status::skipped, fmt::format("{} has no {} {}", c.impl, to_string(c.dtype), c.op));
     if (auto s = backend.supports(c); !s.ok) return finish(Status::skipped, s.reason);
+    if (auto s = takes_optional_params(impl_def, c); !s.ok) return finish(Status::skipped, s.reason);
     if (auto s = impl_def.supports(c); !s.ok) return finish(Status::skipped, s.reason);
 
     r.work = op.work(c);
@@ -261,6 +262,8 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     r.tolerance = check.tolerance;
     if (!check.ok) return finish(Status::failed, "wrong result before timing: " + check.detail);
     if (check.unchecked) r.add_flag("unchecked");
+    for (auto& [name, metric] : impl->metrics()) r.set_metric(name, metric);
+    for (auto& [name, metric] : check.metrics) r.set_metric(name, metric);
 
     // A device with telemetry is watched through the case: samples it slowed down by heat or
     // hardware protection are discarded, samples at its power cap are kept and counted.

@@ -34,6 +34,12 @@ const std::string& Case::get(const std::string& key) const {
   throw CaseError(fmt::format("case {} has no parameter '{}'", to_string(), key));
 }
 
+const std::string& Case::get_or(const std::string& key, const std::string& otherwise) const {
+  for (auto& [k, v] : params)
+    if (k == key) return v;
+  return otherwise;
+}
+
 std::int64_t Case::get_int(const std::string& key) const {
   auto v = to_int(get(key));
   if (!v) throw CaseError(fmt::format("parameter {}={} is not an integer", key, get(key)));

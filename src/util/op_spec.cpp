@@ -21,9 +21,16 @@ std::uint64_t stream_seed(std::uint64_t seed, std::uint64_t index) {
   return mix.next();
 }
 
+// One draw of d's distribution (see TensorDesc::normal): Box-Muller for the normal one.
+double draw(const TensorDesc& d, Rng& rng) {
+  if (!d.normal) return rng.uniform(d.lo, d.hi);
+  const double u = 1.0 - rng.uniform(0, 1), v = rng.uniform(0, 1);  // u in (0, 1]: log(u) finite
+  return 0.5 * (d.lo + d.hi) + 0.5 * (d.hi - d.lo) * std::sqrt(-2 * std::log(u)) * std::cos(2 * M_PI * v);
+}
+
 template <class T, class Encode>
-void fill_floats(T* out, std::size_t begin, std::size_t end, Rng& rng, double lo, double hi, Encode encode) {
-  for (std::size_t i = begin; i < end; ++i) out[i] = encode(static_cast<float>(rng.uniform(lo, hi)));
+void fill_floats(T* out, std::size_t begin, std::size_t end, Rng& rng, const TensorDesc& d, Encode encode) {
+  for (std::size_t i = begin; i < end; ++i) out[i] = encode(static_cast<float>(draw(d, rng)));
 }
 
 template <class T>
@@ -36,12 +43,12 @@ void fill_integers(T* out, std::size_t begin, std::size_t end, Rng& rng, double 
 void fill_range(const TensorDesc& d, void* p, std::size_t begin, std::size_t end, Rng& rng) {
   switch (d.elem) {
     case Elem::f64:
-      for (std::size_t i = begin; i < end; ++i) static_cast<double*>(p)[i] = rng.uniform(d.lo, d.hi);
+      for (std::size_t i = begin; i < end; ++i) static_cast<double*>(p)[i] = draw(d, rng);
       break;
-    case Elem::f32: fill_floats(static_cast<float*>(p), begin, end, rng, d.lo, d.hi, [](float x) { return x; }); break;
-    case Elem::f16: fill_floats(static_cast<std::uint16_t*>(p), begin, end, rng, d.lo, d.hi, to_fp16); break;
-    case Elem::bf16: fill_floats(static_cast<std::uint16_t*>(p), begin, end, rng, d.lo, d.hi, to_bf16); break;
-    case Elem::fp8_e4m3: fill_floats(static_cast<std::uint8_t*>(p), begin, end, rng, d.lo, d.hi, to_fp8_e4m3); break;
+    case Elem::f32: fill_floats(static_cast<float*>(p), begin, end, rng, d, [](float x) { return x; }); break;
+    case Elem::f16: fill_floats(static_cast<std::uint16_t*>(p), begin, end, rng, d, to_fp16); break;
+    case Elem::bf16: fill_floats(static_cast<std::uint16_t*>(p), begin, end, rng, d, to_bf16); break;
+    case Elem::fp8_e4m3: fill_floats(static_cast<std::uint8_t*>(p), begin, end, rng, d, to_fp8_e4m3); break;
     case Elem::s8: fill_integers(static_cast<std::int8_t*>(p), begin, end, rng, d.lo, d.hi); break;
     case Elem::u8: fill_integers(static_cast<std::uint8_t*>(p), begin, end, rng, d.lo, d.hi); break;
     case Elem::s32: fill_integers(static_cast<std::int32_t*>(p), begin, end, rng, d.lo, d.hi); break;

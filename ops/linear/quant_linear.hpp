@@ -1,0 +1,46 @@
+#pragma once
+// A linear layer (linear, ln_linear_<act>) run by a quantization recipe (case parameter `quant`,
+// src/quant/recipe.hpp). Same inputs as LinearOp, except that W is drawn from a Gaussian (its
+// tails are what int4 scales must cover); the impl quantizes W once at setup (quantized_weights)
+// and, for dynamic recipes, the activations on every call.
+//
+// Two figures per check:
+//   the gate: the output against the SAME recipe computed exactly in fp64 (the quantized weights
+//     read back exactly, the activations quantized as the recipe says), in LinearOp's error
+//     metric and tolerance: a wrong kernel fails;
+//   the cost: metrics `sqnr_db` and `max_abs_error` of the output against the fp64 reference of
+//     the unquantized layer (LinearOp::reference_row), over the checked rows.
+#include <memory>
+#include <mutex>
+
+#include "ops/linear/linear.hpp"
+#include "quant/quantize.hpp"
+
+namespace opmeter::linear {
+
+class QuantLinearOp : public LinearOp {
+ public:
+  std::vector<TensorDesc> inputs() const override;
+  Check check(const HostTensors& in, const HostTensor& out, std::uint64_t seed) const override;
+  // The recipe's output row in fp64 (the gate's reference), with each element's scale.
+  void reference_row(const HostTensors& in, std::size_t row, double* ref, double* mag) const override;
+
+  quant::Recipe recipe() const;
+  // The scales' stored type: the activations' 16-bit type, else f32.
+  Elem scale_elem() const { return act() == Elem::f32 ? Elem::f32 : act(); }
+  // W of `in` quantized by the recipe; computed once per distinct W (a content hash) and shared
+  // by the impl's setup and every check.
+  const quant::QuantizedWeights& quantized_weights(const HostTensors& in) const;
+  // The rows of the LayerNorm'd (or plain) activations, in fp64, as the layer's GEMM reads them;
+  // and for dynamic recipes their quantized values (the per-tensor fp8 scale spans all rows).
+  std::vector<double> activation_row(const HostTensors& in, std::size_t row) const;
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::uint64_t weights_hash_ = 0;
+  mutable std::shared_ptr<quant::QuantizedWeights> weights_;
+  mutable std::uint64_t tensor_scale_hash_ = 0;
+  mutable float tensor_scale_ = 1;  // float8dq-tensor: the activations' scale over all rows
+};
+
+}  // namespace opmeter::linear
