@@ -4,7 +4,7 @@
 # BUNDLE comes from scripts/bundle-gpu.sh (binaries + libraries, no CUDA); BUILD_DIR is a build
 # made on this machine (default: build, configured and built if missing). OUT_DIR defaults to
 # docs/results/<gpu-name>. STEPs (default: all, in this order): tests mltests quick peaks sweep
-# sweep30 torch worker copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict. Every step runs whatever the others did; each one's command, exit code and
+# sweep30 torch worker copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict quant. Every step runs whatever the others did; each one's command, exit code and
 # time go to OUT_DIR/commands.txt and OUT_DIR/steps.tsv, and the script exits 1 at the end if
 # any step failed. GTEST_REPEAT (default 10) sets how often the GPU-side tests repeat.
 set -uo pipefail
@@ -25,7 +25,7 @@ out=${2:-docs/results/$gpu}
 shift $(( $# > 2 ? 2 : $# ))
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(tests mltests quick peaks sweep sweep30 torch worker copy graph ml-ops ml-sweep linear
-                                 attention cudnn pipeline-ops pipelines calibrate predict)
+                                 attention cudnn pipeline-ops pipelines calibrate predict quant)
 # The Python worker from this checkout (a bundle's binary knows only where it was built).
 export OPMETER_WORKER=${OPMETER_WORKER:-$PWD/worker/opmeter_worker.py}
 # cuDNN: PyTorch's copy first where PyTorch is installed (the version the headers here are from).
@@ -159,8 +159,13 @@ for s in "${steps[@]}"; do
     predict)  # a GEMM sweep, then opmeter predict's models fitted to it with their held-out error
       step predict-sweep "$out/predict-gemm.md" "$opm" run bench/predict/gemm-gpu.yaml --out "$out/predict-gemm"
       step predict-fit "$out/predict-fit.txt" "$opm" predict fit "$out/predict-gemm" -o "$out/predict-model.json" ;;
+    quant)  # quantization recipes beside the bf16 cuBLASLt GEMM at M=1 and 16, their tests, training steps
+      tests="$bin/opmeter_tests"; [ -x "$tests" ] || tests="$bin/tests/opmeter_tests"
+      step quant-tests "$out/gpu-quant-tests.txt" "$tests" --gtest_brief=1 --gtest_filter='*QuantCuda*:*TrainCuda*'
+      step quant "$out/quant.md" "$opm" run bench/quant/gpu-llama.yaml --out "$out/quant"
+      step quant-train "$out/quant-train.md" "$opm" run bench/quant/gpu-train.yaml --out "$out/quant-train" ;;
     *) echo "gpu-check: unknown step '$s' (tests mltests quick peaks sweep sweep30 torch worker copy graph ml-ops ml-sweep" \
-            "linear attention cudnn pipeline-ops pipelines calibrate predict)" >&2; failed=1 ;;
+            "linear attention cudnn pipeline-ops pipelines calibrate predict quant)" >&2; failed=1 ;;
   esac
 done
 echo "gpu-check: done: raw results in $out"

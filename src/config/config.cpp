@@ -238,6 +238,24 @@ std::vector<ParamSet> op_params(const YamlReader& r, const YAML::Node& root, con
   return sets;
 }
 
+// Whether a case carrying several optional parameters is valid with each of them alone.
+bool valid_apart(const OpDef& op, const Case& c) {
+  std::vector<std::string> carried;
+  for (auto& o : op.optional_params)
+    if (c.has(o.key)) carried.push_back(o.key);
+  if (carried.size() < 2) return false;
+  for (auto& keep : carried) {
+    Case alone = c;
+    std::erase_if(alone.params, [&](auto& kv) { return kv.first != keep && std::find(carried.begin(), carried.end(), kv.first) != carried.end(); });
+    try {
+      op.validate(alone);
+    } catch (const CaseError&) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // The config key that made a case invalid: an optional parameter's (a recipe whose group size does
 // not divide the hidden size), else `ops`.
 YAML::Node invalid_case_node(const YAML::Node& root, const OpDef& op, const Case& c) {
@@ -519,7 +537,12 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
               try {
                 def.validate(c);
               } catch (const CaseError& e) {
-                r.fail(invalid_case_node(root, def, c), e.what());
+                // Two optional values that each hold alone but not together (a recipe without a
+                // training step, in train mode) leave the pair out; anything else is the config's error.
+                if (!valid_apart(def, c)) r.fail(invalid_case_node(root, def, c), e.what());
+                if (std::find(plan.notes.begin(), plan.notes.end(), e.what()) == plan.notes.end())
+                  plan.notes.push_back(e.what());
+                continue;
               }
               plan.cases.push_back(c);
             }

@@ -1,0 +1,87 @@
+// Optional case parameters (a linear layer's quantization recipe and training mode): case strings
+// without them are unchanged, configs sweep them, and only impls that name them run such cases.
+#include <gtest/gtest.h>
+
+#include "config_errors.hpp"
+#include "opmeter/config.hpp"
+#include "opmeter/errors.hpp"
+#include "opmeter/registry.hpp"
+#include "ops/linear/linear.hpp"
+
+using namespace opmeter;
+
+namespace {
+using config_test_support::has;
+
+std::string case_error(const std::string& text) {
+  try {
+    validate_case(parse_case(text));
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+const std::string kLinear = "linear/onednn/bf16/batch=1,seq=4,hidden=256,out=64,act=none";
+}  // namespace
+
+TEST(OptionalParams, CasesWithoutThemKeepTheirStrings) {
+  auto c = parse_case(kLinear + "/threads=2");
+  EXPECT_EQ(c.to_string(), kLinear + "/threads=2");
+  EXPECT_EQ(linear::recipe_of(c), "baseline");
+  EXPECT_FALSE(linear::training(c));
+  auto q = parse_case("linear/onednn/bf16/batch=1,seq=4,hidden=256,out=64,act=none,quant=int4wo-64/threads=2");
+  EXPECT_EQ(linear::recipe_of(q), "int4wo-64");
+  EXPECT_NO_THROW(validate_case(q));
+}
+
+TEST(OptionalParams, BadRecipesAndModesAreNamed) {
+  auto with = [](const std::string& extra, const std::string& dtype = "bf16") {
+    return case_error("linear/onednn/" + dtype + "/batch=1,seq=4,hidden=96,out=64,act=none," + extra + "/threads=1");
+  };
+  EXPECT_TRUE(has(with("quant=int3wo"), "quant=int3wo unknown")) << with("quant=int3wo");
+  EXPECT_TRUE(has(with("quant=int4wo-64"), "does not divide hidden=96")) << with("quant=int4wo-64");
+  EXPECT_EQ(with("quant=int4wo-32"), "no error");
+  EXPECT_TRUE(has(with("quant=int8wo", "int8"), "cannot hold them")) << with("quant=int8wo", "int8");
+  EXPECT_TRUE(has(with("quant=baseline"), "is the default: leave it out")) << with("quant=baseline");
+  EXPECT_TRUE(has(with("quant=int8wo,mode=train"), "has no training step")) << with("quant=int8wo,mode=train");
+  EXPECT_EQ(with("quant=float8dq-row,mode=train"), "no error");
+  EXPECT_TRUE(has(with("mode=fly"), "mode=fly unknown")) << with("mode=fly");
+  EXPECT_TRUE(has(with("colour=red"), "takes: batch, seq, hidden, out, act, quant, mode")) << with("colour=red");
+}
+
+TEST(OptionalParams, ImplsWithoutThemSkipSuchCases) {
+  auto& reg = Registry::global();
+  auto c = parse_case("linear/onednn/bf16/batch=1,seq=4,hidden=256,out=64,act=none,quant=int8wo/threads=1");
+  auto s = takes_optional_params(*reg.impl("linear", "onednn"), c);
+  EXPECT_FALSE(s.ok);
+  EXPECT_TRUE(has(s.reason, "linear impl 'onednn' does not run quant=int8wo")) << s.reason;
+  EXPECT_TRUE(takes_optional_params(*reg.impl("linear", "onednn"), parse_case(kLinear + "/threads=1")).ok);
+
+  ImplDef quantized{.op = "linear", .impl = "q", .needs = {"quant"}};
+  ImplDef trainer{.op = "linear", .impl = "t", .needs = {"mode"}, .accepts = {"quant"}};
+  EXPECT_TRUE(takes_optional_params(quantized, c).ok);
+  EXPECT_FALSE(takes_optional_params(quantized, parse_case(kLinear + "/threads=1")).ok);
+  EXPECT_FALSE(takes_optional_params(trainer, c).ok);  // needs mode
+  auto fp8_train = parse_case("linear/onednn/bf16/batch=1,seq=4,hidden=256,out=64,act=none,quant=float8dq-row,mode=train/threads=1");
+  EXPECT_TRUE(takes_optional_params(trainer, fp8_train).ok);
+  EXPECT_FALSE(takes_optional_params(quantized, fp8_train).ok);  // mode is neither needed nor accepted
+}
+
+TEST(OptionalParams, ConfigSweepsThemAndPairsOnlyImplsThatRunThem) {
+  auto plan = load_config_text("ops: [linear]\nimpls: [onednn]\ndtypes: [bf16]\nbatch: [1]\nseq: [4]\nhidden: [256]\n"
+                               "out: [64]\nquantization: [baseline, int8wo]\nmode: [inference, train]\n",
+                               "t.yaml", 1);
+  // onednn takes neither recipes nor training: only the baseline inference case is its.
+  ASSERT_EQ(plan.cases.size(), 1u);
+  EXPECT_EQ(plan.cases[0].to_string(), "linear/onednn/bf16/batch=1,seq=4,hidden=256,out=64,act=none/threads=1");
+}
+
+TEST(OptionalParams, ConfigErrorsNameTheKey) {
+  auto error_of = [](const std::string& yaml) { return config_test_support::config_error_of(yaml); };
+  auto unknown = error_of("ops: [linear]\nquantization: [int4wo-65]\n");
+  EXPECT_TRUE(has(unknown, "t.yaml:2:")) << unknown;
+  EXPECT_TRUE(has(unknown, "unknown quantization value 'int4wo-65'; did you mean 'int4wo-64'?")) << unknown;
+  auto mode = error_of("ops: [linear]\nmode: [training]\n");
+  EXPECT_TRUE(has(mode, "unknown mode value 'training'")) << mode;
+}
