@@ -32,6 +32,9 @@ int list_command() {
   for (auto* op : reg.ops()) {
     fmt::print("  {:<10} {}\n", op->name, op->summary);
     fmt::print("             params: {}\n", fmt::join(op->params, ", "));
+    for (auto& o : op->optional_params)  // e.g. quant: values, config key, and what runs them
+      fmt::print("             optional {} ({}; config key `{}`; default {}): {}\n", o.key, o.help, o.config_key, o.absent,
+                 fmt::join(o.values, ", "));
     for (auto* impl : reg.impls_of(op->name)) {
       std::vector<std::string> dts;
       if (impl->on_request) {  // a worker's or a plugin's: availability shows when a case runs
@@ -45,6 +48,11 @@ int list_command() {
       probe.op = op->name;
       probe.impl = impl->impl;
       probe.params = op->example;
+      for (auto& key : impl->needs)  // an impl of recipes is probed with one (the first that is not the default)
+        for (auto& o : op->optional_params)
+          if (o.key == key)
+            for (auto& v : o.values)
+              if (v != o.absent && !probe.has(key)) probe.set(key, v);
       if (backend) probe.device = backend->first_device();
       // Without the backend or its device every dtype would repeat the same reason: say it once.
       Support here = !backend ? Support::no("this opmeter has no backend " + impl->backends.front())
