@@ -26,6 +26,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
     const std::size_t rows = std::min(kRowBlock, s.rows);
     xs_.assign(rows * s.hidden, 0.f);
     tile_.assign(rows * s.out, 0.f);
+    xsum_.assign(packed_.format == quant::WeightFormat::int4 ? rows * (s.hidden / recipe_.group) : 1, 0.f);
     if (recipe_.dynamic()) {
       codes_.assign(rows * s.hidden, 0);
       xscale_.assign(rows, 1.f);
@@ -44,6 +45,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
     char* y = static_cast<char*>(out(copy));
     const std::size_t ybytes = is_bf16 ? 2 : 4, h = s.hidden;
     const std::size_t blocks = (s.out + kChannelBlock - 1) / kChannelBlock;
+    const std::size_t groups = packed_.format == quant::WeightFormat::int4 ? h / recipe_.group : 0;
     for (std::size_t r0 = 0; r0 < s.rows; r0 += kRowBlock) {
       const std::size_t mr = std::min(kRowBlock, s.rows - r0);
 #pragma omp parallel
@@ -58,6 +60,11 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
             std::memcpy(xi, static_cast<const float*>(x) + (r0 + i) * h, h * sizeof(float));
           }
           if (s.layernorm) tk.layernorm(false, xi, xi, gamma, beta, 1, h);  // nested: this thread only
+          for (std::size_t g = 0; g < groups; ++g) {
+            float sum = 0;
+            for (std::size_t k = g * recipe_.group; k < (g + 1) * recipe_.group; ++k) sum += xi[k];
+            xsum_[i * groups + g] = sum;
+          }
         }
         if (recipe_.dynamic()) {
 #pragma omp single
@@ -73,7 +80,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
           if (recipe_.dynamic())
             qk.int8_dynamic(packed_, codes_.data(), xscale_.data(), mr, j0, j1, tile_.data(), s.out);
           else
-            qk.weight_only(packed_, xs_.data(), mr, j0, j1, tile_.data(), s.out);
+            qk.weight_only(packed_, xs_.data(), xsum_.data(), mr, j0, j1, tile_.data(), s.out);
           tk.epilogue(s.act, tile_.data() + j0, s.out, bias + j0, is_bf16, y + (r0 * s.out + j0) * ybytes, s.out, mr, j1 - j0);
         }
       }
@@ -97,7 +104,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
 
   quant::Recipe recipe_;
   PackedWeights packed_;
-  std::vector<float> xs_, tile_, xscale_;
+  std::vector<float> xs_, xsum_, tile_, xscale_;
   std::vector<std::uint8_t> codes_;
 };
 

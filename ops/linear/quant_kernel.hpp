@@ -45,9 +45,11 @@ constexpr std::size_t kRowsPerPass = 8;
 struct QuantKernels {
   const char* isa;
   // Weight-only: c[m * ldc + j] = sum_k x[m * hidden + k] * w(j, k) for m < rows, j0 <= j < j1,
-  // x in fp32, the weights dequantized on the fly (per-channel scales applied).
-  void (*weight_only)(const PackedWeights& w, const float* x, std::size_t rows, std::size_t j0, std::size_t j1, float* c,
-                      std::size_t ldc);
+  // x in fp32, the weights dequantized on the fly (per-channel scales applied). int4: xsum holds
+  // each row's sums of x over each group (rows x hidden / group): the zero points' term
+  // -z s sum(x) is taken once per group, so the inner loop is one FMA per weight.
+  void (*weight_only)(const PackedWeights& w, const float* x, const float* xsum, std::size_t rows, std::size_t j0,
+                      std::size_t j1, float* c, std::size_t ldc);
   // int8 dynamic: xu[m * hidden + k] = activation code + 128 (u8), xscale[m] its scale;
   // c[m * ldc + j] = xscale[m] * scales[j] * sum_k code_x * code_w.
   void (*int8_dynamic)(const PackedWeights& w, const std::uint8_t* xu, const float* xscale, std::size_t rows,

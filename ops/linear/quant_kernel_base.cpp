@@ -20,7 +20,7 @@ float weight(const PackedWeights& w, std::size_t j, std::size_t k) {
   }
 }
 
-void weight_only(const PackedWeights& w, const float* x, std::size_t rows, std::size_t j0, std::size_t j1, float* c,
+void weight_only(const PackedWeights& w, const float* x, const float*, std::size_t rows, std::size_t j0, std::size_t j1, float* c,
                  std::size_t ldc) {
   const std::size_t h = w.hidden;
   std::vector<float> wj(h);
