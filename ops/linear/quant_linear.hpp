@@ -22,6 +22,9 @@ class QuantLinearOp : public LinearOp {
  public:
   std::vector<TensorDesc> inputs() const override;
   Check check(const HostTensors& in, const HostTensor& out, std::uint64_t seed) const override;
+  // LinearOp's, plus for dynamic recipes a couple of activation codes rounded the other way (a
+  // kernel's fp32 LayerNorm may land on the other side of a code boundary than fp64's).
+  double tolerance() const override;
   // The recipe's output row in fp64 (the gate's reference), with each element's scale.
   void reference_row(const HostTensors& in, std::size_t row, double* ref, double* mag) const override;
 
@@ -41,6 +44,7 @@ class QuantLinearOp : public LinearOp {
   mutable std::shared_ptr<quant::QuantizedWeights> weights_;
   mutable std::uint64_t tensor_scale_hash_ = 0;
   mutable float tensor_scale_ = 1;  // float8dq-tensor: the activations' scale over all rows
+  mutable std::vector<std::uint8_t> tensor_codes_;  // and their codes
 };
 
 }  // namespace opmeter::linear

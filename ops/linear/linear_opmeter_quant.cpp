@@ -1,0 +1,139 @@
+// opmeter's quantized linear layers on the CPU (every recipe but float8dq: no fp8 GEMM here).
+// Setup quantizes W once (QuantLinearOp::quantized_weights) and repacks it for the kernels
+// (quant_kernel.hpp). A call goes through the rows in blocks: each block's activations are made
+// fp32 (LayerNorm'd for ln_linear; for int8dq quantized per token), then the threads split the
+// output channels, each streaming its channels' codes once for the whole block and finishing its
+// columns with bias and activation while they are in cache.
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "ops/linear/quant_kernel.hpp"
+#include "ops/linear/quant_linear.hpp"
+
+namespace opmeter::linear {
+namespace {
+constexpr std::size_t kRowBlock = 64;       // rows whose weights are decoded once (per pass of 8)
+constexpr std::size_t kChannelBlock = 16;   // output channels per unit of a thread's work
+
+class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
+ public:
+  void prepare() override {
+    const auto s = shape_of(case_);
+    recipe_ = recipe();
+    packed_ = pack_weights(quantized_weights(host_inputs(0)), recipe_.dynamic());
+    const std::size_t rows = std::min(kRowBlock, s.rows);
+    xs_.assign(rows * s.hidden, 0.f);
+    tile_.assign(rows * s.out, 0.f);
+    xsum_.assign(packed_.format == quant::WeightFormat::int4 ? rows * (s.hidden / recipe_.group) : 1, 0.f);
+    if (recipe_.dynamic()) {
+      codes_.assign(rows * s.hidden, 0);
+      xscale_.assign(rows, 1.f);
+    }
+  }
+
+  void run(std::size_t copy) override {
+    const auto s = shape_of(case_);
+    const auto& qk = quant_kernels();
+    const auto& tk = tensor::kernels();
+    const bool is_bf16 = bf16();
+    const void* x = in(copy, kX);
+    const float* bias = vec(host_inputs(copy), kBias);
+    const float* gamma = s.layernorm ? vec(host_inputs(copy), kGamma) : nullptr;
+    const float* beta = s.layernorm ? vec(host_inputs(copy), kBeta) : nullptr;
+    char* y = static_cast<char*>(out(copy));
+    const std::size_t ybytes = is_bf16 ? 2 : 4, h = s.hidden;
+    const std::size_t blocks = (s.out + kChannelBlock - 1) / kChannelBlock;
+    const std::size_t groups = packed_.format == quant::WeightFormat::int4 ? h / recipe_.group : 0;
+    for (std::size_t r0 = 0; r0 < s.rows; r0 += kRowBlock) {
+      const std::size_t mr = std::min(kRowBlock, s.rows - r0);
+#pragma omp parallel
+      {
+#pragma omp for schedule(static)
+        for (std::size_t i = 0; i < mr; ++i) {
+          float* xi = xs_.data() + i * h;
+          if (is_bf16) {
+            const auto* src = static_cast<const std::uint16_t*>(x) + (r0 + i) * h;
+            for (std::size_t k = 0; k < h; ++k) xi[k] = from_bf16(src[k]);
+          } else {
+            std::memcpy(xi, static_cast<const float*>(x) + (r0 + i) * h, h * sizeof(float));
+          }
+          if (s.layernorm) tk.layernorm(false, xi, xi, gamma, beta, 1, h);  // nested: this thread only
+          for (std::size_t g = 0; g < groups; ++g) {
+            float sum = 0;
+            for (std::size_t k = g * recipe_.group; k < (g + 1) * recipe_.group; ++k) sum += xi[k];
+            xsum_[i * groups + g] = sum;
+          }
+        }
+        if (recipe_.dynamic()) {
+#pragma omp single
+          {
+            quant::quantize_activations(recipe_, xs_.data(), mr, h, codes_.data(), xscale_.data());
+            for (auto& b : codes_) b ^= 0x80;  // s8 code + 128: vpdpbusd's unsigned operand
+          }
+        }
+        // Contiguous channel ranges per thread: each streams one run of codes.
+#pragma omp for schedule(static)
+        for (std::size_t b = 0; b < blocks; ++b) {
+          const std::size_t j0 = b * kChannelBlock, j1 = std::min(s.out, j0 + kChannelBlock);
+          if (recipe_.dynamic())
+            qk.int8_dynamic(packed_, codes_.data(), xscale_.data(), mr, j0, j1, tile_.data(), s.out);
+          else
+            qk.weight_only(packed_, xs_.data(), xsum_.data(), mr, j0, j1, tile_.data(), s.out);
+          tk.epilogue(s.act, tile_.data() + j0, s.out, bias + j0, is_bf16, y + (r0 * s.out + j0) * ybytes, s.out, mr, j1 - j0);
+        }
+      }
+    }
+  }
+
+  std::map<std::string, std::string> details() const override {
+    return {{"isa", quant_kernels().isa}, {"kernel", kernel_name()}};
+  }
+
+  std::map<std::string, Metric> metrics() const override {
+    return {{"weight_bytes", Metric{double(packed_.bytes()), "B", Better::lower, MetricFormat::bytes}}};
+  }
+
+ private:
+  std::string kernel_name() const {
+    if (recipe_.dynamic()) return "int8 per-token activations x int8 weights, vpdpbusd (u8 shift compensated)";
+    const char* w = recipe_.weights == quant::WeightFormat::int4 ? "int4 groups" : recipe_.fp8() ? "fp8 e4m3" : "int8";
+    return fmt::format("weight-only GEMV/GEMM, {} decoded in the dot product, {} rows per pass", w, kRowsPerPass);
+  }
+
+  quant::Recipe recipe_;
+  PackedWeights packed_;
+  std::vector<float> xs_, xsum_, tile_, xscale_;
+  std::vector<std::uint8_t> codes_;
+};
+
+Support supports(const Case& c) {
+  auto r = quant::parse_recipe(recipe_of(c));
+  if (!r) return Support::no(fmt::format("unknown quantization recipe '{}'", recipe_of(c)));
+  if (r->activations == quant::ActivationFormat::fp8_per_tensor || r->activations == quant::ActivationFormat::fp8_per_row)
+    return Support::no("no fp8 GEMM on CPUs: float8dq runs on GPUs");
+  if (training(c)) return Support::no("opmeter_quant times inference only (mode=train: float8dq on GPUs)");
+  if (r->weights == quant::WeightFormat::int4 && shape_of(c).hidden % 32 != 0)
+    return Support::no("opmeter_quant's int4 kernels need hidden to be a multiple of 32");
+  return Support::yes();
+}
+
+const bool registered = [] {
+  std::vector<std::string> ops = {"linear"};
+  for (tensor::Act a : tensor::all_acts()) ops.push_back("ln_linear_" + std::string(tensor::to_string(a)));
+  for (auto& op : ops)
+    Registry::global().add(ImplDef{
+        .op = op,
+        .impl = "opmeter_quant",
+        .summary = "quantized weights decoded inside the dot product (int8/int4/fp8 weight-only), int8 dynamic with VNNI",
+        .dtypes = {DType::fp32, DType::bf16},
+        .supports = supports,
+        .make = [] { return std::make_unique<OpmeterQuantLinear>(); },
+        .needs = {kQuant},
+    });
+  return true;
+}();
+
+}  // namespace
+}  // namespace opmeter::linear

@@ -1,0 +1,101 @@
+// Repacking quantized weights into the kernels' layout, and the choice of ISA at run time.
+#include "ops/linear/quant_kernel.hpp"
+
+#include <cstring>
+#include <stdexcept>
+
+namespace opmeter::linear {
+namespace {
+// A float that holds a bf16 value exactly, as its 16 bits.
+std::uint16_t bf16_bits(float v) {
+  std::uint32_t u;
+  std::memcpy(&u, &v, sizeof u);
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
+void put_param(std::vector<std::uint8_t>& v, std::size_t i, float value, bool bf16) {
+  if (bf16) {
+    const std::uint16_t b = bf16_bits(value);
+    std::memcpy(v.data() + 2 * i, &b, 2);
+  } else {
+    std::memcpy(v.data() + 4 * i, &value, 4);
+  }
+}
+
+// Whether every value is a bf16 number (scales rounded to bf16 by the recipe).
+bool all_bf16(const std::vector<float>& v) {
+  for (float f : v)
+    if (bf16_bits_value(bf16_bits(f)) != f) return false;
+  return true;
+}
+}  // namespace
+
+float PackedWeights::param(const std::vector<std::uint8_t>& v, std::size_t i) const {
+  if (bf16_group_params) {
+    std::uint16_t b;
+    std::memcpy(&b, v.data() + 2 * i, 2);
+    return bf16_bits_value(b);
+  }
+  float f;
+  std::memcpy(&f, v.data() + 4 * i, 4);
+  return f;
+}
+
+std::size_t PackedWeights::bytes() const {
+  return codes.size() + scales.size() * sizeof(float) + group_scales.size() + group_zeros.size();
+}
+
+PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic) {
+  PackedWeights p;
+  p.format = q.recipe.weights;
+  p.out = q.out;
+  p.hidden = q.hidden;
+  p.group = q.recipe.group;
+  const std::size_t h = q.hidden;
+  if (p.format == quant::WeightFormat::int4) {
+    if (h % 32 != 0 || p.group % 32 != 0) throw std::invalid_argument("int4 kernels need hidden and group multiples of 32");
+    p.codes.assign(q.out * h / 2, 0);
+    for (std::size_t j = 0; j < q.out; ++j) {
+      auto code = [&](std::size_t k) {
+        const std::size_t i = j * h + k;
+        return (q.codes[i / 2] >> (4 * (i % 2))) & 0xf;
+      };
+      std::uint8_t* row = p.codes.data() + j * h / 2;
+      for (std::size_t c = 0; c < h / 32; ++c)
+        for (std::size_t i = 0; i < 16; ++i)
+          row[16 * c + i] = static_cast<std::uint8_t>(code(32 * c + i) | code(32 * c + 16 + i) << 4);
+    }
+    // Stored at the width the recipe rounded them to (bf16 for bf16 activations).
+    p.bf16_group_params = all_bf16(q.scales) && all_bf16(q.zeros);
+    const std::size_t n = q.scales.size(), width = p.bf16_group_params ? 2 : 4;
+    p.group_scales.assign(n * width, 0);
+    p.group_zeros.assign(n * width, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      put_param(p.group_scales, i, q.scales[i], p.bf16_group_params);
+      put_param(p.group_zeros, i, q.zeros[i], p.bf16_group_params);
+    }
+    return p;
+  }
+  p.codes = q.codes;
+  p.scales.resize(q.out);
+  for (std::size_t j = 0; j < q.out; ++j) p.scales[j] = q.scales.size() == 1 ? q.scales[0] : q.scales[j];
+  if (int8_dynamic) {
+    p.code_sums.assign(q.out, 0);
+    for (std::size_t j = 0; j < q.out; ++j)
+      for (std::size_t k = 0; k < h; ++k) p.code_sums[j] += static_cast<std::int8_t>(q.codes[j * h + k]);
+  }
+  return p;
+}
+
+const QuantKernels& quant_kernels() {
+  static const QuantKernels k = [] {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512vnni"))
+      return avx512_quant_kernels();
+    return base_quant_kernels();
+  }();
+  return k;
+}
+
+}  // namespace opmeter::linear

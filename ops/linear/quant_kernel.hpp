@@ -1,0 +1,79 @@
+#pragma once
+// opmeter's CPU kernels for quantized linear layers (impl `opmeter_quant`): weight-only GEMV/GEMM
+// that dequantizes inside the dot product (int8, int4 with groups, fp8 e4m3), and the int8
+// dynamic GEMM (int8 activations per token x int8 weights, s32 accumulation). Weights are
+// repacked once from quant::QuantizedWeights into the layout below; each output channel's codes
+// are contiguous, so a thread's channels are one sequential stream read once per call, and the
+// rows of a block (up to kRowsPerPass at a time) share each decoded chunk. Compiled per ISA
+// (quant_kernel_<isa>.cpp), chosen at run time.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "quant/quantize.hpp"
+
+namespace opmeter::linear {
+
+// The kernels' layout of a layer's quantized weights (out x hidden).
+//   int8 / fp8: codes[j * hidden + k] as in QuantizedWeights; scales[j] fp32 (per channel).
+//   int4:       per channel j, hidden / 2 bytes; chunk c (k = 32c .. 32c + 31) is 16 bytes,
+//               byte i = q[32c + i] | q[32c + 16 + i] << 4 (one load feeds two vectors);
+//               group g's scale and zero in group_scales / group_zeros as fp32 or bf16 bits.
+//   int8 dynamic: as int8, plus code_sums[j] = sum_k code(j, k) (the u8 shift's compensation).
+struct PackedWeights {
+  quant::WeightFormat format = quant::WeightFormat::int8;
+  std::size_t out = 0, hidden = 0, group = 0;
+  std::vector<std::uint8_t> codes;
+  std::vector<float> scales;
+  bool bf16_group_params = false;
+  std::vector<std::uint8_t> group_scales, group_zeros;  // fp32 or bf16 values, one per (j, g)
+  std::vector<std::int32_t> code_sums;
+  // Bytes a call streams: codes and scales (and zeros) as stored.
+  std::size_t bytes() const;
+  float group_scale(std::size_t j, std::size_t g) const { return param(group_scales, j * (hidden / group) + g); }
+  float group_zero(std::size_t j, std::size_t g) const { return param(group_zeros, j * (hidden / group) + g); }
+
+ private:
+  float param(const std::vector<std::uint8_t>& v, std::size_t i) const;
+};
+
+// The canonical weights in the kernels' layout; int4 needs hidden % 32 == 0.
+PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic);
+
+constexpr std::size_t kRowsPerPass = 8;
+
+struct QuantKernels {
+  const char* isa;
+  // Weight-only: c[m * ldc + j] = sum_k x[m * hidden + k] * w(j, k) for m < rows, j0 <= j < j1,
+  // x in fp32, the weights dequantized on the fly (per-channel scales applied). int4: xsum holds
+  // each row's sums of x over each group (rows x hidden / group): the zero points' term
+  // -z s sum(x) is taken once per group, so the inner loop is one FMA per weight.
+  void (*weight_only)(const PackedWeights& w, const float* x, const float* xsum, std::size_t rows, std::size_t j0,
+                      std::size_t j1, float* c, std::size_t ldc);
+  // int8 dynamic: xu[m * hidden + k] = activation code + 128 (u8), xscale[m] its scale;
+  // c[m * ldc + j] = xscale[m] * scales[j] * sum_k code_x * code_w.
+  void (*int8_dynamic)(const PackedWeights& w, const std::uint8_t* xu, const float* xscale, std::size_t rows,
+                       std::size_t j0, std::size_t j1, float* c, std::size_t ldc);
+};
+
+QuantKernels avx512_quant_kernels();
+QuantKernels base_quant_kernels();
+const QuantKernels& quant_kernels();  // the best this CPU runs
+
+// Shared by every ISA: one e4m3 byte's value (NaN codes never occur: scales keep |w| <= 448).
+inline float e4m3_value(std::uint8_t b) {
+  // The 7 magnitude bits placed under fp32's exponent give 2^(e-127)(1 + m/8) (a denormal for
+  // e4m3's subnormals); scaled by 2^120 that is e4m3's 2^(e-7)(1 + m/8), subnormals included.
+  std::uint32_t bits = (std::uint32_t(b & 0x7f) << 20) | (std::uint32_t(b & 0x80) << 24);
+  float f;
+  __builtin_memcpy(&f, &bits, sizeof f);
+  return f * 0x1p120f;
+}
+inline float bf16_bits_value(std::uint16_t v) {
+  std::uint32_t bits = std::uint32_t(v) << 16;
+  float f;
+  __builtin_memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+}  // namespace opmeter::linear
