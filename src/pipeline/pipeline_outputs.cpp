@@ -12,17 +12,11 @@
 #include "opmeter/errors.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
+#include "util/text.hpp"
 
 namespace opmeter::pipeline {
 namespace {
 namespace fs = std::filesystem;
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-  return q + "\"";
-}
 
 // Whole numbers (params, MACs, counts) in full, the rest to 6 significant digits.
 std::string num(double v) {

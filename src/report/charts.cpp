@@ -405,6 +405,7 @@ std::vector<Chart> report_charts(const std::vector<Result>& results) {
   for (auto& c : impl_comparison_charts(results)) out.push_back(std::move(c));
   for (auto& c : efficiency_charts(results)) out.push_back(std::move(c));
   add(fusion_chart(results));
+  add(quantization_chart(results));
   add(burst_sustained_chart(results));
   add(gpu_telemetry_chart(results));
   return out;

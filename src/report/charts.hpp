@@ -14,7 +14,7 @@ namespace opmeter {
 struct Chart {
   std::string id;       // unique, usable as an HTML id
   std::string kind;     // gemm-heatmap, dtype-curves, roofline, impl-comparison, efficiency, fusion,
-                        // burst-sustained, gpu-telemetry
+                        // quantization, burst-sustained, gpu-telemetry
   std::string title;
   std::string caption;  // one sentence: what is drawn and how to read it
   nlohmann::json spec;  // Vega-Lite
@@ -35,6 +35,8 @@ std::vector<Chart> impl_comparison_charts(const std::vector<Result>& results);
 std::vector<Chart> efficiency_charts(const std::vector<Result>& results, std::size_t top_n = 20);
 // Fused vs unfused speedups with the fuse / avoid thresholds.
 std::optional<Chart> fusion_chart(const std::vector<Result>& results);
+// Quantization recipes: speedup over the baseline against rows M, a line per recipe and layer.
+std::optional<Chart> quantization_chart(const std::vector<Result>& results);
 // GPU cases: burst (after a cool-down) beside sustained (at steady power) throughput.
 std::optional<Chart> burst_sustained_chart(const std::vector<Result>& results);
 // GPU cases: SM clock and power through each case, the cases laid end to end, points where the

@@ -7,15 +7,10 @@
 #include "report/reporters.hpp"
 #include "opmeter/result_fields.hpp"
 
+#include "util/text.hpp"
+
 namespace opmeter {
 namespace {
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-  return q + "\"";
-}
 
 std::string num(double v) { return fmt::format("{:.6g}", v); }
 

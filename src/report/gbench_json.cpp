@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "analysis/fusion.hpp"
+#include "analysis/quantization.hpp"
 #include "opmeter/reporter_registry.hpp"
 #include "report/reporters.hpp"
 #include "opmeter/result_fields.hpp"
@@ -86,6 +87,7 @@ nlohmann::json gbench_json(const nlohmann::json& context, const std::vector<Resu
   nlohmann::json out = {{"context", context}, {"benchmarks", benchmarks}};
   FusionThresholds t;
   if (auto rows = fusion_rows(results, t); !rows.empty()) out["fusion"] = fusion_json(rows, t);
+  if (auto rows = quant_rows(results); !rows.empty()) out["quantization"] = quant_json(rows);
   return out;
 }
 

@@ -9,5 +9,7 @@ namespace opmeter {
 std::vector<std::string> split(const std::string& text, char sep);
 // `text` without leading and trailing spaces.
 std::string trim(std::string text);
+// A CSV field: quoted (quotes doubled) when it holds a comma, a quote or a line break.
+std::string csv_field(const std::string& s);
 
 }  // namespace opmeter

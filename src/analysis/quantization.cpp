@@ -1,0 +1,154 @@
+#include "analysis/quantization.hpp"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "util/text.hpp"
+
+namespace opmeter {
+namespace {
+constexpr const char* kQuant = "quant";
+constexpr const char* kMode = "mode";
+
+std::optional<double> metric(const Result& r, const std::string& name) {
+  auto it = r.metrics.find(name);
+  return it == r.metrics.end() ? std::nullopt : std::optional<double>(it->second.value);
+}
+
+// The case without its recipe: what a recipe result and its baseline share (impl aside).
+std::string group_key(const Case& c) {
+  Case k = c;
+  k.impl.clear();
+  std::erase_if(k.params, [](auto& kv) { return kv.first == kQuant; });
+  return k.to_string();
+}
+
+std::string shape_of(const Case& c) {
+  Case k = c;
+  std::erase_if(k.params, [](auto& kv) { return kv.first == kQuant || kv.first == kMode; });
+  return k.params_string();
+}
+
+double int_param(const Case& c, const char* key) {
+  try {
+    return c.has(key) ? double(c.get_int(key)) : 0;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+// Rows of the layer's input: batch x seq for the tensor ops, M for a GEMM.
+double rows_of(const Case& c) {
+  if (c.has("batch") && c.has("seq")) return int_param(c, "batch") * int_param(c, "seq");
+  return int_param(c, "M");
+}
+
+// A layer's weights at the case's dtype where its parameters say (linear: hidden x out).
+std::optional<double> plain_weight_bytes(const Result& r) {
+  if (auto m = metric(r, "weight_bytes")) return m;
+  const Case& c = r.kase;
+  if (!c.has("hidden") || !c.has("out")) return std::nullopt;
+  return int_param(c, "hidden") * int_param(c, "out") * double(size_of(c.dtype));
+}
+
+std::string opt(const std::optional<double>& v, const char* format) {
+  return v ? fmt::format(fmt::runtime(format), *v) : "";
+}
+
+std::string mib(const std::optional<double>& bytes) { return bytes ? fmt::format("{:.2f}", *bytes / (1 << 20)) : ""; }
+}  // namespace
+
+std::vector<QuantRow> quant_rows(const std::vector<Result>& results) {
+  std::map<std::string, const Result*> baselines;  // the fastest result without a recipe
+  for (auto& r : results) {
+    if (r.status != Status::ok || r.kase.has(kQuant) || r.kase.impl == "reference" || !(r.summary.median > 0)) continue;
+    auto& best = baselines[group_key(r.kase)];
+    if (!best || r.summary.median < best->summary.median) best = &r;
+  }
+  std::vector<QuantRow> rows;
+  for (auto& r : results) {
+    if (r.status != Status::ok || !r.kase.has(kQuant) || !(r.summary.median > 0)) continue;
+    QuantRow row;
+    row.device = r.kase.device;
+    row.op = r.kase.op;
+    row.shape = shape_of(r.kase);
+    row.dtype = std::string(to_string(r.kase.dtype));
+    row.mode = r.kase.get_or(kMode, "inference");
+    row.threads = r.kase.threads;
+    row.m = rows_of(r.kase);
+    row.recipe = r.kase.get(kQuant);
+    row.impl = r.kase.impl;
+    row.time_s = r.summary.median;
+    row.sqnr_db = metric(r, "sqnr_db");
+    row.max_abs_error = metric(r, "max_abs_error");
+    row.weight_bytes = plain_weight_bytes(r);
+    row.peak_memory_bytes = r.peak_memory_bytes;
+    if (auto it = baselines.find(group_key(r.kase)); it != baselines.end()) {
+      const Result& base = *it->second;
+      row.baseline_impl = base.kase.impl;
+      row.baseline_s = base.summary.median;
+      row.speedup = base.summary.median / r.summary.median;
+      row.baseline_weight_bytes = plain_weight_bytes(base);
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+nlohmann::json quant_json(const std::vector<QuantRow>& rows) {
+  auto value = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  nlohmann::json out = nlohmann::json::array();
+  for (auto& q : rows)
+    out.push_back({{"device", q.device}, {"op", q.op}, {"shape", q.shape}, {"dtype", q.dtype}, {"mode", q.mode},
+                   {"threads", q.threads}, {"m", q.m}, {"recipe", q.recipe}, {"impl", q.impl}, {"time_s", q.time_s},
+                   {"baseline_impl", q.baseline_impl.empty() ? nlohmann::json(nullptr) : nlohmann::json(q.baseline_impl)},
+                   {"baseline_s", value(q.baseline_s)}, {"speedup", value(q.speedup)}, {"sqnr_db", value(q.sqnr_db)},
+                   {"max_abs_error", value(q.max_abs_error)}, {"weight_bytes", value(q.weight_bytes)},
+                   {"baseline_weight_bytes", value(q.baseline_weight_bytes)},
+                   {"peak_memory_bytes", value(q.peak_memory_bytes)}});
+  return out;
+}
+
+std::string quant_csv(const std::vector<QuantRow>& rows) {
+  std::string out =
+      "device,op,shape,dtype,mode,threads,m,recipe,impl,time_s,baseline_impl,baseline_s,speedup,sqnr_db,max_abs_error,"
+      "weight_bytes,baseline_weight_bytes,peak_memory_bytes\n";
+  auto num = [](const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : std::string(); };
+  for (auto& q : rows)
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{}\n", csv_field(q.device), csv_field(q.op),
+                       csv_field(q.shape), q.dtype, q.mode, q.threads, q.m, q.recipe, q.impl, q.time_s, q.baseline_impl,
+                       num(q.baseline_s), num(q.speedup), num(q.sqnr_db), num(q.max_abs_error), num(q.weight_bytes),
+                       num(q.baseline_weight_bytes),
+                       q.peak_memory_bytes ? std::to_string(*q.peak_memory_bytes) : std::string());
+  return out;
+}
+
+std::string quant_markdown(const std::vector<QuantRow>& rows) {
+  std::string out;
+  for (const char* mode : {"inference", "train"}) {
+    std::string body;
+    for (auto& q : rows) {
+      if (q.mode != mode) continue;
+      const std::optional<double> ratio = q.weight_bytes && q.baseline_weight_bytes && *q.baseline_weight_bytes > 0
+                                              ? std::optional<double>(*q.weight_bytes / *q.baseline_weight_bytes)
+                                              : std::nullopt;
+      body += fmt::format("| {} {} | {} | {} | {} | {} | {:.4g} | {} | {} | {} | {} | {} | {} |\n", q.op, q.shape, q.dtype,
+                          q.device == kHostDevice ? fmt::format("cpu x{}", q.threads) : q.device, q.recipe, q.impl,
+                          q.time_s * 1e6, q.baseline_impl.empty() ? "none measured" : q.baseline_impl,
+                          opt(q.speedup, "{:.2f}x"), opt(q.sqnr_db, "{:.1f}"), opt(q.max_abs_error, "{:.3g}"),
+                          mib(q.weight_bytes) + (ratio ? fmt::format(" ({:.2f}x)", *ratio) : ""),
+                          q.peak_memory_bytes ? fmt::format("{:.1f}", double(*q.peak_memory_bytes) / (1 << 20)) : "");
+    }
+    if (body.empty()) continue;
+    out += fmt::format(
+        "\n### Quantization recipes ({})\n\nSpeedup: the baseline's median time (the fastest impl of the same shape "
+        "without a recipe) over the recipe's. SQNR: the output against the unquantized layer in fp64.\n\n"
+        "| case | dtype | device | recipe | impl | time (µs) | baseline | speedup | SQNR (dB) | max abs error | weights "
+        "(MiB, x baseline) | peak memory (MiB) |\n|---|---|---|---|---|---:|---|---:|---:|---:|---:|---:|\n{}",
+        std::string(mode) == "train" ? "training step: forward + backward" : mode, body);
+  }
+  return out;
+}
+
+}  // namespace opmeter

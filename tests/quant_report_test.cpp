@@ -1,0 +1,96 @@
+// The quantization table: each recipe beside the fastest baseline of its shape, its speedup,
+// SQNR and weight bytes, in markdown, JSON, CSV and the report's chart.
+#include <gtest/gtest.h>
+
+#include "analysis/quantization.hpp"
+#include "report/charts.hpp"
+#include "report/report.hpp"
+#include "result_fixtures.hpp"
+
+using namespace opmeter;
+using fixtures::measured;
+
+namespace {
+const std::string kShape = "batch=1,seq=1,hidden=256,out=512,act=none";
+
+Result recipe(const std::string& impl, const std::string& quant, double s, double sqnr, const std::string& shape = kShape,
+              const std::string& extra = "") {
+  Result r = measured("linear/" + impl + "/bf16/" + shape + ",quant=" + quant + extra + "/threads=2", s);
+  r.set_metric("sqnr_db", {.value = sqnr, .unit = "dB", .better = Better::higher});
+  r.set_metric("weight_bytes", {.value = 256 * 512 / 2.0 + 4096, .unit = "B", .better = Better::lower, .format = MetricFormat::bytes});
+  return r;
+}
+
+std::vector<Result> sample_results() {
+  return {measured("linear/onednn/bf16/" + kShape + "/threads=2", 100e-6),
+          measured("linear/opmeter/bf16/" + kShape + "/threads=2", 80e-6),  // the faster baseline
+          recipe("opmeter_quant", "int4wo-64", 20e-6, 24.0),
+          recipe("opmeter_quant", "int8wo", 40e-6, 44.0),
+          measured("linear/onednn/fp32/" + kShape + "/threads=2", 150e-6),  // another dtype: not a bf16 baseline
+          recipe("opmeter_quant", "int8wo", 30e-6, 44.0, "batch=1,seq=16,hidden=256,out=512,act=none")};
+}
+}  // namespace
+
+TEST(QuantReport, RecipesBesideTheFastestBaselineOfTheirShape) {
+  auto rows = quant_rows(sample_results());
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].recipe, "int4wo-64");
+  EXPECT_EQ(rows[0].baseline_impl, "opmeter");
+  ASSERT_TRUE(rows[0].speedup);
+  EXPECT_NEAR(*rows[0].speedup, 4.0, 0.02);
+  EXPECT_NEAR(*rows[1].speedup, 2.0, 0.01);
+  EXPECT_EQ(rows[0].shape, kShape);
+  EXPECT_EQ(rows[0].mode, "inference");
+  EXPECT_EQ(rows[0].m, 1);
+  EXPECT_EQ(*rows[0].sqnr_db, 24.0);
+  EXPECT_EQ(*rows[0].baseline_weight_bytes, 256.0 * 512 * 2);  // bf16 weights of the baseline
+  // seq=16 has no baseline measured: no speedup, said so.
+  EXPECT_EQ(rows[2].m, 16);
+  EXPECT_TRUE(rows[2].baseline_impl.empty());
+  EXPECT_FALSE(rows[2].speedup);
+}
+
+TEST(QuantReport, TrainingStepsCompareWithTrainingBaselines) {
+  std::vector<Result> results = {measured("linear/onednn/bf16/" + kShape + "/threads=2", 10e-6),
+                                 measured("linear/t/bf16/" + kShape + ",mode=train/threads=2", 90e-6),
+                                 recipe("t", "float8dq-row", 60e-6, 30.0, kShape, ",mode=train")};
+  auto rows = quant_rows(results);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].mode, "train");
+  EXPECT_EQ(rows[0].baseline_impl, "t");  // not the faster inference case
+  EXPECT_NEAR(*rows[0].speedup, 1.5, 0.01);
+  auto md = quant_markdown(rows);
+  EXPECT_NE(md.find("training step: forward + backward"), std::string::npos) << md;
+  EXPECT_EQ(md.find("(inference)"), std::string::npos) << md;
+}
+
+TEST(QuantReport, MarkdownJsonCsvAndChart) {
+  auto results = sample_results();
+  auto rows = quant_rows(results);
+  auto md = quant_markdown(rows);
+  EXPECT_NE(md.find("### Quantization recipes (inference)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| int4wo-64 | opmeter_quant | 20 | opmeter | 4.00x | 24.0 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("none measured"), std::string::npos);
+  auto j = quant_json(rows);
+  ASSERT_EQ(j.size(), 3u);
+  EXPECT_EQ(j[0]["recipe"], "int4wo-64");
+  EXPECT_TRUE(j[2]["speedup"].is_null());
+  auto csv = quant_csv(rows);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "device,op,shape,dtype,mode,threads,m,recipe,impl,time_s,baseline_impl,baseline_s,speedup,sqnr_db,max_abs_error,"
+            "weight_bytes,baseline_weight_bytes,peak_memory_bytes");
+  EXPECT_NE(csv.find("cpu,linear,\"batch=1,seq=1,hidden=256,out=512,act=none\",bf16,inference,2,1,int4wo-64,opmeter_quant,2.000"),
+            std::string::npos)
+      << csv;
+  EXPECT_NE(csv.find(",opmeter,8.00"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",4,24,,69632,262144,\n"), std::string::npos) << csv;
+  auto chart = quantization_chart(results);
+  ASSERT_TRUE(chart);
+  EXPECT_EQ(chart->spec["data"]["values"].size(), 2u);  // rows with a speedup only
+  EXPECT_EQ(chart->spec["layer"][0]["encoding"]["x"]["scale"]["type"], "log");
+  // Without recipes: no table, no chart.
+  std::vector<Result> plain = {results[0], results[1]};
+  EXPECT_TRUE(quant_rows(plain).empty());
+  EXPECT_FALSE(quantization_chart(plain));
+  EXPECT_EQ(quant_markdown(quant_rows(plain)), "");
+}
