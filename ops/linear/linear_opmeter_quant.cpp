@@ -27,6 +27,9 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
     xs_.assign(rows * s.hidden, 0.f);
     tile_.assign(rows * s.out, 0.f);
     xsum_.assign(packed_.format == quant::WeightFormat::int4 ? rows * (s.hidden / recipe_.group) : 1, 0.f);
+    // int4 with bf16 activations: a bf16 dot product where the CPU has one.
+    bf16_dot_ = bf16() && packed_.format == quant::WeightFormat::int4 && quant_kernels().int4_bf16 != nullptr;
+    xb_.assign(bf16_dot_ ? rows * s.hidden : 0, 0);
     if (recipe_.dynamic()) {
       codes_.assign(rows * s.hidden, 0);
       xscale_.assign(rows, 1.f);
@@ -60,6 +63,15 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
             std::memcpy(xi, static_cast<const float*>(x) + (r0 + i) * h, h * sizeof(float));
           }
           if (s.layernorm) tk.layernorm(false, xi, xi, gamma, beta, 1, h);  // nested: this thread only
+          if (bf16_dot_) {
+            // The dot product's operands, rounded as a bf16 model rounds LayerNorm's output; the
+            // group sums below are of the same values.
+            std::uint16_t* bi = xb_.data() + i * h;
+            for (std::size_t k = 0; k < h; ++k) {
+              bi[k] = to_bf16(xi[k]);
+              xi[k] = from_bf16(bi[k]);
+            }
+          }
           for (std::size_t g = 0; g < groups; ++g) {
             float sum = 0;
             for (std::size_t k = g * recipe_.group; k < (g + 1) * recipe_.group; ++k) sum += xi[k];
@@ -79,6 +91,8 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
           const std::size_t j0 = b * kChannelBlock, j1 = std::min(s.out, j0 + kChannelBlock);
           if (recipe_.dynamic())
             qk.int8_dynamic(packed_, codes_.data(), xscale_.data(), mr, j0, j1, tile_.data(), s.out);
+          else if (bf16_dot_)
+            qk.int4_bf16(packed_, xb_.data(), xsum_.data(), mr, j0, j1, tile_.data(), s.out);
           else
             qk.weight_only(packed_, xs_.data(), xsum_.data(), mr, j0, j1, tile_.data(), s.out);
           tk.epilogue(s.act, tile_.data() + j0, s.out, bias + j0, is_bf16, y + (r0 * s.out + j0) * ybytes, s.out, mr, j1 - j0);
@@ -98,6 +112,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
  private:
   std::string kernel_name() const {
     if (recipe_.dynamic()) return "int8 per-token activations x int8 weights, vpdpbusd (u8 shift compensated)";
+    if (bf16_dot_) return "int4 groups x bf16 activations: codes to bf16 by vpermw, vdpbf16ps, several channels per pass";
     const char* w = recipe_.weights == quant::WeightFormat::int4 ? "int4 groups" : recipe_.fp8() ? "fp8 e4m3" : "int8";
     return fmt::format("weight-only GEMV/GEMM, {} decoded in the dot product, {} rows per pass", w, kRowsPerPass);
   }
@@ -106,6 +121,8 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
   PackedWeights packed_;
   std::vector<float> xs_, xsum_, tile_, xscale_;
   std::vector<std::uint8_t> codes_;
+  bool bf16_dot_ = false;
+  std::vector<std::uint16_t> xb_;
 };
 
 Support supports(const Case& c) {

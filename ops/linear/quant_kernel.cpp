@@ -91,8 +91,14 @@ const QuantKernels& quant_kernels() {
   static const QuantKernels k = [] {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512vnni"))
-      return avx512_quant_kernels();
+        __builtin_cpu_supports("avx512vnni")) {
+      QuantKernels k = avx512_quant_kernels();
+      if (__builtin_cpu_supports("avx512bf16")) {
+        k.isa = "avx512_bf16";
+        k.int4_bf16 = avx512bf16_int4;
+      }
+      return k;
+    }
     return base_quant_kernels();
   }();
   return k;

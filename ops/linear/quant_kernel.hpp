@@ -54,10 +54,19 @@ struct QuantKernels {
   // c[m * ldc + j] = xscale[m] * scales[j] * sum_k code_x * code_w.
   void (*int8_dynamic)(const PackedWeights& w, const std::uint8_t* xu, const float* xscale, std::size_t rows,
                        std::size_t j0, std::size_t j1, float* c, std::size_t ldc);
+  // int4 with bf16 activations (xb: bf16 bits, rows x hidden; xsum: their group sums as for
+  // weight_only): the codes 0..15 are exact bf16 values, so x * q is a bf16 dot product
+  // (vdpbf16ps) and only the group's scale and zero point are applied in fp32. Null where the CPU
+  // has no AVX512_BF16: bf16 activations then take weight_only in fp32.
+  void (*int4_bf16)(const PackedWeights& w, const std::uint16_t* xb, const float* xsum, std::size_t rows, std::size_t j0,
+                    std::size_t j1, float* c, std::size_t ldc);
 };
 
 QuantKernels avx512_quant_kernels();
 QuantKernels base_quant_kernels();
+// int4_bf16 with AVX512_BF16 (quant_kernel_avx512bf16.cpp).
+void avx512bf16_int4(const PackedWeights& w, const std::uint16_t* xb, const float* xsum, std::size_t rows, std::size_t j0,
+                     std::size_t j1, float* c, std::size_t ldc);
 const QuantKernels& quant_kernels();  // the best this CPU runs
 
 // Shared by every ISA: one e4m3 byte's value (NaN codes never occur: scales keep |w| <= 448).

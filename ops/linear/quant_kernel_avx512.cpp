@@ -160,6 +160,6 @@ void int8_dynamic(const PackedWeights& w, const std::uint8_t* xu, const float* x
 
 }  // namespace
 
-QuantKernels avx512_quant_kernels() { return {"avx512", weight_only, int8_dynamic}; }
+QuantKernels avx512_quant_kernels() { return {"avx512", weight_only, int8_dynamic, nullptr}; }
 
 }  // namespace opmeter::linear

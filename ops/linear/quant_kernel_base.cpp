@@ -49,6 +49,6 @@ void int8_dynamic(const PackedWeights& w, const std::uint8_t* xu, const float* x
 
 }  // namespace
 
-QuantKernels base_quant_kernels() { return {"base", weight_only, int8_dynamic}; }
+QuantKernels base_quant_kernels() { return {"base", weight_only, int8_dynamic, nullptr}; }
 
 }  // namespace opmeter::linear
