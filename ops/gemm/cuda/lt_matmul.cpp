@@ -85,6 +85,13 @@ void LtMatmul::plan(const LtProblem& p, const void* a, const void* b, void* d, c
                      "BIAS_POINTER");
     }
   }
+  // cuBLASLt's A is our B (W) and its B our A (x): see the layouts below.
+  if (p.b_scale)
+    check_cublaslt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &p.b_scale, sizeof p.b_scale),
+                   "A_SCALE_POINTER");
+  if (p.a_scale)
+    check_cublaslt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &p.a_scale, sizeof p.a_scale),
+                   "B_SCALE_POINTER");
   const std::uint64_t M = p.M, N = p.N, K = p.K;
   // Column-major view: D^T (N x M) = B^T * A^T, where B (N x K row-major) is K x N column-major
   // with ld K, used transposed, and A (M x K row-major) is K x M column-major. A bias per output

@@ -20,6 +20,9 @@ struct LtProblem {
   std::uint64_t M = 0, N = 0, K = 0;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   const void* bias = nullptr;  // N elements of D's type, for the *_BIAS epilogues
+  // fp8: device pointers to one fp32 scale each of A (M x K) and B (N x K), multiplied into D.
+  const float* a_scale = nullptr;
+  const float* b_scale = nullptr;
 };
 
 class LtMatmul {

@@ -1,0 +1,168 @@
+// cuda_quant (quantized linear on CUDA devices): the host-side repacking of quantized weights into
+// the kernel's mma fragment layout (here), and on a GPU every recipe end to end on odd shapes.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cuda/cuda_plugin.hpp"
+#include "opmeter/registry.hpp"
+#include "opmeter/runner.hpp"
+#include "ops/linear/quant_gpu_pack.hpp"
+#include "tests/quick_options.hpp"
+
+using namespace opmeter;
+using opmeter::testing::quick_options;
+namespace gp = opmeter::linear::gpu_pack;
+
+namespace {
+
+std::vector<std::uint8_t> random_bytes(std::size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::vector<std::uint8_t> v(n);
+  for (auto& b : v) b = static_cast<std::uint8_t>(gen() & 0xFF);
+  return v;
+}
+
+}  // namespace
+
+TEST(QuantGpuPack, LayoutPadsChannelsToTilesAndKToUnits) {
+  const auto l = gp::layout_of(quant::WeightFormat::int4, 33, 320);
+  EXPECT_EQ(l.n_tiles, 5u);
+  EXPECT_EQ(l.k_units, 3u);  // 128 k per unit
+  EXPECT_EQ(l.bytes(), 5u * 3u * 512u);
+  EXPECT_EQ(l.padded_out(), 40u);
+  const auto l8 = gp::layout_of(quant::WeightFormat::int8, 7, 65);
+  EXPECT_EQ(l8.n_tiles, 1u);
+  EXPECT_EQ(l8.k_units, 2u);  // 64 k per unit
+  EXPECT_THROW(gp::layout_of(quant::WeightFormat::full, 8, 64), std::invalid_argument);
+}
+
+TEST(QuantGpuPack, LanesHoldTheirMmaFragment) {
+  // Lane 4g + t of n-tile 0, step 0, holds channel g's k = 2t, 2t+1 (b0) and 2t+8, 2t+9 (b1).
+  const auto l = gp::layout_of(quant::WeightFormat::int8, 8, 64);
+  unsigned shift = 9;
+  EXPECT_EQ(l.byte_of(0, 0, &shift), 0u);
+  EXPECT_EQ(shift, 0u);
+  EXPECT_EQ(l.byte_of(0, 1, &shift), 1u);
+  EXPECT_EQ(l.byte_of(0, 8, &shift), 2u);
+  EXPECT_EQ(l.byte_of(0, 9, &shift), 3u);
+  EXPECT_EQ(l.byte_of(0, 16, &shift), 4u);   // step 1
+  EXPECT_EQ(l.byte_of(0, 2, &shift), 16u);   // t = 1: lane 1
+  EXPECT_EQ(l.byte_of(3, 6, &shift), (3u * 4 + 3) * 16);
+  // int4: step 0 in nibbles 0 (k 0), 4 (k 1), 1 (k 8), 5 (k 9) of word 0; step 1 from nibble 2.
+  const auto l4 = gp::layout_of(quant::WeightFormat::int4, 8, 128);
+  EXPECT_EQ(l4.byte_of(0, 0, &shift), 0u);
+  EXPECT_EQ(shift, 0u);
+  EXPECT_EQ(l4.byte_of(0, 1, &shift), 2u);
+  EXPECT_EQ(shift, 0u);
+  EXPECT_EQ(l4.byte_of(0, 8, &shift), 0u);
+  EXPECT_EQ(shift, 4u);
+  EXPECT_EQ(l4.byte_of(0, 9, &shift), 2u);
+  EXPECT_EQ(shift, 4u);
+  EXPECT_EQ(l4.byte_of(0, 16, &shift), 1u);
+  EXPECT_EQ(shift, 0u);
+  EXPECT_EQ(l4.byte_of(0, 32, &shift), 4u);  // step 2: word 1
+}
+
+TEST(QuantGpuPack, EveryWeightHasItsOwnPlace) {
+  for (auto f : {quant::WeightFormat::int8, quant::WeightFormat::int4}) {
+    const auto l = gp::layout_of(f, 19, 256);
+    std::vector<int> seen(l.bytes() * 2, 0);
+    for (std::size_t j = 0; j < l.out; ++j)
+      for (std::size_t k = 0; k < l.hidden; ++k) {
+        unsigned shift = 0;
+        const std::size_t b = l.byte_of(j, k, &shift);
+        ASSERT_LT(b, l.bytes());
+        ++seen[b * 2 + shift / 4];
+      }
+    for (int s : seen) ASSERT_LE(s, 1);
+  }
+}
+
+TEST(QuantGpuPack, PackThenUnpackGivesTheCanonicalCodes) {
+  struct Shape {
+    std::size_t out, hidden;
+  };
+  for (auto f : {quant::WeightFormat::int8, quant::WeightFormat::fp8, quant::WeightFormat::int4})
+    for (auto sh : {Shape{1, 64}, Shape{33, 320}, Shape{8, 128}, Shape{13, 77}}) {
+      if (f == quant::WeightFormat::int4 && sh.hidden % 2) continue;
+      const auto l = gp::layout_of(f, sh.out, sh.hidden);
+      const std::size_t n = sh.out * sh.hidden;
+      const auto canonical = random_bytes(f == quant::WeightFormat::int4 ? n / 2 : n, 5);
+      const auto packed = gp::pack_codes(l, canonical);
+      ASSERT_EQ(packed.size(), l.bytes());
+      EXPECT_EQ(gp::unpack_codes(l, packed), canonical) << int(f) << " " << sh.out << "x" << sh.hidden;
+    }
+}
+
+TEST(QuantGpuPack, Int8CodesAreStoredOffsetBy128AndPaddingIsZero) {
+  const auto l = gp::layout_of(quant::WeightFormat::int8, 1, 1);
+  const auto packed = gp::pack_codes(l, {static_cast<std::uint8_t>(static_cast<std::int8_t>(-3))});
+  EXPECT_EQ(packed[0], 125);  // -3 + 128
+  for (std::size_t i = 1; i < packed.size(); ++i) ASSERT_EQ(packed[i], 0) << i;
+  EXPECT_THROW(gp::pack_codes(l, {1, 2}), std::invalid_argument);
+}
+
+TEST(QuantGpuPack, GroupParamsAreScaleLowZeroHighIn16Bits) {
+  quant::QuantizedWeights q;
+  q.recipe = *quant::parse_recipe("int4wo-64");
+  q.out = 2;
+  q.hidden = 128;
+  q.scales = {0.5f, 1.0f, 2.0f, 0.25f};
+  q.zeros = {8.f, 7.f, 0.f, 15.f};
+  const auto w = gp::pack_group_params(q, 8, Elem::bf16);
+  ASSERT_EQ(w.size(), 16u);
+  EXPECT_EQ(w[0], 0x3F00u | (0x4100u << 16));  // bf16 0.5, bf16 8
+  EXPECT_EQ(w[3], 0x3E80u | (0x4170u << 16));  // bf16 0.25, bf16 15
+  EXPECT_EQ(w[4], 0u);                          // padded channel
+  const auto h = gp::pack_group_params(q, 2, Elem::f16);
+  EXPECT_EQ(h[1], 0x3C00u | (0x4700u << 16));  // fp16 1, fp16 7
+  EXPECT_THROW(gp::pack_group_params(q, 2, Elem::f32), std::invalid_argument);
+}
+
+TEST(QuantLinearCuda, ImplIsRegisteredForEveryLinearOpAndOnlyForQuantizedCases) {
+  for (const char* op : {"linear", "ln_linear_gelu", "ln_linear_silu"}) {
+    const ImplDef* d = Registry::global().impl(op, "cuda_quant");
+    ASSERT_NE(d, nullptr) << op;
+    EXPECT_EQ(d->needs, std::vector<std::string>{"quant"});
+    EXPECT_TRUE(d->runs_on("cuda"));
+  }
+}
+
+TEST(QuantLinearCuda, EveryRecipeIsCorrectOnAGpu) {
+  auto* p = cuda::plugin();
+  if (!p || !p->device(0).ok) GTEST_SKIP() << "no CUDA device: " << (p ? p->device(0).reason : cuda::load_reason());
+  struct Shape {
+    const char* op;
+    std::size_t rows, hidden, out;
+  };
+  // Weight-only: odd rows, odd out, odd hidden (8-bit codes); decode (M <= 16) and 64-row tiles.
+  // Dynamic: hidden and out as cuBLASLt's int8 / fp8 GEMMs need them.
+  const Shape odd[] = {{"linear", 1, 77, 33}, {"ln_linear_silu", 3, 200, 41}, {"linear", 37, 520, 19}, {"linear", 16, 64, 8}};
+  const Shape int4[] = {{"linear", 1, 128, 33}, {"ln_linear_gelu", 5, 256, 41}, {"linear", 70, 640, 17}};
+  const Shape dyn[] = {{"linear", 1, 64, 40}, {"ln_linear_relu", 3, 192, 24}, {"linear", 37, 256, 72}};
+  auto check = [](const Shape& s, const std::string& dtype, const std::string& recipe) {
+    const std::string act = std::string(s.op) == "linear" ? ",act=gelu" : "";
+    const auto kase = fmt::format("{}/cuda_quant/{}/batch=1,seq={},hidden={},out={}{},quant={}/device=cuda:0", s.op, dtype,
+                                  s.rows, s.hidden, s.out, act, recipe);
+    const auto r = run_case(parse_case(kase), quick_options());
+    if (r.status == Status::skipped && r.reason.find("compute capability") != std::string::npos) return;  // pre-Ada fp8
+    ASSERT_EQ(r.status, Status::ok) << kase << ": " << r.reason;
+    EXPECT_LE(*r.max_error, *r.tolerance) << kase;
+    EXPECT_TRUE(r.metrics.count("weight_bytes")) << kase;
+    EXPECT_TRUE(r.metrics.count("sqnr_db")) << kase;
+  };
+  for (const char* dtype : {"bf16", "fp16"}) {
+    for (const char* recipe : {"int8wo", "float8wo"})
+      for (auto& s : odd) check(s, dtype, recipe);
+    for (const char* recipe : {"int4wo-32", "int4wo-64", "int4wo-128", "hqq-int4-64"})
+      for (auto& s : int4)
+        if (s.hidden % 128 == 0 || std::string(recipe) != "int4wo-128") check(s, dtype, recipe);
+    for (const char* recipe : {"int8dq", "float8dq-tensor", "float8dq-row"})
+      for (auto& s : dyn) check(s, dtype, recipe);
+  }
+}
