@@ -159,11 +159,10 @@ for s in "${steps[@]}"; do
     predict)  # a GEMM sweep, then opmeter predict's models fitted to it with their held-out error
       step predict-sweep "$out/predict-gemm.md" "$opm" run bench/predict/gemm-gpu.yaml --out "$out/predict-gemm"
       step predict-fit "$out/predict-fit.txt" "$opm" predict fit "$out/predict-gemm" -o "$out/predict-model.json" ;;
-    quant)  # quantization recipes beside the bf16 cuBLASLt GEMM at M=1 and 16, their tests, training steps
+    quant)  # quantization recipes (cuda_quant) beside the bf16 cuBLASLt GEMM at M=1 and 16, and their tests
       tests="$bin/opmeter_tests"; [ -x "$tests" ] || tests="$bin/tests/opmeter_tests"
-      step quant-tests "$out/gpu-quant-tests.txt" "$tests" --gtest_brief=1 --gtest_filter='*QuantCuda*:*TrainCuda*'
-      step quant "$out/quant.md" "$opm" run bench/quant/gpu-llama.yaml --out "$out/quant"
-      step quant-train "$out/quant-train.md" "$opm" run bench/quant/gpu-train.yaml --out "$out/quant-train" ;;
+      step quant-tests "$out/gpu-quant-tests.txt" "$tests" --gtest_brief=1 --gtest_filter='QuantGpuPack.*:QuantLinearCuda.*'
+      step quant "$out/quant.md" "$opm" run bench/quant/gpu-llama.yaml --out "$out/quant" ;;
     *) echo "gpu-check: unknown step '$s' (tests mltests quick peaks sweep sweep30 torch worker copy graph ml-ops ml-sweep" \
             "linear attention cudnn pipeline-ops pipelines calibrate predict quant)" >&2; failed=1 ;;
   esac
