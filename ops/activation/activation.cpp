@@ -39,21 +39,6 @@ double flops_per_element(Act a) {
   return 1;
 }
 
-double derivative_slack(Act a, double x, double err) {
-  auto kink = [&](double at, double jump) { return std::fabs(x - at) <= err ? jump : 0.0; };
-  switch (a) {
-    case Act::none: return 0;
-    case Act::relu: return kink(0, 1);
-    case Act::relu6: return kink(0, 1) + kink(6, 1);
-    case Act::leaky_relu: return kink(0, 1);
-    case Act::gelu: case Act::gelu_tanh: return 0.85 * err;  // |GELU''| <= 2 phi(0) = 0.80
-    case Act::silu: return 0.5 * err;                         // |SiLU''| <= 0.5
-    case Act::sigmoid: return 0.1 * err;                      // |sigmoid''| <= 0.097
-    case Act::hardswish: return err / 3 + kink(-3, 0.5) + kink(3, 0.5);
-  }
-  return err;
-}
-
 std::vector<TensorDesc> ActivationOp::inputs() const {
   // -8..8 covers every branch: relu6's clip, hardswish's ramp, GELU's tail.
   return {{"x", act(), out_rows() * out_cols(), -8, 8}};
