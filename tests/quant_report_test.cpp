@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "analysis/quantization.hpp"
+#include "browser_render.hpp"
+#include "report/chart_assets.hpp"
 #include "report/charts.hpp"
 #include "report/report.hpp"
 #include "result_fixtures.hpp"
@@ -93,4 +95,40 @@ TEST(QuantReport, MarkdownJsonCsvAndChart) {
   EXPECT_TRUE(quant_rows(plain).empty());
   EXPECT_FALSE(quantization_chart(plain));
   EXPECT_EQ(quant_markdown(quant_rows(plain)), "");
+}
+
+// A recipe's points at several M on one layer are one line: the line's identity leaves out the rows.
+TEST(QuantReport, ChartJoinsARecipesPointsAcrossM) {
+  auto results = sample_results();
+  results.push_back(measured("linear/opmeter/bf16/batch=1,seq=16,hidden=256,out=512,act=none/threads=2", 90e-6));
+  results.push_back(recipe("opmeter_quant", "int8wo", 30e-6, 44.0, "batch=1,seq=16,hidden=256,out=512,act=none,mode=train"));
+  auto chart = quantization_chart(results);
+  ASSERT_TRUE(chart);
+  EXPECT_EQ(chart->spec["layer"][0]["encoding"]["detail"]["field"], "layer");
+  std::vector<nlohmann::json> int8;
+  for (auto& v : chart->spec["data"]["values"])
+    if (v["recipe"] == "int8wo") int8.push_back(v);
+  ASSERT_EQ(int8.size(), 2u) << chart->spec["data"].dump();  // the training step has no training baseline
+  EXPECT_EQ(int8[0]["layer"], int8[1]["layer"]);
+  EXPECT_NE(int8[0]["m"], int8[1]["m"]);
+  EXPECT_EQ(int8[0]["layer"], "linear hidden=256,out=512,act=none bf16 inference cpu threads=2");
+}
+
+TEST(QuantReport, BrowserDrawsTheSpeedupChart) {
+  auto chromium = browser::find_chromium();
+  if (chromium.empty()) GTEST_SKIP() << "Chromium is not installed (Debian package chromium), so the page was not rendered";
+  if (chart_libraries().empty()) GTEST_SKIP() << "this build has no chart libraries (-DOPMETER_CHARTS=OFF)";
+  auto results = sample_results();
+  results.push_back(measured("linear/opmeter/bf16/batch=1,seq=16,hidden=256,out=512,act=none/threads=2", 90e-6));
+  ResultSet set{"quant", ResultsFormat::results_json, nlohmann::json::object(), results};
+  auto status = browser::render(chromium, html_report({set}), "quant_report");
+  ASSERT_TRUE(status.value("done", false)) << status.dump(2);
+  EXPECT_EQ(status["errors"], nlohmann::json::array()) << status.dump(2);
+  EXPECT_EQ(status["warnings"], nlohmann::json::array()) << status.dump(2);
+  auto chart = quantization_chart(results);
+  ASSERT_TRUE(chart);
+  ASSERT_TRUE(status["charts"].contains(chart->id)) << status.dump(2);
+  auto& drawn = status["charts"][chart->id];
+  EXPECT_FALSE(drawn.contains("error")) << drawn.dump();
+  EXPECT_GE(drawn.value("marks", 0u), chart->spec["data"]["values"].size()) << drawn.dump();
 }

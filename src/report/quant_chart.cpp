@@ -5,17 +5,30 @@
 #include "analysis/quantization.hpp"
 #include "report/charts.hpp"
 #include "report/vega_spec.hpp"
+#include "util/text.hpp"
 
 namespace opmeter {
+namespace {
+
+// A layer's parameters without its rows (batch, seq, M): the same weights at every M.
+std::string without_rows(const std::string& shape) {
+  std::string out;
+  for (auto& kv : split(shape, ','))
+    if (kv.rfind("batch=", 0) != 0 && kv.rfind("seq=", 0) != 0 && kv.rfind("M=", 0) != 0) out += (out.empty() ? "" : ",") + kv;
+  return out;
+}
+
+}  // namespace
 
 std::optional<Chart> quantization_chart(const std::vector<Result>& results) {
   using nlohmann::json;
   json values = json::array();
   for (auto& q : quant_rows(results)) {
     if (!q.speedup || !(q.m > 0)) continue;
-    // The layer without its rows: the same weights at every M form one line.
+    // The layer without its rows: the same weights at every M form one line (per recipe).
     values.push_back({{"recipe", q.recipe}, {"m", q.m}, {"speedup", *q.speedup},
-                      {"layer", fmt::format("{} {} {} {}", q.op, q.dtype, q.mode, q.device)},
+                      {"layer", fmt::format("{} {} {} {} {} threads={}", q.op, without_rows(q.shape), q.dtype, q.mode,
+                                            q.device, q.threads)},
                       {"case", fmt::format("{} {}", q.op, q.shape)}, {"impl", q.impl}, {"baseline", q.baseline_impl},
                       {"sqnr_db", q.sqnr_db ? json(*q.sqnr_db) : json(nullptr)}});
   }
@@ -27,7 +40,7 @@ std::optional<Chart> quantization_chart(const std::vector<Result>& results) {
                  {{"x", x},
                   {"y", vega::field("speedup", "quantitative", "speedup over the baseline (baseline time / recipe time)")},
                   {"color", vega::field("recipe", "nominal", "recipe")},
-                  {"detail", vega::field("case", "nominal")},
+                  {"detail", vega::field("layer", "nominal")},
                   {"tooltip", json::array({vega::field("case", "nominal"), vega::field("recipe", "nominal"),
                                            vega::field("impl", "nominal"), vega::field("baseline", "nominal"),
                                            vega::number("speedup", "speedup", ".3f"), vega::number("sqnr_db", "SQNR (dB)", ".1f")})}}}};
