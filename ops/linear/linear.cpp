@@ -27,6 +27,12 @@ Shape shape_of(const Case& c) {
   return s;
 }
 
+std::vector<std::string> linear_ops() {
+  std::vector<std::string> ops = {"linear"};
+  for (Act a : tensor::all_acts()) ops.push_back(kLnPrefix + std::string(tensor::to_string(a)));
+  return ops;
+}
+
 std::string recipe_of(const Case& c) { return c.get_or(kQuant, quant::kBaseline); }
 bool training(const Case& c) { return c.get_or(kMode, "inference") == kTrain; }
 

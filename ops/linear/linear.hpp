@@ -16,6 +16,8 @@ struct Shape {
   bool layernorm;
 };
 Shape shape_of(const Case& c);
+// The linear-layer ops every impl of them registers for: linear and each ln_linear_<act>.
+std::vector<std::string> linear_ops();
 // A case's work: one forward call, or with mode=train one training step (forward, then the
 // gradients of x, W and b, and of LayerNorm's gamma and beta). Weight bytes are the recipe's
 // stored bytes (quantized_weight_bytes) where the case carries `quant`.

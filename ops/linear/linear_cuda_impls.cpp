@@ -37,9 +37,7 @@ Support cublaslt_epilogue_support(Act a, bool layernorm) {
 namespace {
 
 const bool registered = [] {
-  std::vector<std::string> ops = {"linear"};
-  for (Act a : tensor::all_acts()) ops.push_back("ln_linear_" + std::string(tensor::to_string(a)));
-  for (auto& op : ops) {
+  for (auto& op : linear_ops()) {
     const std::string ln = op == "linear" ? "" : "our LayerNorm kernel, then ";
     Registry::global().add(ImplDef{
         .op = op,

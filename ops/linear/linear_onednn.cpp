@@ -66,9 +66,7 @@ class OnednnLinear : public HostImpl<LinearOp> {
 };
 
 const bool registered = [] {
-  std::vector<std::string> ops = {"linear"};
-  for (Act a : tensor::all_acts()) ops.push_back("ln_linear_" + std::string(tensor::to_string(a)));
-  for (auto& op : ops) {
+  for (auto& op : linear_ops()) {
     Registry::global().add(ImplDef{
         .op = op,
         .impl = "onednn",

@@ -137,9 +137,7 @@ Support supports(const Case& c) {
 }
 
 const bool registered = [] {
-  std::vector<std::string> ops = {"linear"};
-  for (tensor::Act a : tensor::all_acts()) ops.push_back("ln_linear_" + std::string(tensor::to_string(a)));
-  for (auto& op : ops)
+  for (auto& op : linear_ops())
     Registry::global().add(ImplDef{
         .op = op,
         .impl = "opmeter_quant",

@@ -16,9 +16,7 @@ namespace opmeter::linear {
 namespace {
 
 const bool registered = [] {
-  std::vector<std::string> ops = {"linear"};
-  for (tensor::Act a : tensor::all_acts()) ops.push_back("ln_linear_" + std::string(tensor::to_string(a)));
-  for (auto& op : ops)
+  for (auto& op : linear_ops())
     Registry::global().add(ImplDef{
         .op = op,
         .impl = "cuda_quant",
