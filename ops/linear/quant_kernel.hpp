@@ -84,5 +84,17 @@ inline float bf16_bits_value(std::uint16_t v) {
   __builtin_memcpy(&f, &bits, sizeof f);
   return f;
 }
+// Group g's scale or zero from a packed array of bf16 or fp32 values (read inline by the
+// kernels: a call per group would spill their accumulators).
+inline float group_param(const std::uint8_t* p, std::size_t g, bool bf16) {
+  if (bf16) {
+    std::uint16_t b;
+    __builtin_memcpy(&b, p + 2 * g, 2);
+    return bf16_bits_value(b);
+  }
+  float f;
+  __builtin_memcpy(&f, p + 4 * g, 4);
+  return f;
+}
 
 }  // namespace opmeter::linear

@@ -45,19 +45,9 @@ void channel(const PackedWeights& w, std::size_t j, const float* x, const float*
     const std::uint8_t* codes = w.codes.data() + j * h / 2;
     const __m512i nibble = _mm512_set1_epi32(0xf);
     const std::size_t groups = h / w.group;
-    // Read inline: a call per group would spill the accumulators.
     const std::uint8_t* scales = w.group_scales.data() + j * groups * (w.bf16_group_params ? 2 : 4);
     const std::uint8_t* zeros = w.group_zeros.data() + j * groups * (w.bf16_group_params ? 2 : 4);
-    auto param = [bf16 = w.bf16_group_params](const std::uint8_t* p, std::size_t g) {
-      if (bf16) {
-        std::uint16_t b;
-        __builtin_memcpy(&b, p + 2 * g, 2);
-        return bf16_bits_value(b);
-      }
-      float f;
-      __builtin_memcpy(&f, p + 4 * g, 4);
-      return f;
-    };
+    auto param = [bf16 = w.bf16_group_params](const std::uint8_t* p, std::size_t g) { return group_param(p, g, bf16); };
     __m512 acc[R];
     float zero_term[R] = {};
     for (std::size_t r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();

@@ -33,16 +33,6 @@ constexpr std::array<std::uint16_t, 32> kCodeTable = [] {
   return t;
 }();
 
-inline float group_param(const std::uint8_t* p, std::size_t g, bool bf16) {
-  if (bf16) {
-    std::uint16_t b;
-    __builtin_memcpy(&b, p + 2 * g, 2);
-    return bf16_bits_value(b);
-  }
-  float f;
-  __builtin_memcpy(&f, p + 4 * g, 4);
-  return f;
-}
 
 // R rows times channels j .. j + C - 1: c[r * ldc + j + i].
 template <std::size_t R, std::size_t C>
