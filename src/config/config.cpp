@@ -227,9 +227,10 @@ std::vector<std::string> optional_values(const YamlReader& r, const YAML::Node& 
 std::vector<ParamSet> op_params(const YamlReader& r, const YAML::Node& root, const OpDef& op, std::size_t llc) {
   auto sets = base_params(r, root, op, llc);
   for (auto& o : op.optional_params) {
+    const auto values = optional_values(r, root, o);  // read and checked once, not per set
     std::vector<ParamSet> next;
     for (auto& set : sets)
-      for (auto& value : optional_values(r, root, o)) {
+      for (auto& value : values) {
         next.push_back(set);
         if (value != o.absent) next.back().params.emplace_back(o.key, value);
       }
