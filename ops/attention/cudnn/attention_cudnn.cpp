@@ -79,7 +79,8 @@ class CudnnAttention : public cuda::DeviceImpl<AttentionOp> {
     g.pointwise(CUDNN_POINTWISE_DIV, e, row_sum, p);
     g.matmul(p, v, o);
 
-    plan_ = std::make_unique<cudnn::Plan>(*handle_, g, fmt::format("attention{}", s.causal ? " (causal)" : ""));
+    plan_ = std::make_unique<cudnn::Plan>(*handle_, std::move(g), case_.dtype,
+                                         fmt::format("attention{}", s.causal ? " (causal)" : ""));
     workspace_ = cuda::DeviceBuffer(std::size_t(plan_->workspace_bytes()));
     q_ = q.uid;
     k_ = kt.uid;

@@ -201,7 +201,7 @@ class CudnnConv : public cuda::DeviceImpl<ConvOp> {
     if (!fused_) {
       // The convolution alone, straight into y; bias, BN and activation are our passes.
       g.conv_fprop(x, w, y, I(s.stride), I(s.pad));
-      plan_ = std::make_unique<cudnn::Plan>(*handle_, g, "conv2d NCHW convolution alone");
+      plan_ = std::make_unique<cudnn::Plan>(*handle_, std::move(g), case_.dtype, "conv2d NCHW convolution alone");
       workspace_ = cuda::DeviceBuffer(std::size_t(plan_->workspace_bytes()));
       return;
     }
@@ -214,7 +214,7 @@ class CudnnConv : public cuda::DeviceImpl<ConvOp> {
     if (act_fn) g.pointwise(act_fn->mode, biased, std::nullopt, std::nullopt, y, act_fn->options);
 
     plan_ = std::make_unique<cudnn::Plan>(
-        *handle_, g, fmt::format("conv2d{} {}", nhwc_ ? " NHWC" : " NCHW", shape_pattern(s)));
+        *handle_, std::move(g), case_.dtype, fmt::format("conv2d{} {}", nhwc_ ? " NHWC" : " NCHW", shape_pattern(s)));
     workspace_ = cuda::DeviceBuffer(std::size_t(plan_->workspace_bytes()));
     b_uid_ = bias.uid;
     const std::size_t e = elem_bytes(act());

@@ -1,5 +1,7 @@
 #include "src/cuda/cudnn/graph.hpp"
 
+#include <algorithm>
+#include <array>
 #include <numeric>
 #include <stdexcept>
 
@@ -202,51 +204,80 @@ std::vector<Descriptor> engine_configs(const Descriptor& graph, cudnnBackendHeur
   return configs;
 }
 
-// cuDNN's global index of the engine of a finalized engine configuration; -1 when unknown.
-std::int64_t engine_index(const Descriptor& config) {
+// What a finalized engine configuration's engine is: cuDNN's global index (-1 when unknown) and
+// its numerical notes (none when cuDNN does not say).
+struct EngineInfo {
+  std::int64_t index = -1;
+  std::optional<EngineNotes> notes;
+};
+
+EngineInfo engine_info(const Descriptor& config) {
+  EngineInfo info;
   try {
     Descriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR, "engine");
     auto raw = engine.get();
     std::int64_t n = 0;
     if (cudnnBackendGetAttribute(config.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &raw) !=
         CUDNN_STATUS_SUCCESS)
-      return -1;
+      return info;
     std::int64_t index = -1;
-    if (cudnnBackendGetAttribute(raw, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &index) != CUDNN_STATUS_SUCCESS)
-      return -1;
-    return index;
+    if (cudnnBackendGetAttribute(raw, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &index) == CUDNN_STATUS_SUCCESS)
+      info.index = index;
+    std::array<cudnnBackendNumericalNote_t, CUDNN_NUMERICAL_NOTE_TYPE_COUNT> notes{};
+    std::int64_t count = 0;
+    if (cudnnBackendGetAttribute(raw, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                 std::int64_t(notes.size()), &count, notes.data()) != CUDNN_STATUS_SUCCESS)
+      return info;
+    EngineNotes e;
+    for (std::int64_t i = 0; i < std::min<std::int64_t>(count, std::int64_t(notes.size())); ++i) {
+      e.tensor_core |= notes[std::size_t(i)] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE;
+      e.down_convert_inputs |= notes[std::size_t(i)] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS;
+      e.reduced_precision_reduction |= notes[std::size_t(i)] == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION;
+    }
+    info.notes = e;
   } catch (const std::exception&) {
-    return -1;
   }
+  return info;
 }
 
 }  // namespace
 
-Plan::Plan(const Handle& handle, const Graph& graph, const std::string& what) : handle_(&handle), what_(what) {
+Plan::Plan(const Handle& handle, Graph graph, DType dtype, const std::string& what)
+    : handle_(&handle), graph_(std::move(graph)), what_(what) {
   std::vector<cudnnBackendDescriptor_t> ops;
-  for (const Descriptor& op : graph.operations()) ops.push_back(op.get());
+  for (const Descriptor& op : graph_.operations()) ops.push_back(op.get());
   auto h = handle.get();
-  graph_.emplace(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, what + " operation graph");
-  graph_->set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h)
+  op_graph_.emplace(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, what + " operation graph");
+  op_graph_->set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h)
       .set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, std::int64_t(ops.size()), ops.data());
   // A graph cuDNN does not take is refused, whatever the status says.
-  if (auto s = cudnnBackendFinalize(graph_->get()); s != CUDNN_STATUS_SUCCESS)
+  if (auto s = cudnnBackendFinalize(op_graph_->get()); s != CUDNN_STATUS_SUCCESS)
     throw Unsupported(describe(s, "finalize " + what + " operation graph"));
 
   std::string last_refusal = "its heuristics proposed no engine";
-  int tried = 0;
+  int tried = 0, imprecise = 0;
   for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
     std::vector<Descriptor> configs;
     std::size_t valid = 0;
     try {
-      configs = engine_configs(*graph_, mode, valid);
+      configs = engine_configs(*op_graph_, mode, valid);
     } catch (const std::runtime_error& e) {  // Unsupported too: no configs in this mode
       last_refusal = e.what();
       continue;
     }
     for (std::size_t i = 0; i < valid; ++i) {
-      const Descriptor& config = configs[i];
+      Descriptor& config = configs[i];
       ++tried;
+      const EngineInfo info = engine_info(config);
+      // Unknown notes are no proof of fp32: only an engine that says what it does is taken for it.
+      const std::string refusal = info.notes ? precision_refusal(dtype, *info.notes)
+                                  : dtype == DType::fp32 ? "cuDNN does not say whether it uses tensor cores"
+                                                         : "";
+      if (!refusal.empty()) {
+        ++imprecise;
+        last_refusal = fmt::format("engine {}: {}", info.index, refusal);
+        continue;
+      }
       Descriptor plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, what + " execution plan");
       plan.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h)
           .set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config);
@@ -257,13 +288,23 @@ Plan::Plan(const Handle& handle, const Graph& graph, const std::string& what) : 
       std::int64_t n = 0;
       check(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &workspace_),
             "execution plan workspace size");
-      engine_ = fmt::format("engine {} (candidate {} of cuDNN's heuristics)", engine_index(config), tried);
+      engine_ = fmt::format("engine {} (candidate {} of cuDNN's heuristics; numerical notes: {}", info.index, tried,
+                            info.notes ? notes_text(*info.notes) : "unknown");
+      if (imprecise > 0) engine_ += fmt::format("; {} engine{} not {} skipped", imprecise, imprecise == 1 ? "" : "s", to_string(dtype));
+      engine_ += ")";
+      config_.emplace(std::move(config));
       plan_.emplace(std::move(plan));
       return;
     }
   }
-  throw Unsupported(fmt::format("cuDNN has no engine for {} ({} candidate{} tried): {}", what, tried,
-                                tried == 1 ? "" : "s", last_refusal));
+  if (imprecise > 0 && imprecise == tried)
+    throw Unsupported(fmt::format("cuDNN has no engine that computes {} in {} ({} candidate{}, each refused; last: {}); "
+                                  "opmeter does not report a TF32 result as fp32",
+                                  what, to_string(dtype), tried, tried == 1 ? "" : "s", last_refusal));
+  throw Unsupported(fmt::format("cuDNN has no engine for {} ({} candidate{} tried{}): {}", what, tried,
+                                tried == 1 ? "" : "s",
+                                imprecise > 0 ? fmt::format(", {} of them not {}", imprecise, to_string(dtype)) : "",
+                                last_refusal));
 }
 
 void Plan::bind(const std::map<std::int64_t, void*>& pointers, void* workspace) {
@@ -283,8 +324,8 @@ void Plan::bind(const std::map<std::int64_t, void*>& pointers, void* workspace) 
 
 void Plan::execute() const {
   if (!pack_) throw std::logic_error("cuDNN plan executed before bind()");
-  auto s = cudnnBackendExecute(handle_->get(), plan_->get(), pack_->get());
-  if (s != CUDNN_STATUS_SUCCESS) throw std::runtime_error(describe(s, "execute " + what_));
+  // A NOT_SUPPORTED status here is cuDNN refusing the plan after all (skipped), anything else an error.
+  check(cudnnBackendExecute(handle_->get(), plan_->get(), pack_->get()), "execute " + what_);
 }
 
 }  // namespace opmeter::cudnn

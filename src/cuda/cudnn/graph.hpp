@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "opmeter/dtype.hpp"
+#include "src/cuda/cudnn/engine_choice.hpp"
 
 namespace opmeter::cudnn {
 
@@ -83,6 +84,8 @@ std::vector<std::int64_t> strides_for(const std::vector<std::int64_t>& dims, con
 std::vector<std::int64_t> packed_strides(const std::vector<std::int64_t>& dims);
 
 // The operations a graph is built of. Inputs and outputs are Tensors made by the same Graph.
+// Moved into the Plan built from it; its Tensors stay valid (a moved deque keeps its elements
+// where they are).
 class Graph {
  public:
   Tensor tensor(const std::vector<std::int64_t>& dims, const std::vector<std::int64_t>& strides, cudnnDataType_t type);
@@ -120,12 +123,19 @@ class Graph {
 };
 
 // The graph finalized for a handle, and the first engine configuration cuDNN's heuristics
-// (mode A, then the fallback list) propose that finalizes into an execution plan.
+// (mode A, then the fallback list) propose that computes in the graph's precision
+// (engine_choice.hpp: no TF32 for fp32) and finalizes into an execution plan. The plan owns
+// everything it was built from: the graph's operation and tensor descriptors, the operation graph
+// and the engine configuration live exactly as long as the execution plan (the backend API does
+// not promise that a finalized descriptor copied what it refers to; cuDNN's frontend keeps them
+// alive the same way).
 class Plan {
  public:
-  Plan(const Handle& handle, const Graph& graph, const std::string& what);
+  // `dtype`: the case's data type, the precision the engines must keep.
+  Plan(const Handle& handle, Graph graph, DType dtype, const std::string& what);
   std::int64_t workspace_bytes() const { return workspace_; }
-  // Which engine runs it: "engine N" (cuDNN's global index), and how many candidates were tried.
+  // Which engine runs it: "engine N" (cuDNN's global index), its numerical notes, and how many
+  // candidates were tried.
   const std::string& engine() const { return engine_; }
   // Binds tensors (by uid) and the workspace: one variant pack, reused by every execute().
   void bind(const std::map<std::int64_t, void*>& pointers, void* workspace);
@@ -133,7 +143,8 @@ class Plan {
 
  private:
   const Handle* handle_;
-  std::optional<Descriptor> graph_, plan_, pack_;
+  Graph graph_;  // declared first: destroyed last, after everything that refers to it
+  std::optional<Descriptor> op_graph_, config_, plan_, pack_;
   std::vector<std::int64_t> uids_;
   std::vector<void*> pointers_;
   std::int64_t workspace_ = 0;
