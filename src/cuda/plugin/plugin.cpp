@@ -59,6 +59,7 @@ class CudaPlugin final : public Plugin {
     std::string why;
     const Factory* f = factory_of(c, why);
     if (!f) throw Unsupported(why);
+    clean_stream_for_case(c.device_index());  // a failed earlier case must not fail this one
     return f->make();
   }
 

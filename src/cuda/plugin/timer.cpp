@@ -6,8 +6,13 @@
 
 #include <fmt/format.h>
 
+#include <map>
+#include <mutex>
+#include <utility>
+
 #include "opmeter/graph_timing.hpp"
 #include "src/cuda/plugin/launch_hold.hpp"
+#include "src/cuda/plugin/stream_cleanup.hpp"
 
 namespace opmeter::cuda {
 namespace {
@@ -16,10 +21,66 @@ namespace {
 constexpr std::size_t kMaxHeldCalls = 128;
 constexpr unsigned long long kHoldTimeoutNs = 100'000'000;  // never hang: give up after 0.1 s
 
+// What clean_stream_for_case() had to clean on each device, for the case's timer to report.
+std::mutex g_notes_mutex;
+std::map<int, std::string> g_cleanup_notes;
+
+std::string take_cleanup_note(int device) {
+  std::lock_guard lock(g_notes_mutex);
+  return std::exchange(g_cleanup_notes[device], "");
+}
+
+// Ends a capture on `s` (whatever its state) and destroys the partial graph; clears the error an
+// abandoned capture leaves pending.
+void end_capture(cudaStream_t s) {
+  cudaGraph_t partial = nullptr;
+  cudaStreamEndCapture(s, &partial);
+  if (partial) cudaGraphDestroy(partial);
+  cudaGetLastError();
+}
+
+// A capture in progress until closed; ended and its partial graph destroyed on every other way out.
+class CaptureScope {
+ public:
+  explicit CaptureScope(cudaStream_t s) : s_(s) {
+    check(cudaStreamBeginCapture(s_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  }
+  ~CaptureScope() {
+    if (s_) end_capture(s_);
+  }
+  CaptureScope(const CaptureScope&) = delete;
+  CaptureScope& operator=(const CaptureScope&) = delete;
+  // The captured graph (the caller owns it); throws when the capture failed.
+  cudaGraph_t close() {
+    cudaStream_t s = std::exchange(s_, nullptr);
+    cudaGraph_t graph = nullptr;
+    if (cudaError_t e = cudaStreamEndCapture(s, &graph); e != cudaSuccess) {
+      if (graph) cudaGraphDestroy(graph);
+      cudaGetLastError();
+      check(e, "cudaStreamEndCapture (is every call capturable?)");
+    }
+    return graph;
+  }
+
+ private:
+  cudaStream_t s_;
+};
+
+// Lets a held stream go on every way out of a sample, so a call that throws leaves no hold
+// kernel spinning until its timeout.
+struct HoldRelease {
+  volatile int* flag;
+  ~HoldRelease() {
+    if (flag) *flag = 1;
+  }
+};
+
 class Event {
  public:
   Event() { check(cudaEventCreate(&e_), "cudaEventCreate"); }
   ~Event() { cudaEventDestroy(e_); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
   cudaEvent_t get() const { return e_; }
 
  private:
@@ -31,6 +92,10 @@ class CudaTimer : public SampleTimer {
   explicit CudaTimer(const Case& c)
       : device_(c.device_index()), stream_(stream(device_)), cold_(!c.hot && c.setting_int("graph") == 0), graph_launches_(static_cast<int>(c.setting_int("graph"))),
         default_mhz_(props(device_).clock_khz / 1000.0) {
+    // Normally clean already (the plugin cleans at the start of each case); a note from then is
+    // reported with this case.
+    cleanup_note_ = take_cleanup_note(device_);
+    if (std::string now = clean_stream(device_); !now.empty()) cleanup_note_ += (cleanup_note_.empty() ? "" : "; ") + now;
     if (cold_) {
       // Writing an L2-sized buffer evicts the inputs of the previous sample (nvbench's way).
       l2_ = DeviceBuffer(static_cast<std::size_t>(std::max(props(device_).prop.l2CacheSize, 1 << 20)), /*counted=*/false);
@@ -42,8 +107,7 @@ class CudaTimer : public SampleTimer {
     hold_device_ = static_cast<const volatile int*>(device);
   }
   ~CudaTimer() override {
-    if (exec_) cudaGraphExecDestroy(exec_);
-    if (graph_) cudaGraphDestroy(graph_);
+    release_graph();
     if (hold_) cudaFreeHost(const_cast<int*>(hold_));
   }
 
@@ -61,6 +125,7 @@ class CudaTimer : public SampleTimer {
       hold_[1] = 0;  // timed out
       launch_hold(hold_device_, const_cast<int*>(hold_device_) + 1, kHoldTimeoutNs, stream_);
     }
+    HoldRelease release{held ? hold_ : nullptr};
     check(cudaEventRecord(start_.get(), stream_), "cudaEventRecord");
     if (exec_) {
       check(cudaGraphLaunch(exec_, stream_), "cudaGraphLaunch");
@@ -86,6 +151,7 @@ class CudaTimer : public SampleTimer {
                                                                                   : "cuda events, hot"},
         {"sm_clock_default_mhz", fmt::format("{:.0f}", default_mhz_)}};
     if (cold_) d["l2_flush_bytes"] = std::to_string(l2_.bytes());
+    if (!cleanup_note_.empty()) d["stream_cleanup"] = cleanup_note_;
     d["launch_hold"] = fmt::format("{} samples held until issued ({} timed out)", held_samples_, hold_timeouts_);
     if (exec_) {
       d["graph_launches"] = std::to_string(graph_launches_);
@@ -111,11 +177,22 @@ class CudaTimer : public SampleTimer {
     check(cudaEventElapsedTime(&ms, start_.get(), stop_.get()), "cudaEventElapsedTime");
     launch_ = launch_costs(std::chrono::duration<double>(t1 - t0).count(), ms * 1e-3, calls);
 
-    check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    release_graph();  // a capture that failed before left nothing to reuse
+    CaptureScope scope(stream_);
     for (std::size_t i = 0; i < calls; ++i) call();
-    check(cudaStreamEndCapture(stream_, &graph_), "cudaStreamEndCapture (is every call capturable?)");
-    check(cudaGraphInstantiate(&exec_, graph_, 0), "cudaGraphInstantiate");
-    check(cudaGraphUpload(exec_, stream_), "cudaGraphUpload");
+    graph_ = scope.close();
+    try {
+      check(cudaGraphInstantiate(&exec_, graph_, 0), "cudaGraphInstantiate");
+      check(cudaGraphUpload(exec_, stream_), "cudaGraphUpload");
+    } catch (...) {
+      release_graph();
+      throw;
+    }
+  }
+
+  void release_graph() {
+    if (exec_) cudaGraphExecDestroy(std::exchange(exec_, nullptr));
+    if (graph_) cudaGraphDestroy(std::exchange(graph_, nullptr));
   }
 
   int device_;
@@ -132,9 +209,34 @@ class CudaTimer : public SampleTimer {
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t exec_ = nullptr;
   LaunchCosts launch_;
+  std::string cleanup_note_;  // what had to be cleaned before this case, if anything
 };
 
 }  // namespace
+
+std::string clean_stream(int device) {
+  cudaStream_t s = stream(device);
+  StreamState state;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(s, &capture) == cudaSuccess && capture != cudaStreamCaptureStatusNone) {
+    state.capture = capture == cudaStreamCaptureStatusActive ? CaptureState::active : CaptureState::invalidated;
+    end_capture(s);
+  }
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) state.pending_error = cudaGetErrorName(e);
+  // What is still wrong after that is sticky: the context is lost (an illegal address, a trap).
+  if (cudaError_t e = cudaStreamSynchronize(s); e != cudaSuccess) {
+    state.sticky_error = fmt::format("{}: {}", cudaGetErrorName(e), cudaGetErrorString(e));
+    cudaGetLastError();
+  }
+  if (auto why = broken_context(state, device)) throw std::runtime_error(*why);
+  return cleanup_note(state);
+}
+
+void clean_stream_for_case(int device) {
+  std::string note = clean_stream(device);
+  std::lock_guard lock(g_notes_mutex);
+  g_cleanup_notes[device] = note;  // replaces a note no timer took (its case ended before timing)
+}
 
 std::unique_ptr<SampleTimer> make_timer(const Case& c) { return std::make_unique<CudaTimer>(c); }
 
