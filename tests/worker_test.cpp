@@ -67,6 +67,20 @@ TEST(WorkerProtocol, AStandInWorkerIsMeasuredWithItsOwnTimerAndChecked) {
   EXPECT_LE(r.max_error, r.tolerance);
 }
 
+TEST(WorkerProtocol, HowGpuSamplesWereHeldIsCountedInTheDetails) {
+  {
+    WorkerEnv env(kFakeWorker, "held");
+    Result r = run(kRelu);
+    ASSERT_EQ(r.status, Status::ok) << r.reason;
+    EXPECT_TRUE(contains(r.details["launch_hold"], "samples held behind torch.cuda._sleep until issued (0 may have run "
+                                                   "short), 0 not held"))
+        << r.details["launch_hold"];
+    EXPECT_FALSE(r.details["launch_hold"].starts_with("0 samples")) << r.details["launch_hold"];
+  }
+  WorkerEnv env(kFakeWorker, "ok");  // samples that say nothing of a hold (the CPU's): no such detail
+  EXPECT_FALSE(run(kRelu).details.contains("launch_hold"));
+}
+
 TEST(WorkerProtocol, PeakMemoryIsWhatTheWorkerReportsOrUnknown) {
   {
     WorkerEnv env(kFakeWorker, "memory");

@@ -4,6 +4,7 @@ import importlib
 import re
 import time
 
+import gpu_timing
 from case_io import Case, Unsupported, write_tensor
 
 TORCH_IMPLS = ("torch", "torch_compile", "torch_compile_max")
@@ -33,6 +34,7 @@ class Session:
         self.graph_args = None  # the input sets the graph reads: alive as long as it is
         self.flush = None       # a buffer twice the L2 size, written before cold GPU samples
         self.memory_base = 0    # CUDA bytes allocated when the case's count started
+        self.issue_s_per_call = None  # host time to issue one call, from the last GPU sample
 
     # --- requests ---
 
@@ -99,8 +101,10 @@ class Session:
         if self.graph is not None and calls != self.case.graph:
             raise ValueError(f"the case captured a CUDA graph of {self.case.graph} calls; a sample is one replay "
                              f"(calls {self.case.graph}), not {calls}")
-        seconds = self._sample_cuda(calls, cold) if self.case.cuda else self._sample_cpu(calls)
-        return {"seconds": seconds}
+        if not self.case.cuda:
+            return {"seconds": self._sample_cpu(calls)}
+        seconds, hold = self._sample_cuda(calls, cold)
+        return {"seconds": seconds, "hold": hold}
 
     def check(self, req, user_kernels=None):
         self._need_case()
@@ -187,11 +191,18 @@ class Session:
         return (t1 - t0) * 1e-9
 
     def _sample_cuda(self, calls, cold):
+        """(seconds, hold outcome): CUDA events around the calls, which wait behind a
+        torch.cuda._sleep until they are all issued where the sample is held (gpu_timing.py)."""
         torch = self.torch
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         self._sync()
         if cold:
             self.flush.zero_()  # before the start event, on the same stream: outside the sample
+        launches = 1 if self.graph is not None else calls
+        hold_s = gpu_timing.hold_seconds(launches, hasattr(torch.cuda, "_sleep"), self.issue_s_per_call)
+        t0 = time.perf_counter()
+        if hold_s > 0:
+            torch.cuda._sleep(gpu_timing.sleep_cycles(hold_s))
         start.record()
         if self.graph is not None:
             self.graph.replay()
@@ -200,8 +211,10 @@ class Session:
             for _ in range(calls):
                 call(rotate())
         end.record()
+        issued_s = time.perf_counter() - t0
+        self.issue_s_per_call = issued_s / launches
         end.synchronize()
-        return start.elapsed_time(end) * 1e-3
+        return start.elapsed_time(end) * 1e-3, gpu_timing.hold_outcome(hold_s, issued_s)
 
     def _capture(self, calls):
         """A CUDA graph of `calls` calls over the copies in turn, warmed up on a side stream first

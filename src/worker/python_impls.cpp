@@ -37,7 +37,7 @@ const LateImplRegistrar reg([] {
     if (!op->spec) continue;
     out.push_back(worker_impl(op->name, "torch", "PyTorch eager, in the Python worker", {"cpu", "cuda"}));
     out.push_back(worker_impl(op->name, "torch_compile", "torch.compile (default mode), in the Python worker", {"cpu", "cuda"}));
-    out.push_back(worker_impl(op->name, "torch_compile_max", "torch.compile(mode=\"max-autotune\"), in the Python worker",
+    out.push_back(worker_impl(op->name, "torch_compile_max", "torch.compile(mode=\"max-autotune-no-cudagraphs\"): autotuned, no CUDA graphs of its own, in the Python worker",
                               {"cpu", "cuda"}));
     if (kTritonOps.count(op->name)) out.push_back(worker_impl(op->name, "triton", "opmeter's Triton kernel, in the Python worker", {"cuda"}));
   }

@@ -64,18 +64,31 @@ class WorkerTimer final : public SampleTimer {
   std::optional<double> time(std::size_t calls, const std::function<void()>&) override {
     impl_.sync();
     auto reply = impl_.call({{"cmd", "sample"}, {"calls", calls}, {"cold", cold_}}, deadline_s(Wait::call));
+    // How a GPU sample kept Python's dispatch out (worker/gpu_timing.py), counted for the details.
+    if (auto hold = reply.find("hold"); hold != reply.end() && hold->is_string()) ++holds_[hold->get<std::string>()];
     return reply.at("seconds").get<double>();
   }
   // A graph's launches per sample; one call per cold sample on a device (each after its flush).
   std::size_t fixed_batch() const override { return graph_ > 0 ? graph_ : device_ && cold_ ? 1 : 0; }
   std::optional<double> last_call_seconds() const override { return impl_.last_call_seconds(); }
-  std::map<std::string, std::string> details() const override { return {{"timer", device_ ? "worker: CUDA events" : "worker: perf_counter"}}; }
+  std::map<std::string, std::string> details() const override {
+    std::map<std::string, std::string> d = {{"timer", device_ ? "worker: CUDA events" : "worker: perf_counter"}};
+    if (!holds_.empty()) {
+      auto count = [&](const char* k) { return holds_.contains(k) ? holds_.at(k) : std::size_t{0}; };
+      d["launch_hold"] = fmt::format(
+          "{} samples held behind torch.cuda._sleep until issued ({} may have run short), {} not held (more than 128 "
+          "calls, or no torch.cuda._sleep)",
+          count("held") + count("ran_short"), count("ran_short"), count("unheld"));
+    }
+    return d;
+  }
 
  private:
   WorkerImpl& impl_;
   bool cold_;
   std::size_t graph_;
   bool device_;
+  std::map<std::string, std::size_t> holds_;  // the samples' "hold" replies: held, ran_short, unheld
 };
 
 // An op opmeter cannot check alone (WorkerCheckedSpec): the output was written and finite

@@ -3,6 +3,7 @@ fp32 inputs correctly, or misbehaves as FAKE_WORKER_MODE says:
   ok, wrong (a wrong output), short (too few output bytes), crash_on_sample, hang_on_sample,
   unsupported, error (setup replies so), protocol_99 (another protocol version), not_a_worker,
   memory (its check replies report a peak memory of 12345 bytes, as a CUDA worker's do),
+  held (its samples say they were held behind a launch hold, as a CUDA worker's do),
   model_ok / model_wrong / model_no_verdict / model_nan (for op `model`, which the worker checks:
   an output of 0.5s with a passing verdict, a failing one, none, or a NaN in the output)."""
 import array
@@ -62,7 +63,8 @@ for line in sys.stdin:
         t0 = time.perf_counter()
         for _ in range(req["calls"]):
             y = [v if v > 0 else 0.0 for v in x]
-        reply({"ok": True, "seconds": max(time.perf_counter() - t0, 1e-9)})
+        held = {"hold": "held"} if mode == "held" else {}  # as the real worker's GPU samples say
+        reply({"ok": True, "seconds": max(time.perf_counter() - t0, 1e-9), **held})
     elif cmd == "check" and mode.startswith("model_"):
         y = array.array("f", [0.5] * out_count)
         if mode == "model_nan":
