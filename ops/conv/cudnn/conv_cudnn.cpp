@@ -205,7 +205,8 @@ class CudnnConv : public cuda::DeviceImpl<ConvOp> {
       workspace_ = cuda::DeviceBuffer(std::size_t(plan_->workspace_bytes()));
       return;
     }
-    auto bias = g.tensor(b_dims, cudnn::packed_strides(b_dims), f32);
+    // The bias in the same layout as y (its strides as cuDNN's NHWC samples give them).
+    auto bias = g.tensor(b_dims, layout(b_dims), f32);
     auto conv = g.virtual_tensor(y_dims, layout(y_dims), f32);
     g.conv_fprop(x, w, conv, I(s.stride), I(s.pad));
     auto act_fn = act_mode(s.act);
