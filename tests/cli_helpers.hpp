@@ -8,6 +8,8 @@
 #include <fstream>
 #include <string>
 
+#include "tests/test_paths.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {

@@ -149,8 +149,8 @@ TEST(Cudnn, GpuConvFusionConfigPutsTheUnfusedBesideBothFusedImpls) {
         << out.text;
 }
 
-#ifdef OPMETER_CUDNN_MODULE_FILE
 TEST(Cudnn, ModuleIsBuiltAndLoadsWithoutAGpu) {
+  if (OPMETER_CUDNN_MODULE_FILE[0] == '\0') GTEST_SKIP() << "this build has no cuDNN module (libcudnn not found)";
   ASSERT_TRUE(std::filesystem::exists(OPMETER_CUDNN_MODULE_FILE));
   auto* p = cuda::plugin();
   ASSERT_NE(p, nullptr) << cuda::load_reason();
@@ -159,7 +159,6 @@ TEST(Cudnn, ModuleIsBuiltAndLoadsWithoutAGpu) {
   ASSERT_TRUE(v.contains("cudnn")) << v.dump();
   EXPECT_TRUE(std::regex_match(v["cudnn"].get<std::string>(), std::regex(R"(9\.\d+\.\d+)"))) << v.dump();
 }
-#endif
 
 // A fresh process each (gtest re-runs this binary for the statement), so that the plugin loads
 // the module anew, from the path the environment gives.

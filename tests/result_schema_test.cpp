@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "report/reporters.hpp"
+#include "tests/test_paths.hpp"
 
 using namespace opmeter;
 

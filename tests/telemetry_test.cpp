@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "opmeter/telemetry.hpp"
+#include "tests/test_paths.hpp"
 
 using namespace opmeter;
 

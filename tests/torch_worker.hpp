@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "tests/test_paths.hpp"
 #include "worker/shared_worker.hpp"
 
 namespace opmeter::testing {

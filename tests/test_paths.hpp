@@ -1,0 +1,17 @@
+#pragma once
+// Paths only the build knows: the source tree, the test CLI, the test plugins and libraries.
+// They are defined in one source that CMake generates (tests/CMakeLists.txt), not passed as -D
+// flags: a path on the compile line of every test file would make a clean clone at another path
+// miss the compiler cache for all of them. Named as the -D macros they replaced.
+
+extern const char OPMETER_SOURCE_DIR[];
+extern const char OPMETER_TESTBIN[];      // the CLI with the test impls linked in
+extern const char OPMETER_TEST_PYTHON[];  // Debian's python3, which has PyTorch
+extern const char EXAMPLE_PLUGIN[];       // examples/plugin
+extern const char PLUGIN_BAD_RESULTS[];   // tests/plugins/bad_plugin.c, each way wrong
+extern const char PLUGIN_WRONG_ABI[];
+extern const char PLUGIN_BAD_DESCRIPTIONS[];
+extern const char PLUGIN_NO_ENTRY[];
+extern const char FAKE_NVML[];  // tests/fake_nvml.cpp
+extern const char FAKE_NVML_NOENERGY[];
+extern const char OPMETER_CUDNN_MODULE_FILE[];  // empty where this build has no cuDNN module
