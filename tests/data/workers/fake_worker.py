@@ -1,6 +1,7 @@
 """A stand-in worker for opmeter's protocol tests: pure Python (no PyTorch), it computes relu on
 fp32 inputs correctly, or misbehaves as FAKE_WORKER_MODE says:
   ok, wrong (a wrong output), short (too few output bytes), crash_on_sample, hang_on_sample,
+  hang_on_setup (sleeps in setup, as a kernel that compiles for minutes),
   unsupported, error (setup replies so), protocol_99 (another protocol version), not_a_worker,
   memory (its check replies report a peak memory of 12345 bytes, as a CUDA worker's do),
   model_ok / model_wrong / model_no_verdict / model_nan (for op `model`, which the worker checks:
