@@ -144,9 +144,22 @@ TEST(CPluginCli, ConfigLoadsPluginsBesideIt) {
   fs::copy_file(EXAMPLE_PLUGIN, dir / "libmine.so");
   auto config = write(dir, "mine.yaml",
                       "ops: [relu]\nimpls: [c_loop]\nplugins: [libmine.so]\nbatch: [1]\nseq: [4]\nhidden: [64]\n");
+  // A dry run loads no plugin (issue 27, item 2): it names the library, found beside the config.
   auto out = cli("run --dry-run --threads 1 " + config.string());
   ASSERT_EQ(out.code, 0) << out.text;
-  EXPECT_TRUE(contains(out.text, "relu/c_loop/fp32/batch=1,seq=4,hidden=64/threads=1"));
+  EXPECT_FALSE(contains(out.text, "relu/c_loop/fp32/batch=1,seq=4,hidden=64/threads=1"));
+  EXPECT_TRUE(contains(out.text, "plugins " + (dir / "libmine.so").string() + " not loaded"));
+  // A run loads it and measures its impl.
+  auto profile = write(dir, "calibration.json",
+                       R"({"schema": "opmeter-calibration/1", "threads": 1, "device": "cpu",
+                           "peak_gflops": {"fp32": 50.0}, "bandwidth": {"memory_gbps": 10.0}, "context": {}})");
+  out = cli("run --threads 1 --samples 3 --no-report --filter c_loop --calibration " + profile.string() + " --out " +
+            (dir / "res").string() + " " + config.string());
+  ASSERT_EQ(out.code, 0) << out.text;
+  auto results = read_jsonl((dir / "res" / "results.jsonl").string());
+  ASSERT_EQ(results.size(), 1u) << out.text;
+  EXPECT_EQ(results[0].kase.impl, "c_loop");
+  EXPECT_EQ(results[0].status, Status::ok) << results[0].reason;
 
   auto bad = write(dir, "bad.yaml", "ops: [relu]\nplugins: [nope.so]\n");
   out = cli("run --dry-run " + bad.string());

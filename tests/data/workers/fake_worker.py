@@ -48,6 +48,9 @@ for line in sys.stdin:
         if mode == "error":
             reply({"ok": False, "error": "fake: setup went wrong"})
             continue
+        if mode == "hang_on_setup":
+            print("fake worker: stuck in setup", file=sys.stderr, flush=True)
+            time.sleep(3600)
         x = read_f32(req["inputs"][0]["path"])
         out_count = req["output"]["count"] if req.get("output") else 0
         reply({"ok": True, "details": {"fake": "yes"}})
