@@ -51,6 +51,13 @@ TEST(ConfigCode, ADryRunLoadsNoPluginAndImportsNoKernelOfTheConfig) {
   EXPECT_TRUE(has(out.text, "marker_kernel.py:marker")) << out.text;
   EXPECT_TRUE(has(out.text, "not loaded")) << out.text;
 
+  // A kernel may bring an op of its own, unknown until it is imported: not an error of a dry run.
+  auto own_op = write(c.dir, "own_op.yaml", "kernels: [marker_kernel.py:marker]\nops: [an_op_of_its_own]\n");
+  out = cli("run --dry-run " + own_op.string());
+  EXPECT_EQ(out.code, 0) << out.text;
+  EXPECT_TRUE(has(out.text, "0 cases")) << out.text;
+  EXPECT_FALSE(fs::exists(c.marker)) << slurp(c.marker);
+
   // The marker works: naming the plugin to `list` loads it.
   auto listed = cli("list --plugin " + (c.dir / "libmarks.so").string());
   ASSERT_EQ(listed.code, 0) << listed.text;

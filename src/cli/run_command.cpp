@@ -430,7 +430,8 @@ int run_command(const RunArgs& given, const char* argv0) {
     if (filter && !std::regex_search(c.to_string(), *filter)) continue;
     cases.push_back(c);
   }
-  if (cases.empty()) throw UsageError(fmt::format("--filter '{}' matches none of the {} cases of {}", a.filter, plan.cases.size(), plan.source));
+  if (cases.empty() && !(a.dry_run && !plan.notes.empty()))  // a dry run of a config's unloaded kernels may list none
+    throw UsageError(fmt::format("--filter '{}' matches none of the {} cases of {}", a.filter, plan.cases.size(), plan.source));
   if (!a.calibration.empty()) options.calibration = read_calibration(a.calibration);
   if (!a.case_given)
     cases = with_needed_peaks(cases, default_bandwidth_elements(), !options.calibration.is_null());

@@ -312,7 +312,7 @@ std::string load_config_kernel(const YamlReader& r, const YAML::Node& node, cons
     if (code == ConfigCode::load) {
       name = worker::add_user_kernel(absolute, default_op);
     } else {
-      const std::string file = absolute.substr(0, spec.rfind(':') == std::string::npos ? absolute.size() : absolute.rfind(':'));
+      const std::string file = worker::kernel_file(absolute);
       std::error_code ec;
       if (!std::filesystem::is_regular_file(file, ec)) throw UsageError(fmt::format("kernel file '{}' does not exist", file));
       name = worker::kernel_impl_name(absolute);
@@ -464,6 +464,12 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
                                      unloaded_plugins.empty() ? "" : "plugins " + fmt::format("{}", fmt::join(unloaded_plugins, ", ")),
                                      !unloaded_plugins.empty() && !plan.kernels.empty() ? " and " : "",
                                      plan.kernels.empty() ? "" : "kernels " + fmt::format("{}", fmt::join(plan.kernels, ", "))));
+  // Which impls a plugin brings only loading it tells; a kernel's impl is named in its spec.
+  auto unloaded_may_bring = [&](const std::string& impl) {
+    return unloaded && (!unloaded_plugins.empty() || std::any_of(plan.kernels.begin(), plan.kernels.end(), [&](const std::string& k) {
+                          return worker::kernel_impl_name(k) == impl;
+                        }));
+  };
   std::vector<std::string> op_names;
   for (auto* o : reg.ops()) op_names.push_back(o->name);
   for (std::size_t i = 0; i < ops.size(); ++i)
@@ -474,9 +480,7 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   if (root["impls"]) {
     auto known = reg.impl_names();
     for (std::size_t i = 0; i < impls.size(); ++i)
-      if (std::find(known.begin(), known.end(), impls[i]) == known.end() && !(unloaded && unloaded_plugins.size()) &&
-          !(unloaded && std::any_of(plan.kernels.begin(), plan.kernels.end(),
-                                    [&](const std::string& k) { return worker::kernel_impl_name(k) == impls[i]; })))
+      if (std::find(known.begin(), known.end(), impls[i]) == known.end() && !unloaded_may_bring(impls[i]))
         r.fail(root["impls"].IsSequence() ? root["impls"][i] : root["impls"], unknown_name("impl", impls[i], known));
   }
 
@@ -604,7 +608,7 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
     for (auto& c : pipeline::pipeline_cases(plan.pipelines))
       if (have.insert(c.to_string()).second) plan.cases.push_back(c);
   }
-  if (plan.cases.empty())
+  if (plan.cases.empty() && !unloaded)  // all of them may be the unloaded code's
     r.fail(root["ops"] ? root["ops"] : root, like.on_host() ? std::string("the config expands to no cases")
                                        : fmt::format("the config expands to no cases on {}: none of its ops has a {} impl",
                                                      device, upper(backend.name())));

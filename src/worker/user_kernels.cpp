@@ -57,6 +57,7 @@ std::string absolute_kernel_spec(const std::string& spec, const std::string& bas
 }
 
 std::string kernel_impl_name(const std::string& spec) { return split_spec(spec).second; }
+std::string kernel_file(const std::string& spec) { return split_spec(spec).first; }
 
 std::string add_user_kernel(const std::string& spec, const std::string& default_op) {
   auto [file, name] = split_spec(spec);
