@@ -101,7 +101,8 @@ Started start_with_worker(const std::string& args, const fs::path& log, const st
   EXPECT_TRUE(wait_until([&] { return (w = child_of(s.opmeter)).has_value(); }, 30)) << slurp(log);
   if (!w) return s;
   s.worker = *w;
-  s.private_dir = environ_of(s.worker, "OPMETER_PRIVATE_DIR");
+  // Read once the worker has exec'ed (before, /proc shows opmeter's own environment).
+  wait_until([&] { return !(s.private_dir = environ_of(s.worker, "OPMETER_PRIVATE_DIR")).empty(); }, 10);
   EXPECT_FALSE(s.private_dir.empty()) << "the worker was not told opmeter's private directory";
   EXPECT_TRUE(wait_until(stuck, 30)) << slurp(log);
   return s;
