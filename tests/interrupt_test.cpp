@@ -91,21 +91,27 @@ std::optional<int> exit_within(pid_t pid, double seconds) {
 struct Started {
   pid_t opmeter = 0, worker = 0;
   fs::path private_dir;
+  // A test that stopped early leaves nothing running.
+  ~Started() {
+    if (opmeter > 0 && waitpid(opmeter, nullptr, WNOHANG) == 0) {
+      kill(-opmeter, SIGKILL);
+      waitpid(opmeter, nullptr, 0);
+    }
+    if (worker > 0 && !gone(worker)) kill(-worker, SIGKILL);
+  }
 };
 
 // Starts `args` and waits for its worker to start and, per `stuck`, to reach its long wait.
-Started start_with_worker(const std::string& args, const fs::path& log, const std::function<bool()>& stuck) {
-  Started s;
+void start_with_worker(Started& s, const std::string& args, const fs::path& log, const std::function<bool()>& stuck) {
   s.opmeter = spawn(args, log);
   std::optional<pid_t> w;
   EXPECT_TRUE(wait_until([&] { return (w = child_of(s.opmeter)).has_value(); }, 30)) << slurp(log);
-  if (!w) return s;
+  if (!w) return;
   s.worker = *w;
   // Read once the worker has exec'ed (before, /proc shows opmeter's own environment).
   wait_until([&] { return !(s.private_dir = environ_of(s.worker, "OPMETER_PRIVATE_DIR")).empty(); }, 10);
   EXPECT_FALSE(s.private_dir.empty()) << "the worker was not told opmeter's private directory";
   EXPECT_TRUE(wait_until(stuck, 30)) << slurp(log);
-  return s;
 }
 
 }  // namespace
@@ -114,7 +120,8 @@ TEST(Interrupts, CtrlCWhileTheWorkerIsInSetupExits130AndStopsTheWorker) {
   auto dir = temp_dir("interrupt_setup");
   SpawnEnv env(kFakeWorker, "hang_on_setup");
   auto log = dir / "log";
-  auto s = start_with_worker("run --case relu/torch/fp32/batch=1,seq=4,hidden=256/threads=1 --no-report --out " +
+  Started s;
+  start_with_worker(s, "run --case relu/torch/fp32/batch=1,seq=4,hidden=256/threads=1 --no-report --out " +
                                  (dir / "res").string(),
                              log, [] { return true; });
   ASSERT_GT(s.worker, 0);
@@ -142,7 +149,8 @@ TEST(Interrupts, CtrlCWhileAKernelImportsExits130) {
   auto dir = temp_dir("interrupt_import");
   SpawnEnv env("", "");
   auto log = dir / "log";
-  auto s = start_with_worker("run --kernel " + kSleepyKernel + " --case add/sleepy/fp32/batch=1,seq=8,hidden=64/threads=1 --out " +
+  Started s;
+  start_with_worker(s, "run --kernel " + kSleepyKernel + " --case add/sleepy/fp32/batch=1,seq=8,hidden=64/threads=1 --out " +
                                  (dir / "res").string(),
                              log, [] { return true; });
   ASSERT_GT(s.worker, 0);
@@ -159,7 +167,8 @@ TEST(Interrupts, AWorkerWhoseOpmeterIsKilledEndsAndRemovesTheTemporaryFiles) {
   auto dir = temp_dir("interrupt_kill");
   SpawnEnv env("", "");
   auto log = dir / "log";
-  auto s = start_with_worker("run --kernel " + kSleepyKernel + " --case add/sleepy/fp32/batch=1,seq=8,hidden=64/threads=1 --out " +
+  Started s;
+  start_with_worker(s, "run --kernel " + kSleepyKernel + " --case add/sleepy/fp32/batch=1,seq=8,hidden=64/threads=1 --out " +
                                  (dir / "res").string(),
                              log, [] { return true; });
   ASSERT_GT(s.worker, 0);
