@@ -1,14 +1,5 @@
 #include "worker/worker_impl.hpp"
 
-#include <signal.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
-
-#include <atomic>
-#include <chrono>
 #include <fstream>
 
 #include <fmt/format.h>
