@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "util/private_temp.hpp"
 #include "worker/shared_worker.hpp"
 
 using namespace opmeter::worker;
@@ -18,14 +19,13 @@ int main(int argc, char** argv) {
   auto& w = shared_worker();
   // An empty-bodied request (`release` with no case) and a one-call `sample` of an 8-element relu
   // need a case: set one up from a file of 8 floats.
-  std::FILE* f = std::fopen("/tmp/opmeter_round_trip_in", "wb");
+  const std::string in = (opmeter::private_temp_dir() / "round_trip_in").string();  // not a guessable /tmp name
   float x[8] = {-1, 2, -3, 4, -5, 6, -7, 8};
-  std::fwrite(x, sizeof x, 1, f);
-  std::fclose(f);
+  opmeter::write_new_file(in, x, sizeof x);
   auto reply = w.request({{"cmd", "setup"}, {"impl", "torch"}, {"op", "relu"}, {"dtype", "fp32"},
                           {"params", {{"batch", "1"}, {"seq", "1"}, {"hidden", "8"}}}, {"device", "cpu"}, {"threads", 1},
                           {"copies", 1}, {"hot", true}, {"graph", 0},
-                          {"inputs", {{{"name", "x"}, {"elem", "f32"}, {"count", 8}, {"path", "/tmp/opmeter_round_trip_in"}}}},
+                          {"inputs", {{{"name", "x"}, {"elem", "f32"}, {"count", 8}, {"path", in}}}},
                           {"output", {{"name", "out"}, {"elem", "f32"}, {"count", 8}}}},
                          600);
   if (!reply.value("ok", false)) {

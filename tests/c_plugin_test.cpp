@@ -144,9 +144,22 @@ TEST(CPluginCli, ConfigLoadsPluginsBesideIt) {
   fs::copy_file(EXAMPLE_PLUGIN, dir / "libmine.so");
   auto config = write(dir, "mine.yaml",
                       "ops: [relu]\nimpls: [c_loop]\nplugins: [libmine.so]\nbatch: [1]\nseq: [4]\nhidden: [64]\n");
+  // A dry run loads no plugin (issue 27, item 2): it names the library, found beside the config.
   auto out = cli("run --dry-run --threads 1 " + config.string());
   ASSERT_EQ(out.code, 0) << out.text;
-  EXPECT_TRUE(contains(out.text, "relu/c_loop/fp32/batch=1,seq=4,hidden=64/threads=1"));
+  EXPECT_FALSE(contains(out.text, "relu/c_loop/fp32/batch=1,seq=4,hidden=64/threads=1"));
+  EXPECT_TRUE(contains(out.text, "plugins " + (dir / "libmine.so").string() + " not loaded"));
+  // A run loads it and measures its impl.
+  auto profile = write(dir, "calibration.json",
+                       R"({"schema": "opmeter-calibration/1", "threads": 1, "device": "cpu",
+                           "peak_gflops": {"fp32": 50.0}, "bandwidth": {"memory_gbps": 10.0}, "context": {}})");
+  out = cli("run --threads 1 --samples 3 --no-report --filter c_loop --calibration " + profile.string() + " --out " +
+            (dir / "res").string() + " " + config.string());
+  ASSERT_EQ(out.code, 0) << out.text;
+  auto results = read_jsonl((dir / "res" / "results.jsonl").string());
+  ASSERT_EQ(results.size(), 1u) << out.text;
+  EXPECT_EQ(results[0].kase.impl, "c_loop");
+  EXPECT_EQ(results[0].status, Status::ok) << results[0].reason;
 
   auto bad = write(dir, "bad.yaml", "ops: [relu]\nplugins: [nope.so]\n");
   out = cli("run --dry-run " + bad.string());
@@ -158,4 +171,36 @@ TEST(CPluginCli, ListShowsThePluginsImpls) {
   auto out = cli(fmt::format("list --plugin {}", EXAMPLE_PLUGIN));
   ASSERT_EQ(out.code, 0) << out.text;
   EXPECT_TRUE(contains(out.text, "c_loop            [cpu] example plugin: a plain C loop on one thread (plugin libopmeter_relu_plugin.so) (fp32, bf16; runs when named)"));
+}
+
+// Issue 27, item 4: in process, a plugin that called exit(0) ended the run with exit 0 and no
+// summary, and one that segfaulted or aborted ended it with 139/134 and no word of which case.
+TEST(CPluginCli, APluginThatExitsOrCrashesFailsItsCaseNamingThePluginAndTheOthersRun) {
+  auto dir = temp_dir("plugin_ends_process");
+  auto profile = write(dir, "calibration.json",
+                       R"({"schema": "opmeter-calibration/1", "threads": 1, "device": "cpu",
+                           "peak_gflops": {"fp32": 50.0}, "bandwidth": {"memory_gbps": 10.0}, "context": {}})");
+  const std::string shape = "/fp32/batch=1,seq=4,hidden=64/threads=1";
+  auto config = write(dir, "cases.yaml",
+                      "cases:\n  - relu/test_plugin_exits" + shape + "\n  - relu/test_plugin_segfaults" + shape +
+                          "\n  - relu/test_plugin_aborts" + shape + "\n  - relu/test_plugin_correct" + shape + "\n");
+  auto res = dir / "res";
+  auto out = cli(fmt::format("run --plugin {} {} --samples 3 --calibration {} --out {}", PLUGIN_ENDS_PROCESS, config.string(),
+                             profile.string(), res.string()));
+  EXPECT_EQ(out.code, 1) << out.text;
+  const std::string plugin = canonical(PLUGIN_ENDS_PROCESS);
+  auto results = read_jsonl((res / "results.jsonl").string());
+  ASSERT_EQ(results.size(), 4u) << out.text;
+  std::map<std::string, Result> by_impl;
+  for (auto& r : results) by_impl[r.kase.impl] = r;
+  for (auto [impl, why] : {std::pair{"test_plugin_exits", "exited with code 0"}, {"test_plugin_segfaults", "signal 11"},
+                           {"test_plugin_aborts", "signal 6"}}) {
+    const Result& r = by_impl[impl];
+    EXPECT_EQ(r.status, Status::crashed) << impl << ": " << r.reason;
+    EXPECT_TRUE(contains(r.reason, why));
+    EXPECT_TRUE(contains(r.reason, "plugin " + plugin));
+    EXPECT_TRUE(contains(out.text, "relu/" + std::string(impl) + shape));  // the console names the case
+  }
+  EXPECT_EQ(by_impl["test_plugin_correct"].status, Status::ok) << by_impl["test_plugin_correct"].reason;
+  EXPECT_TRUE(fs::exists(res / "results.json")) << out.text;  // the summaries are written
 }

@@ -12,6 +12,8 @@ extern const char PLUGIN_BAD_RESULTS[];   // tests/plugins/bad_plugin.c, each wa
 extern const char PLUGIN_WRONG_ABI[];
 extern const char PLUGIN_BAD_DESCRIPTIONS[];
 extern const char PLUGIN_NO_ENTRY[];
+extern const char PLUGIN_ENDS_PROCESS[];  // exit(0) / segfault / abort in run
+extern const char PLUGIN_MARKS_LOAD[];    // its constructor writes $OPMETER_TEST_MARKER
 extern const char FAKE_NVML[];  // tests/fake_nvml.cpp
 extern const char FAKE_NVML_NOENERGY[];
 extern const char OPMETER_CUDNN_MODULE_FILE[];  // empty where this build has no cuDNN module

@@ -13,6 +13,7 @@
 #include "worker/shared_worker.hpp"
 #include "worker/user_kernels.hpp"
 #include "tests/quick_options.hpp"
+#include "util/private_temp.hpp"
 
 using namespace opmeter;
 using opmeter::testing::quick_options;
@@ -298,7 +299,10 @@ TEST(WorkerCli, KernelsFromTheCommandLineAndFromAConfig) {
   auto with = cli("run " + named.string() + " --dry-run");
   EXPECT_EQ(with.code, 0) << with.text;
   EXPECT_TRUE(contains(with.text, "add/torch/fp32/")) << with.text;
-  EXPECT_TRUE(contains(with.text, "add/my_add/fp32/")) << with.text;
+  // A dry run imports no kernel of the config (issue 27, item 2): it names it, found beside the
+  // config, and leaves its cases out.
+  EXPECT_FALSE(contains(with.text, "add/my_add/fp32/")) << with.text;
+  EXPECT_TRUE(contains(with.text, (dir / "my_kernels.py").string() + ":my_add not loaded")) << with.text;
   auto without = cli("run " + plain.string() + " --dry-run");
   EXPECT_EQ(without.code, 0) << without.text;
   EXPECT_FALSE(contains(without.text, "/torch/")) << without.text;
@@ -309,11 +313,33 @@ TEST(WorkerCli, KernelsFromTheCommandLineAndFromAConfig) {
 }
 
 TEST(WorkerProtocol, TensorFilesOfProcessesThatNoLongerRunAreRemoved) {
-  // A pid above the kernel's maximum (4194304) never runs.
-  fs::path stale = fs::path(fs::exists("/dev/shm") ? "/dev/shm" : fs::temp_directory_path()) / "opmeter-worker-999999999-0";
+  // A pid above the kernel's maximum (4194304) never runs. A new opmeter process (the CLI) clears
+  // such directories of its user when it makes its own.
+  fs::path base = fs::path(fs::exists("/dev/shm") ? "/dev/shm" : fs::temp_directory_path());
+  fs::path stale = base / "opmeter-999999999-AbCdEf";
   fs::create_directories(stale);
-  WorkerEnv env(kFakeWorker, "ok");
-  Result r = run(kRelu);
-  EXPECT_EQ(r.status, Status::ok) << r.reason;
+  EXPECT_GE(opmeter::remove_stale_private_dirs(base), 1u);
   EXPECT_FALSE(fs::exists(stale));
+}
+
+// Issue 27, item 1: the tensor files went to /dev/shm/opmeter-worker-<pid>-<n>/, reused when it
+// existed, and written through links: another user could plant `in0 -> victim` there.
+TEST(WorkerProtocol, NoTensorFileIsWrittenThroughALinkAtThePredictableOldNames) {
+  auto dir = temp_dir("planted_links");
+  auto victim = write(dir, "victim", "victim's data");
+  fs::path base = fs::path(fs::exists("/dev/shm") ? "/dev/shm" : fs::temp_directory_path());
+  std::vector<fs::path> planted;
+  for (int n = 0; n < 64; ++n) {  // every serial this test process could reach
+    auto d = base / ("opmeter-worker-" + std::to_string(getpid()) + "-" + std::to_string(n));
+    fs::create_directories(d);
+    for (const char* name : {"in0", "check0", "out"}) fs::create_symlink(victim, d / name);
+    planted.push_back(d);
+  }
+  {
+    WorkerEnv env(kFakeWorker, "ok");
+    Result r = run(kRelu);
+    EXPECT_EQ(r.status, Status::ok) << r.reason;
+  }
+  EXPECT_EQ(slurp(victim), "victim's data");
+  for (auto& d : planted) fs::remove_all(d);
 }

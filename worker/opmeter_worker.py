@@ -14,7 +14,11 @@ import json
 import math
 import os
 import platform
+import shutil
+import stat
 import sys
+import threading
+import time
 import traceback
 
 sys.dont_write_bytecode = True  # no __pycache__ beside users' kernel files (nor ours)
@@ -33,6 +37,40 @@ def claim_stdout():
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     return os.fdopen(fd, "w", encoding="utf-8", buffering=1)
+
+
+PARENT_POLL_S = 0.25
+
+
+def remove_private_dir(path):
+    """opmeter's private directory (src/util/private_temp.hpp), only if it is one: a directory,
+    not a link, ours, named opmeter-*."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and os.path.basename(path).startswith("opmeter-"):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def watch_parent():
+    """Ends the worker when the opmeter that started it is gone (SIGKILL gives opmeter no chance
+    to stop it): a thread, since the main one may be inside a kernel's setup for minutes. It
+    polls getppid() rather than using PR_SET_PDEATHSIG, which fires when the *thread* that
+    spawned the worker ends, not the process."""
+    parent = int(os.environ.get("OPMETER_PARENT_PID") or 0)
+    private = os.environ.get("OPMETER_PRIVATE_DIR") or ""
+    if parent <= 0:
+        return
+
+    def loop():
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        if private:
+            remove_private_dir(private)
+        os._exit(1)
+
+    threading.Thread(target=loop, name="opmeter-parent-watch", daemon=True).start()
 
 
 def import_torch():
@@ -160,6 +198,7 @@ class Worker:
 
 
 def main():
+    watch_parent()
     out = claim_stdout()
     torch, torch_why = import_torch()
     worker = Worker(out, torch, torch_why)

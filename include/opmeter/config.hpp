@@ -22,11 +22,18 @@ struct Plan {
   std::vector<pipeline::PlannedPipeline> pipelines;
 };
 
+// Whether reading a config runs the code it names: loading its `plugins:` runs their library
+// constructors, reading its `kernels:` imports them in the worker. Only commands that measure do
+// (`load`); a dry run and predict read the config (`skip`): those files are checked to exist, and
+// the impls they would bring are left out with a note.
+enum class ConfigCode { load, skip };
+
 // Parse a YAML config. Errors are ConfigError with file, line and column. `device` ("cuda:0"),
 // when given, replaces the config's `device:` (default cpu): its cases use that backend's impls.
 Plan load_config_text(const std::string& yaml, const std::string& source_name, int default_threads,
-                      const std::string& device = "");
-Plan load_config_file(const std::string& path, int default_threads, const std::string& device = "");
+                      const std::string& device = "", ConfigCode code = ConfigCode::load);
+Plan load_config_file(const std::string& path, int default_threads, const std::string& device = "",
+                      ConfigCode code = ConfigCode::load);
 Plan load_suite(const std::string& name, int default_threads, const std::string& device = "");
 // fp32 elements per bandwidth array that stream from memory here: 4x the last-level cache,
 // at least 64 MiB, at most kMaxDefaultArrayBytes and 1/8 of free memory.

@@ -103,6 +103,9 @@ struct ImplDef {
   // `needs`, and none but those and `accepts`. Cases with others are skipped, and configs do not
   // pair it with them. Default: only cases that carry none (every impl written before them).
   std::vector<std::string> needs, accepts;
+  // The C plugin (library path) it comes from; empty for opmeter's own. A plugin's cases run in a
+  // child process by default (engine/isolate.cpp): one that exits or crashes must not end the run.
+  std::string plugin;
 
   bool runs_on(const std::string& backend) const;
   std::string backends_text() const;  // "cpu", "cpu|cuda"

@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "opmeter/errors.hpp"
+#include "opmeter/interrupt.hpp"
 #include "plugins/c_plugin.hpp"
 
 namespace opmeter {
@@ -49,6 +50,9 @@ int cli_main(int argc, char** argv) {
     if (app.got_subcommand("compare")) return compare_command(compare_args);
     if (app.got_subcommand("predict")) return predict_command(predict_args);
     return run_command(run_args, argv[0]);
+  } catch (const Interrupted&) {  // a long wait noticed Ctrl-C or SIGTERM; what it started is stopped
+    fmt::print(stderr, "opmeter: interrupted\n");
+    return 128 + interrupt_signal();
   } catch (const UsageError& e) {
     fmt::print(stderr, "opmeter: error: {}\n", e.what());
     return 2;

@@ -17,6 +17,7 @@
 #include "opmeter/config.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
+#include "opmeter/interrupt.hpp"
 #include "pipeline/pipeline_outputs.hpp"
 #include "predict/ceilings.hpp"
 #include "predict/cross_validation.hpp"
@@ -142,6 +143,9 @@ std::string fit_table(const PredictModel& m) {
 }
 
 int fit_command(const PredictArgs& a) {
+  // Ctrl-C stops the fit (exit 130) and writes no model: a half-fitted one would pass for a whole.
+  catch_interrupts();
+  throw_if_interrupted();
   std::vector<ResultSet> sets;
   for (auto& path : a.results) {
     sets.push_back(load_results(path));
@@ -165,6 +169,7 @@ int fit_command(const PredictArgs& a) {
   settings.threads = a.threads;
   PredictModel m = fit_model(samples, ceilings, context, settings);
   m.sources = a.results;
+  throw_if_interrupted();
   write_output(a.model_out, dump_json(to_json(m), 1) + "\n");
   std::string written = a.model_out;
   if (!a.no_report) {
@@ -227,7 +232,8 @@ void answer(Answers& out, std::set<std::string>& seen, const PredictModel& m, co
   std::error_code ec;
   if (fs::exists(arg, ec)) {
     if (!fs::is_directory(arg, ec) && is_yaml(arg)) {
-      Plan plan = load_config_file(arg, usual_threads(m, kHostDevice));
+      // Predicting reads the config; its plugins and kernels are not loaded (nothing is measured).
+      Plan plan = load_config_file(arg, usual_threads(m, kHostDevice), "", ConfigCode::skip);
       for (auto& note : plan.notes) fmt::print(stderr, "opmeter: note: {}\n", note);
       std::set<std::string> in_pipelines;
       for (auto& c : pipeline::pipeline_cases(plan.pipelines)) in_pipelines.insert(c.to_string());
@@ -473,7 +479,7 @@ int plan_command(const PredictArgs& a) {
   const double budget = parse_budget(a.budget);
   PredictModel m = read_model(a.plan_model);
   warn_other_machine(m, a.plan_model);
-  Plan sweep = load_config_file(a.plan_config, usual_threads(m, kHostDevice));
+  Plan sweep = load_config_file(a.plan_config, usual_threads(m, kHostDevice), "", ConfigCode::skip);  // read, not run
   std::vector<Sample> candidates;
   for (auto& c : sweep.cases) candidates.push_back(sample_of(c));
   if (candidates.empty()) throw UsageError(fmt::format("{}: the config has no case to plan", a.plan_config));

@@ -20,6 +20,7 @@
 #include "opmeter/config.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
+#include "opmeter/interrupt.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/reporter_registry.hpp"
 #include "plugins/c_plugin.hpp"
@@ -32,12 +33,7 @@
 namespace opmeter {
 namespace {
 
-std::atomic<bool> g_cancel{false};
-std::atomic<int> g_signal{0};  // the signal that stopped the run: exit code 128 + it
-extern "C" void on_signal(int sig) {
-  g_signal.store(sig);
-  g_cancel.store(true);
-}
+std::atomic<bool>& g_cancel = interrupt_flag();  // Ctrl-C or SIGTERM: the run stops, exit 128 + the signal
 
 // NaN passes every range check (all comparisons are false): reject it, and infinities, first.
 const CLI::Validator kFinite(
@@ -79,7 +75,9 @@ Plan make_plan(const RunArgs& a) {
     if (!a.config.empty() || !a.suite.empty()) throw UsageError("--pipeline runs built-in pipelines: give no config or --suite with it");
     return load_config_text(pipeline_flags_config(a.pipelines), "--pipeline", threads, a.device);
   }
-  if (!a.config.empty()) return load_config_file(a.config, threads, a.device);
+  // A dry run only reads the config: its plugins and kernels are not loaded (their code runs only
+  // when something is measured).
+  if (!a.config.empty()) return load_config_file(a.config, threads, a.device, a.dry_run ? ConfigCode::skip : ConfigCode::load);
   return load_suite(a.suite.empty() ? "quick" : a.suite, threads, a.device);
 }
 
@@ -93,7 +91,7 @@ int child_run(const RunArgs& a, const RunOptions& options) {
 }
 
 int exit_code(const std::vector<Result>& results) {
-  if (g_cancel.load()) return 128 + (g_signal.load() ? g_signal.load() : SIGINT);  // 130 SIGINT, 143 SIGTERM
+  if (g_cancel.load()) return 128 + interrupt_signal();  // 130 SIGINT, 143 SIGTERM
   for (auto& r : results)
     if (r.status == Status::failed || r.status == Status::error || r.status == Status::crashed ||
         r.status == Status::timeout)
@@ -293,8 +291,6 @@ std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOp
   reporter.add(make_markdown_reporter(stdout));
   reporter.begin(context, cases.size());
 
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
   std::vector<Result> results;
   try {
     results = run_all(cases, std::move(previous), options, reporter, &g_cancel);
@@ -381,6 +377,9 @@ void add_run_command(CLI::App& app, RunArgs& a) {
 
 int run_command(const RunArgs& given, const char* argv0) {
   RunArgs a = given;
+  // From the start: loading a kernel waits on the worker too. An isolated child is stopped by its
+  // parent (which kills it), so it keeps the default.
+  if (given.child_result.empty()) catch_interrupts();
   if (!a.resume.empty() && a.config.empty() && a.suite.empty() && !a.case_given && a.pipelines.empty() &&
       a.child_result.empty())
     take_stored_settings(a);
@@ -431,7 +430,8 @@ int run_command(const RunArgs& given, const char* argv0) {
     if (filter && !std::regex_search(c.to_string(), *filter)) continue;
     cases.push_back(c);
   }
-  if (cases.empty()) throw UsageError(fmt::format("--filter '{}' matches none of the {} cases of {}", a.filter, plan.cases.size(), plan.source));
+  if (cases.empty() && !(a.dry_run && !plan.notes.empty()))  // a dry run of a config's unloaded kernels may list none
+    throw UsageError(fmt::format("--filter '{}' matches none of the {} cases of {}", a.filter, plan.cases.size(), plan.source));
   if (!a.calibration.empty()) options.calibration = read_calibration(a.calibration);
   if (!a.case_given)
     cases = with_needed_peaks(cases, default_bandwidth_elements(), !options.calibration.is_null());

@@ -280,26 +280,43 @@ std::vector<DType> op_dtypes(const std::vector<std::string>& impls, const std::s
 }
 
 // `plugins: [path, ...]`, each relative to the config file's folder: their impls are known before
-// the config names them.
-void load_config_plugins(const YamlReader& r, const YAML::Node& list, const std::string& source) {
+// the config names them. Unless `code` is skip: then they are only checked to exist, and returned.
+std::vector<std::string> load_config_plugins(const YamlReader& r, const YAML::Node& list, const std::string& source,
+                                             ConfigCode code) {
   auto paths = r.text_list(list, "plugins");
   auto folder = std::filesystem::path(source).parent_path();
+  std::vector<std::string> skipped;
   for (std::size_t i = 0; i < paths.size(); ++i) {
+    const std::string path = (folder / paths[i]).string();  // an absolute path stays as it is
     try {
-      load_plugin((folder / paths[i]).string());  // an absolute path stays as it is
+      std::error_code ec;
+      if (code == ConfigCode::load) load_plugin(path);
+      else if (!std::filesystem::exists(path, ec)) throw UsageError(fmt::format("plugin {}: no such file", path));
+      else skipped.push_back(path);
     } catch (const UsageError& e) {
       r.fail(list.IsSequence() ? list[i] : list, e.what());
     }
   }
+  return skipped;
 }
 
 // A user's Python kernel a config names, its path relative to the config's folder: registered,
-// and kept (absolute) in `kernels` for isolated children. Returns its impl name.
+// and kept (absolute) in `kernels` for isolated children. Returns its impl name. Unless `code` is
+// skip: then the file is only checked to exist (the worker would import it).
 std::string load_config_kernel(const YamlReader& r, const YAML::Node& node, const std::string& spec,
-                               const std::string& source, const std::string& default_op, std::vector<std::string>& kernels) {
+                               const std::string& source, const std::string& default_op, std::vector<std::string>& kernels,
+                               ConfigCode code) {
   const std::string absolute = worker::absolute_kernel_spec(spec, std::filesystem::path(source).parent_path().string());
   try {
-    std::string name = worker::add_user_kernel(absolute, default_op);
+    std::string name;
+    if (code == ConfigCode::load) {
+      name = worker::add_user_kernel(absolute, default_op);
+    } else {
+      const std::string file = worker::kernel_file(absolute);
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(file, ec)) throw UsageError(fmt::format("kernel file '{}' does not exist", file));
+      name = worker::kernel_impl_name(absolute);
+    }
     kernels.push_back(absolute);
     return name;
   } catch (const UsageError& e) {
@@ -388,7 +405,7 @@ std::optional<std::string> nearest(const std::string& word, const std::vector<st
 }
 
 Plan load_config_text(const std::string& yaml, const std::string& source, int default_threads,
-                      const std::string& device_override) {
+                      const std::string& device_override, ConfigCode code) {
   YamlReader r(source);
   YAML::Node root;
   try {
@@ -411,7 +428,8 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   for (auto* b : backends())
     for (auto& setting : b->settings()) allow(setting.name);
   r.check_keys(root, top_keys, "the config");
-  if (root["plugins"]) load_config_plugins(r, root["plugins"], source);
+  const auto unloaded_plugins =
+      root["plugins"] ? load_config_plugins(r, root["plugins"], source, code) : std::vector<std::string>{};
   if (!root["ops"] && !root["pipelines"] && !root["cases"])
     r.fail(root, "missing 'ops': say which ops to measure, e.g. ops: [gemm, bandwidth, peak] (or pipelines: [resnet18], "
                  "or cases: [CASE, ...])");
@@ -422,7 +440,7 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   Plan plan;
   const std::string kernel_op = ops.size() == 1 ? ops[0] : "";  // a kernel's op when it names none
   auto add_kernel = [&](const YAML::Node& node, const std::string& spec) {
-    return load_config_kernel(r, node, spec, source, kernel_op, plan.kernels);
+    return load_config_kernel(r, node, spec, source, kernel_op, plan.kernels, code);
   };
   if (root["kernels"]) {
     auto list = r.text_list(root["kernels"], "kernels");
@@ -437,15 +455,32 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
         impls[i] = add_kernel(root["impls"].IsSequence() ? root["impls"][i] : root["impls"], impls[i]);
   }
 
+  // Code the config names but this command does not run: the impls (and a kernel's own op) it
+  // would bring are unknown here, and left out.
+  const bool unloaded = code == ConfigCode::skip && (!unloaded_plugins.empty() || !plan.kernels.empty());
+  if (unloaded)
+    plan.notes.push_back(fmt::format("{}{}{} not loaded: a command that only reads a config runs none of its code; the "
+                                     "cases of their impls are listed only by a run that measures",
+                                     unloaded_plugins.empty() ? "" : "plugins " + fmt::format("{}", fmt::join(unloaded_plugins, ", ")),
+                                     !unloaded_plugins.empty() && !plan.kernels.empty() ? " and " : "",
+                                     plan.kernels.empty() ? "" : "kernels " + fmt::format("{}", fmt::join(plan.kernels, ", "))));
+  // Which impls a plugin brings only loading it tells; a kernel's impl is named in its spec.
+  auto unloaded_may_bring = [&](const std::string& impl) {
+    return unloaded && (!unloaded_plugins.empty() || std::any_of(plan.kernels.begin(), plan.kernels.end(), [&](const std::string& k) {
+                          return worker::kernel_impl_name(k) == impl;
+                        }));
+  };
   std::vector<std::string> op_names;
   for (auto* o : reg.ops()) op_names.push_back(o->name);
   for (std::size_t i = 0; i < ops.size(); ++i)
-    if (!reg.op(ops[i])) r.fail(root["ops"].IsSequence() ? root["ops"][i] : root["ops"], unknown_name("op", ops[i], op_names));
+    if (!reg.op(ops[i]) && !(unloaded && !plan.kernels.empty()))  // a kernel may bring its op
+      r.fail(root["ops"].IsSequence() ? root["ops"][i] : root["ops"], unknown_name("op", ops[i], op_names));
+  std::erase_if(ops, [&](const std::string& op) { return !reg.op(op); });
 
   if (root["impls"]) {
     auto known = reg.impl_names();
     for (std::size_t i = 0; i < impls.size(); ++i)
-      if (std::find(known.begin(), known.end(), impls[i]) == known.end())
+      if (std::find(known.begin(), known.end(), impls[i]) == known.end() && !unloaded_may_bring(impls[i]))
         r.fail(root["impls"].IsSequence() ? root["impls"][i] : root["impls"], unknown_name("impl", impls[i], known));
   }
 
@@ -573,21 +608,21 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
     for (auto& c : pipeline::pipeline_cases(plan.pipelines))
       if (have.insert(c.to_string()).second) plan.cases.push_back(c);
   }
-  if (plan.cases.empty())
+  if (plan.cases.empty() && !unloaded)  // all of them may be the unloaded code's
     r.fail(root["ops"] ? root["ops"] : root, like.on_host() ? std::string("the config expands to no cases")
                                        : fmt::format("the config expands to no cases on {}: none of its ops has a {} impl",
                                                      device, upper(backend.name())));
   return plan;
 }
 
-Plan load_config_file(const std::string& path, int default_threads, const std::string& device) {
+Plan load_config_file(const std::string& path, int default_threads, const std::string& device, ConfigCode code) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw ConfigError(path, 0, 0, "is a directory, not a config file");
   std::ifstream f(path);
   if (!f) throw ConfigError(path, 0, 0, "cannot open the config file (does it exist and is it readable?)");
   std::stringstream ss;
   ss << f.rdbuf();
-  return load_config_text(ss.str(), path, default_threads, device);
+  return load_config_text(ss.str(), path, default_threads, device, code);
 }
 
 Plan load_suite(const std::string& name, int default_threads, const std::string& device) {

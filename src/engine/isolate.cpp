@@ -17,6 +17,7 @@
 #include "engine/stopping_settings.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/runner.hpp"
+#include "util/private_temp.hpp"
 
 extern char** environ;
 
@@ -51,8 +52,8 @@ bool interrupted_with_parent(int sig, const std::atomic<bool>* cancel) {
 
 Result run_case_isolated(const Case& c, const RunOptions& o, const std::atomic<bool>* cancel) {
   namespace fs = std::filesystem;
-  auto result_file = (fs::temp_directory_path() / fmt::format("opmeter-child-{}-{}.json", getpid(),
-                                                              std::chrono::steady_clock::now().time_since_epoch().count()))
+  // In this process's private directory: a predictable name in /tmp could be a link planted there.
+  auto result_file = (private_temp_dir() / fmt::format("child-{}.json", std::chrono::steady_clock::now().time_since_epoch().count()))
                          .string();
   auto args = child_args(c, o, result_file);
   std::vector<char*> argv;

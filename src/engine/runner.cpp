@@ -467,8 +467,16 @@ std::vector<Result> run_all(const std::vector<Case>& cases, std::vector<Result> 
     if (done.count(c.to_string())) continue;
     reporter.case_started(i, c);
     Result r;
-    if (options.isolate) {
+    // A C plugin's case runs in a child by default. In process, a plugin that calls exit(0) ended
+    // the run "successfully" with no summary, and a segfault or abort ended it with no word of
+    // which case; exit hooks and signal handlers could name the case but not go on with the
+    // others. A child costs a process start per case, little beside a measurement.
+    const ImplDef* def = Registry::global().impl(c.op, c.impl);
+    const std::string plugin = def ? def->plugin : "";
+    if (options.isolate || (!plugin.empty() && !options.self_exe.empty())) {
       r = run_case_isolated(c, options, cancel);
+      if (!plugin.empty() && (r.status == Status::crashed || r.status == Status::timeout))
+        r.reason = fmt::format("{} (in plugin {})", r.reason, plugin);
     } else {
       r = run_case(c, options, [&](const RunningStats& s, double) {
         reporter.progress(s.mean(), s.rel_noise(), s.count());

@@ -124,6 +124,7 @@ ImplDef impl_def(const PluginImplDesc& d, const std::vector<ImplDef>& accepted) 
       .dtypes = parse_dtypes(d.dtypes),
       .make = [desc] { return std::make_unique<PluginImpl>(desc); },
       .on_request = true,
+      .plugin = d.library,
   };
 }
 

@@ -12,6 +12,7 @@
 
 #include "opmeter/dtype.hpp"
 #include "opmeter/errors.hpp"
+#include "opmeter/interrupt.hpp"
 #include "opmeter/result.hpp"
 
 namespace opmeter::predict {
@@ -109,6 +110,7 @@ GroupModel fit_group(const std::vector<Sample>& group, const Ceilings& c, const 
     if (trees || k == ModelKind::roofline || k == ModelKind::analytic) oof[k].assign(n, 0);
   for (std::size_t i = 0; i < n; ++i) oof[ModelKind::roofline][i] = roofline_time(group[i], c);
   for (int fold = 0; fold < settings.folds; ++fold) {
+    throw_if_interrupted();  // per fold too: one group of many cases trains for a while
     std::vector<Sample> train_samples;
     std::vector<std::size_t> held;
     for (std::size_t i = 0; i < n; ++i) {
@@ -200,6 +202,7 @@ PredictModel fit_model(const std::vector<Sample>& samples, const std::map<std::s
         settings.folds, settings.folds, fmt::join(too_small, ", ")));
   }
   for (auto& [key, group] : groups) {
+    throw_if_interrupted();  // a group's trees take seconds: Ctrl-C is noticed between them
     const std::string& device = group.front().kase.device;
     auto c = ceilings.find(device);
     if (c == ceilings.end())

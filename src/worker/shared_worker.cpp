@@ -3,7 +3,12 @@
 #include <cstdlib>
 #include <memory>
 
+#include <unistd.h>
+
+#include <fmt/format.h>
+
 #include "opmeter/errors.hpp"
+#include "util/private_temp.hpp"
 
 namespace opmeter::worker {
 namespace {
@@ -47,7 +52,11 @@ WorkerProcess& shared_worker() {
   auto& worker = the_worker();
   if (!worker || !worker->alive()) {
     worker.reset();
-    worker = std::make_unique<WorkerProcess>(worker_command(), deadline_s(Wait::start));
+    // The worker watches its parent: when opmeter is killed (SIGKILL leaves opmeter no chance to
+    // stop it) it removes opmeter's private directory and exits, rather than run on orphaned.
+    worker = std::make_unique<WorkerProcess>(worker_command(), deadline_s(Wait::start),
+                                             std::vector<std::string>{fmt::format("OPMETER_PARENT_PID={}", getpid()),
+                                                                      "OPMETER_PRIVATE_DIR=" + private_temp_dir().string()});
   }
   return *worker;
 }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/errors.hpp"
+#include "opmeter/interrupt.hpp"
 #include "opmeter/registry.hpp"
 #include "worker/shared_worker.hpp"
 #include "worker/worker_impl.hpp"
@@ -55,6 +56,9 @@ std::string absolute_kernel_spec(const std::string& spec, const std::string& bas
   return fs::absolute(path, ec).string() + (spec.rfind(':') == std::string::npos ? "" : ":" + name);
 }
 
+std::string kernel_impl_name(const std::string& spec) { return split_spec(spec).second; }
+std::string kernel_file(const std::string& spec) { return split_spec(spec).first; }
+
 std::string add_user_kernel(const std::string& spec, const std::string& default_op) {
   auto [file, name] = split_spec(spec);
   fs::path path = fs::absolute(file);
@@ -72,6 +76,8 @@ std::string add_user_kernel(const std::string& spec, const std::string& default_
   try {
     reply = shared_worker().request({{"cmd", "describe"}, {"kernel", {{"file", path.string()}, {"name", name}}}},
                                     deadline_s(Wait::setup));
+  } catch (const Interrupted&) {
+    throw;  // Ctrl-C while the kernel's module was imported: not the kernel's fault
   } catch (const std::exception& e) {
     throw UsageError(fmt::format("cannot read kernel '{}': {}", spec, e.what()));
   }

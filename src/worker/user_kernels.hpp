@@ -9,6 +9,11 @@ namespace opmeter::worker {
 // "FILE[:NAME]" with FILE made absolute: relative to `base_dir`, else to the working directory.
 std::string absolute_kernel_spec(const std::string& spec, const std::string& base_dir = "");
 
+// The impl name of the kernel `spec` ("FILE[:NAME]": NAME, else FILE's stem), and its FILE,
+// without reading it.
+std::string kernel_impl_name(const std::string& spec);
+std::string kernel_file(const std::string& spec);
+
 // Registers the kernel `spec` ("my_kernels.py:my_add", or "my_kernel.py" for a module that is the
 // kernel); `default_op` is its op when it declares none. Returns the impl name. Throws UsageError
 // when the file or kernel is missing or malformed, when the name is taken, or when no worker can

@@ -1,14 +1,5 @@
 #include "worker/worker_impl.hpp"
 
-#include <signal.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
-
-#include <atomic>
-#include <chrono>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -16,41 +7,19 @@
 #include "opmeter/engine.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/worker_checked_spec.hpp"
+#include "util/private_temp.hpp"
 #include "worker/shared_worker.hpp"
 
 namespace opmeter::worker {
 namespace {
 namespace fs = std::filesystem;
 
-constexpr const char* kDirPrefix = "opmeter-worker-";
-
-// Tensor folders of opmeter processes that no longer run (killed before they could remove them):
-// in shared memory they hold RAM until removed.
-void remove_stale_dirs(const fs::path& base) {
-  std::error_code ec;
-  for (auto& entry : fs::directory_iterator(base, ec)) {
-    std::string name = entry.path().filename().string();
-    if (name.rfind(kDirPrefix, 0) != 0) continue;
-    long pid = std::strtol(name.c_str() + std::strlen(kDirPrefix), nullptr, 10);
-    if (pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) fs::remove_all(entry.path(), ec);
-  }
-}
-
-// Shared memory where there is some (the worker reads the inputs from RAM), else the temp folder.
-fs::path make_tensor_dir() {
-  static std::atomic<int> serial{0};
-  std::error_code ec;
-  fs::path base = fs::is_directory("/dev/shm", ec) && access("/dev/shm", W_OK) == 0 ? fs::path("/dev/shm") : fs::temp_directory_path();
-  remove_stale_dirs(base);
-  fs::path dir = base / fmt::format("{}{}-{}", kDirPrefix, getpid(), serial++);
-  fs::create_directories(dir);
-  return dir;
-}
-
+// A file the worker reads, made anew: in opmeter's private directory, never through what was
+// there before (a check's inputs replace the previous check's).
 void write_file(const fs::path& path, const void* data, std::size_t bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-  if (!f) throw std::runtime_error(fmt::format("cannot write the worker's input {}", path.string()));
+  std::error_code ec;
+  fs::remove(path, ec);
+  write_new_file(path, data, bytes);
 }
 
 nlohmann::json describe(const TensorDesc& d) { return {{"name", d.name}, {"elem", elem_name(d.elem)}, {"count", d.count}}; }
@@ -147,7 +116,7 @@ void WorkerImpl::setup(const Case& c, const SetupOptions& options) {
     spec_->bind(c);
   }
   worker_ = &shared_worker();
-  dir_ = make_tensor_dir();
+  dir_ = make_private_subdir("worker-");
   nlohmann::json params = nlohmann::json::object();
   for (auto& [k, v] : c.params) params[k] = v;
   nlohmann::json request = {{"cmd", "setup"},          {"impl", c.impl},       {"op", c.op},

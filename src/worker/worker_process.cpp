@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include "opmeter/interrupt.hpp"
+
 extern char** environ;
 
 namespace opmeter::worker {
@@ -37,13 +39,19 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
+// The worker and whatever it started (compiler processes of torch.compile): its process group.
+void kill_group(pid_t pid) {
+  kill(-pid, SIGKILL);
+  kill(pid, SIGKILL);
+}
+
 // Waits up to `grace_s` for `pid` to end, then kills it; its wait status.
 int reap(pid_t pid, double grace_s) {
   auto t0 = Clock::now();
   int status = 0;
   while (waitpid(pid, &status, WNOHANG) == 0) {
     if (since(t0) > grace_s) {
-      kill(pid, SIGKILL);
+      kill_group(pid);
       waitpid(pid, &status, 0);
       break;
     }
@@ -59,7 +67,7 @@ std::string exit_text(int status) {
 
 }  // namespace
 
-WorkerProcess::WorkerProcess(std::vector<std::string> argv, double start_deadline_s) {
+WorkerProcess::WorkerProcess(std::vector<std::string> argv, double start_deadline_s, std::vector<std::string> extra_env) {
   ignore_sigpipe();
   int in[2], out[2], err[2];
   if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
@@ -69,10 +77,21 @@ WorkerProcess::WorkerProcess(std::vector<std::string> argv, double start_deadlin
   posix_spawn_file_actions_adddup2(&actions, in[0], 0);
   posix_spawn_file_actions_adddup2(&actions, out[1], 1);
   posix_spawn_file_actions_adddup2(&actions, err[1], 2);
+  // A group of its own: a terminal's Ctrl-C reaches opmeter alone, which then stops the worker
+  // (and its group) itself instead of leaving it half-stopped by a KeyboardInterrupt.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   std::vector<char*> args;
   for (auto& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
-  int spawned = posix_spawnp(&pid_, argv.at(0).c_str(), &actions, nullptr, args.data(), environ);
+  std::vector<char*> env;
+  for (char** e = environ; *e; ++e) env.push_back(*e);
+  for (auto& e : extra_env) env.push_back(e.data());
+  env.push_back(nullptr);
+  int spawned = posix_spawnp(&pid_, argv.at(0).c_str(), &actions, &attr, args.data(), env.data());
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   close(in[0]);
   close(out[1]);
@@ -91,6 +110,11 @@ WorkerProcess::WorkerProcess(std::vector<std::string> argv, double start_deadlin
   try {
     line = read_line(start_deadline_s, "its hello");
     hello_ = nlohmann::json::parse(line);
+  } catch (const Interrupted&) {
+    close_fd(to_worker_);
+    close_fd(from_worker_);
+    close_fd(errors_);
+    throw;
   } catch (const nlohmann::json::exception&) {
     kill_now();
     throw WorkerUnavailable(fmt::format("{} is not an opmeter worker: its first line was '{}'", argv.back(), line.substr(0, 200)));
@@ -146,6 +170,10 @@ std::string WorkerProcess::read_line(double deadline_s, const char* waiting_for)
       pending_.erase(0, nl + 1);
       return line;
     }
+    if (interrupted()) {  // Ctrl-C or SIGTERM: no wait outlasts it (a setup may take 30 minutes)
+      kill_now();
+      throw Interrupted();
+    }
     double left = deadline_s - since(t0);
     if (left <= 0) {
       kill_now();
@@ -154,7 +182,9 @@ std::string WorkerProcess::read_line(double deadline_s, const char* waiting_for)
                                    stderr_.empty() ? "" : "; its stderr ended with:\n" + stderr_tail()));
     }
     pollfd fds[2] = {{from_worker_, POLLIN, 0}, {errors_, POLLIN, 0}};
-    int ready = poll(fds, errors_ >= 0 ? 2 : 1, static_cast<int>(std::min(left, 1.0) * 1000) + 1);
+    // A signal ends the poll early (EINTR); the tenth of a second bounds the wait when the signal
+    // reached another thread.
+    int ready = poll(fds, errors_ >= 0 ? 2 : 1, static_cast<int>(std::min(left, 0.1) * 1000) + 1);
     if (ready < 0 && errno != EINTR) died(waiting_for);
     if (errors_ >= 0 && (fds[1].revents & (POLLIN | POLLHUP))) drain_stderr();
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
@@ -193,7 +223,7 @@ void WorkerProcess::died(const char* waiting_for) {
 
 void WorkerProcess::kill_now() {
   if (!alive()) return;
-  kill(pid_, SIGKILL);
+  kill_group(pid_);
   int status = 0;
   waitpid(pid_, &status, 0);
   pid_ = -1;

@@ -31,16 +31,18 @@ struct WorkerHung : ImplHung {
 
 class WorkerProcess {
  public:
-  // Starts `argv` (argv[0] looked up on the PATH) and reads its hello within `start_deadline_s`.
+  // Starts `argv` (argv[0] looked up on the PATH; `extra_env` "NAME=value" added to opmeter's
+  // environment) in a process group of its own, and reads its hello within `start_deadline_s`.
   // Throws WorkerUnavailable when it cannot be started or says no hello, and std::runtime_error
   // naming both versions when it speaks another protocol.
-  WorkerProcess(std::vector<std::string> argv, double start_deadline_s);
+  WorkerProcess(std::vector<std::string> argv, double start_deadline_s, std::vector<std::string> extra_env = {});
   ~WorkerProcess();
   WorkerProcess(const WorkerProcess&) = delete;
   WorkerProcess& operator=(const WorkerProcess&) = delete;
 
-  // Sends `request` and returns the reply. Throws WorkerCrashed / WorkerHung (the worker is then
-  // dead: alive() is false).
+  // Sends `request` and returns the reply. Throws WorkerCrashed / WorkerHung, and Interrupted on
+  // Ctrl-C or SIGTERM (opmeter/interrupt.hpp) while it waits (the worker is then dead: alive() is
+  // false).
   nlohmann::json request(const nlohmann::json& request, double deadline_s);
   bool alive() const { return pid_ > 0; }
   const nlohmann::json& hello() const { return hello_; }

@@ -2,7 +2,11 @@
  *   BAD_RESULTS       impls of relu that compute wrongly, cannot run the case, or fail in run
  *   WRONG_ABI         a library built for the next plugin ABI
  *   BAD_DESCRIPTIONS  impls described wrongly (and one right, which must not be registered)
- *   NO_ENTRY          a shared library without opmeter_plugin_register */
+ *   NO_ENTRY          a shared library without opmeter_plugin_register
+ *   ENDS_PROCESS      impls of relu whose run calls exit(0), segfaults or aborts, and one correct
+ *   MARKS_LOAD        a correct relu whose library constructor creates the file $OPMETER_TEST_MARKER
+ *                     (to show which commands load plugins) */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +66,44 @@ static int run_identity(void* p, size_t copy, char* err, size_t err_len) {
   return 0;
 }
 
+static int run_relu(void* p, size_t copy, char* err, size_t err_len) {
+  state* s = p;
+  (void)copy;
+  (void)err;
+  (void)err_len;
+  for (size_t i = 0; i < s->count; ++i) s->y[i] = s->x[i] > 0 ? s->x[i] : 0.0f;
+  return 0;
+}
+
+/* What a plugin may do to the process that runs it. */
+static int run_exit(void* p, size_t copy, char* err, size_t err_len) {
+  (void)p, (void)copy, (void)err, (void)err_len;
+  exit(0);
+}
+
+static int run_segfault(void* p, size_t copy, char* err, size_t err_len) {
+  (void)p, (void)copy, (void)err, (void)err_len;
+  raise(SIGSEGV);
+  return 0;
+}
+
+static int run_abort(void* p, size_t copy, char* err, size_t err_len) {
+  (void)p, (void)copy, (void)err, (void)err_len;
+  abort();
+}
+
+#ifdef MARKS_LOAD
+__attribute__((constructor)) static void mark_load(void) {
+  const char* path = getenv("OPMETER_TEST_MARKER");
+  if (!path) return;
+  FILE* f = fopen(path, "a");
+  if (f) {
+    fputs("plugin loaded\n", f);
+    fclose(f);
+  }
+}
+#endif
+
 static int run_failing(void* p, size_t copy, char* err, size_t err_len) {
   (void)p;
   (void)copy;
@@ -110,6 +152,11 @@ int opmeter_plugin_register(opmeter_registry* registry) {
   impls[1].op = "relux";
   impls[4].dtypes = "fp32,fp33";
   impls[5].devices = "gpu";
+#elif defined(ENDS_PROCESS)
+  opmeter_impl impls[] = {relu("test_plugin_exits", setup, run_exit), relu("test_plugin_segfaults", setup, run_segfault),
+                          relu("test_plugin_aborts", setup, run_abort), relu("test_plugin_correct", setup, run_relu)};
+#elif defined(MARKS_LOAD)
+  opmeter_impl impls[] = {relu("test_plugin_marked", setup, run_relu)};
 #else
   opmeter_impl impls[] = {relu("test_plugin_other_abi", setup, run_identity)};
 #endif

@@ -1,6 +1,7 @@
 """A stand-in worker for opmeter's protocol tests: pure Python (no PyTorch), it computes relu on
 fp32 inputs correctly, or misbehaves as FAKE_WORKER_MODE says:
   ok, wrong (a wrong output), short (too few output bytes), crash_on_sample, hang_on_sample,
+  hang_on_setup (sleeps in setup, as a kernel that compiles for minutes),
   unsupported, error (setup replies so), protocol_99 (another protocol version), not_a_worker,
   memory (its check replies report a peak memory of 12345 bytes, as a CUDA worker's do),
   held (its samples say they were held behind a launch hold, as a CUDA worker's do),
@@ -48,6 +49,9 @@ for line in sys.stdin:
         if mode == "error":
             reply({"ok": False, "error": "fake: setup went wrong"})
             continue
+        if mode == "hang_on_setup":
+            print("fake worker: stuck in setup", file=sys.stderr, flush=True)
+            time.sleep(3600)
         x = read_f32(req["inputs"][0]["path"])
         out_count = req["output"]["count"] if req.get("output") else 0
         reply({"ok": True, "details": {"fake": "yes"}})

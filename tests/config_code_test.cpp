@@ -1,0 +1,92 @@
+// Commands that only read a config run none of its code (issue 27, item 2): `run --dry-run`,
+// `predict MODEL CONFIG` and `predict plan` neither load its C plugins (whose constructors run at
+// load) nor import its Python kernels. A marker file shows whether they did.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "predict/model.hpp"
+#include "predict_model_fixtures.hpp"
+#include "tests/cli_helpers.hpp"
+
+using namespace opmeter;
+
+namespace {
+
+const std::string kSource = OPMETER_SOURCE_DIR;
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A config beside a plugin and a kernel whose loading writes $OPMETER_TEST_MARKER.
+struct CodeConfig {
+  fs::path dir, marker, config;
+  explicit CodeConfig(const std::string& name) {
+    dir = temp_dir(name);
+    marker = dir / "marker";
+    setenv("OPMETER_TEST_MARKER", marker.c_str(), 1);
+    setenv("OPMETER_PYTHON", OPMETER_TEST_PYTHON, 1);
+    fs::copy_file(PLUGIN_MARKS_LOAD, dir / "libmarks.so");
+    fs::copy_file(kSource + "/tests/data/kernels/marker_kernel.py", dir / "marker_kernel.py");
+    config = write(dir, "code.yaml",
+                   "plugins: [libmarks.so]\nkernels: [marker_kernel.py:marker]\nops: [gemm]\n"
+                   "impls: [reference, test_plugin_marked, marker]\nthreads: 1\n"
+                   "shapes: [{name: custom, shapes: [[8, 8, 8], [16, 16, 16]]}]\n");
+  }
+  ~CodeConfig() {
+    unsetenv("OPMETER_TEST_MARKER");
+    unsetenv("OPMETER_PYTHON");
+  }
+};
+
+}  // namespace
+
+TEST(ConfigCode, ADryRunLoadsNoPluginAndImportsNoKernelOfTheConfig) {
+  CodeConfig c("config_code_dry");
+  auto out = cli("run --dry-run " + c.config.string());
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_FALSE(fs::exists(c.marker)) << slurp(c.marker);
+  EXPECT_TRUE(has(out.text, "gemm/reference/fp32/M=8,N=8,K=8/threads=1")) << out.text;
+  EXPECT_TRUE(has(out.text, "libmarks.so")) << out.text;  // the note says what was not loaded
+  EXPECT_TRUE(has(out.text, "marker_kernel.py:marker")) << out.text;
+  EXPECT_TRUE(has(out.text, "not loaded")) << out.text;
+
+  // A kernel may bring an op of its own, unknown until it is imported: not an error of a dry run.
+  auto own_op = write(c.dir, "own_op.yaml", "kernels: [marker_kernel.py:marker]\nops: [an_op_of_its_own]\n");
+  out = cli("run --dry-run " + own_op.string());
+  EXPECT_EQ(out.code, 0) << out.text;
+  EXPECT_TRUE(has(out.text, "0 cases")) << out.text;
+  EXPECT_FALSE(fs::exists(c.marker)) << slurp(c.marker);
+
+  // The marker works: naming the plugin to `list` loads it.
+  auto listed = cli("list --plugin " + (c.dir / "libmarks.so").string());
+  ASSERT_EQ(listed.code, 0) << listed.text;
+  EXPECT_TRUE(has(slurp(c.marker), "plugin loaded"));
+}
+
+TEST(ConfigCode, AMissingPluginOrKernelIsStillAnErrorOfTheDryRun) {
+  CodeConfig c("config_code_missing");
+  auto bad = write(c.dir, "bad.yaml", "ops: [add]\nkernels: [gone.py:k]\n");
+  auto out = cli("run --dry-run " + bad.string());
+  EXPECT_EQ(out.code, 2) << out.text;
+  EXPECT_TRUE(has(out.text, "bad.yaml:2")) << out.text;
+  EXPECT_TRUE(has(out.text, "gone.py")) << out.text;
+  auto unknown = write(c.dir, "unknown.yaml", "ops: [gemm]\nimpls: [nosuchimpl]\n");  // no plugin could bring it
+  out = cli("run --dry-run " + unknown.string());
+  EXPECT_EQ(out.code, 2) << out.text;
+  EXPECT_TRUE(has(out.text, "unknown impl 'nosuchimpl'")) << out.text;
+}
+
+TEST(ConfigCode, PredictAndPlanLoadNoPluginAndImportNoKernelOfTheConfig) {
+  CodeConfig c("config_code_predict");
+  namespace fx = opmeter::predict::fixtures;
+  auto model = c.dir / "model.json";
+  std::ofstream(model) << predict::to_json(predict::fit_model(fx::gemm_samples(12), fx::ceilings_map(), {}, predict::FitSettings{}))
+                              .dump();
+  auto out = cli("predict " + model.string() + " " + c.config.string());
+  EXPECT_EQ(out.code, 0) << out.text;
+  EXPECT_FALSE(fs::exists(c.marker)) << slurp(c.marker);
+  auto plan = cli("predict plan " + model.string() + " " + c.config.string() + " --budget 5s -o " + (c.dir / "plan.yaml").string());
+  EXPECT_EQ(plan.code, 0) << plan.text;
+  EXPECT_FALSE(fs::exists(c.marker)) << slurp(c.marker);
+}
