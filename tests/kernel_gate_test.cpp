@@ -11,6 +11,7 @@ TEST(KernelGate, ReadsCmakeArchitectureLists) {
   EXPECT_EQ(b.sass, (std::vector<int>{75, 80, 86, 120}));
   EXPECT_EQ(b.ptx, 120);
   EXPECT_FALSE(b.arch_specific);
+  EXPECT_EQ(parse_cuda_architectures("75-real,80-real,120-virtual").sass, (std::vector<int>{75, 80}));  // as compiled in
   auto both = parse_cuda_architectures("90;80-real");  // a plain number is SASS and PTX
   EXPECT_EQ(both.sass, (std::vector<int>{80, 90}));
   EXPECT_EQ(both.ptx, 90);

@@ -23,7 +23,7 @@ KernelNeeds needs_of(Kernels k) {
 BuiltArchs parse_cuda_architectures(std::string_view list) {
   BuiltArchs b;
   while (!list.empty()) {
-    const auto end = std::min(list.find(';'), list.size());
+    const auto end = std::min(list.find_first_of(";,"), list.size());
     std::string_view item = list.substr(0, end);
     list.remove_prefix(std::min(end + 1, list.size()));
     int arch = 0;

@@ -37,7 +37,7 @@ enum class Kernels {
 KernelNeeds needs_of(Kernels k);
 
 // CMake's CUDA_ARCHITECTURES spelling: "75-real;80-real;90a-real;120-virtual;89" (plain N is
-// both real and virtual). Unknown entries are ignored.
+// both real and virtual), ';' or ',' between entries. Unknown entries are ignored.
 BuiltArchs parse_cuda_architectures(std::string_view list);
 
 // "sm_75, sm_80, sm_90 and PTX compute_120".

@@ -61,7 +61,7 @@ class CudaTimer : public SampleTimer {
       hold_[1] = 0;  // timed out
       if (auto off = launch_hold(hold_device_, const_cast<int*>(hold_device_) + 1, kHoldTimeoutNs, stream_); !off.empty()) {
         held = false;  // this sample includes launch gaps: the details say so
-        if (hold_.off++ == 0) hold_.off_reason = off;
+        if (hold_counts_.off++ == 0) hold_counts_.off_reason = off;
       }
     }
     check(cudaEventRecord(start_.get(), stream_), "cudaEventRecord");
@@ -74,12 +74,12 @@ class CudaTimer : public SampleTimer {
     if (held) {
       std::atomic_thread_fence(std::memory_order_seq_cst);
       hold_[0] = 1;
-      ++hold_.held;
+      ++hold_counts_.held;
     }
     check(cudaStreamSynchronize(stream_), "the timed calls");
     float ms = 0;
     check(cudaEventElapsedTime(&ms, start_.get(), stop_.get()), "cudaEventElapsedTime");
-    if (held && hold_[1]) ++hold_.timed_out;  // the sample then includes launch gaps
+    if (held && hold_[1]) ++hold_counts_.timed_out;  // the sample then includes launch gaps
     return ms * 1e-3;
   }
 
@@ -89,7 +89,7 @@ class CudaTimer : public SampleTimer {
                                                                                   : "cuda events, hot"},
         {"sm_clock_default_mhz", fmt::format("{:.0f}", default_mhz_)}};
     if (cold_) d["l2_flush_bytes"] = std::to_string(l2_.bytes());
-    d["launch_hold"] = hold_detail(hold_);
+    d["launch_hold"] = hold_detail(hold_counts_);
     if (exec_) {
       d["graph_launches"] = std::to_string(graph_launches_);
       d["host_launch_overhead_us"] = fmt::format("{:.3f}", launch_.host_per_launch_s * 1e6);
@@ -129,7 +129,7 @@ class CudaTimer : public SampleTimer {
   DeviceBuffer l2_;
   volatile int* hold_ = nullptr;          // [release, timed out], host-mapped
   const volatile int* hold_device_ = nullptr;
-  HoldCounts hold_;
+  HoldCounts hold_counts_;
   Event start_, stop_;
   unsigned flushes_ = 0;
   cudaGraph_t graph_ = nullptr;
