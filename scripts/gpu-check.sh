@@ -1,12 +1,28 @@
 #!/usr/bin/env bash
 # Validates the CUDA backend on a machine with an NVIDIA GPU and writes raw results.
-#   scripts/gpu-check.sh [BUNDLE.tar.xz | BUILD_DIR] [OUT_DIR] [STEP...]
+#   scripts/gpu-check.sh [BUNDLE.tar.xz | BUILD_DIR] [OUT_DIR] [PRESET | STEP...]
 # BUNDLE comes from scripts/bundle-gpu.sh (binaries + libraries, no CUDA); BUILD_DIR is a build
 # made on this machine (default: build, configured and built if missing). OUT_DIR defaults to
-# docs/results/<gpu-name>. STEPs (default: all, in this order): tests mltests quick peaks sweep
-# sweep30 torch worker copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict quant. Every step runs whatever the others did; each one's command, exit code and
-# time go to OUT_DIR/commands.txt and OUT_DIR/steps.tsv, and the script exits 1 at the end if
-# any step failed. GTEST_REPEAT (default 10) sets how often the GPU-side tests repeat.
+# docs/results/<gpu-name>. docs/gpu-validation.md gives a lent GPU session's whole sequence.
+# PRESETs fit one device call of at most 10 minutes each (default: triage):
+#   triage         opmeter check --device cuda:0 (the whole matrix), the GPU-side tests once,
+#                  compute-sanitizer on the riskiest tiny cases, graph mode on one own-kernel,
+#                  one cuDNN, one quantized and one transformer_block case
+#   ops            ML ops beside torch / torch.compile / Triton, the copy ceiling
+#   fusion         linear epilogues, attention (cuda, cudnn, cuda_unfused, torch SDPA), cuDNN conv,
+#                  transformer_block
+#   models         pipelines beside PyTorch end to end
+#   quant-predict  quantized linears at M=1/16, the GPU GEMM sweep for the predictor
+# Each preset step has a time budget (a `timeout` that interrupts opmeter, which keeps what it
+# finished) and the preset a total of PRESET_BUDGET_S (default 520 s), so a preset never outlasts
+# its call; after every step the raw results are packed into ONE file,
+# PACK (default: $OUT/gpu-check-<preset>.tar.gz where $OUT is set, else OUT_DIR.tar.gz).
+# STEPs (any of them, in any order, no budget): tests mltests quick peaks sweep sweep30 torch worker
+# copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict quant
+# check sanitize graph-cases. Every step runs whatever the others did; each one's command, exit code
+# and time go to OUT_DIR/commands.txt and OUT_DIR/steps.tsv, and the script exits 1 at the end if
+# any step failed (124: stopped by its budget). GTEST_REPEAT (default 10, in presets 1) sets how
+# often the GPU-side tests repeat.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 src=${1:-build}
@@ -24,8 +40,30 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | tr ' ' '-' | tr -
 out=${2:-docs/results/$gpu}
 shift $(( $# > 2 ? 2 : $# ))
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(tests mltests quick peaks sweep sweep30 torch worker copy graph ml-ops ml-sweep linear
-                                 attention cudnn pipeline-ops pipelines calibrate predict quant)
+[ ${#steps[@]} -gt 0 ] || steps=(triage)
+
+# PRESET -> "STEP:SECONDS ..." (budgets from earlier H100 runs: docs/results/NVIDIA-H100-80GB-HBM3;
+# their sum stays under PRESET_BUDGET_S, which also caps the whole preset).
+declare -A presets=(
+  [triage]="check:200 tests:60 mltests:100 sanitize:70 graph-cases:80"
+  [ops]="copy:100 ml-ops:250 worker:160"
+  [fusion]="linear:150 attention:200 cudnn:160"
+  [models]="pipeline-ops:100 pipelines:410"
+  [quant-predict]="quant:250 predict:260"
+)
+preset=
+if [ ${#steps[@]} -eq 1 ] && [ -n "${presets[${steps[0]}]:-}" ]; then
+  preset=${steps[0]}
+  read -r -a steps <<<"${presets[$preset]}"
+  export GTEST_REPEAT=${GTEST_REPEAT:-1}
+fi
+label=${preset:-steps}
+if [ -n "${PACK:-}" ]; then pack=$PACK
+elif [ -n "${OUT:-}" ]; then pack="$OUT/gpu-check-$label.tar.gz"
+else pack="${out%/}.tar.gz"
+fi
+preset_end=$((SECONDS + ${PRESET_BUDGET_S:-520}))
+deadline=  # the current budgeted step's end (SECONDS), empty: no budget
 # The Python worker from this checkout (a bundle's binary knows only where it was built).
 export OPMETER_WORKER=${OPMETER_WORKER:-$PWD/worker/opmeter_worker.py}
 # cuDNN: PyTorch's copy first where PyTorch is installed (the version the headers here are from).
@@ -42,17 +80,37 @@ nvidia-smi -q > "$out/nvidia-smi.txt" 2>&1
 opm="$bin/opmeter"
 failed=0
 
+# Packs OUT_DIR into the one file that comes back from a device call (rewritten after each step,
+# so that a call stopped early still returns what was finished).
+pack_results() {
+  mkdir -p "$(dirname "$pack")"
+  tar -czf "$pack.part" -C "$(dirname "$out")" "$(basename "$out")" 2>/dev/null && mv -f "$pack.part" "$pack"
+}
+
 # step NAME OUTFILE CMD...: runs CMD with its standard output in OUTFILE (its standard error,
-# progress and warnings, goes to stderr.txt), records exit code and time.
+# progress and warnings, goes to stderr.txt), records exit code and time. Within a preset, CMD gets
+# what is left of its step's budget: SIGINT then (opmeter keeps what it finished), SIGKILL 10 s
+# later; exit 124 says so. A step whose budget is spent is skipped.
 step() {
   local name=$1 file=$2; shift 2
+  local limit=()
+  if [ -n "$deadline" ]; then
+    local left=$((deadline - SECONDS))
+    if [ "$left" -le 0 ]; then
+      echo "gpu-check: [$name] skipped: its budget is spent" | tee -a "$out/commands.txt"
+      printf '%s\tskipped\t0\n' "$name" >> "$out/steps.tsv"
+      return
+    fi
+    limit=(timeout -s INT -k 10 "$left")
+  fi
   echo "gpu-check: [$name] $*" | tee -a "$out/commands.txt"
   echo "=== [$name] $*" >> "$out/stderr.txt"
   local t0=$SECONDS rc=0
-  "$@" > "$file" 2>> "$out/stderr.txt" || rc=$?
+  "${limit[@]}" "$@" > "$file" 2>> "$out/stderr.txt" || rc=$?
   printf '%s\t%s\t%s\n' "$name" "$rc" "$((SECONDS - t0))" >> "$out/steps.tsv"
   echo "gpu-check: [$name] exit $rc after $((SECONDS - t0)) s" | tee -a "$out/commands.txt"
   [ "$rc" -eq 0 ] || failed=1
+  pack_results
 }
 
 # Hot GEMM sweep: every dtype x cuBLAS/cuBLASLt x 4096^3/8192^3 (24 cases, fp8 on cuBLAS skipped).
@@ -94,8 +152,39 @@ dtypes: [bf16, fp8, int8]
 shapes: [{name: custom, shapes: [[4096, 4096, 4096]]}]
 YAML
 
-for s in "${steps[@]}"; do
+# Graph mode (one CUDA graph of back-to-back launches, the capture path) on one case of each kind.
+graph_cases=(
+  'layernorm/cuda/bf16/batch=1,seq=512,hidden=4096/device=cuda:0,graph=20'
+  'conv2d/cudnn/fp16/batch=1,channels=8,out_channels=8,image=8,kernel=3,stride=1,padding=1,groups=1,bn=0,act=relu/device=cuda:0,graph=20'
+  'linear/cuda_quant/bf16/batch=1,seq=16,hidden=4096,out=4096,act=none,quant=int4wo-64/device=cuda:0,graph=20'
+  'transformer_block/cuda/bf16/batch=1,seq=128,hidden=1024,heads=16,mlp=0,act=gelu,causal=1/device=cuda:0,graph=5'
+)
+
+if [ -n "$preset" ]; then
+  echo "gpu-check: preset $preset: ${steps[*]} (at most ${PRESET_BUDGET_S:-520} s); results packed into $pack" |
+    tee -a "$out/commands.txt"
+fi
+for entry in "${steps[@]}"; do
+  s=${entry%%:*}
+  if [ -n "$preset" ]; then
+    deadline=$((SECONDS + ${entry#*:}))
+    [ "$deadline" -le "$preset_end" ] || deadline=$preset_end
+  fi
   case "$s" in
+    check) step check "$out/check.txt" "$opm" check --device cuda:0 -o "$out/check" ;;
+    sanitize)  # compute-sanitizer (memcheck, racecheck) on the riskiest kernels' tiny cases, as opmeter lists them
+      step sanitize-commands "$out/sanitize-commands.txt" "$opm" check --sanitize
+      n=0
+      while IFS= read -r line; do
+        [[ "$line" == compute-sanitizer* ]] || continue
+        n=$((n + 1))
+        step "sanitize-$n" "$out/sanitize-$n.txt" bash -c "cd \"\$1\" && $line" sanitize "$out"
+      done < "$out/sanitize-commands.txt" ;;
+    graph-cases)
+      for c in "${graph_cases[@]}"; do
+        n="graph-${c%%/*}-$(cut -d/ -f2 <<<"$c")"
+        step "$n" "$out/$n.md" "$opm" run --case "$c" --out "$out/$n"
+      done ;;
     tests)
       tests="$bin/opmeter_tests"; [ -x "$tests" ] || tests="$bin/tests/opmeter_tests"
       step tests "$out/gpu-tests.txt" "$tests" --gtest_repeat="${GTEST_REPEAT:-10}" --gtest_brief=1 \
@@ -163,10 +252,12 @@ for s in "${steps[@]}"; do
       tests="$bin/opmeter_tests"; [ -x "$tests" ] || tests="$bin/tests/opmeter_tests"
       step quant-tests "$out/gpu-quant-tests.txt" "$tests" --gtest_brief=1 --gtest_filter='QuantGpuPack.*:QuantLinearCuda.*'
       step quant "$out/quant.md" "$opm" run bench/quant/gpu-llama.yaml --out "$out/quant" ;;
-    *) echo "gpu-check: unknown step '$s' (tests mltests quick peaks sweep sweep30 torch worker copy graph ml-ops ml-sweep" \
-            "linear attention cudnn pipeline-ops pipelines calibrate predict quant)" >&2; failed=1 ;;
+    *) echo "gpu-check: unknown step '$s' (presets: ${!presets[*]}; steps: tests mltests quick peaks sweep sweep30" \
+            "torch worker copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict quant" \
+            "check sanitize graph-cases)" >&2; failed=1 ;;
   esac
 done
-echo "gpu-check: done: raw results in $out"
+pack_results
+echo "gpu-check: done: raw results in $out, packed in $pack"
 column -t "$out/steps.tsv" 2>/dev/null || cat "$out/steps.tsv"
 exit "$failed"

@@ -13,6 +13,7 @@
 #include "opmeter/runner.hpp"
 #include "ops/peak/datasheet.hpp"
 #include "ops/peak/peak.hpp"
+#include "src/cuda/kernel_gate.hpp"
 
 using namespace opmeter;
 
@@ -84,26 +85,31 @@ TEST(PeakCuda, WorkPerCallIsExactAndDeviceIndependent) {
 }
 
 TEST(PeakCuda, WhichGpusRunWhichKernel) {
-  auto c = [](const char* s) { return parse_case(s); };
-  auto wg = c("peak/cuda/bf16/kernel=wgmma/device=cuda:0");
-  EXPECT_TRUE(peak::cuda_support(wg, 90).ok);
-  auto ada = peak::cuda_support(wg, 89);
-  EXPECT_FALSE(ada.ok);
-  EXPECT_EQ(ada.reason, "wgmma needs compute capability 9.0 (this GPU is 8.9)");
-  EXPECT_FALSE(peak::cuda_support(wg, 100).ok);  // Blackwell has no wgmma
-  EXPECT_FALSE(peak::cuda_support(wg, 80).ok);
+  auto group = [](const char* s) { return peak::cuda_kernels(parse_case(s)); };
+  EXPECT_EQ(group("peak/cuda/fp32/kernel=fma/device=cuda:0"), cuda::Kernels::plain);
+  EXPECT_EQ(group("peak/cuda/bf16/kernel=mma/device=cuda:0"), cuda::Kernels::mma);
+  EXPECT_EQ(group("peak/cuda/int8/kernel=mma/device=cuda:0"), cuda::Kernels::mma);
+  EXPECT_EQ(group("peak/cuda/fp8/kernel=mma/device=cuda:0"), cuda::Kernels::fp8_mma);
+  EXPECT_EQ(group("peak/cuda/bf16/kernel=wgmma/device=cuda:0"), cuda::Kernels::wgmma);
 
-  auto fp8 = c("peak/cuda/fp8/kernel=mma/device=cuda:0");
-  EXPECT_TRUE(peak::cuda_support(fp8, 89).ok);
-  EXPECT_TRUE(peak::cuda_support(fp8, 90).ok);
-  auto a100 = peak::cuda_support(fp8, 80);
-  EXPECT_FALSE(a100.ok);
-  EXPECT_EQ(a100.reason, "fp8 mma.sync (m16n8k32 e4m3) needs compute capability 8.9 (this GPU is 8.0)");
-  EXPECT_TRUE(peak::cuda_support(c("peak/cuda/bf16/kernel=mma/device=cuda:0"), 80).ok);
-  EXPECT_TRUE(peak::cuda_support(c("peak/cuda/int8/kernel=mma/device=cuda:0"), 86).ok);
-  auto turing = peak::cuda_support(c("peak/cuda/fp32/kernel=fma/device=cuda:0"), 75);
-  EXPECT_FALSE(turing.ok);
-  EXPECT_TRUE(has(turing.reason, "8.0 and newer (this GPU is 7.5)")) << turing.reason;
+  // With the plugin's architectures: a T4 runs the FMA chains, not mma.sync; an A100 no fp8;
+  // only Hopper wgmma.
+  const auto plain = cuda::parse_cuda_architectures("75-real;80-real;90-real;100-real;120-real;120-virtual");
+  const auto mma = cuda::parse_cuda_architectures("80-real;86-real;89-real;90-real;100-real;120-real;120-virtual");
+  const auto sm90a = cuda::parse_cuda_architectures("90a-real");
+  auto runs = [&](cuda::Kernels k, int cc) {
+    const auto& built = k == cuda::Kernels::plain ? plain : k == cuda::Kernels::wgmma ? sm90a : mma;
+    return cuda::kernel_runs_on(cuda::needs_of(k), built, cc);
+  };
+  EXPECT_TRUE(runs(cuda::Kernels::plain, 75).ok);
+  EXPECT_EQ(runs(cuda::Kernels::mma, 75).reason,
+            "mma.sync m16n8k16 (fp16/bf16), ldmatrix and cp.async needs compute capability 8.0 or newer; this GPU is sm_75");
+  EXPECT_TRUE(runs(cuda::Kernels::mma, 86).ok);
+  EXPECT_EQ(runs(cuda::Kernels::fp8_mma, 80).reason, "fp8 (e4m3) mma.sync needs compute capability 8.9 or newer; this GPU is sm_80");
+  EXPECT_TRUE(runs(cuda::Kernels::fp8_mma, 89).ok);
+  EXPECT_TRUE(runs(cuda::Kernels::wgmma, 90).ok);
+  EXPECT_EQ(runs(cuda::Kernels::wgmma, 89).reason, "wgmma (sm_90a code) needs compute capability 9.0 exactly; this GPU is sm_89");
+  EXPECT_FALSE(runs(cuda::Kernels::wgmma, 100).ok);  // Blackwell has no wgmma
 }
 
 TEST(PeakCuda, TheConfigPlansEachDtypesKernels) {
@@ -141,7 +147,10 @@ TEST(PeakDatasheet, KnownGpusByTheirCudaName) {
   EXPECT_EQ(h100->clock_mhz(DType::fp32), 1980);
   EXPECT_EQ(h100->clock_mhz(DType::bf16), 1830);
   EXPECT_EQ(h100->bandwidth_gbs, 3352);
-  EXPECT_FALSE(h100->tflops(DType::fp64));  // not in the table
+  EXPECT_DOUBLE_EQ(*h100->tflops(DType::fp64), 67);  // FP64 Tensor Core, at the fp32 clock
+  EXPECT_EQ(h100->clock_mhz(DType::fp64), 1980);
+  EXPECT_EQ(h100->sms, 132);
+  EXPECT_FALSE(h100->source.empty());
 
   auto a100 = peak::datasheet(" NVIDIA A100-SXM4-80GB ");  // spaces around are ignored
   ASSERT_TRUE(a100);
@@ -155,27 +164,50 @@ TEST(PeakDatasheet, KnownGpusByTheirCudaName) {
   EXPECT_TRUE(peak::datasheet("NVIDIA L4"));
   EXPECT_NE(peak::datasheet("NVIDIA L4")->fp8, peak::datasheet("NVIDIA L40S")->fp8);
   EXPECT_FALSE(peak::datasheet(""));
+
+  // The names NVML reports for the rest of the GPUs.
+  auto t4 = peak::datasheet("Tesla T4");
+  ASSERT_TRUE(t4);
+  EXPECT_DOUBLE_EQ(*t4->tflops(DType::fp16), 65);
+  EXPECT_FALSE(t4->tflops(DType::bf16));  // Turing: no bf16, tf32 or fp8 tensor path
+  EXPECT_FALSE(t4->tflops(DType::tf32));
+  EXPECT_FALSE(t4->tflops(DType::fp8_e4m3));
+  EXPECT_EQ(peak::datasheet("NVIDIA B200")->bf16, 2250);
+  EXPECT_EQ(peak::datasheet("NVIDIA GeForce RTX 5090")->bandwidth_gbs, 1792);
+  EXPECT_EQ(peak::datasheet("NVIDIA A10")->sms, 72);
+  EXPECT_FALSE(peak::datasheet("NVIDIA A10G"));  // another GPU, not in the table
 }
 
-TEST(PeakDatasheet, EveryEntryIsConsistent) {
-  for (const char* name : {"NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H200", "NVIDIA A100-SXM4-40GB",
-                           "NVIDIA A100-SXM4-80GB", "NVIDIA A100-PCIE-40GB", "NVIDIA A100 80GB PCIe", "NVIDIA L40S", "NVIDIA L4",
-                           "NVIDIA GeForce RTX 4090"}) {
-    auto s = peak::datasheet(name);
-    ASSERT_TRUE(s) << name;
-    EXPECT_EQ(s->name, name);
-    EXPECT_EQ(s->fp16, s->bf16) << name;
-    // tf32 is half the 16-bit rate everywhere (2% for the L40S sheet: 183 vs 362.05).
-    EXPECT_NEAR(s->tf32 * 2, s->bf16, s->bf16 * 0.02) << name;
-    EXPECT_GE(s->int8, s->bf16) << name;
-    EXPECT_GT(s->fp32, 0) << name;
-    EXPECT_GT(s->boost_mhz, 1000) << name;
-    EXPECT_GT(s->bandwidth_gbs, 100) << name;
+TEST(PeakDatasheet, EveryEntryIsItsSmsRateAtItsClock) {
+  // Independent of the datasheets: SMs x flop per clock per SM (CUDA programming guide's
+  // arithmetic throughput table; tensor cores from the architecture whitepapers) x clock.
+  struct PerSm {
+    const char* name;
+    double fp32_flop_per_clk, fp16_tensor_flop_per_clk;  // fp16 with fp32 accumulation
+  };
+  for (const PerSm& g : {PerSm{"Tesla T4", 128, 1024}, PerSm{"NVIDIA A10", 256, 1024},
+                         PerSm{"NVIDIA A100-SXM4-40GB", 128, 2048}, PerSm{"NVIDIA A100-SXM4-80GB", 128, 2048},
+                         PerSm{"NVIDIA A100-PCIE-40GB", 128, 2048}, PerSm{"NVIDIA A100 80GB PCIe", 128, 2048},
+                         PerSm{"NVIDIA L4", 256, 1024}, PerSm{"NVIDIA L40S", 256, 1024},
+                         PerSm{"NVIDIA H100 80GB HBM3", 256, 4096}, PerSm{"NVIDIA H100 PCIe", 256, 4096},
+                         PerSm{"NVIDIA H200", 256, 4096}, PerSm{"NVIDIA B200", 256, 8192},
+                         PerSm{"NVIDIA GeForce RTX 4090", 256, 512}, PerSm{"NVIDIA GeForce RTX 5090", 256, 512}}) {
+    auto s = peak::datasheet(g.name);
+    ASSERT_TRUE(s) << g.name;
+    EXPECT_EQ(s->name, g.name);
+    EXPECT_FALSE(s->source.empty()) << g.name;
+    EXPECT_NEAR(s->sms * g.fp32_flop_per_clk * s->fp32_boost_mhz * 1e-6, s->fp32, s->fp32 * 0.015) << g.name;
+    // (L40S: its sheet's 362.05 is 1.2% under 142 SMs x 1024 x 2520 MHz.)
+    EXPECT_NEAR(s->sms * g.fp16_tensor_flop_per_clk * s->boost_mhz * 1e-6, s->fp16, s->fp16 * 0.015) << g.name;
+    EXPECT_GT(s->fp64, 0) << g.name;
+    EXPECT_GE(s->int8, s->fp16) << g.name;
+    EXPECT_GT(s->bandwidth_gbs, 100) << g.name;
+    if (s->bf16 > 0) {  // every GPU after Turing
+      EXPECT_EQ(s->fp16, s->bf16) << g.name;
+      // tf32 is half the 16-bit rate (3% for sheets that round: L40S 183, B200 2.2 PF sparse)
+      EXPECT_NEAR(s->tf32 * 2, s->bf16, s->bf16 * 0.03) << g.name;
+    }
   }
-  // The H100 SXM5's tensor figure is its SMs' rate at the clock the table gives: 132 x 4096 x 1830 MHz.
-  auto h100 = *peak::datasheet("NVIDIA H100 80GB HBM3");
-  EXPECT_NEAR(132.0 * 4096 * h100.boost_mhz * 1e6 / 1e12, h100.bf16, 0.1);
-  EXPECT_NEAR(132.0 * 256 * h100.fp32_boost_mhz * 1e6 / 1e12, h100.fp32, 0.1);
 }
 
 TEST(PeakDatasheet, RatesScaleWithTheMeasuredClock) {
@@ -202,4 +234,41 @@ TEST(PeakCuda, PeakResultsAreComparedWithTheDatasheetAtTheirClock) {
   compare_with_datasheet(unknown, "Some Future GPU");
   EXPECT_EQ(unknown.details["datasheet"], "no datasheet known for 'Some Future GPU'");
   EXPECT_FALSE(unknown.details.count("pct_of_datasheet_at_clock"));
+}
+
+TEST(PeakDatasheet, TheDatasheetRateAtAResultsClock) {
+  Result r;
+  r.kase = parse_case("gemm/cublaslt/bf16/M=8,N=8,K=8/device=cuda:0");
+  EXPECT_FALSE(peak::datasheet_gflops_at_clock(r, DType::bf16, "NVIDIA B200"));  // no clock read: no rate
+  r.details["sm_clock_median_mhz"] = "1700";
+  EXPECT_NEAR(*peak::datasheet_gflops_at_clock(r, DType::bf16, "NVIDIA B200"), 2250e3 * 1700 / 1856, 1e-6);
+  EXPECT_NEAR(*peak::datasheet_gflops_at_clock(r, DType::fp32, "NVIDIA B200"), 75e3 * 1700 / 1980, 1e-6);
+  EXPECT_FALSE(peak::datasheet_gflops_at_clock(r, DType::bf16, "Tesla T4"));  // no such rate
+  EXPECT_FALSE(peak::datasheet_gflops_at_clock(r, DType::bf16, "Some Future GPU"));
+}
+
+TEST(PeakDatasheet, GemmPeakIsTheDatasheetWhereOwnKernelsFallShort) {
+  // Hopper: wgmma reaches 96% of the datasheet at the clock: the measured peak stays the ceiling.
+  auto hopper = peak::choose_gpu_ceiling(950e3, 989.4e3);
+  ASSERT_TRUE(hopper);
+  EXPECT_EQ(hopper->gflops, 950e3);
+  EXPECT_FALSE(hopper->from_datasheet);
+  // Blackwell: mma.sync reaches a fraction of tcgen05's rate, which cuBLAS uses: the datasheet's.
+  auto blackwell = peak::choose_gpu_ceiling(700e3, 2100e3);
+  ASSERT_TRUE(blackwell);
+  EXPECT_EQ(blackwell->gflops, 2100e3);
+  EXPECT_TRUE(blackwell->from_datasheet);
+  EXPECT_EQ(blackwell->note, "datasheet rate at the measured SM clock, 2100.0 TFLOP/s (opmeter's own peak kernels reach "
+                             "only 33% of it)");
+  // A T4: no own kernel ran fp16 (mma.sync m16n8k16 needs 8.0).
+  auto t4 = peak::choose_gpu_ceiling(std::nullopt, 61e3);
+  ASSERT_TRUE(t4);
+  EXPECT_TRUE(t4->from_datasheet);
+  EXPECT_EQ(t4->note, "datasheet rate at the measured SM clock, 61.0 TFLOP/s (no own peak kernel ran this dtype here)");
+  // An unknown GPU keeps its measured peak; nothing known: no ceiling.
+  EXPECT_EQ(peak::choose_gpu_ceiling(700e3, std::nullopt)->gflops, 700e3);
+  EXPECT_FALSE(peak::choose_gpu_ceiling(std::nullopt, std::nullopt));
+  EXPECT_FALSE(peak::choose_gpu_ceiling(0.0, 0.0));
+  // At exactly the shortfall the own peak still counts.
+  EXPECT_FALSE(peak::choose_gpu_ceiling(800.0, 1000.0)->from_datasheet);
 }

@@ -96,6 +96,17 @@ class Backend {
   // After a compute-ceiling result is measured: what the backend knows to put beside it (a GPU's
   // datasheet rate at the clock it ran at).
   virtual void annotate_ceiling(Result&) {}
+  // The compute ceiling `r`'s % of peak is taken against, given the fastest peak measured for its
+  // dtype where it runs (empty: none ran). By default that peak; a GPU backend takes its
+  // datasheet's rate where its own peak kernels cannot reach it, and says so in `source`.
+  struct ComputeCeiling {
+    double gflops = 0;
+    std::string source;  // empty: the measured peak
+  };
+  virtual std::optional<ComputeCeiling> compute_ceiling(const Result&, DType, std::optional<double> measured_gflops) {
+    if (!measured_gflops) return std::nullopt;
+    return ComputeCeiling{*measured_gflops, ""};
+  }
 
  private:
   std::size_t host_bytes_at_mark_ = 0;

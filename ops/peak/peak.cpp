@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "src/cuda/kernel_gate.hpp"
+
 #include "opmeter/backend.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
@@ -55,15 +57,13 @@ std::vector<std::string> kernels_for(DType d, bool on_cuda) {
   return {"fma"};
 }
 
-Support cuda_support(const Case& c, int cc) {
-  const auto version = fmt::format("{}.{}", cc / 10, cc % 10);
-  if (cc < 80) return Support::no(fmt::format("opmeter's CUDA kernels are built for compute capability 8.0 and newer (this GPU is {})", version));
-  auto kind = gpu::parse_kind(c.get("kernel"));
-  if (kind == gpu::Kind::mma && c.dtype == DType::fp8_e4m3 && cc < 89)
-    return Support::no(fmt::format("fp8 mma.sync (m16n8k32 e4m3) needs compute capability 8.9 (this GPU is {})", version));
-  if (kind == gpu::Kind::wgmma && cc != 90)
-    return Support::no(fmt::format("wgmma needs compute capability 9.0 (this GPU is {})", version));
-  return Support::yes();
+cuda::Kernels cuda_kernels(const Case& c) {
+  switch (gpu::parse_kind(c.get("kernel")).value_or(gpu::Kind::fma)) {
+    case gpu::Kind::fma: return cuda::Kernels::plain;
+    case gpu::Kind::mma: return c.dtype == DType::fp8_e4m3 ? cuda::Kernels::fp8_mma : cuda::Kernels::mma;
+    case gpu::Kind::wgmma: return cuda::Kernels::wgmma;
+  }
+  return cuda::Kernels::plain;
 }
 
 namespace {

@@ -15,6 +15,9 @@ namespace opmeter {
 struct Case;
 struct Support;
 }  // namespace opmeter
+namespace opmeter::cuda {
+enum class Kernels;  // src/cuda/kernel_gate.hpp (the kernels here are also built as CUDA C++17)
+}  // namespace opmeter::cuda
 
 namespace opmeter::peak {
 
@@ -76,8 +79,10 @@ constexpr double flops(DType d, Kind k) {
 }
 }  // namespace gpu
 
-// Whether a GPU of compute capability `cc` (86 for 8.6) runs a valid peak/cuda case, and why not.
-Support cuda_support(const Case& c, int cc);
+// Which group of opmeter's CUDA kernels a valid peak/cuda case runs: the FMA chains are plain
+// CUDA-core code, mma.sync needs 8.0 (fp8: 8.9), wgmma sm_90a code. The plugin gates the case by
+// that group's needs and the architectures it was built for (src/cuda/kernel_gate.hpp).
+cuda::Kernels cuda_kernels(const Case& c);
 
 // The peak kernels a case of this dtype can name (the config plans them all).
 std::vector<std::string> kernels_for(DType d, bool on_cuda);

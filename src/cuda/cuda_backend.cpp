@@ -79,6 +79,14 @@ class CudaBackend final : public Backend {
   void annotate_ceiling(Result& r) override {
     compare_with_datasheet(r, plugin()->device_context(r.kase.device_index()).value("name", ""));
   }
+  std::optional<ComputeCeiling> compute_ceiling(const Result& r, DType d, std::optional<double> measured) override {
+    std::optional<double> sheet;
+    if (auto* p = plugin(); p && p->device(r.kase.device_index()).ok)
+      sheet = peak::datasheet_gflops_at_clock(r, d, p->device_context(r.kase.device_index()).value("name", ""));
+    auto c = peak::choose_gpu_ceiling(measured, sheet);
+    if (!c) return std::nullopt;
+    return ComputeCeiling{c->gflops, c->from_datasheet ? c->note : ""};
+  }
 };
 
 const BackendRegistrar reg(std::make_unique<CudaBackend>());

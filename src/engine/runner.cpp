@@ -392,7 +392,13 @@ void Ceilings::annotate(Result& r) const {
   const std::string at = where(r.kase);
   if (op->peak_dtype)
     if (auto dtype = op->peak_dtype(r.kase))
-      if (auto p = peak(*dtype, at)) apply_peak(r, *p);
+      if (auto p = backend_of(r.kase).compute_ceiling(r, *dtype, peak(*dtype, at))) {
+        apply_peak(r, p->gflops);
+        if (!p->source.empty()) {  // a datasheet rate is a hard ceiling: anything above it is suspect
+          r.details["peak_source"] = p->source;
+          if (r.pct_peak && *r.pct_peak > 100) r.add_flag("faster-than-peak");
+        }
+      }
   if (op->uses_memory && op->ceiling != CeilingKind::memory)
     if (auto b = bandwidth(at)) apply_roofline(r, *b);
 }

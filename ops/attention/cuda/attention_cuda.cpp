@@ -1,5 +1,5 @@
 // impl `cuda`: the attention spec's q, k, v uploaded, opmeter's flash-attention kernel
-// (flash_attention.cu), O brought back for the spec's check. Shape limits (dtype, stage,
+// (flash_attention_sm80.cu), O brought back for the spec's check. Shape limits (dtype, stage,
 // head_dim) are in the impl's ImplDef (attention_cuda_impls.cpp); the device ones here.
 #include <fmt/format.h>
 
@@ -31,7 +31,7 @@ class CudaFlashAttention : public cuda::DeviceImpl<AttentionOp> {
 };
 
 Support device_supports(const Case& c, const cuda::DeviceProps& p) {
-  if (auto own = cuda::own_kernels_run_on(p); !own.ok) return own;
+  if (auto own = cuda::own_kernels_run_on(p, cuda::Kernels::mma); !own.ok) return own;
   auto s = shape_of(c);
   if (!flash_head_dim_built(static_cast<int>(s.d))) return Support::no(fmt::format("no flash kernel for head_dim {}", s.d));
   const std::size_t need = flash_shared_bytes(static_cast<int>(s.d));

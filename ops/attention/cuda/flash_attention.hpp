@@ -1,5 +1,5 @@
 #pragma once
-// opmeter's flash-attention forward (flash_attention.cu): O = softmax(scale q k^T) v for every
+// opmeter's flash-attention forward (flash_attention_sm80.cu): O = softmax(scale q k^T) v for every
 // (batch, head), q, k, v and O of seq x head_dim in bf16 or fp16, tensor-core products with fp32
 // accumulation, an online softmax over key tiles, never a seq x seq matrix in memory.
 #include <cuda_runtime.h>

@@ -86,7 +86,7 @@ cuda::FactoryRegistrar reg({
     .impl = "cuda",
     .supports =
         [](const Case& c, const cuda::DeviceProps& p) {
-          if (p.cc() < 80) return Support::no("opmeter's CUDA kernels are built for compute capability 8.0 and newer");
+          if (auto own = cuda::own_kernels_run_on(p); !own.ok) return own;
           if (parse_kernel(c.get("kernel"))->nt)
             return Support::no("non-temporal (_nt) kernels are CPU kernels; on CUDA use copy, scale, add, triad, read, write");
           return Support::yes();

@@ -22,7 +22,7 @@ cuda::FactoryRegistrar reg({
     .impl = "cuda",
     .supports =
         [](const Case& c, const cuda::DeviceProps& p) {
-          if (p.cc() < 80) return Support::no("opmeter's CUDA kernels are built for compute capability 8.0 and newer");
+          if (auto own = cuda::own_kernels_run_on(p); !own.ok) return own;
           auto d = dims(c);
           if (static_cast<double>(d.M) * static_cast<double>(d.N) * static_cast<double>(d.K) > kMaxMacs)
             return Support::no(fmt::format("the reference CUDA GEMM is for sizes up to M*N*K = 2^33 (here {}x{}x{})", d.M, d.N, d.K));

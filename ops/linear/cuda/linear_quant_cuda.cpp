@@ -3,7 +3,7 @@
 // (QuantLinearOp::quantized_weights, cached per W) and uploads it once in the kernels' layout; W
 // itself never goes to the device. Each check re-quantizes from the check's W.
 //   weight-only: [LayerNorm kernel ->] the mma.sync GEMM decoding codes in registers
-//                (quant_weight_only.cu) [-> split-K reduce with bias and activation]
+//                (quant_weight_only_sm80.cu) [-> split-K reduce with bias and activation]
 //   dynamic:     prep + quantize kernels (quant_dynamic.cu) -> cuBLASLt s8 / e4m3 GEMM -> scale,
 //                bias and activation epilogue
 // Every stage is an NVTX range named "<recipe>:<stage>" (quantize, gemm, epilogue, layernorm).
@@ -286,7 +286,8 @@ Support device_support(const Case& c, const cuda::DeviceProps& p) {
   if (r->baseline()) return Support::no("cuda_quant runs quantized recipes (the baseline: impl cublaslt)");
   if (training(c)) return Support::no("cuda_quant times inference only (mode=train: impl cublaslt_train)");
   if (auto s = gemm::dtype_support(c.dtype, p, true); !s.ok) return s;
-  if (auto s = cuda::own_kernels_run_on(p); !s.ok) return s;
+  // Weight-only recipes run our mma.sync GEMM; dynamic ones our CUDA-core passes around cuBLASLt.
+  if (auto s = cuda::own_kernels_run_on(p, r->dynamic() ? cuda::Kernels::plain : cuda::Kernels::mma); !s.ok) return s;
   const bool fp8 = r->fp8() || r->activations == ActivationFormat::fp8_per_row ||
                    r->activations == ActivationFormat::fp8_per_tensor;
   if (fp8 && p.cc() < 89)

@@ -1,5 +1,5 @@
 #pragma once
-// cuda_quant's kernels (quant_weight_only.cu, quant_dynamic.cu). x, y: rows x cols row-major in the
+// cuda_quant's kernels (quant_weight_only_sm80.cu, quant_dynamic.cu). x, y: rows x cols row-major in the
 // case's 16-bit type; bias fp32; `act` a tensor::Act applied in fp32 (linear_act_math.cuh).
 #include <cuda_runtime.h>
 

@@ -160,7 +160,7 @@ namespace {
 cuda::FactoryRegistrar reg({
     .op = "peak",
     .impl = "cuda",
-    .supports = [](const Case& c, const cuda::DeviceProps& p) { return cuda_support(c, p.cc()); },
+    .supports = [](const Case& c, const cuda::DeviceProps& p) { return cuda::own_kernels_run_on(p, cuda_kernels(c)); },
     .make = [] { return std::make_unique<CudaPeak>(); },
 });
 }  // namespace

@@ -29,7 +29,7 @@ inline MmaOperands mma_operands(DType d) {
   }
 }
 
-// kernel=mma: gpu::kMmaThreads threads (ops/peak/cuda/peak_mma.cu).
+// kernel=mma: gpu::kMmaThreads threads (ops/peak/cuda/peak_mma_sm80.cu).
 cudaError_t launch_mma_peak(DType d, std::uint32_t* out, bool all, cudaStream_t s);
 
 // kernel=wgmma: gpu::kWgThreadsTotal threads; sm_90a code only (peak_wgmma_sm90a.cu).

@@ -176,7 +176,7 @@ class CudaTransformerBlock : public cuda::DeviceImpl<TransformerBlockOp> {
 };
 
 Support device_supports(const Case& c, const cuda::DeviceProps& p) {
-  if (auto own = cuda::own_kernels_run_on(p); !own.ok) return own;
+  if (auto own = cuda::own_kernels_run_on(p, cuda::Kernels::mma); !own.ok) return own;  // the flash kernel
   if (auto lt = gemm::dtype_support(c.dtype, p, true); !lt.ok) return lt;
   const auto s = shape_of(c);
   const int d = static_cast<int>(s.head_dim());

@@ -43,10 +43,25 @@ const DeviceProps& props(int device) {
   return cache.emplace(device, p).first->second;
 }
 
-Support own_kernels_run_on(const DeviceProps& p) {
-  if (p.cc() < 80) return Support::no("opmeter's CUDA kernels are built for compute capability 8.0 and newer");
-  return Support::yes();
+// CMakeLists.txt passes each group's CUDA_ARCHITECTURES (its one statement of them).
+#ifndef OPMETER_CUDA_ARCHS_PLAIN
+#error "CMakeLists.txt defines OPMETER_CUDA_ARCHS_PLAIN, _MMA and _SM90A for the CUDA plugin"
+#endif
+
+const BuiltArchs& built_archs(Kernels k) {
+  static const BuiltArchs plain = parse_cuda_architectures(OPMETER_CUDA_ARCHS_PLAIN);
+  static const BuiltArchs mma = parse_cuda_architectures(OPMETER_CUDA_ARCHS_MMA);
+  static const BuiltArchs sm90a = parse_cuda_architectures(OPMETER_CUDA_ARCHS_SM90A);
+  switch (k) {
+    case Kernels::plain: return plain;
+    case Kernels::mma:
+    case Kernels::fp8_mma: return mma;
+    case Kernels::wgmma: return sm90a;
+  }
+  return plain;
 }
+
+Support own_kernels_run_on(const DeviceProps& p, Kernels k) { return kernel_runs_on(needs_of(k), built_archs(k), p.cc()); }
 
 namespace {
 struct MemoryCount {

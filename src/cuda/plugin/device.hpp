@@ -11,6 +11,7 @@
 
 #include "opmeter/case.hpp"
 #include "opmeter/op.hpp"
+#include "src/cuda/kernel_gate.hpp"
 
 namespace opmeter::cuda {
 
@@ -28,8 +29,11 @@ struct DeviceProps {
 };
 const DeviceProps& props(int device);  // read once per device
 
-// Whether opmeter's own kernels run on a device: they are built for compute capability 8.0+.
-Support own_kernels_run_on(const DeviceProps& p);
+// What the plugin was built as for a group of kernels (CMakeLists.txt's lists).
+const BuiltArchs& built_archs(Kernels k);
+// Whether a group of opmeter's own kernels runs on a device; else `skipped` with why ("... needs
+// compute capability 8.0 or newer; this GPU is sm_75", or "built for ...; this GPU is sm_110").
+Support own_kernels_run_on(const DeviceProps& p, Kernels k = Kernels::plain);
 
 // cudaMalloc'd memory (never managed), freed on destruction. Every buffer counts itself on its
 // device, so a case's allocation high-water mark is known (mark_memory / memory_peak): library

@@ -119,11 +119,14 @@ class CudaTimer : public SampleTimer {
       check(cudaMemsetAsync(l2_.data(), ++flushes_ & 0xff, l2_.bytes(), stream_), "L2 flush");
       check(cudaCtxResetPersistingL2Cache(), "cudaCtxResetPersistingL2Cache");
     }
-    const bool held = exec_ || calls <= kMaxHeldCalls;
+    bool held = exec_ || calls <= kMaxHeldCalls;
     if (held) {
       hold_[0] = 0;  // release flag
       hold_[1] = 0;  // timed out
-      launch_hold(hold_device_, const_cast<int*>(hold_device_) + 1, kHoldTimeoutNs, stream_);
+      if (auto off = launch_hold(hold_device_, const_cast<int*>(hold_device_) + 1, kHoldTimeoutNs, stream_); !off.empty()) {
+        held = false;  // this sample includes launch gaps: the details say so
+        if (hold_counts_.off++ == 0) hold_counts_.off_reason = off;
+      }
     }
     HoldRelease release{held ? hold_ : nullptr};
     check(cudaEventRecord(start_.get(), stream_), "cudaEventRecord");
@@ -136,12 +139,12 @@ class CudaTimer : public SampleTimer {
     if (held) {
       std::atomic_thread_fence(std::memory_order_seq_cst);
       hold_[0] = 1;
-      ++held_samples_;
+      ++hold_counts_.held;
     }
     check(cudaStreamSynchronize(stream_), "the timed calls");
     float ms = 0;
     check(cudaEventElapsedTime(&ms, start_.get(), stop_.get()), "cudaEventElapsedTime");
-    if (held && hold_[1]) ++hold_timeouts_;  // the sample then includes launch gaps
+    if (held && hold_[1]) ++hold_counts_.timed_out;  // the sample then includes launch gaps
     return ms * 1e-3;
   }
 
@@ -152,7 +155,7 @@ class CudaTimer : public SampleTimer {
         {"sm_clock_default_mhz", fmt::format("{:.0f}", default_mhz_)}};
     if (cold_) d["l2_flush_bytes"] = std::to_string(l2_.bytes());
     if (!cleanup_note_.empty()) d["stream_cleanup"] = cleanup_note_;
-    d["launch_hold"] = fmt::format("{} samples held until issued ({} timed out)", held_samples_, hold_timeouts_);
+    d["launch_hold"] = hold_detail(hold_counts_);
     if (exec_) {
       d["graph_launches"] = std::to_string(graph_launches_);
       d["host_launch_overhead_us"] = fmt::format("{:.3f}", launch_.host_per_launch_s * 1e6);
@@ -203,7 +206,7 @@ class CudaTimer : public SampleTimer {
   DeviceBuffer l2_;
   volatile int* hold_ = nullptr;          // [release, timed out], host-mapped
   const volatile int* hold_device_ = nullptr;
-  std::size_t held_samples_ = 0, hold_timeouts_ = 0;
+  HoldCounts hold_counts_;
   Event start_, stop_;
   unsigned flushes_ = 0;
   cudaGraph_t graph_ = nullptr;
