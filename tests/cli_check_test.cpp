@@ -100,7 +100,8 @@ TEST(CheckCli, AWrongCPluginFailsNamingIt) {
   EXPECT_EQ(m["relu/opmeter"]["fp32"], "pass") << out.text;
   // A plugin's impls are the user's: every shape, not only the first.
   std::size_t plugin_cases = 0;
-  for (auto& c : read_json(dir / "check.json")["cases"]) plugin_cases += c["impl"] == "test_plugin_wrong";
+  const auto j = read_json(dir / "check.json");
+  for (auto& c : j["cases"]) plugin_cases += c["impl"] == "test_plugin_wrong";
   EXPECT_EQ(plugin_cases, 4u);
 }
 

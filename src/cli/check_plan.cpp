@@ -117,7 +117,7 @@ std::vector<Case> check_cases(const CheckSelection& s) {
   }
   if (out.empty())
     throw UsageError(fmt::format("no case to check on {}{}", s.device,
-                                 s.filter.empty() ? "" : fmt::format(" matches --filter '{}'", s.filter)));
+                                 s.filter.empty() ? "" : fmt::format(" matching --filter '{}'", s.filter)));
   return out;
 }
 
