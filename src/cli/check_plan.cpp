@@ -91,9 +91,14 @@ std::vector<Case> check_cases(const CheckSelection& s) {
     for (auto* impl : reg.impls_of(op->name)) {
       if (!impl->runs_on(backend.name())) continue;
       if (!s.impls.empty() && !listed(s.impls, impl->impl)) continue;
-      const bool every_shape =
-          !s.quick && (!impl->on_request || listed(s.impls, impl->impl) || listed(s.user_impls, impl->impl));
+      // The worker's impls, unless named, get one case per op (a worker case costs a round trip
+      // of files and may compile): its plumbing per op, not torch's arithmetic.
+      const bool named = listed(s.impls, impl->impl) || listed(s.user_impls, impl->impl);
+      const bool one_case = impl->on_request && !named;
+      const bool every_shape = !s.quick && !one_case;
+      bool any = false;  // a case of this impl so far
       for (DType d : impl->dtypes) {
+        if (one_case && any) break;
         if (!dtypes.empty() && std::find(dtypes.begin(), dtypes.end(), d) == dtypes.end()) continue;
         std::size_t taken = 0;  // shapes this impl runs in this dtype
         for (auto& shape : shapes) {
@@ -111,6 +116,7 @@ std::vector<Case> check_cases(const CheckSelection& s) {
             out.push_back(c);
           }
           taken += took;
+          any = any || took;
         }
       }
     }

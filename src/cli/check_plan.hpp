@@ -15,8 +15,8 @@ struct CheckSelection {
   std::string filter;                            // --filter: a regular expression on case strings
   bool quick = false;                            // the first shape each impl runs, per dtype
   // Impls the user brought (--kernel, --plugin): every shape, as impls named by --impl. Other
-  // on_request impls (the worker's, which start a framework and may compile per case) run their
-  // first shape only.
+  // on_request impls (the worker's: each case a round trip of files, and torch.compile compiles)
+  // run one case per op: its first shape in the first dtype they declare.
   std::vector<std::string> user_impls;
 };
 
