@@ -1,6 +1,7 @@
 // Impls registered only in test binaries: they prove the correctness gate and isolation work.
 #include <chrono>
 #include <csignal>
+#include <stdexcept>
 #include <thread>
 
 #include "opmeter/registry.hpp"
@@ -50,6 +51,29 @@ class HangingGemm : public WrongGemm {
   }
 };
 
+// Cannot set up (a library refusing mid-way): the case is `error`, and the next case runs.
+class ThrowingGemm : public WrongGemm {
+ public:
+  void setup(const Case&, const SetupOptions&) override { throw std::runtime_error("test: setup went wrong"); }
+};
+
+}  // namespace
+
+// Calls of CountingGemm::run since the start: how often a check calls the impl.
+std::size_t counting_gemm_calls = 0;
+
+namespace {
+
+// A correct GEMM that counts its calls.
+class CountingGemm : public WrongGemm {
+ public:
+  void run(std::size_t copy) override {
+    ++counting_gemm_calls;
+    WrongGemm::run(copy);
+    static_cast<float*>(c(copy))[0] -= 0.5f;
+  }
+};
+
 template <class T>
 ImplDef test_impl(const char* name) {
   return {.op = "gemm", .impl = name, .summary = "test only", .dtypes = {DType::fp32},
@@ -60,6 +84,8 @@ ImplRegistrar reg_wrong(test_impl<WrongGemm>("test_wrong"));
 ImplRegistrar reg_lazy(test_impl<LazyGemm>("test_lazy"));
 ImplRegistrar reg_crash(test_impl<CrashingGemm>("test_crash"));
 ImplRegistrar reg_hang(test_impl<HangingGemm>("test_hang"));
+ImplRegistrar reg_throw(test_impl<ThrowingGemm>("test_throw"));
+ImplRegistrar reg_count(test_impl<CountingGemm>("test_count"));
 
 // An op with a CPU impl only, for the tests of what a CUDA run says about ops it cannot run
 // (every real op may get a CUDA impl some day). No defaults: sweeping tests leave it out.

@@ -82,7 +82,16 @@ struct OpDef {
   // shifts; MACs of convolutions, matmuls and attention's two products). Empty: neither (an
   // elementwise op, a pooling).
   std::function<ModelCost(const Case&)> model_cost;
+  // The small parameter sets `opmeter check` runs every impl of the op on: its edge cases (odd and
+  // prime sizes, tails not a multiple of a vector, one element, its widest rows, causal or not, ...),
+  // the one `check --quick` runs first. A set may carry optional parameters (a quantization recipe):
+  // only impls that run them get it. `variants` applies to each (a GPU's peak kernels). Empty: the
+  // op's example alone.
+  std::vector<Params> check_shapes;
 };
+
+// The parameter sets `opmeter check` runs op's impls on: its check_shapes, or its example.
+std::vector<Params> check_shapes_of(const OpDef& op);
 
 // One impl of an op on a backend.
 struct ImplDef {

@@ -16,6 +16,7 @@ struct RunOptions {
   Stopping stopping;
   std::uint64_t seed = 20261122;
   bool isolate = false;         // each case in a child process under a deadline
+  bool check_only = false;      // isolated children run check_case, not run_case (opmeter check)
   std::vector<std::string> kernels;  // users' Python kernels (FILE:NAME) an isolated child registers too
   std::string self_exe;         // the opmeter binary to re-execute (isolation)
   std::vector<std::string> plugins;  // C plugins the re-executed binary loads (isolation)
@@ -38,6 +39,12 @@ std::size_t cold_copies(double footprint_bytes, std::size_t llc_bytes, double bu
 // measurement, second check. Never throws for a case-level problem: it becomes the status.
 Result run_case(const Case& c, const RunOptions& options, const ProgressFn& progress = {},
                 const std::atomic<bool>* cancel = nullptr);
+
+// Checks one case's correctness in this process, untimed (`opmeter check`): the same checks as
+// run_case before setup, setup with one input set, then one verify (fresh inputs, poisoned
+// output, one call, the reference). `ok` (pass), `failed` with max_error vs tolerance, `skipped`
+// with the reason, `error`, `crashed` or `timeout` (a worker's). Never throws for a case-level problem.
+Result check_case(const Case& c, const RunOptions& options);
 
 // Runs one case in a child process (this binary re-executed); crashes and hangs become
 // `crashed` / `timeout` results. When *cancel becomes true (Ctrl-C) the child is stopped and the

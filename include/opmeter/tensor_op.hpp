@@ -103,6 +103,11 @@ std::size_t hidden_of(const Case& c);
 // parameters (name, default) follow them.
 OpDef rows_op(std::string name, std::string summary, std::function<Work(const Case&)> work,
               std::vector<std::pair<std::string, std::string>> extra = {});
+// `opmeter check`'s shapes of an op over rows (OpDef::check_shapes), its other parameters as in
+// `example`: first rows of an odd prime width with a tail past every vector width, then one
+// element, one row 2^16 + 1 wide (a reduction in many passes) and rows exactly a vector wide.
+std::vector<std::vector<std::pair<std::string, std::string>>> row_check_shapes(
+    const std::vector<std::pair<std::string, std::string>>& example);
 // An OpDef whose every default is a sweep axis (pooling, squeeze-excite, decode attention): the
 // footprint is the work's bytes, % of peak is against fp32 for bf16 (its math runs in fp32).
 using Params = std::vector<std::pair<std::string, std::string>>;

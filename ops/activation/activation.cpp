@@ -66,11 +66,13 @@ class OpmeterActivation : public HostImpl<ActivationOp> {
 const bool registered = [] {
   for (Act a : tensor::all_acts()) {
     std::string name(tensor::to_string(a));
-    Registry::global().add(tensor::rows_op(name, fmt::format("y = {}(x) elementwise", name), [a](const Case& c) {
+    OpDef op = tensor::rows_op(name, fmt::format("y = {}(x) elementwise", name), [a](const Case& c) {
       double n = double(tensor::rows_of(c)) * double(tensor::hidden_of(c));
       double bytes = n * double(size_of(c.dtype));
       return Work{n * flops_per_element(a), bytes, bytes};
-    }));
+    });
+    op.check_shapes = tensor::row_check_shapes(op.example);
+    Registry::global().add(std::move(op));
     tensor::register_reference<ActivationOp>(name, {DType::fp32, DType::bf16},
                                [](const Case& c) { return 20.0 * double(tensor::rows_of(c) * tensor::hidden_of(c)); }, a);
     Registry::global().add(ImplDef{

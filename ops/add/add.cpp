@@ -16,6 +16,7 @@ namespace {
 OpDef add_op() {
   OpDef op = tensor::rows_op("add", "C = A + B elementwise (residual connection), sum formed in fp32", work);
   op.spec = [] { return std::make_unique<AddSpec>(); };
+  op.check_shapes = tensor::row_check_shapes(op.example);
   return op;
 }
 OpRegistrar reg_add(add_op());

@@ -225,6 +225,16 @@ const bool registered = [] {
     double products = s.stage == Stage::full ? 2 : 1;
     return ModelCost{0, products * double(s.heads_total()) * double(s.seq) * double(s.seq) * double(s.d)};
   };
+  // `opmeter check`: seq not a multiple of any tile, causal and not, the flash kernels' head_dim
+  // 64 and 128, one query; then every stage at an odd head_dim.
+  auto attention = [](int batch, int heads, int seq, int head_dim, int causal, const char* stage) -> Params {
+    return {{"batch", std::to_string(batch)}, {"heads", std::to_string(heads)}, {"seq", std::to_string(seq)},
+            {"head_dim", std::to_string(head_dim)}, {"causal", std::to_string(causal)}, {"stage", stage}};
+  };
+  op.check_shapes = {attention(1, 2, 67, 64, 1, "full"), attention(2, 1, 129, 128, 0, "full"),
+                     attention(1, 1, 1, 64, 1, "full")};
+  for (auto stage : {"scores", "probs", "full"})
+    for (int causal : {0, 1}) op.check_shapes.push_back(attention(2, 1, 71, 13, causal, stage));
   Registry::global().add(op);
   tensor::register_reference<AttentionOp>("attention", {DType::fp32, DType::bf16}, [](const Case& c) { return fused_work(c).flops; });
   Registry::global().add(ImplDef{

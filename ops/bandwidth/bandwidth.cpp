@@ -242,6 +242,15 @@ std::vector<ParamSet> bandwidth_expand(const OpConfig& config) {
   return out;
 }
 
+// `opmeter check`: every kernel on a prime n (a tail in every thread's share and vector), then
+// on one element and on 2^16 + 1.
+std::vector<Params> check_shapes() {
+  std::vector<Params> out;
+  for (auto n : {"1031", "1", "65537"})
+    for (auto& k : kernel_names()) out.push_back({{"kernel", k}, {"n", n}});
+  return out;
+}
+
 OpRegistrar reg_op({
     .name = "bandwidth",
     .summary = "memory bandwidth: copy, scale, add, triad, read, write (+ _nt non-temporal stores)",
@@ -267,6 +276,7 @@ OpRegistrar reg_op({
     .ceiling_cases = memory_ceiling_cases,
     .config_keys = {"bandwidth"},
     .expand = bandwidth_expand,
+    .check_shapes = check_shapes(),
 });
 
 ImplRegistrar reg_impl({

@@ -88,6 +88,20 @@ const bool registered = [] {
     double weights = double(s.oc) * double(s.cg()) * double(s.r * s.r);
     return ModelCost{weights + double(s.oc) * (s.bn ? 2 : 1), weights * double(s.n) * double(s.oh * s.oh)};
   };
+  // `opmeter check`: odd channels and images, 1x1, strided, grouped, depthwise (the opmeter
+  // impl's only form) with BatchNorm and without, one element. NCHW and NHWC are impls (cudnn,
+  // cudnn_nhwc): each runs every shape.
+  auto conv = [](int batch, int channels, int out_channels, int image, int kernel, int stride, int padding, int groups,
+                 int bn, const char* act) -> Params {
+    return {{"batch", std::to_string(batch)},   {"channels", std::to_string(channels)},
+            {"out_channels", std::to_string(out_channels)}, {"image", std::to_string(image)},
+            {"kernel", std::to_string(kernel)}, {"stride", std::to_string(stride)},
+            {"padding", std::to_string(padding)}, {"groups", std::to_string(groups)},
+            {"bn", std::to_string(bn)},         {"act", act}};
+  };
+  op.check_shapes = {conv(2, 3, 5, 11, 3, 1, 1, 1, 1, "gelu"), op.example, conv(1, 3, 5, 11, 1, 1, 0, 1, 0, "gelu"),
+                     conv(2, 4, 4, 7, 3, 1, 1, 4, 1, "none"),  conv(1, 7, 7, 13, 5, 2, 2, 7, 0, "silu"),
+                     conv(1, 1, 1, 1, 1, 1, 0, 1, 0, "none")};
   Registry::global().add(op);
   tensor::register_reference<ConvOp>("conv2d", {DType::fp32, DType::bf16}, [](const Case& c) { return fused_work(c).flops; });
   return true;

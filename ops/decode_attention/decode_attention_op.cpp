@@ -37,6 +37,14 @@ OpDef def() {
   op.model_cost = [](const Case& c) {
     return ModelCost{0, 2 * heads_total(c) * double(param(c, "kv")) * double(param(c, "head_dim"))};
   };
+  // `opmeter check`: odd kv and head_dim, the fast head_dims 64 and 128 over a prime kv, the CUDA
+  // kernel's widest head_dim (256), one position of one element.
+  auto decode = [](int batch, int heads, int kv, int head_dim) -> Params {
+    return {{"batch", std::to_string(batch)}, {"heads", std::to_string(heads)}, {"kv", std::to_string(kv)},
+            {"head_dim", std::to_string(head_dim)}};
+  };
+  op.check_shapes = {decode(2, 3, 37, 16), decode(2, 5, 67, 64), decode(1, 2, 1031, 128), decode(1, 1, 129, 256),
+                     decode(1, 1, 1, 1)};
   return op;
 }
 // The op, then its spec: set_spec needs the op registered (same file: no order across files).

@@ -36,6 +36,12 @@ OpDef def() {
     return rows * 4 + double(param(c, "vocab")) * hidden * e + rows * hidden * e;
   };
   op.model_cost = [](const Case& c) { return ModelCost{double(param(c, "vocab")) * double(param(c, "hidden")), 0}; };
+  // Odd rows with a tail, a one-row one-element table, one row 2^16 + 1 wide, rows a vector wide
+  // gathered from a table larger than the lookups.
+  op.check_shapes = {{{"batch", "2"}, {"seq", "5"}, {"hidden", "263"}, {"vocab", "11"}},
+                     {{"batch", "1"}, {"seq", "1"}, {"hidden", "1"}, {"vocab", "1"}},
+                     {{"batch", "1"}, {"seq", "3"}, {"hidden", "65537"}, {"vocab", "2"}},
+                     {{"batch", "3"}, {"seq", "7"}, {"hidden", "64"}, {"vocab", "1009"}}};
   return op;
 }
 const bool registered = [] {

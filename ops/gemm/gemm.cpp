@@ -60,6 +60,13 @@ OpRegistrar reg_gemm({
     .peak_dtype = [](const Case& c) -> std::optional<DType> { return c.dtype; },
     .expand = gemm_expand,
     .spec = [] { return std::make_unique<GemmSpec>(); },
+    // `opmeter check`: odd primes (tails in every blocking), one element, a GEMV with a prime K,
+    // a tile-aligned square, M and N one past a tile.
+    .check_shapes = {{{"M", "37"}, {"N", "41"}, {"K", "43"}},
+                     {{"M", "1"}, {"N", "1"}, {"K", "1"}},
+                     {{"M", "1"}, {"N", "257"}, {"K", "1031"}},
+                     {{"M", "64"}, {"N", "64"}, {"K", "64"}},
+                     {{"M", "17"}, {"N", "33"}, {"K", "129"}}},
 });
 
 }  // namespace

@@ -146,6 +146,30 @@ void validate_recipe(const Case& c) {
     throw CaseError(fmt::format("{}={} has no training step: {}={} takes baseline, float8dq-tensor or float8dq-row", kQuant, name, kMode, kTrain));
 }
 
+// `opmeter check`'s shapes: odd sizes with tails, one element, a decode row with a wide K, rows a
+// vector wide, each act; then each quantization recipe at decode (M=1: split-K on GPUs) and at
+// 18 rows, over K of 3 groups (a group must divide K) or else odd.
+std::vector<Params> linear_check_shapes(bool with_act) {
+  auto shape = [with_act](int batch, int seq, int hidden, int out, const char* act) {
+    Params p = {{"batch", std::to_string(batch)}, {"seq", std::to_string(seq)}, {"hidden", std::to_string(hidden)},
+                {"out", std::to_string(out)}};
+    if (with_act) p.emplace_back("act", act);
+    return p;
+  };
+  std::vector<Params> out = {shape(2, 5, 263, 77, "none"), shape(1, 1, 1, 1, "relu"), shape(1, 1, 4099, 33, "gelu_tanh"),
+                             shape(1, 17, 64, 128, "silu"), shape(2, 3, 37, 19, "gelu")};
+  for (auto& name : quant::recipe_names()) {
+    auto recipe = quant::parse_recipe(name);
+    if (recipe->baseline()) continue;
+    const int hidden = recipe->group ? 3 * static_cast<int>(recipe->group) : 263;
+    for (auto p : {shape(1, 1, hidden, 77, "none"), shape(2, 9, hidden, 37, "none")}) {
+      p.emplace_back(kQuant, name);
+      out.push_back(std::move(p));
+    }
+  }
+  return out;
+}
+
 OpDef linear_def(const std::string& name, const std::string& summary, bool with_act) {
   std::vector<std::pair<std::string, std::string>> extra = {{"out", "4096"}};
   if (with_act) extra.emplace_back("act", "none");
@@ -186,6 +210,7 @@ OpDef linear_def(const std::string& name, const std::string& summary, bool with_
     return ModelCost{weights + double(s.out) + (s.layernorm ? 2.0 * double(s.hidden) : 0.0), weights * double(s.rows)};
   };
   op.peak_dtype = [](const Case& c) -> std::optional<DType> { return c.dtype; };
+  op.check_shapes = linear_check_shapes(with_act);
   return op;
 }
 

@@ -63,12 +63,15 @@ const bool registered = [] {
   for (auto info : {Info{Kind::mse, "mse", "mean squared error, mean reduction"},
                     Info{Kind::cross_entropy, "cross_entropy", "cross-entropy of logits (hidden = classes) with integer labels, mean"}}) {
     Kind kind = info.kind;
-    Registry::global().add(tensor::rows_op(info.name, info.summary, [kind](const Case& c) {
+    OpDef op = tensor::rows_op(info.name, info.summary, [kind](const Case& c) {
       double rows = double(tensor::rows_of(c)), n = rows * double(tensor::hidden_of(c));
       double act = n * double(size_of(c.dtype));
       if (kind == Kind::mse) return Work{3 * n, 2 * act, 4};
       return Work{4 * n, act + 4 * rows, 4};
-    }));
+    });
+    // One class (cross-entropy's loss is 0), 2^16 + 1 classes; a one-element mean.
+    op.check_shapes = tensor::row_check_shapes(op.example);
+    Registry::global().add(std::move(op));
     tensor::register_reference<LossOp>(info.name, {DType::fp32, DType::bf16},
                                [](const Case& c) { return 20.0 * double(tensor::rows_of(c) * tensor::hidden_of(c)); }, kind);
     Registry::global().add(ImplDef{

@@ -55,6 +55,7 @@ OpDef def() {
     return ModelCost{p.total_params() * per_layer, p.total_macs() * per_layer};
   };
   op.spec = [] { return std::make_unique<ModelSpec>(); };  // the worker checks the values
+  op.check_shapes = {op.example};  // a whole model: its smallest form only
   return op;
 }
 const OpRegistrar reg(def());

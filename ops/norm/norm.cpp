@@ -122,6 +122,7 @@ const bool registered = [] {
     // Learned vectors: gamma and beta (BatchNorm's running statistics are buffers, not parameters).
     const double learned = info.kind == Kind::softmax ? 0 : info.kind == Kind::rmsnorm ? 1 : 2;
     op.model_cost = [learned](const Case& c) { return ModelCost{learned * double(tensor::hidden_of(c)), 0}; };
+    op.check_shapes = tensor::row_check_shapes(op.example);  // 2^16 + 1: a row reduced in many passes
     Registry::global().add(std::move(op));
     Kind kind = info.kind;
     tensor::register_reference<NormOp>(info.name, {DType::fp32, DType::bf16},

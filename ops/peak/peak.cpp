@@ -175,6 +175,8 @@ OpRegistrar reg_op({
           for (auto& kernel : kernels_for(d, !like.on_host())) out.push_back({{"kernel", kernel}});
           return out;
         },
+    // `opmeter check`: each kernel's checksum (variants: a GPU's kernels of the dtype).
+    .check_shapes = {{{"kernel", "fma"}}},
 });
 
 ImplRegistrar reg_impl({

@@ -42,13 +42,23 @@ void validate(const Case& c) {
 }
 
 const bool registered = [] {
-  Registry::global().add(tensor::shaped_op(
+  OpDef op = tensor::shaped_op(
       "pool2d", "2-D max or average pooling, NCHW (global average: kind=avg, kernel=image)",
       {{"batch", "1"}, {"channels", "64"}, {"image", "112"}, {"kernel", "3"}, {"stride", "2"}, {"padding", "1"},
        {"kind", "max"}},
       {{"batch", "2"}, {"channels", "3"}, {"image", "9"}, {"kernel", "3"}, {"stride", "2"}, {"padding", "1"},
        {"kind", "max"}},
-      work, validate));
+      work, validate);
+  // `opmeter check`: padded windows at odd images, an even window over an odd image (a ragged
+  // last column), global average, one element.
+  auto pool = [](int batch, int channels, int image, int kernel, int stride, int padding, const char* kind) -> Params {
+    return {{"batch", std::to_string(batch)},   {"channels", std::to_string(channels)}, {"image", std::to_string(image)},
+            {"kernel", std::to_string(kernel)}, {"stride", std::to_string(stride)},     {"padding", std::to_string(padding)},
+            {"kind", kind}};
+  };
+  op.check_shapes = {op.example, pool(1, 5, 13, 3, 2, 1, "avg"), pool(2, 3, 17, 2, 2, 0, "max"), pool(1, 7, 7, 7, 1, 0, "avg"),
+                     pool(1, 1, 1, 1, 1, 0, "max")};
+  Registry::global().add(std::move(op));
   tensor::register_reference<PoolOp>("pool2d", {DType::fp32, DType::bf16}, [](const Case& c) { return work(c).flops; });
   return true;
 }();

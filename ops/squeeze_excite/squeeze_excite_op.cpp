@@ -45,6 +45,13 @@ OpDef def() {
     const double ch = double(param(c, "channels")), r = double(param(c, "reduced"));
     return ModelCost{2 * ch * r + r + ch, 2 * double(param(c, "batch")) * ch * r};
   };
+  // `opmeter check`: odd channels and planes, both gates and acts, one element.
+  auto se = [](int batch, int channels, int image, int reduced, const char* act, const char* gate) -> Params {
+    return {{"batch", std::to_string(batch)}, {"channels", std::to_string(channels)}, {"image", std::to_string(image)},
+            {"reduced", std::to_string(reduced)}, {"act", act}, {"gate", gate}};
+  };
+  op.check_shapes = {op.example, se(1, 97, 7, 13, "relu", "hardsigmoid"), se(3, 17, 3, 5, "silu", "hardsigmoid"),
+                     se(1, 1, 1, 1, "relu", "sigmoid")};
   return op;
 }
 // The op, then its spec: set_spec needs the op registered (same file: no order across files).

@@ -204,6 +204,15 @@ const bool registered = [] {
     const double attention = 2 * double(s.batch) * double(s.seq) * double(s.seq) * h;
     return ModelCost{params, rows * (4 * h * h + 2 * h * m) + attention};
   };
+  // `opmeter check`: the flash kernel's head_dim 64 (causal, seq not a tile's multiple) and 128,
+  // odd hidden and seq, one token.
+  auto block = [](int batch, int seq, int hidden, int heads, int mlp, const char* act, int causal) -> Params {
+    return {{"batch", std::to_string(batch)}, {"seq", std::to_string(seq)},   {"hidden", std::to_string(hidden)},
+            {"heads", std::to_string(heads)}, {"mlp", std::to_string(mlp)},   {"act", act},
+            {"causal", std::to_string(causal)}};
+  };
+  op.check_shapes = {block(1, 37, 128, 2, 0, "gelu", 1), block(2, 19, 128, 1, 200, "silu", 0), op.example,
+                     block(1, 1, 39, 3, 0, "silu", 0)};
   Registry::global().add(op);
   tensor::register_reference<TransformerBlockOp>("transformer_block", {DType::fp32, DType::bf16}, reference_cost);
   return true;

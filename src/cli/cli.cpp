@@ -17,6 +17,8 @@ int cli_main(int argc, char** argv) {
   app.require_subcommand(1);
   RunArgs run_args;
   add_run_command(app, run_args);
+  CheckArgs check_args;
+  add_check_command(app, check_args);
   CalibrateArgs calibrate_args;
   add_calibrate_command(app, calibrate_args);
   ReportArgs report_args;
@@ -45,6 +47,7 @@ int cli_main(int argc, char** argv) {
       return list_command();
     }
     if (info->parsed()) return info_command();
+    if (app.got_subcommand("check")) return check_command(check_args, argv[0]);
     if (app.got_subcommand("calibrate")) return calibrate_command(calibrate_args);
     if (app.got_subcommand("report")) return report_command(report_args);
     if (app.got_subcommand("compare")) return compare_command(compare_args);

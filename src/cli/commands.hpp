@@ -1,6 +1,7 @@
 #pragma once
 #include <functional>
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,7 @@ struct RunArgs {
   std::optional<double> cooldown_s, heat_max_s;
   std::vector<std::string> kernels;  // --kernel FILE[:NAME]: users' Python kernels
   std::string child_result;  // internal: isolated child writes its one result here
+  bool check_only = false;   // internal: the isolated child of `opmeter check` checks, untimed
   std::vector<std::string> plugins;  // --plugin: C plugin libraries, loaded before the plan is made
   std::vector<std::string> pipelines;  // --pipeline NAME[:key=value,...]: built-in pipelines to run
 };
@@ -48,6 +50,17 @@ struct RunArgs {
 std::string pipeline_flags_config(const std::vector<std::string>& specs);
 
 void add_run_command(CLI::App& app, RunArgs& args);
+
+// What `run` and `check` share: the opmeter binary (isolated children re-execute it), --filter,
+// and users' impls (--kernel, --plugin), registered before any case names them.
+std::string self_path(const char* argv0);
+std::optional<std::regex> compile_filter(const std::string& filter);  // UsageError when not a regex; empty: none
+void add_user_impl_options(CLI::App* command, std::vector<std::string>& kernels, std::vector<std::string>& plugins);
+struct UserImpls {
+  std::vector<std::string> kernel_specs;  // the kernels' FILE:NAME made absolute (isolated children register them again)
+  std::vector<std::string> names;         // the impls they registered
+};
+UserImpls load_user_impls(const std::vector<std::string>& kernels, const std::vector<std::string>& plugins);
 
 // Where and how a run writes its results.
 struct RunOutput {
@@ -70,6 +83,22 @@ int run_pipelines(std::vector<pipeline::PlannedPipeline> pipelines, std::vector<
 int results_exit_code(const std::vector<Result>& results);
 // Reads and checks a calibration profile (UsageError otherwise).
 nlohmann::json read_calibration(const std::string& path);
+
+// `opmeter check`: correctness of every impl x dtype x the ops' check shapes, untimed.
+struct CheckArgs {
+  std::string device = "cpu";
+  std::string filter;
+  std::vector<std::string> ops, impls, dtypes;
+  bool quick = false;
+  bool isolate = false;
+  std::optional<double> case_deadline_s;
+  bool sanitize = false;
+  bool dry_run = false;
+  std::vector<std::string> kernels, plugins;
+  std::string out = ".";  // check.json goes here
+};
+void add_check_command(CLI::App& app, CheckArgs& args);
+int check_command(const CheckArgs& args, const char* argv0);
 
 struct CalibrateArgs {
   std::string out = "opmeter-calibration.json";

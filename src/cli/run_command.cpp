@@ -52,12 +52,6 @@ const CLI::Validator kNonNegativeInteger(
     },
     "UINT");
 
-std::string self_path(const char* argv0) {
-  std::error_code ec;
-  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string(argv0) : p.string();
-}
-
 Plan make_plan(const RunArgs& a) {
   int threads = a.threads.value_or(default_threads());
   if (a.case_given) {
@@ -84,7 +78,7 @@ Plan make_plan(const RunArgs& a) {
 int child_run(const RunArgs& a, const RunOptions& options) {
   Case c = parse_case(a.case_string);
   validate_case(c);
-  Result r = run_case(c, options);
+  Result r = a.check_only ? check_case(c, options) : run_case(c, options);
   std::ofstream f(a.child_result);
   f << dump_json(to_json(r)) << "\n";
   return f ? 0 : 3;
@@ -211,6 +205,44 @@ std::vector<std::string> chosen_formats(const RunArgs& a) {
 }
 
 }  // namespace
+
+std::string self_path(const char* argv0) {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(argv0) : p.string();
+}
+
+std::optional<std::regex> compile_filter(const std::string& filter) {
+  if (filter.empty()) return std::nullopt;
+  try {
+    return std::regex(filter);
+  } catch (const std::regex_error& e) {
+    throw UsageError(fmt::format("--filter '{}' is not a valid regular expression: {}", filter, e.what()));
+  }
+}
+
+void add_user_impl_options(CLI::App* command, std::vector<std::string>& kernels, std::vector<std::string>& plugins) {
+  command->add_option("--kernel", kernels,
+                      "a Python kernel of your own, FILE.py:NAME (or FILE.py whose module is the kernel): measured as impl "
+                      "NAME of the op it declares; repeatable");
+  command->add_option("--plugin", plugins, "load a C plugin (include/opmeter/plugin_abi.h) and its impls; repeatable")
+      ->allow_extra_args(false);
+}
+
+UserImpls load_user_impls(const std::vector<std::string>& kernels, const std::vector<std::string>& plugins) {
+  UserImpls out;
+  if (kernels.empty() && plugins.empty()) return out;
+  auto before = Registry::global().impl_names();
+  for (auto& k : kernels) {
+    std::string absolute = worker::absolute_kernel_spec(k);
+    worker::add_user_kernel(absolute);
+    out.kernel_specs.push_back(absolute);
+  }
+  for (auto& path : plugins) load_plugin(path);
+  for (auto& name : Registry::global().impl_names())
+    if (std::find(before.begin(), before.end(), name) == before.end()) out.names.push_back(name);
+  return out;
+}
 
 nlohmann::json read_calibration(const std::string& path) {
   std::error_code ec;
@@ -364,15 +396,12 @@ void add_run_command(CLI::App& app, RunArgs& a) {
       ->check(kFinite)->check(CLI::Range(0.0, 600.0));
   run->add_option("--heat-max", a.heat_max_s, "CUDA cases: at most this many seconds of calls until power settles, before the sustained window (default 5)")
       ->check(kFinite)->check(CLI::Range(0.0, 600.0));
-  run->add_option("--kernel", a.kernels,
-                  "a Python kernel of your own, FILE.py:NAME (or FILE.py whose module is the kernel): measured as impl NAME "
-                  "of the op it declares; repeatable");
-  run->add_option("--plugin", a.plugins, "load a C plugin (include/opmeter/plugin_abi.h) and its impls; repeatable")
-      ->allow_extra_args(false);
+  add_user_impl_options(run, a.kernels, a.plugins);
   run->add_option("--pipeline", a.pipelines,
                   "run a built-in pipeline layer by layer, NAME[:key=value,...] (e.g. resnet50:batch=64,dtype=bf16); "
                   "repeatable; opmeter list shows them");
   run->add_option("--child-result", a.child_result, "internal: used by --isolate")->group("");
+  run->add_flag("--check-only", a.check_only, "internal: the isolated child of opmeter check checks its case, untimed")->group("");
 }
 
 int run_command(const RunArgs& given, const char* argv0) {
@@ -393,12 +422,7 @@ int run_command(const RunArgs& given, const char* argv0) {
   if (a.energy_window_s) options.energy_window_s = *a.energy_window_s;
   if (a.cooldown_s) options.cooldown_s = *a.cooldown_s;
   if (a.heat_max_s) options.heat_max_s = *a.heat_max_s;
-  for (auto& k : a.kernels) {  // before any case names them
-    std::string absolute = worker::absolute_kernel_spec(k);
-    worker::add_user_kernel(absolute);
-    options.kernels.push_back(absolute);
-  }
-  for (auto& path : a.plugins) load_plugin(path);  // before any case names their impls
+  options.kernels = load_user_impls(a.kernels, a.plugins).kernel_specs;  // before any case names them
   if (!a.child_result.empty()) {
     options.stopping = apply_overrides(Stopping{}, a.stopping);
     return child_run(a, options);
@@ -411,14 +435,7 @@ int run_command(const RunArgs& given, const char* argv0) {
   if (!a.llc_bytes && plan.llc_bytes) set_llc_bytes(plan.llc_bytes);
   options.stopping = apply_overrides(plan.stopping, a.stopping);
   std::vector<Case> cases;
-  std::optional<std::regex> filter;
-  if (!a.filter.empty()) {
-    try {
-      filter.emplace(a.filter);
-    } catch (const std::regex_error& e) {
-      throw UsageError(fmt::format("--filter '{}' is not a valid regular expression: {}", a.filter, e.what()));
-    }
-  }
+  std::optional<std::regex> filter = compile_filter(a.filter);
   for (auto& note : plan.notes) fmt::print(stderr, "opmeter: {}\n", note);
   for (auto c : plan.cases) {
     if (a.threads && c.on_host()) c.threads = *a.threads;

@@ -32,6 +32,7 @@ std::vector<std::string> child_args(const Case& c, const RunOptions& o, const st
   args.insert(args.end(), stopping.begin(), stopping.end());
   if (llc_bytes_overridden()) args.insert(args.end(), {"--llc-bytes", std::to_string(llc_bytes())});
   if (o.profile) args.push_back("--profile");
+  if (o.check_only) args.push_back("--check-only");
   for (auto& k : o.kernels) args.insert(args.end(), {"--kernel", k});
   for (auto& plugin : o.plugins) args.insert(args.end(), {"--plugin", plugin});
   return args;

@@ -86,6 +86,10 @@ std::vector<std::string> Registry::impl_names() const {
   return {names.begin(), names.end()};
 }
 
+std::vector<Params> check_shapes_of(const OpDef& op) {
+  return op.check_shapes.empty() ? std::vector<Params>{op.example} : op.check_shapes;
+}
+
 CeilingKind ceiling_of(const std::string& name) {
   const OpDef* op = Registry::global().op(name);
   return op ? op->ceiling : CeilingKind::none;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <cmath>
 #include <set>
 #include <thread>
@@ -212,37 +213,73 @@ void record_telemetry(Result& r, const std::vector<TelemetryPoint>& points, doub
     r.details["slowdown_reasons"] = clock_event_names(burst->slowdown_reasons());
 }
 
-}  // namespace
+Result finished(Result& r, Status s, std::string reason) {
+  r.status = s;
+  r.reason = std::move(reason);
+  r.timestamp = utc_now_iso();
+  return r;
+}
 
-Result run_case(const Case& c, const RunOptions& options, const ProgressFn& progress, const std::atomic<bool>* cancel) {
+// Runs a case's procedure on a fresh result; whatever it throws becomes the result's status, so a
+// failing case never takes the run down and the next case starts afresh.
+Result guarded(const Case& c, const std::function<Result(Result&)>& procedure) {
   Result r;
   r.kase = c;
   r.case_string = c.to_string();
-  auto finish = [&](Status s, std::string reason) {
-    r.status = s;
-    r.reason = std::move(reason);
-    r.timestamp = utc_now_iso();
-    return r;
-  };
   try {
-    validate_case(c);
+    return procedure(r);
+  } catch (const Unsupported& e) {
+    return finished(r, Status::skipped, e.what());
+  } catch (const ImplCrashed& e) {
+    return finished(r, Status::crashed, e.what());
+  } catch (const ImplHung& e) {
+    return finished(r, Status::timeout, e.what());
+  } catch (const std::bad_alloc&) {
+    return finished(r, Status::error, "out of memory while setting up the case");
+  } catch (const std::exception& e) {
+    return finished(r, Status::error, e.what());
+  }
+}
+
+// Whether a case can run here, before anything is set up: a valid case of a registered op and
+// impl (else it throws), a ready backend, a dtype the impl has, and support by the backend, the
+// impl and its optional parameters. The reason when not: the case is `skipped`.
+Support runnable_here(const Case& c) {
+  validate_case(c);
+  Backend& backend = backend_of(c);
+  if (auto s = backend.ready(); !s.ok) return s;
+  const ImplDef& impl_def = *Registry::global().impl(c.op, c.impl);
+  if (std::find(impl_def.dtypes.begin(), impl_def.dtypes.end(), c.dtype) == impl_def.dtypes.end())
+    return Support::no(fmt::format("{} has no {} {}", c.impl, to_string(c.dtype), c.op));
+  if (auto s = backend.supports(c); !s.ok) return s;
+  if (auto s = takes_optional_params(impl_def, c); !s.ok) return s;
+  return impl_def.supports(c);
+}
+
+// Whether a runnable case's inputs and outputs fit in its device's free memory.
+Support fits_in_memory(const Case& c) {
+  Backend& backend = backend_of(c);
+  double footprint = Registry::global().op(c.op)->footprint(c), available = backend.free_memory(c);
+  if (footprint > kMemoryHeadroom * available)
+    return Support::no(fmt::format("needs {} of memory, {} available on {}", gib(footprint), gib(available),
+                                   c.on_host() ? "the host" : c.device));
+  return Support::yes();
+}
+
+}  // namespace
+
+Result run_case(const Case& c, const RunOptions& options, const ProgressFn& progress, const std::atomic<bool>* cancel) {
+  return guarded(c, [&](Result& r) {
+    auto finish = [&](Status s, std::string reason) { return finished(r, s, std::move(reason)); };
+    if (auto s = runnable_here(c); !s.ok) return finish(Status::skipped, s.reason);
     Backend& backend = backend_of(c);
-    if (auto s = backend.ready(); !s.ok) return finish(Status::skipped, s.reason);
-    const auto& reg = Registry::global();
-    const OpDef& op = *reg.op(c.op);
-    const ImplDef& impl_def = *reg.impl(c.op, c.impl);
-    if (std::find(impl_def.dtypes.begin(), impl_def.dtypes.end(), c.dtype) == impl_def.dtypes.end())
-      return finish(Status::skipped, fmt::format("{} has no {} {}", c.impl, to_string(c.dtype), c.op));
-    if (auto s = backend.supports(c); !s.ok) return finish(Status::skipped, s.reason);
-    if (auto s = takes_optional_params(impl_def, c); !s.ok) return finish(Status::skipped, s.reason);
-    if (auto s = impl_def.supports(c); !s.ok) return finish(Status::skipped, s.reason);
+    const OpDef& op = *Registry::global().op(c.op);
+    const ImplDef& impl_def = *Registry::global().impl(c.op, c.impl);
 
     r.work = op.work(c);
+    if (auto s = fits_in_memory(c); !s.ok) return finish(Status::skipped, s.reason);
     double footprint = op.footprint(c);
     double available = backend.free_memory(c);
-    if (footprint > kMemoryHeadroom * available)
-      return finish(Status::skipped, fmt::format("needs {} of memory, {} available on {}", gib(footprint), gib(available),
-                                                 c.on_host() ? "the host" : c.device));
     r.cache = !op.uses_memory ? "none" : c.hot ? "hot" : "cold";
     // Cold samples: the backend's timer flushes caches before each (a GPU's L2), or the runner
     // rotates input copies.
@@ -323,17 +360,30 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     r.peak_memory_bytes = impl->allocates_elsewhere() ? impl->own_peak_memory() : backend.memory_peak(c);
     if (!after.ok) return finish(Status::failed, "wrong result after timing: " + after.detail);
     return finish(Status::ok, "");
-  } catch (const Unsupported& e) {
-    return finish(Status::skipped, e.what());
-  } catch (const ImplCrashed& e) {
-    return finish(Status::crashed, e.what());
-  } catch (const ImplHung& e) {
-    return finish(Status::timeout, e.what());
-  } catch (const std::bad_alloc&) {
-    return finish(Status::error, "out of memory while setting up the case");
-  } catch (const std::exception& e) {
-    return finish(Status::error, e.what());
-  }
+  });
+}
+
+Result check_case(const Case& c, const RunOptions& options) {
+  return guarded(c, [&](Result& r) {
+    auto finish = [&](Status s, std::string reason) { return finished(r, s, std::move(reason)); };
+    if (auto s = runnable_here(c); !s.ok) return finish(Status::skipped, s.reason);
+    r.work = Registry::global().op(c.op)->work(c);
+    if (auto s = fits_in_memory(c); !s.ok) return finish(Status::skipped, s.reason);
+    Backend& backend = backend_of(c);
+    const ImplDef& impl_def = *Registry::global().impl(c.op, c.impl);
+    ProfilerRange range(backend, r.case_string);
+    omp_set_num_threads(c.threads);
+    auto impl = backend.make(impl_def, c);
+    impl->setup(c, {1, options.seed});
+    r.details = impl->details();
+    auto check = impl->verify(options.seed + 1);  // poisons the output, runs once, compares
+    r.max_error = check.max_error;
+    r.tolerance = check.tolerance;
+    if (!check.ok) return finish(Status::failed, "wrong result: " + check.detail);
+    if (check.unchecked) r.add_flag("unchecked");
+    for (auto& [name, metric] : check.metrics) r.set_metric(name, metric);
+    return finish(Status::ok, "");
+  });
 }
 
 std::string Ceilings::where(const Case& c) { return backend_of(c).ceiling_key(c); }

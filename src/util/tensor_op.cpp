@@ -175,4 +175,17 @@ OpDef rows_op(std::string name, std::string summary, std::function<Work(const Ca
   return op;
 }
 
+std::vector<Params> row_check_shapes(const Params& example) {
+  auto rows = [&](int batch, int seq, int hidden) {
+    Params p = example;
+    for (auto& [k, v] : p) {
+      if (k == "batch") v = std::to_string(batch);
+      if (k == "seq") v = std::to_string(seq);
+      if (k == "hidden") v = std::to_string(hidden);
+    }
+    return p;
+  };
+  return {rows(2, 5, 263), rows(1, 1, 1), rows(1, 1, 65537), rows(3, 7, 64)};
+}
+
 }  // namespace opmeter::tensor
