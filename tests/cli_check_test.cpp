@@ -105,6 +105,19 @@ TEST(CheckCli, AWrongCPluginFailsNamingIt) {
   EXPECT_EQ(plugin_cases, 4u);
 }
 
+TEST(CheckCli, APluginThatExitsOrCrashesIsThatCaseCrashedNamingThePluginAndTheOthersRun) {
+  auto dir = temp_dir("check_plugin_ends");
+  auto out = cli(std::string("check --quick --plugin ") + PLUGIN_ENDS_PROCESS + " --op relu --dtype fp32 -o " + dir.string());
+  EXPECT_EQ(out.code, 1) << out.text;
+  auto m = printed_matrix(out.text);
+  for (auto impl : {"test_plugin_exits", "test_plugin_segfaults", "test_plugin_aborts"})
+    EXPECT_EQ(m[std::string("relu/") + impl]["fp32"], "crash") << impl << "\n" << out.text;
+  EXPECT_EQ(m["relu/test_plugin_correct"]["fp32"], "pass") << out.text;
+  EXPECT_EQ(m["relu/opmeter"]["fp32"], "pass") << out.text;
+  EXPECT_TRUE(has(out.text, "plugin " + fs::canonical(PLUGIN_ENDS_PROCESS).string())) << out.text;
+  EXPECT_TRUE(fs::exists(dir / "check.json"));
+}
+
 TEST(CheckCli, AWrongPythonKernelFailsNamingIt) {
   const std::string python = OPMETER_TEST_PYTHON;
   if (std::system((python + " -c 'import torch' 2>/dev/null").c_str()) != 0)

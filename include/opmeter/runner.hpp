@@ -50,6 +50,11 @@ Result check_case(const Case& c, const RunOptions& options);
 // `crashed` / `timeout` results. When *cancel becomes true (Ctrl-C) the child is stopped and the
 // result is an `error` "interrupted", which run_all does not record.
 Result run_case_isolated(const Case& c, const RunOptions& options, const std::atomic<bool>* cancel = nullptr);
+// Whether a case runs in a child process: every case with `isolate`, and a C plugin's case by
+// default (a plugin that exits or crashes then ends its case, not the run); run_in_child runs it
+// there and names the plugin when it crashed or hung.
+bool runs_in_child(const Case& c, const RunOptions& options);
+Result run_in_child(const Case& c, const RunOptions& options, const std::atomic<bool>* cancel = nullptr);
 
 // The measured ceilings of a run: peak GFLOP/s per (dtype, threads or GPU) from `peak` results
 // (on a GPU: the tensor-core mma/wgmma kernels, FMA chains for fp32), memory bandwidth

@@ -108,7 +108,7 @@ int check_command(const CheckArgs& a, const char* argv0) {
   for (auto& c : cases) {
     if (results.empty() || results.back().kase.op != c.op)
       fmt::print(stderr, "opmeter check: {}\n", c.op);
-    results.push_back(a.isolate ? run_case_isolated(c, options) : check_case(c, options));
+    results.push_back(runs_in_child(c, options) ? run_in_child(c, options) : check_case(c, options));
   }
   fmt::print("{}", check_text(results));
   std::fflush(stdout);  // the matrix whole, before what follows on stderr

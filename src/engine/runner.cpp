@@ -386,6 +386,29 @@ Result check_case(const Case& c, const RunOptions& options) {
   });
 }
 
+// A C plugin's case runs in a child by default. In process, a plugin that calls exit(0) ended
+// the run "successfully" with no summary, and a segfault or abort ended it with no word of which
+// case; exit hooks and signal handlers could name the case but not go on with the others. A child
+// costs a process start per case, little beside a measurement.
+namespace {
+std::string plugin_of(const Case& c) {
+  const ImplDef* def = Registry::global().impl(c.op, c.impl);
+  return def ? def->plugin : "";
+}
+}  // namespace
+
+bool runs_in_child(const Case& c, const RunOptions& options) {
+  return options.isolate || (!plugin_of(c).empty() && !options.self_exe.empty());
+}
+
+Result run_in_child(const Case& c, const RunOptions& options, const std::atomic<bool>* cancel) {
+  Result r = run_case_isolated(c, options, cancel);
+  const std::string plugin = plugin_of(c);
+  if (!plugin.empty() && (r.status == Status::crashed || r.status == Status::timeout))
+    r.reason = fmt::format("{} (in plugin {})", r.reason, plugin);
+  return r;
+}
+
 std::string Ceilings::where(const Case& c) { return backend_of(c).ceiling_key(c); }
 
 void Ceilings::learn(const Result& r) {
@@ -523,16 +546,8 @@ std::vector<Result> run_all(const std::vector<Case>& cases, std::vector<Result> 
     if (done.count(c.to_string())) continue;
     reporter.case_started(i, c);
     Result r;
-    // A C plugin's case runs in a child by default. In process, a plugin that calls exit(0) ended
-    // the run "successfully" with no summary, and a segfault or abort ended it with no word of
-    // which case; exit hooks and signal handlers could name the case but not go on with the
-    // others. A child costs a process start per case, little beside a measurement.
-    const ImplDef* def = Registry::global().impl(c.op, c.impl);
-    const std::string plugin = def ? def->plugin : "";
-    if (options.isolate || (!plugin.empty() && !options.self_exe.empty())) {
-      r = run_case_isolated(c, options, cancel);
-      if (!plugin.empty() && (r.status == Status::crashed || r.status == Status::timeout))
-        r.reason = fmt::format("{} (in plugin {})", r.reason, plugin);
+    if (runs_in_child(c, options)) {
+      r = run_in_child(c, options, cancel);
     } else {
       r = run_case(c, options, [&](const RunningStats& s, double) {
         reporter.progress(s.mean(), s.rel_noise(), s.count());
