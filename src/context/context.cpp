@@ -14,6 +14,7 @@
 #include <cblas.h>
 
 #include "context/build_info.hpp"
+#include "engine/contention.hpp"
 #include "opmeter/result.hpp"
 
 namespace opmeter {
@@ -188,6 +189,9 @@ nlohmann::json machine_context() {
         {"nlohmann_json", fmt::format("{}.{}.{}", NLOHMANN_JSON_VERSION_MAJOR, NLOHMANN_JSON_VERSION_MINOR,
                                       NLOHMANN_JSON_VERSION_PATCH)}}},
   };
+  // How busy the machine was when the run began: a loaded machine's times are its share, not
+  // the op's (each case also records what others used while it ran; see contention.hpp).
+  if (auto load = read_load_average()) ctx["load"] = load_json(*load, default_threads());
   return ctx;
 }
 

@@ -35,6 +35,12 @@ std::optional<StopReason> should_stop(std::size_t samples, double precision, dou
   return std::nullopt;
 }
 
+bool warmed_up(std::size_t calls, double elapsed_s, double fastest_call_s, const Stopping& s) {
+  if (elapsed_s < s.warmup_s) return false;
+  // A call as long as a sample is never batched: one call tells enough.
+  return calls >= kMinWarmupCalls || fastest_call_s >= s.target_sample_s;
+}
+
 std::size_t batch_size(double seconds_per_call, double target_sample_s, double timer_overhead_s) {
   double target = std::max(target_sample_s, 100.0 * timer_overhead_s);
   if (!(seconds_per_call > 0)) return 1;
@@ -112,18 +118,21 @@ Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping, co
   };
   auto cancelled = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
 
-  // Warm-up: a fixed count if asked for, else until warmup_s has passed (at least one call).
-  // It also estimates the cost of a call for batching.
+  // Warm-up: a fixed count if asked for, else until warmup_s has passed and several calls ran.
+  // It also estimates the cost of a call for batching, from the FASTEST call: a slow one paid
+  // for something a batch pays once (waking OpenMP's sleeping threads, a timeslice lost to
+  // another process), and sizing by it gives one-call samples that each pay it again.
   auto w0 = Clock::now();
-  double per_call = 0;
+  double per_call = std::numeric_limits<double>::infinity();
   do {
     auto t0 = Clock::now();
     call();
     impl.sync();
-    per_call = timer->last_call_seconds().value_or(seconds(Clock::now() - t0));
+    per_call = std::min(per_call, timer->last_call_seconds().value_or(seconds(Clock::now() - t0)));
     ++m.warmup_calls;
   } while (!cancelled() && (stopping.warmup_calls > 0 ? m.warmup_calls < stopping.warmup_calls
-                                                      : seconds(Clock::now() - w0) < stopping.warmup_s));
+                                                      : !warmed_up(m.warmup_calls, seconds(Clock::now() - w0), per_call,
+                                                                   stopping)));
   m.batch = stopping.fixed_batch > 0   ? stopping.fixed_batch
             : timer->fixed_batch() > 0 ? timer->fixed_batch()
                                        : batch_size(per_call, stopping.target_sample_s, timer_overhead_s());

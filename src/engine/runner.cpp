@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/contention.hpp"
 #include "opmeter/backend.hpp"
 #include "opmeter/buffer.hpp"
 #include "opmeter/context.hpp"
@@ -287,7 +288,9 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
       timer = &*profiled;
       stopping.fixed_samples = 1;
     }
+    const CpuSample cpu_before = read_cpu_sample();  // what others ran meanwhile: see contention.hpp
     auto m = measure(*impl, r.copies, stopping, progress, cancel, timer);
+    const CpuSample cpu_after = read_cpu_sample();
     if (m.reason == StopReason::cancelled) return finish(Status::error, "interrupted");
     for (auto& [k, v] : timer->details()) r.details[k] = v;
     r.throttled_samples = m.discarded;
@@ -306,6 +309,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     r.stop_reason = std::string(to_string(m.reason));
     if (m.reason == StopReason::timeout) r.add_flag("unconverged");
     if (m.reason == StopReason::plateau) r.add_flag("plateau");  // stopped short of the target: say so
+    note_contention(r, contention(cpu_before, cpu_after, clock_ticks_per_s(), default_threads(), c.threads));
     const double burst_to = now_s();
     if (!options.profile && options.energy_window_s > 0) {
       if (burst)
