@@ -39,6 +39,29 @@ std::size_t parse_size(const std::string& s) {  // "48K", "1024K", "32M"
   }
 }
 
+}  // namespace
+
+int cpu_list_count(const std::string& list) {
+  int count = 0;
+  std::istringstream ranges(list);
+  std::string range;
+  while (std::getline(ranges, range, ',')) {
+    int from = 0, to = 0;
+    char dash = 0;
+    std::istringstream r(range);
+    if (!(r >> from)) return 0;
+    if (r >> dash) {
+      if (dash != '-' || !(r >> to) || to < from) return 0;
+    } else {
+      to = from;
+    }
+    count += to - from + 1;
+  }
+  return count;
+}
+
+namespace {
+
 std::vector<CacheLevel> read_caches() {
   std::vector<CacheLevel> caches;
   namespace fs = std::filesystem;
@@ -50,6 +73,7 @@ std::vector<CacheLevel> read_caches() {
     c.level = std::atoi(read_first_line(dir + "/level").c_str());
     c.type = read_first_line(dir + "/type");
     c.bytes = parse_size(read_first_line(dir + "/size"));
+    c.shared_by = cpu_list_count(read_first_line(dir + "/shared_cpu_list"));
     caches.push_back(c);
   }
   if (!caches.empty()) return caches;
@@ -150,7 +174,7 @@ nlohmann::json machine_context() {
 
   nlohmann::json caches = nlohmann::json::array();
   for (auto& c : cpu.caches)
-    caches.push_back({{"type", c.type}, {"level", c.level}, {"size", c.bytes}, {"num_sharing", 0}});
+    caches.push_back({{"type", c.type}, {"level", c.level}, {"size", c.bytes}, {"num_sharing", c.shared_by}});
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
 
   // Google Benchmark's context keys first, so tools that read that format find them.
