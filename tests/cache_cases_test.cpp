@@ -26,7 +26,7 @@ TEST(CacheCases, HotAndHalfOfWhatTheThreadsReach) {
     EXPECT_EQ(c.op, "bandwidth");
     EXPECT_EQ(c.get("kernel"), "read");
     EXPECT_EQ(c.threads, 4);
-    EXPECT_EQ(cases[i].level, i + 1);
+    EXPECT_EQ(cases[i].level, static_cast<int>(i) + 1);
     EXPECT_EQ(array_bytes(c), want[i]) << c.to_string();
     EXPECT_LE(array_bytes(c), cases[i].capacity / 2);
   }

@@ -37,7 +37,8 @@ void add_chart(std::string& out, nlohmann::json& specs, const std::optional<Char
 
 std::string ratio_text(const PipelineSummary& s) {
   if (!s.end_to_end_case.empty() && !s.end_to_end_s) return s.end_to_end_status;
-  return fixed(s.end_to_end_ratio, "{:.2f}");
+  if (!s.end_to_end_ratio && !s.end_to_end_ratio_note.empty()) return "— (" + s.end_to_end_ratio_note + ")";
+  return pipeline::ratio_text(s);
 }
 
 void summary_table(std::string& out, const std::vector<PipelineSummary>& summaries) {
