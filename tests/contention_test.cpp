@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <thread>
 
 #include <fmt/format.h>
@@ -116,10 +117,10 @@ TEST(Contention, ThisProcessesOwnTicksAreCounted) {
   auto before = read_cpu_sample();
   ASSERT_TRUE(before.valid);
   volatile double x = 0;
-  auto t0 = std::chrono::steady_clock::now();
-  while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(200)) x = x + 1;
+  const std::clock_t t0 = std::clock();  // CPU time: the machine may be busy
+  while (std::clock() - t0 < CLOCKS_PER_SEC / 5) x = x + 1;
   auto after = read_cpu_sample();
-  // ~20 ticks of our own; the machine counted at least those.
+  // 0.2 s of our own CPU time, ~20 ticks; the machine counted at least those.
   EXPECT_GE(after.own_ticks - before.own_ticks, 10);
   EXPECT_GE(after.machine.busy - before.machine.busy, after.own_ticks - before.own_ticks - 2);
 }
@@ -149,13 +150,14 @@ TEST(Batching, SizedByTheFastestWarmupCallNotTheLast) {
   EXPECT_GT(m.batch, 100u);  // the fast calls take ~nothing: 1 ms samples hold many
 }
 
-TEST(Batching, TimedWarmupRunsSeveralCallsUnlessACallLastsASample) {
+TEST(Batching, TimedWarmupRunsSeveralCallsUnlessTheyAreLong) {
   Stopping s;
   s.warmup_s = 0.05;
-  EXPECT_FALSE(warmed_up(1, 0.01, 1e-6, s));
-  EXPECT_FALSE(warmed_up(1, 0.06, 1e-6, s));  // one slow call is not enough to size a batch
-  EXPECT_TRUE(warmed_up(kMinWarmupCalls, 0.06, 1e-6, s));
-  EXPECT_TRUE(warmed_up(1, 0.06, 2 * s.target_sample_s, s));  // a batch of one anyway
+  EXPECT_FALSE(warmed_up(kMinWarmupCalls, 0.01, s));  // warmup_s first
+  EXPECT_FALSE(warmed_up(1, 0.06, s));  // a first call of 60 ms may have paid for waking threads
+  EXPECT_FALSE(warmed_up(kMinWarmupCalls - 1, kWarmupProbeS - 0.01, s));
+  EXPECT_TRUE(warmed_up(kMinWarmupCalls, 0.06, s));
+  EXPECT_TRUE(warmed_up(1, kWarmupProbeS, s));  // a call that long is a batch of one anyway
 }
 
 namespace {

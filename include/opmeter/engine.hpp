@@ -38,9 +38,10 @@ std::optional<StopReason> should_stop(std::size_t samples, double precision, dou
                                       const Stopping& s, bool plateau = false);
 
 // Whether a time-based warm-up is over: warmup_s has passed and at least kMinWarmupCalls calls
-// ran (their fastest sizes the batch), or a call alone lasts a sample.
+// ran (their fastest sizes the batch), or kWarmupProbeS has (calls that long are not batched).
 inline constexpr std::size_t kMinWarmupCalls = 5;
-bool warmed_up(std::size_t calls, double elapsed_s, double fastest_call_s, const Stopping& s);
+inline constexpr double kWarmupProbeS = 0.5;
+bool warmed_up(std::size_t calls, double elapsed_s, const Stopping& s);
 
 // Calls per sample so a sample lasts at least the target and the timer's overhead stays below
 // 1% of it.

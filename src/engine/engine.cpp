@@ -35,10 +35,11 @@ std::optional<StopReason> should_stop(std::size_t samples, double precision, dou
   return std::nullopt;
 }
 
-bool warmed_up(std::size_t calls, double elapsed_s, double fastest_call_s, const Stopping& s) {
+bool warmed_up(std::size_t calls, double elapsed_s, const Stopping& s) {
   if (elapsed_s < s.warmup_s) return false;
-  // A call as long as a sample is never batched: one call tells enough.
-  return calls >= kMinWarmupCalls || fastest_call_s >= s.target_sample_s;
+  // Not the first call alone: it is the one that pays for waking threads (a millisecond or more),
+  // so it cannot say a call lasts a sample. Calls as long as kWarmupProbeS are never batched.
+  return calls >= kMinWarmupCalls || elapsed_s >= kWarmupProbeS;
 }
 
 std::size_t batch_size(double seconds_per_call, double target_sample_s, double timer_overhead_s) {
@@ -131,8 +132,7 @@ Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping, co
     per_call = std::min(per_call, timer->last_call_seconds().value_or(seconds(Clock::now() - t0)));
     ++m.warmup_calls;
   } while (!cancelled() && (stopping.warmup_calls > 0 ? m.warmup_calls < stopping.warmup_calls
-                                                      : !warmed_up(m.warmup_calls, seconds(Clock::now() - w0), per_call,
-                                                                   stopping)));
+                                                      : !warmed_up(m.warmup_calls, seconds(Clock::now() - w0), stopping)));
   m.batch = stopping.fixed_batch > 0   ? stopping.fixed_batch
             : timer->fixed_batch() > 0 ? timer->fixed_batch()
                                        : batch_size(per_call, stopping.target_sample_s, timer_overhead_s());
