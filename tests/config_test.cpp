@@ -191,7 +191,8 @@ TEST(Config, AnOpWithNoneOfTheDtypesAskedIsAnErrorNotAnFp32Run) {
   ASSERT_FALSE(plan.cases.empty());
   for (auto& c : plan.cases) EXPECT_EQ(c.dtype, DType::bf16);
   // Bandwidth measures bytes whatever the dtype: beside a bf16 GEMM it still runs, in fp32.
-  plan = load_config_text("ops: [gemm, bandwidth]\nimpls: [onednn]\ndtypes: [bf16]\nbandwidth: {kernels: [copy], sizes_mib: [1]}\n",
+  plan = load_config_text("ops: [gemm, bandwidth]\nimpls: [onednn]\ndtypes: [bf16]\nbandwidth: {kernels: [copy], sizes_mib: [1]}\n"
+                          "shapes: [{name: custom, shapes: [[8, 8, 8]]}]\n",
                           "t.yaml", 2);
   bool bandwidth = false;
   for (auto& c : plan.cases) bandwidth = bandwidth || (c.op == "bandwidth" && c.dtype == DType::fp32);
