@@ -146,8 +146,11 @@ std::string PipelineSummary::param(const std::string& key) const {
 
 std::string ratio_text(const PipelineSummary& s) {
   if (!s.end_to_end_ratio) return s.end_to_end_ratio_note.empty() ? "" : "—";
-  if (!s.end_to_end_ratio_low || !s.end_to_end_ratio_high) return fmt::format("{:.2f}", *s.end_to_end_ratio);
-  return fmt::format("{:.2f} [{:.2f}, {:.2f}]", *s.end_to_end_ratio, *s.end_to_end_ratio_low, *s.end_to_end_ratio_high);
+  const std::string ratio = fmt::format("{:.2f}", *s.end_to_end_ratio);
+  if (!s.end_to_end_ratio_low || !s.end_to_end_ratio_high) return ratio;
+  const std::string low = fmt::format("{:.2f}", *s.end_to_end_ratio_low), high = fmt::format("{:.2f}", *s.end_to_end_ratio_high);
+  // An interval that rounds to the ratio itself (precisions unknown or tiny) is not shown.
+  return low == ratio && high == ratio ? ratio : fmt::format("{} [{}, {}]", ratio, low, high);
 }
 
 PipelineSummary summarize(const PipelineRun& run) {
