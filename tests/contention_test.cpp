@@ -150,6 +150,34 @@ TEST(Batching, SizedByTheFastestWarmupCallNotTheLast) {
   EXPECT_GT(m.batch, 100u);  // the fast calls take ~nothing: 1 ms samples hold many
 }
 
+namespace {
+// An impl whose first calls each wait (as threads do for a timeslice on a busy machine).
+class SlowFirstCallsImpl : public Impl {
+ public:
+  explicit SlowFirstCallsImpl(std::size_t slow) : slow_(slow) {}
+  void setup(const Case&, const SetupOptions&) override {}
+  void run(std::size_t) override {
+    if (++calls_ <= slow_) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  Check verify(std::uint64_t) override { return {true}; }
+
+ private:
+  std::size_t slow_, calls_ = 0;
+};
+}  // namespace
+
+TEST(Batching, SizedAgainWhenTheFirstSamplesAreFarShorterThanEveryWarmupCall) {
+  SlowFirstCallsImpl impl(5);
+  Stopping s;
+  s.warmup_calls = 5;  // all slow: a batch of one
+  s.fixed_samples = 20;
+  auto m = measure(impl, 1, s);
+  EXPECT_GT(m.batch, 100u);
+  EXPECT_EQ(m.samples.size(), 20u);
+  EXPECT_EQ(m.warmup_calls, 5u + 10u);  // the first ten one-call samples became warm-up
+  EXPECT_EQ(m.calls, 20 * m.batch);
+}
+
 TEST(Batching, TimedWarmupRunsSeveralCallsUnlessTheyAreLong) {
   Stopping s;
   s.warmup_s = 0.05;

@@ -8,6 +8,7 @@
 namespace opmeter {
 namespace {
 using Clock = std::chrono::steady_clock;
+constexpr std::size_t kResizeAfterSamples = 10;
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 }  // namespace
 
@@ -137,6 +138,8 @@ Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping, co
             : timer->fixed_batch() > 0 ? timer->fixed_batch()
                                        : batch_size(per_call, stopping.target_sample_s, timer_overhead_s());
 
+  // The batch may be sized again once, after the first samples (below), unless it is fixed.
+  bool may_resize = stopping.fixed_batch == 0 && timer->fixed_batch() == 0;
   RunningStats stats;
   m.samples.reserve(stopping.fixed_samples > 0 ? stopping.fixed_samples : 4096);
   auto start = Clock::now();
@@ -164,6 +167,24 @@ Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping, co
     stats.add(m.samples.back());
     m.measured_s += dt;
     m.calls += m.batch;
+    // On a busy machine every warm-up call may have waited for a timeslice: when the first
+    // samples show calls far shorter than the batch was sized for, size it again from their
+    // fastest and start over (what was sampled counts as warm-up).
+    if (may_resize && m.samples.size() == kResizeAfterSamples) {
+      may_resize = false;
+      const double fastest = *std::min_element(m.samples.begin(), m.samples.end());
+      const std::size_t better = batch_size(fastest, stopping.target_sample_s, timer_overhead_s());
+      if (better >= 4 * m.batch) {
+        m.warmup_calls += m.calls;
+        m.batch = better;
+        m.samples.clear();
+        stats = RunningStats{};
+        m.measured_s = 0;
+        m.calls = 0;
+        start = Clock::now();
+        continue;
+      }
+    }
     // The median's precision takes a partial sort (O(n)), so it is computed each time the count
     // has grown by 5% (O(n) in all), and not before the minimum count and time: nothing can
     // converge then. Each computation is a checkpoint of the plateau test.
