@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "config_errors.hpp"
 #include "opmeter/config.hpp"
 #include "opmeter/errors.hpp"
@@ -174,4 +176,25 @@ TEST(Config, BandwidthDefaultsAreCappedAndOverridable) {
   ASSERT_FALSE(plan.cases.empty());
   for (auto& c : plan.cases) EXPECT_EQ(c.get("n"), std::to_string((std::size_t{64} << 20) / 4)) << c.to_string();
   EXPECT_TRUE(has(error_of("ops: [bandwidth]\nllc_bytes: -1\n"), "llc_bytes")) << error_of("ops: [bandwidth]\nllc_bytes: -1\n");
+}
+
+TEST(Config, AnOpWithNoneOfTheDtypesAskedIsAnErrorNotAnFp32Run) {
+  // It was measured as fp32 (exit 0); the --case path refuses it.
+  for (const char* dtype : {"int8", "fp8"}) {
+    auto e = error_of(fmt::format("ops: [linear]\ndtypes: [{}]\n", dtype));
+    EXPECT_TRUE(has(e, "t.yaml:2:")) << e;  // file:line:col of the dtypes list
+    EXPECT_TRUE(has(e, fmt::format("linear has no {} impl", dtype))) << e;
+    EXPECT_TRUE(has(e, "take fp32")) << e;  // what its impls have
+  }
+  // A dtype some impl takes is measured in it.
+  auto plan = load_config_text("ops: [linear]\nimpls: [onednn]\ndtypes: [bf16]\n", "t.yaml", 2);
+  ASSERT_FALSE(plan.cases.empty());
+  for (auto& c : plan.cases) EXPECT_EQ(c.dtype, DType::bf16);
+  // Bandwidth measures bytes whatever the dtype: beside a bf16 GEMM it still runs, in fp32.
+  plan = load_config_text("ops: [gemm, bandwidth]\nimpls: [onednn]\ndtypes: [bf16]\nbandwidth: {kernels: [copy], sizes_mib: [1]}\n"
+                          "shapes: [{name: custom, shapes: [[8, 8, 8]]}]\n",
+                          "t.yaml", 2);
+  bool bandwidth = false;
+  for (auto& c : plan.cases) bandwidth = bandwidth || (c.op == "bandwidth" && c.dtype == DType::fp32);
+  EXPECT_TRUE(bandwidth);
 }

@@ -213,3 +213,32 @@ TEST(PipelineSummary, EmptyPipelineIsIncomplete) {
   EXPECT_EQ(s.missing, std::vector<std::string>{"the pipeline has no layers"});
   EXPECT_FALSE(s.latency_s);
 }
+
+TEST(PipelineSummary, EndToEndRatioCarriesItsIntervalOrIsRefusedWhenLoose) {
+  auto h = hand_run();  // 7 ms a pass: conv 1 ms x 1, linear 2 ms x 2, relu 0.5 ms x 4
+  h.results[0].summary.precision = 0.02;
+  h.results[1].summary.precision = 0.01;
+  h.results[2].summary.precision = 0.04;
+  Result model = hand_result("model", 5e-3, 0.4);
+  model.summary.precision = 0.05;
+  h.run.end_to_end = &model;
+  auto s = summarize(h.run);
+  // (1 ms x 2% + 4 ms x 1% + 2 ms x 4%) / 7 ms = 0.14 / 7 = 2%.
+  ASSERT_TRUE(s.latency_precision);
+  EXPECT_NEAR(*s.latency_precision, 0.02, 1e-12);
+  ASSERT_TRUE(s.end_to_end_ratio);
+  EXPECT_NEAR(*s.end_to_end_ratio, 1.4, 1e-12);
+  EXPECT_NEAR(*s.end_to_end_ratio_low, 1.4 * 0.98 / 1.05, 1e-12);
+  EXPECT_NEAR(*s.end_to_end_ratio_high, 1.4 * 1.02 / 0.95, 1e-12);
+  EXPECT_EQ(ratio_text(s), "1.40 [1.31, 1.50]");
+  EXPECT_TRUE(s.end_to_end_ratio_note.empty());
+  // The end to end figure known to ±49.7% (a loaded machine): 1.4 would be anywhere in
+  // [0.92, 2.84]; no ratio, and the reason.
+  model.summary.precision = 0.497;
+  s = summarize(h.run);
+  EXPECT_FALSE(s.end_to_end_ratio);
+  EXPECT_EQ(ratio_text(s), "—");
+  EXPECT_NE(s.end_to_end_ratio_note.find("±49.7%"), std::string::npos) << s.end_to_end_ratio_note;
+  EXPECT_NE(s.end_to_end_ratio_note.find("0.92 to 2.84"), std::string::npos) << s.end_to_end_ratio_note;
+  EXPECT_TRUE(s.end_to_end_s);  // the figure itself is still shown
+}

@@ -11,7 +11,11 @@ struct CacheLevel {
   int level = 0;
   std::string type;  // Data, Instruction, Unified
   std::size_t bytes = 0;
+  int shared_by = 0;  // logical CPUs sharing one instance (sysfs shared_cpu_list); 0: unknown
 };
+
+// How many CPUs a sysfs CPU list names ("0-1,4" -> 3); 0 when malformed.
+int cpu_list_count(const std::string& list);
 
 struct CpuInfo {
   std::string model;

@@ -37,6 +37,12 @@ std::string_view to_string(StopReason r);
 std::optional<StopReason> should_stop(std::size_t samples, double precision, double measured_s, double elapsed_s,
                                       const Stopping& s, bool plateau = false);
 
+// Whether a time-based warm-up is over: warmup_s has passed and at least kMinWarmupCalls calls
+// ran (their fastest sizes the batch), or kWarmupProbeS has (calls that long are not batched).
+inline constexpr std::size_t kMinWarmupCalls = 5;
+inline constexpr double kWarmupProbeS = 0.5;
+bool warmed_up(std::size_t calls, double elapsed_s, const Stopping& s);
+
 // Calls per sample so a sample lasts at least the target and the timer's overhead stays below
 // 1% of it.
 std::size_t batch_size(double seconds_per_call, double target_sample_s, double timer_overhead_s);

@@ -31,7 +31,8 @@ struct Result {
   std::string case_string;
   Status status = Status::ok;
   std::string reason;                 // why skipped / failed / error / crashed / timeout
-  std::vector<std::string> flags;     // unconverged, plateau, faster-than-peak, throttled, power-capped
+  std::vector<std::string> flags;     // unconverged, plateau, faster-than-peak, faster-than-bandwidth,
+                                      // above-roofline, contended, throttled, power-capped
   std::string timestamp;              // ISO 8601 UTC, when the case finished
 
   std::vector<double> samples;        // seconds per call, raw
@@ -76,11 +77,13 @@ Result unmeasured_result(const Case& c, Status status, std::string reason);
 // Fills gflops / gbps / intensity from work and the median (no-op without samples), and the
 // sustained rates from the sustained median.
 void derive_rates(Result& r);
-// Compares a result with a measured ceiling; flags `faster-than-peak` above 105%.
-void apply_peak(Result& r, double peak_gflops);
+// Compares a result with a measured ceiling; flags `faster-than-peak` above 105%, with
+// details["faster-than-peak"] naming the ceiling and `from` (the case or profile that measured it).
+void apply_peak(Result& r, double peak_gflops, const std::string& from = "");
 // Compares a result with the measured memory bandwidth and, when a compute peak is known, places
-// it under the roofline.
-void apply_roofline(Result& r, double bandwidth_gbps);
+// it under the roofline. Above 105% of either: `faster-than-bandwidth` / `above-roofline`, each
+// with a detail of its name saying which ceiling, measured by `from`.
+void apply_roofline(Result& r, double bandwidth_gbps, const std::string& from = "");
 
 nlohmann::json params_json(const Case& c);  // {"M": "1024", ...}
 nlohmann::json to_json(const Result& r);

@@ -76,6 +76,10 @@ class Ceilings {
  private:
   std::map<std::pair<DType, std::string>, double> gflops_;
   std::map<std::string, double> gbps_;
+  // What measured each ceiling (a case string, or the calibration profile), for the flags of
+  // figures above it.
+  std::map<std::pair<DType, std::string>, std::string> gflops_from_;
+  std::map<std::string, std::string> gbps_from_;
 };
 
 // Bandwidth results count as the memory ceiling when their arrays are at least this large.

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/cache_cases.hpp"
 #include "cli/commands.hpp"
 #include "opmeter/backend.hpp"
 #include "opmeter/config.hpp"
@@ -14,11 +15,35 @@
 #include "analysis/fusion.hpp"
 #include "opmeter/registry.hpp"
 #include "report/reporters.hpp"
+#include "util/output_path.hpp"
 
 namespace opmeter {
 namespace {
 
 std::string elements(std::size_t bytes) { return std::to_string(std::max<std::size_t>(16, bytes / 4 / 16 * 16)); }
+
+// A word the shell reads back as it is.
+std::string shell_word(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+=./:,@%") ==
+                        std::string::npos)
+    return s;
+  std::string out = "'";
+  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+// The command that continues this calibration in `dir`: the same options, --resume instead of
+// --results.
+std::string resume_command(const CalibrateArgs& a, const std::string& dir) {
+  std::string cmd = "opmeter calibrate --resume " + shell_word(dir) + " --out " + shell_word(a.out);
+  if (a.threads) cmd += fmt::format(" --threads {}", *a.threads);
+  if (!a.fusion_config.empty()) cmd += " --fusion " + shell_word(a.fusion_config);
+  if (a.array_mib) cmd += fmt::format(" --array-mib {}", *a.array_mib);
+  if (a.llc_bytes) cmd += fmt::format(" --llc-bytes {}", *a.llc_bytes);
+  if (!a.device.empty()) cmd += " --device " + shell_word(a.device);
+  if (a.quick) cmd += " --quick";
+  return cmd;
+}
 
 }  // namespace
 
@@ -26,6 +51,8 @@ void add_calibrate_command(CLI::App& app, CalibrateArgs& a) {
   auto* cal = app.add_subcommand("calibrate", "measure peak FLOP/s, memory/cache bandwidth and fusion gains; write a profile");
   cal->add_option("--out", a.out, "profile file to write (default: opmeter-calibration.json)");
   cal->add_option("--results", a.results_dir, "directory for the raw results (default: opmeter-results/<timestamp>)");
+  cal->add_option("--resume", a.resume,
+                  "continue an interrupted calibration whose raw results are in this directory (give the same options)");
   cal->add_option("--threads", a.threads, "threads (default: all usable CPUs)")->check(CLI::Range(1, 4096));
   cal->add_option("--fusion", a.fusion_config, "YAML config of the fusion cases (default: the built-in fusion suite)");
   cal->add_option("--array-mib", a.array_mib, "MiB per bandwidth array (default: 4x the last-level cache, >= 64)")
@@ -53,7 +80,8 @@ void add_fusion(CalibrationPlan& p, bool quick, DType quick_dtype) {
     if (!quick || c.dtype == quick_dtype) p.cases.push_back(c);
 }
 
-// The host: FMA peaks, DRAM bandwidth kernels, a read over half of each data cache, the fusion suite.
+// The host: FMA peaks, DRAM bandwidth kernels, a hot read over half of each data cache level (see
+// cache_read_cases), the fusion suite.
 CalibrationPlan host_plan(const CalibrateArgs& a, int threads) {
   CalibrationPlan p;
   const std::size_t dram = a.array_mib ? *a.array_mib * (std::size_t(1) << 20) / 4 : default_bandwidth_elements();
@@ -62,13 +90,9 @@ CalibrationPlan host_plan(const CalibrateArgs& a, int threads) {
     p.cases.push_back(ceiling_case("peak", d, {{"kernel", "fma"}}, threads));
   for (const char* k : {"copy", "triad", "read", "write"})
     p.cases.push_back(ceiling_case("bandwidth", DType::fp32, {{"kernel", k}, {"n", std::to_string(dram)}}, threads));
-  for (auto& cache : cpu_info().caches) {
-    if (cache.type == "Instruction" || cache.bytes == 0) continue;
-    // The last level at the size opmeter believes (--llc-bytes), not a VM's report of the host's.
-    auto bytes = cache.bytes == cpu_info().llc_bytes ? llc_bytes() : cache.bytes;
-    auto c = ceiling_case("bandwidth", DType::fp32, {{"kernel", "read"}, {"n", elements(bytes / 2)}}, threads);
-    p.level_of_case[c.to_string()] = cache.level;
-    p.cases.push_back(c);
+  for (auto& read : cache_read_cases(cpu_info().caches, threads, llc_bytes())) {
+    p.level_of_case[read.kase.to_string()] = read.level;
+    p.cases.push_back(read.kase);
   }
   p.fusion = a.fusion_config.empty() ? load_suite("fusion", threads) : load_config_file(a.fusion_config, threads);
   add_fusion(p, a.quick, DType::fp32);
@@ -95,6 +119,7 @@ CalibrationPlan device_plan(const CalibrateArgs& a) {
   auto gpus = backend_of(like).context({a.device}).value("gpus", nlohmann::json::array());
   if (!gpus.empty() && gpus[0].value("l2_bytes", 0) > 0) {
     auto c = on_device("read", gpus[0]["l2_bytes"].template get<std::size_t>() / 2 / 4);
+    c.hot = true;  // cold, the timer would flush the L2 before each sample: device memory bandwidth
     p.level_of_case[c.to_string()] = 2;
     p.cases.push_back(c);
   }
@@ -106,6 +131,9 @@ CalibrationPlan device_plan(const CalibrateArgs& a) {
 }  // namespace
 
 int calibrate_command(const CalibrateArgs& a) {
+  check_output_file(a.out, "calibrate --out");  // now, not after minutes of measuring
+  if (!a.resume.empty() && !a.results_dir.empty() && a.resume != a.results_dir)
+    throw UsageError("calibrate: --resume DIR continues the calibration in DIR; give no other --results");
   if (a.llc_bytes) set_llc_bytes(*a.llc_bytes);
   const bool host = a.device.empty() || a.device == kHostDevice;
   if (!host) check_device(a.device);  // UsageError naming the expected form
@@ -123,7 +151,13 @@ int calibrate_command(const CalibrateArgs& a) {
   }
   nlohmann::json settings = {{"source", "calibrate"}};
   if (llc_bytes_overridden()) settings["llc_bytes"] = llc_bytes();
-  auto results = run_cases_in_dir(cases, options, {a.results_dir, false, "calibrate", settings, true});
+  RunOutput out{a.resume.empty() ? a.results_dir : a.resume, !a.resume.empty(), "calibrate", settings, true};
+  out.resume_command = [&a](const std::string& dir) { return resume_command(a, dir); };
+  auto results = run_cases_in_dir(cases, options, out);
+  if (const int code = results_exit_code(results); code >= 128) {  // interrupted: a partial profile is no profile
+    fmt::print(stderr, "opmeter: calibration interrupted: no profile written ({} left as it was)\n", a.out);
+    return code;
+  }
 
   nlohmann::json peaks = nlohmann::json::object(), bw_kernels = nlohmann::json::object(),
                  caches = nlohmann::json::array();
@@ -159,7 +193,7 @@ int calibrate_command(const CalibrateArgs& a) {
         {"kernels", bw_kernels},
         {"caches", caches},
         {"note", caches.empty() ? "cache sizes unknown on this machine: cache bandwidth not measured"
-                                : "read bandwidth over half of each data cache level"}}},
+                                : "hot read bandwidth over half of each data cache level the threads use"}}},
       {"fusion", fusion_json(fusion_rows(results, t), t)},
       {"context", machine_context()},
   };

@@ -70,6 +70,8 @@ struct RunOutput {
   nlohmann::json settings;    // the run settings, stored in the results' context as "run"
   bool report = true;         // also write report.html and report.md
   std::vector<std::string> formats;  // reporters by name (reporter_registry.hpp); empty: the default set
+  // The command that continues an interrupted run in `dir` (empty: `--resume DIR`, run's flag).
+  std::function<std::string(const std::string& dir)> resume_command;
 };
 // Runs cases with live progress, journal, summary files and the report in the output directory.
 std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& options, RunOutput out);
@@ -103,6 +105,7 @@ int check_command(const CheckArgs& args, const char* argv0);
 struct CalibrateArgs {
   std::string out = "opmeter-calibration.json";
   std::string results_dir;
+  std::string resume;  // --resume DIR: continue the calibration whose raw results DIR holds
   std::string fusion_config;
   std::optional<std::size_t> array_mib;
   std::optional<std::size_t> llc_bytes;

@@ -13,6 +13,7 @@
 
 #include "analysis/compare.hpp"
 #include "cli/commands.hpp"
+#include "util/output_path.hpp"
 #include "engine/stopping_settings.hpp"
 #include "opmeter/config.hpp"
 #include "opmeter/context.hpp"
@@ -143,6 +144,11 @@ std::string fit_table(const PredictModel& m) {
 }
 
 int fit_command(const PredictArgs& a) {
+  check_output_file(a.model_out, "predict fit -o");
+  if (!a.no_report) {
+    check_output_file(report_stem(a.model_out) + ".html", "predict fit -o (its report)");
+    check_output_file(report_stem(a.model_out) + ".md", "predict fit -o (its report)");
+  }
   // Ctrl-C stops the fit (exit 130) and writes no model: a half-fitted one would pass for a whole.
   catch_interrupts();
   throw_if_interrupted();
@@ -424,6 +430,7 @@ std::string answers_csv(const Answers& a) {
 }
 
 int answer_command(const PredictArgs& a) {
+  if (!a.out.empty()) check_output_file(a.out, "predict -o");
   if (a.inputs.size() < 2)
     throw UsageError(a.inputs.empty()
                          ? "predict: give a model and what to predict: opmeter predict MODEL CASES... (or predict fit, "
@@ -476,6 +483,7 @@ std::string plan_yaml(const SweepPlan& plan, const Plan& sweep, const std::strin
 }
 
 int plan_command(const PredictArgs& a) {
+  check_output_file(a.plan_out, "predict plan -o");
   const double budget = parse_budget(a.budget);
   PredictModel m = read_model(a.plan_model);
   warn_other_machine(m, a.plan_model);

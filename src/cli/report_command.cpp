@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "util/output_path.hpp"
 #include "analysis/compare.hpp"
 #include "opmeter/errors.hpp"
 #include "pipeline/pipeline_outputs.hpp"
@@ -86,6 +87,8 @@ void add_report_command(CLI::App& app, ReportArgs& a) {
 }
 
 int report_command(const ReportArgs& a) {
+  check_output_file(a.out, "report -o");
+  if (!a.no_markdown) check_output_file(markdown_path(a), "report --md");
   auto inputs = without_repeats(a.inputs);
   auto sets = load_all(inputs);
   auto pipelines = load_pipelines(inputs);
@@ -116,6 +119,7 @@ void add_compare_command(CLI::App& app, CompareArgs& a) {
 }
 
 int compare_command(const CompareArgs& a) {
+  if (!a.out.empty()) check_output_file(a.out, "compare --out");
   auto sets = load_all({a.base, a.neu});
   const ResultSet &base = sets[0], &neu = sets[1];
   CompareOptions o{a.alpha, a.threshold_pct, a.fail_above_pct, a.sustained};

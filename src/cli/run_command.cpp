@@ -274,6 +274,7 @@ std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOp
     auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
     dir = fmt::format("opmeter-results/{:%Y%m%d-%H%M%S}", fmt::localtime(t));
   }
+  const std::string resume_with = out.resume_command ? out.resume_command(dir) : "--resume " + dir;
   RunDirectory held(dir, resume);  // locked until this function returns
   const auto journal = held.file("results.jsonl");
   std::vector<Result> previous;
@@ -329,11 +330,11 @@ std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOp
   } catch (const OutputError& e) {
     // Stop at once: measuring on would lose every further result too.
     throw OutputError(fmt::format("{}\nopmeter: the run stopped there; the {} cases finished before it are in {}; "
-                                  "free space (or fix the directory) and continue with --resume {}",
-                                  e.what(), journal_lines(journal), journal, dir));
+                                  "free space (or fix the directory) and continue with {}",
+                                  e.what(), journal_lines(journal), journal, resume_with));
   }
   fmt::print(stderr, "opmeter: results in {}/ ({})\n", dir, fmt::join(files, ", "));
-  if (g_cancel.load()) fmt::print(stderr, "opmeter: interrupted; finished cases are saved, continue with --resume {}\n", dir);
+  if (g_cancel.load()) fmt::print(stderr, "opmeter: interrupted; finished cases are saved, continue with {}\n", resume_with);
   return results;
 }
 

@@ -265,18 +265,35 @@ YAML::Node invalid_case_node(const YAML::Node& root, const OpDef& op, const Case
   return root["ops"];
 }
 
-std::vector<DType> op_dtypes(const std::vector<std::string>& impls, const std::string& op, const std::vector<DType>& wanted) {
-  std::vector<DType> taken;  // dtypes any of these impls of the op takes
+// The dtypes any of these impls of the op take, in the impls' order.
+std::vector<DType> impl_dtypes(const std::vector<std::string>& impls, const std::string& op) {
+  std::vector<DType> taken;
   for (auto& name : impls)
     for (auto d : Registry::global().impl(op, name)->dtypes)
       if (std::find(taken.begin(), taken.end(), d) == taken.end()) taken.push_back(d);
+  return taken;
+}
+
+// The dtypes asked for that the op's impls take. An op measured in none of them runs in its own
+// first dtype rather than silently vanishing, where the dtype does not change what it measures
+// (bandwidth when only bf16 is asked) or where none was asked; otherwise (`dtypes: [int8]` for
+// linear) it is the config's error, not an fp32 run under the user's dtype: UsageError naming the
+// op, the dtypes and what its impls take.
+std::vector<DType> op_dtypes(const std::vector<std::string>& impls, const std::string& op, const std::vector<DType>& wanted,
+                             bool dtypes_given) {
+  const std::vector<DType> taken = impl_dtypes(impls, op);
   std::vector<DType> out;
   for (auto d : wanted)
     if (std::find(taken.begin(), taken.end(), d) != taken.end()) out.push_back(d);
-  // An op measured in none of the dtypes asked for (bandwidth when only bf16 is asked) runs in
-  // its own first dtype rather than silently vanishing.
-  if (out.empty() && !taken.empty()) out.push_back(taken.front());
-  return out;
+  if (!out.empty() || taken.empty()) return out;
+  if (!dtypes_given || ceiling_of(op) == CeilingKind::memory) return {taken.front()};
+  auto names = [](const std::vector<DType>& ds) {
+    std::vector<std::string> n;
+    for (auto d : ds) n.emplace_back(to_string(d));
+    return fmt::format("{}", fmt::join(n, ", "));
+  };
+  throw UsageError(fmt::format("{} has no {} impl: its impls ({}) take {}", op, names(wanted), fmt::join(impls, ", "),
+                               names(taken)));
 }
 
 // `plugins: [path, ...]`, each relative to the config file's folder: their impls are known before
@@ -556,9 +573,15 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
       continue;
     }
     const OpDef& def = *reg.op(op);
+    std::vector<DType> op_dtype_list;
+    try {
+      op_dtype_list = op_dtypes(op_impls, op, dtypes, bool(root["dtypes"]));
+    } catch (const UsageError& e) {
+      r.fail(root["dtypes"], e.what());
+    }
     for (auto& set : op_params(r, root, def, llc))
       for (auto& impl : op_impls)
-        for (auto d : op_dtypes(op_impls, op, dtypes))
+        for (auto d : op_dtype_list)
           for (auto& params : def.variants ? def.variants(set.params, d, like) : std::vector<Params>{set.params})
             for (auto t : threads) {
               Case c = like;

@@ -14,6 +14,7 @@
 #include <cblas.h>
 
 #include "context/build_info.hpp"
+#include "engine/contention.hpp"
 #include "opmeter/result.hpp"
 
 namespace opmeter {
@@ -38,6 +39,29 @@ std::size_t parse_size(const std::string& s) {  // "48K", "1024K", "32M"
   }
 }
 
+}  // namespace
+
+int cpu_list_count(const std::string& list) {
+  int count = 0;
+  std::istringstream ranges(list);
+  std::string range;
+  while (std::getline(ranges, range, ',')) {
+    int from = 0, to = 0;
+    char dash = 0;
+    std::istringstream r(range);
+    if (!(r >> from)) return 0;
+    if (r >> dash) {
+      if (dash != '-' || !(r >> to) || to < from) return 0;
+    } else {
+      to = from;
+    }
+    count += to - from + 1;
+  }
+  return count;
+}
+
+namespace {
+
 std::vector<CacheLevel> read_caches() {
   std::vector<CacheLevel> caches;
   namespace fs = std::filesystem;
@@ -49,6 +73,7 @@ std::vector<CacheLevel> read_caches() {
     c.level = std::atoi(read_first_line(dir + "/level").c_str());
     c.type = read_first_line(dir + "/type");
     c.bytes = parse_size(read_first_line(dir + "/size"));
+    c.shared_by = cpu_list_count(read_first_line(dir + "/shared_cpu_list"));
     caches.push_back(c);
   }
   if (!caches.empty()) return caches;
@@ -149,7 +174,7 @@ nlohmann::json machine_context() {
 
   nlohmann::json caches = nlohmann::json::array();
   for (auto& c : cpu.caches)
-    caches.push_back({{"type", c.type}, {"level", c.level}, {"size", c.bytes}, {"num_sharing", 0}});
+    caches.push_back({{"type", c.type}, {"level", c.level}, {"size", c.bytes}, {"num_sharing", c.shared_by}});
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
 
   // Google Benchmark's context keys first, so tools that read that format find them.
@@ -188,6 +213,9 @@ nlohmann::json machine_context() {
         {"nlohmann_json", fmt::format("{}.{}.{}", NLOHMANN_JSON_VERSION_MAJOR, NLOHMANN_JSON_VERSION_MINOR,
                                       NLOHMANN_JSON_VERSION_PATCH)}}},
   };
+  // How busy the machine was when the run began: a loaded machine's times are its share, not
+  // the op's (each case also records what others used while it ran; see contention.hpp).
+  if (auto load = read_load_average()) ctx["load"] = load_json(*load, default_threads());
   return ctx;
 }
 

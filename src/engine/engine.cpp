@@ -8,6 +8,7 @@
 namespace opmeter {
 namespace {
 using Clock = std::chrono::steady_clock;
+constexpr std::size_t kResizeAfterSamples = 10;
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 }  // namespace
 
@@ -33,6 +34,13 @@ std::optional<StopReason> should_stop(std::size_t samples, double precision, dou
   if (enough && plateau) return StopReason::plateau;
   if (elapsed_s >= s.timeout_s && samples >= 2) return StopReason::timeout;
   return std::nullopt;
+}
+
+bool warmed_up(std::size_t calls, double elapsed_s, const Stopping& s) {
+  if (elapsed_s < s.warmup_s) return false;
+  // Not the first call alone: it is the one that pays for waking threads (a millisecond or more),
+  // so it cannot say a call lasts a sample. Calls as long as kWarmupProbeS are never batched.
+  return calls >= kMinWarmupCalls || elapsed_s >= kWarmupProbeS;
 }
 
 std::size_t batch_size(double seconds_per_call, double target_sample_s, double timer_overhead_s) {
@@ -112,22 +120,26 @@ Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping, co
   };
   auto cancelled = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
 
-  // Warm-up: a fixed count if asked for, else until warmup_s has passed (at least one call).
-  // It also estimates the cost of a call for batching.
+  // Warm-up: a fixed count if asked for, else until warmup_s has passed and several calls ran.
+  // It also estimates the cost of a call for batching, from the FASTEST call: a slow one paid
+  // for something a batch pays once (waking OpenMP's sleeping threads, a timeslice lost to
+  // another process), and sizing by it gives one-call samples that each pay it again.
   auto w0 = Clock::now();
-  double per_call = 0;
+  double per_call = std::numeric_limits<double>::infinity();
   do {
     auto t0 = Clock::now();
     call();
     impl.sync();
-    per_call = timer->last_call_seconds().value_or(seconds(Clock::now() - t0));
+    per_call = std::min(per_call, timer->last_call_seconds().value_or(seconds(Clock::now() - t0)));
     ++m.warmup_calls;
   } while (!cancelled() && (stopping.warmup_calls > 0 ? m.warmup_calls < stopping.warmup_calls
-                                                      : seconds(Clock::now() - w0) < stopping.warmup_s));
+                                                      : !warmed_up(m.warmup_calls, seconds(Clock::now() - w0), stopping)));
   m.batch = stopping.fixed_batch > 0   ? stopping.fixed_batch
             : timer->fixed_batch() > 0 ? timer->fixed_batch()
                                        : batch_size(per_call, stopping.target_sample_s, timer_overhead_s());
 
+  // The batch may be sized again once, after the first samples (below), unless it is fixed.
+  bool may_resize = stopping.fixed_batch == 0 && timer->fixed_batch() == 0;
   RunningStats stats;
   m.samples.reserve(stopping.fixed_samples > 0 ? stopping.fixed_samples : 4096);
   auto start = Clock::now();
@@ -155,6 +167,24 @@ Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping, co
     stats.add(m.samples.back());
     m.measured_s += dt;
     m.calls += m.batch;
+    // On a busy machine every warm-up call may have waited for a timeslice: when the first
+    // samples show calls far shorter than the batch was sized for, size it again from their
+    // fastest and start over (what was sampled counts as warm-up).
+    if (may_resize && m.samples.size() == kResizeAfterSamples) {
+      may_resize = false;
+      const double fastest = *std::min_element(m.samples.begin(), m.samples.end());
+      const std::size_t better = batch_size(fastest, stopping.target_sample_s, timer_overhead_s());
+      if (better >= 4 * m.batch) {
+        m.warmup_calls += m.calls;
+        m.batch = better;
+        m.samples.clear();
+        stats = RunningStats{};
+        m.measured_s = 0;
+        m.calls = 0;
+        start = Clock::now();
+        continue;
+      }
+    }
     // The median's precision takes a partial sort (O(n)), so it is computed each time the count
     // has grown by 5% (O(n) in all), and not before the minimum count and time: nothing can
     // converge then. Each computation is a checkpoint of the plateau test.

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/contention.hpp"
 #include "opmeter/backend.hpp"
 #include "opmeter/buffer.hpp"
 #include "opmeter/context.hpp"
@@ -324,7 +325,9 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
       timer = &*profiled;
       stopping.fixed_samples = 1;
     }
+    const CpuSample cpu_before = read_cpu_sample();  // what others ran meanwhile: see contention.hpp
     auto m = measure(*impl, r.copies, stopping, progress, cancel, timer);
+    const CpuSample cpu_after = read_cpu_sample();
     if (m.reason == StopReason::cancelled) return finish(Status::error, "interrupted");
     for (auto& [k, v] : timer->details()) r.details[k] = v;
     r.throttled_samples = m.discarded;
@@ -343,6 +346,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     r.stop_reason = std::string(to_string(m.reason));
     if (m.reason == StopReason::timeout) r.add_flag("unconverged");
     if (m.reason == StopReason::plateau) r.add_flag("plateau");  // stopped short of the target: say so
+    note_contention(r, contention(cpu_before, cpu_after, clock_ticks_per_s(), default_threads(), c.threads));
     const double burst_to = now_s();
     if (!options.profile && options.energy_window_s > 0) {
       if (burst)
@@ -420,10 +424,12 @@ void Ceilings::learn(const Result& r) {
   // wgmma) for tf32/fp16/bf16/fp8/int8 and the FMA chains for fp32.
   if (op->ceiling == CeilingKind::compute && r.gflops > 0) {
     auto& best = gflops_[{r.kase.dtype, at}];
+    if (r.gflops > best) gflops_from_[{r.kase.dtype, at}] = r.case_string;
     best = std::max(best, r.gflops);
   }
   if (op->ceiling == CeilingKind::memory && r.gbps > 0 && r.work.bytes() >= kMemoryCeilingMinBytes) {
     auto& best = gbps_[at];
+    if (r.gbps > best) gbps_from_[at] = r.case_string;
     best = std::max(best, r.gbps);
   }
 }
@@ -437,9 +443,15 @@ void Ceilings::load_profile(const nlohmann::json& p) {
     host.threads = p.at("threads").get<int>();
     host.device = p.value("device", std::string(kHostDevice));
     auto at = where(host);
+    const std::string from = fmt::format("the calibration profile of {}", p.value("created", "unknown date"));
     for (auto& [name, v] : p.at("peak_gflops").items())
-      if (auto d = parse_dtype(name)) gflops_[{*d, at}] = std::max(gflops_[{*d, at}], v.get<double>());
-    gbps_[at] = std::max(gbps_[at], p.at("bandwidth").at("memory_gbps").get<double>());
+      if (auto d = parse_dtype(name)) {
+        if (v.get<double>() > gflops_[{*d, at}]) gflops_from_[{*d, at}] = from;
+        gflops_[{*d, at}] = std::max(gflops_[{*d, at}], v.get<double>());
+      }
+    const double memory = p.at("bandwidth").at("memory_gbps").get<double>();
+    if (memory > gbps_[at]) gbps_from_[at] = from;
+    gbps_[at] = std::max(gbps_[at], memory);
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(std::string("calibration profile is malformed: ") + e.what());
   }
@@ -463,17 +475,21 @@ void Ceilings::annotate(Result& r) const {
   const OpDef* op = Registry::global().op(r.kase.op);
   if (!op) return;
   const std::string at = where(r.kase);
+  auto from = [](const auto& sources, const auto& key) {
+    auto it = sources.find(key);
+    return it == sources.end() ? std::string() : it->second;
+  };
   if (op->peak_dtype)
     if (auto dtype = op->peak_dtype(r.kase))
       if (auto p = backend_of(r.kase).compute_ceiling(r, *dtype, peak(*dtype, at))) {
-        apply_peak(r, p->gflops);
+        apply_peak(r, p->gflops, p->source.empty() ? from(gflops_from_, std::pair{*dtype, at}) : p->source);
         if (!p->source.empty()) {  // a datasheet rate is a hard ceiling: anything above it is suspect
           r.details["peak_source"] = p->source;
           if (r.pct_peak && *r.pct_peak > 100) r.add_flag("faster-than-peak");
         }
       }
   if (op->uses_memory && op->ceiling != CeilingKind::memory)
-    if (auto b = bandwidth(at)) apply_roofline(r, *b);
+    if (auto b = bandwidth(at)) apply_roofline(r, *b, from(gbps_from_, at));
 }
 
 Case ceiling_case(const std::string& op, DType dtype, std::vector<std::pair<std::string, std::string>> params,

@@ -138,7 +138,10 @@ json to_json(const PipelineSummary& s) {
     end_to_end = {{"case", s.end_to_end_case},          {"status", s.end_to_end_status},
                   {"reason", s.end_to_end_reason},      {"scale", s.end_to_end_scale},
                   {"latency_s", opt(s.end_to_end_s)},   {"energy_j", opt(s.end_to_end_energy_j)},
-                  {"ratio", opt(s.end_to_end_ratio)},   {"energy_ratio", opt(s.end_to_end_energy_ratio)}};
+                  {"ratio", opt(s.end_to_end_ratio)},   {"energy_ratio", opt(s.end_to_end_energy_ratio)},
+                  {"precision", opt(s.end_to_end_precision)},
+                  {"ratio_low", opt(s.end_to_end_ratio_low)}, {"ratio_high", opt(s.end_to_end_ratio_high)},
+                  {"ratio_note", s.end_to_end_ratio_note}};
   return {{"name", s.name},
           {"params", s.params},
           {"dtype", s.dtype},
@@ -207,6 +210,10 @@ PipelineSummary summary_from_json(const json& j) {
     s.end_to_end_energy_j = e.number("energy_j");
     s.end_to_end_ratio = e.number("ratio");
     s.end_to_end_energy_ratio = e.number("energy_ratio");
+    s.end_to_end_precision = e.number("precision");
+    s.end_to_end_ratio_low = e.number("ratio_low");
+    s.end_to_end_ratio_high = e.number("ratio_high");
+    s.end_to_end_ratio_note = e.text("ratio_note");
   }
   return s;
 }

@@ -2,6 +2,7 @@
 #include "pipeline/pipeline_summary.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -42,6 +43,7 @@ LayerSummary layer_summary(const Layer& layer, const Result* r, const std::strin
   s.power_w = r->avg_power_w;
   if (r->efficiency) s.pct_roofline = *r->efficiency * 100;
   s.pct_peak = r->pct_peak;
+  s.precision = r->summary.precision;
   if (r->energy_j) {
     s.energy_j = r->energy_j;
     s.total_energy_j = *r->energy_j * count;
@@ -67,10 +69,11 @@ std::vector<RankedLayer> top(const std::vector<LayerSummary>& layers, const std:
 }
 
 void add_totals(PipelineSummary& s) {
-  double latency = 0, energy = 0, dynamic = 0, period = 0;
+  double latency = 0, energy = 0, dynamic = 0, period = 0, uncertainty = 0;
   const LayerSummary* no_energy = nullptr;
   for (auto& l : s.layers) {
     latency += *l.total_s;
+    uncertainty += *l.total_s * l.precision.value_or(0);
     period = std::max(period, *l.total_s);
     if (!l.energy_j) {
       if (!no_energy) no_energy = &l;
@@ -80,6 +83,7 @@ void add_totals(PipelineSummary& s) {
     if (l.dynamic_energy_j) dynamic += *l.dynamic_energy_j * double(l.count);
   }
   s.latency_s = latency;
+  if (latency > 0) s.latency_precision = uncertainty / latency;
   s.period_s = period;
   if (latency > 0) s.throughput = s.samples / latency;
   if (period > 0) s.pipeline_parallel_throughput = s.samples / period;
@@ -100,6 +104,24 @@ void add_totals(PipelineSummary& s) {
   s.pipeline_parallel_energy_j = parallel;
 }
 
+// The ratio with its interval, or none and why when the interval is too wide to read.
+void add_ratio(PipelineSummary& s, double ratio, double a, double b) {
+  const std::string spreads = fmt::format("the sum of layers is known to ±{:.1f}% and the end to end time to ±{:.1f}%",
+                                          100 * a, 100 * b);
+  if (!std::isfinite(a) || !std::isfinite(b) || b >= 1) {
+    s.end_to_end_ratio_note = "no ratio: " + spreads;
+    return;
+  }
+  const double low = ratio * (1 - a) / (1 + b), high = ratio * (1 + a) / (1 - b);
+  if ((high - low) / 2 > kMaxRatioSpread * ratio) {
+    s.end_to_end_ratio_note = fmt::format("no ratio: {}, so it lies anywhere from {:.2f} to {:.2f}", spreads, low, high);
+    return;
+  }
+  s.end_to_end_ratio = ratio;
+  s.end_to_end_ratio_low = low;
+  s.end_to_end_ratio_high = high;
+}
+
 void add_end_to_end(PipelineSummary& s, const Result& r, double scale) {
   s.end_to_end_case = r.case_string;
   s.end_to_end_status = std::string(to_string(r.status));
@@ -108,7 +130,8 @@ void add_end_to_end(PipelineSummary& s, const Result& r, double scale) {
   if (r.status != Status::ok || !(r.summary.median > 0)) return;
   s.end_to_end_s = r.summary.median * scale;
   if (r.energy_j) s.end_to_end_energy_j = *r.energy_j * scale;
-  if (s.latency_s) s.end_to_end_ratio = *s.latency_s / *s.end_to_end_s;
+  s.end_to_end_precision = r.summary.precision;
+  if (s.latency_s) add_ratio(s, *s.latency_s / *s.end_to_end_s, s.latency_precision.value_or(0), r.summary.precision);
   if (s.energy_j && s.end_to_end_energy_j && *s.end_to_end_energy_j > 0)
     s.end_to_end_energy_ratio = *s.energy_j / *s.end_to_end_energy_j;
 }
@@ -119,6 +142,15 @@ std::string PipelineSummary::param(const std::string& key) const {
   for (auto& [k, v] : params)
     if (k == key) return v;
   return "";
+}
+
+std::string ratio_text(const PipelineSummary& s) {
+  if (!s.end_to_end_ratio) return s.end_to_end_ratio_note.empty() ? "" : "—";
+  const std::string ratio = fmt::format("{:.2f}", *s.end_to_end_ratio);
+  if (!s.end_to_end_ratio_low || !s.end_to_end_ratio_high) return ratio;
+  const std::string low = fmt::format("{:.2f}", *s.end_to_end_ratio_low), high = fmt::format("{:.2f}", *s.end_to_end_ratio_high);
+  // An interval that rounds to the ratio itself (precisions unknown or tiny) is not shown.
+  return low == ratio && high == ratio ? ratio : fmt::format("{} [{}, {}]", ratio, low, high);
 }
 
 PipelineSummary summarize(const PipelineRun& run) {

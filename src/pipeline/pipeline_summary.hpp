@@ -44,6 +44,7 @@ struct LayerSummary {
   std::optional<double> flops, bytes;      // per call, the op's work model (Result::work)
   std::optional<double> pct_roofline;      // percent (Result::efficiency x 100)
   std::optional<double> pct_peak;          // percent (Result::pct_peak)
+  std::optional<double> precision;         // of latency_s: the median's relative 95% CI half-width
 
   bool measured() const { return latency_s.has_value(); }
 };
@@ -57,6 +58,12 @@ struct RankedLayer {
 };
 
 inline constexpr std::size_t kTopLayers = 5;
+
+// The widest interval a sum-of-layers / end-to-end ratio is shown with, as a fraction of the
+// ratio. The ratio says whether layers measured alone add up to the model; fusion and framework
+// overheads move it by 10-50%. At ±25% an interval around any ratio from 0.8 to 1.33 holds 1:
+// it could no longer tell "adds up" from "does not".
+inline constexpr double kMaxRatioSpread = 0.25;
 
 struct PipelineSummary {
   std::string name;
@@ -73,6 +80,9 @@ struct PipelineSummary {
   std::vector<std::string> missing;  // "label (op): status: reason"
 
   std::optional<double> latency_s;          // one forward pass: sum of latency x count
+  // latency_s's relative uncertainty: sum of count x latency x precision over latency_s. A linear
+  // sum, not in quadrature: layers that share a case share its error.
+  std::optional<double> latency_precision;
   std::optional<double> throughput;         // samples / latency, in sample_unit per second
   std::optional<double> energy_j;           // sum of energy x count, idle included
   std::optional<double> dynamic_energy_j;   // the same without idle (needs idle power)
@@ -95,6 +105,12 @@ struct PipelineSummary {
   std::optional<double> end_to_end_s, end_to_end_energy_j;
   double end_to_end_scale = 1;
   std::optional<double> end_to_end_ratio;         // sum of layers latency / end-to-end latency
+  // The ratio's interval from both relative uncertainties (a = latency_precision, b = the end to
+  // end result's precision): [ratio (1-a)/(1+b), ratio (1+a)/(1-b)]. When its half-width is above
+  // kMaxRatioSpread of the ratio, the ratio is refused (empty) and the note says why.
+  std::optional<double> end_to_end_precision;
+  std::optional<double> end_to_end_ratio_low, end_to_end_ratio_high;
+  std::string end_to_end_ratio_note;
   std::optional<double> end_to_end_energy_ratio;  // sum of layers energy / end-to-end energy
 
   // "batch" among params, or empty.
@@ -102,5 +118,9 @@ struct PipelineSummary {
 };
 
 PipelineSummary summarize(const PipelineRun& run);
+
+// The sum-of-layers / end-to-end ratio as shown: "1.40 [1.31, 1.50]", "—" when refused (see
+// end_to_end_ratio_note), "" without an end-to-end figure.
+std::string ratio_text(const PipelineSummary& s);
 
 }  // namespace opmeter::pipeline

@@ -86,7 +86,8 @@ std::string end_to_end_line(const PipelineSummary& s) {
   std::string out = human_time(*s.end_to_end_s);
   if (s.end_to_end_energy_j) out += ", " + human_energy(*s.end_to_end_energy_j);
   if (s.end_to_end_scale != 1) out += fmt::format(" (x {:g})", s.end_to_end_scale);
-  if (s.end_to_end_ratio) out += fmt::format("; sum of layers / end to end: {:.2f}", *s.end_to_end_ratio);
+  if (s.end_to_end_ratio) out += "; sum of layers / end to end: " + ratio_text(s);
+  else if (!s.end_to_end_ratio_note.empty()) out += "; sum of layers / end to end: — (" + s.end_to_end_ratio_note + ")";
   if (s.end_to_end_energy_ratio) out += fmt::format(" (energy {:.2f})", *s.end_to_end_energy_ratio);
   return out;
 }

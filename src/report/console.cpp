@@ -47,6 +47,8 @@ class ConsoleReporter : public Reporter {
                            : fmt::format("{}: {}", to_string(r.status), r.reason);
     fmt::print(out_, "[{}/{}] {}{}  {}\n", index_ + 1, total_, r.case_string,
                r.kase.label.empty() ? "" : " (" + r.kase.label + ")", what);
+    if (auto it = r.details.find("contention"); it != r.details.end() && r.has_flag("contended"))
+      fmt::print(out_, "  warning: {}\n", it->second);
     std::fflush(out_);
   }
 

@@ -35,9 +35,10 @@ void add_chart(std::string& out, nlohmann::json& specs, const std::optional<Char
   specs.push_back({{"id", c->id}, {"spec", c->spec}});
 }
 
-std::string ratio_text(const PipelineSummary& s) {
+std::string ratio_cell(const PipelineSummary& s) {
   if (!s.end_to_end_case.empty() && !s.end_to_end_s) return s.end_to_end_status;
-  return fixed(s.end_to_end_ratio, "{:.2f}");
+  if (!s.end_to_end_ratio && !s.end_to_end_ratio_note.empty()) return "— (" + s.end_to_end_ratio_note + ")";
+  return pipeline::ratio_text(s);
 }
 
 void summary_table(std::string& out, const std::vector<PipelineSummary>& summaries) {
@@ -56,7 +57,7 @@ void summary_table(std::string& out, const std::vector<PipelineSummary>& summari
            td(energy_cell(s.energy_j)) + td(energy_cell(s.energy_per_sample_j)) +
            td(energy_cell(s.dynamic_energy_per_sample_j)) + td(fixed(s.idle_power_w, "{:.1f}")) +
            td(time_cell(s.period_s)) + td(energy_cell(s.pipeline_parallel_energy_j)) + td(time_cell(s.end_to_end_s)) +
-           td(html_escape(ratio_text(s))) + "</tr>\n";
+           td(html_escape(ratio_cell(s))) + "</tr>\n";
   }
   out += "</tbody></table></div>\n";
 }
@@ -153,7 +154,7 @@ std::string pipelines_markdown(const std::vector<PipelineSummary>& summaries) {
                        s.throughput ? fmt::format("{:.4g} {}/s", *s.throughput, md_cell(s.sample_unit)) : "",
                        energy_cell(s.energy_per_sample_j), energy_cell(s.dynamic_energy_per_sample_j),
                        time_cell(s.period_s), energy_cell(s.pipeline_parallel_energy_j), time_cell(s.end_to_end_s),
-                       md_cell(ratio_text(s)));
+                       md_cell(ratio_cell(s)));
   out += "\nPipeline parallel: every layer a stage on its own device, t_i = latency_i x count_i; period T = max t_i; "
          "energy per pass = sum_i [E_i x count_i + P_idle x (T - t_i)].\n\n";
   for (auto& s : summaries) {

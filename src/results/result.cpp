@@ -65,20 +65,43 @@ void derive_rates(Result& r) {
   }
 }
 
-void apply_peak(Result& r, double peak_gflops) {
+namespace {
+// A figure above its ceiling by more than the noise margin: flagged, with the ceiling named in a
+// detail of the flag's name, since either the ceiling or the figure is wrong.
+void flag_above(Result& r, const char* flag, const std::string& what, double pct, const std::string& ceiling,
+                const std::string& from, const std::string& why = "") {
+  if (!(pct > kFasterThanPeakPct)) return;
+  r.add_flag(flag);
+  r.details[flag] = fmt::format("{} is {:.1f}% of {}{}{}", what, pct, ceiling, from.empty() ? "" : ", measured by " + from,
+                                why.empty() ? "" : "; " + why);
+}
+}  // namespace
+
+void apply_peak(Result& r, double peak_gflops, const std::string& from) {
   if (!(peak_gflops > 0) || !(r.gflops > 0)) return;
   r.peak_gflops = peak_gflops;
   r.pct_peak = 100.0 * r.gflops / peak_gflops;
-  if (*r.pct_peak > kFasterThanPeakPct) r.add_flag("faster-than-peak");
+  flag_above(r, "faster-than-peak", "GFLOP/s", *r.pct_peak, fmt::format("the peak {:.4g} GFLOP/s", peak_gflops), from);
 }
 
-void apply_roofline(Result& r, double bandwidth_gbps) {
+void apply_roofline(Result& r, double bandwidth_gbps, const std::string& from) {
   if (!(bandwidth_gbps > 0) || !(r.gbps > 0)) return;
   r.bandwidth_gbps = bandwidth_gbps;
   r.pct_bandwidth = 100.0 * r.gbps / bandwidth_gbps;
+  // The ceiling is memory bandwidth: data a hot or cache-sized case keeps in cache reads faster.
+  const std::string cached = r.cache == "cold" ? "" : "its data stays in cache (" + r.cache + "), which reads faster than memory";
+  const std::string memory = fmt::format("the memory bandwidth {:.4g} GB/s", bandwidth_gbps);
+  flag_above(r, "faster-than-bandwidth", "GB/s", *r.pct_bandwidth, memory, from, cached);
   if (r.peak_gflops && r.gflops > 0) {
-    r.roofline_gflops = std::min(*r.peak_gflops, r.intensity * bandwidth_gbps);
+    const double by_memory = r.intensity * bandwidth_gbps;
+    r.roofline_gflops = std::min(*r.peak_gflops, by_memory);
     r.efficiency = r.gflops / *r.roofline_gflops;
+    const bool memory_bound = by_memory < *r.peak_gflops;
+    flag_above(r, "above-roofline", "GFLOP/s", 100 * *r.efficiency,
+               fmt::format("the roofline {:.4g} GFLOP/s ({})", *r.roofline_gflops,
+                           memory_bound ? fmt::format("intensity {:.3g} FLOP/B x {}", r.intensity, memory)
+                                        : fmt::format("the peak {:.4g} GFLOP/s", *r.peak_gflops)),
+               memory_bound ? from : "", memory_bound ? cached : "");
   }
 }
 

@@ -1,0 +1,13 @@
+#pragma once
+// Checks, before any work, that a file a command will write can be written there: a command
+// that measures for minutes must not fail at the end on "Is a directory".
+#include <string>
+
+namespace opmeter {
+
+// UsageError (exit 2) naming `option` and `path` when the path is empty, is a directory, or its
+// folder does not exist, is not a folder or cannot be written in (the file is written as a
+// temporary beside it and renamed over it).
+void check_output_file(const std::string& path, const std::string& option);
+
+}  // namespace opmeter

@@ -1,0 +1,85 @@
+// calibrate's output: checked before measuring, written only when complete, and an interrupted
+// calibration continued by the command it prints. Output paths of every command that writes a file.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/cli_helpers.hpp"
+#include "util/output_path.hpp"
+#include "opmeter/errors.hpp"
+
+namespace {
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::string usage_error(const std::string& path) {
+  try {
+    opmeter::check_output_file(path, "--out");
+  } catch (const opmeter::UsageError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+}  // namespace
+
+TEST(OutputPath, DirectoriesMissingFoldersAndUnwritableFoldersAreRefused) {
+  auto dir = temp_dir("output_path");
+  EXPECT_TRUE(has(usage_error(dir.string()), "is a directory")) << usage_error(dir.string());
+  EXPECT_TRUE(has(usage_error((dir / "sub/").string()), "names a directory"));
+  EXPECT_TRUE(has(usage_error((dir / "nowhere" / "p.json").string()), "the folder " + (dir / "nowhere").string() + " does not exist"));
+  write(dir, "file", "x");
+  EXPECT_TRUE(has(usage_error((dir / "file" / "p.json").string()), "is not a folder"));
+  EXPECT_TRUE(has(usage_error(""), "empty"));
+  EXPECT_EQ(usage_error((dir / "p.json").string()), "no error");
+  EXPECT_EQ(usage_error("relative-name.json"), "no error");  // the current folder
+}
+
+TEST(OutputPath, EveryCommandThatWritesAFileRefusesADirectoryBeforeWorking) {
+  auto dir = temp_dir("output_dir");
+  const std::string d = dir.string();
+  // calibrate: exit 2 at once, nothing measured (its results directory never made).
+  auto cal = cli(fmt::format("calibrate --threads 1 --out {} --results {}", d, (dir / "raw").string()));
+  EXPECT_EQ(cal.code, 2) << cal.text;
+  EXPECT_TRUE(has(cal.text, "calibrate --out " + d + ": is a directory")) << cal.text;
+  EXPECT_FALSE(fs::exists(dir / "raw"));
+  for (std::string args : {"report x -o " + d, "report x --md " + d, "compare a b --out " + d, "predict m.json gemm -o " + d,
+                           "predict fit r -o " + d, "predict plan m.json c.yaml --budget 60 -o " + d}) {
+    auto out = cli(args);
+    EXPECT_EQ(out.code, 2) << args << "\n" << out.text;
+    EXPECT_TRUE(has(out.text, d + ": is a directory")) << args << "\n" << out.text;
+  }
+}
+
+TEST(Calibrate, InterruptedLeavesTheProfileAndResumesWithTheCommandItPrints) {
+  auto dir = temp_dir("calibrate_int");
+  // Each case warms up for 0.3 s, so Ctrl-C lands mid-calibration.
+  auto fusion = write(dir, "fusion.yaml",
+                      "ops: [linear]\nimpls: [onednn, onednn_unfused]\nbatch: [1]\nseq: [8]\nhidden: [16]\nout: [16]\n"
+                      "act: [relu]\nstopping: {samples: 3, warmup_s: 0.3}\n");
+  auto profile = write(dir, "profile.json", "{\"a good\": \"profile\"}\n");
+  auto raw = dir / "raw";
+  auto pid = spawn(fmt::format("calibrate --threads 1 --array-mib 1 --llc-bytes 1048576 --fusion {} --out {} --results {}",
+                               fusion.string(), profile.string(), raw.string()),
+                   dir / "log");
+  ASSERT_TRUE(wait_until([&] { return line_count(raw / "results.jsonl") >= 2; }, 60)) << slurp(dir / "log");
+  kill(-pid, SIGINT);
+  EXPECT_EQ(wait_exit(pid), 130) << slurp(dir / "log");
+  EXPECT_EQ(slurp(profile), "{\"a good\": \"profile\"}\n");  // not replaced by a partial one
+  EXPECT_FALSE(fs::exists(profile.string() + ".tmp"));
+  const std::string log = slurp(dir / "log");
+  EXPECT_TRUE(has(log, "no profile written")) << log;
+  const std::string advice = "continue with opmeter calibrate --resume " + raw.string();
+  auto at = log.find(advice);
+  ASSERT_NE(at, std::string::npos) << log;
+  auto command = log.substr(at + std::string("continue with opmeter ").size());
+  command = command.substr(0, command.find('\n'));
+  EXPECT_TRUE(has(command, "--fusion " + fusion.string())) << command;
+
+  auto resumed = cli(command);
+  ASSERT_EQ(resumed.code, 0) << command << "\n" << resumed.text;
+  EXPECT_TRUE(has(resumed.text, "already done")) << resumed.text;
+  auto p = nlohmann::json::parse(slurp(profile));
+  EXPECT_EQ(p["schema"], "opmeter-calibration/1");
+  EXPECT_GT(p["bandwidth"]["memory_gbps"].get<double>(), 0);
+  EXPECT_FALSE(p["bandwidth"]["caches"].empty());
+}
