@@ -2,10 +2,12 @@
 // their next impl in another round (same results directory), and each pipeline is summed up.
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
 #include "opmeter/config.hpp"
@@ -47,11 +49,29 @@ nlohmann::json read_context(const std::string& dir) {
   }
 }
 
+// The reason every pipeline layer was skipped for, when they all were, for one reason, across
+// impls of several kinds: the backend's (no CUDA device), which no next impl escapes.
+std::optional<std::string> backend_skip_reason(const std::vector<pipeline::PlannedPipeline>& pipelines,
+                                               const std::vector<Result>& results) {
+  std::set<std::string> layer_cases, reasons, impls;
+  for (const auto& c : pipeline::pipeline_cases(pipelines)) layer_cases.insert(c.to_string());
+  for (const auto& r : results) {
+    if (!layer_cases.count(r.case_string)) continue;
+    if (r.status != Status::skipped) return std::nullopt;
+    reasons.insert(r.reason);
+    impls.insert(r.kase.impl);
+  }
+  if (reasons.size() != 1 || impls.size() < 2) return std::nullopt;
+  return *reasons.begin();
+}
+
 }  // namespace
 
 std::string pipeline_flags_config(const std::vector<std::string>& specs) {
   std::string entries, dtypes;
+  std::set<std::string> dtypes_given;
   for (const auto& spec : specs) {
+    std::set<std::string> keys;
     auto colon = spec.find(':');
     std::string name = spec.substr(0, colon), params;
     if (name.empty() || name.find_first_of("{}[],:#\"' ") != std::string::npos)
@@ -65,7 +85,11 @@ std::string pipeline_flags_config(const std::vector<std::string>& specs) {
         auto eq = kv.find('=');
         if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size() || kv.find_first_of("{}[]:#\"' ") != std::string::npos)
           throw UsageError(fmt::format("--pipeline '{}': '{}' is not key=value", spec, kv));
-        if (kv.substr(0, eq) == "dtype") dtypes += (dtypes.empty() ? "" : ", ") + kv.substr(eq + 1);
+        if (!keys.insert(kv.substr(0, eq)).second)
+          throw UsageError(fmt::format("--pipeline '{}': '{}' is given twice", spec, kv.substr(0, eq)));
+        if (kv.substr(0, eq) == "dtype") {
+          if (dtypes_given.insert(kv.substr(eq + 1)).second) dtypes += (dtypes.empty() ? "" : ", ") + kv.substr(eq + 1);
+        }
         else params += fmt::format(", {}: {}", kv.substr(0, eq), kv.substr(eq + 1));
         if (comma == std::string::npos) break;
         at = comma + 1;
@@ -76,6 +100,25 @@ std::string pipeline_flags_config(const std::vector<std::string>& specs) {
   return (dtypes.empty() ? "" : "dtypes: [" + dtypes + "]\n") + "pipelines:\n" + entries;
 }
 
+Plan load_pipeline_flags(const std::vector<std::string>& specs, int threads, const std::string& device) {
+  const std::string yaml = pipeline_flags_config(specs);
+  try {
+    return load_config_text(yaml, "--pipeline", threads, device);
+  } catch (const ConfigError& e) {
+    // The user wrote flags, not this YAML: quote the flag its line came from (one line per
+    // spec after `pipelines:`; the dtypes line stands for every spec).
+    const int first = yaml.starts_with("dtypes:") ? 3 : 2;
+    const int index = e.line - first;
+    std::vector<std::string> quoted;
+    if (index >= 0 && index < int(specs.size())) quoted.push_back(specs[std::size_t(index)]);
+    else
+      for (const auto& spec : specs) quoted.push_back(spec);
+    std::string flags;
+    for (const auto& q : quoted) flags += fmt::format("{}--pipeline '{}'", flags.empty() ? "" : " ", q);
+    throw UsageError(fmt::format("{}: {}", flags, e.detail));
+  }
+}
+
 int run_pipelines(std::vector<pipeline::PlannedPipeline> pipelines, std::vector<Case> cases, const RunOptions& options,
                   RunOutput out, const std::function<bool()>& interrupted) {
   if (out.dir.empty()) {
@@ -83,7 +126,9 @@ int run_pipelines(std::vector<pipeline::PlannedPipeline> pipelines, std::vector<
     out.dir = fmt::format("opmeter-results/{:%Y%m%d-%H%M%S}", fmt::localtime(t));
   }
   auto results = run_cases_in_dir(cases, options, out);
-  for (int round = 0; round < kMaxRounds && !interrupted(); ++round) {
+  if (auto why = backend_skip_reason(pipelines, results))
+    fmt::print(stderr, "opmeter: every layer was skipped for one reason, which applies to every impl here: {}\n", *why);
+  for (int round = 0; round < kMaxRounds && !interrupted() && !backend_skip_reason(pipelines, results); ++round) {
     if (!pipeline::advance_skipped(pipelines, results)) break;
     std::set<std::string> have;
     for (const auto& c : cases) have.insert(c.to_string());
@@ -111,8 +156,9 @@ int run_pipelines(std::vector<pipeline::PlannedPipeline> pipelines, std::vector<
     run.end_to_end_scale = p.end_to_end_scale;
     summaries.push_back(pipeline::summarize(run));
   }
-  pipeline::write_pipeline_outputs(out.dir, summaries);
+  auto written = pipeline::write_pipeline_outputs(out.dir, summaries);
   for (const auto& s : summaries) pipeline::print_pipeline_summary(std::cerr, s);
+  fmt::print(stderr, "opmeter: pipeline results in {}/ ({})\n", out.dir, fmt::join(written, ", "));
   return results_exit_code(results);
 }
 

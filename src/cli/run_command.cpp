@@ -16,6 +16,8 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
+#include "cli/validators.hpp"
+#include "pipeline/pipeline_outputs.hpp"
 #include "opmeter/backend.hpp"
 #include "opmeter/config.hpp"
 #include "opmeter/context.hpp"
@@ -39,23 +41,6 @@ extern "C" void on_signal(int sig) {
   g_cancel.store(true);
 }
 
-// NaN passes every range check (all comparisons are false): reject it, and infinities, first.
-const CLI::Validator kFinite(
-    [](std::string& s) {
-      char* end = nullptr;
-      double v = std::strtod(s.c_str(), &end);
-      return end != s.c_str() && std::isfinite(v) ? std::string() : "must be a finite number, got '" + s + "'";
-    },
-    "FINITE");
-// Unsigned options would otherwise take -5 as 2^64 - 5.
-const CLI::Validator kNonNegativeInteger(
-    [](std::string& s) {
-      return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos
-                 ? std::string()
-                 : "must be a non-negative integer, got '" + s + "'";
-    },
-    "UINT");
-
 std::string self_path(const char* argv0) {
   std::error_code ec;
   auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -77,7 +62,7 @@ Plan make_plan(const RunArgs& a) {
   if (!a.device.empty()) check_device(a.device);  // UsageError naming the expected form
   if (!a.pipelines.empty()) {
     if (!a.config.empty() || !a.suite.empty()) throw UsageError("--pipeline runs built-in pipelines: give no config or --suite with it");
-    return load_config_text(pipeline_flags_config(a.pipelines), "--pipeline", threads, a.device);
+    return load_pipeline_flags(a.pipelines, threads, a.device);
   }
   if (!a.config.empty()) return load_config_file(a.config, threads, a.device);
   return load_suite(a.suite.empty() ? "quick" : a.suite, threads, a.device);
@@ -304,6 +289,11 @@ std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOp
                                   "free space (or fix the directory) and continue with --resume {}",
                                   e.what(), journal_lines(journal), journal, dir));
   }
+  // The files there are, not those a reporter might write (quantization.csv only with recipes).
+  std::erase_if(files, [&](const std::string& f) {
+    std::error_code ec;
+    return !fs::exists(fs::path(dir) / f, ec);
+  });
   fmt::print(stderr, "opmeter: results in {}/ ({})\n", dir, fmt::join(files, ", "));
   if (g_cancel.load()) fmt::print(stderr, "opmeter: interrupted; finished cases are saved, continue with --resume {}\n", dir);
   return results;
@@ -441,6 +431,7 @@ int run_command(const RunArgs& given, const char* argv0) {
     if (auto note = bandwidth_cap_note(); !note.empty()) fmt::print(stderr, "opmeter: {}\n", note);
 
   if (a.dry_run) {
+    for (auto& p : plan.pipelines) fmt::print("{}\n", pipeline::planned_pipeline_text(p));
     fmt::print("{} cases from {}\n", cases.size(), plan.source);
     for (auto& c : cases) fmt::print("{}\n", c.to_string());
     return 0;
