@@ -204,6 +204,31 @@ end_to_end: false
       << out.text;
 }
 
+// Issue 27 item 13: a reason that applies to every impl of the backend (no driver, no device)
+// ends the fallback rounds at once, said once, instead of a round per impl.
+TEST(PipelineCli, ABackendLevelSkipReasonStopsTheFallbackRounds) {
+  auto dir = temp_dir("pipelines_no_gpu");
+  auto config = write(dir, "p.yaml", R"(
+pipelines:
+  - name: two
+    layers:
+      - {label: fc, op: gemm, M: 8, N: 8, K: 8}
+      - {label: res, op: add, batch: 1, seq: 4, hidden: 8}
+device: cuda:0
+end_to_end: false
+)");
+  auto out = cli("run " + config.string() + " --samples 3 --warmup 1 --no-report --out " + (dir / "r").string());
+  if (out.text.find("INCOMPLETE, no totals") == std::string::npos)
+    GTEST_SKIP() << "no CUDA backend here, or a usable GPU: this test needs the backend built and no GPU\n" << out.text;
+  EXPECT_EQ(out.code, 0) << out.text;  // skipped is not a failure
+  EXPECT_NE(out.text.find("every layer was skipped for one reason, which applies to every impl here: "), std::string::npos)
+      << out.text;
+  // At most the one round that shows the next impl fares no better (gemm: cuda, then cublaslt).
+  const auto first = out.text.find("trying the next impl");
+  EXPECT_TRUE(first == std::string::npos || out.text.find("trying the next impl", first + 1) == std::string::npos)
+      << out.text;
+}
+
 TEST(PipelineCli, BadPipelineFlagsExitWithTwo) {
   auto unknown = cli("run --pipeline resnet_18 --dry-run");
   EXPECT_EQ(unknown.code, 2);

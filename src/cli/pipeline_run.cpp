@@ -49,12 +49,10 @@ nlohmann::json read_context(const std::string& dir) {
   }
 }
 
-// The reason every pipeline layer was skipped for, when they all were, for one reason, across
-// impls of several kinds: the backend's (no CUDA device), which no next impl escapes.
-std::optional<std::string> backend_skip_reason(const std::vector<pipeline::PlannedPipeline>& pipelines,
-                                               const std::vector<Result>& results) {
-  std::set<std::string> layer_cases, reasons, impls;
-  for (const auto& c : pipeline::pipeline_cases(pipelines)) layer_cases.insert(c.to_string());
+// The reason every layer case tried so far was skipped for, when they all were, for one reason,
+// by impls of several kinds: the backend's (no CUDA device), which no next impl escapes.
+std::optional<std::string> backend_skip_reason(const std::set<std::string>& layer_cases, const std::vector<Result>& results) {
+  std::set<std::string> reasons, impls;
   for (const auto& r : results) {
     if (!layer_cases.count(r.case_string)) continue;
     if (r.status != Status::skipped) return std::nullopt;
@@ -126,13 +124,22 @@ int run_pipelines(std::vector<pipeline::PlannedPipeline> pipelines, std::vector<
     out.dir = fmt::format("opmeter-results/{:%Y%m%d-%H%M%S}", fmt::localtime(t));
   }
   auto results = run_cases_in_dir(cases, options, out);
-  if (auto why = backend_skip_reason(pipelines, results))
-    fmt::print(stderr, "opmeter: every layer was skipped for one reason, which applies to every impl here: {}\n", *why);
-  for (int round = 0; round < kMaxRounds && !interrupted() && !backend_skip_reason(pipelines, results); ++round) {
+  std::set<std::string> tried;  // layer cases run so far, over the rounds (not the end-to-end ones)
+  auto add_tried = [&] {
+    for (const auto& p : pipelines)
+      for (std::size_t i = 0; i < p.pipeline.layers.size(); ++i) tried.insert(p.layer_case(i).to_string());
+  };
+  add_tried();
+  for (int round = 0; round < kMaxRounds && !interrupted(); ++round) {
+    if (auto why = backend_skip_reason(tried, results)) {
+      fmt::print(stderr, "opmeter: every layer was skipped for one reason, which applies to every impl here: {}\n", *why);
+      break;
+    }
     if (!pipeline::advance_skipped(pipelines, results)) break;
     std::set<std::string> have;
     for (const auto& c : cases) have.insert(c.to_string());
     std::size_t before = cases.size();
+    add_tried();
     for (auto& c : pipeline::pipeline_cases(pipelines))
       if (have.insert(c.to_string()).second) cases.push_back(c);
     if (cases.size() == before) break;

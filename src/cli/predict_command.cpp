@@ -427,7 +427,11 @@ void mark_extrapolated(const PredictModel& m, Answers& a) {
     if (!g) return;
     auto it = ranges.find(p.group);
     if (it == ranges.end()) it = ranges.emplace(p.group, training_ranges(*g)).first;
-    p.extrapolated = outside_training(it->second, parse_case(p.case_string));
+    try {
+      p.extrapolated = outside_training(it->second, parse_case(p.case_string));
+    } catch (const UsageError&) {
+      return;  // a case string this opmeter cannot read back (a device it lacks) is not judged
+    }
     if (!warned.insert(p.case_string).second) return;
     for (auto& why : p.extrapolated) fmt::print(stderr, "opmeter: WARNING: {}: {}\n", p.case_string, why);
   };
