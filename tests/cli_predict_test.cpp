@@ -178,6 +178,7 @@ TEST(CliPredict, BadInputIsAClearMessageAndExitCode2) {
       {"predict " + model, "nothing to predict"},
       {"predict plan " + model + " " + (f.dir / "sweep.yaml").string() + " --budget 5x", "--budget '5x'"},
       {"predict plan " + model + " /nonexistent.yaml --budget 60s", "/nonexistent.yaml"},
+      {"predict fit " + f.results.string() + " -o x.json --seed -5", "must be a non-negative integer"},
       {"predict plan " + f.profile.string() + " " + (f.dir / "sweep.yaml").string() + " --budget 60s", "calibration profile"},
   };
   for (auto& b : bad) {

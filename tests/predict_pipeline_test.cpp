@@ -46,6 +46,7 @@ TEST(PredictPipeline, SpecsNameABuiltInPipelineWithParamsAndWhereItRuns) {
   EXPECT_THROW(parse_pipeline_spec("resnet50:batch"), CaseError);
   EXPECT_THROW(parse_pipeline_spec("resnet50:dtype=fp7"), CaseError);
   EXPECT_THROW(parse_pipeline_spec("resnet50:threads=0"), CaseError);
+  EXPECT_THROW(parse_pipeline_spec("resnet50:batch=1,batch=2"), CaseError);  // not silently the last
 }
 
 TEST(PredictPipeline, EachLayerTakesTheFirstImplTheModelKnows) {

@@ -13,6 +13,7 @@
 
 #include "analysis/compare.hpp"
 #include "cli/commands.hpp"
+#include "cli/validators.hpp"
 #include "engine/stopping_settings.hpp"
 #include "opmeter/config.hpp"
 #include "opmeter/context.hpp"
@@ -64,7 +65,7 @@ void add_predict_command(CLI::App& app, PredictArgs& a) {
                   "results)");
   fit->add_option("--folds", a.folds, "k of k-fold cross-validation (default 5); a group needs at least k cases")
       ->check(CLI::Range(2, 1000));
-  fit->add_option("--seed", a.seed, "seed of the folds and the trees (default 20261123)");
+  fit->add_option("--seed", a.seed, "seed of the folds and the trees (default 20261123)")->check(kNonNegativeInteger);
   fit->add_option("--threads", a.threads, "threads the tree models train with (default 1; the same threads give the same model)")
       ->check(CLI::Range(1, 4096));
   fit->add_flag("--no-report", a.no_report, "write no MODEL.html and MODEL.md");
