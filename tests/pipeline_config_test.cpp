@@ -250,6 +250,10 @@ TEST(PipelineCli, BadPipelineFlagsExitWithTwo) {
   auto leading = cli("run --pipeline resnet18:batch=01 --dry-run");
   EXPECT_EQ(leading.code, 2);
   EXPECT_NE(leading.text.find("batch=01: write the integer as batch=1"), std::string::npos) << leading.text;
+  auto bad_dtype = cli("run --pipeline resnet18 --pipeline resnet50:dtype=fp7 --dry-run");
+  EXPECT_EQ(bad_dtype.code, 2);
+  EXPECT_NE(bad_dtype.text.find("opmeter: error: --pipeline 'resnet50:dtype=fp7': unknown dtype 'fp7'"), std::string::npos)
+      << bad_dtype.text;
   auto with_suite = cli("run --pipeline resnet18 --suite quick --dry-run");
   EXPECT_EQ(with_suite.code, 2);
   auto dry = cli("run --pipeline resnet18:batch=2 --dry-run");

@@ -104,13 +104,14 @@ Plan load_pipeline_flags(const std::vector<std::string>& specs, int threads, con
     return load_config_text(yaml, "--pipeline", threads, device);
   } catch (const ConfigError& e) {
     // The user wrote flags, not this YAML: quote the flag its line came from (one line per
-    // spec after `pipelines:`; the dtypes line stands for every spec).
-    const int first = yaml.starts_with("dtypes:") ? 3 : 2;
-    const int index = e.line - first;
+    // spec after `pipelines:`; the dtypes line stands for the specs that give a dtype).
+    const bool dtypes_line = yaml.starts_with("dtypes:");
+    const int index = e.line - (dtypes_line ? 3 : 2);
     std::vector<std::string> quoted;
     if (index >= 0 && index < int(specs.size())) quoted.push_back(specs[std::size_t(index)]);
     else
-      for (const auto& spec : specs) quoted.push_back(spec);
+      for (const auto& spec : specs)
+        if (!(dtypes_line && e.line == 1) || spec.find("dtype=") != std::string::npos) quoted.push_back(spec);
     std::string flags;
     for (const auto& q : quoted) flags += fmt::format("{}--pipeline '{}'", flags.empty() ? "" : " ", q);
     throw UsageError(fmt::format("{}: {}", flags, e.detail));

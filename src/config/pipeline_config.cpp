@@ -69,7 +69,7 @@ pipeline::Pipeline users(const YamlReader& r, const YAML::Node& entry, const std
   p.name = name;
   p.dtype = dtype;
   if (entry["samples"]) p.samples = r.number(entry["samples"], "samples", 1e-9, 1e12);
-  if (entry["unit"]) p.sample_unit = r.text(entry["unit"], "unit");
+  if (entry["unit"]) p.sample_unit = name_text(r, entry["unit"], "unit");
   std::set<std::string> labels;
   for (const auto& l : layers) {
     r.expect_map(l, "a layer");
