@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -285,6 +286,27 @@ TEST(CliPredict, ATruncatedOrDamagedModelIsAOneLineError) {
               has(bad.text, "model " + damaged.string() + ": "))
       << bad.text;
   EXPECT_EQ(std::count(bad.text.begin(), bad.text.end(), '\n'), 1) << bad.text;  // one line, no stack trace
+
+  // A tree xgboost refuses (its message carries a stack trace), and one it would read out of
+  // bounds with (a split on a feature the rows do not have).
+  auto tree_of = [](nlohmann::json& m) -> nlohmann::json& {
+    for (auto& g : m["groups"])
+      if (g["boosted"].is_object()) return g["boosted"]["xgboost"]["learner"]["gradient_booster"]["model"]["trees"][0];
+    throw std::runtime_error("no boosted group");
+  };
+  auto cut = nlohmann::json::parse(text);
+  tree_of(cut)["left_children"] = nlohmann::json::array({1});
+  auto split = nlohmann::json::parse(text);
+  for (auto& f : tree_of(split)["split_indices"]) f = 999999;
+  for (auto& [name, edited, expect] : {std::tuple{"cut.json", cut, std::string("xgboost cannot load it: ")},
+                                       std::tuple{"split.json", split, std::string("splits on feature 999999 of ")}}) {
+    auto path = f.dir / name;
+    std::ofstream(path) << edited.dump();
+    auto out = cli("predict " + path.string() + " gemm/onednn/fp32/M=8,N=8,K=8/threads=1");
+    EXPECT_EQ(out.code, 2) << name << "\n" << out.text;
+    EXPECT_TRUE(has(out.text, expect)) << name << "\n" << out.text;
+    EXPECT_EQ(std::count(out.text.begin(), out.text.end(), '\n'), 1) << name << "\n" << out.text;
+  }
 }
 
 // Issue 27 item 11: a budget no case fits in is refused, not written as `cases: []`; a budget is a
