@@ -324,4 +324,10 @@ TEST(CliPredict, PlanRefusesABudgetTooSmallOrNotDecimal) {
   EXPECT_EQ(hex.code, 2) << hex.text;
   EXPECT_TRUE(has(hex.text, "--budget '0x10s': not a decimal number")) << hex.text;
   EXPECT_FALSE(fs::exists(plan));
+  // Nothing left to measure is said, not written as an empty plan either.
+  auto done = cli("predict plan " + f.model.string() + " " + (f.dir / "sweep.yaml").string() + " --budget 60s -o " +
+                  plan.string());
+  EXPECT_EQ(done.code, 2) << done.text;
+  EXPECT_TRUE(has(done.text, "every case of the config is already in the model")) << done.text;
+  EXPECT_FALSE(fs::exists(plan));
 }
