@@ -18,8 +18,8 @@
 #include "opmeter/config.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
-#include "opmeter/registry.hpp"
 #include "pipeline/pipeline_outputs.hpp"
+#include "opmeter/registry.hpp"  // validate_case
 #include "predict/ceilings.hpp"
 #include "predict/cross_validation.hpp"
 #include "predict/model.hpp"

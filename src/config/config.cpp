@@ -592,6 +592,9 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
             }
     }
   }
+  // Ops whose optional values no impl runs together: say which, and who runs each.
+  if (plan.cases.empty() && !not_run.empty() && !root["cases"] && !root["pipelines"])
+    r.fail(root["ops"] ? root["ops"] : root, fmt::format("the config expands to no cases: {}", fmt::join(not_run, "; ")));
   if (root["sample"]) sample_cases(r, root["sample"], plan.cases);
   if (root["cases"]) add_listed_cases(r, root["cases"], plan.cases);
   if (root["pipelines"]) {
@@ -618,8 +621,7 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
       if (have.insert(c.to_string()).second) plan.cases.push_back(c);
   }
   if (plan.cases.empty())
-    r.fail(root["ops"] ? root["ops"] : root, like.on_host() ? std::string("the config expands to no cases") +
-                                                                  (not_run.empty() ? "" : ": " + fmt::format("{}", fmt::join(not_run, "; ")))
+    r.fail(root["ops"] ? root["ops"] : root, like.on_host() ? std::string("the config expands to no cases")
                                        : fmt::format("the config expands to no cases on {}: none of its ops has a {} impl",
                                                      device, upper(backend.name())));
   return plan;
