@@ -2,7 +2,9 @@
 // planned; and every bad input with its message and exit code 2.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -177,6 +179,7 @@ TEST(CliPredict, BadInputIsAClearMessageAndExitCode2) {
       {"predict " + model, "nothing to predict"},
       {"predict plan " + model + " " + (f.dir / "sweep.yaml").string() + " --budget 5x", "--budget '5x'"},
       {"predict plan " + model + " /nonexistent.yaml --budget 60s", "/nonexistent.yaml"},
+      {"predict fit " + f.results.string() + " -o x.json --seed -5", "must be a non-negative integer"},
       {"predict plan " + f.profile.string() + " " + (f.dir / "sweep.yaml").string() + " --budget 60s", "calibration profile"},
   };
   for (auto& b : bad) {
@@ -230,4 +233,101 @@ TEST(CliPredict, CasesOfAConfigTheModelNeverSawAreLeftOutWithANote) {
   auto none = cli("predict " + f.model.string() + " " + only.string());
   EXPECT_EQ(none.code, 2) << none.text;
   EXPECT_TRUE(has(none.text, "never saw op relu")) << none.text;
+}
+
+// Issue 27 item 11: predict refuses the case strings run refuses.
+TEST(CliPredict, CaseStringsRunRefusesAreRefused) {
+  const auto& f = fixture();
+  for (const char* kase : {"gemm/onednn/fp32/M=0,N=8,K=8/threads=1", "gemm/onednn/fp32/M=-5,N=8,K=8/threads=1"}) {
+    auto out = cli("predict " + f.model.string() + " " + kase);
+    EXPECT_EQ(out.code, 2) << kase << "\n" << out.text;
+    EXPECT_TRUE(has(out.text, "out of range: expected 1..1048576")) << kase << "\n" << out.text;
+  }
+}
+
+// Issue 27 item 11: a case far outside the training data says so, per parameter, with the range.
+TEST(CliPredict, ACaseOutsideTheTrainingDataIsFlaggedExtrapolated) {
+  const auto& f = fixture();
+  auto out = cli("predict " + f.model.string() + " gemm/onednn/fp32/M=900,N=8,K=8/threads=4");
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_TRUE(has(out.text, "M=900 is outside the training range 8..128: extrapolated")) << out.text;
+  EXPECT_TRUE(has(out.text, "threads=4 is outside the training data, which has only threads=1: extrapolated")) << out.text;
+  EXPECT_TRUE(has(out.text, "(extrapolated) |")) << out.text;
+  EXPECT_FALSE(has(out.text, "N=8 is outside")) << out.text;
+  auto inside = cli("predict " + f.model.string() + " gemm/onednn/fp32/M=20,N=20,K=20/threads=1");
+  ASSERT_EQ(inside.code, 0) << inside.text;
+  EXPECT_FALSE(has(inside.text, "extrapolated")) << inside.text;
+}
+
+// Issue 27 item 11: a truncated or tampered model is a one-line exit-2 message, never a stack trace.
+TEST(CliPredict, ATruncatedOrDamagedModelIsAOneLineError) {
+  const auto& f = fixture();
+  const std::string text = slurp(f.model);
+  auto truncated = write(f.dir, "truncated.json", text.substr(0, text.size() / 2));
+  auto out = cli("predict " + truncated.string() + " gemm/onednn/fp32/M=8,N=8,K=8/threads=1");
+  EXPECT_EQ(out.code, 2) << out.text;
+  EXPECT_TRUE(has(out.text, "invalid JSON at byte")) << out.text;
+  EXPECT_FALSE(has(out.text, "results file")) << out.text;
+
+  // Trees that no longer fit the group's features (an edited feature count).
+  auto j = nlohmann::json::parse(text);
+  bool tampered = false;
+  for (auto& g : j["groups"])
+    if (g["boosted"].is_object()) {
+      g["boosted"]["xgboost"]["learner"]["learner_model_param"]["num_feature"] = "3";
+      tampered = true;
+    }
+  ASSERT_TRUE(tampered);
+  auto damaged = f.dir / "damaged.json";
+  std::ofstream(damaged) << j.dump();
+  auto bad = cli("predict " + damaged.string() + " gemm/onednn/fp32/M=8,N=8,K=8/threads=1");
+  EXPECT_EQ(bad.code, 2) << bad.text;
+  EXPECT_TRUE(has(bad.text, "model file " + damaged.string() + " is damaged: ") ||
+              has(bad.text, "model " + damaged.string() + ": "))
+      << bad.text;
+  EXPECT_EQ(std::count(bad.text.begin(), bad.text.end(), '\n'), 1) << bad.text;  // one line, no stack trace
+
+  // A tree xgboost refuses (its message carries a stack trace), and one it would read out of
+  // bounds with (a split on a feature the rows do not have).
+  auto tree_of = [](nlohmann::json& m) -> nlohmann::json& {
+    for (auto& g : m["groups"])
+      if (g["boosted"].is_object()) return g["boosted"]["xgboost"]["learner"]["gradient_booster"]["model"]["trees"][0];
+    throw std::runtime_error("no boosted group");
+  };
+  auto cut = nlohmann::json::parse(text);
+  tree_of(cut)["left_children"] = nlohmann::json::array({1});
+  auto split = nlohmann::json::parse(text);
+  for (auto& f : tree_of(split)["split_indices"]) f = 999999;
+  for (auto& [name, edited, expect] : {std::tuple{"cut.json", cut, std::string("xgboost cannot load it: ")},
+                                       std::tuple{"split.json", split, std::string("splits on feature 999999 of ")}}) {
+    auto path = f.dir / name;
+    std::ofstream(path) << edited.dump();
+    auto out = cli("predict " + path.string() + " gemm/onednn/fp32/M=8,N=8,K=8/threads=1");
+    EXPECT_EQ(out.code, 2) << name << "\n" << out.text;
+    EXPECT_TRUE(has(out.text, expect)) << name << "\n" << out.text;
+    EXPECT_EQ(std::count(out.text.begin(), out.text.end(), '\n'), 1) << name << "\n" << out.text;
+  }
+}
+
+// Issue 27 item 11: a budget no case fits in is refused, not written as `cases: []`; a budget is a
+// decimal number and a unit.
+TEST(CliPredict, PlanRefusesABudgetTooSmallOrNotDecimal) {
+  const auto& f = fixture();
+  auto cfg = write(f.dir, "tiny.yaml", "ops: [gemm]\nimpls: [onednn]\nthreads: 1\nstopping: {samples: 3, warmup: 1}\n"
+                                       "shapes: [{name: pow2, min_power: 3, max_power: 5}]\n");
+  auto plan = f.dir / "tiny-plan.yaml";
+  auto out = cli("predict plan " + f.model.string() + " " + cfg.string() + " --budget 1e-9s -o " + plan.string());
+  EXPECT_EQ(out.code, 2) << out.text;
+  EXPECT_TRUE(has(out.text, "--budget '1e-9s' is too small for even the cheapest case")) << out.text;
+  EXPECT_FALSE(fs::exists(plan));
+  auto hex = cli("predict plan " + f.model.string() + " " + cfg.string() + " --budget 0x10s -o " + plan.string());
+  EXPECT_EQ(hex.code, 2) << hex.text;
+  EXPECT_TRUE(has(hex.text, "--budget '0x10s': not a decimal number")) << hex.text;
+  EXPECT_FALSE(fs::exists(plan));
+  // Nothing left to measure is said, not written as an empty plan either.
+  auto done = cli("predict plan " + f.model.string() + " " + (f.dir / "sweep.yaml").string() + " --budget 60s -o " +
+                  plan.string());
+  EXPECT_EQ(done.code, 2) << done.text;
+  EXPECT_TRUE(has(done.text, "every case of the config is already in the model")) << done.text;
+  EXPECT_FALSE(fs::exists(plan));
 }

@@ -178,6 +178,13 @@ TEST(Cli, ListAndInfo) {
   EXPECT_NE(list.text.find("gemm"), std::string::npos);
   EXPECT_NE(list.text.find("openblas"), std::string::npos);
   EXPECT_NE(list.text.find("suites: full, fusion, fusion-gpu, ops, pipeline-quick, quick"), std::string::npos) << list.text;
+  // The depthwise-only conv2d impl is probed with a depthwise shape, not shown unavailable for the
+  // example's grouped one (issue 27 item 13).
+  auto opmeter_conv = list.text.find("opmeter's direct depthwise convolution");
+  ASSERT_NE(opmeter_conv, std::string::npos) << list.text;
+  const std::string dtypes_line = list.text.substr(opmeter_conv, list.text.find('\n', list.text.find('\n', opmeter_conv) + 1) - opmeter_conv);
+  EXPECT_EQ(dtypes_line.find("unavailable"), std::string::npos) << dtypes_line;
+  EXPECT_NE(dtypes_line.find("(probed with batch="), std::string::npos) << dtypes_line;
   auto info = cli("info");
   ASSERT_EQ(info.code, 0);
   auto j = nlohmann::json::parse(info.text);
@@ -352,4 +359,11 @@ TEST(Cli, CompareBadInputsExitTwo) {
 
   auto bad_option = cli("compare " + base.string() + " " + base.string() + " --format xml");
   EXPECT_EQ(bad_option.code, 2);
+
+  // NaN passes a range check; every numeric option says it must be finite (issue 27 item 12).
+  for (const char* option : {"--threshold nan", "--fail-above nan", "--alpha nan", "--threshold inf"}) {
+    auto out = cli("compare " + base.string() + " " + base.string() + " " + option);
+    EXPECT_EQ(out.code, 2) << option << "\n" << out.text;
+    EXPECT_NE(out.text.find("must be a finite number"), std::string::npos) << option << "\n" << out.text;
+  }
 }

@@ -96,12 +96,18 @@ TEST(ConfigSampling, ListedCasesStandAsWritten) {
 cases:
   - gemm/onednn/fp32/M=64,N=32,K=16/threads=1
   - add/opmeter/bf16/batch=1,seq=8,hidden=64/threads=2
-  - gemm/onednn/fp32/M=64,N=32,K=16/threads=1
 )", "t.yaml", 2);
-  ASSERT_EQ(plan.cases.size(), 2u);  // the repeat is measured once
+  ASSERT_EQ(plan.cases.size(), 2u);
   EXPECT_EQ(plan.cases[0].to_string(), "gemm/onednn/fp32/M=64,N=32,K=16/threads=1");
   EXPECT_EQ(plan.cases[1].dtype, DType::bf16);
   EXPECT_EQ(plan.cases[1].threads, 2);
+}
+
+// A case listed twice is refused, as a value listed twice in any list is (issue 27 item 12).
+TEST(ConfigSampling, ACaseListedTwiceIsRefused) {
+  auto e = error_of("cases:\n  - gemm/onednn/fp32/M=64,N=32,K=16/threads=1\n  - gemm/onednn/fp32/M=64,N=32,K=16/threads=1\n");
+  EXPECT_TRUE(has(e, "t.yaml:3")) << e;
+  EXPECT_TRUE(has(e, "cases: 'gemm/onednn/fp32/M=64,N=32,K=16/threads=1' is listed twice")) << e;
 }
 
 TEST(ConfigSampling, BadInputNamesTheKeyAndLine) {

@@ -85,3 +85,26 @@ TEST(OptionalParams, ConfigErrorsNameTheKey) {
   auto mode = error_of("ops: [linear]\nmode: [training]\n");
   EXPECT_TRUE(has(mode, "unknown mode value 'training'")) << mode;
 }
+
+// Issue 27 item 12: a config whose optional values no impl runs together says which, and which
+// impls run each value alone, not just "expands to no cases".
+TEST(OptionalParams, NoImplRunningTheValuesTogetherIsNamed) {
+  auto error = config_test_support::config_error_of("ops: [linear]\ndtypes: [bf16]\nbatch: [1]\nseq: [4]\nhidden: [256]\n"
+                                                    "out: [64]\nquantization: [int4wo-64]\nmode: [train]\n");
+  EXPECT_TRUE(has(error, "the config expands to no cases: no impl of linear runs quant=int4wo-64 with mode=train")) << error;
+  EXPECT_TRUE(has(error, "impls that run quant=int4wo-64: ")) << error;
+  EXPECT_TRUE(has(error, "; mode=train: ")) << error;
+}
+
+// Issue 27 item 12: a value listed twice would be measured twice under one case string.
+TEST(OptionalParams, AValueListedTwiceIsRefusedNamingTheKey) {
+  auto twice = config_test_support::config_error_of("ops: [linear]\nquantization: [int8wo, int8wo]\n");
+  EXPECT_TRUE(has(twice, "t.yaml:2:")) << twice;
+  EXPECT_TRUE(has(twice, "quantization: 'int8wo' is listed twice")) << twice;
+  auto threads = config_test_support::config_error_of("ops: [add]\nthreads: [1, 2, 1]\n");
+  EXPECT_TRUE(has(threads, "threads: 1 is listed twice")) << threads;
+  auto axis = config_test_support::config_error_of("ops: [add]\nbatch: [1, 1]\n");
+  EXPECT_TRUE(has(axis, "batch: '1' is listed twice")) << axis;
+  auto leading = config_test_support::config_error_of("ops: [add]\nbatch: ['01']\n");
+  EXPECT_TRUE(has(leading, "batch=01: write the integer as batch=1")) << leading;
+}

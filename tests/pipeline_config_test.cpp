@@ -97,8 +97,11 @@ TEST(PipelineConfig, PipelineFlagsBecomeAConfig) {
   EXPECT_EQ(pipeline_flags_config({"resnet50:batch=64,image=160"}), "pipelines:\n  - {name: resnet50, batch: 64, image: 160}\n");
   EXPECT_EQ(pipeline_flags_config({"vit_b_16:dtype=bf16", "resnet18"}),
             "dtypes: [bf16]\npipelines:\n  - {name: vit_b_16}\n  - {name: resnet18}\n");
+  // Two pipelines in one dtype name it once.
+  EXPECT_EQ(pipeline_flags_config({"vit_b_16:dtype=bf16", "resnet18:dtype=bf16"}),
+            "dtypes: [bf16]\npipelines:\n  - {name: vit_b_16}\n  - {name: resnet18}\n");
   for (const char* bad : {"", ":batch=2", "resnet50:batch", "resnet50:batch=", "resnet50:=3", "resnet50:a=1,,b=2",
-                          "res net", "resnet50:batch={2}"}) {
+                          "res net", "resnet50:batch={2}", "resnet18:batch=1,batch=2"}) {
     try {
       pipeline_flags_config({bad});
       ADD_FAILURE() << "accepted '" << bad << "'";
@@ -106,6 +109,32 @@ TEST(PipelineConfig, PipelineFlagsBecomeAConfig) {
       EXPECT_TRUE(has(e.what(), "--pipeline")) << e.what();
     }
   }
+}
+
+// Issue 27 item 12: names and labels name files, table rows and log lines: one line of printable
+// text, not empty, and a pipeline's name its own.
+TEST(PipelineConfig, NamesAndLabelsAreUniqueNonEmptyPrintableText) {
+  const std::string layer = "    layers:\n      - {label: a, op: add}\n";
+  auto twice = error_of("pipelines:\n  - name: x\n" + layer + "  - name: x\n" + layer);
+  EXPECT_TRUE(has(twice, "p.yaml:5:")) << twice;
+  EXPECT_TRUE(has(twice, "pipeline name 'x' is used twice")) << twice;
+  auto builtin_twice = error_of("pipelines:\n  - {name: resnet18, batch: 2}\n  - {name: resnet18, batch: 2}\n");
+  EXPECT_TRUE(has(builtin_twice, "pipeline 'resnet18' is listed twice with the same parameters")) << builtin_twice;
+  EXPECT_EQ(error_of("pipelines:\n  - {name: resnet18, batch: 1}\n  - {name: resnet18, batch: 2}\n"), "no error");
+  auto empty_name = error_of("pipelines:\n  - name: ''\n" + layer);
+  EXPECT_TRUE(has(empty_name, "pipeline name is empty")) << empty_name;
+  auto empty_label = error_of("pipelines:\n  - name: x\n    layers:\n      - {label: '', op: add}\n");
+  EXPECT_TRUE(has(empty_label, "label is empty")) << empty_label;
+  auto newline = error_of("pipelines:\n  - name: x\n    layers:\n      - {label: \"a\\nb\", op: add}\n");
+  EXPECT_TRUE(has(newline, "label 'a\\x0ab' holds a control character (\\x0a)")) << newline;
+  auto nul = error_of("pipelines:\n  - name: \"x\\0y\"\n" + layer);
+  EXPECT_TRUE(has(nul, "holds a control character (\\x00)")) << nul;
+  auto key_twice = error_of("pipelines:\n  - {name: resnet18, batch: 1, batch: 2}\n");
+  EXPECT_TRUE(has(key_twice, "'batch' is given twice")) << key_twice;
+  auto leading = error_of("pipelines:\n  - {name: resnet18, batch: '01'}\n");
+  EXPECT_TRUE(has(leading, "batch=01: write the integer as batch=1")) << leading;
+  auto layer_leading = error_of("pipelines:\n  - name: x\n    layers:\n      - {label: a, op: add, hidden: '064'}\n");
+  EXPECT_TRUE(has(layer_leading, "layer 'a': hidden=064: write the integer as hidden=64")) << layer_leading;
 }
 
 // --- end to end through the CLI ------------------------------------------------------------------
@@ -165,6 +194,39 @@ end_to_end: false
   EXPECT_NE(csv.find("\nbroken,"), std::string::npos) << csv;
   EXPECT_TRUE(fs::exists(dir / "r" / "pipeline-small.log"));
   EXPECT_TRUE(fs::exists(dir / "r" / "pipeline_layers.csv"));
+  // The files listed are those written (issue 27 item 13): no quantization.csv without recipes,
+  // and the pipelines' own.
+  EXPECT_FALSE(fs::exists(dir / "r" / "quantization.csv"));
+  EXPECT_EQ(out.text.find("quantization.csv"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("pipeline results in " + (dir / "r").string() +
+                          "/ (pipelines.json, summary.csv, pipeline_layers.csv, pipeline-small.log, pipeline-broken.log)"),
+            std::string::npos)
+      << out.text;
+}
+
+// Issue 27 item 13: a reason that applies to every impl of the backend (no driver, no device)
+// ends the fallback rounds at once, said once, instead of a round per impl.
+TEST(PipelineCli, ABackendLevelSkipReasonStopsTheFallbackRounds) {
+  auto dir = temp_dir("pipelines_no_gpu");
+  auto config = write(dir, "p.yaml", R"(
+pipelines:
+  - name: two
+    layers:
+      - {label: fc, op: gemm, M: 8, N: 8, K: 8}
+      - {label: res, op: add, batch: 1, seq: 4, hidden: 8}
+device: cuda:0
+end_to_end: false
+)");
+  auto out = cli("run " + config.string() + " --samples 3 --warmup 1 --no-report --out " + (dir / "r").string());
+  if (out.text.find("INCOMPLETE, no totals") == std::string::npos)
+    GTEST_SKIP() << "no CUDA backend here, or a usable GPU: this test needs the backend built and no GPU\n" << out.text;
+  EXPECT_EQ(out.code, 0) << out.text;  // skipped is not a failure
+  EXPECT_NE(out.text.find("every layer was skipped for one reason, which applies to every impl here: "), std::string::npos)
+      << out.text;
+  // At most the one round that shows the next impl fares no better (gemm: cuda, then cublaslt).
+  const auto first = out.text.find("trying the next impl");
+  EXPECT_TRUE(first == std::string::npos || out.text.find("trying the next impl", first + 1) == std::string::npos)
+      << out.text;
 }
 
 TEST(PipelineCli, BadPipelineFlagsExitWithTwo) {
@@ -177,6 +239,21 @@ TEST(PipelineCli, BadPipelineFlagsExitWithTwo) {
   auto malformed = cli("run --pipeline resnet18:batch --dry-run");
   EXPECT_EQ(malformed.code, 2);
   EXPECT_NE(malformed.text.find("'batch' is not key=value"), std::string::npos) << malformed.text;
+  // Errors quote the flag as the user wrote it, not the YAML it stands for (issue 27 item 13).
+  auto zero = cli("run --pipeline resnet18 --pipeline resnet50:batch=0 --dry-run");
+  EXPECT_EQ(zero.code, 2);
+  EXPECT_NE(zero.text.find("--pipeline 'resnet50:batch=0': "), std::string::npos) << zero.text;
+  EXPECT_EQ(zero.text.find("--pipeline:"), std::string::npos) << zero.text;
+  auto twice = cli("run --pipeline resnet18:batch=1,batch=2 --dry-run");
+  EXPECT_EQ(twice.code, 2);
+  EXPECT_NE(twice.text.find("--pipeline 'resnet18:batch=1,batch=2': 'batch' is given twice"), std::string::npos) << twice.text;
+  auto leading = cli("run --pipeline resnet18:batch=01 --dry-run");
+  EXPECT_EQ(leading.code, 2);
+  EXPECT_NE(leading.text.find("batch=01: write the integer as batch=1"), std::string::npos) << leading.text;
+  auto bad_dtype = cli("run --pipeline resnet18 --pipeline resnet50:dtype=fp7 --dry-run");
+  EXPECT_EQ(bad_dtype.code, 2);
+  EXPECT_NE(bad_dtype.text.find("opmeter: error: --pipeline 'resnet50:dtype=fp7': unknown dtype 'fp7'"), std::string::npos)
+      << bad_dtype.text;
   auto with_suite = cli("run --pipeline resnet18 --suite quick --dry-run");
   EXPECT_EQ(with_suite.code, 2);
   auto dry = cli("run --pipeline resnet18:batch=2 --dry-run");
@@ -184,4 +261,9 @@ TEST(PipelineCli, BadPipelineFlagsExitWithTwo) {
   EXPECT_NE(dry.text.find("conv2d/onednn/fp32/batch=2,channels=3,out_channels=64,image=224,kernel=7"), std::string::npos)
       << dry.text;
   EXPECT_NE(dry.text.find("model/torch/fp32/name=resnet18,batch=2,image=224"), std::string::npos) << dry.text;
+  // A dry run shows the pipeline's layers with counts, params and MACs (issue 27 item 13).
+  EXPECT_NE(dry.text.find("pipeline resnet18 (batch=2, image=224, fp32 on cpu): "), std::string::npos) << dry.text;
+  EXPECT_NE(dry.text.find("11.69 M params"), std::string::npos) << dry.text;
+  EXPECT_NE(dry.text.find("layer"), std::string::npos) << dry.text;
+  EXPECT_NE(dry.text.find("MACs  case"), std::string::npos) << dry.text;
 }

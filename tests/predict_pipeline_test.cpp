@@ -3,6 +3,7 @@
 
 #include "opmeter/errors.hpp"
 #include "opmeter/pipeline.hpp"
+#include "predict/analytic.hpp"
 #include "predict/pipeline_prediction.hpp"
 #include "predict_model_fixtures.hpp"
 
@@ -45,6 +46,7 @@ TEST(PredictPipeline, SpecsNameABuiltInPipelineWithParamsAndWhereItRuns) {
   EXPECT_THROW(parse_pipeline_spec("resnet50:batch"), CaseError);
   EXPECT_THROW(parse_pipeline_spec("resnet50:dtype=fp7"), CaseError);
   EXPECT_THROW(parse_pipeline_spec("resnet50:threads=0"), CaseError);
+  EXPECT_THROW(parse_pipeline_spec("resnet50:batch=1,batch=2"), CaseError);  // not silently the last
 }
 
 TEST(PredictPipeline, EachLayerTakesTheFirstImplTheModelKnows) {
@@ -126,4 +128,33 @@ TEST(PredictPipeline, TheMeasuredTotalIsTheSamePipelinesWhenComplete) {
   auto bf16 = s;
   bf16.dtype = "bf16";
   EXPECT_FALSE(measured_total(p, {bf16}));
+}
+
+// Issue 27 item 11: a layer whose group predict fit left out (too few cases for its folds, as a
+// pipeline's one-off shape is) is predicted by the roofline with a note saying what to do, not an error.
+TEST(PredictPipeline, ALayerWhoseGroupFitLeftOutFallsBackToTheRooflineWithANote) {
+  auto samples = fx::gemm_samples(20, "onednn");
+  Sample relu = sample_of(parse_case("relu/opmeter/fp32/batch=1,seq=8,hidden=64/threads=1"));
+  relu.time_s = 1e-6;
+  samples.push_back(relu);
+  static auto& m = *new PredictModel(fit_model(samples, fx::ceilings_map(), {}, FitSettings{}));  // see model_of
+  ASSERT_EQ(m.left_out.count("cpu/relu/opmeter/fp32"), 1u);
+  auto reread = model_from_json(to_json(m));
+  EXPECT_EQ(reread.left_out, m.left_out);
+
+  auto p = two_gemms();
+  p.layers.push_back(pipeline::make_layer("act", "relu", {{"batch", "1"}, {"seq", "8"}, {"hidden", "64"}}, DType::fp32));
+  Case like;
+  like.threads = 1;
+  auto out = predict_pipeline(m, p, like);
+  ASSERT_EQ(out.layers.size(), 3u);
+  const auto& act = out.layers[2].prediction;
+  EXPECT_EQ(act.case_string, "relu/opmeter/fp32/batch=1,seq=8,hidden=64/threads=1");
+  EXPECT_EQ(act.model, ModelKind::roofline);
+  EXPECT_DOUBLE_EQ(act.time_s, roofline_time(sample_of(parse_case(act.case_string)), fx::cpu_ceilings()));
+  ASSERT_EQ(out.notes.size(), 1u);
+  EXPECT_NE(out.notes[0].find("layer 'act'"), std::string::npos) << out.notes[0];
+  EXPECT_NE(out.notes[0].find("--folds 2"), std::string::npos) << out.notes[0];
+  const double total = out.layers[0].prediction.time_s + 3 * out.layers[1].prediction.time_s + act.time_s;
+  EXPECT_NEAR(out.total_s, total, total * 1e-12);
 }

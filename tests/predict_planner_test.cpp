@@ -35,7 +35,7 @@ TEST(PredictPlanner, BudgetsParseWithUnits) {
   EXPECT_EQ(parse_budget("5m"), 300);
   EXPECT_EQ(parse_budget("1h"), 3600);
   EXPECT_EQ(parse_budget("1.5h"), 5400);
-  for (const char* bad : {"", "abc", "5x", "-3", "0", "10 s", " 5", "nan", "inf"}) {
+  for (const char* bad : {"", "abc", "5x", "-3", "0", "10 s", " 5", "nan", "inf", "0x10s", "0x10", "+5", "1e400s"}) {
     try {
       parse_budget(bad);
       ADD_FAILURE() << "accepted '" << bad << "'";

@@ -71,7 +71,13 @@ TEST(QuantReport, MarkdownJsonCsvAndChart) {
   auto rows = quant_rows(results);
   auto md = quant_markdown(rows);
   EXPECT_NE(md.find("### Quantization recipes (inference)"), std::string::npos) << md;
-  EXPECT_NE(md.find("| int4wo-64 | opmeter_quant | 20 | opmeter | 4.00x | 24.0 |"), std::string::npos) << md;
+  // Times in a unit that keeps them readable (not 1.6e+04 µs; issue 27 item 13).
+  EXPECT_NE(md.find("| int4wo-64 | opmeter_quant | 20.00 us | opmeter | 4.00x | 24.0 |"), std::string::npos) << md;
+  auto slow = rows;
+  slow[0].time_s = 0.016;
+  auto slow_md = quant_markdown(slow);
+  EXPECT_NE(slow_md.find("| int4wo-64 | opmeter_quant | 16.000 ms |"), std::string::npos) << slow_md;
+  EXPECT_EQ(slow_md.find("e+"), std::string::npos) << slow_md;
   EXPECT_NE(md.find("none measured"), std::string::npos);
   auto j = quant_json(rows);
   ASSERT_EQ(j.size(), 3u);

@@ -143,9 +143,28 @@ TEST(WorkerProtocol, AWorkerThatHangsIsKilledAtItsDeadline) {
   Result r = run(kRelu);
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(r.status, Status::timeout);
-  EXPECT_TRUE(contains(r.reason, "within 2 s and was killed")) << r.reason;
+  EXPECT_TRUE(contains(r.reason, "the worker did not send its reply within 2 s and was killed")) << r.reason;
   EXPECT_TRUE(contains(r.reason, "fake worker: stuck")) << r.reason;
   EXPECT_LT(took, 30);
+}
+
+// Issue 27 item 13: a Python without PyTorch first on the PATH loses every torch impl; the skip
+// reason names that interpreter and points at OPMETER_PYTHON.
+TEST(WorkerProtocol, ATorchlessPythonIsNamedInTheSkipReason) {
+  auto dir = temp_dir("torchless_" + std::to_string(getpid()));
+  write(dir, "torch.py", "raise ImportError(\"No module named 'torch' (test stand-in)\")\n");
+  const char* was = std::getenv("PYTHONPATH");
+  const std::string saved = was ? was : "";
+  setenv("PYTHONPATH", (dir.string() + (saved.empty() ? "" : ":" + saved)).c_str(), 1);
+  {
+    WorkerEnv env;
+    Result r = run(kRelu);
+    EXPECT_EQ(r.status, Status::skipped) << r.reason;
+    EXPECT_TRUE(contains(r.reason, "torch cannot be imported by /")) << r.reason;
+    EXPECT_TRUE(contains(r.reason, "set OPMETER_PYTHON to a Python that has PyTorch")) << r.reason;
+  }
+  if (was) setenv("PYTHONPATH", saved.c_str(), 1);
+  else unsetenv("PYTHONPATH");
 }
 
 TEST(WorkerProtocol, AMalformedDeadlineIsAnErrorSayingWhatIsExpected) {

@@ -2,6 +2,7 @@
 import gc
 import importlib
 import re
+import sys
 import time
 
 import gpu_timing
@@ -42,7 +43,9 @@ class Session:
         self.release()
         torch = self.torch
         if torch is None:
-            raise Unsupported(f"torch cannot be imported: {self.torch_why}")
+            # Name the interpreter: a venv's python3 first on the PATH silently loses every torch impl.
+            raise Unsupported(f"torch cannot be imported by {sys.executable}: {self.torch_why}; set OPMETER_PYTHON "
+                              f"to a Python that has PyTorch")
         case = Case(torch, req)
         if case.graph > 0 and not case.cuda:
             raise Unsupported("CUDA graphs (graph > 0) need a CUDA device")

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "report/reporters.hpp"
 #include "util/text.hpp"
 
 namespace opmeter {
@@ -117,7 +118,8 @@ std::string quant_csv(const std::vector<QuantRow>& rows) {
   auto num = [](const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : std::string(); };
   for (auto& q : rows)
     out += fmt::format("{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{}\n", csv_field(q.device), csv_field(q.op),
-                       csv_field(q.shape), q.dtype, q.mode, q.threads, q.m, q.recipe, q.impl, q.time_s, q.baseline_impl,
+                       csv_field(q.shape), q.dtype, csv_field(q.mode), q.threads, q.m, csv_field(q.recipe), csv_field(q.impl),
+                       q.time_s, csv_field(q.baseline_impl),
                        num(q.baseline_s), num(q.speedup), num(q.sqnr_db), num(q.max_abs_error), num(q.weight_bytes),
                        num(q.baseline_weight_bytes),
                        q.peak_memory_bytes ? std::to_string(*q.peak_memory_bytes) : std::string());
@@ -133,9 +135,9 @@ std::string quant_markdown(const std::vector<QuantRow>& rows) {
       const std::optional<double> ratio = q.weight_bytes && q.baseline_weight_bytes && *q.baseline_weight_bytes > 0
                                               ? std::optional<double>(*q.weight_bytes / *q.baseline_weight_bytes)
                                               : std::nullopt;
-      body += fmt::format("| {} {} | {} | {} | {} | {} | {:.4g} | {} | {} | {} | {} | {} | {} |\n", q.op, q.shape, q.dtype,
+      body += fmt::format("| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", q.op, q.shape, q.dtype,
                           q.device == kHostDevice ? fmt::format("cpu x{}", q.threads) : q.device, q.recipe, q.impl,
-                          q.time_s * 1e6, q.baseline_impl.empty() ? "none measured" : q.baseline_impl,
+                          human_time(q.time_s), q.baseline_impl.empty() ? "none measured" : q.baseline_impl,
                           opt(q.speedup, "{:.2f}x"), opt(q.sqnr_db, "{:.1f}"), opt(q.max_abs_error, "{:.3g}"),
                           mib(q.weight_bytes) + (ratio ? fmt::format(" ({:.2f}x)", *ratio) : ""),
                           q.peak_memory_bytes ? fmt::format("{:.1f}", double(*q.peak_memory_bytes) / (1 << 20)) : "");
@@ -144,7 +146,7 @@ std::string quant_markdown(const std::vector<QuantRow>& rows) {
     out += fmt::format(
         "\n### Quantization recipes ({})\n\nSpeedup: the baseline's median time (the fastest impl of the same shape "
         "without a recipe) over the recipe's. SQNR: the output against the unquantized layer in fp64.\n\n"
-        "| case | dtype | device | recipe | impl | time (µs) | baseline | speedup | SQNR (dB) | max abs error | weights "
+        "| case | dtype | device | recipe | impl | time | baseline | speedup | SQNR (dB) | max abs error | weights "
         "(MiB, x baseline) | peak memory (MiB) |\n|---|---|---|---|---|---:|---|---:|---:|---:|---:|---:|\n{}",
         std::string(mode) == "train" ? "training step: forward + backward" : mode, body);
   }

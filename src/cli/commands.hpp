@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/stopping_settings.hpp"
+#include "opmeter/config.hpp"
 #include "opmeter/pipeline_plan.hpp"
 #include "opmeter/runner.hpp"
 
@@ -48,6 +49,8 @@ struct RunArgs {
 // The config text `--pipeline` specs stand for: `resnet50:batch=64,dtype=bf16` -> a `pipelines:`
 // entry (dtype goes to `dtypes:`). UsageError for a malformed spec.
 std::string pipeline_flags_config(const std::vector<std::string>& specs);
+// The plan of those specs; an error quotes the --pipeline flag it comes from.
+Plan load_pipeline_flags(const std::vector<std::string>& specs, int threads, const std::string& device);
 
 void add_run_command(CLI::App& app, RunArgs& args);
 

@@ -1,4 +1,6 @@
 // `opmeter list` and `opmeter info`.
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -22,6 +24,30 @@ void list_pipelines() {
     fmt::print("  {:<18} {}\n", def->name, def->summary);
     fmt::print("                     params: {}\n", fmt::join(params, ", "));
   }
+}
+
+// The distinct parameter sets of an op's layers in the built-in pipelines, in registry order.
+std::vector<std::vector<std::pair<std::string, std::string>>> pipeline_shapes(const std::string& op) {
+  std::vector<std::vector<std::pair<std::string, std::string>>> out;
+  for (const auto* def : pipeline::Registry::global().all()) {
+    pipeline::Pipeline p;
+    try {
+      p = pipeline::build(def->name, {}, DType::fp32);
+    } catch (const std::exception&) {
+      continue;
+    }
+    for (const auto& l : p.layers)
+      if (l.kase.op == op && std::find(out.begin(), out.end(), l.kase.params) == out.end()) out.push_back(l.kase.params);
+  }
+  return out;
+}
+
+bool runs_some_dtype(const ImplDef& impl, Case probe) {
+  for (auto d : impl.dtypes) {
+    probe.dtype = d;
+    if (impl.supports(probe).ok) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -54,6 +80,19 @@ int list_command() {
             for (auto& v : o.values)
               if (v != o.absent && !probe.has(key)) probe.set(key, v);
       if (backend) probe.device = backend->first_device();
+      // An impl of a special case (depthwise convolution) takes none of the example: probed with
+      // the first shape of the built-in pipelines it runs in some dtype, said beside its dtypes.
+      std::string probed_with;
+      if (backend && backend->ready().ok && backend->supports(probe).ok && !runs_some_dtype(*impl, probe))
+        for (auto& params : pipeline_shapes(op->name)) {
+          Case other = probe;
+          for (auto& [key, value] : params) other.set(key, value);
+          if (!backend->supports(other).ok || !runs_some_dtype(*impl, other)) continue;
+          probe = other;
+          probed_with = fmt::format(" (probed with {}; the example {} is not one it runs)", other.params_string(),
+                                    Case{.params = op->example}.params_string());
+          break;
+        }
       // Without the backend or its device every dtype would repeat the same reason: say it once.
       Support here = !backend ? Support::no("this opmeter has no backend " + impl->backends.front())
                      : !backend->ready().ok ? backend->ready()
@@ -69,7 +108,8 @@ int list_command() {
         auto s = impl->supports(probe);
         dts.push_back(fmt::format("{}{}", to_string(d), s.ok ? "" : " (unavailable: " + s.reason + ")"));
       }
-      fmt::print("    {:<17} [{}] {}\n                      dtypes: {}\n", impl->impl, impl->backends_text(), impl->summary, fmt::join(dts, ", "));
+      fmt::print("    {:<17} [{}] {}\n                      dtypes: {}{}\n", impl->impl, impl->backends_text(), impl->summary,
+                 fmt::join(dts, ", "), probed_with);
     }
   }
   for (auto* b : backends())  // a backend that cannot load lists no impls above: say why

@@ -2,10 +2,12 @@
 // their next impl in another round (same results directory), and each pipeline is summed up.
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
 #include "opmeter/config.hpp"
@@ -47,11 +49,27 @@ nlohmann::json read_context(const std::string& dir) {
   }
 }
 
+// The reason every layer case tried so far was skipped for, when they all were, for one reason,
+// by impls of several kinds: the backend's (no CUDA device), which no next impl escapes.
+std::optional<std::string> backend_skip_reason(const std::set<std::string>& layer_cases, const std::vector<Result>& results) {
+  std::set<std::string> reasons, impls;
+  for (const auto& r : results) {
+    if (!layer_cases.count(r.case_string)) continue;
+    if (r.status != Status::skipped) return std::nullopt;
+    reasons.insert(r.reason);
+    impls.insert(r.kase.impl);
+  }
+  if (reasons.size() != 1 || impls.size() < 2) return std::nullopt;
+  return *reasons.begin();
+}
+
 }  // namespace
 
 std::string pipeline_flags_config(const std::vector<std::string>& specs) {
   std::string entries, dtypes;
+  std::set<std::string> dtypes_given;
   for (const auto& spec : specs) {
+    std::set<std::string> keys;
     auto colon = spec.find(':');
     std::string name = spec.substr(0, colon), params;
     if (name.empty() || name.find_first_of("{}[],:#\"' ") != std::string::npos)
@@ -65,7 +83,11 @@ std::string pipeline_flags_config(const std::vector<std::string>& specs) {
         auto eq = kv.find('=');
         if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size() || kv.find_first_of("{}[]:#\"' ") != std::string::npos)
           throw UsageError(fmt::format("--pipeline '{}': '{}' is not key=value", spec, kv));
-        if (kv.substr(0, eq) == "dtype") dtypes += (dtypes.empty() ? "" : ", ") + kv.substr(eq + 1);
+        if (!keys.insert(kv.substr(0, eq)).second)
+          throw UsageError(fmt::format("--pipeline '{}': '{}' is given twice", spec, kv.substr(0, eq)));
+        if (kv.substr(0, eq) == "dtype") {
+          if (dtypes_given.insert(kv.substr(eq + 1)).second) dtypes += (dtypes.empty() ? "" : ", ") + kv.substr(eq + 1);
+        }
         else params += fmt::format(", {}: {}", kv.substr(0, eq), kv.substr(eq + 1));
         if (comma == std::string::npos) break;
         at = comma + 1;
@@ -76,6 +98,26 @@ std::string pipeline_flags_config(const std::vector<std::string>& specs) {
   return (dtypes.empty() ? "" : "dtypes: [" + dtypes + "]\n") + "pipelines:\n" + entries;
 }
 
+Plan load_pipeline_flags(const std::vector<std::string>& specs, int threads, const std::string& device) {
+  const std::string yaml = pipeline_flags_config(specs);
+  try {
+    return load_config_text(yaml, "--pipeline", threads, device);
+  } catch (const ConfigError& e) {
+    // The user wrote flags, not this YAML: quote the flag its line came from (one line per
+    // spec after `pipelines:`; the dtypes line stands for the specs that give a dtype).
+    const bool dtypes_line = yaml.starts_with("dtypes:");
+    const int index = e.line - (dtypes_line ? 3 : 2);
+    std::vector<std::string> quoted;
+    if (index >= 0 && index < int(specs.size())) quoted.push_back(specs[std::size_t(index)]);
+    else
+      for (const auto& spec : specs)
+        if (!(dtypes_line && e.line == 1) || spec.find("dtype=") != std::string::npos) quoted.push_back(spec);
+    std::string flags;
+    for (const auto& q : quoted) flags += fmt::format("{}--pipeline '{}'", flags.empty() ? "" : " ", q);
+    throw UsageError(fmt::format("{}: {}", flags, e.detail));
+  }
+}
+
 int run_pipelines(std::vector<pipeline::PlannedPipeline> pipelines, std::vector<Case> cases, const RunOptions& options,
                   RunOutput out, const std::function<bool()>& interrupted) {
   if (out.dir.empty()) {
@@ -83,11 +125,22 @@ int run_pipelines(std::vector<pipeline::PlannedPipeline> pipelines, std::vector<
     out.dir = fmt::format("opmeter-results/{:%Y%m%d-%H%M%S}", fmt::localtime(t));
   }
   auto results = run_cases_in_dir(cases, options, out);
+  std::set<std::string> tried;  // layer cases run so far, over the rounds (not the end-to-end ones)
+  auto add_tried = [&] {
+    for (const auto& p : pipelines)
+      for (std::size_t i = 0; i < p.pipeline.layers.size(); ++i) tried.insert(p.layer_case(i).to_string());
+  };
+  add_tried();
   for (int round = 0; round < kMaxRounds && !interrupted(); ++round) {
+    if (auto why = backend_skip_reason(tried, results)) {
+      fmt::print(stderr, "opmeter: every layer was skipped for one reason, which applies to every impl here: {}\n", *why);
+      break;
+    }
     if (!pipeline::advance_skipped(pipelines, results)) break;
     std::set<std::string> have;
     for (const auto& c : cases) have.insert(c.to_string());
     std::size_t before = cases.size();
+    add_tried();
     for (auto& c : pipeline::pipeline_cases(pipelines))
       if (have.insert(c.to_string()).second) cases.push_back(c);
     if (cases.size() == before) break;
@@ -111,8 +164,9 @@ int run_pipelines(std::vector<pipeline::PlannedPipeline> pipelines, std::vector<
     run.end_to_end_scale = p.end_to_end_scale;
     summaries.push_back(pipeline::summarize(run));
   }
-  pipeline::write_pipeline_outputs(out.dir, summaries);
+  auto written = pipeline::write_pipeline_outputs(out.dir, summaries);
   for (const auto& s : summaries) pipeline::print_pipeline_summary(std::cerr, s);
+  fmt::print(stderr, "opmeter: pipeline results in {}/ ({})\n", out.dir, fmt::join(written, ", "));
   return results_exit_code(results);
 }
 

@@ -14,12 +14,14 @@
 #include "analysis/compare.hpp"
 #include "cli/commands.hpp"
 #include "util/output_path.hpp"
+#include "cli/validators.hpp"
 #include "engine/stopping_settings.hpp"
 #include "opmeter/config.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/interrupt.hpp"
 #include "pipeline/pipeline_outputs.hpp"
+#include "opmeter/registry.hpp"  // validate_case
 #include "predict/ceilings.hpp"
 #include "predict/cross_validation.hpp"
 #include "predict/model.hpp"
@@ -27,8 +29,10 @@
 #include "predict/planner.hpp"
 #include "predict/report.hpp"
 #include "predict/sample.hpp"
+#include "predict/training_range.hpp"
 #include "report/reporters.hpp"
 #include "results/result_set.hpp"
+#include "util/text.hpp"
 
 namespace opmeter {
 
@@ -63,7 +67,7 @@ void add_predict_command(CLI::App& app, PredictArgs& a) {
                   "results)");
   fit->add_option("--folds", a.folds, "k of k-fold cross-validation (default 5); a group needs at least k cases")
       ->check(CLI::Range(2, 1000));
-  fit->add_option("--seed", a.seed, "seed of the folds and the trees (default 20261123)");
+  fit->add_option("--seed", a.seed, "seed of the folds and the trees (default 20261123)")->check(kNonNegativeInteger);
   fit->add_option("--threads", a.threads, "threads the tree models train with (default 1; the same threads give the same model)")
       ->check(CLI::Range(1, 4096));
   fit->add_flag("--no-report", a.no_report, "write no MODEL.html and MODEL.md");
@@ -266,6 +270,7 @@ void answer(Answers& out, std::set<std::string>& seen, const PredictModel& m, co
     throw UsageError(fmt::format("{}: no such file", arg));
   if (arg.find('/') != std::string::npos) {
     Case c = parse_case(arg);
+    validate_case(c);  // what `run` refuses (M=0, a missing parameter) is not predicted either
     add_case(out, seen, m, sample_of(c));
     return;
   }
@@ -334,7 +339,9 @@ std::string error_text(const Prediction& p) {
   return fmt::format("{:+.1f}%", (p.time_s / *p.measured_s - 1) * 100);
 }
 
-std::string interval_text(const Prediction& p) { return fmt::format("{} .. {}", human_time(p.lo_s), human_time(p.hi_s)); }
+std::string interval_text(const Prediction& p) {
+  return fmt::format("{} .. {}{}", human_time(p.lo_s), human_time(p.hi_s), p.extrapolated.empty() ? "" : " (extrapolated)");
+}
 
 std::string answers_markdown(const Answers& a) {
   std::string out;
@@ -373,6 +380,7 @@ nlohmann::json prediction_json(const Prediction& p) {
                       {"time_s", p.time_s},    {"lo_s", p.lo_s},     {"hi_s", p.hi_s},
                       {"by_model", by},        {"flops", p.flops},   {"bytes", p.bytes}};
   j["measured_s"] = p.measured_s ? nlohmann::json(*p.measured_s) : nlohmann::json(nullptr);
+  j["extrapolated"] = p.extrapolated;
   return j;
 }
 
@@ -405,28 +413,44 @@ nlohmann::json answers_json(const Answers& a) {
   return {{"cases", cases}, {"pipelines", pipelines}};
 }
 
-std::string csv_quote(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
 // One row per case; a pipeline's layers follow with the pipeline's name, then its total.
 std::string answers_csv(const Answers& a) {
   std::string out = "pipeline,label,count,case,model,predicted_s,lo_s,hi_s,measured_s\n";
   auto row = [&](const std::string& pipeline, const std::string& label, std::size_t count, const Prediction& p) {
-    out += fmt::format("{},{},{},{},{},{:.6g},{:.6g},{:.6g},{}\n", csv_quote(pipeline), csv_quote(label), count,
-                       csv_quote(p.case_string), to_string(p.model), p.time_s, p.lo_s, p.hi_s,
+    out += fmt::format("{},{},{},{},{},{:.6g},{:.6g},{:.6g},{}\n", csv_field(pipeline), csv_field(label), count,
+                       csv_field(p.case_string), to_string(p.model), p.time_s, p.lo_s, p.hi_s,
                        p.measured_s ? fmt::format("{:.6g}", *p.measured_s) : "");
   };
   for (auto& p : a.cases) row("", "", 1, p);
   for (auto& pp : a.pipelines) {
     for (auto& l : pp.layers) row(pp.name, l.label, l.count, l.prediction);
-    out += fmt::format("{},total,1,,,{:.6g},{:.6g},{:.6g},{}\n", csv_quote(pp.name), pp.total_s, pp.lo_s, pp.hi_s,
+    out += fmt::format("{},total,1,,,{:.6g},{:.6g},{:.6g},{}\n", csv_field(pp.name), pp.total_s, pp.lo_s, pp.hi_s,
                        pp.measured_s ? fmt::format("{:.6g}", *pp.measured_s) : "");
   }
   return out;
+}
+
+// A prediction outside the training data is a guess its interval does not cover: marked, and
+// said once per case.
+void mark_extrapolated(const PredictModel& m, Answers& a) {
+  std::map<std::string, TrainingRanges> ranges;  // by group
+  std::set<std::string> warned;
+  auto mark = [&](Prediction& p) {
+    const GroupModel* g = m.group(p.group);
+    if (!g) return;
+    auto it = ranges.find(p.group);
+    if (it == ranges.end()) it = ranges.emplace(p.group, training_ranges(*g)).first;
+    try {
+      p.extrapolated = outside_training(it->second, parse_case(p.case_string));
+    } catch (const UsageError&) {
+      return;  // a case string this opmeter cannot read back (a device it lacks) is not judged
+    }
+    if (!warned.insert(p.case_string).second) return;
+    for (auto& why : p.extrapolated) fmt::print(stderr, "opmeter: WARNING: {}: {}\n", p.case_string, why);
+  };
+  for (auto& p : a.cases) mark(p);
+  for (auto& pp : a.pipelines)
+    for (auto& l : pp.layers) mark(l.prediction);
 }
 
 int answer_command(const PredictArgs& a) {
@@ -446,6 +470,9 @@ int answer_command(const PredictArgs& a) {
   std::set<std::string> seen;
   for (std::size_t i = 1; i < a.inputs.size(); ++i) answer(out, seen, m, a.inputs[i]);
   if (!a.measured.empty()) attach_measured(out, a.measured);
+  mark_extrapolated(m, out);
+  for (auto& pp : out.pipelines)
+    for (auto& note : pp.notes) fmt::print(stderr, "opmeter: note: pipeline {}: {}\n", pp.name, note);
   std::string text = a.format == "json" ? dump_json(answers_json(out), 2) + "\n"
                      : a.format == "csv" ? answers_csv(out)
                                          : answers_markdown(out);
@@ -492,6 +519,13 @@ int plan_command(const PredictArgs& a) {
   for (auto& c : sweep.cases) candidates.push_back(sample_of(c));
   if (candidates.empty()) throw UsageError(fmt::format("{}: the config has no case to plan", a.plan_config));
   SweepPlan plan = plan_sweep(m, candidates, sweep.stopping, budget);
+  // An empty plan is a config `run` rejects: say why instead of writing it.
+  if (plan.chosen.empty() && plan.candidates == 0)
+    throw UsageError(fmt::format("{}: every case of the config is already in the model {}: nothing to plan", a.plan_config,
+                                 a.plan_model));
+  if (plan.chosen.empty())
+    throw UsageError(fmt::format("--budget '{}' is too small for even the cheapest case: {}", a.budget,
+                                 plan.notes.empty() ? "no case fits" : plan.notes.back()));
   write_output(a.plan_out, plan_yaml(plan, sweep, a.plan_config, a.plan_model));
   fmt::print("{:<60} {:>10} {:>9} {:>11}\n", "case", "predicted", "cost", "uncertainty");
   for (auto& c : plan.chosen)

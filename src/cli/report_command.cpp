@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "util/output_path.hpp"
+#include "cli/validators.hpp"
 #include "analysis/compare.hpp"
 #include "opmeter/errors.hpp"
 #include "pipeline/pipeline_outputs.hpp"
@@ -109,10 +110,11 @@ void add_compare_command(CLI::App& app, CompareArgs& a) {
   cmd->add_option("base", a.base, "the baseline: a results directory, results.json or results.jsonl")->required();
   cmd->add_option("new", a.neu, "the run to judge, same kinds as BASE")->required();
   cmd->add_option("--fail-above", a.fail_above_pct, "fail when a case is confidently slower by more than PCT (default 5)")
-      ->check(CLI::Range(0.0, 1e6));
-  cmd->add_option("--threshold", a.threshold_pct, "changes below PCT are 'same' (default 1)")->check(CLI::Range(0.0, 1e6));
+      ->check(kFinite)->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--threshold", a.threshold_pct, "changes below PCT are 'same' (default 1)")
+      ->check(kFinite)->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--alpha", a.alpha, "significance level of the Mann-Whitney U test (default 0.05)")
-      ->check(CLI::Range(1e-12, 0.5));
+      ->check(kFinite)->check(CLI::Range(1e-12, 0.5));
   cmd->add_option("--format", a.format, "md (default) or json")->check(CLI::IsMember({"md", "json"}));
   cmd->add_option("-o,--out", a.out, "write the comparison here instead of standard output");
   cmd->add_flag("--sustained", a.sustained, "compare GPU cases on their sustained figure (steady power) instead of the burst median");

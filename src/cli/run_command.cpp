@@ -16,6 +16,8 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
+#include "cli/validators.hpp"
+#include "pipeline/pipeline_outputs.hpp"
 #include "opmeter/backend.hpp"
 #include "opmeter/config.hpp"
 #include "opmeter/context.hpp"
@@ -35,22 +37,6 @@ namespace {
 
 std::atomic<bool>& g_cancel = interrupt_flag();  // Ctrl-C or SIGTERM: the run stops, exit 128 + the signal
 
-// NaN passes every range check (all comparisons are false): reject it, and infinities, first.
-const CLI::Validator kFinite(
-    [](std::string& s) {
-      char* end = nullptr;
-      double v = std::strtod(s.c_str(), &end);
-      return end != s.c_str() && std::isfinite(v) ? std::string() : "must be a finite number, got '" + s + "'";
-    },
-    "FINITE");
-// Unsigned options would otherwise take -5 as 2^64 - 5.
-const CLI::Validator kNonNegativeInteger(
-    [](std::string& s) {
-      return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos
-                 ? std::string()
-                 : "must be a non-negative integer, got '" + s + "'";
-    },
-    "UINT");
 
 Plan make_plan(const RunArgs& a) {
   int threads = a.threads.value_or(default_threads());
@@ -67,7 +53,7 @@ Plan make_plan(const RunArgs& a) {
   if (!a.device.empty()) check_device(a.device);  // UsageError naming the expected form
   if (!a.pipelines.empty()) {
     if (!a.config.empty() || !a.suite.empty()) throw UsageError("--pipeline runs built-in pipelines: give no config or --suite with it");
-    return load_config_text(pipeline_flags_config(a.pipelines), "--pipeline", threads, a.device);
+    return load_pipeline_flags(a.pipelines, threads, a.device);
   }
   // A dry run only reads the config: its plugins and kernels are not loaded (their code runs only
   // when something is measured).
@@ -333,6 +319,11 @@ std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOp
                                   "free space (or fix the directory) and continue with {}",
                                   e.what(), journal_lines(journal), journal, resume_with));
   }
+  // The files there are, not those a reporter might write (quantization.csv only with recipes).
+  std::erase_if(files, [&](const std::string& f) {
+    std::error_code ec;
+    return !fs::exists(fs::path(dir) / f, ec);
+  });
   fmt::print(stderr, "opmeter: results in {}/ ({})\n", dir, fmt::join(files, ", "));
   if (g_cancel.load()) fmt::print(stderr, "opmeter: interrupted; finished cases are saved, continue with {}\n", resume_with);
   return results;
@@ -459,6 +450,7 @@ int run_command(const RunArgs& given, const char* argv0) {
     if (auto note = bandwidth_cap_note(); !note.empty()) fmt::print(stderr, "opmeter: {}\n", note);
 
   if (a.dry_run) {
+    for (auto& p : plan.pipelines) fmt::print("{}\n", pipeline::planned_pipeline_text(p));
     fmt::print("{} cases from {}\n", cases.size(), plan.source);
     for (auto& c : cases) fmt::print("{}\n", c.to_string());
     return 0;

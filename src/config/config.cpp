@@ -19,6 +19,7 @@
 #include "opmeter/backend.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
+#include "util/text.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/shapes.hpp"
 #include "plugins/c_plugin.hpp"
@@ -143,8 +144,16 @@ std::vector<ParamSet> sweep_params(const YamlReader& r, const YAML::Node& root, 
       auto given = std::find_if(fixed.begin(), fixed.end(), [&](auto& kv) { return kv.first == key; });
       std::vector<std::string> values;
       if (given != fixed.end()) values = {given->second};
-      else if (root[key]) values = r.text_list(root[key], key);
-      else values = {def};
+      else if (root[key]) {
+        values = r.text_list(root[key], key);
+        for (std::size_t i = 0; i < values.size(); ++i) {
+          try {
+            check_canonical_integer(key, values[i]);
+          } catch (const CaseError& e) {
+            r.fail(root[key].IsSequence() ? root[key][i] : root[key], e.what());
+          }
+        }
+      } else values = {def};
       std::vector<Params> next;
       for (auto& p : partial)
         for (auto& v : values) {
@@ -237,6 +246,36 @@ std::vector<ParamSet> op_params(const YamlReader& r, const YAML::Node& root, con
     sets = std::move(next);
   }
   return sets;
+}
+
+// Why none of `impls` runs an op's parameter set: the optional values it carries that no impl
+// runs together, and which impls run each of them alone. Empty when one of them runs it.
+std::string none_runs(const OpDef& op, const std::vector<std::string>& impls, const Case& like, const Params& params) {
+  auto& reg = Registry::global();
+  Case c = like;
+  c.op = op.name;
+  c.params = params;
+  auto runners = [&](const Case& k) {
+    std::vector<std::string> out;
+    for (auto& name : impls)
+      if (takes_optional_params(*reg.impl(op.name, name), k).ok) out.push_back(name);
+    return out;
+  };
+  if (!runners(c).empty()) return "";
+  std::vector<std::string> carried, alone;
+  for (auto& o : op.optional_params)
+    if (c.has(o.key)) carried.push_back(o.key);
+  for (auto& key : carried) {
+    Case one = c;
+    std::erase_if(one.params, [&](auto& kv) { return kv.first != key && std::find(carried.begin(), carried.end(), kv.first) != carried.end(); });
+    auto who = runners(one);
+    alone.push_back(fmt::format("{}={}: {}", key, c.get(key), who.empty() ? "none" : fmt::format("{}", fmt::join(who, ", "))));
+  }
+  std::vector<std::string> values;
+  for (auto& key : carried) values.push_back(key + "=" + c.get(key));
+  if (values.empty()) return "";
+  return fmt::format("no impl of {} runs {}{}", op.name, fmt::join(values, " with "),
+                     carried.size() > 1 || !alone.empty() ? fmt::format(" (impls that run {})", fmt::join(alone, "; ")) : "");
 }
 
 // Whether a case carrying several optional parameters is valid with each of them alone.
@@ -555,6 +594,7 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   // --llc-bytes (already set) wins over the config's.
   const std::size_t llc = plan.llc_bytes && !llc_bytes_overridden() ? plan.llc_bytes : llc_bytes();
 
+  std::vector<std::string> not_run;  // optional values no impl of the op runs (none_runs)
   for (auto& op : ops) {
     // The impls list filters the ops it names impls of; an op with none of them keeps all its own
     // (so `impls: [onednn]` still measures bandwidth and peak with opmeter's kernels).
@@ -579,7 +619,10 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
     } catch (const UsageError& e) {
       r.fail(root["dtypes"], e.what());
     }
-    for (auto& set : op_params(r, root, def, llc))
+    for (auto& set : op_params(r, root, def, llc)) {
+      if (auto why = none_runs(def, op_impls, like, set.params);
+          !why.empty() && std::find(not_run.begin(), not_run.end(), why) == not_run.end())
+        not_run.push_back(why);
       for (auto& impl : op_impls)
         for (auto d : op_dtype_list)
           for (auto& params : def.variants ? def.variants(set.params, d, like) : std::vector<Params>{set.params})
@@ -605,7 +648,11 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
               }
               plan.cases.push_back(c);
             }
+    }
   }
+  // Ops whose optional values no impl runs together: say which, and who runs each.
+  if (plan.cases.empty() && !not_run.empty() && !unloaded && !root["cases"] && !root["pipelines"])
+    r.fail(root["ops"] ? root["ops"] : root, fmt::format("the config expands to no cases: {}", fmt::join(not_run, "; ")));
   if (root["sample"]) sample_cases(r, root["sample"], plan.cases);
   if (root["cases"]) add_listed_cases(r, root["cases"], plan.cases);
   if (root["pipelines"]) {

@@ -19,15 +19,33 @@ std::vector<std::string> builtin_names() {
   return names;
 }
 
-// Scalar values of a map's keys other than `taken`, in the order written.
+// Scalar values of a map's keys other than `taken`, in the order written. A key given twice is
+// an error (YAML would keep one of the two silently).
 std::vector<std::pair<std::string, std::string>> values_of(const YamlReader& r, const YAML::Node& map,
                                                            const std::set<std::string>& taken) {
   std::vector<std::pair<std::string, std::string>> v;
+  std::set<std::string> seen;
   for (const auto& kv : map) {
     auto key = kv.first.as<std::string>();
+    if (!seen.insert(key).second) r.fail(kv.first, fmt::format("'{}' is given twice", key));
     if (!taken.count(key)) v.emplace_back(key, r.text(kv.second, key));
   }
   return v;
+}
+
+// A pipeline's name or a layer's label: it names files and rows of tables and logs, so it is one
+// line of text, not empty.
+std::string name_text(const YamlReader& r, const YAML::Node& n, const std::string& what) {
+  auto name = r.text(n, what);
+  if (name.empty()) r.fail(n, fmt::format("{} is empty: give it a name", what));
+  for (unsigned char ch : name)
+    if (ch < 0x20 || ch == 0x7f) {
+      std::string shown;
+      for (unsigned char c : name) shown += c < 0x20 || c == 0x7f ? fmt::format("\\x{:02x}", c) : std::string(1, char(c));
+      r.fail(n, fmt::format("{} '{}' holds a control character (\\x{:02x}): names are one line of printable text", what,
+                            shown, ch));
+    }
+  return name;
 }
 
 pipeline::Pipeline builtin(const YamlReader& r, const YAML::Node& at, const std::string& name,
@@ -51,12 +69,12 @@ pipeline::Pipeline users(const YamlReader& r, const YAML::Node& entry, const std
   p.name = name;
   p.dtype = dtype;
   if (entry["samples"]) p.samples = r.number(entry["samples"], "samples", 1e-9, 1e12);
-  if (entry["unit"]) p.sample_unit = r.text(entry["unit"], "unit");
+  if (entry["unit"]) p.sample_unit = name_text(r, entry["unit"], "unit");
   std::set<std::string> labels;
   for (const auto& l : layers) {
     r.expect_map(l, "a layer");
     if (!l["label"] || !l["op"]) r.fail(l, "a layer needs 'label' and 'op' (and the op's parameters)");
-    auto label = r.text(l["label"], "label");
+    auto label = name_text(r, l["label"], "label");
     if (!labels.insert(label).second) r.fail(l["label"], fmt::format("layer label '{}' appears twice in pipeline '{}'", label, name));
     std::size_t count = l["count"] ? std::size_t(r.integer(l["count"], "count", 1, 1 << 20)) : 1;
     try {
@@ -72,23 +90,37 @@ pipeline::Pipeline users(const YamlReader& r, const YAML::Node& entry, const std
 
 std::vector<pipeline::Pipeline> read_pipelines(const YamlReader& r, const YAML::Node& list, DType dtype) {
   std::vector<pipeline::Pipeline> out;
+  std::set<std::string> users_names, builtins;
+  // A built-in pipeline listed twice with the same parameters would be measured and reported twice.
+  auto once = [&](const YAML::Node& entry) {
+    const auto& p = out.back();
+    std::string key = p.name;
+    for (const auto& [k, v] : p.params) key += "," + k + "=" + v;
+    if (!builtins.insert(key).second)
+      r.fail(entry, fmt::format("pipeline '{}' is listed twice with the same parameters", p.name));
+  };
   auto one = [&](const YAML::Node& entry) {
     if (entry.IsScalar()) {
       auto name = r.text(entry, "pipeline");
       if (!pipeline::Registry::global().find(name)) r.fail(entry, unknown_name("pipeline", name, builtin_names()));
       out.push_back(builtin(r, entry, name, {}, dtype));
+      once(entry);
       return;
     }
     r.expect_map(entry, "a pipeline");
     if (!entry["name"]) r.fail(entry, "a pipeline needs a 'name': a built-in one (opmeter list) or your own with 'layers'");
-    auto name = r.text(entry["name"], "name");
+    auto name = name_text(r, entry["name"], "pipeline name");
     if (entry["layers"]) {
+      // Its name is all that tells its results apart.
+      if (!users_names.insert(name).second)
+        r.fail(entry["name"], fmt::format("pipeline name '{}' is used twice: give each pipeline its own name", name));
       out.push_back(users(r, entry, name, dtype));
       return;
     }
     if (!pipeline::Registry::global().find(name))
       r.fail(entry["name"], unknown_name("pipeline", name, builtin_names()) + " (your own pipeline needs 'layers')");
     out.push_back(builtin(r, entry, name, values_of(r, entry, {"name"}), dtype));
+    once(entry);
   };
   if (list.IsSequence()) {
     if (list.size() == 0) r.fail(list, "'pipelines' is empty: name at least one (opmeter list shows the built-in ones)");

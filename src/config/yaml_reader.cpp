@@ -1,5 +1,7 @@
 #include "config/yaml_reader.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -55,7 +57,12 @@ std::vector<std::string> YamlReader::text_list(const YAML::Node& n, const std::s
   if (!n.IsSequence()) fail(n, fmt::format("{}: expected a list of names, got {}", what, shown(n)));
   if (n.size() == 0) fail(n, fmt::format("{}: the list is empty", what));
   std::vector<std::string> out;
-  for (const auto& item : n) out.push_back(text(item, what));
+  for (const auto& item : n) {
+    out.push_back(text(item, what));
+    // Listed twice would be measured twice under one case string.
+    if (std::find(out.begin(), out.end() - 1, out.back()) != out.end() - 1)
+      fail(item, fmt::format("{}: '{}' is listed twice", what, out.back()));
+  }
   return out;
 }
 
@@ -65,7 +72,11 @@ std::vector<std::int64_t> YamlReader::integer_list(const YAML::Node& n, const st
   if (!n.IsSequence()) fail(n, fmt::format("{}: expected an integer or a list of integers, got {}", what, shown(n)));
   if (n.size() == 0) fail(n, fmt::format("{}: the list is empty", what));
   std::vector<std::int64_t> out;
-  for (const auto& item : n) out.push_back(integer(item, what, lo, hi));
+  for (const auto& item : n) {
+    out.push_back(integer(item, what, lo, hi));
+    if (std::find(out.begin(), out.end() - 1, out.back()) != out.end() - 1)
+      fail(item, fmt::format("{}: {} is listed twice", what, out.back()));
+  }
   return out;
 }
 

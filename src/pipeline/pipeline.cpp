@@ -8,6 +8,7 @@
 
 #include "opmeter/config.hpp"
 #include "opmeter/errors.hpp"
+#include "util/text.hpp"
 
 namespace opmeter::pipeline {
 
@@ -45,9 +46,15 @@ Layer make_layer(std::string label, const std::string& op, std::vector<std::pair
       throw CaseError(fmt::format("layer '{}': {} needs parameter '{}'", label, op, key));
     c.params.emplace_back(key, dflt->second);
   }
-  for (const auto& [key, value] : params)
+  for (const auto& [key, value] : params) {
     if (std::find(def->params.begin(), def->params.end(), key) == def->params.end())
       throw CaseError(fmt::format("layer '{}': {}", label, unknown_name(op + " parameter", key, def->params)));
+    try {
+      check_canonical_integer(key, value);
+    } catch (const CaseError& e) {
+      throw CaseError(fmt::format("layer '{}': {}", label, e.what()));
+    }
+  }
   try {
     if (def->validate) def->validate(c);
   } catch (const CaseError& e) {
@@ -109,6 +116,7 @@ Pipeline build(const std::string& name, const std::vector<std::pair<std::string,
   for (const auto& [key, value] : given) {
     auto it = std::find_if(values.begin(), values.end(), [&](const auto& p) { return p.first == key; });
     if (it == values.end()) throw CaseError(fmt::format("{}: {}", name, unknown_name("parameter", key, keys)));
+    check_canonical_integer(key, value);  // batch=01 and batch=1 are one pipeline
     it->second = value;
   }
   Pipeline p = def->build(Args(values), dtype);

@@ -83,15 +83,20 @@ std::vector<std::string> log_file_names(const std::vector<PipelineSummary>& summ
   return names;
 }
 
-void write_pipeline_outputs(const std::string& dir, const std::vector<PipelineSummary>& summaries) {
+std::vector<std::string> write_pipeline_outputs(const std::string& dir, const std::vector<PipelineSummary>& summaries) {
   auto path = [&](const std::string& name) { return (fs::path(dir) / name).string(); };
+  std::vector<std::string> written = {kPipelinesFile, "summary.csv", "pipeline_layers.csv"};
   write_atomically(path(kPipelinesFile), dump_json(pipelines_json(summaries), 2) + "\n");
   write_atomically(path("summary.csv"), summary_csv(summaries));
   write_atomically(path("pipeline_layers.csv"), layers_csv(summaries));
   auto logs = log_file_names(summaries);
-  for (std::size_t i = 0; i < summaries.size(); ++i) write_atomically(path(logs[i]), pipeline_log(summaries[i]));
+  for (std::size_t i = 0; i < summaries.size(); ++i) {
+    write_atomically(path(logs[i]), pipeline_log(summaries[i]));
+    written.push_back(logs[i]);
+  }
   std::error_code ec;
   if (fs::exists(path("report.html"), ec)) rewrite_report_files(dir, summaries);
+  return written;
 }
 
 std::vector<PipelineSummary> read_pipelines(const std::string& dir) {

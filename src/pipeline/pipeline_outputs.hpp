@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "opmeter/pipeline_plan.hpp"
 #include "pipeline/pipeline_summary.hpp"
 
 namespace opmeter::pipeline {
@@ -32,12 +33,17 @@ std::vector<std::string> log_file_names(const std::vector<PipelineSummary>& summ
 
 // Writes the files above into `dir` (each atomically; OutputError naming the file on failure).
 // When `dir` holds a report (report.html), it is written again with the Pipelines section; a
-// failure there is a warning on stderr, as for the report at the end of a run.
-void write_pipeline_outputs(const std::string& dir, const std::vector<PipelineSummary>& summaries);
+// failure there is a warning on stderr, as for the report at the end of a run. Returns the names
+// of the files written.
+std::vector<std::string> write_pipeline_outputs(const std::string& dir, const std::vector<PipelineSummary>& summaries);
 
 // The pipelines of a results directory (its pipelines.json); empty when it has none. UsageError
 // for a file that is not valid pipelines JSON of this schema.
 std::vector<PipelineSummary> read_pipelines(const std::string& dir);
+
+// What a dry run shows of a planned pipeline: its totals, then per layer its count, params, MACs
+// and the case it runs as.
+std::string planned_pipeline_text(const PlannedPipeline& p);
 
 // A few lines for the console at the end of a run: totals and the top 3 layers by time.
 void print_pipeline_summary(std::ostream& out, const PipelineSummary& s);

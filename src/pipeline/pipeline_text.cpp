@@ -180,4 +180,20 @@ void print_pipeline_summary(std::ostream& out, const PipelineSummary& s) {
   if (!top.empty()) out << fmt::format("  top layers: {}\n", fmt::join(top, ", "));
 }
 
+std::string planned_pipeline_text(const PlannedPipeline& p) {
+  std::vector<std::string> params;
+  for (const auto& [k, v] : p.pipeline.params) params.push_back(k + "=" + v);
+  std::string out = fmt::format("pipeline {} ({}{} on {}): {} layers, {} params, {} MACs per pass\n", p.pipeline.name,
+                                params.empty() ? "" : fmt::format("{}, ", fmt::join(params, ", ")),
+                                to_string(p.pipeline.dtype), p.like.device, p.pipeline.layers.size(),
+                                human_count(p.pipeline.total_params()), human_count(p.pipeline.total_macs()));
+  std::vector<std::vector<std::string>> rows;
+  for (std::size_t i = 0; i < p.pipeline.layers.size(); ++i) {
+    const auto& l = p.pipeline.layers[i];
+    rows.push_back({l.label, std::to_string(l.count), human_count(l.cost.params), human_count(l.cost.macs),
+                    p.layer_case(i).to_string()});
+  }
+  return out + text_table({"layer", "count", "params", "MACs", "case"}, rows, {false, true, true, true, false});
+}
+
 }  // namespace opmeter::pipeline

@@ -49,6 +49,29 @@ std::string number(double v) {
   return j.dump();
 }
 
+// xgboost trusts a tree's split features: one past the feature count (a model edited by hand)
+// reads outside the row. Checked before loading.
+void check_split_features(const nlohmann::json& model) {
+  const auto& learner = model.at("learner");
+  if (!learner.is_object()) return;  // xgboost says what is wrong with it
+  const auto param = learner.value("/learner_model_param/num_feature"_json_pointer, nlohmann::json());
+  const auto trees = learner.value("/gradient_booster/model/trees"_json_pointer, nlohmann::json());
+  if (!param.is_string() || !trees.is_array()) return;  // another layout: xgboost checks it
+  std::size_t features = 0;
+  try {
+    features = std::stoul(param.get<std::string>());
+  } catch (const std::exception&) {
+    throw UsageError("tree model: its feature count is not a number");
+  }
+  for (std::size_t t = 0; t < trees.size(); ++t) {
+    const auto splits = trees[t].value("split_indices", nlohmann::json::array());
+    for (const auto& f : splits)
+      if (!f.is_number_unsigned() || f.get<std::size_t>() >= features)
+        throw UsageError("tree model: tree " + std::to_string(t) + " splits on feature " + f.dump() + " of " +
+                         std::to_string(features));
+  }
+}
+
 }  // namespace
 
 struct TreeModel::Booster {
@@ -163,6 +186,7 @@ TreeModel TreeModel::from_json(const nlohmann::json& j) {
   auto model = j.find("xgboost");
   if (model == j.end() || !model->is_object() || !model->contains("learner"))
     throw UsageError("tree model: \"xgboost\" must hold an xgboost JSON model");
+  check_split_features(*model);
   silence_xgboost();
 
   auto booster = std::make_shared<Booster>();

@@ -189,6 +189,7 @@ PredictModel fit_model(const std::vector<Sample>& samples, const std::map<std::s
       m.notes.push_back(fmt::format("{}: {} case{}, fewer than the {} that {}-fold cross-validation needs: left out",
                                     it->first, it->second.size(), it->second.size() == 1 ? "" : "s", settings.folds,
                                     settings.folds));
+      m.left_out[it->first] = it->second.size();
       it = groups.erase(it);
     } else {
       ++it;
@@ -280,6 +281,16 @@ GroupModel group_from(const nlohmann::json& j) {
   g.analytic = AnalyticModel::from_json(j.at("analytic"));
   if (!j.at("boosted").is_null()) g.boosted = TreeModel::from_json(j.at("boosted"));
   if (!j.at("forest").is_null()) g.forest = TreeModel::from_json(j.at("forest"));
+  // A tree that loads may still not fit the group's features (a file edited by hand): one
+  // prediction now, so that it fails here rather than in the middle of predicting.
+  for (auto* tree : {g.boosted ? &*g.boosted : nullptr, g.forest ? &*g.forest : nullptr}) {
+    if (!tree) continue;
+    Matrix probe;
+    probe.cols = g.features.names().size();
+    probe.values.assign(probe.cols, 0.0f);
+    for (double v : tree->predict(probe))
+      if (!std::isfinite(v)) throw UsageError(fmt::format("group {}: its tree model predicts {}", g.key, v));
+  }
   for (auto& [k, s] : j.at("cv").items()) g.cv[kind_from(k)] = ErrorStats::from_json(s);
   g.best = kind_from(j.at("best").get<std::string>());
   if (!g.cv.count(g.best)) throw UsageError(fmt::format("group {}: best model {} has no error statistics", g.key, to_string(g.best)));
@@ -296,7 +307,7 @@ nlohmann::json to_json(const PredictModel& m) {
   for (auto& g : m.groups) groups.push_back(group_json(g));
   return {{"schema", kPredictModelSchema}, {"created", m.created}, {"context", m.context},
           {"sources", m.sources},          {"folds", m.folds},     {"ceilings", ceilings},
-          {"groups", groups},              {"notes", m.notes}};
+          {"groups", groups},              {"notes", m.notes},     {"left_out", m.left_out}};
 }
 
 PredictModel model_from_json(const nlohmann::json& j) {
@@ -321,6 +332,7 @@ PredictModel model_from_json(const nlohmann::json& j) {
     for (auto& [device, c] : j.at("ceilings").items()) m.ceilings[device] = Ceilings::from_json(c);
     for (auto& g : j.at("groups")) m.groups.push_back(group_from(g));
     m.notes = j.value("notes", std::vector<std::string>{});
+    m.left_out = j.value("left_out", std::map<std::string, std::size_t>{});
     for (auto& g : m.groups)
       if (!m.ceilings.count(g.device)) throw UsageError(fmt::format("group {}: no ceilings for device {}", g.key, g.device));
     return m;
@@ -328,6 +340,11 @@ PredictModel model_from_json(const nlohmann::json& j) {
     throw UsageError(fmt::format("malformed model file: {}", e.what()));
   }
 }
+
+namespace {
+// Libraries' messages can run to a stack trace: an error names what went wrong in one line.
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+}  // namespace
 
 PredictModel read_model(const std::string& path) {
   std::error_code ec;
@@ -338,8 +355,13 @@ PredictModel read_model(const std::string& path) {
   nlohmann::json j;
   try {
     f >> j;
-  } catch (const nlohmann::json::exception&) {
-    throw UsageError(fmt::format("model {}: not a model file (it is {})", path, describe(detect_results_format(path))));
+  } catch (const nlohmann::json::parse_error& e) {
+    const auto format = detect_results_format(path);
+    if (format != ResultsFormat::unknown)
+      throw UsageError(fmt::format("model {}: not a model file (it is {})", path, describe(format)));
+    // A model cut short (a full disk, a copy interrupted) or edited by hand.
+    throw UsageError(fmt::format("model {}: not a model file: invalid JSON at byte {} (truncated or damaged?)", path,
+                                 e.byte));
   }
   if (j.is_object() && !j.contains("schema") && j.contains("benchmarks"))
     throw UsageError(fmt::format("model {}: this is {}, not a model: fit one with opmeter predict fit {} -o model.json",
@@ -347,7 +369,10 @@ PredictModel read_model(const std::string& path) {
   try {
     return model_from_json(j);
   } catch (const UsageError& e) {
-    throw UsageError(fmt::format("model {}: {}", path, e.what()));
+    throw UsageError(fmt::format("model {}: {}", path, first_line(e.what())));
+  } catch (const std::exception& e) {
+    // What the tree library says of a model edited by hand (its message carries a stack trace).
+    throw UsageError(fmt::format("model file {} is damaged: {}", path, first_line(e.what())));
   }
 }
 

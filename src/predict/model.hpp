@@ -58,6 +58,7 @@ struct PredictModel {
   std::map<std::string, Ceilings> ceilings;  // by device
   std::vector<GroupModel> groups;
   std::vector<std::string> notes;   // what was left out and why
+  std::map<std::string, std::size_t> left_out;  // groups too small for the folds: key -> cases
 
   const GroupModel* group(const std::string& key) const;
 };
@@ -86,6 +87,7 @@ struct Prediction {
   std::map<ModelKind, double> by_model;
   double flops = 0, bytes = 0;
   std::optional<double> measured_s;       // when the case was measured (given as results)
+  std::vector<std::string> extrapolated;  // what lies outside the training cases (training_range.hpp)
 };
 
 // UsageError when the model has no group for the case: the message names the op, impl, dtype or

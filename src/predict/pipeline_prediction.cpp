@@ -1,7 +1,9 @@
 // Pipelines predicted layer by layer.
 #include "predict/pipeline_prediction.hpp"
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -9,6 +11,7 @@
 
 #include "opmeter/errors.hpp"
 #include "opmeter/pipeline_plan.hpp"
+#include "predict/analytic.hpp"
 
 namespace opmeter::predict {
 
@@ -19,6 +22,7 @@ std::optional<PipelineSpec> parse_pipeline_spec(const std::string& text) {
   if (!pipeline::Registry::global().find(spec.name)) return std::nullopt;
   if (colon == std::string::npos) return spec;
   const std::string rest = text.substr(colon + 1);
+  std::set<std::string> keys;
   std::size_t start = 0;
   while (start <= rest.size()) {
     auto comma = rest.find(',', start);
@@ -29,6 +33,7 @@ std::optional<PipelineSpec> parse_pipeline_spec(const std::string& text) {
       throw CaseError(fmt::format("pipeline '{}': '{}' is not key=value (e.g. {}:batch=1,dtype=bf16)", text, item,
                                   spec.name));
     std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (!keys.insert(key).second) throw CaseError(fmt::format("pipeline '{}': '{}' is given twice", text, key));
     if (key == "dtype") {
       auto d = parse_dtype(value);
       if (!d) throw CaseError(fmt::format("pipeline '{}': unknown dtype '{}'", text, value));
@@ -73,6 +78,22 @@ int usual_threads(const PredictModel& m, const std::string& device) {
   return best;
 }
 
+namespace {
+// A case of a group the model lacks, on a device whose ceilings it has: the roofline's time, a
+// lower bound, so its interval is the time itself.
+Prediction roofline_only(const Sample& s, const Ceilings& c) {
+  Prediction p;
+  p.case_string = s.case_string;
+  p.group = group_key(s.kase);
+  p.flops = s.flops;
+  p.bytes = s.bytes;
+  p.model = ModelKind::roofline;
+  p.time_s = p.lo_s = p.hi_s = roofline_time(s, c);
+  p.by_model[ModelKind::roofline] = p.time_s;
+  return p;
+}
+}  // namespace
+
 PipelinePrediction predict_pipeline(const PredictModel& m, const pipeline::Pipeline& p, const Case& like) {
   auto planned = pipeline::plan_pipeline(p, like, {}, false);
   std::set<std::string> trained;
@@ -87,25 +108,36 @@ PipelinePrediction predict_pipeline(const PredictModel& m, const pipeline::Pipel
   std::set<std::string> distinct;
   for (std::size_t i = 0; i < p.layers.size(); ++i) {
     // The first candidate impl the model knows; else the first one, whose error names what is missing.
+    // Else the first whose group the fit left out; else the first one.
     auto& names = planned.candidates[i];
-    std::size_t pick = 0;
-    for (std::size_t k = 0; k < names.size(); ++k) {
+    std::optional<std::size_t> known, left_out;
+    for (std::size_t k = 0; k < names.size() && !known; ++k) {
       planned.chosen[i] = k;
-      if (m.group(group_key(planned.layer_case(i)))) {
-        pick = k;
-        break;
-      }
+      const std::string key = group_key(planned.layer_case(i));
+      if (m.group(key)) known = k;
+      else if (!left_out && m.left_out.count(key)) left_out = k;
     }
-    planned.chosen[i] = pick;
+    planned.chosen[i] = known ? *known : left_out.value_or(0);
     Case c = planned.layer_case(i);
     LayerPrediction l;
     l.label = p.layers[i].label;
     l.count = p.layers[i].count;
-    try {
-      l.prediction = predict_case(m, sample_of(c));
-    } catch (const UsageError& e) {
-      throw UsageError(fmt::format("pipeline {}: layer '{}' ({}; impls that run it here: {}): {}", p.name, l.label,
-                                   c.op, fmt::join(names, ", "), e.what()));
+    const auto ceilings = m.ceilings.find(c.device);
+    if (!known && left_out && ceilings != m.ceilings.end()) {
+      l.prediction = roofline_only(sample_of(c), ceilings->second);
+      const std::string key = group_key(c);
+      const std::size_t n = m.left_out.at(key);
+      out.notes.push_back(fmt::format(
+          "layer '{}' ({}): predict fit left group {} out ({} case{}, fewer than its {} folds): predicted by the roofline "
+          "alone, a lower bound with no interval. Fit with --folds {} or measure more shapes of it to predict it better",
+          l.label, l.prediction.case_string, key, n, n == 1 ? "" : "s", m.folds, std::max<std::size_t>(2, n)));
+    } else {
+      try {
+        l.prediction = predict_case(m, sample_of(c));
+      } catch (const UsageError& e) {
+        throw UsageError(fmt::format("pipeline {}: layer '{}' ({}; impls that run it here: {}): {}", p.name, l.label,
+                                     c.op, fmt::join(names, ", "), e.what()));
+      }
     }
     l.in_training = trained.count(l.prediction.case_string) > 0;
     if (distinct.insert(l.prediction.case_string).second) {

@@ -41,6 +41,7 @@ struct PipelinePrediction {
   double total_s = 0, lo_s = 0, hi_s = 0;
   std::size_t distinct_cases = 0, cases_in_training = 0;
   std::optional<double> measured_s;  // the measured total (pipelines.json), when given
+  std::vector<std::string> notes;    // layers predicted by a fallback, and what to do about it
 };
 
 // Threads the model's training points ran with on `device`: the most common count (ties: the
@@ -48,8 +49,10 @@ struct PipelinePrediction {
 int usual_threads(const PredictModel& m, const std::string& device);
 
 // Each layer runs on the first impl of the default order (pipeline::default_impl_order) that
-// runs it on the device and for which the model has a group. UsageError when a layer has none:
-// it names the layer and what the model never saw.
+// runs it on the device and for which the model has a group. A layer whose group predict fit
+// left out (fewer cases than its folds) is predicted by the device's roofline alone, with a note
+// saying how to fit it. UsageError when a layer has neither: it names the layer and what the
+// model never saw.
 PipelinePrediction predict_pipeline(const PredictModel& m, const pipeline::Pipeline& p, const Case& like);
 
 // The measured total of the same pipeline (name, params, dtype, device) among `measured`, when

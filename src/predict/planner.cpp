@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <regex>
 #include <set>
 
 #include <fmt/format.h>
@@ -19,15 +20,17 @@ double parse_budget(const std::string& text) {
     return UsageError(fmt::format("--budget '{}': {}; expected a duration such as 90 (seconds), 60s, 5m or 1h", text, why));
   };
   if (text.empty()) throw bad("empty");
-  std::size_t end = 0;
+  // Strictly a decimal number and a unit: stod alone would read 0x10 as 16 and " 5" as 5.
+  static const std::regex kDuration(R"(([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?([a-z]*))");
+  std::smatch match;
+  if (!std::regex_match(text, match, kDuration)) throw bad("not a decimal number");
   double value = 0;
   try {
-    value = std::stod(text, &end);
+    value = std::stod(text);
   } catch (const std::exception&) {
-    throw bad("not a number");
+    throw bad("out of range");
   }
-  if (std::isspace(static_cast<unsigned char>(text[0]))) throw bad("not a number");
-  const std::string unit = text.substr(end);
+  const std::string unit = match[4];
   double scale = 0;
   if (unit.empty() || unit == "s") scale = 1;
   else if (unit == "m" || unit == "min") scale = 60;

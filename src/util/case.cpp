@@ -190,6 +190,11 @@ Case parse_case(const std::string& text) {
         throw UsageError(fmt::format("case string '{}': parameter '{}' is not key=value", text, kv));
       if (c.has(kv.substr(0, eq)))
         throw UsageError(fmt::format("case string '{}': parameter '{}' is given twice", text, kv.substr(0, eq)));
+      try {
+        check_canonical_integer(kv.substr(0, eq), kv.substr(eq + 1));
+      } catch (const CaseError& e) {
+        throw CaseError(fmt::format("case string '{}': {}", text, e.what()));
+      }
       c.params.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
     }
   }

@@ -1,5 +1,13 @@
 #include "util/text.hpp"
 
+#include <charconv>
+#include <cstdint>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "opmeter/errors.hpp"
+
 namespace opmeter {
 
 std::vector<std::string> split(const std::string& text, char sep) {
@@ -19,11 +27,33 @@ std::string trim(std::string text) {
   return text;
 }
 
-std::string csv_field(const std::string& s) {
+namespace {
+// "-1.5", "+2e3": a number, which a spreadsheet reads as one and never as a formula.
+bool plain_number(const std::string& s) {
+  static const std::regex kNumber(R"([-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?)");
+  return std::regex_match(s, kNumber);
+}
+}  // namespace
+
+std::string csv_field(const std::string& text) {
+  // A text cell a spreadsheet would run as a formula gets a leading quote (OWASP's CSV injection
+  // advice); numbers stay numbers, and so does a sign alone ("-": a case without params).
+  const bool formula = text.size() > 1 && std::string("=+-@\t\r").find(text[0]) != std::string::npos && !plain_number(text);
+  const std::string s = formula ? "'" + text : text;
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string q = "\"";
   for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
   return q + "\"";
+}
+
+void check_canonical_integer(const std::string& key, const std::string& value) {
+  const bool sign = value.starts_with('+') || value.starts_with('-');
+  if (value.size() == std::size_t(sign) || value.find_first_not_of("0123456789", sign) != std::string::npos) return;
+  const char* first = value.data() + (value.starts_with('+') ? 1 : 0);
+  std::int64_t v = 0;
+  auto [end, ec] = std::from_chars(first, value.data() + value.size(), v);
+  if (ec != std::errc() || end != value.data() + value.size()) return;  // too large: the op's range check says so
+  if (std::to_string(v) != value) throw CaseError(fmt::format("{}={}: write the integer as {}={}", key, value, key, v));
 }
 
 }  // namespace opmeter

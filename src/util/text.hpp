@@ -9,7 +9,14 @@ namespace opmeter {
 std::vector<std::string> split(const std::string& text, char sep);
 // `text` without leading and trailing spaces.
 std::string trim(std::string text);
-// A CSV field: quoted (quotes doubled) when it holds a comma, a quote or a line break.
+// A CSV text field: quoted (quotes doubled) when it holds a comma, a quote or a line break; a
+// leading ' when it starts with =, +, -, @, a tab or a carriage return and is not a plain number
+// (a spreadsheet would run it as a formula).
 std::string csv_field(const std::string& s);
+
+// A parameter value written as an integer must be written canonically (1, not 01, +1 or -0): two
+// spellings of one number would make two case strings of one case. CaseError naming the canonical
+// form; values that are not integers pass.
+void check_canonical_integer(const std::string& key, const std::string& value);
 
 }  // namespace opmeter

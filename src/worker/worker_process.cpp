@@ -178,7 +178,7 @@ std::string WorkerProcess::read_line(double deadline_s, const char* waiting_for)
     if (left <= 0) {
       kill_now();
       drain_stderr();
-      throw WorkerHung(fmt::format("the worker sent no {} within {:.0f} s and was killed{}", waiting_for, deadline_s,
+      throw WorkerHung(fmt::format("the worker did not send {} within {:.0f} s and was killed{}", waiting_for, deadline_s,
                                    stderr_.empty() ? "" : "; its stderr ended with:\n" + stderr_tail()));
     }
     pollfd fds[2] = {{from_worker_, POLLIN, 0}, {errors_, POLLIN, 0}};
