@@ -43,8 +43,8 @@ int main(int argc, char** argv) {
     std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
     return v[v.size() / 2];
   };
-  double t = median(trip), in = median(inside);
+  double t = median(trip), timed = median(inside);
   std::printf("requests %d: round trip median %.1f us, of which the timed call %.1f us: protocol %.1f us per sample\n",
-              requests, t * 1e6, in * 1e6, (t - in) * 1e6);
+              requests, t * 1e6, timed * 1e6, (t - timed) * 1e6);
   return 0;
 }
