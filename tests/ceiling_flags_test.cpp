@@ -71,3 +71,22 @@ TEST(CeilingFlags, CeilingsNameTheCaseThatMeasuredThem) {
   ASSERT_TRUE(gemm.has_flag("faster-than-peak"));
   EXPECT_TRUE(has(gemm.details["faster-than-peak"], "measured by " + peak.case_string)) << gemm.details["faster-than-peak"];
 }
+
+TEST(CeilingFlags, ACeilingMeasuredUnderContentionIsSaidToBe) {
+  Ceilings ceilings;
+  Result peak = timed("peak/opmeter/fp32/kernel=fma/threads=2", 3.1e9, 0, 1.0);  // a loaded machine's "peak"
+  peak.add_flag("contended");
+  ceilings.learn(peak);
+  Result conv = timed("gemm/onednn/fp32/M=64,N=64,K=64/threads=2", 200e9, 1e9, 1.0);
+  ceilings.annotate(conv);
+  ASSERT_TRUE(conv.has_flag("faster-than-peak"));
+  EXPECT_TRUE(has(conv.details["faster-than-peak"], "contended")) << conv.details["faster-than-peak"];
+  // An uncontended measurement of the same ceiling is faster, replaces it, and is not called contended.
+  Result quiet = timed("peak/opmeter/fp32/kernel=fma/threads=2", 235e9, 0, 1.0);
+  ceilings.learn(quiet);
+  Result again = timed("gemm/onednn/fp32/M=64,N=64,K=64/threads=2", 200e9, 1e9, 1.0);
+  ceilings.annotate(again);
+  EXPECT_FALSE(again.has_flag("faster-than-peak"));
+  ASSERT_TRUE(again.pct_peak.has_value());
+  EXPECT_NEAR(*again.pct_peak, 100.0 * 200 / 235, 1e-9);
+}

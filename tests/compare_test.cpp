@@ -149,6 +149,20 @@ TEST(Compare, ThreadCountsThatDifferAreAWarning) {
   EXPECT_NE(c.context_warnings[0].find("thread counts differ: BASE 2, NEW 1,2"), std::string::npos);
 }
 
+TEST(Compare, CasesMeasuredUnderContentionAreAWarningNamingThem) {
+  auto base = sampled(kCaseA, 1e-3, 0.01, 1), b2 = sampled(kCaseB, 1e-5, 0.01, 3);
+  auto loaded = sampled(kCaseA, 9e-3, 0.01, 2), l2 = sampled(kCaseB, 1e-5, 0.01, 4);
+  loaded.add_flag("contended");
+  l2.add_flag("contended");
+  auto c = compare_results(set_of({base, b2}), set_of({loaded, l2}));
+  ASSERT_EQ(c.context_warnings.size(), 1u);
+  const std::string& w = c.context_warnings[0];
+  EXPECT_NE(w.find("2 NEW cases were measured while other processes took their CPUs"), std::string::npos) << w;
+  EXPECT_NE(w.find(kCaseA), std::string::npos) << w;
+  EXPECT_NE(w.find("and 1 more"), std::string::npos) << w;
+  EXPECT_TRUE(compare_results(set_of({base}), set_of({base})).context_warnings.empty());
+}
+
 TEST(Compare, MarkdownAndJsonCarryVerdictsAndGate) {
   auto base = sampled(kCaseA, 1e-3, 0.01, 1), slow = sampled(kCaseA, 1.2e-3, 0.01, 2);
   CompareOptions o;

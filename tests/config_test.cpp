@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "config_errors.hpp"
@@ -190,6 +192,13 @@ TEST(Config, AnOpWithNoneOfTheDtypesAskedIsAnErrorNotAnFp32Run) {
   auto plan = load_config_text("ops: [linear]\nimpls: [onednn]\ndtypes: [bf16]\n", "t.yaml", 2);
   ASSERT_FALSE(plan.cases.empty());
   for (auto& c : plan.cases) EXPECT_EQ(c.dtype, DType::bf16);
+  // Beside a dtype it has, one it lacks is left out with a note, not silently.
+  plan = load_config_text("ops: [linear]\nimpls: [onednn]\ndtypes: [bf16, int8]\n", "t.yaml", 2);
+  ASSERT_FALSE(plan.cases.empty());
+  for (auto& c : plan.cases) EXPECT_EQ(c.dtype, DType::bf16);
+  EXPECT_TRUE(std::any_of(plan.notes.begin(), plan.notes.end(),
+                          [](const std::string& n) { return has(n, "linear has no int8 impl here: measured in bf16 only"); }))
+      << fmt::format("{}", fmt::join(plan.notes, " | "));
   // Bandwidth measures bytes whatever the dtype: beside a bf16 GEMM it still runs, in fp32.
   plan = load_config_text("ops: [gemm, bandwidth]\nimpls: [onednn]\ndtypes: [bf16]\nbandwidth: {kernels: [copy], sizes_mib: [1]}\n"
                           "shapes: [{name: custom, shapes: [[8, 8, 8]]}]\n",

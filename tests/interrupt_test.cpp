@@ -145,16 +145,23 @@ TEST(Interrupts, CtrlCWhileTheWorkerIsInSetupExits130AndStopsTheWorker) {
   EXPECT_FALSE(fs::exists(s.private_dir)) << s.private_dir;
 }
 
+namespace {
+// opmeter running a case of a kernel whose import sleeps, 0.3 s into that import.
+void start_in_sleepy_import(Started& s, const fs::path& dir, const fs::path& log) {
+  start_with_worker(s, "run --kernel " + kSleepyKernel + " --case add/sleepy/fp32/batch=1,seq=8,hidden=64/threads=1 --out " +
+                           (dir / "res").string(),
+                    log, [] { return true; });
+  if (s.worker > 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+}
+}  // namespace
+
 TEST(Interrupts, CtrlCWhileAKernelImportsExits130) {
   auto dir = temp_dir("interrupt_import");
   SpawnEnv env("", "");
   auto log = dir / "log";
   Started s;
-  start_with_worker(s, "run --kernel " + kSleepyKernel + " --case add/sleepy/fp32/batch=1,seq=8,hidden=64/threads=1 --out " +
-                                 (dir / "res").string(),
-                             log, [] { return true; });
+  start_in_sleepy_import(s, dir, log);
   ASSERT_GT(s.worker, 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // inside the kernel's import
   kill(s.opmeter, SIGTERM);
   auto code = exit_within(s.opmeter, 5);
   ASSERT_TRUE(code.has_value()) << "opmeter ignored SIGTERM while the worker imported a kernel\n" << slurp(log);
@@ -168,11 +175,8 @@ TEST(Interrupts, AWorkerWhoseOpmeterIsKilledEndsAndRemovesTheTemporaryFiles) {
   SpawnEnv env("", "");
   auto log = dir / "log";
   Started s;
-  start_with_worker(s, "run --kernel " + kSleepyKernel + " --case add/sleepy/fp32/batch=1,seq=8,hidden=64/threads=1 --out " +
-                                 (dir / "res").string(),
-                             log, [] { return true; });
+  start_in_sleepy_import(s, dir, log);
   ASSERT_GT(s.worker, 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   kill(s.opmeter, SIGKILL);  // no handler runs: the worker must notice by itself
   EXPECT_EQ(wait_exit(s.opmeter), 128 + SIGKILL);
   bool ended = wait_until([&] { return gone(s.worker); }, 5);

@@ -99,6 +99,19 @@ Comparison compare_results(const ResultSet& base, const ResultSet& neu, const Co
   if (auto tb = thread_counts(base.results), tn = thread_counts(neu.results); tb != tn && !tb.empty() && !tn.empty())
     cmp.context_warnings.push_back(fmt::format("thread counts differ: BASE {}, NEW {}", join_ints(tb), join_ints(tn)));
 
+  // Cases measured while other processes took their CPUs: their changes may be the machine's.
+  for (auto [side, set] : {std::pair{"BASE", &base}, std::pair{"NEW", &neu}}) {
+    std::vector<std::string> contended;
+    for (auto& r : set->results)
+      if (r.has_flag("contended")) contended.push_back(r.case_string);
+    if (!contended.empty())
+      cmp.context_warnings.push_back(fmt::format(
+          "{} {} {} measured while other processes took their CPUs (contended), so their changes may be the "
+          "machine's: {}{}",
+          contended.size(), side, contended.size() == 1 ? "case was" : "cases were", contended.front(),
+          contended.size() > 1 ? fmt::format(" and {} more", contended.size() - 1) : ""));
+  }
+
   // A case that appears twice (merged or resumed runs) counts by its last record.
   std::map<std::string, const Result*> by_case;
   for (auto& r : neu.results) by_case[r.case_string] = &r;

@@ -311,6 +311,7 @@ std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOp
   reporter.begin(context, cases.size());
 
   std::vector<Result> results;
+  catch_interrupts();  // Ctrl-C ends the run with what finished saved (calibrate's too)
   try {
     results = run_all(cases, std::move(previous), options, reporter, &g_cancel);
   } catch (const OutputError& e) {

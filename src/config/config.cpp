@@ -619,6 +619,15 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
     } catch (const UsageError& e) {
       r.fail(root["dtypes"], e.what());
     }
+    if (root["dtypes"] && ceiling_of(op) != CeilingKind::memory) {  // dtypes asked that this op's impls lack
+      std::vector<std::string> lacked, measured;
+      for (auto d : dtypes)
+        if (std::find(op_dtype_list.begin(), op_dtype_list.end(), d) == op_dtype_list.end()) lacked.emplace_back(to_string(d));
+      for (auto d : op_dtype_list) measured.emplace_back(to_string(d));
+      if (!lacked.empty() && !measured.empty())
+        plan.notes.push_back(fmt::format("{} has no {} impl here: measured in {} only", op, fmt::join(lacked, ", "),
+                                         fmt::join(measured, ", ")));
+    }
     for (auto& set : op_params(r, root, def, llc)) {
       if (auto why = none_runs(def, op_impls, like, set.params);
           !why.empty() && std::find(not_run.begin(), not_run.end(), why) == not_run.end())

@@ -420,16 +420,19 @@ void Ceilings::learn(const Result& r) {
   const OpDef* op = Registry::global().op(r.kase.op);
   if (!op) return;
   const std::string at = where(r.kase);
+  // A ceiling measured while other processes took the CPUs is too low, and everything shown
+  // against it looks faster than the machine: the flags' details say so.
+  const std::string source = r.case_string + (r.has_flag("contended") ? " (contended: others took its CPUs)" : "");
   // The ceiling of a dtype is its fastest peak kernel: on a GPU the tensor-core ones (mma.sync,
   // wgmma) for tf32/fp16/bf16/fp8/int8 and the FMA chains for fp32.
   if (op->ceiling == CeilingKind::compute && r.gflops > 0) {
     auto& best = gflops_[{r.kase.dtype, at}];
-    if (r.gflops > best) gflops_from_[{r.kase.dtype, at}] = r.case_string;
+    if (r.gflops > best) gflops_from_[{r.kase.dtype, at}] = source;
     best = std::max(best, r.gflops);
   }
   if (op->ceiling == CeilingKind::memory && r.gbps > 0 && r.work.bytes() >= kMemoryCeilingMinBytes) {
     auto& best = gbps_[at];
-    if (r.gbps > best) gbps_from_[at] = r.case_string;
+    if (r.gbps > best) gbps_from_[at] = source;
     best = std::max(best, r.gbps);
   }
 }
