@@ -77,9 +77,10 @@ Result unmeasured_result(const Case& c, Status status, std::string reason);
 // Fills gflops / gbps / intensity from work and the median (no-op without samples), and the
 // sustained rates from the sustained median.
 void derive_rates(Result& r);
-// Compares a result with a measured ceiling; flags `faster-than-peak` above 105%, with
-// details["faster-than-peak"] naming the ceiling and `from` (the case or profile that measured it).
-void apply_peak(Result& r, double peak_gflops, const std::string& from = "");
+// Compares a result with a compute ceiling; flags `faster-than-peak` above `margin_pct` (105%: a
+// measured peak has noise of its own; 100% for a datasheet rate, a hard limit), with
+// details["faster-than-peak"] naming the ceiling and `from` (the case, profile or datasheet).
+void apply_peak(Result& r, double peak_gflops, const std::string& from = "", double margin_pct = 105.0);
 // Compares a result with the measured memory bandwidth and, when a compute peak is known, places
 // it under the roofline. Above 105% of either: `faster-than-bandwidth` / `above-roofline`, each
 // with a detail of its name saying which ceiling, measured by `from`.

@@ -257,10 +257,8 @@ Support runnable_here(const Case& c) {
   return impl_def.supports(c);
 }
 
-// Whether a runnable case's inputs and outputs fit in its device's free memory.
-Support fits_in_memory(const Case& c) {
-  Backend& backend = backend_of(c);
-  double footprint = Registry::global().op(c.op)->footprint(c), available = backend.free_memory(c);
+// Whether a case of `footprint` bytes fits in `available` bytes of its device's free memory.
+Support fits_in_memory(const Case& c, double footprint, double available) {
   if (footprint > kMemoryHeadroom * available)
     return Support::no(fmt::format("needs {} of memory, {} available on {}", gib(footprint), gib(available),
                                    c.on_host() ? "the host" : c.device));
@@ -278,9 +276,8 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     const ImplDef& impl_def = *Registry::global().impl(c.op, c.impl);
 
     r.work = op.work(c);
-    if (auto s = fits_in_memory(c); !s.ok) return finish(Status::skipped, s.reason);
-    double footprint = op.footprint(c);
-    double available = backend.free_memory(c);
+    const double footprint = op.footprint(c), available = backend.free_memory(c);
+    if (auto s = fits_in_memory(c, footprint, available); !s.ok) return finish(Status::skipped, s.reason);
     r.cache = !op.uses_memory ? "none" : c.hot ? "hot" : "cold";
     // Cold samples: the backend's timer flushes caches before each (a GPU's L2), or the runner
     // rotates input copies.
@@ -371,9 +368,10 @@ Result check_case(const Case& c, const RunOptions& options) {
   return guarded(c, [&](Result& r) {
     auto finish = [&](Status s, std::string reason) { return finished(r, s, std::move(reason)); };
     if (auto s = runnable_here(c); !s.ok) return finish(Status::skipped, s.reason);
-    r.work = Registry::global().op(c.op)->work(c);
-    if (auto s = fits_in_memory(c); !s.ok) return finish(Status::skipped, s.reason);
+    const OpDef& op = *Registry::global().op(c.op);
     Backend& backend = backend_of(c);
+    r.work = op.work(c);
+    if (auto s = fits_in_memory(c, op.footprint(c), backend.free_memory(c)); !s.ok) return finish(Status::skipped, s.reason);
     const ImplDef& impl_def = *Registry::global().impl(c.op, c.impl);
     ProfilerRange range(backend, r.case_string);
     omp_set_num_threads(c.threads);
@@ -485,10 +483,11 @@ void Ceilings::annotate(Result& r) const {
   if (op->peak_dtype)
     if (auto dtype = op->peak_dtype(r.kase))
       if (auto p = backend_of(r.kase).compute_ceiling(r, *dtype, peak(*dtype, at))) {
-        apply_peak(r, p->gflops, p->source.empty() ? from(gflops_from_, std::pair{*dtype, at}) : p->source);
-        if (!p->source.empty()) {  // a datasheet rate is a hard ceiling: anything above it is suspect
+        if (p->source.empty()) {
+          apply_peak(r, p->gflops, from(gflops_from_, std::pair{*dtype, at}));
+        } else {  // a datasheet rate is a hard ceiling: anything above it is suspect
           r.details["peak_source"] = p->source;
-          if (r.pct_peak && *r.pct_peak > 100) r.add_flag("faster-than-peak");
+          apply_peak(r, p->gflops, p->source, 100.0);
         }
       }
   if (op->uses_memory && op->ceiling != CeilingKind::memory)

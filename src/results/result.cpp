@@ -69,19 +69,20 @@ namespace {
 // A figure above its ceiling by more than the noise margin: flagged, with the ceiling named in a
 // detail of the flag's name, since either the ceiling or the figure is wrong.
 void flag_above(Result& r, const char* flag, const std::string& what, double pct, const std::string& ceiling,
-                const std::string& from, const std::string& why = "") {
-  if (!(pct > kFasterThanPeakPct)) return;
+                const std::string& from, const std::string& why = "", double margin_pct = kFasterThanPeakPct) {
+  if (!(pct > margin_pct)) return;
   r.add_flag(flag);
   r.details[flag] = fmt::format("{} is {:.1f}% of {}{}{}", what, pct, ceiling, from.empty() ? "" : ", measured by " + from,
                                 why.empty() ? "" : "; " + why);
 }
 }  // namespace
 
-void apply_peak(Result& r, double peak_gflops, const std::string& from) {
+void apply_peak(Result& r, double peak_gflops, const std::string& from, double margin_pct) {
   if (!(peak_gflops > 0) || !(r.gflops > 0)) return;
   r.peak_gflops = peak_gflops;
   r.pct_peak = 100.0 * r.gflops / peak_gflops;
-  flag_above(r, "faster-than-peak", "GFLOP/s", *r.pct_peak, fmt::format("the peak {:.4g} GFLOP/s", peak_gflops), from);
+  flag_above(r, "faster-than-peak", "GFLOP/s", *r.pct_peak, fmt::format("the peak {:.4g} GFLOP/s", peak_gflops), from, "",
+             margin_pct);
 }
 
 void apply_roofline(Result& r, double bandwidth_gbps, const std::string& from) {
