@@ -92,10 +92,9 @@ class CudaTimer : public SampleTimer {
   explicit CudaTimer(const Case& c)
       : device_(c.device_index()), stream_(stream(device_)), cold_(!c.hot && c.setting_int("graph") == 0), graph_launches_(static_cast<int>(c.setting_int("graph"))),
         default_mhz_(props(device_).clock_khz / 1000.0) {
-    // Normally clean already (the plugin cleans at the start of each case); a note from then is
-    // reported with this case.
+    // The plugin cleaned the stream at the start of the case (clean_stream_for_case); what it had
+    // to clean is reported with the case. Within the case every capture closes itself (CaptureScope).
     cleanup_note_ = take_cleanup_note(device_);
-    if (std::string now = clean_stream(device_); !now.empty()) cleanup_note_ += (cleanup_note_.empty() ? "" : "; ") + now;
     if (cold_) {
       // Writing an L2-sized buffer evicts the inputs of the previous sample (nvbench's way).
       l2_ = DeviceBuffer(static_cast<std::size_t>(std::max(props(device_).prop.l2CacheSize, 1 << 20)), /*counted=*/false);
