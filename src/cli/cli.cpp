@@ -15,6 +15,10 @@ namespace opmeter {
 int cli_main(int argc, char** argv) {
   CLI::App app{"opmeter: how fast and how efficiently this machine runs ML operators"};
   app.require_subcommand(1);
+  // Checks a command line and stops: the docs' commands are checked this way where they cannot
+  // run here (tests/docs/check_docs.py). Hidden: it is for tests, not users.
+  bool parse_only = false;
+  app.add_flag("--parse-only", parse_only, "parse the command line, then stop")->group("");
   RunArgs run_args;
   add_run_command(app, run_args);
   CheckArgs check_args;
@@ -30,6 +34,9 @@ int cli_main(int argc, char** argv) {
   auto* list = app.add_subcommand("list", "ops, impls, dtypes, suites and built-in pipelines, and which are available here");
   std::vector<std::string> list_plugins;
   list->add_option("--plugin", list_plugins, "also list the impls of this C plugin; repeatable")->allow_extra_args(false);
+  std::string list_format = "text";
+  list->add_option("--format", list_format, "text (default: with what runs here) or md (the guide's reference page, from the registry alone)")
+      ->check(CLI::IsMember({"text", "md"}));
   auto* info = app.add_subcommand("info", "this machine: CPU, ISA, caches, memory, libraries, build");
   try {
     app.parse(argc, argv);
@@ -41,10 +48,11 @@ int cli_main(int argc, char** argv) {
     fmt::print(stderr, "opmeter: {}\nRun 'opmeter --help' for usage.\n", e.what());
     return 2;
   }
+  if (parse_only) return 0;
   try {
     if (list->parsed()) {
       for (auto& path : list_plugins) load_plugin(path);
-      return list_command();
+      return list_format == "md" ? list_markdown_command() : list_command();
     }
     if (info->parsed()) return info_command();
     if (app.got_subcommand("check")) return check_command(check_args, argv[0]);

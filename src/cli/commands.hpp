@@ -164,6 +164,7 @@ void add_predict_command(CLI::App& app, PredictArgs& args);
 int predict_command(const PredictArgs& args);
 
 int list_command();
+int list_markdown_command();  // the guide's ops and impls page (cli/list_markdown.cpp)
 int info_command();
 
 }  // namespace opmeter
