@@ -287,9 +287,11 @@ def check_outputs(sandbox):
     page = os.path.join(SOURCE, "docs", "guide", "outputs.md")
     sources = "".join(open(f, encoding="utf-8", errors="replace").read()
                       for f in glob.glob(os.path.join(SOURCE, "src", "**", "*.[ch]pp"), recursive=True))
+    in_table = False  # the table of a run's files: its header is `| file | what |`
     for n, line in enumerate(open(page, encoding="utf-8"), 1):
+        in_table = line.strip() == "| file | what |" or (in_table and line.startswith("|"))
         m = re.match(r"^\| `([^`]+)` \| (.*)\|$", line.strip())
-        if not m or "." not in m.group(1):
+        if not in_table or not m or "." not in m.group(1):
             continue
         name, what = m.group(1), m.group(2)
         where = f"docs/guide/outputs.md:{n}"
