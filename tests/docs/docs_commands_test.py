@@ -8,6 +8,7 @@ exits with an error, or when a file it reads is neither in the repository, nor t
 the docs name (a fixture below), nor written by an earlier command of the same page. Every YAML
 block is loaded as a config (`run FILE --dry-run`). Every file the outputs page lists as written
 by a run is written by a real (tiny) run, or, where only some runs write it, named in the source.
+Every relative link points at a file that exists.
 
 Usage: docs_commands_test.py OPMETER SOURCE_DIR EXAMPLE_PLUGIN
 """
@@ -108,6 +109,19 @@ def extract(path):
             if tokens and not is_synopsis(tokens) and not is_mention(tokens):
                 commands.append((n, tokens))
     return commands, configs
+
+
+def check_links(path):
+    """Every relative link of a page points at a file or folder that exists. Returns how many."""
+    checked = 0
+    text = re.sub(r"```.*?```", "", open(path, encoding="utf-8").read(), flags=re.S)  # not in code blocks
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"^[a-z]+:|^#", target):
+            continue
+        checked += 1
+        if not os.path.exists(os.path.join(os.path.dirname(path), target.split("#")[0])):
+            fail(os.path.relpath(path, SOURCE), f"links to '{target}', which does not exist")
+    return checked
 
 
 def sh(args, cwd, timeout=60):
@@ -308,7 +322,7 @@ def check_outputs(sandbox):
 
 def main():
     sandbox = Sandbox()
-    count_commands = count_configs = count_outputs = 0
+    count_commands = count_configs = count_outputs = count_links = 0
     try:
         for path in doc_files():
             rel = os.path.relpath(path, SOURCE)
@@ -320,12 +334,14 @@ def main():
                 check_config(sandbox, f"{rel}:{line}", text, count_configs)
                 count_configs += 1
             count_commands += len(commands)
+            count_links += check_links(path)
         count_outputs = check_outputs(sandbox)
     finally:
         shutil.rmtree(sandbox.dir, ignore_errors=True)
     for f in failures:
         print("FAIL", f, "\n")
-    print(f"{count_commands} command lines, {count_configs} configs and {count_outputs} output files in the docs checked; "
+    print(f"{count_commands} command lines, {count_configs} configs, {count_outputs} output files and {count_links} links "
+          "in the docs checked; "
           f"{len(failures)} failed")
     if count_commands < 20:
         print("too few command lines found: the extraction is broken")
