@@ -282,7 +282,9 @@ def check_command(sandbox, where, tokens, written):
             args[i] = os.path.join(sandbox.dir, ".out", a)
     code, out = sh(args, sandbox.dir)
     allowed = (0, 1) if sub == "compare" else (0,)
-    if code not in allowed:
+    if code == 2 and "No module named 'torch'" in out:  # the machine's Python lacks PyTorch, not the docs
+        print(f"note: {where}: not checked, this Python has no PyTorch: {' '.join(tokens)}")
+    elif code not in allowed:
         fail(where, f"exit code {code}: {' '.join(tokens)}\n{out}")
 
 
