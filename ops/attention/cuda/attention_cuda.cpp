@@ -42,12 +42,14 @@ Support device_supports(const Case& c, const cuda::DeviceProps& p) {
   return Support::yes();
 }
 
-cuda::FactoryRegistrar reg({
-    .op = "attention",
-    .impl = "cuda",
-    .supports = device_supports,
-    .make = [] { return std::make_unique<CudaFlashAttention>(); },
-});
-
 }  // namespace
+
+// The plugin's half of this impl, named by its declaration in attention_cuda_impls.cpp.
+cuda::Factory cuda_factory() {
+  return {
+      .supports = device_supports,
+      .make = [] { return std::make_unique<CudaFlashAttention>(); },
+  };
+}
+
 }  // namespace opmeter::attention

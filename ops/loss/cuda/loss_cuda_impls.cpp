@@ -1,25 +1,29 @@
 // The loss impls of CUDA devices: what opmeter knows of them without the CUDA plugin (so their
 // cases plan, and are `skipped` with the reason where no plugin or GPU is). Their code is in cuda/,
 // built into the plugin.
-#include "opmeter/registry.hpp"
+#include "ops/loss/loss.hpp"
+#include "src/cuda/cuda_impl.hpp"
 
 namespace opmeter::loss {
+// The plugin's factory, beside the kernels in this folder (used only where the plugin compiles this file).
+cuda::Factory cuda_factory(Kind kind);
+
 namespace {
 
-const ImplRegistrar reg_mse({
+const cuda::CudaImplRegistrar reg_mse({
     .op = "mse",
     .impl = "cuda",
-    .backends = {"cuda"},
     .summary = "opmeter's CUDA kernel: one pass, 16-byte loads, fp32 block partials summed by one final block (deterministic)",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
+    .factory = OPMETER_CUDA_FACTORY(cuda_factory(Kind::mse)),
 });
-const ImplRegistrar reg_cross_entropy({
+const cuda::CudaImplRegistrar reg_cross_entropy({
     .op = "cross_entropy",
     .impl = "cuda",
-    .backends = {"cuda"},
     .summary = "opmeter's CUDA kernel: a row per group of lanes, warp or block, one pass with an online max and sum, fp32 block "
                "partials summed by one final block (deterministic)",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
+    .factory = OPMETER_CUDA_FACTORY(cuda_factory(Kind::cross_entropy)),
 });
 
 }  // namespace

@@ -10,21 +10,24 @@
 #include <vector>
 
 #include "ops/linear/linear.hpp"
-#include "opmeter/registry.hpp"
+#include "src/cuda/cuda_impl.hpp"
 
 namespace opmeter::linear {
+// The plugin's factory, beside the kernels in this folder (used only where the plugin compiles this file).
+cuda::Factory cuda_quant_factory();
+
 namespace {
 
 const bool registered = [] {
   for (auto& op : linear_ops())
-    Registry::global().add(ImplDef{
+    cuda::CudaImplRegistrar({
         .op = op,
         .impl = "cuda_quant",
-        .backends = {"cuda"},
         .summary = "quantized weights: weight-only int8/int4/fp8 decoded inside our mma.sync GEMM (split-K at decode), "
                    "int8 / fp8 dynamic through cuBLASLt with our quantize and scale kernels",
         .dtypes = {DType::bf16, DType::fp16},
         .needs = {kQuant},
+        .factory = OPMETER_CUDA_FACTORY(cuda_quant_factory()),
     });
   return true;
 }();

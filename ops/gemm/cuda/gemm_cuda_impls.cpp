@@ -1,34 +1,39 @@
 // The gemm impls of CUDA devices: what opmeter knows of them without the CUDA plugin (so their
 // cases plan, and are `skipped` with the reason where no plugin or GPU is). Their code is in
 // cuda/, built into the plugin, which makes them (Backend::make of the cuda backend).
-#include "opmeter/registry.hpp"
+#include "src/cuda/cuda_impl.hpp"
 
-namespace opmeter {
+namespace opmeter::gemm {
+// The plugin's factories, beside the kernels in this folder (used only where the plugin compiles this file).
+cuda::Factory cublas_factory();
+cuda::Factory cublaslt_factory();
+cuda::Factory cuda_factory();
+
 namespace {
 
-const ImplRegistrar reg_cublas({
+const cuda::CudaImplRegistrar reg_cublas({
     .op = "gemm",
     .impl = "cublas",
-    .backends = {"cuda"},
     .summary = "cuBLAS cublasGemmEx, fp32 accumulation (int8: s8*s8->s32); B stored N x K",
     .dtypes = {DType::fp32, DType::tf32, DType::fp16, DType::bf16, DType::int8},
+    .factory = OPMETER_CUDA_FACTORY(cublas_factory()),
 });
 
-const ImplRegistrar reg_cublaslt({
+const cuda::CudaImplRegistrar reg_cublaslt({
     .op = "gemm",
     .impl = "cublaslt",
-    .backends = {"cuda"},
     .summary = "cuBLASLt matmul, the heuristic's best algorithm (reported); fp8 e4m3 -> bf16 on sm_89+",
     .dtypes = {DType::fp32, DType::tf32, DType::fp16, DType::bf16, DType::fp8_e4m3, DType::int8},
+    .factory = OPMETER_CUDA_FACTORY(cublaslt_factory()),
 });
 
-const ImplRegistrar reg_cuda({
+const cuda::CudaImplRegistrar reg_cuda({
     .op = "gemm",
     .impl = "cuda",
-    .backends = {"cuda"},
     .summary = "simple tiled CUDA kernel, fp32 accumulation: the GPU correctness baseline",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
+    .factory = OPMETER_CUDA_FACTORY(cuda_factory()),
 });
 
 }  // namespace
-}  // namespace opmeter
+}  // namespace opmeter::gemm

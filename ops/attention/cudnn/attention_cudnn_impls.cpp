@@ -1,18 +1,21 @@
 // attention's cuDNN impl: what opmeter knows of it without the CUDA plugin and its cuDNN module
 // (so its cases plan, and are `skipped` with the reason where no GPU, plugin or cuDNN is). Its
 // code is in cudnn/, built into libopmeter_cudnn.so.
-#include "opmeter/registry.hpp"
+#include "src/cuda/cuda_impl.hpp"
 
-namespace opmeter {
+namespace opmeter::attention {
+// The plugin's factory, beside the kernels in this folder (used only where the plugin compiles this file).
+cuda::Factory cudnn_factory();
+
 namespace {
 
-const ImplRegistrar reg_cudnn({
+const cuda::CudaImplRegistrar reg_cudnn({
     .op = "attention",
     .impl = "cudnn",
-    .backends = {"cuda"},
     .summary = "cuDNN's fused scaled-dot-product (flash) attention forward through its graph API; stage=full, fp16/bf16",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
+    .factory = OPMETER_CUDA_FACTORY(cudnn_factory()),
 });
 
 }  // namespace
-}  // namespace opmeter
+}  // namespace opmeter::attention

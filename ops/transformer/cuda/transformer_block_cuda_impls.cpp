@@ -4,10 +4,13 @@
 // their reason on any machine.
 #include <fmt/format.h>
 
-#include "opmeter/registry.hpp"
+#include "src/cuda/cuda_impl.hpp"
 #include "ops/transformer/transformer_block.hpp"
 
 namespace opmeter::transformer {
+// The plugin's factory, beside the kernels in this folder (used only where the plugin compiles this file).
+cuda::Factory cuda_factory();
+
 namespace {
 
 Support flash_head_dims(const Case& c) {
@@ -18,14 +21,14 @@ Support flash_head_dims(const Case& c) {
   return Support::yes();
 }
 
-const ImplRegistrar reg_cuda({
+const cuda::CudaImplRegistrar reg_cuda({
     .op = "transformer_block",
     .impl = "cuda",
-    .backends = {"cuda"},
     .summary = "opmeter's CUDA pieces in sequence: layernorm kernel, cuBLASLt GEMMs with bias epilogues, head "
                "split, flash attention, head merge, activation and add kernels (head_dim 64/128)",
     .dtypes = {DType::fp16, DType::bf16},
     .supports = flash_head_dims,
+    .factory = OPMETER_CUDA_FACTORY(cuda_factory()),
 });
 
 }  // namespace

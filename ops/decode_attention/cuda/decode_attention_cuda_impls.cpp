@@ -4,9 +4,12 @@
 #include <fmt/format.h>
 
 #include "ops/decode_attention/decode_attention.hpp"
-#include "opmeter/registry.hpp"
+#include "src/cuda/cuda_impl.hpp"
 
 namespace opmeter::decode_attention {
+// The plugin's factory, beside the kernels in this folder (used only where the plugin compiles this file).
+cuda::Factory cuda_factory();
+
 namespace {
 
 constexpr std::size_t kMaxHeadDim = 256;  // cuda/decode_kernels.hpp: the generic path's registers
@@ -19,14 +22,14 @@ Support cuda_supports(const Case& c) {
   return Support::yes();
 }
 
-const ImplRegistrar reg({
+const cuda::CudaImplRegistrar reg({
     .op = "decode_attention",
     .impl = "cuda",
-    .backends = {"cuda"},
     .summary = "opmeter's flash-decoding kernel: KV split across blocks, fp32 online softmax per key group, "
                "16-byte loads (head_dim 64/128), partials merged by a second kernel",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
     .supports = cuda_supports,
+    .factory = OPMETER_CUDA_FACTORY(cuda_factory()),
 });
 
 }  // namespace

@@ -1,35 +1,40 @@
 // conv2d's cuDNN impls: what opmeter knows of them without the CUDA plugin and its cuDNN module
 // (so their cases plan, and are `skipped` with the reason where no GPU, plugin or cuDNN is).
 // Their code is in cudnn/, built into libopmeter_cudnn.so.
-#include "opmeter/registry.hpp"
+#include "src/cuda/cuda_impl.hpp"
 
-namespace opmeter {
+namespace opmeter::conv {
+// The plugin's factories, beside the kernels in this folder (used only where the plugin compiles this file).
+cuda::Factory cudnn_factory();
+cuda::Factory cudnn_nhwc_factory();
+cuda::Factory cudnn_unfused_factory();
+
 namespace {
 
-const ImplRegistrar reg_nchw({
+const cuda::CudaImplRegistrar reg_nchw({
     .op = "conv2d",
     .impl = "cudnn",
-    .backends = {"cuda"},
     .summary = "cuDNN graph: convolution + bias + activation fused, BatchNorm folded into weights and bias; NCHW",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
+    .factory = OPMETER_CUDA_FACTORY(cudnn_factory()),
 });
 
-const ImplRegistrar reg_nhwc({
+const cuda::CudaImplRegistrar reg_nhwc({
     .op = "conv2d",
     .impl = "cudnn_nhwc",
-    .backends = {"cuda"},
     .summary = "as cudnn, computed in NHWC (x, weights and y transposed outside the timed call), tensor cores' layout",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
+    .factory = OPMETER_CUDA_FACTORY(cudnn_nhwc_factory()),
 });
 
-const ImplRegistrar reg_unfused({
+const cuda::CudaImplRegistrar reg_unfused({
     .op = "conv2d",
     .impl = "cudnn_unfused",
-    .backends = {"cuda"},
     .summary = "cuDNN graph with the convolution alone (BatchNorm not folded), then our per-channel bias + BatchNorm "
                "kernel and our activation kernel, y in memory between them (the fusion baseline); NCHW",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
+    .factory = OPMETER_CUDA_FACTORY(cudnn_unfused_factory()),
 });
 
 }  // namespace
-}  // namespace opmeter
+}  // namespace opmeter::conv

@@ -1,27 +1,33 @@
 // The norm impls of CUDA devices: what opmeter knows of them without the CUDA plugin (so their
 // cases plan, and are `skipped` with the reason where no plugin or GPU is). Their code is in cuda/,
 // built into the plugin.
-#include "opmeter/registry.hpp"
+#include <utility>
+
+#include "ops/norm/norm.hpp"
+#include "src/cuda/cuda_impl.hpp"
 
 namespace opmeter::norm {
+// The plugin's factory, beside the kernels in this folder (used only where the plugin compiles this file).
+cuda::Factory cuda_factory(Kind kind);
+
 namespace {
 
 const bool registered = [] {
-  for (const char* name : {"layernorm", "rmsnorm", "softmax"})
-    Registry::global().add(ImplDef{
+  for (auto [kind, name] : {std::pair{Kind::layernorm, "layernorm"}, {Kind::rmsnorm, "rmsnorm"}, {Kind::softmax, "softmax"}})
+    cuda::CudaImplRegistrar({
         .op = name,
         .impl = "cuda",
-        .backends = {"cuda"},
         .summary = "opmeter's CUDA kernel: a row per group of lanes, warp or block by width, held in registers "
                    "(wide rows: two passes through shared memory), 16-byte accesses, fp32 statistics",
         .dtypes = {DType::fp32, DType::fp16, DType::bf16},
+        .factory = OPMETER_CUDA_FACTORY(cuda_factory(kind)),
     });
-  Registry::global().add(ImplDef{
+  cuda::CudaImplRegistrar({
       .op = "batchnorm",
       .impl = "cuda",
-      .backends = {"cuda"},
       .summary = "opmeter's CUDA kernel: per-channel scale and shift, then one pass with 16-byte accesses",
       .dtypes = {DType::fp32, DType::fp16, DType::bf16},
+      .factory = OPMETER_CUDA_FACTORY(cuda_factory(Kind::batchnorm)),
   });
   return true;
 }();

@@ -4,9 +4,12 @@
 #include <fmt/format.h>
 
 #include "ops/squeeze_excite/squeeze_excite.hpp"
-#include "opmeter/registry.hpp"
+#include "src/cuda/cuda_impl.hpp"
 
 namespace opmeter::squeeze_excite {
+// The plugin's factory, beside the kernels in this folder (used only where the plugin compiles this file).
+cuda::Factory cuda_factory();
+
 namespace {
 
 // The gates kernel keeps one sample's means and hidden values in 48 KiB of shared memory; the
@@ -22,14 +25,14 @@ Support cuda_supports(const Case& c) {
   return Support::yes();
 }
 
-const ImplRegistrar reg({
+const cuda::CudaImplRegistrar reg({
     .op = "squeeze_excite",
     .impl = "cuda",
-    .backends = {"cuda"},
     .summary = "opmeter's kernels: a block per plane for the means, a block per sample for the FCs, a "
                "vectorized scale pass",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
     .supports = cuda_supports,
+    .factory = OPMETER_CUDA_FACTORY(cuda_factory()),
 });
 
 }  // namespace
