@@ -1,6 +1,6 @@
 // impl `cuda`: the attention spec's q, k, v uploaded, opmeter's flash-attention kernel
 // (flash_attention_sm80.cu), O brought back for the spec's check. Shape limits (dtype, stage,
-// head_dim) are in the impl's ImplDef (attention_cuda_impls.cpp); the device ones here.
+// head_dim) are in the impl's declaration (attention_cuda_impls.cpp); the device ones here.
 #include <fmt/format.h>
 
 #include "ops/attention/attention.hpp"

@@ -1,5 +1,7 @@
-// conv2d's own CUDA impl: what opmeter knows of it without the CUDA plugin (so its cases plan, and
-// are `skipped` with the reason where no GPU or plugin is). Its code is in cuda/, built into the plugin.
+// conv2d's own CUDA impl, each declared once (src/cuda/cuda_impl.hpp). This file is compiled into
+// opmeter, which lists and plans them on any machine (`skipped` with the reason where no GPU or
+// plugin is), and into the CUDA plugin, which makes them through the factories beside their kernels
+// in this folder.
 #include "src/cuda/cuda_impl.hpp"
 
 namespace opmeter::conv {

@@ -256,7 +256,7 @@ Support supported(const Case& c, const cuda::DeviceProps&) {
 
 }  // namespace
 
-// The plugin's half of these impls, named by its declaration in conv_cudnn_impls.cpp.
+// The plugin's half of these impls, named by their declarations in conv_cudnn_impls.cpp.
 cuda::Factory cudnn_factory() {
   return {
       .supports = supported,

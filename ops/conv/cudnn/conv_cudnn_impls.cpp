@@ -1,6 +1,7 @@
-// conv2d's cuDNN impls: what opmeter knows of them without the CUDA plugin and its cuDNN module
-// (so their cases plan, and are `skipped` with the reason where no GPU, plugin or cuDNN is).
-// Their code is in cudnn/, built into libopmeter_cudnn.so.
+// conv2d's cuDNN impls, each declared once (src/cuda/cuda_impl.hpp). This file is compiled into
+// opmeter, which lists and plans them on any machine (`skipped` with the reason where no GPU,
+// plugin or cuDNN is), and into the cuDNN module, which makes them through the factories beside
+// their kernels in this folder.
 #include "src/cuda/cuda_impl.hpp"
 
 namespace opmeter::conv {

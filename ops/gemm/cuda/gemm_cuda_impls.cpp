@@ -1,6 +1,7 @@
-// The gemm impls of CUDA devices: what opmeter knows of them without the CUDA plugin (so their
-// cases plan, and are `skipped` with the reason where no plugin or GPU is). Their code is in
-// cuda/, built into the plugin, which makes them (Backend::make of the cuda backend).
+// The gemm impls of CUDA devices, each declared once (src/cuda/cuda_impl.hpp). This file is
+// compiled into opmeter, which lists and plans them on any machine (`skipped` with the reason where
+// no GPU or plugin is), and into the CUDA plugin, which makes them through the factories beside
+// their kernels in this folder.
 #include "src/cuda/cuda_impl.hpp"
 
 namespace opmeter::gemm {
