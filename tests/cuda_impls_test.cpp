@@ -20,7 +20,7 @@ ImplDef def(std::string op, std::string impl, std::vector<DType> dtypes) {
 
 // The CUDA impls opmeter declares: on the cuda backend, made by the plugin (not by a worker or a
 // C plugin, which bring their own `make`).
-std::vector<ImplDef> host_cuda_impls(bool with_cudnn) {
+[[maybe_unused]] std::vector<ImplDef> host_cuda_impls(bool with_cudnn) {
   std::vector<ImplDef> out;
   for (auto* op : Registry::global().ops())
     for (auto* impl : Registry::global().impls_of(op->name)) {
