@@ -9,6 +9,7 @@
 #include "cuda/cuda_impl.hpp"
 #include "cuda/cuda_plugin.hpp"
 #include "opmeter/registry.hpp"
+#include "tests/cli_helpers.hpp"
 
 using namespace opmeter;
 
@@ -82,5 +83,24 @@ TEST(CudaImplTables, OpmeterAndThePluginKnowTheSameCudaImpls) {
   auto m = cuda::impl_table_mismatches(host, plugin);
   EXPECT_TRUE(m.empty()) << fmt::format("{}", fmt::join(m, "\n"));
   if (!cudnn) GTEST_SKIP() << "cuDNN's impls not compared: " << p->versions().value("cudnn_unavailable", "");
+#endif
+}
+
+// The declarations are compiled into opmeter, so a machine where the plugin does not load (no
+// CUDA libraries, or a build without CUDA) still lists every CUDA impl, with the reason.
+TEST(CudaImplTables, WithoutThePluginOpmeterStillListsEveryCudaImpl) {
+  const std::string cmd = "env OPMETER_CUDA_PLUGIN=/nonexistent/libopmeter_cuda.so " + std::string(OPMETER_TESTBIN) + " list 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string text;
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), buf.size(), p)) text += buf.data();
+  ASSERT_EQ(WEXITSTATUS(pclose(p)), 0) << text;
+  auto host = host_cuda_impls(true);
+  EXPECT_GT(host.size(), 20u);
+  for (auto& impl : host)
+    EXPECT_NE(text.find("[cuda] " + impl.summary), std::string::npos) << impl.op << "/" << impl.impl << " is not listed";
+#ifdef OPMETER_HAVE_CUDA
+  EXPECT_NE(text.find("unavailable here: the CUDA plugin was not found"), std::string::npos) << text.substr(0, 2000);
 #endif
 }
