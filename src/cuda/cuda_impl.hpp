@@ -7,11 +7,14 @@
 // module), which makes them. Only the factory differs: the plugin's build defines
 // OPMETER_CUDA_PLUGIN_SIDE, and OPMETER_CUDA_FACTORY(f()) calls f there and is empty here.
 //
-//   cuda::Factory cuda_add_factory();  // ops/add/cuda/add_cuda.cpp: device checks, make
+//   cuda::Factory cuda_factory();  // defined beside the impl, ops/add/cuda/add_cuda.cpp
 //   const cuda::CudaImplRegistrar reg({
 //       .op = "add", .impl = "cuda", .summary = "...", .dtypes = {DType::fp32, DType::bf16},
-//       .factory = OPMETER_CUDA_FACTORY(cuda_add_factory()),
+//       .factory = OPMETER_CUDA_FACTORY(cuda_factory()),
 //   });
+//
+// docs/adding-an-op.md (section 2.4) has the whole recipe, and how to convert an impl declared the
+// old way (an ImplDef on the host plus a cuda::FactoryRegistrar in the plugin).
 #include <functional>
 #include <memory>
 #include <string>
