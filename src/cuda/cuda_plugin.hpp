@@ -12,6 +12,7 @@
 #include "opmeter/case.hpp"
 #include "opmeter/engine.hpp"
 #include "opmeter/op.hpp"
+#include "opmeter/registry.hpp"
 
 namespace opmeter::cuda {
 
@@ -24,6 +25,9 @@ class Plugin {
   virtual Support supports(const Case& c) = 0;
   // The impl object of a CUDA case; throws Unsupported when the plugin has none.
   virtual std::unique_ptr<Impl> make(const Case& c) = 0;
+  // The impls it can make (the cuDNN module's too, where it loads), as their declarations
+  // (src/cuda/cuda_impl.hpp) say: opmeter declares the same ones from the same files.
+  virtual std::vector<ImplDef> impls() = 0;
   // How samples of the case are timed: CUDA events, L2 flush when cold, graphs, clock check.
   virtual std::unique_ptr<SampleTimer> timer(const Case& c) = 0;
   virtual std::size_t free_memory(int index) = 0;

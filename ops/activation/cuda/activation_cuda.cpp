@@ -28,16 +28,14 @@ class CudaActivation : public cuda::DeviceImpl<ActivationOp> {
   cuda::SmInfo sm_;
 };
 
-const bool registered = [] {
-  for (Act a : tensor::all_acts())
-    cuda::FactoryRegistrar({
-        .op = std::string(tensor::to_string(a)),
-        .impl = "cuda",
-        .supports = [](const Case&, const cuda::DeviceProps& p) { return cuda::own_kernels_run_on(p); },
-        .make = [a] { return std::make_unique<CudaActivation>(a); },
-    });
-  return true;
-}();
-
 }  // namespace
+
+// The plugin's half of these impls, named by their declarations in activation_cuda_impls.cpp.
+cuda::Factory cuda_factory(Act a) {
+  return {
+      .supports = [](const Case&, const cuda::DeviceProps& p) { return cuda::own_kernels_run_on(p); },
+      .make = [a] { return std::make_unique<CudaActivation>(a); },
+  };
+}
+
 }  // namespace opmeter::activation

@@ -17,12 +17,14 @@ class CudaAdd : public cuda::DeviceImpl<AddSpec> {
   void launch() override { launch_add(case_.dtype, in(kA), in(kB), out(), static_cast<std::int64_t>(n_), stream()); }
 };
 
-cuda::FactoryRegistrar reg({
-    .op = "add",
-    .impl = "cuda",
-    .supports = [](const Case&, const cuda::DeviceProps& p) { return cuda::own_kernels_run_on(p); },
-    .make = [] { return std::make_unique<CudaAdd>(); },
-});
-
 }  // namespace
+
+// The plugin's half of this impl, named by its declaration in add_cuda_impls.cpp.
+cuda::Factory cuda_factory() {
+  return {
+      .supports = [](const Case&, const cuda::DeviceProps& p) { return cuda::own_kernels_run_on(p); },
+      .make = [] { return std::make_unique<CudaAdd>(); },
+  };
+}
+
 }  // namespace opmeter::add

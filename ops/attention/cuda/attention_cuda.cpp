@@ -1,6 +1,6 @@
 // impl `cuda`: the attention spec's q, k, v uploaded, opmeter's flash-attention kernel
 // (flash_attention_sm80.cu), O brought back for the spec's check. Shape limits (dtype, stage,
-// head_dim) are in the impl's ImplDef (attention_cuda_impls.cpp); the device ones here.
+// head_dim) are in the impl's declaration (attention_cuda_impls.cpp); the device ones here.
 #include <fmt/format.h>
 
 #include "ops/attention/attention.hpp"
@@ -42,12 +42,14 @@ Support device_supports(const Case& c, const cuda::DeviceProps& p) {
   return Support::yes();
 }
 
-cuda::FactoryRegistrar reg({
-    .op = "attention",
-    .impl = "cuda",
-    .supports = device_supports,
-    .make = [] { return std::make_unique<CudaFlashAttention>(); },
-});
-
 }  // namespace
+
+// The plugin's half of this impl, named by its declaration in attention_cuda_impls.cpp.
+cuda::Factory cuda_factory() {
+  return {
+      .supports = device_supports,
+      .make = [] { return std::make_unique<CudaFlashAttention>(); },
+  };
+}
+
 }  // namespace opmeter::attention

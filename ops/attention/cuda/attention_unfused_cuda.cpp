@@ -118,12 +118,14 @@ Support device_supports(const Case& c, const cuda::DeviceProps& p) {
   return Support::yes();
 }
 
-cuda::FactoryRegistrar reg({
-    .op = "attention",
-    .impl = "cuda_unfused",
-    .supports = device_supports,
-    .make = [] { return std::make_unique<CudaUnfusedAttention>(); },
-});
-
 }  // namespace
+
+// The plugin's half of this impl, named by its declaration in attention_cuda_impls.cpp.
+cuda::Factory cuda_unfused_factory() {
+  return {
+      .supports = device_supports,
+      .make = [] { return std::make_unique<CudaUnfusedAttention>(); },
+  };
+}
+
 }  // namespace opmeter::attention

@@ -112,12 +112,14 @@ Support supported(const Case& c, const cuda::DeviceProps& p) {
   return Support::yes();
 }
 
-cuda::FactoryRegistrar reg({
-    .op = "attention",
-    .impl = "cudnn",
-    .supports = supported,
-    .make = [] { return std::make_unique<CudnnAttention>(); },
-});
-
 }  // namespace
+
+// The plugin's half of this impl, named by its declaration in attention_cudnn_impls.cpp.
+cuda::Factory cudnn_factory() {
+  return {
+      .supports = supported,
+      .make = [] { return std::make_unique<CudnnAttention>(); },
+  };
+}
+
 }  // namespace opmeter::attention

@@ -81,18 +81,20 @@ class CudaBandwidth : public Impl {
   cuda::DeviceBuffer partials_;
 };
 
-cuda::FactoryRegistrar reg({
-    .op = "bandwidth",
-    .impl = "cuda",
-    .supports =
-        [](const Case& c, const cuda::DeviceProps& p) {
-          if (auto own = cuda::own_kernels_run_on(p); !own.ok) return own;
-          if (parse_kernel(c.get("kernel"))->nt)
-            return Support::no("non-temporal (_nt) kernels are CPU kernels; on CUDA use copy, scale, add, triad, read, write");
-          return Support::yes();
-        },
-    .make = [] { return std::make_unique<CudaBandwidth>(); },
-});
-
 }  // namespace
+
+// The plugin's half of this impl, named by its declaration in bandwidth_cuda_impls.cpp.
+cuda::Factory cuda_factory() {
+  return {
+      .supports =
+          [](const Case& c, const cuda::DeviceProps& p) {
+            if (auto own = cuda::own_kernels_run_on(p); !own.ok) return own;
+            if (parse_kernel(c.get("kernel"))->nt)
+              return Support::no("non-temporal (_nt) kernels are CPU kernels; on CUDA use copy, scale, add, triad, read, write");
+            return Support::yes();
+          },
+      .make = [] { return std::make_unique<CudaBandwidth>(); },
+  };
+}
+
 }  // namespace opmeter::bandwidth

@@ -72,12 +72,14 @@ Support supported(const Case& c, const cuda::DeviceProps& p) {
   return Support::yes();
 }
 
-cuda::FactoryRegistrar reg({
-    .op = "conv2d",
-    .impl = "cuda",
-    .supports = supported,
-    .make = [] { return std::make_unique<CudaDepthwise>(); },
-});
-
 }  // namespace
+
+// The plugin's half of this impl, named by its declaration in conv_cuda_impls.cpp.
+cuda::Factory cuda_factory() {
+  return {
+      .supports = supported,
+      .make = [] { return std::make_unique<CudaDepthwise>(); },
+  };
+}
+
 }  // namespace opmeter::conv

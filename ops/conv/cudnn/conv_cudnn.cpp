@@ -254,26 +254,28 @@ Support supported(const Case& c, const cuda::DeviceProps&) {
   return Support::yes();
 }
 
-cuda::FactoryRegistrar reg_nchw({
-    .op = "conv2d",
-    .impl = "cudnn",
-    .supports = supported,
-    .make = [] { return std::make_unique<CudnnConv>(false, true); },
-});
-
-cuda::FactoryRegistrar reg_nhwc({
-    .op = "conv2d",
-    .impl = "cudnn_nhwc",
-    .supports = supported,
-    .make = [] { return std::make_unique<CudnnConv>(true, true); },
-});
-
-cuda::FactoryRegistrar reg_unfused({
-    .op = "conv2d",
-    .impl = "cudnn_unfused",
-    .supports = unfused_supported,
-    .make = [] { return std::make_unique<CudnnConv>(false, false); },
-});
-
 }  // namespace
+
+// The plugin's half of these impls, named by their declarations in conv_cudnn_impls.cpp.
+cuda::Factory cudnn_factory() {
+  return {
+      .supports = supported,
+      .make = [] { return std::make_unique<CudnnConv>(false, true); },
+  };
+}
+
+cuda::Factory cudnn_nhwc_factory() {
+  return {
+      .supports = supported,
+      .make = [] { return std::make_unique<CudnnConv>(true, true); },
+  };
+}
+
+cuda::Factory cudnn_unfused_factory() {
+  return {
+      .supports = unfused_supported,
+      .make = [] { return std::make_unique<CudnnConv>(false, false); },
+  };
+}
+
 }  // namespace opmeter::conv

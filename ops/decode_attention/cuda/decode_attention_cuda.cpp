@@ -48,12 +48,14 @@ class CudaDecodeAttention : public cuda::DeviceImpl<DecodeAttentionOp> {
   cuda::DeviceBuffer partials_;
 };
 
-cuda::FactoryRegistrar reg({
-    .op = "decode_attention",
-    .impl = "cuda",
-    .supports = [](const Case&, const cuda::DeviceProps& p) { return cuda::own_kernels_run_on(p); },
-    .make = [] { return std::make_unique<CudaDecodeAttention>(); },
-});
-
 }  // namespace
+
+// The plugin's half of this impl, named by its declaration in decode_attention_cuda_impls.cpp.
+cuda::Factory cuda_factory() {
+  return {
+      .supports = [](const Case&, const cuda::DeviceProps& p) { return cuda::own_kernels_run_on(p); },
+      .make = [] { return std::make_unique<CudaDecodeAttention>(); },
+  };
+}
+
 }  // namespace opmeter::decode_attention

@@ -25,12 +25,14 @@ class CudaEmbedding : public cuda::DeviceImpl<EmbeddingOp> {
   }
 };
 
-cuda::FactoryRegistrar reg({
-    .op = "embedding",
-    .impl = "cuda",
-    .supports = [](const Case&, const cuda::DeviceProps& p) { return cuda::own_kernels_run_on(p); },
-    .make = [] { return std::make_unique<CudaEmbedding>(); },
-});
-
 }  // namespace
+
+// The plugin's half of this impl, named by its declaration in embedding_cuda_impls.cpp.
+cuda::Factory cuda_factory() {
+  return {
+      .supports = [](const Case&, const cuda::DeviceProps& p) { return cuda::own_kernels_run_on(p); },
+      .make = [] { return std::make_unique<CudaEmbedding>(); },
+  };
+}
+
 }  // namespace opmeter::embedding

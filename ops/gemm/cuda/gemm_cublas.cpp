@@ -49,12 +49,14 @@ class CublasGemm : public GpuGemm {
   std::int32_t alpha_i_ = 1, beta_i_ = 0;
 };
 
-cuda::FactoryRegistrar reg({
-    .op = "gemm",
-    .impl = "cublas",
-    .supports = [](const Case& c, const cuda::DeviceProps& p) { return dtype_support(c.dtype, p, false); },
-    .make = [] { return std::make_unique<CublasGemm>(); },
-});
-
 }  // namespace
+
+// The plugin's half of this impl, named by its declaration in gemm_cuda_impls.cpp.
+cuda::Factory cublas_factory() {
+  return {
+      .supports = [](const Case& c, const cuda::DeviceProps& p) { return dtype_support(c.dtype, p, false); },
+      .make = [] { return std::make_unique<CublasGemm>(); },
+  };
+}
+
 }  // namespace opmeter::gemm

@@ -26,12 +26,14 @@ class CublasLtGemm : public GpuGemm {
   LtMatmul lt_;
 };
 
-cuda::FactoryRegistrar reg({
-    .op = "gemm",
-    .impl = "cublaslt",
-    .supports = [](const Case& c, const cuda::DeviceProps& p) { return dtype_support(c.dtype, p, true); },
-    .make = [] { return std::make_unique<CublasLtGemm>(); },
-});
-
 }  // namespace
+
+// The plugin's half of this impl, named by its declaration in gemm_cuda_impls.cpp.
+cuda::Factory cublaslt_factory() {
+  return {
+      .supports = [](const Case& c, const cuda::DeviceProps& p) { return dtype_support(c.dtype, p, true); },
+      .make = [] { return std::make_unique<CublasLtGemm>(); },
+  };
+}
+
 }  // namespace opmeter::gemm

@@ -138,25 +138,15 @@ Support device_support(const Case& c, const cuda::DeviceProps& p) {
   return cuda::own_kernels_run_on(p);
 }
 
-const bool registered = [] {
-  std::vector<std::string> ops = {"linear"};
-  for (Act a : tensor::all_acts()) ops.push_back("ln_linear_" + std::string(tensor::to_string(a)));
-  for (auto& op : ops) {
-    cuda::FactoryRegistrar({
-        .op = op,
-        .impl = "cublaslt",
-        .supports = [](const Case& c, const cuda::DeviceProps& p) { return device_support(c, p); },
-        .make = [] { return std::make_unique<CublasLtLinear>(true); },
-    });
-    cuda::FactoryRegistrar({
-        .op = op,
-        .impl = "cublaslt_unfused",
-        .supports = [](const Case& c, const cuda::DeviceProps& p) { return device_support(c, p); },
-        .make = [] { return std::make_unique<CublasLtLinear>(false); },
-    });
-  }
-  return true;
-}();
-
 }  // namespace
+
+// The plugin's half of cublaslt (fused) and cublaslt_unfused, named by their declarations in
+// linear_cuda_impls.cpp.
+cuda::Factory cublaslt_factory(bool fused) {
+  return {
+      .supports = device_support,
+      .make = [fused] { return std::make_unique<CublasLtLinear>(fused); },
+  };
+}
+
 }  // namespace opmeter::linear

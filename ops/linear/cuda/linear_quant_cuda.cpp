@@ -313,18 +313,14 @@ Support device_support(const Case& c, const cuda::DeviceProps& p) {
   return Support::yes();
 }
 
-const bool registered = [] {
-  std::vector<std::string> ops = {"linear"};
-  for (tensor::Act a : tensor::all_acts()) ops.push_back("ln_linear_" + std::string(tensor::to_string(a)));
-  for (auto& op : ops)
-    cuda::FactoryRegistrar({
-        .op = op,
-        .impl = "cuda_quant",
-        .supports = device_support,
-        .make = [] { return std::make_unique<CudaQuantLinear>(); },
-    });
-  return true;
-}();
-
 }  // namespace
+
+// The plugin's half of cuda_quant, named by its declarations in linear_quant_cuda_impls.cpp.
+cuda::Factory cuda_quant_factory() {
+  return {
+      .supports = device_support,
+      .make = [] { return std::make_unique<CudaQuantLinear>(); },
+  };
+}
+
 }  // namespace opmeter::linear

@@ -35,16 +35,14 @@ class CudaLoss : public cuda::DeviceImpl<LossOp> {
   cuda::DeviceBuffer partials_;
 };
 
-const bool registered = [] {
-  for (auto [kind, name] : {std::pair{Kind::mse, "mse"}, {Kind::cross_entropy, "cross_entropy"}})
-    cuda::FactoryRegistrar({
-        .op = name,
-        .impl = "cuda",
-        .supports = [](const Case&, const cuda::DeviceProps& p) { return cuda::own_kernels_run_on(p); },
-        .make = [kind] { return std::make_unique<CudaLoss>(kind); },
-    });
-  return true;
-}();
-
 }  // namespace
+
+// The plugin's half of these impls, named by their declarations in loss_cuda_impls.cpp.
+cuda::Factory cuda_factory(Kind kind) {
+  return {
+      .supports = [](const Case&, const cuda::DeviceProps& p) { return cuda::own_kernels_run_on(p); },
+      .make = [kind] { return std::make_unique<CudaLoss>(kind); },
+  };
+}
+
 }  // namespace opmeter::loss

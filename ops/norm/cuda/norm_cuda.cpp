@@ -52,17 +52,14 @@ class CudaNorm : public cuda::DeviceImpl<NormOp> {
   cuda::DeviceBuffer scale_shift_;
 };
 
-const bool registered = [] {
-  for (auto [kind, name] : {std::pair{Kind::layernorm, "layernorm"}, {Kind::rmsnorm, "rmsnorm"}, {Kind::batchnorm, "batchnorm"},
-                            {Kind::softmax, "softmax"}})
-    cuda::FactoryRegistrar({
-        .op = name,
-        .impl = "cuda",
-        .supports = [](const Case&, const cuda::DeviceProps& p) { return cuda::own_kernels_run_on(p); },
-        .make = [kind] { return std::make_unique<CudaNorm>(kind); },
-    });
-  return true;
-}();
-
 }  // namespace
+
+// The plugin's half of these impls, named by their declarations in norm_cuda_impls.cpp.
+cuda::Factory cuda_factory(Kind kind) {
+  return {
+      .supports = [](const Case&, const cuda::DeviceProps& p) { return cuda::own_kernels_run_on(p); },
+      .make = [kind] { return std::make_unique<CudaNorm>(kind); },
+  };
+}
+
 }  // namespace opmeter::norm

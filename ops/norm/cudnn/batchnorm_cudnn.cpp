@@ -66,12 +66,14 @@ Support supported(const Case& c, const cuda::DeviceProps&) {
   return Support::yes();
 }
 
-cuda::FactoryRegistrar reg({
-    .op = "batchnorm",
-    .impl = "cudnn",
-    .supports = supported,
-    .make = [] { return std::make_unique<CudnnBatchnorm>(); },
-});
-
 }  // namespace
+
+// The plugin's half of this impl, named by its declaration in norm_cudnn_impls.cpp.
+cuda::Factory cudnn_factory() {
+  return {
+      .supports = supported,
+      .make = [] { return std::make_unique<CudnnBatchnorm>(); },
+  };
+}
+
 }  // namespace opmeter::norm

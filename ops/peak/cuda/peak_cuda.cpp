@@ -156,13 +156,12 @@ class CudaPeak : public Impl {
 
 }  // namespace
 
-namespace {
-cuda::FactoryRegistrar reg({
-    .op = "peak",
-    .impl = "cuda",
-    .supports = [](const Case& c, const cuda::DeviceProps& p) { return cuda::own_kernels_run_on(p, cuda_kernels(c)); },
-    .make = [] { return std::make_unique<CudaPeak>(); },
-});
-}  // namespace
+// The plugin's half of this impl, named by its declaration in peak_cuda_impls.cpp.
+cuda::Factory cuda_factory() {
+  return {
+      .supports = [](const Case& c, const cuda::DeviceProps& p) { return cuda::own_kernels_run_on(p, cuda_kernels(c)); },
+      .make = [] { return std::make_unique<CudaPeak>(); },
+  };
+}
 
 }  // namespace opmeter::peak

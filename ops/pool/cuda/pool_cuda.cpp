@@ -28,12 +28,14 @@ class CudaPool : public cuda::DeviceImpl<PoolOp> {
   }
 };
 
-cuda::FactoryRegistrar reg({
-    .op = "pool2d",
-    .impl = "cuda",
-    .supports = [](const Case&, const cuda::DeviceProps& p) { return cuda::own_kernels_run_on(p); },
-    .make = [] { return std::make_unique<CudaPool>(); },
-});
-
 }  // namespace
+
+// The plugin's half of this impl, named by its declaration in pool_cuda_impls.cpp.
+cuda::Factory cuda_factory() {
+  return {
+      .supports = [](const Case&, const cuda::DeviceProps& p) { return cuda::own_kernels_run_on(p); },
+      .make = [] { return std::make_unique<CudaPool>(); },
+  };
+}
+
 }  // namespace opmeter::pool

@@ -49,12 +49,14 @@ class CudaSqueezeExcite : public cuda::DeviceImpl<SqueezeExciteOp> {
   int sms_ = 1;
 };
 
-cuda::FactoryRegistrar reg({
-    .op = "squeeze_excite",
-    .impl = "cuda",
-    .supports = [](const Case&, const cuda::DeviceProps& p) { return cuda::own_kernels_run_on(p); },
-    .make = [] { return std::make_unique<CudaSqueezeExcite>(); },
-});
-
 }  // namespace
+
+// The plugin's half of this impl, named by its declaration in squeeze_excite_cuda_impls.cpp.
+cuda::Factory cuda_factory() {
+  return {
+      .supports = [](const Case&, const cuda::DeviceProps& p) { return cuda::own_kernels_run_on(p); },
+      .make = [] { return std::make_unique<CudaSqueezeExcite>(); },
+  };
+}
+
 }  // namespace opmeter::squeeze_excite

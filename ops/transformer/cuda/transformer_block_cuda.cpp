@@ -189,12 +189,14 @@ Support device_supports(const Case& c, const cuda::DeviceProps& p) {
   return Support::yes();
 }
 
-cuda::FactoryRegistrar reg({
-    .op = "transformer_block",
-    .impl = "cuda",
-    .supports = device_supports,
-    .make = [] { return std::make_unique<CudaTransformerBlock>(); },
-});
-
 }  // namespace
+
+// The plugin's half of this impl, named by its declaration in transformer_block_cuda_impls.cpp.
+cuda::Factory cuda_factory() {
+  return {
+      .supports = device_supports,
+      .make = [] { return std::make_unique<CudaTransformerBlock>(); },
+  };
+}
+
 }  // namespace opmeter::transformer

@@ -10,11 +10,6 @@
 namespace opmeter::cuda {
 namespace {
 std::mutex g_mutex;
-
-std::map<std::pair<std::string, std::string>, Factory>& factories() {
-  static std::map<std::pair<std::string, std::string>, Factory> f;
-  return f;
-}
 }  // namespace
 
 void check(cudaError_t e, const char* what) {
@@ -142,16 +137,6 @@ void download(void* dst, const void* src, std::size_t bytes, cudaStream_t s) {
 void fill(void* dst, int byte, std::size_t bytes, cudaStream_t s) {
   check(cudaMemsetAsync(dst, byte, bytes, s), "fill");
   check(cudaStreamSynchronize(s), "fill");
-}
-
-FactoryRegistrar::FactoryRegistrar(Factory f) {
-  auto key = std::make_pair(f.op, f.impl);
-  factories().insert_or_assign(key, std::move(f));
-}
-
-const Factory* find_factory(const std::string& op, const std::string& impl) {
-  auto it = factories().find({op, impl});
-  return it == factories().end() ? nullptr : &it->second;
 }
 
 }  // namespace opmeter::cuda

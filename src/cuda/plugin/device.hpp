@@ -1,6 +1,6 @@
 #pragma once
 // What every part of the CUDA plugin shares: error checks, one stream per device, device memory,
-// device properties, and the plugin's own table of impl factories.
+// device properties, and the plugin's own table of impls.
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -11,6 +11,7 @@
 
 #include "opmeter/case.hpp"
 #include "opmeter/op.hpp"
+#include "src/cuda/factory.hpp"
 #include "src/cuda/kernel_gate.hpp"
 
 namespace opmeter::cuda {
@@ -68,18 +69,10 @@ void upload(void* dst, const void* src, std::size_t bytes, cudaStream_t s);
 void download(void* dst, const void* src, std::size_t bytes, cudaStream_t s);
 void fill(void* dst, int byte, std::size_t bytes, cudaStream_t s);
 
-// The plugin's impls register a factory each (static registrars in their own files); what
-// opmeter knows of them without the plugin (summary, dtypes) is their ImplDef, in the op's folder
-// (ops/<op>/<op>_cuda_impls.cpp).
-struct Factory {
-  std::string op, impl;
-  // Device-dependent support (dtype by compute capability, kernel variants).
-  std::function<Support(const Case&, const DeviceProps&)> supports;
-  std::function<std::unique_ptr<Impl>()> make;
-};
-struct FactoryRegistrar {
-  explicit FactoryRegistrar(Factory f);
-};
-const Factory* find_factory(const std::string& op, const std::string& impl);
+// The impls the plugin (and the cuDNN module, once loaded) can make: their declarations
+// (src/cuda/cuda_impl.hpp) as compiled into this side, with their factories.
+struct CudaImpl;
+const CudaImpl* find_impl(const std::string& op, const std::string& impl);
+std::vector<const CudaImpl*> plugin_impls();
 
 }  // namespace opmeter::cuda

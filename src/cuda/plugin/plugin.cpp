@@ -9,6 +9,7 @@
 
 #include "cuda/cuda_plugin.hpp"
 #include "opmeter/errors.hpp"
+#include "src/cuda/cuda_impl.hpp"
 #include "src/cuda/plugin/cudnn_module.hpp"
 #include "src/cuda/plugin/device.hpp"
 #include "src/cuda/plugin/timer.hpp"
@@ -18,7 +19,7 @@ namespace {
 
 std::string version_string(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
 
-// The factory of a case's impl; cuDNN impls load the cuDNN module first (their factories are
+// The factory of a case's impl; cuDNN impls load the cuDNN module first (their declarations are
 // there). Null with `why` when there is none.
 const Factory* factory_of(const Case& c, std::string& why) {
   if (is_cudnn_impl(c.impl)) {
@@ -28,9 +29,12 @@ const Factory* factory_of(const Case& c, std::string& why) {
       return nullptr;
     }
   }
-  const Factory* f = find_factory(c.op, c.impl);
-  if (!f) why = fmt::format("this CUDA plugin has no {}/{}", c.op, c.impl);
-  return f;
+  const CudaImpl* impl = find_impl(c.op, c.impl);
+  if (!impl || !impl->factory.make) {
+    why = fmt::format("this CUDA plugin has no {}/{}", c.op, c.impl);
+    return nullptr;
+  }
+  return &impl->factory;
 }
 
 class CudaPlugin final : public Plugin {
@@ -64,6 +68,15 @@ class CudaPlugin final : public Plugin {
   }
 
   std::unique_ptr<SampleTimer> timer(const Case& c) override { return make_timer(c); }
+
+  std::vector<ImplDef> impls() override {
+    cudnn_module();  // its declarations join the table when it loads
+    std::vector<ImplDef> out;
+    for (const CudaImpl* i : plugin_impls())
+      out.push_back({.op = i->op, .impl = i->impl, .backends = {"cuda"}, .summary = i->summary, .dtypes = i->dtypes,
+                     .needs = i->needs, .accepts = i->accepts});
+    return out;
+  }
 
   std::size_t free_memory(int index) override {
     check(cudaSetDevice(index), "cudaSetDevice");

@@ -1,6 +1,7 @@
-// The linear and ln_linear_<act> impls of CUDA devices: what opmeter knows of them without the CUDA plugin (so their
-// cases plan, and are `skipped` with the reason where no plugin or GPU is). Their code is in
-// cuda/, built into the plugin, which makes them (Backend::make of the cuda backend).
+// The linear and ln_linear_<act> impls of CUDA devices, each declared once
+// (src/cuda/cuda_impl.hpp). This file is compiled into opmeter, which lists and plans them on any
+// machine (`skipped` with the reason where no GPU or plugin is), and into the CUDA plugin, which
+// makes them through the factories beside their kernels in this folder.
 //   cublaslt          one cublasLtMatmul with bias and activation in its epilogue
 //   cublaslt_unfused  the plain cuBLASLt GEMM, then our bias kernel, then our activation kernel,
 //                     each a pass over y in memory (the fusion table's GPU baseline)
@@ -14,7 +15,7 @@
 
 #include "ops/linear/linear.hpp"
 #include "ops/linear/linear_cuda.hpp"
-#include "opmeter/registry.hpp"
+#include "src/cuda/cuda_impl.hpp"
 
 namespace opmeter::linear {
 using tensor::Act;
@@ -34,15 +35,17 @@ Support cublaslt_epilogue_support(Act a, bool layernorm) {
   }
 }
 
+// The plugin's factory, beside the kernels in this folder (used only where the plugin compiles this file).
+cuda::Factory cublaslt_factory(bool fused);
+
 namespace {
 
 const bool registered = [] {
   for (auto& op : linear_ops()) {
     const std::string ln = op == "linear" ? "" : "our LayerNorm kernel, then ";
-    Registry::global().add(ImplDef{
+    cuda::CudaImplRegistrar({
         .op = op,
         .impl = "cublaslt",
-        .backends = {"cuda"},
         .summary = ln + "cuBLASLt matmul with bias and relu / gelu_tanh in its epilogue (fused), fp32 accumulation",
         .dtypes = {DType::fp32, DType::fp16, DType::bf16},
         .supports =
@@ -50,14 +53,15 @@ const bool registered = [] {
               const auto s = shape_of(c);
               return cublaslt_epilogue_support(s.act, s.layernorm);
             },
+        .factory = OPMETER_CUDA_FACTORY(cublaslt_factory(true)),
     });
-    Registry::global().add(ImplDef{
+    cuda::CudaImplRegistrar({
         .op = op,
         .impl = "cublaslt_unfused",
-        .backends = {"cuda"},
         .summary = ln + "cuBLASLt matmul, then our bias kernel and our activation kernel, y in memory between them "
                         "(the fusion baseline)",
         .dtypes = {DType::fp32, DType::fp16, DType::bf16},
+        .factory = OPMETER_CUDA_FACTORY(cublaslt_factory(false)),
     });
   }
   return true;

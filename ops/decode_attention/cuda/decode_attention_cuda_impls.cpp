@@ -1,12 +1,17 @@
-// The decode_attention impl of CUDA devices: what opmeter knows of it without the CUDA plugin (so
-// its cases plan, and are `skipped` with the reason where no plugin or GPU is). Its code is in
-// cuda/, built into the plugin. Its shape limits are here, so that they give their reason anywhere.
+// The decode_attention impl of CUDA devices, each declared once (src/cuda/cuda_impl.hpp). This file
+// is compiled into opmeter, which lists and plans them on any machine (`skipped` with the reason
+// where no GPU or plugin is), and into the CUDA plugin, which makes them through the factories
+// beside their kernels in this folder. Its shape limits are here, so that they give their reason
+// anywhere.
 #include <fmt/format.h>
 
 #include "ops/decode_attention/decode_attention.hpp"
-#include "opmeter/registry.hpp"
+#include "src/cuda/cuda_impl.hpp"
 
 namespace opmeter::decode_attention {
+// The plugin's factory, beside the kernels in this folder (used only where the plugin compiles this file).
+cuda::Factory cuda_factory();
+
 namespace {
 
 constexpr std::size_t kMaxHeadDim = 256;  // cuda/decode_kernels.hpp: the generic path's registers
@@ -19,14 +24,14 @@ Support cuda_supports(const Case& c) {
   return Support::yes();
 }
 
-const ImplRegistrar reg({
+const cuda::CudaImplRegistrar reg({
     .op = "decode_attention",
     .impl = "cuda",
-    .backends = {"cuda"},
     .summary = "opmeter's flash-decoding kernel: KV split across blocks, fp32 online softmax per key group, "
                "16-byte loads (head_dim 64/128), partials merged by a second kernel",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
     .supports = cuda_supports,
+    .factory = OPMETER_CUDA_FACTORY(cuda_factory()),
 });
 
 }  // namespace

@@ -1,13 +1,17 @@
-// The transformer_block impl of CUDA devices: what opmeter knows of it without the CUDA plugin
-// (so its cases plan, and are `skipped` with the reason where no plugin or GPU is). Its code is
-// in cuda/, built into the plugin. The flash kernel's shape limits are here, so that they give
-// their reason on any machine.
+// The transformer_block impl of CUDA devices, each declared once (src/cuda/cuda_impl.hpp). This
+// file is compiled into opmeter, which lists and plans them on any machine (`skipped` with the
+// reason where no GPU or plugin is), and into the CUDA plugin, which makes them through the
+// factories beside their kernels in this folder. The flash kernel's shape limits are here, so that
+// they give their reason on any machine.
 #include <fmt/format.h>
 
-#include "opmeter/registry.hpp"
+#include "src/cuda/cuda_impl.hpp"
 #include "ops/transformer/transformer_block.hpp"
 
 namespace opmeter::transformer {
+// The plugin's factory, beside the kernels in this folder (used only where the plugin compiles this file).
+cuda::Factory cuda_factory();
+
 namespace {
 
 Support flash_head_dims(const Case& c) {
@@ -18,14 +22,14 @@ Support flash_head_dims(const Case& c) {
   return Support::yes();
 }
 
-const ImplRegistrar reg_cuda({
+const cuda::CudaImplRegistrar reg_cuda({
     .op = "transformer_block",
     .impl = "cuda",
-    .backends = {"cuda"},
     .summary = "opmeter's CUDA pieces in sequence: layernorm kernel, cuBLASLt GEMMs with bias epilogues, head "
                "split, flash attention, head merge, activation and add kernels (head_dim 64/128)",
     .dtypes = {DType::fp16, DType::bf16},
     .supports = flash_head_dims,
+    .factory = OPMETER_CUDA_FACTORY(cuda_factory()),
 });
 
 }  // namespace

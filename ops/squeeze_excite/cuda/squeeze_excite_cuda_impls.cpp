@@ -1,12 +1,17 @@
-// The squeeze_excite impl of CUDA devices: what opmeter knows of it without the CUDA plugin (so
-// its cases plan, and are `skipped` with the reason where no plugin or GPU is). Its code is in
-// cuda/, built into the plugin. Its shape limits are here, so that they give their reason anywhere.
+// The squeeze_excite impl of CUDA devices, each declared once (src/cuda/cuda_impl.hpp). This file
+// is compiled into opmeter, which lists and plans them on any machine (`skipped` with the reason
+// where no GPU or plugin is), and into the CUDA plugin, which makes them through the factories
+// beside their kernels in this folder. Its shape limits are here, so that they give their reason
+// anywhere.
 #include <fmt/format.h>
 
 #include "ops/squeeze_excite/squeeze_excite.hpp"
-#include "opmeter/registry.hpp"
+#include "src/cuda/cuda_impl.hpp"
 
 namespace opmeter::squeeze_excite {
+// The plugin's factory, beside the kernels in this folder (used only where the plugin compiles this file).
+cuda::Factory cuda_factory();
+
 namespace {
 
 // The gates kernel keeps one sample's means and hidden values in 48 KiB of shared memory; the
@@ -22,14 +27,14 @@ Support cuda_supports(const Case& c) {
   return Support::yes();
 }
 
-const ImplRegistrar reg({
+const cuda::CudaImplRegistrar reg({
     .op = "squeeze_excite",
     .impl = "cuda",
-    .backends = {"cuda"},
     .summary = "opmeter's kernels: a block per plane for the means, a block per sample for the FCs, a "
                "vectorized scale pass",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
     .supports = cuda_supports,
+    .factory = OPMETER_CUDA_FACTORY(cuda_factory()),
 });
 
 }  // namespace

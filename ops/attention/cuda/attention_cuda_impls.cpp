@@ -1,13 +1,18 @@
-// The attention impls of CUDA devices: what opmeter knows of them without the CUDA plugin (so
-// their cases plan, and are `skipped` with the reason where no plugin or GPU is). Their code is
-// in cuda/, built into the plugin. The shape limits of the flash kernel are here, so that they
-// give their reason on any machine.
+// The attention impls of CUDA devices, each declared once (src/cuda/cuda_impl.hpp). This file is
+// compiled into opmeter, which lists and plans them on any machine (`skipped` with the reason where
+// no GPU or plugin is), and into the CUDA plugin, which makes them through the factories beside
+// their kernels in this folder. The shape limits of the flash kernel are here, so that they give
+// their reason on any machine.
 #include <fmt/format.h>
 
 #include "ops/attention/attention.hpp"
-#include "opmeter/registry.hpp"
+#include "src/cuda/cuda_impl.hpp"
 
 namespace opmeter::attention {
+// The plugin's factories, beside the kernels in this folder (used only where the plugin compiles this file).
+cuda::Factory cuda_factory();
+cuda::Factory cuda_unfused_factory();
+
 namespace {
 
 Support flash_kernel_supports(const Case& c) {
@@ -20,23 +25,23 @@ Support flash_kernel_supports(const Case& c) {
   return Support::yes();
 }
 
-const ImplRegistrar reg_flash({
+const cuda::CudaImplRegistrar reg_flash({
     .op = "attention",
     .impl = "cuda",
-    .backends = {"cuda"},
     .summary = "opmeter's flash-attention kernel: mma.sync tensor cores, online softmax, K/V tiles through "
                "cp.async double buffers (stage=full, head_dim 64/128)",
     .dtypes = {DType::fp16, DType::bf16},
     .supports = flash_kernel_supports,
+    .factory = OPMETER_CUDA_FACTORY(cuda_factory()),
 });
 
-const ImplRegistrar reg_unfused({
+const cuda::CudaImplRegistrar reg_unfused({
     .op = "attention",
     .impl = "cuda_unfused",
-    .backends = {"cuda"},
     .summary = "cuBLAS strided-batched GEMM, masked softmax kernel, GEMM: S (fp32) and P in device memory "
                "(the fusion baseline)",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
+    .factory = OPMETER_CUDA_FACTORY(cuda_unfused_factory()),
 });
 
 }  // namespace

@@ -1,0 +1,22 @@
+// attention's cuDNN impl, each declared once (src/cuda/cuda_impl.hpp). This file is compiled into
+// opmeter, which lists and plans them on any machine (`skipped` with the reason where no GPU,
+// plugin or cuDNN is), and into the cuDNN module, which makes them through the factories beside
+// their kernels in this folder.
+#include "src/cuda/cuda_impl.hpp"
+
+namespace opmeter::attention {
+// The plugin's factory, beside the kernels in this folder (used only where the plugin compiles this file).
+cuda::Factory cudnn_factory();
+
+namespace {
+
+const cuda::CudaImplRegistrar reg_cudnn({
+    .op = "attention",
+    .impl = "cudnn",
+    .summary = "cuDNN's fused scaled-dot-product (flash) attention forward through its graph API; stage=full, fp16/bf16",
+    .dtypes = {DType::fp32, DType::fp16, DType::bf16},
+    .factory = OPMETER_CUDA_FACTORY(cudnn_factory()),
+});
+
+}  // namespace
+}  // namespace opmeter::attention
