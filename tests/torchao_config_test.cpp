@@ -77,6 +77,7 @@ TEST(TorchaoConfig, InferenceExampleExpandsToEachRecipeAndShapeOnCuda) {
   EXPECT_TRUE(any_note(p, "torchao microbenchmark config")) << notes_of(p);
   EXPECT_TRUE(any_note(p, "enable_memory_profiler")) << notes_of(p);
   EXPECT_TRUE(any_note(p, "max-autotune runs as impl torch_compile_max")) << notes_of(p);
+  EXPECT_TRUE(any_note(p, "enable_profiler: runs as --profile")) << notes_of(p);
 }
 
 TEST(TorchaoConfig, TrainingExampleExpandsToTrainCasesWithItsKnobs) {

@@ -279,7 +279,12 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
   } else if (entry["torch_compile_mode"]) {
     notes.add(fmt::format("model_params {}: torch_compile_mode without use_torch_compile: true compiles nothing", name));
   }
-  if (entry["enable_profiler"] && r.boolean(entry["enable_profiler"], "enable_profiler")) plan.profile = true;
+  if (entry["enable_profiler"] && r.boolean(entry["enable_profiler"], "enable_profiler")) {
+    plan.profile = true;
+    if (!compiled.empty())
+      notes.add(fmt::format("enable_profiler: runs as --profile (one call per case in the profiler's capture range); "
+                            "the worker's {} writes no PyTorch profiler trace", fmt::join(compiled, ", ")));
+  }
   if (entry["enable_memory_profiler"] && r.boolean(entry["enable_memory_profiler"], "enable_memory_profiler"))
     notes.add("enable_memory_profiler: every result carries the case's peak memory (peak_memory_bytes); memory "
               "snapshots for PyTorch's memory visualizer are not written");
