@@ -20,6 +20,9 @@ struct Plan {
   std::vector<std::string> kernels;  // users' Python kernels it names (FILE:NAME, absolute)
   // The config's `pipelines:`, per dtype: their layers' cases are in `cases` too.
   std::vector<pipeline::PlannedPipeline> pipelines;
+  // Run settings a config may carry (torchao's: output_dir, enable_profiler); the command line wins.
+  std::string output_root;  // results go to OUTPUT_ROOT/<timestamp> unless --out is given
+  bool profile = false;     // as --profile
 };
 
 // Whether reading a config runs the code it names: loading its `plugins:` runs their library

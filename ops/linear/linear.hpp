@@ -30,6 +30,11 @@ inline constexpr const char* kMode = "mode";
 inline constexpr const char* kTrain = "train";
 std::string recipe_of(const Case& c);  // "baseline" where the case carries no quant
 bool training(const Case& c);
+inline constexpr const char* kScalingInput = "scaling_input";
+inline constexpr const char* kScalingWeight = "scaling_weight";
+inline constexpr const char* kScalingGrad = "scaling_grad";
+inline constexpr const char* kGranularity = "granularity";
+inline constexpr const char* kFastAccum = "fast_accum";
 // Bytes of the layer's weights as the case's recipe stores them (codes, scales, zeros).
 double quantized_weight_bytes(const Case& c);
 

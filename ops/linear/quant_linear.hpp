@@ -8,8 +8,11 @@
 //   the gate: the output against the SAME recipe computed exactly in fp64 (the quantized weights
 //     read back exactly, the activations quantized as the recipe says), in LinearOp's error
 //     metric and tolerance: a wrong kernel fails;
-//   the cost: metrics `sqnr_db` and `max_abs_error` of the output against the fp64 reference of
-//     the unquantized layer (LinearOp::reference_row), over the checked rows.
+//   the cost: metrics `sqnr_db` and `max_abs_error` of what the recipe changes, the product
+//     x W^T before bias and activation (as torchao measures it, on bias-free layers): the
+//     recipe's product (product_row) against the unquantized one, in fp64 over the checked rows.
+//     Neither the bias (an arbitrary input that would add its power to the signal) nor the
+//     activation enters; the kernel's own rounding is the gate's business.
 #include <memory>
 #include <mutex>
 
@@ -37,6 +40,10 @@ class QuantLinearOp : public LinearOp {
   // The rows of the LayerNorm'd (or plain) activations, in fp64, as the layer's GEMM reads them;
   // and for dynamic recipes their quantized values (the per-tensor fp8 scale spans all rows).
   std::vector<double> activation_row(const HostTensors& in, std::size_t row) const;
+  // Row `row` of x W^T in fp64, before bias and activation: `exact` from the unquantized (but
+  // LayerNorm'd) activations and weights, `quantized` as the recipe computes it (activation_row
+  // times the quantized weights read back exactly). The SQNR's signal and signal + noise.
+  void product_row(const HostTensors& in, std::size_t row, double* exact, double* quantized) const;
 
  private:
   mutable std::mutex mutex_;

@@ -95,7 +95,7 @@ nlohmann::json run_settings(const RunArgs& a, const std::string& source, const R
   if (!a.calibration.empty()) j["calibration"] = std::filesystem::absolute(a.calibration, ec).string();
   if (!a.device.empty()) j["device"] = a.device;
   if (a.graph) j["graph"] = *a.graph;
-  if (a.profile) j["profile"] = true;
+  if (o.profile) j["profile"] = true;
   if (!a.kernels.empty()) j["kernels"] = o.kernels;  // absolute: --resume may run elsewhere
   if (!a.plugins.empty()) j["plugins"] = loaded_plugins();
   if (llc_bytes_overridden()) j["llc_bytes"] = llc_bytes();
@@ -167,6 +167,12 @@ void warn_oversubscribed(const std::vector<Case>& cases) {
     fmt::print(stderr, "opmeter: warning: threads={} is more than the {} CPUs this process may use; threads will share "
                        "CPUs and the results will be slower than the machine can do\n",
                most, default_threads());
+}
+
+// ROOT/<YYYYmmdd-HHMMSS>: a new run's default results directory.
+std::string timestamped_dir(const std::string& root) {
+  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  return fmt::format("{}/{:%Y%m%d-%H%M%S}", root, fmt::localtime(t));
 }
 
 std::size_t journal_lines(const std::string& journal) {
@@ -255,11 +261,7 @@ std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOp
   namespace fs = std::filesystem;
   const bool resume = out.resume;
   const std::string& source = out.source;
-  std::string dir = out.dir;
-  if (dir.empty()) {
-    auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-    dir = fmt::format("opmeter-results/{:%Y%m%d-%H%M%S}", fmt::localtime(t));
-  }
+  const std::string dir = out.dir.empty() ? timestamped_dir("opmeter-results") : out.dir;
   const std::string resume_with = out.resume_command ? out.resume_command(dir) : "--resume " + dir;
   RunDirectory held(dir, resume);  // locked until this function returns
   const auto journal = held.file("results.jsonl");
@@ -423,6 +425,7 @@ int run_command(const RunArgs& given, const char* argv0) {
 
   auto formats = chosen_formats(a);  // a wrong name stops the run before anything is planned
   Plan plan = make_plan(a);
+  options.profile = options.profile || plan.profile;  // a config's enable_profiler
   options.kernels.insert(options.kernels.end(), plan.kernels.begin(), plan.kernels.end());
   options.plugins = loaded_plugins();  // the config's too: isolated cases load them again
   if (!a.llc_bytes && plan.llc_bytes) set_llc_bytes(plan.llc_bytes);
@@ -457,8 +460,12 @@ int run_command(const RunArgs& given, const char* argv0) {
     return 0;
   }
 
-  RunOutput out{a.resume.empty() ? a.out : a.resume, !a.resume.empty(), plan.source,
-                run_settings(a, plan.source, options), !a.no_report, formats};
+  // A config's output folder (torchao's output_dir) holds the run's directory unless --out is given.
+  const std::string dir = !a.resume.empty() ? a.resume : !a.out.empty() || plan.output_root.empty() ? a.out
+                                                                                               : timestamped_dir(plan.output_root);
+  auto settings = run_settings(a, plan.source, options);
+  if (!plan.notes.empty()) settings["notes"] = plan.notes;  // what the plan left out or maps differently
+  RunOutput out{dir, !a.resume.empty(), plan.source, settings, !a.no_report, formats};
   if (!plan.pipelines.empty())
     return run_pipelines(std::move(plan.pipelines), std::move(cases), options, out, [] { return g_cancel.load(); });
   auto results = run_cases_in_dir(cases, options, out);

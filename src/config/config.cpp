@@ -25,6 +25,7 @@
 #include "plugins/c_plugin.hpp"
 #include "config/pipeline_config.hpp"
 #include "config/suites.hpp"
+#include "config/torchao_config.hpp"
 #include "worker/user_kernels.hpp"
 
 namespace opmeter {
@@ -59,6 +60,8 @@ std::pair<int, int> power_range(const YamlReader& r, const YAML::Node& g, const 
     r.fail(g, fmt::format("{}: empty sweep, min_power {} is greater than max_power {}", name, lo, hi));
   return {lo, hi};
 }
+
+}  // namespace
 
 std::vector<MatShape> read_shapes(const YamlReader& r, const YAML::Node& list) {
   if (!list.IsSequence() || list.size() == 0)
@@ -112,6 +115,8 @@ std::vector<MatShape> read_shapes(const YamlReader& r, const YAML::Node& list) {
   }
   return out;
 }
+
+namespace {
 
 
 Stopping read_stopping(const YamlReader& r, const YAML::Node& n, Stopping s) {
@@ -471,6 +476,7 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   }
   if (!root || root.IsNull()) throw ConfigError(source, 0, 0, "the config is empty: expected at least 'ops: [...]'");
   r.expect_map(root, "the config");
+  if (is_torchao_config(root)) return load_torchao_config(r, root, default_threads, device_override);
   auto& reg = Registry::global();
   auto top_keys = kTopKeys;  // plus every sweep axis an op declares (batch, seq, hidden, ...)
   auto allow = [&](const std::string& key) {

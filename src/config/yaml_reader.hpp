@@ -6,6 +6,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "opmeter/shapes.hpp"
+
 namespace opmeter {
 
 class YamlReader {
@@ -28,5 +30,9 @@ class YamlReader {
  private:
   std::string file_;
 };
+
+// A config's list of shape generators (custom, pow2, pow2_extended, sweep, llama, random; the
+// same as torchao's matrix_shapes), expanded. Defined in config.cpp.
+std::vector<MatShape> read_shapes(const YamlReader& r, const YAML::Node& list);
 
 }  // namespace opmeter

@@ -1,0 +1,430 @@
+// torchao's microbenchmark configs -> opmeter's plan (see torchao_config.hpp). Each torchao key is
+// read here once and mapped; docs/guide/quantization.md is the user's table of the same mapping.
+#include "config/torchao_config.hpp"
+
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "engine/stopping_settings.hpp"
+#include "opmeter/backend.hpp"
+#include "opmeter/errors.hpp"
+#include "opmeter/registry.hpp"
+#include "ops/linear/linear.hpp"
+#include "quant/recipe.hpp"
+
+namespace opmeter {
+namespace {
+
+const std::vector<std::string> kTopKeys = {
+    "benchmark_mode",     "quantization_config_recipe_names", "sparsity_config_recipe_names", "output_dir",
+    "model_params",       "scaling_type_input",               "scaling_type_weight",          "scaling_type_grad_output",
+    "scaling_granularity", "use_fast_accum",                  "repeat_n"};
+// Keys opmeter's own configs never have: any of them makes a config torchao's.
+const std::vector<std::string> kTorchaoOnly = {"benchmark_mode", "quantization_config_recipe_names", "model_params"};
+const std::vector<std::string> kModelKeys = {"name",   "matrix_shapes", "high_precision_dtype", "compile",         "use_torch_compile",
+                                             "torch_compile_mode", "device", "model_type", "enable_profiler", "enable_memory_profiler"};
+
+// The plan's notes, each once.
+class Notes {
+ public:
+  explicit Notes(std::vector<std::string>& out) : out_(out) {}
+  void add(const std::string& note) {
+    if (std::find(out_.begin(), out_.end(), note) == out_.end()) out_.push_back(note);
+  }
+
+ private:
+  std::vector<std::string>& out_;
+};
+
+// Item i of a scalar-or-list node, for messages at its line.
+YAML::Node item(const YAML::Node& n, std::size_t i) { return n.IsSequence() ? YAML::Node(n[i]) : n; }
+
+// --- recipes ---
+
+// opmeter's recipe for a torchao recipe name: the same name where opmeter has it (baseline, int8wo,
+// int8dq, float8wo, float8dq-tensor, float8dq-row, int4wo-G), int4wo-G-hqq -> hqq-int4-G, float8dq
+// -> float8dq-tensor (torchao's default granularity). "" for a recipe of torchao's that opmeter
+// lacks (another int4 group size), with `why`; nullopt for a name neither knows.
+std::optional<std::string> opmeter_recipe(const std::string& name, std::string& why) {
+  if (quant::parse_recipe(name)) return name;
+  if (name == "float8dq") {
+    why = "recipe float8dq runs as float8dq-tensor (torchao's default granularity: one scale per tensor)";
+    return "float8dq-tensor";
+  }
+  static const std::regex int4(R"(int4wo-(\d+)(-hqq)?)");
+  std::smatch m;
+  if (!std::regex_match(name, m, int4)) return std::nullopt;
+  const std::string ours = (m[2].matched ? "hqq-int4-" : "int4wo-") + m[1].str();
+  if (quant::parse_recipe(ours)) return ours;
+  std::vector<std::string> groups;
+  for (auto& r : quant::recipe_names())
+    if (r.starts_with("int4wo-")) groups.push_back(r.substr(7));
+  why = fmt::format("recipe {}: opmeter's int4 recipes take groups of {}; left out", name, fmt::join(groups, ", "));
+  return "";
+}
+
+// The torchao spellings of opmeter's recipes, for "did you mean".
+std::vector<std::string> torchao_recipe_names() {
+  std::vector<std::string> out = {"float8dq"};
+  for (auto& r : quant::recipe_names())
+    out.push_back(r.starts_with("hqq-int4-") ? "int4wo-" + r.substr(9) + "-hqq" : r);
+  return out;
+}
+
+std::vector<std::string> read_recipes(const YamlReader& r, const YAML::Node& root, Notes& notes) {
+  const auto node = root["quantization_config_recipe_names"];
+  if (!node) {
+    notes.add("quantization_config_recipe_names is not given: the baseline (no quantization) alone is measured");
+    return {quant::kBaseline};
+  }
+  auto names = r.text_list(node, "quantization_config_recipe_names");
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    std::string why;
+    auto ours = opmeter_recipe(names[i], why);
+    if (!ours) r.fail(item(node, i), unknown_name("quantization recipe", names[i], torchao_recipe_names()));
+    if (!why.empty()) notes.add(why);
+    if (!ours->empty() && std::find(out.begin(), out.end(), *ours) == out.end()) out.push_back(*ours);
+  }
+  if (auto sparse = root["sparsity_config_recipe_names"])
+    notes.add(fmt::format("sparsity_config_recipe_names ({}): opmeter has no sparsity recipes; left out",
+                          fmt::join(r.text_list(sparse, "sparsity_config_recipe_names"), ", ")));
+  return out;
+}
+
+// --- models ---
+
+// The opmeter op of a torchao model_type; nullopt for one opmeter lacks.
+std::optional<std::string> model_op(const std::string& type) {
+  if (type == "linear" || type == "transformer_block") return type;
+  if (type == "ln_linear") return "ln_linear_relu";  // torchao's activation when none is named
+  if (!type.starts_with("ln_linear_")) return std::nullopt;
+  std::string act = type.substr(10);
+  if (act == "leakyrelu") act = "leaky_relu";  // torchao's spelling
+  const std::string op = "ln_linear_" + act;
+  if (!Registry::global().op(op)) return std::nullopt;
+  return op;
+}
+
+// A torchao shape [m, k, n] as the op's parameters (torchao's create_model_and_input_data):
+// linear and ln_linear_<act> take x (m x k) and W (n x k); transformer_block takes x of batch m,
+// 16 tokens, hidden k, 8 heads and an MLP of 4k, GELU (n is unused).
+Params shape_params(const OpDef& op, const MatShape& s) {
+  std::vector<std::pair<std::string, std::string>> given;
+  if (op.name == "transformer_block")
+    given = {{"batch", std::to_string(s.m)}, {"seq", "16"}, {"hidden", std::to_string(s.k)}, {"heads", "8"}, {"mlp", "0"},
+             {"act", "gelu"},                {"causal", "0"}};
+  else if (op.from_matrix_shape)
+    given = op.from_matrix_shape(s.m, s.k, s.n);
+  Params p;
+  for (auto& [key, def] : op.defaults) {
+    auto it = std::find_if(given.begin(), given.end(), [&](auto& kv) { return kv.first == key; });
+    p.emplace_back(key, it != given.end() ? it->second : def);
+  }
+  return p;
+}
+
+DType read_dtype(const YamlReader& r, const YAML::Node& n) {
+  static const std::vector<std::pair<std::string, DType>> names = {
+      {"torch.bfloat16", DType::bf16}, {"torch.float16", DType::fp16}, {"torch.half", DType::fp16},
+      {"torch.float32", DType::fp32},  {"torch.float", DType::fp32}};
+  const auto name = r.text(n, "high_precision_dtype");
+  for (auto& [torch_name, d] : names)
+    if (name == torch_name) return d;
+  std::vector<std::string> known;
+  for (auto& [torch_name, d] : names) known.push_back(torch_name);
+  r.fail(n, "high_precision_dtype: " + unknown_name("dtype", name, known));
+}
+
+// opmeter's device for torchao's (cuda -> cuda:0); "" for one opmeter does not measure (mps, xpu).
+std::string read_device(const YamlReader& r, const YAML::Node& n) {
+  const auto name = r.text(n, "device");
+  if (name == "mps" || name == "xpu") return "";
+  const std::string device = name == "cuda" ? "cuda:0" : name;
+  try {
+    check_device(device);
+  } catch (const UsageError& e) {
+    r.fail(n, fmt::format("device: '{}' is not one of cuda, cuda:N, cpu (mps, xpu: not measured by opmeter): {}", name, e.what()));
+  }
+  return device;
+}
+
+// The worker impl of a torch.compile mode; "" for no compilation.
+std::string compile_impl(const YamlReader& r, const YAML::Node& n, const std::string& what, Notes& notes) {
+  const auto mode = r.text(n, what);
+  if (mode == "false" || mode == "False") return "";
+  if (mode == "true" || mode == "True" || mode == "default") return "torch_compile";
+  if (mode == "max-autotune-no-cudagraphs") return "torch_compile_max";
+  if (mode == "max-autotune") {
+    notes.add(fmt::format("{}: max-autotune runs as impl torch_compile_max, max-autotune without CUDA graphs of its "
+                          "own (opmeter captures CUDA graphs itself: graph: N)", what));
+    return "torch_compile_max";
+  }
+  if (mode == "reduce-overhead") {
+    notes.add(fmt::format("{}: reduce-overhead runs as impl torch_compile (default mode; opmeter captures CUDA graphs "
+                          "itself: graph: N)", what));
+    return "torch_compile";
+  }
+  r.fail(n, fmt::format("{}: '{}' is not a torch.compile mode: expected default, max-autotune, "
+                        "max-autotune-no-cudagraphs, reduce-overhead or false", what, mode));
+}
+
+// --- float8 training keys ---
+
+// A torchao float8 training key and the linear case parameter it sets.
+struct Knob {
+  const char* torchao;
+  const char* param;
+  std::vector<std::string> values;  // empty: a boolean, 1 / 0
+};
+const std::vector<Knob>& knobs() {
+  static const std::vector<Knob> table = {
+      {"scaling_type_input", linear::kScalingInput, {"dynamic", "disabled"}},
+      {"scaling_type_weight", linear::kScalingWeight, {"dynamic", "disabled"}},
+      {"scaling_type_grad_output", linear::kScalingGrad, {"dynamic", "disabled"}},
+      {"scaling_granularity", linear::kGranularity, {"tensorwise", "rowwise"}},
+      {"use_fast_accum", linear::kFastAccum, {}},
+  };
+  return table;
+}
+
+// The knobs' case parameters a config gives (training only: in inference each is noted).
+Params read_knobs(const YamlReader& r, const YAML::Node& root, bool training, Notes& notes) {
+  Params out;
+  for (auto& k : knobs()) {
+    const auto n = root[k.torchao];
+    if (!n) continue;
+    std::string value;
+    if (k.values.empty()) {
+      value = r.boolean(n, k.torchao) ? "1" : "0";
+    } else {
+      value = r.text(n, k.torchao);
+      if (value == "columnwise") {
+        notes.add(fmt::format("{}: columnwise is not run by opmeter's float8 training (tensorwise, rowwise): the "
+                              "recipes' own granularity is used", k.torchao));
+        continue;
+      }
+      if (std::find(k.values.begin(), k.values.end(), value) == k.values.end())
+        r.fail(n, fmt::format("{}: '{}' unknown: expected {}", k.torchao, value, fmt::join(k.values, " or ")));
+    }
+    if (!training) {
+      notes.add(fmt::format("{} applies to float8 training: ignored with benchmark_mode: inference", k.torchao));
+      continue;
+    }
+    out.emplace_back(k.param, value);
+  }
+  return out;
+}
+
+const OptionalParam* optional_param(const OpDef& op, const std::string& key) {
+  for (auto& o : op.optional_params)
+    if (o.key == key) return &o;
+  return nullptr;
+}
+
+// --- the plan ---
+
+struct Settings {
+  bool training = false;
+  std::vector<std::string> recipes;
+  Params knobs;
+  int threads = 1;
+  std::string device_override;
+};
+
+// The cases of one model_params entry.
+void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& name, const Settings& s, Plan& plan,
+               std::set<std::string>& have, Notes& notes) {
+  r.expect_map(entry, "model_params entry");
+  r.check_keys(entry, kModelKeys, "model_params");
+  if (!entry["matrix_shapes"])
+    r.fail(entry, "model_params: missing 'matrix_shapes', e.g. [{name: custom, shapes: [[1024, 1024, 1024]]}]");
+  const auto shapes = read_shapes(r, entry["matrix_shapes"]);
+  auto list = [&](const char* key, const std::string& absent) {
+    return entry[key] ? r.text_list(entry[key], key) : std::vector<std::string>{absent};
+  };
+  std::vector<DType> dtypes;
+  if (auto n = entry["high_precision_dtype"]) {
+    auto names = r.text_list(n, "high_precision_dtype");
+    for (std::size_t i = 0; i < names.size(); ++i) dtypes.push_back(read_dtype(r, item(n, i)));
+  } else {
+    dtypes = {DType::bf16};  // torchao's default
+  }
+  std::vector<std::string> devices;
+  if (!s.device_override.empty()) {
+    devices = {s.device_override};
+  } else if (auto n = entry["device"]) {
+    auto names = r.text_list(n, "device");
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      auto d = read_device(r, item(n, i));
+      if (d.empty()) notes.add(fmt::format("model_params {}: device {} is not measured by opmeter (cpu, cuda): left out", name, names[i]));
+      else devices.push_back(d);
+    }
+  } else {
+    devices = {kHostDevice};
+  }
+  std::vector<std::string> compiled;  // worker impls torch.compile runs as
+  if (entry["compile"] && entry["use_torch_compile"])
+    r.fail(entry["use_torch_compile"], "give either compile or use_torch_compile (with torch_compile_mode), not both");
+  if (auto n = entry["compile"]) {
+    if (auto impl = compile_impl(r, n, "compile", notes); !impl.empty()) compiled.push_back(impl);
+  } else if (auto u = entry["use_torch_compile"]; u && r.boolean(u, "use_torch_compile")) {
+    auto mode = entry["torch_compile_mode"];
+    compiled.push_back(mode ? compile_impl(r, mode, "torch_compile_mode", notes) : "torch_compile");
+    if (compiled.back().empty()) compiled.clear();
+  } else if (entry["torch_compile_mode"]) {
+    notes.add(fmt::format("model_params {}: torch_compile_mode without use_torch_compile: true compiles nothing", name));
+  }
+  if (entry["enable_profiler"] && r.boolean(entry["enable_profiler"], "enable_profiler")) {
+    plan.profile = true;
+    if (!compiled.empty())
+      notes.add(fmt::format("enable_profiler: runs as --profile (one call per case in the profiler's capture range); "
+                            "the worker's {} writes no PyTorch profiler trace", fmt::join(compiled, ", ")));
+  }
+  if (entry["enable_memory_profiler"] && r.boolean(entry["enable_memory_profiler"], "enable_memory_profiler"))
+    notes.add("enable_memory_profiler: every result carries the case's peak memory (peak_memory_bytes); memory "
+              "snapshots for PyTorch's memory visualizer are not written");
+
+  auto& reg = Registry::global();
+  const auto types = list("model_type", "linear");
+  for (std::size_t t = 0; t < types.size(); ++t) {
+    auto op_name = model_op(types[t]);
+    if (!op_name) {
+      notes.add(fmt::format("model_params {}: model_type {} has no opmeter op (linear, ln_linear_<act>, "
+                            "transformer_block): left out", name, types[t]));
+      continue;
+    }
+    const OpDef& op = *reg.op(*op_name);
+    for (auto& device : devices) {
+      Case like;
+      like.device = device;
+      const Backend& backend = backend_of(device);
+      std::vector<std::string> own;  // the op's impls a config measures by default on this backend
+      for (auto* impl : reg.impls_of(op.name))
+        if (impl->runs_on(backend.name()) && !impl->on_request) own.push_back(impl->impl);
+      for (auto d : dtypes)
+        for (auto& shape : shapes)
+          for (auto& recipe : s.recipes) {
+            Case c = like;
+            c.op = op.name;
+            c.dtype = d;
+            c.label = shape.label;
+            c.threads = like.on_host() ? s.threads : 1;
+            c.params = shape_params(op, shape);
+            Params extra;
+            if (recipe != quant::kBaseline) extra.emplace_back(linear::kQuant, recipe);
+            if (s.training) extra.emplace_back(linear::kMode, linear::kTrain);
+            if (s.training && recipe.starts_with("float8dq"))
+              for (auto& [key, value] : s.knobs) {
+                if (key == std::string(linear::kGranularity)) {
+                  // The recipe's name says its scales (float8dq-row: per row); another granularity
+                  // would make it the other recipe.
+                  const std::string own = recipe == "float8dq-row" ? "rowwise" : "tensorwise";
+                  if (value != own)
+                    notes.add(fmt::format("scaling_granularity: {} keeps its {} scales (the recipe names the "
+                                          "granularity: float8dq-tensor, float8dq-row)", recipe, own));
+                  continue;
+                }
+                auto* o = optional_param(op, key);
+                if (!o) {
+                  notes.add(fmt::format("{}={} (from torchao's float8 training keys): {} takes no {} in this build; its "
+                                        "cases run without it", key, value, op.name, key));
+                  continue;
+                }
+                if (value != o->absent) extra.emplace_back(key, value);
+              }
+            bool declared = true;
+            for (auto& [key, value] : extra)
+              if (!optional_param(op, key)) {
+                notes.add(fmt::format("{} takes no {} in this build: its {}={} cases are left out", op.name, key, key, value));
+                declared = false;
+              }
+            if (!declared) continue;
+            c.params.insert(c.params.end(), extra.begin(), extra.end());
+            try {
+              op.validate(c);
+            } catch (const CaseError& e) {
+              notes.add(fmt::format("{} of shape [{}, {}, {}]: {}: left out", op.name, shape.m, shape.k, shape.n, e.what()));
+              continue;
+            }
+            // opmeter's impls that run the case, else the first of them (the case is then
+            // `skipped`, saying which impls run it); and torch.compile's when asked.
+            std::vector<std::string> impls;
+            for (auto& name : own) {
+              Case k = c;
+              k.impl = name;
+              const ImplDef& def = *reg.impl(op.name, name);
+              if (takes_optional_params(def, k).ok && std::find(def.dtypes.begin(), def.dtypes.end(), d) != def.dtypes.end())
+                impls.push_back(name);
+            }
+            if (impls.empty() && !own.empty() && compiled.empty()) impls.push_back(own.front());
+            for (auto& name : compiled)
+              if (reg.impl(op.name, name)) impls.push_back(name);
+            for (auto& name : impls) {
+              c.impl = name;
+              if (have.insert(c.to_string()).second) plan.cases.push_back(c);
+            }
+          }
+    }
+  }
+}
+
+}  // namespace
+
+bool is_torchao_config(const YAML::Node& root) {
+  if (!root.IsMap()) return false;
+  for (auto& key : kTorchaoOnly)
+    if (root[key]) return true;
+  return false;
+}
+
+Plan load_torchao_config(const YamlReader& r, const YAML::Node& root, int default_threads, const std::string& device_override) {
+  r.check_keys(root, kTopKeys, "the torchao config");
+  Plan plan;
+  plan.source = r.file();
+  Notes notes(plan.notes);
+  notes.add(fmt::format("{} is a torchao microbenchmark config: read with opmeter's mapping of its keys "
+                        "(docs/guide/quantization.md)", r.file()));
+  Settings s;
+  s.threads = default_threads;
+  s.device_override = device_override;
+  if (auto n = root["benchmark_mode"]) {
+    const auto mode = r.text(n, "benchmark_mode");
+    if (mode != "inference" && mode != "training")
+      r.fail(n, fmt::format("benchmark_mode: '{}' unknown: expected inference or training", mode));
+    s.training = mode == "training";
+  }
+  s.recipes = read_recipes(r, root, notes);
+  s.knobs = read_knobs(r, root, s.training, notes);
+  if (auto n = root["output_dir"]) plan.output_root = r.text(n, "output_dir");
+  if (auto n = root["repeat_n"])
+    for (auto& setting : stopping_settings())
+      if (setting.config_key == std::string("min_samples")) {
+        auto [lo, hi] = setting.config_range;
+        setting.set(plan.stopping, static_cast<double>(r.integer(n, "repeat_n (the minimum number of samples)",
+                                                                 static_cast<std::int64_t>(lo), static_cast<std::int64_t>(hi))));
+      }
+
+  const auto models = root["model_params"];
+  if (!models) r.fail(root, "missing 'model_params': the models and matrix_shapes to measure");
+  std::set<std::string> have;
+  if (models.IsSequence()) {
+    if (models.size() == 0) r.fail(models, "model_params: the list is empty");
+    for (std::size_t i = 0; i < models.size(); ++i) {
+      const auto entry = models[i];
+      const std::string name = entry.IsMap() && entry["name"] ? r.text(entry["name"], "model_params.name") : fmt::format("#{}", i + 1);
+      add_model(r, entry, name, s, plan, have, notes);
+    }
+  } else {
+    add_model(r, models, models.IsMap() && models["name"] ? r.text(models["name"], "model_params.name") : "", s, plan, have, notes);
+  }
+  if (plan.cases.empty())
+    r.fail(models, fmt::format("the torchao config expands to no cases{}", plan.notes.size() > 1 ? fmt::format(": {}", fmt::join(plan.notes.begin() + 1, plan.notes.end(), "; ")) : ""));
+  return plan;
+}
+
+}  // namespace opmeter
