@@ -97,9 +97,9 @@ void measure_sustained(Result& r, Impl& impl, const Case& c, Backend& backend, T
   run_for(impl, batch, heat_s, cancel, [&] { return telemetry && power_steady(telemetry->snapshot()); });
   r.details["sustained_heat_s"] = fmt::format("{:.2f}", now_s() - heat_start);
 
-  Case hot = c;  // the window's samples are back to back: no L2 flush, no graph
+  Case hot = c;  // the window's samples are back to back: no L2 flush, no launch batching
   hot.hot = true;
-  hot.drop_setting("graph");
+  drop_launch_batching(hot);
   auto device_timer = timer_for(backend, impl, hot);
   SampleTimer* timer = device_timer.get();
   std::optional<TelemetryTimer> watched;
