@@ -27,6 +27,7 @@
 #include "opmeter/reporter_registry.hpp"
 #include "plugins/c_plugin.hpp"
 #include "report/reporters.hpp"
+#include "results/calibration_profile.hpp"
 #include "results/result_set.hpp"
 #include "results/run_dir.hpp"
 #include "opmeter/runner.hpp"
@@ -229,9 +230,8 @@ nlohmann::json read_calibration(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(fmt::format("--calibration {}: not JSON ({})", path, e.what()));
   }
-  Ceilings check;  // reject anything that is not a profile now, before any case runs
-  try {
-    check.load_profile(j);
+  try {  // reject anything that is not a profile now, before any case runs
+    CalibrationProfile::from_json(j);
   } catch (const UsageError& e) {
     throw UsageError(fmt::format("--calibration {}: {}", path, e.what()));
   }

@@ -20,6 +20,7 @@
 #include "opmeter/registry.hpp"
 #include "opmeter/sensor.hpp"
 #include "opmeter/telemetry.hpp"
+#include "results/calibration_profile.hpp"
 
 namespace opmeter {
 namespace {
@@ -435,27 +436,21 @@ void Ceilings::learn(const Result& r) {
   }
 }
 
-void Ceilings::load_profile(const nlohmann::json& p) {
-  if (!p.is_object() || p.value("schema", "") != kCalibrationSchema)
-    throw UsageError(fmt::format("not an opmeter calibration profile (expected \"schema\": \"{}\")", kCalibrationSchema));
-  try {
-    // A device's profile holds for that device; the host's for its thread count.
-    Case host;
-    host.threads = p.at("threads").get<int>();
-    host.device = p.value("device", std::string(kHostDevice));
-    auto at = where(host);
-    const std::string from = fmt::format("the calibration profile of {}", p.value("created", "unknown date"));
-    for (auto& [name, v] : p.at("peak_gflops").items())
-      if (auto d = parse_dtype(name)) {
-        if (v.get<double>() > gflops_[{*d, at}]) gflops_from_[{*d, at}] = from;
-        gflops_[{*d, at}] = std::max(gflops_[{*d, at}], v.get<double>());
-      }
-    const double memory = p.at("bandwidth").at("memory_gbps").get<double>();
-    if (memory > gbps_[at]) gbps_from_[at] = from;
-    gbps_[at] = std::max(gbps_[at], memory);
-  } catch (const nlohmann::json::exception& e) {
-    throw UsageError(std::string("calibration profile is malformed: ") + e.what());
+void Ceilings::load_profile(const nlohmann::json& j) {
+  const CalibrationProfile p = CalibrationProfile::from_json(j);
+  // A device's profile holds for that device; the host's for its thread count.
+  Case host;
+  host.threads = p.threads;
+  host.device = p.device;
+  auto at = where(host);
+  const std::string from = fmt::format("the calibration profile of {}", p.created.empty() ? "unknown date" : p.created);
+  for (auto& [name, gflops] : p.peak_gflops) {
+    const auto key = std::make_pair(*parse_dtype(name), at);
+    if (gflops > gflops_[key]) gflops_from_[key] = from;
+    gflops_[key] = std::max(gflops_[key], gflops);
   }
+  if (p.bandwidth.memory_gbps > gbps_[at]) gbps_from_[at] = from;
+  gbps_[at] = std::max(gbps_[at], p.bandwidth.memory_gbps);
 }
 
 std::optional<double> Ceilings::peak(DType d, const std::string& at) const {
