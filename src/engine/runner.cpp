@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "engine/contention.hpp"
+#include "engine/element_types.hpp"
 #include "opmeter/backend.hpp"
 #include "opmeter/buffer.hpp"
 #include "opmeter/context.hpp"
@@ -292,6 +293,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     auto impl = backend.make(impl_def, c);
     impl->setup(c, {r.copies, options.seed});
     r.details = impl->details();
+    if (auto types = element_types(c); !types.empty()) r.details["types"] = types;
 
     auto check = impl->verify(options.seed + 1);
     r.max_error = check.max_error;
@@ -379,6 +381,7 @@ Result check_case(const Case& c, const RunOptions& options) {
     auto impl = backend.make(impl_def, c);
     impl->setup(c, {1, options.seed});
     r.details = impl->details();
+    if (auto types = element_types(c); !types.empty()) r.details["types"] = types;
     auto check = impl->verify(options.seed + 1);  // poisons the output, runs once, compares
     r.max_error = check.max_error;
     r.tolerance = check.tolerance;
