@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sys/wait.h>
 
@@ -91,8 +92,10 @@ TEST(WorkerImpls, ListedAndSkippedWithAReasonWithoutPython) {
   auto list = without_python("list");
   EXPECT_EQ(list.code, 0) << list.text;
   for (auto impl : {"torch_compile_max ", "triton "}) EXPECT_NE(list.text.find(impl), std::string::npos) << impl;
+  const auto dir = std::filesystem::temp_directory_path() / "opmeter_worker_impls_no_python";
+  std::filesystem::remove_all(dir);  // a run needs a new directory
   auto run = without_python("run --case gemm/torch/fp64/M=8,N=8,K=8/threads=1 --samples 2 --no-report --format json --out " +
-                            ::testing::TempDir() + "worker_impls_no_python");
+                            (dir / "r").string());
   EXPECT_EQ(run.code, 0) << run.text;  // skipped is no failure
   EXPECT_NE(run.text.find("skipped"), std::string::npos) << run.text;
   EXPECT_NE(run.text.find("/nonexistent/python3"), std::string::npos) << run.text;
