@@ -24,6 +24,7 @@ import traceback
 sys.dont_write_bytecode = True  # no __pycache__ beside users' kernel files (nor ours)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # our modules, wherever we run from
 
+import impl_table  # noqa: E402
 from case_io import Unsupported  # noqa: E402
 from session import Session  # noqa: E402
 
@@ -107,7 +108,8 @@ def hello(torch, torch_why):
             devices = 0
     return {"hello": "opmeter-worker", "protocol": PROTOCOL, "python": platform.python_version(),
             "torch": torch.__version__ if torch is not None else None, "torch_why": torch_why,
-            "triton": triton, "triton_why": triton_why, "cuda_devices": devices}
+            "triton": triton, "triton_why": triton_why, "cuda_devices": devices,
+            "impls": impl_table.TABLE}
 
 
 def error_text(e):

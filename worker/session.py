@@ -6,9 +6,10 @@ import sys
 import time
 
 import gpu_timing
+import impl_table
 from case_io import Case, Unsupported, write_tensor
 
-TORCH_IMPLS = ("torch", "torch_compile", "torch_compile_max")
+TORCH_IMPLS = impl_table.impls_of("torch_ops")  # impls.json
 FALLBACK_L2_FLUSH_BYTES = 256 << 20  # when this torch does not report the L2 size
 GRAPH_WARMUP_CALLS = 3
 # Messages of exceptions that mean "cannot run here" rather than "ran wrong".

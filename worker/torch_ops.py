@@ -15,6 +15,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+import impl_table
 from case_io import Prepared, Unsupported, elem_dtype
 
 NORM_EPS = 1e-5      # ops/tensor/kernels.hpp kNormEps
@@ -380,9 +381,8 @@ OPS = {
     "decode_attention": _decode_attention,
 }
 
-# dtypes each op family takes from the torch impls (the ops' own dtypes; fp16 on CUDA).
-TENSOR_DTYPES = ("fp32", "bf16", "fp16")
-GEMM_DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp8_e4m3", "int8")
+# The ops and the dtypes each takes from the torch impls: impls.json's op set "torch_ops".
+OP_SET = "torch_ops"
 
 
 def first_line(e):
@@ -426,10 +426,10 @@ COMPILE_MODES = {"torch": None, "torch_compile": "default", "torch_compile_max":
 
 def make(case, input_sets):
     """Prepared for impl torch / torch_compile / torch_compile_max."""
-    if case.op not in OPS and case.op != "model":
+    if case.op not in impl_table.ops_of(OP_SET):
         raise Unsupported(f"{case.impl} has no form of op '{case.op}'")
-    dtypes = GEMM_DTYPES if case.op == "gemm" else TENSOR_DTYPES
-    if case.dtype_name not in dtypes:
+    if not impl_table.runs_dtype(OP_SET, case.op, case.dtype_name):
+        dtypes = impl_table.dtypes_of(OP_SET, case.op)
         raise Unsupported(f"{case.impl} runs {case.op} in {', '.join(dtypes)}, not {case.dtype_name}")
     mode = COMPILE_MODES[case.impl]
     if mode and not hasattr(torch, "compile"):

@@ -10,6 +10,7 @@ import torch
 import triton
 import triton.language as tl
 
+import impl_table
 from case_io import Prepared, Unsupported, elem_dtype
 
 NORM_EPS = 1e-5
@@ -335,13 +336,8 @@ def _matmul(a, b, out_dtype, precision, bias=None, act="none"):
     return c
 
 
-GEMM_DTYPES = ("fp32", "tf32", "fp16", "bf16", "int8", "fp8", "fp8_e4m3")
-
-
 def _gemm(case):
     M, N, K = case.int("M"), case.int("N"), case.int("K")
-    if case.dtype_name not in GEMM_DTYPES:
-        raise Unsupported(f"triton gemm runs {', '.join(GEMM_DTYPES)}, not {case.dtype_name}")
     if case.dtype_name.startswith("fp8") and torch.cuda.get_device_capability(case.device) < (9, 0):
         raise Unsupported("triton's fp8 e4m3 dot needs compute capability 9.0 or later")
     out_dt = elem_dtype(torch, case.output["elem"]) if case.output else case.dtype
@@ -377,14 +373,15 @@ OPS = {
     "gemm": _gemm,
     "linear": _linear,
 }
-TENSOR_DTYPES = ("fp32", "bf16", "fp16")
+OP_SET = "triton_kernels"  # the ops and their dtypes in impls.json
 
 
 def make(case, input_sets):
-    if case.op not in OPS:
+    if case.op not in impl_table.ops_of(OP_SET):
         raise Unsupported(f"triton: no kernel of ours for op '{case.op}' (ours: {', '.join(sorted(OPS))})")
-    if case.op != "gemm" and case.dtype_name not in TENSOR_DTYPES:
-        raise Unsupported(f"triton {case.op} runs {', '.join(TENSOR_DTYPES)}, not {case.dtype_name}")
+    if not impl_table.runs_dtype(OP_SET, case.op, case.dtype_name):
+        dtypes = impl_table.dtypes_of(OP_SET, case.op)
+        raise Unsupported(f"triton {case.op} runs {', '.join(dtypes)}, not {case.dtype_name}")
     fn, prep = OPS[case.op](case)
     details = {"triton": triton.__version__, "torch": torch.__version__,
                "gpu": torch.cuda.get_device_name(case.device)}

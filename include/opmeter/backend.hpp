@@ -28,6 +28,13 @@ struct SettingDef {
   std::string name;
   std::string help;                               // for messages: "graph=N (launches per CUDA graph)"
   std::function<void(const std::string&)> check;  // throws UsageError naming what is expected
+  // `run --NAME N` sets it on every case of the backend; N is 0..max, 0 turns it off.
+  std::string flag_help;
+  int max = 0;
+  std::string pipeline_default;  // what a pipeline's layers get unless the config says (empty: nothing)
+  // It batches a small kernel's launches into one sample (CUDA's graph): dropped where samples
+  // run back to back anyway (the sustained window) and where a whole model is timed.
+  bool batches_launches = false;
 };
 
 class Backend {
@@ -122,6 +129,8 @@ std::vector<Backend*> backends();
 // does ("unknown device 'x' (expected cpu or cuda:N, e.g. cuda:0)").
 Backend& backend_of(const std::string& device);
 inline Backend& backend_of(const Case& c) { return backend_of(c.device); }
+// Drops the settings of the case's backend that batch launches (SettingDef::batches_launches).
+void drop_launch_batching(Case& c);
 // The backend named by ImplDef::backend; null when none is.
 Backend* backend_named(const std::string& name);
 

@@ -1,5 +1,6 @@
 #pragma once
 #include <optional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ struct Plan {
   std::string source;  // file name or `suite:quick`
   std::vector<std::string> notes;  // what the expansion left out, and why
   std::size_t llc_bytes = 0;       // the config's llc_bytes (0: not given)
+  std::map<std::string, double> run_settings;  // the config's energy_window_s, ... (engine/run_settings.hpp)
   std::vector<std::string> kernels;  // users' Python kernels it names (FILE:NAME, absolute)
   // The config's `pipelines:`, per dtype: their layers' cases are in `cases` too.
   std::vector<pipeline::PlannedPipeline> pipelines;

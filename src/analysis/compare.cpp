@@ -130,6 +130,10 @@ Comparison compare_results(const ResultSet& base, const ResultSet& neu, const Co
     }
     seen.insert(r.case_string);
     const Result& n = *it->second;
+    if (auto bt = r.details.find("types"), nt = n.details.find("types");
+        bt != r.details.end() && nt != n.details.end() && bt->second != nt->second)
+      cmp.context_warnings.push_back(fmt::format("{} computes other types in the two runs (not the same work): BASE {}, NEW {}",
+                                                 r.case_string, bt->second, nt->second));
     CaseChange c{r.case_string, r.kase.op, std::string(to_string(r.status)), std::string(to_string(n.status))};
     // Which figure each side is compared on: the burst median and its samples, or, with
     // --sustained and on both sides, the sustained ones.

@@ -4,13 +4,15 @@
 
 #include <fmt/format.h>
 
+#include "ops/linear/linear.hpp"
 #include "report/reporters.hpp"
 #include "util/text.hpp"
 
 namespace opmeter {
 namespace {
-constexpr const char* kQuant = "quant";
-constexpr const char* kMode = "mode";
+// The keys the quantized linear declares (ops/linear/linear.hpp): its recipe and its mode.
+using linear::kMode;
+using linear::kQuant;
 
 std::optional<double> metric(const Result& r, const std::string& name) {
   auto it = r.metrics.find(name);

@@ -42,6 +42,11 @@ Backend* backend_named(const std::string& name) {
   return nullptr;
 }
 
+void drop_launch_batching(Case& c) {
+  for (auto& setting : backend_of(c).settings())
+    if (setting.batches_launches) c.drop_setting(setting.name);
+}
+
 std::unique_ptr<Impl> Backend::make(const ImplDef& def, const Case&) { return def.make(); }
 
 void Backend::mark_memory(const Case&) {

@@ -15,6 +15,7 @@
 #include "analysis/fusion.hpp"
 #include "opmeter/registry.hpp"
 #include "report/reporters.hpp"
+#include "results/calibration_profile.hpp"
 #include "util/output_path.hpp"
 
 namespace opmeter {
@@ -159,45 +160,36 @@ int calibrate_command(const CalibrateArgs& a) {
     return code;
   }
 
-  nlohmann::json peaks = nlohmann::json::object(), bw_kernels = nlohmann::json::object(),
-                 caches = nlohmann::json::array();
-  double memory = 0;
+  CalibrationProfile profile;
   for (auto& r : results) {
     if (r.status != Status::ok) continue;
     if (ceiling_of(r.kase.op) == CeilingKind::compute) {  // a GPU's fastest kernel of the dtype (mma or wgmma)
-      auto& best = peaks[std::string(to_string(r.kase.dtype))];
-      best = std::max(best.is_number() ? best.get<double>() : 0.0, r.gflops);
+      auto& best = profile.peak_gflops[std::string(to_string(r.kase.dtype))];
+      best = std::max(best, r.gflops);
     }
     if (ceiling_of(r.kase.op) != CeilingKind::memory) continue;
     if (auto it = level_of_case.find(r.case_string); it != level_of_case.end()) {
-      caches.push_back({{"level", it->second}, {"array_bytes", r.work.bytes_read}, {"read_gbps", r.gbps}});
+      profile.bandwidth.caches.push_back({{"level", it->second}, {"array_bytes", r.work.bytes_read}, {"read_gbps", r.gbps}});
     } else {
-      bw_kernels[r.kase.get("kernel")] = r.gbps;
-      memory = std::max(memory, r.gbps);
+      profile.bandwidth.kernels[r.kase.get("kernel")] = r.gbps;
+      profile.bandwidth.memory_gbps = std::max(profile.bandwidth.memory_gbps, r.gbps);
     }
   }
-  if (peaks.empty() || memory <= 0) {
+  if (profile.peak_gflops.empty() || profile.bandwidth.memory_gbps <= 0) {
     fmt::print(stderr, "opmeter: calibrate could not measure the peak or the memory bandwidth; no profile written\n");
     return 1;
   }
   FusionThresholds t;
-  nlohmann::json profile = {
-      {"schema", kCalibrationSchema},
-      {"created", utc_now_iso()},
-      {"threads", threads},
-      {"device", host ? kHostDevice : a.device},
-      {"peak_gflops", peaks},
-      {"bandwidth",
-       {{"memory_gbps", memory},
-        {"array_bytes", plan.array_bytes},
-        {"kernels", bw_kernels},
-        {"caches", caches},
-        {"note", caches.empty() ? "cache sizes unknown on this machine: cache bandwidth not measured"
-                                : "hot read bandwidth over half of each data cache level the threads use"}}},
-      {"fusion", fusion_json(fusion_rows(results, t), t)},
-      {"context", machine_context()},
-  };
-  write_atomically(a.out, dump_json(profile, 2) + "\n");
+  profile.created = utc_now_iso();
+  profile.threads = threads;
+  profile.device = host ? kHostDevice : a.device;
+  profile.bandwidth.array_bytes = static_cast<double>(plan.array_bytes);
+  profile.bandwidth.note = profile.bandwidth.caches.empty()
+                               ? "cache sizes unknown on this machine: cache bandwidth not measured"
+                               : "hot read bandwidth over half of each data cache level the threads use";
+  profile.fusion = fusion_json(fusion_rows(results, t), t);
+  profile.context = machine_context();
+  write_atomically(a.out, dump_json(profile.to_json(), 2) + "\n");
   fmt::print(stderr, "opmeter: calibration profile written to {}\n", a.out);
   return results_exit_code(results);
 }

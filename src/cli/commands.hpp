@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "engine/run_settings.hpp"
 #include "engine/stopping_settings.hpp"
 #include "opmeter/config.hpp"
 #include "opmeter/pipeline_plan.hpp"
@@ -36,10 +37,8 @@ struct RunArgs {
   bool no_report = false;
   std::string formats;              // --format: results files by reporter name, comma-separated
   std::string device;               // cpu or cuda:N: replaces the config's device
-  std::optional<int> graph;         // CUDA Graph launches per sample for every CUDA case
   bool profile = false;
-  std::optional<double> energy_window_s;
-  std::optional<double> cooldown_s, heat_max_s;
+  RunSettingValues settings;        // --energy-window, --graph, ... (see run_setting_table())
   std::vector<std::string> kernels;  // --kernel FILE[:NAME]: users' Python kernels
   std::string child_result;  // internal: isolated child writes its one result here
   bool check_only = false;   // internal: the isolated child of `opmeter check` checks, untimed

@@ -27,6 +27,7 @@
 #include "opmeter/reporter_registry.hpp"
 #include "plugins/c_plugin.hpp"
 #include "report/reporters.hpp"
+#include "results/calibration_profile.hpp"
 #include "results/result_set.hpp"
 #include "results/run_dir.hpp"
 #include "opmeter/runner.hpp"
@@ -94,14 +95,11 @@ nlohmann::json run_settings(const RunArgs& a, const std::string& source, const R
   if (a.threads) j["threads"] = *a.threads;
   if (!a.calibration.empty()) j["calibration"] = std::filesystem::absolute(a.calibration, ec).string();
   if (!a.device.empty()) j["device"] = a.device;
-  if (a.graph) j["graph"] = *a.graph;
   if (o.profile) j["profile"] = true;
   if (!a.kernels.empty()) j["kernels"] = o.kernels;  // absolute: --resume may run elsewhere
   if (!a.plugins.empty()) j["plugins"] = loaded_plugins();
   if (llc_bytes_overridden()) j["llc_bytes"] = llc_bytes();
-  j["energy_window_s"] = o.energy_window_s;
-  j["cooldown_s"] = o.cooldown_s;
-  j["heat_max_s"] = o.heat_max_s;
+  add_run_settings_json(j, o, a.settings);
   return j;
 }
 
@@ -142,20 +140,10 @@ void take_stored_settings(RunArgs& a) {
   a.isolate = a.isolate || s->value("isolate", false);
   if (!a.seed_given && (*s)["seed"].is_number_unsigned()) a.seed = (*s)["seed"].get<std::uint64_t>();
   restore(a.threads, *s, "threads");
-  restore(a.graph, *s, "graph");
   restore(a.llc_bytes, *s, "llc_bytes");
-  restore(a.energy_window_s, *s, "energy_window_s");
-  restore(a.cooldown_s, *s, "cooldown_s");
-  restore(a.heat_max_s, *s, "heat_max_s");
+  restore_run_settings(a.settings, *s);
   if (s->contains("stopping")) restore_stopping(a.stopping, (*s)["stopping"]);
   fmt::print(stderr, "opmeter: resuming with the settings stored in {}\n", a.resume);
-}
-
-// Whether the case's backend takes a setting (CUDA's graph=N).
-bool takes_setting(const Case& c, const std::string& name) {
-  for (auto& s : backend_of(c).settings())
-    if (s.name == name) return true;
-  return false;
 }
 
 // More threads than usable CPUs share them: the results then measure the sharing.
@@ -248,9 +236,8 @@ nlohmann::json read_calibration(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(fmt::format("--calibration {}: not JSON ({})", path, e.what()));
   }
-  Ceilings check;  // reject anything that is not a profile now, before any case runs
-  try {
-    check.load_profile(j);
+  try {  // reject anything that is not a profile now, before any case runs
+    CalibrationProfile::from_json(j);
   } catch (const UsageError& e) {
     throw UsageError(fmt::format("--calibration {}: {}", path, e.what()));
   }
@@ -381,16 +368,15 @@ void add_run_command(CLI::App& app, RunArgs& a) {
                               ReporterRegistry::global().known()));
   run->add_flag("--dry-run", a.dry_run, "print the cases the plan expands to and stop");
   run->add_option("--device", a.device, "where cases run: cpu (default) or cuda:N; picks that backend's impls");
-  run->add_option("--graph", a.graph, "CUDA cases: capture N back-to-back launches in one CUDA graph per sample (0: off)")
-      ->check(CLI::Range(0, 100000));
   run->add_flag("--profile", a.profile, "run each case once after warm-up, inside the profiler's capture range (nsys/ncu)");
-  run->add_option("--energy-window", a.energy_window_s,
-                  "CUDA cases: seconds at steady power over which the sustained time and the energy are measured (default 1; 0: off)")
-      ->check(kFinite)->check(CLI::Range(0.0, 600.0));
-  run->add_option("--cooldown", a.cooldown_s, "CUDA cases: seconds the GPU idles before the burst samples (default 0.5)")
-      ->check(kFinite)->check(CLI::Range(0.0, 600.0));
-  run->add_option("--heat-max", a.heat_max_s, "CUDA cases: at most this many seconds of calls until power settles, before the sustained window (default 5)")
-      ->check(kFinite)->check(CLI::Range(0.0, 600.0));
+  for (auto& setting : run_setting_table()) {  // --energy-window, --graph, ...
+    auto given = [&a, key = setting.key](double value) { a.settings[key] = value; };
+    if (setting.integer)
+      run->add_option_function<std::int64_t>(setting.flag, given, setting.help)
+          ->check(CLI::Range(static_cast<std::int64_t>(setting.lo), static_cast<std::int64_t>(setting.hi)));
+    else
+      run->add_option_function<double>(setting.flag, given, setting.help)->check(kFinite)->check(CLI::Range(setting.lo, setting.hi));
+  }
   add_user_impl_options(run, a.kernels, a.plugins);
   run->add_option("--pipeline", a.pipelines,
                   "run a built-in pipeline layer by layer, NAME[:key=value,...] (e.g. resnet50:batch=64,dtype=bf16); "
@@ -414,9 +400,7 @@ int run_command(const RunArgs& given, const char* argv0) {
   options.self_exe = self_path(argv0);
   options.case_deadline_s = a.case_deadline_s.value_or(0);
   options.profile = a.profile;
-  if (a.energy_window_s) options.energy_window_s = *a.energy_window_s;
-  if (a.cooldown_s) options.cooldown_s = *a.cooldown_s;
-  if (a.heat_max_s) options.heat_max_s = *a.heat_max_s;
+  options = apply_run_settings(options, a.settings);  // a config's come under them, once it is read
   options.kernels = load_user_impls(a.kernels, a.plugins).kernel_specs;  // before any case names them
   if (!a.child_result.empty()) {
     options.stopping = apply_overrides(Stopping{}, a.stopping);
@@ -430,15 +414,13 @@ int run_command(const RunArgs& given, const char* argv0) {
   options.plugins = loaded_plugins();  // the config's too: isolated cases load them again
   if (!a.llc_bytes && plan.llc_bytes) set_llc_bytes(plan.llc_bytes);
   options.stopping = apply_overrides(plan.stopping, a.stopping);
+  options = apply_run_settings(apply_run_settings(options, plan.run_settings), a.settings);
   std::vector<Case> cases;
   std::optional<std::regex> filter = compile_filter(a.filter);
   for (auto& note : plan.notes) fmt::print(stderr, "opmeter: {}\n", note);
   for (auto c : plan.cases) {
     if (a.threads && c.on_host()) c.threads = *a.threads;
-    if (a.graph && takes_setting(c, "graph")) {
-      if (*a.graph > 0) c.set_setting("graph", std::to_string(*a.graph));
-      else c.drop_setting("graph");
-    }
+    apply_case_settings(c, a.settings);
     if (a.hot) c.hot = true;
     if (filter && !std::regex_search(c.to_string(), *filter)) continue;
     cases.push_back(c);

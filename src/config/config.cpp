@@ -15,6 +15,7 @@
 #include <fmt/ranges.h>
 
 #include "config/yaml_reader.hpp"
+#include "engine/run_settings.hpp"
 #include "engine/stopping_settings.hpp"
 #include "opmeter/backend.hpp"
 #include "opmeter/context.hpp"
@@ -489,6 +490,7 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   }
   for (auto* b : backends())
     for (auto& setting : b->settings()) allow(setting.name);
+  for (auto& key : run_setting_config_keys()) allow(key);
   r.check_keys(root, top_keys, "the config");
   const auto unloaded_plugins =
       root["plugins"] ? load_config_plugins(r, root["plugins"], source, code) : std::vector<std::string>{};
@@ -595,6 +597,9 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
 
   plan.source = source;
   if (root["stopping"]) plan.stopping = read_stopping(r, root["stopping"], plan.stopping);
+  for (auto& setting : run_setting_table())
+    if (auto node = root[setting.key]; node && !setting.is_case_setting())  // case settings: read above, with the device
+      plan.run_settings[setting.key] = r.number(node, setting.key, setting.lo, setting.hi);
   if (root["llc_bytes"])
     plan.llc_bytes = static_cast<std::size_t>(r.integer(root["llc_bytes"], "llc_bytes (bytes)", 1 << 16, std::int64_t{1} << 40));
   // --llc-bytes (already set) wins over the config's.
@@ -675,11 +680,9 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
     Case where = like;
     where.threads = static_cast<int>(threads.front());
     where.hot = hot;
-    // Small kernels of a pipeline on a GPU are timed 100 to a CUDA graph unless the config says.
-    if (!where.on_host() && !root["graph"]) {
-      for (auto& setting : backend.settings())
-        if (setting.name == "graph") where.set_setting("graph", "100");
-    }
+    // A pipeline's small kernels get the backend's pipeline defaults (CUDA: 100 to a graph) unless the config says.
+    for (auto& setting : backend.settings())
+      if (!setting.pipeline_default.empty() && !root[setting.name]) where.set_setting(setting.name, setting.pipeline_default);
     for (auto d : dtypes)
       for (auto& p : read_pipelines(r, root["pipelines"], d)) {
         try {

@@ -43,7 +43,11 @@ class CudaBackend final : public Backend {
                auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
                if (ec != std::errc() || end != v.data() + v.size() || n < 1 || n > kMaxGraphLaunches)
                  throw UsageError(fmt::format("graph must be the launches per graph, 1..{}", kMaxGraphLaunches));
-             }}};
+             },
+             .flag_help = "CUDA cases: capture N back-to-back launches in one CUDA graph per sample (0: off)",
+             .max = kMaxGraphLaunches,
+             .pipeline_default = "100",  // a pipeline's small kernels would time their launch gaps
+             .batches_launches = true}};
   }
 
   std::string first_device() const override { return "cuda:0"; }

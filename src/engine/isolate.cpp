@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/run_settings.hpp"
 #include "engine/stopping_settings.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/runner.hpp"
@@ -26,10 +27,8 @@ namespace {
 
 std::vector<std::string> child_args(const Case& c, const RunOptions& o, const std::string& result_file) {
   std::vector<std::string> args = {o.self_exe, "run", "--case", c.to_string(), "--child-result", result_file,
-          "--seed", std::to_string(o.seed), "--energy-window", fmt::format("{}", o.energy_window_s),
-          "--cooldown", fmt::format("{}", o.cooldown_s), "--heat-max", fmt::format("{}", o.heat_max_s)};
-  auto stopping = stopping_args(o.stopping);
-  args.insert(args.end(), stopping.begin(), stopping.end());
+          "--seed", std::to_string(o.seed)};
+  for (auto& more : {stopping_args(o.stopping), run_setting_args(o)}) args.insert(args.end(), more.begin(), more.end());
   if (llc_bytes_overridden()) args.insert(args.end(), {"--llc-bytes", std::to_string(llc_bytes())});
   if (o.profile) args.push_back("--profile");
   if (o.check_only) args.push_back("--check-only");

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "engine/contention.hpp"
+#include "engine/element_types.hpp"
 #include "opmeter/backend.hpp"
 #include "opmeter/buffer.hpp"
 #include "opmeter/context.hpp"
@@ -20,6 +21,7 @@
 #include "opmeter/registry.hpp"
 #include "opmeter/sensor.hpp"
 #include "opmeter/telemetry.hpp"
+#include "results/calibration_profile.hpp"
 
 namespace opmeter {
 namespace {
@@ -97,9 +99,9 @@ void measure_sustained(Result& r, Impl& impl, const Case& c, Backend& backend, T
   run_for(impl, batch, heat_s, cancel, [&] { return telemetry && power_steady(telemetry->snapshot()); });
   r.details["sustained_heat_s"] = fmt::format("{:.2f}", now_s() - heat_start);
 
-  Case hot = c;  // the window's samples are back to back: no L2 flush, no graph
+  Case hot = c;  // the window's samples are back to back: no L2 flush, no launch batching
   hot.hot = true;
-  hot.drop_setting("graph");
+  drop_launch_batching(hot);
   auto device_timer = timer_for(backend, impl, hot);
   SampleTimer* timer = device_timer.get();
   std::optional<TelemetryTimer> watched;
@@ -291,6 +293,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     auto impl = backend.make(impl_def, c);
     impl->setup(c, {r.copies, options.seed});
     r.details = impl->details();
+    if (auto types = element_types(c); !types.empty()) r.details["types"] = types;
 
     auto check = impl->verify(options.seed + 1);
     r.max_error = check.max_error;
@@ -378,6 +381,7 @@ Result check_case(const Case& c, const RunOptions& options) {
     auto impl = backend.make(impl_def, c);
     impl->setup(c, {1, options.seed});
     r.details = impl->details();
+    if (auto types = element_types(c); !types.empty()) r.details["types"] = types;
     auto check = impl->verify(options.seed + 1);  // poisons the output, runs once, compares
     r.max_error = check.max_error;
     r.tolerance = check.tolerance;
@@ -435,27 +439,21 @@ void Ceilings::learn(const Result& r) {
   }
 }
 
-void Ceilings::load_profile(const nlohmann::json& p) {
-  if (!p.is_object() || p.value("schema", "") != kCalibrationSchema)
-    throw UsageError(fmt::format("not an opmeter calibration profile (expected \"schema\": \"{}\")", kCalibrationSchema));
-  try {
-    // A device's profile holds for that device; the host's for its thread count.
-    Case host;
-    host.threads = p.at("threads").get<int>();
-    host.device = p.value("device", std::string(kHostDevice));
-    auto at = where(host);
-    const std::string from = fmt::format("the calibration profile of {}", p.value("created", "unknown date"));
-    for (auto& [name, v] : p.at("peak_gflops").items())
-      if (auto d = parse_dtype(name)) {
-        if (v.get<double>() > gflops_[{*d, at}]) gflops_from_[{*d, at}] = from;
-        gflops_[{*d, at}] = std::max(gflops_[{*d, at}], v.get<double>());
-      }
-    const double memory = p.at("bandwidth").at("memory_gbps").get<double>();
-    if (memory > gbps_[at]) gbps_from_[at] = from;
-    gbps_[at] = std::max(gbps_[at], memory);
-  } catch (const nlohmann::json::exception& e) {
-    throw UsageError(std::string("calibration profile is malformed: ") + e.what());
+void Ceilings::load_profile(const nlohmann::json& j) {
+  const CalibrationProfile p = CalibrationProfile::from_json(j);
+  // A device's profile holds for that device; the host's for its thread count.
+  Case host;
+  host.threads = p.threads;
+  host.device = p.device;
+  auto at = where(host);
+  const std::string from = fmt::format("the calibration profile of {}", p.created.empty() ? "unknown date" : p.created);
+  for (auto& [name, gflops] : p.peak_gflops) {
+    const auto key = std::make_pair(*parse_dtype(name), at);
+    if (gflops > gflops_[key]) gflops_from_[key] = from;
+    gflops_[key] = std::max(gflops_[key], gflops);
   }
+  if (p.bandwidth.memory_gbps > gbps_[at]) gbps_from_[at] = from;
+  gbps_[at] = std::max(gbps_[at], p.bandwidth.memory_gbps);
 }
 
 std::optional<double> Ceilings::peak(DType d, const std::string& at) const {

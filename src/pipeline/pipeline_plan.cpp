@@ -88,7 +88,7 @@ PlannedPipeline plan_pipeline(Pipeline p, const Case& like, const std::vector<st
     m.impl = "torch";
     m.dtype = p.dtype;
     m.label = p.name + ": end to end (PyTorch)";
-    m.drop_setting("graph");  // a whole model is no small kernel: timed as PyTorch runs it
+    drop_launch_batching(m);  // a whole model is no small kernel: timed as PyTorch runs it
     for (const auto& [key, value] : model->defaults) {
       auto given = std::find_if(p.params.begin(), p.params.end(), [&](const auto& kv) { return kv.first == key; });
       m.params.emplace_back(key, key == "name" ? p.name : given != p.params.end() ? given->second : value);

@@ -9,6 +9,7 @@
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/runner.hpp"
+#include "results/calibration_profile.hpp"
 
 namespace opmeter::predict {
 
@@ -116,26 +117,20 @@ Ceilings Ceilings::from_json(const nlohmann::json& j) {
 }
 
 Ceilings ceilings_from_profile(const nlohmann::json& profile, const std::string& path) {
-  if (!profile.is_object() || profile.value("schema", "") != kCalibrationSchema)
-    throw UsageError(fmt::format("{}: not an opmeter calibration profile (expected \"schema\": \"{}\")", path,
-                                 kCalibrationSchema));
+  CalibrationProfile p;
   try {
-    Ceilings c;
-    c.device = profile.value("device", std::string(kHostDevice));
-    c.threads = c.device == kHostDevice ? profile.value("threads", 0) : 0;
-    const auto& peaks = profile.at("peak_gflops");
-    if (!peaks.is_object()) throw UsageError(fmt::format("{}: peak_gflops must be an object by dtype", path));
-    for (auto& [k, v] : peaks.items()) {
-      if (!parse_dtype(k)) throw UsageError(fmt::format("{}: unknown dtype '{}' in peak_gflops", path, k));
-      c.peak_gflops[k] = positive(v, fmt::format("{}: peak_gflops.{}", path, k));
-    }
-    c.memory_gbps = positive(profile.at("bandwidth").at("memory_gbps"), path + ": bandwidth.memory_gbps");
-    add_context(c, profile.value("context", nlohmann::json::object()));
-    c.source = "calibration profile " + path;
-    return c;
-  } catch (const nlohmann::json::exception& e) {
-    throw UsageError(fmt::format("{}: malformed calibration profile ({})", path, e.what()));
+    p = CalibrationProfile::from_json(profile);
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("{}: {}", path, e.what()));
   }
+  Ceilings c;
+  c.device = p.device;
+  c.threads = c.device == kHostDevice ? p.threads : 0;
+  c.peak_gflops = p.peak_gflops;
+  c.memory_gbps = p.bandwidth.memory_gbps;
+  add_context(c, p.context);
+  c.source = "calibration profile " + path;
+  return c;
 }
 
 std::map<std::string, Ceilings> ceilings_from_results(const std::vector<ResultSet>& sets) {

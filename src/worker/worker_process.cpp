@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/interrupt.hpp"
+#include "worker/worker_impls.hpp"
 
 extern char** environ;
 
@@ -129,6 +130,10 @@ WorkerProcess::WorkerProcess(std::vector<std::string> argv, double start_deadlin
     kill_now();
     throw std::runtime_error(fmt::format("the worker {} speaks protocol version {}, this opmeter speaks version {}", argv.back(),
                                          version, kProtocolVersion));
+  }
+  if (auto note = announcement_note(hello_); !note.empty()) {
+    static std::once_flag said;
+    std::call_once(said, [&] { fmt::print(stderr, "opmeter: warning: {} ({})\n", note, argv.back()); });
   }
 }
 

@@ -238,7 +238,16 @@ def test_matmul():
                (64 + 8 * math.sqrt(K)) * 2.0 ** -24)
 
 
+def test_table():
+    """The kernels are the ones impls.json declares (the worker announces that table)."""
+    import impl_table
+    declared = set(impl_table.ops_of(tk.OP_SET))
+    if set(tk.OPS) != declared:
+        failures.append(f"triton_kernels.OPS {sorted(tk.OPS)} != impls.json's {sorted(declared)}")
+
+
 def main():
+    test_table()
     test_elementwise()
     test_rows()
     test_matmul()

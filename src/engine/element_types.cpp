@@ -1,0 +1,26 @@
+#include "engine/element_types.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "opmeter/op_spec.hpp"
+#include "opmeter/registry.hpp"
+
+namespace opmeter {
+
+std::string element_types(const Case& c) {
+  const OpDef* op = Registry::global().op(c.op);
+  if (!op || !op->spec) return "";
+  try {
+    auto spec = op->spec();
+    spec->bind(c);
+    std::vector<std::string> inputs;
+    for (auto& d : spec->inputs()) inputs.push_back(fmt::format("{} {}", d.name, elem_name(d.elem)));
+    auto out = spec->output();
+    return fmt::format("{} -> {} {}", fmt::join(inputs, ", "), out.name, elem_name(out.elem));
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+}  // namespace opmeter

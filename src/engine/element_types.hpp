@@ -1,0 +1,16 @@
+// The element types a case computes on, read from its op's spec: inputs, then the output, e.g.
+// "A u8, B s8 -> C s32". A dtype names the inputs; what the rest are may differ by device (a bf16
+// GEMM writes an fp32 C on the CPU and a bf16 C on CUDA; an int8 GEMM is u8 x s8 on the CPU and
+// s8 x s8 on CUDA), so every result records it (details "types") and compare flags a case whose
+// types differ between the two runs.
+#pragma once
+#include <string>
+
+#include "opmeter/case.hpp"
+
+namespace opmeter {
+
+// Empty for an op without a spec (its impls run in-process only) or a case its spec refuses.
+std::string element_types(const Case& c);
+
+}  // namespace opmeter

@@ -1,0 +1,67 @@
+#include "results/calibration_profile.hpp"
+
+#include <fmt/format.h>
+
+#include "opmeter/dtype.hpp"
+#include "opmeter/errors.hpp"
+#include "opmeter/runner.hpp"
+
+namespace opmeter {
+namespace {
+
+double positive(const nlohmann::json& j, const std::string& what) {
+  if (!j.is_number() || !(j.get<double>() > 0))
+    throw UsageError(fmt::format("{} must be a positive number, got {}", what, j.dump()));
+  return j.get<double>();
+}
+
+}  // namespace
+
+nlohmann::json CalibrationProfile::to_json() const {
+  nlohmann::json j = {
+      {"schema", kCalibrationSchema},
+      {"created", created},
+      {"threads", threads},
+      {"device", device},
+      {"peak_gflops", peak_gflops},
+      {"bandwidth",
+       {{"memory_gbps", bandwidth.memory_gbps},
+        {"array_bytes", bandwidth.array_bytes},
+        {"kernels", bandwidth.kernels},
+        {"caches", bandwidth.caches},
+        {"note", bandwidth.note}}},
+  };
+  if (!fusion.is_null()) j["fusion"] = fusion;
+  if (!context.is_null()) j["context"] = context;
+  return j;
+}
+
+CalibrationProfile CalibrationProfile::from_json(const nlohmann::json& j) {
+  if (!j.is_object() || j.value("schema", "") != kCalibrationSchema)
+    throw UsageError(fmt::format("not an opmeter calibration profile (expected \"schema\": \"{}\")", kCalibrationSchema));
+  try {
+    CalibrationProfile p;
+    p.created = j.value("created", "");
+    p.threads = j.at("threads").get<int>();
+    p.device = j.value("device", std::string(kHostDevice));
+    const auto& peaks = j.at("peak_gflops");
+    if (!peaks.is_object()) throw UsageError("peak_gflops must be an object by dtype, got " + peaks.dump());
+    for (auto& [name, v] : peaks.items()) {
+      if (!parse_dtype(name)) throw UsageError(fmt::format("unknown dtype '{}' in peak_gflops", name));
+      p.peak_gflops[name] = positive(v, "peak_gflops." + name);
+    }
+    const auto& bw = j.at("bandwidth");
+    p.bandwidth.memory_gbps = positive(bw.at("memory_gbps"), "bandwidth.memory_gbps");
+    p.bandwidth.array_bytes = bw.value("array_bytes", 0.0);
+    if (bw.contains("kernels")) p.bandwidth.kernels = bw["kernels"].get<std::map<std::string, double>>();
+    if (bw.contains("caches")) p.bandwidth.caches = bw["caches"];
+    p.bandwidth.note = bw.value("note", "");
+    if (j.contains("fusion")) p.fusion = j["fusion"];
+    if (j.contains("context")) p.context = j["context"];
+    return p;
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(std::string("calibration profile is malformed: ") + e.what());
+  }
+}
+
+}  // namespace opmeter

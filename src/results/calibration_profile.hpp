@@ -1,0 +1,34 @@
+// The calibration profile `opmeter calibrate` writes and `run --calibration` and `predict fit
+// --calibration` read: one type, written and parsed here only.
+#pragma once
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "opmeter/case.hpp"
+
+namespace opmeter {
+
+struct CalibrationProfile {
+  std::string created;               // UTC, ISO 8601 (empty in a profile that lacks it)
+  int threads = 0;                   // the host's thread count it was measured with
+  std::string device = kHostDevice;  // where it holds: the host or cuda:N
+  std::map<std::string, double> peak_gflops;  // by dtype name: its fastest peak kernel
+  struct Bandwidth {
+    double memory_gbps = 0;                    // the fastest streaming kernel's
+    double array_bytes = 0;                    // of each streamed array
+    std::map<std::string, double> kernels;     // GB/s by bandwidth kernel (copy, triad, ...)
+    nlohmann::json caches = nlohmann::json::array();  // [{level, array_bytes, read_gbps}]
+    std::string note;
+  } bandwidth;
+  nlohmann::json fusion;   // analysis/fusion.hpp's fusion_json, as measured (null: none)
+  nlohmann::json context;  // the machine context it was measured in (null: none)
+
+  nlohmann::json to_json() const;
+  // UsageError saying what is wrong when `j` is no profile: another schema, a missing or
+  // malformed field, an unknown dtype, a ceiling that is not a positive number.
+  static CalibrationProfile from_json(const nlohmann::json& j);
+};
+
+}  // namespace opmeter

@@ -1,0 +1,48 @@
+// A GEMM dtype computes different element types on the CPU and on CUDA (ops/gemm/gemm.hpp): the
+// difference is declared by the op's spec, recorded in every result and flagged by compare.
+#include <gtest/gtest.h>
+
+#include "analysis/compare.hpp"
+#include "engine/element_types.hpp"
+#include "opmeter/runner.hpp"
+#include "quick_options.hpp"
+#include "result_fixtures.hpp"
+
+using namespace opmeter;
+using namespace opmeter::fixtures;
+using opmeter::testing::quick_options;
+
+TEST(ElementTypes, GemmSaysWhatEachDeviceComputes) {
+  const std::string shape = "/M=8,N=8,K=8/";
+  // As ops/gemm/gemm.hpp documents them: a bf16 C on CUDA, fp32 on the CPU; u8 x s8 on the CPU.
+  EXPECT_EQ(element_types(parse_case("gemm/onednn/bf16" + shape + "threads=1")), "A bf16, B bf16 -> C f32");
+  EXPECT_EQ(element_types(parse_case("gemm/cublaslt/bf16" + shape + "device=cuda:0")), "A bf16, B bf16 -> C bf16");
+  EXPECT_EQ(element_types(parse_case("gemm/onednn/int8" + shape + "threads=1")), "A u8, B s8 -> C s32");
+  EXPECT_EQ(element_types(parse_case("gemm/cublaslt/int8" + shape + "device=cuda:0")), "A s8, B s8 -> C s32");
+  EXPECT_EQ(element_types(parse_case("gemm/onednn/fp32" + shape + "threads=1")), "A f32, B f32 -> C f32");
+  EXPECT_EQ(element_types(parse_case("peak/opmeter/fp32/kernel=fma/threads=1")), "");  // no spec: nothing to say
+}
+
+TEST(ElementTypes, EveryResultRecordsThem) {
+  Case c = parse_case("gemm/reference/bf16/M=8,N=8,K=8/threads=1");
+  Result r = run_case(c, quick_options());
+  ASSERT_EQ(r.status, Status::ok) << r.reason;
+  EXPECT_EQ(r.details["types"], "A bf16, B bf16 -> C f32");
+}
+
+TEST(ElementTypes, CompareFlagsACaseWhoseTypesDiffer) {
+  const char* kCase = "gemm/x/bf16/M=8,N=8,K=8/threads=1";
+  Result base = measured(kCase, samples_around(1e-3, 20, 0.01, 1));
+  Result neu = measured(kCase, samples_around(1e-3, 20, 0.01, 2));
+  base.details["types"] = "A bf16, B bf16 -> C f32";
+  neu.details["types"] = "A bf16, B bf16 -> C bf16";
+  ResultSet a{"a", ResultsFormat::results_json, {}, {base}}, b{"b", ResultsFormat::results_json, {}, {neu}};
+  auto warned = [](const Comparison& c) {
+    for (auto& w : c.context_warnings)
+      if (w.find("computes other types") != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(warned(compare_results(a, b)));
+  b.results[0].details["types"] = base.details["types"];
+  EXPECT_FALSE(warned(compare_results(a, b)));
+}
