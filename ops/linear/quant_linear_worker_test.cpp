@@ -84,7 +84,9 @@ TEST(QuantWorker, TorchKernelsRunOrAreSkippedNamingWhatIsMissing) {
   EXPECT_EQ(hqq.status, Status::skipped);
   EXPECT_TRUE(contains(hqq.reason, "HQQ")) << hqq.reason;
   Result ao = run("linear/torchao/bf16/" + shape + ",act=none,quant=int8wo/threads=1");
-  if (ao.status == Status::skipped) EXPECT_TRUE(contains(ao.reason, "torchao")) << ao.reason;
+  if (ao.status == Status::skipped) {
+    EXPECT_TRUE(contains(ao.reason, "torchao")) << ao.reason;
+  }
   Result aot = run("layernorm/torch_compile_aot_eager/fp32/batch=2,seq=8,hidden=96/threads=1");
   if (aot.status == Status::skipped) {
     EXPECT_TRUE(contains(aot.reason, "torch.compile")) << aot.reason;
