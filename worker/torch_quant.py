@@ -155,6 +155,8 @@ def _matmul(case, weights, acts, group, w):
             return mm(xq, wt).float() * xs * ws
         return int8dq, (codes.t(), s)  # W^T as a view: the column-major operand
     if weights == "fp8" and acts in ("fp8_tensor", "fp8_row"):
+        if acts == "fp8_row" and case.dtype != torch.bfloat16:
+            raise Unsupported(f"rowwise torch._scaled_mm writes bf16 only: its output would not hold {case.dtype_name}")
         mm = kernel("_scaled_mm")
         if not hasattr(torch, "float8_e4m3fn"):
             raise Unsupported(f"torch {torch.__version__} has no torch.float8_e4m3fn")

@@ -245,6 +245,7 @@ def test_what_cannot_run_is_unsupported_with_the_reason():
     expect("hqq", "HQQ" in unsupported_reason("linear", "bf16", "hqq-int4-32"))
     expect("float8wo", "weight-only" in unsupported_reason("linear", "bf16", "float8wo"))
     expect("int4wo in fp32", "bf16" in unsupported_reason("linear", "fp32", "int4wo-32"))
+    expect("float8dq-row in fp32", "bf16 only" in unsupported_reason("linear", "fp32", "float8dq-row"))
     try:
         import torchao  # noqa: F401
     except Exception:  # noqa: BLE001
