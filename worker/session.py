@@ -10,6 +10,7 @@ import impl_table
 from case_io import Case, Unsupported, write_tensor
 
 TORCH_IMPLS = impl_table.impls_of("torch_ops")  # impls.json
+QUANT_IMPLS = impl_table.impls_of("quant_ops")  # worker/torch_quant.py
 FALLBACK_L2_FLUSH_BYTES = 256 << 20  # when this torch does not report the L2 size
 GRAPH_WARMUP_CALLS = 3
 # Messages of exceptions that mean "cannot run here" rather than "ran wrong".
@@ -149,6 +150,8 @@ class Session:
             return importlib.import_module("user_kernels").make(self.torch, case, input_sets)
         if case.impl in TORCH_IMPLS:
             return importlib.import_module("torch_ops").make(case, input_sets)
+        if case.impl in QUANT_IMPLS:
+            return importlib.import_module("torch_quant").make(case, input_sets)
         if case.impl == "triton":
             if not case.cuda:
                 raise Unsupported("triton needs a CUDA device")
@@ -157,7 +160,7 @@ class Session:
             except Exception as e:  # not installed, or broken against this torch/CUDA
                 raise Unsupported(f"triton cannot be imported: {type(e).__name__}: {first_line(e)}") from None
             return triton_kernels.make(case, input_sets)
-        raise Unsupported(f"the worker has no impl '{case.impl}' (it has {', '.join(TORCH_IMPLS)}, triton "
+        raise Unsupported(f"the worker has no impl '{case.impl}' (it has {', '.join(TORCH_IMPLS + QUANT_IMPLS)}, triton "
                           f"and user kernels)")
 
     def _first_call(self):
@@ -168,7 +171,7 @@ class Session:
             out = self.prepared.call(0)
             self._sync()
         except Exception as e:
-            if case.impl in ("torch_compile", "torch_compile_max"):
+            if case.impl.startswith("torch_compile"):
                 raise Unsupported(f"{case.impl}: compiling {case.op} failed: {type(e).__name__}: {first_line(e)}") from e
             if isinstance(e, NotImplementedError) or UNSUPPORTED_PATTERN.search(first_line(e)):
                 raise Unsupported(f"{case.impl} {case.op} {case.dtype_name} on {case.device}: {first_line(e)}") from e

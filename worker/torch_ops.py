@@ -1,6 +1,6 @@
 """opmeter's ops in PyTorch, as a PyTorch user writes them: eager (impl `torch`) and the same
 functions under torch.compile (`torch_compile`: default mode; `torch_compile_max`:
-mode="max-autotune-no-cudagraphs").
+mode="max-autotune-no-cudagraphs"; `torch_compile_aot_eager`: backend="aot_eager").
 
 OPS maps an op name to make(case) -> (fn, prep): `fn(*args)` is one call returning the output
 tensor, `prep(*inputs)` turns one input set (the op's spec inputs in order, on the device, in the
@@ -414,6 +414,8 @@ def _compiled(fn, mode):
     # A Python function around fn: dynamo traces bytecode, and fn may be a builtin (torch.add).
     def core(*args):
         return fn(*args)
+    if mode in COMPILE_BACKENDS:
+        return torch.compile(core, backend=mode)
     return torch.compile(core) if mode == "default" else torch.compile(core, mode=mode)
 
 
@@ -421,11 +423,15 @@ def _compiled(fn, mode):
 # also wraps the function in CUDA-graph trees, which copy every input into static buffers on each
 # call (double the traffic of a memory-bound op) and nest badly inside opmeter's own graph=U
 # capture; opmeter's graph setting is the one way a case is graphed.
-COMPILE_MODES = {"torch": None, "torch_compile": "default", "torch_compile_max": "max-autotune-no-cudagraphs"}
+# torch_compile_aot_eager: backend "aot_eager" (AOTAutograd's graphs run eagerly, no Inductor
+# codegen), the other backend the GEMM seed compares: what tracing alone costs or saves.
+COMPILE_MODES = {"torch": None, "torch_compile": "default", "torch_compile_max": "max-autotune-no-cudagraphs",
+                 "torch_compile_aot_eager": "aot_eager"}
+COMPILE_BACKENDS = ("aot_eager",)  # modes above that are backends
 
 
 def make(case, input_sets):
-    """Prepared for impl torch / torch_compile / torch_compile_max."""
+    """Prepared for impl torch / torch_compile / torch_compile_max / torch_compile_aot_eager."""
     if case.op not in impl_table.ops_of(OP_SET):
         raise Unsupported(f"{case.impl} has no form of op '{case.op}'")
     if not impl_table.runs_dtype(OP_SET, case.op, case.dtype_name):
@@ -450,5 +456,5 @@ def make(case, input_sets):
             fn = _compiled(fn, mode)
         except RuntimeError as e:  # a mode this torch does not know (no-cudagraphs: torch >= 2.1)
             raise Unsupported(f"torch {torch.__version__} has no torch.compile mode '{mode}': {first_line(e)}") from None
-        details["compile_mode"] = mode
+        details["compile_backend" if mode in COMPILE_BACKENDS else "compile_mode"] = mode
     return Prepared(fn, prep, input_sets, details, verify)

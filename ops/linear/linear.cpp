@@ -218,6 +218,7 @@ template <class Op>
 void add_reference(const std::string& name) {
   tensor::register_reference<Op>(name, {DType::fp32, DType::bf16},
                              [](const Case& c) { return fused_work(c).flops; });
+  Registry::global().set_spec(name, make_linear_spec);  // quant cases: QuantLinearOp's spec
 }
 
 const bool registered = [] {

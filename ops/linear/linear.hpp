@@ -38,6 +38,10 @@ inline constexpr const char* kFastAccum = "fast_accum";
 // Bytes of the layer's weights as the case's recipe stores them (codes, scales, zeros).
 double quantized_weight_bytes(const Case& c);
 
+// The ops' spec for impls outside this binary: QuantLinearOp's where the case carries `quant`,
+// else LinearOp's (linear_spec.cpp).
+std::unique_ptr<OpSpec> make_linear_spec();
+
 class LinearOp : public tensor::TensorOp {
  public:
   std::vector<TensorDesc> inputs() const override;

@@ -54,6 +54,8 @@ PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic) 
   const std::size_t h = q.hidden;
   if (p.format == quant::WeightFormat::int4) {
     if (h % 32 != 0 || p.group % 32 != 0) throw std::invalid_argument("int4 kernels need hidden and group multiples of 32");
+    p.block = p.group % 64 == 0 ? 64 : 32;
+    const std::size_t half = p.block / 2;
     p.codes.assign(q.out * h / 2, 0);
     for (std::size_t j = 0; j < q.out; ++j) {
       auto code = [&](std::size_t k) {
@@ -61,9 +63,9 @@ PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic) 
         return (q.codes[i / 2] >> (4 * (i % 2))) & 0xf;
       };
       std::uint8_t* row = p.codes.data() + j * h / 2;
-      for (std::size_t c = 0; c < h / 32; ++c)
-        for (std::size_t i = 0; i < 16; ++i)
-          row[16 * c + i] = static_cast<std::uint8_t>(code(32 * c + i) | code(32 * c + 16 + i) << 4);
+      for (std::size_t b = 0; b < h / p.block; ++b)
+        for (std::size_t i = 0; i < half; ++i)
+          row[half * b + i] = static_cast<std::uint8_t>(code(p.block * b + i) | code(p.block * b + half + i) << 4);
     }
     // Stored at the width the recipe rounded them to (bf16 for bf16 activations).
     p.bf16_group_params = all_bf16(q.scales) && all_bf16(q.zeros);
@@ -93,7 +95,7 @@ const QuantKernels& quant_kernels() {
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512vnni")) {
       QuantKernels k = avx512_quant_kernels();
-      if (__builtin_cpu_supports("avx512bf16")) {
+      if (__builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("gfni")) {
         k.isa = "avx512_bf16";
         k.int4_bf16 = avx512bf16_int4;
       }

@@ -16,13 +16,16 @@ namespace opmeter::linear {
 
 // The kernels' layout of a layer's quantized weights (out x hidden).
 //   int8 / fp8: codes[j * hidden + k] as in QuantizedWeights; scales[j] fp32 (per channel).
-//   int4:       per channel j, hidden / 2 bytes; chunk c (k = 32c .. 32c + 31) is 16 bytes,
-//               byte i = q[32c + i] | q[32c + 16 + i] << 4 (one load feeds two vectors);
+//   int4:       per channel j, hidden / 2 bytes in blocks of B = `block` weights (64 where the
+//               group allows, else 32): block b (k = Bb .. Bb + B - 1) is B / 2 bytes, byte
+//               i = q[Bb + i] | q[Bb + B/2 + i] << 4, so that one load's low nibbles and high
+//               nibbles are each a contiguous run of x (a 32-byte load feeds 64 weights);
 //               group g's scale and zero in group_scales / group_zeros as fp32 or bf16 bits.
 //   int8 dynamic: as int8, plus code_sums[j] = sum_k code(j, k) (the u8 shift's compensation).
 struct PackedWeights {
   quant::WeightFormat format = quant::WeightFormat::int8;
   std::size_t out = 0, hidden = 0, group = 0;
+  std::size_t block = 32;  // int4: weights per block of the layout above (32 or 64)
   std::vector<std::uint8_t> codes;
   std::vector<float> scales;
   bool bf16_group_params = false;
@@ -32,12 +35,18 @@ struct PackedWeights {
   std::size_t bytes() const;
   float group_scale(std::size_t j, std::size_t g) const { return param(group_scales, j * (hidden / group) + g); }
   float group_zero(std::size_t j, std::size_t g) const { return param(group_zeros, j * (hidden / group) + g); }
+  // int4: the code of weight (j, k) in the layout above.
+  unsigned int4_code(std::size_t j, std::size_t k) const {
+    const std::uint8_t b = codes[(j * hidden + k - k % block) / 2 + k % (block / 2)];
+    return k % block < block / 2 ? b & 0xfu : b >> 4;
+  }
 
  private:
   float param(const std::vector<std::uint8_t>& v, std::size_t i) const;
 };
 
-// The canonical weights in the kernels' layout; int4 needs hidden % 32 == 0.
+// The canonical weights in the kernels' layout; int4 needs hidden % 32 == 0 (blocks of 64 where
+// the group is a multiple of 64).
 PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic);
 
 constexpr std::size_t kRowsPerPass = 8;
@@ -57,14 +66,14 @@ struct QuantKernels {
   // int4 with bf16 activations (xb: bf16 bits, rows x hidden; xsum: their group sums as for
   // weight_only): the codes 0..15 are exact bf16 values, so x * q is a bf16 dot product
   // (vdpbf16ps) and only the group's scale and zero point are applied in fp32. Null where the CPU
-  // has no AVX512_BF16: bf16 activations then take weight_only in fp32.
+  // has no AVX512_BF16 or no GFNI: bf16 activations then take weight_only in fp32.
   void (*int4_bf16)(const PackedWeights& w, const std::uint16_t* xb, const float* xsum, std::size_t rows, std::size_t j0,
                     std::size_t j1, float* c, std::size_t ldc);
 };
 
 QuantKernels avx512_quant_kernels();
 QuantKernels base_quant_kernels();
-// int4_bf16 with AVX512_BF16 (quant_kernel_avx512bf16.cpp).
+// int4_bf16 with AVX512_BF16 and GFNI (quant_kernel_avx512bf16.cpp).
 void avx512bf16_int4(const PackedWeights& w, const std::uint16_t* xb, const float* xsum, std::size_t rows, std::size_t j0,
                      std::size_t j1, float* c, std::size_t ldc);
 const QuantKernels& quant_kernels();  // the best this CPU runs

@@ -1,9 +1,10 @@
 // The quantized linear kernels with AVX-512 (F, BW, VL, VNNI; flags in CMakeLists.txt).
 // Weight-only: 32 weights per step are decoded into two fp32 vectors (int4: one 16-byte load,
-// the two nibbles; int8 and e4m3: sign-extended bytes) and each of the pass's rows accumulates
-// them with FMAs; a channel's codes are read from memory once, whatever the row count (passes
-// after the first find them in L1). int8 dynamic: vpdpbusd of u8 activations (code + 128) and
-// s8 weights, the shift taken back with the channel's code sum.
+// the two nibbles, each paired with its run of x in quant_kernel.hpp's block layout; int8 and
+// e4m3: sign-extended bytes) and each of the pass's rows accumulates them with FMAs; a channel's
+// codes are read from memory once, whatever the row count (passes after the first find them in
+// L1). int8 dynamic: vpdpbusd of u8 activations (code + 128) and s8 weights, the shift taken
+// back with the channel's code sum.
 // GCC 12's _mm512_reduce_add_* read an intentionally undefined register: a known false positive.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -54,15 +55,18 @@ void channel(const PackedWeights& w, std::size_t j, const float* x, const float*
     for (std::size_t g = 0; g < groups; ++g) {
       __m512 part[R][2];
       for (std::size_t r = 0; r < R; ++r) part[r][0] = part[r][1] = _mm512_setzero_ps();
-      for (std::size_t k = g * w.group, end = k + w.group; k < end; k += 32) {
-        const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + k / 2)));
-        const __m512 lo = _mm512_cvtepi32_ps(_mm512_and_si512(v, nibble));
-        const __m512 hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 4));
-        for (std::size_t r = 0; r < R; ++r) {
-          part[r][0] = _mm512_fmadd_ps(lo, _mm512_loadu_ps(x + r * h + k), part[r][0]);
-          part[r][1] = _mm512_fmadd_ps(hi, _mm512_loadu_ps(x + r * h + k + 16), part[r][1]);
+      // 16 bytes at offset o of a block at k: low nibbles are x[k + o ..], high ones x[k + B/2 + o ..].
+      const std::size_t half = w.block / 2;
+      for (std::size_t k = g * w.group, end = k + w.group; k < end; k += w.block)
+        for (std::size_t o = 0; o < half; o += 16) {
+          const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + k / 2 + o)));
+          const __m512 lo = _mm512_cvtepi32_ps(_mm512_and_si512(v, nibble));
+          const __m512 hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 4));
+          for (std::size_t r = 0; r < R; ++r) {
+            part[r][0] = _mm512_fmadd_ps(lo, _mm512_loadu_ps(x + r * h + k + o), part[r][0]);
+            part[r][1] = _mm512_fmadd_ps(hi, _mm512_loadu_ps(x + r * h + k + half + o), part[r][1]);
+          }
         }
-      }
       const float s = param(scales, g), zs = param(zeros, g) * s;
       const __m512 vs = _mm512_set1_ps(s);
       for (std::size_t r = 0; r < R; ++r) {

@@ -8,8 +8,7 @@ float weight(const PackedWeights& w, std::size_t j, std::size_t k) {
   const std::size_t h = w.hidden;
   switch (w.format) {
     case quant::WeightFormat::int4: {
-      const std::uint8_t b = w.codes[j * h / 2 + 16 * (k / 32) + k % 16];
-      const float q = float((k % 32 < 16) ? (b & 0xf) : (b >> 4));
+      const float q = float(w.int4_code(j, k));
       const std::size_t g = k / w.group;
       return (q - w.group_zero(j, g)) * w.group_scale(j, g);
     }

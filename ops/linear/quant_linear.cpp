@@ -48,6 +48,8 @@ std::vector<double> normalized_row(const HostTensors& in, const Shape& s, std::s
 
 }  // namespace
 
+std::uint64_t inputs_hash(const HostTensors& in, std::initializer_list<std::size_t> which) { return content_hash(in, which); }
+
 std::vector<TensorDesc> QuantLinearOp::inputs() const {
   auto v = LinearOp::inputs();
   const double sd = 1 / std::sqrt(double(shape_of(case_).hidden));

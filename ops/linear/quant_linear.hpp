@@ -21,6 +21,9 @@
 
 namespace opmeter::linear {
 
+// A content hash of inputs `which` of `in`: identical tensors share their quantization.
+std::uint64_t inputs_hash(const HostTensors& in, std::initializer_list<std::size_t> which);
+
 class QuantLinearOp : public LinearOp {
  public:
   std::vector<TensorDesc> inputs() const override;

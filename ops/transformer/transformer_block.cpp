@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "ops/activation/activation.hpp"
+#include "ops/linear/linear.hpp"
+#include "ops/transformer/transformer_quant.hpp"
 #include "opmeter/errors.hpp"
 
 namespace opmeter::transformer {
@@ -48,7 +50,8 @@ Work fused_work(const Case& c) {
             + 2 * 7 * r * h                                       // two LayerNorms
             + r * (3 * h + h + m + h)                             // biases
             + r * m * activation::flops_per_element(s.act) + 2 * r * h;  // activation, residuals
-  w.bytes_read = (r * h + weight_elems(s)) * e + vector_elems(s) * 4;
+  const double weight_bytes = quantized(c) ? quantized_weight_bytes(c) : weight_elems(s) * e;  // quant: as stored
+  w.bytes_read = r * h * e + weight_bytes + vector_elems(s) * 4;
   w.bytes_written = r * h * e;
   return w;
 }
@@ -111,6 +114,7 @@ void validate(const Case& c) {
     throw CaseError("transformer_block: batch*seq*max(3*hidden, mlp) above 2^36 elements");
   if (double(s.batch * s.heads) * double(s.seq) * double(s.seq) > double(std::int64_t{1} << 36))
     throw CaseError("transformer_block: batch*heads*seq^2 above 2^36 elements");
+  if (auto why = recipe_problem(c); !why.empty()) throw CaseError(fmt::format("quant={}: {}", linear::recipe_of(c), why));
 }
 
 }  // namespace
@@ -213,6 +217,9 @@ const bool registered = [] {
   };
   op.check_shapes = {block(1, 37, 128, 2, 0, "gelu", 1), block(2, 19, 128, 1, 200, "silu", 0), op.example,
                      block(1, 1, 39, 3, 0, "silu", 0)};
+  // Weight-only recipes on the four weight matrices (transformer_quant.hpp).
+  op.optional_params = {{.key = linear::kQuant, .config_key = "quantization", .absent = quant::kBaseline,
+                         .help = "weight-only quantization recipe of the four weight matrices", .values = quant::recipe_names()}};
   Registry::global().add(op);
   tensor::register_reference<TransformerBlockOp>("transformer_block", {DType::fp32, DType::bf16}, reference_cost);
   return true;

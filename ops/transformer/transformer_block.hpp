@@ -45,6 +45,13 @@ class TransformerBlockOp : public tensor::TensorOp {
   double tolerance() const override;
 
  protected:
+  // The four weight matrices (kWqkv, kWo, kW1, kW2) in fp64 as the reference multiplies by them:
+  // the inputs; a quantization recipe's stored values in QuantTransformerBlockOp.
+  virtual std::vector<double> weight_values(const HostTensors& in, std::size_t which) const;
+  // reference_rows with those weights (stored_weights) or with the inputs' own.
+  void reference_rows_of(const HostTensors& in, const std::vector<std::size_t>& rows, const RowSink& each,
+                         bool stored_weights) const;
+
   static constexpr std::size_t kX = 0, kLn1Gamma = 1, kLn1Beta = 2, kWqkv = 3, kBqkv = 4, kWo = 5, kBo = 6,
                                kLn2Gamma = 7, kLn2Beta = 8, kW1 = 9, kB1 = 10, kW2 = 11, kB2 = 12;
 };

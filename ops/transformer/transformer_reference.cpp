@@ -118,13 +118,23 @@ Scaled input_row(const HostTensor& x, std::size_t row, std::size_t h) {
 
 }  // namespace
 
+std::vector<double> TransformerBlockOp::weight_values(const HostTensors& in, std::size_t which) const {
+  return doubles(in[which]);
+}
+
 void TransformerBlockOp::reference_rows(const HostTensors& in, const std::vector<std::size_t>& rows,
                                         const RowSink& each) const {
+  reference_rows_of(in, rows, each, true);
+}
+
+void TransformerBlockOp::reference_rows_of(const HostTensors& in, const std::vector<std::size_t>& rows,
+                                           const RowSink& each, bool stored_weights) const {
   const auto s = shape_of(case_);
   const std::size_t h = s.hidden;
-  const Weights w{doubles(in[kLn1Gamma]), doubles(in[kLn1Beta]), doubles(in[kWqkv]), doubles(in[kBqkv]),
-                  doubles(in[kWo]),       doubles(in[kBo]),      doubles(in[kLn2Gamma]), doubles(in[kLn2Beta]),
-                  doubles(in[kW1]),       doubles(in[kB1]),      doubles(in[kW2]),       doubles(in[kB2])};
+  auto weight = [&](std::size_t k) { return stored_weights ? weight_values(in, k) : doubles(in[k]); };
+  const Weights w{doubles(in[kLn1Gamma]), doubles(in[kLn1Beta]), weight(kWqkv),          doubles(in[kBqkv]),
+                  weight(kWo),            doubles(in[kBo]),      doubles(in[kLn2Gamma]), doubles(in[kLn2Beta]),
+                  weight(kW1),            doubles(in[kB1]),      weight(kW2),            doubles(in[kB2])};
   std::map<std::size_t, std::vector<std::size_t>> by_sequence;  // sequence -> indices into rows
   for (std::size_t i = 0; i < rows.size(); ++i) by_sequence[rows[i] / s.seq].push_back(i);
 

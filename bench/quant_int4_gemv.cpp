@@ -1,0 +1,86 @@
+// The int4 bf16 GEMV kernel (ops/linear/quant_kernel_avx512bf16.cpp) at M = 1 against a plain read
+// of the same bytes (codes, scales, zeros), both the best of many short runs on the threads given
+// (OMP_NUM_THREADS): on a loaded machine the minimum is the run least disturbed, so the ratio is
+// the kernel's, not the neighbours'. docs/guide/quantization-kernels.md.
+//   build/bench/quant_int4_gemv [N K G reps]   (default LLaMA-2-70B's w13 shard: 7168 8192 64 100)
+// GCC 12's _mm512_reduce_add_* read an intentionally undefined register: a known false positive.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#include <omp.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+
+#include "opmeter/dtype.hpp"
+#include "ops/linear/quant_kernel.hpp"
+
+using namespace opmeter;
+using namespace opmeter::linear;
+
+__attribute__((target("avx512f"))) static float read_bytes(const std::uint8_t* p, std::size_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (std::size_t i = 0; i + 256 <= n; i += 256) {
+    a0 = _mm512_add_ps(a0, _mm512_loadu_ps(reinterpret_cast<const float*>(p + i)));
+    a1 = _mm512_add_ps(a1, _mm512_loadu_ps(reinterpret_cast<const float*>(p + i + 64)));
+    a2 = _mm512_add_ps(a2, _mm512_loadu_ps(reinterpret_cast<const float*>(p + i + 128)));
+    a3 = _mm512_add_ps(a3, _mm512_loadu_ps(reinterpret_cast<const float*>(p + i + 192)));
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+
+template <class F>
+static double best_of(int reps, F f) {
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+int main(int argc, char** argv) {
+  const std::size_t n = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 7168;
+  const std::size_t k = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 8192;
+  const std::size_t g = argc > 3 ? std::strtoul(argv[3], nullptr, 10) : 64;
+  const int reps = argc > 4 ? std::atoi(argv[4]) : 100;
+  const auto& kernels = quant_kernels();
+  if (!kernels.int4_bf16) {
+    std::printf("this CPU has no AVX512_BF16 + GFNI: no int4 bf16 kernel\n");
+    return 1;
+  }
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> w(n * k);
+  for (auto& v : w) v = normal(rng);
+  const auto q = quant::quantize_weights(*quant::parse_recipe("int4wo-" + std::to_string(g)), w.data(), n, k, Elem::bf16);
+  const PackedWeights p = pack_weights(q, false);
+  std::vector<std::uint16_t> x(k);
+  std::vector<float> xsum(k / g, 0.f), y(n);
+  for (std::size_t i = 0; i < k; ++i) {
+    x[i] = to_bf16(normal(rng));
+    xsum[i / g] += from_bf16(x[i]);
+  }
+  volatile float sink = 0;
+  const std::size_t parts = 64, chunk = p.codes.size() / parts;
+  const double read_s = best_of(reps, [&] {
+    float s = 0;
+#pragma omp parallel for reduction(+ : s) schedule(static)
+    for (std::size_t i = 0; i < parts; ++i) s += read_bytes(p.codes.data() + i * chunk, chunk);
+    sink = sink + s + read_bytes(p.group_scales.data(), p.group_scales.size()) +
+           read_bytes(p.group_zeros.data(), p.group_zeros.size());
+  });
+  const double kernel_s = best_of(reps, [&] {
+#pragma omp parallel for schedule(static)
+    for (std::size_t b = 0; b < (n + 15) / 16; ++b)
+      kernels.int4_bf16(p, x.data(), xsum.data(), 1, 16 * b, std::min(n, 16 * b + 16), y.data(), n);
+  });
+  const double bytes = double(p.bytes());
+  std::printf("N=%zu K=%zu group=%zu threads=%d isa=%s: %.1f MB; read %.3f ms (%.1f GB/s), int4 GEMV %.3f ms (%.1f GB/s) = %.0f%% of read\n",
+              n, k, g, omp_get_max_threads(), kernels.isa, bytes / 1e6, read_s * 1e3, bytes / read_s / 1e9, kernel_s * 1e3,
+              bytes / kernel_s / 1e9, 100 * read_s / kernel_s);
+  return 0;
+}

@@ -1,0 +1,97 @@
+// The int4 kernels against the plain C++ kernel (quant_kernel_base.cpp) on the same packed weights:
+// the block layout (64 where the group allows, else 32), the AVX-512 fp32 path and the bf16 path
+// (codes as bf16 3 + q / 64, the offset and zero points taken back per group) agree for every row
+// count of a pass, channel counts that leave a remainder, and codes at both ends (0 and 15).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "opmeter/dtype.hpp"
+#include "ops/linear/quant_kernel.hpp"
+
+using namespace opmeter;
+using namespace opmeter::linear;
+
+namespace {
+
+struct Int4Layer {
+  std::size_t out, hidden, group;
+  quant::QuantizedWeights q;
+  PackedWeights packed;
+  std::vector<float> x, xsum;  // x: bf16 values held in fp32, rows x hidden
+  std::vector<std::uint16_t> xb;
+
+  Int4Layer(std::size_t rows, std::size_t out_, std::size_t hidden_, std::size_t group_, std::uint32_t seed)
+      : out(out_), hidden(hidden_), group(group_) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.f, 1.f);
+    std::vector<float> w(out * hidden);
+    for (auto& v : w) v = normal(rng);
+    for (std::size_t k = 0; k < hidden; ++k) w[k] = k % 2 ? 3.f : -3.f;  // channel 0: codes 0 and 15 only
+    q = quant::quantize_weights(*quant::parse_recipe("int4wo-" + std::to_string(group)), w.data(), out, hidden, Elem::bf16);
+    packed = pack_weights(q, false);
+    x.resize(rows * hidden);
+    xb.resize(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      xb[i] = to_bf16(normal(rng) + 0.5f);  // a mean, as LayerNorm's beta gives: sum(x) is not small
+      x[i] = from_bf16(xb[i]);
+    }
+    const std::size_t groups = hidden / group;
+    xsum.assign(rows * groups, 0.f);
+    for (std::size_t m = 0; m < rows; ++m)
+      for (std::size_t k = 0; k < hidden; ++k) xsum[m * groups + k / group] += x[m * hidden + k];
+  }
+
+  // Largest |c - exact| / sum_k |x_k w_jk| over the outputs, exact from the recipe's weights in fp64.
+  double error(const std::vector<float>& c, std::size_t rows) const {
+    double worst = 0;
+    for (std::size_t m = 0; m < rows; ++m)
+      for (std::size_t j = 0; j < out; ++j) {
+        double exact = 0, mag = 0;
+        for (std::size_t k = 0; k < hidden; ++k) {
+          const double p = double(x[m * hidden + k]) * q.weight(j, k);
+          exact += p;
+          mag += std::fabs(p);
+        }
+        worst = std::max(worst, std::fabs(c[m * out + j] - exact) / mag);
+      }
+    return worst;
+  }
+};
+
+}  // namespace
+
+TEST(QuantKernel, Int4LayoutIsBlocksOf64WhereTheGroupAllows) {
+  for (std::size_t group : {32, 64, 128}) {
+    Int4Layer l(1, 3, 256, group, 1);
+    EXPECT_EQ(l.packed.block, group == 32 ? 32u : 64u);
+    for (std::size_t j = 0; j < l.out; ++j)
+      for (std::size_t k = 0; k < l.hidden; ++k) {
+        const std::size_t i = j * l.hidden + k;
+        ASSERT_EQ(l.packed.int4_code(j, k), (l.q.codes[i / 2] >> (4 * (i % 2))) & 15u) << group << " " << j << " " << k;
+      }
+  }
+}
+
+TEST(QuantKernel, Int4KernelsAgreeWithTheRecipeOnEveryPassShape) {
+  const auto& best = quant_kernels();
+  const auto base = base_quant_kernels();
+  for (std::size_t group : {32, 64, 128})
+    for (std::size_t rows : {1, 2, 5, 8, 11}) {
+      Int4Layer l(rows, 19, 384, group, 7 + static_cast<std::uint32_t>(rows));
+      std::vector<float> c(rows * l.out, NAN);
+      base.weight_only(l.packed, l.x.data(), l.xsum.data(), rows, 0, l.out, c.data(), l.out);
+      EXPECT_LT(l.error(c, rows), 1e-6) << "base, group " << group << ", rows " << rows;
+      std::fill(c.begin(), c.end(), NAN);
+      best.weight_only(l.packed, l.x.data(), l.xsum.data(), rows, 0, l.out, c.data(), l.out);
+      EXPECT_LT(l.error(c, rows), 1e-6) << best.isa << " fp32, group " << group << ", rows " << rows;
+      if (!best.int4_bf16) continue;  // no AVX512_BF16 + GFNI here
+      std::fill(c.begin(), c.end(), NAN);
+      // Channels 3 .. 18 only (a block not at 0, 16 of them: two passes of 8), then 0 .. 2.
+      best.int4_bf16(l.packed, l.xb.data(), l.xsum.data(), rows, 3, l.out, c.data(), l.out);
+      best.int4_bf16(l.packed, l.xb.data(), l.xsum.data(), rows, 0, 3, c.data(), l.out);
+      // fp32 sums of products exact in fp32; the offset 3 x (64 s) taken back costs a few ulps more.
+      EXPECT_LT(l.error(c, rows), 1e-5) << best.isa << " bf16, group " << group << ", rows " << rows;
+    }
+}

@@ -1,0 +1,72 @@
+// A weight-only quantized projection over blocks of rows (see quant_projection.hpp).
+#include "ops/linear/quant_projection.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "opmeter/dtype.hpp"
+
+namespace opmeter::linear {
+namespace {
+constexpr std::size_t kRowBlock = 64;      // rows whose weights are decoded once (per pass of 8)
+constexpr std::size_t kChannelBlock = 16;  // output channels per unit of a thread's work
+}  // namespace
+
+void QuantProjection::prepare(const quant::QuantizedWeights& q, bool bf16) {
+  packed_ = pack_weights(q, false);
+  bf16_ = bf16;
+  bf16_dot_ = bf16 && packed_.format == quant::WeightFormat::int4 && quant_kernels().int4_bf16 != nullptr;
+}
+
+void QuantProjection::run(const void* x, std::size_t rows, const float* bias, tensor::Act act, const void* residual, void* y) {
+  const auto& qk = quant_kernels();
+  const auto& tk = tensor::kernels();
+  const std::size_t h = packed_.hidden, out = packed_.out, e = bf16_ ? 2 : 4;
+  const std::size_t groups = packed_.format == quant::WeightFormat::int4 ? h / packed_.group : 0;
+  const std::size_t block_rows = std::min(kRowBlock, rows), blocks = (out + kChannelBlock - 1) / kChannelBlock;
+  xs_.resize(block_rows * h);
+  tile_.resize(block_rows * out);
+  xsum_.resize(std::max<std::size_t>(1, block_rows * groups));
+  xb_.resize(bf16_dot_ ? block_rows * h : 0);
+  for (std::size_t r0 = 0; r0 < rows; r0 += kRowBlock) {
+    const std::size_t mr = std::min(kRowBlock, rows - r0);
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+      for (std::size_t i = 0; i < mr; ++i) {
+        float* xi = xs_.data() + i * h;
+        if (bf16_) {
+          const auto* src = static_cast<const std::uint16_t*>(x) + (r0 + i) * h;
+          for (std::size_t k = 0; k < h; ++k) xi[k] = from_bf16(src[k]);
+          if (bf16_dot_) std::memcpy(xb_.data() + i * h, src, h * 2);
+        } else {
+          std::memcpy(xi, static_cast<const float*>(x) + (r0 + i) * h, h * sizeof(float));
+        }
+        for (std::size_t g = 0; g < groups; ++g) {
+          float sum = 0;
+          for (std::size_t k = g * packed_.group; k < (g + 1) * packed_.group; ++k) sum += xi[k];
+          xsum_[i * groups + g] = sum;
+        }
+      }
+#pragma omp for schedule(static)
+      for (std::size_t b = 0; b < blocks; ++b) {
+        const std::size_t j0 = b * kChannelBlock, j1 = std::min(out, j0 + kChannelBlock);
+        if (bf16_dot_)
+          qk.int4_bf16(packed_, xb_.data(), xsum_.data(), mr, j0, j1, tile_.data(), out);
+        else
+          qk.weight_only(packed_, xs_.data(), xsum_.data(), mr, j0, j1, tile_.data(), out);
+        if (residual)  // added before the epilogue's bias: one rounding of the sum in bf16
+          for (std::size_t i = 0; i < mr; ++i)
+            for (std::size_t j = j0; j < j1; ++j) {
+              const std::size_t at = (r0 + i) * out + j;
+              tile_[i * out + j] += bf16_ ? from_bf16(static_cast<const std::uint16_t*>(residual)[at])
+                                          : static_cast<const float*>(residual)[at];
+            }
+        tk.epilogue(act, tile_.data() + j0, out, bias + j0, bf16_, static_cast<char*>(y) + (r0 * out + j0) * e, out, mr,
+                    j1 - j0);
+      }
+    }
+  }
+}
+
+}  // namespace opmeter::linear

@@ -1,0 +1,32 @@
+#pragma once
+// One weight-only quantized projection on the CPU, y = act(x W^T + b) [+ residual], for layers
+// that run their own LayerNorm and attention around it (transformer_block's opmeter_quant): the
+// quantized linear kernels (quant_kernel.hpp) over blocks of rows, each block's x made fp32 (and
+// bf16 bits for the int4 bf16 dot product) once, the threads splitting the output channels and
+// finishing their columns (residual, bias, activation) while they are in cache.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "ops/linear/quant_kernel.hpp"
+#include "ops/tensor/kernels.hpp"
+
+namespace opmeter::linear {
+
+class QuantProjection {
+ public:
+  // W quantized by a weight-only recipe; activations and outputs bf16 (else fp32).
+  void prepare(const quant::QuantizedWeights& q, bool bf16);
+  // x: rows x in; y, residual (may be null): rows x out, in the activations' type; bias: out fp32.
+  void run(const void* x, std::size_t rows, const float* bias, tensor::Act act, const void* residual, void* y);
+  const PackedWeights& packed() const { return packed_; }
+  bool bf16_dot() const { return bf16_dot_; }
+
+ private:
+  PackedWeights packed_;
+  bool bf16_ = false, bf16_dot_ = false;
+  std::vector<float> xs_, xsum_, tile_;
+  std::vector<std::uint16_t> xb_;
+};
+
+}  // namespace opmeter::linear

@@ -1,0 +1,131 @@
+// transformer_block with a weight-only recipe on the CPU (impl opmeter_quant): opmeter's LayerNorm
+// and blocked attention kernels as in impl `opmeter`, and the four projections through the
+// quantized linear kernels (ops/linear/quant_projection.hpp), the residual adds finished in the
+// projections' epilogues. The weights are quantized by the spec (QuantTransformerBlockOp) and
+// repacked once per input set.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "ops/attention/attention_blocked.hpp"
+#include "ops/linear/linear.hpp"
+#include "ops/linear/quant_projection.hpp"
+#include "ops/transformer/transformer_quant.hpp"
+
+namespace opmeter::transformer {
+namespace {
+using tensor::Act;
+
+constexpr std::size_t kQueryBlock = 128;  // queries per attention task: enough tasks for every thread
+
+class OpmeterQuantBlock : public HostImpl<QuantTransformerBlockOp> {
+ public:
+  void prepare() override {
+    const auto s = shape_of(case_);
+    const std::size_t e = size_of(case_.dtype), r = s.rows(), h = s.hidden;
+    for (std::size_t i = 0; i < 4; ++i) proj_[i].prepare(quantized_weights(host_inputs(0), kWeights[i]), bf16());
+    ln_ = Buffer(r * h * e);
+    qkv_ = Buffer(3 * r * h * e);
+    attn_ = Buffer(r * h * e);
+    h_ = Buffer(r * h * e);
+    mlp_ = Buffer(r * s.mlp * e);
+    per_thread_.clear();
+    workspaces_.clear();
+    const std::size_t ws_floats = attention::blocked::kernel().workspace_floats(s.seq, s.head_dim(), false);
+    for (int t = 0; t < std::max({1, case_.threads, omp_get_max_threads()}); ++t) {
+      per_thread_.emplace_back(4 * s.seq * s.head_dim() * e);
+      workspaces_.emplace_back(ws_floats * sizeof(float));
+    }
+  }
+
+  void run(std::size_t copy) override {
+    const auto s = shape_of(case_);
+    const auto& k = tensor::kernels();
+    const bool b16 = bf16();
+    const auto& in = host_inputs(copy);
+    const std::size_t r = s.rows();
+    k.layernorm(b16, in[kX].data(), ln_.data(), vec(in, kLn1Gamma), vec(in, kLn1Beta), r, s.hidden);
+    proj_[0].run(ln_.data(), r, vec(in, kBqkv), Act::none, nullptr, qkv_.data());
+    attention(s);
+    proj_[1].run(attn_.data(), r, vec(in, kBo), Act::none, in[kX].data(), h_.data());
+    k.layernorm(b16, h_.data(), ln_.data(), vec(in, kLn2Gamma), vec(in, kLn2Beta), r, s.hidden);
+    proj_[2].run(ln_.data(), r, vec(in, kB1), s.act, nullptr, mlp_.data());
+    proj_[3].run(mlp_.data(), r, vec(in, kB2), Act::none, h_.data(), out(copy));
+  }
+
+  std::map<std::string, std::string> details() const override {
+    return {{"isa", fmt::format("{}, {}", tensor::kernels().isa, linear::quant_kernels().isa)},
+            {"kernel", proj_[0].bf16_dot() ? "int4 groups x bf16 activations (vdpbf16ps)"
+                                           : "weight-only GEMV/GEMM, codes decoded in the dot product"}};
+  }
+
+  std::map<std::string, Metric> metrics() const override {
+    double bytes = 0;
+    for (auto& p : proj_) bytes += double(p.packed().bytes());
+    return {{"weight_bytes", Metric{bytes, "B", Better::lower, MetricFormat::bytes}}};
+  }
+
+ private:
+  // As impl opmeter's (transformer_block_opmeter.cpp): per (batch, head, block of queries) that
+  // head's q, k and v gathered from the qkv rows, the blocked kernel, the output scattered back.
+  void attention(const Shape& s) {
+    const std::size_t e = size_of(case_.dtype), h = s.hidden, d = s.head_dim(), row = d * e;
+    const std::size_t blocks = (s.seq + kQueryBlock - 1) / kQueryBlock, tasks = s.batch * s.heads * blocks;
+    const char* qkv = static_cast<const char*>(qkv_.data());
+    char* attn = static_cast<char*>(attn_.data());
+    const auto& k = attention::blocked::kernel();
+    const int threads = std::min(omp_get_max_threads(), int(per_thread_.size()));
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (std::size_t t = 0; t < tasks; ++t) {
+      const std::size_t b = t / (s.heads * blocks), head = t / blocks % s.heads, blk = t % blocks;
+      const std::size_t q0 = blk * kQueryBlock, q1 = std::min(s.seq, q0 + kQueryBlock);
+      const std::size_t keys = s.causal ? q1 : s.seq;
+      char* buf = static_cast<char*>(per_thread_[std::size_t(omp_get_thread_num())].data());
+      char *qb = buf, *kb = qb + s.seq * row, *vb = kb + s.seq * row, *ob = vb + s.seq * row;
+      for (std::size_t i = 0; i < keys; ++i) {
+        const char* src = qkv + ((b * s.seq + i) * 3 * h + head * d) * e;
+        if (i >= q0 && i < q1) std::memcpy(qb + i * row, src, row);
+        std::memcpy(kb + i * row, src + h * e, row);
+        std::memcpy(vb + i * row, src + 2 * h * e, row);
+      }
+      const attention::blocked::Head hd{.bf16 = bf16(), .probs = false, .causal = s.causal, .q = qb, .k = kb,
+                                        .v = vb, .out = ob, .seq = keys, .d = d, .scale = s.scale()};
+      k.rows(hd, q0, q1, workspaces_[std::size_t(omp_get_thread_num())].as<float>());
+      for (std::size_t i = q0; i < q1; ++i) std::memcpy(attn + ((b * s.seq + i) * h + head * d) * e, ob + i * row, row);
+    }
+  }
+
+  linear::QuantProjection proj_[4];  // Wqkv, Wo, W1, W2
+  Buffer ln_, qkv_, attn_, h_, mlp_;
+  std::vector<Buffer> per_thread_;
+  std::vector<Buffer> workspaces_;
+};
+
+Support supports(const Case& c) {
+  if (auto why = recipe_problem(c); !why.empty()) return Support::no(why);
+  const auto r = recipe_of_case(c);
+  const auto s = shape_of(c);
+  if (r.weights == quant::WeightFormat::int4 && (s.hidden % 32 != 0 || s.mlp % 32 != 0))
+    return Support::no("opmeter_quant's int4 kernels need hidden and mlp to be multiples of 32");
+  return Support::yes();
+}
+
+const bool registered = [] {
+  Registry::global().add(ImplDef{
+      .op = "transformer_block",
+      .impl = "opmeter_quant",
+      .summary = "opmeter LayerNorm + blocked attention, the four projections through the quantized linear kernels "
+                 "(int8/int4/fp8 weight-only)",
+      .dtypes = {DType::fp32, DType::bf16},
+      .supports = supports,
+      .make = [] { return std::make_unique<OpmeterQuantBlock>(); },
+      .needs = {linear::kQuant},
+  });
+  return true;
+}();
+
+}  // namespace
+}  // namespace opmeter::transformer
