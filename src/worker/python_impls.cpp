@@ -35,10 +35,16 @@ const LateImplRegistrar reg([] {
   std::vector<ImplDef> out;
   for (const OpDef* op : Registry::global().ops()) {
     if (!op->spec) continue;
-    out.push_back(worker_impl(op->name, "torch", "PyTorch eager, in the Python worker", {"cpu", "cuda"}));
-    out.push_back(worker_impl(op->name, "torch_compile", "torch.compile (default mode), in the Python worker", {"cpu", "cuda"}));
-    out.push_back(worker_impl(op->name, "torch_compile_max", "torch.compile(mode=\"max-autotune-no-cudagraphs\"): autotuned, no CUDA graphs of its own, in the Python worker",
-                              {"cpu", "cuda"}));
+    // The torch forms take the op's optional parameters: linear's training steps (mode, phase,
+    // quant=float8dq-* and the float8 knobs) run through autograd (worker/torch_training.py).
+    std::vector<std::string> optional;
+    for (auto& p : op->optional_params) optional.push_back(p.key);
+    for (auto [impl, summary] : {std::pair{"torch", "PyTorch eager, in the Python worker"},
+                                 {"torch_compile", "torch.compile (default mode), in the Python worker"},
+                                 {"torch_compile_max", "torch.compile(mode=\"max-autotune-no-cudagraphs\"): autotuned, no CUDA graphs of its own, in the Python worker"}}) {
+      out.push_back(worker_impl(op->name, impl, summary, {"cpu", "cuda"}));
+      out.back().accepts = optional;
+    }
     if (kTritonOps.count(op->name)) out.push_back(worker_impl(op->name, "triton", "opmeter's Triton kernel, in the Python worker", {"cuda"}));
   }
   return out;
