@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "opmeter/config.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/runner.hpp"
 #include "ops/activation/activation.hpp"
@@ -186,4 +187,15 @@ TEST(LinearTrain, TinyTrainConfigRunsEndToEnd) {
   auto bad = cli("run --case 'linear/onednn_train/bf16/batch=1,seq=4,hidden=8,out=8,act=none,mode=train,phase=sideways/threads=1'");
   EXPECT_EQ(bad.code, 2) << bad.text;
   EXPECT_TRUE(has(bad.text, "phase=sideways unknown")) << bad.text;
+  auto knob = cli("run --case 'linear/onednn_train/bf16/batch=1,seq=4,hidden=8,out=8,act=none,mode=train,fast_accum=0/threads=1'");
+  EXPECT_EQ(knob.code, 2) << knob.text;
+  EXPECT_TRUE(has(knob.text, "fast_accum=0 is a float8 training knob")) << knob.text;
+}
+
+TEST(LinearTrain, WorkerTorchFormsTakeTrainingCases) {
+  auto plan = load_config_text("ops: [linear]\nimpls: [torch, torch_compile]\ndtypes: [bf16]\nbatch: [1]\nseq: [4]\n"
+                               "hidden: [64]\nout: [32]\nmode: [train]\nphase: [forward, step]\n",
+                               "t.yaml", 1);
+  ASSERT_EQ(plan.cases.size(), 4u);
+  EXPECT_EQ(plan.cases[0].to_string(), "linear/torch/bf16/batch=1,seq=4,hidden=64,out=32,act=none,mode=train,phase=forward/threads=1");
 }
