@@ -9,7 +9,8 @@ input set (retain_graph). The check always runs the whole step and returns y, dx
 [, dgamma, dbeta] flattened one after another (linear.hpp's TrainLayout).
 
 Float8 training (quant=float8dq-tensor / float8dq-row, cc >= 8.9): a torch.autograd.Function whose
-three GEMMs go through torch._scaled_mm: e4m3 x and W forward, e5m2 dy backward, transposed fp8
+three GEMMs go through torch._scaled_mm: e4m3 x and W forward, e5m2 dy backward (e4m3 with rowwise
+scales, as torchao's rowwise recipe), transposed fp8
 copies where _scaled_mm needs its second operand column-major; the knobs scaling_input /
 scaling_weight / scaling_grad (dynamic: amax scale per step, disabled: scale 1), granularity
 (tensorwise | rowwise) and fast_accum as ops/linear/linear.hpp says.
@@ -72,11 +73,14 @@ class _Float8Linear(torch.autograd.Function):
         x, w = ctx.saved_tensors
         k = ctx.knobs
         # dx = dy W: W^T (hidden x out) quantized along out, the transposed copy _scaled_mm reads.
-        dy8, sdy = _to_fp8(dy, torch.float8_e5m2, k["grad"], k["rowwise"])
+        # e5m2 gradients with tensorwise scales; rowwise scales keep e4m3 throughout, as torchao's
+        # rowwise recipe does (and as _scaled_mm's rowwise kernels take).
+        grad_dtype = torch.float8_e4m3fn if k["rowwise"] else torch.float8_e5m2
+        dy8, sdy = _to_fp8(dy, grad_dtype, k["grad"], k["rowwise"])
         wt8, swt = _to_fp8(w.t().contiguous(), torch.float8_e4m3fn, k["weight"], k["rowwise"])
         dx = _scaled_mm(dy8, sdy, wt8, swt, x.dtype, k["fast_accum"])
         # dW = dy^T x: dy^T (out x rows) and x^T (hidden x rows), both transposed fp8 copies.
-        dyt8, sdyt = _to_fp8(dy.t().contiguous(), torch.float8_e5m2, k["grad"], k["rowwise"])
+        dyt8, sdyt = _to_fp8(dy.t().contiguous(), grad_dtype, k["grad"], k["rowwise"])
         xt8, sxt = _to_fp8(x.t().contiguous(), torch.float8_e4m3fn, k["input"], k["rowwise"])
         dw = _scaled_mm(dyt8, sdyt, xt8, sxt, x.dtype, k["fast_accum"])
         return dx, dw, dy.sum(0).to(x.dtype), None

@@ -1,10 +1,10 @@
 #include "analysis/training.hpp"
 
 #include <map>
-#include <set>
 
 #include <fmt/format.h>
 
+#include "opmeter/registry.hpp"
 #include "report/reporters.hpp"
 
 namespace opmeter {
@@ -12,8 +12,16 @@ namespace {
 constexpr const char* kMode = "mode";
 constexpr const char* kPhase = "phase";
 constexpr const char* kQuant = "quant";
-// The float8 training knobs (ops/linear/linear.hpp): what a row's recipe sets beside its name.
-const std::set<std::string> kKnobs = {"scaling_input", "scaling_weight", "scaling_grad", "granularity", "fast_accum"};
+// A knob: an optional parameter of the op other than mode, phase and quant (linear's float8
+// training knobs, as the op declares them).
+bool is_knob(const Case& c, const std::string& key) {
+  if (key == kMode || key == kPhase || key == kQuant) return false;
+  const OpDef* op = Registry::global().op(c.op);
+  if (!op) return false;
+  for (auto& p : op->optional_params)
+    if (p.key == key) return true;
+  return false;
+}
 
 bool is_training(const Case& c) { return c.get_or(kMode, "inference") == "train"; }
 
@@ -27,8 +35,8 @@ std::string step_key(const Case& c) {
 // The parameters without mode, phase, recipe and knobs: what a step and its baseline share.
 std::string shape_of(const Case& c) {
   Case k = c;
-  std::erase_if(k.params, [](auto& kv) {
-    return kv.first == kMode || kv.first == kPhase || kv.first == kQuant || kKnobs.count(kv.first);
+  std::erase_if(k.params, [&c](auto& kv) {
+    return kv.first == kMode || kv.first == kPhase || kv.first == kQuant || is_knob(c, kv.first);
   });
   return k.params_string();
 }
@@ -40,7 +48,7 @@ std::string baseline_key(const Case& c) {
 std::string knobs_of(const Case& c) {
   std::vector<std::string> set;
   for (auto& [k, v] : c.params)
-    if (kKnobs.count(k)) set.push_back(k + "=" + v);
+    if (is_knob(c, k)) set.push_back(k + "=" + v);
   return fmt::format("{}", fmt::join(set, ","));
 }
 
