@@ -1,15 +1,18 @@
-// The training step of `linear` (act=none) on CUDA devices through cuBLASLt, impl
-// `cublaslt_train` (declared for planning in ops/linear/linear_train_cuda_impls.cpp):
-//   forward   y = x W^T + b            one matmul, BIAS epilogue
-//   backward  dx = dy W                one matmul, W read as stored (K x N row-major)
-//             dW = dy^T x, db = sum dy one matmul, dy and x read as stored, BGRADB epilogue
-//                                      (the bias gradient as the reduction of dy over rows)
-// With act=none dz = dy, so the backward reads only x, W and dy: phase=backward needs no saved
-// forward. Every check runs the whole step, whatever `phase` times.
+// The training step of `linear` on CUDA devices through cuBLASLt, impl `cublaslt_train`
+// (declared for planning in ops/linear/linear_train_cuda_impls.cpp):
+//   forward   z = x W^T + b            one matmul, BIAS epilogue (into y itself for act=none)
+//             y = act(z)               our kernel, z kept for the backward
+//   backward  dz = dy * act'(z)        our kernel (act=none: dz is dy)
+//             dx = dz W                one matmul, W read as stored (K x N row-major)
+//             dW = dz^T x, db = sum dz one matmul, dz and x read as stored, BGRADB epilogue
+//                                      (the bias gradient as the reduction of dz over rows)
+// phase=backward runs from a forward made at setup. Every check runs the whole step, whatever
+// `phase` times.
 #include <fmt/format.h>
 
 #include "ops/gemm/cuda/gemm_cuda_types.hpp"
 #include "ops/gemm/cuda/lt_matmul.hpp"
+#include "ops/linear/cuda/act_backward_kernel.hpp"
 #include "ops/linear/cuda/bias_act_kernel.hpp"
 #include "ops/linear/linear.hpp"
 #include "src/cuda/plugin/device_impl.hpp"
@@ -36,6 +39,10 @@ class CublasLtTrainLinear : public cuda::DeviceImpl<LinearOp> {
  private:
   char* section(std::size_t offset) const { return static_cast<char*>(out()) + offset * size_of(case_.dtype); }
 
+  bool has_act() const { return shape_of(case_).act != tensor::Act::none; }
+  void* z() const { return has_act() ? z_.data() : section(train_layout(shape_of(case_)).y); }
+  const void* dz() const { return has_act() ? dz_.data() : in(dy_index()); }
+
   void prepare() override {
     const Shape s = shape_of(case_);
     const TrainLayout l = train_layout(s);
@@ -47,35 +54,53 @@ class CublasLtTrainLinear : public cuda::DeviceImpl<LinearOp> {
       cuda::check(cudaGetLastError(), "bias conversion kernel");
       bias = bias_.data();
     }
-    if (forward_.planned()) return;  // the buffers stay where they are: the plans hold
-    const void* dy = in(dy_index());
-    forward_.plan({.dtype = case_.dtype, .M = s.rows, .N = s.out, .K = s.hidden, .epilogue = CUBLASLT_EPILOGUE_BIAS, .bias = bias},
-                  in(kX), in(kW), section(l.y), stream());
-    dgrad_.plan({.dtype = case_.dtype, .M = s.rows, .N = s.hidden, .K = s.out, .b_transposed = true}, dy, in(kW),
-                section(l.dx), stream());
-    wgrad_.plan({.dtype = case_.dtype,
-                 .M = s.out,
-                 .N = s.hidden,
-                 .K = s.rows,
-                 .epilogue = CUBLASLT_EPILOGUE_BGRADB,
-                 .bias = section(l.db),
-                 .a_transposed = true,
-                 .b_transposed = true},
-                dy, in(kX), section(l.dw), stream());
+    if (!forward_.planned()) {  // the buffers stay where they are: the plans hold
+      if (has_act()) {
+        z_ = cuda::DeviceBuffer(s.rows * s.out * size_of(case_.dtype));
+        dz_ = cuda::DeviceBuffer(s.rows * s.out * size_of(case_.dtype));
+      }
+      forward_.plan({.dtype = case_.dtype, .M = s.rows, .N = s.out, .K = s.hidden, .epilogue = CUBLASLT_EPILOGUE_BIAS, .bias = bias},
+                    in(kX), in(kW), z(), stream());
+      dgrad_.plan({.dtype = case_.dtype, .M = s.rows, .N = s.hidden, .K = s.out, .b_transposed = true}, dz(), in(kW),
+                  section(l.dx), stream());
+      wgrad_.plan({.dtype = case_.dtype,
+                   .M = s.out,
+                   .N = s.hidden,
+                   .K = s.rows,
+                   .epilogue = CUBLASLT_EPILOGUE_BGRADB,
+                   .bias = section(l.db),
+                   .a_transposed = true,
+                   .b_transposed = true},
+                  dz(), in(kX), section(l.dw), stream());
+    }
+    if (has_act() && !checking_ && phase_of(case_) == Phase::backward) forward();  // what the timed backward reads
+  }
+
+  void forward() {
+    const Shape s = shape_of(case_);
+    forward_.run(in(kX), in(kW), z(), stream());
+    if (has_act())
+      launch_act_forward(case_.dtype, s.act, z(), section(train_layout(s).y), static_cast<std::int64_t>(s.rows * s.out),
+                         stream());
   }
 
   void launch() override {
-    const TrainLayout l = train_layout(shape_of(case_));
+    const Shape s = shape_of(case_);
+    const TrainLayout l = train_layout(s);
     const Phase p = checking_ ? Phase::step : phase_of(case_);
-    if (p != Phase::backward) forward_.run(in(kX), in(kW), section(l.y), stream());
+    if (p != Phase::backward) forward();
     if (p == Phase::forward) return;
-    dgrad_.run(in(dy_index()), in(kW), section(l.dx), stream());
-    wgrad_.run(in(dy_index()), in(kX), section(l.dw), stream());
+    if (has_act())
+      launch_act_backward(case_.dtype, s.act, in(dy_index()), z(), dz_.data(), static_cast<std::int64_t>(s.rows * s.out),
+                          stream());
+    dgrad_.run(dz(), in(kW), section(l.dx), stream());
+    wgrad_.run(dz(), in(kX), section(l.dw), stream());
   }
 
   bool checking_ = false;
   gemm::LtMatmul forward_, dgrad_, wgrad_;
-  cuda::DeviceBuffer bias_;  // fp16 / bf16: the bias in y's type
+  cuda::DeviceBuffer bias_;    // fp16 / bf16: the bias in y's type
+  cuda::DeviceBuffer z_, dz_;  // act != none: the pre-activation kept for the backward, and dz
 };
 
 const bool registered = [] {
