@@ -1,5 +1,5 @@
-// cublaslt_train, the CUDA training step of linear: registered for CUDA devices only, for
-// training cases of linear only (no LayerNorm backward kernel yet); skipped with the plugin's
+// cublaslt_train, the CUDA training step of linear and ln_linear_<act>: registered for CUDA
+// devices only, for training cases only; skipped with the plugin's
 // reason without a GPU; on a GPU, every phase passes the step's fp64 gradient check.
 #include <gtest/gtest.h>
 
@@ -23,7 +23,7 @@ std::string train_case(const std::string& dtype, const std::string& shape, const
 }
 }  // namespace
 
-TEST(LinearTrainCuda, RegisteredForCudaTrainingCasesOfLinear) {
+TEST(LinearTrainCuda, RegisteredForCudaTrainingCasesOfTheLinearOps) {
   auto* def = Registry::global().impl("linear", "cublaslt_train");
   ASSERT_NE(def, nullptr);
   EXPECT_TRUE(def->runs_on("cuda"));
@@ -31,7 +31,8 @@ TEST(LinearTrainCuda, RegisteredForCudaTrainingCasesOfLinear) {
   EXPECT_EQ(def->needs, std::vector<std::string>{"mode"});
   EXPECT_TRUE(def->supports(parse_case(train_case("bf16", "batch=1,seq=8,hidden=16,out=8,act=none"))).ok);
   EXPECT_TRUE(def->supports(parse_case(train_case("bf16", "batch=1,seq=8,hidden=16,out=8,act=gelu"))).ok);
-  EXPECT_EQ(Registry::global().impl("ln_linear_relu", "cublaslt_train"), nullptr);  // no LayerNorm backward kernel yet
+  ASSERT_NE(Registry::global().impl("ln_linear_relu", "cublaslt_train"), nullptr);
+  EXPECT_TRUE(Registry::global().impl("ln_linear_relu", "cublaslt_train")->runs_on("cuda"));
   // An inference case is not its.
   EXPECT_FALSE(takes_optional_params(*def, parse_case("linear/cublaslt_train/bf16/batch=1,seq=8,hidden=16,out=8,act=none/device=cuda:0")).ok);
 }
@@ -52,5 +53,8 @@ TEST(LinearTrainCuda, EveryPhasePassesTheGradientCheckOnAGpu) {
         auto kase = train_case(dtype, shape, phase);
         auto r = run_case(parse_case(kase), quick_options());
         EXPECT_EQ(r.status, Status::ok) << kase << ": " << r.reason;
+        auto ln = fmt::format("ln_linear_gelu/cublaslt_train/{}/batch=2,seq=9,hidden=40,out=24,mode=train{}/device=cuda:0", dtype, phase);
+        auto l = run_case(parse_case(ln), quick_options());
+        EXPECT_EQ(l.status, Status::ok) << ln << ": " << l.reason;
       }
 }
