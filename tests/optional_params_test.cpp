@@ -47,7 +47,7 @@ TEST(OptionalParams, BadRecipesAndModesAreNamed) {
   EXPECT_TRUE(has(with("quant=int8wo,mode=train"), "has no training step")) << with("quant=int8wo,mode=train");
   EXPECT_EQ(with("quant=float8dq-row,mode=train"), "no error");
   EXPECT_TRUE(has(with("mode=fly"), "mode=fly unknown")) << with("mode=fly");
-  EXPECT_TRUE(has(with("colour=red"), "takes: batch, seq, hidden, out, act, quant, mode")) << with("colour=red");
+  EXPECT_TRUE(has(with("colour=red"), "takes: batch, seq, hidden, out, act, quant, mode, phase, scaling_input")) << with("colour=red");
 }
 
 TEST(OptionalParams, ImplsWithoutThemSkipSuchCases) {

@@ -120,7 +120,7 @@ class Session:
             raise ValueError("check needs 'output': the file to write the output to")
         fresh = [t.to(case.device) for t in case.load_inputs(list(req.get("inputs") or []))]
         self.prepared.refresh(0, fresh)
-        out = self.prepared.call(0)
+        out = self.prepared.check_call(0)
         self._sync()
         write_tensor(torch, out, req["output"], case.output["elem"], int(case.output["count"]))
         reply = {}

@@ -446,6 +446,17 @@ def make(case, input_sets):
         details["gpu"] = torch.cuda.get_device_name(case.device)
     details.update(set_precision(case))
     verify = None
+    training = case.get("mode", "inference") == "train"
+    if case.get("quant", "baseline") != "baseline" and not training:
+        raise Unsupported(f"{case.impl} runs quant={case.get('quant')} only in training steps (mode=train)")
+    if training:
+        if not (case.op == "linear" or case.op.startswith("ln_linear_")):
+            raise Unsupported(f"{case.impl} has no training step of '{case.op}'")
+        act = act_of(case.get("act", "none") if case.op == "linear" else case.op[len("ln_linear_"):], case.op)
+        compile_fn = (lambda f: _compiled(f, mode)) if mode else None
+        prepared = importlib.import_module("torch_training").make(case, act, compile_fn, input_sets)
+        prepared.details.update(details)
+        return prepared
     if case.op == "model":  # a whole model: the worker checks it (model_case.py)
         fn, prep, verify, model_details = importlib.import_module("model_case").make(case)
         details.update(model_details)

@@ -26,6 +26,25 @@ double reference(Act a, double x) {
   return x;
 }
 
+double derivative(Act a, double x) {
+  auto sigmoid = [](double v) { return 1 / (1 + std::exp(-v)); };
+  switch (a) {
+    case Act::none: return 1;
+    case Act::relu: return x > 0 ? 1 : 0;
+    case Act::relu6: return x > 0 && x < 6 ? 1 : 0;
+    case Act::leaky_relu: return x > 0 ? 1 : double(tensor::kLeakySlope);
+    case Act::gelu: return 0.5 * std::erfc(-x / std::sqrt(2.0)) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+    case Act::gelu_tanh: {
+      const double c = std::sqrt(2.0 / M_PI), t = std::tanh(c * (x + 0.044715 * x * x * x));
+      return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x);
+    }
+    case Act::silu: return sigmoid(x) * (1 + x * (1 - sigmoid(x)));
+    case Act::sigmoid: return sigmoid(x) * (1 - sigmoid(x));
+    case Act::hardswish: return x < -3 ? 0 : x > 3 ? 1 : (2 * x + 3) / 6;
+  }
+  return 1;
+}
+
 double flops_per_element(Act a) {
   switch (a) {
     case Act::none: return 0;

@@ -9,6 +9,7 @@
 namespace opmeter::activation {
 
 double reference(tensor::Act a, double x);  // fp64
+double derivative(tensor::Act a, double x);  // d reference / dx in fp64 (a kink's right side)
 double flops_per_element(tensor::Act a);
 
 class ActivationOp : public tensor::TensorOp {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "ops/activation/activation.hpp"
+#include "ops/linear/train_params.hpp"
 #include "quant/recipe.hpp"
 #include "opmeter/errors.hpp"
 
@@ -60,25 +61,39 @@ Work forward_work(const Case& c) {
   return w;
 }
 
-// Forward and backward: dx = dz W (and LayerNorm's backward), dW = dz^T xhat, db = sum dz, where
-// dz = dy * act'(z). Reads x, W, dy (and the saved z, recomputed or kept); writes y, dx, dW, db.
-Work train_work(const Case& c) {
+// The backward: dz = dy * act'(z), dx = dz W (and LayerNorm's backward), dW = dz^T xhat,
+// db = sum dz. Reads dy, W, the saved z and xhat (x for LayerNorm); writes dx, dW, db (and
+// dgamma, dbeta), every gradient in the activations' type (train_layout).
+Work backward_work(const Case& c) {
   auto s = shape_of(c);
   double rows = double(s.rows), h = double(s.hidden), o = double(s.out), e = double(size_of(c.dtype));
-  Work w = forward_work(c);
-  w.flops += 4 * rows * h * o + rows * o * 2 + (s.layernorm ? 12 * rows * h : 0);
-  w.bytes_read += rows * o * e;                            // dy
-  w.bytes_written += rows * h * e + o * h * 4 + o * 4 + (s.layernorm ? 8 * h : 0);  // dx, dW, db (fp32)
+  Work w;
+  w.flops = 4 * rows * h * o + rows * o * 2 + (s.layernorm ? 12 * rows * h : 0);
+  w.bytes_read = rows * o * e + quantized_weight_bytes(c) + (s.act != Act::none ? rows * o * e : 0) + rows * h * e;
+  w.bytes_written = rows * h * e + o * h * e + o * e + (s.layernorm ? 2 * h * e : 0);
   return w;
+}
+
+Work step_work(const Case& c) {
+  Work f = forward_work(c), b = backward_work(c);
+  return {f.flops + b.flops, f.bytes_read + b.bytes_read, f.bytes_written + b.bytes_written};
 }
 }  // namespace
 
-Work fused_work(const Case& c) { return training(c) ? train_work(c) : forward_work(c); }
+Work fused_work(const Case& c) {
+  if (!training(c)) return forward_work(c);
+  switch (phase_of(c)) {
+    case Phase::forward: return forward_work(c);
+    case Phase::backward: return backward_work(c);
+    case Phase::step: break;
+  }
+  return step_work(c);
+}
 
 Work unfused_work(const Case& c) {
   auto s = shape_of(c);
   double rows = double(s.rows), h = double(s.hidden), o = double(s.out), e = double(size_of(c.dtype));
-  Work w = fused_work(c);
+  Work w = training(c) ? step_work(c) : forward_work(c);  // a phase's set holds the whole step's tensors
   double extra = rows * o * e;       // the bias pass reads and rewrites x W^T
   if (s.act != Act::none) extra += rows * o * e;  // the activation pass reads it once more
   if (s.layernorm) extra += rows * h * e;         // LayerNorm's output, read back by the GEMM
@@ -94,6 +109,7 @@ std::vector<TensorDesc> LinearOp::inputs() const {
     v.push_back({"gamma", Elem::f32, s.hidden, 0.5, 1.5});
     v.push_back({"beta", Elem::f32, s.hidden, -0.5, 0.5});
   }
+  if (training(case_)) v.push_back({"dy", act(), s.rows * s.out});
   return v;
 }
 
@@ -184,12 +200,14 @@ OpDef linear_def(const std::string& name, const std::string& summary, bool with_
       throw CaseError(fmt::format("linear act='{}' unknown: expected one of {}", c.get("act"), fmt::join(names, ", ")));
     }
     validate_recipe(c);
+    validate_training_params(c);
   };
   op.optional_params = {
       {.key = kQuant, .config_key = "quantization", .absent = quant::kBaseline,
        .help = "quantization recipe of the weights (and activations)", .values = quant::recipe_names()},
       {.key = kMode, .config_key = "mode", .absent = "inference", .help = "inference, or train: forward + backward",
        .values = {"inference", kTrain}}};
+  for (auto& p : training_params()) op.optional_params.push_back(std::move(p));
   op.footprint = [](const Case& c) { return unfused_work(c).bytes(); };
   op.from_matrix_shape = [with_act](std::int64_t m, std::int64_t k, std::int64_t n) {
     std::vector<std::pair<std::string, std::string>> p = {

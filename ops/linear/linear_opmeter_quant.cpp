@@ -130,7 +130,7 @@ Support supports(const Case& c) {
   if (!r) return Support::no(fmt::format("unknown quantization recipe '{}'", recipe_of(c)));
   if (r->activations == quant::ActivationFormat::fp8_per_tensor || r->activations == quant::ActivationFormat::fp8_per_row)
     return Support::no("no fp8 GEMM on CPUs: float8dq runs on GPUs");
-  if (training(c)) return Support::no("opmeter_quant times inference only (mode=train: float8dq on GPUs)");
+  if (training(c)) return Support::no("opmeter_quant times inference only (mode=train: impl onednn_train for the baseline; float8dq in the worker's torch forms on GPUs)");
   if (r->weights == quant::WeightFormat::int4 && shape_of(c).hidden % 32 != 0)
     return Support::no("opmeter_quant's int4 kernels need hidden to be a multiple of 32");
   return Support::yes();

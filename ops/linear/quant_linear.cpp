@@ -165,6 +165,7 @@ void QuantLinearOp::product_row(const HostTensors& in, std::size_t row, double* 
 }
 
 Check QuantLinearOp::check(const HostTensors& in, const HostTensor& out, std::uint64_t seed) const {
+  if (training(case_)) return LinearOp::check(in, out, seed);  // the step's gradients (linear_train_check.cpp)
   Check gate = TensorOp::check(in, out, seed);
   if (std::isinf(gate.max_error) && !gate.ok) return gate;  // unwritten or NaN output: nothing to measure
   // The recipe's cost: its product x W^T against the unquantized one over the same rows.

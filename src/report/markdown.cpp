@@ -4,6 +4,7 @@
 
 #include "analysis/fusion.hpp"
 #include "analysis/quantization.hpp"
+#include "analysis/training.hpp"
 #include "opmeter/reporter_registry.hpp"
 #include "report/reporters.hpp"
 #include "opmeter/result_fields.hpp"
@@ -76,7 +77,8 @@ std::string markdown_table(const std::vector<Result>& results) {
     out += fmt::format("| {} |\n", fmt::join(cells, " | "));
   }
   FusionThresholds t;
-  return out + fusion_markdown(fusion_rows(results, t), t) + quant_markdown(quant_rows(results));
+  return out + fusion_markdown(fusion_rows(results, t), t) + quant_markdown(quant_rows(results)) +
+         training_markdown(training_rows(results));
 }
 
 std::unique_ptr<Reporter> make_markdown_reporter(std::FILE* out) { return std::make_unique<MarkdownReporter>(out); }

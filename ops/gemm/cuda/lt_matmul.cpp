@@ -27,6 +27,7 @@ const char* epilogue_name(cublasLtEpilogue_t e) {
     case CUBLASLT_EPILOGUE_BIAS: return "BIAS";
     case CUBLASLT_EPILOGUE_RELU_BIAS: return "RELU_BIAS";
     case CUBLASLT_EPILOGUE_GELU_BIAS: return "GELU_BIAS (tanh approximation)";
+    case CUBLASLT_EPILOGUE_BGRADB: return "BGRADB (bias gradient: A's sum over K)";
     default: return "other";
   }
 }
@@ -73,9 +74,10 @@ void LtMatmul::plan(const LtProblem& p, const void* a, const void* b, void* d, c
   check_cublaslt(cublasLtCreate(&handle), "cublasLtCreate");
   handle_ = handle;
   check_cublaslt(cublasLtMatmulDescCreate(&desc_, t.compute, t.scale), "cublasLtMatmulDescCreate");
-  cublasOperation_t trans = CUBLAS_OP_T, no = CUBLAS_OP_N;
-  check_cublaslt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans), "TRANSA");
-  check_cublaslt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &no, sizeof no), "TRANSB");
+  // cuBLASLt's A is our B, its B our A (see the layouts below); stored transposed, each flips.
+  cublasOperation_t trans_a = p.b_transposed ? CUBLAS_OP_N : CUBLAS_OP_T, trans_b = p.a_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  check_cublaslt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof trans_a), "TRANSA");
+  check_cublaslt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof trans_b), "TRANSB");
   if (p.epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
     check_cublaslt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &p.epilogue, sizeof p.epilogue),
                    "EPILOGUE");
@@ -96,8 +98,16 @@ void LtMatmul::plan(const LtProblem& p, const void* a, const void* b, void* d, c
   // Column-major view: D^T (N x M) = B^T * A^T, where B (N x K row-major) is K x N column-major
   // with ld K, used transposed, and A (M x K row-major) is K x M column-major. A bias per output
   // feature is then a bias per row of D^T, which is what cuBLASLt's bias epilogues broadcast.
-  check_cublaslt(cublasLtMatrixLayoutCreate(&b_layout_, t.ab, K, N, static_cast<std::int64_t>(K)), "layout B");
-  check_cublaslt(cublasLtMatrixLayoutCreate(&a_layout_, t.ab, K, M, static_cast<std::int64_t>(K)), "layout A");
+  // Stored transposed, B (K x N row-major) is N x K column-major used as is, and A (K x M
+  // row-major) M x K column-major used transposed.
+  if (p.b_transposed)
+    check_cublaslt(cublasLtMatrixLayoutCreate(&b_layout_, t.ab, N, K, static_cast<std::int64_t>(N)), "layout B");
+  else
+    check_cublaslt(cublasLtMatrixLayoutCreate(&b_layout_, t.ab, K, N, static_cast<std::int64_t>(K)), "layout B");
+  if (p.a_transposed)
+    check_cublaslt(cublasLtMatrixLayoutCreate(&a_layout_, t.ab, M, K, static_cast<std::int64_t>(M)), "layout A");
+  else
+    check_cublaslt(cublasLtMatrixLayoutCreate(&a_layout_, t.ab, K, M, static_cast<std::int64_t>(K)), "layout A");
   check_cublaslt(cublasLtMatrixLayoutCreate(&d_layout_, t.c, N, M, static_cast<std::int64_t>(N)), "layout D");
   if (workspace_.bytes() != kWorkspaceBytes) workspace_ = cuda::DeviceBuffer(kWorkspaceBytes);
 

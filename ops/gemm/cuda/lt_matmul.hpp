@@ -1,6 +1,6 @@
 #pragma once
 // One cuBLASLt matmul, planned once and run many times: D = A * B^T (+ bias, activation), with A
-// M x K, B N x K and D M x N, all row-major (gemm.hpp's layout, and a linear layer's x, W, y).
+// M x K, B N x K and D M x N, all row-major (or either operand stored transposed, LtProblem) (gemm.hpp's layout, and a linear layer's x, W, y).
 // plan() creates the handle, descriptor and layouts, asks the heuristic for candidate algorithms,
 // times each on the buffers given and keeps the fastest; run() is one cublasLtMatmul call. Shared
 // by gemm/cublaslt and the linear impls, so a linear and the GEMM of its shape choose alike.
@@ -23,6 +23,9 @@ struct LtProblem {
   // fp8: device pointers to one fp32 scale each of A (M x K) and B (N x K), multiplied into D.
   const float* a_scale = nullptr;
   const float* b_scale = nullptr;
+  // Operands stored the other way (a training step's backward GEMMs): A as K x M row-major
+  // (D = A^T B^T), B as K x N row-major (D = A B).
+  bool a_transposed = false, b_transposed = false;
 };
 
 class LtMatmul {

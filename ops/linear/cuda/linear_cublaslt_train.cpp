@@ -1,0 +1,150 @@
+// The training step of `linear` and `ln_linear_<act>` on CUDA devices through cuBLASLt, impl
+// `cublaslt_train` (declared for planning in ops/linear/linear_train_cuda_impls.cpp):
+//   forward   [xhat = LayerNorm(x), mean and rstd kept: our kernel]
+//             z = xhat W^T + b            one matmul, BIAS epilogue (into y itself for act=none)
+//             y = act(z)               our kernel, z kept for the backward
+//   backward  dz = dy * act'(z)        our kernel (act=none: dz is dy)
+//             dx = dz W                one matmul, W read as stored (K x N row-major)
+//             dW = dz^T xhat, db = sum dz  one matmul, dz and xhat read as stored, BGRADB epilogue
+//                                      (the bias gradient as the reduction of dz over rows)
+//             [LayerNorm backward: dx, dgamma, dbeta from dxhat: our kernels]
+// phase=backward runs from a forward made at setup. Every check runs the whole step, whatever
+// `phase` times.
+#include <fmt/format.h>
+
+#include "ops/gemm/cuda/gemm_cuda_types.hpp"
+#include "ops/gemm/cuda/lt_matmul.hpp"
+#include "ops/linear/cuda/act_backward_kernel.hpp"
+#include "ops/linear/cuda/bias_act_kernel.hpp"
+#include "ops/linear/cuda/layernorm_train_kernel.hpp"
+#include "ops/linear/linear.hpp"
+#include "src/cuda/plugin/device_impl.hpp"
+
+namespace opmeter::linear {
+namespace {
+
+class CublasLtTrainLinear : public cuda::DeviceImpl<LinearOp> {
+ public:
+  Check verify(std::uint64_t seed) override {
+    checking_ = true;
+    Check c = cuda::DeviceImpl<LinearOp>::verify(seed);
+    checking_ = false;
+    return c;
+  }
+
+  std::map<std::string, std::string> details() const override {
+    auto d = forward_.details();
+    for (auto& [k, v] : wgrad_.details()) d["wgrad_" + k] = v;
+    d["dgrad"] = "cuBLASLt, dy W with W read as stored";
+    return d;
+  }
+
+ private:
+  char* section(std::size_t offset) const { return static_cast<char*>(out()) + offset * size_of(case_.dtype); }
+
+  bool has_act() const { return shape_of(case_).act != tensor::Act::none; }
+  void* z() const { return has_act() ? z_.data() : section(train_layout(shape_of(case_)).y); }
+  const void* dz() const { return has_act() ? dz_.data() : in(dy_index()); }
+  bool layernorm() const { return shape_of(case_).layernorm; }
+  // The GEMMs' x: LayerNorm's output for ln_linear; and where dx = dz W goes before LayerNorm's backward.
+  const void* gemm_x() const { return layernorm() ? xhat_.data() : in(kX); }
+  void* dxhat() const { return layernorm() ? dxhat_.data() : section(train_layout(shape_of(case_)).dx); }
+  LayerNormTrain ln_params() const {
+    const Shape s = shape_of(case_);
+    return {.x = in(kX),
+            .gamma = static_cast<const float*>(in(kGamma)),
+            .beta = static_cast<const float*>(in(kBeta)),
+            .mean = static_cast<float*>(mean_.data()),
+            .rstd = static_cast<float*>(rstd_.data()),
+            .rows = static_cast<std::int64_t>(s.rows),
+            .hidden = static_cast<std::int64_t>(s.hidden)};
+  }
+
+  void prepare() override {
+    const Shape s = shape_of(case_);
+    const TrainLayout l = train_layout(s);
+    const void* bias = in(kBias);
+    if (case_.dtype != DType::fp32) {  // cuBLASLt's bias has y's type
+      if (bias_.bytes() != s.out * size_of(case_.dtype)) bias_ = cuda::DeviceBuffer(s.out * size_of(case_.dtype));
+      launch_bias_convert(case_.dtype, static_cast<const float*>(in(kBias)), bias_.data(), static_cast<std::int64_t>(s.out),
+                          stream());
+      cuda::check(cudaGetLastError(), "bias conversion kernel");
+      bias = bias_.data();
+    }
+    if (!forward_.planned()) {  // the buffers stay where they are: the plans hold
+      if (has_act()) {
+        z_ = cuda::DeviceBuffer(s.rows * s.out * size_of(case_.dtype));
+        dz_ = cuda::DeviceBuffer(s.rows * s.out * size_of(case_.dtype));
+      }
+      if (layernorm()) {
+        xhat_ = cuda::DeviceBuffer(s.rows * s.hidden * size_of(case_.dtype));
+        dxhat_ = cuda::DeviceBuffer(s.rows * s.hidden * size_of(case_.dtype));
+        mean_ = cuda::DeviceBuffer(s.rows * sizeof(float));
+        rstd_ = cuda::DeviceBuffer(s.rows * sizeof(float));
+        launch_layernorm_forward(case_.dtype, ln_params(), xhat_.data(), stream());  // the plans time on real rows
+      }
+      forward_.plan({.dtype = case_.dtype, .M = s.rows, .N = s.out, .K = s.hidden, .epilogue = CUBLASLT_EPILOGUE_BIAS, .bias = bias},
+                    gemm_x(), in(kW), z(), stream());
+      dgrad_.plan({.dtype = case_.dtype, .M = s.rows, .N = s.hidden, .K = s.out, .b_transposed = true}, dz(), in(kW),
+                  dxhat(), stream());
+      wgrad_.plan({.dtype = case_.dtype,
+                   .M = s.out,
+                   .N = s.hidden,
+                   .K = s.rows,
+                   .epilogue = CUBLASLT_EPILOGUE_BGRADB,
+                   .bias = section(l.db),
+                   .a_transposed = true,
+                   .b_transposed = true},
+                  dz(), gemm_x(), section(l.dw), stream());
+    }
+    if ((has_act() || layernorm()) && !checking_ && phase_of(case_) == Phase::backward) forward();  // what the timed backward reads
+  }
+
+  void forward() {
+    const Shape s = shape_of(case_);
+    if (layernorm()) launch_layernorm_forward(case_.dtype, ln_params(), xhat_.data(), stream());
+    forward_.run(gemm_x(), in(kW), z(), stream());
+    if (has_act())
+      launch_act_forward(case_.dtype, s.act, z(), section(train_layout(s).y), static_cast<std::int64_t>(s.rows * s.out),
+                         stream());
+  }
+
+  void launch() override {
+    const Shape s = shape_of(case_);
+    const TrainLayout l = train_layout(s);
+    const Phase p = checking_ ? Phase::step : phase_of(case_);
+    if (p != Phase::backward) forward();
+    if (p == Phase::forward) return;
+    if (has_act())
+      launch_act_backward(case_.dtype, s.act, in(dy_index()), z(), dz_.data(), static_cast<std::int64_t>(s.rows * s.out),
+                          stream());
+    dgrad_.run(dz(), in(kW), dxhat(), stream());
+    wgrad_.run(dz(), gemm_x(), section(l.dw), stream());
+    if (layernorm())
+      launch_layernorm_backward(case_.dtype, ln_params(), dxhat_.data(), section(l.dx), section(l.dgamma), section(l.dbeta),
+                                stream());
+  }
+
+  bool checking_ = false;
+  gemm::LtMatmul forward_, dgrad_, wgrad_;
+  cuda::DeviceBuffer bias_;    // fp16 / bf16: the bias in y's type
+  cuda::DeviceBuffer z_, dz_;  // act != none: the pre-activation kept for the backward, and dz
+  cuda::DeviceBuffer xhat_, dxhat_, mean_, rstd_;  // ln_linear: LayerNorm's output and statistics, dxhat
+};
+
+const bool registered = [] {
+  for (auto& op : linear_ops())
+    cuda::FactoryRegistrar({
+        .op = op,
+        .impl = "cublaslt_train",
+        .supports = [](const Case& c, const cuda::DeviceProps& p) {
+          if (auto s = gemm::dtype_support(c.dtype, p, true); !s.ok) return s;
+          return cuda::own_kernels_run_on(p);
+        },
+        .make = [] { return std::make_unique<CublasLtTrainLinear>(); },
+    });
+  return true;
+}();
+
+}  // namespace
+}  // namespace opmeter::linear

@@ -1,0 +1,201 @@
+// Training steps of the linear ops (mode=train): the fp64 check of the gradients agrees with the
+// test's own naive double loops, catches a wrong or unwritten gradient and names it; the oneDNN
+// impl passes it in every phase; the phases' work adds up to the step's; a tiny config runs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "opmeter/config.hpp"
+#include "opmeter/registry.hpp"
+#include "opmeter/runner.hpp"
+#include "ops/activation/activation.hpp"
+#include "ops/linear/linear.hpp"
+#include "tests/cli_helpers.hpp"
+
+using namespace opmeter;
+
+namespace {
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+Case train_case(const std::string& op_params, const std::string& dtype = "fp32", const std::string& impl = "reference") {
+  return parse_case("linear/" + impl + "/" + dtype + "/" + op_params + "/threads=1");
+}
+
+// The test's own forward and backward in double loops, written into the step's output layout:
+// y, dx, dW, db (and dgamma, dbeta) for inputs x, W, b, [gamma, beta,] dy.
+std::vector<double> naive_step(const Case& c, const HostTensors& in) {
+  auto s = linear::shape_of(c);
+  const std::size_t R = s.rows, H = s.hidden, O = s.out;
+  auto at = [&](std::size_t t, std::size_t i) { return in[t][i]; };
+  const std::size_t dy = s.layernorm ? 5 : 3;
+  std::vector<double> xh(R * H), xn(R * H), rstd(R, 1);
+  for (std::size_t r = 0; r < R; ++r) {
+    double mean = 0, var = 0;
+    for (std::size_t k = 0; k < H; ++k) mean += at(0, r * H + k) / double(H);
+    for (std::size_t k = 0; k < H; ++k) var += std::pow(at(0, r * H + k) - mean, 2) / double(H);
+    for (std::size_t k = 0; k < H; ++k) {
+      if (!s.layernorm) {
+        xh[r * H + k] = at(0, r * H + k);
+        continue;
+      }
+      rstd[r] = 1 / std::sqrt(var + 1e-5);
+      xn[r * H + k] = (at(0, r * H + k) - mean) * rstd[r];
+      xh[r * H + k] = xn[r * H + k] * at(3, k) + at(4, k);
+    }
+  }
+  auto layout = linear::train_layout(s);
+  std::vector<double> out(layout.total, 0.0), dz(R * O), dxh(R * H, 0.0);
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t j = 0; j < O; ++j) {
+      double z = at(2, j);
+      for (std::size_t k = 0; k < H; ++k) z += xh[r * H + k] * at(1, j * H + k);
+      out[layout.y + r * O + j] = activation::reference(s.act, z);
+      // act' by a central difference: independent of the derivative formulas under test.
+      const double step = 1e-6;
+      double d = (activation::reference(s.act, z + step) - activation::reference(s.act, z - step)) / (2 * step);
+      dz[r * O + j] = at(dy, r * O + j) * d;
+    }
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t j = 0; j < O; ++j) {
+      out[layout.db + j] += dz[r * O + j];
+      for (std::size_t k = 0; k < H; ++k) {
+        out[layout.dw + j * H + k] += dz[r * O + j] * xh[r * H + k];
+        dxh[r * H + k] += dz[r * O + j] * at(1, j * H + k);
+      }
+    }
+  for (std::size_t r = 0; r < R; ++r) {
+    if (!s.layernorm) {
+      for (std::size_t k = 0; k < H; ++k) out[layout.dx + r * H + k] = dxh[r * H + k];
+      continue;
+    }
+    // dx_k = sum_i dxhat_i dxhat_i/dx_k through LayerNorm, written out term by term.
+    for (std::size_t k = 0; k < H; ++k) {
+      double sum = 0;
+      for (std::size_t i = 0; i < H; ++i) {
+        double dxn_i_dx_k = rstd[r] * ((i == k ? 1.0 : 0.0) - 1.0 / double(H) - xn[r * H + i] * xn[r * H + k] / double(H));
+        sum += dxh[r * H + i] * at(3, i) * dxn_i_dx_k;
+      }
+      out[layout.dx + r * H + k] = sum;
+      out[layout.dgamma + k] += dxh[r * H + k] * xn[r * H + k];
+      out[layout.dbeta + k] += dxh[r * H + k];
+    }
+  }
+  return out;
+}
+
+struct Checked {
+  Check check;
+  linear::TrainLayout layout;
+};
+
+// The spec's check of the naive step's output, with element `poke` (if any) changed by `delta`.
+Checked check_naive(const Case& c, std::size_t poke = SIZE_MAX, double delta = 0) {
+  auto spec = Registry::global().op(c.op)->spec();
+  spec->bind(c);
+  auto in = spec->make_inputs(7);
+  auto ref = naive_step(c, in);
+  HostTensor out(spec->output());
+  EXPECT_EQ(ref.size(), spec->output().count);
+  for (std::size_t i = 0; i < ref.size(); ++i) store(out.desc().elem, out.data(), i, ref[i] + (i == poke ? delta : 0.0));
+  return {spec->check(in, out, 3), linear::train_layout(linear::shape_of(c))};
+}
+}  // namespace
+
+TEST(LinearTrain, CheckAgreesWithNaiveDoubleLoops) {
+  for (const char* p : {"batch=2,seq=3,hidden=5,out=7,act=gelu,mode=train", "batch=1,seq=4,hidden=6,out=3,act=silu,mode=train"}) {
+    auto r = check_naive(train_case(p));
+    EXPECT_TRUE(r.check.ok) << p << ": " << r.check.detail;
+    EXPECT_LT(r.check.max_error, 1e-6) << p << ": " << r.check.detail;
+  }
+  auto ln = parse_case("ln_linear_gelu_tanh/reference/fp32/batch=2,seq=3,hidden=6,out=5,mode=train/threads=1");
+  auto r = check_naive(ln);
+  EXPECT_TRUE(r.check.ok) << r.check.detail;
+  EXPECT_LT(r.check.max_error, 1e-6) << r.check.detail;
+  EXPECT_TRUE(has(r.check.detail, "dgamma and dbeta whole")) << r.check.detail;
+}
+
+TEST(LinearTrain, CheckNamesAWrongGradient) {
+  auto c = parse_case("ln_linear_relu/reference/fp32/batch=2,seq=3,hidden=6,out=5,mode=train/threads=1");
+  auto l = check_naive(c).layout;
+  for (auto [offset, name] : {std::pair{l.dx + 4, "dx["}, {l.dw + 7, "dW["}, {l.db + 2, "db["}, {l.dgamma + 1, "dgamma["},
+                              {l.dbeta + 5, "dbeta["}, {l.y + 3, "y["}}) {
+    auto r = check_naive(c, offset, 0.5);
+    EXPECT_FALSE(r.check.ok) << name;
+    EXPECT_TRUE(has(r.check.detail, name)) << r.check.detail;
+  }
+  auto nan = check_naive(c, l.dw + 1, std::nan(""));
+  EXPECT_FALSE(nan.check.ok);
+  EXPECT_TRUE(has(nan.check.detail, "training output dW")) << nan.check.detail;
+}
+
+TEST(LinearTrain, ActivationDerivativesMatchDifferences) {
+  for (auto a : tensor::all_acts())
+    for (double x : {-4.1, -1.3, -0.2, 0.3, 1.7, 5.2, 7.5}) {
+      const double h = 1e-6;
+      double numeric = (activation::reference(a, x + h) - activation::reference(a, x - h)) / (2 * h);
+      EXPECT_NEAR(activation::derivative(a, x), numeric, 1e-6) << tensor::to_string(a) << " at " << x;
+    }
+}
+
+TEST(LinearTrain, OnednnStepPassesInEveryPhase) {
+  for (auto [dtype, op, phase] : {std::tuple{"fp32", "linear", ""}, {"bf16", "linear", ",phase=backward"},
+                                  {"bf16", "ln_linear_gelu", ""}, {"bf16", "ln_linear_gelu", ",phase=forward"}}) {
+        std::string params = std::string("batch=2,seq=9,hidden=40,out=24") + (std::string(op) == "linear" ? ",act=silu" : "") +
+                             ",mode=train" + phase;
+        auto c = parse_case(std::string(op) + "/onednn_train/" + dtype + "/" + params + "/threads=1");
+        validate_case(c);
+        auto impl = Registry::global().impl(op, "onednn_train")->make();
+        impl->setup(c, {.copies = 2, .seed = 5});
+        auto check = impl->verify(11);
+        EXPECT_TRUE(check.ok) << c.to_string() << ": " << check.detail;
+        impl->run(1);  // timed calls after the check, on each input set, then the check again
+        impl->run(0);
+        auto after = impl->verify(12);
+        EXPECT_TRUE(after.ok) << c.to_string() << ": " << after.detail;
+  }
+}
+
+TEST(LinearTrain, PhasesAddUpToTheStep) {
+  for (const char* op : {"linear", "ln_linear_relu"}) {
+    std::string base = std::string(op) + "/onednn_train/bf16/batch=2,seq=8,hidden=64,out=32" +
+                       (std::string(op) == "linear" ? ",act=gelu" : "") + ",mode=train";
+    auto def = Registry::global().op(op);
+    Work step = def->work(parse_case(base + "/threads=1"));
+    Work fwd = def->work(parse_case(base + ",phase=forward/threads=1"));
+    Work bwd = def->work(parse_case(base + ",phase=backward/threads=1"));
+    EXPECT_DOUBLE_EQ(fwd.flops + bwd.flops, step.flops) << op;
+    EXPECT_DOUBLE_EQ(fwd.bytes() + bwd.bytes(), step.bytes()) << op;
+    // The backward's GEMMs are twice the forward's.
+    EXPECT_NEAR(bwd.flops / fwd.flops, 2.0, 0.1) << op;
+    // The forward of a training step is the inference forward.
+    Work inference = def->work(parse_case(base.substr(0, base.size() - std::string(",mode=train").size()) + "/threads=1"));
+    EXPECT_DOUBLE_EQ(inference.flops, fwd.flops);
+  }
+}
+
+TEST(LinearTrain, TinyTrainConfigRunsEndToEnd) {
+  auto dir = temp_dir("train");
+  auto cfg = write(dir, "train.yaml",
+                   "ops: [ln_linear_relu]\nimpls: [onednn_train]\ndtypes: [bf16]\nthreads: 1\nbatch: [1]\nseq: [8]\n"
+                   "hidden: [32]\nout: [16]\nmode: [train]\nphase: [forward, backward, step]\n"
+                   "stopping: {samples: 3, warmup: 1}\n");
+  auto out = cli("run " + cfg.string() + " --llc-bytes 262144 --no-report --out " + (dir / "res").string());
+  ASSERT_EQ(out.code, 0) << out.text;
+  for (const char* phase : {",phase=forward", ",phase=backward", ""})
+    EXPECT_TRUE(has(out.text, std::string("hidden=32,out=16,mode=train") + phase)) << phase << "\n" << out.text;
+  EXPECT_TRUE(has(out.text, "Training steps")) << out.text;
+  auto bad = cli("run --case 'linear/onednn_train/bf16/batch=1,seq=4,hidden=8,out=8,act=none,mode=train,phase=sideways/threads=1'");
+  EXPECT_EQ(bad.code, 2) << bad.text;
+  EXPECT_TRUE(has(bad.text, "phase=sideways unknown")) << bad.text;
+  auto knob = cli("run --case 'linear/onednn_train/bf16/batch=1,seq=4,hidden=8,out=8,act=none,mode=train,fast_accum=0/threads=1'");
+  EXPECT_EQ(knob.code, 2) << knob.text;
+  EXPECT_TRUE(has(knob.text, "fast_accum=0 is a float8 training knob")) << knob.text;
+}
+
+TEST(LinearTrain, WorkerTorchFormsTakeTrainingCases) {
+  auto plan = load_config_text("ops: [linear]\nimpls: [torch, torch_compile]\ndtypes: [bf16]\nbatch: [1]\nseq: [4]\n"
+                               "hidden: [64]\nout: [32]\nmode: [train]\nphase: [forward, step]\n",
+                               "t.yaml", 1);
+  ASSERT_EQ(plan.cases.size(), 4u);
+  EXPECT_EQ(plan.cases[0].to_string(), "linear/torch/bf16/batch=1,seq=4,hidden=64,out=32,act=none,mode=train,phase=forward/threads=1");
+}

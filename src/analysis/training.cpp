@@ -1,0 +1,133 @@
+#include "analysis/training.hpp"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "opmeter/registry.hpp"
+#include "report/reporters.hpp"
+
+namespace opmeter {
+namespace {
+constexpr const char* kMode = "mode";
+constexpr const char* kPhase = "phase";
+constexpr const char* kQuant = "quant";
+// A knob: an optional parameter of the op other than mode, phase and quant (linear's float8
+// training knobs, as the op declares them).
+bool is_knob(const Case& c, const std::string& key) {
+  if (key == kMode || key == kPhase || key == kQuant) return false;
+  const OpDef* op = Registry::global().op(c.op);
+  if (!op) return false;
+  for (auto& p : op->optional_params)
+    if (p.key == key) return true;
+  return false;
+}
+
+bool is_training(const Case& c) { return c.get_or(kMode, "inference") == "train"; }
+
+// The case without its phase: what the phases of one step share.
+std::string step_key(const Case& c) {
+  Case k = c;
+  std::erase_if(k.params, [](auto& kv) { return kv.first == kPhase; });
+  return k.to_string();
+}
+
+// The parameters without mode, phase, recipe and knobs: what a step and its baseline share.
+std::string shape_of(const Case& c) {
+  Case k = c;
+  std::erase_if(k.params, [&c](auto& kv) {
+    return kv.first == kMode || kv.first == kPhase || kv.first == kQuant || is_knob(c, kv.first);
+  });
+  return k.params_string();
+}
+
+std::string baseline_key(const Case& c) {
+  return fmt::format("{}|{}|{}|{}|{}", c.device, c.op, shape_of(c), to_string(c.dtype), c.threads);
+}
+
+std::string knobs_of(const Case& c) {
+  std::vector<std::string> set;
+  for (auto& [k, v] : c.params)
+    if (is_knob(c, k)) set.push_back(k + "=" + v);
+  return fmt::format("{}", fmt::join(set, ","));
+}
+
+std::string time_cell(const std::optional<double>& s, const std::optional<double>& pct) {
+  if (!s) return "";
+  return pct ? fmt::format("{} ({:.0f}%)", human_time(*s), *pct) : human_time(*s);
+}
+}  // namespace
+
+std::optional<double> TrainingRow::phases_over_total() const {
+  if (!fwd_s || !bwd_s || !total_s || !(*total_s > 0)) return std::nullopt;
+  return (*fwd_s + *bwd_s) / *total_s;
+}
+
+std::vector<TrainingRow> training_rows(const std::vector<Result>& results) {
+  std::vector<TrainingRow> rows;
+  std::map<std::string, std::size_t> index;  // step_key -> row
+  std::map<std::string, const Result*> baselines;
+  for (auto& r : results) {
+    if (r.status != Status::ok || !is_training(r.kase) || !(r.summary.median > 0)) continue;
+    const Case& c = r.kase;
+    auto [it, fresh] = index.emplace(step_key(c), rows.size());
+    if (fresh) {
+      TrainingRow row;
+      row.device = c.device;
+      row.op = c.op;
+      row.shape = shape_of(c);
+      row.dtype = std::string(to_string(c.dtype));
+      row.threads = c.threads;
+      row.recipe = c.get_or(kQuant, "baseline");
+      row.knobs = knobs_of(c);
+      row.impl = c.impl;
+      rows.push_back(std::move(row));
+    }
+    TrainingRow& row = rows[it->second];
+    const std::string phase = c.get_or(kPhase, "step");
+    if (phase == "forward") {
+      row.fwd_s = r.summary.median;
+      row.fwd_pct_peak = r.pct_peak;
+    } else if (phase == "backward") {
+      row.bwd_s = r.summary.median;
+      row.bwd_pct_peak = r.pct_peak;
+    } else {
+      row.total_s = r.summary.median;
+      row.total_pct_peak = r.pct_peak;
+      if (!c.has(kQuant) && knobs_of(c).empty() && c.impl != "reference") {
+        auto& best = baselines[baseline_key(c)];
+        if (!best || r.summary.median < best->summary.median) best = &r;
+      }
+    }
+  }
+  for (auto& row : rows) {
+    auto b = baselines.find(fmt::format("{}|{}|{}|{}|{}", row.device, row.op, row.shape, row.dtype, row.threads));
+    if (b == baselines.end() || !row.total_s) continue;
+    row.baseline_impl = b->second->kase.impl;
+    row.baseline_total_s = b->second->summary.median;
+    row.speedup = *row.baseline_total_s / *row.total_s;
+  }
+  return rows;
+}
+
+std::string training_markdown(const std::vector<TrainingRow>& rows) {
+  if (rows.empty()) return "";
+  std::string out =
+      "\n### Training steps (mode=train: forward + backward)\n\nfwd, bwd: the phases timed apart (phase=forward, "
+      "phase=backward), total: the whole step (each with its % of peak). fwd+bwd / total near 1: the phases add up. "
+      "Speedup: the baseline's step (the fastest impl of the same shape without a recipe) over this one's.\n\n"
+      "| case | dtype | device | recipe | impl | fwd | bwd | total | fwd+bwd / total | baseline | speedup |\n"
+      "|---|---|---|---|---|---:|---:|---:|---:|---|---:|\n";
+  for (auto& r : rows) {
+    auto ratio = r.phases_over_total();
+    out += fmt::format("| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.op, r.shape, r.dtype,
+                       r.device == kHostDevice ? fmt::format("cpu x{}", r.threads) : r.device,
+                       r.knobs.empty() ? r.recipe : r.recipe + " " + r.knobs, r.impl, time_cell(r.fwd_s, r.fwd_pct_peak),
+                       time_cell(r.bwd_s, r.bwd_pct_peak), time_cell(r.total_s, r.total_pct_peak),
+                       ratio ? fmt::format("{:.2f}", *ratio) : "", r.baseline_impl.empty() ? "none measured" : r.baseline_impl,
+                       r.speedup ? fmt::format("{:.2f}x", *r.speedup) : "");
+  }
+  return out;
+}
+
+}  // namespace opmeter

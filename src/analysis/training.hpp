@@ -1,0 +1,31 @@
+#pragma once
+// Training-step tables (linear ops with mode=train): the forward, backward and whole-step cases
+// of one layer (case parameter `phase`) joined into one row, as torchao's training benchmark
+// prints them: fwd, bwd and total time, each with its % of peak, and the speedup of the step over
+// the baseline of the same shape (the fastest step without a recipe or float8 knob, of the same
+// device, op, parameters, dtype and threads).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "opmeter/result.hpp"
+
+namespace opmeter {
+
+struct TrainingRow {
+  std::string device, op, shape, dtype;  // shape: the parameters without mode, phase, recipe and knobs
+  int threads = 1;
+  std::string recipe, knobs, impl;       // knobs: the float8 knobs the case sets, "" for none
+  std::optional<double> fwd_s, bwd_s, total_s;
+  std::optional<double> fwd_pct_peak, bwd_pct_peak, total_pct_peak;
+  std::string baseline_impl;             // empty: no baseline step measured for this shape
+  std::optional<double> baseline_total_s, speedup;
+  // (fwd + bwd) / total: near 1 where the phases, timed apart, add up to the step.
+  std::optional<double> phases_over_total() const;
+};
+
+std::vector<TrainingRow> training_rows(const std::vector<Result>& results);
+// A markdown table of the rows; empty without rows.
+std::string training_markdown(const std::vector<TrainingRow>& rows);
+
+}  // namespace opmeter
