@@ -132,19 +132,16 @@ class CublasLtTrainLinear : public cuda::DeviceImpl<LinearOp> {
   cuda::DeviceBuffer xhat_, dxhat_, mean_, rstd_;  // ln_linear: LayerNorm's output and statistics, dxhat
 };
 
-const bool registered = [] {
-  for (auto& op : linear_ops())
-    cuda::FactoryRegistrar({
-        .op = op,
-        .impl = "cublaslt_train",
-        .supports = [](const Case& c, const cuda::DeviceProps& p) {
-          if (auto s = gemm::dtype_support(c.dtype, p, true); !s.ok) return s;
-          return cuda::own_kernels_run_on(p);
-        },
-        .make = [] { return std::make_unique<CublasLtTrainLinear>(); },
-    });
-  return true;
-}();
-
 }  // namespace
+
+cuda::Factory cublaslt_train_factory() {
+  return {
+      .supports = [](const Case& c, const cuda::DeviceProps& p) {
+        if (auto s = gemm::dtype_support(c.dtype, p, true); !s.ok) return s;
+        return cuda::own_kernels_run_on(p);
+      },
+      .make = [] { return std::make_unique<CublasLtTrainLinear>(); },
+  };
+}
+
 }  // namespace opmeter::linear

@@ -1,6 +1,6 @@
-// The CUDA training impl of `linear` as opmeter knows it without the CUDA plugin (so its cases
-// plan, and are `skipped` with the reason where no plugin or GPU is); its code is
-// ops/linear/cuda/linear_cublaslt_train.cpp, in the plugin.
+// The CUDA training impl of `linear` and ln_linear_<act>, declared once (src/cuda/cuda_impl.hpp):
+// compiled into opmeter, which lists and plans it anywhere, and into the plugin, which makes it
+// through the factory in linear_cublaslt_train.cpp.
 //   cublaslt_train  mode=train, linear and ln_linear_<act>: forward with the BIAS epilogue and our
 //                   activation kernel, our act' kernel, dx = dz W, and dW = dz^T xhat with the
 //                   BGRADB epilogue giving db (three cuBLASLt matmuls); our LayerNorm forward
@@ -8,17 +8,19 @@
 #include <fmt/format.h>
 
 #include "ops/linear/linear.hpp"
-#include "opmeter/registry.hpp"
+#include "src/cuda/cuda_impl.hpp"
 
 namespace opmeter::linear {
+
+cuda::Factory cublaslt_train_factory();  // the plugin's, beside the impl
+
 namespace {
 
 const bool registered = [] {
   for (auto& op : linear_ops())
-  Registry::global().add(ImplDef{
+  cuda::CudaImplRegistrar({
       .op = op,
       .impl = "cublaslt_train",
-      .backends = {"cuda"},
       .summary = "training step (mode=train): cuBLASLt matmuls for x W^T + b, dz W and dz^T x with db from the BGRADB "
                  "epilogue; our act and act' kernels",
       .dtypes = {DType::fp32, DType::fp16, DType::bf16},
@@ -31,6 +33,7 @@ const bool registered = [] {
           },
       .needs = {kMode},
       .accepts = {kPhase},
+      .factory = OPMETER_CUDA_FACTORY(cublaslt_train_factory()),
   });
   return true;
 }();
