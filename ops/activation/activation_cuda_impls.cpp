@@ -12,6 +12,7 @@ const bool registered = [] {
     Registry::global().add(ImplDef{
         .op = std::string(tensor::to_string(a)),
         .impl = "cuda",
+        .preference = ImplDef::own_kernel,
         .backends = {"cuda"},
         .summary = "opmeter's CUDA kernel: one pass, 16-byte vector loads and stores, fp32 math",
         .dtypes = {DType::fp32, DType::fp16, DType::bf16},

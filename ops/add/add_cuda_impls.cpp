@@ -9,6 +9,7 @@ namespace {
 const ImplRegistrar reg_cuda({
     .op = "add",
     .impl = "cuda",
+    .preference = ImplDef::own_kernel,
     .backends = {"cuda"},
     .summary = "opmeter's kernel: grid-stride loop with 16-byte vector loads and stores, fp32 sum",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},

@@ -23,6 +23,7 @@ Support flash_kernel_supports(const Case& c) {
 const ImplRegistrar reg_flash({
     .op = "attention",
     .impl = "cuda",
+    .preference = ImplDef::own_kernel,
     .backends = {"cuda"},
     .summary = "opmeter's flash-attention kernel: mma.sync tensor cores, online softmax, K/V tiles through "
                "cp.async double buffers (stage=full, head_dim 64/128)",

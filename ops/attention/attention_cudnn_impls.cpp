@@ -9,6 +9,7 @@ namespace {
 const ImplRegistrar reg_cudnn({
     .op = "attention",
     .impl = "cudnn",
+    .preference = ImplDef::library,
     .backends = {"cuda"},
     .summary = "cuDNN's fused scaled-dot-product (flash) attention forward through its graph API; stage=full, fp16/bf16",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},

@@ -9,6 +9,7 @@ namespace {
 const ImplRegistrar reg_cuda({
     .op = "bandwidth",
     .impl = "cuda",
+    .preference = ImplDef::own_kernel,
     .backends = {"cuda"},
     .summary = "grid-stride kernels with 16-byte loads and stores",
     .dtypes = {DType::fp32},

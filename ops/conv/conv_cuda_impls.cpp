@@ -8,6 +8,7 @@ namespace {
 const ImplRegistrar reg_cuda({
     .op = "conv2d",
     .impl = "cuda",
+    .preference = ImplDef::own_kernel,
     .backends = {"cuda"},
     .summary = "opmeter's depthwise kernels (groups = channels = out_channels only), NCHW: a plane tile staged in shared "
                "memory with its halo, fp32 accumulation, BN folded, bias and activation fused",

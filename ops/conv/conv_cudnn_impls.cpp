@@ -9,6 +9,7 @@ namespace {
 const ImplRegistrar reg_nchw({
     .op = "conv2d",
     .impl = "cudnn",
+    .preference = ImplDef::library,
     .backends = {"cuda"},
     .summary = "cuDNN graph: convolution + bias + activation fused, BatchNorm folded into weights and bias; NCHW",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
@@ -17,6 +18,7 @@ const ImplRegistrar reg_nchw({
 const ImplRegistrar reg_nhwc({
     .op = "conv2d",
     .impl = "cudnn_nhwc",
+    .preference = ImplDef::library_alternative,
     .backends = {"cuda"},
     .summary = "as cudnn, computed in NHWC (x, weights and y transposed outside the timed call), tensor cores' layout",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
@@ -25,6 +27,7 @@ const ImplRegistrar reg_nhwc({
 const ImplRegistrar reg_unfused({
     .op = "conv2d",
     .impl = "cudnn_unfused",
+    .preference = ImplDef::unfused_last,
     .backends = {"cuda"},
     .summary = "cuDNN graph with the convolution alone (BatchNorm not folded), then our per-channel bias + BatchNorm "
                "kernel and our activation kernel, y in memory between them (the fusion baseline); NCHW",

@@ -22,6 +22,7 @@ Support cuda_supports(const Case& c) {
 const ImplRegistrar reg({
     .op = "decode_attention",
     .impl = "cuda",
+    .preference = ImplDef::own_kernel,
     .backends = {"cuda"},
     .summary = "opmeter's flash-decoding kernel: KV split across blocks, fp32 online softmax per key group, "
                "16-byte loads (head_dim 64/128), partials merged by a second kernel",

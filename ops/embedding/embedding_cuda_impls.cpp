@@ -8,6 +8,7 @@ namespace {
 const ImplRegistrar reg_cuda({
     .op = "embedding",
     .impl = "cuda",
+    .preference = ImplDef::own_kernel,
     .backends = {"cuda"},
     .summary = "opmeter's gather kernel: a group of threads per row, sized to it (grid-stride), 16-byte copies where a row is a whole "
                "number of 16-byte vectors",

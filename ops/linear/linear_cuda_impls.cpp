@@ -42,6 +42,7 @@ const bool registered = [] {
     Registry::global().add(ImplDef{
         .op = op,
         .impl = "cublaslt",
+        .preference = ImplDef::fused_library,
         .backends = {"cuda"},
         .summary = ln + "cuBLASLt matmul with bias and relu / gelu_tanh in its epilogue (fused), fp32 accumulation",
         .dtypes = {DType::fp32, DType::fp16, DType::bf16},
@@ -54,6 +55,7 @@ const bool registered = [] {
     Registry::global().add(ImplDef{
         .op = op,
         .impl = "cublaslt_unfused",
+        .preference = ImplDef::unfused,
         .backends = {"cuda"},
         .summary = ln + "cuBLASLt matmul, then our bias kernel and our activation kernel, y in memory between them "
                         "(the fusion baseline)",

@@ -11,6 +11,7 @@ const bool registered = [] {
     Registry::global().add(ImplDef{
         .op = name,
         .impl = "cuda",
+        .preference = ImplDef::own_kernel,
         .backends = {"cuda"},
         .summary = "opmeter's CUDA kernel: a row per group of lanes, warp or block by width, held in registers "
                    "(wide rows: two passes through shared memory), 16-byte accesses, fp32 statistics",
@@ -19,6 +20,7 @@ const bool registered = [] {
   Registry::global().add(ImplDef{
       .op = "batchnorm",
       .impl = "cuda",
+      .preference = ImplDef::own_kernel,
       .backends = {"cuda"},
       .summary = "opmeter's CUDA kernel: per-channel scale and shift, then one pass with 16-byte accesses",
       .dtypes = {DType::fp32, DType::fp16, DType::bf16},

@@ -9,6 +9,7 @@ namespace {
 const ImplRegistrar reg_cudnn({
     .op = "batchnorm",
     .impl = "cudnn",
+    .preference = ImplDef::library,
     .backends = {"cuda"},
     .summary = "cuDNN cudnnBatchNormalizationForwardInference, spatial mode over rows x hidden (channels = hidden)",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},

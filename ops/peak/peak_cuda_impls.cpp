@@ -9,6 +9,7 @@ namespace {
 const ImplRegistrar reg_cuda({
     .op = "peak",
     .impl = "cuda",
+    .preference = ImplDef::own_kernel,
     .backends = {"cuda"},
     .summary = "own ceilings: fp32 FMA chains (kernel=fma); tensor-core chains by mma.sync (kernel=mma, sm_80+, fp8 "
                    "sm_89+) or Hopper wgmma (kernel=wgmma, sm_90a)",

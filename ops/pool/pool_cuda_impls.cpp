@@ -8,6 +8,7 @@ namespace {
 const ImplRegistrar reg_cuda({
     .op = "pool2d",
     .impl = "cuda",
+    .preference = ImplDef::own_kernel,
     .backends = {"cuda"},
     .summary = "opmeter's kernel: a thread per output over its clipped window; global average a warp per plane "
                "with a shuffle reduction; fp32 math",

@@ -25,6 +25,7 @@ Support cuda_supports(const Case& c) {
 const ImplRegistrar reg({
     .op = "squeeze_excite",
     .impl = "cuda",
+    .preference = ImplDef::own_kernel,
     .backends = {"cuda"},
     .summary = "opmeter's kernels: a block per plane for the means, a block per sample for the FCs, a "
                "vectorized scale pass",

@@ -21,6 +21,7 @@ Support flash_head_dims(const Case& c) {
 const ImplRegistrar reg_cuda({
     .op = "transformer_block",
     .impl = "cuda",
+    .preference = ImplDef::own_kernel,
     .backends = {"cuda"},
     .summary = "opmeter's CUDA pieces in sequence: layernorm kernel, cuBLASLt GEMMs with bias epilogues, head "
                "split, flash attention, head merge, activation and add kernels (head_dim 64/128)",

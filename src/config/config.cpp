@@ -666,14 +666,7 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   if (root["cases"]) add_listed_cases(r, root["cases"], plan.cases);
   if (root["pipelines"]) {
     const bool end_to_end = root["end_to_end"] ? r.boolean(root["end_to_end"], "end_to_end") : true;
-    Case where = like;
-    where.threads = static_cast<int>(threads.front());
-    where.hot = hot;
-    // Small kernels of a pipeline on a GPU are timed 100 to a CUDA graph unless the config says.
-    if (!where.on_host() && !root["graph"]) {
-      for (auto& setting : backend.settings())
-        if (setting.name == "graph") where.set_setting("graph", "100");
-    }
+    const Case where = pipelines_where(like, static_cast<int>(threads.front()), hot, bool(root["graph"]));
     for (auto d : dtypes)
       for (auto& p : read_pipelines(r, root["pipelines"], d)) {
         try {

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "opmeter/backend.hpp"
 #include "opmeter/config.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
@@ -87,6 +88,15 @@ pipeline::Pipeline users(const YamlReader& r, const YAML::Node& entry, const std
 }
 
 }  // namespace
+
+Case pipelines_where(Case like, int threads, bool hot, bool graph_given) {
+  like.threads = threads;
+  like.hot = hot;
+  if (!like.on_host() && !graph_given)
+    for (auto& setting : backend_of(like).settings())
+      if (setting.name == "graph") like.set_setting("graph", "100");
+  return like;
+}
 
 std::vector<pipeline::Pipeline> read_pipelines(const YamlReader& r, const YAML::Node& list, DType dtype) {
   std::vector<pipeline::Pipeline> out;
