@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "cli_helpers.hpp"
-#include "pipeline/pipeline_outputs.hpp"
+#include "pipeline/present/pipeline_outputs.hpp"
 #include "pipeline_fixtures.hpp"
 #include "report/chart_assets.hpp"
 #include "report/pipeline_charts.hpp"

@@ -8,7 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
-#include "pipeline/pipeline_outputs.hpp"
+#include "pipeline/present/pipeline_outputs.hpp"
 #include "pipeline/pipeline_rounds.hpp"
 #include "report/report.hpp"
 

@@ -18,7 +18,7 @@
 #include "cli/commands.hpp"
 #include "cli/validators.hpp"
 #include "config/pipeline_flags.hpp"
-#include "pipeline/pipeline_outputs.hpp"
+#include "pipeline/present/pipeline_outputs.hpp"
 #include "opmeter/backend.hpp"
 #include "opmeter/config.hpp"
 #include "opmeter/context.hpp"

@@ -10,7 +10,7 @@
 
 #include "opmeter/pipeline_plan.hpp"
 #include "opmeter/result.hpp"
-#include "pipeline/pipeline_summary.hpp"
+#include "pipeline/present/pipeline_summary.hpp"
 
 namespace opmeter::pipeline {
 

@@ -8,7 +8,7 @@
 
 #include "opmeter/case.hpp"
 #include "opmeter/pipeline.hpp"
-#include "pipeline/pipeline_summary.hpp"
+#include "pipeline/present/pipeline_summary.hpp"
 #include "predict/model.hpp"
 
 namespace opmeter::predict {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/pipeline_summary.hpp"
+#include "pipeline/present/pipeline_summary.hpp"
 #include "results/result_set.hpp"
 
 namespace opmeter {

@@ -1,5 +1,5 @@
 // The pipeline files of a results directory: writing them, and reading pipelines.json back.
-#include "pipeline/pipeline_outputs.hpp"
+#include "pipeline/present/pipeline_outputs.hpp"
 
 #include <filesystem>
 #include <fstream>

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "opmeter/pipeline_plan.hpp"
-#include "pipeline/pipeline_summary.hpp"
+#include "pipeline/present/pipeline_summary.hpp"
 
 namespace opmeter::pipeline {
 
