@@ -4,9 +4,11 @@
 
 #include "config_errors.hpp"
 #include "cli/commands.hpp"
+#include "config/pipeline_flags.hpp"
 #include "opmeter/config.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/pipeline_plan.hpp"
+#include "opmeter/registry.hpp"
 
 using namespace opmeter;
 
@@ -93,22 +95,91 @@ TEST(PipelineConfig, BadPipelinesAreReportedAtTheirNode) {
   EXPECT_TRUE(has(error_of("{}\n"), "missing 'ops'"));
 }
 
-TEST(PipelineConfig, PipelineFlagsBecomeAConfig) {
-  EXPECT_EQ(pipeline_flags_config({"resnet50:batch=64,image=160"}), "pipelines:\n  - {name: resnet50, batch: 64, image: 160}\n");
-  EXPECT_EQ(pipeline_flags_config({"vit_b_16:dtype=bf16", "resnet18"}),
-            "dtypes: [bf16]\npipelines:\n  - {name: vit_b_16}\n  - {name: resnet18}\n");
-  // Two pipelines in one dtype name it once.
-  EXPECT_EQ(pipeline_flags_config({"vit_b_16:dtype=bf16", "resnet18:dtype=bf16"}),
-            "dtypes: [bf16]\npipelines:\n  - {name: vit_b_16}\n  - {name: resnet18}\n");
+TEST(PipelineConfig, PipelineFlagsAreReadIntoNameParamsAndDtype) {
+  using Params = std::vector<std::pair<std::string, std::string>>;
+  auto resnet = parse_pipeline_flag("resnet50:batch=64,image=160");
+  EXPECT_EQ(resnet.name, "resnet50");
+  EXPECT_EQ(resnet.params, (Params{{"batch", "64"}, {"image", "160"}}));
+  EXPECT_EQ(resnet.dtype, DType::fp32);
+  auto vit = parse_pipeline_flag("vit_b_16:dtype=bf16");
+  EXPECT_EQ(vit.name, "vit_b_16");
+  EXPECT_TRUE(vit.params.empty());
+  EXPECT_EQ(vit.dtype, DType::bf16);
+  EXPECT_EQ(parse_pipeline_flag("resnet18").name, "resnet18");
   for (const char* bad : {"", ":batch=2", "resnet50:batch", "resnet50:batch=", "resnet50:=3", "resnet50:a=1,,b=2",
-                          "res net", "resnet50:batch={2}", "resnet18:batch=1,batch=2"}) {
+                          "res net", "resnet50:batch={2}", "resnet18:batch=1,batch=2", "resnet18:dtype=fp7"}) {
     try {
-      pipeline_flags_config({bad});
+      parse_pipeline_flag(bad);
       ADD_FAILURE() << "accepted '" << bad << "'";
     } catch (const UsageError& e) {
       EXPECT_TRUE(has(e.what(), "--pipeline")) << e.what();
     }
   }
+}
+
+// Each flag's dtype is its own: a dtype given to one pipeline is not every pipeline's (it was,
+// through the config text the flags once became), and one pipeline may run in two dtypes.
+TEST(PipelineConfig, EachPipelineFlagRunsInItsOwnDtype) {
+  auto plan = load_pipeline_flags({"vit_b_16:dtype=bf16", "resnet18"}, 1, "");
+  ASSERT_EQ(plan.pipelines.size(), 2u);
+  EXPECT_EQ(plan.pipelines[0].pipeline.dtype, DType::bf16);
+  EXPECT_EQ(plan.pipelines[1].pipeline.dtype, DType::fp32);
+  auto both = load_pipeline_flags({"resnet18:dtype=fp32", "resnet18:dtype=bf16"}, 1, "");
+  ASSERT_EQ(both.pipelines.size(), 2u);
+  EXPECT_EQ(both.pipelines[1].layer_case(0).dtype, DType::bf16);
+  EXPECT_EQ(plan.source, "--pipeline");
+  try {
+    load_pipeline_flags({"resnet18:batch=1", "resnet18"}, 1, "");
+    ADD_FAILURE() << "the same pipeline twice was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_TRUE(has(e.what(), "--pipeline 'resnet18': pipeline 'resnet18' is listed twice with the same parameters"))
+        << e.what();
+  }
+}
+
+// A layer's impls: those named first, then the op's by ImplDef::preference, best first; an impl
+// with none (the fp64 reference) only when named.
+TEST(PipelineConfig, LayersTryTheOpsImplsByTheirDeclaredPreference) {
+  auto plan = load_config_text(kTwoLayers, "p.yaml", 2);
+  const auto& names = plan.pipelines[0].candidates[0];  // linear
+  ASSERT_FALSE(names.empty());
+  auto& reg = Registry::global();
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    EXPECT_GT(reg.impl("linear", names[i])->preference, 0) << names[i];
+    if (i) EXPECT_GE(reg.impl("linear", names[i - 1])->preference, reg.impl("linear", names[i])->preference);
+  }
+  EXPECT_EQ(names.front(), "opmeter");  // own kernels first
+  auto named = load_config_text(std::string("impls: [reference]\n") + kTwoLayers, "p.yaml", 2);
+  if (reg.impl("linear", "reference")) EXPECT_EQ(named.pipelines[0].candidates[0].front(), "reference");
+}
+
+// A model's end-to-end scale is declared by the model (PipelineDef::end_to_end_scale), not
+// recognised by its name: only OPT's names were scaled before (issue 30 item 2).
+const pipeline::Registrar half_model({.name = "test_half_model",
+                                      .summary = "a test's: resnet18 whose end-to-end model is half of its pass",
+                                      .defaults = {{"batch", "1"}, {"image", "32"}},
+                                      .build = [](const pipeline::Args& a, DType d) { return pipeline::build("resnet18", a.values(), d); },
+                                      .published_params = 11'689'512,
+                                      .source = "tests/pipeline_config_test.cpp",
+                                      .end_to_end_scale = 2});
+
+TEST(PipelineConfig, TheEndToEndScaleIsDeclaredByTheModel) {
+  Case like;
+  like.threads = 1;
+  auto planned = pipeline::plan_pipeline(pipeline::build("test_half_model", {}, DType::fp32), like, {}, true);
+  ASSERT_TRUE(planned.end_to_end);
+  EXPECT_EQ(planned.end_to_end->op, "model");
+  EXPECT_EQ(planned.end_to_end->get("name"), "test_half_model");
+  EXPECT_EQ(planned.end_to_end->get("image"), "32");
+  EXPECT_DOUBLE_EQ(planned.end_to_end_scale, 2);
+  // The model op's cost is the part of the pass it runs.
+  const ModelCost cost = Registry::global().op("model")->model_cost(*planned.end_to_end);
+  EXPECT_DOUBLE_EQ(cost.macs, planned.pipeline.total_macs() / 2);
+  EXPECT_DOUBLE_EQ(cost.params, planned.pipeline.total_params() / 2);
+  EXPECT_DOUBLE_EQ(pipeline::Registry::global().find("opt_66b_decode")->end_to_end_scale, 64);
+  EXPECT_DOUBLE_EQ(pipeline::Registry::global().find("resnet18")->end_to_end_scale, 1);
+  // Without the end-to-end comparison: no model case.
+  EXPECT_FALSE(pipeline::plan_pipeline(pipeline::build("test_half_model", {}, DType::fp32), like, {}, false).end_to_end);
 }
 
 // Issue 27 item 12: names and labels name files, table rows and log lines: one line of printable
@@ -202,6 +273,30 @@ end_to_end: false
                           "/ (pipelines.json, summary.csv, pipeline_layers.csv, pipeline-small.log, pipeline-broken.log)"),
             std::string::npos)
       << out.text;
+}
+
+// The run's report is written once, at the end, with its Pipelines section (no report without
+// it rewritten after the pipeline files), and listed with them.
+TEST(PipelineCli, AHotRunsPipelinesAreCompleteAndInItsReport) {
+  auto dir = temp_dir("pipelines_report");
+  auto config = write(dir, "p.yaml", R"(
+pipelines:
+  - name: small
+    layers:
+      - {label: res, op: add, batch: 1, seq: 2, hidden: 16}
+end_to_end: false
+)");
+  // --hot (like --threads and --graph) applies to the pipelines' layers too: they were planned
+  // cold, measured hot, and the pipeline came out incomplete.
+  auto out = cli("run " + config.string() + " --hot --samples 3 --warmup 1 --out " + (dir / "r").string());
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_EQ(out.text.find("INCOMPLETE"), std::string::npos) << out.text;
+  auto j = nlohmann::json::parse(slurp(dir / "r" / "pipelines.json"));
+  EXPECT_TRUE(j["pipelines"][0]["complete"].get<bool>());
+  EXPECT_NE(j["pipelines"][0]["layers"][0]["case"].get<std::string>().find(",hot"), std::string::npos);
+  EXPECT_NE(slurp(dir / "r" / "report.html").find("<h2>Pipelines</h2>"), std::string::npos);
+  EXPECT_NE(slurp(dir / "r" / "report.md").find("## Pipelines"), std::string::npos);
+  EXPECT_NE(out.text.find("pipeline-small.log, report.html, report.md)"), std::string::npos) << out.text;
 }
 
 // Issue 27 item 13: a reason that applies to every impl of the backend (no driver, no device)

@@ -7,7 +7,7 @@
 
 #include "opmeter/pipeline.hpp"
 #include "opmeter/result.hpp"
-#include "pipeline/pipeline_summary.hpp"
+#include "pipeline/present/pipeline_summary.hpp"
 
 namespace opmeter::fixtures {
 

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "opmeter/errors.hpp"
-#include "pipeline/pipeline_outputs.hpp"
+#include "pipeline/present/pipeline_outputs.hpp"
 #include "pipeline_fixtures.hpp"
 
 using namespace opmeter;

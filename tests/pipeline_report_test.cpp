@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "cli_helpers.hpp"
-#include "pipeline/pipeline_outputs.hpp"
+#include "pipeline/present/pipeline_outputs.hpp"
 #include "pipeline_fixtures.hpp"
 #include "report/chart_assets.hpp"
 #include "report/pipeline_charts.hpp"
@@ -182,17 +182,20 @@ TEST(PipelineReport, ReportCommandReadsPipelinesOfTheDirectory) {
   EXPECT_NE(r.text.find("no Pipelines section"), std::string::npos) << r.text;
 }
 
-TEST(PipelineReport, WritingPipelinesRewritesAReportInTheDirectory) {
+TEST(PipelineReport, TheRunsReportIsWrittenOnceWithItsPipelines) {
   auto dir = fs::temp_directory_path() / "opmeter_pipeline_rewrite";
   fs::remove_all(dir);
   fs::create_directories(dir);
-  std::ofstream(dir / "results.json") << gbench_json(fixtures::report_context(), fixtures::report_results()).dump();
-  std::ofstream(dir / "report.html") << "old";
-  write_pipeline_outputs(dir.string(), summaries());
+  const ResultSet run = {dir.string(), ResultsFormat::results_json, fixtures::report_context(), fixtures::report_results()};
+  EXPECT_EQ(write_report_files(run, summaries()), (std::vector<std::string>{"report.html", "report.md"}));
   std::ifstream html(dir / "report.html"), md(dir / "report.md");
   std::stringstream h, m;
   h << html.rdbuf();
   m << md.rdbuf();
   EXPECT_NE(h.str().find("<h2>Pipelines</h2>"), std::string::npos);
   EXPECT_NE(m.str().find("## Pipelines"), std::string::npos);
+  // Writing the pipeline files leaves the report alone: nothing rewrites it.
+  fs::remove(dir / "report.html");
+  write_pipeline_outputs(dir.string(), summaries());
+  EXPECT_FALSE(fs::exists(dir / "report.html"));
 }

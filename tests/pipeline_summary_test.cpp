@@ -2,7 +2,7 @@
 // and the PyTorch model beside the sum of layers. Every expected number is worked out by hand.
 #include <gtest/gtest.h>
 
-#include "pipeline/pipeline_summary.hpp"
+#include "pipeline/present/pipeline_summary.hpp"
 #include "pipeline_fixtures.hpp"
 
 using namespace opmeter;

@@ -30,6 +30,13 @@ struct Pipeline {
   // What one forward pass processes, for throughput: `samples` of `sample_unit` ("img", "token").
   double samples = 1;
   std::string sample_unit = "img";
+  // What its model reads and writes when run whole (op `model`), in elements per forward pass: a
+  // vision model's image batch in and logits out, OPT's hidden states of its new tokens.
+  struct ModelTensor {
+    std::string name;
+    double elements = 0;
+  };
+  ModelTensor model_input, model_output;
 
   double total_params() const;  // sum of layer params x count, plus extra_params
   double total_macs() const;    // sum of layer MACs x count
@@ -61,7 +68,15 @@ struct PipelineDef {
   // (docs and tests compare the generated totals with them).
   double published_params = 0, published_macs = 0;
   std::string source;
+  // The model run end to end is 1/end_to_end_scale of a pipeline's pass: OPT-66B's pipelines
+  // count one decoder layer 64 times, and its end-to-end model is that one layer (64).
+  double end_to_end_scale = 1;
 };
+
+// A built-in pipeline's model run whole, beside the sum of its layers: the case that runs the
+// pipeline `p` end to end where `like` says. The op that runs models registers it (ops/model:
+// PyTorch in the worker), so pipelines name no op of their own.
+using EndToEndCase = std::function<Case(const Pipeline& p, const Case& like)>;
 
 class Registry {
  public:
@@ -69,13 +84,19 @@ class Registry {
   void add(PipelineDef def);
   const PipelineDef* find(const std::string& name) const;
   std::vector<const PipelineDef*> all() const;  // by name
+  void set_end_to_end(EndToEndCase make) { end_to_end_ = std::move(make); }
+  const EndToEndCase& end_to_end() const { return end_to_end_; }  // empty when no op registered one
 
  private:
   std::map<std::string, PipelineDef> defs_;
+  EndToEndCase end_to_end_;
 };
 
 struct Registrar {
   explicit Registrar(PipelineDef def) { Registry::global().add(std::move(def)); }
+};
+struct EndToEndRegistrar {
+  explicit EndToEndRegistrar(EndToEndCase make) { Registry::global().set_end_to_end(std::move(make)); }
 };
 
 // Builds built-in pipeline `name` with `given` values over its defaults. Throws CaseError for an

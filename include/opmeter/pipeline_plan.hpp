@@ -1,6 +1,7 @@
 #pragma once
 // From pipelines to cases: each layer becomes a case of the first impl that runs it where the
-// pipeline runs (the user's impls first, then opmeter's defaults); identical layers share one case.
+// pipeline runs (the user's impls first, then the op's by ImplDef::preference); identical layers
+// share one case.
 // A layer whose case comes back `skipped` tries its next impl in another round.
 #include <optional>
 #include <string>
@@ -10,11 +11,6 @@
 #include "opmeter/result.hpp"
 
 namespace opmeter::pipeline {
-
-// Impls tried for a layer when the config names none, best first; the fusion baselines
-// (*_unfused) last, for layers no fused impl takes. The fp64 reference and worker impls run only
-// when named.
-const std::vector<std::string>& default_impl_order();
 
 struct PlannedPipeline {
   Pipeline pipeline;

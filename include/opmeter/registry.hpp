@@ -97,6 +97,17 @@ std::vector<Params> check_shapes_of(const OpDef& op);
 struct ImplDef {
   std::string op;
   std::string impl;
+  // Which impl a pipeline layer runs when its config names none: of the op's impls that run the
+  // case here, the highest preference (then the next, should it be skipped). 0: only when named
+  // (the fp64 reference, worker impls, users' and tests' impls). The levels below, best first.
+  int preference = 0;
+  static constexpr int own_kernel = 100;          // opmeter's kernels (CPU and CUDA)
+  static constexpr int fused_library = 90;        // oneDNN post-ops, cuBLASLt epilogues
+  static constexpr int library = 80;              // OpenBLAS; cuDNN (NCHW)
+  static constexpr int library_alternative = 70;  // cuDNN NHWC: when NCHW finds no fused engine
+  static constexpr int plain_library = 60;        // cuBLAS
+  static constexpr int unfused = 20;              // fusion baselines, for what no fused impl takes
+  static constexpr int unfused_last = 10;         // (an activation cuBLASLt's epilogue lacks)
   // The backends whose devices it runs on (Backend::name(): "cpu", "cuda"); an impl that runs in
   // another process or library (the Python worker, a C plugin) may run on several.
   std::vector<std::string> backends = {"cpu"};

@@ -97,6 +97,7 @@ const bool registered = [] {
     Registry::global().add(ImplDef{
         .op = name,
         .impl = "opmeter",
+        .preference = ImplDef::own_kernel,
         .summary = "opmeter's vectorized one-pass kernel",
         .dtypes = {DType::fp32, DType::bf16},
         .make = [a] { return std::make_unique<OpmeterActivation>(a); },

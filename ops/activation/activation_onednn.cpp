@@ -33,6 +33,7 @@ const bool registered = [] {
     Registry::global().add(ImplDef{
         .op = std::string(tensor::to_string(a)),
         .impl = "onednn",
+        .preference = ImplDef::fused_library,
         .summary = "oneDNN eltwise primitive",
         .dtypes = {DType::fp32, DType::bf16},
         .make = [a] { return std::make_unique<OnednnActivation>(a); },

@@ -31,6 +31,7 @@ class OpmeterAdd : public HostImpl<AddSpec> {
 ImplRegistrar reg({
     .op = "add",
     .impl = "opmeter",
+    .preference = ImplDef::own_kernel,
     .summary = "OpenMP loop over the elements, vectorized by the compiler",
     .dtypes = {DType::fp32, DType::bf16},
     .make = [] { return std::make_unique<OpmeterAdd>(); },

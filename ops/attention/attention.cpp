@@ -240,6 +240,7 @@ const bool registered = [] {
   Registry::global().add(ImplDef{
       .op = "attention",
       .impl = "opmeter",
+      .preference = ImplDef::own_kernel,
       .summary = "opmeter's flash-style blocked attention (online softmax, own micro-kernels, no seq x seq)",
       .dtypes = {DType::fp32, DType::bf16},
       .supports = [](const Case& c) {

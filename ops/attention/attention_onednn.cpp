@@ -37,6 +37,7 @@ const bool registered = [] {
   Registry::global().add(ImplDef{
       .op = "attention",
       .impl = "onednn_unfused",
+      .preference = ImplDef::unfused,
       .summary = "oneDNN matmul, softmax, matmul with S and P in memory (the fusion baseline)",
       .dtypes = {DType::fp32, DType::bf16},
       .make = [] { return std::make_unique<OnednnUnfusedAttention>(); },

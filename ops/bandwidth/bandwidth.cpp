@@ -282,6 +282,7 @@ OpRegistrar reg_op({
 ImplRegistrar reg_impl({
     .op = "bandwidth",
     .impl = "opmeter",
+    .preference = ImplDef::own_kernel,
     .summary = "opmeter's own OpenMP vector kernels (AVX-512 or SSE2), optional non-temporal stores",
     .dtypes = {DType::fp32},
     .make = [] { return std::make_unique<BandwidthImpl>(); },

@@ -112,6 +112,7 @@ const bool registered = [] {
   Registry::global().add(ImplDef{
       .op = "conv2d",
       .impl = "onednn",
+      .preference = ImplDef::fused_library,
       .summary = "oneDNN convolution with BN folded into weights and activation post-op (fused)",
       .dtypes = {DType::fp32, DType::bf16},
       .make = [] { return std::make_unique<OnednnConv>(true); },
@@ -119,6 +120,7 @@ const bool registered = [] {
   Registry::global().add(ImplDef{
       .op = "conv2d",
       .impl = "onednn_unfused",
+      .preference = ImplDef::unfused,
       .summary = "oneDNN convolution, batch normalization and eltwise primitives in sequence (the fusion baseline)",
       .dtypes = {DType::fp32, DType::bf16},
       .make = [] { return std::make_unique<OnednnConv>(false); },

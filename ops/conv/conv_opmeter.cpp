@@ -89,6 +89,7 @@ const bool registered = [] {
   Registry::global().add(ImplDef{
       .op = "conv2d",
       .impl = "opmeter",
+      .preference = ImplDef::own_kernel,
       .summary = "opmeter's direct depthwise convolution (groups = channels = out_channels only), NCHW: OpenMP over "
                  "planes, outputs in registers, BN folded, bias and activation fused",
       .dtypes = {DType::fp32, DType::bf16},

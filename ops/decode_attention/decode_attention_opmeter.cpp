@@ -41,6 +41,7 @@ class OpmeterDecodeAttention : public HostImpl<DecodeAttentionOp> {
 const ImplRegistrar reg({
     .op = "decode_attention",
     .impl = "opmeter",
+    .preference = ImplDef::own_kernel,
     .summary = "opmeter's kernel: online softmax streaming K and V once, heads split over kv chunks when few",
     .dtypes = {DType::fp32, DType::bf16},
     .make = [] { return std::make_unique<OpmeterDecodeAttention>(); },

@@ -30,6 +30,7 @@ class OpmeterEmbedding : public HostImpl<EmbeddingOp> {
 ImplRegistrar reg({
     .op = "embedding",
     .impl = "opmeter",
+    .preference = ImplDef::own_kernel,
     .summary = "OpenMP over rows, one memcpy per gathered row",
     .dtypes = {DType::fp32, DType::bf16},
     .make = [] { return std::make_unique<OpmeterEmbedding>(); },

@@ -60,6 +60,7 @@ class OnednnGemm : public GemmImpl {
 ImplRegistrar reg({
     .op = "gemm",
     .impl = "onednn",
+    .preference = ImplDef::fused_library,
     .summary = "oneDNN matmul primitive",
     .dtypes = {DType::fp32, DType::bf16, DType::int8},
     .make = [] { return std::make_unique<OnednnGemm>(); },

@@ -32,6 +32,7 @@ class OpenblasGemm : public GemmImpl {
 ImplRegistrar reg({
     .op = "gemm",
     .impl = "openblas",
+    .preference = ImplDef::library,
     .summary = "OpenBLAS cblas_sgemm / cblas_dgemm",
     .dtypes = {DType::fp64, DType::fp32},
     .make = [] { return std::make_unique<OpenblasGemm>(); },

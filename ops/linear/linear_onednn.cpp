@@ -70,6 +70,7 @@ const bool registered = [] {
     Registry::global().add(ImplDef{
         .op = op,
         .impl = "onednn",
+        .preference = ImplDef::fused_library,
         .summary = "oneDNN matmul with bias and activation post-op (fused)",
         .dtypes = {DType::fp32, DType::bf16},
         .make = [] { return std::make_unique<OnednnLinear>(true); },
@@ -77,6 +78,7 @@ const bool registered = [] {
     Registry::global().add(ImplDef{
         .op = op,
         .impl = "onednn_unfused",
+        .preference = ImplDef::unfused,
         .summary = "oneDNN primitives one after another, intermediates in memory (the fusion baseline)",
         .dtypes = {DType::fp32, DType::bf16},
         .make = [] { return std::make_unique<OnednnLinear>(false); },

@@ -75,6 +75,7 @@ const bool registered = [] {
     Registry::global().add(ImplDef{
         .op = op,
         .impl = "opmeter",
+        .preference = ImplDef::own_kernel,
         .summary = "cache-sized GEMM tiles with bias, activation (and LayerNorm) fused as epilogue/prologue",
         .dtypes = {DType::fp32},
         .make = [] { return std::make_unique<OpmeterLinear>(); },

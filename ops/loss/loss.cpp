@@ -77,6 +77,7 @@ const bool registered = [] {
     Registry::global().add(ImplDef{
         .op = info.name,
         .impl = "opmeter",
+        .preference = ImplDef::own_kernel,
         .summary = "opmeter's vectorized one-pass kernel (fp32 chunk sums, fp64 across chunks)",
         .dtypes = {DType::fp32, DType::bf16},
         .make = [kind] { return std::make_unique<OpmeterLoss>(kind); },

@@ -1,10 +1,14 @@
 // The model op: a built-in pipeline's model run end to end by PyTorch in the worker (impls
 // `torch`, `torch_compile`), beside the sum of its layers measured one by one. Its work is the
 // pipeline's: 2 x its MACs, its weights read once, the input read and the output written.
-// OPT-66B's pipelines are one decoder layer counted 64 times; the model is that one layer.
+// A pipeline whose model is part of its pass (OPT-66B: one decoder layer of 64) says so in its
+// PipelineDef::end_to_end_scale. The op registers how pipelines run their model end to end.
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "opmeter/backend.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/pipeline.hpp"
 #include "opmeter/registry.hpp"
@@ -14,26 +18,26 @@
 namespace opmeter::model {
 namespace {
 
-// The pipeline this case's model is, built from the parameters it takes (batch, image, seq, kv).
-pipeline::Pipeline pipeline_of(const Case& c) {
-  const auto& name = c.get("name");
+const pipeline::PipelineDef& pipeline_def(const std::string& name) {
   const pipeline::PipelineDef* def = pipeline::Registry::global().find(name);
   if (!def) {
     std::vector<std::string> known;
     for (const auto* d : pipeline::Registry::global().all()) known.push_back(d->name);
     throw CaseError(fmt::format("model name='{}' is not a built-in pipeline; known: {}", name, fmt::join(known, ", ")));
   }
-  std::vector<std::pair<std::string, std::string>> given;
-  for (const auto& [key, value] : def->defaults)
-    if (c.has(key) && !(key == "kv" && c.get(key) == "0")) given.emplace_back(key, c.get(key));
-  return pipeline::build(name, given, c.dtype);
+  return *def;
+}
+
+// The model's cost: the pipeline's pass over the scale its model declares (OPT: one layer of 64).
+ModelCost cost(const Case& c) {
+  const auto p = model_pipeline(c);
+  const double part = 1 / pipeline_def(p.name).end_to_end_scale;
+  return {p.total_params() * part, p.total_macs() * part};
 }
 
 Work work(const Case& c) {
-  const auto p = pipeline_of(c);
-  const double per_layer = p.name.starts_with("opt_66b") ? 1.0 / 64 : 1.0;
-  const double weights = p.total_params() * per_layer * double(size_of(c.dtype));
-  return {2 * p.total_macs() * per_layer, weights, 0};
+  const ModelCost m = cost(c);
+  return {2 * m.macs, m.params * double(size_of(c.dtype)), 0};
 }
 
 void validate(const Case& c) {
@@ -41,7 +45,7 @@ void validate(const Case& c) {
   tensor::check_range(c, "image", 1, 1 << 14);
   tensor::check_range(c, "seq", 1, 1 << 20);
   tensor::check_range(c, "kv", 0, 1 << 24);
-  pipeline_of(c);
+  model_pipeline(c);
 }
 
 OpDef def() {
@@ -49,16 +53,38 @@ OpDef def() {
       "model", "a built-in pipeline's model end to end in PyTorch (worker impls; OPT-66B: one decoder layer)",
       {{"name", "resnet18"}, {"batch", "1"}, {"image", "224"}, {"seq", "128"}, {"kv", "0"}},
       {{"name", "resnet18"}, {"batch", "1"}, {"image", "32"}, {"seq", "8"}, {"kv", "0"}}, work, validate);
-  op.model_cost = [](const Case& c) {
-    const auto p = pipeline_of(c);
-    const double per_layer = p.name.starts_with("opt_66b") ? 1.0 / 64 : 1.0;
-    return ModelCost{p.total_params() * per_layer, p.total_macs() * per_layer};
-  };
+  op.model_cost = cost;
   op.spec = [] { return std::make_unique<ModelSpec>(); };  // the worker checks the values
   op.check_shapes = {op.example};  // a whole model: its smallest form only
   return op;
 }
 const OpRegistrar reg(def());
 
+// A built-in pipeline end to end: this op in PyTorch with the pipeline's values.
+Case end_to_end(const pipeline::Pipeline& p, const Case& like) {
+  Case m = like;
+  m.op = "model";
+  m.impl = "torch";
+  m.dtype = p.dtype;
+  m.label = p.name + ": end to end (PyTorch)";
+  drop_launch_batching(m);  // a whole model is no small kernel: timed as PyTorch runs it
+  for (const auto& [key, value] : Registry::global().op("model")->defaults) {
+    auto given = std::find_if(p.params.begin(), p.params.end(), [&](const auto& kv) { return kv.first == key; });
+    m.params.emplace_back(key, key == "name" ? p.name : given != p.params.end() ? given->second : value);
+  }
+  return m;
+}
+const pipeline::EndToEndRegistrar end_to_end_reg(end_to_end);
+
 }  // namespace
+
+// Built from the parameters the pipeline takes (batch, image, seq, kv; kv=0: its default).
+pipeline::Pipeline model_pipeline(const Case& c) {
+  const auto& def = pipeline_def(c.get("name"));
+  std::vector<std::pair<std::string, std::string>> given;
+  for (const auto& [key, value] : def.defaults)
+    if (c.has(key) && !(key == "kv" && c.get(key) == "0")) given.emplace_back(key, c.get(key));
+  return pipeline::build(def.name, given, c.dtype);
+}
+
 }  // namespace opmeter::model

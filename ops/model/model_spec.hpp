@@ -1,5 +1,6 @@
 #pragma once
-// Op `model`'s tensors: what the worker's model reads and writes (worker/model_case.py).
+// Op `model`'s tensors: what the worker's model reads and writes (worker/model_case.py), as the
+// pipeline declares them (Pipeline::model_input, model_output):
 //   vision models (resnet18, ..., vit_b_16): in  image  batch x 3 x image x image (NCHW)
 //                                            out logits batch x 1000
 //   opt_66b_prefill:                         in  hidden batch x seq x 9216, out the same shape
@@ -9,16 +10,18 @@
 // Activations are stored in the case's dtype. The values are checked by the worker.
 #include <cstddef>
 
+#include "opmeter/pipeline.hpp"
 #include "opmeter/worker_checked_spec.hpp"
 
 namespace opmeter::model {
 
-constexpr std::size_t kOptHidden = 9216;  // OPT-66B's hidden size
-constexpr std::size_t kClasses = 1000;    // ImageNet's classes: the vision models' logits
+// The built-in pipeline a model case runs whole, built from its parameters. CaseError for a name
+// that is no built-in pipeline (naming the known ones) or a bad value.
+pipeline::Pipeline model_pipeline(const Case& c);
 
 class ModelSpec final : public WorkerCheckedSpec {
  public:
-  void bind(const Case& c) override { case_ = c; }
+  void bind(const Case& c) override;
   std::vector<TensorDesc> inputs() const override;
   TensorDesc output() const override;
   // The worker's bound on its error metric for the dtype (model_case.py TOLERANCE): shown where
@@ -26,10 +29,9 @@ class ModelSpec final : public WorkerCheckedSpec {
   double tolerance() const override;
 
  private:
-  bool opt() const;
-  std::size_t tokens() const;  // per sequence: seq for prefill, 1 for decode
   Elem act() const;
   Case case_;
+  pipeline::Pipeline::ModelTensor in_, out_;
 };
 
 }  // namespace opmeter::model

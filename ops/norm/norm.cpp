@@ -130,6 +130,7 @@ const bool registered = [] {
     Registry::global().add(ImplDef{
         .op = info.name,
         .impl = "opmeter",
+        .preference = ImplDef::own_kernel,
         .summary = "opmeter's vectorized kernel: one pass over memory, row statistics in cache",
         .dtypes = {DType::fp32, DType::bf16},
         .make = [kind] { return std::make_unique<OpmeterNorm>(kind); },

@@ -73,6 +73,7 @@ const bool registered = [] {
     Registry::global().add(ImplDef{
         .op = name,
         .impl = "onednn",
+        .preference = ImplDef::fused_library,
         .summary = summary,
         .dtypes = {DType::fp32, DType::bf16},
         .make = [kind] { return std::make_unique<OnednnNorm>(kind); },

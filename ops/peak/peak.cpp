@@ -182,6 +182,7 @@ OpRegistrar reg_op({
 ImplRegistrar reg_impl({
     .op = "peak",
     .impl = "opmeter",
+    .preference = ImplDef::own_kernel,
     .summary = "opmeter's own multiply-add chains (AVX-512 or AVX2, chosen at run time)",
     .dtypes = {DType::fp64, DType::fp32, DType::bf16, DType::int8},
     .supports = [](const Case& c) {

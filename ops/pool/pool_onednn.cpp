@@ -43,6 +43,7 @@ class OnednnPool : public HostImpl<PoolOp> {
 ImplRegistrar reg({
     .op = "pool2d",
     .impl = "onednn",
+    .preference = ImplDef::fused_library,
     .summary = "oneDNN pooling primitive (max, or average with padding counted), NCHW",
     .dtypes = {DType::fp32, DType::bf16},
     .make = [] { return std::make_unique<OnednnPool>(); },

@@ -102,6 +102,7 @@ class OpmeterPool : public HostImpl<PoolOp> {
 ImplRegistrar reg({
     .op = "pool2d",
     .impl = "opmeter",
+    .preference = ImplDef::own_kernel,
     .summary = "OpenMP loops: windows reduced by columns then rows; global average a vectorized sum per plane",
     .dtypes = {DType::fp32, DType::bf16},
     .make = [] { return std::make_unique<OpmeterPool>(); },

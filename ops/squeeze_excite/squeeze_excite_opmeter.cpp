@@ -31,6 +31,7 @@ class OpmeterSqueezeExcite : public HostImpl<SqueezeExciteOp> {
 const ImplRegistrar reg({
     .op = "squeeze_excite",
     .impl = "opmeter",
+    .preference = ImplDef::own_kernel,
     .summary = "opmeter's kernel: channel means, the two FCs in fp32, planes scaled while still in cache",
     .dtypes = {DType::fp32, DType::bf16},
     .make = [] { return std::make_unique<OpmeterSqueezeExcite>(); },

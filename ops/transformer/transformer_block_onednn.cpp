@@ -90,6 +90,7 @@ const bool registered = [] {
   Registry::global().add(ImplDef{
       .op = "transformer_block",
       .impl = "onednn_unfused",
+      .preference = ImplDef::unfused,
       .summary = "oneDNN primitives one after another (layer norm, matmul, bias, three-op attention, residual "
                  "add, ...), every intermediate in memory (the fusion baseline)",
       .dtypes = {DType::fp32, DType::bf16},

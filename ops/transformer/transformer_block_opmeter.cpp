@@ -135,6 +135,7 @@ const bool registered = [] {
   Registry::global().add(ImplDef{
       .op = "transformer_block",
       .impl = "opmeter",
+      .preference = ImplDef::own_kernel,
       .summary = "opmeter LayerNorm + fused attention kernels, oneDNN matmuls with bias, activation and residual "
                  "add as post-ops",
       .dtypes = {DType::fp32, DType::bf16},

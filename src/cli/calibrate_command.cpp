@@ -154,7 +154,7 @@ int calibrate_command(const CalibrateArgs& a) {
   if (llc_bytes_overridden()) settings["llc_bytes"] = llc_bytes();
   RunOutput out{a.resume.empty() ? a.results_dir : a.resume, !a.resume.empty(), "calibrate", settings, true};
   out.resume_command = [&a](const std::string& dir) { return resume_command(a, dir); };
-  auto results = run_cases_in_dir(cases, options, out);
+  auto results = run_cases_in_dir(cases, options, out).results;
   if (const int code = results_exit_code(results); code >= 128) {  // interrupted: a partial profile is no profile
     fmt::print(stderr, "opmeter: calibration interrupted: no profile written ({} left as it was)\n", a.out);
     return code;

@@ -13,6 +13,7 @@
 #include "opmeter/config.hpp"
 #include "opmeter/pipeline_plan.hpp"
 #include "opmeter/runner.hpp"
+#include "results/result_set.hpp"
 
 namespace opmeter {
 
@@ -45,11 +46,6 @@ struct RunArgs {
   std::vector<std::string> plugins;  // --plugin: C plugin libraries, loaded before the plan is made
   std::vector<std::string> pipelines;  // --pipeline NAME[:key=value,...]: built-in pipelines to run
 };
-// The config text `--pipeline` specs stand for: `resnet50:batch=64,dtype=bf16` -> a `pipelines:`
-// entry (dtype goes to `dtypes:`). UsageError for a malformed spec.
-std::string pipeline_flags_config(const std::vector<std::string>& specs);
-// The plan of those specs; an error quotes the --pipeline flag it comes from.
-Plan load_pipeline_flags(const std::vector<std::string>& specs, int threads, const std::string& device);
 
 void add_run_command(CLI::App& app, RunArgs& args);
 
@@ -76,7 +72,11 @@ struct RunOutput {
   std::function<std::string(const std::string& dir)> resume_command;
 };
 // Runs cases with live progress, journal, summary files and the report in the output directory.
-std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& options, RunOutput out);
+// Returns every result there (a resumed run's earlier ones too), the machine context and the
+// directory (`source`: the one given, or the timestamped default).
+ResultSet run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& options, RunOutput out);
+// Whether a run with `out` writes report.html and report.md (out.report, and html among the formats).
+bool writes_report(const RunOutput& out);
 // Runs the pipelines' cases (`cases`, with any others of the plan) in the output directory, moves
 // skipped layers to their next impl in further rounds, then writes pipelines.json, summary.csv and
 // a log per pipeline beside the results, and prints each pipeline's totals.

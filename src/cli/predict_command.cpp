@@ -20,7 +20,7 @@
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/interrupt.hpp"
-#include "pipeline/pipeline_outputs.hpp"
+#include "pipeline/present/pipeline_outputs.hpp"
 #include "opmeter/registry.hpp"  // validate_case
 #include "predict/ceilings.hpp"
 #include "predict/cross_validation.hpp"

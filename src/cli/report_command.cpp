@@ -10,7 +10,7 @@
 #include "cli/validators.hpp"
 #include "analysis/compare.hpp"
 #include "opmeter/errors.hpp"
-#include "pipeline/pipeline_outputs.hpp"
+#include "pipeline/present/pipeline_outputs.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
 #include "results/result_set.hpp"

@@ -17,7 +17,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/validators.hpp"
-#include "pipeline/pipeline_outputs.hpp"
+#include "config/pipeline_flags.hpp"
+#include "pipeline/present/pipeline_outputs.hpp"
 #include "opmeter/backend.hpp"
 #include "opmeter/config.hpp"
 #include "opmeter/context.hpp"
@@ -244,7 +245,7 @@ nlohmann::json read_calibration(const std::string& path) {
   return j;
 }
 
-std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& options, RunOutput out) {
+ResultSet run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& options, RunOutput out) {
   namespace fs = std::filesystem;
   const bool resume = out.resume;
   const std::string& source = out.source;
@@ -316,7 +317,7 @@ std::vector<Result> run_cases_in_dir(const std::vector<Case>& cases, const RunOp
   });
   fmt::print(stderr, "opmeter: results in {}/ ({})\n", dir, fmt::join(files, ", "));
   if (g_cancel.load()) fmt::print(stderr, "opmeter: interrupted; finished cases are saved, continue with {}\n", resume_with);
-  return results;
+  return {dir, ResultsFormat::results_json, context, std::move(results)};
 }
 
 void add_run_command(CLI::App& app, RunArgs& a) {
@@ -418,12 +419,22 @@ int run_command(const RunArgs& given, const char* argv0) {
   std::vector<Case> cases;
   std::optional<std::regex> filter = compile_filter(a.filter);
   for (auto& note : plan.notes) fmt::print(stderr, "opmeter: {}\n", note);
-  for (auto c : plan.cases) {
+  auto override = [&](Case& c) {  // the command line's settings over the plan's
     if (a.threads && c.on_host()) c.threads = *a.threads;
     apply_case_settings(c, a.settings);
     if (a.hot) c.hot = true;
+  };
+  for (auto c : plan.cases) {
+    override(c);
     if (filter && !std::regex_search(c.to_string(), *filter)) continue;
     cases.push_back(c);
+  }
+  // Where each pipeline runs too: its layers' cases are made from it again (to find their
+  // results, and in each round), so they must be the cases run (--hot left every pipeline
+  // incomplete).
+  for (auto& p : plan.pipelines) {
+    override(p.like);
+    if (p.end_to_end) override(*p.end_to_end);
   }
   if (cases.empty() && !(a.dry_run && !plan.notes.empty()))  // a dry run of a config's unloaded kernels may list none
     throw UsageError(fmt::format("--filter '{}' matches none of the {} cases of {}", a.filter, plan.cases.size(), plan.source));
@@ -450,8 +461,13 @@ int run_command(const RunArgs& given, const char* argv0) {
   RunOutput out{dir, !a.resume.empty(), plan.source, settings, !a.no_report, formats};
   if (!plan.pipelines.empty())
     return run_pipelines(std::move(plan.pipelines), std::move(cases), options, out, [] { return g_cancel.load(); });
-  auto results = run_cases_in_dir(cases, options, out);
-  return exit_code(results);
+  return exit_code(run_cases_in_dir(cases, options, out).results);
+}
+
+bool writes_report(const RunOutput& out) {
+  if (!out.report) return false;
+  const auto formats = out.formats.empty() ? parse_formats("") : out.formats;
+  return std::find(formats.begin(), formats.end(), "html") != formats.end();
 }
 
 int results_exit_code(const std::vector<Result>& results) { return exit_code(results); }

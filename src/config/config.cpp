@@ -677,12 +677,10 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   if (root["cases"]) add_listed_cases(r, root["cases"], plan.cases);
   if (root["pipelines"]) {
     const bool end_to_end = root["end_to_end"] ? r.boolean(root["end_to_end"], "end_to_end") : true;
-    Case where = like;
-    where.threads = static_cast<int>(threads.front());
-    where.hot = hot;
-    // A pipeline's small kernels get the backend's pipeline defaults (CUDA: 100 to a graph) unless the config says.
-    for (auto& setting : backend.settings())
-      if (!setting.pipeline_default.empty() && !root[setting.name]) where.set_setting(setting.name, setting.pipeline_default);
+    std::set<std::string> given;  // settings the config names: no pipeline default overrides them
+    for (const auto& setting : backend.settings())
+      if (root[setting.name]) given.insert(setting.name);
+    const Case where = pipelines_where(like, static_cast<int>(threads.front()), hot, given);
     for (auto d : dtypes)
       for (auto& p : read_pipelines(r, root["pipelines"], d)) {
         try {

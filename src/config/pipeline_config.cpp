@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "opmeter/backend.hpp"
 #include "opmeter/config.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
@@ -87,6 +88,15 @@ pipeline::Pipeline users(const YamlReader& r, const YAML::Node& entry, const std
 }
 
 }  // namespace
+
+Case pipelines_where(Case like, int threads, bool hot, const std::set<std::string>& given) {
+  like.threads = threads;
+  like.hot = hot;
+  // A pipeline's small kernels get the backend's pipeline defaults (CUDA: 100 launches to a graph).
+  for (auto& setting : backend_of(like).settings())
+    if (!setting.pipeline_default.empty() && !given.count(setting.name)) like.set_setting(setting.name, setting.pipeline_default);
+  return like;
+}
 
 std::vector<pipeline::Pipeline> read_pipelines(const YamlReader& r, const YAML::Node& list, DType dtype) {
   std::vector<pipeline::Pipeline> out;

@@ -38,6 +38,8 @@ struct CudaImpl {
   // Optional parameters it runs (ImplDef::needs / accepts).
   std::vector<std::string> needs, accepts;
   Factory factory;  // OPMETER_CUDA_FACTORY(...)
+  // Which impl a pipeline layer runs when its config names none (ImplDef::preference).
+  int preference = 0;
 };
 
 // What opmeter registers of a CUDA impl: its ImplDef, on the `cuda` backend, made by the plugin.

@@ -22,6 +22,7 @@ std::string dtype_list(const std::vector<DType>& dtypes) {
 ImplDef host_def(const CudaImpl& impl) {
   ImplDef def{.op = impl.op,
               .impl = impl.impl,
+              .preference = impl.preference,
               .backends = {"cuda"},
               .summary = impl.summary,
               .dtypes = impl.dtypes,

@@ -18,6 +18,11 @@ Pipeline Net::finish(double samples, std::string unit) {
   return p;
 }
 
+void classifier_tensors(Pipeline& p, std::int64_t batch, std::int64_t image, std::int64_t classes) {
+  p.model_input = {"image", double(batch) * 3 * double(image) * double(image)};
+  p.model_output = {"logits", double(batch) * double(classes)};
+}
+
 std::string str(std::int64_t v) { return std::to_string(v); }
 
 std::int64_t out_image(std::int64_t image, std::int64_t kernel, std::int64_t stride, std::int64_t padding) {

@@ -39,6 +39,10 @@ class Net {
 
 std::string str(std::int64_t v);
 
+// An image classifier's model tensors: `batch` images of 3 x image x image in, `classes` logits
+// per image out.
+void classifier_tensors(Pipeline& p, std::int64_t batch, std::int64_t image, std::int64_t classes);
+
 // Spatial size after a square window: floor((image + 2 padding - kernel) / stride) + 1.
 std::int64_t out_image(std::int64_t image, std::int64_t kernel, std::int64_t stride, std::int64_t padding);
 

@@ -51,7 +51,9 @@ Pipeline build(const Args& args, DType dtype) {
   x = conv_bn_act(net, "features." + std::to_string(kStages.size() + 1), x, kHeadConv, 1, 1, "silu");
   x = global_avg_pool(net, "avgpool", x);
   linear(net, "classifier.1", 1, x.channels, kClasses);
-  return net.finish(double(net.batch()), "img");
+  Pipeline p = net.finish(double(net.batch()), "img");
+  classifier_tensors(p, net.batch(), args.integer("image"), kClasses);
+  return p;
 }
 
 const Registrar reg({.name = "efficientnet_b0",

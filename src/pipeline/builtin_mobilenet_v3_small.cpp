@@ -53,7 +53,9 @@ Pipeline build(const Args& args, DType dtype) {
   x = global_avg_pool(net, "avgpool", x);
   linear(net, "classifier.0", 1, x.channels, kHidden, "hardswish");
   linear(net, "classifier.3", 1, kHidden, kClasses);
-  return net.finish(double(net.batch()), "img");
+  Pipeline p = net.finish(double(net.batch()), "img");
+  classifier_tensors(p, net.batch(), args.integer("image"), kClasses);
+  return p;
 }
 
 const Registrar reg({.name = "mobilenet_v3_small",

@@ -30,7 +30,11 @@ Pipeline decoder_layer(const Args& args, DType dtype, std::int64_t tokens, const
   add("fc1", "linear", {{"batch", n}, {"seq", t}, {"hidden", h}, {"out", str(kFfn)}, {"act", "relu"}});
   add("fc2", "linear", {{"batch", n}, {"seq", t}, {"hidden", str(kFfn)}, {"out", h}});
   add("add_2", "add", rows);
-  return net.finish(double(net.batch() * tokens), "token");
+  Pipeline p = net.finish(double(net.batch() * tokens), "token");
+  // The model run whole is this one layer: hidden states of the new tokens in and out.
+  p.model_input = {"hidden", double(net.batch() * tokens * kHidden)};
+  p.model_output = {"hidden_out", p.model_input.elements};
+  return p;
 }
 
 Pipeline prefill(const Args& args, DType dtype) {
@@ -64,7 +68,8 @@ const Registrar prefill_reg({.name = "opt_66b_prefill",
                              .build = prefill,
                              .published_params = kDecoderParams,
                              .published_macs = 0,
-                             .source = kSource});
+                             .source = kSource,
+                             .end_to_end_scale = kLayers});
 const Registrar decode_reg({.name = "opt_66b_decode",
                             .summary = "OPT-66B decode: one decoder layer's ops on one new token over a KV cache of "
                                        "kv positions, counted 64 times",
@@ -72,7 +77,8 @@ const Registrar decode_reg({.name = "opt_66b_decode",
                             .build = decode,
                             .published_params = kDecoderParams,
                             .published_macs = 0,
-                            .source = kSource});
+                            .source = kSource,
+                            .end_to_end_scale = kLayers});
 
 }  // namespace
 }  // namespace opmeter::pipeline

@@ -58,7 +58,9 @@ Pipeline build(const Args& args, DType dtype) {
   batchnorm2d(net, "norm", x);
   x = global_avg_pool(net, "avgpool", x);
   linear(net, "head", 1, x.channels, kClasses);
-  return net.finish(double(net.batch()), "img");
+  Pipeline p = net.finish(double(net.batch()), "img");
+  classifier_tensors(p, net.batch(), args.integer("image"), kClasses);
+  return p;
 }
 
 const Registrar reg({.name = "replknet_31b",

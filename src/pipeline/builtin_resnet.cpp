@@ -47,7 +47,9 @@ Pipeline build_resnet(const ResNetDef& def, const Args& args, DType dtype) {
     }
   x = global_avg_pool(net, "avgpool", x);
   linear(net, "fc", 1, x.channels, kClasses);
-  return net.finish(double(net.batch()), "img");
+  Pipeline p = net.finish(double(net.batch()), "img");
+  classifier_tensors(p, net.batch(), args.integer("image"), kClasses);
+  return p;
 }
 
 PipelineDef resnet(std::string name, std::string summary, ResNetDef def, double params, double macs) {

@@ -57,6 +57,7 @@ Pipeline build(const Args& args, DType dtype) {
   net.add("encoder.ln", "layernorm", rows);
   linear(net, "heads.head", 1, kHidden, kClasses);
   Pipeline p = net.finish(double(net.batch()), "img");
+  classifier_tensors(p, net.batch(), image, kClasses);
   // The class token and the position table are parameters outside any measured layer.
   p.extra_params = double(kHidden) + double(tokens * kHidden);
   return p;

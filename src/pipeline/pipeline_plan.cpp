@@ -14,16 +14,6 @@
 
 namespace opmeter::pipeline {
 
-const std::vector<std::string>& default_impl_order() {
-  // CPU: own kernels, then oneDNN and OpenBLAS. CUDA: own kernels, cuBLASLt (epilogues), cuDNN
-  // (NCHW, then NHWC when NCHW finds no fused engine), cuBLAS. Last, the unfused forms, for what
-  // no fused impl takes (an activation cuBLASLt's epilogue lacks).
-  static const std::vector<std::string> order = {"opmeter", "onednn", "openblas", "cuda", "cublaslt", "cudnn",
-                                                 "cudnn_nhwc", "cublas", "onednn_unfused", "cublaslt_unfused",
-                                                 "cudnn_unfused"};
-  return order;
-}
-
 Case PlannedPipeline::layer_case(std::size_t layer) const {
   Case c = like;
   const Layer& l = pipeline.layers[layer];
@@ -44,10 +34,16 @@ bool takes(const ImplDef& impl, const Case& c, const std::string& backend) {
   return impl.supports(c).ok;
 }
 
+// The impls named first, in their order; then the op's own preferences (ImplDef::preference).
 std::vector<std::string> candidates_for(const Case& c, const std::string& backend, const std::vector<std::string>& preferred) {
   std::vector<std::string> order = preferred;
-  for (const auto& name : default_impl_order())
-    if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
+  std::vector<const ImplDef*> by_preference;
+  for (const ImplDef* impl : opmeter::Registry::global().impls_of(c.op))
+    if (impl->preference > 0) by_preference.push_back(impl);
+  std::stable_sort(by_preference.begin(), by_preference.end(),
+                   [](const ImplDef* a, const ImplDef* b) { return a->preference > b->preference; });
+  for (const ImplDef* impl : by_preference)
+    if (std::find(order.begin(), order.end(), impl->impl) == order.end()) order.push_back(impl->impl);
   std::vector<std::string> out;
   for (const auto& name : order) {
     const ImplDef* impl = opmeter::Registry::global().impl(c.op, name);
@@ -80,21 +76,12 @@ PlannedPipeline plan_pipeline(Pipeline p, const Case& like, const std::vector<st
     planned.candidates.push_back(std::move(names));
     planned.chosen.push_back(0);
   }
-  // A built-in pipeline's model end to end in PyTorch, with the same parameters.
-  const OpDef* model = opmeter::Registry::global().op("model");
-  if (end_to_end && model && pipeline::Registry::global().find(p.name)) {
-    Case m = like;
-    m.op = "model";
-    m.impl = "torch";
-    m.dtype = p.dtype;
-    m.label = p.name + ": end to end (PyTorch)";
-    drop_launch_batching(m);  // a whole model is no small kernel: timed as PyTorch runs it
-    for (const auto& [key, value] : model->defaults) {
-      auto given = std::find_if(p.params.begin(), p.params.end(), [&](const auto& kv) { return kv.first == key; });
-      m.params.emplace_back(key, key == "name" ? p.name : given != p.params.end() ? given->second : value);
-    }
-    planned.end_to_end = m;
-    planned.end_to_end_scale = p.name.starts_with("opt_66b") ? 64 : 1;
+  // A built-in pipeline's model end to end, by the op that registered how.
+  const PipelineDef* def = pipeline::Registry::global().find(p.name);
+  const auto& whole = pipeline::Registry::global().end_to_end();
+  if (end_to_end && def && whole) {
+    planned.end_to_end = whole(p, like);
+    planned.end_to_end_scale = def->end_to_end_scale;
   }
   planned.pipeline = std::move(p);
   return planned;

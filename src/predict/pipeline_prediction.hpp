@@ -8,7 +8,7 @@
 
 #include "opmeter/case.hpp"
 #include "opmeter/pipeline.hpp"
-#include "pipeline/pipeline_summary.hpp"
+#include "pipeline/present/pipeline_summary.hpp"
 #include "predict/model.hpp"
 
 namespace opmeter::predict {
@@ -48,7 +48,7 @@ struct PipelinePrediction {
 // smaller), or 1 when it has none.
 int usual_threads(const PredictModel& m, const std::string& device);
 
-// Each layer runs on the first impl of the default order (pipeline::default_impl_order) that
+// Each layer runs on the first impl of its candidates (pipeline::plan_pipeline's order) that
 // runs it on the device and for which the model has a group. A layer whose group predict fit
 // left out (fewer cases than its folds) is predicted by the device's roofline alone, with a note
 // saying how to fit it. UsageError when a layer has neither: it names the layer and what the

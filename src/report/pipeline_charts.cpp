@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "pipeline/pipeline_outputs.hpp"
+#include "pipeline/present/pipeline_outputs.hpp"
 #include "report/vega_spec.hpp"
 
 namespace opmeter {

@@ -3,7 +3,7 @@
 #include <optional>
 #include <vector>
 
-#include "pipeline/pipeline_summary.hpp"
+#include "pipeline/present/pipeline_summary.hpp"
 #include "report/charts.hpp"
 
 namespace opmeter {

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "pipeline/pipeline_outputs.hpp"
+#include "pipeline/present/pipeline_outputs.hpp"
 #include "report/pipeline_charts.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "pipeline/pipeline_summary.hpp"
+#include "pipeline/present/pipeline_summary.hpp"
 
 namespace opmeter {
 

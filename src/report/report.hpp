@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/pipeline_summary.hpp"
+#include "pipeline/present/pipeline_summary.hpp"
 #include "results/result_set.hpp"
 
 namespace opmeter {
@@ -21,10 +21,10 @@ std::string html_report(const std::vector<ResultSet>& sets, const std::vector<pi
 std::string markdown_report(const std::vector<ResultSet>& sets,
                             const std::vector<pipeline::PipelineSummary>& pipelines = {});
 
-// Writes report.html and report.md of results directory `dir` again from its results, with
-// `pipelines` (after a run's pipeline files are written). A failure is a warning on stderr: the
-// results are saved.
-void rewrite_report_files(const std::string& dir, const std::vector<pipeline::PipelineSummary>& pipelines);
+// Writes report.html and report.md into the results directory `run.source` from the run's
+// results and context, with its pipelines' section when it ran any. A failure is a warning on
+// stderr (the results are saved). Returns the names of the files written.
+std::vector<std::string> write_report_files(const ResultSet& run, const std::vector<pipeline::PipelineSummary>& pipelines = {});
 
 // How many results have each status, and how many did not converge (for both report formats).
 struct StatusTally {

@@ -14,16 +14,7 @@ class ReportFilesReporter : public Reporter {
  public:
   explicit ReportFilesReporter(std::string dir) : dir_(std::move(dir)) {}
   void begin(const nlohmann::json& context, std::size_t) override { context_ = context; }
-  void end(const std::vector<Result>& all) override {
-    namespace fs = std::filesystem;
-    std::vector<ResultSet> sets = {{dir_, ResultsFormat::results_json, context_, all}};
-    try {
-      write_atomically((fs::path(dir_) / "report.html").string(), html_report(sets));
-      write_atomically((fs::path(dir_) / "report.md").string(), markdown_report(sets));
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "opmeter: warning: the report was not written ({}); the results are saved\n", e.what());
-    }
-  }
+  void end(const std::vector<Result>& all) override { write_report_files({dir_, ResultsFormat::results_json, context_, all}); }
 
  private:
   std::string dir_;
@@ -40,16 +31,16 @@ ReporterRegistrar html_reporter({
 
 }  // namespace
 
-void rewrite_report_files(const std::string& dir, const std::vector<pipeline::PipelineSummary>& pipelines) {
+std::vector<std::string> write_report_files(const ResultSet& run, const std::vector<pipeline::PipelineSummary>& pipelines) {
   namespace fs = std::filesystem;
+  const std::vector<ResultSet> sets = {run};
   try {
-    std::vector<ResultSet> sets = {load_results(dir)};
-    sets[0].notes.clear();  // the run's own directory: nothing the reader chose needs saying
-    write_atomically((fs::path(dir) / "report.html").string(), html_report(sets, pipelines));
-    write_atomically((fs::path(dir) / "report.md").string(), markdown_report(sets, pipelines));
+    write_atomically((fs::path(run.source) / "report.html").string(), html_report(sets, pipelines));
+    write_atomically((fs::path(run.source) / "report.md").string(), markdown_report(sets, pipelines));
+    return {"report.html", "report.md"};
   } catch (const std::exception& e) {
-    fmt::print(stderr, "opmeter: warning: the report was not rewritten with the pipelines ({}); they are in {}\n",
-               e.what(), (fs::path(dir) / "pipelines.json").string());
+    fmt::print(stderr, "opmeter: warning: the report was not written ({}); the results are saved\n", e.what());
+    return {};
   }
 }
 

@@ -19,6 +19,7 @@ const bool registered = [] {
         .summary = "opmeter's CUDA kernel: one pass, 16-byte vector loads and stores, fp32 math",
         .dtypes = {DType::fp32, DType::fp16, DType::bf16},
         .factory = OPMETER_CUDA_FACTORY(cuda_factory(a)),
+        .preference = ImplDef::own_kernel,
     });
   return true;
 }();

@@ -16,6 +16,7 @@ const cuda::CudaImplRegistrar reg_cuda({
     .summary = "opmeter's kernel: grid-stride loop with 16-byte vector loads and stores, fp32 sum",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
     .factory = OPMETER_CUDA_FACTORY(cuda_factory()),
+    .preference = ImplDef::own_kernel,
 });
 
 }  // namespace

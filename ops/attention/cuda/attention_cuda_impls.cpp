@@ -33,6 +33,7 @@ const cuda::CudaImplRegistrar reg_flash({
     .dtypes = {DType::fp16, DType::bf16},
     .supports = flash_kernel_supports,
     .factory = OPMETER_CUDA_FACTORY(cuda_factory()),
+    .preference = ImplDef::own_kernel,
 });
 
 const cuda::CudaImplRegistrar reg_unfused({

@@ -16,6 +16,7 @@ const cuda::CudaImplRegistrar reg_cudnn({
     .summary = "cuDNN's fused scaled-dot-product (flash) attention forward through its graph API; stage=full, fp16/bf16",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
     .factory = OPMETER_CUDA_FACTORY(cudnn_factory()),
+    .preference = ImplDef::library,
 });
 
 }  // namespace

@@ -16,6 +16,7 @@ const cuda::CudaImplRegistrar reg_cuda({
     .summary = "grid-stride kernels with 16-byte loads and stores",
     .dtypes = {DType::fp32},
     .factory = OPMETER_CUDA_FACTORY(cuda_factory()),
+    .preference = ImplDef::own_kernel,
 });
 
 }  // namespace

@@ -18,6 +18,7 @@ const cuda::CudaImplRegistrar reg_nchw({
     .summary = "cuDNN graph: convolution + bias + activation fused, BatchNorm folded into weights and bias; NCHW",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
     .factory = OPMETER_CUDA_FACTORY(cudnn_factory()),
+    .preference = ImplDef::library,
 });
 
 const cuda::CudaImplRegistrar reg_nhwc({
@@ -26,6 +27,7 @@ const cuda::CudaImplRegistrar reg_nhwc({
     .summary = "as cudnn, computed in NHWC (x, weights and y transposed outside the timed call), tensor cores' layout",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
     .factory = OPMETER_CUDA_FACTORY(cudnn_nhwc_factory()),
+    .preference = ImplDef::library_alternative,
 });
 
 const cuda::CudaImplRegistrar reg_unfused({
@@ -35,6 +37,7 @@ const cuda::CudaImplRegistrar reg_unfused({
                "kernel and our activation kernel, y in memory between them (the fusion baseline); NCHW",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
     .factory = OPMETER_CUDA_FACTORY(cudnn_unfused_factory()),
+    .preference = ImplDef::unfused_last,
 });
 
 }  // namespace

@@ -32,6 +32,7 @@ const cuda::CudaImplRegistrar reg({
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
     .supports = cuda_supports,
     .factory = OPMETER_CUDA_FACTORY(cuda_factory()),
+    .preference = ImplDef::own_kernel,
 });
 
 }  // namespace

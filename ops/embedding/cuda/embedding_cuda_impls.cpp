@@ -17,6 +17,7 @@ const cuda::CudaImplRegistrar reg_cuda({
                "number of 16-byte vectors",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
     .factory = OPMETER_CUDA_FACTORY(cuda_factory()),
+    .preference = ImplDef::own_kernel,
 });
 
 }  // namespace

@@ -18,6 +18,7 @@ const cuda::CudaImplRegistrar reg_cublas({
     .summary = "cuBLAS cublasGemmEx, fp32 accumulation (int8: s8*s8->s32); B stored N x K",
     .dtypes = {DType::fp32, DType::tf32, DType::fp16, DType::bf16, DType::int8},
     .factory = OPMETER_CUDA_FACTORY(cublas_factory()),
+    .preference = ImplDef::plain_library,
 });
 
 const cuda::CudaImplRegistrar reg_cublaslt({
@@ -26,6 +27,7 @@ const cuda::CudaImplRegistrar reg_cublaslt({
     .summary = "cuBLASLt matmul, the heuristic's best algorithm (reported); fp8 e4m3 -> bf16 on sm_89+",
     .dtypes = {DType::fp32, DType::tf32, DType::fp16, DType::bf16, DType::fp8_e4m3, DType::int8},
     .factory = OPMETER_CUDA_FACTORY(cublaslt_factory()),
+    .preference = ImplDef::fused_library,
 });
 
 const cuda::CudaImplRegistrar reg_cuda({
@@ -34,6 +36,7 @@ const cuda::CudaImplRegistrar reg_cuda({
     .summary = "simple tiled CUDA kernel, fp32 accumulation: the GPU correctness baseline",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
     .factory = OPMETER_CUDA_FACTORY(cuda_factory()),
+    .preference = ImplDef::own_kernel,
 });
 
 }  // namespace

@@ -54,6 +54,7 @@ const bool registered = [] {
               return cublaslt_epilogue_support(s.act, s.layernorm);
             },
         .factory = OPMETER_CUDA_FACTORY(cublaslt_factory(true)),
+        .preference = ImplDef::fused_library,
     });
     cuda::CudaImplRegistrar({
         .op = op,
@@ -62,6 +63,7 @@ const bool registered = [] {
                         "(the fusion baseline)",
         .dtypes = {DType::fp32, DType::fp16, DType::bf16},
         .factory = OPMETER_CUDA_FACTORY(cublaslt_factory(false)),
+        .preference = ImplDef::unfused,
     });
   }
   return true;

@@ -17,6 +17,7 @@ const cuda::CudaImplRegistrar reg_mse({
     .summary = "opmeter's CUDA kernel: one pass, 16-byte loads, fp32 block partials summed by one final block (deterministic)",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
     .factory = OPMETER_CUDA_FACTORY(cuda_factory(Kind::mse)),
+    .preference = ImplDef::own_kernel,
 });
 const cuda::CudaImplRegistrar reg_cross_entropy({
     .op = "cross_entropy",
@@ -25,6 +26,7 @@ const cuda::CudaImplRegistrar reg_cross_entropy({
                "partials summed by one final block (deterministic)",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
     .factory = OPMETER_CUDA_FACTORY(cuda_factory(Kind::cross_entropy)),
+    .preference = ImplDef::own_kernel,
 });
 
 }  // namespace

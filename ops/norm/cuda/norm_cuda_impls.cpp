@@ -22,6 +22,7 @@ const bool registered = [] {
                    "(wide rows: two passes through shared memory), 16-byte accesses, fp32 statistics",
         .dtypes = {DType::fp32, DType::fp16, DType::bf16},
         .factory = OPMETER_CUDA_FACTORY(cuda_factory(kind)),
+        .preference = ImplDef::own_kernel,
     });
   cuda::CudaImplRegistrar({
       .op = "batchnorm",
@@ -29,6 +30,7 @@ const bool registered = [] {
       .summary = "opmeter's CUDA kernel: per-channel scale and shift, then one pass with 16-byte accesses",
       .dtypes = {DType::fp32, DType::fp16, DType::bf16},
       .factory = OPMETER_CUDA_FACTORY(cuda_factory(Kind::batchnorm)),
+      .preference = ImplDef::own_kernel,
   });
   return true;
 }();

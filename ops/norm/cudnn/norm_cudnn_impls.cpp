@@ -16,6 +16,7 @@ const cuda::CudaImplRegistrar reg_cudnn({
     .summary = "cuDNN cudnnBatchNormalizationForwardInference, spatial mode over rows x hidden (channels = hidden)",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
     .factory = OPMETER_CUDA_FACTORY(cudnn_factory()),
+    .preference = ImplDef::library,
 });
 
 }  // namespace

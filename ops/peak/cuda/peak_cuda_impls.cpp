@@ -17,6 +17,7 @@ const cuda::CudaImplRegistrar reg_cuda({
                    "sm_89+) or Hopper wgmma (kernel=wgmma, sm_90a)",
     .dtypes = {DType::fp32, DType::tf32, DType::fp16, DType::bf16, DType::fp8_e4m3, DType::int8},
     .factory = OPMETER_CUDA_FACTORY(cuda_factory()),
+    .preference = ImplDef::own_kernel,
 });
 
 }  // namespace

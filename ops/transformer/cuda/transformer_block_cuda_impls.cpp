@@ -30,6 +30,7 @@ const cuda::CudaImplRegistrar reg_cuda({
     .dtypes = {DType::fp16, DType::bf16},
     .supports = flash_head_dims,
     .factory = OPMETER_CUDA_FACTORY(cuda_factory()),
+    .preference = ImplDef::own_kernel,
 });
 
 }  // namespace

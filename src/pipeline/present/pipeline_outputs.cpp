@@ -1,5 +1,5 @@
 // The pipeline files of a results directory: writing them, and reading pipelines.json back.
-#include "pipeline/pipeline_outputs.hpp"
+#include "pipeline/present/pipeline_outputs.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -10,7 +10,6 @@
 #include <fmt/ranges.h>
 
 #include "opmeter/errors.hpp"
-#include "report/report.hpp"
 #include "report/reporters.hpp"
 #include "util/text.hpp"
 
@@ -94,8 +93,6 @@ std::vector<std::string> write_pipeline_outputs(const std::string& dir, const st
     write_atomically(path(logs[i]), pipeline_log(summaries[i]));
     written.push_back(logs[i]);
   }
-  std::error_code ec;
-  if (fs::exists(path("report.html"), ec)) rewrite_report_files(dir, summaries);
   return written;
 }
 

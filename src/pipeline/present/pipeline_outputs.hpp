@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "opmeter/pipeline_plan.hpp"
-#include "pipeline/pipeline_summary.hpp"
+#include "pipeline/present/pipeline_summary.hpp"
 
 namespace opmeter::pipeline {
 
@@ -32,9 +32,7 @@ std::string pipeline_log(const PipelineSummary& s);
 std::vector<std::string> log_file_names(const std::vector<PipelineSummary>& summaries);
 
 // Writes the files above into `dir` (each atomically; OutputError naming the file on failure).
-// When `dir` holds a report (report.html), it is written again with the Pipelines section; a
-// failure there is a warning on stderr, as for the report at the end of a run. Returns the names
-// of the files written.
+// Returns the names of the files written.
 std::vector<std::string> write_pipeline_outputs(const std::string& dir, const std::vector<PipelineSummary>& summaries);
 
 // The pipelines of a results directory (its pipelines.json); empty when it has none. UsageError

@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/errors.hpp"
-#include "pipeline/pipeline_outputs.hpp"
+#include "pipeline/present/pipeline_outputs.hpp"
 
 namespace opmeter::pipeline {
 namespace {

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "pipeline/pipeline_outputs.hpp"
+#include "pipeline/present/pipeline_outputs.hpp"
 #include "report/reporters.hpp"
 
 namespace opmeter::pipeline {

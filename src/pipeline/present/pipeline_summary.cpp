@@ -1,5 +1,5 @@
 // summarize(): a pipeline's layer results added up, with idle power accounted.
-#include "pipeline/pipeline_summary.hpp"
+#include "pipeline/present/pipeline_summary.hpp"
 
 #include <algorithm>
 #include <cmath>
