@@ -45,6 +45,8 @@ struct RunArgs {
   bool check_only = false;   // internal: the isolated child of `opmeter check` checks, untimed
   std::vector<std::string> plugins;  // --plugin: C plugin libraries, loaded before the plan is made
   std::vector<std::string> pipelines;  // --pipeline NAME[:key=value,...]: built-in pipelines to run
+  std::string shard;        // --shard I/N or auto (cli/shard_run.hpp); empty: the launcher's, if any
+  std::string shard_model;  // --shard-model: a predict model whose times balance the shards
 };
 // The config text `--pipeline` specs stand for: `resnet50:batch=64,dtype=bf16` -> a `pipelines:`
 // entry (dtype goes to `dtypes:`). UsageError for a malformed spec.
