@@ -165,6 +165,15 @@ struct PredictArgs {
 void add_predict_command(CLI::App& app, PredictArgs& args);
 int predict_command(const PredictArgs& args);
 
+// `opmeter merge`: the ranks of sharded runs joined into one results directory (cli/merge_command.cpp).
+struct MergeArgs {
+  std::vector<std::string> inputs;
+  std::string out;
+  bool force = false;
+};
+void add_merge_command(CLI::App& app, MergeArgs& args);
+int merge_command(const MergeArgs& args);
+
 int list_command();
 int info_command();
 
