@@ -1,11 +1,13 @@
 // Sharded runs: rank and size from launchers' environments, and the split of a sweep.
 #include "scale/shard.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
 #include <gtest/gtest.h>
 
+#include "cli/shard_run.hpp"
 #include "opmeter/errors.hpp"
 
 using namespace opmeter;
@@ -142,4 +144,36 @@ TEST(ShardDir, NamedByRankHostAndDevice) {
   EXPECT_EQ(rank_dir_name(Shard{3, 12}, "node-7.cluster", "cuda:1"), "rank003-of-12-node-7.cluster-cuda-1");
   EXPECT_EQ(rank_dir_name(Shard{0, 2}, "a/b", "cpu").rfind(rank_dir_prefix(Shard{0, 2}), 0), 0u);
   EXPECT_EQ(rank_dir_name(Shard{0, 2}, "a/b", "cpu").find('/'), std::string::npos);
+}
+
+// What `run` does with a shard: local rank k takes GPU k, and the work model ranks costs.
+
+TEST(ShardRun, LocalRankPicksTheGpuUnlessADeviceIsGiven) {
+  Case gpu = parse_case("gemm/reference/fp32/M=8,N=8,K=8/threads=1");
+  gpu.device = "cuda:0";
+  Case host = parse_case("gemm/reference/fp32/M=9,N=8,K=8/threads=1");
+  Shard s{0, 2, 3, "test"};  // local rank 3; both ranks' cases together
+  std::vector<Case> both = {gpu, host};
+  auto mine = [&](bool device_given) {
+    std::vector<std::string> devices;
+    for (int r = 0; r < 2; ++r) {
+      s.rank = r;
+      for (auto& c : cases_of_shard(both, s, Stopping{}, "", device_given)) devices.push_back(c.device);
+    }
+    std::sort(devices.begin(), devices.end());
+    return devices;
+  };
+  EXPECT_EQ(mine(false), (std::vector<std::string>{"cpu", "cuda:3"}));
+  EXPECT_EQ(mine(true), (std::vector<std::string>{"cpu", "cuda:0"}));
+}
+
+TEST(ShardRun, WorkModelCostGrowsWithTheWorkBeyondTheMinimumTime) {
+  Stopping st;
+  st.min_time_s = 0.01;
+  st.min_samples = 10;
+  const double small = work_model_cost_s(parse_case("gemm/reference/fp32/M=8,N=8,K=8/threads=1"), st);
+  const double big = work_model_cost_s(parse_case("gemm/reference/fp32/M=2048,N=2048,K=2048/threads=1"), st);
+  EXPECT_NEAR(small, st.warmup_s + st.min_time_s, 1e-12);  // a tiny case costs its minimum time
+  // 10 samples of 2 * 2048^3 flops at the model's 20 GFLOP/s per thread.
+  EXPECT_NEAR(big, st.warmup_s + 10 * 2.0 * 2048.0 * 2048.0 * 2048.0 / 20e9, 1e-6);
 }
