@@ -453,7 +453,12 @@ int run_command(const RunArgs& given, const char* argv0) {
   if (!a.calibration.empty()) options.calibration = read_calibration(a.calibration);
   if (!a.case_given)
     cases = with_needed_peaks(cases, default_bandwidth_elements(), !options.calibration.is_null());
-  if (shard) cases = cases_of_shard(cases, *shard, options.stopping, a.shard_model, !a.device.empty());
+  if (shard) {
+    const std::size_t planned = cases.size();
+    cases = cases_of_shard(cases, *shard, options.stopping, a.shard_model, !a.device.empty());
+    fmt::print(stderr, "opmeter: rank {} of {} ({}): {} of the {} planned cases (ceilings run on every rank)\n",
+               shard->rank, shard->size, shard->source, cases.size(), planned);
+  }
   warn_oversubscribed(cases);
   if (auto note = llc_note(); !note.empty()) fmt::print(stderr, "opmeter: {}\n", note);
   if (std::any_of(cases.begin(), cases.end(), [](const Case& c) { return ceiling_of(c.op) == CeilingKind::memory; }))
