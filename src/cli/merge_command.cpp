@@ -46,7 +46,7 @@ int merge_command(const MergeArgs& a) {
   std::size_t outliers = 0;
   for (auto& f : fleet)
     for (auto& e : f.entries) outliers += e.outlier;
-  fmt::print(stderr, "opmeter: {} results from {} runs -> {}/ ({} cases on several machines, {} outliers{})\n",
+  fmt::print(stderr, "opmeter: {} results from {} runs -> {}/ ({} case(s) on several machines, {} outlier(s){})\n",
              m.results.size(), runs.size(), a.out, fleet.size(), outliers, fleet.empty() ? "" : "; see fleet.md");
   return results_exit_code(m.results) == 1 ? 1 : 0;
 }
