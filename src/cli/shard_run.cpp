@@ -112,7 +112,10 @@ std::vector<Case> cases_of_shard(const std::vector<Case>& cases, const scale::Sh
     }
     return work_model_cost_s(c, stopping);
   };
-  auto everywhere = [](const Case& c) { return ceiling_of(c.op) != CeilingKind::none; };
+  auto everywhere = [](const Case& c) {  // ceilings (each machine needs its own) and collectives (all ranks together)
+    const OpDef* op = Registry::global().op(c.op);
+    return ceiling_of(c.op) != CeilingKind::none || (op && op->every_rank);
+  };
   auto mine = scale::shard_cases(cases, shard, cost, everywhere);
   if (!device_given && shard.local_rank >= 0)
     for (auto& c : mine)
