@@ -26,15 +26,15 @@ OpDef collective_op() {
   op.params = {"kind", "bytes", "inplace"};
   op.example = {{"kind", "allreduce"}, {"bytes", "4096"}, {"inplace", "0"}};
   op.defaults = op.example;
-  // One of each kind; sizes of one element to a MiB (a block-wise kind skips sizes that do not
-  // split over the ranks of the launch, with the reason).
-  op.check_shapes = {{{"kind", "allreduce"}, {"bytes", "4"}, {"inplace", "0"}},
+  // One of each kind, from one fp64 element to a MiB, each a whole number of elements of every
+  // dtype (a block-wise kind skips sizes that do not split over the launch's ranks, with the reason).
+  op.check_shapes = {{{"kind", "allreduce"}, {"bytes", "8"}, {"inplace", "0"}},
                      {{"kind", "allreduce"}, {"bytes", "1048576"}, {"inplace", "1"}},
                      {{"kind", "allgather"}, {"bytes", "4608"}, {"inplace", "1"}},
                      {{"kind", "reduce_scatter"}, {"bytes", "4608"}, {"inplace", "0"}},
                      {{"kind", "alltoall"}, {"bytes", "4608"}, {"inplace", "1"}},
-                     {{"kind", "broadcast"}, {"bytes", "12"}, {"inplace", "0"}},
-                     {{"kind", "sendrecv"}, {"bytes", "36"}, {"inplace", "0"}}};
+                     {{"kind", "broadcast"}, {"bytes", "24"}, {"inplace", "0"}},
+                     {{"kind", "sendrecv"}, {"bytes", "40"}, {"inplace", "0"}}};
   op.uses_memory = false;  // nothing to make cold; no memory ceiling
   op.every_rank = true;    // every rank takes part in every case
   op.work = [](const Case& c) { return Work{0, static_cast<double>(message_bytes(c)), 0}; };  // GB/s = algbw
