@@ -3,12 +3,14 @@
 # HTML report bundles; does nothing for what is already present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# openmpi: sharded runs' tests (mpirun) and the collectives' mpi impls; jq: the sharded-run test reads journals.
 # ccache: the compiler cache that scripts/build.sh and scripts/test-sanitize.sh use (compiler-cache.sh).
 pkgs=(cmake g++ make pkg-config git ccache
       libdnnl-dev libopenblas-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev
       libgtest-dev googletest likwid bc
       libxgboost-dev libnlopt-dev
       python3-torch python3-numpy
+      openmpi-bin libopenmpi-dev jq
       chromium)
 missing=()
 for p in "${pkgs[@]}"; do

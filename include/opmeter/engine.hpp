@@ -62,6 +62,11 @@ class SampleTimer {
   virtual std::optional<double> last_call_seconds() const { return std::nullopt; }
   // Facts about the timing worth keeping with the result (launch overhead, clock checks).
   virtual std::map<std::string, std::string> details() const { return {}; }
+  // A timer whose calls involve other processes (an MPI collective: every rank must make the same
+  // calls) takes each decision of the loop with them: whether any says yes, the largest value.
+  // Alone, the process's own.
+  virtual bool any(bool yes) { return yes; }
+  virtual double largest(double value) { return value; }
 };
 
 class HostTimer : public SampleTimer {

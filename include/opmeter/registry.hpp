@@ -13,6 +13,8 @@
 
 namespace opmeter {
 
+struct Result;
+
 // Which ceiling an op's results measure: none, the compute peak of a dtype, or memory bandwidth.
 // Ceiling results run first, and every later result is shown as a share of them.
 enum class CeilingKind { none, compute, memory };
@@ -88,6 +90,11 @@ struct OpDef {
   // only impls that run them get it. `variants` applies to each (a GPU's peak kernels). Empty: the
   // op's example alone.
   std::vector<Params> check_shapes;
+  // Figures the op derives from a measured result (a collective's bus bandwidth), after the
+  // central rates. Empty: none.
+  std::function<std::map<std::string, Metric>(const Result&)> derived_metrics;
+  // Cases every rank of a sharded run measures, together (collectives), instead of one rank.
+  bool every_rank = false;
 };
 
 // The parameter sets `opmeter check` runs op's impls on: its check_shapes, or its example.

@@ -103,6 +103,8 @@ class TelemetryTimer : public SampleTimer {
   std::optional<double> time(std::size_t calls, const std::function<void()>& call) override;
   std::size_t fixed_batch() const override { return inner_.fixed_batch(); }
   std::optional<double> last_call_seconds() const override { return inner_.last_call_seconds(); }
+  bool any(bool yes) override { return inner_.any(yes); }
+  double largest(double value) override { return inner_.largest(value); }
   std::map<std::string, std::string> details() const override { return inner_.details(); }
 
   std::size_t slowed_samples() const { return slowed_; }         // discarded

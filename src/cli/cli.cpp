@@ -29,6 +29,8 @@ int cli_main(int argc, char** argv) {
   add_report_command(app, report_args);
   CompareArgs compare_args;
   add_compare_command(app, compare_args);
+  MergeArgs merge_args;
+  add_merge_command(app, merge_args);
   PredictArgs predict_args;
   add_predict_command(app, predict_args);
   auto* list = app.add_subcommand("list", "ops, impls, dtypes, suites and built-in pipelines, and which are available here");
@@ -59,6 +61,7 @@ int cli_main(int argc, char** argv) {
     if (app.got_subcommand("calibrate")) return calibrate_command(calibrate_args);
     if (app.got_subcommand("report")) return report_command(report_args);
     if (app.got_subcommand("compare")) return compare_command(compare_args);
+    if (app.got_subcommand("merge")) return merge_command(merge_args);
     if (app.got_subcommand("predict")) return predict_command(predict_args);
     return run_command(run_args, argv[0]);
   } catch (const Interrupted&) {  // a long wait noticed Ctrl-C or SIGTERM; what it started is stopped

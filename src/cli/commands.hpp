@@ -45,6 +45,8 @@ struct RunArgs {
   bool check_only = false;   // internal: the isolated child of `opmeter check` checks, untimed
   std::vector<std::string> plugins;  // --plugin: C plugin libraries, loaded before the plan is made
   std::vector<std::string> pipelines;  // --pipeline NAME[:key=value,...]: built-in pipelines to run
+  std::string shard;        // --shard I/N or auto (cli/shard_run.hpp); empty: the launcher's, if any
+  std::string shard_model;  // --shard-model: a predict model whose times balance the shards
 };
 
 void add_run_command(CLI::App& app, RunArgs& args);
@@ -161,6 +163,15 @@ struct PredictArgs {
 };
 void add_predict_command(CLI::App& app, PredictArgs& args);
 int predict_command(const PredictArgs& args);
+
+// `opmeter merge`: the ranks of sharded runs joined into one results directory (cli/merge_command.cpp).
+struct MergeArgs {
+  std::vector<std::string> inputs;
+  std::string out;
+  bool force = false;
+};
+void add_merge_command(CLI::App& app, MergeArgs& args);
+int merge_command(const MergeArgs& args);
 
 int list_command();
 int list_markdown_command();  // the guide's ops and impls page (cli/list_markdown.cpp)

@@ -14,6 +14,7 @@
 #include "report/report.hpp"
 #include "report/reporters.hpp"
 #include "results/result_set.hpp"
+#include "scale/merge.hpp"
 
 namespace opmeter {
 namespace {
@@ -37,7 +38,8 @@ void write_output(const std::string& path, const std::string& content) {
 // Results files are parsed concurrently: parsing JSON is most of the time report and compare take.
 std::vector<ResultSet> load_all(const std::vector<std::string>& paths) {
   std::vector<std::future<ResultSet>> loading;
-  for (auto& p : paths) loading.push_back(std::async(std::launch::async, [p] { return load_results(p); }));
+  for (auto& p : paths)  // a sharded run's tree of ranks is one input
+    loading.push_back(std::async(std::launch::async, [p] { return scale::is_run_tree(p) ? scale::load_run_tree(p) : load_results(p); }));
   std::vector<ResultSet> sets;
   for (auto& f : loading) sets.push_back(f.get());  // the first bad input's error, in argument order
   for (auto& s : sets)
@@ -77,6 +79,16 @@ std::vector<pipeline::PipelineSummary> load_pipelines(const std::vector<std::str
   return all;
 }
 
+// The fleet view of each merged input (a tree, or merge's output): the same case on several machines.
+std::string fleet_sections(const std::vector<ResultSet>& sets) {
+  std::string md;
+  for (auto& s : sets) {
+    auto machines = scale::machines_of(s.context);
+    if (!machines.empty()) md += scale::fleet_markdown(scale::fleet_view(s.results, machines), machines);
+  }
+  return md.empty() ? md : "\n" + md;
+}
+
 }  // namespace
 
 void add_report_command(CLI::App& app, ReportArgs& a) {
@@ -96,7 +108,7 @@ int report_command(const ReportArgs& a) {
   write_output(a.out, html_report(sets, pipelines));
   std::string written = a.out;
   if (!a.no_markdown) {
-    write_output(markdown_path(a), markdown_report(sets, pipelines));
+    write_output(markdown_path(a), markdown_report(sets, pipelines) + fleet_sections(sets));
     written += ", " + markdown_path(a);
   }
   fmt::print(stderr, "opmeter: {} cases{} from {} source{} -> {}\n", merged_results(sets).size(),

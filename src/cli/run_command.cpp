@@ -16,6 +16,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
+#include "cli/shard_run.hpp"
 #include "cli/validators.hpp"
 #include "config/pipeline_flags.hpp"
 #include "pipeline/present/pipeline_outputs.hpp"
@@ -382,6 +383,10 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   run->add_option("--pipeline", a.pipelines,
                   "run a built-in pipeline layer by layer, NAME[:key=value,...] (e.g. resnet50:batch=64,dtype=bf16); "
                   "repeatable; opmeter list shows them");
+  run->add_option("--shard", a.shard,
+                  "measure part I of N of the cases (I/N, 0-based), or auto: the launcher's rank and size (mpirun, srun, "
+                  "a Slurm job array; the default when one started several); each rank writes OUT/rankI-of-N-HOST-DEVICE");
+  run->add_option("--shard-model", a.shard_model, "a model from opmeter predict fit whose times balance the shards (default: the work model)");
   run->add_option("--child-result", a.child_result, "internal: used by --isolate")->group("");
   run->add_flag("--check-only", a.check_only, "internal: the isolated child of opmeter check checks its case, untimed")->group("");
 }
@@ -391,6 +396,9 @@ int run_command(const RunArgs& given, const char* argv0) {
   // From the start: loading a kernel waits on the worker too. An isolated child is stopped by its
   // parent (which kills it), so it keeps the default.
   if (given.child_result.empty()) catch_interrupts();
+  std::optional<scale::Shard> shard = run_shard(a);  // sharded runs: each rank's directory under --out
+  std::optional<ShardOutput> shard_out;
+  if (shard) shard_out = prepare_shard_output(a, *shard);
   if (!a.resume.empty() && a.config.empty() && a.suite.empty() && !a.case_given && a.pipelines.empty() &&
       a.child_result.empty())
     take_stored_settings(a);
@@ -441,6 +449,12 @@ int run_command(const RunArgs& given, const char* argv0) {
   if (!a.calibration.empty()) options.calibration = read_calibration(a.calibration);
   if (!a.case_given)
     cases = with_needed_peaks(cases, default_bandwidth_elements(), !options.calibration.is_null());
+  if (shard) {
+    const std::size_t planned = cases.size();
+    cases = cases_of_shard(cases, *shard, options.stopping, a.shard_model, !a.device.empty());
+    fmt::print(stderr, "opmeter: rank {} of {} ({}): {} of the {} planned cases (ceilings run on every rank)\n",
+               shard->rank, shard->size, shard->source, cases.size(), planned);
+  }
   warn_oversubscribed(cases);
   if (auto note = llc_note(); !note.empty()) fmt::print(stderr, "opmeter: {}\n", note);
   if (std::any_of(cases.begin(), cases.end(), [](const Case& c) { return ceiling_of(c.op) == CeilingKind::memory; }))
@@ -459,6 +473,13 @@ int run_command(const RunArgs& given, const char* argv0) {
   auto settings = run_settings(a, plan.source, options);
   if (!plan.notes.empty()) settings["notes"] = plan.notes;  // what the plan left out or maps differently
   RunOutput out{dir, !a.resume.empty(), plan.source, settings, !a.no_report, formats};
+  if (shard) {
+    out.dir = shard_results_dir(*shard_out, *shard, cases);
+    out.resume = !shard_out->existing.empty();
+    out.settings["shard"] = shard_json(*shard);
+    out.resume_command = [root = shard_out->root](const std::string&) { return "--resume " + root + " on every rank"; };
+    if (!plan.pipelines.empty()) throw UsageError("pipelines run whole on one machine: give --pipeline runs no --shard");
+  }
   if (!plan.pipelines.empty())
     return run_pipelines(std::move(plan.pipelines), std::move(cases), options, out, [] { return g_cancel.load(); });
   return exit_code(run_cases_in_dir(cases, options, out).results);

@@ -89,7 +89,7 @@ Measurement sample_for(Impl& impl, SampleTimer& timer, std::size_t batch, double
   auto call = [&] { impl.run(0); };
   auto start = Clock::now();
   do {
-    if (cancel && cancel->load()) {
+    if (timer.any(cancel && cancel->load())) {
       m.reason = StopReason::cancelled;
       break;
     }
@@ -101,7 +101,7 @@ Measurement sample_for(Impl& impl, SampleTimer& timer, std::size_t batch, double
     m.samples.push_back(*timed / static_cast<double>(m.batch));
     m.measured_s += *timed;
     m.calls += m.batch;
-  } while (seconds(Clock::now() - start) < window_s);
+  } while (!timer.any(seconds(Clock::now() - start) >= window_s));
   if (m.reason != StopReason::cancelled) m.reason = StopReason::fixed_count;
   m.elapsed_s = seconds(Clock::now() - start);
   return m;
@@ -130,10 +130,11 @@ Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping, co
     auto t0 = Clock::now();
     call();
     impl.sync();
-    per_call = std::min(per_call, timer->last_call_seconds().value_or(seconds(Clock::now() - t0)));
+    per_call = std::min(per_call, timer->largest(timer->last_call_seconds().value_or(seconds(Clock::now() - t0))));
     ++m.warmup_calls;
-  } while (!cancelled() && (stopping.warmup_calls > 0 ? m.warmup_calls < stopping.warmup_calls
-                                                      : !warmed_up(m.warmup_calls, seconds(Clock::now() - w0), stopping)));
+  } while (!timer->any(cancelled() || (stopping.warmup_calls > 0
+                                           ? m.warmup_calls >= stopping.warmup_calls
+                                           : warmed_up(m.warmup_calls, seconds(Clock::now() - w0), stopping))));
   m.batch = stopping.fixed_batch > 0   ? stopping.fixed_batch
             : timer->fixed_batch() > 0 ? timer->fixed_batch()
                                        : batch_size(per_call, stopping.target_sample_s, timer_overhead_s());
@@ -146,7 +147,7 @@ Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping, co
   auto last_progress = start;
   std::vector<PrecisionCheckpoint> checkpoints;
   for (;;) {
-    if (cancelled()) {
+    if (timer->any(cancelled())) {
       m.reason = StopReason::cancelled;
       break;
     }
@@ -196,8 +197,9 @@ Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping, co
       plateau = plateaued(checkpoints);
     }
     double precision = checkpoints.empty() ? std::numeric_limits<double>::infinity() : checkpoints.back().precision;
-    if (auto r = should_stop(stats.count(), precision, m.measured_s, elapsed, stopping, plateau)) {
-      m.reason = *r;
+    auto r = should_stop(stats.count(), precision, m.measured_s, elapsed, stopping, plateau);
+    if (timer->any(r.has_value())) {
+      m.reason = r.value_or(StopReason::timeout);  // another process stopped: at its timeout
       break;
     }
     if (progress && seconds(t1 - last_progress) > 0.1) {

@@ -53,6 +53,8 @@ class ProfiledTimer : public SampleTimer {
   std::size_t fixed_batch() const override { return 1; }
   std::optional<double> last_call_seconds() const override { return inner_.last_call_seconds(); }
   std::map<std::string, std::string> details() const override { return inner_.details(); }
+  bool any(bool yes) override { return inner_.any(yes); }
+  double largest(double value) override { return inner_.largest(value); }
 
  private:
   SampleTimer& inner_;
@@ -357,6 +359,8 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     if (burst) busy_until()[c.device] = now_s();
     if (telemetry) record_telemetry(r, telemetry->stop(), t0, burst_from, burst_to, watched ? &*watched : nullptr);
     derive_rates(r);
+    if (op.derived_metrics)
+      for (auto& [name, metric] : op.derived_metrics(r)) r.set_metric(name, metric);
     if (op.ceiling == CeilingKind::compute) backend.annotate_ceiling(r);
 
     auto after = impl->verify(options.seed + 2);

@@ -1,0 +1,189 @@
+// impl `mpi`: the collectives of the MPI library opmeter is built with (OpenMPI), on host buffers,
+// over MPI_COMM_WORLD. Built only where CMake finds MPI (its own object library, so the rest of
+// opmeter neither includes nor links it), and runs only under a launcher.
+#include <mpi.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "opmeter/engine.hpp"
+#include "opmeter/registry.hpp"
+#include "ops/collective/collective.hpp"
+#include "scale/shard.hpp"
+
+namespace opmeter::collective {
+namespace {
+
+// MPI starts with the first collective case and ends with the process.
+void ensure_mpi() {
+  int started = 0;
+  MPI_Initialized(&started);
+  if (started) return;
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  std::atexit([] {
+    int done = 0;
+    MPI_Finalized(&done);
+    if (!done) MPI_Finalize();
+  });
+}
+
+// Each sample starts together (a barrier) and lasts as long as its slowest rank, as nccl-tests
+// reports; every decision of the engine's loop is taken by all ranks (SampleTimer::any).
+class MpiTimer : public SampleTimer {
+ public:
+  std::optional<double> time(std::size_t calls, const std::function<void()>& call) override {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    for (std::size_t i = 0; i < calls; ++i) call();
+    return largest(MPI_Wtime() - t0);
+  }
+  bool any(bool yes) override {
+    int mine = yes, all = 0;
+    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+    return all != 0;
+  }
+  double largest(double value) override {
+    double all = value;
+    MPI_Allreduce(&value, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return all;
+  }
+};
+
+class MpiCollective : public Impl {
+ public:
+  void setup(const Case& c, const SetupOptions&) override {
+    ensure_mpi();
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks_);
+    kind_ = kind_of(c);
+    in_place_ = in_place(c);
+    fp64_ = c.dtype == DType::fp64;
+    type_ = fp64_ ? MPI_DOUBLE : MPI_FLOAT;
+    e_ = elements(c);
+    const bool blocks = kind_ == Kind::allgather || kind_ == Kind::reduce_scatter || kind_ == Kind::alltoall;
+    if (blocks && e_ % static_cast<std::size_t>(ranks_) != 0)
+      throw Unsupported(fmt::format("{} elements do not split into {} equal blocks", e_, ranks_));
+    counts_ = counts(kind_, e_, ranks_);
+    send_.assign(e_ * (fp64_ ? 8 : 4), 0);
+    recv_.assign(e_ * (fp64_ ? 8 : 4), 0);
+    fill();
+  }
+
+  void run(std::size_t) override {
+    const int block = static_cast<int>(e_ / static_cast<std::size_t>(ranks_)), e = static_cast<int>(e_);
+    const void* in = in_place_ ? MPI_IN_PLACE : send_.data();
+    void* out = recv_.data();
+    switch (kind_) {
+      case Kind::allreduce: MPI_Allreduce(in, out, e, type_, MPI_SUM, MPI_COMM_WORLD); break;
+      case Kind::allgather: MPI_Allgather(in, block, type_, out, block, type_, MPI_COMM_WORLD); break;
+      case Kind::reduce_scatter: MPI_Reduce_scatter_block(in, out, block, type_, MPI_SUM, MPI_COMM_WORLD); break;
+      case Kind::alltoall: MPI_Alltoall(in, block, type_, out, block, type_, MPI_COMM_WORLD); break;
+      case Kind::broadcast:  // the root sends its input; the others receive into their output
+        MPI_Bcast(rank_ == 0 ? send_.data() : out, e, type_, 0, MPI_COMM_WORLD);
+        break;
+      case Kind::sendrecv:
+        MPI_Sendrecv(send_.data(), e, type_, (rank_ + 1) % ranks_, 0, out, e, type_, (rank_ + ranks_ - 1) % ranks_, 0,
+                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        break;
+    }
+  }
+
+  Check verify(std::uint64_t) override {
+    fill();
+    run(0);
+    Check check;
+    check.tolerance = 0;  // integer inputs: every sum is exact
+    const std::size_t n = kind_ == Kind::broadcast && rank_ == 0 ? 0 : counts_.recv;
+    std::size_t worst_at = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double got = get(recv_, i), want = expected(kind_, rank_, ranks_, i, e_);
+      const double err = std::isnan(got) ? std::numeric_limits<double>::infinity() : std::fabs(got - want);
+      if (err > check.max_error) check.max_error = err, worst_at = i;
+    }
+    // Every rank learns the worst: all of them go on to time the case, or none does.
+    double worst = check.max_error;
+    MPI_Allreduce(&check.max_error, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    check.ok = worst <= check.tolerance;
+    check.max_error = worst;
+    check.detail = check.ok ? fmt::format("{} elements exact on each of {} ranks", counts_.recv, ranks_)
+                            : fmt::format("rank {}: output[{}] = {} (expected {}); worst error over all ranks {}", rank_,
+                                          worst_at, get(recv_, worst_at), expected(kind_, rank_, ranks_, worst_at, e_), worst);
+    return check;
+  }
+
+  std::map<std::string, std::string> details() const override {
+    char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+    int len = 0;
+    MPI_Get_library_version(version, &len);
+    std::string v(version, static_cast<std::size_t>(len));
+    return {{"ranks", std::to_string(ranks_)}, {"mpi", v.substr(0, v.find_first_of(",\n"))}};
+  }
+
+  std::unique_ptr<SampleTimer> own_timer(const Case&) override { return std::make_unique<MpiTimer>(); }
+
+ private:
+  double get(const std::vector<unsigned char>& b, std::size_t i) const {
+    if (fp64_) {
+      double v;
+      std::memcpy(&v, b.data() + 8 * i, 8);
+      return v;
+    }
+    float v;
+    std::memcpy(&v, b.data() + 4 * i, 4);
+    return v;
+  }
+  void put(std::vector<unsigned char>& b, std::size_t i, double v) {
+    if (fp64_) std::memcpy(b.data() + 8 * i, &v, 8);
+    else {
+      float f = static_cast<float>(v);
+      std::memcpy(b.data() + 4 * i, &f, 4);
+    }
+  }
+  // Inputs where the call reads them (in place: the output buffer, at this rank's block for
+  // allgather); every other output element poisoned (NaN), so an unwritten one shows.
+  void fill() {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const std::size_t block = e_ / static_cast<std::size_t>(ranks_);
+    for (std::size_t i = 0; i < e_; ++i) put(recv_, i, nan);
+    for (std::size_t i = 0; i < counts_.send; ++i) put(send_, i, input_value(rank_, i));
+    if (!in_place_) return;
+    if (kind_ == Kind::allgather)
+      for (std::size_t k = 0; k < block; ++k) put(recv_, rank_ * block + k, input_value(rank_, k));
+    else
+      for (std::size_t i = 0; i < counts_.send; ++i) put(recv_, i, input_value(rank_, i));
+  }
+
+  int rank_ = 0, ranks_ = 1;
+  Kind kind_ = Kind::allreduce;
+  bool in_place_ = false, fp64_ = false;
+  MPI_Datatype type_ = MPI_FLOAT;
+  std::size_t e_ = 0;
+  Counts counts_;
+  std::vector<unsigned char> send_, recv_;
+};
+
+ImplRegistrar reg({
+    .op = "collective",
+    .impl = "mpi",
+    .summary = "the MPI library's collectives (OpenMPI) on host buffers, one process per rank",
+    .dtypes = {DType::fp32, DType::fp64},
+    .supports =
+        [](const Case& c) {
+          if (!scale::shard_from_env(scale::process_env()))
+            return Support::no("collectives run under a launcher: mpirun -np N (or srun) opmeter run ...");
+          auto k = kind_of(c);
+          if (in_place(c) && (k == Kind::broadcast || k == Kind::sendrecv))
+            return Support::no(fmt::format("{} has no in-place form here (inplace=0)", kind_name(k)));
+          return Support::yes();
+        },
+    .make = [] { return std::make_unique<MpiCollective>(); },
+});
+
+}  // namespace
+}  // namespace opmeter::collective

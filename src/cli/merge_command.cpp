@@ -1,0 +1,54 @@
+// `opmeter merge TREE... -o MERGED`: the ranks of a sharded run (or runs of one config on several
+// machines) joined into one results directory with a fleet view.
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "opmeter/errors.hpp"
+#include "opmeter/reporter_registry.hpp"
+#include "report/reporters.hpp"
+#include "results/run_dir.hpp"
+#include "scale/merge.hpp"
+#include "util/output_path.hpp"
+
+namespace opmeter {
+
+void add_merge_command(CLI::App& app, MergeArgs& a) {
+  auto* cmd = app.add_subcommand("merge", "join the results of a sharded run's ranks (or of several machines) into one");
+  cmd->add_option("runs", a.inputs, "results trees (a sharded run's --out) or results directories")->required();
+  cmd->add_option("-o,--out", a.out, "the merged results directory to write (new)")->required();
+  cmd->add_flag("--force", a.force, "merge runs of different settings or opmeter versions");
+}
+
+int merge_command(const MergeArgs& a) {
+  std::vector<scale::RankRun> runs;
+  for (auto& input : a.inputs)
+    for (auto& dir : scale::run_dirs_in(input)) runs.push_back(scale::load_rank(dir));
+  auto conflicts = scale::merge_conflicts(runs);
+  for (auto& c : conflicts) fmt::print(stderr, "opmeter: {}: {}\n", a.force ? "warning" : "error", c);
+  if (!conflicts.empty() && !a.force)
+    throw UsageError(fmt::format("{} of the {} runs do not belong with the first ({}); give --force to merge them anyway",
+                                 conflicts.size(), runs.size(), runs.front().name));
+  scale::Merged m = scale::merge_runs(runs);
+
+  RunDirectory out(a.out, false);
+  write_atomically(out.file(kRunFile), dump_json({{"run", m.run}, {"context", m.context}}, 2) + "\n");
+  MultiReporter reporter;
+  reporter.add(make_jsonl_reporter(out.file("results.jsonl")));
+  for (auto& name : parse_formats("")) reporter.add(ReporterRegistry::global().find(name)->make(a.out));
+  reporter.begin(m.context, m.results.size());
+  for (auto& r : m.results) reporter.report(r);
+  reporter.end(m.results);
+
+  auto fleet = scale::fleet_view(m.results, m.machines);
+  if (auto md = scale::fleet_markdown(fleet, m.machines); !md.empty()) write_atomically(out.file("fleet.md"), md);
+  std::size_t outliers = 0;
+  for (auto& f : fleet)
+    for (auto& e : f.entries) outliers += e.outlier;
+  fmt::print(stderr, "opmeter: {} results from {} runs -> {}/ ({} case(s) on several machines, {} outlier(s){})\n",
+             m.results.size(), runs.size(), a.out, fleet.size(), outliers, fleet.empty() ? "" : "; see fleet.md");
+  return results_exit_code(m.results) == 1 ? 1 : 0;
+}
+
+}  // namespace opmeter

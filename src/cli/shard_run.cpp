@@ -1,0 +1,138 @@
+#include "cli/shard_run.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "opmeter/errors.hpp"
+#include "opmeter/registry.hpp"
+#include "predict/model.hpp"
+#include "predict/sample.hpp"
+#include "results/run_dir.hpp"
+
+namespace opmeter {
+namespace fs = std::filesystem;
+namespace {
+
+// Rates that make the work model a time: only ratios between cases matter for the split, so
+// modest single-core figures do.
+constexpr double kFlopsPerThreadS = 20e9;
+constexpr double kBytesPerS = 10e9;
+
+std::string host_name() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
+// The directories under root of ranks of `size` (rank003-of-8-...).
+std::vector<fs::path> rank_dirs(const std::string& root, const std::string& prefix) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (auto& e : fs::directory_iterator(root, ec))
+    if (e.is_directory() && e.path().filename().string().rfind(prefix, 0) == 0) out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+std::optional<scale::Shard> run_shard(const RunArgs& a) {
+  if (!a.child_result.empty()) return std::nullopt;
+  auto env = scale::process_env();
+  scale::Shard s = a.shard.empty() ? scale::shard_from_env(env).value_or(scale::Shard{}) : scale::parse_shard(a.shard, env);
+  if (!s.active()) return std::nullopt;
+  return s;
+}
+
+ShardOutput prepare_shard_output(RunArgs& a, const scale::Shard& shard) {
+  ShardOutput out;
+  if (a.resume.empty()) {
+    if (a.out.empty() && !a.dry_run)
+      throw UsageError(fmt::format("a sharded run ({} of {}, from {}) needs --out DIR: each rank writes its own "
+                                   "directory under it", shard.rank, shard.size, shard.source));
+    out.root = a.out;
+    return out;
+  }
+  out.root = a.resume;
+  std::error_code ec;
+  if (!fs::is_directory(out.root, ec)) throw UsageError(fmt::format("--resume {}: no such results directory", out.root));
+  auto mine = rank_dirs(out.root, scale::rank_dir_prefix(shard));
+  if (mine.size() > 1)
+    throw UsageError(fmt::format("--resume {}: rank {} has {} directories there ({}, ...); keep one", out.root,
+                                 shard.rank, mine.size(), mine[0].filename().string()));
+  if (!mine.empty()) {
+    out.existing = mine[0].string();
+    a.resume = out.existing;
+    return out;
+  }
+  auto siblings = rank_dirs(out.root, "rank");
+  std::erase_if(siblings, [&](const fs::path& p) {
+    return p.filename().string().find(fmt::format("-of-{}-", shard.size)) == std::string::npos;
+  });
+  if (siblings.empty())
+    throw UsageError(fmt::format("--resume {}: no rank directory of a run sharded over {} ranks there{}", out.root,
+                                 shard.size, rank_dirs(out.root, "rank").empty() ? "" : " (it was sharded over another number of ranks)"));
+  // This rank died before it wrote anything: it starts now, with the settings its siblings stored.
+  a.resume = siblings[0].string();
+  return out;
+}
+
+double work_model_cost_s(const Case& c, const Stopping& stopping) {
+  const OpDef* op = Registry::global().op(c.op);
+  double call_s = 0;
+  if (op && op->work) {
+    try {
+      Work w = op->work(c);
+      call_s = std::max(w.flops / (kFlopsPerThreadS * std::max(1, c.threads)), w.bytes() / kBytesPerS);
+    } catch (const std::exception&) {
+      call_s = 0;
+    }
+  }
+  double sampling = stopping.fixed_samples > 0 ? stopping.fixed_samples * call_s
+                                               : std::max(stopping.min_time_s, stopping.min_samples * call_s);
+  return stopping.warmup_s + sampling;
+}
+
+std::vector<Case> cases_of_shard(const std::vector<Case>& cases, const scale::Shard& shard, const Stopping& stopping,
+                                 const std::string& model_path, bool device_given) {
+  std::optional<predict::PredictModel> model;
+  if (!model_path.empty()) model = predict::read_model(model_path);
+  auto cost = [&](const Case& c) {
+    if (model) {
+      try {
+        double per_call = predict::predict_case(*model, predict::sample_of(c)).time_s;
+        return stopping.warmup_s + std::max(stopping.min_time_s, stopping.min_samples * per_call);
+      } catch (const UsageError&) {  // a case the model never saw: the work model's estimate
+      }
+    }
+    return work_model_cost_s(c, stopping);
+  };
+  auto everywhere = [](const Case& c) {  // ceilings (each machine needs its own) and collectives (all ranks together)
+    const OpDef* op = Registry::global().op(c.op);
+    return ceiling_of(c.op) != CeilingKind::none || (op && op->every_rank);
+  };
+  auto mine = scale::shard_cases(cases, shard, cost, everywhere);
+  if (!device_given && shard.local_rank >= 0)
+    for (auto& c : mine)
+      if (!c.on_host()) c.device = c.device.substr(0, c.device.find(':')) + ":" + std::to_string(shard.local_rank);
+  return mine;
+}
+
+std::string shard_results_dir(const ShardOutput& out, const scale::Shard& shard, const std::vector<Case>& cases) {
+  if (!out.existing.empty()) return out.existing;
+  std::string device = "cpu";
+  for (auto& c : cases)
+    if (!c.on_host()) device = c.device;
+  return (fs::path(out.root) / scale::rank_dir_name(shard, host_name(), device)).string();
+}
+
+nlohmann::json shard_json(const scale::Shard& s) {
+  return {{"rank", s.rank}, {"size", s.size}, {"local_rank", s.local_rank}, {"source", s.source}};
+}
+
+}  // namespace opmeter

@@ -1,0 +1,43 @@
+#pragma once
+// `opmeter run --shard`: what a sharded run changes in `run` (scale/shard.hpp holds the logic).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "opmeter/case.hpp"
+#include "opmeter/engine.hpp"
+#include "scale/shard.hpp"
+
+namespace opmeter {
+
+struct RunArgs;
+
+// The shard of this run: --shard's, else the launcher's when it started more than one process;
+// nullopt for an unsharded run (an isolated child never shards: it runs the case it is given).
+std::optional<scale::Shard> run_shard(const RunArgs& a);
+
+// Where a sharded run writes and what --resume continues. Call before the stored settings are
+// read: `--resume ROOT` reads this rank's directory under ROOT (a sibling rank's when this one
+// never started: they share the run's settings).
+struct ShardOutput {
+  std::string root;      // --out or --resume ROOT: every rank's directory is under it
+  std::string existing;  // this rank's directory under root when it has one (resuming)
+};
+ShardOutput prepare_shard_output(RunArgs& a, const scale::Shard& shard);
+
+// This rank's cases of the planned ones (ceilings on every rank); local rank k takes device k of
+// the cases' backend unless --device was given. `model` is a predict model file (empty: the work model).
+std::vector<Case> cases_of_shard(const std::vector<Case>& cases, const scale::Shard& shard, const Stopping& stopping,
+                                 const std::string& model, bool device_given);
+
+// This rank's results directory: the one it had, or ROOT/rankNNN-of-N-HOST-DEVICE.
+std::string shard_results_dir(const ShardOutput& out, const scale::Shard& shard, const std::vector<Case>& cases);
+
+nlohmann::json shard_json(const scale::Shard& shard);
+
+// Seconds a case is expected to take under `stopping`, from its op's work model.
+double work_model_cost_s(const Case& c, const Stopping& stopping);
+
+}  // namespace opmeter

@@ -1,0 +1,134 @@
+#include "scale/fleet.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+
+namespace opmeter::scale {
+namespace {
+
+std::string text(const nlohmann::json& j) {
+  if (j.is_null()) return "";
+  if (j.is_string()) return j.get<std::string>();
+  if (j.is_number_float()) return fmt::format("{:g}", j.get<double>());
+  return j.dump();
+}
+
+std::string at(const nlohmann::json& j, const char* key) { return j.is_object() && j.contains(key) ? text(j[key]) : ""; }
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  std::size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// The most common value of a key among machines (ties: the smallest), to name how one differs.
+std::string usual(const std::vector<const Machine*>& group, const std::string& key) {
+  std::map<std::string, int> count;
+  for (auto* m : group) {
+    auto it = m->environment.find(key);
+    ++count[it == m->environment.end() ? "" : it->second];
+  }
+  return std::max_element(count.begin(), count.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
+}
+
+}  // namespace
+
+Machine machine_of(const nlohmann::json& context, const std::string& device, const std::string& name) {
+  Machine m;
+  m.name = name;
+  m.host = at(context, "host_name");
+  m.device = device;
+  const nlohmann::json* gpu = nullptr;
+  if (context.contains("gpus") && context["gpus"].is_array())
+    for (auto& g : context["gpus"])
+      if (at(g, "device") == device) gpu = &g;
+  if (gpu) {
+    m.hardware = fmt::format("{}, {} MHz, {} W", at(*gpu, "name"), at(*gpu, "sm_clock_default_mhz"), at(*gpu, "power_limit_w"));
+    for (const char* key : {"sm_clock_now_mhz", "mem_clock_now_mhz", "power_limit_w", "ecc_enabled", "mig_enabled"})
+      m.environment[key] = at(*gpu, key);
+    if (context.contains("cuda")) m.environment["driver"] = at(context["cuda"], "nvml_driver");
+  } else {
+    const auto& cpu = context.contains("cpu") ? context["cpu"] : nlohmann::json::object();
+    m.hardware = fmt::format("{}, {} CPUs", at(cpu, "model"), at(cpu, "usable_cpus"));
+    m.environment["governor"] = at(cpu, "governor");
+    m.environment["mhz"] = at(cpu, "mhz");
+  }
+  if (context.contains("load")) m.environment["loadavg_1m"] = at(context["load"], "loadavg_1m");
+  return m;
+}
+
+std::vector<FleetCase> fleet_view(const std::vector<Result>& results, const std::map<std::string, Machine>& machines,
+                                  double threshold) {
+  std::map<std::string, std::vector<const Result*>> by_case;
+  for (auto& r : results)
+    if (r.status == Status::ok && r.summary.median > 0 && r.details.count(kMachineDetail))
+      by_case[r.case_string].push_back(&r);
+  std::vector<FleetCase> out;
+  for (auto& [case_string, rs] : by_case) {
+    if (rs.size() < 2) continue;
+    FleetCase fc{case_string, {}, 0};
+    std::map<std::string, std::vector<std::size_t>> by_hardware;  // entry indices
+    std::vector<double> all;
+    for (auto* r : rs) {
+      FleetEntry e;
+      e.machine = r->details.at(kMachineDetail);
+      e.median_s = r->summary.median;
+      e.flags = r->flags;
+      all.push_back(e.median_s);
+      auto m = machines.find(e.machine);
+      by_hardware[m == machines.end() ? "" : m->second.hardware].push_back(fc.entries.size());
+      fc.entries.push_back(std::move(e));
+    }
+    fc.spread = (*std::max_element(all.begin(), all.end()) - *std::min_element(all.begin(), all.end())) / median_of(all);
+    for (auto& [hardware, idx] : by_hardware) {
+      std::vector<double> times;
+      std::vector<const Machine*> group;
+      for (auto i : idx) {
+        times.push_back(fc.entries[i].median_s);
+        auto m = machines.find(fc.entries[i].machine);
+        if (m != machines.end()) group.push_back(&m->second);
+      }
+      const double med = median_of(times);
+      for (auto i : idx) {
+        auto& e = fc.entries[i];
+        e.vs_hardware_median = e.median_s / med - 1;
+        e.outlier = idx.size() >= kMinIdenticalForOutlier && std::abs(e.vs_hardware_median) > threshold;
+        auto m = machines.find(e.machine);
+        if (!e.outlier || m == machines.end()) continue;
+        for (auto& [key, value] : m->second.environment)
+          if (auto normal = usual(group, key); value != normal)
+            e.differences.push_back(fmt::format("{}: {} (others {})", key, value.empty() ? "?" : value, normal.empty() ? "?" : normal));
+        if (std::find(e.flags.begin(), e.flags.end(), "contended") != e.flags.end())
+          e.differences.push_back("busy neighbours (contended)");
+      }
+    }
+    std::sort(fc.entries.begin(), fc.entries.end(), [](auto& a, auto& b) { return a.median_s < b.median_s; });
+    out.push_back(std::move(fc));
+  }
+  return out;
+}
+
+std::string fleet_markdown(const std::vector<FleetCase>& fleet, const std::map<std::string, Machine>& machines) {
+  if (fleet.empty()) return "";
+  std::string md = "## Fleet\n\nThe same case on several machines, fastest first. Outliers are more than "
+                   "5% from the median of at least three machines of identical hardware.\n\n";
+  for (auto& fc : fleet) {
+    md += fmt::format("### `{}`\n\nspread {:.1f}%\n\n| rank | machine | hardware | median | vs identical | note |\n|---|---|---|---|---|---|\n",
+                      fc.case_string, fc.spread * 100);
+    int rank = 1;
+    for (auto& e : fc.entries) {
+      auto m = machines.find(e.machine);
+      std::string note = e.outlier ? "**outlier**" : "";
+      for (auto& d : e.differences) note += "; " + d;
+      md += fmt::format("| {} | {} | {} | {:.4g} s | {:+.1f}% | {} |\n", rank++, e.machine,
+                        m == machines.end() ? "?" : m->second.hardware, e.median_s, e.vs_hardware_median * 100, note);
+    }
+    md += "\n";
+  }
+  return md;
+}
+
+}  // namespace opmeter::scale

@@ -1,0 +1,155 @@
+#include "scale/merge.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "opmeter/errors.hpp"
+#include "results/result_set.hpp"
+#include "results/run_dir.hpp"
+
+namespace opmeter::scale {
+namespace fs = std::filesystem;
+namespace {
+
+bool holds_run(const fs::path& dir) {
+  std::error_code ec;
+  return fs::exists(dir / kRunFile, ec) || fs::exists(dir / "results.jsonl", ec);
+}
+
+// Run settings that may differ between the ranks of one run.
+nlohmann::json comparable(nlohmann::json run) {
+  if (run.is_object())
+    for (const char* key : {"shard", "device"}) run.erase(key);
+  return run;
+}
+
+std::string version_of(const nlohmann::json& context) {
+  if (!context.contains("opmeter")) return "?";
+  auto& o = context["opmeter"];
+  return fmt::format("{} ({})", o.value("version", "?"), o.value("git_sha", "?"));
+}
+
+std::string main_device(const RankRun& r) {
+  for (auto& x : r.results)
+    if (!x.kase.on_host()) return x.kase.device;
+  return "cpu";
+}
+
+}  // namespace
+
+std::vector<std::string> run_dirs_in(const std::string& root) {
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) throw UsageError(fmt::format("{}: not a directory of results", root));
+  if (holds_run(root)) return {root};
+  std::vector<std::string> out;
+  for (auto& e : fs::directory_iterator(root, ec))
+    if (e.is_directory() && holds_run(e.path())) out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  if (out.empty())
+    throw UsageError(fmt::format("{}: no results directory in it (none holds {} or results.jsonl)", root, kRunFile));
+  return out;
+}
+
+RankRun load_rank(const std::string& dir) {
+  RankRun r;
+  r.dir = dir;
+  r.name = fs::path(dir).filename().string();
+  if (r.name.empty()) r.name = fs::path(dir).parent_path().filename().string();
+  std::ifstream f(fs::path(dir) / kRunFile);
+  if (f) {
+    try {
+      auto j = nlohmann::json::parse(f);
+      r.run = j.value("run", nlohmann::json::object());
+      r.context = j.value("context", nlohmann::json::object());
+    } catch (const nlohmann::json::exception& e) {
+      throw UsageError(fmt::format("{}/{}: not JSON ({})", dir, kRunFile, e.what()));
+    }
+  }
+  ResultSet set = load_results(dir);
+  if (r.context.empty() || r.context.is_null()) r.context = set.context;
+  if (r.run.is_null() || r.run.empty()) r.run = r.context.value("run", nlohmann::json::object());
+  r.results = std::move(set.results);
+  return r;
+}
+
+std::vector<std::string> merge_conflicts(const std::vector<RankRun>& runs) {
+  std::vector<std::string> out;
+  if (runs.empty()) return out;
+  const auto& first = runs.front();
+  for (auto& r : runs) {
+    if (comparable(r.run) != comparable(first.run))
+      out.push_back(fmt::format("{} ran other settings than {}: {} vs {}", r.name, first.name, comparable(r.run).dump(),
+                                comparable(first.run).dump()));
+    if (version_of(r.context) != version_of(first.context))
+      out.push_back(fmt::format("{} ran opmeter {}, {} ran {}", r.name, version_of(r.context), first.name,
+                                version_of(first.context)));
+    auto size = [](const RankRun& x) { return x.run.contains("shard") ? x.run["shard"].value("size", 1) : 1; };
+    if (size(r) != size(first))
+      out.push_back(fmt::format("{} is a rank of {}, {} of {}", r.name, size(r), first.name, size(first)));
+  }
+  return out;
+}
+
+Merged merge_runs(const std::vector<RankRun>& runs) {
+  Merged m;
+  if (runs.empty()) return m;
+  m.run = comparable(runs.front().run);
+  m.context = runs.front().context;
+  m.context["run"] = m.run;
+  nlohmann::json fleet = nlohmann::json::array();
+  for (auto& r : runs) {
+    const std::string device = main_device(r);
+    m.machines[r.name] = machine_of(r.context, device, r.name);
+    fleet.push_back({{"name", r.name}, {"device", device}, {"shard", r.run.value("shard", nlohmann::json())},
+                     {"context", r.context}});
+    for (auto x : r.results) {
+      x.details[kMachineDetail] = r.name;
+      m.results.push_back(std::move(x));
+    }
+  }
+  m.context["fleet"] = fleet;
+  return m;
+}
+
+}  // namespace opmeter::scale
+
+namespace opmeter::scale {
+
+bool is_run_tree(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec) || holds_run(path)) return false;
+  for (auto& e : fs::directory_iterator(path, ec))
+    if (e.is_directory() && holds_run(e.path())) return true;
+  return false;
+}
+
+ResultSet load_run_tree(const std::string& path) {
+  std::vector<RankRun> runs;
+  for (auto& d : run_dirs_in(path)) runs.push_back(load_rank(d));
+  if (auto conflicts = merge_conflicts(runs); !conflicts.empty())
+    throw UsageError(fmt::format("{}: its runs do not belong together: {}; merge them anyway with opmeter merge {} -o DIR --force",
+                                 path, conflicts.front(), path));
+  Merged m = merge_runs(runs);
+  ResultSet set;
+  set.source = path;
+  set.format = ResultsFormat::results_jsonl;
+  set.context = std::move(m.context);
+  set.results = std::move(m.results);
+  set.notes.push_back(fmt::format("{}: {} runs merged ({} results)", path, runs.size(), set.results.size()));
+  return set;
+}
+
+std::map<std::string, Machine> machines_of(const nlohmann::json& context) {
+  std::map<std::string, Machine> out;
+  if (!context.is_object() || !context.contains("fleet") || !context["fleet"].is_array()) return out;
+  for (auto& f : context["fleet"]) {
+    std::string name = f.value("name", "");
+    out[name] = machine_of(f.value("context", nlohmann::json::object()), f.value("device", "cpu"), name);
+  }
+  return out;
+}
+
+}  // namespace opmeter::scale

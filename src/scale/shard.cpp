@@ -1,0 +1,132 @@
+#include "scale/shard.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <map>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "opmeter/errors.hpp"
+
+namespace opmeter::scale {
+namespace {
+
+std::optional<long> number(const EnvReader& env, const char* name) {
+  const char* v = env(name);
+  if (!v || !*v) return std::nullopt;
+  long out = 0;
+  auto [end, ec] = std::from_chars(v, v + std::char_traits<char>::length(v), out);
+  if (ec != std::errc() || *end != '\0' || out < 0)
+    throw UsageError(fmt::format("environment variable {}='{}' is not a non-negative integer", name, v));
+  return out;
+}
+
+// A launcher's (rank, size) pair, when both are set.
+std::optional<Shard> pair(const EnvReader& env, const char* rank, const char* size, const char* local,
+                          const char* source) {
+  auto r = number(env, rank), n = number(env, size);
+  if (!r || !n) return std::nullopt;
+  if (*n < 1 || *r >= *n)
+    throw UsageError(fmt::format("environment: {}={} is not a rank of {}={}", rank, *r, size, *n));
+  Shard s{static_cast<int>(*r), static_cast<int>(*n), -1, source};
+  if (local)
+    if (auto l = number(env, local)) s.local_rank = static_cast<int>(*l);
+  return s;
+}
+
+}  // namespace
+
+EnvReader process_env() {
+  return [](const char* name) -> const char* { return std::getenv(name); };
+}
+
+std::optional<Shard> shard_from_env(const EnvReader& env) {
+  // The processes of one launch: an MPI launcher's variables first (under srun with PMI both are
+  // set and agree).
+  std::optional<Shard> step = pair(env, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                   "OMPI_COMM_WORLD_RANK/SIZE");
+  if (!step) step = pair(env, "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "PMI_RANK/SIZE");
+  if (!step) step = pair(env, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_PROCID/NTASKS");
+  // A job array's task: its id counts from SLURM_ARRAY_TASK_MIN (--array=1-8 is as good as 0-7).
+  std::optional<Shard> array;
+  if (auto id = number(env, "SLURM_ARRAY_TASK_ID"), count = number(env, "SLURM_ARRAY_TASK_COUNT"); id && count) {
+    long first = number(env, "SLURM_ARRAY_TASK_MIN").value_or(0);
+    long step_of = number(env, "SLURM_ARRAY_TASK_STEP").value_or(1);
+    if (*id < first || step_of < 1 || (*id - first) % step_of != 0 || (*id - first) / step_of >= *count)
+      throw UsageError(fmt::format("environment: SLURM_ARRAY_TASK_ID={} is not a task of an array of {} from {} by {}",
+                                   *id, *count, first, step_of));
+    array = Shard{static_cast<int>((*id - first) / step_of), static_cast<int>(*count), -1, "SLURM_ARRAY_TASK_ID/COUNT"};
+  }
+  if (array && step && step->size > 1)
+    return Shard{array->rank * step->size + step->rank, array->size * step->size, step->local_rank,
+                 array->source + " x " + step->source};
+  if (array) {
+    if (step) array->local_rank = step->local_rank;
+    return array;
+  }
+  return step;
+}
+
+Shard parse_shard(const std::string& text, const EnvReader& env) {
+  if (text == "auto") {
+    if (auto s = shard_from_env(env)) return *s;
+    return Shard{0, 1, -1, "--shard auto (no launcher in the environment: one rank)"};
+  }
+  auto slash = text.find('/');
+  auto whole = [&](std::string_view part, int& out) {
+    auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), out);
+    return !part.empty() && ec == std::errc() && end == part.data() + part.size();
+  };
+  int i = -1, n = 0;
+  if (slash == std::string::npos || !whole(std::string_view(text).substr(0, slash), i) ||
+      !whole(std::string_view(text).substr(slash + 1), n) || n < 1 || i < 0 || i >= n)
+    throw UsageError(fmt::format("--shard '{}': expected auto or I/N with 0 <= I < N (e.g. 0/4)", text));
+  Shard s{i, n, -1, "--shard"};
+  if (auto from_env = shard_from_env(env)) s.local_rank = from_env->local_rank;
+  return s;
+}
+
+std::vector<Case> shard_cases(const std::vector<Case>& cases, const Shard& shard, const CostModel& cost,
+                              const std::function<bool(const Case&)>& everywhere) {
+  if (!shard.active()) return cases;
+  struct Item {
+    std::size_t index;
+    double cost;
+    std::string key;
+  };
+  std::vector<Item> items;
+  for (std::size_t i = 0; i < cases.size(); ++i)
+    if (!everywhere(cases[i])) items.push_back({i, std::max(0.0, cost(cases[i])), cases[i].to_string()});
+  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    return a.cost != b.cost ? a.cost > b.cost : a.key < b.key;
+  });
+  std::vector<double> load(shard.size, 0.0);
+  std::vector<bool> mine(cases.size(), false);
+  for (auto& it : items) {
+    int to = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());  // first of the least
+    load[to] += it.cost;
+    if (to == shard.rank) mine[it.index] = true;
+  }
+  std::vector<Case> out;
+  for (std::size_t i = 0; i < cases.size(); ++i)
+    if (mine[i] || everywhere(cases[i])) out.push_back(cases[i]);
+  return out;
+}
+
+std::string rank_dir_prefix(const Shard& shard) {
+  return fmt::format("rank{:03d}-of-{}-", shard.rank, shard.size);
+}
+
+std::string rank_dir_name(const Shard& shard, const std::string& host, const std::string& device) {
+  auto safe = [](std::string s) {
+    for (auto& ch : s)
+      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_') ch = '-';
+    return s.empty() ? std::string("unknown") : s;
+  };
+  return rank_dir_prefix(shard) + safe(host) + "-" + safe(device);
+}
+
+}  // namespace opmeter::scale

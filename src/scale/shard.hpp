@@ -1,0 +1,54 @@
+#pragma once
+// Sharded runs: which part of a sweep this process measures when a launcher (mpirun, srun, a
+// Slurm job array) starts many of them. Pure logic on environment variables and case lists: no
+// MPI library call, so the core builds and runs without MPI.
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "opmeter/case.hpp"
+
+namespace opmeter::scale {
+
+struct Shard {
+  int rank = 0;         // 0 .. size-1
+  int size = 1;
+  int local_rank = -1;  // rank among the processes of this host (picks the GPU); -1: unknown
+  std::string source;   // where rank and size came from: "--shard", "OMPI_COMM_WORLD_*", ...
+  bool active() const { return size > 1; }
+};
+
+// Reads an environment variable: nullptr when unset (std::getenv, or a fake in tests).
+using EnvReader = std::function<const char*(const char*)>;
+EnvReader process_env();
+
+// Rank and size from the launcher's environment: OMPI_COMM_WORLD_RANK/SIZE (OpenMPI's mpirun),
+// PMI_RANK/SIZE (MPICH, Intel MPI, srun --mpi=pmi2), SLURM_PROCID/NTASKS (srun), with their local
+// ranks; and a Slurm job array, SLURM_ARRAY_TASK_ID/COUNT (offset by SLURM_ARRAY_TASK_MIN). An
+// array task that itself runs several tasks shards its part again: rank = task * tasks + procid.
+// nullopt when no launcher says anything; UsageError for values that are not ranks.
+std::optional<Shard> shard_from_env(const EnvReader& env);
+
+// `--shard i/n` (0 <= i < n) or `--shard auto` (the launcher's; one rank of one without one).
+// UsageError naming the expected form.
+Shard parse_shard(const std::string& text, const EnvReader& env);
+
+// What a case is expected to cost, in seconds (only the ratios between cases matter).
+using CostModel = std::function<double(const Case&)>;
+
+// Which of `cases` rank `shard.rank` measures: cases for which `everywhere` holds (the ceilings
+// every machine needs) go to every rank; the others are dealt deterministically, largest expected
+// cost first, each to the rank with the least cost so far (ties: the lower rank; equal costs: by
+// case string), so every rank computes the same split and each case lands on exactly one rank.
+// The rank's cases keep their order in `cases`.
+std::vector<Case> shard_cases(const std::vector<Case>& cases, const Shard& shard, const CostModel& cost,
+                              const std::function<bool(const Case&)>& everywhere);
+
+// The results directory of a rank under --out: rank003-of-8-HOST-DEVICE (device's ':' as '-'),
+// unique per rank, and readable as where a result came from.
+std::string rank_dir_name(const Shard& shard, const std::string& host, const std::string& device);
+// The prefix every directory of this rank has (rank003-of-8-), whatever host it ran on.
+std::string rank_dir_prefix(const Shard& shard);
+
+}  // namespace opmeter::scale

@@ -1,0 +1,53 @@
+#!/bin/bash
+# Collectives under mpirun on 2 and 3 ranks: every kind, in place and not, fp32 and fp64, passes
+# its check on every rank; every rank runs every case (none is sharded away); and a time-based
+# stopping rule (each rank deciding alone would hang) ends together. Usage: OPMETER MPIEXEC
+set -u
+opm=$(realpath "$1")
+mpiexec=$2
+work=$(mktemp -d /tmp/opmeter_coll.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+cd "$work"
+"$opm" list 2>/dev/null | grep -q 'collective.*mpi' || { echo "no collective/mpi impl in this build: nothing to test"; exit 0; }
+cat > coll.yaml <<'YAML'
+ops: [collective]
+impls: [mpi]
+dtypes: [fp32, fp64]
+kind: [allreduce, allgather, reduce_scatter, alltoall, broadcast, sendrecv]
+bytes: [3072]
+inplace: [0, 1]
+stopping: {samples: 5, warmup: 2}
+YAML
+for n in 2 3; do
+  timeout 120 "$mpiexec" -np $n --oversubscribe --allow-run-as-root "$opm" run coll.yaml --out r$n --no-report \
+    --format json > log.$n 2>&1 || { tail -30 log.$n; fail "$n ranks: the run failed"; }
+  [ "$(ls -d r$n/rank* | wc -l)" -eq $n ] || fail "$n ranks: expected $n rank directories"
+  for d in r$n/rank*; do
+    [ "$(jq -r .case $d/results.jsonl | wc -l)" -eq 24 ] || fail "$d: not every case ran on this rank"
+    [ "$(jq -r 'select(.status == "ok") | .case' $d/results.jsonl | wc -l)" -eq 20 ] ||
+      fail "$d: expected 20 ok (4 in-place forms skipped): $(jq -r '[.case, .status, .reason] | @tsv' $d/results.jsonl)"
+    [ "$(jq -r 'select(.status == "ok" and .metrics.busbw_gbps.value > 0 and .details.ranks == "'$n'") | .case' \
+      $d/results.jsonl | wc -l)" -eq 20 ] || fail "$d: a result without busbw or its rank count"
+  done
+done
+# Time-based stopping and warm-up: the ranks must agree on every sample.
+cat > timed.yaml <<'YAML'
+ops: [collective]
+impls: [mpi]
+kind: [allreduce, alltoall]
+bytes: [49152]  # 12288 fp32 elements: 3 blocks of 4096
+stopping: {min_time_s: 0.05, timeout_s: 1, warmup_s: 0.01}
+YAML
+timeout 120 "$mpiexec" -np 3 --oversubscribe --allow-run-as-root "$opm" run timed.yaml --out t --no-report \
+  --format json > log.t 2>&1 || { tail -30 log.t; fail "time-based stopping on 3 ranks failed or hung"; }
+for d in t/rank*; do
+  [ "$(jq -r 'select(.status == "ok") | .case' $d/results.jsonl | wc -l)" -eq 2 ] || fail "$d: timed cases not ok"
+done
+# The same sample count on every rank: they took each sample together.
+[ "$(jq -r '[.case, (.samples | length)] | @tsv' t/rank*/results.jsonl | sort -u | wc -l)" -eq 2 ] ||
+  fail "ranks took different sample counts: $(jq -r '[.case, (.samples | length)] | @tsv' t/rank*/results.jsonl)"
+# Without a launcher the cases are skipped, with the reason.
+"$opm" run coll.yaml --out alone --no-report --format json > log.alone 2>&1
+jq -r .reason alone/results.jsonl | grep -q 'launcher' || fail "without a launcher: $(jq -r .reason alone/results.jsonl | head -2)"
+echo ok
