@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "report/reporters.hpp"
+#include "util/human_units.hpp"
 #include "util/text.hpp"
 
 namespace opmeter {

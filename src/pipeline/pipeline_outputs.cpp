@@ -11,7 +11,7 @@
 
 #include "opmeter/errors.hpp"
 #include "report/report.hpp"
-#include "report/reporters.hpp"
+#include "util/output_file.hpp"
 #include "util/text.hpp"
 
 namespace opmeter::pipeline {
