@@ -213,6 +213,15 @@ const bool registered = [] {
   };
   op.check_shapes = {block(1, 37, 128, 2, 0, "gelu", 1), block(2, 19, 128, 1, 200, "silu", 0), op.example,
                      block(1, 1, 39, 3, 0, "silu", 0)};
+  // The projections: rows x hidden by weights of 4 hidden + 2 mlp rows, seen as that many
+  // hidden x hidden GEMMs (attention's products are left out: smaller at common sizes).
+  op.gemm_view = [](const Case& c) -> std::optional<GemmView> {
+    auto batch = integer_param(c, "batch"), seq = integer_param(c, "seq"), hidden = integer_param(c, "hidden"),
+         mlp = integer_param(c, "mlp");
+    if (!batch || !seq || !hidden || !mlp || *hidden < 1) return std::nullopt;
+    const double m = *mlp > 0 ? *mlp : 4 * *hidden;
+    return GemmView{*batch * *seq, *hidden, *hidden, (4 * *hidden + 2 * m) / *hidden};
+  };
   Registry::global().add(op);
   tensor::register_reference<TransformerBlockOp>("transformer_block", {DType::fp32, DType::bf16}, reference_cost);
   return true;
