@@ -38,19 +38,6 @@ const std::vector<std::string> kGenerators = {"custom", "pow2", "pow2_extended",
 constexpr std::int64_t kMaxDim = std::int64_t{1} << 20;
 constexpr int kMaxPower = 20;
 
-// Levenshtein distance.
-std::size_t distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 std::pair<int, int> power_range(const YamlReader& r, const YAML::Node& g, const std::string& name, int def_min,
                                 int def_max) {
   int lo = g["min_power"] ? static_cast<int>(r.integer(g["min_power"], name + ".min_power", 0, kMaxPower)) : def_min;
@@ -439,25 +426,6 @@ std::string bandwidth_cap_note(std::size_t llc) {
   return fmt::format("bandwidth arrays of {} (4x the last-level cache of {} would be {}); "
                      "--llc-bytes, llc_bytes or bandwidth.sizes_mib size them otherwise",
                      mib(got), mib(static_cast<double>(llc)), mib(want));
-}
-
-std::string unknown_name(const std::string& kind, const std::string& name, const std::vector<std::string>& known) {
-  auto near = nearest(name, known);
-  return near ? fmt::format("unknown {} '{}'; did you mean '{}'?", kind, name, *near)
-              : fmt::format("unknown {} '{}'; known: {}", kind, name, fmt::join(known, ", "));
-}
-
-std::optional<std::string> nearest(const std::string& word, const std::vector<std::string>& candidates) {
-  std::optional<std::string> best;
-  std::size_t best_d = std::max<std::size_t>(2, word.size() / 3) + 1;
-  for (auto& c : candidates) {
-    auto d = distance(word, c);
-    if (d < best_d) {
-      best_d = d;
-      best = c;
-    }
-  }
-  return best;
 }
 
 Plan load_config_text(const std::string& yaml, const std::string& source, int default_threads,
