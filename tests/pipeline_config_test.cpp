@@ -2,11 +2,11 @@
 // rounds and the --pipeline flag.
 #include <gtest/gtest.h>
 
-#include "config_errors.hpp"
+#include "tests/config_errors.hpp"
 #include "cli/commands.hpp"
-#include "opmeter/config.hpp"
+#include "config/config.hpp"
 #include "opmeter/errors.hpp"
-#include "opmeter/pipeline_plan.hpp"
+#include "pipeline/pipeline_plan.hpp"
 
 using namespace opmeter;
 
@@ -143,7 +143,7 @@ TEST(PipelineConfig, NamesAndLabelsAreUniqueNonEmptyPrintableText) {
 
 #include <nlohmann/json.hpp>
 
-#include "cli_helpers.hpp"
+#include "tests/cli_helpers.hpp"
 
 
 TEST(PipelineCli, RunWritesEachPipelinesTotalsAndSaysWhichIsIncomplete) {
