@@ -116,10 +116,29 @@ def spelling(target):
     return target
 
 
+def old_spellings():
+    """{spelling: new spelling} of every moved header's old place, from the tables: a file merged
+    in after the moves may still name the old place, which no longer exists."""
+    names = {}
+    for old, new in FILE_MOVES:
+        for spelled in {spelling(old), old}:
+            names[spelled] = spelling(new)
+    return names
+
+
 def rewrite_includes(path, text, files, moves):
+    renamed = old_spellings()
+
     def fix(m):
-        target = resolve(path, m.group(2), files)
+        spelled = m.group(2)
+        target = resolve(path, spelled, files)
         if target is None:
+            for old, new in FOLDER_MOVES:  # "quant/recipe.hpp" after the folder moved
+                for prefix in (old, spelling(old)):
+                    if spelled.startswith(prefix):
+                        return f'{m.group(1)}"{spelling(new + spelled[len(prefix):])}"'
+            if spelled in renamed:
+                return f'{m.group(1)}"{renamed[spelled]}"'
             return m.group(0)  # a system or generated header
         return f'{m.group(1)}"{spelling(moves.get(target, target))}"'
     return INCLUDE.sub(fix, text)
@@ -131,6 +150,7 @@ def path_pattern(old):
 
 
 def rewrite_mentions(text, moves):
+    moves = {**dict(FILE_MOVES), **moves}  # the tables too: a doc merged in after the moves
     for old, new in sorted(moves.items(), key=lambda kv: -len(kv[0])):
         text = path_pattern(old).sub(new, text)
         # How it was included, quoted in prose ("cuda/cuda_plugin.hpp", `opmeter/runner.hpp`).
