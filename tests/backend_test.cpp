@@ -6,10 +6,10 @@
 #include <fmt/format.h>
 
 #include "opmeter/backend.hpp"
-#include "config/config.hpp"
+#include "opmeter/config.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
-#include "engine/runner.hpp"
+#include "opmeter/runner.hpp"
 
 using namespace opmeter;
 

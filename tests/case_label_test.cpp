@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "config/config.hpp"
+#include "opmeter/config.hpp"
 #include "report/reporters.hpp"
 #include "tests/result_fixtures.hpp"
 

@@ -1,7 +1,7 @@
 // check_case: `opmeter check`'s untimed path through the engine, with run_case's statuses.
 #include <gtest/gtest.h>
 
-#include "engine/runner.hpp"
+#include "opmeter/runner.hpp"
 
 using namespace opmeter;
 

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "tests/config_errors.hpp"
-#include "config/config.hpp"
+#include "config_errors.hpp"
+#include "opmeter/config.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "config/config.hpp"
+#include "opmeter/config.hpp"
 #include "tests/cli_helpers.hpp"
 
 using namespace opmeter;

@@ -7,7 +7,7 @@
 
 #include "opmeter/result.hpp"
 #include "opmeter/sensor.hpp"
-#include "sensors/telemetry.hpp"
+#include "opmeter/telemetry.hpp"
 #include "tests/test_paths.hpp"
 
 using namespace opmeter;

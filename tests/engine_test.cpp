@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "opmeter/engine.hpp"
-#include "engine/runner.hpp"
+#include "opmeter/runner.hpp"
 
 using namespace opmeter;
 

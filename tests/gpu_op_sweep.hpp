@@ -13,9 +13,9 @@
 
 #include <fmt/format.h>
 
-#include "opmeter/cuda/cuda_plugin.hpp"
+#include "cuda/cuda_plugin.hpp"
 #include "opmeter/registry.hpp"
-#include "engine/runner.hpp"
+#include "opmeter/runner.hpp"
 #include "opmeter/tensor_op.hpp"
 #include "tests/quick_options.hpp"
 

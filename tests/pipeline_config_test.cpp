@@ -2,11 +2,11 @@
 // rounds and the --pipeline flag.
 #include <gtest/gtest.h>
 
-#include "tests/config_errors.hpp"
+#include "config_errors.hpp"
 #include "cli/commands.hpp"
-#include "config/config.hpp"
+#include "opmeter/config.hpp"
 #include "opmeter/errors.hpp"
-#include "pipeline/pipeline_plan.hpp"
+#include "opmeter/pipeline_plan.hpp"
 
 using namespace opmeter;
 
@@ -143,7 +143,7 @@ TEST(PipelineConfig, NamesAndLabelsAreUniqueNonEmptyPrintableText) {
 
 #include <nlohmann/json.hpp>
 
-#include "tests/cli_helpers.hpp"
+#include "cli_helpers.hpp"
 
 
 TEST(PipelineCli, RunWritesEachPipelinesTotalsAndSaysWhichIsIncomplete) {

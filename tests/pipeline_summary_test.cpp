@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "pipeline/pipeline_summary.hpp"
-#include "tests/pipeline_fixtures.hpp"
+#include "pipeline_fixtures.hpp"
 
 using namespace opmeter;
 using namespace opmeter::pipeline;

@@ -8,7 +8,7 @@
 #include <random>
 
 #include "opmeter/dtype.hpp"
-#include "ops/linear/quant/quantize.hpp"
+#include "quant/quantize.hpp"
 
 using namespace opmeter;
 using namespace opmeter::quant;

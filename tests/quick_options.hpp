@@ -3,7 +3,7 @@
 // after one warm-up call, no cool-down and no sustained window.
 #include <cstddef>
 
-#include "engine/runner.hpp"
+#include "opmeter/runner.hpp"
 
 namespace opmeter::testing {
 

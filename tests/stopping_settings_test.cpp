@@ -7,7 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "engine/stopping_settings.hpp"
-#include "config/config.hpp"
+#include "opmeter/config.hpp"
 
 using namespace opmeter;
 

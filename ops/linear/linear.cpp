@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "ops/activation/activation.hpp"
-#include "ops/linear/quant/recipe.hpp"
+#include "quant/recipe.hpp"
 #include "opmeter/errors.hpp"
 
 namespace opmeter::linear {

@@ -1,6 +1,6 @@
 // The quantized linear and ln_linear_<act> impl of CUDA devices (issue 17): what opmeter knows of
 // it without the plugin. Its code is in cuda/linear_quant_cuda.cpp (kernels in cuda/quant_*.cu).
-//   cuda_quant  every recipe of ops/linear/quant/recipe.hpp:
+//   cuda_quant  every recipe of src/quant/recipe.hpp:
 //     weight-only (int8wo, int4wo-G, hqq-int4-G, float8wo): our mma.sync kernel, the codes
 //       decoded in registers inside the GEMM, split-K for decode shapes;
 //     int8dq: our per-token quantize kernel, cuBLASLt s8 x s8 -> s32, our scale epilogue;

@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/linear/quant/quantize.hpp"
+#include "quant/quantize.hpp"
 
 namespace opmeter::linear::gpu_pack {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "engine/runner.hpp"
+#include "opmeter/runner.hpp"
 
 namespace opmeter {
 

@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/stopping_settings.hpp"
-#include "config/config.hpp"
-#include "pipeline/pipeline_plan.hpp"
-#include "engine/runner.hpp"
+#include "opmeter/config.hpp"
+#include "opmeter/pipeline_plan.hpp"
+#include "opmeter/runner.hpp"
 
 namespace opmeter {
 

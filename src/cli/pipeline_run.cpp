@@ -10,7 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
-#include "config/config.hpp"
+#include "opmeter/config.hpp"
 #include "opmeter/errors.hpp"
 #include "pipeline/pipeline_outputs.hpp"
 #include "pipeline/pipeline_summary.hpp"

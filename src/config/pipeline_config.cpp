@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "config/config.hpp"
+#include "opmeter/config.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "opmeter/cuda/cuda_plugin.hpp"
-#include "sensors/telemetry.hpp"
+#include "cuda/cuda_plugin.hpp"
+#include "opmeter/telemetry.hpp"
 
 namespace opmeter::cuda {
 namespace {

@@ -1,4 +1,4 @@
-#include "opmeter/cuda/kernel_gate.hpp"
+#include "src/cuda/kernel_gate.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -1,4 +1,4 @@
-#include "engine/graph_timing.hpp"
+#include "opmeter/graph_timing.hpp"
 
 namespace opmeter {
 

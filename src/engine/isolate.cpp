@@ -16,7 +16,7 @@
 
 #include "engine/stopping_settings.hpp"
 #include "opmeter/context.hpp"
-#include "engine/runner.hpp"
+#include "opmeter/runner.hpp"
 #include "util/private_temp.hpp"
 
 extern char** environ;

@@ -1,4 +1,4 @@
-#include "engine/runner.hpp"
+#include "opmeter/runner.hpp"
 
 #include <omp.h>
 
@@ -19,7 +19,7 @@
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/sensor.hpp"
-#include "sensors/telemetry.hpp"
+#include "opmeter/telemetry.hpp"
 
 namespace opmeter {
 namespace {

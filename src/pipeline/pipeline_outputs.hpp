@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "pipeline/pipeline_plan.hpp"
+#include "opmeter/pipeline_plan.hpp"
 #include "pipeline/pipeline_summary.hpp"
 
 namespace opmeter::pipeline {

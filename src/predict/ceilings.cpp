@@ -8,7 +8,7 @@
 
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
-#include "engine/runner.hpp"
+#include "opmeter/runner.hpp"
 
 namespace opmeter::predict {
 

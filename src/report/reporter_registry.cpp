@@ -1,4 +1,4 @@
-#include "report/reporter_registry.hpp"
+#include "opmeter/reporter_registry.hpp"
 
 #include <algorithm>
 

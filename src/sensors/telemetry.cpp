@@ -1,4 +1,4 @@
-#include "sensors/telemetry.hpp"
+#include "opmeter/telemetry.hpp"
 
 #include <algorithm>
 #include <chrono>

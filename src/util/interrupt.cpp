@@ -1,4 +1,4 @@
-#include "util/interrupt.hpp"
+#include "opmeter/interrupt.hpp"
 
 #include <signal.h>
 

@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "util/interrupt.hpp"
+#include "opmeter/interrupt.hpp"
 
 extern char** environ;
 

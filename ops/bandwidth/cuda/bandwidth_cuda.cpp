@@ -6,7 +6,7 @@
 
 #include "ops/bandwidth/bandwidth.hpp"
 #include "ops/bandwidth/cuda/bandwidth_kernels.hpp"
-#include "opmeter/cuda/device.hpp"
+#include "src/cuda/plugin/device.hpp"
 
 namespace opmeter::bandwidth {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "opmeter/dtype.hpp"
 #include "opmeter/op.hpp"
-#include "opmeter/cuda/device.hpp"
+#include "src/cuda/plugin/device.hpp"
 
 namespace opmeter::gemm {
 

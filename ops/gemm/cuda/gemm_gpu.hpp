@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "ops/gemm/gemm.hpp"
-#include "opmeter/cuda/device.hpp"
+#include "src/cuda/plugin/device.hpp"
 
 namespace opmeter::gemm {
 

@@ -9,7 +9,7 @@
 
 #include "ops/peak/cuda/peak_kernel.hpp"
 #include "ops/peak/peak.hpp"
-#include "opmeter/cuda/device.hpp"
+#include "src/cuda/plugin/device.hpp"
 
 namespace opmeter::peak {
 namespace {

@@ -1,4 +1,4 @@
-#include "opmeter/cuda/cudnn_graph.hpp"
+#include "src/cuda/cudnn/graph.hpp"
 
 #include <algorithm>
 #include <array>

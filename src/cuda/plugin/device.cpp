@@ -1,4 +1,4 @@
-#include "opmeter/cuda/device.hpp"
+#include "src/cuda/plugin/device.hpp"
 
 #include <algorithm>
 #include <map>

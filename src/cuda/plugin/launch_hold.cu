@@ -1,4 +1,4 @@
-#include "cuda/plugin/launch_hold.hpp"
+#include "src/cuda/plugin/launch_hold.hpp"
 
 #include <fmt/format.h>
 

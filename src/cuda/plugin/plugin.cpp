@@ -7,11 +7,11 @@
 
 #include <fmt/format.h>
 
-#include "opmeter/cuda/cuda_plugin.hpp"
+#include "cuda/cuda_plugin.hpp"
 #include "opmeter/errors.hpp"
-#include "cuda/plugin/cudnn_module.hpp"
-#include "opmeter/cuda/device.hpp"
-#include "cuda/plugin/timer.hpp"
+#include "src/cuda/plugin/cudnn_module.hpp"
+#include "src/cuda/plugin/device.hpp"
+#include "src/cuda/plugin/timer.hpp"
 
 namespace opmeter::cuda {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "opmeter/engine.hpp"
-#include "opmeter/cuda/device.hpp"
+#include "src/cuda/plugin/device.hpp"
 
 namespace opmeter::cuda {
 std::unique_ptr<SampleTimer> make_timer(const Case& c);

@@ -7,7 +7,7 @@
 
 #include <type_traits>
 
-#include "opmeter/cuda/float_convert.cuh"
+#include "src/cuda/plugin/float_convert.cuh"
 
 namespace opmeter::cuda {
 

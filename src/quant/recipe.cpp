@@ -1,4 +1,4 @@
-#include "ops/linear/quant/recipe.hpp"
+#include "quant/recipe.hpp"
 
 #include <fmt/format.h>
 

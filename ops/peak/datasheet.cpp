@@ -1,4 +1,4 @@
-#include "cuda/datasheet.hpp"
+#include "ops/peak/datasheet.hpp"
 
 #include <array>
 #include <cstdlib>

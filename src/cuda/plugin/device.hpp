@@ -11,7 +11,7 @@
 
 #include "opmeter/case.hpp"
 #include "opmeter/op.hpp"
-#include "opmeter/cuda/kernel_gate.hpp"
+#include "src/cuda/kernel_gate.hpp"
 
 namespace opmeter::cuda {
 
