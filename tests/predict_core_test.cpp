@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <random>
+#include <set>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -317,6 +318,44 @@ TEST(PredictFeatures, GemmViewOfAttentionAndOthers) {
   EXPECT_FALSE(gemm_view(parse_case("bandwidth/opmeter/fp32/kernel=copy,n=1024/threads=1")));
   EXPECT_FALSE(gemm_view(parse_case("peak/opmeter/fp32/kernel=fma/threads=1")));
   EXPECT_FALSE(gemm_view(parse_case("gemm/onednn/fp32/M=0,N=4,K=4/threads=1")));
+}
+
+TEST(PredictFeatures, GemmViewOfATransformerBlock) {
+  // 4 hidden x hidden projections (q, k, v, o) and the MLP's two hidden x mlp ones.
+  auto b = gemm_view(parse_case(
+      "transformer_block/onednn/fp32/batch=2,seq=8,hidden=64,heads=4,mlp=96,act=gelu,causal=0/threads=1"));
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->m, 16);
+  EXPECT_EQ(b->n, 64);
+  EXPECT_EQ(b->k, 64);
+  EXPECT_DOUBLE_EQ(b->count, (4 * 64 + 2 * 96) / 64.0);
+  // mlp=0 means 4 hidden.
+  auto d = gemm_view(parse_case(
+      "transformer_block/onednn/fp32/batch=1,seq=8,hidden=64,heads=4,mlp=0,act=gelu,causal=0/threads=1"));
+  ASSERT_TRUE(d);
+  EXPECT_DOUBLE_EQ(d->count, 12);
+}
+
+// The ops that declare a GEMM view (OpDef::gemm_view) are the GEMM-like ones, and each one's
+// example case has a view whose multiply-adds do not exceed the op's work.
+TEST(PredictFeatures, GemmLikeOpsDeclareTheirView) {
+  std::set<std::string> with_view;
+  for (const OpDef* op : Registry::global().ops()) {
+    if (!op->gemm_view) continue;
+    with_view.insert(op->name);
+    Case c;
+    c.op = op->name;
+    c.impl = "reference";
+    c.params = op->example;
+    auto v = gemm_view(c);
+    ASSERT_TRUE(v) << op->name;
+    EXPECT_LE(2 * v->m * v->n * v->k * v->count, 1.01 * op->work(c).flops) << op->name;
+  }
+  std::set<std::string> expected = {"gemm", "linear", "conv2d", "attention", "transformer_block"};
+  for (const OpDef* op : Registry::global().ops())
+    if (op->name.rfind("ln_linear_", 0) == 0) expected.insert(op->name);
+  EXPECT_GT(expected.size(), 5u);  // the ln_linear_<act> ops are registered
+  EXPECT_EQ(with_view, expected);
 }
 
 Sample with_params(const std::string& text) {

@@ -8,6 +8,7 @@
 #include "opmeter/context.hpp"
 #include "opmeter/engine.hpp"
 #include "opmeter/pipeline_plan.hpp"
+#include "util/did_you_mean.hpp"
 
 namespace opmeter {
 
@@ -49,10 +50,5 @@ std::size_t default_bandwidth_elements(std::size_t llc = llc_bytes());
 inline constexpr std::size_t kMaxDefaultArrayBytes = std::size_t{256} << 20;
 // Says why the default arrays are smaller than 4x the LLC, when they are; empty otherwise.
 std::string bandwidth_cap_note(std::size_t llc = llc_bytes());
-
-// Nearest candidate by edit distance, if close enough to be a likely typo.
-std::optional<std::string> nearest(const std::string& word, const std::vector<std::string>& candidates);
-// "unknown KIND 'NAME'; did you mean 'X'?" with the nearest known name, else the list of them.
-std::string unknown_name(const std::string& kind, const std::string& name, const std::vector<std::string>& known);
 
 }  // namespace opmeter

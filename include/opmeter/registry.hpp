@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "opmeter/gemm_view.hpp"
 #include "opmeter/op.hpp"
 #include "opmeter/op_config.hpp"
 #include "opmeter/op_spec.hpp"
@@ -84,6 +85,10 @@ struct OpDef {
   // shifts; MACs of convolutions, matmuls and attention's two products). Empty: neither (an
   // elementwise op, a pooling).
   std::function<ModelCost(const Case&)> model_cost;
+  // The op's main work as GEMMs (gemm itself, linear layers, conv2d as an implicit GEMM, ...);
+  // nullopt for a case whose parameters give none. Empty: the op is not GEMM-like (elementwise,
+  // norms, pooling).
+  std::function<std::optional<GemmView>(const Case&)> gemm_view;
   // The small parameter sets `opmeter check` runs every impl of the op on: its edge cases (odd and
   // prime sizes, tails not a multiple of a vector, one element, its widest rows, causal or not, ...),
   // the one `check --quick` runs first. A set may carry optional parameters (a quantization recipe):

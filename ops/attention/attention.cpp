@@ -235,6 +235,15 @@ const bool registered = [] {
                      attention(1, 1, 1, 64, 1, "full")};
   for (auto stage : {"scores", "probs", "full"})
     for (int causal : {0, 1}) op.check_shapes.push_back(attention(2, 1, 71, 13, causal, stage));
+  // The products per (batch, head): q k^T (seq x seq x head_dim) and, for the full stage, P v,
+  // which does the same multiply-adds; one view of both.
+  op.gemm_view = [](const Case& c) -> std::optional<GemmView> {
+    auto batch = integer_param(c, "batch"), heads = integer_param(c, "heads"), seq = integer_param(c, "seq"),
+         d = integer_param(c, "head_dim");
+    if (!batch || !heads || !seq || !d) return std::nullopt;
+    const bool full = !c.has("stage") || c.get("stage") == "full";
+    return GemmView{*seq, *seq, *d, *batch * *heads * (full ? 2 : 1)};
+  };
   Registry::global().add(op);
   tensor::register_reference<AttentionOp>("attention", {DType::fp32, DType::bf16}, [](const Case& c) { return fused_work(c).flops; });
   Registry::global().add(ImplDef{

@@ -102,6 +102,17 @@ const bool registered = [] {
   op.check_shapes = {conv(2, 3, 5, 11, 3, 1, 1, 1, 1, "gelu"), op.example, conv(1, 3, 5, 11, 1, 1, 0, 1, 0, "gelu"),
                      conv(2, 4, 4, 7, 3, 1, 1, 4, 1, "none"),  conv(1, 7, 7, 13, 5, 2, 2, 7, 0, "silu"),
                      conv(1, 1, 1, 1, 1, 1, 0, 1, 0, "none")};
+  // An implicit GEMM per group: output pixels x output channels x (input channels x kernel
+  // window), with the output size the op computes.
+  op.gemm_view = [](const Case& c) -> std::optional<GemmView> {
+    auto batch = integer_param(c, "batch"), ch = integer_param(c, "channels"), oc = integer_param(c, "out_channels"),
+         image = integer_param(c, "image"), kernel = integer_param(c, "kernel"), stride = integer_param(c, "stride"),
+         pad = integer_param(c, "padding"), groups = integer_param(c, "groups");
+    if (!batch || !ch || !oc || !image || !kernel || !stride || !pad || !groups) return std::nullopt;
+    if (*stride < 1 || *groups < 1 || *image + 2 * *pad < *kernel) return std::nullopt;
+    const double oh = std::floor((*image + 2 * *pad - *kernel) / *stride) + 1;
+    return GemmView{*batch * oh * oh, *oc / *groups, *ch / *groups * *kernel * *kernel, *groups};
+  };
   Registry::global().add(op);
   tensor::register_reference<ConvOp>("conv2d", {DType::fp32, DType::bf16}, [](const Case& c) { return fused_work(c).flops; });
   return true;

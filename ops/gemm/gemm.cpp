@@ -60,6 +60,11 @@ OpRegistrar reg_gemm({
     .peak_dtype = [](const Case& c) -> std::optional<DType> { return c.dtype; },
     .expand = gemm_expand,
     .spec = [] { return std::make_unique<GemmSpec>(); },
+    .gemm_view = [](const Case& c) -> std::optional<GemmView> {
+      auto m = integer_param(c, "M"), n = integer_param(c, "N"), k = integer_param(c, "K");
+      if (!m || !n || !k) return std::nullopt;
+      return GemmView{*m, *n, *k, 1};
+    },
     // `opmeter check`: odd primes (tails in every blocking), one element, a GEMV with a prime K,
     // a tile-aligned square, M and N one past a tile.
     .check_shapes = {{{"M", "37"}, {"N", "41"}, {"K", "43"}},

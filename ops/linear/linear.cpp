@@ -228,6 +228,12 @@ OpDef linear_def(const std::string& name, const std::string& summary, bool with_
     return ModelCost{weights + double(s.out) + (s.layernorm ? 2.0 * double(s.hidden) : 0.0), weights * double(s.rows)};
   };
   op.peak_dtype = [](const Case& c) -> std::optional<DType> { return c.dtype; };
+  op.gemm_view = [](const Case& c) -> std::optional<GemmView> {
+    auto batch = integer_param(c, "batch"), seq = integer_param(c, "seq"), hidden = integer_param(c, "hidden"),
+         out = integer_param(c, "out");
+    if (!batch || !seq || !hidden || !out) return std::nullopt;
+    return GemmView{*batch * *seq, *out, *hidden, 1};
+  };
   op.check_shapes = linear_check_shapes(with_act);
   return op;
 }

@@ -220,6 +220,15 @@ const bool registered = [] {
   // Weight-only recipes on the four weight matrices (transformer_quant.hpp).
   op.optional_params = {{.key = linear::kQuant, .config_key = "quantization", .absent = quant::kBaseline,
                          .help = "weight-only quantization recipe of the four weight matrices", .values = quant::recipe_names()}};
+  // The projections: rows x hidden by weights of 4 hidden + 2 mlp rows, seen as that many
+  // hidden x hidden GEMMs (attention's products are left out: smaller at common sizes).
+  op.gemm_view = [](const Case& c) -> std::optional<GemmView> {
+    auto batch = integer_param(c, "batch"), seq = integer_param(c, "seq"), hidden = integer_param(c, "hidden"),
+         mlp = integer_param(c, "mlp");
+    if (!batch || !seq || !hidden || !mlp || *hidden < 1) return std::nullopt;
+    const double m = *mlp > 0 ? *mlp : 4 * *hidden;
+    return GemmView{*batch * *seq, *hidden, *hidden, (4 * *hidden + 2 * m) / *hidden};
+  };
   Registry::global().add(op);
   tensor::register_reference<TransformerBlockOp>("transformer_block", {DType::fp32, DType::bf16}, reference_cost);
   return true;

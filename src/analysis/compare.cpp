@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "report/reporters.hpp"
+#include "util/human_units.hpp"
 #include "opmeter/stats.hpp"
 
 namespace opmeter {

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "ops/linear/linear.hpp"
-#include "report/reporters.hpp"
+#include "util/human_units.hpp"
 #include "util/text.hpp"
 
 namespace opmeter {

@@ -40,19 +40,6 @@ const std::vector<std::string> kGenerators = {"custom", "pow2", "pow2_extended",
 constexpr std::int64_t kMaxDim = std::int64_t{1} << 20;
 constexpr int kMaxPower = 20;
 
-// Levenshtein distance.
-std::size_t distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 std::pair<int, int> power_range(const YamlReader& r, const YAML::Node& g, const std::string& name, int def_min,
                                 int def_max) {
   int lo = g["min_power"] ? static_cast<int>(r.integer(g["min_power"], name + ".min_power", 0, kMaxPower)) : def_min;
@@ -447,28 +434,25 @@ std::string bandwidth_cap_note(std::size_t llc) {
                      mib(got), mib(static_cast<double>(llc)), mib(want));
 }
 
-std::string unknown_name(const std::string& kind, const std::string& name, const std::vector<std::string>& known) {
-  auto near = nearest(name, known);
-  return near ? fmt::format("unknown {} '{}'; did you mean '{}'?", kind, name, *near)
-              : fmt::format("unknown {} '{}'; known: {}", kind, name, fmt::join(known, ", "));
-}
+namespace {
 
-std::optional<std::string> nearest(const std::string& word, const std::vector<std::string>& candidates) {
-  std::optional<std::string> best;
-  std::size_t best_d = std::max<std::size_t>(2, word.size() / 3) + 1;
-  for (auto& c : candidates) {
-    auto d = distance(word, c);
-    if (d < best_d) {
-      best_d = d;
-      best = c;
-    }
-  }
-  return best;
-}
+// Where a config's cases run: the device, its backend's settings, threads, hot or cold.
+struct Where {
+  Case like;  // device and backend settings; every case starts from it
+  Backend* backend = nullptr;
+  std::vector<std::int64_t> threads;
+  bool hot = false;
+};
 
-Plan load_config_text(const std::string& yaml, const std::string& source, int default_threads,
-                      const std::string& device_override, ConfigCode code) {
-  YamlReader r(source);
+// The impls a config names, and the code it names that brings impls (plugins, Python kernels).
+struct NamedCode {
+  std::vector<std::string> impls;  // `impls:`, a kernel file's entry replaced by its impl's name
+  std::vector<std::string> unloaded_plugins;
+  bool unloaded = false;  // code named but not run by this command: its impls are unknown here
+};
+
+// The YAML document, which must be a map.
+YAML::Node parse_config(const YamlReader& r, const std::string& yaml, const std::string& source) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml);
@@ -477,13 +461,17 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   }
   if (!root || root.IsNull()) throw ConfigError(source, 0, 0, "the config is empty: expected at least 'ops: [...]'");
   r.expect_map(root, "the config");
-  if (is_torchao_config(root)) return load_torchao_config(r, root, default_threads, device_override);
-  auto& reg = Registry::global();
-  auto top_keys = kTopKeys;  // plus every sweep axis an op declares (batch, seq, hidden, ...)
+  return root;
+}
+
+// Keys: ours, plus every sweep axis, optional parameter and own key an op declares (batch, seq,
+// quantization, bandwidth, ...) and every backend setting (graph).
+void check_top_keys(const YamlReader& r, const YAML::Node& root) {
+  auto top_keys = kTopKeys;
   auto allow = [&](const std::string& key) {
     if (std::find(top_keys.begin(), top_keys.end(), key) == top_keys.end()) top_keys.push_back(key);
   };
-  for (auto* o : reg.ops()) {
+  for (auto* o : Registry::global().ops()) {
     for (auto& [key, def] : o->defaults) allow(key);
     for (auto& optional : o->optional_params) allow(optional.config_key);
     for (auto& key : o->config_keys) allow(key);
@@ -492,16 +480,14 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
     for (auto& setting : b->settings()) allow(setting.name);
   for (auto& key : run_setting_config_keys()) allow(key);
   r.check_keys(root, top_keys, "the config");
-  const auto unloaded_plugins =
-      root["plugins"] ? load_config_plugins(r, root["plugins"], source, code) : std::vector<std::string>{};
-  if (!root["ops"] && !root["pipelines"] && !root["cases"])
-    r.fail(root, "missing 'ops': say which ops to measure, e.g. ops: [gemm, bandwidth, peak] (or pipelines: [resnet18], "
-                 "or cases: [CASE, ...])");
+}
 
-  auto ops = root["ops"] ? r.text_list(root["ops"], "ops") : std::vector<std::string>{};
-  // Users' Python kernels, before the ops are checked: a kernel may bring an op of its own. An
-  // `impls` entry naming a file (my_kernels.py:my_add) is one too, and stands for its impl.
-  Plan plan;
+// Users' Python kernels, before the ops are checked: a kernel may bring an op of its own. An
+// `impls` entry naming a file (my_kernels.py:my_add) is one too, and stands for its impl.
+NamedCode load_kernels(const YamlReader& r, const YAML::Node& root, const std::string& source, ConfigCode code,
+                       const std::vector<std::string>& ops, std::vector<std::string> unloaded_plugins, Plan& plan) {
+  NamedCode named;
+  named.unloaded_plugins = std::move(unloaded_plugins);
   const std::string kernel_op = ops.size() == 1 ? ops[0] : "";  // a kernel's op when it names none
   auto add_kernel = [&](const YAML::Node& node, const std::string& spec) {
     return load_config_kernel(r, node, spec, source, kernel_op, plan.kernels, code);
@@ -511,7 +497,7 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
     for (std::size_t i = 0; i < list.size(); ++i)
       add_kernel(root["kernels"].IsSequence() ? root["kernels"][i] : root["kernels"], list[i]);
   }
-  std::vector<std::string> impls;
+  auto& impls = named.impls;
   if (root["impls"]) {
     impls = r.text_list(root["impls"], "impls");
     for (std::size_t i = 0; i < impls.size(); ++i)
@@ -521,16 +507,25 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
 
   // Code the config names but this command does not run: the impls (and a kernel's own op) it
   // would bring are unknown here, and left out.
-  const bool unloaded = code == ConfigCode::skip && (!unloaded_plugins.empty() || !plan.kernels.empty());
-  if (unloaded)
+  const auto& plugins = named.unloaded_plugins;
+  named.unloaded = code == ConfigCode::skip && (!plugins.empty() || !plan.kernels.empty());
+  if (named.unloaded)
     plan.notes.push_back(fmt::format("{}{}{} not loaded: a command that only reads a config runs none of its code; the "
                                      "cases of their impls are listed only by a run that measures",
-                                     unloaded_plugins.empty() ? "" : "plugins " + fmt::format("{}", fmt::join(unloaded_plugins, ", ")),
-                                     !unloaded_plugins.empty() && !plan.kernels.empty() ? " and " : "",
+                                     plugins.empty() ? "" : "plugins " + fmt::format("{}", fmt::join(plugins, ", ")),
+                                     !plugins.empty() && !plan.kernels.empty() ? " and " : "",
                                      plan.kernels.empty() ? "" : "kernels " + fmt::format("{}", fmt::join(plan.kernels, ", "))));
+  return named;
+}
+
+// The ops and impls named must exist (or may come with code not loaded); unknown ops are dropped.
+void check_names(const YamlReader& r, const YAML::Node& root, std::vector<std::string>& ops, const NamedCode& named,
+                 const Plan& plan) {
+  auto& reg = Registry::global();
+  const bool unloaded = named.unloaded;
   // Which impls a plugin brings only loading it tells; a kernel's impl is named in its spec.
   auto unloaded_may_bring = [&](const std::string& impl) {
-    return unloaded && (!unloaded_plugins.empty() || std::any_of(plan.kernels.begin(), plan.kernels.end(), [&](const std::string& k) {
+    return unloaded && (!named.unloaded_plugins.empty() || std::any_of(plan.kernels.begin(), plan.kernels.end(), [&](const std::string& k) {
                           return worker::kernel_impl_name(k) == impl;
                         }));
   };
@@ -542,12 +537,16 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   std::erase_if(ops, [&](const std::string& op) { return !reg.op(op); });
 
   if (root["impls"]) {
+    const auto& impls = named.impls;
     auto known = reg.impl_names();
     for (std::size_t i = 0; i < impls.size(); ++i)
       if (std::find(known.begin(), known.end(), impls[i]) == known.end() && !unloaded_may_bring(impls[i]))
         r.fail(root["impls"].IsSequence() ? root["impls"][i] : root["impls"], unknown_name("impl", impls[i], known));
   }
+}
 
+// `dtypes:`, fp32 when absent.
+std::vector<DType> read_dtypes(const YamlReader& r, const YAML::Node& root) {
   std::vector<DType> dtypes = {DType::fp32};
   if (root["dtypes"]) {
     dtypes.clear();
@@ -560,10 +559,15 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
       dtypes.push_back(*d);
     }
   }
+  return dtypes;
+}
 
-  std::vector<std::int64_t> threads = {default_threads};
-  if (root["threads"]) threads = r.integer_list(root["threads"], "threads", 1, 4096);
-  bool hot = root["hot"] ? r.boolean(root["hot"], "hot") : false;
+// `device:` (the command line's wins), its backend's settings, `threads:` and `hot:`.
+Where read_where(const YamlReader& r, const YAML::Node& root, int default_threads, const std::string& device_override) {
+  Where where;
+  where.threads = {default_threads};
+  if (root["threads"]) where.threads = r.integer_list(root["threads"], "threads", 1, 4096);
+  where.hot = root["hot"] ? r.boolean(root["hot"], "hot") : false;
   std::string device = kHostDevice;
   if (root["device"]) {
     device = r.text(root["device"], "device");
@@ -575,7 +579,8 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   }
   if (!device_override.empty()) device = device_override;  // the command line wins
   Backend& backend = backend_of(device);
-  Case like;  // where the cases run
+  where.backend = &backend;
+  Case& like = where.like;  // where the cases run
   like.device = device;
   // A backend's own settings (CUDA's graph: launches per graph) as config keys of the same name.
   for (auto* b : backends())
@@ -593,18 +598,19 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
       }
       like.set_setting(setting.name, value);
     }
-  if (!like.on_host()) threads = {1};
+  if (!like.on_host()) where.threads = {1};
+  return where;
+}
 
-  plan.source = source;
-  if (root["stopping"]) plan.stopping = read_stopping(r, root["stopping"], plan.stopping);
-  for (auto& setting : run_setting_table())
-    if (auto node = root[setting.key]; node && !setting.is_case_setting())  // case settings: read above, with the device
-      plan.run_settings[setting.key] = r.number(node, setting.key, setting.lo, setting.hi);
-  if (root["llc_bytes"])
-    plan.llc_bytes = static_cast<std::size_t>(r.integer(root["llc_bytes"], "llc_bytes (bytes)", 1 << 16, std::int64_t{1} << 40));
-  // --llc-bytes (already set) wins over the config's.
-  const std::size_t llc = plan.llc_bytes && !llc_bytes_overridden() ? plan.llc_bytes : llc_bytes();
-
+// The ops' cases: each op's impls here x dtypes x parameter sets x threads. Returns, for ops
+// whose optional values no impl runs together, why (none_runs).
+std::vector<std::string> expand_ops(const YamlReader& r, const YAML::Node& root, const std::vector<std::string>& ops,
+                                    const std::vector<std::string>& impls, const std::vector<DType>& dtypes,
+                                    const Where& where, std::size_t llc, Plan& plan) {
+  auto& reg = Registry::global();
+  const Backend& backend = *where.backend;
+  const Case& like = where.like;
+  const std::string& device = like.device;
   std::vector<std::string> not_run;  // optional values no impl of the op runs (none_runs)
   for (auto& op : ops) {
     // The impls list filters the ops it names impls of; an op with none of them keeps all its own
@@ -646,7 +652,7 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
       for (auto& impl : op_impls)
         for (auto d : op_dtype_list)
           for (auto& params : def.variants ? def.variants(set.params, d, like) : std::vector<Params>{set.params})
-            for (auto t : threads) {
+            for (auto t : where.threads) {
               Case c = like;
               c.op = op;
               c.impl = impl;
@@ -654,7 +660,7 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
               c.params = params;
               c.label = set.label;
               c.threads = static_cast<int>(t);
-              c.hot = hot;
+              c.hot = where.hot;
               if (!takes_optional_params(*reg.impl(op, impl), c).ok) continue;  // a recipe only its impls run
               try {
                 def.validate(c);
@@ -670,34 +676,74 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
             }
     }
   }
+  return not_run;
+}
+
+// `pipelines:` (per dtype), their layers' cases added to the plan's once each.
+void add_pipelines(const YamlReader& r, const YAML::Node& root, const std::vector<std::string>& impls,
+                   const std::vector<DType>& dtypes, const Where& at, Plan& plan) {
+  const bool end_to_end = root["end_to_end"] ? r.boolean(root["end_to_end"], "end_to_end") : true;
+  std::set<std::string> given;  // settings the config names: no pipeline default overrides them
+  for (const auto& setting : at.backend->settings())
+    if (root[setting.name]) given.insert(setting.name);
+  const Case where = pipelines_where(at.like, static_cast<int>(at.threads.front()), at.hot, given);
+  for (auto d : dtypes)
+    for (auto& p : read_pipelines(r, root["pipelines"], d)) {
+      try {
+        plan.pipelines.push_back(pipeline::plan_pipeline(std::move(p), where, impls, end_to_end));
+      } catch (const CaseError& e) {
+        r.fail(root["pipelines"], e.what());
+      }
+    }
+  std::set<std::string> have;
+  for (auto& c : plan.cases) have.insert(c.to_string());
+  for (auto& c : pipeline::pipeline_cases(plan.pipelines))
+    if (have.insert(c.to_string()).second) plan.cases.push_back(c);
+}
+
+}  // namespace
+
+Plan load_config_text(const std::string& yaml, const std::string& source, int default_threads,
+                      const std::string& device_override, ConfigCode code) {
+  YamlReader r(source);
+  const YAML::Node root = parse_config(r, yaml, source);
+  if (is_torchao_config(root)) return load_torchao_config(r, root, default_threads, device_override);
+  check_top_keys(r, root);
+  const auto unloaded_plugins =
+      root["plugins"] ? load_config_plugins(r, root["plugins"], source, code) : std::vector<std::string>{};
+  if (!root["ops"] && !root["pipelines"] && !root["cases"])
+    r.fail(root, "missing 'ops': say which ops to measure, e.g. ops: [gemm, bandwidth, peak] (or pipelines: [resnet18], "
+                 "or cases: [CASE, ...])");
+
+  auto ops = root["ops"] ? r.text_list(root["ops"], "ops") : std::vector<std::string>{};
+  Plan plan;
+  const NamedCode named = load_kernels(r, root, source, code, ops, unloaded_plugins, plan);
+  check_names(r, root, ops, named, plan);
+  const std::vector<DType> dtypes = read_dtypes(r, root);
+  const Where where = read_where(r, root, default_threads, device_override);
+
+  plan.source = source;
+  if (root["stopping"]) plan.stopping = read_stopping(r, root["stopping"], plan.stopping);
+  for (auto& setting : run_setting_table())
+    if (auto node = root[setting.key]; node && !setting.is_case_setting())  // case settings: read with the device
+      plan.run_settings[setting.key] = r.number(node, setting.key, setting.lo, setting.hi);
+  if (root["llc_bytes"])
+    plan.llc_bytes = static_cast<std::size_t>(r.integer(root["llc_bytes"], "llc_bytes (bytes)", 1 << 16, std::int64_t{1} << 40));
+  // --llc-bytes (already set) wins over the config's.
+  const std::size_t llc = plan.llc_bytes && !llc_bytes_overridden() ? plan.llc_bytes : llc_bytes();
+
+  const auto not_run = expand_ops(r, root, ops, named.impls, dtypes, where, llc, plan);
   // Ops whose optional values no impl runs together: say which, and who runs each.
-  if (plan.cases.empty() && !not_run.empty() && !unloaded && !root["cases"] && !root["pipelines"])
+  if (plan.cases.empty() && !not_run.empty() && !named.unloaded && !root["cases"] && !root["pipelines"])
     r.fail(root["ops"] ? root["ops"] : root, fmt::format("the config expands to no cases: {}", fmt::join(not_run, "; ")));
   if (root["sample"]) sample_cases(r, root["sample"], plan.cases);
   if (root["cases"]) add_listed_cases(r, root["cases"], plan.cases);
-  if (root["pipelines"]) {
-    const bool end_to_end = root["end_to_end"] ? r.boolean(root["end_to_end"], "end_to_end") : true;
-    std::set<std::string> given;  // settings the config names: no pipeline default overrides them
-    for (const auto& setting : backend.settings())
-      if (root[setting.name]) given.insert(setting.name);
-    const Case where = pipelines_where(like, static_cast<int>(threads.front()), hot, given);
-    for (auto d : dtypes)
-      for (auto& p : read_pipelines(r, root["pipelines"], d)) {
-        try {
-          plan.pipelines.push_back(pipeline::plan_pipeline(std::move(p), where, impls, end_to_end));
-        } catch (const CaseError& e) {
-          r.fail(root["pipelines"], e.what());
-        }
-      }
-    std::set<std::string> have;
-    for (auto& c : plan.cases) have.insert(c.to_string());
-    for (auto& c : pipeline::pipeline_cases(plan.pipelines))
-      if (have.insert(c.to_string()).second) plan.cases.push_back(c);
-  }
-  if (plan.cases.empty() && !unloaded)  // all of them may be the unloaded code's
-    r.fail(root["ops"] ? root["ops"] : root, like.on_host() ? std::string("the config expands to no cases")
-                                       : fmt::format("the config expands to no cases on {}: none of its ops has a {} impl",
-                                                     device, upper(backend.name())));
+  if (root["pipelines"]) add_pipelines(r, root, named.impls, dtypes, where, plan);
+  if (plan.cases.empty() && !named.unloaded)  // all of them may be the unloaded code's
+    r.fail(root["ops"] ? root["ops"] : root,
+           where.like.on_host() ? std::string("the config expands to no cases")
+                                : fmt::format("the config expands to no cases on {}: none of its ops has a {} impl",
+                                              where.like.device, upper(where.backend->name())));
   return plan;
 }
 

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "opmeter/config.hpp"
+#include "util/did_you_mean.hpp"
 #include "opmeter/errors.hpp"
 #include "util/text.hpp"
 

@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "opmeter/config.hpp"
+#include "util/did_you_mean.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "plugins/plugin_impl.hpp"

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/errors.hpp"
+#include "opmeter/registry.hpp"
 
 namespace opmeter::predict {
 
@@ -22,66 +23,14 @@ std::optional<std::int64_t> integer(const std::string& text) {
   return v;
 }
 
-// A param's integer value, nullopt when absent or not an integer.
-std::optional<double> num(const Case& c, const char* key) {
-  if (!c.has(key)) return std::nullopt;
-  auto v = integer(c.get(key));
-  return v ? std::optional<double>(double(*v)) : std::nullopt;
-}
-
-std::optional<GemmView> linear_view(const Case& c) {
-  auto batch = num(c, "batch"), seq = num(c, "seq"), hidden = num(c, "hidden"), out = num(c, "out");
-  if (!batch || !seq || !hidden || !out) return std::nullopt;
-  return GemmView{*batch * *seq, *out, *hidden, 1};
-}
-
-// conv2d as an implicit GEMM per group: output pixels x output channels x (input channels x
-// kernel window), with the output size the op computes.
-std::optional<GemmView> conv_view(const Case& c) {
-  auto batch = num(c, "batch"), ch = num(c, "channels"), oc = num(c, "out_channels"), image = num(c, "image"),
-       kernel = num(c, "kernel"), stride = num(c, "stride"), pad = num(c, "padding"), groups = num(c, "groups");
-  if (!batch || !ch || !oc || !image || !kernel || !stride || !pad || !groups) return std::nullopt;
-  if (*stride < 1 || *groups < 1 || *image + 2 * *pad < *kernel) return std::nullopt;
-  const double oh = std::floor((*image + 2 * *pad - *kernel) / *stride) + 1;
-  return GemmView{*batch * oh * oh, *oc / *groups, *ch / *groups * *kernel * *kernel, *groups};
-}
-
-// Attention's products per (batch, head): q k^T (seq x seq x head_dim) and, for the full stage,
-// P v, which does the same multiply-adds; one view of both.
-std::optional<GemmView> attention_view(const Case& c) {
-  auto batch = num(c, "batch"), heads = num(c, "heads"), seq = num(c, "seq"), d = num(c, "head_dim");
-  if (!batch || !heads || !seq || !d) return std::nullopt;
-  const bool full = !c.has("stage") || c.get("stage") == "full";
-  return GemmView{*seq, *seq, *d, *batch * *heads * (full ? 2 : 1)};
-}
-
-// A transformer block's projections: rows x hidden by weights of 4 hidden + 2 mlp rows, seen as
-// that many hidden x hidden GEMMs (attention's products are left out: smaller at common sizes).
-std::optional<GemmView> block_view(const Case& c) {
-  auto batch = num(c, "batch"), seq = num(c, "seq"), hidden = num(c, "hidden"), mlp = num(c, "mlp");
-  if (!batch || !seq || !hidden || !mlp || *hidden < 1) return std::nullopt;
-  const double m = *mlp > 0 ? *mlp : 4 * *hidden;
-  return GemmView{*batch * *seq, *hidden, *hidden, (4 * *hidden + 2 * m) / *hidden};
-}
-
 double log2p(double v) { return v >= 0 ? std::log2(1 + v) : -std::log2(1 - v); }
 
 }  // namespace
 
 std::optional<GemmView> gemm_view(const Case& c) {
-  std::optional<GemmView> v;
-  if (c.op == "gemm") {
-    auto m = num(c, "M"), n = num(c, "N"), k = num(c, "K");
-    if (m && n && k) v = GemmView{*m, *n, *k, 1};
-  } else if (c.op == "linear" || c.op.rfind("ln_linear_", 0) == 0) {
-    v = linear_view(c);
-  } else if (c.op == "conv2d") {
-    v = conv_view(c);
-  } else if (c.op == "attention") {
-    v = attention_view(c);
-  } else if (c.op == "transformer_block") {
-    v = block_view(c);
-  }
+  const OpDef* op = Registry::global().op(c.op);
+  if (!op || !op->gemm_view) return std::nullopt;
+  auto v = op->gemm_view(c);
   if (v && (v->m < 1 || v->n < 1 || v->k < 1 || v->count <= 0)) return std::nullopt;
   return v;
 }

@@ -8,17 +8,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "opmeter/gemm_view.hpp"
 #include "predict/sample.hpp"
 
 namespace opmeter::predict {
 
-// An op's main work seen as `count` GEMMs of M x N x K: what tile, wave and padding effects act
-// on. gemm and linear-like ops directly, conv2d as an implicit GEMM (per group), attention as its
-// two batched products. nullopt for ops without one (elementwise, norms, ...).
-struct GemmView {
-  double m = 0, n = 0, k = 0;
-  double count = 1;
-};
+// A case's GEMM view, as its op declares it (OpDef::gemm_view); nullopt for ops without one
+// (elementwise, norms, ...), for unknown ops and for a view with an empty dimension.
 std::optional<GemmView> gemm_view(const Case& c);
 
 // The features of one group, fixed when the group is fitted and stored in the model file.

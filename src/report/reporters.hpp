@@ -6,6 +6,10 @@
 #include <vector>
 
 #include "opmeter/reporter.hpp"
+// human_time, write_atomically, dump_json and friends moved to src/util/; included here so that
+// files that reach them through this header keep building.
+#include "util/human_units.hpp"
+#include "util/output_file.hpp"
 
 namespace opmeter {
 
@@ -29,13 +33,5 @@ std::unique_ptr<Reporter> make_markdown_reporter(std::FILE* out);
 nlohmann::json gbench_json(const nlohmann::json& context, const std::vector<Result>& results);
 std::string csv_table(const nlohmann::json& context, const std::vector<Result>& results);
 std::string markdown_table(const std::vector<Result>& results);
-std::string human_time(double seconds);
-// 1536 -> "1.50 KiB", in binary units up to GiB; "-" for a negative or NaN size.
-std::string human_bytes(double bytes);
-// Writes a temporary file beside `path`, syncs it and renames it over `path`: readers see the old
-// file or the new one, never half of one. OutputError (naming the path and why) on failure.
-void write_atomically(const std::string& path, const std::string& content);
-// JSON text that never throws on strings that are not UTF-8 (they show U+FFFD).
-std::string dump_json(const nlohmann::json& j, int indent = -1);
 
 }  // namespace opmeter

@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include "opmeter/errors.hpp"
-#include "report/reporters.hpp"
 #include "results/result_set.hpp"
 #include "results/run_dir.hpp"
 #include "opmeter/runner.hpp"

@@ -9,7 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "opmeter/errors.hpp"
-#include "report/reporters.hpp"
+#include "util/human_units.hpp"
 
 namespace opmeter {
 namespace {

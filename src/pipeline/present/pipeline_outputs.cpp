@@ -10,7 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "opmeter/errors.hpp"
-#include "report/reporters.hpp"
+#include "util/output_file.hpp"
 #include "util/text.hpp"
 
 namespace opmeter::pipeline {

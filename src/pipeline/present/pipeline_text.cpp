@@ -6,7 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "pipeline/present/pipeline_outputs.hpp"
-#include "report/reporters.hpp"
+#include "util/human_units.hpp"
 
 namespace opmeter::pipeline {
 namespace {

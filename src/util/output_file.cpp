@@ -1,32 +1,14 @@
+#include "util/output_file.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
-#include <filesystem>
-
-#include <fmt/format.h>
 
 #include "opmeter/errors.hpp"
-#include "report/reporters.hpp"
 
 namespace opmeter {
-
-std::string human_time(double s) {
-  if (!(s > 0)) return "-";
-  if (s < 1e-6) return fmt::format("{:.1f} ns", s * 1e9);
-  if (s < 1e-3) return fmt::format("{:.2f} us", s * 1e6);
-  if (s < 1) return fmt::format("{:.3f} ms", s * 1e3);
-  return fmt::format("{:.3f} s", s);
-}
-
-std::string human_bytes(double b) {
-  if (!(b >= 0)) return "-";
-  if (b >= double(1 << 30)) return fmt::format("{:.2f} GiB", b / (1 << 30));
-  if (b >= double(1 << 20)) return fmt::format("{:.2f} MiB", b / (1 << 20));
-  if (b >= double(1 << 10)) return fmt::format("{:.2f} KiB", b / (1 << 10));
-  return fmt::format("{:.0f} B", b);
-}
 
 namespace {
 // Writes all of `content` to a new file at `path`, synced; OutputError (and no file) otherwise.

@@ -1,0 +1,15 @@
+#pragma once
+// Writing the files a run leaves behind: whole or not at all, and JSON that never throws.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace opmeter {
+
+// Writes a temporary file beside `path`, syncs it and renames it over `path`: readers see the old
+// file or the new one, never half of one. OutputError (naming the path and why) on failure.
+void write_atomically(const std::string& path, const std::string& content);
+// JSON text that never throws on strings that are not UTF-8 (they show U+FFFD).
+std::string dump_json(const nlohmann::json& j, int indent = -1);
+
+}  // namespace opmeter
