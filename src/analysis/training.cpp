@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/registry.hpp"
-#include "report/reporters.hpp"
+#include "util/human_units.hpp"
 
 namespace opmeter {
 namespace {
