@@ -6,10 +6,10 @@
 #include <fmt/format.h>
 
 #include "opmeter/backend.hpp"
-#include "opmeter/config.hpp"
+#include "config/config.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 
 using namespace opmeter;
 

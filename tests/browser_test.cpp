@@ -5,9 +5,9 @@
 #include "report/charts.hpp"
 #include "report/report.hpp"
 #include "report/chart_assets.hpp"
-#include "browser_render.hpp"
-#include "pipeline_fixtures.hpp"
-#include "report_fixture.hpp"
+#include "tests/browser_render.hpp"
+#include "tests/pipeline_fixtures.hpp"
+#include "tests/report_fixture.hpp"
 
 using namespace opmeter;
 using opmeter::browser::find_chromium;

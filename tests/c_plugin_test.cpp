@@ -6,11 +6,11 @@
 
 #include <fmt/format.h>
 
-#include "cli_helpers.hpp"
+#include "tests/cli_helpers.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/plugin_abi.h"
 #include "opmeter/registry.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 #include "plugins/c_plugin.hpp"
 #include "results/result_set.hpp"
 #include "tests/quick_options.hpp"

@@ -5,9 +5,9 @@
 #include <fstream>
 
 #include "opmeter/errors.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 #include "results/calibration_profile.hpp"
-#include "test_paths.hpp"
+#include "tests/test_paths.hpp"
 
 using namespace opmeter;
 

@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "opmeter/config.hpp"
+#include "config/config.hpp"
 #include "report/reporters.hpp"
 #include "tests/result_fixtures.hpp"
 

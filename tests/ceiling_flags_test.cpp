@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "opmeter/result.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 
 using namespace opmeter;
 

@@ -4,7 +4,7 @@
 #include <set>
 
 #include "report/charts.hpp"
-#include "report_fixture.hpp"
+#include "tests/report_fixture.hpp"
 
 using namespace opmeter;
 using namespace opmeter::fixtures;

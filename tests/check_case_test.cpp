@@ -1,7 +1,7 @@
 // check_case: `opmeter check`'s untimed path through the engine, with run_case's statuses.
 #include <gtest/gtest.h>
 
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 
 using namespace opmeter;
 

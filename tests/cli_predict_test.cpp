@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli_helpers.hpp"
+#include "tests/cli_helpers.hpp"
 
 namespace {
 

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "analysis/compare.hpp"
-#include "result_fixtures.hpp"
+#include "tests/result_fixtures.hpp"
 
 using namespace opmeter;
 using namespace opmeter::fixtures;

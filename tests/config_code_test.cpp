@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "predict/model.hpp"
-#include "predict_model_fixtures.hpp"
+#include "tests/predict_model_fixtures.hpp"
 #include "tests/cli_helpers.hpp"
 
 using namespace opmeter;

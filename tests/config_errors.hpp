@@ -2,7 +2,7 @@
 // What the config tests read back: the message a config's ConfigError gives.
 #include <string>
 
-#include "opmeter/config.hpp"
+#include "config/config.hpp"
 #include "opmeter/errors.hpp"
 
 namespace opmeter::config_test_support {

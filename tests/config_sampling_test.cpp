@@ -3,8 +3,8 @@
 
 #include <set>
 
-#include "config_errors.hpp"
-#include "opmeter/config.hpp"
+#include "tests/config_errors.hpp"
+#include "config/config.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/shapes.hpp"
 

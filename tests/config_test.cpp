@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "config_errors.hpp"
-#include "opmeter/config.hpp"
+#include "tests/config_errors.hpp"
+#include "config/config.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/errors.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 #include "tests/quick_options.hpp"
 
 using namespace opmeter;

@@ -7,7 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "cuda/cuda_impl.hpp"
-#include "cuda/cuda_plugin.hpp"
+#include "opmeter/cuda/cuda_plugin.hpp"
 #include "opmeter/registry.hpp"
 #include "tests/cli_helpers.hpp"
 

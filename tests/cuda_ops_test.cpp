@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "opmeter/config.hpp"
+#include "config/config.hpp"
 #include "tests/cli_helpers.hpp"
 
 using namespace opmeter;

@@ -5,9 +5,9 @@
 
 #include <stdexcept>
 
-#include "cuda/cuda_plugin.hpp"
+#include "opmeter/cuda/cuda_plugin.hpp"
 #include "opmeter/case.hpp"
-#include "src/cuda/plugin/stream_cleanup.hpp"
+#include "cuda/plugin/stream_cleanup.hpp"
 
 using namespace opmeter;
 using cuda::CaptureState;

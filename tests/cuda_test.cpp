@@ -8,13 +8,13 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "opmeter/config.hpp"
-#include "cuda/cuda_plugin.hpp"
+#include "config/config.hpp"
+#include "opmeter/cuda/cuda_plugin.hpp"
 #include "opmeter/engine.hpp"
 #include "opmeter/errors.hpp"
-#include "opmeter/graph_timing.hpp"
+#include "engine/graph_timing.hpp"
 #include "opmeter/registry.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 #include "ops/peak/peak.hpp"
 #include "results/result_set.hpp"
 #include "tests/cli_helpers.hpp"

@@ -1,8 +1,8 @@
-// Which cuDNN engines an fp32 graph may run on (src/cuda/cudnn/engine_choice.hpp): a pure
+// Which cuDNN engines an fp32 graph may run on (include/opmeter/cuda/cudnn_engine_choice.hpp): a pure
 // decision over the engine's numerical notes, checked without cuDNN or a GPU.
 #include <gtest/gtest.h>
 
-#include "src/cuda/cudnn/engine_choice.hpp"
+#include "opmeter/cuda/cudnn_engine_choice.hpp"
 
 using namespace opmeter;
 using cudnn::EngineNotes;

@@ -12,9 +12,9 @@
 #include <fmt/format.h>
 
 #include "analysis/fusion.hpp"
-#include "cuda/cuda_plugin.hpp"
+#include "opmeter/cuda/cuda_plugin.hpp"
 #include "opmeter/registry.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 #include "tests/result_fixtures.hpp"
 #include "ops/tensor/kernels.hpp"
 #include "tests/cli_helpers.hpp"

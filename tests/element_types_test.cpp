@@ -4,9 +4,9 @@
 
 #include "analysis/compare.hpp"
 #include "engine/element_types.hpp"
-#include "opmeter/runner.hpp"
-#include "quick_options.hpp"
-#include "result_fixtures.hpp"
+#include "engine/runner.hpp"
+#include "tests/quick_options.hpp"
+#include "tests/result_fixtures.hpp"
 
 using namespace opmeter;
 using namespace opmeter::fixtures;

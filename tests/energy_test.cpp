@@ -7,7 +7,7 @@
 
 #include "opmeter/result.hpp"
 #include "opmeter/sensor.hpp"
-#include "opmeter/telemetry.hpp"
+#include "sensors/telemetry.hpp"
 #include "tests/test_paths.hpp"
 
 using namespace opmeter;

@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "opmeter/engine.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 
 using namespace opmeter;
 

@@ -11,9 +11,9 @@
 #include <chrono>
 #include <optional>
 
-#include "opmeter/interrupt.hpp"
+#include "util/interrupt.hpp"
 #include "predict/model.hpp"
-#include "predict_model_fixtures.hpp"
+#include "tests/predict_model_fixtures.hpp"
 #include "tests/cli_helpers.hpp"
 
 using namespace opmeter;

@@ -2,7 +2,7 @@
 // back, binary compatibility within a major version, PTX, 'a' code, and the skip messages.
 #include <gtest/gtest.h>
 
-#include "src/cuda/kernel_gate.hpp"
+#include "opmeter/cuda/kernel_gate.hpp"
 
 using namespace opmeter::cuda;
 

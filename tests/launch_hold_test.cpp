@@ -2,7 +2,7 @@
 // hold could not hold (a GPU without the hold kernel's code) said to be off, with the reason.
 #include <gtest/gtest.h>
 
-#include "src/cuda/plugin/hold_detail.hpp"
+#include "cuda/plugin/hold_detail.hpp"
 
 using namespace opmeter::cuda;
 

@@ -2,8 +2,8 @@
 // without them are unchanged, configs sweep them, and only impls that name them run such cases.
 #include <gtest/gtest.h>
 
-#include "config_errors.hpp"
-#include "opmeter/config.hpp"
+#include "tests/config_errors.hpp"
+#include "config/config.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "ops/linear/linear.hpp"

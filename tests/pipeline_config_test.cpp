@@ -2,12 +2,12 @@
 // rounds and the --pipeline flag.
 #include <gtest/gtest.h>
 
-#include "config_errors.hpp"
+#include "tests/config_errors.hpp"
 #include "cli/commands.hpp"
 #include "config/pipeline_flags.hpp"
-#include "opmeter/config.hpp"
+#include "config/config.hpp"
 #include "opmeter/errors.hpp"
-#include "opmeter/pipeline_plan.hpp"
+#include "pipeline/pipeline_plan.hpp"
 #include "opmeter/registry.hpp"
 
 using namespace opmeter;
@@ -214,7 +214,7 @@ TEST(PipelineConfig, NamesAndLabelsAreUniqueNonEmptyPrintableText) {
 
 #include <nlohmann/json.hpp>
 
-#include "cli_helpers.hpp"
+#include "tests/cli_helpers.hpp"
 
 
 TEST(PipelineCli, RunWritesEachPipelinesTotalsAndSaysWhichIsIncomplete) {

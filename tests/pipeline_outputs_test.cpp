@@ -8,7 +8,7 @@
 
 #include "opmeter/errors.hpp"
 #include "pipeline/present/pipeline_outputs.hpp"
-#include "pipeline_fixtures.hpp"
+#include "tests/pipeline_fixtures.hpp"
 
 using namespace opmeter;
 using namespace opmeter::pipeline;

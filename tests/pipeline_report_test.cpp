@@ -6,14 +6,14 @@
 #include <fstream>
 #include <sstream>
 
-#include "cli_helpers.hpp"
+#include "tests/cli_helpers.hpp"
 #include "pipeline/present/pipeline_outputs.hpp"
-#include "pipeline_fixtures.hpp"
+#include "tests/pipeline_fixtures.hpp"
 #include "report/chart_assets.hpp"
 #include "report/pipeline_charts.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
-#include "report_fixture.hpp"
+#include "tests/report_fixture.hpp"
 
 using namespace opmeter;
 using namespace opmeter::pipeline;

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "pipeline/present/pipeline_summary.hpp"
-#include "pipeline_fixtures.hpp"
+#include "tests/pipeline_fixtures.hpp"
 
 using namespace opmeter;
 using namespace opmeter::pipeline;

@@ -14,7 +14,7 @@
 #include "predict/ceilings.hpp"
 #include "predict/features.hpp"
 #include "predict/sample.hpp"
-#include "result_fixtures.hpp"
+#include "tests/result_fixtures.hpp"
 
 namespace opmeter::predict {
 namespace {

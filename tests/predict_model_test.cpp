@@ -3,7 +3,7 @@
 
 #include "opmeter/errors.hpp"
 #include "predict/model.hpp"
-#include "predict_model_fixtures.hpp"
+#include "tests/predict_model_fixtures.hpp"
 
 using namespace opmeter;
 using namespace opmeter::predict;

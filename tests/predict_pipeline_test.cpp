@@ -5,7 +5,7 @@
 #include "opmeter/pipeline.hpp"
 #include "predict/analytic.hpp"
 #include "predict/pipeline_prediction.hpp"
-#include "predict_model_fixtures.hpp"
+#include "tests/predict_model_fixtures.hpp"
 
 using namespace opmeter;
 using namespace opmeter::predict;

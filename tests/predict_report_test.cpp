@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "browser_render.hpp"
+#include "tests/browser_render.hpp"
 #include "predict/report.hpp"
 #include "predict/report_parts.hpp"
 #include "report/chart_assets.hpp"

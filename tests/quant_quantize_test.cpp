@@ -8,7 +8,7 @@
 #include <random>
 
 #include "opmeter/dtype.hpp"
-#include "quant/quantize.hpp"
+#include "ops/linear/quant/quantize.hpp"
 
 using namespace opmeter;
 using namespace opmeter::quant;

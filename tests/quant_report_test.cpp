@@ -3,11 +3,11 @@
 #include <gtest/gtest.h>
 
 #include "analysis/quantization.hpp"
-#include "browser_render.hpp"
+#include "tests/browser_render.hpp"
 #include "report/chart_assets.hpp"
 #include "report/charts.hpp"
 #include "report/report.hpp"
-#include "result_fixtures.hpp"
+#include "tests/result_fixtures.hpp"
 
 using namespace opmeter;
 using fixtures::measured;

@@ -3,7 +3,7 @@
 // after one warm-up call, no cool-down and no sustained window.
 #include <cstddef>
 
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 
 namespace opmeter::testing {
 

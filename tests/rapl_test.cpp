@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "opmeter/backend.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 #include "sensors/rapl.hpp"
 #include "tests/quick_options.hpp"
 

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "results/result_set.hpp"
-#include "result_fixtures.hpp"
+#include "tests/result_fixtures.hpp"
 
 namespace opmeter::fixtures {
 

@@ -9,9 +9,9 @@
 #include "opmeter/errors.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 #include "report/chart_assets.hpp"
-#include "report_fixture.hpp"
+#include "tests/report_fixture.hpp"
 
 using namespace opmeter;
 using namespace opmeter::fixtures;

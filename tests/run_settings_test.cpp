@@ -11,7 +11,7 @@
 #include "cli/commands.hpp"
 #include "engine/run_settings.hpp"
 #include "opmeter/backend.hpp"
-#include "opmeter/config.hpp"
+#include "config/config.hpp"
 
 using namespace opmeter;
 

@@ -7,7 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "engine/stopping_settings.hpp"
-#include "opmeter/config.hpp"
+#include "config/config.hpp"
 
 using namespace opmeter;
 

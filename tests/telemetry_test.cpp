@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include "opmeter/telemetry.hpp"
+#include "sensors/telemetry.hpp"
 #include "tests/test_paths.hpp"
 
 using namespace opmeter;

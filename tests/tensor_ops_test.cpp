@@ -7,7 +7,7 @@
 
 #include "analysis/fusion.hpp"
 #include "opmeter/registry.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 #include "tests/result_fixtures.hpp"
 #include "ops/conv/conv.hpp"
 #include "ops/tensor/kernels.hpp"

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "opmeter/config.hpp"
+#include "config/config.hpp"
 #include "opmeter/registry.hpp"
 #include "ops/linear/linear.hpp"
 #include "results/result_set.hpp"

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "analysis/training.hpp"
-#include "result_fixtures.hpp"
+#include "tests/result_fixtures.hpp"
 
 using namespace opmeter;
 using fixtures::measured;

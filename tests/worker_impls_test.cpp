@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 
 #include "opmeter/registry.hpp"
-#include "test_paths.hpp"
+#include "tests/test_paths.hpp"
 #include "worker/worker_impls.hpp"
 
 using namespace opmeter;

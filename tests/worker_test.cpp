@@ -8,7 +8,7 @@
 
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 #include "tests/cli_helpers.hpp"
 #include "worker/shared_worker.hpp"
 #include "worker/user_kernels.hpp"

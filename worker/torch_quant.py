@@ -1,7 +1,7 @@
 """PyTorch's own quantized linear kernels (impl `torch_quant`) and torchao's `quantize_` (impl
-`torchao`), for `linear` and `ln_linear_<act>` cases with quant=RECIPE (src/quant/recipe.hpp).
+`torchao`), for `linear` and `ln_linear_<act>` cases with quant=RECIPE (ops/linear/quant/recipe.hpp).
 
-torch_quant quantizes W here exactly as opmeter does (src/quant/quantize.cpp: the same codes,
+torch_quant quantizes W here exactly as opmeter does (ops/linear/quant/quantize.cpp: the same codes,
 scales and zeros), lays them out as each kernel wants, and quantizes dynamic recipes' activations
 per call as opmeter's kernels do. opmeter's check then gates the output against the same recipe
 in fp64 and reports the same SQNR as for its own impl `opmeter_quant`:
@@ -54,7 +54,7 @@ def layer_of(case):
     raise Unsupported(f"{case.impl} runs linear and ln_linear_<act>, not {case.op}")
 
 
-# --- opmeter's quantization (src/quant/quantize.cpp), value for value ---
+# --- opmeter's quantization (ops/linear/quant/quantize.cpp), value for value ---
 
 def round_to(t, scale_dtype):
     """fp32 values rounded to the scales' stored type (the activations' 16-bit type, else fp32)."""

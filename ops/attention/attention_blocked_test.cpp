@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/registry.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 #include "ops/attention/attention_blocked.hpp"
 #include "tests/quick_options.hpp"
 

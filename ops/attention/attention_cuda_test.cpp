@@ -5,9 +5,9 @@
 
 #include <fmt/format.h>
 
-#include "cuda/cuda_plugin.hpp"
+#include "opmeter/cuda/cuda_plugin.hpp"
 #include "opmeter/registry.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 #include "tests/cli_helpers.hpp"
 #include "tests/quick_options.hpp"
 

@@ -13,11 +13,11 @@
 
 #include "opmeter/backend.hpp"
 #include "opmeter/buffer.hpp"
-#include "opmeter/config.hpp"
+#include "config/config.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 
 namespace opmeter::bandwidth {
 

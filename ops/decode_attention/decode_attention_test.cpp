@@ -9,10 +9,10 @@
 
 #include <fmt/format.h>
 
-#include "cuda/cuda_plugin.hpp"
+#include "opmeter/cuda/cuda_plugin.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 #include "ops/decode_attention/decode_attention.hpp"
 #include "ops/decode_attention/decode_attention_cpu.hpp"
 #include "tests/cli_helpers.hpp"

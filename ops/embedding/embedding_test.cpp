@@ -7,7 +7,7 @@
 
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 #include "ops/embedding/embedding.hpp"
 #include "tests/cli_helpers.hpp"
 #include "tests/gpu_op_sweep.hpp"

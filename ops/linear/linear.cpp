@@ -7,7 +7,7 @@
 
 #include "ops/activation/activation.hpp"
 #include "ops/linear/train_params.hpp"
-#include "quant/recipe.hpp"
+#include "ops/linear/quant/recipe.hpp"
 #include "opmeter/errors.hpp"
 
 namespace opmeter::linear {

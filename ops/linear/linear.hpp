@@ -24,7 +24,7 @@ std::vector<std::string> linear_ops();
 Work fused_work(const Case& c);
 Work unfused_work(const Case& c);
 
-// Optional parameters (see OptionalParam): `quant=RECIPE` (src/quant/recipe.hpp) and `mode=train`.
+// Optional parameters (see OptionalParam): `quant=RECIPE` (ops/linear/quant/recipe.hpp) and `mode=train`.
 inline constexpr const char* kQuant = "quant";
 inline constexpr const char* kMode = "mode";
 inline constexpr const char* kTrain = "train";

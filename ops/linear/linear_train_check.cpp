@@ -14,7 +14,7 @@
 
 #include "ops/activation/activation.hpp"
 #include "ops/linear/linear.hpp"
-#include "quant/recipe.hpp"
+#include "ops/linear/quant/recipe.hpp"
 
 namespace opmeter::linear {
 namespace {

@@ -5,9 +5,9 @@
 
 #include <cmath>
 
-#include "opmeter/config.hpp"
+#include "config/config.hpp"
 #include "opmeter/registry.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 #include "ops/activation/activation.hpp"
 #include "ops/linear/linear.hpp"
 #include "tests/cli_helpers.hpp"

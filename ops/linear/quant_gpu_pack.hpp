@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "quant/quantize.hpp"
+#include "ops/linear/quant/quantize.hpp"
 
 namespace opmeter::linear::gpu_pack {
 

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "quant/quantize.hpp"
+#include "ops/linear/quant/quantize.hpp"
 
 namespace opmeter::linear {
 

@@ -1,6 +1,6 @@
 #pragma once
 // A linear layer (linear, ln_linear_<act>) run by a quantization recipe (case parameter `quant`,
-// src/quant/recipe.hpp). Same inputs as LinearOp, except that W is drawn from a Gaussian (its
+// ops/linear/quant/recipe.hpp). Same inputs as LinearOp, except that W is drawn from a Gaussian (its
 // tails are what int4 scales must cover); the impl quantizes W once at setup (quantized_weights)
 // and, for dynamic recipes, the activations on every call.
 //
@@ -17,7 +17,7 @@
 #include <mutex>
 
 #include "ops/linear/linear.hpp"
-#include "quant/quantize.hpp"
+#include "ops/linear/quant/quantize.hpp"
 
 namespace opmeter::linear {
 

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "opmeter/registry.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 #include "ops/linear/quant_linear.hpp"
 #include "results/result_set.hpp"
 #include "tests/cli_helpers.hpp"

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "opmeter/registry.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 #include "tests/quick_options.hpp"
 #include "tests/torch_worker.hpp"
 

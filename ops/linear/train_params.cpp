@@ -5,7 +5,7 @@
 
 #include "opmeter/errors.hpp"
 #include "ops/linear/linear.hpp"
-#include "quant/recipe.hpp"
+#include "ops/linear/quant/recipe.hpp"
 
 namespace opmeter::linear {
 namespace {

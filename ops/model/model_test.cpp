@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "opmeter/registry.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 #include "ops/model/model_spec.hpp"
 #include "tests/cli_helpers.hpp"
 #include "tests/quick_options.hpp"

@@ -8,13 +8,13 @@
 
 #include <fmt/format.h>
 
-#include "src/cuda/kernel_gate.hpp"
+#include "opmeter/cuda/kernel_gate.hpp"
 
 #include "opmeter/backend.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 
 namespace opmeter::peak {
 

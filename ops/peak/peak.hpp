@@ -16,7 +16,7 @@ struct Case;
 struct Support;
 }  // namespace opmeter
 namespace opmeter::cuda {
-enum class Kernels;  // src/cuda/kernel_gate.hpp (the kernels here are also built as CUDA C++17)
+enum class Kernels;  // include/opmeter/cuda/kernel_gate.hpp (the kernels here are also built as CUDA C++17)
 }  // namespace opmeter::cuda
 
 namespace opmeter::peak {
@@ -81,7 +81,7 @@ constexpr double flops(DType d, Kind k) {
 
 // Which group of opmeter's CUDA kernels a valid peak/cuda case runs: the FMA chains are plain
 // CUDA-core code, mma.sync needs 8.0 (fp8: 8.9), wgmma sm_90a code. The plugin gates the case by
-// that group's needs and the architectures it was built for (src/cuda/kernel_gate.hpp).
+// that group's needs and the architectures it was built for (include/opmeter/cuda/kernel_gate.hpp).
 cuda::Kernels cuda_kernels(const Case& c);
 
 // The peak kernels a case of this dtype can name (the config plans them all).

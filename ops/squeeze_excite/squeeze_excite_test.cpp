@@ -10,10 +10,10 @@
 
 #include <fmt/format.h>
 
-#include "cuda/cuda_plugin.hpp"
+#include "opmeter/cuda/cuda_plugin.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 #include "ops/squeeze_excite/squeeze_excite.hpp"
 #include "ops/squeeze_excite/squeeze_excite_cpu.hpp"
 #include "tests/cli_helpers.hpp"

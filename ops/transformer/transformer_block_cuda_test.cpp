@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/registry.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 #include "ops/transformer/head_layout_index.hpp"
 #include "tests/cli_helpers.hpp"
 #include "tests/gpu_op_sweep.hpp"

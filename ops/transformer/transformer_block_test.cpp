@@ -8,7 +8,7 @@
 
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 #include "ops/transformer/transformer_block.hpp"
 #include "tests/cli_helpers.hpp"
 #include "tests/quick_options.hpp"

@@ -1,6 +1,6 @@
 #pragma once
 // transformer_block run by a weight-only quantization recipe (case parameter `quant`,
-// src/quant/recipe.hpp) on its four weight matrices (Wqkv, Wo, W1, W2). Same inputs as
+// ops/linear/quant/recipe.hpp) on its four weight matrices (Wqkv, Wo, W1, W2). Same inputs as
 // TransformerBlockOp, except that the weights are Gaussian (their tails are what int4 scales must
 // cover), quantized once per distinct input.
 //
@@ -14,7 +14,7 @@
 #include <mutex>
 
 #include "ops/transformer/transformer_block.hpp"
-#include "quant/quantize.hpp"
+#include "ops/linear/quant/quantize.hpp"
 
 namespace opmeter::transformer {
 

@@ -11,7 +11,7 @@
 
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 #include "ops/transformer/transformer_quant.hpp"
 #include "tests/quick_options.hpp"
 

@@ -8,7 +8,7 @@
 #include "opmeter/buffer.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
-#include "opmeter/telemetry.hpp"
+#include "sensors/telemetry.hpp"
 
 namespace opmeter {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 
 namespace opmeter {
 

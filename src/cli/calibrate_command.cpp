@@ -9,7 +9,7 @@
 #include "cli/cache_cases.hpp"
 #include "cli/commands.hpp"
 #include "opmeter/backend.hpp"
-#include "opmeter/config.hpp"
+#include "config/config.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
 #include "analysis/fusion.hpp"

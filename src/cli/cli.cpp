@@ -7,7 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "opmeter/errors.hpp"
-#include "opmeter/interrupt.hpp"
+#include "util/interrupt.hpp"
 #include "plugins/c_plugin.hpp"
 
 namespace opmeter {

@@ -10,9 +10,9 @@
 
 #include "engine/run_settings.hpp"
 #include "engine/stopping_settings.hpp"
-#include "opmeter/config.hpp"
-#include "opmeter/pipeline_plan.hpp"
-#include "opmeter/runner.hpp"
+#include "config/config.hpp"
+#include "pipeline/pipeline_plan.hpp"
+#include "engine/runner.hpp"
 #include "results/result_set.hpp"
 
 namespace opmeter {

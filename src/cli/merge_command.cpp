@@ -6,7 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "opmeter/errors.hpp"
-#include "opmeter/reporter_registry.hpp"
+#include "report/reporter_registry.hpp"
 #include "report/reporters.hpp"
 #include "results/run_dir.hpp"
 #include "scale/merge.hpp"

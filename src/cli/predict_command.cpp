@@ -16,10 +16,10 @@
 #include "util/output_path.hpp"
 #include "cli/validators.hpp"
 #include "engine/stopping_settings.hpp"
-#include "opmeter/config.hpp"
+#include "config/config.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
-#include "opmeter/interrupt.hpp"
+#include "util/interrupt.hpp"
 #include "pipeline/present/pipeline_outputs.hpp"
 #include "opmeter/registry.hpp"  // validate_case
 #include "predict/ceilings.hpp"

@@ -1,5 +1,5 @@
 // YAML configs and built-in suites -> a list of cases.
-#include "opmeter/config.hpp"
+#include "config/config.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/backend.hpp"
-#include "opmeter/config.hpp"
+#include "config/config.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 

@@ -8,7 +8,7 @@
 
 #include "config/pipeline_config.hpp"
 #include "opmeter/errors.hpp"
-#include "opmeter/pipeline_plan.hpp"
+#include "pipeline/pipeline_plan.hpp"
 
 namespace opmeter {
 namespace {

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "opmeter/config.hpp"
+#include "config/config.hpp"
 #include "opmeter/dtype.hpp"
 
 namespace opmeter {

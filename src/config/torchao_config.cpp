@@ -14,7 +14,7 @@
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "ops/linear/linear.hpp"
-#include "quant/recipe.hpp"
+#include "ops/linear/quant/recipe.hpp"
 
 namespace opmeter {
 namespace {

@@ -9,7 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "config/yaml_reader.hpp"
-#include "opmeter/config.hpp"
+#include "config/config.hpp"
 
 namespace opmeter {
 

@@ -6,11 +6,11 @@
 #include <fmt/format.h>
 
 #include "opmeter/backend.hpp"
-#include "cuda/cuda_plugin.hpp"
+#include "opmeter/cuda/cuda_plugin.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/result.hpp"
-#include "opmeter/telemetry.hpp"
-#include "ops/peak/datasheet.hpp"
+#include "sensors/telemetry.hpp"
+#include "cuda/datasheet.hpp"
 
 namespace opmeter::cuda {
 namespace {

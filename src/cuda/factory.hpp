@@ -9,7 +9,7 @@
 
 namespace opmeter::cuda {
 
-struct DeviceProps;  // the plugin's view of a device (src/cuda/plugin/device.hpp)
+struct DeviceProps;  // the plugin's view of a device (include/opmeter/cuda/device.hpp)
 
 struct Factory {
   // What this device runs (dtype by compute capability, kernel builds, library support).

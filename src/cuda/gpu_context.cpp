@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "cuda/cuda_plugin.hpp"
-#include "opmeter/telemetry.hpp"
+#include "opmeter/cuda/cuda_plugin.hpp"
+#include "sensors/telemetry.hpp"
 
 namespace opmeter::cuda {
 namespace {

@@ -1,4 +1,4 @@
-#include "src/cuda/kernel_gate.hpp"
+#include "opmeter/cuda/kernel_gate.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "cuda/cuda_plugin.hpp"
+#include "opmeter/cuda/cuda_plugin.hpp"
 
 namespace opmeter::cuda {
 namespace {

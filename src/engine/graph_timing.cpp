@@ -1,4 +1,4 @@
-#include "opmeter/graph_timing.hpp"
+#include "engine/graph_timing.hpp"
 
 namespace opmeter {
 

@@ -17,7 +17,7 @@
 #include "engine/run_settings.hpp"
 #include "engine/stopping_settings.hpp"
 #include "opmeter/context.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 #include "util/private_temp.hpp"
 
 extern char** environ;

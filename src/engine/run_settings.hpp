@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "opmeter/case.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 
 namespace opmeter {
 

@@ -1,4 +1,4 @@
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 
 #include <omp.h>
 
@@ -20,7 +20,7 @@
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/sensor.hpp"
-#include "opmeter/telemetry.hpp"
+#include "sensors/telemetry.hpp"
 #include "results/calibration_profile.hpp"
 
 namespace opmeter {

@@ -1,5 +1,5 @@
 // Pipelines to cases, and the rounds that move skipped layers to their next impl.
-#include "opmeter/pipeline_plan.hpp"
+#include "pipeline/pipeline_plan.hpp"
 
 #include <algorithm>
 #include <map>

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "opmeter/pipeline_plan.hpp"
+#include "pipeline/pipeline_plan.hpp"
 #include "opmeter/result.hpp"
 #include "pipeline/present/pipeline_summary.hpp"
 

@@ -8,7 +8,7 @@
 
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 #include "results/calibration_profile.hpp"
 
 namespace opmeter::predict {

@@ -12,7 +12,7 @@
 
 #include "opmeter/dtype.hpp"
 #include "opmeter/errors.hpp"
-#include "opmeter/interrupt.hpp"
+#include "util/interrupt.hpp"
 #include "opmeter/result.hpp"
 
 namespace opmeter::predict {

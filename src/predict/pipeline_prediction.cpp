@@ -10,7 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "opmeter/errors.hpp"
-#include "opmeter/pipeline_plan.hpp"
+#include "pipeline/pipeline_plan.hpp"
 #include "predict/analytic.hpp"
 
 namespace opmeter::predict {

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "opmeter/config.hpp"
+#include "config/config.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 

@@ -11,7 +11,7 @@
 
 #include "analysis/fusion.hpp"
 #include "opmeter/registry.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 #include "opmeter/sensor.hpp"
 #include "report/vega_spec.hpp"
 

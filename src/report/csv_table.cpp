@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "opmeter/reporter_registry.hpp"
+#include "report/reporter_registry.hpp"
 #include "report/reporters.hpp"
 #include "opmeter/result_fields.hpp"
 

@@ -5,7 +5,7 @@
 #include "analysis/fusion.hpp"
 #include "analysis/quantization.hpp"
 #include "analysis/training.hpp"
-#include "opmeter/reporter_registry.hpp"
+#include "report/reporter_registry.hpp"
 #include "report/reporters.hpp"
 #include "opmeter/result_fields.hpp"
 

@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "analysis/quantization.hpp"
-#include "opmeter/reporter_registry.hpp"
+#include "report/reporter_registry.hpp"
 #include "report/reporters.hpp"
 
 namespace opmeter {

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "report/report.hpp"
-#include "opmeter/reporter_registry.hpp"
+#include "report/reporter_registry.hpp"
 #include "report/reporters.hpp"
 
 namespace opmeter {

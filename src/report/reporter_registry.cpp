@@ -1,4 +1,4 @@
-#include "opmeter/reporter_registry.hpp"
+#include "report/reporter_registry.hpp"
 
 #include <algorithm>
 

@@ -4,7 +4,7 @@
 
 #include "opmeter/dtype.hpp"
 #include "opmeter/errors.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 
 namespace opmeter {
 namespace {

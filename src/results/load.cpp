@@ -10,7 +10,7 @@
 #include "opmeter/errors.hpp"
 #include "results/result_set.hpp"
 #include "results/run_dir.hpp"
-#include "opmeter/runner.hpp"
+#include "engine/runner.hpp"
 
 namespace opmeter {
 namespace fs = std::filesystem;

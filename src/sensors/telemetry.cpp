@@ -1,4 +1,4 @@
-#include "opmeter/telemetry.hpp"
+#include "sensors/telemetry.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "opmeter/interrupt.hpp"
+#include "util/interrupt.hpp"
 
 #include <signal.h>
 

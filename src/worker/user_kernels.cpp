@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/errors.hpp"
-#include "opmeter/interrupt.hpp"
+#include "util/interrupt.hpp"
 #include "opmeter/registry.hpp"
 #include "worker/shared_worker.hpp"
 #include "worker/worker_impl.hpp"

@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "opmeter/interrupt.hpp"
+#include "util/interrupt.hpp"
 #include "worker/worker_impls.hpp"
 
 extern char** environ;

@@ -2,7 +2,7 @@
 """The worker's quantized linear impls (worker/torch_quant.py) on the CPU, with any torch:
 
   - opmeter's quantization redone here element by element, in plain Python floats (the recipe's
-    definition in src/quant/quantize.cpp), equals torch_quant's vectorised one code for code;
+    definition in ops/linear/quant/quantize.cpp), equals torch_quant's vectorised one code for code;
   - PyTorch's kernels replaced by stand-ins written from their documented semantics (tinygemm's
     packed nibbles and (q - 8) * scale + zero, _int_mm's s32 product, _weight_int8pack_mm's
     per-channel scales): each recipe's output equals the recipe computed in fp64 from the
@@ -53,7 +53,7 @@ class FakeCase:
         return int(self.params.get(key, default))
 
 
-# --- opmeter's quantization, one element at a time (src/quant/quantize.cpp) ---
+# --- opmeter's quantization, one element at a time (ops/linear/quant/quantize.cpp) ---
 
 def f32(v):
     return struct.unpack("f", struct.pack("f", v))[0]

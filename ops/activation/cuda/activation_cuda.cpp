@@ -4,7 +4,7 @@
 
 #include "ops/activation/activation.hpp"
 #include "ops/activation/cuda/activation_kernels.hpp"
-#include "src/cuda/plugin/device_impl.hpp"
+#include "opmeter/cuda/device_impl.hpp"
 
 namespace opmeter::activation {
 namespace {

@@ -3,7 +3,7 @@
 // no GPU or plugin is), and into the CUDA plugin, which makes them through the factories beside
 // their kernels in this folder.
 #include "ops/tensor/kernels.hpp"
-#include "src/cuda/cuda_impl.hpp"
+#include "cuda/cuda_impl.hpp"
 
 namespace opmeter::activation {
 // The plugin's factory, beside the kernels in this folder (used only where the plugin compiles this file).

@@ -9,7 +9,7 @@
 #include <algorithm>
 
 #include "ops/activation/cuda/activation_kernels.hpp"
-#include "src/cuda/plugin/vector_io.cuh"
+#include "opmeter/cuda/vector_io.cuh"
 
 namespace opmeter::activation {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "opmeter/dtype.hpp"
 #include "ops/tensor/kernels.hpp"
-#include "src/cuda/plugin/sm_info.hpp"
+#include "opmeter/cuda/sm_info.hpp"
 
 namespace opmeter::activation {
 

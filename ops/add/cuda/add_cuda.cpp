@@ -2,7 +2,7 @@
 // output brought back for the spec's check.
 #include "ops/add/add.hpp"
 #include "ops/add/cuda/add_kernel.hpp"
-#include "src/cuda/plugin/device_impl.hpp"
+#include "opmeter/cuda/device_impl.hpp"
 
 namespace opmeter::add {
 namespace {

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "ops/add/cuda/add_kernel.hpp"
-#include "src/cuda/plugin/float_convert.cuh"
+#include "opmeter/cuda/float_convert.cuh"
 
 namespace opmeter::add {
 namespace {

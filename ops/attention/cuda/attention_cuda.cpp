@@ -5,7 +5,7 @@
 
 #include "ops/attention/attention.hpp"
 #include "ops/attention/cuda/flash_attention.hpp"
-#include "src/cuda/plugin/device_impl.hpp"
+#include "opmeter/cuda/device_impl.hpp"
 
 namespace opmeter::attention {
 namespace {

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "ops/attention/attention.hpp"
-#include "src/cuda/cuda_impl.hpp"
+#include "cuda/cuda_impl.hpp"
 
 namespace opmeter::attention {
 // The plugin's factories, beside the kernels in this folder (used only where the plugin compiles this file).

@@ -12,7 +12,7 @@
 #include "ops/attention/attention.hpp"
 #include "ops/attention/cuda/masked_softmax.hpp"
 #include "ops/gemm/cuda/gemm_gpu.hpp"
-#include "src/cuda/plugin/device_impl.hpp"
+#include "opmeter/cuda/device_impl.hpp"
 
 namespace opmeter::attention {
 namespace {

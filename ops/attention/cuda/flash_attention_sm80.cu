@@ -29,7 +29,7 @@
 #include <type_traits>
 
 #include "ops/attention/cuda/flash_attention.hpp"
-#include "src/cuda/plugin/device.hpp"
+#include "opmeter/cuda/device.hpp"
 
 namespace opmeter::attention {
 namespace {

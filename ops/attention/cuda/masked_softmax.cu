@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "ops/attention/cuda/masked_softmax.hpp"
-#include "src/cuda/plugin/float_convert.cuh"
+#include "opmeter/cuda/float_convert.cuh"
 
 namespace opmeter::attention {
 namespace {

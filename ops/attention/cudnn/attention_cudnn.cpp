@@ -11,8 +11,8 @@
 #include <fmt/format.h>
 
 #include "ops/attention/attention.hpp"
-#include "src/cuda/cudnn/graph.hpp"
-#include "src/cuda/plugin/device_impl.hpp"
+#include "opmeter/cuda/cudnn_graph.hpp"
+#include "opmeter/cuda/device_impl.hpp"
 
 namespace opmeter::attention {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "ops/bandwidth/bandwidth.hpp"
 #include "ops/bandwidth/cuda/bandwidth_kernels.hpp"
-#include "src/cuda/plugin/device.hpp"
+#include "opmeter/cuda/device.hpp"
 
 namespace opmeter::bandwidth {
 namespace {

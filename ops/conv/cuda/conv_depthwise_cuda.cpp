@@ -8,7 +8,7 @@
 
 #include "ops/conv/conv.hpp"
 #include "ops/conv/cuda/depthwise_kernel.hpp"
-#include "src/cuda/plugin/device_impl.hpp"
+#include "opmeter/cuda/device_impl.hpp"
 
 namespace opmeter::conv {
 namespace {

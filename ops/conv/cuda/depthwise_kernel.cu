@@ -11,7 +11,7 @@
 #include <algorithm>
 
 #include "ops/linear/cuda/linear_act_math.cuh"
-#include "src/cuda/plugin/float_convert.cuh"
+#include "opmeter/cuda/float_convert.cuh"
 
 namespace opmeter::conv {
 namespace {

@@ -22,8 +22,8 @@
 
 #include "ops/conv/conv.hpp"
 #include "ops/conv/cudnn/channel_pass.hpp"
-#include "src/cuda/cudnn/graph.hpp"
-#include "src/cuda/plugin/device_impl.hpp"
+#include "opmeter/cuda/cudnn_graph.hpp"
+#include "opmeter/cuda/device_impl.hpp"
 
 namespace opmeter::conv {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "ops/decode_attention/cuda/decode_kernels.hpp"
 #include "ops/decode_attention/decode_attention.hpp"
-#include "src/cuda/plugin/device_impl.hpp"
+#include "opmeter/cuda/device_impl.hpp"
 
 namespace opmeter::decode_attention {
 namespace {

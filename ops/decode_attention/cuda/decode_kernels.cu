@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 
 #include "ops/decode_attention/cuda/decode_kernels.hpp"
-#include "src/cuda/plugin/reduce.cuh"
-#include "src/cuda/plugin/vector_io.cuh"
+#include "opmeter/cuda/reduce.cuh"
+#include "opmeter/cuda/vector_io.cuh"
 
 namespace opmeter::decode_attention {
 namespace {

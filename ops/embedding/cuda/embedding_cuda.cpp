@@ -4,7 +4,7 @@
 
 #include "ops/embedding/cuda/embedding_kernel.hpp"
 #include "ops/embedding/embedding.hpp"
-#include "src/cuda/plugin/device_impl.hpp"
+#include "opmeter/cuda/device_impl.hpp"
 
 namespace opmeter::embedding {
 namespace {

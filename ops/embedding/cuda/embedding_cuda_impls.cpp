@@ -2,7 +2,7 @@
 // compiled into opmeter, which lists and plans them on any machine (`skipped` with the reason where
 // no GPU or plugin is), and into the CUDA plugin, which makes them through the factories beside
 // their kernels in this folder.
-#include "src/cuda/cuda_impl.hpp"
+#include "cuda/cuda_impl.hpp"
 
 namespace opmeter::embedding {
 // The plugin's factory, beside the kernels in this folder (used only where the plugin compiles this file).

@@ -7,7 +7,7 @@
 
 #include "opmeter/dtype.hpp"
 #include "opmeter/op.hpp"
-#include "src/cuda/plugin/device.hpp"
+#include "opmeter/cuda/device.hpp"
 
 namespace opmeter::gemm {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "ops/gemm/gemm.hpp"
-#include "src/cuda/plugin/device.hpp"
+#include "opmeter/cuda/device.hpp"
 
 namespace opmeter::gemm {
 

@@ -4,7 +4,7 @@
 #include <cuda_fp16.h>
 
 #include "ops/gemm/cuda/gemm_reference_kernel.hpp"
-#include "src/cuda/plugin/float_convert.cuh"
+#include "opmeter/cuda/float_convert.cuh"
 
 namespace opmeter::gemm {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "opmeter/dtype.hpp"
-#include "src/cuda/plugin/device.hpp"
+#include "opmeter/cuda/device.hpp"
 
 namespace opmeter::gemm {
 

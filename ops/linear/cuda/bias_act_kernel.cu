@@ -9,7 +9,7 @@
 
 #include "ops/linear/cuda/bias_act_kernel.hpp"
 #include "ops/linear/cuda/linear_act_math.cuh"
-#include "src/cuda/plugin/float_convert.cuh"
+#include "opmeter/cuda/float_convert.cuh"
 
 namespace opmeter::linear {
 namespace {

@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "ops/linear/cuda/layernorm_train_kernel.hpp"
-#include "src/cuda/plugin/float_convert.cuh"
+#include "opmeter/cuda/float_convert.cuh"
 
 namespace opmeter::linear {
 namespace {

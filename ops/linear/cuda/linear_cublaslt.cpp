@@ -19,7 +19,7 @@
 #include "ops/linear/linear.hpp"
 #include "ops/linear/linear_cuda.hpp"
 #include "ops/norm/cuda/norm_kernels.hpp"
-#include "src/cuda/plugin/device_impl.hpp"
+#include "opmeter/cuda/device_impl.hpp"
 
 namespace opmeter::linear {
 namespace {

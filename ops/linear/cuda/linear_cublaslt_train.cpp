@@ -18,7 +18,7 @@
 #include "ops/linear/cuda/bias_act_kernel.hpp"
 #include "ops/linear/cuda/layernorm_train_kernel.hpp"
 #include "ops/linear/linear.hpp"
-#include "src/cuda/plugin/device_impl.hpp"
+#include "opmeter/cuda/device_impl.hpp"
 
 namespace opmeter::linear {
 namespace {

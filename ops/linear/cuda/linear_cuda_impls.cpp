@@ -15,7 +15,7 @@
 
 #include "ops/linear/linear.hpp"
 #include "ops/linear/linear_cuda.hpp"
-#include "src/cuda/cuda_impl.hpp"
+#include "cuda/cuda_impl.hpp"
 
 namespace opmeter::linear {
 using tensor::Act;

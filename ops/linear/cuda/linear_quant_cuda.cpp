@@ -22,7 +22,7 @@
 #include "ops/linear/quant_gpu_pack.hpp"
 #include "ops/linear/quant_linear.hpp"
 #include "ops/norm/cuda/norm_kernels.hpp"
-#include "src/cuda/plugin/device.hpp"
+#include "opmeter/cuda/device.hpp"
 
 namespace opmeter::linear {
 namespace {

@@ -2,7 +2,7 @@
 // (src/cuda/cuda_impl.hpp). This file is compiled into opmeter, which lists and plans them on any
 // machine (`skipped` with the reason where no GPU or plugin is), and into the CUDA plugin, which
 // makes them through the factories beside their kernels in this folder.
-//   cuda_quant  every recipe of src/quant/recipe.hpp:
+//   cuda_quant  every recipe of ops/linear/quant/recipe.hpp:
 //     weight-only (int8wo, int4wo-G, hqq-int4-G, float8wo): our mma.sync kernel, the codes
 //       decoded in registers inside the GEMM, split-K for decode shapes;
 //     int8dq: our per-token quantize kernel, cuBLASLt s8 x s8 -> s32, our scale epilogue;
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "ops/linear/linear.hpp"
-#include "src/cuda/cuda_impl.hpp"
+#include "cuda/cuda_impl.hpp"
 
 namespace opmeter::linear {
 // The plugin's factory, beside the kernels in this folder (used only where the plugin compiles this file).

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "ops/linear/linear.hpp"
-#include "src/cuda/cuda_impl.hpp"
+#include "cuda/cuda_impl.hpp"
 
 namespace opmeter::linear {
 

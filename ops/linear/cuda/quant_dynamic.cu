@@ -12,8 +12,8 @@
 
 #include "ops/linear/cuda/quant_act.cuh"
 #include "ops/linear/cuda/quant_kernels.hpp"
-#include "src/cuda/plugin/float_convert.cuh"
-#include "src/cuda/plugin/reduce.cuh"
+#include "opmeter/cuda/float_convert.cuh"
+#include "opmeter/cuda/reduce.cuh"
 
 namespace opmeter::linear::quant_cuda {
 namespace {

@@ -17,7 +17,7 @@
 
 #include "ops/linear/cuda/quant_act.cuh"
 #include "ops/linear/cuda/quant_kernels.hpp"
-#include "src/cuda/plugin/float_convert.cuh"
+#include "opmeter/cuda/float_convert.cuh"
 
 namespace opmeter::linear::quant_cuda {
 namespace {

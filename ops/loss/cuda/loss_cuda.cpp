@@ -3,7 +3,7 @@
 // spec's check.
 #include "ops/loss/cuda/loss_kernels.hpp"
 #include "ops/loss/loss.hpp"
-#include "src/cuda/plugin/device_impl.hpp"
+#include "opmeter/cuda/device_impl.hpp"
 
 namespace opmeter::loss {
 namespace {

@@ -11,8 +11,8 @@
 #include <fmt/format.h>
 
 #include "ops/loss/cuda/loss_kernels.hpp"
-#include "src/cuda/plugin/reduce.cuh"
-#include "src/cuda/plugin/vector_io.cuh"
+#include "opmeter/cuda/reduce.cuh"
+#include "opmeter/cuda/vector_io.cuh"
 
 namespace opmeter::loss {
 namespace {

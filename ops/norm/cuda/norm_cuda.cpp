@@ -4,7 +4,7 @@
 
 #include "ops/norm/cuda/norm_kernels.hpp"
 #include "ops/norm/norm.hpp"
-#include "src/cuda/plugin/device_impl.hpp"
+#include "opmeter/cuda/device_impl.hpp"
 
 namespace opmeter::norm {
 namespace {

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "ops/norm/norm.hpp"
-#include "src/cuda/cuda_impl.hpp"
+#include "cuda/cuda_impl.hpp"
 
 namespace opmeter::norm {
 // The plugin's factory, beside the kernels in this folder (used only where the plugin compiles this file).

@@ -13,8 +13,8 @@
 
 #include "ops/norm/cuda/norm_kernels.hpp"
 #include "ops/tensor/kernels.hpp"
-#include "src/cuda/plugin/reduce.cuh"
-#include "src/cuda/plugin/vector_io.cuh"
+#include "opmeter/cuda/reduce.cuh"
+#include "opmeter/cuda/vector_io.cuh"
 
 namespace opmeter::norm {
 namespace {

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "opmeter/dtype.hpp"
-#include "src/cuda/plugin/sm_info.hpp"
+#include "opmeter/cuda/sm_info.hpp"
 
 namespace opmeter::norm {
 

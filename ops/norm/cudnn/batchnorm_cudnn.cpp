@@ -8,8 +8,8 @@
 
 #include "ops/norm/norm.hpp"
 #include "ops/tensor/kernels.hpp"
-#include "src/cuda/cudnn/graph.hpp"
-#include "src/cuda/plugin/device_impl.hpp"
+#include "opmeter/cuda/cudnn_graph.hpp"
+#include "opmeter/cuda/device_impl.hpp"
 
 namespace opmeter::norm {
 namespace {

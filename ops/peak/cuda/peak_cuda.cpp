@@ -9,7 +9,7 @@
 
 #include "ops/peak/cuda/peak_kernel.hpp"
 #include "ops/peak/peak.hpp"
-#include "src/cuda/plugin/device.hpp"
+#include "opmeter/cuda/device.hpp"
 
 namespace opmeter::peak {
 namespace {

@@ -2,7 +2,7 @@
 // brought back for the spec's check.
 #include "ops/pool/cuda/pool_kernel.hpp"
 #include "ops/pool/pool.hpp"
-#include "src/cuda/plugin/device_impl.hpp"
+#include "opmeter/cuda/device_impl.hpp"
 
 namespace opmeter::pool {
 namespace {

@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "ops/pool/cuda/pool_kernel.hpp"
-#include "src/cuda/plugin/float_convert.cuh"
-#include "src/cuda/plugin/reduce.cuh"
+#include "opmeter/cuda/float_convert.cuh"
+#include "opmeter/cuda/reduce.cuh"
 
 namespace opmeter::pool {
 namespace {

@@ -3,7 +3,7 @@
 // impl's ImplDef (squeeze_excite_cuda_impls.cpp).
 #include "ops/squeeze_excite/cuda/squeeze_excite_kernels.hpp"
 #include "ops/squeeze_excite/squeeze_excite.hpp"
-#include "src/cuda/plugin/device_impl.hpp"
+#include "opmeter/cuda/device_impl.hpp"
 
 namespace opmeter::squeeze_excite {
 namespace {

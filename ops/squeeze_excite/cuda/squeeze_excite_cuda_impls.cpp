@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "ops/squeeze_excite/squeeze_excite.hpp"
-#include "src/cuda/cuda_impl.hpp"
+#include "cuda/cuda_impl.hpp"
 
 namespace opmeter::squeeze_excite {
 // The plugin's factory, beside the kernels in this folder (used only where the plugin compiles this file).

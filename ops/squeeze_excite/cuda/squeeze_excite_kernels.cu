@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "ops/squeeze_excite/cuda/squeeze_excite_kernels.hpp"
-#include "src/cuda/plugin/reduce.cuh"
-#include "src/cuda/plugin/vector_io.cuh"
+#include "opmeter/cuda/reduce.cuh"
+#include "opmeter/cuda/vector_io.cuh"
 
 namespace opmeter::squeeze_excite {
 namespace {

@@ -19,7 +19,7 @@
 #include "ops/norm/cuda/norm_kernels.hpp"
 #include "ops/transformer/cuda/head_layout.hpp"
 #include "ops/transformer/transformer_block.hpp"
-#include "src/cuda/plugin/device_impl.hpp"
+#include "opmeter/cuda/device_impl.hpp"
 
 namespace opmeter::transformer {
 namespace {

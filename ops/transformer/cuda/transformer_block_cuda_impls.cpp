@@ -5,7 +5,7 @@
 // they give their reason on any machine.
 #include <fmt/format.h>
 
-#include "src/cuda/cuda_impl.hpp"
+#include "cuda/cuda_impl.hpp"
 #include "ops/transformer/transformer_block.hpp"
 
 namespace opmeter::transformer {

@@ -1,4 +1,4 @@
-#include "src/cuda/cudnn/graph.hpp"
+#include "opmeter/cuda/cudnn_graph.hpp"
 
 #include <algorithm>
 #include <array>

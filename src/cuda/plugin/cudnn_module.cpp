@@ -1,4 +1,4 @@
-#include "src/cuda/plugin/cudnn_module.hpp"
+#include "cuda/plugin/cudnn_module.hpp"
 
 #include <dlfcn.h>
 

@@ -1,4 +1,4 @@
-#include "src/cuda/plugin/device.hpp"
+#include "opmeter/cuda/device.hpp"
 
 #include <algorithm>
 #include <map>

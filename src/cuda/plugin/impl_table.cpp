@@ -4,8 +4,8 @@
 #include <mutex>
 #include <utility>
 
-#include "src/cuda/cuda_impl.hpp"
-#include "src/cuda/plugin/device.hpp"
+#include "cuda/cuda_impl.hpp"
+#include "opmeter/cuda/device.hpp"
 
 namespace opmeter::cuda {
 namespace {

@@ -1,4 +1,4 @@
-#include "src/cuda/plugin/launch_hold.hpp"
+#include "cuda/plugin/launch_hold.hpp"
 
 #include <fmt/format.h>
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "src/cuda/plugin/hold_detail.hpp"
+#include "cuda/plugin/hold_detail.hpp"
 
 namespace opmeter::cuda {
 // Holds the stream until the host sets *release (host-mapped memory) to nonzero, or `timeout_ns`

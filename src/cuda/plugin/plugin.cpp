@@ -7,12 +7,12 @@
 
 #include <fmt/format.h>
 
-#include "cuda/cuda_plugin.hpp"
+#include "opmeter/cuda/cuda_plugin.hpp"
 #include "opmeter/errors.hpp"
-#include "src/cuda/cuda_impl.hpp"
-#include "src/cuda/plugin/cudnn_module.hpp"
-#include "src/cuda/plugin/device.hpp"
-#include "src/cuda/plugin/timer.hpp"
+#include "cuda/cuda_impl.hpp"
+#include "cuda/plugin/cudnn_module.hpp"
+#include "opmeter/cuda/device.hpp"
+#include "cuda/plugin/timer.hpp"
 
 namespace opmeter::cuda {
 namespace {

@@ -1,4 +1,4 @@
-#include "src/cuda/plugin/timer.hpp"
+#include "cuda/plugin/timer.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -10,9 +10,9 @@
 #include <mutex>
 #include <utility>
 
-#include "opmeter/graph_timing.hpp"
-#include "src/cuda/plugin/launch_hold.hpp"
-#include "src/cuda/plugin/stream_cleanup.hpp"
+#include "engine/graph_timing.hpp"
+#include "cuda/plugin/launch_hold.hpp"
+#include "cuda/plugin/stream_cleanup.hpp"
 
 namespace opmeter::cuda {
 namespace {

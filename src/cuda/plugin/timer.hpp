@@ -7,7 +7,7 @@
 #include <string>
 
 #include "opmeter/engine.hpp"
-#include "src/cuda/plugin/device.hpp"
+#include "opmeter/cuda/device.hpp"
 
 namespace opmeter::cuda {
 std::unique_ptr<SampleTimer> make_timer(const Case& c);

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "opmeter/pipeline_plan.hpp"
+#include "pipeline/pipeline_plan.hpp"
 #include "pipeline/present/pipeline_summary.hpp"
 
 namespace opmeter::pipeline {

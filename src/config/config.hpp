@@ -7,7 +7,7 @@
 #include "opmeter/case.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/engine.hpp"
-#include "opmeter/pipeline_plan.hpp"
+#include "pipeline/pipeline_plan.hpp"
 #include "util/did_you_mean.hpp"
 
 namespace opmeter {

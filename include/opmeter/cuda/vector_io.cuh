@@ -7,7 +7,7 @@
 
 #include <type_traits>
 
-#include "src/cuda/plugin/float_convert.cuh"
+#include "opmeter/cuda/float_convert.cuh"
 
 namespace opmeter::cuda {
 

@@ -1,4 +1,4 @@
-#include "quant/recipe.hpp"
+#include "ops/linear/quant/recipe.hpp"
 
 #include <fmt/format.h>
 

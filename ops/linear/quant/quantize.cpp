@@ -1,7 +1,7 @@
 // Weight and activation quantization for the recipes, and the exact read-back the fp64 reference
 // uses. Rows are independent and each is quantized by one thread, so results never depend on the
 // thread count.
-#include "quant/quantize.hpp"
+#include "ops/linear/quant/quantize.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "ops/peak/datasheet.hpp"
+#include "cuda/datasheet.hpp"
 
 #include <array>
 #include <cstdlib>

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "opmeter/dtype.hpp"
-#include "src/cuda/cudnn/engine_choice.hpp"
+#include "opmeter/cuda/cudnn_engine_choice.hpp"
 
 namespace opmeter::cudnn {
 

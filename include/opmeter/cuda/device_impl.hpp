@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "opmeter/op_spec.hpp"
-#include "src/cuda/plugin/device.hpp"
+#include "opmeter/cuda/device.hpp"
 
 namespace opmeter::cuda {
 

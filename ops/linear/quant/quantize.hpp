@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "opmeter/op_spec.hpp"
-#include "quant/recipe.hpp"
+#include "ops/linear/quant/recipe.hpp"
 
 namespace opmeter::quant {
 

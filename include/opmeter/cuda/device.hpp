@@ -11,8 +11,8 @@
 
 #include "opmeter/case.hpp"
 #include "opmeter/op.hpp"
-#include "src/cuda/factory.hpp"
-#include "src/cuda/kernel_gate.hpp"
+#include "cuda/factory.hpp"
+#include "opmeter/cuda/kernel_gate.hpp"
 
 namespace opmeter::cuda {
 
