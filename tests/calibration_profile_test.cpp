@@ -6,7 +6,7 @@
 
 #include "opmeter/errors.hpp"
 #include "engine/runner.hpp"
-#include "results/calibration_profile.hpp"
+#include "engine/calibration_profile.hpp"
 #include "tests/test_paths.hpp"
 
 using namespace opmeter;

@@ -1,4 +1,4 @@
-// One declaration per CUDA impl (src/cuda/cuda_impl.hpp): opmeter and the CUDA plugin know the
+// One declaration per CUDA impl (include/opmeter/cuda/cuda_impl.hpp): opmeter and the CUDA plugin know the
 // same impls, with the same dtypes, summaries and optional parameters, because both compile the
 // same declarations; these tests fail if any impl is known to one side only.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "cuda/cuda_impl.hpp"
+#include "opmeter/cuda/cuda_impl.hpp"
 #include "opmeter/cuda/cuda_plugin.hpp"
 #include "opmeter/registry.hpp"
 #include "tests/cli_helpers.hpp"

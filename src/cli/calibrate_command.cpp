@@ -15,7 +15,7 @@
 #include "analysis/fusion.hpp"
 #include "opmeter/registry.hpp"
 #include "report/reporters.hpp"
-#include "results/calibration_profile.hpp"
+#include "engine/calibration_profile.hpp"
 #include "util/output_path.hpp"
 
 namespace opmeter {

@@ -29,7 +29,7 @@
 #include "report/reporter_registry.hpp"
 #include "plugins/c_plugin.hpp"
 #include "report/reporters.hpp"
-#include "results/calibration_profile.hpp"
+#include "engine/calibration_profile.hpp"
 #include "results/result_set.hpp"
 #include "results/run_dir.hpp"
 #include "engine/runner.hpp"

@@ -1,6 +1,6 @@
 // opmeter's side of the CUDA impl declarations (cuda_impl.hpp): each becomes an ImplDef on the
 // `cuda` backend, which the plugin makes; and the check that opmeter and a plugin agree.
-#include "cuda/cuda_impl.hpp"
+#include "opmeter/cuda/cuda_impl.hpp"
 
 #include <map>
 #include <utility>

@@ -21,7 +21,7 @@
 #include "opmeter/registry.hpp"
 #include "opmeter/sensor.hpp"
 #include "sensors/telemetry.hpp"
-#include "results/calibration_profile.hpp"
+#include "engine/calibration_profile.hpp"
 
 namespace opmeter {
 namespace {

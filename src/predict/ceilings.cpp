@@ -9,7 +9,7 @@
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "engine/runner.hpp"
-#include "results/calibration_profile.hpp"
+#include "engine/calibration_profile.hpp"
 
 namespace opmeter::predict {
 

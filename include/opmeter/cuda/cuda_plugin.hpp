@@ -26,7 +26,7 @@ class Plugin {
   // The impl object of a CUDA case; throws Unsupported when the plugin has none.
   virtual std::unique_ptr<Impl> make(const Case& c) = 0;
   // The impls it can make (the cuDNN module's too, where it loads), as their declarations
-  // (src/cuda/cuda_impl.hpp) say: opmeter declares the same ones from the same files.
+  // (include/opmeter/cuda/cuda_impl.hpp) say: opmeter declares the same ones from the same files.
   virtual std::vector<ImplDef> impls() = 0;
   // How samples of the case are timed: CUDA events, L2 flush when cold, graphs, clock check.
   virtual std::unique_ptr<SampleTimer> timer(const Case& c) = 0;

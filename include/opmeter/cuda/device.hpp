@@ -11,7 +11,7 @@
 
 #include "opmeter/case.hpp"
 #include "opmeter/op.hpp"
-#include "cuda/factory.hpp"
+#include "opmeter/cuda/factory.hpp"
 #include "opmeter/cuda/kernel_gate.hpp"
 
 namespace opmeter::cuda {
@@ -70,7 +70,7 @@ void download(void* dst, const void* src, std::size_t bytes, cudaStream_t s);
 void fill(void* dst, int byte, std::size_t bytes, cudaStream_t s);
 
 // The impls the plugin (and the cuDNN module, once loaded) can make: their declarations
-// (src/cuda/cuda_impl.hpp) as compiled into this side, with their factories.
+// (include/opmeter/cuda/cuda_impl.hpp) as compiled into this side, with their factories.
 struct CudaImpl;
 const CudaImpl* find_impl(const std::string& op, const std::string& impl);
 std::vector<const CudaImpl*> plugin_impls();

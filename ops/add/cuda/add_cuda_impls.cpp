@@ -1,8 +1,8 @@
-// The add impls of CUDA devices, each declared once (src/cuda/cuda_impl.hpp). This file is compiled
+// The add impls of CUDA devices, each declared once (include/opmeter/cuda/cuda_impl.hpp). This file is compiled
 // into opmeter, which lists and plans them on any machine (`skipped` with the reason where no GPU
 // or plugin is), and into the CUDA plugin, which makes them through the factories beside their
 // kernels in this folder.
-#include "cuda/cuda_impl.hpp"
+#include "opmeter/cuda/cuda_impl.hpp"
 
 namespace opmeter::add {
 // The plugin's factory, beside the kernels in this folder (used only where the plugin compiles this file).

@@ -1,4 +1,4 @@
-// The attention impls of CUDA devices, each declared once (src/cuda/cuda_impl.hpp). This file is
+// The attention impls of CUDA devices, each declared once (include/opmeter/cuda/cuda_impl.hpp). This file is
 // compiled into opmeter, which lists and plans them on any machine (`skipped` with the reason where
 // no GPU or plugin is), and into the CUDA plugin, which makes them through the factories beside
 // their kernels in this folder. The shape limits of the flash kernel are here, so that they give
@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "ops/attention/attention.hpp"
-#include "cuda/cuda_impl.hpp"
+#include "opmeter/cuda/cuda_impl.hpp"
 
 namespace opmeter::attention {
 // The plugin's factories, beside the kernels in this folder (used only where the plugin compiles this file).

@@ -1,5 +1,5 @@
 // The linear and ln_linear_<act> impls of CUDA devices, each declared once
-// (src/cuda/cuda_impl.hpp). This file is compiled into opmeter, which lists and plans them on any
+// (include/opmeter/cuda/cuda_impl.hpp). This file is compiled into opmeter, which lists and plans them on any
 // machine (`skipped` with the reason where no GPU or plugin is), and into the CUDA plugin, which
 // makes them through the factories beside their kernels in this folder.
 //   cublaslt          one cublasLtMatmul with bias and activation in its epilogue
@@ -15,7 +15,7 @@
 
 #include "ops/linear/linear.hpp"
 #include "ops/linear/linear_cuda.hpp"
-#include "cuda/cuda_impl.hpp"
+#include "opmeter/cuda/cuda_impl.hpp"
 
 namespace opmeter::linear {
 using tensor::Act;

@@ -1,5 +1,5 @@
 // The quantized linear and ln_linear_<act> impl of CUDA devices (issue 17), each declared once
-// (src/cuda/cuda_impl.hpp). This file is compiled into opmeter, which lists and plans them on any
+// (include/opmeter/cuda/cuda_impl.hpp). This file is compiled into opmeter, which lists and plans them on any
 // machine (`skipped` with the reason where no GPU or plugin is), and into the CUDA plugin, which
 // makes them through the factories beside their kernels in this folder.
 //   cuda_quant  every recipe of ops/linear/quant/recipe.hpp:
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "ops/linear/linear.hpp"
-#include "cuda/cuda_impl.hpp"
+#include "opmeter/cuda/cuda_impl.hpp"
 
 namespace opmeter::linear {
 // The plugin's factory, beside the kernels in this folder (used only where the plugin compiles this file).

@@ -1,4 +1,4 @@
-// The CUDA training impl of `linear` and ln_linear_<act>, declared once (src/cuda/cuda_impl.hpp):
+// The CUDA training impl of `linear` and ln_linear_<act>, declared once (include/opmeter/cuda/cuda_impl.hpp):
 // compiled into opmeter, which lists and plans it anywhere, and into the plugin, which makes it
 // through the factory in linear_cublaslt_train.cpp.
 //   cublaslt_train  mode=train, linear and ln_linear_<act>: forward with the BIAS epilogue and our
@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "ops/linear/linear.hpp"
-#include "cuda/cuda_impl.hpp"
+#include "opmeter/cuda/cuda_impl.hpp"
 
 namespace opmeter::linear {
 

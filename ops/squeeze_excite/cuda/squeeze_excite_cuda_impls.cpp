@@ -1,4 +1,4 @@
-// The squeeze_excite impl of CUDA devices, each declared once (src/cuda/cuda_impl.hpp). This file
+// The squeeze_excite impl of CUDA devices, each declared once (include/opmeter/cuda/cuda_impl.hpp). This file
 // is compiled into opmeter, which lists and plans them on any machine (`skipped` with the reason
 // where no GPU or plugin is), and into the CUDA plugin, which makes them through the factories
 // beside their kernels in this folder. Its shape limits are here, so that they give their reason
@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "ops/squeeze_excite/squeeze_excite.hpp"
-#include "cuda/cuda_impl.hpp"
+#include "opmeter/cuda/cuda_impl.hpp"
 
 namespace opmeter::squeeze_excite {
 // The plugin's factory, beside the kernels in this folder (used only where the plugin compiles this file).

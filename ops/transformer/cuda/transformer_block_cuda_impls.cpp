@@ -1,11 +1,11 @@
-// The transformer_block impl of CUDA devices, each declared once (src/cuda/cuda_impl.hpp). This
+// The transformer_block impl of CUDA devices, each declared once (include/opmeter/cuda/cuda_impl.hpp). This
 // file is compiled into opmeter, which lists and plans them on any machine (`skipped` with the
 // reason where no GPU or plugin is), and into the CUDA plugin, which makes them through the
 // factories beside their kernels in this folder. The flash kernel's shape limits are here, so that
 // they give their reason on any machine.
 #include <fmt/format.h>
 
-#include "cuda/cuda_impl.hpp"
+#include "opmeter/cuda/cuda_impl.hpp"
 #include "ops/transformer/transformer_block.hpp"
 
 namespace opmeter::transformer {

@@ -1,5 +1,5 @@
 // The cuDNN module's entry: what the CUDA plugin asks of it once loaded. Its impls register
-// themselves (ops/<op>/cudnn/<op>_cudnn_impls.cpp, see src/cuda/cuda_impl.hpp).
+// themselves (ops/<op>/cudnn/<op>_cudnn_impls.cpp, see include/opmeter/cuda/cuda_impl.hpp).
 #include <cudnn.h>
 
 #include <string>

@@ -1,10 +1,10 @@
-// The plugin's table of CUDA impls: every declaration (src/cuda/cuda_impl.hpp) compiled into the
+// The plugin's table of CUDA impls: every declaration (include/opmeter/cuda/cuda_impl.hpp) compiled into the
 // plugin or the cuDNN module adds itself here, factory included.
 #include <map>
 #include <mutex>
 #include <utility>
 
-#include "cuda/cuda_impl.hpp"
+#include "opmeter/cuda/cuda_impl.hpp"
 #include "opmeter/cuda/device.hpp"
 
 namespace opmeter::cuda {

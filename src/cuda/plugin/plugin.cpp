@@ -9,7 +9,7 @@
 
 #include "opmeter/cuda/cuda_plugin.hpp"
 #include "opmeter/errors.hpp"
-#include "cuda/cuda_impl.hpp"
+#include "opmeter/cuda/cuda_impl.hpp"
 #include "cuda/plugin/cudnn_module.hpp"
 #include "opmeter/cuda/device.hpp"
 #include "cuda/plugin/timer.hpp"

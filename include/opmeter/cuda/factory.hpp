@@ -1,5 +1,5 @@
 #pragma once
-// The plugin's half of a CUDA impl (see src/cuda/cuda_impl.hpp), written beside the impl's class
+// The plugin's half of a CUDA impl (see include/opmeter/cuda/cuda_impl.hpp), written beside the impl's class
 // in the op's cuda/ folder. Plain C++17 over backend-free headers: the plugin's .cu files see it.
 #include <functional>
 #include <memory>

@@ -1,4 +1,4 @@
-#include "results/calibration_profile.hpp"
+#include "engine/calibration_profile.hpp"
 
 #include <fmt/format.h>
 

@@ -23,7 +23,7 @@
 #include "opmeter/case.hpp"
 #include "opmeter/op.hpp"
 #include "opmeter/registry.hpp"
-#include "cuda/factory.hpp"
+#include "opmeter/cuda/factory.hpp"
 
 namespace opmeter::cuda {
 
