@@ -2,6 +2,7 @@
 // stored weights, and SQNR of the block's update against the unquantized block.
 #include "ops/transformer/transformer_quant.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -84,14 +85,18 @@ Check QuantTransformerBlockOp::check(const HostTensors& in, const HostTensor& ou
   if (std::isinf(gate.max_error) && !gate.ok) return gate;  // unwritten or NaN output: nothing to measure
   const auto rows = check_rows(seed);
   const std::size_t h = shape_of(case_).hidden;
-  quant::Sqnr update, total;
+  // The reference calls back from several threads: keep each row's values, then sum in order.
+  std::vector<double> refs(rows.size() * h);
   reference_rows_of(in, rows, [&](std::size_t i, const double* ref, const double*) {
-    for (std::size_t c = 0; c < h; ++c) {
-      const double x = in[kX][rows[i] * h + c], got = out[rows[i] * h + c];
-      update.add(got - x, ref[c] - x);
-      total.add(got, ref[c]);
-    }
+    std::copy(ref, ref + h, refs.begin() + static_cast<std::ptrdiff_t>(i * h));
   }, false);
+  quant::Sqnr update, total;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    for (std::size_t c = 0; c < h; ++c) {
+      const double x = in[kX][rows[i] * h + c], got = out[rows[i] * h + c], ref = refs[i * h + c];
+      update.add(got - x, ref - x);
+      total.add(got, ref);
+    }
   gate.metrics["sqnr_db"] = Metric{update.db(), "dB", Better::higher, MetricFormat::number};
   gate.metrics["max_abs_error"] = Metric{total.max_abs_error, "", Better::lower, MetricFormat::number};
   return gate;
