@@ -146,11 +146,15 @@ TEST(PipelineConfig, LayersTryTheOpsImplsByTheirDeclaredPreference) {
   auto& reg = Registry::global();
   for (std::size_t i = 0; i < names.size(); ++i) {
     EXPECT_GT(reg.impl("linear", names[i])->preference, 0) << names[i];
-    if (i) EXPECT_GE(reg.impl("linear", names[i - 1])->preference, reg.impl("linear", names[i])->preference);
+    if (i) {
+      EXPECT_GE(reg.impl("linear", names[i - 1])->preference, reg.impl("linear", names[i])->preference);
+    }
   }
   EXPECT_EQ(names.front(), "opmeter");  // own kernels first
   auto named = load_config_text(std::string("impls: [reference]\n") + kTwoLayers, "p.yaml", 2);
-  if (reg.impl("linear", "reference")) EXPECT_EQ(named.pipelines[0].candidates[0].front(), "reference");
+  if (reg.impl("linear", "reference")) {
+    EXPECT_EQ(named.pipelines[0].candidates[0].front(), "reference");
+  }
 }
 
 // A model's end-to-end scale is declared by the model (PipelineDef::end_to_end_scale), not
