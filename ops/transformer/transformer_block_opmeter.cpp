@@ -3,13 +3,11 @@
 // pass reads a projection back; opmeter's blocked attention kernel (online softmax: the seq x seq
 // scores never reach memory) on each (batch, head, block of queries), with that head's q, k and v
 // gathered from the fused QKV projection into cache-resident buffers.
-#include <omp.h>
 
 #include <algorithm>
-#include <cstring>
 #include <functional>
 
-#include "ops/attention/attention_blocked.hpp"
+#include "ops/transformer/blocked_self_attention.hpp"
 #include "ops/transformer/transformer_onednn.hpp"
 
 namespace opmeter::transformer {
@@ -17,7 +15,6 @@ namespace {
 using tensor::Act;
 using tensor::OnednnArgs;
 
-constexpr std::size_t kQueryBlock = 128;  // queries per attention task: enough tasks for every thread
 
 class OpmeterBlock : public HostImpl<TransformerBlockOp> {
  public:
@@ -30,13 +27,7 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
     attn_ = Buffer(r * h * e);
     h_ = Buffer(r * h * e);
     mlp_ = Buffer(r * s.mlp * e);
-    per_thread_.clear();
-    workspaces_.clear();
-    const std::size_t ws_floats = attention::blocked::kernel().workspace_floats(s.seq, s.head_dim(), false);
-    for (int t = 0; t < std::max({1, case_.threads, omp_get_max_threads()}); ++t) {
-      per_thread_.emplace_back(4 * s.seq * s.head_dim() * e);
-      workspaces_.emplace_back(ws_floats * sizeof(float));
-    }
+    attention_.prepare(s, case_.dtype, case_.threads);
     auto mem = tensor::onednn_memory;
     const std::size_t n = copies();
 
@@ -95,40 +86,11 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
   }
 
  private:
-  // Per (batch, head, block of queries): that head's q rows of the block and all its k, v (causal:
-  // up to the block's last query) copied out of the qkv rows into contiguous seq x d buffers, the
-  // kernel's output copied back into the attention output's head columns.
-  void attention(const Shape& s) {
-    const std::size_t e = size_of(case_.dtype), h = s.hidden, d = s.head_dim(), row = d * e;
-    const std::size_t blocks = (s.seq + kQueryBlock - 1) / kQueryBlock, tasks = s.batch * s.heads * blocks;
-    const char* qkv = static_cast<const char*>(qkv_.data());
-    char* attn = static_cast<char*>(attn_.data());
-    const auto& k = attention::blocked::kernel();
-    const int threads = std::min(omp_get_max_threads(), int(per_thread_.size()));  // one gather buffer each
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (std::size_t t = 0; t < tasks; ++t) {
-      const std::size_t b = t / (s.heads * blocks), head = t / blocks % s.heads, blk = t % blocks;
-      const std::size_t q0 = blk * kQueryBlock, q1 = std::min(s.seq, q0 + kQueryBlock);
-      const std::size_t keys = s.causal ? q1 : s.seq;
-      char* buf = static_cast<char*>(per_thread_[std::size_t(omp_get_thread_num())].data());
-      char *qb = buf, *kb = qb + s.seq * row, *vb = kb + s.seq * row, *ob = vb + s.seq * row;
-      for (std::size_t i = 0; i < keys; ++i) {
-        const char* src = qkv + ((b * s.seq + i) * 3 * h + head * d) * e;
-        if (i >= q0 && i < q1) std::memcpy(qb + i * row, src, row);
-        std::memcpy(kb + i * row, src + h * e, row);
-        std::memcpy(vb + i * row, src + 2 * h * e, row);
-      }
-      const attention::blocked::Head hd{.bf16 = bf16(), .probs = false, .causal = s.causal, .q = qb, .k = kb,
-                                        .v = vb, .out = ob, .seq = keys, .d = d, .scale = s.scale()};
-      k.rows(hd, q0, q1, workspaces_[std::size_t(omp_get_thread_num())].as<float>());
-      for (std::size_t i = q0; i < q1; ++i) std::memcpy(attn + ((b * s.seq + i) * h + head * d) * e, ob + i * row, row);
-    }
-  }
+  void attention(const Shape& s) { attention_.run(s, case_.dtype, qkv_.data(), attn_.data()); }
 
   tensor::OnednnSequence seq_;  // the four projections, run one at a time between our kernels
   Buffer ln_, qkv_, attn_, h_, mlp_;
-  std::vector<Buffer> per_thread_;
-  std::vector<Buffer> workspaces_;  // the blocked attention kernel's, one per thread
+  BlockedSelfAttention attention_;  // its gather buffers and workspaces, one per thread
 };
 
 const bool registered = [] {

@@ -3,14 +3,12 @@
 // quantized linear kernels (ops/linear/quant_projection.hpp), the residual adds finished in the
 // projections' epilogues. The weights are quantized by the spec (QuantTransformerBlockOp) and
 // repacked once per input set.
-#include <omp.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include <fmt/format.h>
 
-#include "ops/attention/attention_blocked.hpp"
+#include "ops/transformer/blocked_self_attention.hpp"
 #include "ops/linear/linear.hpp"
 #include "ops/linear/quant_projection.hpp"
 #include "ops/transformer/transformer_quant.hpp"
@@ -19,7 +17,6 @@ namespace opmeter::transformer {
 namespace {
 using tensor::Act;
 
-constexpr std::size_t kQueryBlock = 128;  // queries per attention task: enough tasks for every thread
 
 class OpmeterQuantBlock : public HostImpl<QuantTransformerBlockOp> {
  public:
@@ -32,13 +29,7 @@ class OpmeterQuantBlock : public HostImpl<QuantTransformerBlockOp> {
     attn_ = Buffer(r * h * e);
     h_ = Buffer(r * h * e);
     mlp_ = Buffer(r * s.mlp * e);
-    per_thread_.clear();
-    workspaces_.clear();
-    const std::size_t ws_floats = attention::blocked::kernel().workspace_floats(s.seq, s.head_dim(), false);
-    for (int t = 0; t < std::max({1, case_.threads, omp_get_max_threads()}); ++t) {
-      per_thread_.emplace_back(4 * s.seq * s.head_dim() * e);
-      workspaces_.emplace_back(ws_floats * sizeof(float));
-    }
+    attention_.prepare(s, case_.dtype, case_.threads);
   }
 
   void run(std::size_t copy) override {
@@ -69,39 +60,11 @@ class OpmeterQuantBlock : public HostImpl<QuantTransformerBlockOp> {
   }
 
  private:
-  // As impl opmeter's (transformer_block_opmeter.cpp): per (batch, head, block of queries) that
-  // head's q, k and v gathered from the qkv rows, the blocked kernel, the output scattered back.
-  void attention(const Shape& s) {
-    const std::size_t e = size_of(case_.dtype), h = s.hidden, d = s.head_dim(), row = d * e;
-    const std::size_t blocks = (s.seq + kQueryBlock - 1) / kQueryBlock, tasks = s.batch * s.heads * blocks;
-    const char* qkv = static_cast<const char*>(qkv_.data());
-    char* attn = static_cast<char*>(attn_.data());
-    const auto& k = attention::blocked::kernel();
-    const int threads = std::min(omp_get_max_threads(), int(per_thread_.size()));
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (std::size_t t = 0; t < tasks; ++t) {
-      const std::size_t b = t / (s.heads * blocks), head = t / blocks % s.heads, blk = t % blocks;
-      const std::size_t q0 = blk * kQueryBlock, q1 = std::min(s.seq, q0 + kQueryBlock);
-      const std::size_t keys = s.causal ? q1 : s.seq;
-      char* buf = static_cast<char*>(per_thread_[std::size_t(omp_get_thread_num())].data());
-      char *qb = buf, *kb = qb + s.seq * row, *vb = kb + s.seq * row, *ob = vb + s.seq * row;
-      for (std::size_t i = 0; i < keys; ++i) {
-        const char* src = qkv + ((b * s.seq + i) * 3 * h + head * d) * e;
-        if (i >= q0 && i < q1) std::memcpy(qb + i * row, src, row);
-        std::memcpy(kb + i * row, src + h * e, row);
-        std::memcpy(vb + i * row, src + 2 * h * e, row);
-      }
-      const attention::blocked::Head hd{.bf16 = bf16(), .probs = false, .causal = s.causal, .q = qb, .k = kb,
-                                        .v = vb, .out = ob, .seq = keys, .d = d, .scale = s.scale()};
-      k.rows(hd, q0, q1, workspaces_[std::size_t(omp_get_thread_num())].as<float>());
-      for (std::size_t i = q0; i < q1; ++i) std::memcpy(attn + ((b * s.seq + i) * h + head * d) * e, ob + i * row, row);
-    }
-  }
+  void attention(const Shape& s) { attention_.run(s, case_.dtype, qkv_.data(), attn_.data()); }
 
   linear::QuantProjection proj_[4];  // Wqkv, Wo, W1, W2
   Buffer ln_, qkv_, attn_, h_, mlp_;
-  std::vector<Buffer> per_thread_;
-  std::vector<Buffer> workspaces_;
+  BlockedSelfAttention attention_;  // its gather buffers and workspaces, one per thread
 };
 
 Support supports(const Case& c) {
