@@ -2,32 +2,27 @@
 // registered and listed without starting Python, and where Python or PyTorch is missing.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
-#include <filesystem>
+#include <cstdlib>
 #include <fstream>
-#include <sys/wait.h>
+#include <string>
 
 #include "opmeter/registry.hpp"
-#include "tests/test_paths.hpp"
+#include "tests/cli_helpers.hpp"
 #include "worker/worker_impls.hpp"
 
 using namespace opmeter;
 
 namespace {
-struct Output {
-  int code;
-  std::string text;
-};
-// The test CLI with the worker's Python pointed at nothing.
+// The test CLI with the worker's Python pointed at nothing (the child inherits the environment).
 Output without_python(const std::string& args) {
-  std::string cmd = "env OPMETER_PYTHON=/nonexistent/python3 " + std::string(OPMETER_TESTBIN) + " " + args + " 2>&1";
-  Output out{-1, ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), p)) out.text += buf.data();
-  int status = pclose(p);
-  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const char* before = std::getenv("OPMETER_PYTHON");
+  const std::string saved = before ? before : "";
+  setenv("OPMETER_PYTHON", "/nonexistent/python3", 1);
+  Output out = cli(args);
+  if (before)
+    setenv("OPMETER_PYTHON", saved.c_str(), 1);
+  else
+    unsetenv("OPMETER_PYTHON");
   return out;
 }
 }  // namespace
