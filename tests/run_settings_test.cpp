@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "tests/run_args.hpp"
 #include "engine/run_settings.hpp"
 #include "opmeter/backend.hpp"
 #include "config/config.hpp"
@@ -16,16 +17,7 @@
 using namespace opmeter;
 
 namespace {
-// Parses `opmeter run ARGS...` as the binary does.
-RunArgs parse_run(const std::vector<std::string>& args) {
-  CLI::App app;
-  RunArgs a;
-  add_run_command(app, a);
-  std::vector<const char*> argv = {"opmeter", "run"};
-  for (auto& arg : args) argv.push_back(arg.c_str());
-  app.parse(static_cast<int>(argv.size()), argv.data());
-  return a;
-}
+using opmeter::testing::parse_run;
 
 // A value in the setting's range and off its default (1, 0.5, 5; graph 100).
 double some_value(const RunSetting& s) {

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "cli/commands.hpp"
+#include "tests/run_args.hpp"
 #include "engine/stopping_settings.hpp"
 #include "config/config.hpp"
 
@@ -14,13 +15,7 @@ using namespace opmeter;
 namespace {
 // Parses `opmeter run ARGS...` as the binary does and applies the stopping flags to the defaults.
 Stopping stopping_from_flags(const std::vector<std::string>& args) {
-  CLI::App app;
-  RunArgs a;
-  add_run_command(app, a);
-  std::vector<const char*> argv = {"opmeter", "run"};
-  for (auto& arg : args) argv.push_back(arg.c_str());
-  app.parse(static_cast<int>(argv.size()), argv.data());
-  return apply_overrides(Stopping{}, a.stopping);
+  return apply_overrides(Stopping{}, opmeter::testing::parse_run(args).stopping);
 }
 
 void expect_same(const Stopping& a, const Stopping& b) {
