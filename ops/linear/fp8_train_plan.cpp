@@ -26,6 +26,7 @@ ScaleMode scale_mode(const Float8Knobs& k) { return k.rowwise ? ScaleMode::outer
 std::size_t scale_count(ScaleMode m, const Operand& o) { return m == ScaleMode::tensor ? 1 : o.rows; }
 
 Support case_support(const Case& c) {
+  if (!training(c)) return Support::no("cublaslt_fp8_train runs training steps (mode=train)");
   const std::string recipe = recipe_of(c);
   if (recipe != "float8dq-tensor" && recipe != "float8dq-row")
     return Support::no(fmt::format("cublaslt_fp8_train trains quant=float8dq-tensor or float8dq-row, not quant={}", recipe));
@@ -36,6 +37,9 @@ Support case_support(const Case& c) {
     if (v % kLdMultiple != 0)
       return Support::no(fmt::format("cuBLASLt's fp8 GEMMs need {} (a K of the step's GEMMs) to be a multiple of {}; it is {}",
                                      name, kLdMultiple, v));
+  constexpr std::size_t kMaxTiledCols = 65535 * 32;  // the kernels' 32-column tiles on grid.y
+  if (s.hidden > kMaxTiledCols || s.out > kMaxTiledCols)
+    return Support::no(fmt::format("cublaslt_fp8_train's cast kernels take hidden and out up to {}", kMaxTiledCols));
   return Support::yes();
 }
 
