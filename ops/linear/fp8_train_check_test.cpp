@@ -18,30 +18,33 @@ using namespace opmeter;
 namespace {
 constexpr std::size_t R = 32, H = 48, O = 48;  // square W: a transposed dW fits the output
 
-// v cast to a float format with `mantissa` bits after scaling by s (normal range), back in value space.
-double cast(double v, double s, int mantissa) {
+// v cast to a float format with `mantissa` bits and subnormal spacing `min_ulp` after scaling by
+// s (within the format's range), back in value space.
+double cast(double v, double s, int mantissa, double min_ulp) {
   if (v == 0) return 0;
   int e = 0;
   std::frexp(v / s, &e);
-  const double ulp = std::ldexp(1.0, e - 1 - mantissa);
+  const double ulp = std::max(std::ldexp(1.0, e - 1 - mantissa), min_ulp);
   return std::nearbyint(v / s / ulp) * ulp * s;
 }
+constexpr double kE4m3MinUlp = 0x1p-9, kE5m2MinUlp = 0x1p-16;
 
 struct Step {
   std::vector<double> y, dx, dw, db;  // y without the bias: the product
 };
 
-// The step of linear (act none) in fp64, with each operand cast first when `fp8`.
-Step step(const HostTensors& in, bool fp8) {
+// The step of linear (act none) in fp64, with each operand cast first when `fp8` (scale 1 when not `scaled`).
+Step step(const HostTensors& in, bool fp8, bool scaled = true) {
   auto amax = [&](std::size_t t, std::size_t n) {
     double m = 0;
     for (std::size_t i = 0; i < n; ++i) m = std::max(m, std::fabs(in[t][i]));
     return m;
   };
-  const double sx = amax(0, R * H) / 448, sw = amax(1, O * H) / 448, sd = amax(3, R * O) / 57344;
-  auto x = [&](std::size_t i) { return fp8 ? cast(in[0][i], sx, 3) : in[0][i]; };
-  auto w = [&](std::size_t i) { return fp8 ? cast(in[1][i], sw, 3) : in[1][i]; };
-  auto d = [&](std::size_t i) { return fp8 ? cast(in[3][i], sd, 2) : in[3][i]; };
+  const double sx = scaled ? amax(0, R * H) / 448 : 1, sw = scaled ? amax(1, O * H) / 448 : 1;
+  const double sd = scaled ? amax(3, R * O) / 57344 : 1;
+  auto x = [&](std::size_t i) { return fp8 ? cast(in[0][i], sx, 3, kE4m3MinUlp) : in[0][i]; };
+  auto w = [&](std::size_t i) { return fp8 ? cast(in[1][i], sw, 3, kE4m3MinUlp) : in[1][i]; };
+  auto d = [&](std::size_t i) { return fp8 ? cast(in[3][i], sd, 2, kE5m2MinUlp) : in[3][i]; };
   Step s{std::vector<double>(R * O, 0.0), std::vector<double>(R * H, 0.0), std::vector<double>(O * H, 0.0),
          std::vector<double>(O, 0.0)};
   for (std::size_t r = 0; r < R; ++r)
@@ -70,14 +73,15 @@ struct Checked {
   Step stored, exact;  // as the output holds it (bf16), and fp64
 };
 
-Checked check_simulated(bool transpose_dw) {
+Checked check_simulated(bool transpose_dw, bool scaled = true) {
   const Case c = parse_case(fmt::format("linear/cublaslt_fp8_train/bf16/batch=2,seq={},hidden={},out={},act=none,"
-                                        "quant=float8dq-tensor,mode=train,fast_accum=0/device=cuda:0",
-                                        R / 2, H, O));
+                                        "quant=float8dq-tensor,mode=train,fast_accum=0{}/device=cuda:0",
+                                        R / 2, H, O,
+                                        scaled ? "" : ",scaling_input=disabled,scaling_weight=disabled,scaling_grad=disabled"));
   auto spec = Registry::global().op(c.op)->spec();
   spec->bind(c);
   const auto in = spec->make_inputs(5);
-  const Step fp8 = step(in, true);
+  const Step fp8 = step(in, true, scaled);
   Checked r{{}, {}, step(in, false)};
   const auto l = linear::train_layout(linear::shape_of(c));
   HostTensor out(spec->output());
@@ -123,4 +127,14 @@ TEST(Fp8TrainCheck, ATransposedWeightGradientFails) {
   auto r = check_simulated(true);
   EXPECT_FALSE(r.check.ok) << r.check.detail;
   EXPECT_NE(r.check.detail.find("dW["), std::string::npos) << r.check.detail;
+}
+
+// Scaling disabled: the Gaussian W (sd 1/sqrt(hidden)) falls partly below e4m3's normal range and
+// loses precision; the check still passes such a layer at this size, and its SQNR shows the loss.
+TEST(Fp8TrainCheck, DisabledScalingPassesWithALowerSqnr) {
+  auto scaled = check_simulated(false);
+  auto r = check_simulated(false, false);
+  EXPECT_TRUE(r.check.ok) << r.check.detail;
+  EXPECT_NEAR(r.check.metrics.at("sqnr_db").value, sqnr_db(r.stored.y, r.exact.y), 0.3);
+  EXPECT_LT(r.check.metrics.at("sqnr_db").value, scaled.check.metrics.at("sqnr_db").value);
 }
