@@ -12,12 +12,15 @@ constexpr std::size_t kLdMultiple = 16;  // cuBLASLt's fp8 GEMMs: 16-byte leadin
 float max_finite(Format f) { return f == Format::e4m3 ? kE4m3Max : kE5m2Max; }
 double unit_roundoff(Format f) { return f == Format::e4m3 ? 0x1p-4 : 0x1p-3; }
 
-std::vector<Gemm> step_gemms(const Shape& s) {
+Format grad_format(bool rowwise) { return rowwise ? Format::e4m3 : Format::e5m2; }
+
+std::vector<Gemm> step_gemms(const Shape& s, bool rowwise) {
   const std::size_t rows = s.rows, hidden = s.hidden, out = s.out;
+  const Format g = grad_format(rowwise);
   return {
       {"forward", rows, out, hidden, {"x", Format::e4m3, rows, hidden, false}, {"W", Format::e4m3, out, hidden, false}},
-      {"dgrad", rows, hidden, out, {"dz", Format::e5m2, rows, out, false}, {"W^T", Format::e4m3, hidden, out, true}},
-      {"wgrad", out, hidden, rows, {"dz^T", Format::e5m2, out, rows, true}, {"x^T", Format::e4m3, hidden, rows, true}},
+      {"dgrad", rows, hidden, out, {"dz", g, rows, out, false}, {"W^T", Format::e4m3, hidden, out, true}},
+      {"wgrad", out, hidden, rows, {"dz^T", g, out, rows, true}, {"x^T", Format::e4m3, hidden, rows, true}},
   };
 }
 
@@ -60,8 +63,8 @@ double forward_error(bool fast_accum, std::size_t k) {
   return 2 * u + u * u + 4 * std::sqrt(double(k)) * acc;
 }
 
-double tolerance(bool fast_accum, std::size_t max_k) {
-  const double ua = unit_roundoff(Format::e5m2), ub = unit_roundoff(Format::e4m3);
+double tolerance(bool fast_accum, std::size_t max_k, Format grad) {
+  const double ua = unit_roundoff(grad), ub = unit_roundoff(Format::e4m3);
   const double acc = fast_accum ? 0x1p-14 : 0x1p-24;
   return ua + ub + ua * ub + 4 * std::sqrt(double(max_k)) * acc + 2 * 0x1p-9;
 }

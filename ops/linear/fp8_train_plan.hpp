@@ -33,9 +33,12 @@ struct Gemm {
   std::size_t M, N, K;
   Operand a, b;
 };
+// The gradient's format: e5m2 with tensorwise scales; e4m3 with rowwise ones, as torchao's
+// rowwise recipe (and the worker's form, worker/torch_training.py) has it.
+Format grad_format(bool rowwise);
 // The step's three GEMMs: forward z = x W^T (x, W as stored), dgrad dx = dz W (dz as stored, W^T
 // copy), wgrad dW = dz^T x (dz^T and x^T copies). x is LayerNorm's output for ln_linear.
-std::vector<Gemm> step_gemms(const Shape& s);
+std::vector<Gemm> step_gemms(const Shape& s, bool rowwise);
 
 // How cuBLASLt reads an operand's scales: one float for the tensor (SCALAR_32F) or one per row
 // of the operand (OUTER_VEC_32F: M floats for A, N for B), as torchao's rowwise recipe scales
@@ -55,14 +58,15 @@ Support device_support(int cc, bool rowwise, const std::string& gpu);
 // The check's tolerance on its scaled error |got - ref| / sum |terms| (linear_train_check.cpp)
 // for a step whose GEMMs contract over at most `max_k`. Each term a*b of a GEMM becomes
 // q(a) q(b) with |q(v) - v| <= u |v| for normal codes, so its error is at most
-// (u_a + u_b + u_a u_b) |a b|: the e5m2 x e4m3 backward GEMMs bound it at 2^-3 + 2^-4 + 2^-7.
+// (u_a + u_b + u_a u_b) |a b|: the backward GEMMs' (gradient x e4m3) bound it, at 2^-3 + 2^-4 +
+// 2^-7 with e5m2 gradients.
 // Accumulation adds a random-walk 4 sqrt(K) u_acc, u_acc 2^-24 (fp32) or, with fast
 // accumulation, 2^-14 (Hopper's fp8 tensor cores keep about 14 bits when partial sums are not
 // promoted). dz is stored in bf16 before its cast and the outputs are bf16: 2 x 2^-9. Values
 // below the format's normal range (2^-6 of the scale for e4m3) round with an absolute error
 // instead; with dynamic scaling they are far below amax and add nothing visible; with scaling
 // disabled on tiny tensors they can exceed this bound, which is a real loss the check reports.
-double tolerance(bool fast_accum, std::size_t max_k);
+double tolerance(bool fast_accum, std::size_t max_k, Format grad);
 // The relative error of the forward's z = x W^T (both e4m3) against its sum of |terms|: how far
 // the check must look around z for act'(z).
 double forward_error(bool fast_accum, std::size_t k);

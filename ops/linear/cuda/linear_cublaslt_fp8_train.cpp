@@ -104,9 +104,9 @@ class CublasLtFp8TrainLinear : public cuda::DeviceImpl<QuantLinearOp> {
     for (auto& [k, v] : wgrad_.details()) d["wgrad_" + k] = v;
     const Float8Knobs k = float8_knobs(case_);
     d["float8"] = fmt::format(
-        "e4m3 x and W, e5m2 dz; scales {} (input {}, weight {}, grad {}); our amax / scale / transpose-and-quantize "
+        "e4m3 x and W, {} dz; scales {} (input {}, weight {}, grad {}); our amax / scale / transpose-and-quantize "
         "kernels (x^T, W^T, dz^T made in the step); db as column sums of dz",
-        k.rowwise ? "per row (rowwise)" : "per tensor", k.scale_input ? "dynamic" : "disabled",
+        k.rowwise ? "e4m3" : "e5m2", k.rowwise ? "per row (rowwise)" : "per tensor", k.scale_input ? "dynamic" : "disabled",
         k.scale_weight ? "dynamic" : "disabled", k.scale_grad ? "dynamic" : "disabled");
     return d;
   }
@@ -140,7 +140,7 @@ class CublasLtFp8TrainLinear : public cuda::DeviceImpl<QuantLinearOp> {
       const Float8Knobs k = float8_knobs(case_);
       x8_.allocate(s.rows, s.hidden, Format::e4m3, k.rowwise, k.scale_input);
       w8_.allocate(s.out, s.hidden, Format::e4m3, k.rowwise, k.scale_weight);
-      dz8_.allocate(s.rows, s.out, Format::e5m2, k.rowwise, k.scale_grad);
+      dz8_.allocate(s.rows, s.out, fp8_train::grad_format(k.rowwise), k.rowwise, k.scale_grad);
       for (auto* t : {&x8_, &w8_, &dz8_}) t->set_unit_scales(stream());
       db_ = cuda::DeviceBuffer(s.out * sizeof(float));
       if (has_act()) {
@@ -159,7 +159,7 @@ class CublasLtFp8TrainLinear : public cuda::DeviceImpl<QuantLinearOp> {
       x8_.quantize(gemm_x(), nullptr, stream());
       w8_.quantize(in(kW), nullptr, stream());
       dz8_.quantize(dz(), static_cast<float*>(db_.data()), stream());
-      const auto gemms = fp8_train::step_gemms(s);  // the layouts the plans below follow
+      const auto gemms = fp8_train::step_gemms(s, k.rowwise);  // the layouts the plans below follow
       const gemm::LtProblem common{.dtype = DType::fp8_e4m3, .row_scales = k.rowwise, .fast_accum = k.fast_accum};
       auto problem = [&](const fp8_train::Gemm& g, const float* a_scale, const float* b_scale) {
         gemm::LtProblem p = common;
