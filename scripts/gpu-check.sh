@@ -19,7 +19,7 @@
 # PACK (default: $OUT/gpu-check-<preset>.tar.gz where $OUT is set, else OUT_DIR.tar.gz).
 # STEPs (any of them, in any order, no budget): tests mltests quick peaks sweep sweep30 torch worker
 # copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict quant
-# check sanitize graph-cases. Every step runs whatever the others did; each one's command, exit code
+# fp8-train check sanitize graph-cases. Every step runs whatever the others did; each one's command, exit code
 # and time go to OUT_DIR/commands.txt and OUT_DIR/steps.tsv, and the script exits 1 at the end if
 # any step failed (124: stopped by its budget). GTEST_REPEAT (default 10, in presets 1) sets how
 # often the GPU-side tests repeat.
@@ -252,9 +252,13 @@ for entry in "${steps[@]}"; do
       tests="$bin/opmeter_tests"; [ -x "$tests" ] || tests="$bin/tests/opmeter_tests"
       step quant-tests "$out/gpu-quant-tests.txt" "$tests" --gtest_brief=1 --gtest_filter='QuantGpuPack.*:QuantLinearCuda.*'
       step quant "$out/quant.md" "$opm" run bench/quant/gpu-llama.yaml --out "$out/quant" ;;
+    fp8-train)  # float8 training (cublaslt_fp8_train): its GPU tests, then its step beside bf16's at 4096x8192x8192
+      tests="$bin/opmeter_tests"; [ -x "$tests" ] || tests="$bin/tests/opmeter_tests"
+      step fp8-train-tests "$out/gpu-fp8-train-tests.txt" "$tests" --gtest_brief=1 --gtest_filter='LinearFp8TrainCuda.*'
+      step fp8-train "$out/fp8-train.md" "$opm" run bench/train/gpu-fp8-4096x8192.yaml --out "$out/fp8-train" ;;
     *) echo "gpu-check: unknown step '$s' (presets: ${!presets[*]}; steps: tests mltests quick peaks sweep sweep30" \
             "torch worker copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict quant" \
-            "check sanitize graph-cases)" >&2; failed=1 ;;
+            "fp8-train check sanitize graph-cases)" >&2; failed=1 ;;
   esac
 done
 pack_results

@@ -5,14 +5,17 @@
 // tensorwise.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
 #include <fmt/format.h>
 
+#include "config/config.hpp"
 #include "opmeter/cuda/cuda_plugin.hpp"
 #include "opmeter/registry.hpp"
 #include "engine/runner.hpp"
 #include "tests/quick_options.hpp"
+#include "tests/test_paths.hpp"
 
 using namespace opmeter;
 using opmeter::testing::quick_options;
@@ -89,4 +92,21 @@ TEST(LinearFp8TrainCuda, RowwiseBeforeHopperAndAnythingBeforeAdaIsSkippedWithThe
   auto r = run_case(parse_case(fp8_case("linear", "batch=2,seq=32,hidden=64,out=48,act=none", "float8dq-row")), quick_options());
   EXPECT_EQ(r.status, Status::skipped) << r.reason;
   EXPECT_TRUE(has(r.reason, cc < 89 ? "8.9" : "OUTER_VEC_32F")) << r.reason;
+}
+
+// The benchmark (bench/train/gpu-fp8-4096x8192.yaml): the bf16 step and both float8
+// recipes at 4096x8192x8192, each phase, nothing else of the linear.
+TEST(LinearFp8TrainCuda, BenchConfigPutsBothRecipesBesideTheBf16Step) {
+  auto plan = load_config_file(std::string(OPMETER_SOURCE_DIR) + "/bench/train/gpu-fp8-4096x8192.yaml", 2);
+  std::set<std::string> linear;
+  for (auto& c : plan.cases)
+    if (c.op == "linear") linear.insert(c.to_string());
+  const std::string shape = "batch=1,seq=4096,hidden=8192,out=8192,act=none";
+  std::set<std::string> expected;
+  for (const char* phase : {",phase=forward", ",phase=backward", ""}) {
+    expected.insert(fmt::format("linear/cublaslt_train/bf16/{},mode=train{}/device=cuda:0", shape, phase));
+    for (const char* q : {"float8dq-tensor", "float8dq-row"})
+      expected.insert(fmt::format("linear/cublaslt_fp8_train/bf16/{},quant={},mode=train{}/device=cuda:0", shape, q, phase));
+  }
+  EXPECT_EQ(linear, expected);
 }

@@ -33,7 +33,8 @@ const bool registered = [] {
       .supports =
           [](const Case& c) {
             if (recipe_of(c) != "baseline")
-              return Support::no(fmt::format("cublaslt_train trains the baseline; quant={} trains in the worker's torch forms",
+              return Support::no(fmt::format("cublaslt_train trains the baseline; quant={} trains in cublaslt_fp8_train "
+                                             "(float8dq-*) and the worker's torch forms",
                                              recipe_of(c)));
             return Support::yes();
           },
