@@ -40,7 +40,7 @@ Support case_support(const Case& c) {
     if (v % kLdMultiple != 0)
       return Support::no(fmt::format("cuBLASLt's fp8 GEMMs need {} (a K of the step's GEMMs) to be a multiple of {}; it is {}",
                                      name, kLdMultiple, v));
-  constexpr std::size_t kMaxTiledCols = 65535 * 32;  // the kernels' 32-column tiles on grid.y
+  constexpr std::size_t kMaxTiledCols = 65535 * 64;  // the kernels' 64-column tiles on grid.y
   if (s.hidden > kMaxTiledCols || s.out > kMaxTiledCols)
     return Support::no(fmt::format("cublaslt_fp8_train's cast kernels take hidden and out up to {}", kMaxTiledCols));
   return Support::yes();
