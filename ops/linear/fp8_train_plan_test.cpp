@@ -10,6 +10,7 @@
 #include <random>
 
 #include "opmeter/dtype.hpp"
+#include "opmeter/registry.hpp"
 #include "ops/linear/fp8_train_plan.hpp"
 
 using namespace opmeter;
@@ -185,4 +186,19 @@ TEST(Fp8TrainPlan, ToleranceBoundsSimulatedFp8DotProducts) {
   // beyond the tolerance, well beyond the fp8 step's own.
   EXPECT_GT(wrong, tol);
   EXPECT_GT(wrong, 4 * worst);
+}
+
+// % of peak: a float8 step's GEMMs run on fp8 tensor cores, so fp8's peak is its ceiling on a GPU
+// (against bf16's it would read above 100%); the bf16 step and CPU cases keep their dtype's.
+TEST(Fp8TrainPlan, Float8CasesOnAGpuAreMeasuredAgainstTheFp8Peak) {
+  auto peak = Registry::global().op("linear")->peak_dtype;
+  ASSERT_TRUE(peak);
+  EXPECT_EQ(peak(train_case("batch=2,seq=16,hidden=64,out=48")), DType::fp8_e4m3);
+  EXPECT_EQ(peak(train_case("batch=2,seq=16,hidden=64,out=48", "float8dq-row")), DType::fp8_e4m3);
+  EXPECT_EQ(peak(train_case("batch=2,seq=16,hidden=64,out=48", "int8dq")), DType::int8);
+  EXPECT_EQ(peak(train_case("batch=2,seq=16,hidden=64,out=48", "int4wo-64")), DType::bf16);  // weight-only: bf16 math
+  EXPECT_EQ(peak(parse_case("linear/cublaslt_train/bf16/batch=2,seq=16,hidden=64,out=48,act=none,mode=train/device=cuda:0")),
+            DType::bf16);
+  EXPECT_EQ(peak(parse_case("linear/reference/bf16/batch=2,seq=16,hidden=64,out=48,act=none,quant=float8dq-tensor/threads=1")),
+            DType::bf16);
 }
