@@ -4,7 +4,8 @@
 //   forward   [xhat = LayerNorm(x), mean and rstd kept: our kernel]
 //             amax of xhat and of W (per tensor, or per row and per column for rowwise) -> scales
 //             xhat, W -> e4m3 codes and their transposed copies x^T, W^T (one read each)
-//             z = (xq Wq^T) sx sw + b       fp8 GEMM, scale pointers, BIAS epilogue, bf16 z
+//             z = (xq Wq^T) sx sw + b       fp8 GEMM, scale pointers, BIAS epilogue (or, where
+//                                           cuBLASLt has none with these scales, our bias kernel), bf16 z
 //             y = act(z)                    our kernel, z kept for the backward
 //   backward  dz = dy * act'(z)             our kernel (act=none: dz is dy)
 //             amax and column sums of dz -> scales, db; dz -> e5m2 codes and dz^T
@@ -102,6 +103,7 @@ class CublasLtFp8TrainLinear : public cuda::DeviceImpl<QuantLinearOp> {
     auto d = forward_.details();
     for (auto& [k, v] : dgrad_.details()) d["dgrad_" + k] = v;
     for (auto& [k, v] : wgrad_.details()) d["wgrad_" + k] = v;
+    if (bias_kernel_) d["bias"] = "our bias kernel after the GEMM (cuBLASLt offered no BIAS epilogue with these scales)";
     const Float8Knobs k = float8_knobs(case_);
     d["float8"] = fmt::format(
         "e4m3 x and W, {} dz; scales {} (input {}, weight {}, grad {}); our amax / scale / transpose-and-quantize "
@@ -172,7 +174,14 @@ class CublasLtFp8TrainLinear : public cuda::DeviceImpl<QuantLinearOp> {
       auto fwd = problem(gemms[0], x8_.row_scale(), w8_.row_scale());
       fwd.epilogue = CUBLASLT_EPILOGUE_BIAS;
       fwd.bias = bias_.data();
-      forward_.plan(fwd, x8_.codes(), w8_.codes(), z(), stream());
+      try {
+        forward_.plan(fwd, x8_.codes(), w8_.codes(), z(), stream());
+      } catch (const Unsupported&) {  // no BIAS epilogue with these scales here: our bias kernel after the GEMM
+        fwd.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+        fwd.bias = nullptr;
+        forward_.plan(fwd, x8_.codes(), w8_.codes(), z(), stream());
+        bias_kernel_ = true;
+      }
       dgrad_.plan(problem(gemms[1], dz8_.row_scale(), w8_.col_scale()), dz8_.codes(), w8_.codes_t(), dxhat(), stream());
       wgrad_.plan(problem(gemms[2], dz8_.col_scale(), x8_.col_scale()), dz8_.codes_t(), x8_.codes_t(), section(l.dw),
                   stream());
@@ -186,6 +195,9 @@ class CublasLtFp8TrainLinear : public cuda::DeviceImpl<QuantLinearOp> {
     x8_.quantize(gemm_x(), nullptr, stream());
     w8_.quantize(in(kW), nullptr, stream());
     forward_.run(x8_.codes(), w8_.codes(), z(), stream());
+    if (bias_kernel_)
+      launch_bias_add(case_.dtype, z(), static_cast<const float*>(in(kBias)), static_cast<std::int64_t>(s.rows),
+                      static_cast<std::int64_t>(s.out), stream());
     if (has_act())
       launch_act_forward(case_.dtype, s.act, z(), section(train_layout(s).y), static_cast<std::int64_t>(s.rows * s.out),
                          stream());
@@ -211,6 +223,7 @@ class CublasLtFp8TrainLinear : public cuda::DeviceImpl<QuantLinearOp> {
   }
 
   bool checking_ = false;
+  bool bias_kernel_ = false;  // the bias by launch_bias_add where cuBLASLt has no BIAS epilogue for the scales
   gemm::LtMatmul forward_, dgrad_, wgrad_;
   Fp8Tensor x8_, w8_, dz8_;
   cuda::DeviceBuffer bias_;    // the bias in bf16, cuBLASLt's bias type for a bf16 output
