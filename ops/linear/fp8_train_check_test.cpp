@@ -74,10 +74,10 @@ struct Checked {
 };
 
 Checked check_simulated(bool transpose_dw, bool scaled = true) {
-  const Case c = parse_case(fmt::format("linear/cublaslt_fp8_train/bf16/batch=2,seq={},hidden={},out={},act=none,"
-                                        "quant=float8dq-tensor,mode=train,fast_accum=0{}/device=cuda:0",
-                                        R / 2, H, O,
-                                        scaled ? "" : ",scaling_input=disabled,scaling_weight=disabled,scaling_grad=disabled"));
+  const Case c = parse_case(
+      fmt::format("linear/cublaslt_fp8_train/bf16/batch=2,seq={},hidden={},out={},act=none,"
+                  "quant=float8dq-tensor,mode=train,fast_accum=0{}/device=cuda:0",
+                  R / 2, H, O, scaled ? "" : ",scaling_input=disabled,scaling_weight=disabled,scaling_grad=disabled"));
   auto spec = Registry::global().op(c.op)->spec();
   spec->bind(c);
   const auto in = spec->make_inputs(5);
@@ -111,9 +111,11 @@ TEST(Fp8TrainCheck, ASimulatedFp8StepPassesWithItsOwnSqnr) {
   auto r = check_simulated(false);
   EXPECT_TRUE(r.check.ok) << r.check.detail;
   EXPECT_GT(r.check.max_error, 1e-3) << "the casts' error is visible: " << r.check.detail;
-  EXPECT_DOUBLE_EQ(r.check.tolerance, linear::fp8_train::tolerance(false, std::max({R, H, O}), linear::fp8_train::Format::e5m2));
+  EXPECT_DOUBLE_EQ(r.check.tolerance,
+                   linear::fp8_train::tolerance(false, std::max({R, H, O}), linear::fp8_train::Format::e5m2));
   // Every row and column is sampled at this size: the check's SQNR is the whole output's.
-  for (auto [metric, got, ref] : {std::tuple{"sqnr_db", &r.stored.y, &r.exact.y}, {"sqnr_dx_db", &r.stored.dx, &r.exact.dx},
+  for (auto [metric, got, ref] : {std::tuple{"sqnr_db", &r.stored.y, &r.exact.y},
+                                  {"sqnr_dx_db", &r.stored.dx, &r.exact.dx},
                                   {"sqnr_dw_db", &r.stored.dw, &r.exact.dw}}) {
     ASSERT_TRUE(r.check.metrics.count(metric)) << metric;
     const double expected = sqnr_db(*got, *ref);

@@ -32,14 +32,17 @@ Support case_support(const Case& c) {
   if (!training(c)) return Support::no("cublaslt_fp8_train runs training steps (mode=train)");
   const std::string recipe = recipe_of(c);
   if (recipe != "float8dq-tensor" && recipe != "float8dq-row")
-    return Support::no(fmt::format("cublaslt_fp8_train trains quant=float8dq-tensor or float8dq-row, not quant={}", recipe));
+    return Support::no(
+        fmt::format("cublaslt_fp8_train trains quant=float8dq-tensor or float8dq-row, not quant={}", recipe));
   if (c.dtype != DType::bf16)
-    return Support::no(fmt::format("cublaslt_fp8_train keeps bf16 high-precision tensors (dtype bf16, not {})", to_string(c.dtype)));
+    return Support::no(
+        fmt::format("cublaslt_fp8_train keeps bf16 high-precision tensors (dtype bf16, not {})", to_string(c.dtype)));
   const Shape s = shape_of(c);
   for (auto [name, v] : {std::pair{"hidden", s.hidden}, {"out", s.out}, {"rows (batch x seq)", s.rows}})
     if (v % kLdMultiple != 0)
-      return Support::no(fmt::format("cuBLASLt's fp8 GEMMs need {} (a K of the step's GEMMs) to be a multiple of {}; it is {}",
-                                     name, kLdMultiple, v));
+      return Support::no(
+          fmt::format("cuBLASLt's fp8 GEMMs need {} (a K of the step's GEMMs) to be a multiple of {}; it is {}", name,
+                      kLdMultiple, v));
   constexpr std::size_t kMaxTiledCols = 65535 * 64;  // the kernels' 64-column tiles on grid.y
   if (s.hidden > kMaxTiledCols || s.out > kMaxTiledCols)
     return Support::no(fmt::format("cublaslt_fp8_train's cast kernels take hidden and out up to {}", kMaxTiledCols));
@@ -48,12 +51,13 @@ Support case_support(const Case& c) {
 
 Support device_support(int cc, bool rowwise, const std::string& gpu) {
   if (cc < 89)
-    return Support::no(fmt::format("float8 training needs fp8 tensor cores, compute capability 8.9 or newer; {} is {}.{}", gpu,
-                                   cc / 10, cc % 10));
+    return Support::no(fmt::format(
+        "float8 training needs fp8 tensor cores, compute capability 8.9 or newer; {} is {}.{}", gpu, cc / 10, cc % 10));
   if (rowwise && cc < 90)
-    return Support::no(fmt::format("rowwise float8 needs cuBLASLt's per-row (OUTER_VEC_32F) scales, compute capability 9.0 "
-                                   "or newer; {} is {}.{} (tensorwise runs here: granularity=tensorwise)",
-                                   gpu, cc / 10, cc % 10));
+    return Support::no(
+        fmt::format("rowwise float8 needs cuBLASLt's per-row (OUTER_VEC_32F) scales, compute capability 9.0 "
+                    "or newer; {} is {}.{} (tensorwise runs here: granularity=tensorwise)",
+                    gpu, cc / 10, cc % 10));
   return Support::yes();
 }
 

@@ -18,8 +18,10 @@ using namespace opmeter::linear;
 using namespace opmeter::linear::fp8_train;
 
 namespace {
-Case train_case(const std::string& shape, const std::string& quant = "float8dq-tensor", const std::string& dtype = "bf16") {
-  return parse_case("linear/cublaslt_fp8_train/" + dtype + "/" + shape + ",act=none,quant=" + quant + ",mode=train/device=cuda:0");
+Case train_case(const std::string& shape, const std::string& quant = "float8dq-tensor",
+                const std::string& dtype = "bf16") {
+  return parse_case("linear/cublaslt_fp8_train/" + dtype + "/" + shape + ",act=none,quant=" + quant +
+                    ",mode=train/device=cuda:0");
 }
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
@@ -112,7 +114,8 @@ TEST(Fp8TrainPlan, GranularityPicksTheScaleMode) {
   EXPECT_EQ(scale_mode(k), ScaleMode::tensor);
   k.rowwise = true;
   EXPECT_EQ(scale_mode(k), ScaleMode::outer_vector);
-  const auto gemms = step_gemms({.rows = 32, .hidden = 64, .out = 48, .act = tensor::Act::none, .layernorm = false}, true);
+  const auto gemms =
+      step_gemms({.rows = 32, .hidden = 64, .out = 48, .act = tensor::Act::none, .layernorm = false}, true);
   EXPECT_EQ(scale_count(ScaleMode::tensor, gemms[2].a), 1u);
   EXPECT_EQ(scale_count(ScaleMode::outer_vector, gemms[0].a), 32u);  // one per token
   EXPECT_EQ(scale_count(ScaleMode::outer_vector, gemms[0].b), 48u);  // one per output channel
@@ -157,9 +160,9 @@ TEST(Fp8TrainPlan, ToleranceBoundsSimulatedFp8DotProducts) {
   const double tol = tolerance(false, K, Format::e5m2);
   EXPECT_GT(tol, 0x1p-3 + 0x1p-4);  // at least the two casts' rounding
   EXPECT_LT(tol, 0.25);
-  EXPECT_GT(tolerance(true, K, Format::e5m2), tol);  // fast accumulation loosens it
+  EXPECT_GT(tolerance(true, K, Format::e5m2), tol);   // fast accumulation loosens it
   EXPECT_LT(tolerance(false, K, Format::e4m3), tol);  // e4m3 gradients (rowwise) tighten it
-  EXPECT_LT(forward_error(false, K), tol);  // e4m3 x e4m3 is the tighter GEMM
+  EXPECT_LT(forward_error(false, K), tol);            // e4m3 x e4m3 is the tighter GEMM
   double worst = 0, wrong = 0;
   for (int trial = 0; trial < 200; ++trial) {
     std::vector<double> a(K), b(K);
@@ -197,8 +200,10 @@ TEST(Fp8TrainPlan, Float8CasesOnAGpuAreMeasuredAgainstTheFp8Peak) {
   EXPECT_EQ(peak(train_case("batch=2,seq=16,hidden=64,out=48", "float8dq-row")), DType::fp8_e4m3);
   EXPECT_EQ(peak(train_case("batch=2,seq=16,hidden=64,out=48", "int8dq")), DType::int8);
   EXPECT_EQ(peak(train_case("batch=2,seq=16,hidden=64,out=48", "int4wo-64")), DType::bf16);  // weight-only: bf16 math
-  EXPECT_EQ(peak(parse_case("linear/cublaslt_train/bf16/batch=2,seq=16,hidden=64,out=48,act=none,mode=train/device=cuda:0")),
-            DType::bf16);
-  EXPECT_EQ(peak(parse_case("linear/reference/bf16/batch=2,seq=16,hidden=64,out=48,act=none,quant=float8dq-tensor/threads=1")),
+  EXPECT_EQ(
+      peak(parse_case("linear/cublaslt_train/bf16/batch=2,seq=16,hidden=64,out=48,act=none,mode=train/device=cuda:0")),
+      DType::bf16);
+  EXPECT_EQ(peak(parse_case(
+                "linear/reference/bf16/batch=2,seq=16,hidden=64,out=48,act=none,quant=float8dq-tensor/threads=1")),
             DType::bf16);
 }

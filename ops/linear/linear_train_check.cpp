@@ -203,7 +203,8 @@ Check LinearOp::check(const HostTensors& in, const HostTensor& out, std::uint64_
   const Float8Knobs knobs = float8_knobs(case_);
   const bool fast_accum = fp8 && knobs.fast_accum;
   const double storage = bf16() ? 0x1p-8 : case_.dtype == DType::fp16 ? 0x1p-11 : 0x1p-23;
-  check.tolerance = fp8 ? fp8_train::tolerance(fast_accum, max_k, fp8_train::grad_format(knobs.rowwise)) : 4 * storage + (64 + 8 * std::sqrt(n)) * 0x1p-24;
+  check.tolerance = fp8 ? fp8_train::tolerance(fast_accum, max_k, fp8_train::grad_format(knobs.rowwise))
+                        : 4 * storage + (64 + 8 * std::sqrt(n)) * 0x1p-24;
   for (std::size_t i = 0; i < l.total; ++i) {
     if (!std::isnan(out[i])) continue;
     const char* what = i < l.dx ? "y" : i < l.dw ? "dx" : i < l.db ? "dW" : i < l.dgamma ? "db" : i < l.dbeta ? "dgamma" : "dbeta";

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <utility>
 
-#include "ops/linear/cuda/fp8_train_kernels.hpp"
 #include "opmeter/cuda/device.hpp"
+#include "ops/linear/cuda/fp8_train_kernels.hpp"
 
 namespace opmeter::linear::fp8_cuda {
 namespace {
@@ -29,13 +29,14 @@ __device__ float warp_max(float v) {
 }
 
 // A pair of adjacent bf16 of row r at column c (even; cols even) as floats; zeros outside.
-__device__ float2 load_pair(const __nv_bfloat16* src, std::int64_t r, std::int64_t c, std::int64_t rows, std::int64_t cols) {
+__device__ float2 load_pair(const __nv_bfloat16* src, std::int64_t r, std::int64_t c, std::int64_t rows,
+                            std::int64_t cols) {
   if (r >= rows || c >= cols) return make_float2(0.f, 0.f);
   return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(src + r * cols + c));
 }
 
 // One 32 x 64 tile per block: thread (x, y) reads columns 2x, 2x + 1 of rows y, y + 8, ...
-__global__ void __launch_bounds__(kTile * kRowsPerPass)
+__global__ void __launch_bounds__(kTile* kRowsPerPass)
     reduce_kernel(const __nv_bfloat16* __restrict__ src, std::int64_t rows, std::int64_t cols, Reduce out) {
   __shared__ float col_max[kRowsPerPass][kTileCols], col_sum[kRowsPerPass][kTileCols];
   const std::int64_t r0 = std::int64_t(blockIdx.x) * kTile;
@@ -83,7 +84,8 @@ __global__ void __launch_bounds__(kTile * kRowsPerPass)
 }
 
 __global__ void scales_kernel(float* scale, std::int64_t n, float max_finite) {
-  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += std::int64_t(gridDim.x) * blockDim.x)
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x)
     scale[i] = fp8_train::scale_from_amax(scale[i], max_finite);
 }
 
@@ -93,7 +95,8 @@ __device__ std::uint8_t encode(float v, float scale) {
 }
 
 template <__nv_fp8_interpretation_t Kind>
-__global__ void __launch_bounds__(kTile * kRowsPerPass) quantize_kernel(const __nv_bfloat16* __restrict__ src, Quantize q) {
+__global__ void __launch_bounds__(kTile* kRowsPerPass)
+    quantize_kernel(const __nv_bfloat16* __restrict__ src, Quantize q) {
   __shared__ float tile[kTile][kTileCols + 1];
   const std::int64_t r0 = std::int64_t(blockIdx.x) * kTile, c0 = std::int64_t(blockIdx.y) * kTileCols;
   const std::int64_t c = c0 + 2 * threadIdx.x;
@@ -125,14 +128,17 @@ __global__ void __launch_bounds__(kTile * kRowsPerPass) quantize_kernel(const __
 }
 
 dim3 tiles(std::int64_t rows, std::int64_t cols) {
-  return dim3(static_cast<unsigned>((rows + kTile - 1) / kTile), static_cast<unsigned>((cols + kTileCols - 1) / kTileCols));
+  return dim3(static_cast<unsigned>((rows + kTile - 1) / kTile),
+              static_cast<unsigned>((cols + kTileCols - 1) / kTileCols));
 }
 }  // namespace
 
 void launch_reduce(const void* src, std::int64_t rows, std::int64_t cols, const Reduce& out, cudaStream_t s) {
-  for (auto [p, n] : {std::pair{out.row_amax, rows}, {out.col_amax, cols}, {out.tensor_amax, std::int64_t{1}}, {out.col_sum, cols}})
+  for (auto [p, n] :
+       {std::pair{out.row_amax, rows}, {out.col_amax, cols}, {out.tensor_amax, std::int64_t{1}}, {out.col_sum, cols}})
     if (p) cuda::check(cudaMemsetAsync(p, 0, static_cast<std::size_t>(n) * sizeof(float), s), "cudaMemsetAsync");
-  reduce_kernel<<<tiles(rows, cols), dim3(kTile, kRowsPerPass), 0, s>>>(static_cast<const __nv_bfloat16*>(src), rows, cols, out);
+  reduce_kernel<<<tiles(rows, cols), dim3(kTile, kRowsPerPass), 0, s>>>(static_cast<const __nv_bfloat16*>(src), rows,
+                                                                        cols, out);
 }
 
 void launch_scales(float* amax_then_scale, std::int64_t n, float max_finite, cudaStream_t s) {
@@ -144,8 +150,7 @@ void launch_quantize(const Quantize& q, cudaStream_t s) {
   const auto* src = static_cast<const __nv_bfloat16*>(q.src);
   if (q.format == fp8_train::Format::e4m3)
     quantize_kernel<__NV_E4M3><<<tiles(q.rows, q.cols), dim3(kTile, kRowsPerPass), 0, s>>>(src, q);
-  else
-    quantize_kernel<__NV_E5M2><<<tiles(q.rows, q.cols), dim3(kTile, kRowsPerPass), 0, s>>>(src, q);
+  else quantize_kernel<__NV_E5M2><<<tiles(q.rows, q.cols), dim3(kTile, kRowsPerPass), 0, s>>>(src, q);
 }
 
 }  // namespace opmeter::linear::fp8_cuda

@@ -19,6 +19,7 @@
 // W^T too (what the backward keeps); phase=backward runs from a forward made at setup.
 #include <fmt/format.h>
 
+#include "opmeter/cuda/device_impl.hpp"
 #include "ops/gemm/cuda/gemm_cuda_types.hpp"
 #include "ops/gemm/cuda/lt_matmul.hpp"
 #include "ops/linear/cuda/act_backward_kernel.hpp"
@@ -27,7 +28,6 @@
 #include "ops/linear/cuda/layernorm_train_kernel.hpp"
 #include "ops/linear/fp8_train_plan.hpp"
 #include "ops/linear/quant_linear.hpp"
-#include "opmeter/cuda/device_impl.hpp"
 
 namespace opmeter::linear {
 namespace {
@@ -103,13 +103,15 @@ class CublasLtFp8TrainLinear : public cuda::DeviceImpl<QuantLinearOp> {
     auto d = forward_.details();
     for (auto& [k, v] : dgrad_.details()) d["dgrad_" + k] = v;
     for (auto& [k, v] : wgrad_.details()) d["wgrad_" + k] = v;
-    if (bias_kernel_) d["bias"] = "our bias kernel after the GEMM (cuBLASLt offered no BIAS epilogue with these scales)";
+    if (bias_kernel_)
+      d["bias"] = "our bias kernel after the GEMM (cuBLASLt offered no BIAS epilogue with these scales)";
     const Float8Knobs k = float8_knobs(case_);
     d["float8"] = fmt::format(
         "e4m3 x and W, {} dz; scales {} (input {}, weight {}, grad {}); our amax / scale / transpose-and-quantize "
         "kernels (x^T, W^T, dz^T made in the step); db as column sums of dz",
-        k.rowwise ? "e4m3" : "e5m2", k.rowwise ? "per row (rowwise)" : "per tensor", k.scale_input ? "dynamic" : "disabled",
-        k.scale_weight ? "dynamic" : "disabled", k.scale_grad ? "dynamic" : "disabled");
+        k.rowwise ? "e4m3" : "e5m2", k.rowwise ? "per row (rowwise)" : "per tensor",
+        k.scale_input ? "dynamic" : "disabled", k.scale_weight ? "dynamic" : "disabled",
+        k.scale_grad ? "dynamic" : "disabled");
     return d;
   }
 
@@ -136,7 +138,8 @@ class CublasLtFp8TrainLinear : public cuda::DeviceImpl<QuantLinearOp> {
     const Shape s = shape_of(case_);
     const TrainLayout l = train_layout(s);
     if (bias_.bytes() != s.out * sizeof(std::uint16_t)) bias_ = cuda::DeviceBuffer(s.out * sizeof(std::uint16_t));
-    launch_bias_convert(DType::bf16, static_cast<const float*>(in(kBias)), bias_.data(), static_cast<std::int64_t>(s.out), stream());
+    launch_bias_convert(DType::bf16, static_cast<const float*>(in(kBias)), bias_.data(),
+                        static_cast<std::int64_t>(s.out), stream());
     cuda::check(cudaGetLastError(), "bias conversion kernel");
     if (!forward_.planned()) {  // the buffers stay where they are: the plans hold
       const Float8Knobs k = float8_knobs(case_);
@@ -210,25 +213,25 @@ class CublasLtFp8TrainLinear : public cuda::DeviceImpl<QuantLinearOp> {
     if (p != Phase::backward) forward();
     if (p == Phase::forward) return;
     if (has_act())
-      launch_act_backward(case_.dtype, s.act, in(dy_index()), z(), dz_.data(), static_cast<std::int64_t>(s.rows * s.out),
-                          stream());
+      launch_act_backward(case_.dtype, s.act, in(dy_index()), z(), dz_.data(),
+                          static_cast<std::int64_t>(s.rows * s.out), stream());
     dz8_.quantize(dz(), static_cast<float*>(db_.data()), stream());
     dgrad_.run(dz8_.codes(), w8_.codes_t(), dxhat(), stream());
     wgrad_.run(dz8_.codes_t(), x8_.codes_t(), section(l.dw), stream());
-    launch_bias_convert(case_.dtype, static_cast<const float*>(db_.data()), section(l.db), static_cast<std::int64_t>(s.out),
-                        stream());
+    launch_bias_convert(case_.dtype, static_cast<const float*>(db_.data()), section(l.db),
+                        static_cast<std::int64_t>(s.out), stream());
     if (layernorm())
-      launch_layernorm_backward(case_.dtype, ln_params(), dxhat_.data(), section(l.dx), section(l.dgamma), section(l.dbeta),
-                                stream());
+      launch_layernorm_backward(case_.dtype, ln_params(), dxhat_.data(), section(l.dx), section(l.dgamma),
+                                section(l.dbeta), stream());
   }
 
   bool checking_ = false;
   bool bias_kernel_ = false;  // the bias by launch_bias_add where cuBLASLt has no BIAS epilogue for the scales
   gemm::LtMatmul forward_, dgrad_, wgrad_;
   Fp8Tensor x8_, w8_, dz8_;
-  cuda::DeviceBuffer bias_;    // the bias in bf16, cuBLASLt's bias type for a bf16 output
-  cuda::DeviceBuffer db_;      // dz's column sums (fp32), rounded into db
-  cuda::DeviceBuffer z_, dz_;  // act != none: the pre-activation kept for the backward, and dz
+  cuda::DeviceBuffer bias_;                        // the bias in bf16, cuBLASLt's bias type for a bf16 output
+  cuda::DeviceBuffer db_;                          // dz's column sums (fp32), rounded into db
+  cuda::DeviceBuffer z_, dz_;                      // act != none: the pre-activation kept for the backward, and dz
   cuda::DeviceBuffer xhat_, dxhat_, mean_, rstd_;  // ln_linear: LayerNorm's output and statistics, dxhat
 };
 
@@ -236,11 +239,12 @@ class CublasLtFp8TrainLinear : public cuda::DeviceImpl<QuantLinearOp> {
 
 cuda::Factory cublaslt_fp8_train_factory() {
   return {
-      .supports = [](const Case& c, const cuda::DeviceProps& p) {
-        if (auto s = fp8_train::device_support(p.cc(), float8_knobs(c).rowwise, p.prop.name); !s.ok) return s;
-        if (auto s = gemm::dtype_support(DType::fp8_e4m3, p, true); !s.ok) return s;
-        return cuda::own_kernels_run_on(p);
-      },
+      .supports =
+          [](const Case& c, const cuda::DeviceProps& p) {
+            if (auto s = fp8_train::device_support(p.cc(), float8_knobs(c).rowwise, p.prop.name); !s.ok) return s;
+            if (auto s = gemm::dtype_support(DType::fp8_e4m3, p, true); !s.ok) return s;
+            return cuda::own_kernels_run_on(p);
+          },
       .make = [] { return std::make_unique<CublasLtFp8TrainLinear>(); },
   };
 }
