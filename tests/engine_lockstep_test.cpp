@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "opmeter/engine.hpp"
+#include "engine/run_together.hpp"
 
 using namespace opmeter;
 
@@ -59,6 +60,6 @@ TEST(Lockstep, HeatingStopsWhenAnotherRankStops) {
   LaunchTimer timer;
   timer.other_stops = true;
   // Alone this would run for 10 s; the other rank is done after the first batch.
-  EXPECT_EQ(run_for(impl, 4, 10.0, nullptr, {}, &timer), 4u);
+  EXPECT_EQ(run_for_together(impl, 4, 10.0, timer), 4u);
   EXPECT_EQ(impl.calls, 4u);
 }

@@ -103,11 +103,9 @@ Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping,
                     SampleTimer* timer = nullptr);
 
 // Back-to-back calls for at least `seconds` (synchronizing every `batch` calls so queues stay
-// short), or until `enough` (checked after each batch) says so. Returns the calls made. With
-// `together`, it stops when any process of the timer's launch would (a collective's ranks make
-// the same calls).
+// short), or until `enough` (checked after each batch) says so. Returns the calls made.
 std::size_t run_for(Impl& impl, std::size_t batch, double seconds, const std::atomic<bool>* cancel = nullptr,
-                    const std::function<bool()>& enough = {}, SampleTimer* together = nullptr);
+                    const std::function<bool()>& enough = {});
 
 // Samples of `batch` calls each, back to back through `timer`, for `seconds`: the sustained
 // figure, taken while the device runs at its steady state. Discarded samples are counted in m.

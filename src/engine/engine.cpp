@@ -1,4 +1,5 @@
 #include "opmeter/engine.hpp"
+#include "engine/run_together.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -70,8 +71,9 @@ std::optional<double> HostTimer::time(std::size_t calls, const std::function<voi
   return seconds(Clock::now() - t0);
 }
 
-std::size_t run_for(Impl& impl, std::size_t batch, double window_s, const std::atomic<bool>* cancel,
-                    const std::function<bool()>& enough, SampleTimer* together) {
+namespace {
+std::size_t run_for_impl(Impl& impl, std::size_t batch, double window_s, const std::atomic<bool>* cancel,
+                         const std::function<bool()>& enough, SampleTimer* together) {
   batch = std::max<std::size_t>(batch, 1);
   std::size_t calls = 0;
   auto t0 = Clock::now();
@@ -85,6 +87,17 @@ std::size_t run_for(Impl& impl, std::size_t batch, double window_s, const std::a
     calls += batch;
   } while (!stop());
   return calls;
+}
+}  // namespace
+
+std::size_t run_for(Impl& impl, std::size_t batch, double window_s, const std::atomic<bool>* cancel,
+                    const std::function<bool()>& enough) {
+  return run_for_impl(impl, batch, window_s, cancel, enough, nullptr);
+}
+
+std::size_t run_for_together(Impl& impl, std::size_t batch, double window_s, SampleTimer& together,
+                             const std::atomic<bool>* cancel, const std::function<bool()>& enough) {
+  return run_for_impl(impl, batch, window_s, cancel, enough, &together);
 }
 
 Measurement sample_for(Impl& impl, SampleTimer& timer, std::size_t batch, double window_s, const std::atomic<bool>* cancel) {

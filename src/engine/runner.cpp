@@ -15,6 +15,7 @@
 #include "engine/contention.hpp"
 #include "engine/element_types.hpp"
 #include "engine/rank_energy.hpp"
+#include "engine/run_together.hpp"
 #include "opmeter/backend.hpp"
 #include "opmeter/buffer.hpp"
 #include "opmeter/context.hpp"
@@ -104,8 +105,8 @@ void measure_sustained(Result& r, Impl& impl, const Case& c, Backend& backend, T
   drop_launch_batching(hot);
   auto device_timer = timer_for(backend, impl, hot);
   // Heating ends together on every rank of a collective (the timer's any()): each makes the same calls.
-  run_for(impl, batch, heat_s, cancel, [&] { return telemetry && power_steady(telemetry->snapshot()); },
-          device_timer.get());
+  run_for_together(impl, batch, heat_s, *device_timer, cancel,
+                   [&] { return telemetry && power_steady(telemetry->snapshot()); });
   r.details["sustained_heat_s"] = fmt::format("{:.2f}", now_s() - heat_start);
 
   SampleTimer* timer = device_timer.get();
