@@ -61,7 +61,9 @@ TEST(CollectiveNccl, BuffersPerRankAreNcclTestsLayout) {
         for (bool in_place : {false, true}) {
           Layout l = device_layout(static_cast<Kind>(k), 24, n, rank, in_place);
           EXPECT_LE(l.recv_offset + l.recv, l.buffer);
-          if (in_place) EXPECT_LE(l.send_offset + l.send, l.buffer);
+          if (in_place) {
+            EXPECT_LE(l.send_offset + l.send, l.buffer);
+          }
         }
 }
 
@@ -89,7 +91,7 @@ TEST(CollectiveNccl, EveryKindRunsAloneOnAGpu) {
     for (const char* kind : {"allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "sendrecv"})
       for (int in_place : {0, 1}) {
         auto kase = fmt::format("collective/nccl/{}/kind={},bytes=4096,inplace={}/device=cuda:0", dtype, kind, in_place);
-        Result r = run_case(parse_case(kase), quick_options(2));
+        Result r = run_case(parse_case(kase), opmeter::testing::quick_options(2));
         const bool no_in_place = in_place && (std::string(kind) == "alltoall" || std::string(kind) == "sendrecv");
         if (no_in_place) {
           EXPECT_EQ(r.status, Status::skipped) << kase;
