@@ -5,6 +5,7 @@
 
 #include "context/build_info.hpp"
 #include "report/charts.hpp"
+#include "report/fleet_section.hpp"
 #include "report/html_page.hpp"
 #include "report/pipeline_section.hpp"
 #include "report/report.hpp"
@@ -140,6 +141,7 @@ std::string html_report(const std::vector<ResultSet>& sets, const std::vector<pi
   }
   if (charts.empty() && pipelines.empty()) out += "<h2>Charts</h2><p>These results hold nothing to chart (no successful measurements).</p>\n";
   out += pipelines_html(pipelines, specs);
+  out += fleet_html(sets, specs);
 
   out += "<h2>Cases</h2>\n<input id=\"case-filter\" type=\"search\" placeholder=\"filter cases (substring)\">\n"
          "<table id=\"cases\"><thead><tr><th>case</th><th>status</th><th>median</th><th>GFLOP/s</th><th>GB/s</th>"
@@ -170,8 +172,8 @@ std::string html_report(const std::vector<ResultSet>& sets, const std::vector<pi
   for (auto& lib : chart_libraries()) libs += fmt::format("{}{} {}", libs.empty() ? "" : ", ", lib.name, lib.version);
   out += fmt::format("<p class=\"sub\">Charts: {}.</p>\n", libs.empty() ? "none (this build has no chart library)" : libs);
   out += fmt::format("</main>\n<pre id=\"render-status\" hidden></pre>\n<script type=\"application/json\" id=\"chart-specs\">{}</script>\n"
-                     "<script>{}</script>\n<script>{}</script>\n</body></html>\n",
-                     script_json(specs), kCaseFilter, kRender);
+                     "<script>{}</script>\n<script>{}</script>\n<script>{}</script>\n</body></html>\n",
+                     script_json(specs), kCaseFilter, kTableSort, kRender);
   return out;
 }
 
