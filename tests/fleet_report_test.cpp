@@ -1,0 +1,248 @@
+// The report's Fleet section and fleet.json: numbers checked against the ranking, hardware
+// medians and outlier rule computed here independently, on a synthetic merged tree.
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <regex>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "report/fleet_section.hpp"
+#include "report/report.hpp"
+#include "scale/fleet.hpp"
+#include "scale/merge.hpp"
+#include "tests/cli_helpers.hpp"
+#include "tests/report_fixture.hpp"
+#include "tests/result_fixtures.hpp"
+
+using namespace opmeter;
+using namespace opmeter::fixtures;
+
+namespace {
+
+const char* kGemm = "gemm/cublaslt/bf16/M=64,N=64,K=64/device=cuda:0";
+const char* kSilu = "silu/opmeter/bf16/batch=1,seq=8,hidden=64/device=cuda:0";
+
+// One H100 board of default limit 700 W, capped at `cap` W.
+nlohmann::json gpu_run_context(const std::string& host, double cap) {
+  return {{"host_name", host},
+          {"cuda", {{"nvml_driver", "550.54"}}},
+          {"gpus", {{{"device", "cuda:0"}, {"name", "H100"}, {"sm_clock_default_mhz", 1755},
+                     {"power_limit_default_w", 700}, {"power_limit_w", cap}, {"ecc_enabled", true}, {"mig_enabled", false}}}}};
+}
+
+Result on(const std::string& machine, const std::string& case_string, double median_s) {
+  Result r = measured(case_string, median_s);
+  r.case_string = case_string;
+  r.summary.median = median_s;  // exact, so that the expected numbers below are too
+  r.details[scale::kMachineDetail] = machine;
+  return r;
+}
+
+// Five identical boards: a, b, c as they should be, d slow, e capped at 500 W (slow on the
+// compute-bound GEMM, not on the memory-bound SiLU).
+ResultSet fleet_set() {
+  std::map<std::string, std::pair<double, double>> times = {
+      {"a", {1.00e-3, 2.00e-5}}, {"b", {1.02e-3, 2.10e-5}}, {"c", {0.98e-3, 2.05e-5}},
+      {"d", {1.30e-3, 2.60e-5}}, {"e", {1.15e-3, 2.02e-5}}};
+  ResultSet set{"tree", ResultsFormat::results_jsonl, {{"fleet", nlohmann::json::array()}}, {}};
+  for (auto& [m, t] : times) {
+    set.context["fleet"].push_back({{"name", m}, {"device", "cuda:0"}, {"context", gpu_run_context(m, m == "e" ? 500 : 700)}});
+    set.results.push_back(on(m, kGemm, t.first));
+    set.results.push_back(on(m, kSilu, t.second));
+  }
+  return set;
+}
+
+struct Expected {
+  std::string machine;
+  double vs;  // fraction
+  bool outlier;
+};
+
+// The ranking and deviations the section should show, computed from the results alone: every
+// machine is the same hardware, so the reference is the median of all five.
+std::vector<Expected> expected_ranking(const ResultSet& set, const std::string& case_string) {
+  std::vector<std::pair<double, std::string>> times;
+  for (auto& r : set.results)
+    if (r.case_string == case_string) times.push_back({r.summary.median, r.details.at(scale::kMachineDetail)});
+  std::sort(times.begin(), times.end());
+  const double median = times[times.size() / 2].first;  // five machines: the middle one
+  std::vector<Expected> out;
+  for (auto& [t, m] : times) out.push_back({m, t / median - 1, std::abs(t / median - 1) > 0.05});
+  return out;
+}
+
+struct Row {
+  std::string machine;
+  bool outlier;
+  int rank;
+  double vs_pct;
+  std::string vs_text, note;
+};
+
+// The rows of one case's ranking table in the HTML.
+std::vector<Row> ranking_rows(const std::string& html, const std::string& case_string) {
+  auto start = html.find("<details class=\"fleet-case\" data-case=\"" + html_escape(case_string) + "\">");
+  if (start == std::string::npos) return {};
+  auto block = html.substr(start, html.find("</details>", start) - start);
+  static const std::regex row(
+      R"re(<tr data-machine="([^"]+)"( class="outlier")?><td class="num" data-v="(\d+)">\d+</td><td>[^<]*</td><td>[^<]*</td>)re"
+      R"re(<td class="num" data-v="[^"]+">[^<]*</td><td class="num" data-v="([^"]+)">([^<]*)</td><td>(.*?)</td></tr>)re");
+  std::vector<Row> rows;
+  for (std::sregex_iterator it(block.begin(), block.end(), row), end; it != end; ++it)
+    rows.push_back({(*it)[1], (*it)[2].matched, std::stoi((*it)[3]), std::stod((*it)[4]), (*it)[5], (*it)[6]});
+  return rows;
+}
+
+}  // namespace
+
+TEST(FleetReport, RankingPercentagesAndOutliersMatchAnIndependentComputation) {
+  auto set = fleet_set();
+  auto html = html_report({set});
+  ASSERT_NE(html.find("<h2 id=\"fleet\">Fleet</h2>"), std::string::npos);
+  std::size_t outliers = 0;
+  for (auto* case_string : {kGemm, kSilu}) {
+    auto want = expected_ranking(set, case_string);
+    auto rows = ranking_rows(html, case_string);
+    ASSERT_EQ(rows.size(), want.size()) << case_string;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      SCOPED_TRACE(fmt::format("{} rank {}", case_string, i + 1));
+      EXPECT_EQ(rows[i].machine, want[i].machine);
+      EXPECT_EQ(rows[i].rank, static_cast<int>(i + 1));
+      EXPECT_NEAR(rows[i].vs_pct, want[i].vs * 100, 1e-9);
+      EXPECT_EQ(rows[i].vs_text, fmt::format("{:+.1f}%", want[i].vs * 100));
+      EXPECT_EQ(rows[i].outlier, want[i].outlier);
+      EXPECT_EQ(rows[i].note.find("<b>outlier</b>") != std::string::npos, want[i].outlier);
+      outliers += want[i].outlier;
+    }
+  }
+  EXPECT_EQ(outliers, 3u);  // d on both cases, e on the GEMM only
+  // The capped board is an outlier of its own hardware, its cap named as what differs.
+  auto gemm = ranking_rows(html, kGemm);
+  auto e = std::find_if(gemm.begin(), gemm.end(), [](auto& r) { return r.machine == "e"; });
+  ASSERT_NE(e, gemm.end());
+  EXPECT_NE(e->note.find("power_limit_w: 500 (others 700)"), std::string::npos) << e->note;
+  // The outliers come first, furthest from the median first: d (GEMM), d (SiLU), e (GEMM).
+  std::regex outlier_row(R"re(<tr data-case="([^"]+)" data-machine="([^"]+)">)re");
+  std::vector<std::string> order;
+  for (std::sregex_iterator it(html.begin(), html.end(), outlier_row), end; it != end; ++it)
+    order.push_back(std::string((*it)[2]) + (std::string((*it)[1]) == html_escape(kGemm) ? " gemm" : " silu"));
+  EXPECT_EQ(order, (std::vector<std::string>{"d gemm", "d silu", "e gemm"}));
+  EXPECT_LT(html.find("<h3>Outliers</h3>"), html.find("fleet-heatmap-0"));
+  EXPECT_NE(html.find("<p>5 machines (5 &times; H100, 1755 MHz, 700 W); 2 cases ran on several machines; <b>3 outliers</b>"),
+            std::string::npos);
+}
+
+TEST(FleetReport, HeatmapHoldsEveryCellAndMarksTheOutliers) {
+  auto set = fleet_set();
+  nlohmann::json specs = nlohmann::json::array();
+  auto html = fleet_html({set}, specs);
+  ASSERT_EQ(specs.size(), 1u);
+  EXPECT_EQ(specs[0]["id"], "fleet-heatmap-0");
+  EXPECT_NE(html.find("id=\"fleet-heatmap-0\""), std::string::npos);
+  auto& values = specs[0]["spec"]["data"]["values"];
+  ASSERT_EQ(values.size(), 10u);
+  for (auto* case_string : {kGemm, kSilu})
+    for (auto& want : expected_ranking(set, case_string)) {
+      auto cell = std::find_if(values.begin(), values.end(),
+                               [&](auto& v) { return v["case"] == case_string && v["machine"] == want.machine; });
+      ASSERT_NE(cell, values.end()) << want.machine;
+      EXPECT_NEAR((*cell)["pct"].template get<double>(), want.vs * 100, 1e-9);
+      EXPECT_EQ((*cell)["outlier"].template get<bool>(), want.outlier);
+    }
+  EXPECT_EQ(specs[0]["spec"]["layer"][1]["transform"][0]["filter"], "datum.outlier");
+}
+
+TEST(FleetReport, AbsentForOneMachineOrResultsWithoutAFleet) {
+  auto one = fleet_set();
+  one.context["fleet"] = nlohmann::json::array({one.context["fleet"][0]});
+  std::erase_if(one.results, [](auto& r) { return r.details.at(scale::kMachineDetail) != "a"; });
+  for (auto& set : {one, report_set()}) {
+    nlohmann::json specs = nlohmann::json::array();
+    EXPECT_EQ(fleet_html({set}, specs), "");
+    EXPECT_TRUE(specs.empty());
+    auto html = html_report({set});
+    EXPECT_EQ(html.find("id=\"fleet\""), std::string::npos);
+    EXPECT_EQ(html.find("fleet-heatmap"), std::string::npos);
+  }
+}
+
+TEST(FleetReport, StaysOneSelfContainedFile) {
+  auto html = html_report({fleet_set()});
+  EXPECT_NE(html.find("Content-Security-Policy\" content=\"default-src 'none'"), std::string::npos);
+  EXPECT_FALSE(std::regex_search(html, std::regex(R"((src|href)\s*=\s*["']?(https?:)?//)")));
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_NE(html.find("table.sortable"), std::string::npos);  // its sorting script is inline
+}
+
+TEST(FleetJson, MatchesTheViewAndSummarisesEachMachine) {
+  auto set = fleet_set();
+  auto machines = scale::machines_of(set.context);
+  auto j = scale::fleet_json(scale::fleet_view(set.results, machines), machines);
+  EXPECT_EQ(j["outlier_threshold"], 0.05);
+  ASSERT_EQ(j["cases"].size(), 2u);
+  for (auto& c : j["cases"]) {
+    auto want = expected_ranking(set, c["case"]);
+    ASSERT_EQ(c["entries"].size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(c["entries"][i]["rank"], i + 1);
+      EXPECT_EQ(c["entries"][i]["machine"], want[i].machine);
+      EXPECT_NEAR(c["entries"][i]["vs_hardware_median"].get<double>(), want[i].vs, 1e-12);
+      EXPECT_EQ(c["entries"][i]["outlier"], want[i].outlier);
+    }
+  }
+  ASSERT_EQ(j["machines"].size(), 5u);
+  for (auto& m : j["machines"]) {
+    EXPECT_EQ(m["hardware"], "H100, 1755 MHz, 700 W") << m["name"];  // the cap is environment, not hardware
+    EXPECT_EQ(m["outliers"], m["name"] == "d" ? 2 : m["name"] == "e" ? 1 : 0) << m["name"];
+    if (m["name"] == "e") {
+      EXPECT_EQ(m["environment"]["power_limit_w"], "500");
+    }
+  }
+}
+
+// End to end: four CPU "machines" written as a sharded run's ranks, one slow; merge writes
+// fleet.json and a report with the section; report of the merged directory and of the tree too.
+TEST(FleetReport, MergeAndReportOfATreeShowTheFleet) {
+  auto dir = temp_dir("fleet_tree");
+  const std::string kase = "gemm/reference/fp32/M=8,N=8,K=8/threads=1";
+  const std::vector<double> times = {1.0e-5, 1.01e-5, 0.99e-5, 1.4e-5};
+  for (int rank = 0; rank < 4; ++rank) {
+    auto run_dir = dir / "tree" / fmt::format("rank{:03}-of-4-host{}-cpu", rank, rank);
+    fs::create_directories(run_dir);
+    nlohmann::json context = {{"host_name", fmt::format("host{}", rank)},
+                              {"opmeter", {{"version", "1"}, {"git_sha", "abc"}}},
+                              {"cpu", {{"model", "Test CPU"}, {"usable_cpus", 2}, {"governor", rank == 3 ? "powersave" : "performance"}}}};
+    nlohmann::json run = {{"config", "sweep.yaml"}, {"shard", {{"rank", rank}, {"size", 4}}}};
+    write(run_dir, "run.json", nlohmann::json({{"run", run}, {"context", context}}).dump());
+    Result r = measured(kase, times[rank]);
+    r.summary.median = times[rank];
+    write(run_dir, "results.jsonl", to_json(r).dump() + "\n");
+  }
+  auto merged = cli(fmt::format("merge {} -o {}", (dir / "tree").string(), (dir / "merged").string()));
+  ASSERT_EQ(merged.code, 0) << merged.text;
+  std::ifstream json_file(dir / "merged" / "fleet.json");
+  ASSERT_TRUE(json_file) << merged.text;
+  auto j = nlohmann::json::parse(json_file);
+  ASSERT_EQ(j["cases"].size(), 1u);
+  auto& slowest = j["cases"][0]["entries"][3];
+  EXPECT_EQ(slowest["machine"], "rank003-of-4-host3-cpu");
+  EXPECT_NEAR(slowest["vs_hardware_median"].get<double>(), 1.4 / ((1.0 + 1.01) / 2) - 1, 1e-9);  // the middle two of four
+  EXPECT_TRUE(slowest["outlier"].get<bool>());
+  auto read = [](const fs::path& p) {
+    std::ifstream f(p);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  for (auto input : {dir / "merged", dir / "tree"}) {
+    auto html_path = dir / (input.filename().string() + ".html");
+    auto report = cli(fmt::format("report {} -o {} --no-md", input.string(), html_path.string()));
+    ASSERT_EQ(report.code, 0) << report.text;
+    auto html = read(html_path);
+    EXPECT_NE(html.find("<h2 id=\"fleet\">Fleet</h2>"), std::string::npos) << input;
+    EXPECT_NE(html.find("<tr data-machine=\"rank003-of-4-host3-cpu\" class=\"outlier\">"), std::string::npos) << input;
+    EXPECT_NE(html.find("governor: powersave (others performance)"), std::string::npos) << input;
+  }
+  EXPECT_NE(read(dir / "merged" / "report.html").find("<h2 id=\"fleet\">Fleet</h2>"), std::string::npos);
+}
