@@ -13,6 +13,7 @@
 #include "scale/fleet.hpp"
 #include "scale/merge.hpp"
 #include "tests/cli_helpers.hpp"
+#include "tests/fleet_fixture.hpp"
 #include "tests/report_fixture.hpp"
 #include "tests/result_fixtures.hpp"
 
@@ -20,40 +21,6 @@ using namespace opmeter;
 using namespace opmeter::fixtures;
 
 namespace {
-
-const char* kGemm = "gemm/cublaslt/bf16/M=64,N=64,K=64/device=cuda:0";
-const char* kSilu = "silu/opmeter/bf16/batch=1,seq=8,hidden=64/device=cuda:0";
-
-// One H100 board of default limit 700 W, capped at `cap` W.
-nlohmann::json gpu_run_context(const std::string& host, double cap) {
-  return {{"host_name", host},
-          {"cuda", {{"nvml_driver", "550.54"}}},
-          {"gpus", {{{"device", "cuda:0"}, {"name", "H100"}, {"sm_clock_default_mhz", 1755},
-                     {"power_limit_default_w", 700}, {"power_limit_w", cap}, {"ecc_enabled", true}, {"mig_enabled", false}}}}};
-}
-
-Result on(const std::string& machine, const std::string& case_string, double median_s) {
-  Result r = measured(case_string, median_s);
-  r.case_string = case_string;
-  r.summary.median = median_s;  // exact, so that the expected numbers below are too
-  r.details[scale::kMachineDetail] = machine;
-  return r;
-}
-
-// Five identical boards: a, b, c as they should be, d slow, e capped at 500 W (slow on the
-// compute-bound GEMM, not on the memory-bound SiLU).
-ResultSet fleet_set() {
-  std::map<std::string, std::pair<double, double>> times = {
-      {"a", {1.00e-3, 2.00e-5}}, {"b", {1.02e-3, 2.10e-5}}, {"c", {0.98e-3, 2.05e-5}},
-      {"d", {1.30e-3, 2.60e-5}}, {"e", {1.15e-3, 2.02e-5}}};
-  ResultSet set{"tree", ResultsFormat::results_jsonl, {{"fleet", nlohmann::json::array()}}, {}};
-  for (auto& [m, t] : times) {
-    set.context["fleet"].push_back({{"name", m}, {"device", "cuda:0"}, {"context", gpu_run_context(m, m == "e" ? 500 : 700)}});
-    set.results.push_back(on(m, kGemm, t.first));
-    set.results.push_back(on(m, kSilu, t.second));
-  }
-  return set;
-}
 
 struct Expected {
   std::string machine;
@@ -131,6 +98,13 @@ TEST(FleetReport, RankingPercentagesAndOutliersMatchAnIndependentComputation) {
     order.push_back(std::string((*it)[2]) + (std::string((*it)[1]) == html_escape(kGemm) ? " gemm" : " silu"));
   EXPECT_EQ(order, (std::vector<std::string>{"d gemm", "d silu", "e gemm"}));
   EXPECT_LT(html.find("<h3>Outliers</h3>"), html.find("fleet-heatmap-0"));
+  EXPECT_NE(html.find("<details open><summary>Every outlier (3)"), std::string::npos);  // a short list is open
+  // Per machine: d twice, then e with its cap.
+  std::regex machine_row(R"re(<tr data-outlier-machine="([^"]+)">.*?<td class="num" data-v="(\d+)">.*?<td>([^<]*)</td></tr>)re");
+  std::vector<std::string> machines;
+  for (std::sregex_iterator it(html.begin(), html.end(), machine_row), end; it != end; ++it)
+    machines.push_back(std::string((*it)[1]) + " " + std::string((*it)[2]) + " " + std::string((*it)[3]));
+  EXPECT_EQ(machines, (std::vector<std::string>{"d 2 none recorded", "e 1 power_limit_w: 500 (others 700)"}));
   EXPECT_NE(html.find("<p>5 machines (5 &times; H100, 1755 MHz, 700 W); 2 cases ran on several machines; <b>3 outliers</b>"),
             std::string::npos);
 }
@@ -175,6 +149,24 @@ TEST(FleetReport, StaysOneSelfContainedFile) {
   EXPECT_FALSE(std::regex_search(html, std::regex(R"((src|href)\s*=\s*["']?(https?:)?//)")));
   EXPECT_EQ(html.find("<link"), std::string::npos);
   EXPECT_NE(html.find("table.sortable"), std::string::npos);  // its sorting script is inline
+}
+
+TEST(FleetReport, SixtyFourGpusByFiftyCasesStayCompact) {
+  nlohmann::json specs = nlohmann::json::array();
+  auto html = fleet_html({big_fleet(64, 50)}, specs);
+  // Nine of the 64 (every seventh, from the fourth) are 10% slow on all 50 cases.
+  EXPECT_NE(html.find("<p>64 machines (64 &times; H100, 1755 MHz, 700 W); 50 cases ran on several machines; <b>450 outliers</b>"),
+            std::string::npos);
+  // Summarised: one row per slow machine, the 450 outliers and every table beyond collapsed.
+  std::size_t machine_rows = 0;
+  for (auto at = html.find("<tr data-outlier-machine="); at != std::string::npos; at = html.find("<tr data-outlier-machine=", at + 1))
+    ++machine_rows;
+  EXPECT_EQ(machine_rows, 9u);
+  EXPECT_NE(html.find("<details><summary>Every outlier (450)"), std::string::npos);
+  EXPECT_EQ(html.find("<details open"), std::string::npos);
+  ASSERT_EQ(specs.size(), 1u);
+  EXPECT_EQ(specs[0]["spec"]["data"]["values"].size(), 64u * 50u);
+  EXPECT_LT(html.size() + specs.dump().size(), 3u << 20);
 }
 
 TEST(FleetJson, MatchesTheViewAndSummarisesEachMachine) {

@@ -19,6 +19,9 @@ using scale::FleetEntry;
 using scale::Machine;
 using Machines = std::map<std::string, Machine>;
 
+// Up to this many outliers, their full list is open; beyond, it is collapsed under the per-machine table.
+constexpr std::size_t kOpenOutliers = 20;
+
 std::string hardware_of(const Machines& machines, const std::string& name) {
   auto m = machines.find(name);
   return m == machines.end() ? "?" : m->second.hardware;
@@ -58,8 +61,10 @@ void summary(std::string& out, const std::vector<FleetCase>& fleet, const Machin
                      scale::kOutlierThreshold * 100, scale::kMinIdenticalForOutlier);
 }
 
-// Every outlier, furthest from its hardware's median first.
-void outlier_table(std::string& out, const std::vector<FleetCase>& fleet, const Machines& machines) {
+// The machines with outliers, most first, with what differs on them: a short table even when a
+// slow GPU is an outlier on every one of 50 cases. Then every outlier, furthest from its
+// hardware's median first (collapsed when long).
+void outlier_tables(std::string& out, const std::vector<FleetCase>& fleet, const Machines& machines) {
   std::vector<std::pair<const FleetCase*, const FleetEntry*>> rows;
   for (auto& fc : fleet)
     for (auto& e : fc.entries)
@@ -69,17 +74,41 @@ void outlier_table(std::string& out, const std::vector<FleetCase>& fleet, const 
     out += "<p>None: every machine ran within the threshold of its identical hardware.</p>\n";
     return;
   }
+  std::map<std::string, std::vector<std::string>> differences;  // machine -> what differs, once each
+  for (auto& [fc, e] : rows)
+    for (auto& d : e->differences)
+      if (auto& v = differences[e->machine]; std::find(v.begin(), v.end(), d) == v.end()) v.push_back(d);
+  auto summaries = scale::machine_summaries(fleet);
+  std::erase_if(summaries, [](auto& s) { return s.outliers == 0; });
+  std::stable_sort(summaries.begin(), summaries.end(), [](auto& a, auto& b) {
+    return a.outliers != b.outliers ? a.outliers > b.outliers : std::abs(a.worst_vs_hardware) > std::abs(b.worst_vs_hardware);
+  });
+  out += "<div class=\"wide\"><table class=\"sortable fleet-outlier-machines\"><thead><tr><th>machine</th><th>hardware</th>"
+         "<th>outlier cases</th><th>of cases</th><th>median vs identical</th><th>worst vs identical</th>"
+         "<th>differences that may explain it</th></tr></thead><tbody>\n";
+  for (auto& s : summaries) {
+    std::string why;
+    for (auto& d : differences[s.machine]) why += (why.empty() ? "" : "; ") + html_escape(d);
+    out += fmt::format("<tr data-outlier-machine=\"{0}\"><td>{0}</td><td>{1}</td>{2}{3}{4}{5}<td>{6}</td></tr>\n",
+                       html_escape(s.machine), html_escape(hardware_of(machines, s.machine)),
+                       num(s.outliers, std::to_string(s.outliers)), num(s.cases, std::to_string(s.cases)),
+                       num(s.median_vs_hardware * 100, pct(s.median_vs_hardware)),
+                       num(s.worst_vs_hardware * 100, pct(s.worst_vs_hardware)), why.empty() ? "none recorded" : why);
+  }
+  out += "</tbody></table></div>\n";
   std::stable_sort(rows.begin(), rows.end(), [](auto& a, auto& b) {
     return std::abs(a.second->vs_hardware_median) > std::abs(b.second->vs_hardware_median);
   });
-  out += "<div class=\"wide\"><table class=\"sortable fleet-outliers\"><thead><tr><th>case</th><th>machine</th><th>hardware</th>"
-         "<th>median</th><th>vs identical</th><th>differences that may explain it</th></tr></thead><tbody>\n";
+  out += fmt::format("<details{}><summary>Every outlier ({}), furthest first</summary>\n<div class=\"wide\"><table class=\"sortable fleet-outliers\">"
+                     "<thead><tr><th>case</th><th>machine</th><th>hardware</th><th>median</th><th>vs identical</th>"
+                     "<th>differences that may explain it</th></tr></thead><tbody>\n",
+                     rows.size() <= kOpenOutliers ? " open" : "", rows.size());
   for (auto& [fc, e] : rows)
     out += fmt::format("<tr data-case=\"{0}\" data-machine=\"{1}\"><td class=\"case\">{0}</td><td>{1}</td><td>{2}</td>{3}{4}<td>{5}</td></tr>\n",
                        html_escape(fc->case_string), html_escape(e->machine), html_escape(hardware_of(machines, e->machine)),
                        num(e->median_s, human_time(e->median_s)), num(e->vs_hardware_median * 100, pct(e->vs_hardware_median)),
                        note(*e));
-  out += "</tbody></table></div>\n";
+  out += "</tbody></table></div>\n</details>\n";
 }
 
 void machine_table(std::string& out, const std::vector<FleetCase>& fleet, const Machines& machines) {
@@ -150,7 +179,7 @@ std::string fleet_html(const std::vector<ResultSet>& sets, nlohmann::json& specs
     if (with_fleet > 1) out += fmt::format("<h3>{}</h3>\n", html_escape(sets[i].source));
     out += fmt::format("<section class=\"fleet\" data-source=\"{}\">\n", html_escape(sets[i].source));
     summary(out, fleet, machines);
-    outlier_table(out, fleet, machines);
+    outlier_tables(out, fleet, machines);
     if (auto c = fleet_heatmap_chart(fleet, fmt::format("fleet-heatmap-{}", i))) {
       out += fmt::format("<figure><figcaption><b>{}</b><br>{}</figcaption><div class=\"chart\" id=\"{}\"></div></figure>\n",
                          html_escape(c->title), html_escape(c->caption), c->id);
