@@ -2,6 +2,7 @@
 // medians and outlier rule computed here independently, on a synthetic merged tree.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 
@@ -9,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "report/fleet_section.hpp"
+#include "opmeter/sensor.hpp"
 #include "report/report.hpp"
 #include "scale/fleet.hpp"
 #include "scale/merge.hpp"
@@ -16,6 +18,7 @@
 #include "tests/fleet_fixture.hpp"
 #include "tests/report_fixture.hpp"
 #include "tests/result_fixtures.hpp"
+#include "tests/test_paths.hpp"
 
 using namespace opmeter;
 using namespace opmeter::fixtures;
@@ -173,6 +176,7 @@ TEST(FleetJson, MatchesTheViewAndSummarisesEachMachine) {
   auto set = fleet_set();
   auto machines = scale::machines_of(set.context);
   auto j = scale::fleet_json(scale::fleet_view(set.results, machines), machines);
+  EXPECT_EQ(j["schema"], "opmeter-fleet/1");
   EXPECT_EQ(j["outlier_threshold"], 0.05);
   ASSERT_EQ(j["cases"].size(), 2u);
   for (auto& c : j["cases"]) {
@@ -237,4 +241,18 @@ TEST(FleetReport, MergeAndReportOfATreeShowTheFleet) {
     EXPECT_NE(html.find("governor: powersave (others performance)"), std::string::npos) << input;
   }
   EXPECT_NE(read(dir / "merged" / "report.html").find("<h2 id=\"fleet\">Fleet</h2>"), std::string::npos);
+}
+
+// The context records the board's default power limit beside the enforced one, so a capped GPU
+// is compared with its identical siblings (and its cap named) instead of standing alone.
+TEST(Nvml, ReadsTheBoardsDefaultPowerLimitBesideTheCap) {
+  setenv("FAKE_NVML_CAP_W", "500", 1);
+  Nvml nvml(FAKE_NVML);
+  ASSERT_TRUE(nvml.ok()) << nvml.reason();
+  std::string why;
+  auto device = nvml.device("", 0, why);
+  ASSERT_TRUE(device) << why;
+  EXPECT_EQ(nvml.power_limit_w(*device), 500.0);
+  EXPECT_EQ(nvml.power_limit_default_w(*device), 700.0);
+  unsetenv("FAKE_NVML_CAP_W");
 }

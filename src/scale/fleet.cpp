@@ -135,7 +135,7 @@ std::vector<MachineSummary> machine_summaries(const std::vector<FleetCase>& flee
 }
 
 nlohmann::json fleet_json(const std::vector<FleetCase>& fleet, const std::map<std::string, Machine>& machines) {
-  nlohmann::json j = {{"outlier_threshold", kOutlierThreshold}, {"min_identical_for_outlier", kMinIdenticalForOutlier}};
+  nlohmann::json j = {{"schema", "opmeter-fleet/1"}, {"outlier_threshold", kOutlierThreshold}, {"min_identical_for_outlier", kMinIdenticalForOutlier}};
   nlohmann::json ms = nlohmann::json::array();
   for (auto& s : machine_summaries(fleet)) {
     nlohmann::json m = {{"name", s.machine}, {"cases", s.cases}, {"outliers", s.outliers},

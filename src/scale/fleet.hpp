@@ -64,7 +64,7 @@ struct MachineSummary {
 };
 std::vector<MachineSummary> machine_summaries(const std::vector<FleetCase>& fleet);
 
-// The fleet view for other tools (fleet.json): the outlier rule, the machines (hardware,
+// The fleet view for other tools (fleet.json, "schema": "opmeter-fleet/1"): the outlier rule, the machines (hardware,
 // environment, summary) and every case's ranking. Times in seconds, deviations as fractions.
 nlohmann::json fleet_json(const std::vector<FleetCase>& fleet, const std::map<std::string, Machine>& machines);
 
