@@ -241,6 +241,7 @@ TEST(FleetReport, MergeAndReportOfATreeShowTheFleet) {
     EXPECT_NE(html.find("governor: powersave (others performance)"), std::string::npos) << input;
   }
   EXPECT_NE(read(dir / "merged" / "report.html").find("<h2 id=\"fleet\">Fleet</h2>"), std::string::npos);
+  EXPECT_NE(read(dir / "merged" / "report.md").find("\n## Fleet\n"), std::string::npos);  // merge's markdown report too
 }
 
 // The context records the board's default power limit beside the enforced one, so a capped GPU
