@@ -189,8 +189,17 @@ TEST(FleetJson, MatchesTheViewAndSummarisesEachMachine) {
       EXPECT_EQ(c["entries"][i]["outlier"], want[i].outlier);
     }
   }
+  // Each machine's median and worst deviation over the two cases (two values: their mean, and
+  // the one further from 0).
+  std::map<std::string, std::vector<double>> vs;
+  for (auto* case_string : {kGemm, kSilu})
+    for (auto& e : expected_ranking(set, case_string)) vs[e.machine].push_back(e.vs);
   ASSERT_EQ(j["machines"].size(), 5u);
   for (auto& m : j["machines"]) {
+    auto& v = vs[m["name"].get<std::string>()];
+    EXPECT_NEAR(m["median_vs_hardware_median"].get<double>(), (v[0] + v[1]) / 2, 1e-12) << m["name"];
+    EXPECT_NEAR(m["worst_vs_hardware_median"].get<double>(), std::abs(v[0]) > std::abs(v[1]) ? v[0] : v[1], 1e-12) << m["name"];
+    EXPECT_EQ(m["cases"], 2) << m["name"];
     EXPECT_EQ(m["hardware"], "H100, 1755 MHz, 700 W") << m["name"];  // the cap is environment, not hardware
     EXPECT_EQ(m["outliers"], m["name"] == "d" ? 2 : m["name"] == "e" ? 1 : 0) << m["name"];
     if (m["name"] == "e") {
