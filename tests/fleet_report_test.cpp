@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "report/fleet_chart.hpp"
 #include "report/fleet_section.hpp"
 #include "opmeter/sensor.hpp"
 #include "report/report.hpp"
@@ -130,6 +131,19 @@ TEST(FleetReport, HeatmapHoldsEveryCellAndMarksTheOutliers) {
       EXPECT_EQ((*cell)["outlier"].template get<bool>(), want.outlier);
     }
   EXPECT_EQ(specs[0]["spec"]["layer"][1]["transform"][0]["filter"], "datum.outlier");
+}
+
+TEST(FleetReport, HeatmapOfAHugeFleetKeepsTheCasesWithMostOutliers) {
+  auto set = fleet_set();
+  auto machines = scale::machines_of(set.context);
+  auto fleet = scale::fleet_view(set.results, machines);
+  auto chart = fleet_heatmap_chart(fleet, "x", 5);  // room for one case of five machines
+  ASSERT_TRUE(chart);
+  auto& values = chart->spec["data"]["values"];
+  ASSERT_EQ(values.size(), 5u);
+  for (auto& v : values) EXPECT_EQ(v["case"], kGemm);  // two outliers, against the SiLU's one
+  EXPECT_NE(chart->caption.find("Shown: the 1 of 2 cases with the most outliers (at most 5 cells)"), std::string::npos);
+  EXPECT_EQ(fleet_heatmap_chart(fleet, "x")->spec["data"]["values"].size(), 10u);
 }
 
 TEST(FleetReport, AbsentForOneMachineOrResultsWithoutAFleet) {

@@ -3,20 +3,32 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "report/reporters.hpp"
 #include "report/vega_spec.hpp"
 
 namespace opmeter {
 
-std::optional<Chart> fleet_heatmap_chart(const std::vector<scale::FleetCase>& fleet, const std::string& id) {
+std::optional<Chart> fleet_heatmap_chart(const std::vector<scale::FleetCase>& fleet, const std::string& id,
+                                         std::size_t max_cells) {
   if (fleet.empty()) return std::nullopt;
+  auto outliers = [](const scale::FleetCase* fc) {
+    return std::count_if(fc->entries.begin(), fc->entries.end(), [](auto& e) { return e.outlier; });
+  };
+  std::vector<const scale::FleetCase*> shown;
+  for (auto& fc : fleet) shown.push_back(&fc);
+  std::stable_sort(shown.begin(), shown.end(), [&](auto* a, auto* b) { return outliers(a) > outliers(b); });
+  std::size_t cells = 0, kept = 0;
+  while (kept < shown.size() && (kept == 0 || cells + shown[kept]->entries.size() <= max_cells)) cells += shown[kept++]->entries.size();
+  shown.resize(kept);
   nlohmann::json values = nlohmann::json::array();
   double widest = 0;  // the colour scale spans +-widest, so 0 (the hardware median) is its middle
-  for (auto& fc : fleet)
-    for (auto& e : fc.entries) {
+  for (auto* fc : shown)
+    for (auto& e : fc->entries) {
       std::string why;
       for (auto& d : e.differences) why += (why.empty() ? "" : "; ") + d;
-      values.push_back({{"case", fc.case_string}, {"machine", e.machine}, {"pct", e.vs_hardware_median * 100},
+      values.push_back({{"case", fc->case_string}, {"machine", e.machine}, {"pct", e.vs_hardware_median * 100},
                         {"median", human_time(e.median_s)}, {"outlier", e.outlier}, {"why", why}});
       widest = std::max(widest, std::abs(e.vs_hardware_median * 100));
     }
@@ -41,10 +53,13 @@ std::optional<Chart> fleet_heatmap_chart(const std::vector<scale::FleetCase>& fl
        {{"transform", nlohmann::json::array({{{"filter", "datum.outlier"}}})},
         {"mark", {{"type", "point"}, {"shape", "diamond"}, {"filled", false}, {"color", "black"}, {"size", 70}}},
         {"encoding", {{"tooltip", tooltip}}}}});
-  return Chart{id, "fleet", "Fleet: each case on each machine against identical hardware",
-               "Colour: a machine's median time against the median of identical hardware (red slower, blue faster); "
-               "a diamond marks an outlier. Hover a cell for its time and the differences that may explain it.",
-               std::move(spec)};
+  std::string caption =
+      "Colour: a machine's median time against the median of identical hardware (red slower, blue faster); "
+      "a diamond marks an outlier. Hover a cell for its time and the differences that may explain it.";
+  if (shown.size() < fleet.size())
+    caption += fmt::format(" Shown: the {} of {} cases with the most outliers (at most {} cells); the tables below have every case.",
+                           shown.size(), fleet.size(), max_cells);
+  return Chart{id, "fleet", "Fleet: each case on each machine against identical hardware", caption, std::move(spec)};
 }
 
 }  // namespace opmeter
