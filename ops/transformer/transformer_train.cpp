@@ -41,6 +41,13 @@ std::string TrainLayout::name_at(std::size_t element) const {
   return name;
 }
 
+std::size_t TrainLayout::index_in(std::size_t element) const {
+  std::size_t start = y;
+  for (std::size_t i = 0; i < kBlockInputs; ++i)
+    if (element >= grad[i]) start = grad[i];
+  return element - start;
+}
+
 Work train_forward_work(const Case& c) {
   Case inference = c;
   std::erase_if(inference.params, [](auto& kv) { return kv.first == linear::kMode || kv.first == linear::kPhase; });

@@ -25,7 +25,8 @@ struct TrainLayout {
   std::size_t y = 0;
   std::array<std::size_t, kBlockInputs> grad{};  // offset of the gradient of input i
   std::size_t total = 0;
-  std::string name_at(std::size_t element) const;  // "y", "dx", "dwqkv", ... for messages
+  std::string name_at(std::size_t element) const;     // "y", "dx", "dwqkv", ... for messages
+  std::size_t index_in(std::size_t element) const;    // its index within that tensor
 };
 TrainLayout train_layout(const Shape& s);
 

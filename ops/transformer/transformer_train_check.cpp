@@ -45,8 +45,8 @@ Check TransformerBlockOp::check(const HostTensors& in, const HostTensor& out, st
   for (std::size_t i = 0; i < l.total; ++i) {
     if (!std::isnan(out[i])) continue;
     check.max_error = std::numeric_limits<double>::infinity();
-    check.detail = fmt::format("training output {} (element {} of the step's output) was not written (still poisoned) or is NaN",
-                               l.name_at(i), i);
+    check.detail = fmt::format("training output {}[{}] (element {} of the step's output) was not written (still poisoned) or is NaN",
+                               l.name_at(i), l.index_in(i), i);
     return check;
   }
   // y: the forward's rows, metric and tolerance.
@@ -65,7 +65,7 @@ Check TransformerBlockOp::check(const HostTensors& in, const HostTensor& out, st
   const bool affordable = train_reference_cost(s) <= kBackwardBudget;
   Worst g;
   if (affordable) {
-    const TrainReference ref(s, in, act(), grad_tol);
+    const TrainReference ref(s, in, act(), grad_tol, y_tol);
     for (std::size_t i = l.grad[0]; i < l.total; ++i) g.take(out[i], ref.value(i - l.grad[0]), ref.mag(i - l.grad[0]), i);
   }
   // Each part against its own tolerance: the worst of both as a share of it, in y's units.
@@ -78,7 +78,7 @@ Check TransformerBlockOp::check(const HostTensors& in, const HostTensor& out, st
   check.detail = fmt::format(
       "training step: max scaled error {:.3g} in {}[{}] (got {:.7g}, expected {:.7g}); y over {} rows (tolerance {:.3g}), "
       "{} (tolerance {:.3g})",
-      w.err, l.name_at(w.i), w.i - (grad_worse ? l.grad[0] : 0), w.got, w.ref, rows.size(), y_tol,
+      w.err, l.name_at(w.i), l.index_in(w.i), w.got, w.ref, rows.size(), y_tol,
       affordable ? "every gradient of every input whole" : "gradients unchecked at this size (fp64 backward above the check's budget)",
       grad_tol);
   return check;

@@ -20,8 +20,9 @@ double train_gradient_tolerance(const Case& c);
 class TrainReference {
  public:
   // in: the block's inputs and dy (index kBlockInputs); `act`: the stored activations' type;
-  // `tolerance`: the check's (an act' change within the rounding of u counts over it).
-  TrainReference(const Shape& s, const HostTensors& in, Elem act, double tolerance);
+  // `tolerance`: the check's, `forward_tolerance` the forward's (an act' change within the
+  // forward's error of u counts over the tolerance).
+  TrainReference(const Shape& s, const HostTensors& in, Elem act, double tolerance, double forward_tolerance);
   // Element i of the gradients laid out as TrainLayout from its first gradient (dx).
   double value(std::size_t i) const { return value_[i]; }
   double mag(std::size_t i) const { return mag_[i]; }
