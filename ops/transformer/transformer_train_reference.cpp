@@ -247,7 +247,9 @@ TrainReference::TrainReference(const Shape& s, const HostTensors& in, Elem act_e
     const double delta = half_ulp * std::fabs(u.v[i]) + forward_tolerance * 4 * u.m[i];
     const double change = std::max(std::fabs(activation::derivative(s.act, u.v[i] + delta) - dv),
                                    std::fabs(activation::derivative(s.act, u.v[i] - delta) - dv));
-    du.m[i] = std::fabs(dv) * du.m[i] + std::fabs(du.v[i] * dv) + std::fabs(du.v[i]) * change / tolerance;
+    // (Twice the change over the tolerance: a flipped element then uses at most half of it, the
+    // rest for the other rows' rounding.)
+    du.m[i] = std::fabs(dv) * du.m[i] + std::fabs(du.v[i] * dv) + 2 * std::fabs(du.v[i]) * change / tolerance;
     du.v[i] *= dv;
   }
   const Pair dw1 = mul(Form::tn, du, n2.xhat, m, h, r);
