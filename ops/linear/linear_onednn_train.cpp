@@ -1,5 +1,6 @@
 // oneDNN training step of the linear ops (mode=train), impl `onednn_train`: the three GEMMs are
-// oneDNN matmuls, the rest our own loops.
+// oneDNN matmuls, the rest the training pieces it shares with transformer_block's step
+// (ops/tensor/train_kernels.hpp).
 //   forward   [LayerNorm keeping mean and rstd ->] z = xhat W^T + b (matmul, bias fused)
 //             [-> y = act(z)]
 //   backward  dz = dy * act'(z); dxhat = dz W (matmul); dW = dz^T xhat (matmul, dz read
@@ -7,16 +8,12 @@
 // phase=forward times the forward, phase=backward the backward from the forward's saved z and
 // xhat (run once per input set at setup), the default the whole step. Every check runs the whole
 // step so that each gradient is checked whatever is timed.
-#include <cmath>
-
 #include "ops/linear/linear.hpp"
 #include "ops/tensor/onednn_util.hpp"
 #include "ops/tensor/train_kernels.hpp"
 
 namespace opmeter::linear {
 namespace {
-using dt = dnnl::memory::data_type;
-using tag = dnnl::memory::format_tag;
 using tensor::Act;
 
 using tensor::Elems;
