@@ -1,10 +1,11 @@
-// The launch's communicator (src/scale/launch_comm.hpp) over MPI_COMM_WORLD. In the MPI object
+// The launch's communicator (src/engine/launch_comm.hpp) over MPI_COMM_WORLD. In the MPI object
 // library (built where CMake finds MPI), so the core and the CUDA plugin never link MPI.
 #include <mpi.h>
 
 #include <cstdlib>
 
-#include "scale/launch_comm.hpp"
+#include "engine/launch_comm.hpp"
+#include "scale/shard.hpp"
 
 namespace opmeter::scale {
 namespace {
@@ -60,6 +61,10 @@ class MpiComm final : public LaunchComm {
 
 const bool registered = [] {
   provide_launch_comm([]() -> LaunchComm* {
+    // Only a launcher's processes share an MPI world; a Slurm job array's tasks alone are
+    // separate jobs that no MPI world joins.
+    auto shard = shard_from_env(process_env());
+    if (!shard || shard->source == "SLURM_ARRAY_TASK_ID/COUNT") return nullptr;
     static MpiComm comm;
     return &comm;
   });

@@ -36,6 +36,10 @@ FOLDER_MOVES = [
 ]
 # Single files.
 FILE_MOVES = [
+    # The launch's communicator serves the engine (energy summed over ranks) and the collectives;
+    # in src/scale it closed an engine -> scale -> results -> engine cycle.
+    ('src/scale/launch_comm.hpp', 'src/engine/launch_comm.hpp'),
+    ('src/scale/launch_comm.cpp', 'src/engine/launch_comm.cpp'),
     ('ops/peak/datasheet.hpp', 'src/cuda/datasheet.hpp'),
     ('ops/peak/datasheet.cpp', 'src/cuda/datasheet.cpp'),
     # Internal headers, next to their .cpp.

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "opmeter/result.hpp"
-#include "scale/launch_comm.hpp"
+#include "engine/launch_comm.hpp"
 
 namespace opmeter {
 

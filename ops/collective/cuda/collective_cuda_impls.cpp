@@ -1,13 +1,13 @@
 // The collective impls of CUDA devices, each declared once (include/opmeter/cuda/cuda_impl.hpp):
 // compiled into opmeter, which lists and plans them anywhere, and into the CUDA plugin, which
 // makes them (collective_nccl.cpp). NCCL is loaded by the plugin at run time (nccl_api.hpp) and
-// the ranks reach each other through opmeter's MPI communicator (src/scale/launch_comm.hpp), so
+// the ranks reach each other through opmeter's MPI communicator (src/engine/launch_comm.hpp), so
 // the plugin links neither libnccl nor MPI: a machine without them keeps every other CUDA impl.
 #include <fmt/format.h>
 
 #include "opmeter/cuda/cuda_impl.hpp"
 #include "ops/collective/collective.hpp"
-#include "scale/launch_comm.hpp"
+#include "engine/launch_comm.hpp"
 #include "scale/shard.hpp"
 
 namespace opmeter::collective {

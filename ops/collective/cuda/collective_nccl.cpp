@@ -19,7 +19,7 @@
 #include "ops/collective/collective.hpp"
 #include "ops/collective/collective_layout.hpp"
 #include "ops/collective/cuda/nccl_api.hpp"
-#include "scale/launch_comm.hpp"
+#include "engine/launch_comm.hpp"
 #include "scale/shard.hpp"
 
 namespace opmeter::collective {

@@ -29,7 +29,8 @@ class LaunchComm {
 // (started on first use); null otherwise: this process is alone, or cannot talk to the others.
 LaunchComm* launch_comm();
 
-// Called once by the MPI object library's static registrar: how to start its communicator.
+// Called once by the MPI object library's static registrar: how to start its communicator (which
+// returns null where no launcher started this process).
 void provide_launch_comm(std::function<LaunchComm*()> start);
 // Whether a provider registered (opmeter was built with MPI).
 bool launch_comm_available();

@@ -1,8 +1,6 @@
-#include "scale/launch_comm.hpp"
+#include "engine/launch_comm.hpp"
 
 #include <mutex>
-
-#include "scale/shard.hpp"
 
 namespace opmeter::scale {
 namespace {
@@ -20,9 +18,7 @@ LaunchComm* launch_comm() {
   static std::once_flag once;
   static LaunchComm* comm = nullptr;
   std::call_once(once, [] {
-    // A Slurm job array's tasks alone are separate jobs: no MPI world joins them.
-    auto shard = shard_from_env(process_env());
-    if (provider() && shard && shard->source != "SLURM_ARRAY_TASK_ID/COUNT") comm = provider()();
+    if (provider()) comm = provider()();  // null where this process was not started by a launcher
   });
   return comm;
 }
