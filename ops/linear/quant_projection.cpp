@@ -13,7 +13,7 @@ constexpr std::size_t kChannelBlock = 16;  // output channels per unit of a thre
 }  // namespace
 
 void QuantProjection::prepare(const quant::QuantizedWeights& q, bool bf16) {
-  packed_ = pack_weights(q, false);
+  packed_ = pack_weights(q, false, bf16);
   bf16_ = bf16;
   bf16_dot_ = bf16 && packed_.format == quant::WeightFormat::int4 && quant_kernels().int4_bf16 != nullptr;
 }
