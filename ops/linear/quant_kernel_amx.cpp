@@ -72,10 +72,11 @@ void block_pass(const PackedWeights& w, std::size_t jb, const std::uint16_t* x, 
   float* parts = s.parts.data();
   for (std::size_t t = 0; t < std::min(kLead, steps); ++t) decode_step(codes + 512 * t, s.b[t][0], s.b[t][1]);
   for (std::size_t t = 0; t < steps; ++t) {
-    // The codes are one stream, prefetched kPrefetch steps ahead: without it the misses wait
-    // behind the tile unit's work (a third of the vector kernel's speed from memory).
-    const std::uint8_t* ahead = codes + 512 * (t + kPrefetch);
-    for (std::size_t l = 0; l < 512; l += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + l), _MM_HINT_T0);
+    // The codes are one stream, prefetched kPrefetch steps ahead (into the next block's at the
+    // end, within the array): without it the misses wait behind the tile unit's work (a third
+    // of the vector kernel's speed from memory).
+    const std::size_t ahead = std::min(jb * 8 * h + 512 * (t + kPrefetch), w.codes.size() - 512);
+    for (std::size_t l = 0; l < 512; l += 64) _mm_prefetch(reinterpret_cast<const char*>(w.codes.data() + ahead + l), _MM_HINT_T0);
     if (t + kLead < steps) {
       auto& b = s.b[(t + kLead) % kRing];
       decode_step(codes + 512 * (t + kLead), b[0], b[1]);
