@@ -74,7 +74,7 @@ void pack_int4_tiles(const quant::QuantizedWeights& q, PackedWeights& p) {
 }
 }  // namespace
 
-PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic, bool bf16_activations) {
+PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic, bool int4_tiles) {
   PackedWeights p;
   p.format = q.recipe.weights;
   p.out = q.out;
@@ -85,7 +85,7 @@ PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic, 
     if (h % 32 != 0 || p.group % 32 != 0) throw std::invalid_argument("int4 kernels need hidden and group multiples of 32");
     p.block = p.group % 64 == 0 ? 64 : 32;
     p.bf16_group_params = all_bf16(q.scales) && all_bf16(q.zeros);  // the width the recipe rounded them to
-    p.tiles = p.block == 64 && bf16_activations && quant_kernels().int4_tiles;
+    p.tiles = p.block == 64 && int4_tiles && quant_kernels().int4_tiles;
     if (p.tiles) {
       pack_int4_tiles(q, p);
       return p;

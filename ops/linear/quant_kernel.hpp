@@ -63,9 +63,14 @@ struct PackedWeights {
 };
 
 // The canonical weights in the kernels' layout; int4 needs hidden % 32 == 0 (blocks of 64 where
-// the group is a multiple of 64; in tiles where bf16_activations and the CPU's int4_bf16 kernel
-// takes them).
-PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic, bool bf16_activations = false);
+// the group is a multiple of 64). int4_tiles: in tiles where the group allows and the CPU's
+// int4_bf16 takes them (callers ask for bf16 activations and several rows: see tiles_for).
+PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic, bool int4_tiles = false);
+// Whether a layer's int4 weights go in tiles (AMX) for these activations: bf16, and more than one
+// row. At M = 1 with the codes coming from memory the AMX kernel was not reliably faster than the
+// vector kernel on the CI machine (docs/guide/quantization-kernels.md), so M = 1 keeps the vector
+// kernel's blocks; bench/quant_int4_gemv measures both.
+inline bool tiles_for(bool bf16, std::size_t rows) { return bf16 && rows > 1; }
 
 constexpr std::size_t kRowsPerPass = 8;
 
