@@ -1,5 +1,7 @@
-// The int4 bf16 GEMV kernel (ops/linear/quant_kernel_avx512bf16.cpp) at M = 1 against a plain read
-// of the same bytes (codes, scales, zeros), both the best of many short runs on the threads given
+// The int4 bf16 GEMV kernels at M = 1 against a plain read of the same bytes (codes, scales,
+// zeros): the vector kernel (ops/linear/quant_kernel_avx512bf16.cpp) and, where the CPU has AMX,
+// the tile kernel (quant_kernel_amx.cpp) on the same weights packed in tiles, their outputs
+// compared. Each is the best of many short runs on the threads given
 // (OMP_NUM_THREADS): on a loaded machine the minimum is the run least disturbed, so the ratio is
 // the kernel's, not the neighbours'. docs/guide/quantization-kernels.md.
 //   build/bench/quant_int4_gemv [N K G reps]   (default LLaMA-2-70B's w13 shard: 7168 8192 64 100)
@@ -9,7 +11,9 @@
 #include <immintrin.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -19,6 +23,7 @@
 
 using namespace opmeter;
 using namespace opmeter::linear;
+
 
 __attribute__((target("avx512f"))) static float read_bytes(const std::uint8_t* p, std::size_t n) {
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -57,9 +62,10 @@ int main(int argc, char** argv) {
   std::vector<float> w(n * k);
   for (auto& v : w) v = normal(rng);
   const auto q = quant::quantize_weights(*quant::parse_recipe("int4wo-" + std::to_string(g)), w.data(), n, k, Elem::bf16);
-  const PackedWeights p = pack_weights(q, false);
+  const PackedWeights p = pack_weights(q, false);  // blocks: the vector kernel's layout
+  const PackedWeights tiles = pack_weights(q, false, true);  // AMX's tiles where this CPU runs them
   std::vector<std::uint16_t> x(k);
-  std::vector<float> xsum(k / g, 0.f), y(n);
+  std::vector<float> xsum(k / g, 0.f), y(n), yv(n);
   for (std::size_t i = 0; i < k; ++i) {
     x[i] = to_bf16(normal(rng));
     xsum[i / g] += from_bf16(x[i]);
@@ -73,14 +79,27 @@ int main(int argc, char** argv) {
     sink = sink + s + read_bytes(p.group_scales.data(), p.group_scales.size()) +
            read_bytes(p.group_zeros.data(), p.group_zeros.size());
   });
-  const double kernel_s = best_of(reps, [&] {
+  // Blocks of 16 channels per call, as opmeter's layers split them over the threads.
+  auto gemv = [&](auto kernel, const PackedWeights& w, std::vector<float>& out) {
+    return best_of(reps, [&] {
 #pragma omp parallel for schedule(static)
-    for (std::size_t b = 0; b < (n + 15) / 16; ++b)
-      kernels.int4_bf16(p, x.data(), xsum.data(), 1, 16 * b, std::min(n, 16 * b + 16), y.data(), n);
-  });
+      for (std::size_t b = 0; b < (n + 15) / 16; ++b)
+        kernel(w, x.data(), xsum.data(), 1, 16 * b, std::min(n, 16 * b + 16), out.data(), n);
+    });
+  };
+  const double vector_s = gemv(avx512bf16_int4, p, yv);
   const double bytes = double(p.bytes());
-  std::printf("N=%zu K=%zu group=%zu threads=%d isa=%s: %.1f MB; read %.3f ms (%.1f GB/s), int4 GEMV %.3f ms (%.1f GB/s) = %.0f%% of read\n",
-              n, k, g, omp_get_max_threads(), kernels.isa, bytes / 1e6, read_s * 1e3, bytes / read_s / 1e9, kernel_s * 1e3,
-              bytes / kernel_s / 1e9, 100 * read_s / kernel_s);
+  std::printf("N=%zu K=%zu group=%zu threads=%d: %.1f MB; read %.3f ms (%.1f GB/s); vector kernel %.3f ms (%.1f GB/s) = %.0f%% of read",
+              n, k, g, omp_get_max_threads(), bytes / 1e6, read_s * 1e3, bytes / read_s / 1e9, vector_s * 1e3,
+              bytes / vector_s / 1e9, 100 * read_s / vector_s);
+  if (tiles.tiles) {
+    // The same bytes (tiles pad channels to 16: none for these shapes), the same outputs.
+    const double amx_s = gemv(kernels.int4_bf16, tiles, y);
+    double worst = 0, scale = 0;
+    for (std::size_t j = 0; j < n; ++j) worst = std::max(worst, double(std::fabs(y[j] - yv[j]))), scale = std::max(scale, double(std::fabs(yv[j])));
+    std::printf("; AMX kernel %.3f ms (%.1f GB/s) = %.0f%% of read, %.2fx the vector kernel (max |diff| %.1e of max |y|)", amx_s * 1e3,
+                bytes / amx_s / 1e9, 100 * read_s / amx_s, vector_s / amx_s, worst / scale);
+  }
+  std::printf("\n");
   return 0;
 }

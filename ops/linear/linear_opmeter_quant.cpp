@@ -22,7 +22,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
   void prepare() override {
     const auto s = shape_of(case_);
     recipe_ = recipe();
-    packed_ = pack_weights(quantized_weights(host_inputs(0)), recipe_.dynamic());
+    packed_ = pack_weights(quantized_weights(host_inputs(0)), recipe_.dynamic(), tiles_for(bf16(), s.rows));
     const std::size_t rows = std::min(kRowBlock, s.rows);
     xs_.assign(rows * s.hidden, 0.f);
     tile_.assign(rows * s.out, 0.f);
@@ -112,7 +112,11 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
  private:
   std::string kernel_name() const {
     if (recipe_.dynamic()) return "int8 per-token activations x int8 weights, vpdpbusd (u8 shift compensated)";
-    if (bf16_dot_) return "int4 groups x bf16 activations: codes to bf16 by vpermw, vdpbf16ps, several channels per pass";
+    if (bf16_dot_ && packed_.tiles)
+      return "int4 groups x bf16 activations: codes to bf16 tiles of 16 channels, AMX tdpbf16ps, up to 16 rows per pass";
+    if (bf16_dot_)
+      return fmt::format("int4 groups x bf16 activations: codes to bf16 by {}, vdpbf16ps, several channels per pass",
+                         packed_.block == 64 ? "vpternlog and gf2p8affineqb" : "vpermw");
     const char* w = recipe_.weights == quant::WeightFormat::int4 ? "int4 groups" : recipe_.fp8() ? "fp8 e4m3" : "int8";
     return fmt::format("weight-only GEMV/GEMM, {} decoded in the dot product, {} rows per pass", w, kRowsPerPass);
   }

@@ -45,7 +45,36 @@ std::size_t PackedWeights::bytes() const {
   return codes.size() + scales.size() * sizeof(float) + group_scales.size() + group_zeros.size();
 }
 
-PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic) {
+namespace {
+// int4 in the tile layout (quant_kernel.hpp), channels padded to blocks of 16 with code 0, scale 0.
+void pack_int4_tiles(const quant::QuantizedWeights& q, PackedWeights& p) {
+  const std::size_t h = q.hidden, blocks = (q.out + 15) / 16, groups = h / p.group;
+  auto code = [&](std::size_t j, std::size_t k) -> unsigned {
+    if (j >= q.out) return 0;
+    const std::size_t i = j * h + k;
+    return (q.codes[i / 2] >> (4 * (i % 2))) & 0xf;
+  };
+  p.codes.assign(blocks * 8 * h, 0);
+  for (std::size_t jb = 0; jb < blocks; ++jb)
+    for (std::size_t t = 0; t < h / 64; ++t)
+      for (std::size_t c = 0; c < 16; ++c)
+        for (std::size_t i = 0; i < 16; ++i)
+          for (std::size_t par = 0; par < 2; ++par) {
+            const std::size_t j = 16 * jb + i, k = 64 * t + 2 * c + par;
+            p.codes[jb * 8 * h + 512 * t + 32 * c + 2 * i + par] = static_cast<std::uint8_t>(code(j, k) | code(j, k + 32) << 4);
+          }
+  const std::size_t width = p.bf16_group_params ? 2 : 4;
+  p.group_scales.assign(blocks * 16 * groups * width, 0);
+  p.group_zeros.assign(p.group_scales.size(), 0);
+  for (std::size_t j = 0; j < q.out; ++j)
+    for (std::size_t g = 0; g < groups; ++g) {
+      put_param(p.group_scales, p.param_index(j, g), q.scales[j * groups + g], p.bf16_group_params);
+      put_param(p.group_zeros, p.param_index(j, g), q.zeros[j * groups + g], p.bf16_group_params);
+    }
+}
+}  // namespace
+
+PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic, bool int4_tiles) {
   PackedWeights p;
   p.format = q.recipe.weights;
   p.out = q.out;
@@ -55,6 +84,12 @@ PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic) 
   if (p.format == quant::WeightFormat::int4) {
     if (h % 32 != 0 || p.group % 32 != 0) throw std::invalid_argument("int4 kernels need hidden and group multiples of 32");
     p.block = p.group % 64 == 0 ? 64 : 32;
+    p.bf16_group_params = all_bf16(q.scales) && all_bf16(q.zeros);  // the width the recipe rounded them to
+    p.tiles = p.block == 64 && int4_tiles && quant_kernels().int4_tiles;
+    if (p.tiles) {
+      pack_int4_tiles(q, p);
+      return p;
+    }
     const std::size_t half = p.block / 2;
     p.codes.assign(q.out * h / 2, 0);
     for (std::size_t j = 0; j < q.out; ++j) {
@@ -67,8 +102,6 @@ PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic) 
         for (std::size_t i = 0; i < half; ++i)
           row[half * b + i] = static_cast<std::uint8_t>(code(p.block * b + i) | code(p.block * b + half + i) << 4);
     }
-    // Stored at the width the recipe rounded them to (bf16 for bf16 activations).
-    p.bf16_group_params = all_bf16(q.scales) && all_bf16(q.zeros);
     const std::size_t n = q.scales.size(), width = p.bf16_group_params ? 2 : 4;
     p.group_scales.assign(n * width, 0);
     p.group_zeros.assign(n * width, 0);
@@ -98,6 +131,11 @@ const QuantKernels& quant_kernels() {
       if (__builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("gfni")) {
         k.isa = "avx512_bf16";
         k.int4_bf16 = avx512bf16_int4;
+        if (amx_bf16_usable()) {
+          k.isa = "avx512_bf16+amx";
+          k.int4_bf16 = amx_int4;
+          k.int4_tiles = true;
+        }
       }
       return k;
     }

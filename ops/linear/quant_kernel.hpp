@@ -21,11 +21,19 @@ namespace opmeter::linear {
 //               i = q[Bb + i] | q[Bb + B/2 + i] << 4, so that one load's low nibbles and high
 //               nibbles are each a contiguous run of x (a 32-byte load feeds 64 weights);
 //               group g's scale and zero in group_scales / group_zeros as fp32 or bf16 bits.
+//   int4 in tiles (`tiles`: blocks of 64, bf16 activations, for the AMX kernel): channels in
+//               blocks of 16 (the last padded with code 0, scale 0), a block's codes in steps of
+//               64 weights (512 bytes): byte 32 c + 2 i + p of step t holds channel i's weights
+//               k = 64 t + 2 c + p (low nibble) and k + 32 (high nibble), c < 16, p < 2. Decoded,
+//               the low nibbles of its 32 bytes are row c of tile B0 (k = 64 t .. 64 t + 31 as 16
+//               pairs x 16 channels, AMX's VNNI layout), the high ones row c of B1 (the next 32).
+//               Group parameters as [block][group][16 channels].
 //   int8 dynamic: as int8, plus code_sums[j] = sum_k code(j, k) (the u8 shift's compensation).
 struct PackedWeights {
   quant::WeightFormat format = quant::WeightFormat::int8;
   std::size_t out = 0, hidden = 0, group = 0;
   std::size_t block = 32;  // int4: weights per block of the layout above (32 or 64)
+  bool tiles = false;      // int4: the tile layout above
   std::vector<std::uint8_t> codes;
   std::vector<float> scales;
   bool bf16_group_params = false;
@@ -33,10 +41,19 @@ struct PackedWeights {
   std::vector<std::int32_t> code_sums;
   // Bytes a call streams: codes and scales (and zeros) as stored.
   std::size_t bytes() const;
-  float group_scale(std::size_t j, std::size_t g) const { return param(group_scales, j * (hidden / group) + g); }
-  float group_zero(std::size_t j, std::size_t g) const { return param(group_zeros, j * (hidden / group) + g); }
+  float group_scale(std::size_t j, std::size_t g) const { return param(group_scales, param_index(j, g)); }
+  float group_zero(std::size_t j, std::size_t g) const { return param(group_zeros, param_index(j, g)); }
+  std::size_t param_index(std::size_t j, std::size_t g) const {
+    const std::size_t groups = hidden / group;
+    return tiles ? (j / 16 * groups + g) * 16 + j % 16 : j * groups + g;
+  }
   // int4: the code of weight (j, k) in the layout above.
   unsigned int4_code(std::size_t j, std::size_t k) const {
+    if (tiles) {
+      const std::size_t kk = k % 64;
+      const std::uint8_t b = codes[j / 16 * 8 * hidden + 512 * (k / 64) + 32 * (kk % 32 / 2) + 2 * (j % 16) + kk % 2];
+      return kk < 32 ? b & 0xfu : b >> 4;
+    }
     const std::uint8_t b = codes[(j * hidden + k - k % block) / 2 + k % (block / 2)];
     return k % block < block / 2 ? b & 0xfu : b >> 4;
   }
@@ -46,8 +63,14 @@ struct PackedWeights {
 };
 
 // The canonical weights in the kernels' layout; int4 needs hidden % 32 == 0 (blocks of 64 where
-// the group is a multiple of 64).
-PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic);
+// the group is a multiple of 64). int4_tiles: in tiles where the group allows and the CPU's
+// int4_bf16 takes them (callers ask for bf16 activations and several rows: see tiles_for).
+PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic, bool int4_tiles = false);
+// Whether a layer's int4 weights go in tiles (AMX) for these activations: bf16, and more than one
+// row. At M = 1 with the codes coming from memory the AMX kernel was not reliably faster than the
+// vector kernel on the CI machine (docs/guide/quantization-kernels.md), so M = 1 keeps the vector
+// kernel's blocks; bench/quant_int4_gemv measures both.
+inline bool tiles_for(bool bf16, std::size_t rows) { return bf16 && rows > 1; }
 
 constexpr std::size_t kRowsPerPass = 8;
 
@@ -69,6 +92,8 @@ struct QuantKernels {
   // has no AVX512_BF16 or no GFNI: bf16 activations then take weight_only in fp32.
   void (*int4_bf16)(const PackedWeights& w, const std::uint16_t* xb, const float* xsum, std::size_t rows, std::size_t j0,
                     std::size_t j1, float* c, std::size_t ldc);
+  // Whether int4_bf16 runs weights packed in tiles (AMX) faster than in blocks.
+  bool int4_tiles = false;
 };
 
 QuantKernels avx512_quant_kernels();
@@ -76,6 +101,11 @@ QuantKernels base_quant_kernels();
 // int4_bf16 with AVX512_BF16 and GFNI (quant_kernel_avx512bf16.cpp).
 void avx512bf16_int4(const PackedWeights& w, const std::uint16_t* xb, const float* xsum, std::size_t rows, std::size_t j0,
                      std::size_t j1, float* c, std::size_t ldc);
+// int4_bf16 on AMX tiles for weights packed in tiles, else avx512bf16_int4 (quant_kernel_amx.cpp);
+// usable where the CPU has AMX-BF16 and Linux grants this process the tile state (asked once).
+void amx_int4(const PackedWeights& w, const std::uint16_t* xb, const float* xsum, std::size_t rows, std::size_t j0,
+              std::size_t j1, float* c, std::size_t ldc);
+bool amx_bf16_usable();
 const QuantKernels& quant_kernels();  // the best this CPU runs
 
 // Shared by every ISA: one e4m3 byte's value (NaN codes never occur: scales keep |w| <= 448).

@@ -115,7 +115,10 @@ void channels(const PackedWeights& w, const float* x, const float* xsum, std::si
 void weight_only(const PackedWeights& w, const float* x, const float* xsum, std::size_t rows, std::size_t j0, std::size_t j1,
                  float* c, std::size_t ldc) {
   switch (w.format) {
-    case WeightFormat::int4: return channels<WeightFormat::int4>(w, x, xsum, rows, j0, j1, c, ldc);
+    case WeightFormat::int4:
+      // Tiles are packed for int4_bf16 only: this path reads them through the plain C++ kernel.
+      if (w.tiles) return base_quant_kernels().weight_only(w, x, xsum, rows, j0, j1, c, ldc);
+      return channels<WeightFormat::int4>(w, x, xsum, rows, j0, j1, c, ldc);
     case WeightFormat::fp8: return channels<WeightFormat::fp8>(w, x, xsum, rows, j0, j1, c, ldc);
     default: return channels<WeightFormat::int8>(w, x, xsum, rows, j0, j1, c, ldc);
   }

@@ -1,7 +1,9 @@
 // The int4 kernels against the plain C++ kernel (quant_kernel_base.cpp) on the same packed weights:
 // the block layout (64 where the group allows, else 32), the AVX-512 fp32 path and the bf16 path
 // (codes as bf16 3 + q / 64, the offset and zero points taken back per group) agree for every row
-// count of a pass, channel counts that leave a remainder, and codes at both ends (0 and 15).
+// count of a pass, channel counts that leave a remainder, and codes at both ends (0 and 15). Where
+// the CPU has AMX, the tile layout and its kernel (quant_kernel_amx.cpp) the same way, with zero
+// points at both ends, passes of more than 16 rows and channel ranges that cut a block of 16.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -22,15 +24,21 @@ struct Int4Layer {
   std::vector<float> x, xsum;  // x: bf16 values held in fp32, rows x hidden
   std::vector<std::uint16_t> xb;
 
-  Int4Layer(std::size_t rows, std::size_t out_, std::size_t hidden_, std::size_t group_, std::uint32_t seed)
+  Int4Layer(std::size_t rows, std::size_t out_, std::size_t hidden_, std::size_t group_, std::uint32_t seed,
+            bool tiles = false)
       : out(out_), hidden(hidden_), group(group_) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> normal(0.f, 1.f);
     std::vector<float> w(out * hidden);
     for (auto& v : w) v = normal(rng);
     for (std::size_t k = 0; k < hidden; ++k) w[k] = k % 2 ? 3.f : -3.f;  // channel 0: codes 0 and 15 only
+    // Channels 1 and 2 from 0 up and from 0 down: zero points 0 and 15.
+    for (std::size_t k = 0; k < hidden && out > 2; ++k) {
+      w[hidden + k] = k % group == 0 ? 0.f : std::fabs(w[hidden + k]);
+      w[2 * hidden + k] = k % group == 0 ? 0.f : -std::fabs(w[2 * hidden + k]);
+    }
     q = quant::quantize_weights(*quant::parse_recipe("int4wo-" + std::to_string(group)), w.data(), out, hidden, Elem::bf16);
-    packed = pack_weights(q, false);
+    packed = pack_weights(q, false, tiles);
     x.resize(rows * hidden);
     xb.resize(x.size());
     for (std::size_t i = 0; i < x.size(); ++i) {
@@ -93,5 +101,52 @@ TEST(QuantKernel, Int4KernelsAgreeWithTheRecipeOnEveryPassShape) {
       best.int4_bf16(l.packed, l.xb.data(), l.xsum.data(), rows, 0, 3, c.data(), l.out);
       // fp32 sums of products exact in fp32; the offset 3 x (64 s) taken back costs a few ulps more.
       EXPECT_LT(l.error(c, rows), 1e-5) << best.isa << " bf16, group " << group << ", rows " << rows;
+    }
+}
+
+// The tile layout (blocks of 64, bf16 activations, where the CPU runs int4_bf16 on AMX): every
+// code, scale and zero where the accessors say, channels padded to a block of 16.
+TEST(QuantKernel, Int4TileLayoutHoldsEveryCodeAndGroupParameter) {
+  // Asked for by layers of bf16 activations and several rows only (M = 1 keeps the vector kernel).
+  EXPECT_FALSE(tiles_for(true, 1));
+  EXPECT_TRUE(tiles_for(true, 2));
+  EXPECT_FALSE(tiles_for(false, 64));
+  for (std::size_t group : {32, 64, 128}) {
+    Int4Layer l(1, 19, 384, group, 3, true);
+    EXPECT_EQ(l.packed.tiles, group != 32 && quant_kernels().int4_tiles) << group;
+    if (!l.packed.tiles) continue;  // no AMX here, or group 32: the block layout (tested above)
+    EXPECT_EQ(l.packed.codes.size(), 32 * l.hidden / 2);
+    for (std::size_t j = 0; j < l.out; ++j) {
+      for (std::size_t k = 0; k < l.hidden; ++k) {
+        const std::size_t i = j * l.hidden + k;
+        ASSERT_EQ(l.packed.int4_code(j, k), (l.q.codes[i / 2] >> (4 * (i % 2))) & 15u) << group << " " << j << " " << k;
+      }
+      for (std::size_t g = 0; g < l.hidden / group; ++g) {
+        ASSERT_EQ(l.packed.group_scale(j, g), l.q.scales[j * (l.hidden / group) + g]);
+        ASSERT_EQ(l.packed.group_zero(j, g), l.q.zeros[j * (l.hidden / group) + g]);
+      }
+    }
+  }
+}
+
+TEST(QuantKernel, Int4TileKernelAgreesWithTheRecipe) {
+  const auto& best = quant_kernels();
+  if (!best.int4_tiles) GTEST_SKIP() << "no AMX-BF16 here: int4_bf16 runs the vector kernel (tested above)";
+  // (hidden, group): an odd number of groups, and groups of two steps of 64.
+  for (auto [hidden, group] : {std::pair<std::size_t, std::size_t>{320, 64}, {384, 128}})
+    for (std::size_t rows : {1, 2, 5, 16, 19}) {
+      Int4Layer l(rows, 19, hidden, group, 11 + static_cast<std::uint32_t>(rows), true);
+      ASSERT_TRUE(l.packed.tiles);
+      ASSERT_EQ(l.q.zeros[1 * (hidden / group)], 0.f);   // channel 1's first group: zero point 0
+      ASSERT_EQ(l.q.zeros[2 * (hidden / group)], 15.f);  // channel 2's: 15
+      std::vector<float> c(rows * l.out, NAN);
+      // Channels 3 .. 18 (cutting the first block of 16 and the padded second), then 0 .. 2.
+      best.int4_bf16(l.packed, l.xb.data(), l.xsum.data(), rows, 3, l.out, c.data(), l.out);
+      best.int4_bf16(l.packed, l.xb.data(), l.xsum.data(), rows, 0, 3, c.data(), l.out);
+      EXPECT_LT(l.error(c, rows), 1e-5) << "AMX, group " << group << ", rows " << rows;
+      // fp32 activations on tiles (not a pairing opmeter makes) go through the plain C++ kernel.
+      std::fill(c.begin(), c.end(), NAN);
+      best.weight_only(l.packed, l.x.data(), l.xsum.data(), rows, 0, l.out, c.data(), l.out);
+      EXPECT_LT(l.error(c, rows), 1e-6) << "fp32 on tiles, group " << group << ", rows " << rows;
     }
 }
