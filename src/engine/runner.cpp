@@ -14,6 +14,7 @@
 
 #include "engine/contention.hpp"
 #include "engine/element_types.hpp"
+#include "engine/rank_gate.hpp"
 #include "opmeter/backend.hpp"
 #include "opmeter/buffer.hpp"
 #include "opmeter/context.hpp"
@@ -272,7 +273,8 @@ Support fits_in_memory(const Case& c, double footprint, double available) {
 }  // namespace
 
 Result run_case(const Case& c, const RunOptions& options, const ProgressFn& progress, const std::atomic<bool>* cancel) {
-  return guarded(c, [&](Result& r) {
+  RankGate gate(c);  // an every-rank case (a collective) starts on all ranks or on none
+  return gate.settle(guarded(c, [&](Result& r) {
     auto finish = [&](Status s, std::string reason) { return finished(r, s, std::move(reason)); };
     if (auto s = runnable_here(c); !s.ok) return finish(Status::skipped, s.reason);
     Backend& backend = backend_of(c);
@@ -294,6 +296,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     backend.mark_memory(c);
     auto impl = backend.make(impl_def, c);
     impl->setup(c, {r.copies, options.seed});
+    if (auto no = gate.ready()) return finish(no->status, no->reason);
     r.details = impl->details();
     if (auto types = element_types(c); !types.empty()) r.details["types"] = types;
 
@@ -368,11 +371,12 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     r.peak_memory_bytes = impl->allocates_elsewhere() ? impl->own_peak_memory() : backend.memory_peak(c);
     if (!after.ok) return finish(Status::failed, "wrong result after timing: " + after.detail);
     return finish(Status::ok, "");
-  });
+  }));
 }
 
 Result check_case(const Case& c, const RunOptions& options) {
-  return guarded(c, [&](Result& r) {
+  RankGate gate(c);
+  return gate.settle(guarded(c, [&](Result& r) {
     auto finish = [&](Status s, std::string reason) { return finished(r, s, std::move(reason)); };
     if (auto s = runnable_here(c); !s.ok) return finish(Status::skipped, s.reason);
     const OpDef& op = *Registry::global().op(c.op);
@@ -384,6 +388,7 @@ Result check_case(const Case& c, const RunOptions& options) {
     omp_set_num_threads(c.threads);
     auto impl = backend.make(impl_def, c);
     impl->setup(c, {1, options.seed});
+    if (auto no = gate.ready()) return finish(no->status, no->reason);
     r.details = impl->details();
     if (auto types = element_types(c); !types.empty()) r.details["types"] = types;
     auto check = impl->verify(options.seed + 1);  // poisons the output, runs once, compares
@@ -393,7 +398,7 @@ Result check_case(const Case& c, const RunOptions& options) {
     if (check.unchecked) r.add_flag("unchecked");
     for (auto& [name, metric] : check.metrics) r.set_metric(name, metric);
     return finish(Status::ok, "");
-  });
+  }));
 }
 
 // A C plugin's case runs in a child by default. In process, a plugin that calls exit(0) ended
@@ -563,7 +568,10 @@ std::vector<Result> run_all(const std::vector<Case>& cases, std::vector<Result> 
   for (std::size_t i = 0; i < ordered.size(); ++i) {
     if (cancel && cancel->load()) break;
     const Case& c = ordered[i];
-    if (done.count(c.to_string())) continue;
+    if (done.count(c.to_string())) {
+      RankGate(c).vote_done();  // the other ranks of a collective learn that this one will not run it
+      continue;
+    }
     reporter.case_started(i, c);
     Result r;
     if (runs_in_child(c, options)) {
