@@ -62,4 +62,14 @@ mpi "$opm" run coll.yaml --resume res --no-report --format json > log.res2 2>&1
   "rank 0: measured before --resume; collectives run only when every rank runs them (rerun all ranks)" ] ||
   fail "rank 1 after resuming: $(jq -r '[.case, .status, .reason] | @tsv' res/rank001*/results.jsonl)"
 [ "$(cat res/rank000*/results.jsonl res/rank002*/results.jsonl | wc -l)" -eq 6 ] || fail "ranks 0 and 2 recorded a case again"
+# 5. check under mpirun: one check.json per rank (no race on one file), joined by merge; rank 1
+# refusing a collective there too is every rank's skip.
+mpi -x OPMETER_TEST_RANK_FAULT=refuse:1:broadcast "$opm" check --op collective --dtype fp32 -o chk > log.chk 2>&1
+[ $? -lt 124 ] || { tail -20 log.chk; fail "check under mpirun hung"; }
+[ "$(ls chk/rank00*-of-3-*/check.json | wc -l)" -eq 3 ] && [ ! -e chk/check.json ] || fail "check: expected one check.json per rank: $(find chk)"
+[ "$(jq -r '.cases[] | select(.case | contains("kind=broadcast,")) | .reason' chk/rank*/check.json | sort -u)" = \
+  "rank 1: refused by OPMETER_TEST_RANK_FAULT (a test hook)" ] || fail "check: the refused collective differs between ranks"
+"$opm" merge chk -o chk-merged > log.merge 2>&1 || { cat log.merge; fail "merge of the check files failed"; }
+[ "$(jq '.cases | length' chk-merged/check.json)" -eq "$(jq -s 'map(.cases | length) | add' chk/rank*/check.json)" ] ||
+  fail "merged check.json lost cases"
 echo ok

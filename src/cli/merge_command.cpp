@@ -1,9 +1,11 @@
 // `opmeter merge TREE... -o MERGED`: the ranks of a sharded run (or runs of one config on several
 // machines) joined into one results directory with a fleet view.
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
 
+#include "cli/check_join.hpp"
 #include "cli/commands.hpp"
 #include "opmeter/errors.hpp"
 #include "report/reporter_registry.hpp"
@@ -15,13 +17,17 @@
 namespace opmeter {
 
 void add_merge_command(CLI::App& app, MergeArgs& a) {
-  auto* cmd = app.add_subcommand("merge", "join the results of a sharded run's ranks (or of several machines) into one");
+  auto* cmd = app.add_subcommand("merge", "join the results of a sharded run's ranks (or of several machines) into one; "
+                                          "a sharded check's check.json files into one");
   cmd->add_option("runs", a.inputs, "results trees (a sharded run's --out) or results directories")->required();
   cmd->add_option("-o,--out", a.out, "the merged results directory to write (new)")->required();
   cmd->add_flag("--force", a.force, "merge runs of different settings or opmeter versions");
 }
 
 int merge_command(const MergeArgs& a) {
+  // A sharded `opmeter check`'s tree: its ranks' check.json joined into one.
+  if (std::all_of(a.inputs.begin(), a.inputs.end(), [](const std::string& in) { return !check_files_in(in).empty(); }))
+    return join_checks(a.inputs, a.out);
   std::vector<scale::RankRun> runs;
   for (auto& input : a.inputs)
     for (auto& dir : scale::run_dirs_in(input)) runs.push_back(scale::load_rank(dir));
