@@ -3,10 +3,12 @@
 # 1 refuses, or whose setup fails only on rank 2, is recorded on every rank with that rank's reason
 # and the next case runs in step; a rank that hangs is named after OPMETER_RANK_WAIT_S and the run
 # ends; ranks resumed with different results agree. The faults come from the test-only
-# OPMETER_TEST_RANK_FAULT hook (ops/collective/collective_mpi.cpp). Usage: OPMETER MPIEXEC
+# OPMETER_TEST_RANK_FAULT hook (ops/collective/collective_mpi.cpp). Usage: OPMETER MPIEXEC PART,
+# PART `agree` (a skip, a setup error, resumed ranks, check) or `lost` (a hung rank).
 set -u
 opm=$(realpath "$1")
 mpiexec=$2
+part=$3
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"  # OpenMPI's own (see scale_collectives_test.sh)
 work=$(mktemp -d /tmp/opmeter_ranks.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -25,6 +27,7 @@ mpi() { timeout 30 "$mpiexec" -np 3 --oversubscribe --allow-run-as-root "$@"; }
 # status and reason of KIND in every rank's results under DIR, one line per rank
 verdicts() { for d in "$1"/rank*; do jq -r 'select(.case | contains("kind='$2',")) | [.status, .reason] | @tsv' $d/results.jsonl; done; }
 
+if [ "$part" = agree ]; then
 # 1. Only rank 1 refuses alltoall: all three skip it with rank 1's reason; the others run on every rank.
 mpi -x OPMETER_TEST_RANK_FAULT=refuse:1:alltoall "$opm" run coll.yaml --out refuse --no-report --format json > log.refuse 2>&1
 [ $? -lt 124 ] || { tail -20 log.refuse; fail "a case only rank 1 refuses: the run hung"; }
@@ -39,19 +42,36 @@ mpi -x OPMETER_TEST_RANK_FAULT=fail:2:allreduce "$opm" run coll.yaml --out setup
   fail "setup error on rank 2: got $(verdicts setup allreduce)"
 [ "$(verdicts setup alltoall | grep -c '^ok')" -eq 3 ] || fail "the case after the failed one did not run on every rank"
 
-# 3. Rank 1 hangs in alltoall's setup: ranks 0 and 2 name it after 2 s, the later collective is an
-# error at once, and the launch ends (it ends the hung rank) instead of waiting 10 minutes.
+fi
+
+if [ "$part" = lost ]; then
+# 3. Rank 1 hangs in the first case's setup: ranks 0 and 2 name it after 2 s, the later collectives are
+# errors at once, and the launch ends (it ends the hung rank) instead of waiting 10 minutes.
 start=$(date +%s)
-mpi -x OPMETER_RANK_WAIT_S=2 -x OPMETER_TEST_RANK_FAULT=stall:1:alltoall "$opm" run coll.yaml --out stall --no-report \
+mpi -x OPMETER_RANK_WAIT_S=2 -x OPMETER_TEST_RANK_FAULT=stall:1:allreduce "$opm" run coll.yaml --out stall --no-report \
   --format json > log.stall 2>&1
 [ $? -lt 124 ] && [ $(( $(date +%s) - start )) -lt 25 ] || { tail -20 log.stall; fail "a hung rank hung the others"; }
 for d in stall/rank000* stall/rank002*; do
-  jq -r 'select(.case | contains("kind=alltoall,")) | .reason' $d/results.jsonl | grep -q '^rank 1 did not answer within 2 s' ||
+  # (ranks 0 and 2 may name each other too when one started more than 2 s after the other)
+  jq -r 'select(.case | contains("kind=allreduce,")) | .reason' $d/results.jsonl | grep -Eq '^ranks? (1|[02], 1)\b.* did not answer within 2 s' ||
     fail "$d: the hung rank is not named: $(jq -r '[.case, .status, .reason] | @tsv' $d/results.jsonl)"
   [ "$(jq -r 'select(.case | contains("kind=broadcast,")) | .status' $d/results.jsonl)" = error ] ||
     fail "$d: the collective after the lost rank was not an error"
 done
 
+# 3b. Rank 1 hangs while sampling (after every rank voted): the others give up on the sampling
+# loop's shared decision after 3 s.
+mpi -x OPMETER_RANK_WAIT_S=3 -x OPMETER_TEST_RANK_FAULT=stall_sampling:1:allreduce "$opm" run coll.yaml --out stall2 \
+  --no-report --format json > log.stall2 2>&1
+[ $? -lt 124 ] || { tail -20 log.stall2; fail "a rank hung while sampling hung the others"; }
+for d in stall2/rank000* stall2/rank002*; do
+  jq -r 'select(.case | contains("kind=allreduce,")) | [.status, .reason] | @tsv' $d/results.jsonl |
+    grep -q '^error.*no answer from every rank within 3 s' || fail "$d: $(jq -r '[.case, .status, .reason] | @tsv' $d/results.jsonl)"
+done
+
+fi
+
+if [ "$part" = agree ]; then
 # 4. Resumed with different results (rank 1 lost its broadcast): rank 1 records it skipped with the
 # reason, ranks 0 and 2 add nothing, and nobody waits.
 mpi "$opm" run coll.yaml --out res --no-report --format json > log.res 2>&1 || { tail -20 log.res; fail "a plain run failed"; }
@@ -72,4 +92,5 @@ mpi -x OPMETER_TEST_RANK_FAULT=refuse:1:broadcast "$opm" check --op collective -
 "$opm" merge chk -o chk-merged > log.merge 2>&1 || { cat log.merge; fail "merge of the check files failed"; }
 [ "$(jq '.cases | length' chk-merged/check.json)" -eq "$(jq -s 'map(.cases | length) | add' chk/rank*/check.json)" ] ||
   fail "merged check.json lost cases"
+fi
 echo ok

@@ -26,7 +26,8 @@ namespace {
 
 // A test-only fault on one rank, so tests can make the ranks disagree:
 // OPMETER_TEST_RANK_FAULT=WHAT:RANK:KIND, WHAT one of refuse (the case is unsupported there),
-// fail (its setup throws) or stall (its setup sleeps 10 minutes: a hung rank). Read by nothing else.
+// fail (its setup throws), stall (its setup sleeps 10 minutes: a hung rank) or stall_sampling
+// (it hangs in the sampling loop, after every rank voted). Read by nothing else.
 bool test_fault(const char* what, int rank, Kind kind) {
   const char* v = std::getenv("OPMETER_TEST_RANK_FAULT");
   return v && std::string(v) == fmt::format("{}:{}:{}", what, rank, kind_name(kind));
@@ -36,6 +37,7 @@ bool test_fault(const char* what, int rank, Kind kind) {
 // reports; every decision of the engine's loop is taken by all ranks (SampleTimer::any).
 class MpiTimer : public SampleTimer {
  public:
+  explicit MpiTimer(bool stall) : stall_(stall) {}
   std::optional<double> time(std::size_t calls, const std::function<void()>& call) override {
     MPI_Request barrier;
     MPI_Ibarrier(MPI_COMM_WORLD, &barrier);
@@ -45,6 +47,7 @@ class MpiTimer : public SampleTimer {
     return largest(MPI_Wtime() - t0);
   }
   bool any(bool yes) override {
+    if (stall_) std::this_thread::sleep_for(std::chrono::minutes(10));  // the test hook's hung rank
     int mine = yes, all = 0;
     MPI_Request request;
     MPI_Iallreduce(&mine, &all, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD, &request);
@@ -58,6 +61,9 @@ class MpiTimer : public SampleTimer {
     wait_or_lose(request, "a decision of the sampling loop");
     return all;
   }
+
+ private:
+  bool stall_ = false;
 };
 
 class MpiCollective : public Impl {
@@ -134,7 +140,9 @@ class MpiCollective : public Impl {
     return {{"ranks", std::to_string(ranks_)}, {"mpi", v.substr(0, v.find_first_of(",\n"))}};
   }
 
-  std::unique_ptr<SampleTimer> own_timer(const Case&) override { return std::make_unique<MpiTimer>(); }
+  std::unique_ptr<SampleTimer> own_timer(const Case&) override {
+    return std::make_unique<MpiTimer>(test_fault("stall_sampling", rank_, kind_));
+  }
 
  private:
   double get(const std::vector<unsigned char>& b, std::size_t i) const {
