@@ -228,9 +228,16 @@ TEST(CheckCli, ShardsWriteACheckJsonEachAndMergeJoinsThem) {
   std::size_t shared = read_json(files[0])["cases"].size() + read_json(files[1])["cases"].size();
   EXPECT_EQ(read_json(files[0])["settings"]["shard"]["size"], 2);
 
-  auto merged = cli("merge " + dir.string() + " -o " + (dir / "merged").string());
+  // Not inside the tree it reads: a later merge would count the merged cases again.
+  auto inside = cli("merge " + dir.string() + " -o " + (dir / "merged").string());
+  EXPECT_EQ(inside.code, 2) << inside.text;
+  EXPECT_TRUE(has(inside.text, "is inside")) << inside.text;
+  EXPECT_FALSE(fs::exists(dir / "merged"));
+  const fs::path joined = dir.string() + "-merged";
+  fs::remove_all(joined);
+  auto merged = cli("merge " + dir.string() + " -o " + joined.string());
   EXPECT_EQ(merged.code, 1) << merged.text;  // a case failed
-  auto j = read_json(dir / "merged" / "check.json");
+  auto j = read_json(joined / "check.json");
   EXPECT_EQ(j["cases"].size(), shared);
   EXPECT_EQ(j["cases"].size(), read_json(fs::path(dir.string() + "-all") / "check.json")["cases"].size());
   for (auto& c : j["cases"]) EXPECT_EQ(c["machine"].get<std::string>().rfind("rank00", 0), 0u) << c.dump();

@@ -24,7 +24,22 @@ void add_merge_command(CLI::App& app, MergeArgs& a) {
   cmd->add_flag("--force", a.force, "merge runs of different settings or opmeter versions");
 }
 
+namespace {
+// Whether `out` is `tree` or inside it: a later merge, report or compare of the tree would read
+// the merged set back as one more rank, and count every result twice.
+bool inside(const std::string& out, const std::string& tree) {
+  namespace fs = std::filesystem;
+  const auto o = fs::weakly_canonical(out), t = fs::weakly_canonical(tree);
+  auto [end, _] = std::mismatch(t.begin(), t.end(), o.begin(), o.end());
+  return end == t.end();
+}
+}  // namespace
+
 int merge_command(const MergeArgs& a) {
+  for (auto& input : a.inputs)
+    if (inside(a.out, input))
+      throw UsageError(fmt::format("-o {} is inside {}, which merge reads: a later merge or report of {} would count "
+                                   "the merged results again; write it elsewhere", a.out, input, input));
   // A sharded `opmeter check`'s tree: its ranks' check.json joined into one.
   if (std::all_of(a.inputs.begin(), a.inputs.end(), [](const std::string& in) { return !check_files_in(in).empty(); }))
     return join_checks(a.inputs, a.out);
