@@ -3,7 +3,10 @@
 # its cuDNN module (where the build has one), the test binary, and the non-system shared libraries
 # they link (oneDNN, OpenBLAS, yaml-cpp, fmt, ...). CUDA libraries, cuDNN included, are left out:
 # the GPU machine has the same toolkit, and libcudnn.so.9 (system or PyTorch's, through
-# LD_LIBRARY_PATH); without it the cuDNN cases are skipped with the loader's reason.
+# LD_LIBRARY_PATH); without it the cuDNN cases are skipped with the loader's reason. NCCL is not
+# carried either: the nccl collectives load libnccl.so.2 at run time (the toolkit's, or the one
+# gpu-check.sh finds); OpenMPI's libmpi, which opmeter links, is carried like any other library
+# (enough for one rank; several ranks need the machine's own mpirun).
 # Usage: scripts/bundle-gpu.sh [BUILD_DIR] [OUT.tar.xz]     (defaults: build, opmeter-gpu-bundle.tar.xz)
 set -euo pipefail
 cd "$(dirname "$0")/.."

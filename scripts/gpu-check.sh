@@ -7,7 +7,8 @@
 # PRESETs fit one device call of at most 10 minutes each (default: triage):
 #   triage         opmeter check --device cuda:0 (the whole matrix), the GPU-side tests once,
 #                  compute-sanitizer on the riskiest tiny cases, graph mode on one own-kernel,
-#                  one cuDNN, one quantized and one transformer_block case
+#                  one cuDNN, one quantized and one transformer_block case, two NCCL collectives
+#                  on one rank
 #   ops            ML ops beside torch / torch.compile / Triton, the copy ceiling
 #   fusion         linear epilogues, attention (cuda, cudnn, cuda_unfused, torch SDPA), cuDNN conv,
 #                  transformer_block
@@ -19,7 +20,8 @@
 # PACK (default: $OUT/gpu-check-<preset>.tar.gz where $OUT is set, else OUT_DIR.tar.gz).
 # STEPs (any of them, in any order, no budget): tests mltests quick peaks sweep sweep30 torch worker
 # copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict quant
-# check sanitize graph-cases. Every step runs whatever the others did; each one's command, exit code
+# fp8-train check sanitize graph-cases collectives collectives-quick. Every step runs whatever the others
+# did; each one's command, exit code
 # and time go to OUT_DIR/commands.txt and OUT_DIR/steps.tsv, and the script exits 1 at the end if
 # any step failed (124: stopped by its budget). GTEST_REPEAT (default 10, in presets 1) sets how
 # often the GPU-side tests repeat.
@@ -45,7 +47,7 @@ steps=("$@")
 # PRESET -> "STEP:SECONDS ..." (budgets from earlier H100 runs: docs/results/NVIDIA-H100-80GB-HBM3;
 # their sum stays under PRESET_BUDGET_S, which also caps the whole preset).
 declare -A presets=(
-  [triage]="check:200 tests:60 mltests:100 sanitize:70 graph-cases:80"
+  [triage]="check:200 tests:60 mltests:100 sanitize:70 graph-cases:80 collectives-quick:10"
   [ops]="copy:100 ml-ops:250 worker:160"
   [fusion]="linear:150 attention:200 cudnn:160"
   [models]="pipeline-ops:100 pipelines:410"
@@ -72,6 +74,13 @@ nvidia_cudnn=$(python3 -c 'import os, nvidia.cudnn as c; print(os.path.dirname(c
 for d in "$torch_cudnn" "$nvidia_cudnn"; do
   [ -n "$d" ] && [ -e "$d/libcudnn.so.9" ] && export LD_LIBRARY_PATH="$d:$LD_LIBRARY_PATH"
 done
+# NCCL (the nccl collectives load libnccl.so.2 at run time): the toolkit's, else the nvidia-nccl wheel's.
+if [ -z "${OPMETER_NCCL_LIBRARY:-}" ]; then
+  nvidia_nccl=$(python3 -c 'import os, nvidia.nccl as n; print(list(n.__path__)[0] + "/lib")' 2>/dev/null) || nvidia_nccl=
+  for f in /usr/local/cuda/lib64/libnccl.so.2 /usr/local/cuda/lib/libnccl.so.2 "$nvidia_nccl/libnccl.so.2"; do
+    [ -e "$f" ] && { export OPMETER_NCCL_LIBRARY=$f; break; }
+  done
+fi
 mkdir -p "$out"
 : > "$out/commands.txt"
 : > "$out/stderr.txt"
@@ -152,6 +161,30 @@ dtypes: [bf16, fp8, int8]
 shapes: [{name: custom, shapes: [[4096, 4096, 4096]]}]
 YAML
 
+# NCCL's collectives: every kind, dtype and form on one rank (the GPU test), then a run with
+# energy per collective; on N visible GPUs also `mpirun -np N` (one process per GPU), where mpirun is.
+cat > "$out/collectives.yaml" <<'YAML'
+ops: [collective]
+impls: [nccl]
+device: cuda:0
+dtypes: [fp32, bf16]
+kind: [allreduce, allgather, reduce_scatter, alltoall, broadcast, sendrecv]
+bytes: [1048576, 67108864]
+inplace: [0, 1]
+stopping: {samples: 10, warmup: 5}
+YAML
+cat > "$out/collectives-quick.yaml" <<'YAML'
+ops: [collective]
+impls: [nccl]
+device: cuda:0
+dtypes: [bf16]
+kind: [allreduce, alltoall]
+bytes: [16777216]
+inplace: [0]
+stopping: {samples: 10, warmup: 5}
+YAML
+ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+
 # Graph mode (one CUDA graph of back-to-back launches, the capture path) on one case of each kind.
 graph_cases=(
   'layernorm/cuda/bf16/batch=1,seq=512,hidden=4096/device=cuda:0,graph=20'
@@ -193,6 +226,20 @@ for entry in "${steps[@]}"; do
       tests="$bin/opmeter_tests"; [ -x "$tests" ] || tests="$bin/tests/opmeter_tests"
       step mltests "$out/gpu-ml-tests.txt" "$tests" --gtest_brief=1 \
         --gtest_filter='ActivationCuda.*:NormCuda.*:LossCuda.*:LinearCuda.*:AttentionCuda.*:Cudnn.*:TransformerBlockCuda.*:AddOp.Cuda*:PoolOp.Cuda*:EmbeddingOp.Cuda*:SqueezeExciteCuda.*:DecodeAttentionCuda.*:ConvDepthwiseCuda.*' ;;
+    collectives-quick) step collectives-quick "$out/collectives-quick.md" "$opm" run "$out/collectives-quick.yaml" \
+                         --energy-window 1 --heat-max 1 --cooldown 0 --out "$out/collectives-quick" ;;
+    collectives)
+      tests="$bin/opmeter_tests"; [ -x "$tests" ] || tests="$bin/tests/opmeter_tests"
+      step collectives-tests "$out/gpu-collectives-tests.txt" "$tests" --gtest_brief=1 --gtest_filter='CollectiveNccl.*'
+      step collectives "$out/collectives.md" "$opm" run "$out/collectives.yaml" --energy-window 1 --heat-max 2 \
+        --out "$out/collectives"
+      if [ "$ngpus" -gt 1 ] && command -v mpirun >/dev/null; then
+        step "collectives-np$ngpus" "$out/collectives-np$ngpus.txt" mpirun -np "$ngpus" --allow-run-as-root \
+          "$opm" run "$out/collectives.yaml" --energy-window 1 --heat-max 2 --no-report --out "$out/collectives-np$ngpus"
+      else
+        echo "gpu-check: [collectives] $ngpus GPU(s)$(command -v mpirun >/dev/null || echo ', no mpirun'): one rank only" |
+          tee -a "$out/commands.txt"
+      fi ;;
     quick) step quick "$out/quick.md" "$opm" run --suite quick --device cuda:0 --out "$out/quick" ;;
     peaks) step peaks "$out/peaks.md" "$opm" run "$out/peaks.yaml" --out "$out/peaks" ;;
     sweep) step sweep "$out/sweep.md" "$opm" run "$out/sweep.yaml" --out "$out/sweep" ;;
@@ -252,9 +299,13 @@ for entry in "${steps[@]}"; do
       tests="$bin/opmeter_tests"; [ -x "$tests" ] || tests="$bin/tests/opmeter_tests"
       step quant-tests "$out/gpu-quant-tests.txt" "$tests" --gtest_brief=1 --gtest_filter='QuantGpuPack.*:QuantLinearCuda.*'
       step quant "$out/quant.md" "$opm" run bench/quant/gpu-llama.yaml --out "$out/quant" ;;
+    fp8-train)  # float8 training (cublaslt_fp8_train): its GPU tests, then its step beside bf16's at 4096x8192x8192
+      tests="$bin/opmeter_tests"; [ -x "$tests" ] || tests="$bin/tests/opmeter_tests"
+      step fp8-train-tests "$out/gpu-fp8-train-tests.txt" "$tests" --gtest_brief=1 --gtest_filter='LinearFp8TrainCuda.*'
+      step fp8-train "$out/fp8-train.md" "$opm" run bench/train/gpu-fp8-4096x8192.yaml --out "$out/fp8-train" ;;
     *) echo "gpu-check: unknown step '$s' (presets: ${!presets[*]}; steps: tests mltests quick peaks sweep sweep30" \
             "torch worker copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict quant" \
-            "check sanitize graph-cases)" >&2; failed=1 ;;
+            "fp8-train check sanitize graph-cases collectives collectives-quick)" >&2; failed=1 ;;
   esac
 done
 pack_results

@@ -3,7 +3,8 @@
 // period, default 50), FAKE_NVML_INIT_ERROR (nvmlInit_v2 returns this code). Built once more
 // with FAKE_NVML_NO_ENERGY: an NVML without nvmlDeviceGetTotalEnergyConsumption. Read at each
 // call, so a test can change them while a poller runs: FAKE_NVML_REASONS (clock event reasons,
-// default 0), FAKE_NVML_SM_MHZ (default 1755), FAKE_NVML_TEMP_C (default 60).
+// default 0), FAKE_NVML_SM_MHZ (default 1755), FAKE_NVML_TEMP_C (default 60), FAKE_NVML_CAP_W (the
+// enforced power limit, default 700 W; the board's default is 700 W).
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -55,6 +56,10 @@ int nvmlDeviceGetPowerUsage(void*, unsigned* mw) {
   return 0;
 }
 int nvmlDeviceGetEnforcedPowerLimit(void*, unsigned* mw) {
+  *mw = static_cast<unsigned>(env("FAKE_NVML_CAP_W", 700) * 1000);
+  return 0;
+}
+int nvmlDeviceGetPowerManagementDefaultLimit(void*, unsigned* mw) {
   *mw = 700000;
   return 0;
 }

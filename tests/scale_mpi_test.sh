@@ -34,8 +34,12 @@ cases merged/results.jsonl > merged.txt
 diff plan.txt merged.txt > /dev/null || fail "merged case set differs from the plan: $(diff plan.txt merged.txt)"
 [ "$(jq -r '.details.machine' merged/results.jsonl | sort -u | wc -l)" -eq 3 ] || fail "merged results lost their machine"
 grep -q '^## Fleet' merged/fleet.md || fail "no fleet view of the ceiling measured on 3 machines"
+jq -e '.schema == "opmeter-fleet/1" and ([.cases[].entries | length] | min) == 3' merged/fleet.json > /dev/null \
+  || fail "merged/fleet.json lacks the ceiling on 3 machines"
+grep -q '<h2 id="fleet">Fleet</h2>' merged/report.html || fail "merge's HTML report has no fleet section"
 "$opm" report tree -o tree.html > report.log 2>&1 || { cat report.log; fail "report of the tree failed"; }
 grep -q '^## Fleet' tree.md || fail "the tree's report has no fleet section"
+grep -q '<h2 id="fleet">Fleet</h2>' tree.html || fail "the tree's HTML report has no fleet section"
 
 # 2. A Slurm job array's environment (ids 1..3) shards as --shard does.
 for i in 0 1 2; do

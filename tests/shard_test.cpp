@@ -177,3 +177,10 @@ TEST(ShardRun, WorkModelCostGrowsWithTheWorkBeyondTheMinimumTime) {
   // 10 samples of 2 * 2048^3 flops at the model's 20 GFLOP/s per thread.
   EXPECT_NEAR(big, st.warmup_s + 10 * 2.0 * 2048.0 * 2048.0 * 2048.0 / 20e9, 1e-6);
 }
+
+TEST(ShardDevice, LocalRankKTakesGpuK) {
+  EXPECT_EQ(device_for_local_rank("cuda:0", 3), "cuda:3");
+  EXPECT_EQ(device_for_local_rank("cuda:2", 0), "cuda:0");
+  EXPECT_EQ(device_for_local_rank("cuda:0", -1), "cuda:0");  // local rank unknown: as given
+  EXPECT_EQ(device_for_local_rank("cpu", 2), "cpu");         // the host is every rank's own
+}

@@ -450,11 +450,15 @@ def make(case, input_sets):
     if case.get("quant", "baseline") != "baseline" and not training:
         raise Unsupported(f"{case.impl} runs quant={case.get('quant')} only in training steps (mode=train)")
     if training:
-        if not (case.op == "linear" or case.op.startswith("ln_linear_")):
-            raise Unsupported(f"{case.impl} has no training step of '{case.op}'")
-        act = act_of(case.get("act", "none") if case.op == "linear" else case.op[len("ln_linear_"):], case.op)
         compile_fn = (lambda f: _compiled(f, mode)) if mode else None
-        prepared = importlib.import_module("torch_training").make(case, act, compile_fn, input_sets)
+        training_forms = importlib.import_module("torch_training")
+        if case.op == "transformer_block":
+            prepared = training_forms.make_module(case, *_transformer_block(case), compile_fn, input_sets)
+        elif case.op == "linear" or case.op.startswith("ln_linear_"):
+            act = act_of(case.get("act", "none") if case.op == "linear" else case.op[len("ln_linear_"):], case.op)
+            prepared = training_forms.make(case, act, compile_fn, input_sets)
+        else:
+            raise Unsupported(f"{case.impl} has no training step of '{case.op}'")
         prepared.details.update(details)
         return prepared
     if case.op == "model":  # a whole model: the worker checks it (model_case.py)

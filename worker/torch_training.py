@@ -1,4 +1,4 @@
-"""Training steps (mode=train) of linear and ln_linear_<act> through PyTorch autograd, for impls
+"""Training steps (mode=train) of linear, ln_linear_<act> and transformer_block through PyTorch autograd, for impls
 `torch` and `torch_compile` (the forward compiled: AOTAutograd compiles its backward too).
 
 Inputs as ops/linear/linear.hpp lists them: x, W, b, [gamma, beta,] dy. The parameters are leaves
@@ -6,7 +6,9 @@ in the activations' dtype that require grad, as in `model.to(torch.bfloat16)`. W
 (`phase`): step = forward + torch.autograd.grad of every input (no .grad accumulation), forward =
 the forward recording the graph, backward = autograd.grad over a graph kept from one forward per
 input set (retain_graph). The check always runs the whole step and returns y, dx, dW, db
-[, dgamma, dbeta] flattened one after another (linear.hpp's TrainLayout).
+[, dgamma, dbeta] flattened one after another (linear.hpp's TrainLayout). transformer_block: its
+13 inputs (shaped as torch_ops.py's inference form) are the leaves, the output y and their
+gradients in order (ops/transformer/transformer_train.hpp).
 
 Float8 training (quant=float8dq-tensor / float8dq-row, cc >= 8.9): a torch.autograd.Function whose
 three GEMMs go through torch._scaled_mm: e4m3 x and W forward, e5m2 dy backward (e4m3 with rowwise
@@ -111,20 +113,13 @@ def _layer(case, act):
     return forward
 
 
-def make(case, act, compile_fn, input_sets):
-    """(fn, prep, check_fn) for a training case; fn(*args) returns None (the timed work only)."""
-    forward = _layer(case, act)
-    if compile_fn is not None:
-        forward = compile_fn(forward)
-    rows, h, out = case.int("batch") * case.int("seq"), case.int("hidden"), case.int("out")
-    phase = case.get("phase", "step")
-
+def _autograd(forward, leaves_of, phase, input_sets):
+    """Prepared timing `phase` of forward(*leaves) -> y and its backward from dy, where
+    leaves_of(*inputs) -> (leaves, dy). The check's output: y, then the gradient of each leaf in
+    order, flattened and joined in the leaves' dtype."""
     def prep(*inputs):
-        *params, dy = inputs
-        x = params[0].view(rows, h)
-        leaves = [x.detach().clone().requires_grad_(True), params[1].view(out, h).detach().clone().requires_grad_(True)]
-        leaves += [p.detach().to(x.dtype).clone().requires_grad_(True) for p in params[2:]]
-        args = {"leaves": leaves, "dy": dy.view(rows, out)}
+        leaves, dy = leaves_of(*inputs)
+        args = {"leaves": leaves, "dy": dy}
         if phase == "backward":
             args["y"] = forward(*leaves)
         return (args,)
@@ -143,9 +138,43 @@ def make(case, act, compile_fn, input_sets):
 
     def check_fn(args):
         y, grads = step(args)
-        dx, dw, db, *ln = grads
-        parts = [y, dx, dw, db] + list(ln)
         dtype = args["leaves"][0].dtype
-        return torch.cat([p.detach().reshape(-1).to(dtype) for p in parts])
+        return torch.cat([p.detach().reshape(-1).to(dtype) for p in [y] + list(grads)])
 
     return Prepared(fn, prep, input_sets, {"autograd": "torch.autograd.grad"}, check_fn=check_fn)
+
+
+def _leaf(t):
+    return t.detach().clone().requires_grad_(True)
+
+
+def make(case, act, compile_fn, input_sets):
+    """(fn, prep, check_fn) for a training case of linear / ln_linear_<act>; fn(*args) returns
+    None (the timed work only)."""
+    forward = _layer(case, act)
+    if compile_fn is not None:
+        forward = compile_fn(forward)
+    rows, h, out = case.int("batch") * case.int("seq"), case.int("hidden"), case.int("out")
+
+    def leaves_of(*inputs):
+        *params, dy = inputs
+        x = params[0].view(rows, h)
+        leaves = [_leaf(x), _leaf(params[1].view(out, h))] + [_leaf(p.to(x.dtype)) for p in params[2:]]
+        return leaves, dy.view(rows, out)
+    return _autograd(forward, leaves_of, case.get("phase", "step"), input_sets)
+
+
+def make_module(case, forward, shape_inputs, compile_fn, input_sets):
+    """A training case of an op whose inference form is forward(*shaped inputs) (torch_ops.py's,
+    e.g. transformer_block): every input, shaped and cast by shape_inputs as for inference, is a
+    leaf; dy is the last input, shaped as y."""
+    if case.get("quant", "baseline") != "baseline":
+        raise Unsupported(f"{case.impl} trains {case.op} unquantized, not quant={case.get('quant')}")
+    if compile_fn is not None:
+        forward = compile_fn(forward)
+
+    def leaves_of(*inputs):
+        *params, dy = inputs
+        leaves = [_leaf(t) for t in shape_inputs(*params)]
+        return leaves, dy.view(leaves[0].shape)
+    return _autograd(forward, leaves_of, case.get("phase", "step"), input_sets)

@@ -71,7 +71,8 @@ class Nvml {
   bool has_energy_counter() const;
   std::optional<double> energy_mj(Device d) const;
   std::optional<double> power_w(Device d) const;
-  std::optional<double> power_limit_w(Device d) const;
+  std::optional<double> power_limit_w(Device d) const;          // enforced now (an administrator's cap)
+  std::optional<double> power_limit_default_w(Device d) const;  // the board's default
   std::optional<unsigned> clock_mhz(Device d, unsigned clock_type) const;  // 1: SM, 2: memory
   std::optional<unsigned> temperature_c(Device d) const;                    // the GPU die
   // Why the clocks are below their maximum now: a bit mask of the kClockEvent* reasons.

@@ -17,7 +17,7 @@ namespace {
 constexpr std::array<const char*, 6> kNames = {"allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast",
                                                "sendrecv"};
 
-std::size_t elem_size(const Case& c) { return c.dtype == DType::fp64 ? 8 : 4; }
+std::size_t elem_size(const Case& c) { return size_of(c.dtype); }
 
 OpDef collective_op() {
   OpDef op;

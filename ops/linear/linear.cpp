@@ -227,7 +227,14 @@ OpDef linear_def(const std::string& name, const std::string& summary, bool with_
     double weights = double(s.hidden) * double(s.out);
     return ModelCost{weights + double(s.out) + (s.layernorm ? 2.0 * double(s.hidden) : 0.0), weights * double(s.rows)};
   };
-  op.peak_dtype = [](const Case& c) -> std::optional<DType> { return c.dtype; };
+  // On a GPU a dynamic recipe's GEMMs run in its activations' format (fp8 e4m3 or int8 tensor
+  // cores): that format's peak is the ceiling, else a float8 step would show above 100%.
+  op.peak_dtype = [](const Case& c) -> std::optional<DType> {
+    auto r = quant::parse_recipe(recipe_of(c));
+    if (c.device.starts_with("cuda") && r && r->dynamic())
+      return r->activations == quant::ActivationFormat::int8_per_token ? DType::int8 : DType::fp8_e4m3;
+    return c.dtype;
+  };
   op.gemm_view = [](const Case& c) -> std::optional<GemmView> {
     auto batch = integer_param(c, "batch"), seq = integer_param(c, "seq"), hidden = integer_param(c, "hidden"),
          out = integer_param(c, "out");

@@ -1,5 +1,6 @@
 // oneDNN training step of the linear ops (mode=train), impl `onednn_train`: the three GEMMs are
-// oneDNN matmuls, the rest our own loops.
+// oneDNN matmuls, the rest the training pieces it shares with transformer_block's step
+// (ops/tensor/train_kernels.hpp).
 //   forward   [LayerNorm keeping mean and rstd ->] z = xhat W^T + b (matmul, bias fused)
 //             [-> y = act(z)]
 //   backward  dz = dy * act'(z); dxhat = dz W (matmul); dW = dz^T xhat (matmul, dz read
@@ -7,50 +8,15 @@
 // phase=forward times the forward, phase=backward the backward from the forward's saved z and
 // xhat (run once per input set at setup), the default the whole step. Every check runs the whole
 // step so that each gradient is checked whatever is timed.
-#include <cmath>
-
 #include "ops/linear/linear.hpp"
 #include "ops/tensor/onednn_util.hpp"
+#include "ops/tensor/train_kernels.hpp"
 
 namespace opmeter::linear {
 namespace {
-using dt = dnnl::memory::data_type;
-using tag = dnnl::memory::format_tag;
 using tensor::Act;
 
-// act'(z) in fp32, as PyTorch's backward kernels compute it.
-float act_grad(Act a, float x) {
-  auto sigmoid = [](float v) { return 1 / (1 + std::exp(-v)); };
-  switch (a) {
-    case Act::none: return 1;
-    case Act::relu: return x > 0 ? 1.f : 0.f;
-    case Act::relu6: return x > 0 && x < 6 ? 1.f : 0.f;
-    case Act::leaky_relu: return x > 0 ? 1.f : tensor::kLeakySlope;
-    case Act::gelu: return 0.5f * std::erfc(-x * 0.70710678f) + x * std::exp(-0.5f * x * x) * 0.39894228f;
-    case Act::gelu_tanh: {
-      const float c = 0.79788456f, t = std::tanh(c * (x + 0.044715f * x * x * x));
-      return 0.5f * (1 + t) + 0.5f * x * (1 - t * t) * c * (1 + 3 * 0.044715f * x * x);
-    }
-    case Act::silu: return sigmoid(x) * (1 + x * (1 - sigmoid(x)));
-    case Act::sigmoid: return sigmoid(x) * (1 - sigmoid(x));
-    case Act::hardswish: return x < -3 ? 0.f : x > 3 ? 1.f : (2 * x + 3) / 6;
-  }
-  return 1;
-}
-
-// Elements of the activations' type (bf16 or fp32) read and written as fp32.
-struct Elems {
-  bool bf16;
-  float get(const void* p, std::size_t i) const {
-    return bf16 ? from_bf16(static_cast<const std::uint16_t*>(p)[i]) : static_cast<const float*>(p)[i];
-  }
-  void set(void* p, std::size_t i, float v) const {
-    if (bf16)
-      static_cast<std::uint16_t*>(p)[i] = to_bf16(v);
-    else
-      static_cast<float*>(p)[i] = v;
-  }
-};
+using tensor::Elems;
 
 class OnednnTrainLinear : public HostImpl<LinearOp> {
  public:
@@ -110,10 +76,8 @@ class OnednnTrainLinear : public HostImpl<LinearOp> {
   void* dxhat(std::size_t copy) { return s_.layernorm ? dxhat_.data() : section(copy, l_.dx); }
 
   void build_primitives() {
-    auto t = tensor::onednn_type(case_.dtype);
-    const auto rows = dnnl::memory::dim(s_.rows), h = dnnl::memory::dim(s_.hidden), o = dnnl::memory::dim(s_.out);
-    dnnl::memory::desc x_md({rows, h}, t, tag::ab), wt_md({h, o}, t, tag::ba), z_md({rows, o}, t, tag::ab),
-        bias_md({1, o}, dt::f32, tag::ab), w_md({o, h}, t, tag::ab), dzt_md({o, rows}, t, tag::ba), dw_md({o, h}, t, tag::ab);
+    const tensor::TrainGemmDescs d(s_.rows, s_.hidden, s_.out, case_.dtype);
+    const auto &x_md = d.a, &wt_md = d.wt, &z_md = d.z, &bias_md = d.bias, &w_md = d.w, &dzt_md = d.dzt, &dw_md = d.dw;
     auto mem = tensor::onednn_memory;
     seq_.clear();
     auto fwd = tensor::onednn_matmul(x_md, wt_md, &bias_md, z_md);
@@ -147,97 +111,18 @@ class OnednnTrainLinear : public HostImpl<LinearOp> {
     if (s_.layernorm) layernorm_backward(copy);
   }
 
-  // xhat = (x - mean) rstd gamma + beta, keeping mean and rstd of each row.
   void layernorm_forward(std::size_t copy) {
-    const void* x = in(copy, kX);
-    const float* g = static_cast<const float*>(in(copy, kGamma));
-    const float* b = static_cast<const float*>(in(copy, kBeta));
-    float* mean = mean_[copy].as<float>();
-    float* rstd = rstd_[copy].as<float>();
-    void* xh = xhat_[copy].data();
-    const std::size_t h = s_.hidden;
-#pragma omp parallel for
-    for (std::size_t r = 0; r < s_.rows; ++r) {
-      float m = 0, v = 0;
-      for (std::size_t k = 0; k < h; ++k) m += e_.get(x, r * h + k);
-      m /= float(h);
-      for (std::size_t k = 0; k < h; ++k) {
-        float d = e_.get(x, r * h + k) - m;
-        v += d * d;
-      }
-      mean[r] = m;
-      rstd[r] = 1 / std::sqrt(v / float(h) + tensor::kNormEps);
-      for (std::size_t k = 0; k < h; ++k) e_.set(xh, r * h + k, (e_.get(x, r * h + k) - m) * rstd[r] * g[k] + b[k]);
-    }
+    tensor::layernorm_forward(e_, in(copy, kX), vec(host_inputs(copy), kGamma), vec(host_inputs(copy), kBeta), s_.rows,
+                              s_.hidden, xhat_[copy].data(), mean_[copy].as<float>(), rstd_[copy].as<float>());
   }
-
-  // dz = dy * act'(z).
   void act_backward(std::size_t copy) {
-    const void* dy = in(copy, dy_index());
-    const void* zz = z(copy);
-    void* d = dz_.data();
-    const std::size_t n = s_.rows * s_.out;
-#pragma omp parallel for
-    for (std::size_t i = 0; i < n; ++i) e_.set(d, i, e_.get(dy, i) * act_grad(s_.act, e_.get(zz, i)));
+    tensor::act_backward(e_, s_.act, in(copy, dy_index()), z(copy), dz_.data(), s_.rows * s_.out);
   }
-
-  // db = sum over rows of dz, each thread a block of columns.
-  void bias_grad(std::size_t copy) {
-    const void* d = dz(copy);
-    char* db = section(copy, l_.db);
-    const std::size_t o = s_.out;
-    constexpr std::size_t kBlock = 256;
-#pragma omp parallel for
-    for (std::size_t j0 = 0; j0 < o; j0 += kBlock) {
-      const std::size_t j1 = std::min(o, j0 + kBlock);
-      float acc[kBlock] = {};
-      for (std::size_t r = 0; r < s_.rows; ++r)
-        for (std::size_t j = j0; j < j1; ++j) acc[j - j0] += e_.get(d, r * o + j);
-      for (std::size_t j = j0; j < j1; ++j) e_.set(db, j, acc[j - j0]);
-    }
-  }
-
-  // dx = rstd (g dxhat - mean(g dxhat) - xn mean(g dxhat xn)); dgamma, dbeta summed over rows
-  // per thread, then together.
+  void bias_grad(std::size_t copy) { tensor::column_sums(e_, dz(copy), s_.rows, s_.out, section(copy, l_.db)); }
   void layernorm_backward(std::size_t copy) {
-    const void* x = in(copy, kX);
-    const float* g = static_cast<const float*>(in(copy, kGamma));
-    const float* mean = mean_[copy].as<float>();
-    const float* rstd = rstd_[copy].as<float>();
-    const void* dxh = dxhat_.data();
-    char* dx = section(copy, l_.dx);
-    const std::size_t h = s_.hidden;
-    std::vector<float> dgamma(h, 0), dbeta(h, 0);
-#pragma omp parallel
-    {
-      std::vector<float> tg(h, 0), tb(h, 0);
-#pragma omp for
-      for (std::size_t r = 0; r < s_.rows; ++r) {
-        float a = 0, axn = 0;
-        for (std::size_t k = 0; k < h; ++k) {
-          float d = e_.get(dxh, r * h + k), xn = (e_.get(x, r * h + k) - mean[r]) * rstd[r];
-          a += g[k] * d;
-          axn += g[k] * d * xn;
-          tg[k] += d * xn;
-          tb[k] += d;
-        }
-        a /= float(h);
-        axn /= float(h);
-        for (std::size_t k = 0; k < h; ++k) {
-          float xn = (e_.get(x, r * h + k) - mean[r]) * rstd[r];
-          e_.set(dx, r * h + k, rstd[r] * (g[k] * e_.get(dxh, r * h + k) - a - xn * axn));
-        }
-      }
-#pragma omp critical
-      for (std::size_t k = 0; k < h; ++k) {
-        dgamma[k] += tg[k];
-        dbeta[k] += tb[k];
-      }
-    }
-    for (std::size_t k = 0; k < h; ++k) {
-      e_.set(section(copy, l_.dgamma), k, dgamma[k]);
-      e_.set(section(copy, l_.dbeta), k, dbeta[k]);
-    }
+    tensor::layernorm_backward(e_, in(copy, kX), vec(host_inputs(copy), kGamma), mean_[copy].as<float>(),
+                               rstd_[copy].as<float>(), dxhat_.data(), nullptr, s_.rows, s_.hidden,
+                               section(copy, l_.dx), section(copy, l_.dgamma), section(copy, l_.dbeta));
   }
 
   Shape s_{};

@@ -9,11 +9,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "ops/activation/activation.hpp"
+#include "ops/linear/fp8_train_plan.hpp"
 #include "ops/linear/linear.hpp"
+#include "ops/linear/quant/quantize.hpp"
 #include "ops/linear/quant/recipe.hpp"
 
 namespace opmeter::linear {
@@ -25,18 +28,21 @@ struct Worst {
   double err = -1, got = 0, ref = 0;
   const char* what = "";
   std::size_t i = 0;
+  quant::Sqnr y, dx, dw;  // what a quantized step costs, over the same elements
   void take(double g, double r, double mag, const char* name, std::size_t index) {
     double e = g == r ? 0.0 : std::fabs(g - r) / (mag > 0 ? mag : 1.0);
-    if (!(e <= err)) *this = {e, g, r, name, index};
+    if (!(e <= err)) std::tie(err, got, ref, what, i) = std::tie(e, g, r, name, index);
   }
 };
 
 // The fp64 forward and backward of one layer on the case's inputs.
 class TrainReference {
  public:
-  // `act`: the activations' stored type; `half_ulp` its rounding (relative); `tolerance` the check's.
-  TrainReference(const Shape& s, const HostTensors& in, std::size_t dy, Elem act, double half_ulp, double tolerance)
-      : s_(s), in_(in), dy_(dy), act_(act), half_ulp_(half_ulp), tolerance_(tolerance), xhat_(s.rows * s.hidden), xn_(s.layernorm ? s.rows * s.hidden : 0),
+  // `act`: the activations' stored type; `half_ulp` its rounding (relative); `z_error` the layer's
+  // error in z relative to z's sum of |terms| (its fp32 sums, or float8's casts); `tolerance` the check's.
+  TrainReference(const Shape& s, const HostTensors& in, std::size_t dy, Elem act, double half_ulp, double z_error,
+                 double tolerance)
+      : s_(s), in_(in), dy_(dy), act_(act), half_ulp_(half_ulp), z_error_(z_error), tolerance_(tolerance), xhat_(s.rows * s.hidden), xn_(s.layernorm ? s.rows * s.hidden : 0),
         rstd_(s.rows, 1.0) {
 #pragma omp parallel for
     for (std::size_t r = 0; r < s.rows; ++r) normalize(r);
@@ -124,13 +130,13 @@ class TrainReference {
       xh[k] = load(act_, &slot, 0);
     }
   }
-  // dz = dy act'(z). The layer's z differs from this one by its stored rounding and its fp32
-  // sums (delta); where act' changes within delta of z (a kink, a steep curve) the element may
+  // dz = dy act'(z). The layer's z differs from this one by its stored rounding and its sums
+  // (delta, z_error_); where act' changes within delta of z (a kink, a steep curve) the element may
   // differ by that change, so its magnitude carries the change over the tolerance.
   void grad_z(std::size_t r, std::size_t j, double z, double zmag, double& dz, double& mag) const {
     double dy = in_[dy_][r * s_.out + j], d = activation::derivative(s_.act, z);
     dz = dy * d;
-    const double delta = half_ulp_ * std::fabs(z) + 0x1p-20 * zmag;
+    const double delta = half_ulp_ * std::fabs(z) + z_error_ * zmag;
     const double change = std::max(std::fabs(activation::derivative(s_.act, z + delta) - d),
                                    std::fabs(activation::derivative(s_.act, z - delta) - d));
     mag = std::fabs(dy) * (std::fabs(d) + change / tolerance_);
@@ -140,7 +146,7 @@ class TrainReference {
   const HostTensors& in_;
   std::size_t dy_;
   Elem act_;
-  double half_ulp_, tolerance_;
+  double half_ulp_, z_error_, tolerance_;
   std::vector<double> xhat_, xn_, rstd_;
 };
 
@@ -188,12 +194,17 @@ Check LinearOp::check(const HostTensors& in, const HostTensor& out, std::uint64_
   const TrainLayout l = train_layout(s);
   Check check;
   // Reductions over rows (dW, db, dgamma) as long as those over hidden or out. A float8 recipe's
-  // operands are rounded to e4m3 (2^-4) and its gradients to e5m2 (2^-3): a loose gate, still
-  // far below a wrong or transposed operand's O(1).
-  const double n = double(std::max({s.rows, s.hidden, s.out}));
+  // operands are rounded to e4m3 and its gradients to e5m2: fp8_train::tolerance derives its
+  // bound from those formats (fp8_train_plan.hpp).
+  const std::size_t max_k = std::max({s.rows, s.hidden, s.out});
+  const double n = double(max_k);
   auto recipe = quant::parse_recipe(recipe_of(case_));
+  const bool fp8 = recipe && recipe->fp8();
+  const Float8Knobs knobs = float8_knobs(case_);
+  const bool fast_accum = fp8 && knobs.fast_accum;
   const double storage = bf16() ? 0x1p-8 : case_.dtype == DType::fp16 ? 0x1p-11 : 0x1p-23;
-  check.tolerance = recipe && recipe->fp8() ? 0.25 : 4 * storage + (64 + 8 * std::sqrt(n)) * 0x1p-24;
+  check.tolerance = fp8 ? fp8_train::tolerance(fast_accum, max_k, fp8_train::grad_format(knobs.rowwise))
+                        : 4 * storage + (64 + 8 * std::sqrt(n)) * 0x1p-24;
   for (std::size_t i = 0; i < l.total; ++i) {
     if (!std::isnan(out[i])) continue;
     const char* what = i < l.dx ? "y" : i < l.dw ? "dx" : i < l.db ? "dW" : i < l.dgamma ? "db" : i < l.dbeta ? "dgamma" : "dbeta";
@@ -201,7 +212,8 @@ Check LinearOp::check(const HostTensors& in, const HostTensor& out, std::uint64_
     check.detail = fmt::format("training output {} (element {} of the step's output) was not written (still poisoned) or is NaN", what, i);
     return check;
   }
-  TrainReference ref(s, in, dy_index(), act(), storage / 2, check.tolerance);
+  TrainReference ref(s, in, dy_index(), act(), storage / 2, fp8 ? fp8_train::forward_error(fast_accum, s.hidden) : 0x1p-20,
+                     check.tolerance);
   const double h = double(s.hidden), o = double(s.out), rows = double(s.rows);
   auto row_picks = sample(s.rows, affordable(kSampleBudget, 4 * h * o), seed ^ 0x7a11);
   auto col_picks = sample(s.out, affordable(kSampleBudget, 4 * rows * h), seed ^ 0xc01);
@@ -219,7 +231,12 @@ Check LinearOp::check(const HostTensors& in, const HostTensor& out, std::uint64_
       const std::size_t r = row_picks[p];
       Worst& w = worst[p];
       ref.forward_row(r, y.data(), ymag.data(), dz.data(), dzmag.data());
-      for (std::size_t j = 0; j < s.out; ++j) w.take(out[l.y + r * s.out + j], y[j], ymag[j], "y", r * s.out + j);
+      for (std::size_t j = 0; j < s.out; ++j) {
+        w.take(out[l.y + r * s.out + j], y[j], ymag[j], "y", r * s.out + j);
+        // The product x W^T without the bias (as the inference SQNR), where no activation follows.
+        const double b = s.act == tensor::Act::none ? double(in[2].as<float>()[j]) : 0.0;
+        w.y.add(out[l.y + r * s.out + j] - b, y[j] - b);
+      }
       ref.dxhat_row(dz.data(), dzmag.data(), d.data(), dmag.data());
       for (std::size_t k = 0; k < g.size(); ++k) {
         g[k] += d[k] * ref.xn(r, k);
@@ -228,7 +245,10 @@ Check LinearOp::check(const HostTensors& in, const HostTensor& out, std::uint64_
         bm[k] += dmag[k];
       }
       if (s.layernorm) ref.layernorm_backward_row(r, d.data(), dmag.data());
-      for (std::size_t k = 0; k < s.hidden; ++k) w.take(out[l.dx + r * s.hidden + k], d[k], dmag[k], "dx", r * s.hidden + k);
+      for (std::size_t k = 0; k < s.hidden; ++k) {
+        w.take(out[l.dx + r * s.hidden + k], d[k], dmag[k], "dx", r * s.hidden + k);
+        w.dx.add(out[l.dx + r * s.hidden + k], d[k]);
+      }
     }
 #pragma omp for schedule(dynamic, 1) nowait
     for (std::size_t p = 0; p < col_picks.size(); ++p) {
@@ -248,6 +268,7 @@ Check LinearOp::check(const HostTensors& in, const HostTensor& out, std::uint64_
           m += dzmag[r] * std::fabs(ref.xhat(r, k));
         }
         w.take(out[l.dw + j * s.hidden + k], v, m, "dW", j * s.hidden + k);
+        w.dw.add(out[l.dw + j * s.hidden + k], v);
       }
     }
 #pragma omp critical
@@ -259,8 +280,21 @@ Check LinearOp::check(const HostTensors& in, const HostTensor& out, std::uint64_
     }
   }
   Worst all;
-  for (auto& w : worst)
+  quant::Sqnr y, dx, dw;
+  for (auto& w : worst) {
     if (!(w.err <= all.err)) all = w;
+    for (auto [sum, part] : {std::pair{&y, &w.y}, {&dx, &w.dx}, {&dw, &w.dw}}) {
+      sum->signal += part->signal;
+      sum->noise += part->noise;
+      sum->max_abs_error = std::max(sum->max_abs_error, part->max_abs_error);
+    }
+  }
+  if (recipe && !recipe->baseline()) {  // the recipe's cost, as inference reports it: y's product, and each gradient's
+    check.metrics["sqnr_db"] = Metric{y.db(), "dB", Better::higher, MetricFormat::number};
+    check.metrics["sqnr_dx_db"] = Metric{dx.db(), "dB", Better::higher, MetricFormat::number};
+    check.metrics["sqnr_dw_db"] = Metric{dw.db(), "dB", Better::higher, MetricFormat::number};
+    check.metrics["max_abs_error"] = Metric{y.max_abs_error, "", Better::lower, MetricFormat::number};
+  }
   for (std::size_t k = 0; k < dgamma.size(); ++k) {
     all.take(out[l.dgamma + k], dgamma[k], dgamma_mag[k], "dgamma", k);
     all.take(out[l.dbeta + k], dbeta[k], dbeta_mag[k], "dbeta", k);

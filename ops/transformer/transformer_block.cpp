@@ -10,6 +10,7 @@
 #include "ops/activation/activation.hpp"
 #include "ops/linear/linear.hpp"
 #include "ops/transformer/transformer_quant.hpp"
+#include "ops/transformer/transformer_train.hpp"
 #include "opmeter/errors.hpp"
 
 namespace opmeter::transformer {
@@ -41,6 +42,7 @@ double vector_elems(const Shape& s) { return double(4 * s.hidden + s.hidden + s.
 
 // x and the weights read once, y written once: everything else stays in cache (the ideal).
 Work fused_work(const Case& c) {
+  if (training(c)) return train_work(c);
   auto s = shape_of(c);
   const double r = double(s.rows()), h = double(s.hidden), m = double(s.mlp), e = double(size_of(c.dtype));
   const double bh = double(s.batch * s.heads), n = double(s.seq), d = double(s.head_dim());
@@ -60,6 +62,11 @@ Work fused_work(const Case& c) {
 // bias pass, S = q k^T (fp32), softmax to P, P v, matmul, bias, residual add, LayerNorm,
 // matmul, bias, activation, matmul, bias, residual add.
 Work unfused_work(const Case& c) {
+  if (training(c)) {  // a phase's set holds the whole step's tensors
+    Case step = c;
+    std::erase_if(step.params, [](auto& kv) { return kv.first == linear::kPhase; });
+    return train_work(step);
+  }
   auto s = shape_of(c);
   const double r = double(s.rows()), h = double(s.hidden), m = double(s.mlp), e = double(size_of(c.dtype));
   const double sq = double(s.batch * s.heads) * double(s.seq) * double(s.seq);
@@ -115,6 +122,7 @@ void validate(const Case& c) {
   if (double(s.batch * s.heads) * double(s.seq) * double(s.seq) > double(std::int64_t{1} << 36))
     throw CaseError("transformer_block: batch*heads*seq^2 above 2^36 elements");
   if (auto why = recipe_problem(c); !why.empty()) throw CaseError(fmt::format("quant={}: {}", linear::recipe_of(c), why));
+  validate_train(c);
 }
 
 }  // namespace
@@ -123,7 +131,7 @@ std::vector<TensorDesc> TransformerBlockOp::inputs() const {
   auto s = shape_of(case_);
   const std::size_t h = s.hidden, m = s.mlp;
   const double in_h = 1 / std::sqrt(double(h)), in_m = 1 / std::sqrt(double(m));
-  return {{"x", act(), s.rows() * h},
+  std::vector<TensorDesc> v = {{"x", act(), s.rows() * h},
           {"ln1_gamma", Elem::f32, h, 0.5, 1.5},
           {"ln1_beta", Elem::f32, h, -0.5, 0.5},
           {"wqkv", act(), 3 * h * h, -in_h, in_h},
@@ -136,6 +144,13 @@ std::vector<TensorDesc> TransformerBlockOp::inputs() const {
           {"b1", Elem::f32, m, -in_h, in_h},
           {"w2", act(), h * m, -in_m, in_m},
           {"b2", Elem::f32, h, -in_m, in_m}};
+  if (training(case_)) v.push_back({"dy", act(), s.rows() * h});
+  return v;
+}
+
+TensorDesc TransformerBlockOp::output() const {
+  if (!training(case_)) return TensorOp::output();
+  return {"out", act(), train_layout(shape_of(case_)).total};
 }
 
 double TransformerBlockOp::fp32_tolerance() const {
@@ -220,6 +235,7 @@ const bool registered = [] {
   // Weight-only recipes on the four weight matrices (transformer_quant.hpp).
   op.optional_params = {{.key = linear::kQuant, .config_key = "quantization", .absent = quant::kBaseline,
                          .help = "weight-only quantization recipe of the four weight matrices", .values = quant::recipe_names()}};
+  for (auto& p : train_params()) op.optional_params.push_back(std::move(p));  // mode=train, phase
   // The projections: rows x hidden by weights of 4 hidden + 2 mlp rows, seen as that many
   // hidden x hidden GEMMs (attention's products are left out: smaller at common sizes).
   op.gemm_view = [](const Case& c) -> std::optional<GemmView> {

@@ -34,6 +34,10 @@ Work unfused_work(const Case& c);
 class TransformerBlockOp : public tensor::TensorOp {
  public:
   std::vector<TensorDesc> inputs() const override;
+  // mode=train (transformer_train.hpp): an extra input dy, the output laid out as TrainLayout, and
+  // a check of y and every gradient against fp64 (transformer_train_check.cpp).
+  TensorDesc output() const override;
+  Check check(const HostTensors& in, const HostTensor& out, std::uint64_t seed) const override;
   std::size_t out_rows() const override { return shape_of(case_).rows(); }
   std::size_t out_cols() const override { return shape_of(case_).hidden; }
   // One row alone (recomputes its sequence's keys and values: use reference_rows for many).
@@ -53,7 +57,7 @@ class TransformerBlockOp : public tensor::TensorOp {
                          bool stored_weights) const;
 
   static constexpr std::size_t kX = 0, kLn1Gamma = 1, kLn1Beta = 2, kWqkv = 3, kBqkv = 4, kWo = 5, kBo = 6,
-                               kLn2Gamma = 7, kLn2Beta = 8, kW1 = 9, kB1 = 10, kW2 = 11, kB2 = 12;
+                               kLn2Gamma = 7, kLn2Beta = 8, kW1 = 9, kB1 = 10, kW2 = 11, kB2 = 12, kDy = 13;
 };
 
 }  // namespace opmeter::transformer

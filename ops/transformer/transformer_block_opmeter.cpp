@@ -13,7 +13,6 @@
 namespace opmeter::transformer {
 namespace {
 using tensor::Act;
-using tensor::OnednnArgs;
 
 
 class OpmeterBlock : public HostImpl<TransformerBlockOp> {
@@ -28,30 +27,14 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
     h_ = Buffer(r * h * e);
     mlp_ = Buffer(r * s.mlp * e);
     attention_.prepare(s, case_.dtype, case_.threads);
-    auto mem = tensor::onednn_memory;
     const std::size_t n = copies();
 
     // dst = src W^T + bias [then act] [+ residual], one primitive.
     auto linear = [&](const dnnl::memory::desc& src, const void* a, std::size_t w, const dnnl::memory::desc& w_md,
                       std::size_t bias, const dnnl::memory::desc& b_md, const dnnl::memory::desc& dst,
-                      const std::function<void*(std::size_t)>& y, Act act,
-                      const std::function<const void*(std::size_t)>& residual) {
-      dnnl::primitive_attr attr = tensor::onednn_act_post_op(act);
-      if (residual) {
-        dnnl::post_ops po = attr.get_post_ops();
-        po.append_binary(dnnl::algorithm::binary_add, dst);
-        attr.set_post_ops(po);
-      }
-      auto pd = tensor::onednn_matmul(src, w_md, &b_md, dst, attr);
-      const int residual_arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(act == Act::none ? 0 : 1) | DNNL_ARG_SRC_1;
-      seq_.add(dnnl::matmul(pd), pd.impl_info_str(), n, [&](std::size_t i) {
-        OnednnArgs m{{DNNL_ARG_SRC, mem(src, a)},
-                     {DNNL_ARG_WEIGHTS, mem(w_md, in(i, w))},
-                     {DNNL_ARG_BIAS, mem(b_md, in(i, bias))},
-                     {DNNL_ARG_DST, mem(dst, y(i))}};
-        if (residual) m.emplace(residual_arg, mem(dst, residual(i)));
-        return m;
-      });
+                      const PtrOf& y, Act act, const ConstPtrOf& residual) {
+      add_projection(seq_, n, src, [a](std::size_t) { return a; }, w_md, [&, w](std::size_t i) { return in(i, w); },
+                     b_md, [&, bias](std::size_t i) { return in(i, bias); }, dst, y, act, residual);
     };
     seq_.clear();
     linear(md.x, ln_.data(), kWqkv, md.wqkv, kBqkv, md.bqkv, md.qkv, [&](std::size_t) { return qkv_.data(); },

@@ -29,4 +29,27 @@ OnednnDescs::OnednnDescs(const Shape& s, DType dtype) {
   o = {{b, heads, n, d}, t, {n * h, d, h, 1}};
 }
 
+void add_projection(tensor::OnednnSequence& seq, std::size_t copies, const dnnl::memory::desc& src, const ConstPtrOf& a,
+                    const dnnl::memory::desc& w_md, const ConstPtrOf& w, const dnnl::memory::desc& b_md,
+                    const ConstPtrOf& bias, const dnnl::memory::desc& dst, const PtrOf& y, tensor::Act act,
+                    const ConstPtrOf& residual) {
+  auto mem = tensor::onednn_memory;
+  dnnl::primitive_attr attr = tensor::onednn_act_post_op(act);
+  if (residual) {
+    dnnl::post_ops po = attr.get_post_ops();
+    po.append_binary(dnnl::algorithm::binary_add, dst);
+    attr.set_post_ops(po);
+  }
+  auto pd = tensor::onednn_matmul(src, w_md, &b_md, dst, attr);
+  const int residual_arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(act == tensor::Act::none ? 0 : 1) | DNNL_ARG_SRC_1;
+  seq.add(dnnl::matmul(pd), pd.impl_info_str(), copies, [&](std::size_t i) {
+    tensor::OnednnArgs m{{DNNL_ARG_SRC, mem(src, a(i))},
+                         {DNNL_ARG_WEIGHTS, mem(w_md, w(i))},
+                         {DNNL_ARG_BIAS, mem(b_md, bias(i))},
+                         {DNNL_ARG_DST, mem(dst, y(i))}};
+    if (residual) m.emplace(residual_arg, mem(dst, residual(i)));
+    return m;
+  });
+}
+
 }  // namespace opmeter::transformer

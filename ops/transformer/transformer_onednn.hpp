@@ -1,6 +1,8 @@
 #pragma once
 // oneDNN memory descriptors of transformer_block's tensors and intermediates, shared by its
 // impls: activations rows x width, weights (stored out x in) seen as in x out, biases 1 x out.
+#include <functional>
+
 #include "ops/tensor/onednn_util.hpp"
 #include "ops/transformer/transformer_block.hpp"
 
@@ -15,5 +17,15 @@ struct OnednnDescs {
   // attention's output written as rows x hidden (heads side by side): [batch, heads, seq, d].
   dnnl::memory::desc q, kt, v, o;
 };
+
+// Adds to `seq` one oneDNN matmul dst = src W^T + bias [then act] [+ residual] (bias, act and the
+// residual add as post-ops) over `copies` input sets; each function gives its tensor for set i
+// (residual may be empty: none).
+using ConstPtrOf = std::function<const void*(std::size_t)>;
+using PtrOf = std::function<void*(std::size_t)>;
+void add_projection(tensor::OnednnSequence& seq, std::size_t copies, const dnnl::memory::desc& src, const ConstPtrOf& a,
+                    const dnnl::memory::desc& w_md, const ConstPtrOf& w, const dnnl::memory::desc& b_md,
+                    const ConstPtrOf& bias, const dnnl::memory::desc& dst, const PtrOf& y, tensor::Act act,
+                    const ConstPtrOf& residual);
 
 }  // namespace opmeter::transformer

@@ -63,12 +63,15 @@ int merge_command(const MergeArgs& a) {
   reporter.end(m.results);
 
   auto fleet = scale::fleet_view(m.results, m.machines);
-  if (auto md = scale::fleet_markdown(fleet, m.machines); !md.empty()) write_atomically(out.file("fleet.md"), md);
+  if (auto md = scale::fleet_markdown(fleet, m.machines); !md.empty()) {
+    write_atomically(out.file("fleet.md"), md);
+    write_atomically(out.file("fleet.json"), dump_json(scale::fleet_json(fleet, m.machines), 2) + "\n");
+  }
   std::size_t outliers = 0;
   for (auto& f : fleet)
     for (auto& e : f.entries) outliers += e.outlier;
   fmt::print(stderr, "opmeter: {} results from {} runs -> {}/ ({} case(s) on several machines, {} outlier(s){})\n",
-             m.results.size(), runs.size(), a.out, fleet.size(), outliers, fleet.empty() ? "" : "; see fleet.md");
+             m.results.size(), runs.size(), a.out, fleet.size(), outliers, fleet.empty() ? "" : "; see fleet.md, fleet.json and report.html");
   return results_exit_code(m.results) == 1 ? 1 : 0;
 }
 

@@ -79,16 +79,6 @@ std::vector<pipeline::PipelineSummary> load_pipelines(const std::vector<std::str
   return all;
 }
 
-// The fleet view of each merged input (a tree, or merge's output): the same case on several machines.
-std::string fleet_sections(const std::vector<ResultSet>& sets) {
-  std::string md;
-  for (auto& s : sets) {
-    auto machines = scale::machines_of(s.context);
-    if (!machines.empty()) md += scale::fleet_markdown(scale::fleet_view(s.results, machines), machines);
-  }
-  return md.empty() ? md : "\n" + md;
-}
-
 }  // namespace
 
 void add_report_command(CLI::App& app, ReportArgs& a) {
@@ -108,7 +98,7 @@ int report_command(const ReportArgs& a) {
   write_output(a.out, html_report(sets, pipelines));
   std::string written = a.out;
   if (!a.no_markdown) {
-    write_output(markdown_path(a), markdown_report(sets, pipelines) + fleet_sections(sets));
+    write_output(markdown_path(a), markdown_report(sets, pipelines));
     written += ", " + markdown_path(a);
   }
   fmt::print(stderr, "opmeter: {} cases{} from {} source{} -> {}\n", merged_results(sets).size(),

@@ -119,7 +119,7 @@ std::vector<Case> cases_of_shard(const std::vector<Case>& cases, const scale::Sh
   auto mine = scale::shard_cases(cases, shard, cost, everywhere);
   if (!device_given && shard.local_rank >= 0)
     for (auto& c : mine)
-      if (!c.on_host()) c.device = c.device.substr(0, c.device.find(':')) + ":" + std::to_string(shard.local_rank);
+      if (!c.on_host()) c.device = scale::device_for_local_rank(c.device, shard.local_rank);
   return mine;
 }
 

@@ -55,6 +55,7 @@ nlohmann::json gpu_context(const std::vector<int>& indices) {
         if (value) g[key] = *value;
       };
       put("power_limit_w", nvml.power_limit_w(*d));
+      put("power_limit_default_w", nvml.power_limit_default_w(*d));  // the fleet view's identical hardware
       put("sm_clock_now_mhz", nvml.clock_mhz(*d, kClockSm));
       put("mem_clock_now_mhz", nvml.clock_mhz(*d, kClockMem));
       put("ecc_enabled", nvml.ecc_enabled(*d));

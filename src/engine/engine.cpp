@@ -1,4 +1,5 @@
 #include "opmeter/engine.hpp"
+#include "engine/run_together.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -70,17 +71,33 @@ std::optional<double> HostTimer::time(std::size_t calls, const std::function<voi
   return seconds(Clock::now() - t0);
 }
 
-std::size_t run_for(Impl& impl, std::size_t batch, double window_s, const std::atomic<bool>* cancel,
-                    const std::function<bool()>& enough) {
+namespace {
+std::size_t run_for_impl(Impl& impl, std::size_t batch, double window_s, const std::atomic<bool>* cancel,
+                         const std::function<bool()>& enough, SampleTimer* together) {
   batch = std::max<std::size_t>(batch, 1);
   std::size_t calls = 0;
   auto t0 = Clock::now();
+  auto stop = [&] {
+    bool mine = seconds(Clock::now() - t0) >= window_s || (cancel && cancel->load()) || (enough && enough());
+    return together ? together->any(mine) : mine;
+  };
   do {
     for (std::size_t i = 0; i < batch; ++i) impl.run(0);
     impl.sync();
     calls += batch;
-  } while (seconds(Clock::now() - t0) < window_s && !(cancel && cancel->load()) && !(enough && enough()));
+  } while (!stop());
   return calls;
+}
+}  // namespace
+
+std::size_t run_for(Impl& impl, std::size_t batch, double window_s, const std::atomic<bool>* cancel,
+                    const std::function<bool()>& enough) {
+  return run_for_impl(impl, batch, window_s, cancel, enough, nullptr);
+}
+
+std::size_t run_for_together(Impl& impl, std::size_t batch, double window_s, SampleTimer& together,
+                             const std::atomic<bool>* cancel, const std::function<bool()>& enough) {
+  return run_for_impl(impl, batch, window_s, cancel, enough, &together);
 }
 
 Measurement sample_for(Impl& impl, SampleTimer& timer, std::size_t batch, double window_s, const std::atomic<bool>* cancel) {
@@ -154,10 +171,11 @@ Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping, co
     auto timed = timer->time(m.batch, call);
     auto t1 = Clock::now();
     double elapsed = seconds(t1 - start);
-    if (!timed) {
+    // A sample one process of a collective discards, all do: they must go on making the same calls.
+    if (timer->any(!timed)) {
       ++m.discarded;
       // While the clock stays throttled, give up at the timeout rather than spin forever.
-      if (elapsed >= stopping.timeout_s && (m.samples.size() < 2 || stopping.fixed_samples > 0)) {
+      if (timer->any(elapsed >= stopping.timeout_s && (m.samples.size() < 2 || stopping.fixed_samples > 0))) {
         m.reason = StopReason::timeout;
         break;
       }

@@ -45,22 +45,25 @@ RankGate::RankGate(const Case& c) : case_string_(c.to_string()) {
 }
 
 std::optional<RankVerdict> RankGate::vote(RankVote mine) {
-  voted_ = true;
   mine.case_string = case_string_;
+  std::optional<RankVerdict> verdict;
   try {
-    return rank_verdict(exchange_->exchange(mine));
+    verdict = rank_verdict(exchange_->exchange(mine));
   } catch (const RanksLost& e) {
-    return RankVerdict{Status::error, e.what()};
+    verdict = RankVerdict{Status::error, e.what()};
   }
+  if (verdict) decided_ = true;
+  else ++passed_;
+  return verdict;
 }
 
 std::optional<RankVerdict> RankGate::ready() {
-  if (!active() || voted_) return std::nullopt;
+  if (!active() || decided_ || passed_ >= kRounds) return std::nullopt;
   return vote({});
 }
 
 Result RankGate::settle(Result r) {
-  if (!active() || voted_) return r;
+  if (!active() || decided_ || passed_ >= kRounds) return r;
   // This rank stopped before it was ready: the others wait for its vote.
   if (auto verdict = vote({.status = r.status == Status::ok ? Status::error : r.status, .reason = r.reason})) {
     r.status = verdict->status;
@@ -70,7 +73,7 @@ Result RankGate::settle(Result r) {
 }
 
 void RankGate::vote_done() {
-  if (active() && !voted_) vote({.done = true});
+  if (active() && !decided_ && passed_ == 0) vote({.done = true});
 }
 
 }  // namespace opmeter

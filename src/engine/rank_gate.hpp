@@ -57,10 +57,13 @@ class RankGate {
  public:
   explicit RankGate(const Case& c);
   bool active() const { return exchange_ != nullptr; }
-  // This rank is set up and ready: nullopt when every rank is (go on); else what to record.
+  // This rank is ready for the next step: nullopt when every rank is (go on); else what to
+  // record. A case votes kRounds times: before its impl is made (an impl's setup may itself talk
+  // to the other ranks), and once set up, before its first call across ranks.
+  static constexpr int kRounds = 2;
   std::optional<RankVerdict> ready();
-  // The result to record: `r` as it is when the ranks passed ready() together (or inactive);
-  // else this rank votes r's outcome (it stopped before ready()) and records the verdict.
+  // The result to record: `r` as it is when the ranks passed every round together (or inactive);
+  // else this rank votes r's outcome in the round the others wait in, and records the verdict.
   Result settle(Result r);
   // This rank has the case's result from before --resume: it votes so and records nothing (the
   // others, when they have none, record it skipped).
@@ -70,7 +73,8 @@ class RankGate {
   std::optional<RankVerdict> vote(RankVote mine);
   std::string case_string_;
   RankExchange* exchange_ = nullptr;
-  bool voted_ = false;
+  int passed_ = 0;         // rounds every rank was ready in
+  bool decided_ = false;   // a round ended with a verdict: no more rounds
 };
 
 }  // namespace opmeter

@@ -14,7 +14,9 @@
 
 #include "engine/contention.hpp"
 #include "engine/element_types.hpp"
+#include "engine/rank_energy.hpp"
 #include "engine/rank_gate.hpp"
+#include "engine/run_together.hpp"
 #include "opmeter/backend.hpp"
 #include "opmeter/buffer.hpp"
 #include "opmeter/context.hpp"
@@ -99,13 +101,15 @@ void measure_sustained(Result& r, Impl& impl, const Case& c, Backend& backend, T
   double heat_start = now_s();
   // Without telemetry nothing says when power settled: heat for a fixed second.
   double heat_s = telemetry ? options.heat_max_s : std::min(1.0, options.heat_max_s);
-  run_for(impl, batch, heat_s, cancel, [&] { return telemetry && power_steady(telemetry->snapshot()); });
-  r.details["sustained_heat_s"] = fmt::format("{:.2f}", now_s() - heat_start);
-
   Case hot = c;  // the window's samples are back to back: no L2 flush, no launch batching
   hot.hot = true;
   drop_launch_batching(hot);
   auto device_timer = timer_for(backend, impl, hot);
+  // Heating ends together on every rank of a collective (the timer's any()): each makes the same calls.
+  run_for_together(impl, batch, heat_s, *device_timer, cancel,
+                   [&] { return telemetry && power_steady(telemetry->snapshot()); });
+  r.details["sustained_heat_s"] = fmt::format("{:.2f}", now_s() - heat_start);
+
   SampleTimer* timer = device_timer.get();
   std::optional<TelemetryTimer> watched;
   if (telemetry) timer = &watched.emplace(*timer, *telemetry);
@@ -149,15 +153,16 @@ void measure_window_energy(Result& r, Impl& impl, const Case& c, Backend& backen
                            const std::atomic<bool>* cancel) {
   std::string why;
   std::unique_ptr<EnergyCounter> counter = backend.energy_counter(c, why);
-  if (!counter) {
-    r.energy_reason = why;
+  Case hot = c;  // back to back, as the calls of a layer in a model run
+  hot.hot = true;
+  auto timer = timer_for(backend, impl, hot);
+  // The ranks of a collective run the window together, or none does (one without a counter).
+  if (timer->any(!counter)) {
+    r.energy_reason = counter ? "another rank of the launch has no energy counter" : why;
     return;
   }
   double per_call = r.summary.median > 0 ? r.summary.median : 0.01;
   auto batch = static_cast<std::size_t>(std::max(static_cast<double>(r.batch), std::ceil(0.01 / per_call)));
-  Case hot = c;  // back to back, as the calls of a layer in a model run
-  hot.hot = true;
-  auto timer = timer_for(backend, impl, hot);
   counter->start();
   Measurement m = sample_for(impl, *timer, batch, options.energy_window_s, cancel);
   auto energy = counter->stop(why);
@@ -291,6 +296,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
                    ? cold_copies(footprint, llc_bytes(), std::min(0.25 * available, 4.0 * (1u << 30)))
                    : 1;
 
+    if (auto no = gate.ready()) return finish(no->status, no->reason);
     ProfilerRange range(backend, r.case_string);
     omp_set_num_threads(c.threads);
     backend.mark_memory(c);
@@ -358,6 +364,9 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
         measure_sustained(r, *impl, c, backend, telemetry.get(), options, cancel);
       else
         measure_window_energy(r, *impl, c, backend, options, cancel);
+      // A collective's energy is every rank's: summed over the launch (all ranks call this together).
+      if (op.every_rank)
+        if (scale::LaunchComm* comm = scale::launch_comm()) sum_energy_over_ranks(r, *comm);
     }
     if (burst) busy_until()[c.device] = now_s();
     if (telemetry) record_telemetry(r, telemetry->stop(), t0, burst_from, burst_to, watched ? &*watched : nullptr);
@@ -384,6 +393,7 @@ Result check_case(const Case& c, const RunOptions& options) {
     r.work = op.work(c);
     if (auto s = fits_in_memory(c, op.footprint(c), backend.free_memory(c)); !s.ok) return finish(Status::skipped, s.reason);
     const ImplDef& impl_def = *Registry::global().impl(c.op, c.impl);
+    if (auto no = gate.ready()) return finish(no->status, no->reason);
     ProfilerRange range(backend, r.case_string);
     omp_set_num_threads(c.threads);
     auto impl = backend.make(impl_def, c);

@@ -14,7 +14,7 @@ namespace opmeter {
 struct Chart {
   std::string id;       // unique, usable as an HTML id
   std::string kind;     // gemm-heatmap, dtype-curves, roofline, impl-comparison, efficiency, fusion,
-                        // quantization, burst-sustained, gpu-telemetry
+                        // quantization, burst-sustained, gpu-telemetry, fleet
   std::string title;
   std::string caption;  // one sentence: what is drawn and how to read it
   nlohmann::json spec;  // Vega-Lite

@@ -5,11 +5,13 @@
 
 #include "context/build_info.hpp"
 #include "report/charts.hpp"
+#include "report/fleet_section.hpp"
 #include "report/html_page.hpp"
 #include "report/pipeline_section.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
 #include "report/chart_assets.hpp"
+#include "scale/fleet.hpp"
 
 namespace opmeter {
 
@@ -41,6 +43,8 @@ void case_row(std::string& out, const Result& r) {
   std::string pct_roof = r.efficiency ? fmt::format("{:.1f}%", *r.efficiency * 100) : "";
   auto s = sustained_rate(r);
   std::string sustained = s ? fmt::format("{:.2f} {}", s->value, s->unit) : "";
+  auto on = r.details.find(scale::kMachineDetail);  // merged results: the machine that measured it
+  const std::string machine = on == r.details.end() ? "" : on->second;
   fmt::format_to(std::back_inserter(out),
                  "<tr class=\"{}\"><td class=\"case\">{}</td><td><span class=\"status\">{}</span>{}</td>"
                  "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
@@ -48,7 +52,8 @@ void case_row(std::string& out, const Result& r) {
                  "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
                  cls,
                  html_escape(r.case_string) +
-                     (r.kase.label.empty() ? "" : " <span class=\"label\">" + html_escape(r.kase.label) + "</span>"),
+                     (r.kase.label.empty() ? "" : " <span class=\"label\">" + html_escape(r.kase.label) + "</span>") +
+                     (machine.empty() ? "" : " <span class=\"label\">on " + html_escape(machine) + "</span>"),
                  html_escape(status), reason,
                  ok ? human_time(r.summary.median) : "", rate(r.gflops), rate(r.gbps),
                  opt_num(r.pct_peak, "{:.1f}%"), pct_roof, ok ? fmt::format("{:.2f}%", r.summary.precision * 100) : "",
@@ -62,6 +67,17 @@ void kv_table(std::string& out, const nlohmann::json& j) {
   for (auto& [k, v] : flatten_json(j))
     fmt::format_to(std::back_inserter(out), "<tr><td>{}</td><td>{}</td></tr>\n", html_escape(k), html_escape(v));
   out += "</tbody></table>\n";
+}
+
+// A merged run's machines (64 GPUs: thousands of rows), each collapsed under its name.
+void fleet_contexts(std::string& out, const nlohmann::json& context) {
+  if (!context.contains("fleet") || !context["fleet"].is_array()) return;
+  out += fmt::format("<h3>Machines of the merged runs ({})</h3>\n", context["fleet"].size());
+  for (auto& f : context["fleet"]) {
+    out += fmt::format("<details><summary>{}</summary>\n", html_escape(f.value("name", "?")));
+    kv_table(out, f);
+    out += "</details>\n";
+  }
 }
 
 void counts(std::string& out, const std::vector<Result>& results) {
@@ -138,8 +154,11 @@ std::string html_report(const std::vector<ResultSet>& sets, const std::vector<pi
                        html_escape(c.title), html_escape(c.caption), c.id);
     specs.push_back({{"id", c.id}, {"spec", c.spec}});
   }
-  if (charts.empty() && pipelines.empty()) out += "<h2>Charts</h2><p>These results hold nothing to chart (no successful measurements).</p>\n";
+  const std::string fleet = fleet_html(sets, specs);
+  if (charts.empty() && pipelines.empty() && fleet.empty())
+    out += "<h2>Charts</h2><p>These results hold nothing to chart (no successful measurements).</p>\n";
   out += pipelines_html(pipelines, specs);
+  out += fleet;
 
   out += "<h2>Cases</h2>\n<input id=\"case-filter\" type=\"search\" placeholder=\"filter cases (substring)\">\n"
          "<table id=\"cases\"><thead><tr><th>case</th><th>status</th><th>median</th><th>GFLOP/s</th><th>GB/s</th>"
@@ -158,11 +177,13 @@ std::string html_report(const std::vector<ResultSet>& sets, const std::vector<pi
     } else {
       nlohmann::json machine = s.context;
       machine.erase("run");
+      machine.erase("fleet");
       out += "<h3>Run settings</h3>\n";
       if (s.context.contains("run")) kv_table(out, s.context["run"]);
       else out += "<p>Not recorded in these results.</p>\n";
       out += "<h3>Machine</h3>\n";
       kv_table(out, machine);
+      fleet_contexts(out, s.context);
     }
     out += "</details>\n";
   }
@@ -170,8 +191,8 @@ std::string html_report(const std::vector<ResultSet>& sets, const std::vector<pi
   for (auto& lib : chart_libraries()) libs += fmt::format("{}{} {}", libs.empty() ? "" : ", ", lib.name, lib.version);
   out += fmt::format("<p class=\"sub\">Charts: {}.</p>\n", libs.empty() ? "none (this build has no chart library)" : libs);
   out += fmt::format("</main>\n<pre id=\"render-status\" hidden></pre>\n<script type=\"application/json\" id=\"chart-specs\">{}</script>\n"
-                     "<script>{}</script>\n<script>{}</script>\n</body></html>\n",
-                     script_json(specs), kCaseFilter, kRender);
+                     "<script>{}</script>\n<script>{}</script>\n<script>{}</script>\n</body></html>\n",
+                     script_json(specs), kCaseFilter, kTableSort, kRender);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include "report/pipeline_section.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
+#include "scale/merge.hpp"
 
 namespace opmeter {
 namespace {
@@ -73,6 +74,9 @@ std::string markdown_report(const std::vector<ResultSet>& sets, const std::vecto
   }
   out += best_table(results);
   out += pipelines_markdown(pipelines);
+  for (auto& s : sets)  // merged results of several machines (merge's output, or a tree given to report)
+    if (auto machines = scale::machines_of(s.context); !machines.empty())
+      out += scale::fleet_markdown(scale::fleet_view(s.results, machines), machines);
   out += "## Cases\n\n" + markdown_table(results);
   return out;
 }

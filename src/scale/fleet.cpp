@@ -46,7 +46,10 @@ Machine machine_of(const nlohmann::json& context, const std::string& device, con
     for (auto& g : context["gpus"])
       if (at(g, "device") == device) gpu = &g;
   if (gpu) {
-    m.hardware = fmt::format("{}, {} MHz, {} W", at(*gpu, "name"), at(*gpu, "sm_clock_default_mhz"), at(*gpu, "power_limit_w"));
+    // The board's default power limit is what identical hardware shares; the limit enforced now
+    // (an administrator's cap) is a difference that explains. Older contexts record only the latter.
+    const char* limit = gpu->contains("power_limit_default_w") ? "power_limit_default_w" : "power_limit_w";
+    m.hardware = fmt::format("{}, {} MHz, {} W", at(*gpu, "name"), at(*gpu, "sm_clock_default_mhz"), at(*gpu, limit));
     for (const char* key : {"sm_clock_now_mhz", "mem_clock_now_mhz", "power_limit_w", "ecc_enabled", "mig_enabled"})
       m.environment[key] = at(*gpu, key);
     if (context.contains("cuda")) m.environment["driver"] = at(context["cuda"], "nvml_driver");
@@ -109,6 +112,52 @@ std::vector<FleetCase> fleet_view(const std::vector<Result>& results, const std:
     out.push_back(std::move(fc));
   }
   return out;
+}
+
+std::vector<MachineSummary> machine_summaries(const std::vector<FleetCase>& fleet) {
+  std::map<std::string, std::vector<double>> deviations;
+  std::map<std::string, MachineSummary> by_name;
+  for (auto& fc : fleet)
+    for (auto& e : fc.entries) {
+      auto& s = by_name[e.machine];
+      s.machine = e.machine;
+      ++s.cases;
+      s.outliers += e.outlier;
+      if (std::abs(e.vs_hardware_median) > std::abs(s.worst_vs_hardware)) s.worst_vs_hardware = e.vs_hardware_median;
+      deviations[e.machine].push_back(e.vs_hardware_median);
+    }
+  std::vector<MachineSummary> out;
+  for (auto& [name, s] : by_name) {
+    s.median_vs_hardware = median_of(deviations[name]);
+    out.push_back(s);
+  }
+  return out;
+}
+
+nlohmann::json fleet_json(const std::vector<FleetCase>& fleet, const std::map<std::string, Machine>& machines) {
+  nlohmann::json j = {{"schema", "opmeter-fleet/1"}, {"outlier_threshold", kOutlierThreshold}, {"min_identical_for_outlier", kMinIdenticalForOutlier}};
+  nlohmann::json ms = nlohmann::json::array();
+  for (auto& s : machine_summaries(fleet)) {
+    nlohmann::json m = {{"name", s.machine}, {"cases", s.cases}, {"outliers", s.outliers},
+                        {"median_vs_hardware_median", s.median_vs_hardware}, {"worst_vs_hardware_median", s.worst_vs_hardware}};
+    if (auto it = machines.find(s.machine); it != machines.end())
+      m.update({{"host", it->second.host}, {"device", it->second.device}, {"hardware", it->second.hardware},
+                {"environment", it->second.environment}});
+    ms.push_back(std::move(m));
+  }
+  j["machines"] = std::move(ms);
+  nlohmann::json cases = nlohmann::json::array();
+  for (auto& fc : fleet) {
+    nlohmann::json entries = nlohmann::json::array();
+    int rank = 1;
+    for (auto& e : fc.entries)
+      entries.push_back({{"rank", rank++}, {"machine", e.machine}, {"median_s", e.median_s},
+                         {"vs_hardware_median", e.vs_hardware_median}, {"outlier", e.outlier},
+                         {"differences", e.differences}, {"flags", e.flags}});
+    cases.push_back({{"case", fc.case_string}, {"spread", fc.spread}, {"entries", std::move(entries)}});
+  }
+  j["cases"] = std::move(cases);
+  return j;
 }
 
 std::string fleet_markdown(const std::vector<FleetCase>& fleet, const std::map<std::string, Machine>& machines) {

@@ -53,6 +53,21 @@ inline constexpr std::size_t kMinIdenticalForOutlier = 3;
 std::vector<FleetCase> fleet_view(const std::vector<Result>& results, const std::map<std::string, Machine>& machines,
                                   double threshold = kOutlierThreshold);
 
+// Each machine across the fleet's cases: how often it ran, how often it was an outlier, and its
+// typical (median) and worst deviation from identical hardware.
+struct MachineSummary {
+  std::string machine;
+  std::size_t cases = 0;
+  std::size_t outliers = 0;
+  double median_vs_hardware = 0;
+  double worst_vs_hardware = 0;  // the deviation furthest from 0, with its sign
+};
+std::vector<MachineSummary> machine_summaries(const std::vector<FleetCase>& fleet);
+
+// The fleet view for other tools (fleet.json, "schema": "opmeter-fleet/1"): the outlier rule, the machines (hardware,
+// environment, summary) and every case's ranking. Times in seconds, deviations as fractions.
+nlohmann::json fleet_json(const std::vector<FleetCase>& fleet, const std::map<std::string, Machine>& machines);
+
 // The fleet section of a markdown report; empty when no case ran on two machines.
 std::string fleet_markdown(const std::vector<FleetCase>& fleet, const std::map<std::string, Machine>& machines);
 

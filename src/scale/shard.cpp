@@ -70,6 +70,12 @@ std::optional<Shard> shard_from_env(const EnvReader& env) {
   return step;
 }
 
+std::string device_for_local_rank(const std::string& device, int local_rank) {
+  const auto colon = device.find(':');
+  if (local_rank < 0 || colon == std::string::npos) return device;
+  return device.substr(0, colon) + ":" + std::to_string(local_rank);
+}
+
 Shard parse_shard(const std::string& text, const EnvReader& env) {
   if (text == "auto") {
     if (auto s = shard_from_env(env)) return *s;

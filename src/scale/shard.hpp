@@ -45,6 +45,11 @@ using CostModel = std::function<double(const Case&)>;
 std::vector<Case> shard_cases(const std::vector<Case>& cases, const Shard& shard, const CostModel& cost,
                               const std::function<bool(const Case&)>& everywhere);
 
+// The device a rank's case runs on when the user named none: local rank k takes device k of the
+// case's kind ("cuda:0" -> "cuda:k"), one process per GPU; the host ("cpu") and an unknown local
+// rank (-1) keep the case's device.
+std::string device_for_local_rank(const std::string& device, int local_rank);
+
 // The results directory of a rank under --out: rank003-of-8-HOST-DEVICE (device's ':' as '-'),
 // unique per rank, and readable as where a result came from.
 std::string rank_dir_name(const Shard& shard, const std::string& host, const std::string& device);

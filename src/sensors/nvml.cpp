@@ -28,6 +28,7 @@ struct Nvml::Api {
   int (*energy)(Device, unsigned long long*) = nullptr;  // optional: Volta and newer
   int (*power)(Device, unsigned*) = nullptr;
   int (*power_limit)(Device, unsigned*) = nullptr;
+  int (*power_limit_default)(Device, unsigned*) = nullptr;
   int (*clock)(Device, unsigned, unsigned*) = nullptr;
   int (*temperature)(Device, unsigned, unsigned*) = nullptr;
   int (*reasons)(Device, unsigned long long*) = nullptr;
@@ -52,6 +53,7 @@ Nvml::Nvml(const std::string& library) : api_(std::make_unique<Api>()) {
   sym(api_->energy, "nvmlDeviceGetTotalEnergyConsumption");
   sym(api_->power, "nvmlDeviceGetPowerUsage");
   sym(api_->power_limit, "nvmlDeviceGetEnforcedPowerLimit");
+  sym(api_->power_limit_default, "nvmlDeviceGetPowerManagementDefaultLimit");
   sym(api_->clock, "nvmlDeviceGetClockInfo");
   sym(api_->temperature, "nvmlDeviceGetTemperature");
   // Renamed in driver 535 ("throttle" became "clocks event"); older drivers have the old name.
@@ -113,6 +115,12 @@ std::optional<double> Nvml::power_w(Device d) const {
 std::optional<double> Nvml::power_limit_w(Device d) const {
   unsigned mw = 0;
   if (!api_->power_limit || api_->power_limit(d, &mw) != kSuccess) return std::nullopt;
+  return mw / 1000.0;
+}
+
+std::optional<double> Nvml::power_limit_default_w(Device d) const {
+  unsigned mw = 0;
+  if (!api_->power_limit_default || api_->power_limit_default(d, &mw) != kSuccess) return std::nullopt;
   return mw / 1000.0;
 }
 

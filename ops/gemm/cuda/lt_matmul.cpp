@@ -94,6 +94,16 @@ void LtMatmul::plan(const LtProblem& p, const void* a, const void* b, void* d, c
   if (p.a_scale)
     check_cublaslt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &p.a_scale, sizeof p.a_scale),
                    "B_SCALE_POINTER");
+  if (p.row_scales) {
+    const std::int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    check_cublaslt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof mode), "A_SCALE_MODE");
+    check_cublaslt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof mode), "B_SCALE_MODE");
+  }
+  if (p.fast_accum) {
+    const std::int8_t on = 1;
+    check_cublaslt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &on, sizeof on), "FAST_ACCUM");
+  }
+  const cudaDataType_t a_type = p.a_e5m2 ? CUDA_R_8F_E5M2 : t.ab, b_type = p.b_e5m2 ? CUDA_R_8F_E5M2 : t.ab;
   const std::uint64_t M = p.M, N = p.N, K = p.K;
   // Column-major view: D^T (N x M) = B^T * A^T, where B (N x K row-major) is K x N column-major
   // with ld K, used transposed, and A (M x K row-major) is K x M column-major. A bias per output
@@ -101,13 +111,13 @@ void LtMatmul::plan(const LtProblem& p, const void* a, const void* b, void* d, c
   // Stored transposed, B (K x N row-major) is N x K column-major used as is, and A (K x M
   // row-major) M x K column-major used transposed.
   if (p.b_transposed)
-    check_cublaslt(cublasLtMatrixLayoutCreate(&b_layout_, t.ab, N, K, static_cast<std::int64_t>(N)), "layout B");
+    check_cublaslt(cublasLtMatrixLayoutCreate(&b_layout_, b_type, N, K, static_cast<std::int64_t>(N)), "layout B");
   else
-    check_cublaslt(cublasLtMatrixLayoutCreate(&b_layout_, t.ab, K, N, static_cast<std::int64_t>(K)), "layout B");
+    check_cublaslt(cublasLtMatrixLayoutCreate(&b_layout_, b_type, K, N, static_cast<std::int64_t>(K)), "layout B");
   if (p.a_transposed)
-    check_cublaslt(cublasLtMatrixLayoutCreate(&a_layout_, t.ab, M, K, static_cast<std::int64_t>(M)), "layout A");
+    check_cublaslt(cublasLtMatrixLayoutCreate(&a_layout_, a_type, M, K, static_cast<std::int64_t>(M)), "layout A");
   else
-    check_cublaslt(cublasLtMatrixLayoutCreate(&a_layout_, t.ab, K, M, static_cast<std::int64_t>(K)), "layout A");
+    check_cublaslt(cublasLtMatrixLayoutCreate(&a_layout_, a_type, K, M, static_cast<std::int64_t>(K)), "layout A");
   check_cublaslt(cublasLtMatrixLayoutCreate(&d_layout_, t.c, N, M, static_cast<std::int64_t>(N)), "layout D");
   if (workspace_.bytes() != kWorkspaceBytes) workspace_ = cuda::DeviceBuffer(kWorkspaceBytes);
 
@@ -123,8 +133,9 @@ void LtMatmul::plan(const LtProblem& p, const void* a, const void* b, void* d, c
   cublasLtMatmulPreferenceDestroy(pref);
   check_cublaslt(status, "cublasLtMatmulAlgoGetHeuristic");
   if (count == 0)
-    throw Unsupported(fmt::format("cuBLASLt has no algorithm for {} {}x{}x{} with epilogue {} here", to_string(p.dtype), M,
-                                  N, K, epilogue_name(p.epilogue)));
+    throw Unsupported(fmt::format("cuBLASLt has no algorithm for {}{}{} {}x{}x{} with epilogue {}{} here", to_string(p.dtype),
+                                  p.a_e5m2 ? " (A e5m2)" : "", p.b_e5m2 ? " (B e5m2)" : "", M, N, K,
+                                  epilogue_name(p.epilogue), p.row_scales ? " and per-row (OUTER_VEC_32F) scales" : ""));
   candidates_ = count;
   pick_fastest(found.data(), count, a, b, d, s);
 }
@@ -172,6 +183,16 @@ void LtMatmul::pick_fastest(const cublasLtMatmulHeuristicResult_t* found, int co
 }
 
 std::map<std::string, std::string> LtMatmul::details() const {
+  auto d = base_details();
+  if (problem_.dtype == DType::fp8_e4m3) {
+    d["operands"] = fmt::format("A {}, B {}", problem_.a_e5m2 ? "e5m2" : "e4m3", problem_.b_e5m2 ? "e5m2" : "e4m3");
+    d["scales"] = problem_.row_scales ? "per row (OUTER_VEC_32F)" : "per tensor (SCALAR_32F)";
+    d["fast_accum"] = problem_.fast_accum ? "on" : "off";
+  }
+  return d;
+}
+
+std::map<std::string, std::string> LtMatmul::base_details() const {
   return {{"library", "cuBLASLt cublasLtMatmul"},
           {"compute_type", cuda_types(problem_.dtype).compute_name},
           {"epilogue", epilogue_name(problem_.epilogue)},

@@ -26,6 +26,12 @@ struct LtProblem {
   // Operands stored the other way (a training step's backward GEMMs): A as K x M row-major
   // (D = A^T B^T), B as K x N row-major (D = A B).
   bool a_transposed = false, b_transposed = false;
+  // fp8 training (linear's cublaslt_fp8_train): an operand in e5m2 (gradients) instead of e4m3,
+  // scales one per row of each operand (cuBLASLt's OUTER_VEC_32F: a_scale M floats, b_scale N),
+  // and fast accumulation (FAST_ACCUM: partial sums not promoted to fp32).
+  bool a_e5m2 = false, b_e5m2 = false;
+  bool row_scales = false;
+  bool fast_accum = false;
 };
 
 class LtMatmul {
@@ -46,6 +52,7 @@ class LtMatmul {
 
  private:
   void release();
+  std::map<std::string, std::string> base_details() const;
   void matmul(const cublasLtMatmulAlgo_t& algo, const void* a, const void* b, void* d, cudaStream_t s) const;
   void pick_fastest(const cublasLtMatmulHeuristicResult_t* found, int count, const void* a, const void* b, void* d,
                     cudaStream_t s);

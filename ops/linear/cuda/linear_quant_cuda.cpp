@@ -284,7 +284,9 @@ Support device_support(const Case& c, const cuda::DeviceProps& p) {
   const auto r = quant::parse_recipe(recipe_of(c));
   if (!r) return Support::no(fmt::format("unknown quantization recipe '{}'", recipe_of(c)));
   if (r->baseline()) return Support::no("cuda_quant runs quantized recipes (the baseline: impl cublaslt)");
-  if (training(c)) return Support::no("cuda_quant times inference only (mode=train: the worker's torch / torch_compile, through autograd and torch._scaled_mm)");
+  if (training(c))
+    return Support::no("cuda_quant times inference only (mode=train: cublaslt_fp8_train for float8dq-tensor / -row, or the "
+                       "worker's torch / torch_compile through autograd and torch._scaled_mm)");
   if (auto s = gemm::dtype_support(c.dtype, p, true); !s.ok) return s;
   // Weight-only recipes run our mma.sync GEMM; dynamic ones our CUDA-core passes around cuBLASLt.
   if (auto s = cuda::own_kernels_run_on(p, r->dynamic() ? cuda::Kernels::plain : cuda::Kernels::mma); !s.ok) return s;

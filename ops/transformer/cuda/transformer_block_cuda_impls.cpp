@@ -22,13 +22,22 @@ Support flash_head_dims(const Case& c) {
   return Support::yes();
 }
 
+// mode=train is accepted only to say why it is skipped: the block's CUDA training step is not built.
+Support cuda_block(const Case& c) {
+  if (c.get_or("mode", "inference") == "train")
+    return Support::no("transformer_block has no CUDA training step (out of scope so far): mode=train runs on the CPU "
+                       "(onednn_train) and in the worker (torch, torch_compile)");
+  return flash_head_dims(c);
+}
+
 const cuda::CudaImplRegistrar reg_cuda({
     .op = "transformer_block",
     .impl = "cuda",
     .summary = "opmeter's CUDA pieces in sequence: layernorm kernel, cuBLASLt GEMMs with bias epilogues, head "
                "split, flash attention, head merge, activation and add kernels (head_dim 64/128)",
     .dtypes = {DType::fp16, DType::bf16},
-    .supports = flash_head_dims,
+    .supports = cuda_block,
+    .accepts = {"mode", "phase"},
     .factory = OPMETER_CUDA_FACTORY(cuda_factory()),
     .preference = ImplDef::own_kernel,
 });

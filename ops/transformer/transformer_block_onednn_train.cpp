@@ -1,0 +1,198 @@
+// oneDNN training step of transformer_block (mode=train), impl `onednn_train`: the four
+// projections' GEMMs forward and backward (12) are oneDNN matmuls; LayerNorm (forward keeping mean
+// and rstd, backward), the activation's backward, bias gradients and residual adds are the
+// training pieces linear's step shares (ops/tensor/train_kernels.hpp); attention forward is the
+// blocked kernel of the inference impl, its backward written plainly (self_attention_backward.hpp).
+//   forward   LN1 -> qkv (bias fused) -> attention o -> h = x + o Wo^T + bo (residual fused)
+//             -> LN2 -> u = LN2(h) W1^T + b1 -> a = act(u) -> y = h + a W2^T + b2
+//   backward  see transformer_train.hpp
+// Kept per input set for the backward: LN1(x), mean and rstd, qkv, o, h, LN2(h), mean and rstd, u,
+// act(u). phase=forward times the forward, phase=backward the backward from those (one forward per
+// input set at setup), the default the whole step; every check runs the whole step.
+#include "ops/linear/linear.hpp"
+#include "ops/tensor/train_kernels.hpp"
+#include "ops/transformer/blocked_self_attention.hpp"
+#include "ops/transformer/self_attention_backward.hpp"
+#include "ops/transformer/transformer_onednn.hpp"
+#include "ops/transformer/transformer_train.hpp"
+
+namespace opmeter::transformer {
+namespace {
+using linear::Phase;
+using tensor::Act;
+using tensor::TrainGemmDescs;
+
+// The forward's tensors one input set keeps for its backward.
+struct Saved {
+  Buffer xhat1, mean1, rstd1, qkv, o, h, xhat2, mean2, rstd2, u, a;
+};
+
+class OnednnTrainBlock : public HostImpl<TransformerBlockOp> {
+ public:
+  Check verify(std::uint64_t seed) override {
+    checking_ = true;
+    Check c = HostImpl<TransformerBlockOp>::verify(seed);
+    checking_ = false;
+    if (linear::phase_of(case_) == Phase::backward) save_forwards();  // set 0's inputs are new
+    return c;
+  }
+
+  void prepare() override {
+    s_ = shape_of(case_);
+    l_ = train_layout(s_);
+    e_ = tensor::Elems{bf16()};
+    if (saved_.size() != copies()) {
+      allocate();
+      build_primitives();
+      attention_.prepare(s_, case_.dtype, case_.threads);
+      attention_backward_.prepare(s_, case_.threads);
+    }
+    if (linear::phase_of(case_) == Phase::backward && !checking_) save_forwards();
+  }
+
+  void run(std::size_t copy) override {
+    const Phase p = checking_ ? Phase::step : linear::phase_of(case_);
+    if (p != Phase::backward) forward(copy);
+    if (p != Phase::forward) backward(copy);
+  }
+
+  std::map<std::string, std::string> details() const override { return seq_.details(); }
+
+ private:
+  enum Step { qkv_fwd, o_fwd, w1_fwd, w2_fwd, w2_data, w2_weights, w1_data, w1_weights, o_data, o_weights, qkv_data, qkv_weights };
+
+  void allocate() {
+    const std::size_t e = size_of(case_.dtype), r = s_.rows(), h = s_.hidden, m = s_.mlp;
+    saved_.clear();
+    for (std::size_t i = 0; i < copies(); ++i)
+      saved_.push_back({Buffer(r * h * e), Buffer(r * 4), Buffer(r * 4), Buffer(3 * r * h * e), Buffer(r * h * e),
+                        Buffer(r * h * e), Buffer(r * h * e), Buffer(r * 4), Buffer(r * 4), Buffer(r * m * e),
+                        Buffer(s_.act != Act::none ? r * m * e : 1)});
+    du_ = Buffer(r * m * e);
+    dxhat_ = Buffer(r * h * e);
+    dh_ = Buffer(r * h * e);
+    do_ = Buffer(r * h * e);
+    dqkv_ = Buffer(3 * r * h * e);
+  }
+  void save_forwards() {
+    for (std::size_t i = 0; i < copies(); ++i) forward(i);
+  }
+  char* section(std::size_t copy, std::size_t offset) {
+    return static_cast<char*>(out(copy)) + offset * size_of(case_.dtype);
+  }
+  char* grad(std::size_t copy, std::size_t input) { return section(copy, l_.grad[input]); }
+  void* activated(std::size_t copy) { return s_.act != Act::none ? saved_[copy].a.data() : saved_[copy].u.data(); }
+
+  // A projection's three GEMMs, in Step's order by kind: forward (added by the caller, with its
+  // post-ops), dA = dZ W and dW = dZ^T A.
+  void add_backward(const TrainGemmDescs& d, std::size_t w, const ConstPtrOf& dz, const PtrOf& da,
+                    const ConstPtrOf& a, std::size_t dw) {
+    auto mem = tensor::onednn_memory;
+    const std::size_t n = copies();
+    auto data = tensor::onednn_matmul(d.z, d.w, nullptr, d.a);
+    seq_.add(dnnl::matmul(data), data.impl_info_str(), n, [&](std::size_t i) {
+      return tensor::OnednnArgs{{DNNL_ARG_SRC, mem(d.z, dz(i))}, {DNNL_ARG_WEIGHTS, mem(d.w, in(i, w))},
+                                {DNNL_ARG_DST, mem(d.a, da(i))}};
+    });
+    auto weights = tensor::onednn_matmul(d.dzt, d.a, nullptr, d.dw);
+    seq_.add(dnnl::matmul(weights), weights.impl_info_str(), n, [&](std::size_t i) {
+      return tensor::OnednnArgs{{DNNL_ARG_SRC, mem(d.dzt, dz(i))}, {DNNL_ARG_WEIGHTS, mem(d.a, a(i))},
+                                {DNNL_ARG_DST, mem(d.dw, grad(i, dw))}};
+    });
+  }
+
+  void build_primitives() {
+    const std::size_t r = s_.rows(), h = s_.hidden, m = s_.mlp, n = copies();
+    const TrainGemmDescs qkv(r, h, 3 * h, case_.dtype), proj(r, h, h, case_.dtype), up(r, h, m, case_.dtype),
+        down(r, m, h, case_.dtype);
+    auto input = [this](std::size_t k) { return [this, k](std::size_t i) -> const void* { return in(i, k); }; };
+    auto kept = [this](Buffer Saved::*b) { return [this, b](std::size_t i) { return (saved_[i].*b).data(); }; };
+    auto shared = [](Buffer& b) { return [&b](std::size_t) { return b.data(); }; };
+    seq_.clear();
+    add_projection(seq_, n, qkv.a, kept(&Saved::xhat1), qkv.wt, input(kWqkv), qkv.bias, input(kBqkv), qkv.z,
+                   kept(&Saved::qkv), Act::none, nullptr);
+    add_projection(seq_, n, proj.a, kept(&Saved::o), proj.wt, input(kWo), proj.bias, input(kBo), proj.z, kept(&Saved::h),
+                   Act::none, input(kX));
+    add_projection(seq_, n, up.a, kept(&Saved::xhat2), up.wt, input(kW1), up.bias, input(kB1), up.z, kept(&Saved::u),
+                   Act::none, nullptr);
+    add_projection(seq_, n, down.a, [this](std::size_t i) { return activated(i); }, down.wt, input(kW2), down.bias,
+                   input(kB2), down.z, [this](std::size_t i) { return out(i); }, Act::none, kept(&Saved::h));
+    add_backward(down, kW2, input(kDy), shared(du_), [this](std::size_t i) { return activated(i); }, kW2);
+    add_backward(up, kW1, shared(du_), shared(dxhat_), kept(&Saved::xhat2), kW1);
+    add_backward(proj, kWo, shared(dh_), shared(do_), kept(&Saved::o), kWo);
+    add_backward(qkv, kWqkv, shared(dqkv_), shared(dxhat_), kept(&Saved::xhat1), kWqkv);
+  }
+
+  void forward(std::size_t copy) {
+    Saved& sv = saved_[copy];
+    const auto& in = host_inputs(copy);
+    const std::size_t r = s_.rows(), h = s_.hidden;
+    tensor::layernorm_forward(e_, in[kX].data(), vec(in, kLn1Gamma), vec(in, kLn1Beta), r, h, sv.xhat1.data(),
+                              sv.mean1.as<float>(), sv.rstd1.as<float>());
+    seq_.run_step(qkv_fwd, copy);
+    attention_.run(s_, case_.dtype, sv.qkv.data(), sv.o.data());
+    seq_.run_step(o_fwd, copy);
+    tensor::layernorm_forward(e_, sv.h.data(), vec(in, kLn2Gamma), vec(in, kLn2Beta), r, h, sv.xhat2.data(),
+                              sv.mean2.as<float>(), sv.rstd2.as<float>());
+    seq_.run_step(w1_fwd, copy);
+    if (s_.act != Act::none) tensor::kernels().act(s_.act, bf16(), sv.u.data(), sv.a.data(), r * s_.mlp);
+    seq_.run_step(w2_fwd, copy);
+  }
+
+  void backward(std::size_t copy) {
+    Saved& sv = saved_[copy];
+    const auto& in = host_inputs(copy);
+    const std::size_t r = s_.rows(), h = s_.hidden, m = s_.mlp;
+    const void* dy = in[kDy].data();
+    // MLP: da = dy W2 (into du), dW2, db2; du = da act'(u); dxhat2 = du W1, dW1, db1.
+    seq_.run_step(w2_data, copy);
+    seq_.run_step(w2_weights, copy);
+    tensor::column_sums(e_, dy, r, h, grad(copy, kB2));
+    if (s_.act != Act::none) tensor::act_backward(e_, s_.act, du_.data(), sv.u.data(), du_.data(), r * m);
+    seq_.run_step(w1_data, copy);
+    seq_.run_step(w1_weights, copy);
+    tensor::column_sums(e_, du_.data(), r, m, grad(copy, kB1));
+    // dh = dy + LN2'(dxhat2).
+    tensor::layernorm_backward(e_, sv.h.data(), vec(in, kLn2Gamma), sv.mean2.as<float>(), sv.rstd2.as<float>(),
+                               dxhat_.data(), dy, r, h, dh_.data(), grad(copy, kLn2Gamma), grad(copy, kLn2Beta));
+    // Attention: do = dh Wo, dWo, dbo; dq dk dv; dxhat1 = dqkv Wqkv, dWqkv, dbqkv.
+    seq_.run_step(o_data, copy);
+    seq_.run_step(o_weights, copy);
+    tensor::column_sums(e_, dh_.data(), r, h, grad(copy, kBo));
+    attention_backward_.run(s_, e_, sv.qkv.data(), sv.o.data(), do_.data(), dqkv_.data());
+    seq_.run_step(qkv_data, copy);
+    seq_.run_step(qkv_weights, copy);
+    tensor::column_sums(e_, dqkv_.data(), r, 3 * h, grad(copy, kBqkv));
+    // dx = dh + LN1'(dxhat1).
+    tensor::layernorm_backward(e_, in[kX].data(), vec(in, kLn1Gamma), sv.mean1.as<float>(), sv.rstd1.as<float>(),
+                               dxhat_.data(), dh_.data(), r, h, grad(copy, kX), grad(copy, kLn1Gamma),
+                               grad(copy, kLn1Beta));
+  }
+
+  Shape s_{};
+  TrainLayout l_;
+  tensor::Elems e_{false};
+  bool checking_ = false;
+  std::vector<Saved> saved_;         // per input set
+  Buffer du_, dxhat_, dh_, do_, dqkv_;  // the backward's intermediates, shared
+  tensor::OnednnSequence seq_;       // Step's order
+  BlockedSelfAttention attention_;
+  SelfAttentionBackward attention_backward_;
+};
+
+const bool registered = [] {
+  Registry::global().add(ImplDef{
+      .op = "transformer_block",
+      .impl = "onednn_train",
+      .summary = "training step (mode=train): oneDNN matmuls for the projections forward and backward; our own "
+                 "LayerNorm, activation and bias backward, blocked attention forward and a plain attention backward",
+      .dtypes = {DType::fp32, DType::bf16},
+      .make = [] { return std::make_unique<OnednnTrainBlock>(); },
+      .needs = {linear::kMode},
+      .accepts = {linear::kPhase},
+  });
+  return true;
+}();
+
+}  // namespace
+}  // namespace opmeter::transformer
