@@ -67,7 +67,8 @@ TEST(RankGate, ARankThatSkipsBeforeSetupStillVotesAndRecordsTheVerdict) {
   // Without a launcher the mpi impl skips the case before setup: this rank votes its skip, and
   // rank 0's reason (its own) decides.
   Result r = run_case(parse_case("collective/mpi/fp32/kind=allreduce,bytes=64,inplace=0/threads=1"), RunOptions{});
-  Result checked = check_case(parse_case("collective/mpi/fp32/kind=allreduce,bytes=64,inplace=0/threads=1"), RunOptions{});
+  Result checked =
+      check_case(parse_case("collective/mpi/fp32/kind=allreduce,bytes=64,inplace=0/threads=1"), RunOptions{});
   // Another op's case never votes.
   Result other = check_case(parse_case("bandwidth/opmeter/fp32/kernel=copy,n=1024/threads=1"), RunOptions{});
   set_rank_exchange_factory(previous);

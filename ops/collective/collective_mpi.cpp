@@ -1,16 +1,17 @@
 // impl `mpi`: the collectives of the MPI library opmeter is built with (OpenMPI), on host buffers,
 // over MPI_COMM_WORLD. Every wait on the other ranks outside the timed calls is bounded
-// (mpi_world.hpp); the ranks agree before each case that all of them run it (engine/rank_gate.hpp). Built only where CMake finds MPI (its own object library, so the rest of
-// opmeter neither includes nor links it), and runs only under a launcher.
+// (mpi_world.hpp); the ranks agree before each case that all of them run it (engine/rank_gate.hpp).
+// Built only where CMake finds MPI (its own object library, so the rest of opmeter neither
+// includes nor links it), and runs only under a launcher.
 #include <mpi.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <stdexcept>
-#include <thread>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>

@@ -47,7 +47,8 @@ double rank_wait_s() {
     if (!v || !*v) return 300.0;
     char* end = nullptr;
     const double s = std::strtod(v, &end);
-    if (end == v || *end || !(s > 0)) throw UsageError(fmt::format("OPMETER_RANK_WAIT_S={} must be a number of seconds > 0", v));
+    if (end == v || *end || !(s > 0))
+      throw UsageError(fmt::format("OPMETER_RANK_WAIT_S={} must be a number of seconds > 0", v));
     return s;
   }();
   return wait;
@@ -90,8 +91,10 @@ void wait_or_lose(MPI_Request request, const char* what) {
   std::vector<MPI_Request> one = {request};
   if (wait_bounded(one)) return;
   // A collective's request may be neither cancelled nor freed: it stays, and the world is lost.
-  const std::string why = fmt::format("{}: no answer from every rank within {} s (a rank died or hangs; "
-                                      "OPMETER_RANK_WAIT_S sets the wait)", what, rank_wait_s());
+  const std::string why = fmt::format(
+      "{}: no answer from every rank within {} s (a rank died or hangs; "
+      "OPMETER_RANK_WAIT_S sets the wait)",
+      what, rank_wait_s());
   lose_world(why);
   throw RanksLost(why);
 }

@@ -75,10 +75,14 @@ class MpiRankExchange : public RankExchange {
         if (sends[r] != MPI_REQUEST_NULL) silent.push_back(std::to_string(r));
     abandon(receives, sends);
     const std::string who = fmt::format("rank{} {}", silent.size() == 1 ? "" : "s", fmt::join(silent, ", "));
-    lose_world(fmt::format("{} did not answer before {}; collectives need every rank, so the later ones are not run "
-                           "(rerun all ranks)", who, mine.case_string));
-    throw RanksLost(fmt::format("{} did not answer within {} s (died, hangs, or is far behind; OPMETER_RANK_WAIT_S "
-                                "sets the wait)", who, rank_wait_s()));
+    lose_world(
+        fmt::format("{} did not answer before {}; collectives need every rank, so the later ones are not run "
+                    "(rerun all ranks)",
+                    who, mine.case_string));
+    throw RanksLost(
+        fmt::format("{} did not answer within {} s (died, hangs, or is far behind; OPMETER_RANK_WAIT_S "
+                    "sets the wait)",
+                    who, rank_wait_s()));
   }
 };
 

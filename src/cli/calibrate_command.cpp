@@ -175,8 +175,8 @@ int calibrate_command(const CalibrateArgs& given) {
   if (llc_bytes_overridden()) settings["llc_bytes"] = llc_bytes();
   RunOutput out{a.resume.empty() ? a.results_dir : a.resume, !a.resume.empty(), "calibrate", settings, true};
   out.resume_command = [&](const std::string& dir) {  // a rank's: the command every rank runs again
-    return a.out == given.out ? resume_command(a, dir)
-                              : resume_command(given, std::filesystem::path(dir).parent_path().string()) + " on every rank";
+    if (a.out == given.out) return resume_command(a, dir);
+    return resume_command(given, std::filesystem::path(dir).parent_path().string()) + " on every rank";
   };
   auto results = run_cases_in_dir(cases, options, out).results;
   if (const int code = results_exit_code(results); code >= 128) {  // interrupted: a partial profile is no profile

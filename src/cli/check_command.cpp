@@ -60,7 +60,8 @@ nlohmann::json settings_json(const CheckArgs& a, const RunOptions& o) {
 // The shard of this check: --shard's, else the launcher's when it started several processes.
 std::optional<scale::Shard> check_shard(const CheckArgs& a) {
   auto env = scale::process_env();
-  scale::Shard s = a.shard.empty() ? scale::shard_from_env(env).value_or(scale::Shard{}) : scale::parse_shard(a.shard, env);
+  scale::Shard s =
+      a.shard.empty() ? scale::shard_from_env(env).value_or(scale::Shard{}) : scale::parse_shard(a.shard, env);
   if (!s.active()) return std::nullopt;
   return s;
 }

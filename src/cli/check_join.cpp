@@ -46,7 +46,8 @@ std::vector<std::string> check_files_in(const std::string& root) {
   if (fs::is_regular_file(fs::path(root) / "check.json", ec)) return {(fs::path(root) / "check.json").string()};
   std::vector<std::string> out;
   for (auto& e : fs::directory_iterator(root, ec))
-    if (e.is_directory() && fs::is_regular_file(e.path() / "check.json", ec)) out.push_back((e.path() / "check.json").string());
+    if (e.is_directory() && fs::is_regular_file(e.path() / "check.json", ec))
+      out.push_back((e.path() / "check.json").string());
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -69,7 +70,8 @@ int join_checks(const std::vector<std::string>& inputs, const std::string& out) 
         machines.push_back(name);
         results.push_back(std::move(r));
       }
-      ranks.push_back({{"name", name}, {"settings", j.value("settings", nlohmann::json())},
+      ranks.push_back({{"name", name},
+                       {"settings", j.value("settings", nlohmann::json())},
                        {"context", j.value("context", nlohmann::json())}});
       if (first.is_null()) first = j;
     }

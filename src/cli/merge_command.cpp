@@ -17,8 +17,9 @@
 namespace opmeter {
 
 void add_merge_command(CLI::App& app, MergeArgs& a) {
-  auto* cmd = app.add_subcommand("merge", "join the results of a sharded run's ranks (or of several machines) into one; "
-                                          "a sharded check's check.json files into one");
+  auto* cmd = app.add_subcommand("merge",
+                                 "join the results of a sharded run's ranks (or of several machines) into one; "
+                                 "a sharded check's check.json files into one");
   cmd->add_option("runs", a.inputs, "results trees (a sharded run's --out) or results directories")->required();
   cmd->add_option("-o,--out", a.out, "the merged results directory to write (new)")->required();
   cmd->add_flag("--force", a.force, "merge runs of different settings or opmeter versions");

@@ -22,13 +22,16 @@ std::optional<RankVerdict> rank_verdict(const std::vector<RankVote>& votes) {
     if (votes[r].case_string != at)
       return RankVerdict{Status::error,
                          fmt::format("ranks are not in step: rank 0 is at this case, rank {} at {} (every rank needs "
-                                     "the same cases: the same config, filter and --resume)", r, votes[r].case_string)};
+                                     "the same cases: the same config, filter and --resume)",
+                                     r, votes[r].case_string)};
   for (std::size_t r = 0; r < votes.size(); ++r) {
     if (votes[r].done)
       return RankVerdict{Status::skipped,
                          fmt::format("rank {}: measured before --resume; collectives run only when every rank runs "
-                                     "them (rerun all ranks)", r)};
-    if (votes[r].status != Status::ok) return RankVerdict{votes[r].status, fmt::format("rank {}: {}", r, votes[r].reason)};
+                                     "them (rerun all ranks)",
+                                     r)};
+    if (votes[r].status != Status::ok)
+      return RankVerdict{votes[r].status, fmt::format("rank {}: {}", r, votes[r].reason)};
   }
   return std::nullopt;
 }

@@ -18,7 +18,7 @@
 namespace opmeter {
 
 struct RankVote {
-  std::string case_string;  // the case this rank is at
+  std::string case_string;     // the case this rank is at
   Status status = Status::ok;  // ok: ready to run it; else what it records (skipped, error, ...)
   std::string reason;
   bool done = false;  // it has this case's result from before --resume and will not run it
@@ -73,8 +73,8 @@ class RankGate {
   std::optional<RankVerdict> vote(RankVote mine);
   std::string case_string_;
   RankExchange* exchange_ = nullptr;
-  int passed_ = 0;         // rounds every rank was ready in
-  bool decided_ = false;   // a round ended with a verdict: no more rounds
+  int passed_ = 0;        // rounds every rank was ready in
+  bool decided_ = false;  // a round ended with a verdict: no more rounds
 };
 
 }  // namespace opmeter
