@@ -83,3 +83,30 @@ TEST(Calibrate, InterruptedLeavesTheProfileAndResumesWithTheCommandItPrints) {
   EXPECT_GT(p["bandwidth"]["memory_gbps"].get<double>(), 0);
   EXPECT_FALSE(p["bandwidth"]["caches"].empty());
 }
+
+// Under a launcher (here OpenMPI's variables, as mpirun sets them) every rank would write the same
+// profile and results directory: each writes its own, named by its rank.
+TEST(Calibrate, EachRankOfALaunchWritesItsOwnProfileAndResults) {
+  auto dir = temp_dir("calibrate_ranks");
+  auto fusion = write(dir, "fusion.yaml",
+                      "ops: [linear]\nimpls: [onednn, onednn_unfused]\nbatch: [1]\nseq: [8]\nhidden: [16]\nout: [16]\n"
+                      "act: [relu]\nstopping: {samples: 3, warmup: 1}\n");
+  setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+  setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+  auto out = cli(fmt::format("calibrate --quick --threads 1 --array-mib 1 --llc-bytes 1048576 --fusion {} --out {} --results {}",
+                             fusion.string(), (dir / "profile.json").string(), (dir / "raw").string()));
+  unsetenv("OMPI_COMM_WORLD_RANK");
+  unsetenv("OMPI_COMM_WORLD_SIZE");
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_FALSE(fs::exists(dir / "profile.json")) << out.text;
+  std::vector<std::string> profiles, raws;
+  for (auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind("profile.rank001-of-2-", 0) == 0) profiles.push_back(e.path().string());
+  for (auto& e : fs::directory_iterator(dir / "raw")) raws.push_back(e.path().filename().string());
+  ASSERT_EQ(profiles.size(), 1u) << out.text;
+  EXPECT_EQ(profiles[0].substr(profiles[0].size() - 9), "-cpu.json");
+  EXPECT_EQ(nlohmann::json::parse(slurp(profiles[0]))["schema"], "opmeter-calibration/1");
+  ASSERT_EQ(raws.size(), 1u);
+  EXPECT_EQ(raws[0].rfind("rank001-of-2-", 0), 0u);
+  EXPECT_TRUE(fs::exists(dir / "raw" / raws[0] / "results.jsonl"));
+}

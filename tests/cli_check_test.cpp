@@ -2,6 +2,7 @@
 // a C plugin, a Python kernel), crashes and hangs under --isolate, bad input, --sanitize.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <sstream>
@@ -206,4 +207,47 @@ TEST(CheckCli, SanitizePrintsCommandLinesWhoseFiltersMatchCudaCases) {
     EXPECT_EQ(plan.code, 0) << filter << "\n" << plan.text;  // matches cases (else exit 2)
   }
   EXPECT_GE(commands, 6);
+}
+
+// Sharded (--shard, or under mpirun): each rank writes its own check.json, in a directory named as
+// run's (rankNNN-of-N-HOST-DEVICE), and merge joins them: the matrix it prints is the file's.
+TEST(CheckCli, ShardsWriteACheckJsonEachAndMergeJoinsThem) {
+  auto dir = temp_dir("check_shards");
+  const std::string select = "check --op gemm --impl test_wrong,reference --dtype fp32,fp64 --quick -o " + dir.string();
+  auto all = cli(select + "-all");
+  auto r0 = cli(select + " --shard 0/2");
+  auto r1 = cli(select + " --shard 1/2");
+  EXPECT_EQ(r0.code + r1.code, 1) << r0.text << r1.text;  // test_wrong fails on one of them
+  std::vector<fs::path> files;
+  for (auto& e : fs::directory_iterator(dir))
+    if (e.is_directory() && e.path().filename().string().rfind("rank00", 0) == 0) files.push_back(e.path() / "check.json");
+  ASSERT_EQ(files.size(), 2u);
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files[0].parent_path().filename().string().rfind("rank000-of-2-", 0), 0u);
+  EXPECT_FALSE(fs::exists(dir / "check.json"));  // nothing written where both would race
+  std::size_t shared = read_json(files[0])["cases"].size() + read_json(files[1])["cases"].size();
+  EXPECT_EQ(read_json(files[0])["settings"]["shard"]["size"], 2);
+
+  // Not inside the tree it reads: a later merge would count the merged cases again.
+  auto inside = cli("merge " + dir.string() + " -o " + (dir / "merged").string());
+  EXPECT_EQ(inside.code, 2) << inside.text;
+  EXPECT_TRUE(has(inside.text, "is inside")) << inside.text;
+  EXPECT_FALSE(fs::exists(dir / "merged"));
+  const fs::path joined = dir.string() + "-merged";
+  fs::remove_all(joined);
+  auto merged = cli("merge " + dir.string() + " -o " + joined.string());
+  EXPECT_EQ(merged.code, 1) << merged.text;  // a case failed
+  auto j = read_json(joined / "check.json");
+  EXPECT_EQ(j["cases"].size(), shared);
+  EXPECT_EQ(j["cases"].size(), read_json(fs::path(dir.string() + "-all") / "check.json")["cases"].size());
+  for (auto& c : j["cases"]) EXPECT_EQ(c["machine"].get<std::string>().rfind("rank00", 0), 0u) << c.dump();
+  auto printed = printed_matrix(merged.text);
+  ASSERT_EQ(printed.size(), j["matrix"].size()) << merged.text;
+  for (auto& row : j["matrix"])
+    for (auto& [dtype, cell] : row["cells"].items())
+      EXPECT_EQ(printed[row["row"]][dtype], cell.get<std::string>()) << row.dump() << "\n" << merged.text;
+  EXPECT_EQ(printed["gemm/test_wrong"]["fp32"].rfind("FAIL ", 0), 0u) << merged.text;
+  EXPECT_EQ(printed["gemm/reference"]["fp64"], "pass") << merged.text;
+  // The same matrix as one unsharded check's.
+  EXPECT_EQ(printed, printed_matrix(all.text)) << all.text;
 }

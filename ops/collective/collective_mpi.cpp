@@ -1,12 +1,17 @@
 // impl `mpi`: the collectives of the MPI library opmeter is built with (OpenMPI), on host buffers,
-// over MPI_COMM_WORLD. Built only where CMake finds MPI (its own object library, so the rest of
-// opmeter neither includes nor links it), and runs only under a launcher.
+// over MPI_COMM_WORLD. Every wait on the other ranks outside the timed calls is bounded
+// (mpi_world.hpp); the ranks agree before each case that all of them run it (engine/rank_gate.hpp).
+// Built only where CMake finds MPI (its own object library, so the rest of opmeter neither
+// includes nor links it), and runs only under a launcher.
 #include <mpi.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -14,45 +19,52 @@
 #include "opmeter/engine.hpp"
 #include "opmeter/registry.hpp"
 #include "ops/collective/collective.hpp"
+#include "ops/collective/mpi_world.hpp"
 #include "scale/shard.hpp"
 
 namespace opmeter::collective {
 namespace {
 
-// MPI starts with the first collective case and ends with the process.
-void ensure_mpi() {
-  int started = 0;
-  MPI_Initialized(&started);
-  if (started) return;
-  int provided = 0;
-  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-  std::atexit([] {
-    int done = 0;
-    MPI_Finalized(&done);
-    if (!done) MPI_Finalize();
-  });
+// A test-only fault on one rank, so tests can make the ranks disagree:
+// OPMETER_TEST_RANK_FAULT=WHAT:RANK:KIND, WHAT one of refuse (the case is unsupported there),
+// fail (its setup throws), stall (its setup sleeps 10 minutes: a hung rank) or stall_sampling
+// (it hangs in the sampling loop, after every rank voted). Read by nothing else.
+bool test_fault(const char* what, int rank, Kind kind) {
+  const char* v = std::getenv("OPMETER_TEST_RANK_FAULT");
+  return v && std::string(v) == fmt::format("{}:{}:{}", what, rank, kind_name(kind));
 }
 
 // Each sample starts together (a barrier) and lasts as long as its slowest rank, as nccl-tests
 // reports; every decision of the engine's loop is taken by all ranks (SampleTimer::any).
 class MpiTimer : public SampleTimer {
  public:
+  explicit MpiTimer(bool stall) : stall_(stall) {}
   std::optional<double> time(std::size_t calls, const std::function<void()>& call) override {
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Request barrier;
+    MPI_Ibarrier(MPI_COMM_WORLD, &barrier);
+    wait_or_lose(barrier, "the barrier before a sample");
     const double t0 = MPI_Wtime();
     for (std::size_t i = 0; i < calls; ++i) call();
     return largest(MPI_Wtime() - t0);
   }
   bool any(bool yes) override {
+    if (stall_) std::this_thread::sleep_for(std::chrono::minutes(10));  // the test hook's hung rank
     int mine = yes, all = 0;
-    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+    MPI_Request request;
+    MPI_Iallreduce(&mine, &all, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD, &request);
+    wait_or_lose(request, "a decision of the sampling loop");
     return all != 0;
   }
   double largest(double value) override {
     double all = value;
-    MPI_Allreduce(&value, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Request request;
+    MPI_Iallreduce(&value, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &request);
+    wait_or_lose(request, "a decision of the sampling loop");
     return all;
   }
+
+ private:
+  bool stall_ = false;
 };
 
 class MpiCollective : public Impl {
@@ -62,6 +74,8 @@ class MpiCollective : public Impl {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &ranks_);
     kind_ = kind_of(c);
+    if (test_fault("fail", rank_, kind_)) throw std::runtime_error("setup failed (OPMETER_TEST_RANK_FAULT, a test hook)");
+    if (test_fault("stall", rank_, kind_)) std::this_thread::sleep_for(std::chrono::minutes(10));
     in_place_ = in_place(c);
     fp64_ = c.dtype == DType::fp64;
     type_ = fp64_ ? MPI_DOUBLE : MPI_FLOAT;
@@ -108,7 +122,9 @@ class MpiCollective : public Impl {
     }
     // Every rank learns the worst: all of them go on to time the case, or none does.
     double worst = check.max_error;
-    MPI_Allreduce(&check.max_error, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Request request;
+    MPI_Iallreduce(&check.max_error, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &request);
+    wait_or_lose(request, "the check's worst error over the ranks");
     check.ok = worst <= check.tolerance;
     check.max_error = worst;
     check.detail = check.ok ? fmt::format("{} elements exact on each of {} ranks", counts_.recv, ranks_)
@@ -125,7 +141,9 @@ class MpiCollective : public Impl {
     return {{"ranks", std::to_string(ranks_)}, {"mpi", v.substr(0, v.find_first_of(",\n"))}};
   }
 
-  std::unique_ptr<SampleTimer> own_timer(const Case&) override { return std::make_unique<MpiTimer>(); }
+  std::unique_ptr<SampleTimer> own_timer(const Case&) override {
+    return std::make_unique<MpiTimer>(test_fault("stall_sampling", rank_, kind_));
+  }
 
  private:
   double get(const std::vector<unsigned char>& b, std::size_t i) const {
@@ -178,6 +196,8 @@ ImplRegistrar reg({
           if (!scale::shard_from_env(scale::process_env()))
             return Support::no("collectives run under a launcher: mpirun -np N (or srun) opmeter run ...");
           auto k = kind_of(c);
+          if (test_fault("refuse", scale::shard_from_env(scale::process_env())->rank, k))
+            return Support::no("refused by OPMETER_TEST_RANK_FAULT (a test hook)");
           if (in_place(c) && (k == Kind::broadcast || k == Kind::sendrecv))
             return Support::no(fmt::format("{} has no in-place form here (inplace=0)", kind_name(k)));
           return Support::yes();

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "engine/launch_comm.hpp"
+#include "ops/collective/mpi_world.hpp"
 #include "scale/shard.hpp"
 
 namespace opmeter::scale {
@@ -13,17 +14,7 @@ namespace {
 class MpiComm final : public LaunchComm {
  public:
   MpiComm() {
-    int started = 0;
-    MPI_Initialized(&started);
-    if (!started) {
-      int provided = 0;
-      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-      std::atexit([] {
-        int done = 0;
-        MPI_Finalized(&done);
-        if (!done) MPI_Finalize();
-      });
-    }
+    collective::ensure_mpi();  // one start and one end for every MPI user (a lost rank: no MPI_Finalize)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
   }

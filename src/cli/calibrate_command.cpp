@@ -1,13 +1,17 @@
 // `opmeter calibrate`: measure this machine's ceilings (peak FLOP/s per dtype, memory and cache
 // bandwidth) and its fusion profile, and write them as one JSON profile that `opmeter run
 // --calibration` compares results with.
+#include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include "cli/cache_cases.hpp"
 #include "cli/commands.hpp"
+#include "cli/shard_run.hpp"
 #include "opmeter/backend.hpp"
 #include "config/config.hpp"
 #include "opmeter/context.hpp"
@@ -129,9 +133,26 @@ CalibrationPlan device_plan(const CalibrateArgs& a) {
   return p;
 }
 
+// Under a launcher every rank would write the same profile and results directory: each writes
+// its own, named by its rank (PROFILE.rankNNN-of-N-HOST-DEVICE.json, RESULTS/rankNNN-of-N-HOST-DEVICE/).
+CalibrateArgs per_rank(CalibrateArgs a) {
+  auto shard = scale::shard_from_env(scale::process_env());
+  if (!shard || !shard->active()) return a;
+  const std::string name = rank_name(*shard, a.device.empty() ? kHostDevice : a.device);
+  std::filesystem::path profile(a.out);
+  a.out = (profile.parent_path() / (profile.stem().string() + "." + name + profile.extension().string())).string();
+  if (!a.resume.empty()) a.resume = (std::filesystem::path(a.resume) / name).string();
+  else if (!a.results_dir.empty()) a.results_dir = (std::filesystem::path(a.results_dir) / name).string();
+  else a.results_dir = fmt::format("opmeter-results/{:%Y%m%d-%H%M%S}/{}", fmt::localtime(std::time(nullptr)), name);
+  fmt::print(stderr, "opmeter: rank {} of {} ({}): profile {}, results {}\n", shard->rank, shard->size, shard->source,
+             a.out, a.resume.empty() ? a.results_dir : a.resume);
+  return a;
+}
+
 }  // namespace
 
-int calibrate_command(const CalibrateArgs& a) {
+int calibrate_command(const CalibrateArgs& given) {
+  const CalibrateArgs a = per_rank(given);
   check_output_file(a.out, "calibrate --out");  // now, not after minutes of measuring
   if (!a.resume.empty() && !a.results_dir.empty() && a.resume != a.results_dir)
     throw UsageError("calibrate: --resume DIR continues the calibration in DIR; give no other --results");
@@ -153,7 +174,10 @@ int calibrate_command(const CalibrateArgs& a) {
   nlohmann::json settings = {{"source", "calibrate"}};
   if (llc_bytes_overridden()) settings["llc_bytes"] = llc_bytes();
   RunOutput out{a.resume.empty() ? a.results_dir : a.resume, !a.resume.empty(), "calibrate", settings, true};
-  out.resume_command = [&a](const std::string& dir) { return resume_command(a, dir); };
+  out.resume_command = [&](const std::string& dir) {  // a rank's: the command every rank runs again
+    if (a.out == given.out) return resume_command(a, dir);
+    return resume_command(given, std::filesystem::path(dir).parent_path().string()) + " on every rank";
+  };
   auto results = run_cases_in_dir(cases, options, out).results;
   if (const int code = results_exit_code(results); code >= 128) {  // interrupted: a partial profile is no profile
     fmt::print(stderr, "opmeter: calibration interrupted: no profile written ({} left as it was)\n", a.out);

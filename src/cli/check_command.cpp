@@ -9,6 +9,7 @@
 #include "cli/check_plan.hpp"
 #include "cli/check_report.hpp"
 #include "cli/commands.hpp"
+#include "cli/shard_run.hpp"
 #include "opmeter/backend.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
@@ -56,6 +57,15 @@ nlohmann::json settings_json(const CheckArgs& a, const RunOptions& o) {
           {"kernels", o.kernels}, {"plugins", o.plugins}};
 }
 
+// The shard of this check: --shard's, else the launcher's when it started several processes.
+std::optional<scale::Shard> check_shard(const CheckArgs& a) {
+  auto env = scale::process_env();
+  scale::Shard s =
+      a.shard.empty() ? scale::shard_from_env(env).value_or(scale::Shard{}) : scale::parse_shard(a.shard, env);
+  if (!s.active()) return std::nullopt;
+  return s;
+}
+
 }  // namespace
 
 void add_check_command(CLI::App& app, CheckArgs& a) {
@@ -75,6 +85,9 @@ void add_check_command(CLI::App& app, CheckArgs& a) {
   add_user_impl_options(check, a.kernels, a.plugins);
   check->add_flag("--dry-run", a.dry_run, "print the cases and stop");
   check->add_option("-o,--out", a.out, "directory of check.json (default: the current directory)");
+  check->add_option("--shard", a.shard,
+                    "I/N or auto: check part I of N (0-based), as run --shard; automatic under mpirun or srun. "
+                    "Each rank writes OUT/rankNNN-of-N-HOST-DEVICE/check.json; opmeter merge OUT -o DIR joins them");
 }
 
 int check_command(const CheckArgs& a, const char* argv0) {
@@ -89,15 +102,26 @@ int check_command(const CheckArgs& a, const char* argv0) {
   auto user = load_user_impls(a.kernels, a.plugins);  // before any case names them
   options.kernels = user.kernel_specs;
   options.plugins = loaded_plugins();
-  const auto cases = check_cases({.device = a.device, .ops = a.ops, .impls = a.impls, .dtypes = a.dtypes,
-                                  .filter = a.filter, .quick = a.quick, .user_impls = user.names});
+  auto cases = check_cases({.device = a.device, .ops = a.ops, .impls = a.impls, .dtypes = a.dtypes,
+                            .filter = a.filter, .quick = a.quick, .user_impls = user.names});
+  // Under a launcher every rank would write the same check.json: each checks its share (the
+  // collectives on every rank) and writes its own directory, named as run's.
+  std::optional<scale::Shard> shard = check_shard(a);
+  std::string out_dir = a.out;
+  if (shard) {
+    const std::size_t planned = cases.size();
+    cases = cases_of_shard(cases, *shard, Stopping{}, "", true);
+    out_dir = shard_results_dir({.root = a.out}, *shard, cases);
+    fmt::print(stderr, "opmeter check: rank {} of {} ({}): {} of the {} cases -> {}\n", shard->rank, shard->size,
+               shard->source, cases.size(), planned, out_dir);
+  }
   if (a.dry_run) {
     for (auto& c : cases) fmt::print("{}\n", c.to_string());
     return 0;
   }
   std::error_code ec;
-  std::filesystem::create_directories(a.out, ec);
-  if (!std::filesystem::is_directory(a.out, ec)) throw UsageError(fmt::format("-o {}: cannot create the directory", a.out));
+  std::filesystem::create_directories(out_dir, ec);
+  if (!std::filesystem::is_directory(out_dir, ec)) throw UsageError(fmt::format("-o {}: cannot create the directory", out_dir));
 
   auto context = machine_context();
   // A device's context (its model, driver, clocks); the host backend's is its energy counters,
@@ -112,8 +136,10 @@ int check_command(const CheckArgs& a, const char* argv0) {
   }
   fmt::print("{}", check_text(results));
   std::fflush(stdout);  // the matrix whole, before what follows on stderr
-  const auto file = (std::filesystem::path(a.out) / "check.json").string();
-  write_atomically(file, dump_json(check_json(results, settings_json(a, options), context), 1) + "\n");
+  const auto file = (std::filesystem::path(out_dir) / "check.json").string();
+  auto settings = settings_json(a, options);
+  if (shard) settings["shard"] = shard_json(*shard);
+  write_atomically(file, dump_json(check_json(results, settings, context), 1) + "\n");
   fmt::print(stderr, "opmeter check: every case in {}\n", file);
   return check_exit_code(results);
 }

@@ -102,6 +102,7 @@ struct CheckArgs {
   bool dry_run = false;
   std::vector<std::string> kernels, plugins;
   std::string out = ".";  // check.json goes here
+  std::string shard;      // --shard I/N|auto: this rank's share, its check.json in OUT/rankNNN-of-N-HOST-DEVICE/
 };
 void add_check_command(CLI::App& app, CheckArgs& args);
 int check_command(const CheckArgs& args, const char* argv0);

@@ -1,9 +1,11 @@
 // `opmeter merge TREE... -o MERGED`: the ranks of a sharded run (or runs of one config on several
 // machines) joined into one results directory with a fleet view.
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
 
+#include "cli/check_join.hpp"
 #include "cli/commands.hpp"
 #include "opmeter/errors.hpp"
 #include "report/reporter_registry.hpp"
@@ -15,13 +17,33 @@
 namespace opmeter {
 
 void add_merge_command(CLI::App& app, MergeArgs& a) {
-  auto* cmd = app.add_subcommand("merge", "join the results of a sharded run's ranks (or of several machines) into one");
+  auto* cmd = app.add_subcommand("merge",
+                                 "join the results of a sharded run's ranks (or of several machines) into one; "
+                                 "a sharded check's check.json files into one");
   cmd->add_option("runs", a.inputs, "results trees (a sharded run's --out) or results directories")->required();
   cmd->add_option("-o,--out", a.out, "the merged results directory to write (new)")->required();
   cmd->add_flag("--force", a.force, "merge runs of different settings or opmeter versions");
 }
 
+namespace {
+// Whether `out` is `tree` or inside it: a later merge, report or compare of the tree would read
+// the merged set back as one more rank, and count every result twice.
+bool inside(const std::string& out, const std::string& tree) {
+  namespace fs = std::filesystem;
+  const auto o = fs::weakly_canonical(out), t = fs::weakly_canonical(tree);
+  auto [end, _] = std::mismatch(t.begin(), t.end(), o.begin(), o.end());
+  return end == t.end();
+}
+}  // namespace
+
 int merge_command(const MergeArgs& a) {
+  for (auto& input : a.inputs)
+    if (inside(a.out, input))
+      throw UsageError(fmt::format("-o {} is inside {}, which merge reads: a later merge or report of {} would count "
+                                   "the merged results again; write it elsewhere", a.out, input, input));
+  // A sharded `opmeter check`'s tree: its ranks' check.json joined into one.
+  if (std::all_of(a.inputs.begin(), a.inputs.end(), [](const std::string& in) { return !check_files_in(in).empty(); }))
+    return join_checks(a.inputs, a.out);
   std::vector<scale::RankRun> runs;
   for (auto& input : a.inputs)
     for (auto& dir : scale::run_dirs_in(input)) runs.push_back(scale::load_rank(dir));

@@ -131,6 +131,10 @@ std::string shard_results_dir(const ShardOutput& out, const scale::Shard& shard,
   return (fs::path(out.root) / scale::rank_dir_name(shard, host_name(), device)).string();
 }
 
+std::string rank_name(const scale::Shard& shard, const std::string& device) {
+  return scale::rank_dir_name(shard, host_name(), device);
+}
+
 nlohmann::json shard_json(const scale::Shard& s) {
   return {{"rank", s.rank}, {"size", s.size}, {"local_rank", s.local_rank}, {"source", s.source}};
 }

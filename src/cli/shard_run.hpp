@@ -37,6 +37,10 @@ std::string shard_results_dir(const ShardOutput& out, const scale::Shard& shard,
 
 nlohmann::json shard_json(const scale::Shard& shard);
 
+// This rank's name on this host for `device` (rank003-of-8-HOST-DEVICE): what a command that
+// writes one file or directory gives each rank of a launch instead.
+std::string rank_name(const scale::Shard& shard, const std::string& device);
+
 // Seconds a case is expected to take under `stopping`, from its op's work model.
 double work_model_cost_s(const Case& c, const Stopping& stopping);
 

@@ -15,6 +15,7 @@
 #include "engine/contention.hpp"
 #include "engine/element_types.hpp"
 #include "engine/rank_energy.hpp"
+#include "engine/rank_gate.hpp"
 #include "engine/run_together.hpp"
 #include "opmeter/backend.hpp"
 #include "opmeter/buffer.hpp"
@@ -277,7 +278,8 @@ Support fits_in_memory(const Case& c, double footprint, double available) {
 }  // namespace
 
 Result run_case(const Case& c, const RunOptions& options, const ProgressFn& progress, const std::atomic<bool>* cancel) {
-  return guarded(c, [&](Result& r) {
+  RankGate gate(c);  // an every-rank case (a collective) starts on all ranks or on none
+  return gate.settle(guarded(c, [&](Result& r) {
     auto finish = [&](Status s, std::string reason) { return finished(r, s, std::move(reason)); };
     if (auto s = runnable_here(c); !s.ok) return finish(Status::skipped, s.reason);
     Backend& backend = backend_of(c);
@@ -294,11 +296,13 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
                    ? cold_copies(footprint, llc_bytes(), std::min(0.25 * available, 4.0 * (1u << 30)))
                    : 1;
 
+    if (auto no = gate.ready()) return finish(no->status, no->reason);
     ProfilerRange range(backend, r.case_string);
     omp_set_num_threads(c.threads);
     backend.mark_memory(c);
     auto impl = backend.make(impl_def, c);
     impl->setup(c, {r.copies, options.seed});
+    if (auto no = gate.ready()) return finish(no->status, no->reason);
     r.details = impl->details();
     if (auto types = element_types(c); !types.empty()) r.details["types"] = types;
 
@@ -376,11 +380,12 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     r.peak_memory_bytes = impl->allocates_elsewhere() ? impl->own_peak_memory() : backend.memory_peak(c);
     if (!after.ok) return finish(Status::failed, "wrong result after timing: " + after.detail);
     return finish(Status::ok, "");
-  });
+  }));
 }
 
 Result check_case(const Case& c, const RunOptions& options) {
-  return guarded(c, [&](Result& r) {
+  RankGate gate(c);
+  return gate.settle(guarded(c, [&](Result& r) {
     auto finish = [&](Status s, std::string reason) { return finished(r, s, std::move(reason)); };
     if (auto s = runnable_here(c); !s.ok) return finish(Status::skipped, s.reason);
     const OpDef& op = *Registry::global().op(c.op);
@@ -388,10 +393,12 @@ Result check_case(const Case& c, const RunOptions& options) {
     r.work = op.work(c);
     if (auto s = fits_in_memory(c, op.footprint(c), backend.free_memory(c)); !s.ok) return finish(Status::skipped, s.reason);
     const ImplDef& impl_def = *Registry::global().impl(c.op, c.impl);
+    if (auto no = gate.ready()) return finish(no->status, no->reason);
     ProfilerRange range(backend, r.case_string);
     omp_set_num_threads(c.threads);
     auto impl = backend.make(impl_def, c);
     impl->setup(c, {1, options.seed});
+    if (auto no = gate.ready()) return finish(no->status, no->reason);
     r.details = impl->details();
     if (auto types = element_types(c); !types.empty()) r.details["types"] = types;
     auto check = impl->verify(options.seed + 1);  // poisons the output, runs once, compares
@@ -401,7 +408,7 @@ Result check_case(const Case& c, const RunOptions& options) {
     if (check.unchecked) r.add_flag("unchecked");
     for (auto& [name, metric] : check.metrics) r.set_metric(name, metric);
     return finish(Status::ok, "");
-  });
+  }));
 }
 
 // A C plugin's case runs in a child by default. In process, a plugin that calls exit(0) ended
@@ -571,7 +578,10 @@ std::vector<Result> run_all(const std::vector<Case>& cases, std::vector<Result> 
   for (std::size_t i = 0; i < ordered.size(); ++i) {
     if (cancel && cancel->load()) break;
     const Case& c = ordered[i];
-    if (done.count(c.to_string())) continue;
+    if (done.count(c.to_string())) {
+      RankGate(c).vote_done();  // the other ranks of a collective learn that this one will not run it
+      continue;
+    }
     reporter.case_started(i, c);
     Result r;
     if (runs_in_child(c, options)) {

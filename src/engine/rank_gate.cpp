@@ -1,0 +1,82 @@
+// Every rank ready for the same every-rank case, or all record why not (rank_gate.hpp).
+#include "engine/rank_gate.hpp"
+
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "opmeter/registry.hpp"
+
+namespace opmeter {
+namespace {
+std::function<RankExchange*()>& factory() {
+  static std::function<RankExchange*()> f;
+  return f;
+}
+}  // namespace
+
+std::optional<RankVerdict> rank_verdict(const std::vector<RankVote>& votes) {
+  if (votes.empty()) return std::nullopt;
+  const std::string& at = votes[0].case_string;
+  for (std::size_t r = 1; r < votes.size(); ++r)
+    if (votes[r].case_string != at)
+      return RankVerdict{Status::error,
+                         fmt::format("ranks are not in step: rank 0 is at this case, rank {} at {} (every rank needs "
+                                     "the same cases: the same config, filter and --resume)",
+                                     r, votes[r].case_string)};
+  for (std::size_t r = 0; r < votes.size(); ++r) {
+    if (votes[r].done)
+      return RankVerdict{Status::skipped,
+                         fmt::format("rank {}: measured before --resume; collectives run only when every rank runs "
+                                     "them (rerun all ranks)",
+                                     r)};
+    if (votes[r].status != Status::ok)
+      return RankVerdict{votes[r].status, fmt::format("rank {}: {}", r, votes[r].reason)};
+  }
+  return std::nullopt;
+}
+
+std::function<RankExchange*()> set_rank_exchange_factory(std::function<RankExchange*()> f) {
+  return std::exchange(factory(), std::move(f));
+}
+
+RankExchange* rank_exchange() { return factory() ? factory()() : nullptr; }
+
+RankGate::RankGate(const Case& c) : case_string_(c.to_string()) {
+  const OpDef* op = Registry::global().op(c.op);
+  if (op && op->every_rank) exchange_ = rank_exchange();
+}
+
+std::optional<RankVerdict> RankGate::vote(RankVote mine) {
+  mine.case_string = case_string_;
+  std::optional<RankVerdict> verdict;
+  try {
+    verdict = rank_verdict(exchange_->exchange(mine));
+  } catch (const RanksLost& e) {
+    verdict = RankVerdict{Status::error, e.what()};
+  }
+  if (verdict) decided_ = true;
+  else ++passed_;
+  return verdict;
+}
+
+std::optional<RankVerdict> RankGate::ready() {
+  if (!active() || decided_ || passed_ >= kRounds) return std::nullopt;
+  return vote({});
+}
+
+Result RankGate::settle(Result r) {
+  if (!active() || decided_ || passed_ >= kRounds) return r;
+  // This rank stopped before it was ready: the others wait for its vote.
+  if (auto verdict = vote({.status = r.status == Status::ok ? Status::error : r.status, .reason = r.reason})) {
+    r.status = verdict->status;
+    r.reason = verdict->reason;
+  }
+  return r;
+}
+
+void RankGate::vote_done() {
+  if (active() && !decided_ && passed_ == 0) vote({.done = true});
+}
+
+}  // namespace opmeter

@@ -1,0 +1,80 @@
+#pragma once
+// Cases that every rank of a launch runs together (collectives: op.every_rank) start only when
+// every rank is ready for the same case. Each rank votes before the case's first call across
+// ranks: ready, or why not (a skip, a setup error, a result it already has from before --resume);
+// when one is not, every rank records that rank's reason ("rank 2: ...") and all go on to the
+// next case in step, instead of the ready ones waiting forever in the collective. The votes are
+// exchanged by the MPI build (ops/collective/rank_exchange_mpi.cpp), with a bounded wait: a rank
+// that does not vote in time is named, and the case is an error.
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "opmeter/case.hpp"
+#include "opmeter/result.hpp"
+
+namespace opmeter {
+
+struct RankVote {
+  std::string case_string;     // the case this rank is at
+  Status status = Status::ok;  // ok: ready to run it; else what it records (skipped, error, ...)
+  std::string reason;
+  bool done = false;  // it has this case's result from before --resume and will not run it
+};
+
+// What every rank records when not every rank is ready.
+struct RankVerdict {
+  Status status = Status::error;
+  std::string reason;
+};
+
+// The verdict of every rank's votes (index = rank): nullopt when all are ready for the same case;
+// else the first rank (lowest) that is at another case, or else that is not ready, decides.
+std::optional<RankVerdict> rank_verdict(const std::vector<RankVote>& votes);
+
+// Thrown when ranks did not answer within the wait (the case becomes an error with the message).
+struct RanksLost : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Exchanges votes with every rank of the launch (the MPI build's): every rank's vote, index =
+// rank, or RanksLost naming those that did not vote in time.
+class RankExchange {
+ public:
+  virtual ~RankExchange() = default;
+  virtual std::vector<RankVote> exchange(const RankVote& mine) = 0;
+};
+// The launch's exchange, made by the registered factory; nullptr without a launcher or without
+// MPI (then every-rank cases run as any other: their impls skip them).
+RankExchange* rank_exchange();
+// Sets the factory; returns the one it replaces (tests put it back).
+std::function<RankExchange*()> set_rank_exchange_factory(std::function<RankExchange*()> factory);
+
+// One every-rank case's vote. Inactive (every call a no-op) for other cases or without an exchange.
+class RankGate {
+ public:
+  explicit RankGate(const Case& c);
+  bool active() const { return exchange_ != nullptr; }
+  // This rank is ready for the next step: nullopt when every rank is (go on); else what to
+  // record. A case votes kRounds times: before its impl is made (an impl's setup may itself talk
+  // to the other ranks), and once set up, before its first call across ranks.
+  static constexpr int kRounds = 2;
+  std::optional<RankVerdict> ready();
+  // The result to record: `r` as it is when the ranks passed every round together (or inactive);
+  // else this rank votes r's outcome in the round the others wait in, and records the verdict.
+  Result settle(Result r);
+  // This rank has the case's result from before --resume: it votes so and records nothing (the
+  // others, when they have none, record it skipped).
+  void vote_done();
+
+ private:
+  std::optional<RankVerdict> vote(RankVote mine);
+  std::string case_string_;
+  RankExchange* exchange_ = nullptr;
+  int passed_ = 0;        // rounds every rank was ready in
+  bool decided_ = false;  // a round ended with a verdict: no more rounds
+};
+
+}  // namespace opmeter

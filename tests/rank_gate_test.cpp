@@ -1,0 +1,82 @@
+// The ranks' agreement before a collective case (engine/rank_gate.hpp): the verdict of their
+// votes, and the engine recording it on a rank that stopped before it was ready.
+#include "engine/rank_gate.hpp"
+
+#include <gtest/gtest.h>
+
+#include "engine/runner.hpp"
+#include "opmeter/registry.hpp"
+
+using namespace opmeter;
+
+namespace {
+RankVote at(const std::string& kase, Status s = Status::ok, std::string reason = "", bool done = false) {
+  return {kase, s, std::move(reason), done};
+}
+}  // namespace
+
+TEST(RankGate, EveryRankReadyForTheSameCaseRunsIt) {
+  EXPECT_FALSE(rank_verdict({at("a"), at("a"), at("a")}));
+  EXPECT_FALSE(rank_verdict({at("a")}));
+}
+
+TEST(RankGate, TheLowestRankThatIsNotReadyDecidesForAll) {
+  auto v = rank_verdict({at("a"), at("a", Status::error, "out of memory"), at("a", Status::skipped, "no fp64")});
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->status, Status::error);
+  EXPECT_EQ(v->reason, "rank 1: out of memory");
+  v = rank_verdict({at("a"), at("a"), at("a", Status::skipped, "no fp64")});
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->status, Status::skipped);
+  EXPECT_EQ(v->reason, "rank 2: no fp64");
+}
+
+TEST(RankGate, RanksAtDifferentCasesAreAnErrorNamingTheCase) {
+  auto v = rank_verdict({at("a"), at("a", Status::skipped, "x"), at("b")});
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->status, Status::error);
+  EXPECT_NE(v->reason.find("rank 2 at b"), std::string::npos) << v->reason;
+}
+
+TEST(RankGate, AResultFromBeforeResumeSkipsTheCaseOnTheOthers) {
+  auto v = rank_verdict({at("a"), at("a", Status::ok, "", true), at("a")});
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->status, Status::skipped);
+  EXPECT_EQ(v->reason.rfind("rank 1: measured before --resume", 0), 0u) << v->reason;
+}
+
+namespace {
+// Rank 0 of two (this process), rank 1's vote given; records what this rank voted.
+struct FakeExchange : RankExchange {
+  RankVote other;
+  std::vector<RankVote> mine;
+  std::vector<RankVote> exchange(const RankVote& me) override {
+    mine.push_back(me);
+    RankVote o = other;
+    o.case_string = me.case_string;
+    return {me, o};
+  }
+};
+}  // namespace
+
+TEST(RankGate, ARankThatSkipsBeforeSetupStillVotesAndRecordsTheVerdict) {
+  if (!Registry::global().impl("collective", "mpi")) GTEST_SKIP() << "built without MPI: no collective impl";
+  FakeExchange fake;
+  fake.other = at("", Status::error, "cannot allocate");
+  auto previous = set_rank_exchange_factory([&]() -> RankExchange* { return &fake; });
+  // Without a launcher the mpi impl skips the case before setup: this rank votes its skip, and
+  // rank 0's reason (its own) decides.
+  Result r = run_case(parse_case("collective/mpi/fp32/kind=allreduce,bytes=64,inplace=0/threads=1"), RunOptions{});
+  Result checked =
+      check_case(parse_case("collective/mpi/fp32/kind=allreduce,bytes=64,inplace=0/threads=1"), RunOptions{});
+  // Another op's case never votes.
+  Result other = check_case(parse_case("bandwidth/opmeter/fp32/kernel=copy,n=1024/threads=1"), RunOptions{});
+  set_rank_exchange_factory(previous);
+  ASSERT_EQ(fake.mine.size(), 2u);
+  EXPECT_EQ(fake.mine[0].status, Status::skipped);
+  EXPECT_EQ(fake.mine[0].case_string, r.case_string);
+  EXPECT_EQ(r.status, Status::skipped);
+  EXPECT_EQ(r.reason.rfind("rank 0: collectives run under a launcher", 0), 0u) << r.reason;
+  EXPECT_EQ(checked.reason, r.reason);
+  EXPECT_EQ(other.status, Status::ok) << other.reason;
+}
