@@ -6,7 +6,8 @@
 //                (quant_weight_only_sm80.cu) [-> split-K reduce with bias and activation]
 //   dynamic:     prep + quantize kernels (quant_dynamic.cu) -> cuBLASLt s8 / e4m3 GEMM -> scale,
 //                bias and activation epilogue
-// Every stage is an NVTX range named "<recipe>:<stage>" (quantize, gemm, epilogue, layernorm).
+// Every stage is an NVTX range named "<recipe>:<stage>" (quantize, gemm, epilogue, layernorm; the
+// weight-only split-K reduce is inside gemm). The weight-only layer is quant_weight_only_linear.hpp's.
 #include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "ops/gemm/cuda/gemm_cuda_types.hpp"
 #include "ops/gemm/cuda/lt_matmul.hpp"
 #include "ops/linear/cuda/quant_kernels.hpp"
+#include "ops/linear/cuda/quant_weight_only_linear.hpp"
 #include "ops/linear/quant_gpu_pack.hpp"
 #include "ops/linear/quant_linear.hpp"
 #include "ops/norm/cuda/norm_kernels.hpp"
@@ -28,9 +30,6 @@ namespace opmeter::linear {
 namespace {
 using quant::ActivationFormat;
 using quant::WeightFormat;
-using quant_cuda::Codes;
-
-constexpr std::size_t kMaxSplitBytes = 256u << 20;  // split-K partials at most
 
 // An NVTX range for the scope.
 struct Range {
@@ -88,10 +87,7 @@ class CudaQuantLinear : public Impl, public QuantLinearOp {
                                     ? "bias / activation (scales by cuBLASLt's scale pointers)"
                                     : "row x channel scale, bias, activation");
     } else {
-      d["kernel"] = fmt::format(
-          "weight-only mma.sync m16n8k16 {}, {} codes decoded in registers, {}-row tiles, k chunks of {}, split-K {}{}",
-          to_string(case_.dtype), codes_name(), tile_rows_, quant_cuda::weight_only_chunk_k(tile_rows_), ksplit_,
-          ksplit_ > 1 ? " (+ reduce kernel with bias and activation)" : " (bias and activation in the GEMM)");
+      d["kernel"] = fmt::format("{} ({})", weight_only_.kernel(), to_string(case_.dtype));
       d["path"] = shape_.rows <= 16 ? "decode (M <= 16): 16-row tiles, split-K to fill the GPU"
                                     : "any M: 64-row tiles reuse each decoded weight 4 times";
     }
@@ -108,12 +104,6 @@ class CudaQuantLinear : public Impl, public QuantLinearOp {
  private:
   const void* in(std::size_t i) const { return inputs_.at(i).data(); }
 
-  const char* codes_name() const {
-    return recipe_.weights == WeightFormat::int4 ? "int4 (group scale and zero)"
-           : recipe_.fp8()                        ? "fp8 e4m3"
-                                                  : "int8";
-  }
-
   // Inputs but W to the device; W quantized and uploaded in the kernels' layout.
   void load(const HostTensors& host) {
     for (std::size_t i = 0; i < host.size(); ++i)
@@ -126,18 +116,8 @@ class CudaQuantLinear : public Impl, public QuantLinearOp {
       weight_bytes_ = q.codes.size() + q.scales.size() * sizeof(float);
       return;
     }
-    layout_ = gpu_pack::layout_of(recipe_.weights, shape_.out, shape_.hidden);
-    upload_vector(wcodes_, gpu_pack::pack_codes(layout_, q.codes));
-    weight_bytes_ = layout_.bytes();
-    if (recipe_.weights == WeightFormat::int4) {
-      const auto params = gpu_pack::pack_group_params(q, layout_.padded_out(), scale_elem());
-      upload_vector(wscale_, params);
-      weight_bytes_ += params.size() * sizeof(std::uint32_t);
-    } else {
-      const auto scales = gpu_pack::pack_channel_scales(q, layout_.padded_out());
-      upload_vector(wscale_, scales);
-      weight_bytes_ += scales.size() * sizeof(float);
-    }
+    weight_only_.load(recipe_, q, scale_elem(), stream_);
+    weight_bytes_ = weight_only_.weight_bytes();
   }
 
   template <class V>
@@ -155,18 +135,7 @@ class CudaQuantLinear : public Impl, public QuantLinearOp {
                                    static_cast<int>(shape_.hidden), {p.multiProcessorCount, p.sharedMemPerBlockOptin});
         ln_ = cuda::DeviceBuffer(shape_.rows * shape_.hidden * size_of(case_.dtype));
       }
-      const int group = static_cast<int>(recipe_.group);
-      tile_rows_ = shape_.rows <= 16 ? 16 : 64;
-      if (recipe_.weights == WeightFormat::int4 && !quant_cuda::weight_only_takes_group(group, tile_rows_)) tile_rows_ = 16;
-      // Few blocks (decode): split K until about 4 blocks per SM, within the partials' budget.
-      const std::int64_t blocks = quant_cuda::weight_only_blocks(static_cast<std::int64_t>(shape_.out),
-                                                                 static_cast<std::int64_t>(shape_.rows), tile_rows_);
-      const std::int64_t target = 4 * static_cast<std::int64_t>(p.multiProcessorCount);
-      std::int64_t want = blocks < target ? (target + blocks - 1) / blocks : 1;
-      const std::size_t per_split = shape_.rows * shape_.out * sizeof(float);
-      want = std::min<std::int64_t>(want, static_cast<std::int64_t>(std::max<std::size_t>(1, kMaxSplitBytes / per_split)));
-      ksplit_ = quant_cuda::weight_only_ksplit(static_cast<std::int64_t>(shape_.hidden), tile_rows_, static_cast<int>(want));
-      if (ksplit_ > 1) partial_ = cuda::DeviceBuffer(static_cast<std::size_t>(ksplit_) * per_split);
+      weight_only_.plan(shape_.rows, p.multiProcessorCount);
       return;
     }
     const std::size_t mk = shape_.rows * shape_.hidden;
@@ -232,33 +201,8 @@ class CudaQuantLinear : public Impl, public QuantLinearOp {
                         stream_);
       x = ln_.data();
     }
-    const bool int4 = recipe_.weights == WeightFormat::int4;
-    {
-      Range r(names_["gemm"]);  // dequantization is fused into this kernel
-      quant_cuda::launch_weight_only(
-          case_.dtype, int4 ? Codes::int4 : recipe_.fp8() ? Codes::fp8 : Codes::int8, tile_rows_,
-          {.x = x,
-           .M = M,
-           .N = N,
-           .K = static_cast<std::int64_t>(shape_.hidden),
-           .codes = static_cast<const std::uint8_t*>(wcodes_.data()),
-           .n_tiles = static_cast<std::int64_t>(layout_.n_tiles),
-           .k_units = static_cast<std::int64_t>(layout_.k_units),
-           .channel_scale = int4 ? nullptr : static_cast<const float*>(wscale_.data()),
-           .group_params = int4 ? static_cast<const std::uint32_t*>(wscale_.data()) : nullptr,
-           .group = static_cast<int>(recipe_.group),
-           .bias = bias,
-           .act = shape_.act,
-           .y = output_.data(),
-           .partial = static_cast<float*>(partial_.data()),
-           .ksplit = ksplit_},
-          stream_);
-    }
-    if (ksplit_ > 1) {
-      Range r(names_["epilogue"]);
-      quant_cuda::launch_split_reduce(case_.dtype, static_cast<const float*>(partial_.data()), ksplit_, M, N, bias,
-                                      shape_.act, output_.data(), stream_);
-    }
+    Range r(names_["gemm"]);  // dequantization fused into the GEMM; a split-K reduce after it
+    weight_only_.launch(case_.dtype, x, bias, shape_.act, output_.data(), stream_);
   }
 
   int device_ = 0;
@@ -271,9 +215,8 @@ class CudaQuantLinear : public Impl, public QuantLinearOp {
   cuda::DeviceBuffer wcodes_, wscale_;  // codes; channel scales (floats) or int4 group words
   std::size_t weight_bytes_ = 0;
   // weight-only
-  gpu_pack::Layout layout_;
-  int tile_rows_ = 16, ksplit_ = 1;
-  cuda::DeviceBuffer partial_, ln_;
+  quant_cuda::WeightOnlyLinear weight_only_;
+  cuda::DeviceBuffer ln_;
   norm::RowPlan ln_plan_;
   // dynamic
   cuda::DeviceBuffer xf_, rowmax_, xcodes_, xscale_, acc_;
@@ -307,12 +250,7 @@ Support device_support(const Case& c, const cuda::DeviceProps& p) {
                                      s.hidden, s.out));
     return Support::yes();
   }
-  // Weight-only: row tiles of 64 for M > 16 on grid.z.
-  if ((s.rows + 15) / 16 > 65535) return Support::no(fmt::format("rows={} exceed the kernel's grid", s.rows));
-  if (r->weights == WeightFormat::int4 && !quant_cuda::weight_only_takes_group(static_cast<int>(r->group), 16))
-    return Support::no(fmt::format("cuda_quant's int4 kernel takes groups of 16 to {} that are powers of two (group {})",
-                                   quant_cuda::weight_only_chunk_k(16), r->group));
-  return Support::yes();
+  return quant_cuda::weight_only_device_support(*r, s.rows, p);
 }
 
 }  // namespace

@@ -5,12 +5,13 @@
 
 #include <cstdint>
 
+#include "ops/linear/quant_gpu_plan.hpp"
 #include "ops/tensor/kernels.hpp"
 #include "opmeter/dtype.hpp"
 
 namespace opmeter::linear::quant_cuda {
 
-enum class Codes { int8, fp8, int4 };
+using Codes = gpu_pack::Codes;  // int8, fp8, int4 (ops/linear/quant_gpu_plan.hpp)
 
 // The weight-only GEMM: y = act(x W^T + b), W in gpu_pack's layout, decoded in registers and
 // multiplied with mma.sync m16n8k16 (fp32 accumulation). Blocks of 8 warps (8 n-tiles = 64

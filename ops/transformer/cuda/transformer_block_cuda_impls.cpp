@@ -6,11 +6,14 @@
 #include <fmt/format.h>
 
 #include "opmeter/cuda/cuda_impl.hpp"
+#include "ops/linear/linear.hpp"
 #include "ops/transformer/transformer_block.hpp"
+#include "ops/transformer/transformer_quant.hpp"
 
 namespace opmeter::transformer {
 // The plugin's factory, beside the kernels in this folder (used only where the plugin compiles this file).
 cuda::Factory cuda_factory();
+cuda::Factory cuda_quant_factory();
 
 namespace {
 
@@ -40,6 +43,26 @@ const cuda::CudaImplRegistrar reg_cuda({
     .accepts = {"mode", "phase"},
     .factory = OPMETER_CUDA_FACTORY(cuda_factory()),
     .preference = ImplDef::own_kernel,
+});
+
+// Weight-only recipes only (the block's activations stay in the case's dtype), with groups that
+// divide hidden and mlp; the kernel's own limits (int4 group sizes, fp8 on 8.9+) are the plugin's.
+Support cuda_quant_block(const Case& c) {
+  if (auto why = recipe_problem(c); !why.empty()) return Support::no(why);
+  if (!quantized(c)) return Support::no("cuda_quant runs quantized recipes (the baseline: impl cuda)");
+  return cuda_block(c);
+}
+
+const cuda::CudaImplRegistrar reg_cuda_quant({
+    .op = "transformer_block",
+    .impl = "cuda_quant",
+    .summary = "impl cuda with its four projections through cuda_quant's weight-only kernel (int8 / int4 / fp8 "
+               "codes decoded in registers inside an mma.sync GEMM); SQNR of y - x as opmeter_quant reports it",
+    .dtypes = {DType::fp16, DType::bf16},
+    .supports = cuda_quant_block,
+    .needs = {linear::kQuant},
+    .accepts = {"mode", "phase"},
+    .factory = OPMETER_CUDA_FACTORY(cuda_quant_factory()),
 });
 
 }  // namespace

@@ -1,0 +1,105 @@
+// The weight-only kernel behind one linear layer (quant_weight_only_linear.hpp).
+#include "ops/linear/cuda/quant_weight_only_linear.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace opmeter::linear::quant_cuda {
+namespace {
+
+constexpr std::size_t kMaxSplitBytes = 256u << 20;  // split-K partials at most
+
+template <class V>
+void upload_vector(cuda::DeviceBuffer& dst, const std::vector<V>& v, cudaStream_t s) {
+  const std::size_t bytes = std::max<std::size_t>(1, v.size() * sizeof(V));
+  if (dst.bytes() != bytes) dst = cuda::DeviceBuffer(bytes);
+  if (!v.empty()) cuda::upload(dst.data(), v.data(), v.size() * sizeof(V), s);
+}
+
+}  // namespace
+
+void WeightOnlyLinear::load(const quant::Recipe& r, const quant::QuantizedWeights& q, Elem scale_elem, cudaStream_t s) {
+  recipe_ = r;
+  layout_ = gpu_pack::layout_of(r.weights, q.out, q.hidden);
+  upload_vector(codes_, gpu_pack::pack_codes(layout_, q.codes), s);
+  weight_bytes_ = layout_.bytes();
+  if (r.weights == quant::WeightFormat::int4) {
+    const auto params = gpu_pack::pack_group_params(q, layout_.padded_out(), scale_elem);
+    upload_vector(scales_, params, s);
+    weight_bytes_ += params.size() * sizeof(std::uint32_t);
+  } else {
+    const auto scales = gpu_pack::pack_channel_scales(q, layout_.padded_out());
+    upload_vector(scales_, scales, s);
+    weight_bytes_ += scales.size() * sizeof(float);
+  }
+}
+
+void WeightOnlyLinear::plan(std::size_t rows, int sms) {
+  rows_ = rows;
+  const int group = static_cast<int>(recipe_.group);
+  tile_rows_ = rows <= 16 ? 16 : 64;
+  if (recipe_.weights == quant::WeightFormat::int4 && !weight_only_takes_group(group, tile_rows_)) tile_rows_ = 16;
+  // Few blocks (decode): split K until about 4 blocks per SM, within the partials' budget.
+  const std::int64_t blocks =
+      weight_only_blocks(static_cast<std::int64_t>(layout_.out), static_cast<std::int64_t>(rows), tile_rows_);
+  const std::int64_t target = 4 * static_cast<std::int64_t>(sms);
+  std::int64_t want = blocks < target ? (target + blocks - 1) / blocks : 1;
+  const std::size_t per_split = rows * layout_.out * sizeof(float);
+  want = std::min<std::int64_t>(want, static_cast<std::int64_t>(std::max<std::size_t>(1, kMaxSplitBytes / per_split)));
+  ksplit_ = weight_only_ksplit(static_cast<std::int64_t>(layout_.hidden), tile_rows_, static_cast<int>(want));
+  const std::size_t partial = ksplit_ > 1 ? static_cast<std::size_t>(ksplit_) * per_split : 0;
+  if (partial_.bytes() != partial) partial_ = partial ? cuda::DeviceBuffer(partial) : cuda::DeviceBuffer();
+}
+
+void WeightOnlyLinear::launch(DType d, const void* x, const float* bias, tensor::Act act, void* y, cudaStream_t s) const {
+  const bool int4 = recipe_.weights == quant::WeightFormat::int4;
+  const auto M = static_cast<std::int64_t>(rows_), N = static_cast<std::int64_t>(layout_.out);
+  // Dequantization is fused into the GEMM; bias and activation too unless K is split.
+  launch_weight_only(d, *gpu_pack::weight_only_codes(recipe_), tile_rows_,
+                     {.x = x,
+                      .M = M,
+                      .N = N,
+                      .K = static_cast<std::int64_t>(layout_.hidden),
+                      .codes = static_cast<const std::uint8_t*>(codes_.data()),
+                      .n_tiles = static_cast<std::int64_t>(layout_.n_tiles),
+                      .k_units = static_cast<std::int64_t>(layout_.k_units),
+                      .channel_scale = int4 ? nullptr : static_cast<const float*>(scales_.data()),
+                      .group_params = int4 ? static_cast<const std::uint32_t*>(scales_.data()) : nullptr,
+                      .group = static_cast<int>(recipe_.group),
+                      .bias = bias,
+                      .act = act,
+                      .y = y,
+                      .partial = static_cast<float*>(partial_.data()),
+                      .ksplit = ksplit_},
+                     s);
+  if (ksplit_ > 1) launch_split_reduce(d, static_cast<const float*>(partial_.data()), ksplit_, M, N, bias, act, y, s);
+}
+
+std::string WeightOnlyLinear::kernel() const {
+  const char* codes = recipe_.weights == quant::WeightFormat::int4 ? "int4 (group scale and zero)"
+                      : recipe_.fp8()                               ? "fp8 e4m3"
+                                                                    : "int8";
+  return fmt::format("weight-only mma.sync m16n8k16, {} codes decoded in registers, {}-row tiles, k chunks of {}, "
+                     "split-K {}{}",
+                     codes, tile_rows_, weight_only_chunk_k(tile_rows_), ksplit_,
+                     ksplit_ > 1 ? " (+ reduce kernel with bias and activation)" : " (bias and activation in the GEMM)");
+}
+
+Support weight_only_device_support(const quant::Recipe& r, std::size_t rows, const cuda::DeviceProps& p) {
+  if (!gpu_pack::weight_only_codes(r)) return Support::no(fmt::format("{} is not a weight-only recipe", r.name));
+  if (auto s = cuda::own_kernels_run_on(p, cuda::Kernels::mma); !s.ok) return s;
+  if (r.fp8() && p.cc() < 89)
+    return Support::no(fmt::format("{} needs fp8 (e4m3) support, compute capability 8.9 or newer; {} is {}.{}", r.name,
+                                   p.prop.name, p.prop.major, p.prop.minor));
+  // Row tiles of 64 for M > 16 on grid.z.
+  if ((rows + 15) / 16 > 65535) return Support::no(fmt::format("rows={} exceed the weight-only kernel's grid", rows));
+  if (r.weights == quant::WeightFormat::int4 && !weight_only_takes_group(static_cast<int>(r.group), 16))
+    return Support::no(fmt::format("the CUDA int4 kernel takes groups of 16 to {} that are powers of two (group {})",
+                                   weight_only_chunk_k(16), r.group));
+  return Support::yes();
+}
+
+}  // namespace opmeter::linear::quant_cuda

@@ -1,0 +1,43 @@
+#pragma once
+// One linear layer through the weight-only kernel (quant_weight_only_sm80.cu): the recipe's
+// quantized weight packed (gpu_pack) and uploaded once, the row tiling and split-K planned for a
+// number of rows, and y = act(x W^T + b) enqueued. Shared by every CUDA impl that runs weight-only
+// recipes (linear cuda_quant, transformer_block cuda_quant).
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <string>
+
+#include "ops/linear/cuda/quant_kernels.hpp"
+#include "ops/linear/quant/quantize.hpp"
+#include "ops/linear/quant_gpu_pack.hpp"
+#include "opmeter/cuda/device.hpp"
+#include "opmeter/op.hpp"
+
+namespace opmeter::linear::quant_cuda {
+
+class WeightOnlyLinear {
+ public:
+  // Packs and uploads q (scales of int4 groups in scale_elem, the activations' 16-bit type).
+  void load(const quant::Recipe& r, const quant::QuantizedWeights& q, Elem scale_elem, cudaStream_t s);
+  // Row tiles and split-K for `rows` rows of x on a GPU of `sms` multiprocessors (after load).
+  void plan(std::size_t rows, int sms);
+  // y = act(x W^T + bias) for the planned rows, x and y in d; bias fp32 (out floats).
+  void launch(DType d, const void* x, const float* bias, tensor::Act act, void* y, cudaStream_t s) const;
+  // What launch runs, for details(); the device bytes of the weight (codes and scales).
+  std::string kernel() const;
+  std::size_t weight_bytes() const { return weight_bytes_; }
+
+ private:
+  quant::Recipe recipe_;
+  gpu_pack::Layout layout_;
+  std::size_t rows_ = 0, weight_bytes_ = 0;
+  int tile_rows_ = 16, ksplit_ = 1;
+  cuda::DeviceBuffer codes_, scales_, partial_;  // scales: channel floats or int4 group words
+};
+
+// Whether this GPU runs the weight-only kernel for `r` on `rows` rows ("" when it does: the
+// reason otherwise).
+Support weight_only_device_support(const quant::Recipe& r, std::size_t rows, const cuda::DeviceProps& p);
+
+}  // namespace opmeter::linear::quant_cuda

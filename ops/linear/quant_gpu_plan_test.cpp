@@ -1,0 +1,54 @@
+// Which codes the CUDA weight-only kernel decodes for each recipe, and the device bytes of a
+// weight in its layout, against sizes counted by hand and against the packers' own output.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "ops/linear/quant/quantize.hpp"
+#include "ops/linear/quant_gpu_pack.hpp"
+#include "ops/linear/quant_gpu_plan.hpp"
+
+using namespace opmeter;
+using opmeter::linear::gpu_pack::Codes;
+
+namespace {
+quant::Recipe recipe(const char* name) {
+  auto r = quant::parse_recipe(name);
+  EXPECT_TRUE(r.has_value()) << name;
+  return *r;
+}
+}  // namespace
+
+TEST(QuantGpuPlan, RecipesMapToTheKernelsCodes) {
+  using linear::gpu_pack::weight_only_codes;
+  EXPECT_EQ(weight_only_codes(recipe("int8wo")), Codes::int8);
+  EXPECT_EQ(weight_only_codes(recipe("float8wo")), Codes::fp8);
+  EXPECT_EQ(weight_only_codes(recipe("int4wo-64")), Codes::int4);
+  EXPECT_EQ(weight_only_codes(recipe("hqq-int4-32")), Codes::int4);
+  // Dynamic recipes quantize activations too (cuBLASLt runs them), the baseline nothing.
+  for (const char* name : {"baseline", "int8dq", "float8dq-tensor", "float8dq-row"})
+    EXPECT_FALSE(weight_only_codes(recipe(name)).has_value()) << name;
+}
+
+TEST(QuantGpuPlan, DeviceBytesCountPaddedTilesAndScales) {
+  using linear::gpu_pack::weight_only_device_bytes;
+  // out 20 -> 3 n-tiles of 8 channels (24 padded); hidden 192 -> 3 units of 64 k (8-bit) or 2 of 128 (int4).
+  EXPECT_EQ(weight_only_device_bytes(recipe("int8wo"), 20, 192), 3u * 3 * 512 + 24 * 4);
+  EXPECT_EQ(weight_only_device_bytes(recipe("float8wo"), 20, 192), 3u * 3 * 512 + 24 * 4);
+  EXPECT_EQ(weight_only_device_bytes(recipe("int4wo-64"), 20, 192), 3u * 2 * 512 + 24 * 3 * 4);  // 3 groups a row
+  EXPECT_EQ(weight_only_device_bytes(recipe("int8dq"), 20, 192), 0u);
+  // The same as what the packers produce for a quantized weight.
+  for (const char* name : {"int8wo", "float8wo", "int4wo-32", "hqq-int4-64"}) {
+    const auto r = recipe(name);
+    const std::size_t out = 20, hidden = 192;
+    std::vector<float> w(out * hidden);
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = float((i * 37) % 101) / 50.f - 1.f;
+    const auto q = quant::quantize_weights(r, w.data(), out, hidden, Elem::bf16);
+    const auto l = linear::gpu_pack::layout_of(r.weights, out, hidden);
+    std::size_t packed = linear::gpu_pack::pack_codes(l, q.codes).size();
+    packed += r.weights == quant::WeightFormat::int4
+                  ? linear::gpu_pack::pack_group_params(q, l.padded_out(), Elem::bf16).size() * 4
+                  : linear::gpu_pack::pack_channel_scales(q, l.padded_out()).size() * 4;
+    EXPECT_EQ(weight_only_device_bytes(r, out, hidden), packed) << name;
+  }
+}
