@@ -226,6 +226,14 @@ const OptionalParam* optional_param(const OpDef& op, const std::string& key) {
   return nullptr;
 }
 
+// The phases a case is timed in: torchao's training benchmark reports fwd, bwd and total, so a
+// training case runs as phase=forward, phase=backward and the whole step (phase absent: step),
+// the rows of the report's training table. Inference: the one call ("").
+std::vector<std::string> phases_of(const OpDef& op, bool training) {
+  if (!training || !optional_param(op, linear::kPhase)) return {""};
+  return {"forward", "backward", ""};
+}
+
 // --- the plan ---
 
 struct Settings {
@@ -364,10 +372,16 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
             if (impls.empty() && !own.empty() && compiled.empty()) impls.push_back(own.front());
             for (auto& name : compiled)
               if (reg.impl(op.name, name)) impls.push_back(name);
-            for (auto& name : impls) {
-              c.impl = name;
-              if (have.insert(c.to_string()).second) plan.cases.push_back(c);
-            }
+            for (auto& phase : phases_of(op, s.training))
+              for (auto& name : impls) {
+                Case k = c;
+                k.impl = name;
+                if (!phase.empty()) {  // after mode, in the op's order of its parameters
+                  auto mode = std::find_if(k.params.begin(), k.params.end(), [](auto& kv) { return kv.first == linear::kMode; });
+                  k.params.insert(mode == k.params.end() ? mode : mode + 1, {linear::kPhase, phase});
+                }
+                if (have.insert(k.to_string()).second) plan.cases.push_back(k);
+              }
           }
     }
   }
@@ -398,6 +412,9 @@ Plan load_torchao_config(const YamlReader& r, const YAML::Node& root, int defaul
       r.fail(n, fmt::format("benchmark_mode: '{}' unknown: expected inference or training", mode));
     s.training = mode == "training";
   }
+  if (s.training)
+    notes.add("benchmark_mode: training: each case is timed as phase=forward, phase=backward and the whole step, the "
+              "fwd, bwd and total columns of the report's training table");
   s.recipes = read_recipes(r, root, notes);
   s.knobs = read_knobs(r, root, s.training, notes);
   if (auto n = root["output_dir"]) plan.output_root = r.text(n, "output_dir");
