@@ -57,7 +57,8 @@ std::string with_model(const std::string& model_lines, const std::string& top = 
 
 TEST(TorchaoConfig, InferenceExampleExpandsToEachRecipeAndShapeOnCuda) {
   Plan p = load_config_file(example("inference.yml"), 2, "", ConfigCode::skip);
-  EXPECT_TRUE(p.profile);  // enable_profiler
+  EXPECT_TRUE(p.profile);         // enable_profiler
+  EXPECT_TRUE(p.memory_profile);  // enable_memory_profiler
   EXPECT_EQ(p.output_root, "benchmarks/microbenchmarks/results");
   for (auto& c : p.cases) {
     EXPECT_EQ(c.op, "linear") << c.to_string();
@@ -199,6 +200,8 @@ TEST(TorchaoConfig, BadValuesAreErrorsAtTheirLine) {
       {with_model("", "repeat_n: 0\n"), "t.yaml:3:11", "repeat_n"},
       {"model_params:\n  matrix_shapes: [{name: pow3}]\n", "t.yaml:2:26", "shape generator"},
       {"model_params: {device: cpu}\n", "t.yaml:1:15", "matrix_shapes"},
+      {with_model("  enable_profiler: sometimes\n"), "t.yaml:5:20", "true or false"},
+      {with_model("  enable_memory_profiler: 2\n"), "t.yaml:5:27", "true or false"},
   };
   for (auto& b : bad) {
     auto msg = config_error_of(b.yaml);
@@ -238,6 +241,7 @@ TEST(TorchaoConfigCli, TinyCpuConfigRunsIntoItsOutputDirWithNotesInRunJson) {
   EXPECT_EQ(skipped, 1);
   auto run = nlohmann::json::parse(std::ifstream(runs[0] / "run.json"));
   EXPECT_TRUE(has(run["run"]["notes"].dump(), "enable_memory_profiler")) << run.dump(2);
+  EXPECT_EQ(run["run"].value("memory_profile", false), true) << run.dump(2);  // as --memory-profile
 }
 
 TEST(TorchaoConfigCli, SeedExamplesRunUnmodifiedWithTheirCudaCasesSkippedHere) {

@@ -289,13 +289,15 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
   }
   if (entry["enable_profiler"] && r.boolean(entry["enable_profiler"], "enable_profiler")) {
     plan.profile = true;
-    if (!compiled.empty())
-      notes.add(fmt::format("enable_profiler: runs as --profile (one call per case in the profiler's capture range); "
-                            "the worker's {} writes no PyTorch profiler trace", fmt::join(compiled, ", ")));
+    notes.add("enable_profiler: runs as --profile: one call per case in the profiler's capture range (nsys, ncu), and "
+              "the worker's impls write a PyTorch profiler trace per case (OUT/profiles/CASE.trace.json, untimed)");
   }
-  if (entry["enable_memory_profiler"] && r.boolean(entry["enable_memory_profiler"], "enable_memory_profiler"))
-    notes.add("enable_memory_profiler: every result carries the case's peak memory (peak_memory_bytes); memory "
-              "snapshots for PyTorch's memory visualizer are not written");
+  if (entry["enable_memory_profiler"] && r.boolean(entry["enable_memory_profiler"], "enable_memory_profiler")) {
+    plan.memory_profile = true;
+    notes.add("enable_memory_profiler: runs as --memory-profile: each case's peak memory (peak_memory_bytes, how it "
+              "was measured in the details) and, for the worker's impls on CUDA, a memory snapshot for PyTorch's "
+              "memory visualizer (OUT/profiles/CASE.memory.pickle), in an untimed pass");
+  }
 
   auto& reg = Registry::global();
   const auto types = list("model_type", "linear");
