@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include <fmt/format.h>
@@ -56,7 +57,8 @@ std::string with_model(const std::string& model_lines, const std::string& top = 
 
 TEST(TorchaoConfig, InferenceExampleExpandsToEachRecipeAndShapeOnCuda) {
   Plan p = load_config_file(example("inference.yml"), 2, "", ConfigCode::skip);
-  EXPECT_TRUE(p.profile);  // enable_profiler
+  EXPECT_TRUE(p.profile);         // enable_profiler
+  EXPECT_TRUE(p.memory_profile);  // enable_memory_profiler
   EXPECT_EQ(p.output_root, "benchmarks/microbenchmarks/results");
   for (auto& c : p.cases) {
     EXPECT_EQ(c.op, "linear") << c.to_string();
@@ -97,6 +99,17 @@ TEST(TorchaoConfig, TrainingExampleExpandsToTrainCasesWithItsKnobs) {
       // use_torch_compile: true with torch_compile_mode: default -> the worker's torch_compile.
       EXPECT_TRUE(std::any_of(cs.begin(), cs.end(), [](const Case& c) { return c.impl == "torch_compile"; })) << recipe;
     }
+  // Each training case is timed as forward, backward and the whole step: the fwd/bwd/total table.
+  for (const char* recipe : {"baseline", "float8dq-tensor", "float8dq-row"}) {
+    auto cs = cases_of(p, 1024, 1024, 1024, recipe);
+    auto with_phase = [&](const std::string& phase) {
+      return std::count_if(cs.begin(), cs.end(), [&](const Case& c) { return c.get_or(linear::kPhase, "step") == phase; });
+    };
+    EXPECT_GT(with_phase("forward"), 0) << recipe;
+    EXPECT_EQ(with_phase("forward"), with_phase("backward")) << recipe;
+    EXPECT_EQ(with_phase("forward"), with_phase("step")) << recipe;
+  }
+  EXPECT_TRUE(any_note(p, "phase=forward, phase=backward and the whole step")) << notes_of(p);
   // scaling_granularity: tensorwise against float8dq-row's own rowwise scales is said.
   EXPECT_TRUE(any_note(p, "float8dq-row keeps its rowwise scales")) << notes_of(p);
   // The knobs at their defaults (dynamic, fast accumulation) either are cases' defaults or are noted.
@@ -187,6 +200,8 @@ TEST(TorchaoConfig, BadValuesAreErrorsAtTheirLine) {
       {with_model("", "repeat_n: 0\n"), "t.yaml:3:11", "repeat_n"},
       {"model_params:\n  matrix_shapes: [{name: pow3}]\n", "t.yaml:2:26", "shape generator"},
       {"model_params: {device: cpu}\n", "t.yaml:1:15", "matrix_shapes"},
+      {with_model("  enable_profiler: sometimes\n"), "t.yaml:5:20", "true or false"},
+      {with_model("  enable_memory_profiler: 2\n"), "t.yaml:5:27", "true or false"},
   };
   for (auto& b : bad) {
     auto msg = config_error_of(b.yaml);
@@ -226,6 +241,7 @@ TEST(TorchaoConfigCli, TinyCpuConfigRunsIntoItsOutputDirWithNotesInRunJson) {
   EXPECT_EQ(skipped, 1);
   auto run = nlohmann::json::parse(std::ifstream(runs[0] / "run.json"));
   EXPECT_TRUE(has(run["run"]["notes"].dump(), "enable_memory_profiler")) << run.dump(2);
+  EXPECT_EQ(run["run"].value("memory_profile", false), true) << run.dump(2);  // as --memory-profile
 }
 
 TEST(TorchaoConfigCli, SeedExamplesRunUnmodifiedWithTheirCudaCasesSkippedHere) {
@@ -251,4 +267,43 @@ TEST(TorchaoConfigCli, SeedExamplesRunUnmodifiedWithTheirCudaCasesSkippedHere) {
     ASSERT_EQ(cpu.code, 0) << cpu.text;
     EXPECT_FALSE(has(cpu.text, "device=cuda:0")) << cpu.text;
   }
+}
+
+TEST(TorchaoConfigCli, TinyTrainingConfigGivesTheFwdBwdTotalTable) {
+  auto dir = temp_dir("torchao_training_cpu");
+  auto cfg = write(dir, "train.yml",
+                   "benchmark_mode: training\nquantization_config_recipe_names: [baseline, float8dq-tensor]\n"
+                   "scaling_type_weight: disabled\nmodel_params:\n  - name: tiny\n    matrix_shapes: [{name: custom, "
+                   "shapes: [[8, 32, 16]]}]\n    high_precision_dtype: torch.float32\n    device: cpu\n");
+  auto dry = cli("run " + cfg.string() + " --dry-run");
+  ASSERT_EQ(dry.code, 0) << dry.text;
+  for (const char* part : {"mode=train,phase=forward", "mode=train,phase=backward", "act=none,mode=train/",
+                           "quant=float8dq-tensor,mode=train,phase=forward,scaling_weight=disabled"})
+    EXPECT_TRUE(has(dry.text, part)) << part << "\n" << dry.text;
+
+  auto out = cli("run " + cfg.string() + " --out " + (dir / "res").string() + " --samples 3 --warmup 1 --threads 1 --no-report");
+  ASSERT_EQ(out.code, 0) << out.text;
+  auto results = read_jsonl((dir / "res" / "results.jsonl").string());
+  std::map<std::string, double> baseline;  // phase -> median seconds
+  int fp8_skipped = 0;
+  for (auto& r : results) {
+    if (r.kase.op != "linear") continue;
+    if (linear::recipe_of(r.kase) == "float8dq-tensor") {
+      EXPECT_EQ(r.status, Status::skipped) << r.case_string;  // no fp8 training on CPUs
+      fp8_skipped += r.status == Status::skipped;
+      continue;
+    }
+    ASSERT_EQ(r.status, Status::ok) << r.case_string << ": " << r.reason;
+    baseline[r.kase.get_or(linear::kPhase, "step")] = r.summary.median;
+  }
+  EXPECT_EQ(fp8_skipped, 3);
+  ASSERT_EQ(baseline.size(), 3u);
+  // The table joins the three phases of the baseline into one row: fwd, bwd and total.
+  std::ifstream md(dir / "res" / "results.md");
+  std::string text((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
+  ASSERT_TRUE(has(text, "| fwd | bwd | total |")) << text;
+  auto row = text.find("| linear batch=1,seq=8,hidden=32,out=16,act=none | fp32 | cpu x1 | baseline |");
+  ASSERT_NE(row, std::string::npos) << text;
+  const std::string line = text.substr(row, text.find('\n', row) - row);
+  EXPECT_EQ(std::count(line.begin(), line.end(), '%'), 3) << line;  // fwd, bwd and total, each with its % of peak
 }

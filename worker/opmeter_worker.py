@@ -142,6 +142,7 @@ class Worker:
             "sample": self.session.sample,
             "check": lambda req: self.session.check(req, self._user_kernels()),
             "describe": self.describe,
+            "profile": self.session.profile,
             "release": self.session.release,
         }
 

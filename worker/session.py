@@ -130,6 +130,13 @@ class Session:
             reply.update(self.prepared.verify(fresh, out))
         return reply
 
+    def profile(self, req):
+        """An untimed pass after the measurement: a profiler trace, peak memory, a CUDA memory
+        snapshot (worker/case_profile.py)."""
+        self._need_case()
+        return importlib.import_module("case_profile").run(self.torch, self.case, self.prepared, self._sync,
+                                                           self.memory_base, req)
+
     def release(self, req=None):
         had_cuda = self.case is not None and self.case.cuda
         self._clear()

@@ -164,7 +164,7 @@ void validate_recipe(const Case& c) {
 
 // `opmeter check`'s shapes: odd sizes with tails, one element, a decode row with a wide K, rows a
 // vector wide, each act; then each quantization recipe at decode (M=1: split-K on GPUs) and at
-// 18 rows, over K of 3 groups (a group must divide K) or else odd.
+// 18 rows, over K of 3 groups (a group must divide K) or else odd; then training steps.
 std::vector<Params> linear_check_shapes(bool with_act) {
   auto shape = [with_act](int batch, int seq, int hidden, int out, const char* act) {
     Params p = {{"batch", std::to_string(batch)}, {"seq", std::to_string(seq)}, {"hidden", std::to_string(hidden)},
@@ -182,6 +182,18 @@ std::vector<Params> linear_check_shapes(bool with_act) {
       p.emplace_back(kQuant, name);
       out.push_back(std::move(p));
     }
+  }
+  // Training steps (mode=train): the whole step's y, dx, dW, db (dgamma, dbeta) against fp64, on
+  // odd sizes with tails; the float8 training recipes on sizes fp8 GEMMs take (multiples of 16).
+  for (auto p : {shape(2, 5, 67, 33, "gelu"), shape(1, 3, 17, 9, "silu")}) {
+    p.emplace_back(kMode, kTrain);
+    out.push_back(std::move(p));
+  }
+  for (const char* name : {"float8dq-tensor", "float8dq-row"}) {
+    auto p = shape(2, 8, 64, 32, "none");
+    p.emplace_back(kQuant, name);
+    p.emplace_back(kMode, kTrain);
+    out.push_back(std::move(p));
   }
   return out;
 }

@@ -16,8 +16,11 @@ float act_grad(Act a, float x) {
     case Act::leaky_relu: return x > 0 ? 1.f : kLeakySlope;
     case Act::gelu: return 0.5f * std::erfc(-x * 0.70710678f) + x * std::exp(-0.5f * x * x) * 0.39894228f;
     case Act::gelu_tanh: {
-      const float c = 0.79788456f, t = std::tanh(c * (x + 0.044715f * x * x * x));
-      return 0.5f * (1 + t) + 0.5f * x * (1 - t * t) * c * (1 + 3 * 0.044715f * x * x);
+      // 0.5 (1 + tanh u) = sigmoid(2u) and 1 - tanh^2 u = 4 sigmoid(2u) sigmoid(-2u): 1 + t and
+      // 1 - t^2 taken from t lose most of their digits where tanh saturates (|z| of 3 or more).
+      const float c = 0.79788456f, u2 = 2 * c * (x + 0.044715f * x * x * x);
+      const float s = sigmoid(u2), s_neg = sigmoid(-u2);
+      return s + 2 * x * s * s_neg * c * (1 + 3 * 0.044715f * x * x);
     }
     case Act::silu: return sigmoid(x) * (1 + x * (1 - sigmoid(x)));
     case Act::sigmoid: return sigmoid(x) * (1 - sigmoid(x));

@@ -39,6 +39,8 @@ struct RunArgs {
   std::string formats;              // --format: results files by reporter name, comma-separated
   std::string device;               // cpu or cuda:N: replaces the config's device
   bool profile = false;
+  bool memory_profile = false;      // --memory-profile: an untimed pass measuring peak memory
+  std::string profile_dir;          // internal: where an isolated child's profiles go
   RunSettingValues settings;        // --energy-window, --graph, ... (see run_setting_table())
   std::vector<std::string> kernels;  // --kernel FILE[:NAME]: users' Python kernels
   std::string child_result;  // internal: isolated child writes its one result here

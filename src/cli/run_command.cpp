@@ -30,6 +30,7 @@
 #include "plugins/c_plugin.hpp"
 #include "report/reporters.hpp"
 #include "engine/calibration_profile.hpp"
+#include "engine/profile_pass.hpp"
 #include "results/result_set.hpp"
 #include "results/run_dir.hpp"
 #include "engine/runner.hpp"
@@ -98,6 +99,7 @@ nlohmann::json run_settings(const RunArgs& a, const std::string& source, const R
   if (!a.calibration.empty()) j["calibration"] = std::filesystem::absolute(a.calibration, ec).string();
   if (!a.device.empty()) j["device"] = a.device;
   if (o.profile) j["profile"] = true;
+  if (o.memory_profile) j["memory_profile"] = true;
   if (!a.kernels.empty()) j["kernels"] = o.kernels;  // absolute: --resume may run elsewhere
   if (!a.plugins.empty()) j["plugins"] = loaded_plugins();
   if (llc_bytes_overridden()) j["llc_bytes"] = llc_bytes();
@@ -246,13 +248,16 @@ nlohmann::json read_calibration(const std::string& path) {
   return j;
 }
 
-ResultSet run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& options, RunOutput out) {
+ResultSet run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& given_options, RunOutput out) {
   namespace fs = std::filesystem;
+  RunOptions options = given_options;
   const bool resume = out.resume;
   const std::string& source = out.source;
   const std::string dir = out.dir.empty() ? timestamped_dir("opmeter-results") : out.dir;
   const std::string resume_with = out.resume_command ? out.resume_command(dir) : "--resume " + dir;
   RunDirectory held(dir, resume);  // locked until this function returns
+  if ((options.profile || options.memory_profile) && options.profile_dir.empty())
+    options.profile_dir = held.file(kProfilesFolder);  // the worker's traces and memory snapshots
   const auto journal = held.file("results.jsonl");
   std::vector<Result> previous;
   if (resume && fs::exists(journal)) {
@@ -370,7 +375,13 @@ void add_run_command(CLI::App& app, RunArgs& a) {
                               ReporterRegistry::global().known()));
   run->add_flag("--dry-run", a.dry_run, "print the cases the plan expands to and stop");
   run->add_option("--device", a.device, "where cases run: cpu (default) or cuda:N; picks that backend's impls");
-  run->add_flag("--profile", a.profile, "run each case once after warm-up, inside the profiler's capture range (nsys/ncu)");
+  run->add_flag("--profile", a.profile,
+                "run each case once after warm-up, inside the profiler's capture range (nsys/ncu); the worker's impls "
+                "also write a PyTorch profiler trace per case into OUT/profiles, in an untimed pass");
+  run->add_flag("--memory-profile", a.memory_profile,
+                "an untimed pass per case after its measurement: its peak memory (the worker's impls: PyTorch's "
+                "count; on CUDA also a memory snapshot in OUT/profiles for PyTorch's memory visualizer)");
+  run->add_option("--profile-dir", a.profile_dir, "internal: where an isolated child writes its profiles")->group("");
   for (auto& setting : run_setting_table()) {  // --energy-window, --graph, ...
     auto given = [&a, key = setting.key](double value) { a.settings[key] = value; };
     if (setting.integer)
@@ -409,6 +420,8 @@ int run_command(const RunArgs& given, const char* argv0) {
   options.self_exe = self_path(argv0);
   options.case_deadline_s = a.case_deadline_s.value_or(0);
   options.profile = a.profile;
+  options.memory_profile = a.memory_profile;
+  options.profile_dir = a.profile_dir;
   options = apply_run_settings(options, a.settings);  // a config's come under them, once it is read
   options.kernels = load_user_impls(a.kernels, a.plugins).kernel_specs;  // before any case names them
   if (!a.child_result.empty()) {
@@ -419,6 +432,7 @@ int run_command(const RunArgs& given, const char* argv0) {
   auto formats = chosen_formats(a);  // a wrong name stops the run before anything is planned
   Plan plan = make_plan(a);
   options.profile = options.profile || plan.profile;  // a config's enable_profiler
+  options.memory_profile = options.memory_profile || plan.memory_profile;  // its enable_memory_profiler
   options.kernels.insert(options.kernels.end(), plan.kernels.begin(), plan.kernels.end());
   options.plugins = loaded_plugins();  // the config's too: isolated cases load them again
   if (!a.llc_bytes && plan.llc_bytes) set_llc_bytes(plan.llc_bytes);

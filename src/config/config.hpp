@@ -26,6 +26,7 @@ struct Plan {
   // Run settings a config may carry (torchao's: output_dir, enable_profiler); the command line wins.
   std::string output_root;  // results go to OUTPUT_ROOT/<timestamp> unless --out is given
   bool profile = false;     // as --profile
+  bool memory_profile = false;  // as --memory-profile
 };
 
 // Whether reading a config runs the code it names: loading its `plugins:` runs their library

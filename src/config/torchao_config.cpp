@@ -226,6 +226,14 @@ const OptionalParam* optional_param(const OpDef& op, const std::string& key) {
   return nullptr;
 }
 
+// The phases a case is timed in: torchao's training benchmark reports fwd, bwd and total, so a
+// training case runs as phase=forward, phase=backward and the whole step (phase absent: step),
+// the rows of the report's training table. Inference: the one call ("").
+std::vector<std::string> phases_of(const OpDef& op, bool training) {
+  if (!training || !optional_param(op, linear::kPhase)) return {""};
+  return {"forward", "backward", ""};
+}
+
 // --- the plan ---
 
 struct Settings {
@@ -281,13 +289,15 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
   }
   if (entry["enable_profiler"] && r.boolean(entry["enable_profiler"], "enable_profiler")) {
     plan.profile = true;
-    if (!compiled.empty())
-      notes.add(fmt::format("enable_profiler: runs as --profile (one call per case in the profiler's capture range); "
-                            "the worker's {} writes no PyTorch profiler trace", fmt::join(compiled, ", ")));
+    notes.add("enable_profiler: runs as --profile: one call per case in the profiler's capture range (nsys, ncu), and "
+              "the worker's impls write a PyTorch profiler trace per case (OUT/profiles/CASE.trace.json, untimed)");
   }
-  if (entry["enable_memory_profiler"] && r.boolean(entry["enable_memory_profiler"], "enable_memory_profiler"))
-    notes.add("enable_memory_profiler: every result carries the case's peak memory (peak_memory_bytes); memory "
-              "snapshots for PyTorch's memory visualizer are not written");
+  if (entry["enable_memory_profiler"] && r.boolean(entry["enable_memory_profiler"], "enable_memory_profiler")) {
+    plan.memory_profile = true;
+    notes.add("enable_memory_profiler: runs as --memory-profile: each case's peak memory (peak_memory_bytes, how it "
+              "was measured in the details) and, for the worker's impls on CUDA, a memory snapshot for PyTorch's "
+              "memory visualizer (OUT/profiles/CASE.memory.pickle), in an untimed pass");
+  }
 
   auto& reg = Registry::global();
   const auto types = list("model_type", "linear");
@@ -364,10 +374,16 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
             if (impls.empty() && !own.empty() && compiled.empty()) impls.push_back(own.front());
             for (auto& name : compiled)
               if (reg.impl(op.name, name)) impls.push_back(name);
-            for (auto& name : impls) {
-              c.impl = name;
-              if (have.insert(c.to_string()).second) plan.cases.push_back(c);
-            }
+            for (auto& phase : phases_of(op, s.training))
+              for (auto& name : impls) {
+                Case k = c;
+                k.impl = name;
+                if (!phase.empty()) {  // after mode, in the op's order of its parameters
+                  auto mode = std::find_if(k.params.begin(), k.params.end(), [](auto& kv) { return kv.first == linear::kMode; });
+                  k.params.insert(mode == k.params.end() ? mode : mode + 1, {linear::kPhase, phase});
+                }
+                if (have.insert(k.to_string()).second) plan.cases.push_back(k);
+              }
           }
     }
   }
@@ -398,6 +414,9 @@ Plan load_torchao_config(const YamlReader& r, const YAML::Node& root, int defaul
       r.fail(n, fmt::format("benchmark_mode: '{}' unknown: expected inference or training", mode));
     s.training = mode == "training";
   }
+  if (s.training)
+    notes.add("benchmark_mode: training: each case is timed as phase=forward, phase=backward and the whole step, the "
+              "fwd, bwd and total columns of the report's training table");
   s.recipes = read_recipes(r, root, notes);
   s.knobs = read_knobs(r, root, s.training, notes);
   if (auto n = root["output_dir"]) plan.output_root = r.text(n, "output_dir");

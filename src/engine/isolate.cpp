@@ -31,6 +31,8 @@ std::vector<std::string> child_args(const Case& c, const RunOptions& o, const st
   for (auto& more : {stopping_args(o.stopping), run_setting_args(o)}) args.insert(args.end(), more.begin(), more.end());
   if (llc_bytes_overridden()) args.insert(args.end(), {"--llc-bytes", std::to_string(llc_bytes())});
   if (o.profile) args.push_back("--profile");
+  if (o.memory_profile) args.push_back("--memory-profile");
+  if (!o.profile_dir.empty()) args.insert(args.end(), {"--profile-dir", o.profile_dir});
   if (o.check_only) args.push_back("--check-only");
   for (auto& k : o.kernels) args.insert(args.end(), {"--kernel", k});
   for (auto& plugin : o.plugins) args.insert(args.end(), {"--plugin", plugin});

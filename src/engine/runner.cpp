@@ -14,6 +14,7 @@
 
 #include "engine/contention.hpp"
 #include "engine/element_types.hpp"
+#include "engine/profile_pass.hpp"
 #include "engine/rank_energy.hpp"
 #include "engine/rank_gate.hpp"
 #include "engine/run_together.hpp"
@@ -379,6 +380,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     r.max_error = std::max(check.max_error, after.max_error);
     r.peak_memory_bytes = impl->allocates_elsewhere() ? impl->own_peak_memory() : backend.memory_peak(c);
     if (!after.ok) return finish(Status::failed, "wrong result after timing: " + after.detail);
+    profile_pass(r, *impl, options);  // untimed, after the checks
     return finish(Status::ok, "");
   }));
 }

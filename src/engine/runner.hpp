@@ -23,6 +23,8 @@ struct RunOptions {
   double case_deadline_s = 0;   // isolation deadline per case; 0: 2 x timeout + 30 s
   nlohmann::json calibration;   // a calibration profile whose ceilings results are shown against
   bool profile = false;         // one sample of one call after warm-up, in the profiler's range
+  bool memory_profile = false;  // an untimed pass measuring peak memory (a worker's: and a snapshot)
+  std::string profile_dir;      // where impls write their profiles (engine/profile_pass.hpp); "": none
   // GPU cases: the burst figure (the result's median) is sampled after the GPU idled for
   // cooldown_s; then calls run back to back until power settles (at most heat_max_s), and the
   // sustained figure and the energy are taken over energy_window_s (0: neither).

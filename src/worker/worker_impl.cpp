@@ -7,6 +7,7 @@
 #include "opmeter/engine.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/worker_checked_spec.hpp"
+#include "util/artifact_file.hpp"
 #include "util/private_temp.hpp"
 #include "worker/shared_worker.hpp"
 
@@ -116,6 +117,7 @@ void WorkerImpl::setup(const Case& c, const SetupOptions& options) {
     spec_->bind(c);
   }
   worker_ = &shared_worker();
+  on_device_ = !c.on_host();
   dir_ = make_private_subdir("worker-");
   nlohmann::json params = nlohmann::json::object();
   for (auto& [k, v] : c.params) params[k] = v;
@@ -189,6 +191,40 @@ Check WorkerImpl::verify(std::uint64_t seed) {
   Check check = spec_->check(inputs, out, seed);
   if (dynamic_cast<const WorkerCheckedSpec*>(spec_.get())) return with_workers_verdict(std::move(check), reply);
   return check;
+}
+
+std::map<std::string, std::string> WorkerImpl::profile(const ProfileRequest& request) {
+  sync();
+  const fs::path trace = dir_ / "profile.trace.json", snapshot = dir_ / "profile.memory.pickle";
+  std::error_code ec;
+  fs::remove(trace, ec);
+  fs::remove(snapshot, ec);
+  const bool snap = request.memory && on_device_;
+  auto reply = call({{"cmd", "profile"},
+                     {"trace", request.trace ? nlohmann::json(trace.string()) : nlohmann::json()},
+                     {"memory", request.memory},
+                     {"snapshot", snap ? nlohmann::json(snapshot.string()) : nlohmann::json()}},
+                    deadline_s(Wait::call));
+  std::map<std::string, std::string> out;
+  // The worker wrote into opmeter's private folder; the run's copy is made here, safely.
+  auto keep = [&](const char* said, const fs::path& from, const std::string& suffix, const char* detail) {
+    if (!reply.value(said, false)) return;
+    std::ifstream f(from, std::ios::binary);
+    std::string content((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (!f.good() && !f.eof()) throw std::runtime_error(fmt::format("cannot read the worker's {}", from.string()));
+    const std::string name = request.stem + suffix;
+    write_private_file(request.dir, name, content);
+    out[detail] = (fs::path(request.dir) / name).string();
+    fs::remove(from, ec);
+  };
+  keep("trace", trace, ".trace.json", "profiler_trace");
+  keep("snapshot", snapshot, ".memory.pickle", "memory_snapshot");
+  if (reply.contains("snapshot_why") && reply["snapshot_why"].is_string())
+    out["memory_snapshot"] = "not written: " + reply["snapshot_why"].get<std::string>();
+  if (reply.contains("peak_memory_bytes") && reply["peak_memory_bytes"].is_number_unsigned())
+    peak_memory_ = reply["peak_memory_bytes"].get<std::size_t>();
+  if (reply.contains("memory_note") && reply["memory_note"].is_string()) out["peak_memory"] = reply["memory_note"].get<std::string>();
+  return out;
 }
 
 std::unique_ptr<SampleTimer> WorkerImpl::own_timer(const Case& c) { return std::make_unique<WorkerTimer>(*this, c); }

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/profile_request.hpp"
 #include "opmeter/op_spec.hpp"
 
 namespace opmeter::worker {
@@ -24,7 +25,7 @@ struct UserKernel {
   std::string name;
 };
 
-class WorkerImpl final : public Impl {
+class WorkerImpl final : public Impl, public ProfiledImpl {
  public:
   explicit WorkerImpl(std::optional<UserKernel> kernel = std::nullopt) : kernel_(std::move(kernel)) {}
   ~WorkerImpl() override;
@@ -37,6 +38,9 @@ class WorkerImpl final : public Impl {
   // The worker's framework counts its device allocations (CUDA); elsewhere: unknown.
   bool allocates_elsewhere() const override { return true; }
   std::optional<std::size_t> own_peak_memory() override { return peak_memory_; }
+  // The worker's untimed pass (worker/case_profile.py): a PyTorch profiler trace, the case's
+  // peak memory, on CUDA a memory snapshot; written to the request's folder.
+  std::map<std::string, std::string> profile(const ProfileRequest& request) override;
 
   // A request to the worker: the reply when it is ok; Unsupported for an `unsupported` reply,
   // std::runtime_error for an `error` one.
@@ -54,7 +58,8 @@ class WorkerImpl final : public Impl {
   WorkerProcess* worker_ = nullptr;
   std::size_t queued_ = 0, queued_copy_ = 0;  // calls run() asked for, sent at sync()
   std::optional<double> last_call_s_;
-  std::optional<std::size_t> peak_memory_;  // from the worker's last check reply
+  std::optional<std::size_t> peak_memory_;  // from the worker's last check (or profile) reply
+  bool on_device_ = false;                  // the case runs on a GPU
   std::map<std::string, std::string> details_;
 };
 

@@ -1,0 +1,80 @@
+#include "util/artifact_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cctype>
+#include <cstdint>
+
+#include <fmt/format.h>
+
+#include "opmeter/errors.hpp"
+
+namespace opmeter {
+namespace {
+constexpr std::size_t kMaxNameChars = 160;  // file systems take 255 bytes; room for suffixes
+
+// FNV-1a: stable across runs and builds (std::hash is not), for names cut short.
+std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+// Closes a descriptor when it goes out of scope.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+}  // namespace
+
+std::string file_safe_name(const std::string& name) {
+  std::string out;
+  for (unsigned char ch : name)
+    out += std::isalnum(ch) || ch == '.' || ch == '-' || ch == '_' || ch == '=' ? static_cast<char>(ch) : '_';
+  if (out.empty() || out[0] == '.') out.insert(out.begin(), '_');  // never hidden, never "." or ".."
+  if (out.size() > kMaxNameChars) out = fmt::format("{}-{:016x}", out.substr(0, kMaxNameChars - 17), fnv1a(name));
+  return out;
+}
+
+void make_private_folder(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw output_error(dir, errno);
+  struct stat st{};
+  if (::lstat(dir.c_str(), &st) != 0) throw output_error(dir, errno);
+  if (S_ISLNK(st.st_mode)) throw OutputError(fmt::format("cannot write {}: it is a link; opmeter writes its files only into a folder of its own", dir));
+  if (!S_ISDIR(st.st_mode)) throw output_error(dir, ENOTDIR);
+}
+
+void write_private_file(const std::string& dir, const std::string& name, const std::string& content) {
+  const std::string path = dir + "/" + name;
+  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+    throw OutputError(fmt::format("cannot write {}: not a plain file name", path));
+  Fd folder{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
+  if (folder.fd < 0) throw output_error(dir, errno == ELOOP ? ENOTDIR : errno);
+  const std::string tmp = name + ".tmp";
+  ::unlinkat(folder.fd, tmp.c_str(), 0);  // a leftover (or a planted link): removed, never followed
+  int err = 0;
+  {
+    Fd file{::openat(folder.fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)};
+    if (file.fd < 0) throw output_error(path, errno);
+    for (std::size_t done = 0; done < content.size() && !err;) {
+      ssize_t n = ::write(file.fd, content.data() + done, content.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) err = n < 0 ? errno : ENOSPC;
+      else done += static_cast<std::size_t>(n);
+    }
+    if (!err && ::fdatasync(file.fd) != 0 && errno != EINVAL) err = errno;
+  }
+  // renameat replaces a link at `name` itself, never what it points to.
+  if (!err && ::renameat(folder.fd, tmp.c_str(), folder.fd, name.c_str()) != 0) err = errno;
+  if (err) {
+    ::unlinkat(folder.fd, tmp.c_str(), 0);
+    throw output_error(path, err);
+  }
+}
+
+}  // namespace opmeter

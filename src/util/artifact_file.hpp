@@ -1,0 +1,21 @@
+#pragma once
+// Files a run leaves beside its results that only this user reads (profiler traces, memory
+// snapshots): in a folder of the run's made mode 0700, never written through a link, whatever
+// was planted there.
+#include <string>
+
+namespace opmeter {
+
+// `name` as a file name: letters, digits, '.', '-', '_' and '=' kept, anything else '_'; a long
+// name is cut and ends in a hash of the whole, so that two cases never share a file.
+std::string file_safe_name(const std::string& name);
+
+// Makes `dir` (mode 0700) unless it is there; OutputError when it is a link or not a folder.
+void make_private_folder(const std::string& dir);
+
+// Writes `content` to `dir`/`name` (`name` a plain file name) with mode 0600: a new temporary
+// beside it, renamed over it, both opened relative to `dir` without following links. OutputError
+// naming the path on failure.
+void write_private_file(const std::string& dir, const std::string& name, const std::string& content);
+
+}  // namespace opmeter
