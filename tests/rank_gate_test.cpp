@@ -80,3 +80,18 @@ TEST(RankGate, ARankThatSkipsBeforeSetupStillVotesAndRecordsTheVerdict) {
   EXPECT_EQ(checked.reason, r.reason);
   EXPECT_EQ(other.status, Status::ok) << other.reason;
 }
+
+TEST(RankGate, AVoteSurvivesTheGathersText) {
+  RankVote v{.case_string = "collective/mpi/fp32/kind=allreduce,bytes=64,inplace=0/threads=1",
+             .status = Status::skipped,
+             .reason = "refused: a:b\x1f with a separator",
+             .done = true};
+  RankVote back = decode_vote(encode_vote(v));
+  EXPECT_EQ(back.case_string, v.case_string);
+  EXPECT_EQ(back.status, Status::skipped);
+  EXPECT_EQ(back.reason, v.reason);
+  EXPECT_TRUE(back.done);
+  RankVote garbled = decode_vote("3");
+  EXPECT_EQ(garbled.status, Status::error);
+  EXPECT_EQ(garbled.reason, "an unreadable vote");
+}

@@ -3,7 +3,7 @@
 # 1 refuses, or whose setup fails only on rank 2, is recorded on every rank with that rank's reason
 # and the next case runs in step; a rank that hangs is named after OPMETER_RANK_WAIT_S and the run
 # ends; ranks resumed with different results agree. The faults come from the test-only
-# OPMETER_TEST_RANK_FAULT hook (ops/collective/collective_mpi.cpp). Usage: OPMETER MPIEXEC PART,
+# OPMETER_TEST_RANK_FAULT hook (ops/collective/collective_mpi.cpp; stall_comm: launch_comm_mpi.cpp). Usage: OPMETER MPIEXEC PART,
 # PART `agree` (a skip, a setup error, resumed ranks, check) or `lost` (a hung rank).
 set -u
 opm=$(realpath "$1")
@@ -67,6 +67,21 @@ mpi -x OPMETER_RANK_WAIT_S=3 -x OPMETER_TEST_RANK_FAULT=stall_sampling:1:allredu
 for d in stall2/rank000* stall2/rank002*; do
   jq -r 'select(.case | contains("kind=allreduce,")) | [.status, .reason] | @tsv' $d/results.jsonl |
     grep -q '^error.*no answer from every rank within 3 s' || fail "$d: $(jq -r '[.case, .status, .reason] | @tsv' $d/results.jsonl)"
+done
+
+
+# 3c. Rank 1 hangs at the energy sum of the first case (its 3rd call of the launch's communicator,
+# engine/launch_comm.hpp, after the case's two votes): the others name it after 2 s and the later
+# collectives are errors at once.
+start=$(date +%s)
+mpi -x OPMETER_RANK_WAIT_S=2 -x OPMETER_TEST_RANK_FAULT=stall_comm:1:3 "$opm" run coll.yaml --out stall3 --no-report \
+  --format json > log.stall3 2>&1
+[ $? -lt 124 ] && [ $(( $(date +%s) - start )) -lt 25 ] || { tail -20 log.stall3; fail "a rank hung at the energy sum hung the others"; }
+for d in stall3/rank000* stall3/rank002*; do
+  head -1 $d/results.jsonl | jq -r .reason | grep -Eq '^ranks? (1|[02], 1)\b.* did not answer within 2 s' ||
+    fail "$d: the rank hung at the energy sum is not named: $(jq -r '[.case, .status, .reason] | @tsv' $d/results.jsonl)"
+  [ "$(jq -r .status $d/results.jsonl | sort -u)" = error ] && [ "$(wc -l < $d/results.jsonl)" -eq 3 ] ||
+    fail "$d: expected every case an error: $(jq -r '[.case, .status, .reason] | @tsv' $d/results.jsonl)"
 done
 
 fi

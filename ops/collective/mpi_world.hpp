@@ -1,8 +1,9 @@
 #pragma once
 // The MPI world the collectives run in (the mpi build only): MPI started once, and every wait on
-// the other ranks bounded, so a rank that died or hangs becomes an error naming what was lost
-// instead of a hang. Once a wait has run out, the world is lost: later collective cases are
-// errors at once, and the process ends without MPI_Finalize (which would wait for the lost rank).
+// the other ranks bounded (the collectives' own and the launch's communicator's,
+// launch_comm_mpi.cpp), so a rank that died or hangs becomes an error naming what was lost instead
+// of a hang. Once a wait has run out, the world is lost: later collective cases are errors at
+// once, and the process ends without MPI_Finalize (which would wait for the lost rank).
 #include <mpi.h>
 
 #include <string>

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/rank_gate.hpp"
+#include "engine/launch_comm.hpp"  // RanksLost
 #include "opmeter/errors.hpp"
 
 namespace opmeter::collective {

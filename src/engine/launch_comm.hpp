@@ -1,14 +1,28 @@
 #pragma once
 // The processes of one launch (mpirun, srun) talking to each other: what collectives need beyond
-// the environment's rank and size (a NCCL id handed from rank 0 to the others, decisions taken
-// together, energy summed over ranks). The core never links MPI: the MPI object library
-// (ops/collective/launch_comm_mpi.cpp, built where CMake finds MPI) provides it, and the CUDA
-// plugin reaches it through opmeter's exported symbols, so neither the plugin nor the core links
-// MPI.
+// the environment's rank and size (a NCCL id handed from rank 0 to the others, the votes before
+// an every-rank case, decisions taken together, energy summed over ranks). The one way ranks
+// talk: the core never links MPI: the MPI object library (ops/collective/launch_comm_mpi.cpp,
+// built where CMake finds MPI) provides it, and the CUDA plugin reaches it through opmeter's
+// exported symbols, so neither the plugin nor the core links MPI.
+//
+// Every call waits for the other ranks a bounded time (OPMETER_RANK_WAIT_S, see
+// ops/collective/mpi_world.hpp): a rank that died or hangs makes it throw RanksLost saying what
+// got no answer, and once a wait has run out, every later call throws RanksLost at once.
 #include <cstddef>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
+
+namespace opmeter {
+
+// Thrown when ranks did not answer within the wait (the case becomes an error with the message).
+struct RanksLost : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace opmeter
 
 namespace opmeter::scale {
 
@@ -21,7 +35,7 @@ class LaunchComm {
   virtual void broadcast(void* data, std::size_t bytes, int root) = 0;
   virtual bool any(bool yes) = 0;            // whether any rank says yes
   virtual double largest(double value) = 0;  // the largest value of all ranks
-  // Every rank's string, in rank order.
+  // Every rank's string, in rank order (RanksLost names the ranks whose string did not come).
   virtual std::vector<std::string> gather(const std::string& mine) = 0;
 };
 

@@ -1,6 +1,7 @@
 // Every rank ready for the same every-rank case, or all record why not (rank_gate.hpp).
 #include "engine/rank_gate.hpp"
 
+#include <cstdlib>
 #include <utility>
 
 #include <fmt/format.h>
@@ -36,11 +37,55 @@ std::optional<RankVerdict> rank_verdict(const std::vector<RankVote>& votes) {
   return std::nullopt;
 }
 
+namespace {
+constexpr char kSep = '\x1f';  // between a vote's fields (the reason, last, may hold anything)
+
+// The votes gathered over the launch's communicator.
+class CommExchange final : public RankExchange {
+ public:
+  explicit CommExchange(scale::LaunchComm& comm) : comm_(comm) {}
+  std::vector<RankVote> exchange(const RankVote& mine) override {
+    std::vector<RankVote> votes;
+    for (const std::string& text : comm_.gather(encode_vote(mine))) votes.push_back(decode_vote(text));
+    return votes;
+  }
+
+ private:
+  scale::LaunchComm& comm_;
+};
+}  // namespace
+
+std::string encode_vote(const RankVote& v) {
+  return fmt::format("{}{}{}{}{}{}{}", static_cast<int>(v.status), kSep, v.done ? 1 : 0, kSep, v.case_string, kSep,
+                     v.reason);
+}
+
+RankVote decode_vote(const std::string& s) {
+  RankVote v;
+  const auto a = s.find(kSep), b = s.find(kSep, a + 1), c = b == std::string::npos ? b : s.find(kSep, b + 1);
+  if (a == std::string::npos || b == std::string::npos || c == std::string::npos) {
+    v.status = Status::error;
+    v.reason = "an unreadable vote";
+    return v;
+  }
+  v.status = static_cast<Status>(std::atoi(s.substr(0, a).c_str()));
+  v.done = s.substr(a + 1, b - a - 1) == "1";
+  v.case_string = s.substr(b + 1, c - b - 1);
+  v.reason = s.substr(c + 1);
+  return v;
+}
+
 std::function<RankExchange*()> set_rank_exchange_factory(std::function<RankExchange*()> f) {
   return std::exchange(factory(), std::move(f));
 }
 
-RankExchange* rank_exchange() { return factory() ? factory()() : nullptr; }
+RankExchange* rank_exchange() {
+  if (factory()) return factory()();
+  scale::LaunchComm* comm = scale::launch_comm();
+  if (!comm) return nullptr;
+  static CommExchange exchange(*comm);
+  return &exchange;
+}
 
 RankGate::RankGate(const Case& c) : case_string_(c.to_string()) {
   const OpDef* op = Registry::global().op(c.op);

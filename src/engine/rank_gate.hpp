@@ -4,14 +4,14 @@
 // ranks: ready, or why not (a skip, a setup error, a result it already has from before --resume);
 // when one is not, every rank records that rank's reason ("rank 2: ...") and all go on to the
 // next case in step, instead of the ready ones waiting forever in the collective. The votes are
-// exchanged by the MPI build (ops/collective/rank_exchange_mpi.cpp), with a bounded wait: a rank
-// that does not vote in time is named, and the case is an error.
+// gathered over the launch's communicator (engine/launch_comm.hpp), whose waits are bounded: a
+// rank that does not vote in time is named, and the case is an error.
 #include <functional>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "engine/launch_comm.hpp"
 #include "opmeter/case.hpp"
 #include "opmeter/result.hpp"
 
@@ -34,22 +34,21 @@ struct RankVerdict {
 // else the first rank (lowest) that is at another case, or else that is not ready, decides.
 std::optional<RankVerdict> rank_verdict(const std::vector<RankVote>& votes);
 
-// Thrown when ranks did not answer within the wait (the case becomes an error with the message).
-struct RanksLost : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// Exchanges votes with every rank of the launch (the MPI build's): every rank's vote, index =
-// rank, or RanksLost naming those that did not vote in time.
+// Exchanges votes with every rank of the launch: every rank's vote, index = rank, or RanksLost
+// naming those that did not vote in time. By default a gather of the serialised votes over
+// launch_comm(); tests put in their own with set_rank_exchange_factory.
 class RankExchange {
  public:
   virtual ~RankExchange() = default;
   virtual std::vector<RankVote> exchange(const RankVote& mine) = 0;
 };
-// The launch's exchange, made by the registered factory; nullptr without a launcher or without
+// The launch's exchange (the factory's, when one is set); nullptr without a launcher or without
 // MPI (then every-rank cases run as any other: their impls skip them).
 RankExchange* rank_exchange();
-// Sets the factory; returns the one it replaces (tests put it back).
+// A vote as the text gather carries, and back (an unreadable one reads as an error vote).
+std::string encode_vote(const RankVote& v);
+RankVote decode_vote(const std::string& text);
+// Replaces the default exchange (tests); returns the factory it replaces (tests put it back).
 std::function<RankExchange*()> set_rank_exchange_factory(std::function<RankExchange*()> factory);
 
 // One every-rank case's vote. Inactive (every call a no-op) for other cases or without an exchange.

@@ -1,7 +1,7 @@
 // impl `nccl`: NCCL's collectives on device buffers, one process per GPU. Rank 0 makes NCCL's
-// unique id and hands it to the others through the launch's communicator (MPI_Bcast); a process
-// alone is one rank. Timed as nccl-tests does: CUDA events around back-to-back calls on one
-// stream, the slowest rank's time. Inputs are small integers, so every result is exact: it is
+// unique id and hands it to the others through the launch's communicator (a bounded broadcast);
+// a process alone is one rank. Timed as nccl-tests does: CUDA events around back-to-back calls on
+// one stream, the slowest rank's time. Inputs are small integers, so every result is exact: it is
 // copied back and checked element by element on every rank, outside the timed loop.
 // Built where the toolkit has NCCL's header (nccl.h); without it the impl is `skipped`, saying so.
 #include "opmeter/cuda/device.hpp"
