@@ -38,6 +38,9 @@ class TransformerBlockOp : public tensor::TensorOp {
   // a check of y and every gradient against fp64 (transformer_train_check.cpp).
   TensorDesc output() const override;
   Check check(const HostTensors& in, const HostTensor& out, std::uint64_t seed) const override;
+  // The training check with the fp64 backward whole up to whole_budget operations, its weight
+  // gradients sampled above (check passes the check's own budget; tests a smaller one).
+  Check check_train(const HostTensors& in, const HostTensor& out, std::uint64_t seed, double whole_budget) const;
   std::size_t out_rows() const override { return shape_of(case_).rows(); }
   std::size_t out_cols() const override { return shape_of(case_).hidden; }
   // One row alone (recomputes its sequence's keys and values: use reference_rows for many).

@@ -2,7 +2,8 @@
 // projections' GEMMs forward and backward (12) are oneDNN matmuls; LayerNorm (forward keeping mean
 // and rstd, backward), the activation's backward, bias gradients and residual adds are the
 // training pieces linear's step shares (ops/tensor/train_kernels.hpp); attention forward is the
-// blocked kernel of the inference impl, its backward written plainly (self_attention_backward.hpp).
+// blocked kernel of the inference impl, its backward five fp32 oneDNN matmuls batched over heads
+// around our softmax recompute and dS (self_attention_backward.hpp).
 //   forward   LN1 -> qkv (bias fused) -> attention o -> h = x + o Wo^T + bo (residual fused)
 //             -> LN2 -> u = LN2(h) W1^T + b1 -> a = act(u) -> y = h + a W2^T + b2
 //   backward  see transformer_train.hpp
@@ -185,7 +186,8 @@ const bool registered = [] {
       .op = "transformer_block",
       .impl = "onednn_train",
       .summary = "training step (mode=train): oneDNN matmuls for the projections forward and backward; our own "
-                 "LayerNorm, activation and bias backward, blocked attention forward and a plain attention backward",
+                 "LayerNorm, activation and bias backward, blocked attention forward; attention backward as oneDNN batched "
+                 "matmuls",
       .dtypes = {DType::fp32, DType::bf16},
       .make = [] { return std::make_unique<OnednnTrainBlock>(); },
       .needs = {linear::kMode},

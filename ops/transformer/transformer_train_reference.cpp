@@ -149,6 +149,28 @@ NormGrads layernorm_backward(const Norm& n, const Mat& g, const Pair& d, const P
   return out;
 }
 
+// dW = dZ^T A (n x k; dZ rows x n, A rows x k) on the rows `picks` of it (all where empty), the
+// other rows NaN: the picked columns of dZ gathered, their product alone.
+Pair weight_gradient(const Pair& dz, const Pair& a, std::size_t rows, std::size_t n, std::size_t k,
+                     const std::vector<std::size_t>& picks) {
+  if (picks.empty()) return mul(Form::tn, dz, a, n, k, rows);
+  const std::size_t p = picks.size();
+  Pair cols{Mat(rows * p), dz.m.empty() ? Mat{} : Mat(rows * p)};
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < p; ++c) {
+      cols.v[r * p + c] = dz.v[r * n + picks[c]];
+      if (!dz.m.empty()) cols.m[r * p + c] = dz.m[r * n + picks[c]];
+    }
+  const Pair part = mul(Form::tn, cols, a, p, k, rows);
+  Pair out{Mat(n * k, NAN), Mat(n * k, NAN)};
+  for (std::size_t c = 0; c < p; ++c)
+    for (std::size_t j = 0; j < k; ++j) {
+      out.v[picks[c] * k + j] = part.v[c * k + j];
+      out.m[picks[c] * k + j] = part.m[c * k + j];
+    }
+  return out;
+}
+
 // One (batch, head)'s q, k, v (seq x d) from the qkv rows, and columns of rows x width.
 Mat gather_cols(const Shape& s, const Mat& from, std::size_t b, std::size_t col0, std::size_t width) {
   const std::size_t n = s.seq, d = s.head_dim();
@@ -194,15 +216,18 @@ Pair probabilities(const Shape& s, const Head& hd) {
 
 }  // namespace
 
-double train_reference_cost(const Shape& s) {
+double train_reference_cost(const Shape& s, std::size_t sampled_rows) {
   const double r = double(s.rows()), h = double(s.hidden), m = double(s.mlp);
   const double gemms = 2 * r * h * (3 * h) + 2 * r * h * h + 4 * r * h * m;
   const double attention = double(s.batch * s.heads) * 2 * double(s.seq) * double(s.seq) * double(s.head_dim());
-  return 7 * gemms + 2 * r * h * m + 20 * attention;
+  if (sampled_rows == 0) return 7 * gemms + 2 * r * h * m + 20 * attention;
+  // The weight gradients (4 of the 7) on sampled rows of each: 4 products of rows x k per row.
+  const double picked = 4 * 2 * r * double(sampled_rows) * (h + h + h + m);
+  return 3 * gemms + 2 * r * h * m + 20 * attention + picked;
 }
 
 TrainReference::TrainReference(const Shape& s, const HostTensors& in, Elem act_elem, double tolerance,
-                               double forward_tolerance) {
+                               double forward_tolerance, const WeightRows& rows) {
   const std::size_t r = s.rows(), h = s.hidden, m = s.mlp, d = s.head_dim(), n = s.seq;
   const double scale = double(s.scale());
   const double half_ulp = act_elem == Elem::bf16 ? 0x1p-9 : act_elem == Elem::f16 ? 0x1p-12 : 0x1p-24;
@@ -236,7 +261,7 @@ TrainReference::TrainReference(const Shape& s, const HostTensors& in, Elem act_e
 
   // Backward: the MLP.
   const Pair dY = exact(dy);
-  const Pair dw2 = mul(Form::tn, dY, a, h, m, r);
+  const Pair dw2 = weight_gradient(dY, a, r, h, m, rows.w2);
   const Pair db2 = column_sums(dY, r, h);
   Pair du = mul(Form::nn, dY, exact(w2), r, m, h);
   for (std::size_t i = 0; i < u.v.size(); ++i) {
@@ -252,7 +277,7 @@ TrainReference::TrainReference(const Shape& s, const HostTensors& in, Elem act_e
     du.m[i] = std::fabs(dv) * du.m[i] + std::fabs(du.v[i] * dv) + 2 * std::fabs(du.v[i]) * change / tolerance;
     du.v[i] *= dv;
   }
-  const Pair dw1 = mul(Form::tn, du, n2.xhat, m, h, r);
+  const Pair dw1 = weight_gradient(du, n2.xhat, r, m, h, rows.w1);
   const Pair db1 = column_sums(du, r, m);
   const Pair dxhat2 = mul(Form::nn, du, exact(w1), r, h, m);
   const NormGrads ln2 = layernorm_backward(n2, g2, dxhat2, dY, r, h);
@@ -260,7 +285,7 @@ TrainReference::TrainReference(const Shape& s, const HostTensors& in, Elem act_e
 
   // Attention: the output projection, then per (batch, head) dS = P (dP - D) scale with
   // dP = dO v^T and D_i = dO_i . o_i; dq = dS k, dk = dS^T q, dv = P^T dO.
-  const Pair dwo = mul(Form::tn, dh, o, h, h, r);
+  const Pair dwo = weight_gradient(dh, o, r, h, h, rows.wo);
   const Pair dbo = column_sums(dh, r, h);
   const Pair dO = mul(Form::nn, dh, exact(wo), r, h, h);
   Pair dqkv{Mat(r * 3 * h), Mat(r * 3 * h)};
@@ -296,7 +321,7 @@ TrainReference::TrainReference(const Shape& s, const HostTensors& in, Elem act_e
         scatter(s, grad->m, b, col, 3 * h, dqkv.m);
       }
     }
-  const Pair dwqkv = mul(Form::tn, dqkv, n1.xhat, 3 * h, h, r);
+  const Pair dwqkv = weight_gradient(dqkv, n1.xhat, r, 3 * h, h, rows.wqkv);
   const Pair dbqkv = column_sums(dqkv, r, 3 * h);
   const Pair dxhat1 = mul(Form::nn, dqkv, exact(wqkv), r, h, 3 * h);
   const NormGrads ln1 = layernorm_backward(n1, g1, dxhat1, dh, r, h);

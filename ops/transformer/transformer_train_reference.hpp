@@ -12,8 +12,17 @@
 
 namespace opmeter::transformer {
 
-// fp64 operations of TrainReference for a shape (its GEMMs with their magnitudes, attention's).
-double train_reference_cost(const Shape& s);
+// Rows of the four weight gradients (dW = dZ^T A) the reference computes; empty: all of them.
+// (Every other gradient needs the whole chain: attention mixes a sequence's rows and LayerNorm's
+// dgamma, dbeta sum over all rows, so only the weight gradients' own products can be sampled.)
+struct WeightRows {
+  std::vector<std::size_t> wqkv, wo, w1, w2;
+  bool empty() const { return wqkv.empty() && wo.empty() && w1.empty() && w2.empty(); }
+};
+
+// fp64 operations of TrainReference for a shape (its GEMMs with their magnitudes, attention's);
+// sampled_rows > 0: with each weight gradient on that many rows.
+double train_reference_cost(const Shape& s, std::size_t sampled_rows = 0);
 // The gradients' tolerance on |got - ref| / mag for a case's dtype.
 double train_gradient_tolerance(const Case& c);
 
@@ -22,8 +31,11 @@ class TrainReference {
   // in: the block's inputs and dy (index kBlockInputs); `act`: the stored activations' type;
   // `tolerance`: the check's, `forward_tolerance` the forward's (an act' change within the
   // forward's error of u counts over the tolerance).
-  TrainReference(const Shape& s, const HostTensors& in, Elem act, double tolerance, double forward_tolerance);
-  // Element i of the gradients laid out as TrainLayout from its first gradient (dx).
+  // `rows`: the weight gradients' rows to compute (the others NaN), all where empty.
+  TrainReference(const Shape& s, const HostTensors& in, Elem act, double tolerance, double forward_tolerance,
+                 const WeightRows& rows = {});
+  // Element i of the gradients laid out as TrainLayout from its first gradient (dx); NaN where
+  // not computed (a weight gradient's row outside WeightRows).
   double value(std::size_t i) const { return value_[i]; }
   double mag(std::size_t i) const { return mag_[i]; }
 

@@ -133,6 +133,45 @@ TEST(TransformerTrain, CheckFailsOnAChangedElementOfAnyGradientAndNamesIt) {
   EXPECT_TRUE(has(nan.detail, "training output dwo[1]")) << nan.detail;
 }
 
+// Above the whole check's budget (0 here) the weight gradients are checked on 16 sampled rows
+// each, the first and last among them: a change in a sampled row fails and is named, one in
+// another row is not seen; dx is still checked whole.
+TEST(TransformerTrain, SampledCheckCatchesAChangedElementInASampledWeightRow) {
+  Case c = train_case(",act=gelu,causal=1");
+  auto spec = spec_of(c);
+  auto in = spec->make_inputs(7);
+  const auto l = train_layout(shape_of(c));
+  const auto& op = dynamic_cast<const TransformerBlockOp&>(*spec);
+  HostTensor ref = reference_output(*spec, in, c);
+  auto exact = op.check_train(in, ref, 3, 0);
+  EXPECT_TRUE(exact.ok) << exact.detail;
+  EXPECT_LT(exact.max_error, 1e-6) << exact.detail;
+  EXPECT_TRUE(has(exact.detail, "dwqkv, dwo, dw1, dw2 on 16 sampled rows each")) << exact.detail;
+  auto poke = [&](std::size_t at) {
+    double largest = 0;
+    for (std::size_t i = l.grad[0]; i < l.total; ++i) largest = std::max(largest, std::fabs(ref[i]));
+    const double kept = ref[at];
+    store(ref.desc().elem, ref.data(), at, kept + 0.01 * largest);
+    auto r = op.check_train(in, ref, 3, 0);
+    store(ref.desc().elem, ref.data(), at, kept);
+    return r;
+  };
+  const std::size_t h = 16, wqkv_rows = 48;
+  std::vector<std::size_t> caught;
+  for (std::size_t row = 0; row < wqkv_rows; ++row) {
+    const std::size_t at = l.grad[3] + row * h + 5;
+    auto r = poke(at);
+    if (r.ok) continue;
+    caught.push_back(row);
+    EXPECT_TRUE(has(r.detail, " in dwqkv[" + std::to_string(row * h + 5) + "]")) << r.detail;
+  }
+  EXPECT_EQ(caught.size(), 16u);
+  EXPECT_TRUE(!caught.empty() && caught.front() == 0 && caught.back() == wqkv_rows - 1);
+  auto dx = poke(l.grad[0] + 17);
+  EXPECT_FALSE(dx.ok);
+  EXPECT_TRUE(has(dx.detail, " in dx[17]")) << dx.detail;
+}
+
 TEST(TransformerTrain, OnednnStepPassesInEveryPhase) {
   for (auto [dtype, extra] : {std::pair{"fp32", ",act=gelu,causal=1"}, {"bf16", ",act=silu,causal=0,phase=backward"},
                               {"bf16", ",act=gelu,causal=1"}, {"fp32", ",act=relu,causal=0,phase=forward"},
