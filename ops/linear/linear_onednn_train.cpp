@@ -6,8 +6,9 @@
 //             sums of dz; [LayerNorm backward: dx, dgamma, dbeta]
 // Layouts (bf16): oneDNN's AMX matmul is slow on the plain row-major W of dz W (its copy of W, and
 // its reorder of W, interleave pairs of rows several times slower than a memcpy), so the
-// backward packs W into the AMX layout itself, once per step: W changes at every optimizer step,
-// so a real step packs it too, and the pack is timed with the backward. The forward reads W as
+// backward packs W into the AMX layout itself, once per step, and runs dz W in column slabs
+// (tensor::PackedSlabMatmul): W changes at every optimizer step, so a real step packs it too,
+// and the pack is timed with the backward. The forward reads W as
 // stored (x W^T is oneDNN's fast case). dW = dz^T xhat runs on transposed copies of dz and xhat
 // (oneDNN reorders, timed with the backward: a real step makes them from that step's dz and x),
 // which makes its operands the fast case too.
@@ -15,6 +16,8 @@
 // xhat (run once per input set at setup), the default the whole step. Every check runs the whole
 // step so that each gradient is checked whatever is timed.
 #include <cmath>
+
+#include <fmt/format.h>
 
 #include "ops/linear/linear.hpp"
 #include "ops/tensor/onednn_pack.hpp"
@@ -91,7 +94,9 @@ class OnednnTrainLinear : public HostImpl<LinearOp> {
 
   std::map<std::string, std::string> details() const override {
     auto d = seq_.details();
-    d["dx_weights"] = packed_w_ ? "W packed by opmeter per step (BA16a64b2a)" : "W as stored";
+    d["dx_weights"] = packed_w_ ? fmt::format("W packed by opmeter per step (BA16a64b2a), dz W in slabs of {} columns: {}",
+                                              slabs_.slab(), slabs_.impl())
+                                : "W as stored";
     d["dw_operands"] = transposed_dw_ ? "dz and xhat transposed per step" : "dz read transposed";
     return d;
   }
@@ -136,19 +141,6 @@ class OnednnTrainLinear : public HostImpl<LinearOp> {
       return tensor::OnednnArgs{{DNNL_ARG_SRC, mem(x_md, gemm_input(i))}, {DNNL_ARG_WEIGHTS, mem(wt_md, in(i, kW))},
                                 {DNNL_ARG_BIAS, mem(bias_md, in(i, kBias))}, {DNNL_ARG_DST, mem(z_md, z(i))}};
     });
-    // dX: W packed by us where oneDNN picks the AMX layout, else W as stored.
-    auto data = tensor::onednn_matmul(z_md, dnnl::memory::desc({o, h}, t, tag::any), nullptr, x_md);
-    packed_w_ = tensor::is_amx_bf16_packed(data.weights_desc());
-    if (packed_w_)
-      w_packed_ = Buffer(data.weights_desc().get_size());
-    else
-      data = tensor::onednn_matmul(z_md, w_md, nullptr, x_md);
-    const auto data_w_md = data.weights_desc();
-    seq_.add(dnnl::matmul(data), data.impl_info_str(), copies(), [&](std::size_t i) {
-      const void* w = packed_w_ ? w_packed_.data() : in(i, kW);
-      return tensor::OnednnArgs{{DNNL_ARG_SRC, mem(z_md, dz(i))}, {DNNL_ARG_WEIGHTS, mem(data_w_md, w)},
-                                {DNNL_ARG_DST, mem(x_md, dxhat(i))}};
-    });
     // dW = dz^T xhat: on bf16 from transposed copies (plain dz^T, and xhat^T read as xhat's
     // transpose), else reading dz transposed.
     transposed_dw_ = bf16();
@@ -162,17 +154,38 @@ class OnednnTrainLinear : public HostImpl<LinearOp> {
       return tensor::OnednnArgs{{DNNL_ARG_SRC, mem(dzt_md, dz(i))}, {DNNL_ARG_WEIGHTS, mem(x_md, gemm_input(i))},
                                 {DNNL_ARG_DST, mem(dw_md, section(i, l_.dw))}};
     });
-    if (!transposed_dw_) return;
-    // The transposes: row-major (r x c) into its transpose, as a reorder to the (r x c) column-major layout.
-    auto transpose = [&](dnnl::memory::desc from, auto source, void* to) {
-      dnnl::memory::desc to_md(from.dims(), t, tag::ba);
-      auto pd = tensor::onednn_try("reorder", [&] { return dnnl::reorder::primitive_desc(tensor::onednn_engine(), from, tensor::onednn_engine(), to_md); });
-      seq_.add(dnnl::reorder(pd), pd.impl_info_str(), copies(), [&](std::size_t i) {
-        return tensor::OnednnArgs{{DNNL_ARG_FROM, mem(from, source(i))}, {DNNL_ARG_TO, mem(to_md, to)}};
-      });
-    };
-    transpose(z_md, [&](std::size_t i) { return dz(i); }, dz_t_.data());
-    transpose(x_md, [&](std::size_t i) { return gemm_input(i); }, x_t_.data());
+    if (transposed_dw_) {
+      // Row-major (r x c) into its transpose: a reorder to the column-major layout of (r x c).
+      auto transpose = [&](dnnl::memory::desc from, auto source, void* to) {
+        dnnl::memory::desc to_md(from.dims(), t, tag::ba);
+        auto pd = tensor::onednn_try("reorder", [&] {
+          return dnnl::reorder::primitive_desc(tensor::onednn_engine(), from, tensor::onednn_engine(), to_md);
+        });
+        seq_.add(dnnl::reorder(pd), pd.impl_info_str(), copies(), [&](std::size_t i) {
+          return tensor::OnednnArgs{{DNNL_ARG_FROM, mem(from, source(i))}, {DNNL_ARG_TO, mem(to_md, to)}};
+        });
+      };
+      transpose(z_md, [&](std::size_t i) { return dz(i); }, dz_t_.data());
+      transpose(x_md, [&](std::size_t i) { return gemm_input(i); }, x_t_.data());
+    }
+    // dX = dz W: on W packed by us, in slabs, where oneDNN picks the AMX layout for W and runs
+    // the slabs with a kernel of its own; else on W as stored (the last step).
+    auto any = tensor::onednn_matmul(z_md, dnnl::memory::desc({o, h}, t, tag::any), nullptr, x_md);
+    packed_w_ = false;
+    if (tensor::is_amx_bf16_packed(any.weights_desc())) {
+      slabs_ = tensor::PackedSlabMatmul(s_.rows, s_.out, s_.hidden);
+      packed_w_ = slabs_.fast();
+    }
+    if (packed_w_) {
+      w_packed_ = Buffer(any.weights_desc().get_size());
+      return;
+    }
+    auto data = tensor::onednn_matmul(z_md, w_md, nullptr, x_md);
+    data_step_ = transposed_dw_ ? kTransposeX + 1 : kWeights + 1;
+    seq_.add(dnnl::matmul(data), data.impl_info_str(), copies(), [&](std::size_t i) {
+      return tensor::OnednnArgs{{DNNL_ARG_SRC, mem(z_md, dz(i))}, {DNNL_ARG_WEIGHTS, mem(w_md, in(i, kW))},
+                                {DNNL_ARG_DST, mem(x_md, dxhat(i))}};
+    });
   }
 
   void forward(std::size_t copy) {
@@ -183,8 +196,12 @@ class OnednnTrainLinear : public HostImpl<LinearOp> {
 
   void backward(std::size_t copy) {
     if (s_.act != Act::none) act_backward(copy);
-    if (packed_w_) tensor::pack_amx_bf16(static_cast<const std::uint16_t*>(in(copy, kW)), w_packed_.as<std::uint16_t>(), s_.out, s_.hidden);
-    seq_.run_step(kData, copy);
+    if (packed_w_) {
+      tensor::pack_amx_bf16(static_cast<const std::uint16_t*>(in(copy, kW)), w_packed_.as<std::uint16_t>(), s_.out, s_.hidden);
+      slabs_.run(dz(copy), w_packed_.as<std::uint16_t>(), dxhat(copy));
+    } else {
+      seq_.run_step(data_step_, copy);
+    }
     if (transposed_dw_) {
       seq_.run_step(kTransposeDz, copy);
       seq_.run_step(kTransposeX, copy);
@@ -287,8 +304,9 @@ class OnednnTrainLinear : public HostImpl<LinearOp> {
     }
   }
 
-  // The steps of seq_, in the order they are added.
-  static constexpr std::size_t kForward = 0, kData = 1, kWeights = 2, kTransposeDz = 3, kTransposeX = 4;
+  // The steps of seq_, in the order they are added (the transposes on bf16 only; dz W on plain W last).
+  static constexpr std::size_t kForward = 0, kWeights = 1, kTransposeDz = 2, kTransposeX = 3;
+  std::size_t data_step_ = 0;  // dz W on plain W: after the others
   Shape s_{};
   TrainLayout l_;
   Elems e_{false};
@@ -298,6 +316,7 @@ class OnednnTrainLinear : public HostImpl<LinearOp> {
   Buffer dz_, dxhat_;                            // the backward's intermediates
   Buffer w_packed_, dz_t_, x_t_;                 // W packed, dz and xhat transposed: once per step
   bool packed_w_ = false, transposed_dw_ = false;
+  tensor::PackedSlabMatmul slabs_;
   tensor::OnednnSequence seq_;
 };
 

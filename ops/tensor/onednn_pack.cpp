@@ -1,5 +1,9 @@
 #include "ops/tensor/onednn_pack.hpp"
 
+#include <algorithm>
+
+#include "ops/tensor/onednn_util.hpp"
+
 namespace opmeter::tensor {
 namespace {
 constexpr std::size_t kBlockK = 32, kBlockN = 64;
@@ -25,6 +29,49 @@ void pack_amx_bf16(const std::uint16_t* src, std::uint16_t* dst, std::size_t k, 
         o[2 * j + 1] = r1[n0 + j];
       }
     }
+  }
+}
+
+}  // namespace opmeter::tensor
+
+namespace opmeter::tensor {
+namespace {
+// B's slab: at most `bytes` (default half of a 2 MiB L2), a multiple of 64 columns dividing n.
+std::size_t slab_columns(std::size_t k, std::size_t n, std::size_t bytes) {
+  std::size_t s = std::max<std::size_t>(kBlockN, bytes / (2 * k) / kBlockN * kBlockN);
+  s = std::min(s, n);
+  while (n % s != 0) s -= kBlockN;
+  return s;
+}
+}  // namespace
+
+PackedSlabMatmul::PackedSlabMatmul(std::size_t m, std::size_t k, std::size_t n, std::size_t slab_bytes)
+    : m_(m), k_(k), n_(n), slab_(slab_columns(k, n, slab_bytes)) {
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  const auto M = dnnl::memory::dim(m), K = dnnl::memory::dim(k), S = dnnl::memory::dim(slab_);
+  src_md_ = dnnl::memory::desc({M, K}, dt::bf16, tag::ab);
+  b_md_ = dnnl::memory::desc({K, S}, dt::bf16, tag::BA16a64b2a);
+  slab_md_ = dnnl::memory::desc({M, S}, dt::bf16, tag::ab);
+  auto pd = onednn_matmul(src_md_, b_md_, nullptr, slab_md_);
+  impl_ = pd.impl_info_str();
+  matmul_ = dnnl::matmul(pd);
+  scratch_.resize(m * slab_);
+}
+
+bool PackedSlabMatmul::fast() const { return !impl_.empty() && impl_.find("ref") == std::string::npos; }
+
+void PackedSlabMatmul::run(const void* src, const std::uint16_t* packed_b, void* dst) {
+  auto a = onednn_memory(src_md_, src);
+  auto slab = onednn_memory(slab_md_, scratch_.data());
+  auto* out = static_cast<std::uint16_t*>(dst);
+  for (std::size_t n0 = 0; n0 < n_; n0 += slab_) {
+    // Slab n0 of B is contiguous in the packed layout: its 64-column blocks are outermost.
+    auto b = onednn_memory(b_md_, packed_b + n0 * k_);
+    matmul_.execute(onednn_stream(), {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, slab}});
+    onednn_stream().wait();
+#pragma omp parallel for schedule(static)
+    for (std::size_t r = 0; r < m_; ++r) std::copy_n(scratch_.data() + r * slab_, slab_, out + r * n_ + n0);
   }
 }
 

@@ -5,6 +5,8 @@
 // packing runs at memcpy speed.
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -16,5 +18,34 @@ bool is_amx_bf16_packed(const dnnl::memory::desc& md);
 // Packs row-major K x N bf16 `src` into `dst` in that layout: element (k, n) goes to
 // [n / 64][k / 32][(k % 32) / 2][n % 64][k % 2]. Threads over pairs of rows.
 void pack_amx_bf16(const std::uint16_t* src, std::uint16_t* dst, std::size_t k, std::size_t n);
+
+}  // namespace opmeter::tensor
+
+namespace opmeter::tensor {
+
+// dst (m x n, row-major) = src (m x k, row-major) x B, B packed by pack_amx_bf16, all bf16, in
+// column slabs of dst: oneDNN 2.6's matmul on packed weights streams the whole B once per block
+// of rows (1.4x the time of the same GEMM on plain transposed weights at 512x4096x4096);
+// a slab of B sized for the L2 cache stays there for every block of rows. Each slab is computed
+// into a scratch slab, then copied into place (a matmul writing into strided columns falls back
+// to oneDNN's reference kernel).
+class PackedSlabMatmul {
+ public:
+  PackedSlabMatmul() = default;
+  // slab_bytes: the most bytes of B in a slab (a slab is at least 64 columns).
+  PackedSlabMatmul(std::size_t m, std::size_t k, std::size_t n, std::size_t slab_bytes = 1 << 20);
+  // Whether oneDNN runs a kernel of its own for the slabs (not its reference one).
+  bool fast() const;
+  std::string impl() const { return impl_; }
+  std::size_t slab() const { return slab_; }
+  void run(const void* src, const std::uint16_t* packed_b, void* dst);
+
+ private:
+  std::size_t m_ = 0, k_ = 0, n_ = 0, slab_ = 0;
+  dnnl::memory::desc src_md_, b_md_, slab_md_;
+  dnnl::matmul matmul_;
+  std::string impl_;
+  std::vector<std::uint16_t> scratch_;
+};
 
 }  // namespace opmeter::tensor

@@ -3,9 +3,11 @@
 // the layout test accepts only what the packing writes.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
+#include "opmeter/dtype.hpp"
 #include "ops/tensor/onednn_pack.hpp"
 #include "ops/tensor/onednn_util.hpp"
 
@@ -36,4 +38,22 @@ TEST(OnednnPack, LayoutTestAcceptsOnlyWhatThePackingWrites) {
   // Padded (K not a multiple of 32, N not of 64): the packing writes no padding.
   EXPECT_FALSE(tensor::is_amx_bf16_packed(dnnl::memory::desc({40, 128}, dt::bf16, tag::BA16a64b2a)));
   EXPECT_FALSE(tensor::is_amx_bf16_packed(dnnl::memory::desc({64, 96}, dt::bf16, tag::BA16a64b2a)));
+}
+
+// Several slabs (forced small), against the test's own double loops on the unpacked B.
+TEST(OnednnPack, SlabMatmulAgreesWithNaiveProduct) {
+  const std::size_t m = 5, k = 64, n = 256;
+  tensor::PackedSlabMatmul mm(m, k, n, 2 * k * 64);
+  ASSERT_EQ(mm.slab(), 64u);
+  std::vector<std::uint16_t> a(m * k), b(k * n), packed(k * n), c(m * n, 0);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = to_bf16(float(int(i * 7 % 13) - 6) / 8);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = to_bf16(float(int(i * 5 % 11) - 5) / 4);
+  tensor::pack_amx_bf16(b.data(), packed.data(), k, n);
+  mm.run(a.data(), packed.data(), c.data());
+  for (std::size_t r = 0; r < m; ++r)
+    for (std::size_t j = 0; j < n; ++j) {
+      double want = 0;
+      for (std::size_t i = 0; i < k; ++i) want += double(from_bf16(a[r * k + i])) * from_bf16(b[i * n + j]);
+      ASSERT_NEAR(from_bf16(c[r * n + j]), want, 0.01 * std::abs(want) + 1e-3) << "row " << r << " column " << j;
+    }
 }
