@@ -1,5 +1,7 @@
 #include "ops/tensor/onednn_pack.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 
 #include "ops/tensor/onednn_util.hpp"
@@ -46,32 +48,49 @@ std::size_t slab_columns(std::size_t k, std::size_t n, std::size_t bytes) {
 }  // namespace
 
 PackedSlabMatmul::PackedSlabMatmul(std::size_t m, std::size_t k, std::size_t n, std::size_t slab_bytes)
-    : m_(m), k_(k), n_(n), slab_(slab_columns(k, n, slab_bytes)) {
+    : m_(m), k_(k), n_(n), slab_(slab_columns(k, n, slab_bytes)), threads_(omp_get_max_threads()) {
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
   const auto M = dnnl::memory::dim(m), K = dnnl::memory::dim(k), S = dnnl::memory::dim(slab_);
   src_md_ = dnnl::memory::desc({M, K}, dt::bf16, tag::ab);
   b_md_ = dnnl::memory::desc({K, S}, dt::bf16, tag::BA16a64b2a);
   slab_md_ = dnnl::memory::desc({M, S}, dt::bf16, tag::ab);
-  auto pd = onednn_matmul(src_md_, b_md_, nullptr, slab_md_);
-  impl_ = pd.impl_info_str();
-  matmul_ = dnnl::matmul(pd);
-  scratch_.resize(m * slab_);
+  // oneDNN splits a primitive's work by the threads there are when it is made: one here.
+  omp_set_num_threads(1);
+  try {
+    auto pd = onednn_matmul(src_md_, b_md_, nullptr, slab_md_);
+    impl_ = pd.impl_info_str();
+    matmul_ = dnnl::matmul(pd);
+  } catch (...) {
+    omp_set_num_threads(threads_);
+    throw;
+  }
+  omp_set_num_threads(threads_);
+  for (int t = 0; t < threads_; ++t) {
+    streams_.emplace_back(onednn_engine());
+    scratch_.emplace_back(m * slab_);
+  }
 }
 
 bool PackedSlabMatmul::fast() const { return !impl_.empty() && impl_.find("ref") == std::string::npos; }
 
 void PackedSlabMatmul::run(const void* src, const std::uint16_t* packed_b, void* dst) {
-  auto a = onednn_memory(src_md_, src);
-  auto slab = onednn_memory(slab_md_, scratch_.data());
   auto* out = static_cast<std::uint16_t*>(dst);
-  for (std::size_t n0 = 0; n0 < n_; n0 += slab_) {
-    // Slab n0 of B is contiguous in the packed layout: its 64-column blocks are outermost.
-    auto b = onednn_memory(b_md_, packed_b + n0 * k_);
-    matmul_.execute(onednn_stream(), {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, slab}});
-    onednn_stream().wait();
-#pragma omp parallel for schedule(static)
-    for (std::size_t r = 0; r < m_; ++r) std::copy_n(scratch_.data() + r * slab_, slab_, out + r * n_ + n0);
+  const std::size_t slabs = n_ / slab_;
+#pragma omp parallel num_threads(threads_)
+  {
+    const int t = omp_get_thread_num();
+    auto a = onednn_memory(src_md_, src);
+    auto slab = onednn_memory(slab_md_, scratch_[t].data());
+#pragma omp for schedule(static)
+    for (std::size_t i = 0; i < slabs; ++i) {
+      const std::size_t n0 = i * slab_;
+      // Slab n0 of B is contiguous in the packed layout: its 64-column blocks are outermost.
+      auto b = onednn_memory(b_md_, packed_b + n0 * k_);
+      matmul_.execute(streams_[t], {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, slab}});
+      streams_[t].wait();
+      for (std::size_t r = 0; r < m_; ++r) std::copy_n(scratch_[t].data() + r * slab_, slab_, out + r * n_ + n0);
+    }
   }
 }
 

@@ -26,9 +26,11 @@ namespace opmeter::tensor {
 // dst (m x n, row-major) = src (m x k, row-major) x B, B packed by pack_amx_bf16, all bf16, in
 // column slabs of dst: oneDNN 2.6's matmul on packed weights streams the whole B once per block
 // of rows (1.4x the time of the same GEMM on plain transposed weights at 512x4096x4096);
-// a slab of B sized for the L2 cache stays there for every block of rows. Each slab is computed
-// into a scratch slab, then copied into place (a matmul writing into strided columns falls back
-// to oneDNN's reference kernel).
+// a slab of B sized for the L2 cache stays there for every block of rows. The threads share out
+// the slabs, each running a one-thread matmul on its own (one parallel region: a multi-threaded
+// matmul per slab would join the threads once per slab, which on a loaded machine costs more
+// than the slabs save). Each slab is computed into the thread's scratch slab, then copied into
+// place (a matmul writing into strided columns falls back to oneDNN's reference kernel).
 class PackedSlabMatmul {
  public:
   PackedSlabMatmul() = default;
@@ -42,10 +44,12 @@ class PackedSlabMatmul {
 
  private:
   std::size_t m_ = 0, k_ = 0, n_ = 0, slab_ = 0;
+  int threads_ = 1;
   dnnl::memory::desc src_md_, b_md_, slab_md_;
-  dnnl::matmul matmul_;
+  dnnl::matmul matmul_;  // made for one thread
   std::string impl_;
-  std::vector<std::uint16_t> scratch_;
+  std::vector<dnnl::stream> streams_;                 // one per thread
+  std::vector<std::vector<std::uint16_t>> scratch_;  // one slab per thread
 };
 
 }  // namespace opmeter::tensor

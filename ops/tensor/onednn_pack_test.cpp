@@ -2,6 +2,7 @@
 // back to row-major (its reorder interprets the layout independently of our index formula), and
 // the layout test accepts only what the packing writes.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <cstdint>
@@ -56,4 +57,22 @@ TEST(OnednnPack, SlabMatmulAgreesWithNaiveProduct) {
       for (std::size_t i = 0; i < k; ++i) want += double(from_bf16(a[r * k + i])) * from_bf16(b[i * n + j]);
       ASSERT_NEAR(from_bf16(c[r * n + j]), want, 0.01 * std::abs(want) + 1e-3) << "row " << r << " column " << j;
     }
+}
+
+// Two threads sharing out the slabs (each running the one-thread matmul at once): the same
+// product as one thread.
+TEST(OnednnPack, SlabMatmulOnTwoThreadsAgreesWithOne) {
+  const std::size_t m = 7, k = 64, n = 512;
+  std::vector<std::uint16_t> a(m * k), b(k * n), packed(k * n), one(m * n, 0), two(m * n, 0);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = to_bf16(float(int(i * 7 % 13) - 6) / 8);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = to_bf16(float(int(i * 5 % 11) - 5) / 4);
+  tensor::pack_amx_bf16(b.data(), packed.data(), k, n);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  tensor::PackedSlabMatmul(m, k, n, 2 * k * 64).run(a.data(), packed.data(), one.data());
+  omp_set_num_threads(2);
+  tensor::PackedSlabMatmul(m, k, n, 2 * k * 64).run(a.data(), packed.data(), two.data());
+  omp_set_num_threads(threads);
+  EXPECT_EQ(two, one);
+  EXPECT_NE(one, std::vector<std::uint16_t>(m * n, 0));
 }
