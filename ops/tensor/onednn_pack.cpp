@@ -56,9 +56,13 @@ PackedSlabMatmul::PackedSlabMatmul(std::size_t m, std::size_t k, std::size_t n, 
   b_md_ = dnnl::memory::desc({K, S}, dt::bf16, tag::BA16a64b2a);
   slab_md_ = dnnl::memory::desc({M, S}, dt::bf16, tag::ab);
   // oneDNN splits a primitive's work by the threads there are when it is made: one here.
+  // Each thread hands the matmul a scratchpad of its own (oneDNN's own may be one per primitive).
   omp_set_num_threads(1);
   try {
-    auto pd = onednn_matmul(src_md_, b_md_, nullptr, slab_md_);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    auto pd = onednn_matmul(src_md_, b_md_, nullptr, slab_md_, attr);
+    scratchpad_md_ = pd.scratchpad_desc();
     impl_ = pd.impl_info_str();
     matmul_ = dnnl::matmul(pd);
   } catch (...) {
@@ -69,6 +73,7 @@ PackedSlabMatmul::PackedSlabMatmul(std::size_t m, std::size_t k, std::size_t n, 
   for (int t = 0; t < threads_; ++t) {
     streams_.emplace_back(onednn_engine());
     scratch_.emplace_back(m * slab_);
+    scratchpads_.emplace_back(scratchpad_md_, onednn_engine());
   }
 }
 
@@ -87,7 +92,8 @@ void PackedSlabMatmul::run(const void* src, const std::uint16_t* packed_b, void*
       const std::size_t n0 = i * slab_;
       // Slab n0 of B is contiguous in the packed layout: its 64-column blocks are outermost.
       auto b = onednn_memory(b_md_, packed_b + n0 * k_);
-      matmul_.execute(streams_[t], {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, slab}});
+      matmul_.execute(streams_[t], {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, slab},
+                                    {DNNL_ARG_SCRATCHPAD, scratchpads_[t]}});
       streams_[t].wait();
       for (std::size_t r = 0; r < m_; ++r) std::copy_n(scratch_[t].data() + r * slab_, slab_, out + r * n_ + n0);
     }

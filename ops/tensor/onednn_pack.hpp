@@ -45,11 +45,12 @@ class PackedSlabMatmul {
  private:
   std::size_t m_ = 0, k_ = 0, n_ = 0, slab_ = 0;
   int threads_ = 1;
-  dnnl::memory::desc src_md_, b_md_, slab_md_;
+  dnnl::memory::desc src_md_, b_md_, slab_md_, scratchpad_md_;
   dnnl::matmul matmul_;  // made for one thread
   std::string impl_;
   std::vector<dnnl::stream> streams_;                 // one per thread
   std::vector<std::vector<std::uint16_t>> scratch_;  // one slab per thread
+  std::vector<dnnl::memory> scratchpads_;             // oneDNN's scratchpad, one per thread
 };
 
 }  // namespace opmeter::tensor
