@@ -156,6 +156,29 @@ TEST(LinearTrain, OnednnStepPassesInEveryPhase) {
   }
 }
 
+// Shapes whose dz W runs on W packed by opmeter (where oneDNN picks AMX) and whose dW runs on
+// transposed copies: each check draws new inputs, so a pack or transpose made once at setup, or
+// left from the other input set's timed call, would fail the second check.
+TEST(LinearTrain, OnednnStepOnRepackedLayoutsUsesEachStepsWeights) {
+  for (const char* op : {"linear", "ln_linear_relu"}) {
+    std::string params = std::string("batch=2,seq=8,hidden=128,out=64") + (std::string(op) == "linear" ? ",act=gelu" : "") + ",mode=train";
+    auto c = parse_case(std::string(op) + "/onednn_train/bf16/" + params + "/threads=1");
+    validate_case(c);
+    auto impl = Registry::global().impl(op, "onednn_train")->make();
+    impl->setup(c, {.copies = 2, .seed = 5});
+    auto first = impl->verify(11);
+    EXPECT_TRUE(first.ok) << op << ": " << first.detail;
+    impl->run(1);
+    auto second = impl->verify(12);
+    EXPECT_TRUE(second.ok) << op << ": " << second.detail;
+    auto d = impl->details();
+    EXPECT_EQ(d["dw_operands"], "dz and xhat transposed per step");
+    if (has(d["onednn_impl"], "amx")) {
+      EXPECT_TRUE(has(d["dx_weights"], "W packed by opmeter per step")) << d["dx_weights"];
+    }
+  }
+}
+
 TEST(LinearTrain, PhasesAddUpToTheStep) {
   for (const char* op : {"linear", "ln_linear_relu"}) {
     std::string base = std::string(op) + "/onednn_train/bf16/batch=2,seq=8,hidden=64,out=32" +
