@@ -22,7 +22,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
   void prepare() override {
     const auto s = shape_of(case_);
     recipe_ = recipe();
-    packed_ = pack_weights(quantized_weights(host_inputs(0)), recipe_.dynamic(), tiles_for(bf16(), s.rows));
+    packed_ = pack_weights(quantized_weights(host_inputs(0)), recipe_.dynamic(), tiles_for(bf16()));
     const std::size_t rows = std::min(kRowBlock, s.rows);
     xs_.assign(rows * s.hidden, 0.f);
     tile_.assign(rows * s.out, 0.f);

@@ -66,11 +66,11 @@ struct PackedWeights {
 // the group is a multiple of 64). int4_tiles: in tiles where the group allows and the CPU's
 // int4_bf16 takes them (callers ask for bf16 activations and several rows: see tiles_for).
 PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic, bool int4_tiles = false);
-// Whether a layer's int4 weights go in tiles (AMX) for these activations: bf16, and more than one
-// row. At M = 1 with the codes coming from memory the AMX kernel was not reliably faster than the
-// vector kernel on the CI machine (docs/guide/quantization-kernels.md), so M = 1 keeps the vector
-// kernel's blocks; bench/quant_int4_gemv measures both.
-inline bool tiles_for(bool bf16, std::size_t rows) { return bf16 && rows > 1; }
+// Whether a layer's int4 weights go in tiles (AMX) for these activations: bf16, at any row count.
+// At M = 1 too: on the quiet CI machine the AMX kernel beat the vector kernel on all four
+// LLaMA-2-70B shard shapes, 1.11-1.42x, codes from memory included (docs/BENCHMARKS.md, "int4wo-64
+// at decode: the AMX kernel beside the vector kernel"); bench/quant_int4_gemv measures both.
+inline bool tiles_for(bool bf16) { return bf16; }
 
 constexpr std::size_t kRowsPerPass = 8;
 

@@ -12,8 +12,8 @@ constexpr std::size_t kRowBlock = 64;      // rows whose weights are decoded onc
 constexpr std::size_t kChannelBlock = 16;  // output channels per unit of a thread's work
 }  // namespace
 
-void QuantProjection::prepare(const quant::QuantizedWeights& q, bool bf16, std::size_t rows) {
-  packed_ = pack_weights(q, false, tiles_for(bf16, rows));
+void QuantProjection::prepare(const quant::QuantizedWeights& q, bool bf16) {
+  packed_ = pack_weights(q, false, tiles_for(bf16));
   bf16_ = bf16;
   bf16_dot_ = bf16 && packed_.format == quant::WeightFormat::int4 && quant_kernels().int4_bf16 != nullptr;
 }

@@ -15,9 +15,9 @@ namespace opmeter::linear {
 
 class QuantProjection {
  public:
-  // W quantized by a weight-only recipe; activations and outputs bf16 (else fp32).
-  // rows: of the calls to come (int4 goes in AMX tiles for several, see tiles_for).
-  void prepare(const quant::QuantizedWeights& q, bool bf16, std::size_t rows);
+  // W quantized by a weight-only recipe; activations and outputs bf16 (else fp32; bf16 int4 goes
+  // in AMX tiles where the CPU has them, see tiles_for).
+  void prepare(const quant::QuantizedWeights& q, bool bf16);
   // x: rows x in; y, residual (may be null): rows x out, in the activations' type; bias: out fp32.
   void run(const void* x, std::size_t rows, const float* bias, tensor::Act act, const void* residual, void* y);
   const PackedWeights& packed() const { return packed_; }

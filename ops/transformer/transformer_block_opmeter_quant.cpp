@@ -23,7 +23,7 @@ class OpmeterQuantBlock : public HostImpl<QuantTransformerBlockOp> {
   void prepare() override {
     const auto s = shape_of(case_);
     const std::size_t e = size_of(case_.dtype), r = s.rows(), h = s.hidden;
-    for (std::size_t i = 0; i < 4; ++i) proj_[i].prepare(quantized_weights(host_inputs(0), kWeights[i]), bf16(), r);
+    for (std::size_t i = 0; i < 4; ++i) proj_[i].prepare(quantized_weights(host_inputs(0), kWeights[i]), bf16());
     ln_ = Buffer(r * h * e);
     qkv_ = Buffer(3 * r * h * e);
     attn_ = Buffer(r * h * e);
