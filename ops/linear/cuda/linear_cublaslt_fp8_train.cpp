@@ -26,6 +26,7 @@
 #include "ops/linear/cuda/bias_act_kernel.hpp"
 #include "ops/linear/cuda/fp8_train_kernels.hpp"
 #include "ops/linear/cuda/layernorm_train_kernel.hpp"
+#include "ops/linear/cuda/linear_train_cuda_base.hpp"
 #include "ops/linear/fp8_train_plan.hpp"
 #include "ops/linear/quant_linear.hpp"
 
@@ -90,7 +91,7 @@ class Fp8Tensor {
   cuda::DeviceBuffer codes_, codes_t_, scales_;
 };
 
-class CublasLtFp8TrainLinear : public cuda::DeviceImpl<QuantLinearOp> {
+class CublasLtFp8TrainLinear : public LinearTrainCudaBase<QuantLinearOp> {
  public:
   Check verify(std::uint64_t seed) override {
     checking_ = true;
@@ -116,24 +117,6 @@ class CublasLtFp8TrainLinear : public cuda::DeviceImpl<QuantLinearOp> {
   }
 
  private:
-  char* section(std::size_t offset) const { return static_cast<char*>(out()) + offset * size_of(case_.dtype); }
-  bool has_act() const { return shape_of(case_).act != tensor::Act::none; }
-  void* z() const { return has_act() ? z_.data() : section(train_layout(shape_of(case_)).y); }
-  const void* dz() const { return has_act() ? dz_.data() : in(dy_index()); }
-  bool layernorm() const { return shape_of(case_).layernorm; }
-  const void* gemm_x() const { return layernorm() ? xhat_.data() : in(kX); }
-  void* dxhat() const { return layernorm() ? dxhat_.data() : section(train_layout(shape_of(case_)).dx); }
-  LayerNormTrain ln_params() const {
-    const Shape s = shape_of(case_);
-    return {.x = in(kX),
-            .gamma = static_cast<const float*>(in(kGamma)),
-            .beta = static_cast<const float*>(in(kBeta)),
-            .mean = static_cast<float*>(mean_.data()),
-            .rstd = static_cast<float*>(rstd_.data()),
-            .rows = static_cast<std::int64_t>(s.rows),
-            .hidden = static_cast<std::int64_t>(s.hidden)};
-  }
-
   void prepare() override {
     const Shape s = shape_of(case_);
     const TrainLayout l = train_layout(s);
@@ -148,18 +131,9 @@ class CublasLtFp8TrainLinear : public cuda::DeviceImpl<QuantLinearOp> {
       dz8_.allocate(s.rows, s.out, fp8_train::grad_format(k.rowwise), k.rowwise, k.scale_grad);
       for (auto* t : {&x8_, &w8_, &dz8_}) t->set_unit_scales(stream());
       db_ = cuda::DeviceBuffer(s.out * sizeof(float));
-      if (has_act()) {
-        z_ = cuda::DeviceBuffer(s.rows * s.out * size_of(case_.dtype));
-        dz_ = cuda::DeviceBuffer(s.rows * s.out * size_of(case_.dtype));
+      allocate_kept();
+      if (has_act())  // real gradients for the plans' timing runs
         cuda::check(cudaMemcpyAsync(dz_.data(), in(dy_index()), dz_.bytes(), cudaMemcpyDeviceToDevice, stream()), "dz");
-      }
-      if (layernorm()) {
-        xhat_ = cuda::DeviceBuffer(s.rows * s.hidden * size_of(case_.dtype));
-        dxhat_ = cuda::DeviceBuffer(s.rows * s.hidden * size_of(case_.dtype));
-        mean_ = cuda::DeviceBuffer(s.rows * sizeof(float));
-        rstd_ = cuda::DeviceBuffer(s.rows * sizeof(float));
-        launch_layernorm_forward(case_.dtype, ln_params(), xhat_.data(), stream());
-      }
       // Real codes and scales for the plans' timing runs.
       x8_.quantize(gemm_x(), nullptr, stream());
       w8_.quantize(in(kW), nullptr, stream());
@@ -231,8 +205,6 @@ class CublasLtFp8TrainLinear : public cuda::DeviceImpl<QuantLinearOp> {
   Fp8Tensor x8_, w8_, dz8_;
   cuda::DeviceBuffer bias_;                        // the bias in bf16, cuBLASLt's bias type for a bf16 output
   cuda::DeviceBuffer db_;                          // dz's column sums (fp32), rounded into db
-  cuda::DeviceBuffer z_, dz_;                      // act != none: the pre-activation kept for the backward, and dz
-  cuda::DeviceBuffer xhat_, dxhat_, mean_, rstd_;  // ln_linear: LayerNorm's output and statistics, dxhat
 };
 
 }  // namespace

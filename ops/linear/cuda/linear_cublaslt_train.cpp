@@ -17,13 +17,14 @@
 #include "ops/linear/cuda/act_backward_kernel.hpp"
 #include "ops/linear/cuda/bias_act_kernel.hpp"
 #include "ops/linear/cuda/layernorm_train_kernel.hpp"
+#include "ops/linear/cuda/linear_train_cuda_base.hpp"
 #include "ops/linear/linear.hpp"
 #include "opmeter/cuda/device_impl.hpp"
 
 namespace opmeter::linear {
 namespace {
 
-class CublasLtTrainLinear : public cuda::DeviceImpl<LinearOp> {
+class CublasLtTrainLinear : public LinearTrainCudaBase<LinearOp> {
  public:
   Check verify(std::uint64_t seed) override {
     checking_ = true;
@@ -40,26 +41,6 @@ class CublasLtTrainLinear : public cuda::DeviceImpl<LinearOp> {
   }
 
  private:
-  char* section(std::size_t offset) const { return static_cast<char*>(out()) + offset * size_of(case_.dtype); }
-
-  bool has_act() const { return shape_of(case_).act != tensor::Act::none; }
-  void* z() const { return has_act() ? z_.data() : section(train_layout(shape_of(case_)).y); }
-  const void* dz() const { return has_act() ? dz_.data() : in(dy_index()); }
-  bool layernorm() const { return shape_of(case_).layernorm; }
-  // The GEMMs' x: LayerNorm's output for ln_linear; and where dx = dz W goes before LayerNorm's backward.
-  const void* gemm_x() const { return layernorm() ? xhat_.data() : in(kX); }
-  void* dxhat() const { return layernorm() ? dxhat_.data() : section(train_layout(shape_of(case_)).dx); }
-  LayerNormTrain ln_params() const {
-    const Shape s = shape_of(case_);
-    return {.x = in(kX),
-            .gamma = static_cast<const float*>(in(kGamma)),
-            .beta = static_cast<const float*>(in(kBeta)),
-            .mean = static_cast<float*>(mean_.data()),
-            .rstd = static_cast<float*>(rstd_.data()),
-            .rows = static_cast<std::int64_t>(s.rows),
-            .hidden = static_cast<std::int64_t>(s.hidden)};
-  }
-
   void prepare() override {
     const Shape s = shape_of(case_);
     const TrainLayout l = train_layout(s);
@@ -72,17 +53,7 @@ class CublasLtTrainLinear : public cuda::DeviceImpl<LinearOp> {
       bias = bias_.data();
     }
     if (!forward_.planned()) {  // the buffers stay where they are: the plans hold
-      if (has_act()) {
-        z_ = cuda::DeviceBuffer(s.rows * s.out * size_of(case_.dtype));
-        dz_ = cuda::DeviceBuffer(s.rows * s.out * size_of(case_.dtype));
-      }
-      if (layernorm()) {
-        xhat_ = cuda::DeviceBuffer(s.rows * s.hidden * size_of(case_.dtype));
-        dxhat_ = cuda::DeviceBuffer(s.rows * s.hidden * size_of(case_.dtype));
-        mean_ = cuda::DeviceBuffer(s.rows * sizeof(float));
-        rstd_ = cuda::DeviceBuffer(s.rows * sizeof(float));
-        launch_layernorm_forward(case_.dtype, ln_params(), xhat_.data(), stream());  // the plans time on real rows
-      }
+      allocate_kept();
       forward_.plan({.dtype = case_.dtype, .M = s.rows, .N = s.out, .K = s.hidden, .epilogue = CUBLASLT_EPILOGUE_BIAS, .bias = bias},
                     gemm_x(), in(kW), z(), stream());
       dgrad_.plan({.dtype = case_.dtype, .M = s.rows, .N = s.hidden, .K = s.out, .b_transposed = true}, dz(), in(kW),
@@ -128,8 +99,6 @@ class CublasLtTrainLinear : public cuda::DeviceImpl<LinearOp> {
   bool checking_ = false;
   gemm::LtMatmul forward_, dgrad_, wgrad_;
   cuda::DeviceBuffer bias_;    // fp16 / bf16: the bias in y's type
-  cuda::DeviceBuffer z_, dz_;  // act != none: the pre-activation kept for the backward, and dz
-  cuda::DeviceBuffer xhat_, dxhat_, mean_, rstd_;  // ln_linear: LayerNorm's output and statistics, dxhat
 };
 
 }  // namespace

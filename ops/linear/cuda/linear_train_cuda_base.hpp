@@ -1,0 +1,59 @@
+#pragma once
+// What the CUDA training steps of the linear ops (cublaslt_train, cublaslt_fp8_train) share: the
+// tensors a step keeps between its forward and backward (z and dz with an activation; LayerNorm's
+// output, statistics and dxhat for ln_linear), where each operand lives, and their allocation.
+#include "ops/linear/cuda/layernorm_train_kernel.hpp"
+#include "ops/linear/linear.hpp"
+#include "opmeter/cuda/device_impl.hpp"
+
+namespace opmeter::linear {
+
+template <class Op>
+class LinearTrainCudaBase : public cuda::DeviceImpl<Op> {
+ protected:
+  Shape shape() const { return shape_of(this->case_); }
+  // An offset (in elements) of the TrainLayout output.
+  char* section(std::size_t offset) const {
+    return static_cast<char*>(this->out()) + offset * size_of(this->case_.dtype);
+  }
+  bool has_act() const { return shape().act != tensor::Act::none; }
+  bool layernorm() const { return shape().layernorm; }
+  // z: kept for act' (act=none: y itself); dz: dy * act'(z) (act=none: dy).
+  void* z() const { return has_act() ? z_.data() : section(train_layout(shape()).y); }
+  const void* dz() const { return has_act() ? dz_.data() : this->in(this->dy_index()); }
+  // The GEMMs' x: LayerNorm's output for ln_linear; and where dx = dz W goes before LayerNorm's backward.
+  const void* gemm_x() const { return layernorm() ? xhat_.data() : this->in(Op::kX); }
+  void* dxhat() const { return layernorm() ? dxhat_.data() : section(train_layout(shape()).dx); }
+  LayerNormTrain ln_params() const {
+    const Shape s = shape();
+    return {.x = this->in(Op::kX),
+            .gamma = static_cast<const float*>(this->in(Op::kGamma)),
+            .beta = static_cast<const float*>(this->in(Op::kBeta)),
+            .mean = static_cast<float*>(mean_.data()),
+            .rstd = static_cast<float*>(rstd_.data()),
+            .rows = static_cast<std::int64_t>(s.rows),
+            .hidden = static_cast<std::int64_t>(s.hidden)};
+  }
+  // Allocates what the step keeps (once per setup: the GEMM plans hold its addresses) and runs
+  // LayerNorm's forward once, so that plans are timed on real rows.
+  void allocate_kept() {
+    const Shape s = shape();
+    const std::size_t e = size_of(this->case_.dtype);
+    if (has_act()) {
+      z_ = cuda::DeviceBuffer(s.rows * s.out * e);
+      dz_ = cuda::DeviceBuffer(s.rows * s.out * e);
+    }
+    if (layernorm()) {
+      xhat_ = cuda::DeviceBuffer(s.rows * s.hidden * e);
+      dxhat_ = cuda::DeviceBuffer(s.rows * s.hidden * e);
+      mean_ = cuda::DeviceBuffer(s.rows * sizeof(float));
+      rstd_ = cuda::DeviceBuffer(s.rows * sizeof(float));
+      launch_layernorm_forward(this->case_.dtype, ln_params(), xhat_.data(), this->stream());
+    }
+  }
+
+  cuda::DeviceBuffer z_, dz_;                      // act != none: the pre-activation kept for the backward, and dz
+  cuda::DeviceBuffer xhat_, dxhat_, mean_, rstd_;  // ln_linear: LayerNorm's output and statistics, dxhat
+};
+
+}  // namespace opmeter::linear
