@@ -17,7 +17,7 @@
 #include "ops/gemm/cuda/lt_matmul.hpp"
 #include "ops/linear/cuda/bias_act_kernel.hpp"
 #include "ops/norm/cuda/norm_kernels.hpp"
-#include "ops/transformer/cuda/head_layout.hpp"
+#include "ops/transformer/cuda/block_cuda_base.hpp"
 #include "ops/transformer/transformer_block.hpp"
 #include "opmeter/cuda/device_impl.hpp"
 
@@ -36,7 +36,7 @@ cublasLtEpilogue_t w1_epilogue(Act a) {
 }
 bool act_in_epilogue(Act a) { return a == Act::relu || a == Act::gelu_tanh; }
 
-class CudaTransformerBlock : public cuda::DeviceImpl<TransformerBlockOp> {
+class CudaTransformerBlock : public BlockCudaBase<TransformerBlockOp> {
  public:
   std::map<std::string, std::string> details() const override {
     const auto s = shape_of(case_);
@@ -59,28 +59,13 @@ class CudaTransformerBlock : public cuda::DeviceImpl<TransformerBlockOp> {
   static constexpr std::array<const char*, 4> kGemmNames = {"qkv", "wo", "w1", "w2"};
   enum { kQkv = 0, kO = 1, kW1g = 2, kW2g = 3 };
 
-  std::size_t elem() const { return size_of(case_.dtype); }
-
   void allocate() {
     const auto s = shape_of(case_);
-    const std::size_t rh = s.rows() * s.hidden * elem();
-    auto sized = [](cuda::DeviceBuffer& b, std::size_t bytes) {
-      if (b.bytes() != bytes) b = cuda::DeviceBuffer(bytes);
-    };
-    sized(narrow_, rh);
-    sized(wide_, s.rows() * std::max(3 * s.hidden, s.mlp) * elem());
-    sized(heads_, 3 * rh);
-    sized(attn_, rh);
-    sized(h_, rh);
+    allocate_scratch();
     sized(bqkv_, 3 * s.hidden * elem());
     sized(bo_, s.hidden * elem());
     sized(b1_, s.mlp * elem());
     sized(b2_, s.hidden * elem());
-  }
-
-  void* heads(int part) const {
-    const auto s = shape_of(case_);
-    return static_cast<char*>(heads_.data()) + std::size_t(part) * s.rows() * s.hidden * elem();
   }
 
   void convert_bias(std::size_t input, const cuda::DeviceBuffer& dst, std::size_t n) {
@@ -100,11 +85,7 @@ class CudaTransformerBlock : public cuda::DeviceImpl<TransformerBlockOp> {
     convert_bias(kB1, b1_, s.mlp);
     convert_bias(kB2, b2_, s.hidden);
     if (!first) return;
-    const auto& p = cuda::props(device()).prop;
-    sm_ = {p.multiProcessorCount, p.sharedMemPerBlockOptin};
-    ln_plan_ = norm::plan_rows(norm::RowOp::layernorm, case_.dtype, static_cast<std::int64_t>(s.rows()),
-                               static_cast<int>(s.hidden), sm_);
-    attention::flash_prepare(case_.dtype, static_cast<int>(s.head_dim()));
+    plan_layernorm_and_attention(cuda::props(device()).prop);
     // The plans time candidates on these buffers: zeros, not whatever the allocator left.
     for (auto* b : {&narrow_, &wide_, &heads_, &attn_, &h_}) cuda::fill(b->data(), 0, b->bytes(), stream());
     auto plan = [&](int i, std::uint64_t n, std::uint64_t k, cublasLtEpilogue_t epi, const void* bias, const void* a,
@@ -118,41 +99,13 @@ class CudaTransformerBlock : public cuda::DeviceImpl<TransformerBlockOp> {
     plan(kW2g, s.hidden, s.mlp, CUBLASLT_EPILOGUE_BIAS, b2_.data(), wide_.data(), in(kW2), attn_.data());
   }
 
-  void layernorm(const void* x, std::size_t gamma, std::size_t beta, void* y) {
-    const auto s = shape_of(case_);
-    norm::launch_rows(ln_plan_,
-                      {.x = x,
-                       .y = y,
-                       .gamma = static_cast<const float*>(in(gamma)),
-                       .beta = static_cast<const float*>(in(beta)),
-                       .rows = static_cast<std::int64_t>(s.rows()),
-                       .hidden = static_cast<int>(s.hidden)},
-                      stream());
-  }
-
   void launch() override {
     const auto s = shape_of(case_);
     const auto rh = static_cast<std::int64_t>(s.rows() * s.hidden);
-    const HeadLayout layout{.batch = static_cast<std::int64_t>(s.batch),
-                            .seq = static_cast<int>(s.seq),
-                            .heads = static_cast<int>(s.heads),
-                            .head_dim = static_cast<int>(s.head_dim())};
     // Attention half: h = x + Attn(LN1(x)).
     layernorm(in(kX), kLn1Gamma, kLn1Beta, narrow_.data());
     gemms_[kQkv].run(narrow_.data(), in(kWqkv), wide_.data(), stream());
-    launch_split_qkv(layout, wide_.data(), heads(0), heads(1), heads(2), stream());
-    attention::launch_flash_attention(case_.dtype,
-                                      {.q = heads(0),
-                                       .k = heads(1),
-                                       .v = heads(2),
-                                       .o = attn_.data(),
-                                       .heads_total = layout.batch * layout.heads,
-                                       .seq = layout.seq,
-                                       .head_dim = layout.head_dim,
-                                       .causal = s.causal,
-                                       .scale = s.scale()},
-                                      stream());
-    launch_merge_heads(layout, attn_.data(), narrow_.data(), stream());
+    attention_of_qkv();
     gemms_[kO].run(narrow_.data(), in(kWo), attn_.data(), stream());
     add::launch_add(case_.dtype, in(kX), attn_.data(), h_.data(), rh, stream());
     // MLP half: y = h + W2 act(W1 LN2(h) + b1) + b2.
@@ -165,28 +118,14 @@ class CudaTransformerBlock : public cuda::DeviceImpl<TransformerBlockOp> {
     add::launch_add(case_.dtype, h_.data(), attn_.data(), out(), rh, stream());
   }
 
-  cuda::SmInfo sm_;
-  norm::RowPlan ln_plan_;
   std::array<gemm::LtMatmul, 4> gemms_;
-  // narrow_: LN1 out, then the merged heads, then LN2 out; wide_: QKV, then the MLP's hidden
-  // layer; heads_: q, k, v in the flash kernel's layout; attn_: its output, then each GEMM's
-  // output before a residual add; h_: the attention half's result.
-  cuda::DeviceBuffer narrow_, wide_, heads_, attn_, h_;
   cuda::DeviceBuffer bqkv_, bo_, b1_, b2_;  // biases in the case's dtype
 };
 
 Support device_supports(const Case& c, const cuda::DeviceProps& p) {
   if (auto own = cuda::own_kernels_run_on(p, cuda::Kernels::mma); !own.ok) return own;  // the flash kernel
   if (auto lt = gemm::dtype_support(c.dtype, p, true); !lt.ok) return lt;
-  const auto s = shape_of(c);
-  const int d = static_cast<int>(s.head_dim());
-  if (!attention::flash_head_dim_built(d)) return Support::no(fmt::format("no flash kernel for head_dim {}", d));
-  const std::size_t need = attention::flash_shared_bytes(d);
-  if (static_cast<std::size_t>(p.prop.sharedMemPerBlockOptin) < need)
-    return Support::no(fmt::format("the flash kernel needs {} bytes of shared memory per block; {} allows {}", need,
-                                   p.prop.name, p.prop.sharedMemPerBlockOptin));
-  if (double(s.batch) * double(s.heads) > double(INT_MAX)) return Support::no("batch * heads above 2^31 - 1 blocks");
-  return Support::yes();
+  return flash_block_support(shape_of(c), p);
 }
 
 }  // namespace

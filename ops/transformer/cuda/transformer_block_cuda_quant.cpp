@@ -17,7 +17,7 @@
 #include "ops/attention/cuda/flash_attention.hpp"
 #include "ops/linear/cuda/quant_weight_only_linear.hpp"
 #include "ops/norm/cuda/norm_kernels.hpp"
-#include "ops/transformer/cuda/head_layout.hpp"
+#include "ops/transformer/cuda/block_cuda_base.hpp"
 #include "ops/transformer/transformer_quant.hpp"
 #include "opmeter/cuda/device_impl.hpp"
 
@@ -25,7 +25,7 @@ namespace opmeter::transformer {
 namespace {
 using tensor::Act;
 
-class CudaQuantBlock : public cuda::DeviceImpl<QuantTransformerBlockOp> {
+class CudaQuantBlock : public BlockCudaBase<QuantTransformerBlockOp> {
  public:
   std::map<std::string, std::string> details() const override {
     std::map<std::string, std::string> d{
@@ -45,26 +45,6 @@ class CudaQuantBlock : public cuda::DeviceImpl<QuantTransformerBlockOp> {
  private:
   static constexpr std::array<const char*, 4> kNames = {"qkv", "wo", "w1", "w2"};
 
-  std::size_t elem() const { return size_of(case_.dtype); }
-
-  void allocate() {
-    const auto s = shape_of(case_);
-    const std::size_t rh = s.rows() * s.hidden * elem();
-    auto sized = [](cuda::DeviceBuffer& b, std::size_t bytes) {
-      if (b.bytes() != bytes) b = cuda::DeviceBuffer(bytes);
-    };
-    sized(narrow_, rh);
-    sized(wide_, s.rows() * std::max(3 * s.hidden, s.mlp) * elem());
-    sized(heads_, 3 * rh);
-    sized(attn_, rh);
-    sized(h_, rh);
-  }
-
-  void* heads(int part) const {
-    const auto s = shape_of(case_);
-    return static_cast<char*>(heads_.data()) + std::size_t(part) * s.rows() * s.hidden * elem();
-  }
-
   // The inputs as uploaded, read back: the spec quantizes the weights from the host copy.
   HostTensors host_inputs() const {
     HostTensors host;
@@ -78,7 +58,7 @@ class CudaQuantBlock : public cuda::DeviceImpl<QuantTransformerBlockOp> {
   void prepare() override {
     const auto s = shape_of(case_);
     const bool first = !planned_;
-    allocate();
+    allocate_scratch();
     const auto& p = cuda::props(device()).prop;
     const auto recipe = recipe_of_case(case_);
     const auto host = host_inputs();
@@ -88,21 +68,7 @@ class CudaQuantBlock : public cuda::DeviceImpl<QuantTransformerBlockOp> {
     }
     if (!first) return;
     planned_ = true;
-    ln_plan_ = norm::plan_rows(norm::RowOp::layernorm, case_.dtype, static_cast<std::int64_t>(s.rows()),
-                               static_cast<int>(s.hidden), {p.multiProcessorCount, p.sharedMemPerBlockOptin});
-    attention::flash_prepare(case_.dtype, static_cast<int>(s.head_dim()));
-  }
-
-  void layernorm(const void* x, std::size_t gamma, std::size_t beta, void* y) {
-    const auto s = shape_of(case_);
-    norm::launch_rows(ln_plan_,
-                      {.x = x,
-                       .y = y,
-                       .gamma = static_cast<const float*>(in(gamma)),
-                       .beta = static_cast<const float*>(in(beta)),
-                       .rows = static_cast<std::int64_t>(s.rows()),
-                       .hidden = static_cast<int>(s.hidden)},
-                      stream());
+    plan_layernorm_and_attention(p);
   }
 
   void project(int i, const void* x, std::size_t bias, Act act, void* y) {
@@ -112,26 +78,10 @@ class CudaQuantBlock : public cuda::DeviceImpl<QuantTransformerBlockOp> {
   void launch() override {
     const auto s = shape_of(case_);
     const auto rh = static_cast<std::int64_t>(s.rows() * s.hidden);
-    const HeadLayout layout{.batch = static_cast<std::int64_t>(s.batch),
-                            .seq = static_cast<int>(s.seq),
-                            .heads = static_cast<int>(s.heads),
-                            .head_dim = static_cast<int>(s.head_dim())};
     // Attention half: h = x + Attn(LN1(x)).
     layernorm(in(kX), kLn1Gamma, kLn1Beta, narrow_.data());
     project(0, narrow_.data(), kBqkv, Act::none, wide_.data());
-    launch_split_qkv(layout, wide_.data(), heads(0), heads(1), heads(2), stream());
-    attention::launch_flash_attention(case_.dtype,
-                                      {.q = heads(0),
-                                       .k = heads(1),
-                                       .v = heads(2),
-                                       .o = attn_.data(),
-                                       .heads_total = layout.batch * layout.heads,
-                                       .seq = layout.seq,
-                                       .head_dim = layout.head_dim,
-                                       .causal = s.causal,
-                                       .scale = s.scale()},
-                                      stream());
-    launch_merge_heads(layout, attn_.data(), narrow_.data(), stream());
+    attention_of_qkv();
     project(1, narrow_.data(), kBo, Act::none, attn_.data());
     add::launch_add(case_.dtype, in(kX), attn_.data(), h_.data(), rh, stream());
     // MLP half: y = h + W2 act(W1 LN2(h) + b1) + b2.
@@ -142,26 +92,14 @@ class CudaQuantBlock : public cuda::DeviceImpl<QuantTransformerBlockOp> {
   }
 
   bool planned_ = false;
-  norm::RowPlan ln_plan_;
   std::array<linear::quant_cuda::WeightOnlyLinear, 4> proj_;  // Wqkv, Wo, W1, W2
-  // narrow_: LN1 out, then the merged heads, then LN2 out; wide_: QKV, then the MLP's hidden
-  // layer; heads_: q, k, v in the flash kernel's layout; attn_: its output, then each projection's
-  // output before a residual add; h_: the attention half's result.
-  cuda::DeviceBuffer narrow_, wide_, heads_, attn_, h_;
 };
 
 Support device_supports(const Case& c, const cuda::DeviceProps& p) {
   if (auto own = cuda::own_kernels_run_on(p, cuda::Kernels::mma); !own.ok) return own;  // flash and weight-only kernels
   const auto s = shape_of(c);
   if (auto w = linear::quant_cuda::weight_only_device_support(recipe_of_case(c), s.rows(), p); !w.ok) return w;
-  const int d = static_cast<int>(s.head_dim());
-  if (!attention::flash_head_dim_built(d)) return Support::no(fmt::format("no flash kernel for head_dim {}", d));
-  const std::size_t need = attention::flash_shared_bytes(d);
-  if (static_cast<std::size_t>(p.prop.sharedMemPerBlockOptin) < need)
-    return Support::no(fmt::format("the flash kernel needs {} bytes of shared memory per block; {} allows {}", need,
-                                   p.prop.name, p.prop.sharedMemPerBlockOptin));
-  if (double(s.batch) * double(s.heads) > double(INT_MAX)) return Support::no("batch * heads above 2^31 - 1 blocks");
-  return Support::yes();
+  return flash_block_support(s, p);
 }
 
 }  // namespace
