@@ -18,6 +18,7 @@
 #include "ops/linear/linear.hpp"
 #include "ops/linear/quant/quantize.hpp"
 #include "ops/linear/quant/recipe.hpp"
+#include "ops/tensor/sample_indices.hpp"
 
 namespace opmeter::linear {
 namespace {
@@ -150,22 +151,6 @@ class TrainReference {
   std::vector<double> xhat_, xn_, rstd_;
 };
 
-// `count` distinct indices of n (first and last among them), all of them when count >= n.
-std::vector<std::size_t> sample(std::size_t n, std::size_t count, std::uint64_t seed) {
-  std::vector<std::size_t> picks;
-  if (count >= n) {
-    for (std::size_t i = 0; i < n; ++i) picks.push_back(i);
-    return picks;
-  }
-  Rng rng(seed);
-  picks = {0, n - 1};
-  while (picks.size() < count) {
-    std::size_t i = rng.next() % n;
-    if (std::find(picks.begin(), picks.end(), i) == picks.end()) picks.push_back(i);
-  }
-  return picks;
-}
-
 std::size_t affordable(double budget, double cost_each) {
   return static_cast<std::size_t>(std::max(2.0, budget / std::max(1.0, cost_each)));
 }
@@ -215,10 +200,10 @@ Check LinearOp::check(const HostTensors& in, const HostTensor& out, std::uint64_
   TrainReference ref(s, in, dy_index(), act(), storage / 2, fp8 ? fp8_train::forward_error(fast_accum, s.hidden) : 0x1p-20,
                      check.tolerance);
   const double h = double(s.hidden), o = double(s.out), rows = double(s.rows);
-  auto row_picks = sample(s.rows, affordable(kSampleBudget, 4 * h * o), seed ^ 0x7a11);
-  auto col_picks = sample(s.out, affordable(kSampleBudget, 4 * rows * h), seed ^ 0xc01);
+  auto row_picks = tensor::sample_indices(s.rows, affordable(kSampleBudget, 4 * h * o), seed ^ 0x7a11);
+  auto col_picks = tensor::sample_indices(s.out, affordable(kSampleBudget, 4 * rows * h), seed ^ 0xc01);
   const bool full = s.layernorm && 4 * rows * h * o <= kFullBudget;
-  if (full) row_picks = sample(s.rows, s.rows, 0);
+  if (full) row_picks = tensor::sample_indices(s.rows, s.rows, 0);
 
   std::vector<Worst> worst(row_picks.size() + col_picks.size());
   std::vector<double> dgamma(full ? s.hidden : 0), dgamma_mag(dgamma.size()), dbeta(dgamma.size()), dbeta_mag(dgamma.size());

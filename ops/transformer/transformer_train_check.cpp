@@ -16,6 +16,7 @@
 #include "opmeter/buffer.hpp"
 #include "ops/transformer/transformer_train.hpp"
 #include "ops/transformer/transformer_train_reference.hpp"
+#include "ops/tensor/sample_indices.hpp"
 
 namespace opmeter::transformer {
 namespace {
@@ -24,23 +25,6 @@ namespace {
 constexpr double kWholeBudget = double(std::int64_t{1} << 34);
 constexpr double kBackwardBudget = double(std::int64_t{1} << 37);
 constexpr std::size_t kSampledRows = 16;
-
-// `count` distinct rows of n (the first and last among them), all of them where count >= n.
-std::vector<std::size_t> sample_rows(std::size_t n, std::size_t count, std::uint64_t seed) {
-  std::vector<std::size_t> picks;
-  if (count >= n) {
-    for (std::size_t i = 0; i < n; ++i) picks.push_back(i);
-    return picks;
-  }
-  Rng rng(seed);
-  picks = {0, n - 1};
-  while (picks.size() < count) {
-    const std::size_t i = rng.next() % n;
-    if (std::find(picks.begin(), picks.end(), i) == picks.end()) picks.push_back(i);
-  }
-  std::sort(picks.begin(), picks.end());
-  return picks;
-}
 
 struct Worst {
   double err = -1, got = 0, ref = 0;
@@ -96,8 +80,8 @@ Check TransformerBlockOp::check_train(const HostTensors& in, const HostTensor& o
   const bool affordable = whole || train_reference_cost(s, kSampledRows) <= kBackwardBudget;
   WeightRows picks;
   if (!whole)
-    picks = {sample_rows(3 * h, kSampledRows, seed ^ 0x9c7), sample_rows(h, kSampledRows, seed ^ 0x90),
-             sample_rows(s.mlp, kSampledRows, seed ^ 0x71), sample_rows(h, kSampledRows, seed ^ 0x72)};
+    picks = {tensor::sample_indices(3 * h, kSampledRows, seed ^ 0x9c7), tensor::sample_indices(h, kSampledRows, seed ^ 0x90),
+             tensor::sample_indices(s.mlp, kSampledRows, seed ^ 0x71), tensor::sample_indices(h, kSampledRows, seed ^ 0x72)};
   Worst g;
   if (affordable) {
     const TrainReference ref(s, in, act(), grad_tol, y_tol, picks);
