@@ -4,6 +4,8 @@
 // says what another rank said.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "opmeter/engine.hpp"
 #include "engine/run_together.hpp"
 
@@ -62,4 +64,37 @@ TEST(Lockstep, HeatingStopsWhenAnotherRankStops) {
   // Alone this would run for 10 s; the other rank is done after the first batch.
   EXPECT_EQ(run_for_together(impl, 4, 10.0, timer), 4u);
   EXPECT_EQ(impl.calls, 4u);
+}
+
+namespace {
+// Another rank converges after its 5th sample: this one stops with it, for that rank's reason.
+class OtherRankConverges : public SampleTimer {
+ public:
+  std::optional<double> time(std::size_t calls, const std::function<void()>& call) override {
+    for (std::size_t i = 0; i < calls; ++i) call();
+    ++samples;
+    votes_since_sample = 0;
+    return 1e-3;
+  }
+  // After a sample the first vote is on discarding it, the second on stopping: the other rank
+  // votes to stop from its 5th sample on.
+  bool any(bool yes) override { return yes || (++votes_since_sample == 2 && samples >= 5); }
+  double largest(double value) override {
+    return std::max(value, samples >= 5 ? static_cast<double>(StopReason::converged) : -1.0);
+  }
+  std::size_t samples = 0, votes_since_sample = 0;
+};
+}  // namespace
+
+TEST(Lockstep, ARankStoppedByAnotherRecordsThatRanksReason) {
+  CountingImpl impl;
+  OtherRankConverges timer;
+  Stopping s;
+  s.warmup_calls = 1;
+  s.fixed_batch = 1;
+  s.min_samples = 1000;  // alone, this rank would go on far past the 5th sample
+  s.timeout_s = 60;
+  Measurement m = measure(impl, 1, s, {}, nullptr, &timer);
+  EXPECT_EQ(m.samples.size(), 5u);
+  EXPECT_EQ(m.reason, StopReason::converged) << to_string(m.reason);  // not "timeout"
 }

@@ -217,7 +217,8 @@ Measurement measure(Impl& impl, std::size_t copies, const Stopping& stopping, co
     double precision = checkpoints.empty() ? std::numeric_limits<double>::infinity() : checkpoints.back().precision;
     auto r = should_stop(stats.count(), precision, m.measured_s, elapsed, stopping, plateau);
     if (timer->any(r.has_value())) {
-      m.reason = r.value_or(StopReason::timeout);  // another process stopped: at its timeout
+      // Every process records the same reason: the largest of theirs (one that had none says -1).
+      m.reason = static_cast<StopReason>(static_cast<int>(timer->largest(r ? static_cast<double>(*r) : -1.0)));
       break;
     }
     if (progress && seconds(t1 - last_progress) > 0.1) {
