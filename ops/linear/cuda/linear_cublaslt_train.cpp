@@ -26,13 +26,6 @@ namespace {
 
 class CublasLtTrainLinear : public LinearTrainCudaBase<LinearOp> {
  public:
-  Check verify(std::uint64_t seed) override {
-    checking_ = true;
-    Check c = cuda::DeviceImpl<LinearOp>::verify(seed);
-    checking_ = false;
-    return c;
-  }
-
   std::map<std::string, std::string> details() const override {
     auto d = forward_.details();
     for (auto& [k, v] : wgrad_.details()) d["wgrad_" + k] = v;
@@ -83,7 +76,7 @@ class CublasLtTrainLinear : public LinearTrainCudaBase<LinearOp> {
   void launch() override {
     const Shape s = shape_of(case_);
     const TrainLayout l = train_layout(s);
-    const Phase p = checking_ ? Phase::step : phase_of(case_);
+    const Phase p = phase_now();
     if (p != Phase::backward) forward();
     if (p == Phase::forward) return;
     if (has_act())
@@ -96,7 +89,6 @@ class CublasLtTrainLinear : public LinearTrainCudaBase<LinearOp> {
                                 stream());
   }
 
-  bool checking_ = false;
   gemm::LtMatmul forward_, dgrad_, wgrad_;
   cuda::DeviceBuffer bias_;    // fp16 / bf16: the bias in y's type
 };
