@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "opmeter/stats.hpp"
 
 namespace opmeter::scale {
 namespace {
@@ -17,12 +18,6 @@ std::string text(const nlohmann::json& j) {
 }
 
 std::string at(const nlohmann::json& j, const char* key) { return j.is_object() && j.contains(key) ? text(j[key]) : ""; }
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  std::size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // The most common value of a key among machines (ties: the smallest), to name how one differs.
 std::string usual(const std::vector<const Machine*>& group, const std::string& key) {
@@ -85,7 +80,7 @@ std::vector<FleetCase> fleet_view(const std::vector<Result>& results, const std:
       by_hardware[m == machines.end() ? "" : m->second.hardware].push_back(fc.entries.size());
       fc.entries.push_back(std::move(e));
     }
-    fc.spread = (*std::max_element(all.begin(), all.end()) - *std::min_element(all.begin(), all.end())) / median_of(all);
+    fc.spread = (*std::max_element(all.begin(), all.end()) - *std::min_element(all.begin(), all.end())) / median(all);
     for (auto& [hardware, idx] : by_hardware) {
       std::vector<double> times;
       std::vector<const Machine*> group;
@@ -94,7 +89,7 @@ std::vector<FleetCase> fleet_view(const std::vector<Result>& results, const std:
         auto m = machines.find(fc.entries[i].machine);
         if (m != machines.end()) group.push_back(&m->second);
       }
-      const double med = median_of(times);
+      const double med = median(times);
       for (auto i : idx) {
         auto& e = fc.entries[i];
         e.vs_hardware_median = e.median_s / med - 1;
@@ -128,7 +123,7 @@ std::vector<MachineSummary> machine_summaries(const std::vector<FleetCase>& flee
     }
   std::vector<MachineSummary> out;
   for (auto& [name, s] : by_name) {
-    s.median_vs_hardware = median_of(deviations[name]);
+    s.median_vs_hardware = median(deviations[name]);
     out.push_back(s);
   }
   return out;
