@@ -57,15 +57,6 @@ nlohmann::json settings_json(const CheckArgs& a, const RunOptions& o) {
           {"kernels", o.kernels}, {"plugins", o.plugins}};
 }
 
-// The shard of this check: --shard's, else the launcher's when it started several processes.
-std::optional<scale::Shard> check_shard(const CheckArgs& a) {
-  auto env = scale::process_env();
-  scale::Shard s =
-      a.shard.empty() ? scale::shard_from_env(env).value_or(scale::Shard{}) : scale::parse_shard(a.shard, env);
-  if (!s.active()) return std::nullopt;
-  return s;
-}
-
 }  // namespace
 
 void add_check_command(CLI::App& app, CheckArgs& a) {
@@ -106,7 +97,7 @@ int check_command(const CheckArgs& a, const char* argv0) {
                             .filter = a.filter, .quick = a.quick, .user_impls = user.names});
   // Under a launcher every rank would write the same check.json: each checks its share (the
   // collectives on every rank) and writes its own directory, named as run's.
-  std::optional<scale::Shard> shard = check_shard(a);
+  std::optional<scale::Shard> shard = shard_of(a.shard);
   std::string out_dir = a.out;
   if (shard) {
     const std::size_t planned = cases.size();

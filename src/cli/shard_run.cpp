@@ -41,12 +41,16 @@ std::vector<fs::path> rank_dirs(const std::string& root, const std::string& pref
 
 }  // namespace
 
-std::optional<scale::Shard> run_shard(const RunArgs& a) {
-  if (!a.child_result.empty()) return std::nullopt;
+std::optional<scale::Shard> shard_of(const std::string& flag) {
   auto env = scale::process_env();
-  scale::Shard s = a.shard.empty() ? scale::shard_from_env(env).value_or(scale::Shard{}) : scale::parse_shard(a.shard, env);
+  scale::Shard s = flag.empty() ? scale::shard_from_env(env).value_or(scale::Shard{}) : scale::parse_shard(flag, env);
   if (!s.active()) return std::nullopt;
   return s;
+}
+
+std::optional<scale::Shard> run_shard(const RunArgs& a) {
+  if (!a.child_result.empty()) return std::nullopt;  // an --isolate child runs the one case it is given
+  return shard_of(a.shard);
 }
 
 ShardOutput prepare_shard_output(RunArgs& a, const scale::Shard& shard) {

@@ -14,8 +14,10 @@ namespace opmeter {
 
 struct RunArgs;
 
-// The shard of this run: --shard's, else the launcher's when it started more than one process;
-// nullopt for an unsharded run (an isolated child never shards: it runs the case it is given).
+// The shard of a run or check: `flag`'s (--shard I/N or auto), else the launcher's when it started
+// more than one process; nullopt when unsharded.
+std::optional<scale::Shard> shard_of(const std::string& flag);
+// The shard of this run (an isolated child never shards: it runs the case it is given).
 std::optional<scale::Shard> run_shard(const RunArgs& a);
 
 // Where a sharded run writes and what --resume continues. Call before the stored settings are
