@@ -41,9 +41,23 @@ TEST(Collective, CasesAreCheckedAndEveryRankRunsThem) {
   ASSERT_NE(op, nullptr);
   EXPECT_TRUE(op->every_rank);
   EXPECT_NO_THROW(op->validate(parse_case("collective/mpi/fp32/kind=alltoall,bytes=4096,inplace=1/threads=1")));
-  EXPECT_THROW(op->validate(parse_case("collective/mpi/fp32/kind=gather,bytes=4096,inplace=0/threads=1")), UsageError);
-  EXPECT_THROW(op->validate(parse_case("collective/mpi/fp64/kind=allreduce,bytes=12,inplace=0/threads=1")), UsageError);
-  EXPECT_THROW(op->validate(parse_case("collective/mpi/fp32/kind=allreduce,bytes=16,inplace=2/threads=1")), UsageError);
+  auto error_of = [&](const char* c) -> std::string {
+    try {
+      op->validate(parse_case(c));
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_NE(error_of("collective/mpi/fp32/kind=gather,bytes=4096,inplace=0/threads=1").find("kind=gather is not one of allreduce"),
+            std::string::npos);
+  EXPECT_NE(error_of("collective/mpi/fp64/kind=allreduce,bytes=12,inplace=0/threads=1")
+                .find("bytes=12 must be a positive multiple of fp64's 8 bytes"),
+            std::string::npos);
+  EXPECT_NE(error_of("collective/mpi/fp32/kind=allreduce,bytes=0,inplace=0/threads=1").find("bytes=0 must be positive"),
+            std::string::npos);
+  EXPECT_NE(error_of("collective/mpi/fp32/kind=allreduce,bytes=16,inplace=2/threads=1").find("inplace=2 must be 0 or 1"),
+            std::string::npos);
   // busbw = algbw x the factor of the ranks the result ran on.
   Result r;
   r.kase = parse_case("collective/mpi/fp32/kind=allreduce,bytes=4096,inplace=0/threads=1");
