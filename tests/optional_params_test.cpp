@@ -47,6 +47,10 @@ TEST(OptionalParams, BadRecipesAndModesAreNamed) {
   EXPECT_TRUE(has(with("quant=int8wo,mode=train"), "has no training step")) << with("quant=int8wo,mode=train");
   EXPECT_EQ(with("quant=float8dq-row,mode=train"), "no error");
   EXPECT_TRUE(has(with("mode=fly"), "mode=fly unknown")) << with("mode=fly");
+  // Checked against the declared values for every op (the registry's rule, not each op's).
+  const std::string block = case_error(
+      "transformer_block/onednn_train/fp32/batch=1,seq=4,hidden=64,heads=2,mlp=0,act=gelu,causal=0,mode=fly/threads=1");
+  EXPECT_TRUE(has(block, "mode=fly unknown: expected one of inference, train")) << block;
   EXPECT_TRUE(has(with("colour=red"), "takes: batch, seq, hidden, out, act, quant, mode, phase, scaling_input")) << with("colour=red");
 }
 

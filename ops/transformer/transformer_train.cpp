@@ -94,8 +94,6 @@ std::vector<OptionalParam> train_params() {
 }
 
 void validate_train(const Case& c) {
-  if (c.has(linear::kMode) && c.get(linear::kMode) != linear::kTrain)
-    throw CaseError(fmt::format("{}={} unknown: expected inference or {}", linear::kMode, c.get(linear::kMode), linear::kTrain));
   linear::validate_training_params(c);
   if (training(c) && linear::recipe_of(c) != quant::kBaseline)
     throw CaseError(fmt::format("{}={} has no training step on transformer_block: {}={} runs the block unquantized",

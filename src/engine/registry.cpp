@@ -149,6 +149,9 @@ void validate_case(const Case& c) {
     }
     if (value == optional->absent)
       throw CaseError(fmt::format("{}={} is the default: leave it out of the case", key, value));
+    // The values a config is checked against hold for a case string too, for every op.
+    if (!optional->values.empty() && std::find(optional->values.begin(), optional->values.end(), value) == optional->values.end())
+      throw CaseError(fmt::format("{}={} unknown: expected one of {}", key, value, fmt::join(optional->values, ", ")));
   }
   if (op->validate) op->validate(c);
 
