@@ -45,13 +45,12 @@ class CudaQuantBlock : public BlockCudaBase<QuantTransformerBlockOp> {
  private:
   static constexpr std::array<const char*, 4> kNames = {"qkv", "wo", "w1", "w2"};
 
-  // The inputs as uploaded, read back: the spec quantizes the weights from the host copy.
+  // The four weight matrices as uploaded, read back (the other inputs stay unfilled): the spec
+  // quantizes the weights from the host copy.
   HostTensors host_inputs() const {
     HostTensors host;
-    for (const TensorDesc& t : inputs()) {
-      host.emplace_back(t);
-      cuda::download(host.back().data(), in(host.size() - 1), t.bytes(), stream());
-    }
+    for (const TensorDesc& t : inputs()) host.emplace_back(t);
+    for (std::size_t w : kWeights) cuda::download(host[w].data(), in(w), host[w].bytes(), stream());
     return host;
   }
 
