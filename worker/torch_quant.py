@@ -188,12 +188,14 @@ def make_torch_quant(case, input_sets):
         # Dynamic recipes quantize fp32 activations (LayerNorm in fp32), as opmeter's kernels do.
         pdt = torch.float32 if dynamic else case.dtype
         norm = (gamma.to(pdt), beta.to(pdt)) if layernorm else ()
-        return (x.view(rows, h), mm, packed, b.float()) + norm
+        # The bias in the kernel's output type: fp32 for the dynamic kernels, the activations'
+        # for weight-only ones, so the timed call adds it without a round trip through fp32.
+        return (x.view(rows, h), mm, packed, b.float() if dynamic else b.to(case.dtype)) + norm
 
     def fn(x, mm, packed, b, gamma=None, beta=None):
         if layernorm:
             x = F.layer_norm(x.float() if dynamic else x, (h,), gamma, beta, NORM_EPS)
-        return act(mm(x, *packed).float() + b).to(case.dtype)
+        return act(mm(x, *packed) + b).to(case.dtype)  # no copy where it already is
     return Prepared(fn, prep, input_sets, details)
 
 
