@@ -24,21 +24,29 @@ void QuantProjection::run(const void* x, std::size_t rows, const float* bias, te
   const std::size_t h = packed_.hidden, out = packed_.out, e = bf16_ ? 2 : 4;
   const std::size_t groups = packed_.format == quant::WeightFormat::int4 ? h / packed_.group : 0;
   const std::size_t block_rows = std::min(kRowBlock, rows), blocks = (out + kChannelBlock - 1) / kChannelBlock;
-  xs_.resize(block_rows * h);
+  xs_.resize(bf16_dot_ ? 0 : block_rows * h);
   tile_.resize(block_rows * out);
   xsum_.resize(std::max<std::size_t>(1, block_rows * groups));
-  xb_.resize(bf16_dot_ ? block_rows * h : 0);
+  const auto* xb = static_cast<const std::uint16_t*>(x);
   for (std::size_t r0 = 0; r0 < rows; r0 += kRowBlock) {
     const std::size_t mr = std::min(kRowBlock, rows - r0);
 #pragma omp parallel
     {
 #pragma omp for schedule(static)
       for (std::size_t i = 0; i < mr; ++i) {
+        if (bf16_dot_) {  // the kernel reads the bf16 rows in place: only their group sums here
+          const std::uint16_t* src = xb + (r0 + i) * h;
+          for (std::size_t g = 0; g < groups; ++g) {
+            float sum = 0;
+            for (std::size_t k = g * packed_.group; k < (g + 1) * packed_.group; ++k) sum += from_bf16(src[k]);
+            xsum_[i * groups + g] = sum;
+          }
+          continue;
+        }
         float* xi = xs_.data() + i * h;
         if (bf16_) {
-          const auto* src = static_cast<const std::uint16_t*>(x) + (r0 + i) * h;
+          const auto* src = xb + (r0 + i) * h;
           for (std::size_t k = 0; k < h; ++k) xi[k] = from_bf16(src[k]);
-          if (bf16_dot_) std::memcpy(xb_.data() + i * h, src, h * 2);
         } else {
           std::memcpy(xi, static_cast<const float*>(x) + (r0 + i) * h, h * sizeof(float));
         }
@@ -52,7 +60,7 @@ void QuantProjection::run(const void* x, std::size_t rows, const float* bias, te
       for (std::size_t b = 0; b < blocks; ++b) {
         const std::size_t j0 = b * kChannelBlock, j1 = std::min(out, j0 + kChannelBlock);
         if (bf16_dot_)
-          qk.int4_bf16(packed_, xb_.data(), xsum_.data(), mr, j0, j1, tile_.data(), out);
+          qk.int4_bf16(packed_, xb + r0 * h, xsum_.data(), mr, j0, j1, tile_.data(), out);
         else
           qk.weight_only(packed_, xs_.data(), xsum_.data(), mr, j0, j1, tile_.data(), out);
         if (residual)  // added before the epilogue's bias: one rounding of the sum in bf16

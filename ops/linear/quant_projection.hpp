@@ -27,7 +27,6 @@ class QuantProjection {
   PackedWeights packed_;
   bool bf16_ = false, bf16_dot_ = false;
   std::vector<float> xs_, xsum_, tile_;
-  std::vector<std::uint16_t> xb_;
 };
 
 }  // namespace opmeter::linear
