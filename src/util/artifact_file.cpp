@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/errors.hpp"
+#include "util/output_file.hpp"
 
 namespace opmeter {
 namespace {
@@ -61,13 +62,7 @@ void write_private_file(const std::string& dir, const std::string& name, const s
   {
     Fd file{::openat(folder.fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)};
     if (file.fd < 0) throw output_error(path, errno);
-    for (std::size_t done = 0; done < content.size() && !err;) {
-      ssize_t n = ::write(file.fd, content.data() + done, content.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) err = n < 0 ? errno : ENOSPC;
-      else done += static_cast<std::size_t>(n);
-    }
-    if (!err && ::fdatasync(file.fd) != 0 && errno != EINVAL) err = errno;
+    err = write_all(file.fd, content.data(), content.size(), true);
   }
   // renameat replaces a link at `name` itself, never what it points to.
   if (!err && ::renameat(folder.fd, tmp.c_str(), folder.fd, name.c_str()) != 0) err = errno;

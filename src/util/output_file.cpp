@@ -10,20 +10,24 @@
 
 namespace opmeter {
 
+int write_all(int fd, const void* data, std::size_t bytes, bool sync) {
+  const char* p = static_cast<const char*>(data);
+  for (std::size_t done = 0; done < bytes;) {
+    ssize_t n = ::write(fd, p + done, bytes - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : ENOSPC;
+    done += static_cast<std::size_t>(n);
+  }
+  if (sync && ::fdatasync(fd) != 0 && errno != EINVAL) return errno;  // EINVAL: a file that cannot be synced
+  return 0;
+}
+
 namespace {
 // Writes all of `content` to a new file at `path`, synced; OutputError (and no file) otherwise.
 void write_new_file(const std::string& path, const std::string& content) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw output_error(path, errno);
-  std::size_t done = 0;
-  int err = 0;
-  while (done < content.size() && !err) {
-    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) err = n < 0 ? errno : ENOSPC;
-    else done += static_cast<std::size_t>(n);
-  }
-  if (!err && ::fdatasync(fd) != 0 && errno != EINVAL) err = errno;
+  int err = write_all(fd, content.data(), content.size(), true);
   if (::close(fd) != 0 && !err) err = errno;
   if (err) {
     ::unlink(path.c_str());  // a half-written file helps no one and holds the space

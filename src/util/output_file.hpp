@@ -1,5 +1,6 @@
 #pragma once
 // Writing the files a run leaves behind: whole or not at all, and JSON that never throws.
+#include <cstddef>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -9,6 +10,9 @@ namespace opmeter {
 // Writes a temporary file beside `path`, syncs it and renames it over `path`: readers see the old
 // file or the new one, never half of one. OutputError (naming the path and why) on failure.
 void write_atomically(const std::string& path, const std::string& content);
+// Writes all of `bytes` at `data` to `fd` (again after EINTR and short writes) and, when `sync`,
+// fdatasyncs it: 0, or the errno of what failed (ENOSPC for a write of nothing).
+int write_all(int fd, const void* data, std::size_t bytes, bool sync);
 // JSON text that never throws on strings that are not UTF-8 (they show U+FFFD).
 std::string dump_json(const nlohmann::json& j, int indent = -1);
 

@@ -15,6 +15,8 @@
 
 #include <fmt/format.h>
 
+#include "util/output_file.hpp"
+
 namespace opmeter {
 namespace {
 namespace fs = std::filesystem;
@@ -78,16 +80,9 @@ fs::path make_private_subdir(const std::string& prefix) {
 void write_new_file(const fs::path& path, const void* data, std::size_t bytes) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) throw std::runtime_error(fmt::format("cannot create {}: {}", path.string(), std::strerror(errno)));
-  const char* p = static_cast<const char*>(data);
-  for (std::size_t done = 0; done < bytes;) {
-    ssize_t n = write(fd, p + done, bytes - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = errno;
-      close(fd);
-      throw std::runtime_error(fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));
-    }
-    done += static_cast<std::size_t>(n);
+  if (int err = write_all(fd, data, bytes, false)) {
+    close(fd);
+    throw std::runtime_error(fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));
   }
   if (close(fd) != 0) throw std::runtime_error(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
 }
