@@ -1,6 +1,5 @@
 #include "cli/shard_run.hpp"
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -13,6 +12,7 @@
 #include "predict/model.hpp"
 #include "predict/sample.hpp"
 #include "results/run_dir.hpp"
+#include "util/host_name.hpp"
 
 namespace opmeter {
 namespace fs = std::filesystem;
@@ -22,12 +22,6 @@ namespace {
 // modest single-core figures do.
 constexpr double kFlopsPerThreadS = 20e9;
 constexpr double kBytesPerS = 10e9;
-
-std::string host_name() {
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  return host;
-}
 
 // The directories under root of ranks of `size` (rank003-of-8-...).
 std::vector<fs::path> rank_dirs(const std::string& root, const std::string& prefix) {

@@ -16,6 +16,7 @@
 #include "context/build_info.hpp"
 #include "engine/contention.hpp"
 #include "opmeter/result.hpp"
+#include "util/host_name.hpp"
 
 namespace opmeter {
 
@@ -168,8 +169,6 @@ int default_threads() {
 
 nlohmann::json machine_context() {
   const auto& cpu = cpu_info();
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
   const dnnl_version_t* dv = dnnl_version();
 
   nlohmann::json caches = nlohmann::json::array();
@@ -180,7 +179,7 @@ nlohmann::json machine_context() {
   // Google Benchmark's context keys first, so tools that read that format find them.
   nlohmann::json ctx = {
       {"date", utc_now_iso()},
-      {"host_name", host},
+      {"host_name", host_name()},
       {"executable", "opmeter"},
       {"num_cpus", cpu.logical_cpus},
       {"mhz_per_cpu", static_cast<int>(cpu.mhz)},

@@ -1,11 +1,11 @@
 #include "engine/rank_energy.hpp"
 
-#include <unistd.h>
-
 #include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "util/host_name.hpp"
 
 namespace opmeter {
 
@@ -35,9 +35,7 @@ LaunchEnergy sum_over_ranks(const std::vector<RankEnergy>& ranks) {
 }
 
 std::string energy_counter_name(const Result& r) {
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  std::string name = fmt::format("{}/{}", host, r.kase.on_host() ? "cpu" : r.kase.device);
+  std::string name = fmt::format("{}/{}", host_name(), r.kase.on_host() ? "cpu" : r.kase.device);
   if (auto it = r.details.find("pci_bus_id"); it != r.details.end() && !r.kase.on_host()) name += "/" + it->second;
   return name;
 }

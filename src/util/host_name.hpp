@@ -1,0 +1,7 @@
+#pragma once
+// This machine's host name, as results, rank directories and energy counters name it.
+#include <string>
+
+namespace opmeter {
+std::string host_name();
+}  // namespace opmeter
