@@ -1,6 +1,5 @@
 #include "cli/shard_run.hpp"
 
-
 #include <algorithm>
 #include <filesystem>
 
