@@ -143,7 +143,7 @@ CalibrateArgs per_rank(CalibrateArgs a) {
   a.out = (profile.parent_path() / (profile.stem().string() + "." + name + profile.extension().string())).string();
   if (!a.resume.empty()) a.resume = (std::filesystem::path(a.resume) / name).string();
   else if (!a.results_dir.empty()) a.results_dir = (std::filesystem::path(a.results_dir) / name).string();
-  else a.results_dir = fmt::format("opmeter-results/{:%Y%m%d-%H%M%S}/{}", fmt::localtime(std::time(nullptr)), name);
+  else a.results_dir = (std::filesystem::path(timestamped_dir("opmeter-results")) / name).string();
   fmt::print(stderr, "opmeter: rank {} of {} ({}): profile {}, results {}\n", shard->rank, shard->size, shard->source,
              a.out, a.resume.empty() ? a.results_dir : a.resume);
   return a;

@@ -56,6 +56,8 @@ void add_run_command(CLI::App& app, RunArgs& args);
 // What `run` and `check` share: the opmeter binary (isolated children re-execute it), --filter,
 // and users' impls (--kernel, --plugin), registered before any case names them.
 std::string self_path(const char* argv0);
+// ROOT/<YYYYmmdd-HHMMSS> (local time): a new run's default results directory.
+std::string timestamped_dir(const std::string& root);
 std::optional<std::regex> compile_filter(const std::string& filter);  // UsageError when not a regex; empty: none
 void add_user_impl_options(CLI::App* command, std::vector<std::string>& kernels, std::vector<std::string>& plugins);
 struct UserImpls {

@@ -16,10 +16,7 @@ namespace opmeter {
 
 int run_pipelines(std::vector<pipeline::PlannedPipeline> pipelines, std::vector<Case> cases, const RunOptions& options,
                   RunOutput out, const std::function<bool()>& interrupted) {
-  if (out.dir.empty()) {  // every round writes into this one
-    auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-    out.dir = fmt::format("opmeter-results/{:%Y%m%d-%H%M%S}", fmt::localtime(t));
-  }
+  if (out.dir.empty()) out.dir = timestamped_dir("opmeter-results");  // every round writes into this one
   const bool report = writes_report(out);
   out.report = false;  // written once, at the end, with the pipelines
   auto round = pipeline::run_rounds(

@@ -161,12 +161,6 @@ void warn_oversubscribed(const std::vector<Case>& cases) {
                most, default_threads());
 }
 
-// ROOT/<YYYYmmdd-HHMMSS>: a new run's default results directory.
-std::string timestamped_dir(const std::string& root) {
-  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  return fmt::format("{}/{:%Y%m%d-%H%M%S}", root, fmt::localtime(t));
-}
-
 std::size_t journal_lines(const std::string& journal) {
   try {
     return read_jsonl(journal).size();
@@ -189,6 +183,12 @@ std::vector<std::string> chosen_formats(const RunArgs& a) {
 }
 
 }  // namespace
+
+// ROOT/<YYYYmmdd-HHMMSS>: a new run's default results directory.
+std::string timestamped_dir(const std::string& root) {
+  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  return fmt::format("{}/{:%Y%m%d-%H%M%S}", root, fmt::localtime(t));
+}
 
 std::string self_path(const char* argv0) {
   std::error_code ec;
