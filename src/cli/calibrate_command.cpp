@@ -6,7 +6,6 @@
 #include <fstream>
 #include <map>
 
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include "cli/cache_cases.hpp"

@@ -1,9 +1,7 @@
 // `opmeter run` with pipelines: the rounds (src/pipeline/pipeline_rounds.hpp) run in one results
 // directory; then the pipeline files, the report with its Pipelines section, and the totals.
-#include <chrono>
 #include <iostream>
 
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
