@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -25,15 +26,32 @@ using namespace opmeter;
 using namespace opmeter::linear;
 
 
+// Sums n bytes as floats (their values do not matter, only that every byte is loaded once).
 __attribute__((target("avx512f"))) static float read_bytes(const std::uint8_t* p, std::size_t n) {
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (std::size_t i = 0; i + 256 <= n; i += 256) {
+  std::size_t i = 0;
+  for (; i + 256 <= n; i += 256) {
     a0 = _mm512_add_ps(a0, _mm512_loadu_ps(reinterpret_cast<const float*>(p + i)));
     a1 = _mm512_add_ps(a1, _mm512_loadu_ps(reinterpret_cast<const float*>(p + i + 64)));
     a2 = _mm512_add_ps(a2, _mm512_loadu_ps(reinterpret_cast<const float*>(p + i + 128)));
     a3 = _mm512_add_ps(a3, _mm512_loadu_ps(reinterpret_cast<const float*>(p + i + 192)));
   }
-  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+  float tail = 0;
+  for (; i < n; ++i) tail += p[i];  // under 256 bytes: the bandwidth divides by them too
+  return tail + _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+
+// A positive whole number argument, or a message and exit 2.
+static std::size_t positive_arg(int argc, char** argv, int i, const char* name, std::size_t fallback) {
+  if (argc <= i) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(argv[i], &end, 10);
+  if (errno != 0 || end == argv[i] || *end != '\0' || v == 0 || argv[i][0] == '-') {
+    std::fprintf(stderr, "quant_int4_gemv: %s must be a positive whole number, got '%s'\n", name, argv[i]);
+    std::exit(2);
+  }
+  return static_cast<std::size_t>(v);
 }
 
 template <class F>
@@ -48,10 +66,23 @@ static double best_of(int reps, F f) {
 }
 
 int main(int argc, char** argv) {
-  const std::size_t n = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 7168;
-  const std::size_t k = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 8192;
-  const std::size_t g = argc > 3 ? std::strtoul(argv[3], nullptr, 10) : 64;
-  const int reps = argc > 4 ? std::atoi(argv[4]) : 100;
+  if (argc > 5) {
+    std::fprintf(stderr, "usage: quant_int4_gemv [N K G reps]\n");
+    return 2;
+  }
+  const std::size_t n = positive_arg(argc, argv, 1, "N", 7168);
+  const std::size_t k = positive_arg(argc, argv, 2, "K", 8192);
+  const std::size_t g = positive_arg(argc, argv, 3, "G", 64);
+  const int reps = static_cast<int>(std::min<std::size_t>(positive_arg(argc, argv, 4, "reps", 100), 1000000));
+  // The kernels take whole groups of a power-of-two size; the recipe parser checks the rest.
+  if ((g & (g - 1)) != 0 || k % g != 0) {
+    std::fprintf(stderr, "quant_int4_gemv: G must be a power of two dividing K (K=%zu, G=%zu)\n", k, g);
+    return 2;
+  }
+  if (!quant::parse_recipe("int4wo-" + std::to_string(g))) {
+    std::fprintf(stderr, "quant_int4_gemv: no int4 recipe with group %zu\n", g);
+    return 2;
+  }
   const auto& kernels = quant_kernels();
   if (!kernels.int4_bf16) {
     std::printf("this CPU has no AVX512_BF16 + GFNI: no int4 bf16 kernel\n");
@@ -71,11 +102,13 @@ int main(int argc, char** argv) {
     xsum[i / g] += from_bf16(x[i]);
   }
   volatile float sink = 0;
+  // 64 parts of the codes, the last one taking the remainder: every byte read once.
   const std::size_t parts = 64, chunk = p.codes.size() / parts;
   const double read_s = best_of(reps, [&] {
     float s = 0;
 #pragma omp parallel for reduction(+ : s) schedule(static)
-    for (std::size_t i = 0; i < parts; ++i) s += read_bytes(p.codes.data() + i * chunk, chunk);
+    for (std::size_t i = 0; i < parts; ++i)
+      s += read_bytes(p.codes.data() + i * chunk, i + 1 < parts ? chunk : p.codes.size() - i * chunk);
     sink = sink + s + read_bytes(p.group_scales.data(), p.group_scales.size()) +
            read_bytes(p.group_zeros.data(), p.group_zeros.size());
   });
