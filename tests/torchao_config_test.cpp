@@ -210,6 +210,33 @@ TEST(TorchaoConfig, BadValuesAreErrorsAtTheirLine) {
   }
 }
 
+// The whole message of each refusal the test above matches only in part.
+TEST(TorchaoConfig, RefusalsSayWhatIsWrongAndWhatIsExpected) {
+  struct Bad {
+    std::string yaml, message;
+  };
+  const std::vector<Bad> bad = {
+      {"benchmark_mode: inference\nquantization_config_recipe_names: [baseline]\n",
+       "t.yaml:1:1: missing 'model_params': the models and matrix_shapes to measure"},
+      {"benchmark_mode: inference\nmodel_params: []\n", "t.yaml:2:15: model_params: the list is empty"},
+      {"benchmark_mode: inference\nmodel_params: {device: cpu}\n",
+       "model_params: missing 'matrix_shapes', e.g. [{name: custom, shapes: [[1024, 1024, 1024]]}]"},
+      {"benchmark_mode: train\nmodel_params: {matrix_shapes: [{name: llama}]}\n",
+       "benchmark_mode: 'train' unknown: expected inference or training"},
+      {with_model("  device: tpu\n"), "device: 'tpu' is not one of cuda, cuda:N, cpu (mps, xpu: not measured by opmeter)"},
+      {with_model("  compile: fast\n"),
+       "compile: 'fast' is not a torch.compile mode: expected default, max-autotune, max-autotune-no-cudagraphs, "
+       "reduce-overhead or false"},
+      {with_model("", "scaling_granularity: diagonal\n"), "scaling_granularity: 'diagonal' unknown: expected tensorwise or rowwise"},
+      {with_model("  device: mps\n"),
+       "the torchao config expands to no cases: model_params: device mps is not measured by opmeter (cpu, cuda): left out"},
+  };
+  for (auto& b : bad) {
+    auto msg = config_error_of(b.yaml);
+    EXPECT_TRUE(has(msg, b.message)) << b.yaml << "\n-> " << msg;
+  }
+}
+
 TEST(TorchaoConfigCli, TinyCpuConfigRunsIntoItsOutputDirWithNotesInRunJson) {
   auto dir = temp_dir("torchao_cpu");
   auto cfg = write(dir, "micro.yml",

@@ -249,6 +249,7 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
                std::set<std::string>& have, Notes& notes) {
   r.expect_map(entry, "model_params entry");
   r.check_keys(entry, kModelKeys, "model_params");
+  const std::string where = name.empty() ? "model_params" : "model_params " + name;  // in notes
   if (!entry["matrix_shapes"])
     r.fail(entry, "model_params: missing 'matrix_shapes', e.g. [{name: custom, shapes: [[1024, 1024, 1024]]}]");
   const auto shapes = read_shapes(r, entry["matrix_shapes"]);
@@ -269,7 +270,7 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
     auto names = r.text_list(n, "device");
     for (std::size_t i = 0; i < names.size(); ++i) {
       auto d = read_device(r, item(n, i));
-      if (d.empty()) notes.add(fmt::format("model_params {}: device {} is not measured by opmeter (cpu, cuda): left out", name, names[i]));
+      if (d.empty()) notes.add(fmt::format("{}: device {} is not measured by opmeter (cpu, cuda): left out", where, names[i]));
       else devices.push_back(d);
     }
   } else {
@@ -285,7 +286,7 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
     compiled.push_back(mode ? compile_impl(r, mode, "torch_compile_mode", notes) : "torch_compile");
     if (compiled.back().empty()) compiled.clear();
   } else if (entry["torch_compile_mode"]) {
-    notes.add(fmt::format("model_params {}: torch_compile_mode without use_torch_compile: true compiles nothing", name));
+    notes.add(fmt::format("{}: torch_compile_mode without use_torch_compile: true compiles nothing", where));
   }
   if (entry["enable_profiler"] && r.boolean(entry["enable_profiler"], "enable_profiler")) {
     plan.profile = true;
@@ -304,8 +305,8 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
   for (std::size_t t = 0; t < types.size(); ++t) {
     auto op_name = model_op(types[t]);
     if (!op_name) {
-      notes.add(fmt::format("model_params {}: model_type {} has no opmeter op (linear, ln_linear_<act>, "
-                            "transformer_block): left out", name, types[t]));
+      notes.add(fmt::format("{}: model_type {} has no opmeter op (linear, ln_linear_<act>, "
+                            "transformer_block): left out", where, types[t]));
       continue;
     }
     const OpDef& op = *reg.op(*op_name);
