@@ -53,6 +53,8 @@ TEST(WorkerImpls, EveryDeclaredImplIsRegisteredWithItsDtypes) {
   // The drift the C++ copy had: the worker runs fp64 GEMM.
   const auto& gemm_dtypes = reg.impl("gemm", "torch")->dtypes;
   EXPECT_NE(std::find(gemm_dtypes.begin(), gemm_dtypes.end(), DType::fp64), gemm_dtypes.end());
+  const auto& accepts = reg.impl("linear", "torch")->accepts;
+  EXPECT_NE(std::find(accepts.begin(), accepts.end(), "fast_accum"), accepts.end());  // param_sets.training
   EXPECT_TRUE(reg.impl("softmax", "triton")->runs_on("cuda"));
   EXPECT_FALSE(reg.impl("softmax", "triton")->runs_on("cpu"));
 }
@@ -61,7 +63,8 @@ TEST(WorkerImpls, ATableIsReadAsDeclared) {
   auto table = nlohmann::json::parse(R"({
     "dtype_sets": {"t": ["fp32", "bf16"]},
     "op_sets": {"s": {"relu": "t", "no_such_op": "t"}},
-    "impls": [{"impl": "w", "ops": "s", "devices": ["cuda"], "summary": "S", "needs": ["quant"]}]})");
+    "param_sets": {"train": ["mode", "phase"]},
+    "impls": [{"impl": "w", "ops": "s", "devices": ["cuda"], "summary": "S", "needs": ["quant"], "accepts": "train"}]})");
   auto defs = worker::impl_defs(table, {"relu"});
   ASSERT_EQ(defs.size(), 1u);  // the op opmeter lacks is left out
   EXPECT_EQ(defs[0].op, "relu");
@@ -69,6 +72,16 @@ TEST(WorkerImpls, ATableIsReadAsDeclared) {
   EXPECT_EQ(defs[0].backends, std::vector<std::string>{"cuda"});
   EXPECT_EQ(defs[0].dtypes, (std::vector<DType>{DType::fp32, DType::bf16}));
   EXPECT_EQ(defs[0].needs, std::vector<std::string>{"quant"});
+  EXPECT_EQ(defs[0].accepts, (std::vector<std::string>{"mode", "phase"}));  // the named param set
+  table["impls"][0]["accepts"] = "nothing_like_it";
+  try {
+    worker::impl_defs(table, {"relu"});
+    ADD_FAILURE() << "an unknown param set was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("worker/impls.json) is malformed"), std::string::npos) << e.what();
+  }
+  table["impls"][0].erase("accepts");
+  EXPECT_TRUE(worker::impl_defs(table, {"relu"})[0].accepts.empty());
   table["dtype_sets"]["t"].push_back("fp33");
   EXPECT_THROW(worker::impl_defs(table, {"relu"}), std::runtime_error);
   table.erase("op_sets");

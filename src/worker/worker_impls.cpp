@@ -36,7 +36,9 @@ std::vector<ImplDef> impl_defs(const nlohmann::json& table, const std::vector<st
             .make = [] { return std::make_unique<WorkerImpl>(); },
             .on_request = true,
             .needs = entry.value("needs", std::vector<std::string>{}),
-            .accepts = entry.value("accepts", std::vector<std::string>{}),
+            .accepts = entry.contains("accepts")
+                           ? table.at("param_sets").at(entry.at("accepts").get<std::string>()).get<std::vector<std::string>>()
+                           : std::vector<std::string>{},
         });
       }
     }
