@@ -166,3 +166,18 @@ TEST(QuantSqnr, DecibelsOfSignalOverNoise) {
   exact.add(2, 2);
   EXPECT_TRUE(std::isinf(exact.db()));
 }
+
+TEST(QuantSqnr, MergedPartsEqualOneAccumulator) {
+  Sqnr whole, a, b;
+  const double got[] = {1.1, -0.9, 3.5, 0.2}, ref[] = {1, -1, 3, 0.25};
+  for (int i = 0; i < 4; ++i) {
+    whole.add(got[i], ref[i]);
+    (i < 2 ? a : b).add(got[i], ref[i]);
+  }
+  a.merge(b);
+  EXPECT_DOUBLE_EQ(a.signal, whole.signal);
+  EXPECT_DOUBLE_EQ(a.noise, whole.noise);
+  EXPECT_EQ(a.max_abs_error, whole.max_abs_error);  // b's 0.5, not a's 0.1
+  EXPECT_NEAR(a.max_abs_error, 0.5, 1e-12);
+  EXPECT_DOUBLE_EQ(a.db(), whole.db());
+}

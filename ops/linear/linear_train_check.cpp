@@ -268,11 +268,9 @@ Check LinearOp::check(const HostTensors& in, const HostTensor& out, std::uint64_
   quant::Sqnr y, dx, dw;
   for (auto& w : worst) {
     if (!(w.err <= all.err)) all = w;
-    for (auto [sum, part] : {std::pair{&y, &w.y}, {&dx, &w.dx}, {&dw, &w.dw}}) {
-      sum->signal += part->signal;
-      sum->noise += part->noise;
-      sum->max_abs_error = std::max(sum->max_abs_error, part->max_abs_error);
-    }
+    y.merge(w.y);
+    dx.merge(w.dx);
+    dw.merge(w.dw);
   }
   if (recipe && !recipe->baseline()) {  // the recipe's cost, as inference reports it: y's product, and each gradient's
     check.metrics["sqnr_db"] = Metric{y.db(), "dB", Better::higher, MetricFormat::number};

@@ -182,11 +182,7 @@ Check QuantLinearOp::check(const HostTensors& in, const HostTensor& out, std::ui
     }
   }
   quant::Sqnr total;
-  for (auto& p : parts) {
-    total.signal += p.signal;
-    total.noise += p.noise;
-    total.max_abs_error = std::max(total.max_abs_error, p.max_abs_error);
-  }
+  for (auto& p : parts) total.merge(p);
   gate.metrics["sqnr_db"] = Metric{total.db(), "dB", Better::higher, MetricFormat::number};
   gate.metrics["max_abs_error"] = Metric{total.max_abs_error, "", Better::lower, MetricFormat::number};
   return gate;

@@ -218,6 +218,12 @@ void Sqnr::add(double got, double ref) {
   max_abs_error = std::max(max_abs_error, std::fabs(got - ref));
 }
 
+void Sqnr::merge(const Sqnr& other) {
+  signal += other.signal;
+  noise += other.noise;
+  max_abs_error = std::max(max_abs_error, other.max_abs_error);
+}
+
 double Sqnr::db() const { return noise == 0 ? INFINITY : 10 * std::log10(signal / noise); }
 
 }  // namespace opmeter::quant

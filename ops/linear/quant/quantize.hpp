@@ -63,6 +63,8 @@ ScaleZero hqq_int4(const float* w, std::size_t n);
 struct Sqnr {
   double signal = 0, noise = 0, max_abs_error = 0;
   void add(double got, double ref);
+  // Adds another accumulator's sums (rows summed apart, e.g. one per thread).
+  void merge(const Sqnr& other);
   double db() const;
 };
 
