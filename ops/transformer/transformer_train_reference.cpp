@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "ops/activation/activation.hpp"
+#include "ops/norm/layernorm_reference.hpp"
 #include "ops/transformer/transformer_train.hpp"
 
 namespace opmeter::transformer {
@@ -91,19 +92,10 @@ struct Norm {
 Norm layernorm(const Pair& x, const Mat& g, const Mat& b, std::size_t rows, std::size_t h) {
   Norm n{Mat(rows * h), Mat(rows * h), Mat(rows), {Mat(rows * h), Mat(rows * h)}};
   for (std::size_t r = 0; r < rows; ++r) {
-    double mean = 0, var = 0, m2 = 0;
-    for (std::size_t k = 0; k < h; ++k) mean += x.v[r * h + k];
-    mean /= double(h);
-    for (std::size_t k = 0; k < h; ++k) {
-      var += square(x.v[r * h + k] - mean);
-      if (!x.m.empty()) m2 += square(x.m[r * h + k]);
-    }
-    n.rstd[r] = 1 / std::sqrt(var / double(h) + tensor::kNormEps);
-    const double spread = std::sqrt(m2 / double(h)) / std::sqrt(double(h));
+    n.rstd[r] = norm::layernorm_row(&x.v[r * h], h, &n.xn[r * h], x.m.empty() ? nullptr : &x.m[r * h], &n.xn_m[r * h]);
     for (std::size_t k = 0; k < h; ++k) {
       const std::size_t i = r * h + k;
-      n.xn[i] = (x.v[i] - mean) * n.rstd[r];
-      n.xn_m[i] = std::fabs(n.xn[i]) + n.rstd[r] * ((x.m.empty() ? 0.0 : x.m[i]) + (1 + std::fabs(n.xn[i])) * spread);
+      n.xn_m[i] += std::fabs(n.xn[i]);  // xn's own rounding
       n.xhat.v[i] = n.xn[i] * g[k] + b[k];
       n.xhat.m[i] = std::fabs(n.xn[i] * g[k]) + std::fabs(b[k]) + std::fabs(g[k]) * n.xn_m[i];
     }
