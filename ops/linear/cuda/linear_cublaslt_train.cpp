@@ -61,7 +61,7 @@ class CublasLtTrainLinear : public LinearTrainCudaBase<LinearOp> {
                    .b_transposed = true},
                   dz(), gemm_x(), section(l.dw), stream());
     }
-    if ((has_act() || layernorm()) && !checking_ && phase_of(case_) == Phase::backward) forward();  // what the timed backward reads
+    if ((has_act() || layernorm()) && backward_alone()) forward();  // what the timed backward reads
   }
 
   void forward() {

@@ -2,27 +2,17 @@
 // What the CUDA training steps of the linear ops (cublaslt_train, cublaslt_fp8_train) share: the
 // tensors a step keeps between its forward and backward (z and dz with an activation; LayerNorm's
 // output, statistics and dxhat for ln_linear), where each operand lives, their allocation, and
-// the whole step run by every check.
+// the phases (train_phases.hpp).
 #include "ops/linear/cuda/layernorm_train_kernel.hpp"
 #include "ops/linear/linear.hpp"
+#include "ops/linear/train_phases.hpp"
 #include "opmeter/cuda/device_impl.hpp"
 
 namespace opmeter::linear {
 
 template <class Op>
-class LinearTrainCudaBase : public cuda::DeviceImpl<Op> {
- public:
-  // Every check runs the whole step, so that each gradient is checked whatever `phase` times.
-  Check verify(std::uint64_t seed) override {
-    checking_ = true;
-    Check c = cuda::DeviceImpl<Op>::verify(seed);
-    checking_ = false;
-    return c;
-  }
-
+class LinearTrainCudaBase : public TrainPhases<cuda::DeviceImpl<Op>> {
  protected:
-  // The phase a launch runs: the case's, or the whole step while checking.
-  Phase phase_now() const { return checking_ ? Phase::step : phase_of(this->case_); }
   Shape shape() const { return shape_of(this->case_); }
   // An offset (in elements) of the TrainLayout output.
   char* section(std::size_t offset) const {
@@ -64,7 +54,6 @@ class LinearTrainCudaBase : public cuda::DeviceImpl<Op> {
     }
   }
 
-  bool checking_ = false;
   cuda::DeviceBuffer z_, dz_;                      // act != none: the pre-activation kept for the backward, and dz
   cuda::DeviceBuffer xhat_, dxhat_, mean_, rstd_;  // ln_linear: LayerNorm's output and statistics, dxhat
 };
