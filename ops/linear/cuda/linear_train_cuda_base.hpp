@@ -3,6 +3,7 @@
 // tensors a step keeps between its forward and backward (z and dz with an activation; LayerNorm's
 // output, statistics and dxhat for ln_linear), where each operand lives, their allocation, and
 // the phases (train_phases.hpp).
+#include "ops/linear/cuda/act_backward_kernel.hpp"
 #include "ops/linear/cuda/layernorm_train_kernel.hpp"
 #include "ops/linear/linear.hpp"
 #include "ops/linear/train_phases.hpp"
@@ -12,7 +13,39 @@ namespace opmeter::linear {
 
 template <class Op>
 class LinearTrainCudaBase : public TrainPhases<cuda::DeviceImpl<Op>> {
+ public:
+  // The step as the phase says: forward, then backward from dz = dy * act'(z) (act=none: dy) to
+  // dxhat, and LayerNorm's backward from dxhat.
+  void launch() override {
+    const Phase p = this->phase_now();
+    if (p != Phase::backward) forward();
+    if (p == Phase::forward) return;
+    const Shape s = shape();
+    const TrainLayout l = train_layout(s);
+    if (has_act())
+      launch_act_backward(this->case_.dtype, s.act, this->in(this->dy_index()), z(), dz_.data(),
+                          static_cast<std::int64_t>(s.rows * s.out), this->stream());
+    backward_gemms();
+    if (layernorm())
+      launch_layernorm_backward(this->case_.dtype, ln_params(), dxhat_.data(), section(l.dx), section(l.dgamma),
+                                section(l.dbeta), this->stream());
+  }
+
  protected:
+  // [xhat = LayerNorm(x)] -> z = xhat W^T + b -> [y = act(z)].
+  void forward() {
+    const Shape s = shape();
+    if (layernorm()) launch_layernorm_forward(this->case_.dtype, ln_params(), xhat_.data(), this->stream());
+    forward_gemm();
+    if (has_act())
+      launch_act_forward(this->case_.dtype, s.act, z(), section(train_layout(s).y),
+                         static_cast<std::int64_t>(s.rows * s.out), this->stream());
+  }
+  // z = gemm_x() W^T + b into z().
+  virtual void forward_gemm() = 0;
+  // From dz(): dxhat() = dz W, dW and db.
+  virtual void backward_gemms() = 0;
+
   Shape shape() const { return shape_of(this->case_); }
   // An offset (in elements) of the TrainLayout output.
   char* section(std::size_t offset) const {
