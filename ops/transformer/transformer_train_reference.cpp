@@ -231,10 +231,13 @@ TrainReference::TrainReference(const Shape& s, const HostTensors& in, Elem act_e
   const Norm n1 = layernorm(exact(x), g1, be1, r, h);
   const Pair qkv = with_bias(mul(Form::nt, n1.xhat, exact(wqkv), r, 3 * h, h), bqkv);
   Pair o{Mat(r * h), Mat(r * h)};
+  // Each (batch, head)'s probabilities, kept for the backward (batch x heads x seq^2 x 2 doubles).
+  std::vector<Pair> probs(s.batch * s.heads);
   for (std::size_t b = 0; b < s.batch; ++b)
     for (std::size_t head = 0; head < s.heads; ++head) {
       const Head hd = gather(s, qkv, b, head);
-      const Pair oh = mul(Form::nn, probabilities(s, hd), hd.v, n, d, n);
+      const Pair& p = probs[b * s.heads + head] = probabilities(s, hd);
+      const Pair oh = mul(Form::nn, p, hd.v, n, d, n);
       scatter(s, oh.v, b, head * d, h, o.v);
       scatter(s, oh.m, b, head * d, h, o.m);
     }
@@ -285,7 +288,7 @@ TrainReference::TrainReference(const Shape& s, const HostTensors& in, Elem act_e
     for (std::size_t head = 0; head < s.heads; ++head) {
       const std::size_t c0 = head * d;
       const Head hd = gather(s, qkv, b, head);
-      const Pair p = probabilities(s, hd);
+      const Pair& p = probs[b * s.heads + head];
       const Pair oh{gather_cols(s, o.v, b, c0, h), gather_cols(s, o.m, b, c0, h)};
       const Pair dOh{gather_cols(s, dO.v, b, c0, h), gather_cols(s, dO.m, b, c0, h)};
       const Pair dp = mul(Form::nt, dOh, hd.v, n, n, d);
