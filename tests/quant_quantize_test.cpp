@@ -107,6 +107,27 @@ TEST(QuantActivations, PerTokenInt8PerTensorFp8AndZeroRows) {
   EXPECT_NEAR(activation_code_value(fp8, codes[7]) * scales[0], 2, 1e-6);
 }
 
+// The shared scale (linear::scale_from_amax, a float quotient) is the double quotient rounded to
+// float once, as the recipes computed it before, over magnitudes far apart.
+TEST(QuantActivations, ScalesAreAmaxOverCodeMaxRoundedOnce) {
+  const std::size_t rows = 64, hidden = 8;
+  std::mt19937_64 g(11);
+  std::uniform_real_distribution<float> mantissa(1, 2);
+  std::uniform_int_distribution<int> exponent(-60, 60);
+  std::vector<float> x(rows * hidden);
+  for (auto& v : x) v = std::ldexp(mantissa(g), exponent(g)) * (g() % 2 ? 1 : -1);
+  std::vector<std::uint8_t> codes(x.size());
+  std::vector<float> scales(rows);
+  for (auto [name, code_max] : {std::pair{"int8dq", 127.0}, {"float8dq-row", 448.0}}) {
+    quantize_activations(*parse_recipe(name), x.data(), rows, hidden, codes.data(), scales.data());
+    for (std::size_t m = 0; m < rows; ++m) {
+      double amax = 0;
+      for (std::size_t k = 0; k < hidden; ++k) amax = std::max(amax, std::fabs(double(x[m * hidden + k])));
+      EXPECT_EQ(scales[m], static_cast<float>(amax / code_max)) << name << " row " << m;
+    }
+  }
+}
+
 // The target: HQQ int4-64 at least 1 dB above round-to-nearest on Gaussian weights.
 TEST(QuantHqq, BeatsRoundToNearestByOneDecibel) {
   const std::size_t out = 256, hidden = 1024;
@@ -144,4 +165,19 @@ TEST(QuantSqnr, DecibelsOfSignalOverNoise) {
   Sqnr exact;
   exact.add(2, 2);
   EXPECT_TRUE(std::isinf(exact.db()));
+}
+
+TEST(QuantSqnr, MergedPartsEqualOneAccumulator) {
+  Sqnr whole, a, b;
+  const double got[] = {1.1, -0.9, 3.5, 0.2}, ref[] = {1, -1, 3, 0.25};
+  for (int i = 0; i < 4; ++i) {
+    whole.add(got[i], ref[i]);
+    (i < 2 ? a : b).add(got[i], ref[i]);
+  }
+  a.merge(b);
+  EXPECT_DOUBLE_EQ(a.signal, whole.signal);
+  EXPECT_DOUBLE_EQ(a.noise, whole.noise);
+  EXPECT_EQ(a.max_abs_error, whole.max_abs_error);  // b's 0.5, not a's 0.1
+  EXPECT_NEAR(a.max_abs_error, 0.5, 1e-12);
+  EXPECT_DOUBLE_EQ(a.db(), whole.db());
 }

@@ -16,6 +16,7 @@
 #include "results/result_set.hpp"
 #include "tests/cli_helpers.hpp"
 #include "util/artifact_file.hpp"
+#include "util/file_safe_name.hpp"
 
 using namespace opmeter;
 

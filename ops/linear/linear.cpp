@@ -8,6 +8,7 @@
 #include "ops/activation/activation.hpp"
 #include "ops/linear/train_params.hpp"
 #include "ops/linear/quant/recipe.hpp"
+#include "ops/norm/layernorm_reference.hpp"
 #include "opmeter/errors.hpp"
 
 namespace opmeter::linear {
@@ -127,12 +128,8 @@ void LinearOp::reference_row(const HostTensors& in, std::size_t row, double* ref
   std::vector<double> x(s.hidden);
   for (std::size_t k = 0; k < s.hidden; ++k) x[k] = in[kX][row * s.hidden + k];
   if (s.layernorm) {
-    double mean = 0, var = 0;
-    for (double v : x) mean += v;
-    mean /= double(s.hidden);
-    for (double v : x) var += (v - mean) * (v - mean);
-    double rstd = 1 / std::sqrt(var / double(s.hidden) + tensor::kNormEps);
-    for (std::size_t k = 0; k < s.hidden; ++k) x[k] = (x[k] - mean) * rstd * vec(in, kGamma)[k] + vec(in, kBeta)[k];
+    norm::layernorm_row(x.data(), s.hidden, x.data());
+    for (std::size_t k = 0; k < s.hidden; ++k) x[k] = x[k] * vec(in, kGamma)[k] + vec(in, kBeta)[k];
   }
   for (std::size_t j = 0; j < s.out; ++j) {
     double z = vec(in, kBias)[j], m = std::fabs(z);

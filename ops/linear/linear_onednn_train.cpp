@@ -13,12 +13,12 @@
 // stored (x W^T is oneDNN's fast case). dW = dz^T xhat runs on transposed copies of dz and xhat
 // (oneDNN reorders, timed with the backward: a real step makes them from that step's dz and x),
 // which makes its operands the fast case too.
-// phase=forward times the forward, phase=backward the backward from the forward's saved z and
-// xhat (run once per input set at setup), the default the whole step. Every check runs the whole
-// step so that each gradient is checked whatever is timed.
+// The phases (forward, backward from the forward's saved z and xhat, the whole step) as every
+// training step runs them (train_phases.hpp).
 #include <fmt/format.h>
 
 #include "ops/linear/linear.hpp"
+#include "ops/linear/train_phases.hpp"
 #include "ops/tensor/onednn_pack.hpp"
 #include "ops/tensor/onednn_util.hpp"
 #include "ops/tensor/train_kernels.hpp"
@@ -29,16 +29,8 @@ using tensor::Act;
 
 using tensor::Elems;
 
-class OnednnTrainLinear : public HostImpl<LinearOp> {
+class OnednnTrainLinear : public HostTrainImpl<LinearOp> {
  public:
-  Check verify(std::uint64_t seed) override {
-    checking_ = true;
-    Check c = HostImpl<LinearOp>::verify(seed);
-    checking_ = false;
-    if (phase_of(case_) == Phase::backward) save_forwards();  // set 0's inputs are new
-    return c;
-  }
-
   void prepare() override {
     s_ = shape_of(case_);
     l_ = train_layout(s_);
@@ -49,13 +41,7 @@ class OnednnTrainLinear : public HostImpl<LinearOp> {
       allocate(n);
       build_primitives();
     }
-    if (phase_of(case_) == Phase::backward && !checking_) save_forwards();
-  }
-
-  void run(std::size_t copy) override {
-    const Phase p = checking_ ? Phase::step : phase_of(case_);
-    if (p != Phase::backward) forward(copy);
-    if (p != Phase::forward) backward(copy);
+    save_forwards_for_backward();
   }
 
   std::map<std::string, std::string> details() const override {
@@ -84,10 +70,6 @@ class OnednnTrainLinear : public HostImpl<LinearOp> {
     dxhat_ = Buffer(s_.layernorm ? s_.rows * s_.hidden * esize_ : 1);
     dz_t_ = Buffer(bf16() ? s_.rows * s_.out * esize_ : 1);
     x_t_ = Buffer(bf16() ? s_.rows * s_.hidden * esize_ : 1);
-  }
-  // Backward alone is timed from each set's saved forward.
-  void save_forwards() {
-    for (std::size_t i = 0; i < copies(); ++i) forward(i);
   }
   char* section(std::size_t copy, std::size_t offset) { return static_cast<char*>(out(copy)) + offset * esize_; }
   const void* gemm_input(std::size_t copy) { return s_.layernorm ? xhat_[copy].data() : in(copy, kX); }
@@ -155,13 +137,13 @@ class OnednnTrainLinear : public HostImpl<LinearOp> {
     });
   }
 
-  void forward(std::size_t copy) {
+  void forward(std::size_t copy) override {
     if (s_.layernorm) layernorm_forward(copy);
     seq_.run_step(kForward, copy);
     if (s_.act != Act::none) tensor::kernels().act(s_.act, bf16(), z(copy), section(copy, l_.y), s_.rows * s_.out);
   }
 
-  void backward(std::size_t copy) {
+  void backward(std::size_t copy) override {
     if (s_.act != Act::none) act_backward(copy);
     if (packed_w_) {
       tensor::pack_amx_bf16(static_cast<const std::uint16_t*>(in(copy, kW)), w_packed_.as<std::uint16_t>(), s_.out, s_.hidden);
@@ -199,7 +181,6 @@ class OnednnTrainLinear : public HostImpl<LinearOp> {
   TrainLayout l_;
   Elems e_{false};
   std::size_t esize_ = 4;
-  bool checking_ = false;
   std::vector<Buffer> z_, xhat_, mean_, rstd_;  // the forward's saved tensors, per input set
   Buffer dz_, dxhat_;                            // the backward's intermediates
   Buffer w_packed_, dz_t_, x_t_;                 // W packed, dz and xhat transposed: once per step

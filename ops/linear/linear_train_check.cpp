@@ -18,6 +18,7 @@
 #include "ops/linear/linear.hpp"
 #include "ops/linear/quant/quantize.hpp"
 #include "ops/linear/quant/recipe.hpp"
+#include "ops/norm/layernorm_reference.hpp"
 #include "ops/tensor/sample_indices.hpp"
 
 namespace opmeter::linear {
@@ -116,13 +117,8 @@ class TrainReference {
     double* xh = &xhat_[r * s_.hidden];
     for (std::size_t k = 0; k < s_.hidden; ++k) xh[k] = in_[0][r * s_.hidden + k];
     if (!s_.layernorm) return;
-    double mean = 0, var = 0;
-    for (std::size_t k = 0; k < s_.hidden; ++k) mean += xh[k];
-    mean /= double(s_.hidden);
-    for (std::size_t k = 0; k < s_.hidden; ++k) var += (xh[k] - mean) * (xh[k] - mean);
-    rstd_[r] = 1 / std::sqrt(var / double(s_.hidden) + tensor::kNormEps);
+    rstd_[r] = norm::layernorm_row(xh, s_.hidden, &xn_[r * s_.hidden]);
     for (std::size_t k = 0; k < s_.hidden; ++k) {
-      xn_[r * s_.hidden + k] = (xh[k] - mean) * rstd_[r];
       // Rounded as the layer stores LayerNorm's output for its GEMMs (every framework does), so
       // that act'(z) is compared at the z the layer computes.
       double v = xn_[r * s_.hidden + k] * gamma(k) + in_[4].as<float>()[k];
@@ -268,11 +264,9 @@ Check LinearOp::check(const HostTensors& in, const HostTensor& out, std::uint64_
   quant::Sqnr y, dx, dw;
   for (auto& w : worst) {
     if (!(w.err <= all.err)) all = w;
-    for (auto [sum, part] : {std::pair{&y, &w.y}, {&dx, &w.dx}, {&dw, &w.dw}}) {
-      sum->signal += part->signal;
-      sum->noise += part->noise;
-      sum->max_abs_error = std::max(sum->max_abs_error, part->max_abs_error);
-    }
+    y.merge(w.y);
+    dx.merge(w.dx);
+    dw.merge(w.dw);
   }
   if (recipe && !recipe->baseline()) {  // the recipe's cost, as inference reports it: y's product, and each gradient's
     check.metrics["sqnr_db"] = Metric{y.db(), "dB", Better::higher, MetricFormat::number};

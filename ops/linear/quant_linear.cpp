@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "ops/activation/activation.hpp"
+#include "ops/norm/layernorm_reference.hpp"
 
 namespace opmeter::linear {
 namespace {
@@ -37,12 +38,8 @@ std::vector<double> normalized_row(const HostTensors& in, const Shape& s, std::s
   std::vector<double> x(s.hidden);
   for (std::size_t k = 0; k < s.hidden; ++k) x[k] = in[kx][row * s.hidden + k];
   if (!s.layernorm) return x;
-  double mean = 0, var = 0;
-  for (double v : x) mean += v;
-  mean /= double(s.hidden);
-  for (double v : x) var += (v - mean) * (v - mean);
-  const double rstd = 1 / std::sqrt(var / double(s.hidden) + tensor::kNormEps);
-  for (std::size_t k = 0; k < s.hidden; ++k) x[k] = (x[k] - mean) * rstd * gamma[k] + beta[k];
+  norm::layernorm_row(x.data(), s.hidden, x.data());
+  for (std::size_t k = 0; k < s.hidden; ++k) x[k] = x[k] * gamma[k] + beta[k];
   return x;
 }
 
@@ -182,11 +179,7 @@ Check QuantLinearOp::check(const HostTensors& in, const HostTensor& out, std::ui
     }
   }
   quant::Sqnr total;
-  for (auto& p : parts) {
-    total.signal += p.signal;
-    total.noise += p.noise;
-    total.max_abs_error = std::max(total.max_abs_error, p.max_abs_error);
-  }
+  for (auto& p : parts) total.merge(p);
   gate.metrics["sqnr_db"] = Metric{total.db(), "dB", Better::higher, MetricFormat::number};
   gate.metrics["max_abs_error"] = Metric{total.max_abs_error, "", Better::lower, MetricFormat::number};
   return gate;

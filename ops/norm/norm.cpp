@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "ops/norm/layernorm_reference.hpp"
 #include "ops/tensor/kernels.hpp"
 
 namespace opmeter::norm {
@@ -32,13 +33,9 @@ void NormOp::reference_row(const HostTensors& in, std::size_t row, double* ref, 
   const double eps = tensor::kNormEps;
   switch (kind_) {
     case Kind::layernorm: {
-      double mean = 0, var = 0;
-      for (double v : x) mean += v;
-      mean /= double(h);
-      for (double v : x) var += (v - mean) * (v - mean);
-      double rstd = 1 / std::sqrt(var / double(h) + eps);
+      layernorm_row(x.data(), h, x.data());
       for (std::size_t c = 0; c < h; ++c) {
-        double scaled = (x[c] - mean) * rstd * vec(in, 1)[c], beta = vec(in, 2)[c];
+        double scaled = x[c] * vec(in, 1)[c], beta = vec(in, 2)[c];
         ref[c] = scaled + beta;
         mag[c] = std::fabs(scaled) + std::fabs(beta) + 1;
       }

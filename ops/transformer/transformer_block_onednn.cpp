@@ -3,6 +3,7 @@
 // memory), matmul, bias add, residual add, layer norm, matmul, bias add, eltwise activation,
 // matmul, bias add, residual add.
 #include "ops/attention/attention_onednn_steps.hpp"
+#include "ops/transformer/block_buffers.hpp"
 #include "ops/transformer/transformer_onednn.hpp"
 
 namespace opmeter::transformer {
@@ -16,12 +17,8 @@ class OnednnUnfusedBlock : public HostImpl<TransformerBlockOp> {
     const auto s = shape_of(case_);
     const OnednnDescs md(s, case_.dtype);
     const std::size_t e = size_of(case_.dtype), r = s.rows(), h = s.hidden;
-    ln_ = Buffer(r * h * e);
-    qkv_ = Buffer(3 * r * h * e);
-    attn_ = Buffer(r * h * e);
+    buf_.allocate(s, case_.dtype);
     proj_ = Buffer(r * h * e);
-    h_ = Buffer(r * h * e);
-    mlp_ = Buffer(r * s.mlp * e);
     seq_.clear();
     auto mem = tensor::onednn_memory;
     const std::size_t n = copies();
@@ -31,7 +28,7 @@ class OnednnUnfusedBlock : public HostImpl<TransformerBlockOp> {
       auto pd = tensor::onednn_layernorm(x_md);
       seq_.add(dnnl::layer_normalization_forward(pd), pd.impl_info_str(), n, [&](std::size_t i) {
         return OnednnArgs{{DNNL_ARG_SRC, mem(x_md, x(i))},
-                          {DNNL_ARG_DST, mem(x_md, ln_.data())},
+                          {DNNL_ARG_DST, mem(x_md, buf_.ln.data())},
                           {DNNL_ARG_SCALE, mem(md.gamma, in(i, g))},
                           {DNNL_ARG_SHIFT, mem(md.gamma, in(i, b))}};
       });
@@ -56,24 +53,24 @@ class OnednnUnfusedBlock : public HostImpl<TransformerBlockOp> {
     };
 
     layernorm(md.x, [&](std::size_t i) { return in(i, kX); }, kLn1Gamma, kLn1Beta);
-    linear(md.x, ln_.data(), kWqkv, md.wqkv, kBqkv, md.bqkv, md.qkv, qkv_.data());
-    char* qkv = static_cast<char*>(qkv_.data());
+    linear(md.x, buf_.ln.data(), kWqkv, md.wqkv, kBqkv, md.bqkv, md.qkv, buf_.qkv.data());
+    char* qkv = static_cast<char*>(buf_.qkv.data());
     attention_.add(
         seq_, {md.q, md.kt, md.v, md.o}, case_.dtype, s.scale(), s.causal, attention::Stage::full, n,
         [&](std::size_t) { return qkv; }, [&](std::size_t) { return qkv + h * e; },
-        [&](std::size_t) { return qkv + 2 * h * e; }, [&](std::size_t) { return attn_.data(); });
-    linear(md.x, attn_.data(), kWo, md.wo, kBo, md.bo, md.x, proj_.data());
-    residual([&](std::size_t i) { return in(i, kX); }, proj_.data(), [&](std::size_t) { return h_.data(); });
-    layernorm(md.x, [&](std::size_t) { return h_.data(); }, kLn2Gamma, kLn2Beta);
-    linear(md.x, ln_.data(), kW1, md.w1, kB1, md.b1, md.x_mlp, mlp_.data());
+        [&](std::size_t) { return qkv + 2 * h * e; }, [&](std::size_t) { return buf_.attn.data(); });
+    linear(md.x, buf_.attn.data(), kWo, md.wo, kBo, md.bo, md.x, proj_.data());
+    residual([&](std::size_t i) { return in(i, kX); }, proj_.data(), [&](std::size_t) { return buf_.h.data(); });
+    layernorm(md.x, [&](std::size_t) { return buf_.h.data(); }, kLn2Gamma, kLn2Beta);
+    linear(md.x, buf_.ln.data(), kW1, md.w1, kB1, md.b1, md.x_mlp, buf_.mlp.data());
     if (s.act != Act::none) {
       auto el = tensor::onednn_eltwise(s.act, md.x_mlp);
       seq_.add(dnnl::eltwise_forward(el), el.impl_info_str(), n, [&](std::size_t) {
-        return OnednnArgs{{DNNL_ARG_SRC, mem(md.x_mlp, mlp_.data())}, {DNNL_ARG_DST, mem(md.x_mlp, mlp_.data())}};
+        return OnednnArgs{{DNNL_ARG_SRC, mem(md.x_mlp, buf_.mlp.data())}, {DNNL_ARG_DST, mem(md.x_mlp, buf_.mlp.data())}};
       });
     }
-    linear(md.x_mlp, mlp_.data(), kW2, md.w2, kB2, md.b2, md.x, proj_.data());
-    residual([&](std::size_t) { return h_.data(); }, proj_.data(), [&](std::size_t i) { return out(i); });
+    linear(md.x_mlp, buf_.mlp.data(), kW2, md.w2, kB2, md.b2, md.x, proj_.data());
+    residual([&](std::size_t) { return buf_.h.data(); }, proj_.data(), [&](std::size_t i) { return out(i); });
   }
 
   void run(std::size_t copy) override { seq_.run(copy); }
@@ -81,7 +78,8 @@ class OnednnUnfusedBlock : public HostImpl<TransformerBlockOp> {
 
  private:
   // Intermediates in memory, one set shared by all copies.
-  Buffer ln_, qkv_, attn_, proj_, h_, mlp_;
+  BlockBuffers buf_;
+  Buffer proj_;  // a projection before its bias and residual adds
   attention::OnednnAttentionSteps attention_;
   tensor::OnednnSequence seq_;
 };

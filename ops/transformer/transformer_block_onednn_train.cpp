@@ -8,9 +8,9 @@
 //             -> LN2 -> u = LN2(h) W1^T + b1 -> a = act(u) -> y = h + a W2^T + b2
 //   backward  see transformer_train.hpp
 // Kept per input set for the backward: LN1(x), mean and rstd, qkv, o, h, LN2(h), mean and rstd, u,
-// act(u). phase=forward times the forward, phase=backward the backward from those (one forward per
-// input set at setup), the default the whole step; every check runs the whole step.
+// act(u); the phases as every training step runs them (ops/linear/train_phases.hpp).
 #include "ops/linear/linear.hpp"
+#include "ops/linear/train_phases.hpp"
 #include "ops/tensor/train_kernels.hpp"
 #include "ops/transformer/blocked_self_attention.hpp"
 #include "ops/transformer/self_attention_backward.hpp"
@@ -19,7 +19,6 @@
 
 namespace opmeter::transformer {
 namespace {
-using linear::Phase;
 using tensor::Act;
 using tensor::TrainGemmDescs;
 
@@ -28,16 +27,8 @@ struct Saved {
   Buffer xhat1, mean1, rstd1, qkv, o, h, xhat2, mean2, rstd2, u, a;
 };
 
-class OnednnTrainBlock : public HostImpl<TransformerBlockOp> {
+class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
  public:
-  Check verify(std::uint64_t seed) override {
-    checking_ = true;
-    Check c = HostImpl<TransformerBlockOp>::verify(seed);
-    checking_ = false;
-    if (linear::phase_of(case_) == Phase::backward) save_forwards();  // set 0's inputs are new
-    return c;
-  }
-
   void prepare() override {
     s_ = shape_of(case_);
     l_ = train_layout(s_);
@@ -48,13 +39,7 @@ class OnednnTrainBlock : public HostImpl<TransformerBlockOp> {
       attention_.prepare(s_, case_.dtype, case_.threads);
       attention_backward_.prepare(s_, case_.threads);
     }
-    if (linear::phase_of(case_) == Phase::backward && !checking_) save_forwards();
-  }
-
-  void run(std::size_t copy) override {
-    const Phase p = checking_ ? Phase::step : linear::phase_of(case_);
-    if (p != Phase::backward) forward(copy);
-    if (p != Phase::forward) backward(copy);
+    save_forwards_for_backward();
   }
 
   std::map<std::string, std::string> details() const override { return seq_.details(); }
@@ -74,9 +59,6 @@ class OnednnTrainBlock : public HostImpl<TransformerBlockOp> {
     dh_ = Buffer(r * h * e);
     do_ = Buffer(r * h * e);
     dqkv_ = Buffer(3 * r * h * e);
-  }
-  void save_forwards() {
-    for (std::size_t i = 0; i < copies(); ++i) forward(i);
   }
   char* section(std::size_t copy, std::size_t offset) {
     return static_cast<char*>(out(copy)) + offset * size_of(case_.dtype);
@@ -124,7 +106,7 @@ class OnednnTrainBlock : public HostImpl<TransformerBlockOp> {
     add_backward(qkv, kWqkv, shared(dqkv_), shared(dxhat_), kept(&Saved::xhat1), kWqkv);
   }
 
-  void forward(std::size_t copy) {
+  void forward(std::size_t copy) override {
     Saved& sv = saved_[copy];
     const auto& in = host_inputs(copy);
     const std::size_t r = s_.rows(), h = s_.hidden;
@@ -140,7 +122,7 @@ class OnednnTrainBlock : public HostImpl<TransformerBlockOp> {
     seq_.run_step(w2_fwd, copy);
   }
 
-  void backward(std::size_t copy) {
+  void backward(std::size_t copy) override {
     Saved& sv = saved_[copy];
     const auto& in = host_inputs(copy);
     const std::size_t r = s_.rows(), h = s_.hidden, m = s_.mlp;
@@ -173,7 +155,6 @@ class OnednnTrainBlock : public HostImpl<TransformerBlockOp> {
   Shape s_{};
   TrainLayout l_;
   tensor::Elems e_{false};
-  bool checking_ = false;
   std::vector<Saved> saved_;         // per input set
   Buffer du_, dxhat_, dh_, do_, dqkv_;  // the backward's intermediates, shared
   tensor::OnednnSequence seq_;       // Step's order

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "ops/transformer/block_buffers.hpp"
 #include "ops/transformer/blocked_self_attention.hpp"
 #include "ops/transformer/transformer_onednn.hpp"
 
@@ -20,12 +21,7 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
   void prepare() override {
     const auto s = shape_of(case_);
     const OnednnDescs md(s, case_.dtype);
-    const std::size_t e = size_of(case_.dtype), r = s.rows(), h = s.hidden;
-    ln_ = Buffer(r * h * e);
-    qkv_ = Buffer(3 * r * h * e);
-    attn_ = Buffer(r * h * e);
-    h_ = Buffer(r * h * e);
-    mlp_ = Buffer(r * s.mlp * e);
+    buf_.allocate(s, case_.dtype);
     attention_.prepare(s, case_.dtype, case_.threads);
     const std::size_t n = copies();
 
@@ -37,14 +33,14 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
                      b_md, [&, bias](std::size_t i) { return in(i, bias); }, dst, y, act, residual);
     };
     seq_.clear();
-    linear(md.x, ln_.data(), kWqkv, md.wqkv, kBqkv, md.bqkv, md.qkv, [&](std::size_t) { return qkv_.data(); },
+    linear(md.x, buf_.ln.data(), kWqkv, md.wqkv, kBqkv, md.bqkv, md.qkv, [&](std::size_t) { return buf_.qkv.data(); },
            Act::none, nullptr);
-    linear(md.x, attn_.data(), kWo, md.wo, kBo, md.bo, md.x, [&](std::size_t) { return h_.data(); }, Act::none,
+    linear(md.x, buf_.attn.data(), kWo, md.wo, kBo, md.bo, md.x, [&](std::size_t) { return buf_.h.data(); }, Act::none,
            [&](std::size_t i) { return in(i, kX); });
-    linear(md.x, ln_.data(), kW1, md.w1, kB1, md.b1, md.x_mlp, [&](std::size_t) { return mlp_.data(); }, s.act,
+    linear(md.x, buf_.ln.data(), kW1, md.w1, kB1, md.b1, md.x_mlp, [&](std::size_t) { return buf_.mlp.data(); }, s.act,
            nullptr);
-    linear(md.x_mlp, mlp_.data(), kW2, md.w2, kB2, md.b2, md.x, [&](std::size_t i) { return out(i); }, Act::none,
-           [&](std::size_t) { return static_cast<const void*>(h_.data()); });
+    linear(md.x_mlp, buf_.mlp.data(), kW2, md.w2, kB2, md.b2, md.x, [&](std::size_t i) { return out(i); }, Act::none,
+           [&](std::size_t) { return static_cast<const void*>(buf_.h.data()); });
   }
 
   void run(std::size_t copy) override {
@@ -53,11 +49,11 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
     const bool b16 = bf16();
     const auto& in = host_inputs(copy);
     auto matmul = [&](std::size_t step) { seq_.run_step(step, copy); };
-    k.layernorm(b16, in[kX].data(), ln_.data(), vec(in, kLn1Gamma), vec(in, kLn1Beta), s.rows(), s.hidden);
+    k.layernorm(b16, in[kX].data(), buf_.ln.data(), vec(in, kLn1Gamma), vec(in, kLn1Beta), s.rows(), s.hidden);
     matmul(0);
     attention(s);
     matmul(1);
-    k.layernorm(b16, h_.data(), ln_.data(), vec(in, kLn2Gamma), vec(in, kLn2Beta), s.rows(), s.hidden);
+    k.layernorm(b16, buf_.h.data(), buf_.ln.data(), vec(in, kLn2Gamma), vec(in, kLn2Beta), s.rows(), s.hidden);
     matmul(2);
     matmul(3);
   }
@@ -69,10 +65,10 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
   }
 
  private:
-  void attention(const Shape& s) { attention_.run(s, case_.dtype, qkv_.data(), attn_.data()); }
+  void attention(const Shape& s) { attention_.run(s, case_.dtype, buf_.qkv.data(), buf_.attn.data()); }
 
   tensor::OnednnSequence seq_;  // the four projections, run one at a time between our kernels
-  Buffer ln_, qkv_, attn_, h_, mlp_;
+  BlockBuffers buf_;
   BlockedSelfAttention attention_;  // its gather buffers and workspaces, one per thread
 };
 

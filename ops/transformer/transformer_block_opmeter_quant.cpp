@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "ops/transformer/block_buffers.hpp"
 #include "ops/transformer/blocked_self_attention.hpp"
 #include "ops/linear/linear.hpp"
 #include "ops/linear/quant_projection.hpp"
@@ -22,13 +23,8 @@ class OpmeterQuantBlock : public HostImpl<QuantTransformerBlockOp> {
  public:
   void prepare() override {
     const auto s = shape_of(case_);
-    const std::size_t e = size_of(case_.dtype), r = s.rows(), h = s.hidden;
     for (std::size_t i = 0; i < 4; ++i) proj_[i].prepare(quantized_weights(host_inputs(0), kWeights[i]), bf16());
-    ln_ = Buffer(r * h * e);
-    qkv_ = Buffer(3 * r * h * e);
-    attn_ = Buffer(r * h * e);
-    h_ = Buffer(r * h * e);
-    mlp_ = Buffer(r * s.mlp * e);
+    buf_.allocate(s, case_.dtype);
     attention_.prepare(s, case_.dtype, case_.threads);
   }
 
@@ -38,13 +34,13 @@ class OpmeterQuantBlock : public HostImpl<QuantTransformerBlockOp> {
     const bool b16 = bf16();
     const auto& in = host_inputs(copy);
     const std::size_t r = s.rows();
-    k.layernorm(b16, in[kX].data(), ln_.data(), vec(in, kLn1Gamma), vec(in, kLn1Beta), r, s.hidden);
-    proj_[0].run(ln_.data(), r, vec(in, kBqkv), Act::none, nullptr, qkv_.data());
+    k.layernorm(b16, in[kX].data(), buf_.ln.data(), vec(in, kLn1Gamma), vec(in, kLn1Beta), r, s.hidden);
+    proj_[0].run(buf_.ln.data(), r, vec(in, kBqkv), Act::none, nullptr, buf_.qkv.data());
     attention(s);
-    proj_[1].run(attn_.data(), r, vec(in, kBo), Act::none, in[kX].data(), h_.data());
-    k.layernorm(b16, h_.data(), ln_.data(), vec(in, kLn2Gamma), vec(in, kLn2Beta), r, s.hidden);
-    proj_[2].run(ln_.data(), r, vec(in, kB1), s.act, nullptr, mlp_.data());
-    proj_[3].run(mlp_.data(), r, vec(in, kB2), Act::none, h_.data(), out(copy));
+    proj_[1].run(buf_.attn.data(), r, vec(in, kBo), Act::none, in[kX].data(), buf_.h.data());
+    k.layernorm(b16, buf_.h.data(), buf_.ln.data(), vec(in, kLn2Gamma), vec(in, kLn2Beta), r, s.hidden);
+    proj_[2].run(buf_.ln.data(), r, vec(in, kB1), s.act, nullptr, buf_.mlp.data());
+    proj_[3].run(buf_.mlp.data(), r, vec(in, kB2), Act::none, buf_.h.data(), out(copy));
   }
 
   std::map<std::string, std::string> details() const override {
@@ -60,10 +56,10 @@ class OpmeterQuantBlock : public HostImpl<QuantTransformerBlockOp> {
   }
 
  private:
-  void attention(const Shape& s) { attention_.run(s, case_.dtype, qkv_.data(), attn_.data()); }
+  void attention(const Shape& s) { attention_.run(s, case_.dtype, buf_.qkv.data(), buf_.attn.data()); }
 
   linear::QuantProjection proj_[4];  // Wqkv, Wo, W1, W2
-  Buffer ln_, qkv_, attn_, h_, mlp_;
+  BlockBuffers buf_;
   BlockedSelfAttention attention_;  // its gather buffers and workspaces, one per thread
 };
 

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "ops/activation/activation.hpp"
+#include "ops/norm/layernorm_reference.hpp"
 #include "ops/transformer/transformer_block.hpp"
 
 namespace opmeter::transformer {
@@ -33,20 +34,13 @@ struct Weights {
 // (1 + |normalized|) * rstd*|gamma| * (input scales' RMS) / sqrt(n).
 Scaled layernorm(const Scaled& x, const std::vector<double>& g, const std::vector<double>& b) {
   const std::size_t n = x.v.size();
-  double mean = 0, var = 0, m2 = 0;
-  for (std::size_t k = 0; k < n; ++k) mean += x.v[k];
-  mean /= double(n);
-  for (std::size_t k = 0; k < n; ++k) {
-    var += (x.v[k] - mean) * (x.v[k] - mean);
-    m2 += x.m[k] * x.m[k];
-  }
-  const double rstd = 1 / std::sqrt(var / double(n) + tensor::kNormEps);
-  const double spread = std::sqrt(m2 / double(n)) / std::sqrt(double(n));
+  Scaled xn(n);
+  norm::layernorm_row(x.v.data(), n, xn.v.data(), x.m.data(), xn.m.data());
   Scaled y(n);
   for (std::size_t k = 0; k < n; ++k) {
-    const double nk = (x.v[k] - mean) * rstd, t = nk * g[k];
+    const double t = xn.v[k] * g[k];
     y.v[k] = t + b[k];
-    y.m[k] = std::fabs(t) + std::fabs(b[k]) + 1 + rstd * std::fabs(g[k]) * (x.m[k] + (1 + std::fabs(nk)) * spread);
+    y.m[k] = std::fabs(t) + std::fabs(b[k]) + 1 + std::fabs(g[k]) * xn.m[k];
   }
   return y;
 }

@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "ops/activation/activation.hpp"
+#include "ops/norm/layernorm_reference.hpp"
 #include "ops/transformer/transformer_train.hpp"
 
 namespace opmeter::transformer {
@@ -91,19 +92,10 @@ struct Norm {
 Norm layernorm(const Pair& x, const Mat& g, const Mat& b, std::size_t rows, std::size_t h) {
   Norm n{Mat(rows * h), Mat(rows * h), Mat(rows), {Mat(rows * h), Mat(rows * h)}};
   for (std::size_t r = 0; r < rows; ++r) {
-    double mean = 0, var = 0, m2 = 0;
-    for (std::size_t k = 0; k < h; ++k) mean += x.v[r * h + k];
-    mean /= double(h);
-    for (std::size_t k = 0; k < h; ++k) {
-      var += square(x.v[r * h + k] - mean);
-      if (!x.m.empty()) m2 += square(x.m[r * h + k]);
-    }
-    n.rstd[r] = 1 / std::sqrt(var / double(h) + tensor::kNormEps);
-    const double spread = std::sqrt(m2 / double(h)) / std::sqrt(double(h));
+    n.rstd[r] = norm::layernorm_row(&x.v[r * h], h, &n.xn[r * h], x.m.empty() ? nullptr : &x.m[r * h], &n.xn_m[r * h]);
     for (std::size_t k = 0; k < h; ++k) {
       const std::size_t i = r * h + k;
-      n.xn[i] = (x.v[i] - mean) * n.rstd[r];
-      n.xn_m[i] = std::fabs(n.xn[i]) + n.rstd[r] * ((x.m.empty() ? 0.0 : x.m[i]) + (1 + std::fabs(n.xn[i])) * spread);
+      n.xn_m[i] += std::fabs(n.xn[i]);  // xn's own rounding
       n.xhat.v[i] = n.xn[i] * g[k] + b[k];
       n.xhat.m[i] = std::fabs(n.xn[i] * g[k]) + std::fabs(b[k]) + std::fabs(g[k]) * n.xn_m[i];
     }
@@ -239,10 +231,13 @@ TrainReference::TrainReference(const Shape& s, const HostTensors& in, Elem act_e
   const Norm n1 = layernorm(exact(x), g1, be1, r, h);
   const Pair qkv = with_bias(mul(Form::nt, n1.xhat, exact(wqkv), r, 3 * h, h), bqkv);
   Pair o{Mat(r * h), Mat(r * h)};
+  // Each (batch, head)'s probabilities, kept for the backward (batch x heads x seq^2 x 2 doubles).
+  std::vector<Pair> probs(s.batch * s.heads);
   for (std::size_t b = 0; b < s.batch; ++b)
     for (std::size_t head = 0; head < s.heads; ++head) {
       const Head hd = gather(s, qkv, b, head);
-      const Pair oh = mul(Form::nn, probabilities(s, hd), hd.v, n, d, n);
+      const Pair& p = probs[b * s.heads + head] = probabilities(s, hd);
+      const Pair oh = mul(Form::nn, p, hd.v, n, d, n);
       scatter(s, oh.v, b, head * d, h, o.v);
       scatter(s, oh.m, b, head * d, h, o.m);
     }
@@ -293,7 +288,7 @@ TrainReference::TrainReference(const Shape& s, const HostTensors& in, Elem act_e
     for (std::size_t head = 0; head < s.heads; ++head) {
       const std::size_t c0 = head * d;
       const Head hd = gather(s, qkv, b, head);
-      const Pair p = probabilities(s, hd);
+      const Pair& p = probs[b * s.heads + head];
       const Pair oh{gather_cols(s, o.v, b, c0, h), gather_cols(s, o.m, b, c0, h)};
       const Pair dOh{gather_cols(s, dO.v, b, c0, h), gather_cols(s, dO.m, b, c0, h)};
       const Pair dp = mul(Form::nt, dOh, hd.v, n, n, d);

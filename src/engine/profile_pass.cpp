@@ -4,6 +4,7 @@
 
 #include "engine/profile_request.hpp"
 #include "util/artifact_file.hpp"
+#include "util/file_safe_name.hpp"
 
 namespace opmeter {
 

@@ -1,7 +1,6 @@
 #include "scale/shard.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <map>
@@ -10,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/errors.hpp"
+#include "util/file_safe_name.hpp"
 
 namespace opmeter::scale {
 namespace {
@@ -127,11 +127,7 @@ std::string rank_dir_prefix(const Shard& shard) {
 }
 
 std::string rank_dir_name(const Shard& shard, const std::string& host, const std::string& device) {
-  auto safe = [](std::string s) {
-    for (auto& ch : s)
-      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_') ch = '-';
-    return s.empty() ? std::string("unknown") : s;
-  };
+  auto safe = [](const std::string& s) { return s.empty() ? std::string("unknown") : file_safe_name(s, '-'); };
   return rank_dir_prefix(shard) + safe(host) + "-" + safe(device);
 }
 

@@ -6,10 +6,6 @@
 
 namespace opmeter {
 
-// `name` as a file name: letters, digits, '.', '-', '_' and '=' kept, anything else '_'; a long
-// name is cut and ends in a hash of the whole, so that two cases never share a file.
-std::string file_safe_name(const std::string& name);
-
 // Makes `dir` (mode 0700) unless it is there; OutputError when it is a link or not a folder.
 void make_private_folder(const std::string& dir);
 

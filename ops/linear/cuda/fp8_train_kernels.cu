@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(kTile* kRowsPerPass)
 __global__ void scales_kernel(float* scale, std::int64_t n, float max_finite) {
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += std::int64_t(gridDim.x) * blockDim.x)
-    scale[i] = fp8_train::scale_from_amax(scale[i], max_finite);
+    scale[i] = scale_from_amax(scale[i], max_finite);
 }
 
 template <__nv_fp8_interpretation_t Kind>

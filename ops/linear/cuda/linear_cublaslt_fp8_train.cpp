@@ -22,10 +22,8 @@
 #include "opmeter/cuda/device_impl.hpp"
 #include "ops/gemm/cuda/gemm_cuda_types.hpp"
 #include "ops/gemm/cuda/lt_matmul.hpp"
-#include "ops/linear/cuda/act_backward_kernel.hpp"
 #include "ops/linear/cuda/bias_act_kernel.hpp"
 #include "ops/linear/cuda/fp8_train_kernels.hpp"
-#include "ops/linear/cuda/layernorm_train_kernel.hpp"
 #include "ops/linear/cuda/linear_train_cuda_base.hpp"
 #include "ops/linear/fp8_train_plan.hpp"
 #include "ops/linear/quant_linear.hpp"
@@ -156,40 +154,27 @@ class CublasLtFp8TrainLinear : public LinearTrainCudaBase<QuantLinearOp> {
       wgrad_.plan(problem(gemms[2], dz8_.col_scale(), x8_.col_scale()), dz8_.codes_t(), x8_.codes_t(), section(l.dw),
                   stream());
     }
-    if (!checking_ && phase_of(case_) == Phase::backward) forward();  // what the timed backward reads
+    if (backward_alone()) forward();  // what the timed backward reads
   }
 
-  void forward() {
-    const Shape s = shape_of(case_);
-    if (layernorm()) launch_layernorm_forward(case_.dtype, ln_params(), xhat_.data(), stream());
+  void forward_gemm() override {
+    const Shape s = shape();
     x8_.quantize(gemm_x(), nullptr, stream());
     w8_.quantize(in(kW), nullptr, stream());
     forward_.run(x8_.codes(), w8_.codes(), z(), stream());
     if (bias_kernel_)
       launch_bias_add(case_.dtype, z(), static_cast<const float*>(in(kBias)), static_cast<std::int64_t>(s.rows),
                       static_cast<std::int64_t>(s.out), stream());
-    if (has_act())
-      launch_act_forward(case_.dtype, s.act, z(), section(train_layout(s).y), static_cast<std::int64_t>(s.rows * s.out),
-                         stream());
   }
 
-  void launch() override {
-    const Shape s = shape_of(case_);
+  void backward_gemms() override {
+    const Shape s = shape();
     const TrainLayout l = train_layout(s);
-    const Phase p = phase_now();
-    if (p != Phase::backward) forward();
-    if (p == Phase::forward) return;
-    if (has_act())
-      launch_act_backward(case_.dtype, s.act, in(dy_index()), z(), dz_.data(),
-                          static_cast<std::int64_t>(s.rows * s.out), stream());
     dz8_.quantize(dz(), static_cast<float*>(db_.data()), stream());
     dgrad_.run(dz8_.codes(), w8_.codes_t(), dxhat(), stream());
     wgrad_.run(dz8_.codes_t(), x8_.codes_t(), section(l.dw), stream());
     launch_bias_convert(case_.dtype, static_cast<const float*>(db_.data()), section(l.db),
                         static_cast<std::int64_t>(s.out), stream());
-    if (layernorm())
-      launch_layernorm_backward(case_.dtype, ln_params(), dxhat_.data(), section(l.dx), section(l.dgamma),
-                                section(l.dbeta), stream());
   }
 
   bool bias_kernel_ = false;  // the bias by launch_bias_add where cuBLASLt has no BIAS epilogue for the scales

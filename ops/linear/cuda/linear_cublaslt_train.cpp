@@ -14,9 +14,7 @@
 
 #include "ops/gemm/cuda/gemm_cuda_types.hpp"
 #include "ops/gemm/cuda/lt_matmul.hpp"
-#include "ops/linear/cuda/act_backward_kernel.hpp"
 #include "ops/linear/cuda/bias_act_kernel.hpp"
-#include "ops/linear/cuda/layernorm_train_kernel.hpp"
 #include "ops/linear/cuda/linear_train_cuda_base.hpp"
 #include "ops/linear/linear.hpp"
 #include "opmeter/cuda/device_impl.hpp"
@@ -61,32 +59,14 @@ class CublasLtTrainLinear : public LinearTrainCudaBase<LinearOp> {
                    .b_transposed = true},
                   dz(), gemm_x(), section(l.dw), stream());
     }
-    if ((has_act() || layernorm()) && !checking_ && phase_of(case_) == Phase::backward) forward();  // what the timed backward reads
+    if ((has_act() || layernorm()) && backward_alone()) forward();  // what the timed backward reads
   }
 
-  void forward() {
-    const Shape s = shape_of(case_);
-    if (layernorm()) launch_layernorm_forward(case_.dtype, ln_params(), xhat_.data(), stream());
-    forward_.run(gemm_x(), in(kW), z(), stream());
-    if (has_act())
-      launch_act_forward(case_.dtype, s.act, z(), section(train_layout(s).y), static_cast<std::int64_t>(s.rows * s.out),
-                         stream());
-  }
+  void forward_gemm() override { forward_.run(gemm_x(), in(kW), z(), stream()); }
 
-  void launch() override {
-    const Shape s = shape_of(case_);
-    const TrainLayout l = train_layout(s);
-    const Phase p = phase_now();
-    if (p != Phase::backward) forward();
-    if (p == Phase::forward) return;
-    if (has_act())
-      launch_act_backward(case_.dtype, s.act, in(dy_index()), z(), dz_.data(), static_cast<std::int64_t>(s.rows * s.out),
-                          stream());
+  void backward_gemms() override {
     dgrad_.run(dz(), in(kW), dxhat(), stream());
-    wgrad_.run(dz(), gemm_x(), section(l.dw), stream());
-    if (layernorm())
-      launch_layernorm_backward(case_.dtype, ln_params(), dxhat_.data(), section(l.dx), section(l.dgamma), section(l.dbeta),
-                                stream());
+    wgrad_.run(dz(), gemm_x(), section(train_layout(shape()).dw), stream());  // db too (BGRADB)
   }
 
   gemm::LtMatmul forward_, dgrad_, wgrad_;

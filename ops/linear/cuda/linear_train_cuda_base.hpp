@@ -2,27 +2,50 @@
 // What the CUDA training steps of the linear ops (cublaslt_train, cublaslt_fp8_train) share: the
 // tensors a step keeps between its forward and backward (z and dz with an activation; LayerNorm's
 // output, statistics and dxhat for ln_linear), where each operand lives, their allocation, and
-// the whole step run by every check.
+// the phases (train_phases.hpp).
+#include "ops/linear/cuda/act_backward_kernel.hpp"
 #include "ops/linear/cuda/layernorm_train_kernel.hpp"
 #include "ops/linear/linear.hpp"
+#include "ops/linear/train_phases.hpp"
 #include "opmeter/cuda/device_impl.hpp"
 
 namespace opmeter::linear {
 
 template <class Op>
-class LinearTrainCudaBase : public cuda::DeviceImpl<Op> {
+class LinearTrainCudaBase : public TrainPhases<cuda::DeviceImpl<Op>> {
  public:
-  // Every check runs the whole step, so that each gradient is checked whatever `phase` times.
-  Check verify(std::uint64_t seed) override {
-    checking_ = true;
-    Check c = cuda::DeviceImpl<Op>::verify(seed);
-    checking_ = false;
-    return c;
+  // The step as the phase says: forward, then backward from dz = dy * act'(z) (act=none: dy) to
+  // dxhat, and LayerNorm's backward from dxhat.
+  void launch() override {
+    const Phase p = this->phase_now();
+    if (p != Phase::backward) forward();
+    if (p == Phase::forward) return;
+    const Shape s = shape();
+    const TrainLayout l = train_layout(s);
+    if (has_act())
+      launch_act_backward(this->case_.dtype, s.act, this->in(this->dy_index()), z(), dz_.data(),
+                          static_cast<std::int64_t>(s.rows * s.out), this->stream());
+    backward_gemms();
+    if (layernorm())
+      launch_layernorm_backward(this->case_.dtype, ln_params(), dxhat_.data(), section(l.dx), section(l.dgamma),
+                                section(l.dbeta), this->stream());
   }
 
  protected:
-  // The phase a launch runs: the case's, or the whole step while checking.
-  Phase phase_now() const { return checking_ ? Phase::step : phase_of(this->case_); }
+  // [xhat = LayerNorm(x)] -> z = xhat W^T + b -> [y = act(z)].
+  void forward() {
+    const Shape s = shape();
+    if (layernorm()) launch_layernorm_forward(this->case_.dtype, ln_params(), xhat_.data(), this->stream());
+    forward_gemm();
+    if (has_act())
+      launch_act_forward(this->case_.dtype, s.act, z(), section(train_layout(s).y),
+                         static_cast<std::int64_t>(s.rows * s.out), this->stream());
+  }
+  // z = gemm_x() W^T + b into z().
+  virtual void forward_gemm() = 0;
+  // From dz(): dxhat() = dz W, dW and db.
+  virtual void backward_gemms() = 0;
+
   Shape shape() const { return shape_of(this->case_); }
   // An offset (in elements) of the TrainLayout output.
   char* section(std::size_t offset) const {
@@ -64,7 +87,6 @@ class LinearTrainCudaBase : public cuda::DeviceImpl<Op> {
     }
   }
 
-  bool checking_ = false;
   cuda::DeviceBuffer z_, dz_;                      // act != none: the pre-activation kept for the backward, and dz
   cuda::DeviceBuffer xhat_, dxhat_, mean_, rstd_;  // ln_linear: LayerNorm's output and statistics, dxhat
 };

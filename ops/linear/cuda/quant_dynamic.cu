@@ -1,7 +1,7 @@
 // The dynamic recipes' own kernels around cuBLASLt's int8 / fp8 GEMM: the activations' rows in
 // fp32 (LayerNorm'd for ln_linear, never rounded to 16 bits before quantizing, as the reference),
 // their amax per row and over the tensor, the codes rounded as quant::quantize_activations rounds
-// them (scale = float(amax / code_max) in double, code = RNE(x / scale) correctly rounded), and the
+// them (scale_from_amax, code = RNE(x / scale) correctly rounded), and the
 // epilogue scaling the GEMM's result by row and channel scales, adding the bias, activating.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -12,6 +12,7 @@
 
 #include "ops/linear/cuda/quant_act.cuh"
 #include "ops/linear/cuda/quant_kernels.hpp"
+#include "ops/linear/fp8_scale.hpp"
 #include "opmeter/cuda/float_convert.cuh"
 #include "opmeter/cuda/reduce.cuh"
 
@@ -59,28 +60,23 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// quant::scale_of: amax / code_max in double, rounded to float; 1 for an all-zero row or tensor.
-__device__ inline float scale_of(float amax, double code_max) {
-  return amax > 0.f ? static_cast<float>(static_cast<double>(amax) / code_max) : 1.f;
-}
-
 // The per-tensor scale: the max of the rows' amax (one block).
 __global__ void __launch_bounds__(kThreads) tensor_scale_kernel(const float* __restrict__ rowmax, std::int64_t M,
-                                                                 double code_max, float* __restrict__ scale) {
+                                                                 float code_max, float* __restrict__ scale) {
   __shared__ float scratch[32];
   float a = 0.f;
   for (std::int64_t m = threadIdx.x; m < M; m += blockDim.x) a = fmaxf(a, rowmax[m]);
   a = cuda::block_reduce(a, scratch, cuda::MaxOp{}, 0.f);
-  if (threadIdx.x == 0) scale[0] = scale_of(a, code_max);
+  if (threadIdx.x == 0) scale[0] = scale_from_amax(a, code_max);
 }
 
 template <bool Fp8>
 __global__ void __launch_bounds__(kThreads)
     quantize_kernel(bool per_tensor, const float* __restrict__ xf, const float* __restrict__ rowmax, std::int64_t M,
                     std::int64_t K, std::uint8_t* __restrict__ codes, float* __restrict__ scales) {
-  const double code_max = Fp8 ? 448.0 : 127.0;
+  const float code_max = Fp8 ? 448.0f : 127.0f;
   for (std::int64_t m = blockIdx.x; m < M; m += gridDim.x) {
-    const float s = per_tensor ? scales[0] : scale_of(rowmax[m], code_max);
+    const float s = per_tensor ? scales[0] : scale_from_amax(rowmax[m], code_max);
     if (!per_tensor && threadIdx.x == 0) scales[m] = s;
     for (std::int64_t k = threadIdx.x; k < K; k += blockDim.x) {
       const float v = __fdiv_rn(xf[m * K + k], s);
@@ -145,7 +141,7 @@ void launch_prep_rows(DType d, const void* x, const float* gamma, const float* b
 void launch_quantize(bool fp8, bool per_tensor, const float* xf, const float* rowmax, std::int64_t M, std::int64_t K,
                      std::uint8_t* codes, float* scales, cudaStream_t s) {
   if (M <= 0 || K <= 0) return;
-  if (per_tensor) tensor_scale_kernel<<<1, kThreads, 0, s>>>(rowmax, M, fp8 ? 448.0 : 127.0, scales);
+  if (per_tensor) tensor_scale_kernel<<<1, kThreads, 0, s>>>(rowmax, M, fp8 ? 448.0f : 127.0f, scales);
   if (fp8)
     quantize_kernel<true><<<blocks_for(M), kThreads, 0, s>>>(per_tensor, xf, rowmax, M, K, codes, scales);
   else

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "opmeter/dtype.hpp"
+#include "ops/linear/fp8_scale.hpp"
 
 namespace opmeter::quant {
 namespace {
@@ -41,9 +42,6 @@ float amax_of(const float* x, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) a = std::max(a, std::fabs(x[i]));
   return a;
 }
-
-// The int8 / fp8 scale of an amax; 1 for all zeros (any scale represents them).
-float scale_of(float amax, double code_max) { return amax > 0 ? static_cast<float>(amax / code_max) : 1.f; }
 
 std::uint8_t code_8bit(bool fp8, float v) { return fp8 ? to_fp8_e4m3(v) : int8_code(v); }
 
@@ -180,15 +178,15 @@ QuantizedWeights quantize_weights(const Recipe& r, const float* w, std::size_t o
     return q;
   }
   const bool fp8 = r.fp8(), tensor = r.activations == ActivationFormat::fp8_per_tensor;
-  const double code_max = fp8 ? kFp8Max : kInt8Max;
+  const auto code_max = static_cast<float>(fp8 ? kFp8Max : kInt8Max);  // exact as floats
   q.codes.resize(out * hidden);
   q.scales.resize(tensor ? 1 : out);
-  if (tensor) q.scales[0] = round_to(se, scale_of(amax_of(w, out * hidden), code_max));
+  if (tensor) q.scales[0] = round_to(se, linear::scale_from_amax(amax_of(w, out * hidden), code_max));
 #pragma omp parallel for schedule(static)
   for (std::int64_t jj = 0; jj < rows; ++jj) {
     const auto j = static_cast<std::size_t>(jj);
     const float* row = w + j * hidden;
-    const float s = tensor ? q.scales[0] : round_to(se, scale_of(amax_of(row, hidden), code_max));
+    const float s = tensor ? q.scales[0] : round_to(se, linear::scale_from_amax(amax_of(row, hidden), code_max));
     if (!tensor) q.scales[j] = s;
     for (std::size_t k = 0; k < hidden; ++k) q.codes[j * hidden + k] = code_8bit(fp8, row[k] / s);
   }
@@ -199,11 +197,11 @@ void quantize_activations(const Recipe& r, const float* x, std::size_t rows, std
                           float* scales) {
   const bool fp8 = r.activations != ActivationFormat::int8_per_token;
   const bool tensor = r.activations == ActivationFormat::fp8_per_tensor;
-  const double code_max = fp8 ? kFp8Max : kInt8Max;
-  if (tensor) scales[0] = scale_of(amax_of(x, rows * hidden), code_max);
+  const auto code_max = static_cast<float>(fp8 ? kFp8Max : kInt8Max);  // exact as floats
+  if (tensor) scales[0] = linear::scale_from_amax(amax_of(x, rows * hidden), code_max);
   for (std::size_t m = 0; m < rows; ++m) {
     const float* row = x + m * hidden;
-    const float s = tensor ? scales[0] : scale_of(amax_of(row, hidden), code_max);
+    const float s = tensor ? scales[0] : linear::scale_from_amax(amax_of(row, hidden), code_max);
     if (!tensor) scales[m] = s;
     for (std::size_t k = 0; k < hidden; ++k) codes[m * hidden + k] = code_8bit(fp8, row[k] / s);
   }
@@ -218,6 +216,12 @@ void Sqnr::add(double got, double ref) {
   signal += ref * ref;
   noise += (got - ref) * (got - ref);
   max_abs_error = std::max(max_abs_error, std::fabs(got - ref));
+}
+
+void Sqnr::merge(const Sqnr& other) {
+  signal += other.signal;
+  noise += other.noise;
+  max_abs_error = std::max(max_abs_error, other.max_abs_error);
 }
 
 double Sqnr::db() const { return noise == 0 ? INFINITY : 10 * std::log10(signal / noise); }

@@ -42,7 +42,8 @@ QuantizedWeights quantize_weights(const Recipe& r, const float* w, std::size_t o
 
 // Dynamic recipes: activations x (rows x hidden floats) quantized per call. codes: rows*hidden
 // bytes (int8 or e4m3); scales: one per row (per token), or scales[0] for the whole tensor.
-// Scales are fp32: amax / 127 (int8) or amax / 448 (fp8), 1 for an all-zero row or tensor.
+// Scales are fp32: amax / 127 (int8) or amax / 448 (fp8), 1 for an all-zero row or tensor
+// (linear::scale_from_amax, ops/linear/fp8_scale.hpp).
 void quantize_activations(const Recipe& r, const float* x, std::size_t rows, std::size_t hidden, std::uint8_t* codes,
                           float* scales);
 // One activation code's value (without its scale): the int8 or the e4m3 number.
@@ -62,6 +63,8 @@ ScaleZero hqq_int4(const float* w, std::size_t n);
 struct Sqnr {
   double signal = 0, noise = 0, max_abs_error = 0;
   void add(double got, double ref);
+  // Adds another accumulator's sums (rows summed apart, e.g. one per thread).
+  void merge(const Sqnr& other);
   double db() const;
 };
 

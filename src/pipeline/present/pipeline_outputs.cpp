@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "opmeter/errors.hpp"
+#include "util/file_safe_name.hpp"
 #include "util/output_file.hpp"
 #include "util/text.hpp"
 
@@ -25,12 +26,6 @@ std::string num(double v) {
 std::string num(const std::optional<double>& v, double scale = 1) { return v ? num(*v * scale) : ""; }
 
 std::string row(const std::vector<std::string>& cells) { return fmt::format("{}\n", fmt::join(cells, ",")); }
-
-std::string file_safe(const std::string& s) {
-  std::string out;
-  for (char ch : s) out += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.' ? ch : '_';
-  return out.empty() || out[0] == '.' ? "_" + out : out;
-}
 
 }  // namespace
 
@@ -73,8 +68,8 @@ std::vector<std::string> log_file_names(const std::vector<PipelineSummary>& summ
   for (auto& s : summaries) {
     // Appended piecewise: "literal" + std::string trips GCC 12's false -Wrestrict.
     std::string base = "pipeline-";
-    base.append(file_safe(s.name));
-    if (uses[s.name] > 1) base.append("-").append(file_safe(s.device));
+    base.append(file_safe_name(s.name));
+    if (uses[s.name] > 1) base.append("-").append(file_safe_name(s.device));
     // Still the same (same name on the same device, or names that differ only in odd characters).
     int n = taken[base]++;
     names.push_back(base + (n ? fmt::format("-{}", n + 1) : "") + ".log");
