@@ -105,7 +105,7 @@ TEST(LinearFp8TrainCuda, RowwiseBeforeHopperAndAnythingBeforeAdaIsSkippedWithThe
 }
 
 // The benchmark (bench/train/gpu-fp8-4096x8192.yaml): the bf16 step and both float8
-// recipes at 4096x8192x8192, each phase, nothing else of the linear.
+// recipes at 4096x8192x8192, each phase, ours and PyTorch autograd's (torch), nothing else.
 TEST(LinearFp8TrainCuda, BenchConfigPutsBothRecipesBesideTheBf16Step) {
   auto plan = load_config_file(std::string(OPMETER_SOURCE_DIR) + "/bench/train/gpu-fp8-4096x8192.yaml", 2);
   std::set<std::string> linear;
@@ -115,9 +115,11 @@ TEST(LinearFp8TrainCuda, BenchConfigPutsBothRecipesBesideTheBf16Step) {
   std::set<std::string> expected;
   for (const char* phase : {",phase=forward", ",phase=backward", ""}) {
     expected.insert(fmt::format("linear/cublaslt_train/bf16/{},mode=train{}/device=cuda:0", shape, phase));
+    expected.insert(fmt::format("linear/torch/bf16/{},mode=train{}/device=cuda:0", shape, phase));
     for (const char* q : {"float8dq-tensor", "float8dq-row"})
-      expected.insert(
-          fmt::format("linear/cublaslt_fp8_train/bf16/{},quant={},mode=train{}/device=cuda:0", shape, q, phase));
+      for (const char* impl : {"cublaslt_fp8_train", "torch"})
+        expected.insert(
+            fmt::format("linear/{}/bf16/{},quant={},mode=train{}/device=cuda:0", impl, shape, q, phase));
   }
   EXPECT_EQ(linear, expected);
 }
