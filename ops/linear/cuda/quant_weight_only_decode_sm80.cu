@@ -15,7 +15,9 @@
 //   lane sums 8 (or group / 32) values of a real row and the group's lanes add with shuffles.
 // Index arithmetic (xsum slots, parameter copies, split ranges, ksplit) is ops/linear/
 // quant_gpu_decode.hpp's, tested on the CPU; the decoding and mma step are quant_weight_only.cuh's,
-// shared with the 64-row kernel. Split K: fp32 partials, summed by launch_split_reduce.
+// shared with the 64-row kernel.
+// - Split K wrote fp32 partials that a second kernel summed (a launch and a dependency more, at
+//   shapes that take a few microseconds). Here the last block of each tile to finish sums them.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -196,21 +198,45 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
       }
     }
   }
-  if (!active) return;
-
   // Accumulator e: row g (+8 for e >= 2), channel 2t (+1 for odd e) of the n-tile.
   T* y = static_cast<T*>(a.y);
+  if (active) {
 #pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    const std::int64_t m = m0 + g + (e >= 2 ? 8 : 0);
-    const std::int64_t c = nt * kTileN + 2 * t + (e & 1);
-    if (m >= a.M || c >= a.N) continue;
-    float v = acc[e];
-    if constexpr (!kInt4) v *= a.channel_scale[c];
-    if (a.ksplit == 1)
-      y[m * a.N + c] = narrow<T>(apply_act(a.act, v + a.bias[c]));
-    else
-      a.partial[(static_cast<std::int64_t>(blockIdx.y) * a.M + m) * a.N + c] = v;
+    for (int e = 0; e < 4; ++e) {
+      const std::int64_t m = m0 + g + (e >= 2 ? 8 : 0);
+      const std::int64_t c = nt * kTileN + 2 * t + (e & 1);
+      if (m >= a.M || c >= a.N) continue;
+      float v = acc[e];
+      if constexpr (!kInt4) v *= a.channel_scale[c];
+      if (a.ksplit == 1)
+        y[m * a.N + c] = narrow<T>(apply_act(a.act, v + a.bias[c]));
+      else
+        a.partial[(static_cast<std::int64_t>(blockIdx.y) * a.M + m) * a.N + c] = v;
+    }
+  }
+  if (a.ksplit == 1) return;
+
+  // Split K: the last split of this tile to arrive sums the partials (threadFenceReduction's
+  // pattern: every writer fences, then one arrival per block; the last block fences again before
+  // reading through L2) and resets the counter for the next launch, which the stream orders after.
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned* counter = a.counters + static_cast<std::int64_t>(blockIdx.z) * gridDim.x + blockIdx.x;
+    last = atomicAdd(counter, 1u) == static_cast<unsigned>(a.ksplit - 1);
+    if (last) *counter = 0u;
+    __threadfence();
+  }
+  __syncthreads();
+  if (!last) return;
+  constexpr int kCols = kWarps * kTileN;
+  for (int i = static_cast<int>(threadIdx.x); i < rows * kCols; i += kThreads) {
+    const std::int64_t m = m0 + i / kCols, c = nt0 * kTileN + i % kCols;
+    if (c >= a.N) continue;
+    float v = 0.f;
+    for (int s = 0; s < a.ksplit; ++s) v += __ldcg(a.partial + (static_cast<std::int64_t>(s) * a.M + m) * a.N + c);
+    y[m * a.N + c] = narrow<T>(apply_act(a.act, v + a.bias[c]));
   }
 }
 

@@ -60,6 +60,10 @@ void WeightOnlyLinear::plan(std::size_t rows, int sms) {
   }
   const std::size_t partial = ksplit_ > 1 ? static_cast<std::size_t>(ksplit_) * per_split : 0;
   if (partial_.bytes() != partial) partial_ = partial ? cuda::DeviceBuffer(partial) : cuda::DeviceBuffer();
+  // The decode kernel's arrival counters start at zero; each launch leaves them so.
+  const std::size_t counters = tile_rows_ == 16 && ksplit_ > 1 ? static_cast<std::size_t>(blocks) * sizeof(unsigned) : 0;
+  if (counters_.bytes() != counters) counters_ = counters ? cuda::DeviceBuffer(counters) : cuda::DeviceBuffer();
+  if (counters) cuda::fill(counters_.data(), 0, counters, nullptr);
 }
 
 void WeightOnlyLinear::launch(DType d, const void* x, const float* bias, tensor::Act act, void* y, cudaStream_t s) const {
@@ -81,9 +85,10 @@ void WeightOnlyLinear::launch(DType d, const void* x, const float* bias, tensor:
                       .act = act,
                       .y = y,
                       .partial = static_cast<float*>(partial_.data()),
-                      .ksplit = ksplit_},
+                      .ksplit = ksplit_,
+                      .counters = static_cast<unsigned*>(counters_.data())},
                      s);
-  if (ksplit_ > 1) launch_split_reduce(d, static_cast<const float*>(partial_.data()), ksplit_, M, N, bias, act, y, s);
+  if (ksplit_ > 1 && tile_rows_ != 16) launch_split_reduce(d, static_cast<const float*>(partial_.data()), ksplit_, M, N, bias, act, y, s);
 }
 
 std::string WeightOnlyLinear::kernel() const {
@@ -93,7 +98,9 @@ std::string WeightOnlyLinear::kernel() const {
   return fmt::format("weight-only mma.sync m16n8k16, {} codes decoded in registers, {}-row tiles, k chunks of {}, "
                      "split-K {}{}",
                      codes, tile_rows_, weight_only_chunk_k(tile_rows_), ksplit_,
-                     ksplit_ > 1 ? " (+ reduce kernel with bias and activation)" : " (bias and activation in the GEMM)");
+                     ksplit_ == 1       ? " (bias and activation in the GEMM)"
+                     : tile_rows_ == 16 ? " (the last split of each tile sums them, with bias and activation)"
+                                        : " (+ reduce kernel with bias and activation)");
 }
 
 Support weight_only_device_support(const quant::Recipe& r, std::size_t rows, const cuda::DeviceProps& p) {
