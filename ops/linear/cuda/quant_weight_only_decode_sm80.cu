@@ -1,23 +1,26 @@
 // The weight-only GEMM at decode shapes (16-row tiles: M <= 16, or int4 groups the 64-row kernel
-// cannot take): y = act(x W^T + b), W in gpu_pack's layout, streamed once. The kernel is memory
-// bound by design, so what matters is the bytes in flight: an SM needs about bandwidth x latency
-// / SMs = 4.8 TB/s x ~700 ns / 132 ~ 25 KB of loads outstanding to stream at the copy ceiling.
-// What the first kernel (one loop for all M) did at M = 1, and what this one does instead:
-// - x was staged for all 16 rows of the mma tile (15/16 zeros) behind barriers, and the codes were
-//   only loaded after them: each chunk began with nothing in flight. Here only rows < M are
-//   staged (A fragments of other rows are zero registers), and the codes stream through a ring of
-//   kRing 16-byte units per lane (64 B; 16 KB a block, >= 2 blocks an SM by decode_ksplit): the
-//   next units are loaded before the current one is used and across the chunks' barriers.
+// cannot take): y = act(x W^T + b), W in gpu_pack's layout, streamed once. It is memory bound by
+// design, so what matters is the bytes in flight: an SM needs about bandwidth x latency / SMs =
+// 4.8 TB/s x ~700 ns / 132 ~ 25 KB of loads outstanding to stream at the copy ceiling. What the
+// first kernel (one loop for all M; 0.46 TB/s for int4 at M = 1 on an H200) did, and what this
+// one does instead:
+// - x was staged for all 16 rows of the mma tile (15/16 zeros at M = 1) behind barriers, and the
+//   codes were loaded only after them: each chunk began with nothing in flight. Here only rows < M
+//   are staged (the A fragments of other rows are zero registers), and the codes stream through a
+//   ring of kRing 16-byte units per lane: loaded kRing units ahead of use, across the chunks'
+//   barriers, the first ones before x is staged. 8 warps x 4 x 512 B = 16 KB a block; 3 blocks
+//   an SM (80 registers, no spills: kSpan bounds what the compiler hoists) = 48 KB in flight.
 // - int4: each group's scale and zero were two dependent, uncoalesced loads in the inner loop.
 //   Here the chunk's parameters of the block's 64 channels are copied to shared memory with x
-//   (coalesced: consecutive threads read consecutive groups of a channel), while codes are in flight.
+//   (coalesced: consecutive threads read consecutive groups of a channel), codes in flight.
 // - int4: x's group sums were a serial loop (one thread, 64 adds) over all 16 rows. Here every
 //   lane sums 8 (or group / 32) values of a real row and the group's lanes add with shuffles.
+// - Split K wrote fp32 partials that a second kernel summed: a launch and a dependency more, at
+//   shapes that take a few microseconds. Here the last block of each tile to finish sums them.
+// - ksplit asked for ~4 blocks an SM whatever the waves; decode_ksplit now balances the SMs.
 // Index arithmetic (xsum slots, parameter copies, split ranges, ksplit) is ops/linear/
 // quant_gpu_decode.hpp's, tested on the CPU; the decoding and mma step are quant_weight_only.cuh's,
 // shared with the 64-row kernel.
-// - Split K wrote fp32 partials that a second kernel summed (a launch and a dependency more, at
-//   shapes that take a few microseconds). Here the last block of each tile to finish sums them.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
