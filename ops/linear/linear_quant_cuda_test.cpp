@@ -141,9 +141,12 @@ TEST(QuantLinearCuda, EveryRecipeIsCorrectOnAGpu) {
     std::size_t rows, hidden, out;
   };
   // Weight-only: odd rows, odd out, odd hidden (8-bit codes); decode (M <= 16) and 64-row tiles.
+  // hidden > 512 at M <= 16 splits K (the decode kernel's last block sums the splits), 1601 with a
+  // partial last chunk and x read element by element.
   // Dynamic: hidden and out as cuBLASLt's int8 / fp8 GEMMs need them.
-  const Shape odd[] = {{"linear", 1, 77, 33}, {"ln_linear_silu", 3, 200, 41}, {"linear", 37, 520, 19}, {"linear", 16, 64, 8}};
-  const Shape int4[] = {{"linear", 1, 128, 33}, {"ln_linear_gelu", 5, 256, 41}, {"linear", 70, 640, 17}};
+  const Shape odd[] = {{"linear", 1, 77, 33}, {"ln_linear_silu", 3, 200, 41}, {"linear", 37, 520, 19}, {"linear", 16, 64, 8},
+                       {"linear", 2, 1601, 40}};
+  const Shape int4[] = {{"linear", 1, 128, 33}, {"ln_linear_gelu", 5, 256, 41}, {"linear", 70, 640, 17}, {"linear", 9, 2048, 72}};
   const Shape dyn[] = {{"linear", 1, 64, 40}, {"ln_linear_relu", 3, 192, 24}, {"linear", 37, 256, 72}};
   auto check = [](const Shape& s, const std::string& dtype, const std::string& recipe) {
     const std::string act = std::string(s.op) == "linear" ? ",act=gelu" : "";

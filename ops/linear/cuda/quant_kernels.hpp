@@ -29,6 +29,9 @@ struct WeightOnlyArgs {
   void* y = nullptr;
   float* partial = nullptr;  // split-K: ksplit x M x N floats, summed by launch_split_reduce
   int ksplit = 1;
+  // 16-row tiles with split K: one arrival counter per (n-block, row block), zero between launches;
+  // the last split of a tile to arrive sums the partials (no reduce kernel).
+  unsigned* counters = nullptr;
 };
 // Rows of x per block: 16 (decode, M <= 16) or 64 (the rest); k per chunk for that tiling.
 int weight_only_chunk_k(int tile_rows);

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "ops/linear/quant_gpu_decode.hpp"
+
 namespace opmeter::linear::quant_cuda {
 namespace {
 
@@ -42,16 +44,26 @@ void WeightOnlyLinear::plan(std::size_t rows, int sms) {
   const int group = static_cast<int>(recipe_.group);
   tile_rows_ = rows <= 16 ? 16 : 64;
   if (recipe_.weights == quant::WeightFormat::int4 && !weight_only_takes_group(group, tile_rows_)) tile_rows_ = 16;
-  // Few blocks (decode): split K until about 4 blocks per SM, within the partials' budget.
   const std::int64_t blocks =
       weight_only_blocks(static_cast<std::int64_t>(layout_.out), static_cast<std::int64_t>(rows), tile_rows_);
-  const std::int64_t target = 4 * static_cast<std::int64_t>(sms);
-  std::int64_t want = blocks < target ? (target + blocks - 1) / blocks : 1;
   const std::size_t per_split = rows * layout_.out * sizeof(float);
-  want = std::min<std::int64_t>(want, static_cast<std::int64_t>(std::max<std::size_t>(1, kMaxSplitBytes / per_split)));
-  ksplit_ = weight_only_ksplit(static_cast<std::int64_t>(layout_.hidden), tile_rows_, static_cast<int>(want));
+  const auto max_splits = static_cast<std::int64_t>(std::max<std::size_t>(1, kMaxSplitBytes / per_split));
+  if (tile_rows_ == 16) {
+    // Decode: the split that keeps every SM streaming with the least imbalance (quant_gpu_decode.hpp).
+    const std::int64_t chunk = weight_only_chunk_k(16), n_chunks = (static_cast<std::int64_t>(layout_.hidden) + chunk - 1) / chunk;
+    ksplit_ = gpu_decode::decode_ksplit(blocks, n_chunks, sms, max_splits);
+  } else {
+    // Few blocks: split K until about 4 blocks per SM, within the partials' budget.
+    const std::int64_t target = 4 * static_cast<std::int64_t>(sms);
+    const std::int64_t want = std::min<std::int64_t>(blocks < target ? (target + blocks - 1) / blocks : 1, max_splits);
+    ksplit_ = weight_only_ksplit(static_cast<std::int64_t>(layout_.hidden), tile_rows_, static_cast<int>(want));
+  }
   const std::size_t partial = ksplit_ > 1 ? static_cast<std::size_t>(ksplit_) * per_split : 0;
   if (partial_.bytes() != partial) partial_ = partial ? cuda::DeviceBuffer(partial) : cuda::DeviceBuffer();
+  // The decode kernel's arrival counters start at zero; each launch leaves them so.
+  const std::size_t counters = tile_rows_ == 16 && ksplit_ > 1 ? static_cast<std::size_t>(blocks) * sizeof(unsigned) : 0;
+  if (counters_.bytes() != counters) counters_ = counters ? cuda::DeviceBuffer(counters) : cuda::DeviceBuffer();
+  if (counters) cuda::fill(counters_.data(), 0, counters, nullptr);
 }
 
 void WeightOnlyLinear::launch(DType d, const void* x, const float* bias, tensor::Act act, void* y, cudaStream_t s) const {
@@ -73,9 +85,10 @@ void WeightOnlyLinear::launch(DType d, const void* x, const float* bias, tensor:
                       .act = act,
                       .y = y,
                       .partial = static_cast<float*>(partial_.data()),
-                      .ksplit = ksplit_},
+                      .ksplit = ksplit_,
+                      .counters = static_cast<unsigned*>(counters_.data())},
                      s);
-  if (ksplit_ > 1) launch_split_reduce(d, static_cast<const float*>(partial_.data()), ksplit_, M, N, bias, act, y, s);
+  if (ksplit_ > 1 && tile_rows_ != 16) launch_split_reduce(d, static_cast<const float*>(partial_.data()), ksplit_, M, N, bias, act, y, s);
 }
 
 std::string WeightOnlyLinear::kernel() const {
@@ -85,7 +98,9 @@ std::string WeightOnlyLinear::kernel() const {
   return fmt::format("weight-only mma.sync m16n8k16, {} codes decoded in registers, {}-row tiles, k chunks of {}, "
                      "split-K {}{}",
                      codes, tile_rows_, weight_only_chunk_k(tile_rows_), ksplit_,
-                     ksplit_ > 1 ? " (+ reduce kernel with bias and activation)" : " (bias and activation in the GEMM)");
+                     ksplit_ == 1       ? " (bias and activation in the GEMM)"
+                     : tile_rows_ == 16 ? " (the last split of each tile sums them, with bias and activation)"
+                                        : " (+ reduce kernel with bias and activation)");
 }
 
 Support weight_only_device_support(const quant::Recipe& r, std::size_t rows, const cuda::DeviceProps& p) {

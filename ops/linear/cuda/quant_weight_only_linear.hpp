@@ -33,7 +33,7 @@ class WeightOnlyLinear {
   gpu_pack::Layout layout_;
   std::size_t rows_ = 0, weight_bytes_ = 0;
   int tile_rows_ = 16, ksplit_ = 1;
-  cuda::DeviceBuffer codes_, scales_, partial_;  // scales: channel floats or int4 group words
+  cuda::DeviceBuffer codes_, scales_, partial_, counters_;  // scales: channel floats or int4 group words
 };
 
 // Whether this GPU runs the weight-only kernel for `r` on `rows` rows ("" when it does: the

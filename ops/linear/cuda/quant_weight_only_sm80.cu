@@ -1,12 +1,14 @@
-// The weight-only quantized GEMM (int8, fp8 e4m3, int4 with groups): y = act(x W^T + b) with W in
-// gpu_pack's fragment layout. Each warp owns an n-tile of 8 output channels and streams its codes
-// once per row tile with 16-byte loads (4 in flight per lane), decodes them in registers to the
-// activations' 16-bit type (exactly: integers and e4m3 values are representable) and multiplies
-// with mma.sync m16n8k16, fp32 accumulation. Scales come after the products: int8 / fp8 one per
-// channel at the end; int4 per group, sum_k (q - z) s x = s (sum_k q x - z sum_k x), with the
-// group sums of x taken from the shared tile. x's chunk (16 or 64 rows x 512 or 256 k) is staged
-// in shared memory, zero past M and K, so edges need no other guard. Decode shapes split K over
-// blocks (fp32 partials, summed by the reduce kernel with bias and activation).
+// The weight-only quantized GEMM (int8, fp8 e4m3, int4 with groups) for 64-row tiles (M > 16):
+// y = act(x W^T + b) with W in gpu_pack's fragment layout. Decode shapes (16-row tiles) run
+// quant_weight_only_decode_sm80.cu instead; the entry points here choose. Each warp owns an n-tile
+// of 8 output channels and streams its codes once per row tile with 16-byte loads (4 in flight per
+// lane), decodes them in registers to the activations' 16-bit type (exactly: integers and e4m3
+// values are representable, quant_weight_only.cuh) and multiplies with mma.sync m16n8k16, fp32
+// accumulation. Scales come after the products: int8 / fp8 one per channel at the end; int4 per
+// group, sum_k (q - z) s x = s (sum_k q x - z sum_k x), with the group sums of x taken from the
+// shared tile. x's chunk (64 rows x 256 k) is staged in shared memory, zero past M and K, so edges
+// need no other guard. Few blocks split K (fp32 partials, summed by the reduce kernel with bias
+// and activation).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -17,6 +19,8 @@
 
 #include "ops/linear/cuda/quant_act.cuh"
 #include "ops/linear/cuda/quant_kernels.hpp"
+#include "ops/linear/cuda/quant_weight_only.cuh"
+#include "ops/linear/quant_gpu_decode.hpp"
 #include "opmeter/cuda/float_convert.cuh"
 
 namespace opmeter::linear::quant_cuda {
@@ -24,104 +28,15 @@ namespace {
 using cuda::narrow;
 using cuda::widen;
 
-constexpr int kWarps = 8;
-constexpr int kThreads = kWarps * 32;
-constexpr int kTileN = 8;
+using wo::decode;
+using wo::half_bits_to_float;
+using wo::kThreads;
+using wo::kTileN;
+using wo::kWarps;
+using wo::ld32;
+using wo::mma;
 
-__host__ __device__ constexpr int chunk_k(int mt) { return mt == 1 ? 512 : 256; }
-
-__device__ inline std::uint32_t bits(__nv_bfloat162 h) { return *reinterpret_cast<std::uint32_t*>(&h); }
-__device__ inline std::uint32_t bits(__half2 h) { return *reinterpret_cast<std::uint32_t*>(&h); }
-__device__ inline __nv_bfloat162 as_bf162(std::uint32_t v) { return *reinterpret_cast<__nv_bfloat162*>(&v); }
-__device__ inline __half2 as_half2(std::uint32_t v) { return *reinterpret_cast<__half2*>(&v); }
-
-// D += A B for one m16n8k16 tile (A row-major 16x16, B "col" 16x8), fp32 accumulators.
-template <class T>
-__device__ inline void mma(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
-
-// Nibbles 0 and 4 of v (unsigned 0..15) as two T's: the exponent of 128 (bf16) or 1024 (fp16)
-// with the nibble as low mantissa bits, minus that power of two (exact).
-template <class T>
-__device__ inline std::uint32_t int4_pair(std::uint32_t v) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    const std::uint32_t r = (v & 0x000F000Fu) | 0x43004300u;
-    return bits(__hsub2(as_bf162(r), __float2bfloat162_rn(128.f)));
-  } else {
-    const std::uint32_t r = (v & 0x000F000Fu) | 0x64006400u;
-    return bits(__hsub2(as_half2(r), __float2half2_rn(1024.f)));
-  }
-}
-
-// Bytes i, i + 1 of w (int8 codes + 128) as two T's holding the codes.
-template <class T, int I>
-__device__ inline std::uint32_t int8_pair(std::uint32_t w) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    // 2^23 + u as a float (u in the low mantissa bits), minus 2^23 + 128: the code, exactly.
-    const float f0 = __int_as_float(static_cast<int>(__byte_perm(w, 0x4Bu, 0x4550u + I))) - 8388736.f;
-    const float f1 = __int_as_float(static_cast<int>(__byte_perm(w, 0x4Bu, 0x4550u + I + 1))) - 8388736.f;
-    return bits(__floats2bfloat162_rn(f0, f1));
-  } else {
-    // 1024 + u as a half in each 16-bit lane, minus 1152.
-    constexpr std::uint32_t sel = 0x4040u | I | ((I + 1) << 8);
-    const std::uint32_t r = __byte_perm(w, 0x64u, sel);
-    return bits(__hsub2(as_half2(r), __float2half2_rn(1152.f)));
-  }
-}
-
-// Two e4m3 bytes (low 16 bits of v) as two T's (e4m3 values are exact in fp16 and bf16).
-template <class T>
-__device__ inline std::uint32_t fp8_pair(std::uint32_t v) {
-  const __half2_raw raw = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(v & 0xFFFFu), __NV_E4M3);
-  const __half2 h(raw);
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return bits(__float22bfloat162_rn(__half22float2(h)));
-  } else {
-    return bits(h);
-  }
-}
-
-// Step s of a lane's 16-byte unit to the B fragment (b0: k 2t, 2t+1; b1: k 2t+8, 2t+9); s is a
-// constant once the caller's loop is unrolled.
-template <class T, Codes C>
-__device__ inline void decode(const std::uint32_t (&w)[4], int s, std::uint32_t& b0, std::uint32_t& b1) {
-  if constexpr (C == Codes::int4) {
-    const std::uint32_t v = w[s / 2] >> (8 * (s % 2));
-    b0 = int4_pair<T>(v);
-    b1 = int4_pair<T>(v >> 4);
-  } else if constexpr (C == Codes::int8) {
-    b0 = int8_pair<T, 0>(w[s]);
-    b1 = int8_pair<T, 2>(w[s]);
-  } else {
-    b0 = fp8_pair<T>(w[s]);
-    b1 = fp8_pair<T>(w[s] >> 16);
-  }
-}
-
-__device__ inline std::uint32_t ld32(const void* p) { return *static_cast<const std::uint32_t*>(p); }
-
-template <class T>
-__device__ inline float half_bits_to_float(std::uint32_t h16) {
-  const unsigned short b = static_cast<unsigned short>(h16 & 0xFFFFu);
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __uint_as_float(static_cast<std::uint32_t>(b) << 16);
-  } else {
-    return __half2float(__ushort_as_half(b));
-  }
-}
+__host__ __device__ constexpr int chunk_k(int mt) { return mt == 1 ? gpu_decode::kChunkK : 256; }
 
 template <class T, Codes C, int MT>
 __global__ void __launch_bounds__(kThreads) weight_only_kernel(WeightOnlyArgs a, int chunks_per_split) {
@@ -280,20 +195,12 @@ void launch_typed(const WeightOnlyArgs& a, cudaStream_t s) {
   weight_only_kernel<T, C, MT><<<grid, kThreads, 0, s>>>(a, static_cast<int>(per_split));
 }
 
-template <class T, Codes C>
-void launch_rows(int tile_rows, const WeightOnlyArgs& a, cudaStream_t s) {
-  if (tile_rows == 16)
-    launch_typed<T, C, 1>(a, s);
-  else
-    launch_typed<T, C, 4>(a, s);
-}
-
 template <class T>
-void launch_codes(Codes c, int tile_rows, const WeightOnlyArgs& a, cudaStream_t s) {
+void launch_codes(Codes c, const WeightOnlyArgs& a, cudaStream_t s) {
   switch (c) {
-    case Codes::int8: launch_rows<T, Codes::int8>(tile_rows, a, s); break;
-    case Codes::fp8: launch_rows<T, Codes::fp8>(tile_rows, a, s); break;
-    case Codes::int4: launch_rows<T, Codes::int4>(tile_rows, a, s); break;
+    case Codes::int8: launch_typed<T, Codes::int8, 4>(a, s); break;
+    case Codes::fp8: launch_typed<T, Codes::fp8, 4>(a, s); break;
+    case Codes::int4: launch_typed<T, Codes::int4, 4>(a, s); break;
   }
 }
 
@@ -319,10 +226,12 @@ std::int64_t weight_only_blocks(std::int64_t N, std::int64_t M, int tile_rows) {
 
 void launch_weight_only(DType d, Codes c, int tile_rows, const WeightOnlyArgs& a, cudaStream_t s) {
   if (a.M <= 0 || a.N <= 0 || a.K <= 0) return;
-  if (d == DType::bf16)
-    launch_codes<__nv_bfloat16>(c, tile_rows, a, s);
+  if (tile_rows == 16)
+    wo::launch_decode(d, c, a, s);
+  else if (d == DType::bf16)
+    launch_codes<__nv_bfloat16>(c, a, s);
   else
-    launch_codes<__half>(c, tile_rows, a, s);
+    launch_codes<__half>(c, a, s);
 }
 
 void launch_split_reduce(DType d, const float* partial, int ksplit, std::int64_t M, std::int64_t N, const float* bias,

@@ -1,0 +1,116 @@
+#pragma once
+// What cuda_quant's two weight-only kernels share (quant_weight_only_sm80.cu for 64-row tiles,
+// quant_weight_only_decode_sm80.cu for M <= 16): the mma.sync m16n8k16 step and the decoding of a
+// lane's 16-byte unit of codes (gpu_pack's layout) into its B fragments, exactly.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "ops/linear/cuda/quant_kernels.hpp"
+
+namespace opmeter::linear::quant_cuda::wo {
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kTileN = 8;
+
+__device__ inline std::uint32_t bits(__nv_bfloat162 h) { return *reinterpret_cast<std::uint32_t*>(&h); }
+__device__ inline std::uint32_t bits(__half2 h) { return *reinterpret_cast<std::uint32_t*>(&h); }
+__device__ inline __nv_bfloat162 as_bf162(std::uint32_t v) { return *reinterpret_cast<__nv_bfloat162*>(&v); }
+__device__ inline __half2 as_half2(std::uint32_t v) { return *reinterpret_cast<__half2*>(&v); }
+
+// D += A B for one m16n8k16 tile (A row-major 16x16, B "col" 16x8), fp32 accumulators.
+template <class T>
+__device__ inline void mma(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+// Nibbles 0 and 4 of v (unsigned 0..15) as two T's: the exponent of 128 (bf16) or 1024 (fp16)
+// with the nibble as low mantissa bits, minus that power of two (exact).
+template <class T>
+__device__ inline std::uint32_t int4_pair(std::uint32_t v) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    const std::uint32_t r = (v & 0x000F000Fu) | 0x43004300u;
+    return bits(__hsub2(as_bf162(r), __float2bfloat162_rn(128.f)));
+  } else {
+    const std::uint32_t r = (v & 0x000F000Fu) | 0x64006400u;
+    return bits(__hsub2(as_half2(r), __float2half2_rn(1024.f)));
+  }
+}
+
+// Bytes i, i + 1 of w (int8 codes + 128) as two T's holding the codes.
+template <class T, int I>
+__device__ inline std::uint32_t int8_pair(std::uint32_t w) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    // 2^23 + u as a float (u in the low mantissa bits), minus 2^23 + 128: the code, exactly.
+    const float f0 = __int_as_float(static_cast<int>(__byte_perm(w, 0x4Bu, 0x4550u + I))) - 8388736.f;
+    const float f1 = __int_as_float(static_cast<int>(__byte_perm(w, 0x4Bu, 0x4550u + I + 1))) - 8388736.f;
+    return bits(__floats2bfloat162_rn(f0, f1));
+  } else {
+    // 1024 + u as a half in each 16-bit lane, minus 1152.
+    constexpr std::uint32_t sel = 0x4040u | I | ((I + 1) << 8);
+    const std::uint32_t r = __byte_perm(w, 0x64u, sel);
+    return bits(__hsub2(as_half2(r), __float2half2_rn(1152.f)));
+  }
+}
+
+// Two e4m3 bytes (low 16 bits of v) as two T's (e4m3 values are exact in fp16 and bf16).
+template <class T>
+__device__ inline std::uint32_t fp8_pair(std::uint32_t v) {
+  const __half2_raw raw = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(v & 0xFFFFu), __NV_E4M3);
+  const __half2 h(raw);
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return bits(__float22bfloat162_rn(__half22float2(h)));
+  } else {
+    return bits(h);
+  }
+}
+
+// Step s of a lane's 16-byte unit to the B fragment (b0: k 2t, 2t+1; b1: k 2t+8, 2t+9); s is a
+// constant once the caller's loop is unrolled.
+template <class T, Codes C>
+__device__ inline void decode(const std::uint32_t (&w)[4], int s, std::uint32_t& b0, std::uint32_t& b1) {
+  if constexpr (C == Codes::int4) {
+    const std::uint32_t v = w[s / 2] >> (8 * (s % 2));
+    b0 = int4_pair<T>(v);
+    b1 = int4_pair<T>(v >> 4);
+  } else if constexpr (C == Codes::int8) {
+    b0 = int8_pair<T, 0>(w[s]);
+    b1 = int8_pair<T, 2>(w[s]);
+  } else {
+    b0 = fp8_pair<T>(w[s]);
+    b1 = fp8_pair<T>(w[s] >> 16);
+  }
+}
+
+__device__ inline std::uint32_t ld32(const void* p) { return *static_cast<const std::uint32_t*>(p); }
+
+template <class T>
+__device__ inline float half_bits_to_float(std::uint32_t h16) {
+  const unsigned short b = static_cast<unsigned short>(h16 & 0xFFFFu);
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __uint_as_float(static_cast<std::uint32_t>(b) << 16);
+  } else {
+    return __half2float(__ushort_as_half(b));
+  }
+}
+
+// The decode kernel (M <= 16 rows a block; quant_weight_only_decode_sm80.cu).
+void launch_decode(DType d, Codes c, const WeightOnlyArgs& a, cudaStream_t s);
+
+}  // namespace opmeter::linear::quant_cuda::wo

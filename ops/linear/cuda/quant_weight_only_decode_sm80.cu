@@ -1,0 +1,273 @@
+// The weight-only GEMM at decode shapes (16-row tiles: M <= 16, or int4 groups the 64-row kernel
+// cannot take): y = act(x W^T + b), W in gpu_pack's layout, streamed once. It is memory bound by
+// design, so what matters is the bytes in flight: an SM needs about bandwidth x latency / SMs =
+// 4.8 TB/s x ~700 ns / 132 ~ 25 KB of loads outstanding to stream at the copy ceiling. What the
+// first kernel (one loop for all M; 0.46 TB/s for int4 at M = 1 on an H200) did, and what this
+// one does instead:
+// - x was staged for all 16 rows of the mma tile (15/16 zeros at M = 1) behind barriers, and the
+//   codes were loaded only after them: each chunk began with nothing in flight. Here only rows < M
+//   are staged (the A fragments of other rows are zero registers), and the codes stream through a
+//   ring of kRing 16-byte units per lane: loaded kRing units ahead of use, across the chunks'
+//   barriers, the first ones before x is staged. 8 warps x 4 x 512 B = 16 KB a block; 3 blocks
+//   an SM (80 registers, no spills: kSpan bounds what the compiler hoists) = 48 KB in flight.
+// - int4: each group's scale and zero were two dependent, uncoalesced loads in the inner loop.
+//   Here the chunk's parameters of the block's 64 channels are copied to shared memory with x
+//   (coalesced: consecutive threads read consecutive groups of a channel), codes in flight.
+// - int4: x's group sums were a serial loop (one thread, 64 adds) over all 16 rows. Here every
+//   lane sums 8 (or group / 32) values of a real row and the group's lanes add with shuffles.
+// - Split K wrote fp32 partials that a second kernel summed: a launch and a dependency more, at
+//   shapes that take a few microseconds. Here the last block of each tile to finish sums them.
+// - ksplit asked for ~4 blocks an SM whatever the waves; decode_ksplit now balances the SMs.
+// Index arithmetic (xsum slots, parameter copies, split ranges, ksplit) is ops/linear/
+// quant_gpu_decode.hpp's, tested on the CPU; the decoding and mma step are quant_weight_only.cuh's,
+// shared with the 64-row kernel.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "ops/linear/cuda/quant_act.cuh"
+#include "ops/linear/cuda/quant_weight_only.cuh"
+#include "ops/linear/quant_gpu_decode.hpp"
+#include "opmeter/cuda/float_convert.cuh"
+
+namespace opmeter::linear::quant_cuda::wo {
+namespace {
+using cuda::narrow;
+using cuda::widen;
+namespace gd = gpu_decode;
+
+static_assert(gd::kWarps == kWarps && gd::kTileN == kTileN, "one block shape");
+// Blocks an SM keeps resident (<= 80 registers a thread): 48 KB of codes in flight per SM.
+constexpr int kMinBlocks = 3;
+
+// One lane's 16-byte unit of codes, read once: not kept in L1.
+__device__ inline uint4 load_unit(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+// Sum of n 16-bit values of T from shared memory at p (16-byte aligned, n a multiple of 8).
+template <class T>
+__device__ inline float sum_shared(const T* p, int n) {
+  float s = 0.f;
+  for (int i = 0; i < n; i += 8) {
+    const uint4 v = *reinterpret_cast<const uint4*>(p + i);
+    const T* e = reinterpret_cast<const T*>(&v);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) s += widen(e[j]);
+  }
+  return s;
+}
+
+template <class T, Codes C>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnlyArgs a, int chunks_per_split) {
+  constexpr bool kInt4 = C == Codes::int4;
+  constexpr int kChunk = gd::kChunkK;
+  constexpr int kStride = kChunk + 8;  // +16 bytes: the A fragment's 32 lanes hit 32 banks
+  constexpr int kUnitK = kInt4 ? 128 : 64;
+  constexpr int kUnits = kChunk / kUnitK;  // per warp and chunk: 4 (int4) or 8
+  constexpr int kSteps = kUnitK / 16;
+  constexpr int kRing = gd::kRing;
+  constexpr int kSpan = kInt4 ? 1 : 2;  // int4: 8 steps and their group ends are plenty
+  static_assert(kRing % kSpan == 0 && kUnits % kSpan == 0, "whole passes");
+  constexpr int kGroups = kInt4 ? gd::kMaxGroupsPerChunk : 1;
+  __shared__ __align__(16) T xs[gd::kRows][kStride];
+  __shared__ float xsum[kInt4 ? gd::kRows : 1][kGroups];
+  __shared__ __align__(16) std::uint32_t params[kInt4 ? kWarps * kGroups * kTileN : 1];
+
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int g = lane / 4, t = lane % 4;
+  const std::int64_t nt0 = static_cast<std::int64_t>(blockIdx.x) * kWarps, nt = nt0 + warp;
+  const bool active = nt < a.n_tiles;
+  const std::int64_t m0 = static_cast<std::int64_t>(blockIdx.z) * gd::kRows;
+  const int rows = a.M - m0 < gd::kRows ? static_cast<int>(a.M - m0) : gd::kRows;
+  const bool lo = g < rows, hi = g + 8 < rows;  // this lane's A rows g and g + 8 hold x
+  const std::int64_t n_chunks = (a.K + kChunk - 1) / kChunk;
+  const std::int64_t c_begin = static_cast<std::int64_t>(blockIdx.y) * chunks_per_split;
+  const std::int64_t c_end = c_begin + chunks_per_split < n_chunks ? c_begin + chunks_per_split : n_chunks;
+  const gd::UnitRange units = gd::split_units(blockIdx.y, chunks_per_split, n_chunks, kUnits, a.k_units);
+  const T* x = static_cast<const T*>(a.x) + m0 * a.K;
+  const bool vec_x = a.K % 8 == 0 && reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0;
+  const int group = kInt4 ? a.group : kChunk;  // int4: a power of two from 16 to kChunk (supports)
+  const int group_shift = __ffs(group) - 1;
+  const int groups_per_chunk = kChunk / group;
+  const std::int64_t groups_per_row = kInt4 ? a.K / group : 1;
+  const gd::XsumPlan xp = gd::xsum_plan(group);
+
+  float acc[4] = {0.f, 0.f, 0.f, 0.f}, gacc[4] = {0.f, 0.f, 0.f, 0.f};
+
+  // The ring of kRing units in flight, slot 0 the next to use; the first kRing are loaded now,
+  // before x is staged, so the block's bytes are in flight from the start. Unit indices count
+  // from the block's first unit (units.begin = c_begin * kUnits).
+  const uint4* wp = reinterpret_cast<const uint4*>(a.codes) + (nt * a.k_units + units.begin) * 32 + lane;
+  const int n_units = static_cast<int>(units.end - units.begin);
+  uint4 ring[kRing];
+#pragma unroll
+  for (int b = 0; b < kRing; ++b) ring[b] = active && b < n_units ? load_unit(wp + b * 32) : make_uint4(0, 0, 0, 0);
+
+  const int my_chunks = static_cast<int>(c_end - c_begin);
+#pragma unroll 1
+  for (int ci = 0; ci < my_chunks; ++ci) {
+    const std::int64_t k0 = (c_begin + ci) * kChunk;
+    const int k_left = a.K - k0 < kChunk ? static_cast<int>(a.K - k0) : kChunk;  // k of x in the chunk
+    __syncthreads();  // the previous chunk's readers are done with xs, xsum and params
+    if (vec_x) {
+      constexpr int kVecs = kChunk / 8;
+      for (int i = static_cast<int>(threadIdx.x); i < rows * kVecs; i += kThreads) {
+        const int r = i / kVecs, c = (i % kVecs) * 8;
+        const std::int64_t k = k0 + c;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (k < a.K) v = *reinterpret_cast<const uint4*>(x + r * a.K + k);  // K % 8 == 0: k + 8 <= K
+        *reinterpret_cast<uint4*>(&xs[r][c]) = v;
+      }
+    } else {
+      for (int i = static_cast<int>(threadIdx.x); i < rows * kChunk; i += kThreads) {
+        const int r = i / kChunk, c = i % kChunk;
+        const std::int64_t k = k0 + c;
+        xs[r][c] = k < a.K ? x[r * a.K + k] : narrow<T>(0.f);
+      }
+    }
+    if constexpr (kInt4) {
+      for (int i = static_cast<int>(threadIdx.x); i < kWarps * kTileN * groups_per_chunk; i += kThreads) {
+        const gd::ParamCopy p = gd::param_copy(i, groups_per_chunk, nt0, a.n_tiles, groups_per_row, k0 >> group_shift);
+        params[p.smem] = p.src >= 0 ? __ldg(a.group_params + p.src) : 0u;
+      }
+    }
+    __syncthreads();
+    if constexpr (kInt4) {
+      // Whole warps per pass (the shuffles need every lane); a lane group is all in or all out.
+      const int slots = rows * xp.slots_per_row;
+      for (int base = warp * 32; base < slots; base += kThreads) {
+        const int i = base + lane;
+        float s = i < slots ? sum_shared(&xs[gd::xsum_row(xp, i)][gd::xsum_k(xp, i)], xp.per) : 0.f;
+        for (int o = xp.lanes / 2; o > 0; o /= 2) s += __shfl_xor_sync(0xFFFFFFFFu, s, o);
+        if (i < slots && gd::xsum_writes(xp, lane)) xsum[gd::xsum_row(xp, i)][gd::xsum_group(xp, i)] = s;
+      }
+      __syncthreads();
+    }
+    if (!active) continue;  // no barrier below until the next chunk's first one
+
+    // kSpan units a pass (what the compiler schedules at once): the ring moves down by kSpan
+    // slots and its top takes the loads of the units kRing ahead.
+#pragma unroll 1
+    for (int j0 = 0; j0 < kUnits; j0 += kSpan) {
+      const int u0 = ci * kUnits + j0;
+      uint4 cur[kSpan];
+#pragma unroll
+      for (int s = 0; s < kSpan; ++s) cur[s] = ring[s];
+#pragma unroll
+      for (int s = 0; s < kRing - kSpan; ++s) ring[s] = ring[s + kSpan];
+#pragma unroll
+      for (int s = 0; s < kSpan; ++s) {
+        const int next = u0 + s + kRing;
+        ring[kRing - kSpan + s] = next < n_units ? load_unit(wp + next * 32) : make_uint4(0, 0, 0, 0);
+      }
+#pragma unroll
+      for (int s = 0; s < kSpan; ++s) {
+        const std::uint32_t w[4] = {cur[s].x, cur[s].y, cur[s].z, cur[s].w};
+#pragma unroll
+        for (int st = 0; st < kSteps; ++st) {
+          const int kk = (j0 + s) * kUnitK + st * 16;  // k of the step within the chunk
+          if (kk >= k_left) continue;                 // past K: zero x and codes (uniform)
+          std::uint32_t b0, b1;
+          decode<T, C>(w, st, b0, b1);
+          const T* r0 = &xs[g][kk + 2 * t];
+          const T* r1 = &xs[g + 8][kk + 2 * t];
+          const std::uint32_t af[4] = {lo ? ld32(r0) : 0u, hi ? ld32(r1) : 0u, lo ? ld32(r0 + 8) : 0u,
+                                       hi ? ld32(r1 + 8) : 0u};
+          if constexpr (kInt4)
+            mma<T>(gacc, af, b0, b1);
+          else
+            mma<T>(acc, af, b0, b1);
+          if constexpr (kInt4) {
+            if (((kk + 16) & (group - 1)) != 0) continue;  // not the group's last step
+            const int q = kk >> group_shift;
+            const uint2 p = *reinterpret_cast<const uint2*>(&params[gd::param_smem(warp, q, 2 * t)]);
+            const float s0 = half_bits_to_float<T>(p.x), z0 = half_bits_to_float<T>(p.x >> 16);
+            const float s1 = half_bits_to_float<T>(p.y), z1 = half_bits_to_float<T>(p.y >> 16);
+            const float xa = lo ? xsum[g][q] : 0.f, xb = hi ? xsum[g + 8][q] : 0.f;
+            acc[0] += s0 * (gacc[0] - z0 * xa);
+            acc[1] += s1 * (gacc[1] - z1 * xa);
+            acc[2] += s0 * (gacc[2] - z0 * xb);
+            acc[3] += s1 * (gacc[3] - z1 * xb);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) gacc[e] = 0.f;
+          }
+        }
+      }
+    }
+  }
+  // Accumulator e: row g (+8 for e >= 2), channel 2t (+1 for odd e) of the n-tile.
+  T* y = static_cast<T*>(a.y);
+  if (active) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const std::int64_t m = m0 + g + (e >= 2 ? 8 : 0);
+      const std::int64_t c = nt * kTileN + 2 * t + (e & 1);
+      if (m >= a.M || c >= a.N) continue;
+      float v = acc[e];
+      if constexpr (!kInt4) v *= a.channel_scale[c];
+      if (a.ksplit == 1)
+        y[m * a.N + c] = narrow<T>(apply_act(a.act, v + a.bias[c]));
+      else
+        a.partial[(static_cast<std::int64_t>(blockIdx.y) * a.M + m) * a.N + c] = v;
+    }
+  }
+  if (a.ksplit == 1) return;
+
+  // Split K: the last split of this tile to arrive sums the partials (threadFenceReduction's
+  // pattern: every writer fences, then one arrival per block; the last block fences again before
+  // reading through L2) and resets the counter for the next launch, which the stream orders after.
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned* counter = a.counters + static_cast<std::int64_t>(blockIdx.z) * gridDim.x + blockIdx.x;
+    last = atomicAdd(counter, 1u) == static_cast<unsigned>(a.ksplit - 1);
+    if (last) *counter = 0u;
+    __threadfence();
+  }
+  __syncthreads();
+  if (!last) return;
+  constexpr int kCols = kWarps * kTileN;
+  for (int i = static_cast<int>(threadIdx.x); i < rows * kCols; i += kThreads) {
+    const std::int64_t m = m0 + i / kCols, c = nt0 * kTileN + i % kCols;
+    if (c >= a.N) continue;
+    float v = 0.f;
+    for (int s = 0; s < a.ksplit; ++s) v += __ldcg(a.partial + (static_cast<std::int64_t>(s) * a.M + m) * a.N + c);
+    y[m * a.N + c] = narrow<T>(apply_act(a.act, v + a.bias[c]));
+  }
+}
+
+template <class T, Codes C>
+void launch_typed(const WeightOnlyArgs& a, cudaStream_t s) {
+  const std::int64_t n_chunks = (a.K + gd::kChunkK - 1) / gd::kChunkK;
+  const std::int64_t per_split = (n_chunks + a.ksplit - 1) / a.ksplit;
+  const dim3 grid(static_cast<unsigned>((a.n_tiles + kWarps - 1) / kWarps), static_cast<unsigned>(a.ksplit),
+                  static_cast<unsigned>((a.M + gd::kRows - 1) / gd::kRows));
+  decode_kernel<T, C><<<grid, kThreads, 0, s>>>(a, static_cast<int>(per_split));
+}
+
+template <class T>
+void launch_codes(Codes c, const WeightOnlyArgs& a, cudaStream_t s) {
+  switch (c) {
+    case Codes::int8: launch_typed<T, Codes::int8>(a, s); break;
+    case Codes::fp8: launch_typed<T, Codes::fp8>(a, s); break;
+    case Codes::int4: launch_typed<T, Codes::int4>(a, s); break;
+  }
+}
+
+}  // namespace
+
+void launch_decode(DType d, Codes c, const WeightOnlyArgs& a, cudaStream_t s) {
+  if (d == DType::bf16)
+    launch_codes<__nv_bfloat16>(c, a, s);
+  else
+    launch_codes<__half>(c, a, s);
+}
+
+}  // namespace opmeter::linear::quant_cuda::wo

@@ -1,0 +1,110 @@
+#pragma once
+// The index arithmetic of cuda_quant's decode kernel (M <= 16 rows a block,
+// cuda/quant_weight_only_decode_sm80.cu), as plain functions the CPU tests check against the
+// pack's layout (quant_gpu_pack.hpp), and the split-K choice for decode shapes.
+//
+// A block is 8 warps (one n-tile of 8 channels each) x up to 16 rows x a range of k chunks of
+// 512. Per chunk it stages in shared memory x's rows < M, and for int4 the chunk's group
+// parameters of its 64 channels and x's group sums (xsum); the codes stream through registers.
+#include <algorithm>
+#include <cstdint>
+
+#ifdef __CUDACC__
+#define OPMETER_DECODE_HD __host__ __device__
+#else
+#define OPMETER_DECODE_HD
+#endif
+
+namespace opmeter::linear::gpu_decode {
+
+inline constexpr int kChunkK = 512;  // k of x staged at once (a multiple of every int4 group)
+inline constexpr int kWarps = 8;     // n-tiles per block
+inline constexpr int kTileN = 8;     // channels per n-tile
+inline constexpr int kRows = 16;     // rows per block: one m16n8k16 tile
+inline constexpr int kLanes = 32;
+inline constexpr int kRing = 4;      // 16-byte code units in flight per lane
+inline constexpr int kMinGroup = 16;
+inline constexpr int kMaxGroupsPerChunk = kChunkK / kMinGroup;
+
+// xsum[r][q] = sum of x[r][k] over group q of the chunk, by whole warps: slot i (one lane) sums
+// `per` consecutive k of one row, then `lanes` neighbouring lanes (one group) add up with xor
+// shuffles (offsets lanes/2 .. 1), and the first of them writes. lanes divides 32 and a row's
+// slots, so a lane group never straddles two groups, rows or warps.
+struct XsumPlan {
+  int per = 8, lanes = 1, slots_per_row = kChunkK / 8;
+};
+OPMETER_DECODE_HD constexpr XsumPlan xsum_plan(int group) {
+  const int per = group / kLanes > 8 ? group / kLanes : 8;
+  return {per, group / per, kChunkK / per};
+}
+OPMETER_DECODE_HD constexpr int xsum_row(const XsumPlan& p, int slot) { return slot / p.slots_per_row; }
+OPMETER_DECODE_HD constexpr int xsum_k(const XsumPlan& p, int slot) { return slot % p.slots_per_row * p.per; }
+OPMETER_DECODE_HD constexpr int xsum_group(const XsumPlan& p, int slot) { return slot % p.slots_per_row / p.lanes; }
+OPMETER_DECODE_HD constexpr bool xsum_writes(const XsumPlan& p, int lane) { return lane % p.lanes == 0; }
+
+// The chunk's int4 group parameters in shared memory, [warp][group of the chunk][channel]: a
+// lane (g, t) reads its channels 2t and 2t + 1 as one 8-byte word pair.
+OPMETER_DECODE_HD constexpr int param_smem(int warp, int q, int channel) {
+  return (warp * kMaxGroupsPerChunk + q) * kTileN + channel;
+}
+// Staging entry i (i < 64 channels x groups_per_chunk, consecutive i reading consecutive groups of
+// one channel): where it goes in shared memory and which word of group_params ([padded_out]
+// [groups_per_row]) it copies; -1 for a zero (n-tile past the weight, group past K).
+struct ParamCopy {
+  int smem = 0;
+  std::int64_t src = -1;
+};
+OPMETER_DECODE_HD inline ParamCopy param_copy(int i, int groups_per_chunk, std::int64_t first_n_tile, std::int64_t n_tiles,
+                                              std::int64_t groups_per_row, std::int64_t first_group) {
+  const int ch = i / groups_per_chunk, q = i % groups_per_chunk, warp = ch / kTileN, c = ch % kTileN;
+  const std::int64_t nt = first_n_tile + warp, gi = first_group + q;
+  ParamCopy p;
+  p.smem = param_smem(warp, q, c);
+  if (nt < n_tiles && gi < groups_per_row) p.src = (nt * kTileN + c) * groups_per_row + gi;
+  return p;
+}
+
+// Split s of `ksplit` takes chunks [s * per_split, min(n_chunks, (s + 1) * per_split)) and their
+// code units [first chunk * units_per_chunk, min(k_units, end chunk * units_per_chunk)).
+struct UnitRange {
+  std::int64_t begin = 0, end = 0;
+};
+OPMETER_DECODE_HD inline UnitRange split_units(std::int64_t split, std::int64_t per_split, std::int64_t n_chunks,
+                                               int units_per_chunk, std::int64_t k_units) {
+  const std::int64_t c0 = split * per_split, c1 = c0 + per_split < n_chunks ? c0 + per_split : n_chunks;
+  const std::int64_t u1 = c1 * units_per_chunk;
+  return {c0 * units_per_chunk, u1 < k_units ? u1 : k_units};
+}
+
+// The split-K factor for `n_blocks` blocks (n-blocks x row blocks) over `n_chunks` chunks of K on
+// `sms` multiprocessors, at most `max_splits`. The codes stream at the memory's rate when each SM
+// has >= 2 blocks (32 KB of loads in flight); past that, time goes as the work of the busiest SM,
+// ceil(blocks / sms) x chunks per block. The fewest splits (fewer partials, fewer block start-ups)
+// within 10% of the cheapest. Every split gets chunks (as weight_only_ksplit makes them).
+inline int decode_ksplit(std::int64_t n_blocks, std::int64_t n_chunks, int sms, std::int64_t max_splits) {
+  n_blocks = std::max<std::int64_t>(1, n_blocks);
+  n_chunks = std::max<std::int64_t>(1, n_chunks);
+  sms = std::max(1, sms);
+  max_splits = std::clamp<std::int64_t>(max_splits, 1, n_chunks);
+  const std::int64_t enough = 2 * static_cast<std::int64_t>(sms);
+  // Cost of ksplit ks, or -1 where some split would get no chunk or the SMs too few blocks.
+  auto cost = [&](std::int64_t ks) -> std::int64_t {
+    const std::int64_t per = (n_chunks + ks - 1) / ks;
+    if ((n_chunks + per - 1) / per != ks || n_blocks * ks < enough) return -1;
+    return (n_blocks * ks + sms - 1) / sms * per;
+  };
+  std::int64_t least = -1, most = 1;
+  for (std::int64_t ks = 1; ks <= max_splits; ++ks) {
+    const std::int64_t per = (n_chunks + ks - 1) / ks;
+    if ((n_chunks + per - 1) / per == ks) most = ks;
+    if (const std::int64_t c = cost(ks); c >= 0 && (least < 0 || c < least)) least = c;
+  }
+  if (least < 0) return static_cast<int>(most);  // too few blocks whatever the split: the most allowed
+  for (std::int64_t ks = 1; ks <= max_splits; ++ks)
+    if (const std::int64_t c = cost(ks); c >= 0 && c * 10 <= least * 11) return static_cast<int>(ks);
+  return static_cast<int>(most);  // not reached
+}
+
+}  // namespace opmeter::linear::gpu_decode
+
+#undef OPMETER_DECODE_HD
