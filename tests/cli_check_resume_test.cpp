@@ -120,6 +120,10 @@ TEST(CheckResume, BadInputExitsTwoSayingWhat) {
   auto j = read_json(dir / "cpu" / "check.json");
   j["context"]["cpu"]["model"] = "Some Other CPU 9000";
   std::ofstream(dir / "other_cpu" / "check.json") << j.dump();
+  fs::create_directories(dir / "other_build");  // the same check, by another build of opmeter
+  j = read_json(dir / "cpu" / "check.json");
+  j["context"]["opmeter"]["git_sha"] = "0123456789ab";
+  std::ofstream(dir / "other_build" / "check.json") << j.dump();
 
   struct Bad {
     std::string args, says;
@@ -129,6 +133,7 @@ TEST(CheckResume, BadInputExitsTwoSayingWhat) {
                        Bad{"--resume " + (dir / "garbled").string(), "is not JSON"},
                        Bad{"--resume " + cpu + " --device cuda:0", "its cases were checked on cpu, not --device cuda:0"},
                        Bad{"--resume " + (dir / "other_cpu").string(), "its cases were checked on Some Other CPU 9000 (cpu)"},
+                       Bad{"--resume " + (dir / "other_build").string(), "checked by opmeter 0123456789ab, this is opmeter "},
                        Bad{"--resume " + cpu + " -o " + (dir / "elsewhere").string(), "give no -o"}}) {
     auto out = cli("check " + b.args);
     EXPECT_EQ(out.code, 2) << b.args << "\n" << out.text;

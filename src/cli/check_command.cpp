@@ -192,7 +192,7 @@ int check_command(const CheckArgs& given, const char* argv0) {
   // which a check does not use.
   if (a.device != kHostDevice) context.update(backend_of(a.device).context({a.device}));
   if (stored) {
-    refuse_other_machine(*stored, context, a.device);
+    refuse_other_machine_or_build(*stored, context, a.device);
     context["resumed_from"] = stored->context;  // the machine state the stored cases were checked in
   }
   const std::size_t planned = results.size() + cases.size();

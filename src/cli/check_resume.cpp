@@ -27,6 +27,12 @@ std::string device_model(const nlohmann::json& context, const std::string& devic
   return "";
 }
 
+// The git commit opmeter was built from, as the context records it; empty if none.
+std::string build_of(const nlohmann::json& context) {
+  auto opmeter = context.is_object() ? context.value("opmeter", nlohmann::json::object()) : nlohmann::json();
+  return opmeter.is_object() ? opmeter.value("git_sha", "") : "";
+}
+
 std::vector<std::string> strings(const nlohmann::json& settings, const char* key) {
   auto v = settings.value(key, nlohmann::json::array());
   std::vector<std::string> out;
@@ -79,12 +85,18 @@ void take_stored_selection(CheckArgs& a, const StoredCheck& stored) {
     a.case_deadline_s = stored.settings["case_deadline_s"].get<double>();
 }
 
-void refuse_other_machine(const StoredCheck& stored, const nlohmann::json& context, const std::string& device) {
+void refuse_other_machine_or_build(const StoredCheck& stored, const nlohmann::json& context, const std::string& device) {
+  const std::string dir = fs::path(stored.file).parent_path().string();
   const std::string was = device_model(stored.context, device), is = device_model(context, device);
   if (!was.empty() && !is.empty() && was != is)
     throw UsageError(fmt::format("--resume {}: its cases were checked on {} ({}), this {} is {}; one check.json "
                                  "describes one machine: check into another directory (-o)",
-                                 fs::path(stored.file).parent_path().string(), was, device, device, is));
+                                 dir, was, device, device, is));
+  const std::string built = build_of(stored.context), now = build_of(context);
+  if (!built.empty() && !now.empty() && built != now)
+    throw UsageError(fmt::format("--resume {}: its cases were checked by opmeter {}, this is opmeter {}; their verdicts "
+                                 "need not hold for this build: check into another directory (-o)",
+                                 dir, built, now));
 }
 
 }  // namespace opmeter

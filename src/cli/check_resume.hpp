@@ -28,7 +28,8 @@ StoredCheck read_stored_check(const std::string& dir);
 void take_stored_selection(CheckArgs& a, const StoredCheck& stored);
 
 // UsageError when the file was checked on another model of the device (another GPU, another CPU)
-// than `context` (this machine's) says: one check.json describes one machine.
-void refuse_other_machine(const StoredCheck& stored, const nlohmann::json& context, const std::string& device);
+// than `context` (this machine's) says, or by another build of opmeter (its git commit): one
+// check.json describes one machine and one build.
+void refuse_other_machine_or_build(const StoredCheck& stored, const nlohmann::json& context, const std::string& device);
 
 }  // namespace opmeter
