@@ -215,7 +215,10 @@ int check_command(const CheckArgs& given, const char* argv0) {
   auto saved = std::chrono::steady_clock::now();
   OpProgress progress;
   for (auto& c : cases) {
-    if (interrupted()) break;
+    if (interrupted()) {
+      if (c.op != progress.op) progress.end("");  // its op was whole
+      break;
+    }
     if (c.op != progress.op) {
       if (!progress.op.empty()) {  // each finished op is on disk
         save("running");
