@@ -5,10 +5,10 @@
 # made on this machine (default: build, configured and built if missing). OUT_DIR defaults to
 # docs/results/<gpu-name>. docs/gpu-validation.md gives a lent GPU session's whole sequence.
 # PRESETs fit one device call of at most 10 minutes each (default: triage):
-#   triage         opmeter check --device cuda:0 (the whole matrix), the GPU-side tests once,
-#                  compute-sanitizer on the riskiest tiny cases, graph mode on one own-kernel,
-#                  one cuDNN, one quantized and one transformer_block case, two NCCL collectives
-#                  on one rank
+#   triage         opmeter check --device cuda:0 (the whole matrix; resumed where an earlier call
+#                  of the same build stopped), the GPU-side tests once, compute-sanitizer on the
+#                  riskiest tiny cases, graph mode on one own-kernel, one cuDNN, one quantized and
+#                  one transformer_block case, two NCCL collectives on one rank
 #   ops            ML ops beside torch / torch.compile / Triton, the copy ceiling
 #   fusion         linear epilogues, attention (cuda, cudnn, cuda_unfused, torch SDPA), cuDNN conv,
 #                  transformer_block
@@ -18,13 +18,17 @@
 # finished) and the preset a total of PRESET_BUDGET_S (default 520 s), so a preset never outlasts
 # its call; after every step the raw results are packed into ONE file,
 # PACK (default: $OUT/gpu-check-<preset>.tar.gz where $OUT is set, else OUT_DIR.tar.gz).
-# STEPs (any of them, in any order, no budget): tests mltests quick peaks sweep sweep30 torch worker
+# STEPs (any of them, in any order, no budget): tests mltests mltests-sweeps quick peaks sweep sweep30 torch worker
 # copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict quant
 # fp8-train check sanitize graph-cases collectives collectives-quick. Every step runs whatever the others
 # did; each one's command, exit code
 # and time go to OUT_DIR/commands.txt and OUT_DIR/steps.tsv, and the script exits 1 at the end if
 # any step failed (124: stopped by its budget). GTEST_REPEAT (default 10, in presets 1) sets how
-# often the GPU-side tests repeat.
+# often the GPU-side tests repeat; the test steps print each test as it starts, line by line
+# (stdbuf), so a step stopped by its budget shows which test was running.
+# `check` resumes OUT_DIR/check when the same build (bundle or binaries) wrote it, so a triage
+# repeated on a warm machine checks only what is left; CHECK_FROM=DIR (a check folder from an
+# earlier call's pack) seeds it on a fresh machine.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 src=${1:-build}
@@ -37,6 +41,13 @@ else
   [ -x "$src/opmeter" ] || { cmake -S . -B "$src" -DCMAKE_BUILD_TYPE=Release && cmake --build "$src" -j"$(nproc)"; }
   bin="$src"
 fi
+# What the check folder is tied to: a check resumes only the verdicts of this same build.
+if [[ "$src" == *.tar.xz ]]; then build_id=$(sha256sum < "$src")
+else build_id=$(cat "$bin/opmeter" "$bin"/*.so 2>/dev/null | sha256sum)
+fi
+build_id=${build_id%% *}
+# Line-buffered output for the GoogleTest steps: a test binary stopped by its budget keeps its log.
+linebuf=(); command -v stdbuf >/dev/null && linebuf=(stdbuf -oL -eL)
 command -v nvidia-smi >/dev/null || { echo "gpu-check: nvidia-smi not found: no NVIDIA driver here" >&2; exit 2; }
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | tr ' ' '-' | tr -cd 'A-Za-z0-9_.-')
 out=${2:-docs/results/$gpu}
@@ -44,10 +55,12 @@ shift $(( $# > 2 ? 2 : $# ))
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(triage)
 
-# PRESET -> "STEP:SECONDS ..." (budgets from earlier H100 runs: docs/results/NVIDIA-H100-80GB-HBM3;
-# their sum stays under PRESET_BUDGET_S, which also caps the whole preset).
+# PRESET -> "STEP:SECONDS ..." (budgets from earlier H100 runs: docs/results/NVIDIA-H100-80GB-HBM3,
+# and triage's from the H200's: docs/results/NVIDIA-H200/2026-11-26-triage, where check and the ML
+# tests outran 200 s and 100 s; check resumes in the next call, the tests are split in two; their
+# sum stays under PRESET_BUDGET_S, which also caps the whole preset).
 declare -A presets=(
-  [triage]="check:200 tests:60 mltests:100 sanitize:70 graph-cases:80 collectives-quick:10"
+  [triage]="check:190 tests:45 mltests:90 mltests-sweeps:60 sanitize:75 graph-cases:30 collectives-quick:12"
   [ops]="copy:100 ml-ops:250 worker:160"
   [fusion]="linear:150 attention:200 cudnn:160"
   [models]="pipeline-ops:100 pipelines:410"
@@ -120,6 +133,36 @@ step() {
   echo "gpu-check: [$name] exit $rc after $((SECONDS - t0)) s" | tee -a "$out/commands.txt"
   [ "$rc" -eq 0 ] || failed=1
   pack_results
+  return "$rc"
+}
+
+# gtest_step NAME OUTFILE FILTER [ARGS...]: the GPU-side GoogleTests FILTER selects, each test
+# named as it starts (no --gtest_brief) and every line written at once.
+gtest_step() {
+  local name=$1 file=$2 filter=$3; shift 3
+  local tests="$bin/opmeter_tests"; [ -x "$tests" ] || tests="$bin/tests/opmeter_tests"
+  step "$name" "$file" "${linebuf[@]}" "$tests" --gtest_filter="$filter" "$@"
+}
+
+# check_step: opmeter check --device cuda:0 into OUT_DIR/check, resuming what this build checked
+# there before (or CHECK_FROM's); a check of another build, or one opmeter refuses to resume
+# (another GPU model: exit 2), is moved to check-previous and the check starts afresh.
+check_step() {
+  local dir="$out/check" rc=2
+  if [ ! -f "$dir/check.json" ] && [ -n "${CHECK_FROM:-}" ] && [ -f "$CHECK_FROM/check.json" ]; then
+    mkdir -p "$dir" && cp "$CHECK_FROM/check.json" "$dir/" && cp "$CHECK_FROM/build.sha256" "$dir/" 2>/dev/null
+  fi
+  if [ -f "$dir/check.json" ] && [ "$(cat "$dir/build.sha256" 2>/dev/null)" = "$build_id" ]; then
+    step check "$out/check.txt" "$opm" check --resume "$dir"
+    rc=$?
+  fi
+  [ "$rc" -eq 2 ] || return 0
+  if [ -d "$dir" ]; then
+    echo "gpu-check: [check] $dir is not this build's check: moved to check-previous" | tee -a "$out/commands.txt"
+    rm -rf "$out/check-previous" && mv "$dir" "$out/check-previous"
+  fi
+  mkdir -p "$dir" && echo "$build_id" > "$dir/build.sha256"
+  step check "$out/check.txt" "$opm" check --device cuda:0 -o "$dir"
 }
 
 # Hot GEMM sweep: every dtype x cuBLAS/cuBLASLt x 4096^3/8192^3 (24 cases, fp8 on cuBLAS skipped).
@@ -188,7 +231,7 @@ ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 # Graph mode (one CUDA graph of back-to-back launches, the capture path) on one case of each kind.
 graph_cases=(
   'layernorm/cuda/bf16/batch=1,seq=512,hidden=4096/device=cuda:0,graph=20'
-  'conv2d/cudnn/fp16/batch=1,channels=8,out_channels=8,image=8,kernel=3,stride=1,padding=1,groups=1,bn=0,act=relu/device=cuda:0,graph=20'
+  'conv2d/cudnn_nhwc/fp16/batch=1,channels=8,out_channels=8,image=8,kernel=3,stride=1,padding=1,groups=1,bn=0,act=relu/device=cuda:0,graph=20'
   'linear/cuda_quant/bf16/batch=1,seq=16,hidden=4096,out=4096,act=none,quant=int4wo-64/device=cuda:0,graph=20'
   'transformer_block/cuda/bf16/batch=1,seq=128,hidden=1024,heads=16,mlp=0,act=gelu,causal=1/device=cuda:0,graph=5'
 )
@@ -204,7 +247,7 @@ for entry in "${steps[@]}"; do
     [ "$deadline" -le "$preset_end" ] || deadline=$preset_end
   fi
   case "$s" in
-    check) step check "$out/check.txt" "$opm" check --device cuda:0 -o "$out/check" ;;
+    check) check_step ;;
     sanitize)  # compute-sanitizer (memcheck, racecheck) on the riskiest kernels' tiny cases, as opmeter lists them
       step sanitize-commands "$out/sanitize-commands.txt" "$opm" check --sanitize
       n=0
@@ -218,19 +261,18 @@ for entry in "${steps[@]}"; do
         n="graph-${c%%/*}-$(cut -d/ -f2 <<<"$c")"
         step "$n" "$out/$n.md" "$opm" run --case "$c" --out "$out/$n"
       done ;;
-    tests)
-      tests="$bin/opmeter_tests"; [ -x "$tests" ] || tests="$bin/tests/opmeter_tests"
-      step tests "$out/gpu-tests.txt" "$tests" --gtest_repeat="${GTEST_REPEAT:-10}" --gtest_brief=1 \
-        --gtest_filter='CudaDevice.*:CudaTiming.*:CudaCase.*:CudaPlan.*:CudaCeilings.*' ;;
-    mltests)  # the ML-op sweeps over dtypes and widths, once (they are long)
-      tests="$bin/opmeter_tests"; [ -x "$tests" ] || tests="$bin/tests/opmeter_tests"
-      step mltests "$out/gpu-ml-tests.txt" "$tests" --gtest_brief=1 \
-        --gtest_filter='ActivationCuda.*:NormCuda.*:LossCuda.*:LinearCuda.*:AttentionCuda.*:Cudnn.*:TransformerBlockCuda.*:AddOp.Cuda*:PoolOp.Cuda*:EmbeddingOp.Cuda*:SqueezeExciteCuda.*:DecodeAttentionCuda.*:ConvDepthwiseCuda.*' ;;
+    tests) gtest_step tests "$out/gpu-tests.txt" 'CudaDevice.*:CudaTiming.*:CudaCase.*:CudaPlan.*:CudaCeilings.*' \
+             --gtest_repeat="${GTEST_REPEAT:-10}" ;;
+    mltests)  # the ML ops' fused and library kernels once: linear, attention, cuDNN, transformer_block
+      gtest_step mltests "$out/gpu-ml-tests.txt" \
+        'LinearCuda.*:AttentionCuda.*:Cudnn.*:TransformerBlockCuda.*:DecodeAttentionCuda.*' ;;
+    mltests-sweeps)  # our elementwise, norm and loss kernels over every dtype and width, and the pipelines' small ops
+      gtest_step mltests-sweeps "$out/gpu-ml-sweep-tests.txt" \
+        'ActivationCuda.*:NormCuda.*:LossCuda.*:AddOp.Cuda*:PoolOp.Cuda*:EmbeddingOp.Cuda*:SqueezeExciteCuda.*:ConvDepthwiseCuda.*' ;;
     collectives-quick) step collectives-quick "$out/collectives-quick.md" "$opm" run "$out/collectives-quick.yaml" \
                          --energy-window 1 --heat-max 1 --cooldown 0 --out "$out/collectives-quick" ;;
     collectives)
-      tests="$bin/opmeter_tests"; [ -x "$tests" ] || tests="$bin/tests/opmeter_tests"
-      step collectives-tests "$out/gpu-collectives-tests.txt" "$tests" --gtest_brief=1 --gtest_filter='CollectiveNccl.*'
+      gtest_step collectives-tests "$out/gpu-collectives-tests.txt" 'CollectiveNccl.*'
       step collectives "$out/collectives.md" "$opm" run "$out/collectives.yaml" --energy-window 1 --heat-max 2 \
         --out "$out/collectives"
       if [ "$ngpus" -gt 1 ] && command -v mpirun >/dev/null; then
@@ -296,14 +338,12 @@ for entry in "${steps[@]}"; do
       step predict-sweep "$out/predict-gemm.md" "$opm" run bench/predict/gemm-gpu.yaml --out "$out/predict-gemm"
       step predict-fit "$out/predict-fit.txt" "$opm" predict fit "$out/predict-gemm" -o "$out/predict-model.json" ;;
     quant)  # quantization recipes (cuda_quant) beside the bf16 cuBLASLt GEMM at M=1 and 16, and their tests
-      tests="$bin/opmeter_tests"; [ -x "$tests" ] || tests="$bin/tests/opmeter_tests"
-      step quant-tests "$out/gpu-quant-tests.txt" "$tests" --gtest_brief=1 --gtest_filter='QuantGpuPack.*:QuantLinearCuda.*'
+      gtest_step quant-tests "$out/gpu-quant-tests.txt" 'QuantGpuPack.*:QuantLinearCuda.*'
       step quant "$out/quant.md" "$opm" run bench/quant/gpu-llama.yaml --out "$out/quant" ;;
     fp8-train)  # float8 training (cublaslt_fp8_train): its GPU tests, then its step beside bf16's at 4096x8192x8192
-      tests="$bin/opmeter_tests"; [ -x "$tests" ] || tests="$bin/tests/opmeter_tests"
-      step fp8-train-tests "$out/gpu-fp8-train-tests.txt" "$tests" --gtest_brief=1 --gtest_filter='LinearFp8TrainCuda.*'
+      gtest_step fp8-train-tests "$out/gpu-fp8-train-tests.txt" 'LinearFp8TrainCuda.*'
       step fp8-train "$out/fp8-train.md" "$opm" run bench/train/gpu-fp8-4096x8192.yaml --out "$out/fp8-train" ;;
-    *) echo "gpu-check: unknown step '$s' (presets: ${!presets[*]}; steps: tests mltests quick peaks sweep sweep30" \
+    *) echo "gpu-check: unknown step '$s' (presets: ${!presets[*]}; steps: tests mltests mltests-sweeps quick peaks sweep sweep30" \
             "torch worker copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict quant" \
             "fp8-train check sanitize graph-cases collectives collectives-quick)" >&2; failed=1 ;;
   esac

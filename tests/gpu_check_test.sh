@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/gpu-check.sh's presets without a GPU: fake opmeter, test binary, nvidia-smi and
 # compute-sanitizer. A preset never outlasts its budget, a failing or stopped step never stops the
-# next, the raw results come packed in one file, and the sanitize step runs the command lines
-# `opmeter check --sanitize` prints, in the results folder.
+# next, the raw results come packed in one file, the sanitize step runs the command lines
+# `opmeter check --sanitize` prints, in the results folder, a stopped test step keeps its log
+# (line-buffered, each test named), and check resumes what the same build checked before.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
@@ -22,13 +23,18 @@ case "$*" in
   "check --sanitize") echo "# a comment line"
                       echo "compute-sanitizer --tool memcheck $0 check --device cuda:0 --filter 'a' -o sanitize/a"
                       echo "compute-sanitizer --tool racecheck $0 check --device cuda:0 --filter 'b' -o sanitize/b" ;;
-  check*) echo "FAIL"; exit 1 ;;
+  "check --resume "*) [ -f "$3/refuse" ] && { echo "refused: another GPU" >&2; exit 2; }
+                     echo "resumed $3" ;;
+  "check --device cuda:0 -o "*) echo '{"cases": []}' > "$5/check.json"; echo "FAIL"; exit 1 ;;
+  check*) echo "unexpected: $*"; exit 3 ;;
   *) echo "ran $*" ;;
 esac
 SH
 cat > "$tmp/build/tests/opmeter_tests" <<'SH'
 #!/bin/bash
-case "$*" in *ActivationCuda*) exec sleep 60 ;; esac   # mltests: runs past every budget
+# mltests: names its test, as GoogleTest does, through a program whose stdout is block-buffered
+# into a file (grep) unless stdbuf makes it line-buffered, then runs past every budget.
+case "$*" in *LinearCuda*) { echo "[ RUN      ] LinearCuda.Slow"; exec sleep 60; } | grep RUN; exit ;; esac
 echo "tests $*"
 SH
 chmod +x "$tmp"/bin/* "$tmp/build/opmeter" "$tmp/build/tests/opmeter_tests"
@@ -47,11 +53,14 @@ expect '[ "$took" -le 20 ]'  # 4 s of budget, 10 s of grace after SIGINT at most
 expect 'grep -qP "^check\t1\t" "$steps"'
 expect 'grep -qP "^tests\t0\t" "$steps"'
 expect 'grep -qP "^mltests\t124\t" "$steps"'
+expect 'grep -q "RUN.*LinearCuda.Slow" "$tmp/res/triage/gpu-ml-tests.txt"'  # the test it was stopped in
+expect '! grep -q -- "--gtest_brief" "$tmp/res/triage/gpu-tests.txt"'
+expect 'grep -qP "^mltests-sweeps\tskipped\t" "$steps"'
 expect 'grep -qP "^sanitize-commands\tskipped\t" "$steps"'
 expect 'grep -qP "^graph-layernorm-cuda\tskipped\t" "$steps"'
 expect '[ -f "$tmp/out/gpu-check-triage.tar.gz" ]'
 expect 'tar -tzf "$tmp/out/gpu-check-triage.tar.gz" | grep -x "triage/steps.tsv" > /dev/null'
-expect 'grep -q -- "--gtest_repeat=1 " "$tmp/res/triage/gpu-tests.txt"'  # the GPU-side tests once
+expect 'grep -qE -- "--gtest_repeat=1( |$)" "$tmp/res/triage/gpu-tests.txt"'  # the GPU-side tests once
 
 # Old step names, no budget: sanitize runs each printed command line in the results folder.
 PACK="$tmp/steps.tar.gz" bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/steps" sanitize quick > "$tmp/log2" 2>&1
@@ -61,5 +70,26 @@ expect '[ "$(wc -l < "$tmp/res/steps/sanitizer-ran.txt")" -eq 2 ]'
 expect 'grep -q "racecheck" "$tmp/res/steps/sanitizer-ran.txt"'
 expect 'grep -q "^ran run --suite quick" "$tmp/res/steps/quick.md"'
 expect '[ -f "$tmp/steps.tar.gz" ]'
-[ "$fail" -eq 0 ] || { echo "--- triage log"; cat "$tmp/log"; echo "--- steps log"; cat "$tmp/log2"; }
+# check resumes OUT_DIR/check when the same build wrote it, starts afresh for another build (the old
+# folder kept as check-previous) or when opmeter refuses to resume it, and CHECK_FROM seeds it.
+run_check() { bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$1" check >> "$tmp/log3" 2>&1; }
+c="$tmp/res/c"
+run_check "$c"
+expect '[ -f "$c/check/check.json" ] && [ -f "$c/check/build.sha256" ]'
+expect 'grep -q "check --device cuda:0 -o $c/check" "$c/commands.txt"'
+run_check "$c"
+expect 'grep -qx "resumed $c/check" "$c/check.txt"'
+expect 'grep -qP "^check\t0\t" "$c/steps.tsv"'
+CHECK_FROM="$c/check" run_check "$tmp/res/d"
+expect 'grep -qx "resumed $tmp/res/d/check" "$tmp/res/d/check.txt"'
+echo "# another build" >> "$tmp/build/opmeter"
+run_check "$c"
+expect 'grep -q "check --device cuda:0 -o $c/check" "$c/commands.txt"'
+expect '[ -f "$c/check-previous/check.json" ]'
+touch "$c/check/refuse"
+run_check "$c"
+expect '[ "$(grep -cP "^check\t" "$c/steps.tsv")" -eq 2 ]'  # refused (2), then afresh (1: the fake finds a FAIL)
+expect 'grep -qP "^check\t2\t" "$c/steps.tsv" && grep -qP "^check\t1\t" "$c/steps.tsv"'
+expect '[ -f "$c/check-previous/refuse" ] && [ ! -f "$c/check/refuse" ]'
+[ "$fail" -eq 0 ] || { echo "--- triage log"; cat "$tmp/log"; echo "--- steps log"; cat "$tmp/log2"; echo "--- check log"; cat "$tmp/log3"; }
 exit $fail

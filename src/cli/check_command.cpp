@@ -1,13 +1,19 @@
 // `opmeter check`: every impl x dtype x its op's check shapes on one device, each case set up
 // once, verified once against the op's fp64 reference, untimed. Prints the matrix and the cases
-// that did not pass, writes check.json; exit 0 when nothing failed, 1 otherwise, 2 on bad input.
+// that did not pass, writes check.json (as it goes, so an interrupted check keeps what it
+// finished); exit 0 when nothing failed, 1 otherwise, 2 on bad input, 128 + the signal when
+// interrupted (130 SIGINT, 143 SIGTERM), as run.
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "cli/check_plan.hpp"
 #include "cli/check_report.hpp"
+#include "cli/check_resume.hpp"
 #include "cli/commands.hpp"
 #include "cli/shard_run.hpp"
 #include "opmeter/backend.hpp"
@@ -15,8 +21,10 @@
 #include "opmeter/errors.hpp"
 #include "plugins/c_plugin.hpp"
 #include "report/reporters.hpp"
+#include "util/interrupt.hpp"
 
 namespace opmeter {
+namespace fs = std::filesystem;
 namespace {
 
 // The riskiest CUDA code, for `check --sanitize`: our kernels with shared memory, warp reductions,
@@ -52,9 +60,46 @@ int print_sanitize_commands(const std::string& exe) {
 }
 
 nlohmann::json settings_json(const CheckArgs& a, const RunOptions& o) {
-  return {{"device", a.device}, {"filter", a.filter},   {"ops", a.ops},         {"impls", a.impls},
-          {"dtypes", a.dtypes}, {"quick", a.quick},     {"isolate", a.isolate}, {"seed", o.seed},
-          {"kernels", o.kernels}, {"plugins", o.plugins}};
+  nlohmann::json j = {{"device", a.device}, {"filter", a.filter},   {"ops", a.ops},         {"impls", a.impls},
+                      {"dtypes", a.dtypes}, {"quick", a.quick},     {"isolate", a.isolate}, {"seed", o.seed},
+                      {"kernels", o.kernels}, {"plugins", o.plugins}};
+  if (a.case_deadline_s) j["case_deadline_s"] = *a.case_deadline_s;
+  return j;
+}
+
+// A killed check (SIGKILL after a timeout's grace) loses at most this much work.
+constexpr double kSaveEverySeconds = 5;
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// The stderr line of each op as it ends: where the time goes.
+struct OpProgress {
+  std::string op;
+  std::size_t cases = 0;
+  std::chrono::steady_clock::time_point start;
+
+  void next_case(const std::string& next_op) {
+    if (next_op != op) {
+      end("");
+      op = next_op;
+      cases = 0;
+      start = std::chrono::steady_clock::now();
+    }
+  }
+  void end(const char* note) {
+    if (!op.empty())
+      fmt::print(stderr, "opmeter check: {} ({} case{}, {:.1f} s{})\n", op, cases, cases == 1 ? "" : "s",
+                 seconds_since(start), note);
+    op.clear();
+  }
+};
+
+// A case cut short by the interrupt (an isolated child killed with it, a wait on the worker) is
+// not a result: --resume checks it again.
+bool cut_by_interrupt(const Result& r) {
+  return interrupted() && r.status == Status::error && r.reason.find("interrupted") != std::string::npos;
 }
 
 }  // namespace
@@ -62,7 +107,8 @@ nlohmann::json settings_json(const CheckArgs& a, const RunOptions& o) {
 void add_check_command(CLI::App& app, CheckArgs& a) {
   auto* check = app.add_subcommand(
       "check", "correctness only: every impl x dtype x each op's edge shapes against the fp64 reference, untimed");
-  check->add_option("--device", a.device, "where cases run: cpu (default) or cuda:N; every impl of that backend");
+  check->add_option("--device", a.device,
+                    "where cases run: cpu (default; with --resume the file's) or cuda:N; every impl of that backend");
   check->add_option("--filter", a.filter, "only cases whose case string matches this regular expression");
   check->add_option("--op", a.ops, "only this op; repeatable, or comma-separated")->delimiter(',');
   check->add_option("--impl", a.impls, "only this impl (also one that runs when named, e.g. torch); repeatable")->delimiter(',');
@@ -76,14 +122,33 @@ void add_check_command(CLI::App& app, CheckArgs& a) {
   add_user_impl_options(check, a.kernels, a.plugins);
   check->add_flag("--dry-run", a.dry_run, "print the cases and stop");
   check->add_option("-o,--out", a.out, "directory of check.json (default: the current directory)");
+  check->add_option("--resume", a.resume,
+                    "continue the check whose check.json is in DIR: its selection (flags given now win), only the "
+                    "cases it lacks, the union written there");
   check->add_option("--shard", a.shard,
                     "I/N or auto: check part I of N (0-based), as run --shard; automatic under mpirun or srun. "
                     "Each rank writes OUT/rankNNN-of-N-HOST-DEVICE/check.json; opmeter merge OUT -o DIR joins them");
 }
 
-int check_command(const CheckArgs& a, const char* argv0) {
+int check_command(const CheckArgs& given, const char* argv0) {
   const std::string exe = self_path(argv0);
-  if (a.sanitize) return print_sanitize_commands(exe);
+  if (given.sanitize) return print_sanitize_commands(exe);
+
+  CheckArgs a = given;
+  std::optional<StoredCheck> stored;
+  if (!a.resume.empty()) {
+    stored = read_stored_check(a.resume);
+    take_stored_selection(a, *stored);
+    std::error_code ec;
+    if (!a.out.empty() && fs::weakly_canonical(a.out, ec) != fs::weakly_canonical(a.resume, ec))
+      throw UsageError(fmt::format("--resume {} writes the union to {}: give no -o {} with it", a.resume, a.resume, a.out));
+    a.out = a.resume;
+  }
+  if (a.device.empty()) a.device = "cpu";
+  if (a.out.empty()) a.out = ".";
+  // From here on Ctrl-C and SIGTERM stop the check at the next case, keeping what it finished.
+  // (Isolated children run `opmeter run`, which keeps the default: the parent kills them.)
+  if (!a.dry_run) catch_interrupts();
 
   RunOptions options;
   options.check_only = true;
@@ -98,6 +163,10 @@ int check_command(const CheckArgs& a, const char* argv0) {
   // Under a launcher every rank would write the same check.json: each checks its share (the
   // collectives on every rank) and writes its own directory, named as run's.
   std::optional<scale::Shard> shard = shard_of(a.shard);
+  if (shard && stored)
+    throw UsageError(fmt::format("--resume {}: a sharded check (--shard, mpirun, srun) cannot resume one check.json; "
+                                 "resume each rank's directory on its own, without --shard",
+                                 a.resume));
   std::string out_dir = a.out;
   if (shard) {
     const std::size_t planned = cases.size();
@@ -106,33 +175,77 @@ int check_command(const CheckArgs& a, const char* argv0) {
     fmt::print(stderr, "opmeter check: rank {} of {} ({}): {} of the {} cases -> {}\n", shard->rank, shard->size,
                shard->source, cases.size(), planned, out_dir);
   }
+  // Resumed: the stored results first, in their order, then the cases they lack.
+  std::vector<Result> results = stored ? stored->results : std::vector<Result>{};
+  std::set<std::string> done;
+  for (auto& r : results) done.insert(r.case_string);
+  std::erase_if(cases, [&](const Case& c) { return done.count(c.to_string()) > 0; });
   if (a.dry_run) {
     for (auto& c : cases) fmt::print("{}\n", c.to_string());
     return 0;
   }
   std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (!std::filesystem::is_directory(out_dir, ec)) throw UsageError(fmt::format("-o {}: cannot create the directory", out_dir));
+  fs::create_directories(out_dir, ec);
+  if (!fs::is_directory(out_dir, ec)) throw UsageError(fmt::format("-o {}: cannot create the directory", out_dir));
 
   auto context = machine_context();
   // A device's context (its model, driver, clocks); the host backend's is its energy counters,
   // which a check does not use.
   if (a.device != kHostDevice) context.update(backend_of(a.device).context({a.device}));
-  fmt::print(stderr, "opmeter check: {} cases on {}{}\n", cases.size(), a.device, a.isolate ? ", each in a child process" : "");
-  std::vector<Result> results;
-  for (auto& c : cases) {
-    if (results.empty() || results.back().kase.op != c.op)
-      fmt::print(stderr, "opmeter check: {}\n", c.op);
-    results.push_back(runs_in_child(c, options) ? run_in_child(c, options) : check_case(c, options));
+  if (stored) {
+    refuse_other_machine_or_build(*stored, context, a.device);
+    context["resumed_from"] = stored->context;  // the machine state the stored cases were checked in
   }
-  fmt::print("{}", check_text(results));
-  std::fflush(stdout);  // the matrix whole, before what follows on stderr
-  const auto file = (std::filesystem::path(out_dir) / "check.json").string();
+  const std::size_t planned = results.size() + cases.size();
+  fmt::print(stderr, "opmeter check: {} cases on {}{}{}\n", planned, a.device,
+             stored ? fmt::format(" ({} already in {}, {} to check)", results.size(), stored->file, cases.size()) : "",
+             a.isolate ? ", each in a child process" : "");
+
+  const auto file = (fs::path(out_dir) / "check.json").string();
+  if (!stored && fs::exists(file, ec))
+    fmt::print(stderr, "opmeter check: replacing {} (opmeter check --resume {} would continue it)\n", file, out_dir);
   auto settings = settings_json(a, options);
   if (shard) settings["shard"] = shard_json(*shard);
-  write_atomically(file, dump_json(check_json(results, settings, context), 1) + "\n");
-  fmt::print(stderr, "opmeter check: every case in {}\n", file);
-  return check_exit_code(results);
+  auto save = [&](const char* state) {
+    auto j = check_json(results, settings, context);
+    j["progress"] = {{"planned", planned}, {"checked", results.size()}, {"state", state}};
+    write_atomically(file, dump_json(j, 1) + "\n");
+  };
+  save("running");  // a disk that cannot take it stops the check before any case
+  auto saved = std::chrono::steady_clock::now();
+  OpProgress progress;
+  for (auto& c : cases) {
+    if (interrupted()) {
+      if (c.op != progress.op) progress.end("");  // its op was whole
+      break;
+    }
+    if (c.op != progress.op) {
+      if (!progress.op.empty()) {  // each finished op is on disk
+        save("running");
+        saved = std::chrono::steady_clock::now();
+      }
+      progress.next_case(c.op);
+    }
+    Result r = runs_in_child(c, options) ? run_in_child(c, options, &interrupt_flag()) : check_case(c, options);
+    if (cut_by_interrupt(r)) break;
+    results.push_back(std::move(r));
+    ++progress.cases;
+    if (seconds_since(saved) >= kSaveEverySeconds) {
+      save("running");
+      saved = std::chrono::steady_clock::now();
+    }
+  }
+  const bool stopped = interrupted();
+  progress.end(stopped ? ", interrupted" : "");
+  save(stopped ? "interrupted" : "finished");
+  fmt::print("{}", check_text(results));
+  if (stopped)
+    fmt::print("\ninterrupted ({}): {} of the {} cases checked; opmeter check --resume {} checks the other {}\n",
+               interrupt_signal() == SIGTERM ? "SIGTERM" : "SIGINT", results.size(), planned, out_dir,
+               planned - results.size());
+  std::fflush(stdout);  // the matrix whole, before what follows on stderr
+  fmt::print(stderr, "opmeter check: {} in {}\n", stopped ? "the cases checked before the interrupt" : "every case", file);
+  return stopped ? 128 + interrupt_signal() : check_exit_code(results);
 }
 
 }  // namespace opmeter

@@ -96,7 +96,7 @@ nlohmann::json read_calibration(const std::string& path);
 
 // `opmeter check`: correctness of every impl x dtype x the ops' check shapes, untimed.
 struct CheckArgs {
-  std::string device = "cpu";
+  std::string device;  // empty: the resumed check's, else cpu
   std::string filter;
   std::vector<std::string> ops, impls, dtypes;
   bool quick = false;
@@ -105,7 +105,8 @@ struct CheckArgs {
   bool sanitize = false;
   bool dry_run = false;
   std::vector<std::string> kernels, plugins;
-  std::string out = ".";  // check.json goes here
+  std::string out;     // check.json goes here (empty: the resumed directory, else the current one)
+  std::string resume;  // --resume DIR: check only the cases DIR/check.json lacks, write the union there
   std::string shard;      // --shard I/N|auto: this rank's share, its check.json in OUT/rankNNN-of-N-HOST-DEVICE/
 };
 void add_check_command(CLI::App& app, CheckArgs& args);

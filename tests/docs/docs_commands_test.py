@@ -155,7 +155,7 @@ class Sandbox:
         return os.path.normpath(os.path.join(self.dir, p))
 
     def make(self, p, kind):
-        """Makes p a fixture of kind: results, config, calibration, model."""
+        """Makes p a fixture of kind: results, check, config, calibration, model."""
         full = self.path(p)
         if os.path.lexists(full):
             return
@@ -165,6 +165,10 @@ class Sandbox:
         elif kind == "results":
             shutil.copytree(self.results, full)
             os.remove(os.path.join(full, ".opmeter.lock"))
+        elif kind == "check":  # a check.json, as `opmeter check -o DIR` writes it
+            code, out = sh([OPMETER, "check", "--op", "relu", "--impl", "reference", "--quick", "-o", full], self.dir)
+            if code != 0:
+                sys.exit(f"the check fixture failed ({code}):\n{out}")
         elif kind == "config":
             open(full, "w").write("ops: [relu, layernorm]\nimpls: [opmeter]\ndtypes: [fp32]\n"
                                   "batch: [1]\nseq: [4]\nhidden: [64]\nthreads: 1\n")
@@ -219,9 +223,9 @@ def inputs_and_outputs(tokens):
         if value is not None:
             if a in ("--out", "-o", "--md") or (a == "--results" and sub == "calibrate"):
                 writes.append((value, "calibration" if sub == "calibrate" and a == "--out" else
-                               "model" if sub == "predict" else "results"))
+                               "model" if sub == "predict" else "check" if sub == "check" else "results"))
             elif a in ("--resume", "--measured"):
-                reads.append((value, "results"))
+                reads.append((value, "check" if sub == "check" else "results"))
             elif a == "--calibration":
                 reads.append((value, "calibration"))
             elif a == "--kernel":

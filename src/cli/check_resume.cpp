@@ -1,0 +1,102 @@
+// Continuing an earlier `opmeter check` from its check.json (check_resume.hpp).
+#include "cli/check_resume.hpp"
+
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "cli/check_join.hpp"
+#include "opmeter/errors.hpp"
+
+namespace opmeter {
+namespace fs = std::filesystem;
+namespace {
+
+// The model of `device` a check's context names (a GPU's name, the CPU's model); empty if none.
+std::string device_model(const nlohmann::json& context, const std::string& device) {
+  if (!context.is_object()) return "";
+  if (device == "cpu") {
+    auto cpu = context.value("cpu", nlohmann::json::object());
+    return cpu.is_object() ? cpu.value("model", "") : "";
+  }
+  auto gpus = context.value("gpus", nlohmann::json::array());
+  if (gpus.is_array())
+    for (auto& g : gpus)
+      if (g.is_object() && g.value("device", "") == device) return g.value("name", "");
+  return "";
+}
+
+// The git commit opmeter was built from, as the context records it; empty if none.
+std::string build_of(const nlohmann::json& context) {
+  auto opmeter = context.is_object() ? context.value("opmeter", nlohmann::json::object()) : nlohmann::json();
+  return opmeter.is_object() ? opmeter.value("git_sha", "") : "";
+}
+
+std::vector<std::string> strings(const nlohmann::json& settings, const char* key) {
+  auto v = settings.value(key, nlohmann::json::array());
+  std::vector<std::string> out;
+  if (v.is_array())
+    for (auto& s : v)
+      if (s.is_string()) out.push_back(s.get<std::string>());
+  return out;
+}
+
+}  // namespace
+
+StoredCheck read_stored_check(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw UsageError(fmt::format("--resume {}: no such directory", dir));
+  StoredCheck s;
+  s.file = (fs::path(dir) / "check.json").string();
+  if (!fs::is_regular_file(s.file, ec))
+    throw UsageError(fmt::format("--resume {}: no check.json there (opmeter check -o {} writes one)", dir, dir));
+  nlohmann::json j;
+  try {
+    std::ifstream f(s.file);
+    j = nlohmann::json::parse(f);
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(fmt::format("--resume {}: {} is not JSON ({})", dir, s.file, e.what()));
+  }
+  s.results = check_results_from_json(j, s.file);
+  s.settings = j.value("settings", nlohmann::json::object());
+  s.context = j.value("context", nlohmann::json::object());
+  if (!s.settings.is_object() || !s.settings.contains("device") || !s.settings["device"].is_string())
+    throw UsageError(fmt::format("--resume {}: {} names no device in its settings", dir, s.file));
+  return s;
+}
+
+void take_stored_selection(CheckArgs& a, const StoredCheck& stored) {
+  const auto device = stored.settings["device"].get<std::string>();
+  if (!a.device.empty() && a.device != device)
+    throw UsageError(fmt::format("--resume {}: its cases were checked on {}, not --device {}; check {} into another "
+                                 "directory (-o)",
+                                 a.resume, device, a.device, a.device));
+  a.device = device;
+  if (a.filter.empty()) a.filter = stored.settings.value("filter", "");
+  if (a.ops.empty()) a.ops = strings(stored.settings, "ops");
+  if (a.impls.empty()) a.impls = strings(stored.settings, "impls");
+  if (a.dtypes.empty()) a.dtypes = strings(stored.settings, "dtypes");
+  if (a.kernels.empty()) a.kernels = strings(stored.settings, "kernels");
+  if (a.plugins.empty()) a.plugins = strings(stored.settings, "plugins");
+  a.quick = a.quick || stored.settings.value("quick", false);
+  a.isolate = a.isolate || stored.settings.value("isolate", false);
+  if (!a.case_deadline_s && stored.settings.contains("case_deadline_s") && stored.settings["case_deadline_s"].is_number())
+    a.case_deadline_s = stored.settings["case_deadline_s"].get<double>();
+}
+
+void refuse_other_machine_or_build(const StoredCheck& stored, const nlohmann::json& context, const std::string& device) {
+  const std::string dir = fs::path(stored.file).parent_path().string();
+  const std::string was = device_model(stored.context, device), is = device_model(context, device);
+  if (!was.empty() && !is.empty() && was != is)
+    throw UsageError(fmt::format("--resume {}: its cases were checked on {} ({}), this {} is {}; one check.json "
+                                 "describes one machine: check into another directory (-o)",
+                                 dir, was, device, device, is));
+  const std::string built = build_of(stored.context), now = build_of(context);
+  if (!built.empty() && !now.empty() && built != now)
+    throw UsageError(fmt::format("--resume {}: its cases were checked by opmeter {}, this is opmeter {}; their verdicts "
+                                 "need not hold for this build: check into another directory (-o)",
+                                 dir, built, now));
+}
+
+}  // namespace opmeter
