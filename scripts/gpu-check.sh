@@ -5,7 +5,7 @@
 # made on this machine (default: build, configured and built if missing). OUT_DIR defaults to
 # docs/results/<gpu-name>. docs/gpu-validation.md gives a lent GPU session's whole sequence.
 # PRESETs fit one device call of at most 10 minutes each (default: triage):
-#   triage         opmeter check --device cuda:0 (the whole matrix; resumed where an earlier call
+#   triage         opmeter check --device cuda:0 (the whole matrix but torch.compile's; resumed where an earlier call
 #                  of the same build stopped), the GPU-side tests once, compute-sanitizer on the
 #                  riskiest tiny cases, graph mode on one own-kernel, one cuDNN, one quantized and
 #                  one transformer_block case, two NCCL collectives on one rank
@@ -14,13 +14,15 @@
 #                  transformer_block
 #   models         pipelines beside PyTorch end to end
 #   quant-predict  quantized linears at M=1/16, the GPU GEMM sweep for the predictor
+#   compile        opmeter check of the torch.compile impls (left out of triage's check: each case
+#                  compiles), resumed where an earlier call of the same build stopped
 # Each preset step has a time budget (a `timeout` that interrupts opmeter, which keeps what it
 # finished) and the preset a total of PRESET_BUDGET_S (default 520 s), so a preset never outlasts
 # its call; after every step the raw results are packed into ONE file,
 # PACK (default: $OUT/gpu-check-<preset>.tar.gz where $OUT is set, else OUT_DIR.tar.gz).
 # STEPs (any of them, in any order, no budget): tests mltests mltests-sweeps quick peaks sweep sweep30 torch worker
 # copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict quant
-# fp8-train check sanitize graph-cases collectives collectives-quick. Every step runs whatever the others
+# fp8-train check check-compile sanitize graph-cases collectives collectives-quick. Every step runs whatever the others
 # did; each one's command, exit code
 # and time go to OUT_DIR/commands.txt and OUT_DIR/steps.tsv, and the script exits 1 at the end if
 # any step failed (124: stopped by its budget). GTEST_REPEAT (default 10, in presets 1) sets how
@@ -65,6 +67,7 @@ declare -A presets=(
   [fusion]="linear:150 attention:200 cudnn:160"
   [models]="pipeline-ops:100 pipelines:410"
   [quant-predict]="quant:250 predict:260"
+  [compile]="check-compile:500"
 )
 preset=
 if [ ${#steps[@]} -eq 1 ] && [ -n "${presets[${steps[0]}]:-}" ]; then
@@ -144,26 +147,31 @@ gtest_step() {
   step "$name" "$file" "${linebuf[@]}" "$tests" --gtest_filter="$filter" "$@"
 }
 
-# check_step: opmeter check --device cuda:0 into OUT_DIR/check, resuming what this build checked
-# there before (or CHECK_FROM's); a check of another build, or one opmeter refuses to resume
-# (another GPU model: exit 2), is moved to check-previous and the check starts afresh.
+# check_step NAME [ARGS...]: opmeter check --device cuda:0 ARGS into OUT_DIR/NAME, resuming what
+# this build checked there before (or CHECK_FROM's, for `check`); a check of another build, or one
+# opmeter refuses to resume (another GPU model: exit 2), is moved to NAME-previous and starts afresh.
 check_step() {
-  local dir="$out/check" rc=2
-  if [ ! -f "$dir/check.json" ] && [ -n "${CHECK_FROM:-}" ] && [ -f "$CHECK_FROM/check.json" ]; then
+  local name=$1; shift
+  local dir="$out/$name" rc=2
+  if [ "$name" = check ] && [ ! -f "$dir/check.json" ] && [ -n "${CHECK_FROM:-}" ] && [ -f "$CHECK_FROM/check.json" ]; then
     mkdir -p "$dir" && cp "$CHECK_FROM/check.json" "$dir/" && cp "$CHECK_FROM/build.sha256" "$dir/" 2>/dev/null
   fi
   if [ -f "$dir/check.json" ] && [ "$(cat "$dir/build.sha256" 2>/dev/null)" = "$build_id" ]; then
-    step check "$out/check.txt" "$opm" check --resume "$dir"
+    step "$name" "$out/$name.txt" "$opm" check --resume "$dir"
     rc=$?
   fi
   [ "$rc" -eq 2 ] || return 0
   if [ -d "$dir" ]; then
-    echo "gpu-check: [check] $dir is not this build's check: moved to check-previous" | tee -a "$out/commands.txt"
-    rm -rf "$out/check-previous" && mv "$dir" "$out/check-previous"
+    echo "gpu-check: [$name] $dir is not this build's check: moved to $name-previous" | tee -a "$out/commands.txt"
+    rm -rf "$out/$name-previous" && mv "$dir" "$out/$name-previous"
   fi
   mkdir -p "$dir" && echo "$build_id" > "$dir/build.sha256"
-  step check "$out/check.txt" "$opm" check --device cuda:0 -o "$dir"
+  step "$name" "$out/$name.txt" "$opm" check --device cuda:0 "$@" -o "$dir"
 }
+# torch.compile's impls compile (and max-autotune tunes) every case: minutes for the 99 of them,
+# so triage's check leaves them to `check-compile` (preset compile).
+compile_impls='^[^/]+/torch_compile'
+not_compile_impls='^[^/]+/(?!torch_compile)'
 
 # Hot GEMM sweep: every dtype x cuBLAS/cuBLASLt x 4096^3/8192^3 (24 cases, fp8 on cuBLAS skipped).
 cat > "$out/sweep.yaml" <<'YAML'
@@ -247,7 +255,8 @@ for entry in "${steps[@]}"; do
     [ "$deadline" -le "$preset_end" ] || deadline=$preset_end
   fi
   case "$s" in
-    check) check_step ;;
+    check) check_step check --filter "$not_compile_impls" ;;
+    check-compile) check_step check-compile --filter "$compile_impls" ;;
     sanitize)  # compute-sanitizer (memcheck, racecheck) on the riskiest kernels' tiny cases, as opmeter lists them
       step sanitize-commands "$out/sanitize-commands.txt" "$opm" check --sanitize
       n=0
@@ -345,7 +354,7 @@ for entry in "${steps[@]}"; do
       step fp8-train "$out/fp8-train.md" "$opm" run bench/train/gpu-fp8-4096x8192.yaml --out "$out/fp8-train" ;;
     *) echo "gpu-check: unknown step '$s' (presets: ${!presets[*]}; steps: tests mltests mltests-sweeps quick peaks sweep sweep30" \
             "torch worker copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict quant" \
-            "fp8-train check sanitize graph-cases collectives collectives-quick)" >&2; failed=1 ;;
+            "fp8-train check check-compile sanitize graph-cases collectives collectives-quick)" >&2; failed=1 ;;
   esac
 done
 pack_results

@@ -25,7 +25,7 @@ case "$*" in
                       echo "compute-sanitizer --tool racecheck $0 check --device cuda:0 --filter 'b' -o sanitize/b" ;;
   "check --resume "*) [ -f "$3/refuse" ] && { echo "refused: another GPU" >&2; exit 2; }
                      echo "resumed $3" ;;
-  "check --device cuda:0 -o "*) echo '{"cases": []}' > "$5/check.json"; echo "FAIL"; exit 1 ;;
+  "check --device cuda:0 --filter "*" -o "*) echo '{"cases": []}' > "$7/check.json"; echo "FAIL"; exit 1 ;;
   check*) echo "unexpected: $*"; exit 3 ;;
   *) echo "ran $*" ;;
 esac
@@ -76,7 +76,7 @@ run_check() { bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$1" check >> "$tmp
 c="$tmp/res/c"
 run_check "$c"
 expect '[ -f "$c/check/check.json" ] && [ -f "$c/check/build.sha256" ]'
-expect 'grep -q "check --device cuda:0 -o $c/check" "$c/commands.txt"'
+expect 'grep -qF "check --device cuda:0 --filter ^[^/]+/(?!torch_compile) -o $c/check" "$c/commands.txt"'
 run_check "$c"
 expect 'grep -qx "resumed $c/check" "$c/check.txt"'
 expect 'grep -qP "^check\t0\t" "$c/steps.tsv"'
@@ -84,12 +84,16 @@ CHECK_FROM="$c/check" run_check "$tmp/res/d"
 expect 'grep -qx "resumed $tmp/res/d/check" "$tmp/res/d/check.txt"'
 echo "# another build" >> "$tmp/build/opmeter"
 run_check "$c"
-expect 'grep -q "check --device cuda:0 -o $c/check" "$c/commands.txt"'
+expect 'grep -qF "check --device cuda:0 --filter ^[^/]+/(?!torch_compile) -o $c/check" "$c/commands.txt"'
 expect '[ -f "$c/check-previous/check.json" ]'
 touch "$c/check/refuse"
 run_check "$c"
 expect '[ "$(grep -cP "^check\t" "$c/steps.tsv")" -eq 2 ]'  # refused (2), then afresh (1: the fake finds a FAIL)
 expect 'grep -qP "^check\t2\t" "$c/steps.tsv" && grep -qP "^check\t1\t" "$c/steps.tsv"'
 expect '[ -f "$c/check-previous/refuse" ] && [ ! -f "$c/check/refuse" ]'
+# torch.compile's impls, left out of triage's check, are checked by their own step, into their own folder.
+bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/e" check-compile >> "$tmp/log3" 2>&1
+expect 'grep -qF "check --device cuda:0 --filter ^[^/]+/torch_compile -o $tmp/res/e/check-compile" "$tmp/res/e/commands.txt"'
+expect '[ -f "$tmp/res/e/check-compile/check.json" ] && [ ! -d "$tmp/res/e/check" ]'
 [ "$fail" -eq 0 ] || { echo "--- triage log"; cat "$tmp/log"; echo "--- steps log"; cat "$tmp/log2"; echo "--- check log"; cat "$tmp/log3"; }
 exit $fail
