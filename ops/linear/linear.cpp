@@ -158,8 +158,9 @@ void validate_recipe(const Case& c) {
 }
 
 // `opmeter check`'s shapes: odd sizes with tails, one element, a decode row with a wide K, rows a
-// vector wide, each act; then each quantization recipe at decode (M=1: split-K on GPUs) and at
-// 18 rows, over K of 3 groups (a group must divide K) or else odd; then training steps.
+// vector wide, each act; then each quantization recipe at decode and at 18 rows over K of 3
+// groups (a group must divide K) or else odd, and (linear) at decode over a K past two of the GPU
+// kernel's 512-wide chunks (split-K and its in-kernel sum, a partial last chunk); then training steps.
 std::vector<Params> linear_check_shapes(bool with_act) {
   auto shape = [with_act](int batch, int seq, int hidden, int out, const char* act) {
     Params p = {{"batch", std::to_string(batch)}, {"seq", std::to_string(seq)}, {"hidden", std::to_string(hidden)},
@@ -173,7 +174,10 @@ std::vector<Params> linear_check_shapes(bool with_act) {
     auto recipe = quant::parse_recipe(name);
     if (recipe->baseline()) continue;
     const int hidden = recipe->group ? 3 * static_cast<int>(recipe->group) : 263;
-    for (auto p : {shape(1, 1, hidden, 77, "none"), shape(2, 9, hidden, 37, "none")}) {
+    const int wide = recipe->group ? 17 * static_cast<int>(recipe->group) : 1031;
+    std::vector<Params> shapes = {shape(1, 1, hidden, 77, "none"), shape(2, 9, hidden, 37, "none")};
+    if (with_act) shapes.push_back(shape(1, 1, wide, 77, "none"));  // linear only: ln_linear's GEMM is the same
+    for (auto p : shapes) {
       p.emplace_back(kQuant, name);
       out.push_back(std::move(p));
     }
