@@ -176,7 +176,10 @@ std::vector<Params> linear_check_shapes(bool with_act) {
     const int hidden = recipe->group ? 3 * static_cast<int>(recipe->group) : 263;
     const int wide = recipe->group ? 17 * static_cast<int>(recipe->group) : 1031;
     std::vector<Params> shapes = {shape(1, 1, hidden, 77, "none"), shape(2, 9, hidden, 37, "none")};
-    if (with_act) shapes.push_back(shape(1, 1, wide, 77, "none"));  // linear only: ln_linear's GEMM is the same
+    if (with_act) {  // linear only (ln_linear's GEMM is the same): one row, and 11 (rows g and g + 8 of the tile)
+      shapes.push_back(shape(1, 1, wide, 77, "none"));
+      shapes.push_back(shape(1, 11, wide, 77, "none"));
+    }
     for (auto p : shapes) {
       p.emplace_back(kQuant, name);
       out.push_back(std::move(p));

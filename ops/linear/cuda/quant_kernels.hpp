@@ -27,7 +27,9 @@ struct WeightOnlyArgs {
   const float* bias = nullptr;
   tensor::Act act = tensor::Act::none;
   void* y = nullptr;
-  float* partial = nullptr;  // split-K: ksplit x M x N floats, summed by launch_split_reduce
+  // Split K: ksplit x M x N floats, summed by launch_split_reduce (64-row tiles) or by the tile's
+  // last block (16-row decode tiles).
+  float* partial = nullptr;
   int ksplit = 1;
   // 16-row tiles with split K: one arrival counter per (n-block, row block), zero between launches;
   // the last split of a tile to arrive sums the partials (no reduce kernel).

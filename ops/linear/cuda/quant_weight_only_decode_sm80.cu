@@ -221,14 +221,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
 
   // Split K: the last split of this tile to arrive sums the partials (threadFenceReduction's
   // pattern: every writer fences, then one arrival per block; the last block fences again before
-  // reading through L2) and resets the counter for the next launch, which the stream orders after.
+  // reading through L2). atomicInc wraps the counter to 0 at the last arrival, ready for the next
+  // launch (which the stream orders after), and a counter ever left wrong recovers in one launch.
   __shared__ bool last;
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) {
     unsigned* counter = a.counters + static_cast<std::int64_t>(blockIdx.z) * gridDim.x + blockIdx.x;
-    last = atomicAdd(counter, 1u) == static_cast<unsigned>(a.ksplit - 1);
-    if (last) *counter = 0u;
+    last = atomicInc(counter, static_cast<unsigned>(a.ksplit - 1)) == static_cast<unsigned>(a.ksplit - 1);
     __threadfence();
   }
   __syncthreads();
