@@ -14,6 +14,7 @@ namespace opmeter::transformer {
 // The plugin's factory, beside the kernels in this folder (used only where the plugin compiles this file).
 cuda::Factory cuda_factory();
 cuda::Factory cuda_quant_factory();
+cuda::Factory cuda_train_factory();
 
 namespace {
 
@@ -25,11 +26,13 @@ Support flash_head_dims(const Case& c) {
   return Support::yes();
 }
 
-// mode=train is accepted only to say why it is skipped: the block's CUDA training step is not built.
+bool train_mode(const Case& c) { return c.get_or(linear::kMode, "inference") == linear::kTrain; }
+
+// mode=train is accepted only to say where it runs: the training step is impl cuda_train.
 Support cuda_block(const Case& c) {
-  if (c.get_or("mode", "inference") == "train")
-    return Support::no("transformer_block has no CUDA training step (out of scope so far): mode=train runs on the CPU "
-                       "(onednn_train) and in the worker (torch, torch_compile)");
+  if (train_mode(c))
+    return Support::no("the inference impls run no training step: mode=train runs in impl cuda_train (and onednn_train "
+                       "on the CPU, torch and torch_compile in the worker)");
   return flash_head_dims(c);
 }
 
@@ -63,6 +66,24 @@ const cuda::CudaImplRegistrar reg_cuda_quant({
     .needs = {linear::kQuant},
     .accepts = {"mode", "phase"},
     .factory = OPMETER_CUDA_FACTORY(cuda_quant_factory()),
+});
+
+// The training step: any head_dim (attention's products are cuBLAS GEMMs, not the flash kernel).
+const cuda::CudaImplRegistrar reg_cuda_train({
+    .op = "transformer_block",
+    .impl = "cuda_train",
+    .summary = "training step (mode=train): cuBLASLt projections forward and backward (BIAS, BGRADB epilogues), "
+               "attention as cuBLAS batched GEMMs around our masked softmax and its backward (P kept), our LayerNorm, "
+               "act' and add kernels",
+    .dtypes = {DType::fp16, DType::bf16},
+    .supports =
+        [](const Case& c) {
+          if (!train_mode(c)) return Support::no("cuda_train runs mode=train (the inference forward: impl cuda)");
+          return Support::yes();
+        },
+    .needs = {linear::kMode},
+    .accepts = {linear::kPhase},
+    .factory = OPMETER_CUDA_FACTORY(cuda_train_factory()),
 });
 
 }  // namespace
