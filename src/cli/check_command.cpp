@@ -98,10 +98,13 @@ int check_command(const CheckArgs& a, const char* argv0) {
   // Under a launcher every rank would write the same check.json: each checks its share (the
   // collectives on every rank) and writes its own directory, named as run's.
   std::optional<scale::Shard> shard = shard_of(a.shard);
-  std::string out_dir = a.out;
+  std::string out_dir = a.out, device = a.device;
   if (shard) {
     const std::size_t planned = cases.size();
-    cases = cases_of_shard(cases, *shard, Stopping{}, "", true);
+    // As run's: local rank k checks on GPU k, unless --device names another GPU than the first.
+    const bool pinned = device_pins_ranks(a.device);
+    if (!pinned) device = scale::device_for_local_rank(a.device, shard->local_rank);
+    cases = cases_of_shard(cases, *shard, Stopping{}, "", pinned);
     out_dir = shard_results_dir({.root = a.out}, *shard, cases);
     fmt::print(stderr, "opmeter check: rank {} of {} ({}): {} of the {} cases -> {}\n", shard->rank, shard->size,
                shard->source, cases.size(), planned, out_dir);
@@ -117,8 +120,8 @@ int check_command(const CheckArgs& a, const char* argv0) {
   auto context = machine_context();
   // A device's context (its model, driver, clocks); the host backend's is its energy counters,
   // which a check does not use.
-  if (a.device != kHostDevice) context.update(backend_of(a.device).context({a.device}));
-  fmt::print(stderr, "opmeter check: {} cases on {}{}\n", cases.size(), a.device, a.isolate ? ", each in a child process" : "");
+  if (device != kHostDevice) context.update(backend_of(device).context({device}));
+  fmt::print(stderr, "opmeter check: {} cases on {}{}\n", cases.size(), device, a.isolate ? ", each in a child process" : "");
   std::vector<Result> results;
   for (auto& c : cases) {
     if (results.empty() || results.back().kase.op != c.op)
