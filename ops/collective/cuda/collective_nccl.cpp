@@ -138,6 +138,7 @@ class NcclCollective final : public Impl {
     recv_ = cuda::DeviceBuffer(layout_.buffer * size_of(dtype_));
     if (!in_place_) send_ = cuda::DeviceBuffer(std::max<std::size_t>(layout_.send, 1) * size_of(dtype_));
     auto any_rank = [this](bool yes) { return comm_ ? comm_->any(yes) : yes; };
+    const std::size_t made_before = nccl_comms().made();
     nccl_ = nccl_comms().get(device_, any_rank, [&] {
       ncclUniqueId id{};
       if (rank_ == 0) api.check(api.GetUniqueId(&id), "ncclGetUniqueId");
@@ -146,6 +147,7 @@ class NcclCollective final : public Impl {
       api.check(api.CommInitRank(&made, ranks_, id, rank_), "ncclCommInitRank");
       return made;
     });
+    made_now_ = nccl_comms().made() != made_before;
     fill();
   }
 
@@ -194,6 +196,7 @@ class NcclCollective final : public Impl {
         {"ranks", std::to_string(ranks_)},
         {"nccl", fmt::format("{}.{}.{}", api.version / 10000, api.version / 100 % 100, api.version % 100)},
         {"pci_bus_id", bus}};
+    d["nccl_comm"] = made_now_ ? "made for this case" : "kept from an earlier case on this device";
     if (kind_ == Kind::alltoall) d["alltoall"] = api.AlltoAll ? "ncclAlltoAll" : "grouped ncclSend/ncclRecv";
     return d;
   }
@@ -258,7 +261,7 @@ class NcclCollective final : public Impl {
   int rank_ = 0, ranks_ = 1, device_ = 0;
   Kind kind_ = Kind::allreduce;
   DType dtype_ = DType::fp32;
-  bool in_place_ = false;
+  bool in_place_ = false, made_now_ = false;
   std::size_t e_ = 0;
   Layout layout_;
   cudaStream_t stream_ = nullptr;
