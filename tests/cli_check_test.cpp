@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "cli/shard_run.hpp"
 #include "tests/cli_helpers.hpp"
 
 namespace {
@@ -250,4 +252,32 @@ TEST(CheckCli, ShardsWriteACheckJsonEachAndMergeJoinsThem) {
   EXPECT_EQ(printed["gemm/reference"]["fp64"], "pass") << merged.text;
   // The same matrix as one unsharded check's.
   EXPECT_EQ(printed, printed_matrix(all.text)) << all.text;
+}
+
+// Under a launcher with several ranks on a host, `check --device cuda:0` gives local rank k GPU k,
+// as run does; another GPU named holds for every rank. Planned only (--dry-run): no GPU needed.
+TEST(CheckCli, LocalRankKChecksOnGpuKUnderALauncher) {
+  using opmeter::device_pins_ranks;
+  EXPECT_FALSE(device_pins_ranks(""));
+  EXPECT_FALSE(device_pins_ranks("cuda:0"));
+  EXPECT_FALSE(device_pins_ranks("cpu"));
+  EXPECT_TRUE(device_pins_ranks("cuda:2"));
+  if (!has(cli("list").text, "[cuda]")) GTEST_SKIP() << "this opmeter has no CUDA impls to plan";
+  auto devices = [](const std::string& device) {
+    setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+    setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+    setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
+    auto out = cli("check --device " + device + " --op collective --impl nccl --dtype fp32 --quick --dry-run");
+    unsetenv("OMPI_COMM_WORLD_RANK");
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+    unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    EXPECT_EQ(out.code, 0) << out.text;
+    std::set<std::string> seen;
+    std::istringstream lines(out.text);
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("collective/nccl/", 0) == 0) seen.insert(line.substr(line.find("device=")));
+    return seen;
+  };
+  EXPECT_EQ(devices("cuda:0"), (std::set<std::string>{"device=cuda:1"}));
+  EXPECT_EQ(devices("cuda:3"), (std::set<std::string>{"device=cuda:3"}));
 }

@@ -231,7 +231,7 @@ TEST(Cudnn, Conv2dIsCorrectOnAGpu) {
       EXPECT_EQ(r.details["engine"].find("tensor_core"), std::string::npos) << r.details["engine"];
     }
   }
-  auto r = run_case(parse_case("conv2d/cudnn/fp16/batch=1,channels=8,out_channels=8,image=8,kernel=3,stride=1,padding=1,"
+  auto r = run_case(parse_case("conv2d/cudnn_nhwc/fp16/batch=1,channels=8,out_channels=8,image=8,kernel=3,stride=1,padding=1,"
                                "groups=1,bn=0,act=hardswish/device=cuda:0"),
                     quick_options());
   EXPECT_EQ(r.status, Status::skipped);

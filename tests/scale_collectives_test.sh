@@ -34,6 +34,26 @@ for n in 2 3; do
       $d/results.jsonl | wc -l)" -eq 20 ] || fail "$d: a result without busbw or its rank count"
   done
 done
+# One rank: nothing crosses ranks. The time is reported, a bandwidth is not ("-"), and a note says
+# why on the terminal, in results.md and in the journal (in place: the library has nothing to do).
+cat > one.yaml <<'YAML'
+ops: [collective]
+impls: [mpi]
+kind: [allreduce]
+bytes: [4096]
+inplace: [0, 1]
+stopping: {samples: 5, warmup: 2}
+YAML
+timeout 60 "$mpiexec" -np 1 --allow-run-as-root "$opm" run one.yaml --out r1 --no-report --format json,md > log.1 2>&1 ||
+  { tail -30 log.1; fail "1 rank: the run failed"; }
+[ "$(grep -c "note: one rank: no data crosses ranks" log.1)" -eq 2 ] || { cat log.1; fail "1 rank: no note on the terminal"; }
+grep -q "note: one rank: no data crosses ranks, and in place mpi has nothing to do" log.1 || { cat log.1; fail "1 rank: in place"; }
+[ "$(jq -r 'select(.status == "ok" and .gbps == 0 and (.flags | index("no-rate")) and .metrics.busbw_gbps == null
+    and (.details["no-rate"] | startswith("one rank: no data crosses ranks")) and .summary.median_s > 0) | .case' \
+  r1/results.jsonl | wc -l)" -eq 2 ] || fail "1 rank: a result with a rate or without its note: $(cat r1/results.jsonl)"
+# The markdown table's GB/s cell (its 9th column) is "-", and the status cell carries the note.
+[ "$(awk -F'|' '/^\| collective \| mpi/ && $9 ~ /^ *- *$/ && /ok,.* no-rate \(one rank: no data crosses ranks/' \
+  r1/results.md | wc -l)" -eq 2 ] || { cat r1/results.md; fail "1 rank: results.md shows a GB/s or no note"; }
 # Time-based stopping and warm-up: the ranks must agree on every sample.
 cat > timed.yaml <<'YAML'
 ops: [collective]

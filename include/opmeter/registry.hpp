@@ -98,6 +98,10 @@ struct OpDef {
   // Figures the op derives from a measured result (a collective's bus bandwidth), after the
   // central rates. Empty: none.
   std::function<std::map<std::string, Metric>(const Result&)> derived_metrics;
+  // Why a measured result has no rate worth showing (a collective on one rank: no data crosses
+  // ranks, the time is the call's overhead): the engine then withholds its rates with this note
+  // (withhold_rates). Empty, or an empty note: the work model's rates hold.
+  std::function<std::string(const Result&)> no_rate;
   // Cases every rank of a sharded run measures, together (collectives), instead of one rank.
   bool every_rank = false;
 };

@@ -77,6 +77,14 @@ Result unmeasured_result(const Case& c, Status status, std::string reason);
 // Fills gflops / gbps / intensity from work and the median (no-op without samples), and the
 // sustained rates from the sustained median.
 void derive_rates(Result& r);
+
+// A result whose work did not happen as its op declares it (a collective on one rank: no data
+// crosses ranks) keeps its time but no rate: withhold_rates clears its work, so no GB/s, GFLOP/s,
+// per-watt or % of peak is derived, flags it kNoRateFlag and keeps `note` as the flag's detail,
+// which every output shows (rate_note).
+inline constexpr const char* kNoRateFlag = "no-rate";
+void withhold_rates(Result& r, const std::string& note);
+std::string rate_note(const Result& r);  // the note of a no-rate result; empty otherwise
 // Compares a result with a compute ceiling; flags `faster-than-peak` above `margin_pct` (105%: a
 // measured peak has noise of its own; 100% for a datasheet rate, a hard limit), with
 // details["faster-than-peak"] naming the ceiling and `from` (the case, profile or datasheet).

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdlib>
 #include <map>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -18,6 +19,17 @@ constexpr std::array<const char*, 6> kNames = {"allreduce", "allgather", "reduce
                                                "sendrecv"};
 
 std::size_t elem_size(const Case& c) { return size_of(c.dtype); }
+
+// On one rank a collective moves nothing between ranks: a bandwidth would be the call's overhead
+// (in place, where the library returns at once: 64 MiB "in" 150 ns) or a local copy's speed.
+std::string one_rank_note(const Result& r) {
+  auto ranks = r.details.find("ranks");
+  if (ranks == r.details.end() || ranks->second != "1") return "";
+  if (in_place(r.kase))
+    return fmt::format("one rank: no data crosses ranks, and in place {} has nothing to do; the time is the call's overhead",
+                       r.kase.impl);
+  return "one rank: no data crosses ranks; the time is the call's overhead and a copy within the rank";
+}
 
 OpDef collective_op() {
   OpDef op;
@@ -46,6 +58,7 @@ OpDef collective_op() {
       throw CaseError(fmt::format("collective: bytes={} must be a positive multiple of {}'s {} bytes", c.get("bytes"),
                                   to_string(c.dtype), elem_size(c)));
   };
+  op.no_rate = [](const Result& r) { return one_rank_note(r); };
   op.derived_metrics = [](const Result& r) {
     std::map<std::string, Metric> out;
     auto ranks = r.details.find("ranks");

@@ -3,9 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/op_figures.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/result.hpp"
+#include "opmeter/result_fields.hpp"
+#include "opmeter/stats.hpp"
 
 using namespace opmeter;
 using namespace opmeter::collective;
@@ -66,4 +69,46 @@ TEST(Collective, CasesAreCheckedAndEveryRankRunsThem) {
   auto m = op->derived_metrics(r);
   EXPECT_DOUBLE_EQ(m.at("algbw_gbps").value, 10);
   EXPECT_DOUBLE_EQ(m.at("busbw_gbps").value, 15);
+}
+
+// On one rank nothing crosses ranks: the time stays, GB/s and the bandwidth metrics go, a note
+// says why. Against the same result on four ranks, whose rates are bytes / median by hand.
+TEST(Collective, OneRankHasNoBandwidthButANote) {
+  const OpDef* op = Registry::global().op("collective");
+  ASSERT_NE(op, nullptr);
+  auto measured = [&](const char* kase, const char* ranks) {
+    Result r;
+    r.kase = parse_case(kase);
+    r.work = op->work(r.kase);
+    r.samples = {2e-6, 2e-6, 2e-6};
+    r.summary = summarize(r.samples);
+    r.sustained = Sustained{.samples = r.samples, .summary = r.summary};
+    r.details["ranks"] = ranks;
+    derive_op_figures(*op, r);
+    return r;
+  };
+  const char* out_of_place = "collective/mpi/fp32/kind=allreduce,bytes=4096,inplace=0/threads=1";
+  Result four = measured(out_of_place, "4");
+  EXPECT_DOUBLE_EQ(four.gbps, 4096 / 2e-6 * 1e-9);  // 2.048 GB/s
+  EXPECT_DOUBLE_EQ(four.metrics.at("busbw_gbps").value, 2.048 * 2 * 3 / 4);
+  EXPECT_FALSE(four.has_flag(kNoRateFlag));
+  EXPECT_EQ(result_field("gbps").cell(four), "2.0");
+
+  Result one = measured(out_of_place, "1");
+  EXPECT_DOUBLE_EQ(one.summary.median, 2e-6);  // the time is kept
+  EXPECT_EQ(one.gbps, 0);
+  EXPECT_EQ(one.work.bytes(), 0);
+  EXPECT_TRUE(one.metrics.empty());  // no algbw, no busbw
+  EXPECT_FALSE(sustained_rate(one));
+  EXPECT_FALSE(per_watt(one));
+  EXPECT_TRUE(one.has_flag(kNoRateFlag));
+  EXPECT_EQ(rate_note(one), "one rank: no data crosses ranks; the time is the call's overhead and a copy within the rank");
+  EXPECT_EQ(result_field("gbps").cell(one), "-");
+  EXPECT_EQ(result_field("pct_peak").cell(one), "-");
+  EXPECT_NE(result_field("status").cell(one).find("ok, no-rate (one rank: no data crosses ranks"), std::string::npos);
+
+  Result in_place = measured("collective/nccl/bf16/kind=allgather,bytes=4096,inplace=1/device=cuda:0", "1");
+  EXPECT_EQ(rate_note(in_place),
+            "one rank: no data crosses ranks, and in place nccl has nothing to do; the time is the call's overhead");
+  EXPECT_EQ(in_place.gbps, 0);
 }

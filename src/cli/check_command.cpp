@@ -168,10 +168,13 @@ int check_command(const CheckArgs& given, const char* argv0) {
     throw UsageError(fmt::format("--resume {}: a sharded check (--shard, mpirun, srun) cannot resume one check.json; "
                                  "resume each rank's directory on its own, without --shard",
                                  a.resume));
-  std::string out_dir = a.out;
+  std::string out_dir = a.out, device = a.device;
   if (shard) {
     const std::size_t planned = cases.size();
-    cases = cases_of_shard(cases, *shard, Stopping{}, "", true);
+    // As run's: local rank k checks on GPU k, unless --device names another GPU than the first.
+    const bool pinned = device_pins_ranks(a.device);
+    if (!pinned) device = scale::device_for_local_rank(a.device, shard->local_rank);
+    cases = cases_of_shard(cases, *shard, Stopping{}, "", pinned);
     out_dir = shard_results_dir({.root = a.out}, *shard, cases);
     fmt::print(stderr, "opmeter check: rank {} of {} ({}): {} of the {} cases -> {}\n", shard->rank, shard->size,
                shard->source, cases.size(), planned, out_dir);
@@ -192,13 +195,13 @@ int check_command(const CheckArgs& given, const char* argv0) {
   auto context = machine_context();
   // A device's context (its model, driver, clocks); the host backend's is its energy counters,
   // which a check does not use.
-  if (a.device != kHostDevice) context.update(backend_of(a.device).context({a.device}));
+  if (device != kHostDevice) context.update(backend_of(device).context({device}));
   if (stored) {
-    refuse_other_machine_or_build(*stored, context, a.device);
+    refuse_other_machine_or_build(*stored, context, device);
     context["resumed_from"] = stored->context;  // the machine state the stored cases were checked in
   }
   const std::size_t planned = results.size() + cases.size();
-  fmt::print(stderr, "opmeter check: {} cases on {}{}{}\n", planned, a.device,
+  fmt::print(stderr, "opmeter check: {} cases on {}{}{}\n", planned, device,
              stored ? fmt::format(" ({} already in {}, {} to check)", results.size(), stored->file, cases.size()) : "",
              a.isolate ? ", each in a child process" : "");
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "opmeter/backend.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "predict/model.hpp"
@@ -118,6 +119,10 @@ std::vector<Case> cases_of_shard(const std::vector<Case>& cases, const scale::Sh
     for (auto& c : mine)
       if (!c.on_host()) c.device = scale::device_for_local_rank(c.device, shard.local_rank);
   return mine;
+}
+
+bool device_pins_ranks(const std::string& device) {
+  return !device.empty() && device != backend_of(device).first_device();
 }
 
 std::string shard_results_dir(const ShardOutput& out, const scale::Shard& shard, const std::vector<Case>& cases) {

@@ -34,6 +34,11 @@ ShardOutput prepare_shard_output(RunArgs& a, const scale::Shard& shard);
 std::vector<Case> cases_of_shard(const std::vector<Case>& cases, const scale::Shard& shard, const Stopping& stopping,
                                  const std::string& model, bool device_given);
 
+// Whether check's --device holds for every rank of a launch: a device other than its backend's
+// first ("cuda:2") does; the first ("cuda:0", what a one-GPU command line names) and none ("") let
+// local rank k take device k (device_for_local_rank). The host is every rank's own either way.
+bool device_pins_ranks(const std::string& device);
+
 // This rank's results directory: the one it had, or ROOT/rankNNN-of-N-HOST-DEVICE.
 std::string shard_results_dir(const ShardOutput& out, const scale::Shard& shard, const std::vector<Case>& cases);
 

@@ -14,6 +14,7 @@
 
 #include "engine/contention.hpp"
 #include "engine/element_types.hpp"
+#include "engine/op_figures.hpp"
 #include "engine/profile_pass.hpp"
 #include "engine/rank_energy.hpp"
 #include "engine/rank_gate.hpp"
@@ -371,9 +372,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     }
     if (burst) busy_until()[c.device] = now_s();
     if (telemetry) record_telemetry(r, telemetry->stop(), t0, burst_from, burst_to, watched ? &*watched : nullptr);
-    derive_rates(r);
-    if (op.derived_metrics)
-      for (auto& [name, metric] : op.derived_metrics(r)) r.set_metric(name, metric);
+    derive_op_figures(op, r);
     if (op.ceiling == CeilingKind::compute) backend.annotate_ceiling(r);
 
     auto after = impl->verify(options.seed + 2);

@@ -49,6 +49,7 @@ class ConsoleReporter : public Reporter {
                r.kase.label.empty() ? "" : " (" + r.kase.label + ")", what);
     if (auto it = r.details.find("contention"); it != r.details.end() && r.has_flag("contended"))
       fmt::print(out_, "  warning: {}\n", it->second);
+    if (auto note = rate_note(r); !note.empty()) fmt::print(out_, "  note: {}\n", note);
     std::fflush(out_);
   }
 

@@ -38,7 +38,8 @@ void case_row(std::string& out, const Result& r) {
   if (r.has_flag("unconverged")) cls += " unconverged";
   std::string status(to_string(r.status));
   for (auto& f : r.flags) status += ", " + f;
-  std::string reason = r.reason.empty() ? "" : "<br>" + html_escape(r.reason);
+  const std::string why = r.reason.empty() ? rate_note(r) : r.reason;  // a no-rate note says why GB/s is empty
+  std::string reason = why.empty() ? "" : "<br>" + html_escape(why);
   auto rate = [&](double v) { return ok && v > 0 ? fmt::format("{:.2f}", v) : ""; };
   std::string pct_roof = r.efficiency ? fmt::format("{:.1f}%", *r.efficiency * 100) : "";
   auto s = sustained_rate(r);

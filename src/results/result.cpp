@@ -65,6 +65,18 @@ void derive_rates(Result& r) {
   }
 }
 
+void withhold_rates(Result& r, const std::string& note) {
+  r.work = Work{};
+  r.gflops = r.gbps = r.intensity = 0;
+  r.add_flag(kNoRateFlag);
+  r.details[kNoRateFlag] = note;
+}
+
+std::string rate_note(const Result& r) {
+  auto it = r.details.find(kNoRateFlag);
+  return r.has_flag(kNoRateFlag) && it != r.details.end() ? it->second : "";
+}
+
 namespace {
 // A figure above its ceiling by more than the noise margin: flagged, with the ceiling named in a
 // detail of the flag's name, since either the ceiling or the figure is wrong.
@@ -167,6 +179,7 @@ bool is_compute_bound(const Result& r) {
 std::optional<Rate> sustained_rate(const Result& r) {
   if (r.status != Status::ok || !r.sustained || !(r.sustained->summary.median > 0)) return std::nullopt;
   if (is_compute_bound(r)) return Rate{r.sustained->gflops, "GFLOP/s"};
+  if (!(r.sustained->gbps > 0)) return std::nullopt;  // no work to rate (withhold_rates)
   return Rate{r.sustained->gbps, "GB/s"};
 }
 

@@ -54,6 +54,7 @@ std::string md_text(std::string s) {
 std::string status_cell(const Result& r) {
   std::string s(to_string(r.status));
   for (auto& f : r.flags) s += ", " + f;
+  if (auto note = rate_note(r); !note.empty()) s += " (" + md_text(note) + ")";  // why GB/s is "-"
   if (r.status != Status::ok && !r.reason.empty()) {
     auto reason = r.reason.size() > 90 ? r.reason.substr(0, 87) + "..." : r.reason;
     s += ": " + md_text(reason);

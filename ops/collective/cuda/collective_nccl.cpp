@@ -1,6 +1,7 @@
-// impl `nccl`: NCCL's collectives on device buffers, one process per GPU. Rank 0 makes NCCL's
-// unique id and hands it to the others through the launch's communicator (a bounded broadcast);
-// a process alone is one rank. Timed as nccl-tests does: CUDA events around back-to-back calls on
+// impl `nccl`: NCCL's collectives on device buffers, one process per GPU. Each process makes one
+// NCCL communicator per device, at its first case there, and keeps it for the run (comm_cache.hpp):
+// rank 0 makes NCCL's unique id and hands it to the others through the launch's communicator (a
+// bounded broadcast); a process alone is one rank. Timed as nccl-tests does: CUDA events around back-to-back calls on
 // one stream, the slowest rank's time. Inputs are small integers, so every result is exact: it is
 // copied back and checked element by element on every rank, outside the timed loop.
 // Built where the toolkit has NCCL's header (nccl.h); without it the impl is `skipped`, saying so.
@@ -18,6 +19,7 @@
 #include "opmeter/engine.hpp"
 #include "ops/collective/collective.hpp"
 #include "ops/collective/collective_layout.hpp"
+#include "ops/collective/comm_cache.hpp"
 #include "ops/collective/cuda/nccl_api.hpp"
 #include "engine/launch_comm.hpp"
 #include "scale/shard.hpp"
@@ -100,12 +102,18 @@ class NcclTimer final : public SampleTimer {
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
 };
 
+// The process's NCCL communicators, one per device, destroyed at exit. First called after the
+// CUDA runtime started, so it is destroyed before the runtime's own end.
+CommCache<ncclComm_t>& nccl_comms() {
+  static CommCache<ncclComm_t> comms([](ncclComm_t c, bool broken) {
+    const NcclApi& api = NcclApi::get();
+    broken ? api.CommAbort(c) : api.CommDestroy(c);
+  });
+  return comms;
+}
+
 class NcclCollective final : public Impl {
  public:
-  ~NcclCollective() override {
-    if (nccl_) NcclApi::get().CommDestroy(nccl_);
-  }
-
   void setup(const Case& c, const SetupOptions&) override {
     const NcclApi& api = NcclApi::get();
     comm_ = scale::launch_comm();
@@ -129,47 +137,27 @@ class NcclCollective final : public Impl {
     layout_ = device_layout(kind_, e_, ranks_, rank_, in_place_);
     recv_ = cuda::DeviceBuffer(layout_.buffer * size_of(dtype_));
     if (!in_place_) send_ = cuda::DeviceBuffer(std::max<std::size_t>(layout_.send, 1) * size_of(dtype_));
-    ncclUniqueId id{};
-    if (rank_ == 0) api.check(api.GetUniqueId(&id), "ncclGetUniqueId");
-    if (comm_) comm_->broadcast(&id, sizeof id, 0);
-    api.check(api.CommInitRank(&nccl_, ranks_, id, rank_), "ncclCommInitRank");
+    auto any_rank = [this](bool yes) { return comm_ ? comm_->any(yes) : yes; };
+    const std::size_t made_before = nccl_comms().made();
+    nccl_ = nccl_comms().get(device_, any_rank, [&] {
+      ncclUniqueId id{};
+      if (rank_ == 0) api.check(api.GetUniqueId(&id), "ncclGetUniqueId");
+      if (comm_) comm_->broadcast(&id, sizeof id, 0);
+      ncclComm_t made = nullptr;
+      api.check(api.CommInitRank(&made, ranks_, id, rank_), "ncclCommInitRank");
+      return made;
+    });
+    made_now_ = nccl_comms().made() != made_before;
     fill();
   }
 
+  // An NCCL error may leave the communicator broken: the next case makes a new one.
   void run(std::size_t) override {
-    const NcclApi& api = NcclApi::get();
-    const ncclDataType_t t = nccl_type(dtype_);
-    const std::size_t es = size_of(dtype_), block = e_ / static_cast<std::size_t>(ranks_);
-    auto* out = static_cast<char*>(recv_.data());
-    const char* in = in_place_ ? out : static_cast<const char*>(send_.data());
-    switch (kind_) {
-      case Kind::allreduce: api.check(api.AllReduce(in, out, e_, t, ncclSum, nccl_, stream_), "ncclAllReduce"); break;
-      case Kind::allgather:
-        api.check(api.AllGather(in + layout_.send_offset * es, out, block, t, nccl_, stream_), "ncclAllGather");
-        break;
-      case Kind::reduce_scatter:
-        api.check(api.ReduceScatter(in, out + layout_.recv_offset * es, block, t, ncclSum, nccl_, stream_),
-                  "ncclReduceScatter");
-        break;
-      case Kind::alltoall:
-        if (api.AlltoAll) {
-          api.check(api.AlltoAll(in, out, block, t, nccl_, stream_), "ncclAlltoAll");
-          break;
-        }
-        api.check(api.GroupStart(), "ncclGroupStart");  // before NCCL 2.28: nccl-tests' grouped form
-        for (int r = 0; r < ranks_; ++r) {
-          api.check(api.Send(in + r * block * es, block, t, r, nccl_, stream_), "ncclSend");
-          api.check(api.Recv(out + r * block * es, block, t, r, nccl_, stream_), "ncclRecv");
-        }
-        api.check(api.GroupEnd(), "ncclGroupEnd");
-        break;
-      case Kind::broadcast: api.check(api.Broadcast(in, out, e_, t, 0, nccl_, stream_), "ncclBroadcast"); break;
-      case Kind::sendrecv:  // a ring: to the next rank, from the previous one
-        api.check(api.GroupStart(), "ncclGroupStart");
-        api.check(api.Send(in, e_, t, (rank_ + 1) % ranks_, nccl_, stream_), "ncclSend");
-        api.check(api.Recv(out, e_, t, (rank_ + ranks_ - 1) % ranks_, nccl_, stream_), "ncclRecv");
-        api.check(api.GroupEnd(), "ncclGroupEnd");
-        break;
+    try {
+      call();
+    } catch (...) {
+      nccl_comms().drop(device_);
+      throw;
     }
   }
 
@@ -208,6 +196,7 @@ class NcclCollective final : public Impl {
         {"ranks", std::to_string(ranks_)},
         {"nccl", fmt::format("{}.{}.{}", api.version / 10000, api.version / 100 % 100, api.version % 100)},
         {"pci_bus_id", bus}};
+    d["nccl_comm"] = made_now_ ? "made for this case" : "kept from an earlier case on this device";
     if (kind_ == Kind::alltoall) d["alltoall"] = api.AlltoAll ? "ncclAlltoAll" : "grouped ncclSend/ncclRecv";
     return d;
   }
@@ -217,6 +206,43 @@ class NcclCollective final : public Impl {
   }
 
  private:
+  void call() {
+    const NcclApi& api = NcclApi::get();
+    const ncclDataType_t t = nccl_type(dtype_);
+    const std::size_t es = size_of(dtype_), block = e_ / static_cast<std::size_t>(ranks_);
+    auto* out = static_cast<char*>(recv_.data());
+    const char* in = in_place_ ? out : static_cast<const char*>(send_.data());
+    switch (kind_) {
+      case Kind::allreduce: api.check(api.AllReduce(in, out, e_, t, ncclSum, nccl_, stream_), "ncclAllReduce"); break;
+      case Kind::allgather:
+        api.check(api.AllGather(in + layout_.send_offset * es, out, block, t, nccl_, stream_), "ncclAllGather");
+        break;
+      case Kind::reduce_scatter:
+        api.check(api.ReduceScatter(in, out + layout_.recv_offset * es, block, t, ncclSum, nccl_, stream_),
+                  "ncclReduceScatter");
+        break;
+      case Kind::alltoall:
+        if (api.AlltoAll) {
+          api.check(api.AlltoAll(in, out, block, t, nccl_, stream_), "ncclAlltoAll");
+          break;
+        }
+        api.check(api.GroupStart(), "ncclGroupStart");  // before NCCL 2.28: nccl-tests' grouped form
+        for (int r = 0; r < ranks_; ++r) {
+          api.check(api.Send(in + r * block * es, block, t, r, nccl_, stream_), "ncclSend");
+          api.check(api.Recv(out + r * block * es, block, t, r, nccl_, stream_), "ncclRecv");
+        }
+        api.check(api.GroupEnd(), "ncclGroupEnd");
+        break;
+      case Kind::broadcast: api.check(api.Broadcast(in, out, e_, t, 0, nccl_, stream_), "ncclBroadcast"); break;
+      case Kind::sendrecv:  // a ring: to the next rank, from the previous one
+        api.check(api.GroupStart(), "ncclGroupStart");
+        api.check(api.Send(in, e_, t, (rank_ + 1) % ranks_, nccl_, stream_), "ncclSend");
+        api.check(api.Recv(out, e_, t, (rank_ + ranks_ - 1) % ranks_, nccl_, stream_), "ncclRecv");
+        api.check(api.GroupEnd(), "ncclGroupEnd");
+        break;
+    }
+  }
+
   // Inputs where the call reads them (in place: the output buffer, at this rank's block for
   // allgather; broadcast's root only), every other output element poisoned (NaN), so an
   // unwritten one shows.
@@ -235,12 +261,12 @@ class NcclCollective final : public Impl {
   int rank_ = 0, ranks_ = 1, device_ = 0;
   Kind kind_ = Kind::allreduce;
   DType dtype_ = DType::fp32;
-  bool in_place_ = false;
+  bool in_place_ = false, made_now_ = false;
   std::size_t e_ = 0;
   Layout layout_;
   cudaStream_t stream_ = nullptr;
   cuda::DeviceBuffer send_, recv_;
-  ncclComm_t nccl_ = nullptr;
+  ncclComm_t nccl_ = nullptr;  // the process's, for device_ (nccl_comms)
 };
 
 }  // namespace

@@ -30,6 +30,7 @@ NcclApi load() {
   need(api.GetUniqueId, "ncclGetUniqueId");
   need(api.CommInitRank, "ncclCommInitRank");
   need(api.CommDestroy, "ncclCommDestroy");
+  need(api.CommAbort, "ncclCommAbort");
   need(api.AllReduce, "ncclAllReduce");
   need(api.AllGather, "ncclAllGather");
   need(api.ReduceScatter, "ncclReduceScatter");
