@@ -465,7 +465,7 @@ int run_command(const RunArgs& given, const char* argv0) {
     cases = with_needed_peaks(cases, default_bandwidth_elements(), !options.calibration.is_null());
   if (shard) {
     const std::size_t planned = cases.size();
-    cases = cases_of_shard(cases, *shard, options.stopping, a.shard_model, !a.device.empty());
+    cases = cases_of_shard(cases, *shard, options.stopping, a.shard_model, device_pins_ranks(a.device));
     fmt::print(stderr, "opmeter: rank {} of {} ({}): {} of the {} planned cases (ceilings run on every rank)\n",
                shard->rank, shard->size, shard->source, cases.size(), planned);
   }

@@ -97,7 +97,7 @@ double work_model_cost_s(const Case& c, const Stopping& stopping) {
 }
 
 std::vector<Case> cases_of_shard(const std::vector<Case>& cases, const scale::Shard& shard, const Stopping& stopping,
-                                 const std::string& model_path, bool device_given) {
+                                 const std::string& model_path, bool device_pinned) {
   std::optional<predict::PredictModel> model;
   if (!model_path.empty()) model = predict::read_model(model_path);
   auto cost = [&](const Case& c) {
@@ -115,7 +115,7 @@ std::vector<Case> cases_of_shard(const std::vector<Case>& cases, const scale::Sh
     return ceiling_of(c.op) != CeilingKind::none || (op && op->every_rank);
   };
   auto mine = scale::shard_cases(cases, shard, cost, everywhere);
-  if (!device_given && shard.local_rank >= 0)
+  if (!device_pinned && shard.local_rank >= 0)
     for (auto& c : mine)
       if (!c.on_host()) c.device = scale::device_for_local_rank(c.device, shard.local_rank);
   return mine;

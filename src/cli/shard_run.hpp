@@ -30,11 +30,12 @@ struct ShardOutput {
 ShardOutput prepare_shard_output(RunArgs& a, const scale::Shard& shard);
 
 // This rank's cases of the planned ones (ceilings on every rank); local rank k takes device k of
-// the cases' backend unless --device was given. `model` is a predict model file (empty: the work model).
+// the cases' backend unless device_pinned (device_pins_ranks). `model` is a predict model file
+// (empty: the work model).
 std::vector<Case> cases_of_shard(const std::vector<Case>& cases, const scale::Shard& shard, const Stopping& stopping,
-                                 const std::string& model, bool device_given);
+                                 const std::string& model, bool device_pinned);
 
-// Whether check's --device holds for every rank of a launch: a device other than its backend's
+// Whether --device (run's and check's) holds for every rank of a launch: a device other than its backend's
 // first ("cuda:2") does; the first ("cuda:0", what a one-GPU command line names) and none ("") let
 // local rank k take device k (device_for_local_rank). The host is every rank's own either way.
 bool device_pins_ranks(const std::string& device);
