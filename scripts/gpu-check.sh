@@ -14,6 +14,9 @@
 #                  transformer_block
 #   models         pipelines beside PyTorch end to end
 #   quant-predict  quantized linears at M=1/16, the GPU GEMM sweep for the predictor
+#   train          float8 and bf16 training steps of linear beside PyTorch autograd; transformer_block's
+#                  training step (cuda_train) beside autograd
+#   quant-block    the quantized transformer_block (cuda_quant) beside the bf16 block
 #   compile        opmeter check of the torch.compile impls (left out of triage's check: each case
 #                  compiles), resumed where an earlier call of the same build stopped
 # Each preset step has a time budget (a `timeout` that interrupts opmeter, which keeps what it
@@ -22,7 +25,7 @@
 # PACK (default: $OUT/gpu-check-<preset>.tar.gz where $OUT is set, else OUT_DIR.tar.gz).
 # STEPs (any of them, in any order, no budget): tests mltests mltests-sweeps quick peaks sweep sweep30 torch worker
 # copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict quant
-# fp8-train check check-compile sanitize graph-cases collectives collectives-quick. Every step runs whatever the others
+# fp8-train block-train quant-block check check-compile sanitize graph-cases collectives collectives-quick. Every step runs whatever the others
 # did; each one's command, exit code
 # and time go to OUT_DIR/commands.txt and OUT_DIR/steps.tsv, and the script exits 1 at the end if
 # any step failed (124: stopped by its budget). GTEST_REPEAT (default 10, in presets 1) sets how
@@ -68,6 +71,8 @@ declare -A presets=(
   [models]="pipeline-ops:100 pipelines:410"
   [quant-predict]="quant:250 predict:260"
   [compile]="check-compile:500"
+  [train]="fp8-train:260 block-train:250"
+  [quant-block]="quant-block:500"
 )
 preset=
 if [ ${#steps[@]} -eq 1 ] && [ -n "${presets[${steps[0]}]:-}" ]; then
@@ -352,9 +357,15 @@ for entry in "${steps[@]}"; do
     fp8-train)  # float8 training (cublaslt_fp8_train): its GPU tests, then its step beside bf16's at 4096x8192x8192
       gtest_step fp8-train-tests "$out/gpu-fp8-train-tests.txt" 'LinearFp8TrainCuda.*'
       step fp8-train "$out/fp8-train.md" "$opm" run bench/train/gpu-fp8-4096x8192.yaml --out "$out/fp8-train" ;;
+    block-train)  # transformer_block's training step (cuda_train): its GPU tests, then a 7B-sized block beside autograd
+      gtest_step block-train-tests "$out/gpu-block-train-tests.txt" 'TransformerBlockCuda.Train*:LinearTrainCuda.*'
+      step block-train "$out/block-train.md" "$opm" run bench/train/gpu-transformer-block.yaml --out "$out/block-train" ;;
+    quant-block)  # the quantized transformer_block (cuda_quant) beside the bf16 block, decode and prefill
+      gtest_step quant-block-tests "$out/gpu-quant-block-tests.txt" 'TransformerBlockCudaQuant.*'
+      step quant-block "$out/quant-block.md" "$opm" run bench/quant/gpu-transformer-block.yaml --out "$out/quant-block" ;;
     *) echo "gpu-check: unknown step '$s' (presets: ${!presets[*]}; steps: tests mltests mltests-sweeps quick peaks sweep sweep30" \
             "torch worker copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict quant" \
-            "fp8-train check check-compile sanitize graph-cases collectives collectives-quick)" >&2; failed=1 ;;
+            "fp8-train block-train quant-block check check-compile sanitize graph-cases collectives collectives-quick)" >&2; failed=1 ;;
   esac
 done
 pack_results
