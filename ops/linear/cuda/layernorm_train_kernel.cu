@@ -1,12 +1,13 @@
-// LayerNorm's training forward and backward: one block per row for the row statistics and dx,
-// one thread per column for dgamma and dbeta (coalesced over a row's columns, a loop over rows:
-// no atomics). fp32 math, one rounding to the storage type per output.
+// LayerNorm's training forward and backward: one block per row for the row statistics and dx;
+// dgamma and dbeta in two stages over (column tile x row slab), layernorm_grad_partition.hpp
+// (deterministic: no atomics). fp32 math, one rounding to the storage type per output.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
 
 #include "ops/linear/cuda/layernorm_train_kernel.hpp"
+#include "ops/linear/layernorm_grad_partition.hpp"
 #include "opmeter/cuda/float_convert.cuh"
 
 namespace opmeter::linear {
@@ -15,6 +16,8 @@ using cuda::narrow;
 using cuda::widen;
 
 constexpr int kThreads = 256;
+using Grad = LayerNormGradPartition;
+constexpr int kGradThreads = Grad::kTileColumns * Grad::kSlabLanes;
 constexpr float kEps = 1e-5f;  // ops/tensor/kernels.hpp kNormEps
 
 // Sum of v over the block (kThreads threads); every thread gets it.
@@ -75,21 +78,56 @@ __global__ void dx_kernel(const T* __restrict__ x, const float* __restrict__ gam
   }
 }
 
+// dgamma and dbeta, stage 1: block (tile, slab) of kTileColumns x kSlabLanes threads; each thread
+// sums its column over every kSlabLanes-th row of the slab (a warp reads a row's tile: coalesced),
+// then lane_y 0 adds the kSlabLanes sums in order into the slab's fp32 partial.
 template <class T>
-__global__ void dgamma_dbeta_kernel(const T* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
-                                    const T* __restrict__ dxhat, T* __restrict__ dgamma, T* __restrict__ dbeta,
-                                    std::int64_t rows, std::int64_t h) {
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < h; k += stride) {
-    float g = 0, b = 0;
-    for (std::int64_t r = 0; r < rows; ++r) {
+__global__ void __launch_bounds__(kGradThreads)
+    dgamma_dbeta_partials(const T* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
+                          const T* __restrict__ dxhat, float* __restrict__ partial_g, float* __restrict__ partial_b,
+                          LayerNormGradPartition p) {
+  __shared__ float shared_g[Grad::kSlabLanes][Grad::kTileColumns], shared_b[Grad::kSlabLanes][Grad::kTileColumns];
+  const std::int64_t h = p.hidden;
+  const std::int64_t k = p.column(blockIdx.x, threadIdx.x);
+  const std::int64_t end = p.slab_end(blockIdx.y);
+  float g = 0, b = 0;
+  if (k < h) {
+#pragma unroll 4
+    for (std::int64_t r = p.slab_begin(blockIdx.y) + threadIdx.y; r < end; r += Grad::kSlabLanes) {
       const float d = widen(dxhat[r * h + k]);
       g += d * (widen(x[r * h + k]) - mean[r]) * rstd[r];
       b += d;
     }
-    dgamma[k] = narrow<T>(g);
-    dbeta[k] = narrow<T>(b);
   }
+  shared_g[threadIdx.y][threadIdx.x] = g;
+  shared_b[threadIdx.y][threadIdx.x] = b;
+  __syncthreads();
+  if (threadIdx.y == 0 && k < h) {
+    float tg = 0, tb = 0;
+#pragma unroll
+    for (int lane = 0; lane < Grad::kSlabLanes; ++lane) {
+      tg += shared_g[lane][threadIdx.x];
+      tb += shared_b[lane][threadIdx.x];
+    }
+    partial_g[static_cast<std::int64_t>(blockIdx.y) * h + k] = tg;
+    partial_b[static_cast<std::int64_t>(blockIdx.y) * h + k] = tb;
+  }
+}
+
+// Stage 2: one thread per column adds its slabs' partials in order; one rounding per output.
+template <class T>
+__global__ void dgamma_dbeta_sum(const float* __restrict__ partial_g, const float* __restrict__ partial_b,
+                                 T* __restrict__ dgamma, T* __restrict__ dbeta, std::int64_t slabs, std::int64_t h) {
+  const std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k >= h) return;
+  float g = 0, b = 0;
+#pragma unroll 8
+  for (std::int64_t slab = 0; slab < slabs; ++slab) {
+    g += partial_g[slab * h + k];
+    b += partial_b[slab * h + k];
+  }
+  dgamma[k] = narrow<T>(g);
+  dbeta[k] = narrow<T>(b);
 }
 
 unsigned row_blocks(std::int64_t rows) { return static_cast<unsigned>(std::min<std::int64_t>(1 << 16, std::max<std::int64_t>(1, rows))); }
@@ -101,13 +139,19 @@ void forward(const LayerNormTrain& p, void* xhat, cudaStream_t s) {
 }
 
 template <class T>
-void backward(const LayerNormTrain& p, const void* dxhat, void* dx, void* dgamma, void* dbeta, cudaStream_t s) {
+void backward(const LayerNormTrain& p, const void* dxhat, void* dx, void* dgamma, void* dbeta, void* workspace,
+              cudaStream_t s) {
   const auto* x = static_cast<const T*>(p.x);
   const auto* d = static_cast<const T*>(dxhat);
   dx_kernel<T><<<row_blocks(p.rows), kThreads, 0, s>>>(x, p.gamma, p.mean, p.rstd, d, static_cast<T*>(dx), p.rows, p.hidden);
-  const auto blocks = static_cast<unsigned>(std::max<std::int64_t>(1, (p.hidden + kThreads - 1) / kThreads));
-  dgamma_dbeta_kernel<T><<<blocks, kThreads, 0, s>>>(x, p.mean, p.rstd, d, static_cast<T*>(dgamma), static_cast<T*>(dbeta),
-                                                      p.rows, p.hidden);
+  const LayerNormGradPartition g = layernorm_grad_partition(p.rows, p.hidden);
+  auto* partial_g = static_cast<float*>(workspace);
+  float* partial_b = partial_g + g.slabs * g.hidden;
+  dgamma_dbeta_partials<T><<<dim3(static_cast<unsigned>(g.tiles), static_cast<unsigned>(g.slabs)),
+                             dim3(Grad::kTileColumns, Grad::kSlabLanes), 0, s>>>(x, p.mean, p.rstd, d, partial_g, partial_b, g);
+  const auto sum_blocks = static_cast<unsigned>((g.hidden + kThreads - 1) / kThreads);
+  dgamma_dbeta_sum<T><<<sum_blocks, kThreads, 0, s>>>(partial_g, partial_b, static_cast<T*>(dgamma), static_cast<T*>(dbeta),
+                                                       g.slabs, g.hidden);
 }
 }  // namespace
 
@@ -121,12 +165,12 @@ void launch_layernorm_forward(DType d, const LayerNormTrain& p, void* xhat, cuda
 }
 
 void launch_layernorm_backward(DType d, const LayerNormTrain& p, const void* dxhat, void* dx, void* dgamma, void* dbeta,
-                               cudaStream_t s) {
+                               void* workspace, cudaStream_t s) {
   if (p.rows <= 0 || p.hidden <= 0) return;
   switch (d) {
-    case DType::fp16: backward<__half>(p, dxhat, dx, dgamma, dbeta, s); break;
-    case DType::bf16: backward<__nv_bfloat16>(p, dxhat, dx, dgamma, dbeta, s); break;
-    default: backward<float>(p, dxhat, dx, dgamma, dbeta, s); break;
+    case DType::fp16: backward<__half>(p, dxhat, dx, dgamma, dbeta, workspace, s); break;
+    case DType::bf16: backward<__nv_bfloat16>(p, dxhat, dx, dgamma, dbeta, workspace, s); break;
+    default: backward<float>(p, dxhat, dx, dgamma, dbeta, workspace, s); break;
   }
 }
 
