@@ -55,6 +55,19 @@ inline LayerNormGradPartition layernorm_grad_partition(std::int64_t rows, std::i
   return p;
 }
 
+// dx (a reduction along each row): a warp per row up to kWarpRowMaxHidden columns (a block per
+// row left most of its 256 threads idle at small hidden), a block per row beyond.
+inline constexpr std::int64_t kWarpRowMaxHidden = 1024;
+inline int layernorm_row_threads(std::int64_t hidden, int block_threads) {
+  return hidden <= kWarpRowMaxHidden ? 32 : block_threads;
+}
+// Elements per access of the row kernels: 16 bytes where every row starts 16-byte aligned (hidden
+// a multiple of the pack, base pointers aligned), else 1.
+inline int layernorm_vector_elems(std::int64_t hidden, std::size_t elem_bytes, bool bases_aligned_16) {
+  const auto pack = static_cast<std::int64_t>(16 / elem_bytes);
+  return bases_aligned_16 && hidden % pack == 0 ? static_cast<int>(pack) : 1;
+}
+
 // Bytes of the workspace launch_layernorm_backward needs for rows x hidden.
 inline std::size_t layernorm_backward_workspace_bytes(std::int64_t rows, std::int64_t hidden) {
   return layernorm_grad_partition(rows, hidden).workspace_floats() * sizeof(float);

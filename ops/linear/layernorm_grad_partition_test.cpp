@@ -68,5 +68,17 @@ TEST(LayerNormGradPartition, EmptyShapesNeedNoWorkspace) {
   EXPECT_EQ(layernorm_backward_workspace_bytes(8192, 4096), 2u * 8 * 4096 * sizeof(float));
 }
 
+TEST(LayerNormRowKernels, WarpPerRowAtSmallHiddenAndSixteenByteAccessesOnlyWhereAligned) {
+  EXPECT_EQ(layernorm_row_threads(64, 256), 32);
+  EXPECT_EQ(layernorm_row_threads(kWarpRowMaxHidden, 256), 32);
+  EXPECT_EQ(layernorm_row_threads(4096, 256), 256);
+  EXPECT_EQ(layernorm_vector_elems(4096, 2, true), 8);   // bf16 / fp16
+  EXPECT_EQ(layernorm_vector_elems(4096, 4, true), 4);   // fp32
+  EXPECT_EQ(layernorm_vector_elems(4096, 2, false), 1);  // a base pointer off 16 bytes
+  EXPECT_EQ(layernorm_vector_elems(4100, 2, true), 1);   // rows after the first start off 16 bytes
+  EXPECT_EQ(layernorm_vector_elems(4100, 4, true), 4);
+  EXPECT_EQ(layernorm_vector_elems(33, 4, true), 1);
+}
+
 }  // namespace
 }  // namespace opmeter::linear

@@ -1,10 +1,12 @@
-// LayerNorm's training forward and backward: one block per row for the row statistics and dx;
+// LayerNorm's training forward and backward: one block per row for the row statistics; for dx a
+// warp or a block per row with 16-byte accesses where aligned;
 // dgamma and dbeta in two stages over (column tile x row slab), layernorm_grad_partition.hpp
 // (deterministic: no atomics). fp32 math, one rounding to the storage type per output.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "ops/linear/cuda/layernorm_train_kernel.hpp"
 #include "ops/linear/layernorm_grad_partition.hpp"
@@ -57,23 +59,117 @@ __global__ void forward_kernel(const T* __restrict__ x, const float* __restrict_
   }
 }
 
-template <class T>
-__global__ void dx_kernel(const T* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ mean,
-                          const float* __restrict__ rstd, const T* __restrict__ dxhat, T* __restrict__ dx, std::int64_t rows,
-                          std::int64_t h) {
-  __shared__ float shared[kThreads / 32];
-  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    float a = 0, axn = 0;
-    for (std::int64_t k = threadIdx.x; k < h; k += kThreads) {
-      const float gd = gamma[k] * widen(dxhat[r * h + k]);
-      a += gd;
-      axn += gd * (widen(x[r * h + k]) - mean[r]) * rstd[r];
+// Sums of v over the kRowThreads threads sharing a row (a warp, or the whole block); every thread
+// of the row gets them. kRowThreads == kThreads: the whole block calls it (one row at a time).
+template <int kRowThreads>
+__device__ float2 row_sum2(float2 v, float2* shared) {
+  static_assert(kRowThreads == 32 || kRowThreads == kThreads);
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) {
+    v.x += __shfl_xor_sync(0xffffffffu, v.x, o);
+    v.y += __shfl_xor_sync(0xffffffffu, v.y, o);
+  }
+  if constexpr (kRowThreads == 32) {
+    return v;
+  } else {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    __syncthreads();  // shared is reused between rows
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    float2 total{0.0f, 0.0f};
+#pragma unroll
+    for (int w = 0; w < kThreads / 32; ++w) {
+      total.x += shared[w].x;
+      total.y += shared[w].y;
     }
-    a = block_sum(a, shared) / float(h);
-    axn = block_sum(axn, shared) / float(h);
-    for (std::int64_t k = threadIdx.x; k < h; k += kThreads) {
-      const float xn = (widen(x[r * h + k]) - mean[r]) * rstd[r];
-      dx[r * h + k] = narrow<T>(rstd[r] * (gamma[k] * widen(dxhat[r * h + k]) - a - xn * axn));
+    return total;
+  }
+}
+
+// kVec elements from p, widened; kVec > 1: one 16-byte load (p 16-byte aligned).
+template <int kVec, class T>
+__device__ void load_widened(const T* p, float (&out)[kVec]) {
+  if constexpr (kVec == 1) {
+    out[0] = widen(*p);
+  } else {
+    static_assert(kVec * sizeof(T) == 16);
+    const uint4 raw = *reinterpret_cast<const uint4*>(p);
+    const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) out[i] = widen(e[i]);
+  }
+}
+// kVec fp32 values (gamma): 16-byte loads when kVec > 1 (p 16-byte aligned).
+template <int kVec>
+__device__ void load_floats(const float* p, float (&out)[kVec]) {
+  if constexpr (kVec == 1) {
+    out[0] = *p;
+  } else {
+    static_assert(kVec % 4 == 0);
+#pragma unroll
+    for (int i = 0; i < kVec / 4; ++i) {
+      const float4 f = reinterpret_cast<const float4*>(p)[i];
+      out[4 * i] = f.x;
+      out[4 * i + 1] = f.y;
+      out[4 * i + 2] = f.z;
+      out[4 * i + 3] = f.w;
+    }
+  }
+}
+template <int kVec, class T>
+__device__ void store_narrowed(T* p, const float (&v)[kVec]) {
+  if constexpr (kVec == 1) {
+    *p = narrow<T>(v[0]);
+  } else {
+    uint4 raw;
+    T* e = reinterpret_cast<T*>(&raw);
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) e[i] = narrow<T>(v[i]);
+    *reinterpret_cast<uint4*>(p) = raw;
+  }
+}
+
+// dx: kRowThreads threads per row (layernorm_row_threads), kVec elements per access
+// (layernorm_vector_elems); a pass for the two row sums, a pass writing dx.
+template <class T, int kRowThreads, int kVec>
+__global__ void __launch_bounds__(kThreads)
+    dx_kernel(const T* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ mean,
+              const float* __restrict__ rstd, const T* __restrict__ dxhat, T* __restrict__ dx, std::int64_t rows,
+              std::int64_t h) {
+  constexpr int kRowsPerBlock = kThreads / kRowThreads;
+  __shared__ float2 shared[kThreads / 32];
+  const int lane = static_cast<int>(threadIdx.x) % kRowThreads;
+  const std::int64_t packs = h / kVec;
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * kRowsPerBlock;
+  // kRowThreads == kThreads: r is the block's; 32: the warp's (no block barrier then).
+  for (std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kRowThreads; r < rows;
+       r += step) {
+    const float m = mean[r], rs = rstd[r];
+    const T* xr = x + r * h;
+    const T* dr = dxhat + r * h;
+    float2 sums{0.0f, 0.0f};  // sum g dxhat, sum g dxhat xn
+    for (std::int64_t c = lane; c < packs; c += kRowThreads) {
+      float xv[kVec], dv[kVec], gv[kVec];
+      load_widened<kVec>(xr + c * kVec, xv);
+      load_widened<kVec>(dr + c * kVec, dv);
+      load_floats<kVec>(gamma + c * kVec, gv);
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) {
+        const float gd = gv[i] * dv[i];
+        sums.x += gd;
+        sums.y += gd * (xv[i] - m) * rs;
+      }
+    }
+    sums = row_sum2<kRowThreads>(sums, shared);
+    const float a = sums.x / float(h), axn = sums.y / float(h);
+    for (std::int64_t c = lane; c < packs; c += kRowThreads) {
+      float xv[kVec], dv[kVec], gv[kVec], out[kVec];
+      load_widened<kVec>(xr + c * kVec, xv);
+      load_widened<kVec>(dr + c * kVec, dv);
+      load_floats<kVec>(gamma + c * kVec, gv);
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) out[i] = rs * (gv[i] * dv[i] - a - (xv[i] - m) * rs * axn);
+      store_narrowed<kVec>(dx + r * h + c * kVec, out);
     }
   }
 }
@@ -138,12 +234,33 @@ void forward(const LayerNormTrain& p, void* xhat, cudaStream_t s) {
                                                              static_cast<T*>(xhat), p.rows, p.hidden);
 }
 
+bool aligned_16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+template <class T, int kRowThreads, int kVec>
+void launch_dx(const LayerNormTrain& p, const T* dxhat, T* dx, cudaStream_t s) {
+  constexpr std::int64_t kRowsPerBlock = kThreads / kRowThreads;
+  const auto blocks = std::clamp<std::int64_t>((p.rows + kRowsPerBlock - 1) / kRowsPerBlock, 1, 1 << 16);
+  dx_kernel<T, kRowThreads, kVec><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(
+      static_cast<const T*>(p.x), p.gamma, p.mean, p.rstd, dxhat, dx, p.rows, p.hidden);
+}
+
+template <class T>
+void launch_dx(const LayerNormTrain& p, const T* dxhat, T* dx, cudaStream_t s) {
+  constexpr int kPack = 16 / sizeof(T);
+  const bool aligned = aligned_16(p.x) && aligned_16(p.gamma) && aligned_16(dxhat) && aligned_16(dx);
+  const bool vec = layernorm_vector_elems(p.hidden, sizeof(T), aligned) == kPack;
+  if (layernorm_row_threads(p.hidden, kThreads) == 32)
+    vec ? launch_dx<T, 32, kPack>(p, dxhat, dx, s) : launch_dx<T, 32, 1>(p, dxhat, dx, s);
+  else
+    vec ? launch_dx<T, kThreads, kPack>(p, dxhat, dx, s) : launch_dx<T, kThreads, 1>(p, dxhat, dx, s);
+}
+
 template <class T>
 void backward(const LayerNormTrain& p, const void* dxhat, void* dx, void* dgamma, void* dbeta, void* workspace,
               cudaStream_t s) {
   const auto* x = static_cast<const T*>(p.x);
   const auto* d = static_cast<const T*>(dxhat);
-  dx_kernel<T><<<row_blocks(p.rows), kThreads, 0, s>>>(x, p.gamma, p.mean, p.rstd, d, static_cast<T*>(dx), p.rows, p.hidden);
+  launch_dx<T>(p, d, static_cast<T*>(dx), s);
   const LayerNormGradPartition g = layernorm_grad_partition(p.rows, p.hidden);
   auto* partial_g = static_cast<float*>(workspace);
   float* partial_b = partial_g + g.slabs * g.hidden;
