@@ -10,11 +10,14 @@
 
 #include "ops/linear/cuda/layernorm_train_kernel.hpp"
 #include "ops/linear/layernorm_grad_partition.hpp"
-#include "opmeter/cuda/float_convert.cuh"
+#include "opmeter/cuda/vector_access.cuh"
 
 namespace opmeter::linear {
 namespace {
+using cuda::load_floats;
+using cuda::load_widened;
 using cuda::narrow;
+using cuda::store_narrowed;
 using cuda::widen;
 
 constexpr int kThreads = 256;
@@ -83,49 +86,6 @@ __device__ float2 row_sum2(float2 v, float2* shared) {
       total.y += shared[w].y;
     }
     return total;
-  }
-}
-
-// kVec elements from p, widened; kVec > 1: one 16-byte load (p 16-byte aligned).
-template <int kVec, class T>
-__device__ void load_widened(const T* p, float (&out)[kVec]) {
-  if constexpr (kVec == 1) {
-    out[0] = widen(*p);
-  } else {
-    static_assert(kVec * sizeof(T) == 16);
-    const uint4 raw = *reinterpret_cast<const uint4*>(p);
-    const T* e = reinterpret_cast<const T*>(&raw);
-#pragma unroll
-    for (int i = 0; i < kVec; ++i) out[i] = widen(e[i]);
-  }
-}
-// kVec fp32 values (gamma): 16-byte loads when kVec > 1 (p 16-byte aligned).
-template <int kVec>
-__device__ void load_floats(const float* p, float (&out)[kVec]) {
-  if constexpr (kVec == 1) {
-    out[0] = *p;
-  } else {
-    static_assert(kVec % 4 == 0);
-#pragma unroll
-    for (int i = 0; i < kVec / 4; ++i) {
-      const float4 f = reinterpret_cast<const float4*>(p)[i];
-      out[4 * i] = f.x;
-      out[4 * i + 1] = f.y;
-      out[4 * i + 2] = f.z;
-      out[4 * i + 3] = f.w;
-    }
-  }
-}
-template <int kVec, class T>
-__device__ void store_narrowed(T* p, const float (&v)[kVec]) {
-  if constexpr (kVec == 1) {
-    *p = narrow<T>(v[0]);
-  } else {
-    uint4 raw;
-    T* e = reinterpret_cast<T*>(&raw);
-#pragma unroll
-    for (int i = 0; i < kVec; ++i) e[i] = narrow<T>(v[i]);
-    *reinterpret_cast<uint4*>(p) = raw;
   }
 }
 
