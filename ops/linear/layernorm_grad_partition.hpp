@@ -17,11 +17,11 @@
 namespace opmeter::linear {
 
 struct LayerNormGradPartition {
-  static constexpr std::int64_t kTileColumns = 32;    // one warp's columns (blockDim.x)
-  static constexpr std::int64_t kSlabLanes = 8;       // warps per block, striding a slab's rows (blockDim.y)
+  static constexpr std::int64_t kTileColumns = 32;     // one warp's columns (blockDim.x)
+  static constexpr std::int64_t kSlabLanes = 8;        // warps per block, striding a slab's rows (blockDim.y)
   static constexpr std::int64_t kTargetBlocks = 1024;  // a few waves on today's largest GPUs
-  static constexpr std::int64_t kMinSlabRows = 32;    // below this the partials cost more than they save
-  static constexpr std::int64_t kMaxSlabs = 64;       // what the summing thread loops over
+  static constexpr std::int64_t kMinSlabRows = 32;     // below this the partials cost more than they save
+  static constexpr std::int64_t kMaxSlabs = 64;        // what the summing thread loops over
 
   std::int64_t rows = 0, hidden = 0;
   std::int64_t tiles = 0;      // ceil(hidden / kTileColumns): gridDim.x
@@ -30,7 +30,9 @@ struct LayerNormGradPartition {
 
   // Block (tile, slab), thread (lane_x, lane_y): column column(tile, lane_x) (none at or past
   // hidden), rows slab_begin(slab) + lane_y, then every kSlabLanes-th, below slab_end(slab).
-  OPMETER_LN_HD std::int64_t column(std::int64_t tile, std::int64_t lane_x) const { return tile * kTileColumns + lane_x; }
+  OPMETER_LN_HD std::int64_t column(std::int64_t tile, std::int64_t lane_x) const {
+    return tile * kTileColumns + lane_x;
+  }
   OPMETER_LN_HD std::int64_t slab_begin(std::int64_t slab) const { return slab * slab_rows; }
   OPMETER_LN_HD std::int64_t slab_end(std::int64_t slab) const {
     const std::int64_t end = (slab + 1) * slab_rows;
