@@ -58,3 +58,16 @@ TEST(LinearTrainCuda, EveryPhasePassesTheGradientCheckOnAGpu) {
         EXPECT_EQ(l.status, Status::ok) << ln << ": " << l.reason;
       }
 }
+
+// LayerNorm's backward kernels beyond the shapes above: a block per row (hidden > 1024), 16-byte
+// accesses (hidden 1032) and scalar ones (1031, odd), dgamma / dbeta over several row slabs with
+// a shorter last one (layernorm_grad_partition.hpp: 200 rows -> 6 slabs of 34, the last 30).
+TEST(LinearTrainCuda, LayerNormBackwardAtWideRowsPassesTheGradientCheckOnAGpu) {
+  if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
+  for (const char* dtype : {"fp32", "bf16"})
+    for (const char* shape : {"batch=2,seq=100,hidden=1032,out=8", "batch=1,seq=97,hidden=1031,out=8"}) {
+      auto ln = fmt::format("ln_linear_gelu/cublaslt_train/{}/{},mode=train/device=cuda:0", dtype, shape);
+      auto r = run_case(parse_case(ln), quick_options());
+      EXPECT_EQ(r.status, Status::ok) << ln << ": " << r.reason;
+    }
+}

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "ops/linear/layernorm_grad_partition.hpp"
 #include "opmeter/dtype.hpp"
 
 namespace opmeter::linear {
@@ -22,8 +23,10 @@ struct LayerNormTrain {
 };
 // xhat = xn gamma + beta, mean and rstd kept.
 void launch_layernorm_forward(DType d, const LayerNormTrain& p, void* xhat, cudaStream_t s);
-// dx, dgamma and dbeta (each in d) from dxhat.
+// dx, dgamma and dbeta (each in d) from dxhat. workspace: device memory of
+// layernorm_backward_workspace_bytes(p.rows, p.hidden) (ops/linear/layernorm_grad_partition.hpp),
+// the fp32 partial sums of dgamma and dbeta.
 void launch_layernorm_backward(DType d, const LayerNormTrain& p, const void* dxhat, void* dx, void* dgamma, void* dbeta,
-                               cudaStream_t s);
+                               void* workspace, cudaStream_t s);
 
 }  // namespace opmeter::linear

@@ -28,7 +28,7 @@ class LinearTrainCudaBase : public TrainPhases<cuda::DeviceImpl<Op>> {
     backward_gemms();
     if (layernorm())
       launch_layernorm_backward(this->case_.dtype, ln_params(), dxhat_.data(), section(l.dx), section(l.dgamma),
-                                section(l.dbeta), this->stream());
+                                section(l.dbeta), ln_work_.data(), this->stream());
   }
 
  protected:
@@ -83,12 +83,15 @@ class LinearTrainCudaBase : public TrainPhases<cuda::DeviceImpl<Op>> {
       dxhat_ = cuda::DeviceBuffer(s.rows * s.hidden * e);
       mean_ = cuda::DeviceBuffer(s.rows * sizeof(float));
       rstd_ = cuda::DeviceBuffer(s.rows * sizeof(float));
+      ln_work_ = cuda::DeviceBuffer(layernorm_backward_workspace_bytes(static_cast<std::int64_t>(s.rows),
+                                                                       static_cast<std::int64_t>(s.hidden)));
       launch_layernorm_forward(this->case_.dtype, ln_params(), xhat_.data(), this->stream());
     }
   }
 
   cuda::DeviceBuffer z_, dz_;                      // act != none: the pre-activation kept for the backward, and dz
   cuda::DeviceBuffer xhat_, dxhat_, mean_, rstd_;  // ln_linear: LayerNorm's output and statistics, dxhat
+  cuda::DeviceBuffer ln_work_;                     // ln_linear: LayerNorm backward's partial sums
 };
 
 }  // namespace opmeter::linear

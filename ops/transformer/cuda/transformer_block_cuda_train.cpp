@@ -70,7 +70,9 @@ double scratch_bytes(const Shape& s, DType d) {
   const double square = double(s.batch * s.heads) * double(s.seq) * double(s.seq);
   const double kept = r * h * e * 6 + r * m * e * 2 + square * e + 4 * r * 4;    // xhat1 qkv(3) o h xhat2, u a, P, stats
   const double scratch = r * h * e * 8 + r * m * e * 2 + square * (4 + e);       // proj dxhat dh do dqkv(3) dx, da du, S/dP dS
-  return kept + scratch + 13.0 * double(gemm::kWorkspaceBytes);
+  const double ln_partials = double(linear::layernorm_backward_workspace_bytes(static_cast<std::int64_t>(s.rows()),
+                                                                              static_cast<std::int64_t>(s.hidden)));
+  return kept + scratch + ln_partials + 13.0 * double(gemm::kWorkspaceBytes);
 }
 
 class CudaTrainBlock : public linear::TrainPhases<cuda::DeviceImpl<TransformerBlockOp>> {
@@ -129,6 +131,8 @@ class CudaTrainBlock : public linear::TrainPhases<cuda::DeviceImpl<TransformerBl
     for (auto* b : {&xhat1_, &o_, &h_, &xhat2_, &proj_, &dxhat_, &dh_, &dout_}) *b = cuda::DeviceBuffer(r * h * e);
     for (auto* b : {&qkv_, &dqkv_}) *b = cuda::DeviceBuffer(3 * r * h * e);
     for (auto* b : {&mean1_, &rstd1_, &mean2_, &rstd2_}) *b = cuda::DeviceBuffer(r * sizeof(float));
+    ln_work_ = cuda::DeviceBuffer(linear::layernorm_backward_workspace_bytes(static_cast<std::int64_t>(r),
+                                                                            static_cast<std::int64_t>(h)));
     u_ = cuda::DeviceBuffer(r * m * e);
     da_ = cuda::DeviceBuffer(r * m * e);
     if (has_act()) {
@@ -278,7 +282,7 @@ class CudaTrainBlock : public linear::TrainPhases<cuda::DeviceImpl<TransformerBl
     run(w1_data, du(), in(kW1), dxhat_.data());
     // dh = dy + LN2'(dxhat2) (LayerNorm's dx into proj_).
     linear::launch_layernorm_backward(dt, ln(h_.data(), kLn2Gamma, kLn2Beta, mean2_, rstd2_), dxhat_.data(),
-                                      proj_.data(), grad(kLn2Gamma), grad(kLn2Beta), stream());
+                                      proj_.data(), grad(kLn2Gamma), grad(kLn2Beta), ln_work_.data(), stream());
     add::launch_add(dt, proj_.data(), dy, dh_.data(), rh(), stream());
     // Attention: dWo, dbo, do = dh Wo; dP, dv, dS, dq, dk into dqkv; dWqkv, dbqkv, dxhat1 = dqkv Wqkv.
     run(o_weights, dh_.data(), o_.data(), sec(dwo_sec));
@@ -293,7 +297,7 @@ class CudaTrainBlock : public linear::TrainPhases<cuda::DeviceImpl<TransformerBl
     run(qkv_data, dqkv_.data(), in(kWqkv), dxhat_.data());
     // dx = dh + LN1'(dxhat1).
     linear::launch_layernorm_backward(dt, ln(in(kX), kLn1Gamma, kLn1Beta, mean1_, rstd1_), dxhat_.data(),
-                                      proj_.data(), grad(kLn1Gamma), grad(kLn1Beta), stream());
+                                      proj_.data(), grad(kLn1Gamma), grad(kLn1Beta), ln_work_.data(), stream());
     add::launch_add(dt, dh_.data(), proj_.data(), sec(dx_sec), rh(), stream());
     finish({dx_sec, dwqkv_sec, dbqkv_sec, dwo_sec, dbo_sec, dw1_sec, db1_sec, dw2_sec, db2_sec});
   }
@@ -309,6 +313,7 @@ class CudaTrainBlock : public linear::TrainPhases<cuda::DeviceImpl<TransformerBl
   // LayerNorm's dx before the residual's gradient; the backward's intermediates.
   cuda::DeviceBuffer scores_, dscores_, proj_, da_, du_, dxhat_, dh_, dout_, dqkv_;
   cuda::DeviceBuffer bqkv_, bo_, b1_, b2_;  // biases in the case's dtype
+  cuda::DeviceBuffer ln_work_;              // LayerNorm backward's partial sums (both LayerNorms, in turn)
 };
 
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / double(1u << 30)); }
