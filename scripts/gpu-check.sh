@@ -277,9 +277,9 @@ for entry in "${steps[@]}"; do
       done ;;
     tests) gtest_step tests "$out/gpu-tests.txt" 'CudaDevice.*:CudaTiming.*:CudaCase.*:CudaPlan.*:CudaCeilings.*' \
              --gtest_repeat="${GTEST_REPEAT:-10}" ;;
-    mltests)  # the ML ops' fused and library kernels once: linear, attention, cuDNN, transformer_block
+    mltests)  # the ML ops' fused and library kernels once: linear (inference, training, quantized), attention, cuDNN, transformer_block
       gtest_step mltests "$out/gpu-ml-tests.txt" \
-        'LinearCuda.*:AttentionCuda.*:Cudnn.*:TransformerBlockCuda.*:DecodeAttentionCuda.*' ;;
+        'LinearCuda.*:LinearTrainCuda.*:QuantLinearCuda.*:AttentionCuda.*:Cudnn.*:TransformerBlockCuda.*:DecodeAttentionCuda.*' ;;
     mltests-sweeps)  # our elementwise, norm and loss kernels over every dtype and width, and the pipelines' small ops
       gtest_step mltests-sweeps "$out/gpu-ml-sweep-tests.txt" \
         'ActivationCuda.*:NormCuda.*:LossCuda.*:AddOp.Cuda*:PoolOp.Cuda*:EmbeddingOp.Cuda*:SqueezeExciteCuda.*:ConvDepthwiseCuda.*' ;;
