@@ -44,6 +44,11 @@ void AttentionTrainCublas::prepare(cudaStream_t s) {
   cublas_check(cublasCreate(&h), "cublasCreate");
   handle_ = h;
   cublas_check(cublasSetStream(handle_, s), "cublasSetStream");
+  // Split-K reductions in fp32, never in the 16-bit output type (the step's gradients are checked
+  // against fp64 with an fp32-accumulation error model).
+  cublas_check(cublasSetMathMode(handle_, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                                                    CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
+               "cublasSetMathMode");
   workspace_ = cuda::DeviceBuffer(kWorkspaceBytes);
   cublas_check(cublasSetWorkspace(handle_, workspace_.data(), workspace_.bytes()), "cublasSetWorkspace");
 }

@@ -68,8 +68,8 @@ class OutputSection {
 double scratch_bytes(const Shape& s, DType d) {
   const double e = double(size_of(d)), r = double(s.rows()), h = double(s.hidden), m = double(s.mlp);
   const double square = double(s.batch * s.heads) * double(s.seq) * double(s.seq);
-  const double kept = r * h * e * 6 + r * m * e * 2 + square * e + 4 * r * 4;    // xhat1 qkv(3) o h xhat2, u a, P, stats
-  const double scratch = r * h * e * 8 + r * m * e * 2 + square * (4 + e);       // proj dxhat dh do dqkv(3) dx, da du, S/dP dS
+  const double kept = r * h * e * 7 + r * m * e * 2 + square * e + 4 * r * 4;    // xhat1 qkv(3) o h xhat2, u a, P, stats
+  const double scratch = r * h * e * 7 + r * m * e * 2 + square * (4 + e);       // proj dxhat dh do dqkv(3), da du, S/dP dS
   const double ln_partials = double(linear::layernorm_backward_workspace_bytes(static_cast<std::int64_t>(s.rows()),
                                                                               static_cast<std::int64_t>(s.hidden)));
   return kept + scratch + ln_partials + 13.0 * double(gemm::kWorkspaceBytes);
