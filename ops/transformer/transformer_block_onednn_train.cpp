@@ -37,7 +37,7 @@ class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
       allocate();
       build_primitives();
       attention_.prepare(s_, case_.dtype, case_.threads);
-      attention_backward_.prepare(s_, case_.threads);
+      attention_backward_.prepare(s_, e_, case_.threads);
     }
     save_forwards_for_backward();
   }
@@ -142,7 +142,7 @@ class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
     seq_.run_step(o_data, copy);
     seq_.run_step(o_weights, copy);
     tensor::column_sums(e_, dh_.data(), r, h, grad(copy, kBo));
-    attention_backward_.run(s_, e_, sv.qkv.data(), sv.o.data(), do_.data(), dqkv_.data());
+    attention_backward_.run(s_, sv.qkv.data(), sv.o.data(), do_.data(), dqkv_.data());
     seq_.run_step(qkv_data, copy);
     seq_.run_step(qkv_weights, copy);
     tensor::column_sums(e_, dqkv_.data(), r, 3 * h, grad(copy, kBqkv));
