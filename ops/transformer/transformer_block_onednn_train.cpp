@@ -2,8 +2,8 @@
 // projections' GEMMs forward and backward (12) are oneDNN matmuls; LayerNorm (forward keeping mean
 // and rstd, backward), the activation's backward, bias gradients and residual adds are the
 // training pieces linear's step shares (ops/tensor/train_kernels.hpp); attention forward is the
-// blocked kernel of the inference impl, its backward five oneDNN matmuls (bf16 operands in a bf16 step) batched over heads
-// around our softmax recompute and dS (self_attention_backward.hpp).
+// blocked kernel of the inference impl, its backward five oneDNN matmuls batched over heads (bf16
+// operands in a bf16 step) around our softmax recompute and dS (self_attention_backward.hpp).
 //   forward   LN1 -> qkv (bias fused) -> attention o -> h = x + o Wo^T + bo (residual fused)
 //             -> LN2 -> u = LN2(h) W1^T + b1 -> a = act(u) -> y = h + a W2^T + b2
 //   backward  see transformer_train.hpp
