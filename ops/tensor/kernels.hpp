@@ -41,6 +41,8 @@ struct Kernels {
   // y (fp32 or bf16, row stride ldy) so a tile is finished while it is still in cache.
   void (*epilogue)(Act a, const float* c, std::size_t ldc, const float* bias, bool bf16_out, void* y,
                    std::size_t ldy, std::size_t rows, std::size_t cols);
+  // A training step's activation backward: dz = dy act'(z) over n elements (dz may be dy).
+  void (*act_backward)(Act a, bool bf16, const void* dy, const void* z, void* dz, std::size_t n);
 };
 
 Kernels avx512_kernels();

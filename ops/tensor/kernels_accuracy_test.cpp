@@ -314,3 +314,57 @@ TEST(TensorKernels, EpilogueAddsBiasAndActivatesOddTiles) {
     }
   }
 }
+
+// The training steps' activation backward, dz = dy act'(z), against act' in fp64 with the same
+// choices at the kinks (relu's 0, hardswish's +-3): every ISA, fp32 and bf16, in place (dz = dy)
+// as the steps call it, an odd length leaving a partial vector, z over the range where each
+// derivative changes and into the tails.
+TEST(TensorKernels, ActivationBackwardMatchesTheFp64Derivative) {
+  auto derivative = [](Act a, double x) {
+    auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
+    switch (a) {
+      case Act::none: return 1.0;
+      case Act::relu: return x > 0 ? 1.0 : 0.0;
+      case Act::relu6: return x > 0 && x < 6 ? 1.0 : 0.0;
+      case Act::leaky_relu: return x > 0 ? 1.0 : double(tensor::kLeakySlope);
+      case Act::gelu: return 0.5 * std::erfc(-x / std::sqrt(2.0)) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+      case Act::gelu_tanh: {
+        const double c = std::sqrt(2 / M_PI), u = c * (x + 0.044715 * x * x * x), t = std::tanh(u);
+        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x);
+      }
+      case Act::silu: return sig(x) * (1 + x * (1 - sig(x)));
+      case Act::sigmoid: return sig(x) * (1 - sig(x));
+      case Act::hardswish: return x < -3 ? 0.0 : x > 3 ? 1.0 : (2 * x + 3) / 6;
+    }
+    return 0.0;
+  };
+  const std::vector<float> z = sweep(-12.0f, 12.0f, 4001);  // odd: a partial vector at the end
+  std::vector<Act> acts = tensor::all_acts();
+  acts.push_back(Act::none);
+  for (const auto& k : variants())
+    for (Act a : acts)
+      for (bool bf16 : {false, true}) {
+        const std::size_t n = z.size();
+        std::vector<float> zf(n), dyf(n);
+        std::vector<std::uint16_t> zh(n), dyh(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          zh[i] = bf16_bits(z[i]);
+          dyh[i] = bf16_bits(1.0f - 0.37f * float(i % 7));
+          zf[i] = bf16 ? bf16_value(zh[i]) : z[i];
+          dyf[i] = bf16_value(dyh[i]);
+        }
+        std::vector<float> outf = dyf;
+        std::vector<std::uint16_t> outh = dyh;
+        void* d = bf16 ? static_cast<void*>(outh.data()) : static_cast<void*>(outf.data());
+        k.act_backward(a, bf16, d, bf16 ? static_cast<const void*>(zh.data()) : zf.data(), d, n);
+        for (std::size_t i = 0; i < n; ++i) {
+          const double want = double(dyf[i]) * derivative(a, zf[i]);
+          const double got = bf16 ? bf16_value(outh[i]) : outf[i];
+          // fp32: a few ulp of act' (kActTolerance); bf16 adds the store's rounding, 2^-8 relative.
+          const double tol = (bf16 ? 0x1p-8 : 0.0) * std::fabs(want) + kActTolerance * std::fabs(double(dyf[i])) * (1 + std::fabs(derivative(a, zf[i])));
+          ASSERT_LE(std::fabs(got - want), tol) << k.isa << " " << tensor::to_string(a) << (bf16 ? " bf16" : " fp32")
+                                                << " at z = " << zf[i] << ": got " << got << ", want " << want;
+        }
+      }
+}
+

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/tensor/kernels.hpp"
+
 namespace opmeter::tensor {
 
 float act_grad(Act a, float x) {
@@ -30,8 +32,7 @@ float act_grad(Act a, float x) {
 }
 
 void act_backward(Elems e, Act a, const void* dy, const void* z, void* dz, std::size_t n) {
-#pragma omp parallel for
-  for (std::size_t i = 0; i < n; ++i) e.set(dz, i, e.get(dy, i) * act_grad(a, e.get(z, i)));
+  kernels().act_backward(a, e.bf16, dy, z, dz, n);  // vectorized: act_grad one element at a time cost a step's 15%
 }
 
 void column_sums(Elems e, const void* d, std::size_t rows, std::size_t cols, void* db) {

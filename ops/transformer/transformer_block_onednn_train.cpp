@@ -2,8 +2,8 @@
 // projections' GEMMs forward and backward (12) are oneDNN matmuls; LayerNorm (forward keeping mean
 // and rstd, backward), the activation's backward, bias gradients and residual adds are the
 // training pieces linear's step shares (ops/tensor/train_kernels.hpp); attention forward is the
-// blocked kernel of the inference impl, its backward five fp32 oneDNN matmuls batched over heads
-// around our softmax recompute and dS (self_attention_backward.hpp).
+// blocked kernel of the inference impl, its backward five oneDNN matmuls batched over heads (bf16
+// operands in a bf16 step) around our softmax recompute and dS (self_attention_backward.hpp).
 //   forward   LN1 -> qkv (bias fused) -> attention o -> h = x + o Wo^T + bo (residual fused)
 //             -> LN2 -> u = LN2(h) W1^T + b1 -> a = act(u) -> y = h + a W2^T + b2
 //   backward  see transformer_train.hpp
@@ -37,7 +37,7 @@ class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
       allocate();
       build_primitives();
       attention_.prepare(s_, case_.dtype, case_.threads);
-      attention_backward_.prepare(s_, case_.threads);
+      attention_backward_.prepare(s_, e_, case_.threads);
     }
     save_forwards_for_backward();
   }
@@ -142,7 +142,7 @@ class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
     seq_.run_step(o_data, copy);
     seq_.run_step(o_weights, copy);
     tensor::column_sums(e_, dh_.data(), r, h, grad(copy, kBo));
-    attention_backward_.run(s_, e_, sv.qkv.data(), sv.o.data(), do_.data(), dqkv_.data());
+    attention_backward_.run(s_, sv.qkv.data(), sv.o.data(), do_.data(), dqkv_.data());
     seq_.run_step(qkv_data, copy);
     seq_.run_step(qkv_weights, copy);
     tensor::column_sums(e_, dqkv_.data(), r, 3 * h, grad(copy, kBqkv));
