@@ -264,19 +264,8 @@ TEST(CheckCli, LocalRankKChecksOnGpuKUnderALauncher) {
   EXPECT_TRUE(device_pins_ranks("cuda:2"));
   if (!has(cli("list").text, "[cuda]")) GTEST_SKIP() << "this opmeter has no CUDA impls to plan";
   auto devices = [](const std::string& device) {
-    setenv("OMPI_COMM_WORLD_RANK", "1", 1);
-    setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
-    setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
-    auto out = cli("check --device " + device + " --op collective --impl nccl --dtype fp32 --quick --dry-run");
-    unsetenv("OMPI_COMM_WORLD_RANK");
-    unsetenv("OMPI_COMM_WORLD_SIZE");
-    unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    EXPECT_EQ(out.code, 0) << out.text;
-    std::set<std::string> seen;
-    std::istringstream lines(out.text);
-    for (std::string line; std::getline(lines, line);)
-      if (line.rfind("collective/nccl/", 0) == 0) seen.insert(line.substr(line.find("device=")));
-    return seen;
+    return devices_as_rank_1_of_2("check --device " + device + " --op collective --impl nccl --dtype fp32 --quick --dry-run",
+                                  "collective/nccl/");
   };
   EXPECT_EQ(devices("cuda:0"), (std::set<std::string>{"device=cuda:1"}));
   EXPECT_EQ(devices("cuda:3"), (std::set<std::string>{"device=cuda:3"}));

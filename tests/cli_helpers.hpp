@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include "tests/test_paths.hpp"
@@ -27,6 +29,24 @@ inline Output cli(const std::string& args) {
   int status = pclose(p);
   out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return out;
+}
+
+// The CLI as local rank 1 of a two-rank OpenMPI launch (its environment variables, then unset),
+// and the devices ("device=...") of the planned cases whose lines start with `prefix`.
+inline std::set<std::string> devices_as_rank_1_of_2(const std::string& args, const std::string& prefix) {
+  setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+  setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+  setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
+  Output out = cli(args);
+  unsetenv("OMPI_COMM_WORLD_RANK");
+  unsetenv("OMPI_COMM_WORLD_SIZE");
+  unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  std::set<std::string> seen;
+  if (out.code != 0) return {"exit " + std::to_string(out.code) + ": " + out.text};
+  std::istringstream lines(out.text);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind(prefix, 0) == 0) seen.insert(line.substr(line.find("device=")));
+  return seen;
 }
 
 inline fs::path temp_dir(const std::string& name) {

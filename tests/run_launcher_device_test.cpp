@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <set>
-#include <sstream>
 #include <string>
 
 #include "tests/cli_helpers.hpp"
@@ -15,19 +14,8 @@ namespace {
 std::set<std::string> rank1_devices(const std::string& args) {
   const auto dir = temp_dir("run_launcher_device");
   write(dir, "relu.yaml", "ops: [relu]\nimpls: [cuda]\ndtypes: [fp32]\nbatch: [1, 2, 3, 4]\nseq: [8]\nhidden: [64]\n");
-  setenv("OMPI_COMM_WORLD_RANK", "1", 1);
-  setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
-  setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
-  auto out = cli("run " + (dir / "relu.yaml").string() + " " + args + " --dry-run --out " + (dir / "out").string());
-  unsetenv("OMPI_COMM_WORLD_RANK");
-  unsetenv("OMPI_COMM_WORLD_SIZE");
-  unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  EXPECT_EQ(out.code, 0) << out.text;
-  std::set<std::string> seen;
-  std::istringstream lines(out.text);
-  for (std::string line; std::getline(lines, line);)
-    if (line.rfind("relu/cuda/", 0) == 0) seen.insert(line.substr(line.find("device=")));
-  return seen;
+  return devices_as_rank_1_of_2(
+      "run " + (dir / "relu.yaml").string() + " " + args + " --dry-run --out " + (dir / "out").string(), "relu/cuda/");
 }
 
 TEST(RunUnderALauncher, LocalRankKRunsOnGpuKUnlessAnotherGpuIsNamed) {
