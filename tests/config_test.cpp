@@ -8,6 +8,7 @@
 #include "config/config.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
+#include "ops/peak/peak.hpp"
 
 using namespace opmeter;
 
@@ -30,8 +31,9 @@ shapes:
     min_power: 10
     max_power: 12
 )", "example.yaml", 8);
-  // gemm: 5 shapes x 2 impls x 2 dtypes; bandwidth: 6 kernels (fp32 only); peak: 2 dtypes.
-  EXPECT_EQ(plan.cases.size(), 20u + 6u + 2u);
+  // gemm: 5 shapes x 2 impls x 2 dtypes; bandwidth: 6 kernels (fp32 only); peak: each dtype's
+  // kernels (fp32: fma; bf16: fma, and amx on an AMX CPU).
+  EXPECT_EQ(plan.cases.size(), 20u + 6u + 1u + peak::kernels_for(DType::bf16, false).size());
   EXPECT_DOUBLE_EQ(plan.stopping.max_noise, 0.005);
   EXPECT_DOUBLE_EQ(plan.stopping.timeout_s, 15);
   for (auto& c : plan.cases) EXPECT_EQ(c.threads, 2);

@@ -51,7 +51,7 @@ TEST(PeakCuda, TensorKernelCaseStringsAreValidAndRoundTrip) {
 
 TEST(PeakCuda, BadKernelsGetAClearMessage) {
   auto unknown = problem("peak/cuda/bf16/kernel=tcgen05/device=cuda:0");
-  EXPECT_TRUE(has(unknown, "peak kernel 'tcgen05' unknown: expected fma, mma or wgmma")) << unknown;
+  EXPECT_TRUE(has(unknown, "peak kernel 'tcgen05' unknown: expected fma, mma, wgmma or amx")) << unknown;
   auto fma_bf16 = problem("peak/cuda/bf16/kernel=fma/device=cuda:0");
   EXPECT_TRUE(has(fma_bf16, "fma on CUDA is fp32 only; bf16 runs on tensor cores: kernel=mma or kernel=wgmma")) << fma_bf16;
   auto mma_fp32 = problem("peak/cuda/fp32/kernel=mma/device=cuda:0");
@@ -120,7 +120,7 @@ TEST(PeakCuda, TheConfigPlansEachDtypesKernels) {
                                            "peak/cuda/bf16/kernel=wgmma/device=cuda:0",
                                            "peak/cuda/fp8/kernel=mma/device=cuda:0", "peak/cuda/fp8/kernel=wgmma/device=cuda:0"}));
   auto cpu = load_config_text("ops: [peak]\ndtypes: [bf16]\n", "t.yaml", 2);
-  ASSERT_EQ(cpu.cases.size(), 1u);
+  ASSERT_GE(cpu.cases.size(), 1u);  // and kernel=amx on an AMX CPU (PeakAmx.*)
   EXPECT_EQ(cpu.cases[0].to_string(), "peak/opmeter/bf16/kernel=fma/threads=2");
 }
 

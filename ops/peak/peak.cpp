@@ -15,6 +15,7 @@
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "engine/runner.hpp"
+#include "ops/linear/quant_kernel.hpp"  // amx_bf16_usable: asks Linux for the tile state
 
 namespace opmeter::peak {
 
@@ -37,7 +38,16 @@ double dot_int8_expected(std::int64_t iters, int lanes) {
   return sum * lanes;
 }
 
-std::optional<Kernel> select_kernel(DType d) {
+bool amx_usable(DType d) {
+  const auto& cpu = cpu_info();
+  if (d == DType::bf16) return cpu.has("amx_bf16") && linear::amx_bf16_usable();
+  // Every CPU with AMX-INT8 has AMX-BF16, so the same request grants the tiles.
+  if (d == DType::int8) return cpu.has("amx_int8") && linear::amx_bf16_usable();
+  return false;
+}
+
+std::optional<Kernel> select_kernel(DType d, std::string_view kernel) {
+  if (kernel == "amx") return amx_usable(d) ? amx_kernel(d) : std::nullopt;
   const auto& cpu = cpu_info();
   bool avx512 = cpu.has("avx512f") && cpu.has("avx512bw") && cpu.has("avx512vl");
   if (avx512) {
@@ -54,10 +64,13 @@ std::optional<Kernel> select_kernel(DType d) {
 
 std::vector<std::string> kernels_for(DType d, bool on_cuda) {
   if (on_cuda && gpu::tensor_dtype(d)) return {"mma", "wgmma"};
+  // On an AMX CPU the tile unit outruns the vector dot products: both run, the faster is the ceiling.
+  if (!on_cuda && amx_usable(d)) return {"fma", "amx"};
   return {"fma"};
 }
 
 cuda::Kernels cuda_kernels(const Case& c) {
+  if (c.get("kernel") == "amx") return cuda::Kernels::plain;  // a CPU kernel: rejected by validate on CUDA
   switch (gpu::parse_kind(c.get("kernel")).value_or(gpu::Kind::fma)) {
     case gpu::Kind::fma: return cuda::Kernels::plain;
     case gpu::Kind::mma: return c.dtype == DType::fp8_e4m3 ? cuda::Kernels::fp8_mma : cuda::Kernels::mma;
@@ -71,8 +84,9 @@ namespace {
 class PeakImpl : public Impl {
  public:
   void setup(const Case& c, const SetupOptions&) override {
-    auto k = select_kernel(c.dtype);
-    if (!k) throw Unsupported(fmt::format("this CPU has no {} multiply-add kernel opmeter knows", to_string(c.dtype)));
+    auto k = select_kernel(c.dtype, c.get("kernel"));
+    if (!k) throw Unsupported(fmt::format("this CPU has no {} {} kernel opmeter knows", to_string(c.dtype),
+                                          c.get("kernel") == "amx" ? "AMX" : "multiply-add"));
     kernel_ = *k;
     threads_ = c.threads;
     sink_.assign(static_cast<std::size_t>(threads_) * 8, 0.0);
@@ -114,7 +128,7 @@ Work peak_work(const Case& c) {
     auto k = gpu::parse_kind(c.get("kernel"));
     return {k ? gpu::flops(c.dtype, *k) : 0.0, 0, 0};
   }
-  auto k = select_kernel(c.dtype);
+  auto k = select_kernel(c.dtype, c.get("kernel"));
   if (!k) return {};
   return {static_cast<double>(c.threads) * static_cast<double>(kIters) * k->ops_per_iter, 0, 0};
 }
@@ -139,7 +153,7 @@ std::vector<Case> peak_cases(DType dtype, const Case& like, std::size_t) {
 
 OpRegistrar reg_op({
     .name = "peak",
-    .summary = "attainable multiply-add throughput per dtype (CPU: FMA / bf16 dot / int8 dot; CUDA: FMA, mma.sync, wgmma)",
+    .summary = "attainable multiply-add throughput per dtype (CPU: FMA / bf16 dot / int8 dot, AMX tiles; CUDA: FMA, mma.sync, wgmma)",
     .params = {"kernel"},
     .example = {{"kernel", "fma"}},
     .work = peak_work,
@@ -147,11 +161,18 @@ OpRegistrar reg_op({
     .validate =
         [](const Case& c) {
           const std::string& name = c.get("kernel");
+          if (name == "amx") {
+            if (!c.on_host()) throw CaseError("peak kernel amx runs on the CPU (AMX tiles); CUDA devices use kernel=fma, mma or wgmma");
+            if (c.dtype != DType::bf16 && c.dtype != DType::int8)
+              throw CaseError(fmt::format("peak kernel amx is for bf16 and int8 (AMX tiles); {} uses kernel=fma", to_string(c.dtype)));
+            return;
+          }
           auto kind = gpu::parse_kind(name);
-          if (!kind) throw CaseError(fmt::format("peak kernel '{}' unknown: expected fma, mma or wgmma", name));
+          if (!kind) throw CaseError(fmt::format("peak kernel '{}' unknown: expected fma, mma, wgmma or amx", name));
           if (c.on_host()) {
             if (*kind != gpu::Kind::fma)
-              throw CaseError(fmt::format("peak kernel {} runs on CUDA devices (device=cuda:N); the CPU peak is kernel=fma", name));
+              throw CaseError(fmt::format("peak kernel {} runs on CUDA devices (device=cuda:N); the CPU peak is kernel=fma "
+                                          "(bf16, int8: also kernel=amx)", name));
             return;
           }
           const auto dtype = to_string(c.dtype);
@@ -168,7 +189,8 @@ OpRegistrar reg_op({
     .ceiling = CeilingKind::compute,
     .ceiling_cases = peak_cases,
     // A GPU's peak has one kernel per dtype family: fma for fp32, mma and wgmma for the
-    // tensor-core dtypes (wgmma is skipped off Hopper, with the reason).
+    // tensor-core dtypes (wgmma is skipped off Hopper, with the reason). An AMX CPU's bf16 and
+    // int8: fma and amx.
     .variants =
         [](const Params&, DType d, const Case& like) {
           std::vector<Params> out;
@@ -183,10 +205,12 @@ ImplRegistrar reg_impl({
     .op = "peak",
     .impl = "opmeter",
     .preference = ImplDef::own_kernel,
-    .summary = "opmeter's own multiply-add chains (AVX-512 or AVX2, chosen at run time)",
+    .summary = "opmeter's own multiply-add chains (AVX-512 or AVX2, chosen at run time; kernel=amx: AMX tile dot products)",
     .dtypes = {DType::fp64, DType::fp32, DType::bf16, DType::int8},
     .supports = [](const Case& c) {
-      if (!select_kernel(c.dtype)) return Support::no(fmt::format("this CPU lacks the ISA for a {} peak kernel", to_string(c.dtype)));
+      if (c.get("kernel") == "amx" && !amx_usable(c.dtype))
+        return Support::no(fmt::format("this CPU lacks AMX for {} (or Linux did not grant the tile state)", to_string(c.dtype)));
+      if (!select_kernel(c.dtype, c.get("kernel"))) return Support::no(fmt::format("this CPU lacks the ISA for a {} peak kernel", to_string(c.dtype)));
       return Support::yes();
     },
     .make = [] { return std::make_unique<PeakImpl>(); },

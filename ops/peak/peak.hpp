@@ -1,6 +1,7 @@
 #pragma once
 // Compute peak: independent chains of the widest multiply-add the CPU has, per dtype:
-// fp32/fp64 FMA, bf16 dot products (vdpbf16ps), int8 dot products (vpdpbusd).
+// fp32/fp64 FMA, bf16 dot products (vdpbf16ps), int8 dot products (vpdpbusd); on AMX CPUs
+// also tile dot products (kernel=amx: tdpbf16ps, tdpbssd).
 // Each thread runs kIters iterations of kChains independent instructions; no memory traffic.
 // On CUDA: fp32 FMA chains (kernel=fma) and tensor-core chains (kernel=mma, kernel=wgmma).
 #include <cstdint>
@@ -34,7 +35,8 @@ struct Kernel {
   double (*expected)(std::int64_t iters);
 };
 
-std::optional<Kernel> select_kernel(DType d);
+// The CPU kernel of a dtype: kernel=fma (the widest vector multiply-add) or kernel=amx.
+std::optional<Kernel> select_kernel(DType d, std::string_view kernel = "fma");
 
 // The CUDA peak kernels (ops/peak/cuda/). Each has a fixed grid, so its work per call does not
 // depend on the device. Many short blocks keep the last wave's share of the time small.
@@ -90,6 +92,19 @@ std::vector<std::string> kernels_for(DType d, bool on_cuda);
 // Per-ISA kernel sets, defined in files compiled for their ISA.
 std::optional<Kernel> avx512_kernel(DType d);
 std::optional<Kernel> avx2_kernel(DType d);
+std::optional<Kernel> amx_kernel(DType d);  // bf16, int8: call only where amx_usable(d)
+
+// kernel=amx (peak_amx.cpp): kAmxAccumulators independent accumulator tiles, one tile dot
+// product each per iteration, on A and B tiles loaded once (16 rows of 64 bytes each).
+constexpr int kAmxAccumulators = 6;
+// Multiply-adds per instruction: 16 x 16 outputs x K (bf16 pairs: 32, int8 quadruples: 64).
+constexpr double amx_ops_per_iter(DType d) { return kAmxAccumulators * 2.0 * 16 * 16 * (d == DType::int8 ? 64 : 32); }
+// The sum of the accumulators after `iters`: bf16 gains 32 x 2^-10 an element, int8 64.
+constexpr double amx_expected(DType d, std::int64_t iters) {
+  return kAmxAccumulators * 256.0 * static_cast<double>(iters) * (d == DType::int8 ? 64.0 : 32 * 0x1p-10);
+}
+// Whether the CPU has AMX for d (amx_bf16, amx_int8) and Linux grants this process the tiles.
+bool amx_usable(DType d);
 
 // Shared recurrences (see peak.cpp): what every ISA's kernels compute per lane.
 inline constexpr float kFmaA = 0.999f, kFmaB = 0.001f;
