@@ -128,7 +128,9 @@ TEST(Ceilings, NeededPeaksComeFirst) {
   const std::size_t bf16_peaks = peak::kernels_for(DType::bf16, false).size();
   ASSERT_EQ(out.size(), 4u + bf16_peaks);
   EXPECT_EQ(out[0].to_string(), "peak/opmeter/bf16/kernel=fma/threads=2");
-  if (bf16_peaks == 2) EXPECT_EQ(out[1].to_string(), "peak/opmeter/bf16/kernel=amx/threads=2");
+  if (bf16_peaks == 2) {
+    EXPECT_EQ(out[1].to_string(), "peak/opmeter/bf16/kernel=amx/threads=2");
+  }
   EXPECT_EQ(out[bf16_peaks].op, "bandwidth");
   EXPECT_EQ(out[bf16_peaks + 1].to_string(), "peak/opmeter/fp32/kernel=fma/threads=2");
   EXPECT_EQ(out[bf16_peaks + 2].op, "gemm");
