@@ -13,21 +13,14 @@
 #include "engine/runner.hpp"
 #include "cuda/datasheet.hpp"
 #include "ops/peak/peak.hpp"
+#include "tests/case_problem.hpp"
 #include "opmeter/cuda/kernel_gate.hpp"
 
 using namespace opmeter;
 
 namespace {
 
-// The CaseError message of a case string, or "ok".
-std::string problem(const std::string& text) {
-  try {
-    validate_case(parse_case(text));
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "ok";
-}
+std::string problem(const std::string& text) { return opmeter::testing::case_problem(text); }
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

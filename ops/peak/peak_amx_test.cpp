@@ -9,27 +9,16 @@
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "ops/peak/peak.hpp"
+#include "tests/case_problem.hpp"
+#include "tests/quick_options.hpp"
 
 using namespace opmeter;
 
 namespace {
-std::string problem(const std::string& text) {
-  try {
-    validate_case(parse_case(text));
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "ok";
-}
+std::string problem(const std::string& text) { return opmeter::testing::case_problem(text); }
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 bool lists(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
-RunOptions quick() {
-  RunOptions o;
-  o.stopping.fixed_samples = 3;
-  o.stopping.warmup_calls = 1;
-  o.stopping.min_time_s = 0;
-  return o;
-}
+RunOptions quick() { return opmeter::testing::quick_options(); }
 }  // namespace
 
 TEST(PeakAmx, WorkAndExpectedChecksumFollowTheInstructionShapes) {
