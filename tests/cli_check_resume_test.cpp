@@ -124,6 +124,10 @@ TEST(CheckResume, BadInputExitsTwoSayingWhat) {
   j = read_json(dir / "cpu" / "check.json");
   j["context"]["opmeter"]["git_sha"] = "0123456789ab";
   std::ofstream(dir / "other_build" / "check.json") << j.dump();
+  fs::create_directories(dir / "no_device");  // settings without the device it was checked on
+  j = read_json(dir / "cpu" / "check.json");
+  j["settings"].erase("device");
+  std::ofstream(dir / "no_device" / "check.json") << j.dump();
 
   struct Bad {
     std::string args, says;
@@ -134,7 +138,9 @@ TEST(CheckResume, BadInputExitsTwoSayingWhat) {
                        Bad{"--resume " + cpu + " --device cuda:0", "its cases were checked on cpu, not --device cuda:0"},
                        Bad{"--resume " + (dir / "other_cpu").string(), "its cases were checked on Some Other CPU 9000 (cpu)"},
                        Bad{"--resume " + (dir / "other_build").string(), "checked by opmeter 0123456789ab, this is opmeter "},
-                       Bad{"--resume " + cpu + " -o " + (dir / "elsewhere").string(), "give no -o"}}) {
+                       Bad{"--resume " + cpu + " -o " + (dir / "elsewhere").string(), "give no -o"},
+                       Bad{"--resume " + (dir / "no_device").string(), "check.json names no device in its settings"},
+                       Bad{"--resume " + cpu + " --shard 0/2", "a sharded check (--shard, mpirun, srun) cannot resume one check.json"}}) {
     auto out = cli("check " + b.args);
     EXPECT_EQ(out.code, 2) << b.args << "\n" << out.text;
     EXPECT_TRUE(has(out.text, b.says)) << b.args << "\n" << out.text;
