@@ -12,6 +12,7 @@
 
 #include "opmeter/dtype.hpp"
 #include "opmeter/errors.hpp"
+#include "util/text.hpp"
 #include "util/interrupt.hpp"
 #include "opmeter/result.hpp"
 
@@ -43,16 +44,6 @@ namespace {
 
 // Trees need enough cases to split on; below this a group keeps roofline and analytic only.
 constexpr std::size_t kMinTreeCases = 10;
-
-// FNV-1a: a group's folds depend on its key and the seed only, the same on every platform.
-std::uint64_t stable_hash(const std::string& s) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 TreeSettings tree_settings(TreeKind kind, const FitSettings& s, std::uint64_t seed) {
   TreeSettings t;
@@ -100,7 +91,7 @@ GroupModel fit_group(const std::vector<Sample>& group, const Ceilings& c, const 
   g.impl = first.impl;
   g.dtype = first.dtype;
   g.features = FeatureSpace::of(group);
-  const std::uint64_t seed = settings.seed ^ stable_hash(g.key);
+  const std::uint64_t seed = settings.seed ^ stable_hash(g.key);  // a group's folds: its key and the seed only
   const std::size_t n = group.size();
   const auto folds = assign_folds(n, settings.folds, seed);
   const bool trees = n >= kMinTreeCases;

@@ -56,4 +56,10 @@ void check_canonical_integer(const std::string& key, const std::string& value) {
   if (std::to_string(v) != value) throw CaseError(fmt::format("{}={}: write the integer as {}={}", key, value, key, v));
 }
 
+std::uint64_t stable_hash(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
 }  // namespace opmeter
