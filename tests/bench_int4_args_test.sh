@@ -19,4 +19,5 @@ expect "G must be a power of two dividing K (K=128, G=48)" 64 128 48
 expect "G must be a power of two dividing K (K=100, G=64)" 64 100 64
 expect "reps must be a positive whole number, got '1x'" 64 128 64 1x
 expect "usage: quant_int4_gemv [N K G reps]" 1 2 3 4 5
+expect "no int4 recipe with group 16" 64 128 16
 exit $fail

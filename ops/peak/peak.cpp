@@ -70,7 +70,6 @@ std::vector<std::string> kernels_for(DType d, bool on_cuda) {
 }
 
 cuda::Kernels cuda_kernels(const Case& c) {
-  if (c.get("kernel") == "amx") return cuda::Kernels::plain;  // a CPU kernel: rejected by validate on CUDA
   switch (gpu::parse_kind(c.get("kernel")).value_or(gpu::Kind::fma)) {
     case gpu::Kind::fma: return cuda::Kernels::plain;
     case gpu::Kind::mma: return c.dtype == DType::fp8_e4m3 ? cuda::Kernels::fp8_mma : cuda::Kernels::mma;

@@ -26,9 +26,6 @@ struct Elems {
   }
 };
 
-// act'(z) in fp32, as PyTorch's backward kernels compute it.
-float act_grad(Act a, float z);
-
 // dz = dy * act'(z) over n elements.
 void act_backward(Elems e, Act a, const void* dy, const void* z, void* dz, std::size_t n);
 

@@ -30,7 +30,7 @@ __device__ inline float activate_grad(float x) {
     return 0.5f * erfcf(-x * 0.70710678118654752f) + x * expf(-0.5f * x * x) * 0.39894228040143268f;
   } else if constexpr (A == Act::gelu_tanh) {
     // sigmoid forms of 0.5 (1 + tanh u) and 1 - tanh^2 u: taken from t they lose their digits
-    // where tanh saturates (as ops/linear/linear_onednn_train.cpp says).
+    // where tanh saturates (as ops/tensor/vec_math.inc says).
     const float c = 0.79788456080286536f, u2 = 2.f * c * (x + 0.044715f * x * x * x);
     const float s = 1.f / (1.f + expf(-u2)), s_neg = 1.f / (1.f + expf(u2));
     return s + 2.f * x * s * s_neg * c * (1.f + 3.f * 0.044715f * x * x);
