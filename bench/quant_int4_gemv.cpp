@@ -133,6 +133,22 @@ int main(int argc, char** argv) {
     std::printf("; AMX kernel %.3f ms (%.1f GB/s) = %.0f%% of read, %.2fx the vector kernel (max |diff| %.1e of max |y|)", amx_s * 1e3,
                 bytes / amx_s / 1e9, 100 * read_s / amx_s, vector_s / amx_s, worst / scale);
   }
+  if (tiles.tiles && kernels.int4_limbs) {
+    // x split into int8 limbs once per call, as the layers do, inside the time.
+    Int4Limbs limbs;
+    limbs.resize(1, k, g);
+    std::vector<float> yl(n);
+    const double limbs_s = best_of(reps, [&] {
+      split_int4_limbs(x.data(), 0, k, g, limbs);
+#pragma omp parallel for schedule(static)
+      for (std::size_t b = 0; b < (n + 15) / 16; ++b)
+        kernels.int4_limbs(tiles, limbs, xsum.data(), 1, 16 * b, std::min(n, 16 * b + 16), yl.data(), n);
+    });
+    double worst = 0, scale = 0;
+    for (std::size_t j = 0; j < n; ++j) worst = std::max(worst, double(std::fabs(yl[j] - yv[j]))), scale = std::max(scale, double(std::fabs(yv[j])));
+    std::printf("; VNNI limbs kernel %.3f ms (%.1f GB/s) = %.0f%% of read, %.2fx the vector kernel (max |diff| %.1e of max |y|)",
+                limbs_s * 1e3, bytes / limbs_s / 1e9, 100 * read_s / limbs_s, vector_s / limbs_s, worst / scale);
+  }
   std::printf("\n");
   return 0;
 }

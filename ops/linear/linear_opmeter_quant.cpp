@@ -30,6 +30,9 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
     // int4 with bf16 activations: a bf16 dot product where the CPU has one.
     bf16_dot_ = bf16() && packed_.format == quant::WeightFormat::int4 && quant_kernels().int4_bf16 != nullptr;
     xb_.assign(bf16_dot_ ? rows * s.hidden : 0, 0);
+    // At decode (a few rows) x as int8 limbs for vpdpbusd, where the CPU runs that kernel.
+    limbs_ = bf16_dot_ && packed_.tiles && quant_kernels().int4_limbs != nullptr && s.rows <= kInt4LimbRows;
+    if (limbs_) limb_x_.resize(rows, s.hidden, recipe_.group);
     if (recipe_.dynamic()) {
       codes_.assign(rows * s.hidden, 0);
       xscale_.assign(rows, 1.f);
@@ -71,6 +74,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
               bi[k] = to_bf16(xi[k]);
               xi[k] = from_bf16(bi[k]);
             }
+            if (limbs_) split_int4_limbs(xb_.data(), i, h, recipe_.group, limb_x_);
           }
           for (std::size_t g = 0; g < groups; ++g) {
             float sum = 0;
@@ -91,6 +95,8 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
           const std::size_t j0 = b * kChannelBlock, j1 = std::min(s.out, j0 + kChannelBlock);
           if (recipe_.dynamic())
             qk.int8_dynamic(packed_, codes_.data(), xscale_.data(), mr, j0, j1, tile_.data(), s.out);
+          else if (limbs_)
+            qk.int4_limbs(packed_, limb_x_, xsum_.data(), mr, j0, j1, tile_.data(), s.out);
           else if (bf16_dot_)
             qk.int4_bf16(packed_, xb_.data(), xsum_.data(), mr, j0, j1, tile_.data(), s.out);
           else
@@ -112,21 +118,16 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
  private:
   std::string kernel_name() const {
     if (recipe_.dynamic()) return "int8 per-token activations x int8 weights, vpdpbusd (u8 shift compensated)";
-    if (bf16_dot_ && packed_.tiles)
-      return "int4 groups x bf16 activations: codes to bf16 tiles of 16 channels, AMX tdpbf16ps, up to 16 rows per pass";
-    if (bf16_dot_)
-      return fmt::format("int4 groups x bf16 activations: codes to bf16 by {}, vdpbf16ps, several channels per pass",
-                         packed_.block == 64 ? "vpternlog and gf2p8affineqb" : "vpermw");
-    const char* w = recipe_.weights == quant::WeightFormat::int4 ? "int4 groups" : recipe_.fp8() ? "fp8 e4m3" : "int8";
-    return fmt::format("weight-only GEMV/GEMM, {} decoded in the dot product, {} rows per pass", w, kRowsPerPass);
+    return weight_only_kernel_name(packed_, bf16_dot_, limbs_);
   }
 
   quant::Recipe recipe_;
   PackedWeights packed_;
   std::vector<float> xs_, xsum_, tile_, xscale_;
   std::vector<std::uint8_t> codes_;
-  bool bf16_dot_ = false;
+  bool bf16_dot_ = false, limbs_ = false;
   std::vector<std::uint16_t> xb_;
+  Int4Limbs limb_x_;
 };
 
 Support supports(const Case& c) {

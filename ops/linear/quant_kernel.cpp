@@ -122,6 +122,22 @@ PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic, 
   return p;
 }
 
+std::string weight_only_kernel_name(const PackedWeights& w, bool bf16_dot, bool limbs) {
+  if (limbs)
+    return "int4 groups x bf16 activations as two int8 limbs per group, vpdpbusd, up to " + std::to_string(kInt4LimbRows) +
+           " rows per pass";
+  if (bf16_dot && w.tiles)
+    return "int4 groups x bf16 activations: codes to bf16 tiles of 16 channels, AMX tdpbf16ps, up to 16 rows per pass";
+  if (bf16_dot)
+    return std::string("int4 groups x bf16 activations: codes to bf16 by ") +
+           (w.block == 64 ? "vpternlog and gf2p8affineqb" : "vpermw") + ", vdpbf16ps, several channels per pass";
+  const char* codes = w.format == quant::WeightFormat::int4 ? "int4 groups"
+                      : w.format == quant::WeightFormat::int8 ? "int8"
+                                                              : "fp8 e4m3";
+  return std::string("weight-only GEMV/GEMM, ") + codes + " decoded in the dot product, " + std::to_string(kRowsPerPass) +
+         " rows per pass";
+}
+
 const QuantKernels& quant_kernels() {
   static const QuantKernels k = [] {
     __builtin_cpu_init();
@@ -135,6 +151,7 @@ const QuantKernels& quant_kernels() {
           k.isa = "avx512_bf16+amx";
           k.int4_bf16 = amx_int4;
           k.int4_tiles = true;
+          if (__builtin_cpu_supports("avx512vbmi")) k.int4_limbs = vnni_int4;
         }
       }
       return k;

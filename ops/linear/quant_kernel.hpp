@@ -8,6 +8,7 @@
 // (quant_kernel_<isa>.cpp), chosen at run time.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ops/linear/quant/quantize.hpp"
@@ -74,6 +75,21 @@ inline bool tiles_for(bool bf16) { return bf16; }
 
 constexpr std::size_t kRowsPerPass = 8;
 
+// bf16 activations of a few rows as two int8 limbs per group (quant_kernel_vnni_int4.cpp):
+// x = scale (hi + lo / 254), scale = max|x| / 127 over the group, at most scale / 508 from x.
+struct Int4Limbs {
+  std::vector<std::int8_t> hi, lo;  // rows x hidden
+  std::vector<float> scale;         // rows x groups
+  void resize(std::size_t rows, std::size_t hidden, std::size_t group) {
+    hi.resize(rows * hidden);
+    lo.resize(rows * hidden);
+    scale.resize(rows * (hidden / group));
+  }
+};
+// Rows up to which int4 layers at decode take the limbs kernel (beyond, the AMX kernel's one
+// tdpbf16ps serves up to 16 rows).
+constexpr std::size_t kInt4LimbRows = 4;
+
 struct QuantKernels {
   const char* isa;
   // Weight-only: c[m * ldc + j] = sum_k x[m * hidden + k] * w(j, k) for m < rows, j0 <= j < j1,
@@ -94,6 +110,10 @@ struct QuantKernels {
                     std::size_t j1, float* c, std::size_t ldc);
   // Whether int4_bf16 runs weights packed in tiles (AMX) faster than in blocks.
   bool int4_tiles = false;
+  // int4 in tiles with bf16 activations as int8 limbs (Int4Limbs), for up to kInt4LimbRows rows:
+  // vpdpbusd where the CPU has AVX-512 VNNI, VBMI and GFNI and int4 goes in tiles; else null.
+  void (*int4_limbs)(const PackedWeights& w, const Int4Limbs& x, const float* xsum, std::size_t rows, std::size_t j0,
+                     std::size_t j1, float* c, std::size_t ldc) = nullptr;
 };
 
 QuantKernels avx512_quant_kernels();
@@ -106,7 +126,15 @@ void avx512bf16_int4(const PackedWeights& w, const std::uint16_t* xb, const floa
 void amx_int4(const PackedWeights& w, const std::uint16_t* xb, const float* xsum, std::size_t rows, std::size_t j0,
               std::size_t j1, float* c, std::size_t ldc);
 bool amx_bf16_usable();
+// Row `row` of xb (bf16 bits, rows x hidden) into x's limbs (x sized for it), group by group.
+void split_int4_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, Int4Limbs& x);
+// int4_limbs on AVX-512 VNNI (quant_kernel_vnni_int4.cpp).
+void vnni_int4(const PackedWeights& w, const Int4Limbs& x, const float* xsum, std::size_t rows, std::size_t j0,
+               std::size_t j1, float* c, std::size_t ldc);
 const QuantKernels& quant_kernels();  // the best this CPU runs
+// What a weight-only layer on these packed weights runs (details.kernel): bf16_dot when int4
+// takes int4_bf16, limbs when it takes int4_limbs.
+std::string weight_only_kernel_name(const PackedWeights& w, bool bf16_dot, bool limbs);
 
 // Shared by every ISA: one e4m3 byte's value (NaN codes never occur: scales keep |w| <= 448).
 inline float e4m3_value(std::uint8_t b) {

@@ -28,6 +28,8 @@ void QuantProjection::run(const void* x, std::size_t rows, const float* bias, te
   tile_.resize(block_rows * out);
   xsum_.resize(std::max<std::size_t>(1, block_rows * groups));
   const auto* xb = static_cast<const std::uint16_t*>(x);
+  const bool limbs = takes_limbs(rows);
+  if (limbs) limb_x_.resize(rows, h, packed_.group);
   for (std::size_t r0 = 0; r0 < rows; r0 += kRowBlock) {
     const std::size_t mr = std::min(kRowBlock, rows - r0);
 #pragma omp parallel
@@ -41,6 +43,7 @@ void QuantProjection::run(const void* x, std::size_t rows, const float* bias, te
             for (std::size_t k = g * packed_.group; k < (g + 1) * packed_.group; ++k) sum += from_bf16(src[k]);
             xsum_[i * groups + g] = sum;
           }
+          if (limbs) split_int4_limbs(xb + r0 * h, i, h, packed_.group, limb_x_);
           continue;
         }
         float* xi = xs_.data() + i * h;
@@ -59,7 +62,9 @@ void QuantProjection::run(const void* x, std::size_t rows, const float* bias, te
 #pragma omp for schedule(static)
       for (std::size_t b = 0; b < blocks; ++b) {
         const std::size_t j0 = b * kChannelBlock, j1 = std::min(out, j0 + kChannelBlock);
-        if (bf16_dot_)
+        if (limbs)
+          qk.int4_limbs(packed_, limb_x_, xsum_.data(), mr, j0, j1, tile_.data(), out);
+        else if (bf16_dot_)
           qk.int4_bf16(packed_, xb + r0 * h, xsum_.data(), mr, j0, j1, tile_.data(), out);
         else
           qk.weight_only(packed_, xs_.data(), xsum_.data(), mr, j0, j1, tile_.data(), out);

@@ -6,6 +6,7 @@
 // finishing their columns (residual, bias, activation) while they are in cache.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ops/linear/quant_kernel.hpp"
@@ -22,11 +23,18 @@ class QuantProjection {
   void run(const void* x, std::size_t rows, const float* bias, tensor::Act act, const void* residual, void* y);
   const PackedWeights& packed() const { return packed_; }
   bool bf16_dot() const { return bf16_dot_; }
+  // What a call of this many rows runs (details.kernel).
+  std::string kernel(std::size_t rows) const { return weight_only_kernel_name(packed_, bf16_dot_, takes_limbs(rows)); }
 
  private:
+  // At decode (a few rows) x goes in as int8 limbs for vpdpbusd, where the CPU runs that kernel.
+  bool takes_limbs(std::size_t rows) const {
+    return bf16_dot_ && packed_.tiles && quant_kernels().int4_limbs != nullptr && rows <= kInt4LimbRows;
+  }
   PackedWeights packed_;
   bool bf16_ = false, bf16_dot_ = false;
   std::vector<float> xs_, xsum_, tile_;
+  Int4Limbs limb_x_;
 };
 
 }  // namespace opmeter::linear

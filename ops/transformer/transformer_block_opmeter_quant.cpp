@@ -45,8 +45,7 @@ class OpmeterQuantBlock : public HostImpl<QuantTransformerBlockOp> {
 
   std::map<std::string, std::string> details() const override {
     return {{"isa", fmt::format("{}, {}", tensor::kernels().isa, linear::quant_kernels().isa)},
-            {"kernel", proj_[0].bf16_dot() ? "int4 groups x bf16 activations (vdpbf16ps)"
-                                           : "weight-only GEMV/GEMM, codes decoded in the dot product"}};
+            {"kernel", proj_[0].kernel(shape_of(case_).rows())}};
   }
 
   std::map<std::string, Metric> metrics() const override {

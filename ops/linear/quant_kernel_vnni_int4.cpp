@@ -1,0 +1,171 @@
+// int4 weight-only at a few rows (decode) on AVX-512 VNNI, for weights packed in tiles
+// (quant_kernel.hpp; flags in CMakeLists.txt). At M = 1 the AMX kernel moves every decoded code
+// through memory (32 stores per 512 code bytes) and the bf16 vector kernel waits on vdpbf16ps
+// (one per 2 cycles on the Xeon VMs measured); vpdpbusd issues twice a cycle there and takes the
+// codes as they are, unsigned bytes 0..15. So x goes in as integers instead: each row's group of x
+// is split into two int8 limbs, x = a (hi + lo / 254) with a = max|x| / 127 (split_int4_limbs),
+// which leaves an error of at most a / 508 per element, under bf16's own rounding of x for every
+// value above 1/4 of the group's largest (and 2^-16 of that largest below it). Then
+// sum_k x_k q_k = a (H + L / 254), H and L exact int32 sums of vpdpbusd, and a group adds
+// s (a (H + L / 254) - z sum_g(x)) to its channels.
+// A 64-byte load of a tile step holds codes of two B-tile rows (pairs of k for 16 channels); one
+// vpermb regroups them so that dword lane i holds channel i's four consecutive k (low nibbles:
+// k = 64 t + 4 u + r, high nibbles the same + 32), the layout vpdpbusd sums, against the limbs'
+// bytes at k broadcast from memory. Per 64 code bytes and row: vpermb, vpand, gf2p8affineqb and
+// four vpdpbusd; eight accumulators at one row (four chains per limb) keep vpdpbusd's latency
+// hidden.
+// GCC 12's _mm512_reduce_max_ps reads an intentionally undefined register: a known false positive.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "ops/linear/quant_kernel.hpp"
+
+namespace opmeter::linear {
+namespace {
+
+constexpr std::size_t kChannels = 16, kPrefetch = 8;  // a tile block's channels; steps prefetched ahead
+constexpr float kLoScale = 1.f / 254;
+
+// Byte 4 i + r of a regrouped load comes from byte 32 (r / 2) + 2 i + r % 2 of the tile step's
+// 64 bytes (rows c = 2 u and 2 u + 1 of B: byte 32 c + 2 i + p is channel i's k = 2 c + p).
+__m512i regroup_index() {
+  alignas(64) std::uint8_t idx[64];
+  for (unsigned i = 0; i < 16; ++i)
+    for (unsigned r = 0; r < 4; ++r) idx[4 * i + r] = static_cast<std::uint8_t>(32 * (r / 2) + 2 * i + r % 2);
+  return _mm512_load_si512(idx);
+}
+
+inline __m512 params16(const std::uint8_t* p, bool bf16) {
+  if (!bf16) return _mm512_loadu_ps(p);
+  const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16));
+}
+
+inline __m512i bcast4(const std::int8_t* p) {
+  std::int32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// R rows of channel block jb: out[m * 16 + i]. P: accumulator chains per limb and nibble (two at
+// one row, where nothing else hides vpdpbusd's 5-cycle latency).
+template <std::size_t R, std::size_t P>
+void block_rows(const PackedWeights& w, std::size_t jb, const Int4Limbs& x, std::size_t m0, const float* xsum,
+                float* out) {
+  const std::size_t h = w.hidden, groups = h / w.group, steps_per_group = w.group / 64;
+  const std::uint8_t* codes = w.codes.data() + jb * 8 * h;
+  const std::uint8_t* end = w.codes.data() + w.codes.size() - 512;
+  const std::size_t width = w.bf16_group_params ? 2 : 4;
+  const std::uint8_t* sp = w.group_scales.data() + jb * groups * kChannels * width;
+  const std::uint8_t* zp = w.group_zeros.data() + jb * groups * kChannels * width;
+  const __m512i regroup = regroup_index(), low4 = _mm512_set1_epi8(0x0f);
+  const __m512i high_nibble = _mm512_set1_epi64(0x1020408000000000ll);  // bits 4..7 to 0..3
+  __m512 y[R];
+  for (std::size_t m = 0; m < R; ++m) y[m] = _mm512_setzero_ps();
+  for (std::size_t g = 0; g < groups; ++g) {
+    __m512i acc[R][2][2][P];  // [row][limb hi, lo][nibble low, high][chain]
+    for (auto& row : acc)
+      for (auto& limb : row)
+        for (auto& nib : limb)
+          for (auto& a : nib) a = _mm512_setzero_si512();
+    for (std::size_t t = g * steps_per_group; t < (g + 1) * steps_per_group; ++t) {
+      const std::uint8_t* step = codes + 512 * t;
+      const std::uint8_t* ahead = std::min(step + 512 * kPrefetch, end);
+      for (std::size_t l = 0; l < 512; l += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + l), _MM_HINT_T0);
+#pragma GCC unroll 8
+      for (std::size_t u = 0; u < 8; ++u) {
+        const __m512i v = _mm512_permutexvar_epi8(regroup, _mm512_loadu_si512(step + 64 * u));
+        const __m512i lo = _mm512_and_si512(v, low4), hi = _mm512_gf2p8affine_epi64_epi8(v, high_nibble, 0);
+        const std::size_t k = 64 * t + 4 * u, c = u % P;
+        for (std::size_t m = 0; m < R; ++m) {
+          const std::int8_t* xh = x.hi.data() + (m0 + m) * h;
+          const std::int8_t* xl = x.lo.data() + (m0 + m) * h;
+          acc[m][0][0][c] = _mm512_dpbusd_epi32(acc[m][0][0][c], lo, bcast4(xh + k));
+          acc[m][1][0][c] = _mm512_dpbusd_epi32(acc[m][1][0][c], lo, bcast4(xl + k));
+          acc[m][0][1][c] = _mm512_dpbusd_epi32(acc[m][0][1][c], hi, bcast4(xh + k + 32));
+          acc[m][1][1][c] = _mm512_dpbusd_epi32(acc[m][1][1][c], hi, bcast4(xl + k + 32));
+        }
+      }
+    }
+    const __m512 s = params16(sp + g * kChannels * width, w.bf16_group_params);
+    const __m512 z = params16(zp + g * kChannels * width, w.bf16_group_params);
+    for (std::size_t m = 0; m < R; ++m) {
+      __m512i sum[2];
+      for (std::size_t limb = 0; limb < 2; ++limb) {
+        sum[limb] = _mm512_add_epi32(acc[m][limb][0][0], acc[m][limb][1][0]);
+        for (std::size_t c = 1; c < P; ++c)
+          sum[limb] = _mm512_add_epi32(sum[limb], _mm512_add_epi32(acc[m][limb][0][c], acc[m][limb][1][c]));
+      }
+      const std::size_t at = (m0 + m) * groups + g;
+      const float a = x.scale[at];
+      // a (H + L / 254) - z sum_g(x), then times s into the row's sums.
+      __m512 dot = _mm512_mul_ps(_mm512_cvtepi32_ps(sum[0]), _mm512_set1_ps(a));
+      dot = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[1]), _mm512_set1_ps(a * kLoScale), dot);
+      dot = _mm512_fnmadd_ps(z, _mm512_set1_ps(xsum[at]), dot);
+      y[m] = _mm512_fmadd_ps(s, dot, y[m]);
+    }
+  }
+  for (std::size_t m = 0; m < R; ++m) _mm512_storeu_ps(out + m * kChannels, y[m]);
+}
+
+void block(const PackedWeights& w, std::size_t jb, const Int4Limbs& x, std::size_t m0, std::size_t rows,
+           const float* xsum, float* out) {
+  switch (rows) {
+    case 1: return block_rows<1, 2>(w, jb, x, m0, xsum, out);
+    case 2: return block_rows<2, 1>(w, jb, x, m0, xsum, out);
+    case 3: return block_rows<3, 1>(w, jb, x, m0, xsum, out);
+    default: return block_rows<4, 1>(w, jb, x, m0, xsum, out);
+  }
+}
+
+}  // namespace
+
+void split_int4_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, Int4Limbs& x) {
+  const std::size_t groups = hidden / group;
+  std::int8_t* hi = x.hi.data() + row * hidden;
+  std::int8_t* lo = x.lo.data() + row * hidden;
+  auto load16 = [&](std::size_t k) {
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + row * hidden + k));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16));
+  };
+  for (std::size_t g = 0; g < groups; ++g) {
+    const std::size_t k0 = g * group;
+    __m512 big = _mm512_setzero_ps();
+    for (std::size_t k = k0; k < k0 + group; k += 16) big = _mm512_max_ps(big, _mm512_abs_ps(load16(k)));
+    const float largest = _mm512_reduce_max_ps(big);
+    // A group of zeros (or one holding inf/NaN, whose products are not numbers anyway) gets
+    // limbs 0 and its scale as it is, so that the output shows what the reference would.
+    const bool usable = largest > 0 && std::isfinite(largest);
+    x.scale[row * groups + g] = usable ? largest / 127 : largest;
+    const __m512 inv = _mm512_set1_ps(usable ? 127 / largest : 0.f), lo_unit = _mm512_set1_ps(254.f);
+    for (std::size_t k = k0; k < k0 + group; k += 16) {
+      const __m512 v = _mm512_mul_ps(load16(k), inv);  // |v| <= 127 (an ulp over at most: rounds to 127)
+      const __m512 h = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      const __m512 l = _mm512_mul_ps(_mm512_sub_ps(v, h), lo_unit);  // |v - h| <= 1/2: |l| <= 127
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(hi + k), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(h)));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(lo + k), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(l)));
+    }
+  }
+}
+
+void vnni_int4(const PackedWeights& w, const Int4Limbs& x, const float* xsum, std::size_t rows, std::size_t j0,
+               std::size_t j1, float* c, std::size_t ldc) {
+  alignas(64) float out[kInt4LimbRows * kChannels];
+  for (std::size_t m0 = 0; m0 < rows; m0 += kInt4LimbRows) {
+    const std::size_t mr = std::min(kInt4LimbRows, rows - m0);
+    for (std::size_t jb = j0 / kChannels; jb * kChannels < j1; ++jb) {
+      block(w, jb, x, m0, mr, xsum, out);
+      // The block's channels in [j0, j1) (a block is padded past the layer's last channel).
+      const std::size_t first = std::max(j0, jb * kChannels), last = std::min(j1, jb * kChannels + kChannels);
+      for (std::size_t m = 0; m < mr; ++m)
+        std::copy(out + m * kChannels + first % kChannels, out + m * kChannels + (last - jb * kChannels),
+                  c + (m0 + m) * ldc + first);
+    }
+  }
+}
+
+}  // namespace opmeter::linear
