@@ -4,7 +4,9 @@
 // compared. Each is the best of many short runs on the threads given
 // (OMP_NUM_THREADS): on a loaded machine the minimum is the run least disturbed, so the ratio is
 // the kernel's, not the neighbours'. docs/guide/quantization-kernels.md.
-//   build/bench/quant_int4_gemv [N K G reps]   (default LLaMA-2-70B's w13 shard: 7168 8192 64 100)
+//   build/bench/quant_int4_gemv [N K G reps M]   (default LLaMA-2-70B's w13 shard at decode: 7168 8192 64 100 1)
+// M > 1 rows times each kernel on M rows of x (the read stays the weights' bytes once): where the
+// layers' choice between the limbs kernel and the AMX kernel is made (kInt4LimbRows).
 // GCC 12's _mm512_reduce_add_* read an intentionally undefined register: a known false positive.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -66,14 +68,15 @@ static double best_of(int reps, F f) {
 }
 
 int main(int argc, char** argv) {
-  if (argc > 5) {
-    std::fprintf(stderr, "usage: quant_int4_gemv [N K G reps]\n");
+  if (argc > 6) {
+    std::fprintf(stderr, "usage: quant_int4_gemv [N K G reps M]\n");
     return 2;
   }
   const std::size_t n = positive_arg(argc, argv, 1, "N", 7168);
   const std::size_t k = positive_arg(argc, argv, 2, "K", 8192);
   const std::size_t g = positive_arg(argc, argv, 3, "G", 64);
   const int reps = static_cast<int>(std::min<std::size_t>(positive_arg(argc, argv, 4, "reps", 100), 1000000));
+  const std::size_t rows = std::min<std::size_t>(positive_arg(argc, argv, 5, "M", 1), 64);
   // The kernels take whole groups of a power-of-two size; the recipe parser checks the rest.
   if ((g & (g - 1)) != 0 || k % g != 0) {
     std::fprintf(stderr, "quant_int4_gemv: G must be a power of two dividing K (K=%zu, G=%zu)\n", k, g);
@@ -95,9 +98,9 @@ int main(int argc, char** argv) {
   const auto q = quant::quantize_weights(*quant::parse_recipe("int4wo-" + std::to_string(g)), w.data(), n, k, Elem::bf16);
   const PackedWeights p = pack_weights(q, false);  // blocks: the vector kernel's layout
   const PackedWeights tiles = pack_weights(q, false, true);  // AMX's tiles where this CPU runs them
-  std::vector<std::uint16_t> x(k);
-  std::vector<float> xsum(k / g, 0.f), y(n), yv(n);
-  for (std::size_t i = 0; i < k; ++i) {
+  std::vector<std::uint16_t> x(rows * k);
+  std::vector<float> xsum(rows * (k / g), 0.f), y(rows * n), yv(rows * n);
+  for (std::size_t i = 0; i < rows * k; ++i) {
     x[i] = to_bf16(normal(rng));
     xsum[i / g] += from_bf16(x[i]);
   }
@@ -117,35 +120,35 @@ int main(int argc, char** argv) {
     return best_of(reps, [&] {
 #pragma omp parallel for schedule(static)
       for (std::size_t b = 0; b < (n + 15) / 16; ++b)
-        kernel(w, x.data(), xsum.data(), 1, 16 * b, std::min(n, 16 * b + 16), out.data(), n);
+        kernel(w, x.data(), xsum.data(), rows, 16 * b, std::min(n, 16 * b + 16), out.data(), n);
     });
   };
   const double vector_s = gemv(avx512bf16_int4, p, yv);
   const double bytes = double(p.bytes());
-  std::printf("N=%zu K=%zu group=%zu threads=%d: %.1f MB; read %.3f ms (%.1f GB/s); vector kernel %.3f ms (%.1f GB/s) = %.0f%% of read",
-              n, k, g, omp_get_max_threads(), bytes / 1e6, read_s * 1e3, bytes / read_s / 1e9, vector_s * 1e3,
+  std::printf("N=%zu K=%zu group=%zu M=%zu threads=%d: %.1f MB; read %.3f ms (%.1f GB/s); vector kernel %.3f ms (%.1f GB/s) = %.0f%% of read",
+              n, k, g, rows, omp_get_max_threads(), bytes / 1e6, read_s * 1e3, bytes / read_s / 1e9, vector_s * 1e3,
               bytes / vector_s / 1e9, 100 * read_s / vector_s);
   if (tiles.tiles) {
     // The same bytes (tiles pad channels to 16: none for these shapes), the same outputs.
     const double amx_s = gemv(kernels.int4_bf16, tiles, y);
     double worst = 0, scale = 0;
-    for (std::size_t j = 0; j < n; ++j) worst = std::max(worst, double(std::fabs(y[j] - yv[j]))), scale = std::max(scale, double(std::fabs(yv[j])));
+    for (std::size_t j = 0; j < rows * n; ++j) worst = std::max(worst, double(std::fabs(y[j] - yv[j]))), scale = std::max(scale, double(std::fabs(yv[j])));
     std::printf("; AMX kernel %.3f ms (%.1f GB/s) = %.0f%% of read, %.2fx the vector kernel (max |diff| %.1e of max |y|)", amx_s * 1e3,
                 bytes / amx_s / 1e9, 100 * read_s / amx_s, vector_s / amx_s, worst / scale);
   }
   if (tiles.tiles && kernels.int4_limbs) {
     // x split into int8 limbs once per call, as the layers do, inside the time.
     Int4Limbs limbs;
-    limbs.resize(1, k, g);
-    std::vector<float> yl(n);
+    limbs.resize(rows, k, g);
+    std::vector<float> yl(rows * n);
     const double limbs_s = best_of(reps, [&] {
-      split_int4_limbs(x.data(), 0, k, g, limbs);
+      for (std::size_t m = 0; m < rows; ++m) split_int4_limbs(x.data(), m, k, g, limbs);
 #pragma omp parallel for schedule(static)
       for (std::size_t b = 0; b < (n + 15) / 16; ++b)
-        kernels.int4_limbs(tiles, limbs, xsum.data(), 1, 16 * b, std::min(n, 16 * b + 16), yl.data(), n);
+        kernels.int4_limbs(tiles, limbs, xsum.data(), rows, 16 * b, std::min(n, 16 * b + 16), yl.data(), n);
     });
     double worst = 0, scale = 0;
-    for (std::size_t j = 0; j < n; ++j) worst = std::max(worst, double(std::fabs(yl[j] - yv[j]))), scale = std::max(scale, double(std::fabs(yv[j])));
+    for (std::size_t j = 0; j < rows * n; ++j) worst = std::max(worst, double(std::fabs(yl[j] - yv[j]))), scale = std::max(scale, double(std::fabs(yv[j])));
     std::printf("; VNNI limbs kernel %.3f ms (%.1f GB/s) = %.0f%% of read, %.2fx the vector kernel (max |diff| %.1e of max |y|)",
                 limbs_s * 1e3, bytes / limbs_s / 1e9, 100 * read_s / limbs_s, vector_s / limbs_s, worst / scale);
   }

@@ -86,9 +86,10 @@ struct Int4Limbs {
     scale.resize(rows * (hidden / group));
   }
 };
-// Rows up to which int4 layers at decode take the limbs kernel (beyond, the AMX kernel's one
-// tdpbf16ps serves up to 16 rows).
-constexpr std::size_t kInt4LimbRows = 4;
+// Rows up to which int4 layers take the limbs kernel: its vpdpbusd count grows with the rows,
+// the AMX kernel's one tdpbf16ps serves up to 16. bench/quant_int4_gemv 8192 3584 64 100 M, one
+// thread, CI machine: limbs / AMX 1.60x at M = 1, 1.25x at 2, 1.09x at 3, 0.88x at 4.
+constexpr std::size_t kInt4LimbRows = 3;
 
 struct QuantKernels {
   const char* isa;

@@ -184,8 +184,8 @@ TEST(QuantKernel, Int4LimbsHoldEveryValueWithinTheirBound) {
   EXPECT_EQ(limbs.lo[64], 0);
 }
 
-// The limbs kernel against the recipe in fp64 on the tile layout: rows 1 .. 4 and a pass and a
-// half, groups of one and of two steps, zero points at both ends, channel ranges that cut a
+// The limbs kernel against the recipe in fp64 on the tile layout: rows 1 .. 3, and 4 and 6 (passes
+// of 3), groups of one and of two steps, zero points at both ends, channel ranges that cut a
 // block. The kernel takes the zero point's term from the exact sum of x, so the limbs' error
 // (scale / 508 per element) meets the codes q, not q - z. Two figures: against x itself, within
 // that bound (sum_k s_g q_jk max_g|x| / (127 * 508)) plus the fp32 sums' few ulps; and against

@@ -117,9 +117,9 @@ void block(const PackedWeights& w, std::size_t jb, const Int4Limbs& x, std::size
   switch (rows) {
     case 1: return block_rows<1, 2>(w, jb, x, m0, xsum, out);
     case 2: return block_rows<2, 1>(w, jb, x, m0, xsum, out);
-    case 3: return block_rows<3, 1>(w, jb, x, m0, xsum, out);
-    default: return block_rows<4, 1>(w, jb, x, m0, xsum, out);
+    default: return block_rows<3, 1>(w, jb, x, m0, xsum, out);
   }
+  static_assert(kInt4LimbRows == 3, "block() has a case for each row count up to kInt4LimbRows");
 }
 
 }  // namespace
