@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   for (auto& v : w) v = normal(rng);
   const auto q = quant::quantize_weights(*quant::parse_recipe("int4wo-" + std::to_string(g)), w.data(), n, k, Elem::bf16);
   const PackedWeights p = pack_weights(q, false);  // blocks: the vector kernel's layout
-  const PackedWeights tiles = pack_weights(q, false, true);  // AMX's tiles where this CPU runs them
+  const PackedWeights tiles = pack_weights(q, false, true);  // the tile kernels' layout (AMX, limbs)
   std::vector<std::uint16_t> x(rows * k);
   std::vector<float> xsum(rows * (k / g), 0.f), y(rows * n), yv(rows * n);
   for (std::size_t i = 0; i < rows * k; ++i) {
@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
   std::printf("N=%zu K=%zu group=%zu M=%zu threads=%d: %.1f MB; read %.3f ms (%.1f GB/s); vector kernel %.3f ms (%.1f GB/s) = %.0f%% of read",
               n, k, g, rows, omp_get_max_threads(), bytes / 1e6, read_s * 1e3, bytes / read_s / 1e9, vector_s * 1e3,
               bytes / vector_s / 1e9, 100 * read_s / vector_s);
-  if (tiles.tiles) {
+  if (kernels.int4_tiles) {
     // The same bytes (tiles pad channels to 16: none for these shapes), the same outputs.
     const double amx_s = gemv(kernels.int4_bf16, tiles, y);
     double worst = 0, scale = 0;
@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
     std::printf("; AMX kernel %.3f ms (%.1f GB/s) = %.0f%% of read, %.2fx the vector kernel (max |diff| %.1e of max |y|)", amx_s * 1e3,
                 bytes / amx_s / 1e9, 100 * read_s / amx_s, vector_s / amx_s, worst / scale);
   }
-  if (tiles.tiles && kernels.int4_limbs) {
+  if (kernels.int4_limbs) {
     // x split into int8 limbs once per call, as the layers do, inside the time.
     Int4Limbs limbs;
     limbs.resize(rows, k, g);

@@ -22,17 +22,16 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
   void prepare() override {
     const auto s = shape_of(case_);
     recipe_ = recipe();
-    packed_ = pack_weights(quantized_weights(host_inputs(0)), recipe_.dynamic(), tiles_for(bf16()));
+    // int4: the kernel for these activations and rows (int4_path), and the layout it reads.
+    path_ = recipe_.weights == quant::WeightFormat::int4 ? int4_path(quant_kernels(), bf16(), recipe_.group, s.rows)
+                                                        : Int4Path::fp32;
+    packed_ = pack_weights(quantized_weights(host_inputs(0)), recipe_.dynamic(), in_tiles(path_));
     const std::size_t rows = std::min(kRowBlock, s.rows);
     xs_.assign(rows * s.hidden, 0.f);
     tile_.assign(rows * s.out, 0.f);
     xsum_.assign(packed_.format == quant::WeightFormat::int4 ? rows * (s.hidden / recipe_.group) : 1, 0.f);
-    // int4 with bf16 activations: a bf16 dot product where the CPU has one.
-    bf16_dot_ = bf16() && packed_.format == quant::WeightFormat::int4 && quant_kernels().int4_bf16 != nullptr;
-    xb_.assign(bf16_dot_ ? rows * s.hidden : 0, 0);
-    // At decode (a few rows) x as int8 limbs for vpdpbusd, where the CPU runs that kernel.
-    limbs_ = bf16_dot_ && packed_.tiles && quant_kernels().int4_limbs != nullptr && s.rows <= kInt4LimbRows;
-    if (limbs_) limb_x_.resize(rows, s.hidden, recipe_.group);
+    xb_.assign(path_ != Int4Path::fp32 ? rows * s.hidden : 0, 0);
+    if (path_ == Int4Path::limbs) limb_x_.resize(rows, s.hidden, recipe_.group);
     if (recipe_.dynamic()) {
       codes_.assign(rows * s.hidden, 0);
       xscale_.assign(rows, 1.f);
@@ -66,7 +65,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
             std::memcpy(xi, static_cast<const float*>(x) + (r0 + i) * h, h * sizeof(float));
           }
           if (s.layernorm) tk.layernorm(false, xi, xi, gamma, beta, 1, h);  // nested: this thread only
-          if (bf16_dot_) {
+          if (path_ != Int4Path::fp32) {
             // The dot product's operands, rounded as a bf16 model rounds LayerNorm's output; the
             // group sums below are of the same values.
             std::uint16_t* bi = xb_.data() + i * h;
@@ -74,7 +73,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
               bi[k] = to_bf16(xi[k]);
               xi[k] = from_bf16(bi[k]);
             }
-            if (limbs_) split_int4_limbs(xb_.data(), i, h, recipe_.group, limb_x_);
+            if (path_ == Int4Path::limbs) split_int4_limbs(xb_.data(), i, h, recipe_.group, limb_x_);
           }
           for (std::size_t g = 0; g < groups; ++g) {
             float sum = 0;
@@ -95,9 +94,9 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
           const std::size_t j0 = b * kChannelBlock, j1 = std::min(s.out, j0 + kChannelBlock);
           if (recipe_.dynamic())
             qk.int8_dynamic(packed_, codes_.data(), xscale_.data(), mr, j0, j1, tile_.data(), s.out);
-          else if (limbs_)
+          else if (path_ == Int4Path::limbs)
             qk.int4_limbs(packed_, limb_x_, xsum_.data(), mr, j0, j1, tile_.data(), s.out);
-          else if (bf16_dot_)
+          else if (path_ != Int4Path::fp32)
             qk.int4_bf16(packed_, xb_.data(), xsum_.data(), mr, j0, j1, tile_.data(), s.out);
           else
             qk.weight_only(packed_, xs_.data(), xsum_.data(), mr, j0, j1, tile_.data(), s.out);
@@ -118,14 +117,14 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
  private:
   std::string kernel_name() const {
     if (recipe_.dynamic()) return "int8 per-token activations x int8 weights, vpdpbusd (u8 shift compensated)";
-    return weight_only_kernel_name(packed_, bf16_dot_, limbs_);
+    return weight_only_kernel_name(packed_, path_);
   }
 
   quant::Recipe recipe_;
   PackedWeights packed_;
   std::vector<float> xs_, xsum_, tile_, xscale_;
   std::vector<std::uint8_t> codes_;
-  bool bf16_dot_ = false, limbs_ = false;
+  Int4Path path_ = Int4Path::fp32;
   std::vector<std::uint16_t> xb_;
   Int4Limbs limb_x_;
 };

@@ -85,7 +85,7 @@ PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic, 
     if (h % 32 != 0 || p.group % 32 != 0) throw std::invalid_argument("int4 kernels need hidden and group multiples of 32");
     p.block = p.group % 64 == 0 ? 64 : 32;
     p.bf16_group_params = all_bf16(q.scales) && all_bf16(q.zeros);  // the width the recipe rounded them to
-    p.tiles = p.block == 64 && int4_tiles && quant_kernels().int4_tiles;
+    p.tiles = p.block == 64 && int4_tiles;
     if (p.tiles) {
       pack_int4_tiles(q, p);
       return p;
@@ -122,15 +122,26 @@ PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic, 
   return p;
 }
 
-std::string weight_only_kernel_name(const PackedWeights& w, bool bf16_dot, bool limbs) {
-  if (limbs)
-    return "int4 groups x bf16 activations as two int8 limbs per group, vpdpbusd, up to " + std::to_string(kInt4LimbRows) +
-           " rows per pass";
-  if (bf16_dot && w.tiles)
-    return "int4 groups x bf16 activations: codes to bf16 tiles of 16 channels, AMX tdpbf16ps, up to 16 rows per pass";
-  if (bf16_dot)
-    return std::string("int4 groups x bf16 activations: codes to bf16 by ") +
-           (w.block == 64 ? "vpternlog and gf2p8affineqb" : "vpermw") + ", vdpbf16ps, several channels per pass";
+Int4Path int4_path(const QuantKernels& k, bool bf16, std::size_t group, std::size_t rows) {
+  if (!bf16) return Int4Path::fp32;
+  const bool tiles = group % 64 == 0;
+  if (tiles && k.int4_limbs && rows <= kInt4LimbRows) return Int4Path::limbs;
+  if (tiles && k.int4_tiles) return Int4Path::amx;
+  return k.int4_bf16 ? Int4Path::vector_bf16 : Int4Path::fp32;
+}
+
+std::string weight_only_kernel_name(const PackedWeights& w, Int4Path path) {
+  if (w.format == quant::WeightFormat::int4) switch (path) {
+      case Int4Path::limbs:
+        return "int4 groups x bf16 activations as two int8 limbs per group, vpdpbusd, up to " +
+               std::to_string(kInt4LimbRows) + " rows per pass";
+      case Int4Path::amx:
+        return "int4 groups x bf16 activations: codes to bf16 tiles of 16 channels, AMX tdpbf16ps, up to 16 rows per pass";
+      case Int4Path::vector_bf16:
+        return std::string("int4 groups x bf16 activations: codes to bf16 by ") +
+               (w.block == 64 ? "vpternlog and gf2p8affineqb" : "vpermw") + ", vdpbf16ps, several channels per pass";
+      case Int4Path::fp32: break;
+    }
   const char* codes = w.format == quant::WeightFormat::int4 ? "int4 groups"
                       : w.format == quant::WeightFormat::int8 ? "int8"
                                                               : "fp8 e4m3";
@@ -144,6 +155,8 @@ const QuantKernels& quant_kernels() {
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512vnni")) {
       QuantKernels k = avx512_quant_kernels();
+      // The limbs kernel needs no bf16 arithmetic: AVX-512 VNNI (above), VBMI and GFNI.
+      if (__builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("gfni")) k.int4_limbs = vnni_int4;
       if (__builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("gfni")) {
         k.isa = "avx512_bf16";
         k.int4_bf16 = avx512bf16_int4;
@@ -151,7 +164,6 @@ const QuantKernels& quant_kernels() {
           k.isa = "avx512_bf16+amx";
           k.int4_bf16 = amx_int4;
           k.int4_tiles = true;
-          if (__builtin_cpu_supports("avx512vbmi")) k.int4_limbs = vnni_int4;
         }
       }
       return k;

@@ -64,14 +64,9 @@ struct PackedWeights {
 };
 
 // The canonical weights in the kernels' layout; int4 needs hidden % 32 == 0 (blocks of 64 where
-// the group is a multiple of 64). int4_tiles: in tiles where the group allows and the CPU's
-// int4_bf16 takes them (callers ask for bf16 activations and several rows: see tiles_for).
+// the group is a multiple of 64). int4_tiles: in tiles where the group allows (callers ask for
+// them where int4_path says a tile kernel runs).
 PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic, bool int4_tiles = false);
-// Whether a layer's int4 weights go in tiles (AMX) for these activations: bf16, at any row count.
-// At M = 1 too: on the quiet CI machine the AMX kernel beat the vector kernel on all four
-// LLaMA-2-70B shard shapes, 1.11-1.42x, codes from memory included (docs/BENCHMARKS.md, "int4wo-64
-// at decode: the AMX kernel beside the vector kernel"); bench/quant_int4_gemv measures both.
-inline bool tiles_for(bool bf16) { return bf16; }
 
 constexpr std::size_t kRowsPerPass = 8;
 
@@ -112,10 +107,21 @@ struct QuantKernels {
   // Whether int4_bf16 runs weights packed in tiles (AMX) faster than in blocks.
   bool int4_tiles = false;
   // int4 in tiles with bf16 activations as int8 limbs (Int4Limbs), for up to kInt4LimbRows rows:
-  // vpdpbusd where the CPU has AVX-512 VNNI, VBMI and GFNI and int4 goes in tiles; else null.
+  // vpdpbusd where the CPU has AVX-512 VNNI, VBMI and GFNI; else null.
   void (*int4_limbs)(const PackedWeights& w, const Int4Limbs& x, const float* xsum, std::size_t rows, std::size_t j0,
                      std::size_t j1, float* c, std::size_t ldc) = nullptr;
 };
+
+// Which kernel an int4 layer runs for its activations (bf16 or fp32), group and rows, on these
+// kernels; limbs and amx read the weights in tiles, the others in blocks.
+//   limbs: bf16, groups of 64 and up, up to kInt4LimbRows rows, where int4_limbs is (on the quiet
+//          CI machine it read at 91-108% of a plain read of the same bytes at M = 1, 1.5-1.9x
+//          the AMX kernel, 1.8-2.5x the vector kernel: docs/BENCHMARKS.md);
+//   amx: bf16, groups of 64 and up, more rows, where the AMX kernel is (int4_tiles);
+//   vector_bf16: bf16 where int4_bf16 is; fp32: the rest (weight_only).
+enum class Int4Path { limbs, amx, vector_bf16, fp32 };
+Int4Path int4_path(const QuantKernels& k, bool bf16, std::size_t group, std::size_t rows);
+inline bool in_tiles(Int4Path p) { return p == Int4Path::limbs || p == Int4Path::amx; }
 
 QuantKernels avx512_quant_kernels();
 QuantKernels base_quant_kernels();
@@ -133,9 +139,8 @@ void split_int4_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidd
 void vnni_int4(const PackedWeights& w, const Int4Limbs& x, const float* xsum, std::size_t rows, std::size_t j0,
                std::size_t j1, float* c, std::size_t ldc);
 const QuantKernels& quant_kernels();  // the best this CPU runs
-// What a weight-only layer on these packed weights runs (details.kernel): bf16_dot when int4
-// takes int4_bf16, limbs when it takes int4_limbs.
-std::string weight_only_kernel_name(const PackedWeights& w, bool bf16_dot, bool limbs);
+// What a weight-only layer on these packed weights runs (details.kernel); path: int4's.
+std::string weight_only_kernel_name(const PackedWeights& w, Int4Path path);
 
 // Shared by every ISA: one e4m3 byte's value (NaN codes never occur: scales keep |w| <= 448).
 inline float e4m3_value(std::uint8_t b) {

@@ -104,16 +104,13 @@ TEST(QuantKernel, Int4KernelsAgreeWithTheRecipeOnEveryPassShape) {
     }
 }
 
-// The tile layout (blocks of 64, bf16 activations, where the CPU runs int4_bf16 on AMX): every
-// code, scale and zero where the accessors say, channels padded to a block of 16.
+// The tile layout (groups of 64 and up, for the AMX and limbs kernels), on every CPU: every code,
+// scale and zero where the accessors say, channels padded to a block of 16.
 TEST(QuantKernel, Int4TileLayoutHoldsEveryCodeAndGroupParameter) {
-  // Asked for by layers of bf16 activations, at any row count.
-  EXPECT_TRUE(tiles_for(true));
-  EXPECT_FALSE(tiles_for(false));
   for (std::size_t group : {32, 64, 128}) {
     Int4Layer l(1, 19, 384, group, 3, true);
-    EXPECT_EQ(l.packed.tiles, group != 32 && quant_kernels().int4_tiles) << group;
-    if (!l.packed.tiles) continue;  // no AMX here, or group 32: the block layout (tested above)
+    EXPECT_EQ(l.packed.tiles, group != 32) << group;
+    if (!l.packed.tiles) continue;  // group 32: the block layout (tested above)
     EXPECT_EQ(l.packed.codes.size(), 32 * l.hidden / 2);
     for (std::size_t j = 0; j < l.out; ++j) {
       for (std::size_t k = 0; k < l.hidden; ++k) {
@@ -229,4 +226,31 @@ TEST(QuantKernel, Int4LimbsKernelAgreesWithTheRecipeWithinTheLimbsBound) {
               << "against the limbs: group " << group << ", rows " << rows << ", row " << m << ", channel " << j;
         }
     }
+}
+
+// Which kernel an int4 layer runs, for each set of kernels a CPU may offer: the limbs kernel at up
+// to kInt4LimbRows rows of bf16 activations in groups of 64 and up, AMX for more rows where it is,
+// else the bf16 vector kernel, else fp32; tiles exactly for the limbs and AMX kernels.
+TEST(QuantKernel, Int4PathFollowsTheKernelsRowsAndGroup) {
+  QuantKernels none{"base", nullptr, nullptr, nullptr, false, nullptr};
+  QuantKernels vector = none, limbs_only = none, limbs_vector = none, amx_limbs = none;
+  vector.int4_bf16 = limbs_vector.int4_bf16 = amx_limbs.int4_bf16 = avx512bf16_int4;
+  limbs_only.int4_limbs = limbs_vector.int4_limbs = amx_limbs.int4_limbs = vnni_int4;
+  amx_limbs.int4_tiles = true;
+  using P = Int4Path;
+  const std::size_t many = kInt4LimbRows + 1;
+  struct Want { const QuantKernels* k; bool bf16; std::size_t group, rows; P path; };
+  const Want wants[] = {
+      {&amx_limbs, true, 64, 1, P::limbs},        {&amx_limbs, true, 128, kInt4LimbRows, P::limbs},
+      {&amx_limbs, true, 64, many, P::amx},        {&amx_limbs, true, 32, 1, P::vector_bf16},
+      {&amx_limbs, false, 64, 1, P::fp32},         {&limbs_vector, true, 64, 1, P::limbs},
+      {&limbs_vector, true, 64, many, P::vector_bf16}, {&limbs_only, true, 64, 2, P::limbs},
+      {&limbs_only, true, 64, many, P::fp32},      {&limbs_only, true, 32, 1, P::fp32},
+      {&vector, true, 64, 1, P::vector_bf16},      {&none, true, 64, 1, P::fp32},
+  };
+  for (const auto& w : wants) {
+    const P got = int4_path(*w.k, w.bf16, w.group, w.rows);
+    EXPECT_EQ(got, w.path) << "bf16 " << w.bf16 << ", group " << w.group << ", rows " << w.rows;
+    EXPECT_EQ(in_tiles(got), got == P::limbs || got == P::amx);
+  }
 }

@@ -12,10 +12,11 @@ constexpr std::size_t kRowBlock = 64;      // rows whose weights are decoded onc
 constexpr std::size_t kChannelBlock = 16;  // output channels per unit of a thread's work
 }  // namespace
 
-void QuantProjection::prepare(const quant::QuantizedWeights& q, bool bf16) {
-  packed_ = pack_weights(q, false, tiles_for(bf16));
+void QuantProjection::prepare(const quant::QuantizedWeights& q, bool bf16, std::size_t rows) {
+  path_ = q.recipe.weights == quant::WeightFormat::int4 ? int4_path(quant_kernels(), bf16, q.recipe.group, rows)
+                                                       : Int4Path::fp32;
+  packed_ = pack_weights(q, false, in_tiles(path_));
   bf16_ = bf16;
-  bf16_dot_ = bf16 && packed_.format == quant::WeightFormat::int4 && quant_kernels().int4_bf16 != nullptr;
 }
 
 void QuantProjection::run(const void* x, std::size_t rows, const float* bias, tensor::Act act, const void* residual, void* y) {
@@ -24,11 +25,12 @@ void QuantProjection::run(const void* x, std::size_t rows, const float* bias, te
   const std::size_t h = packed_.hidden, out = packed_.out, e = bf16_ ? 2 : 4;
   const std::size_t groups = packed_.format == quant::WeightFormat::int4 ? h / packed_.group : 0;
   const std::size_t block_rows = std::min(kRowBlock, rows), blocks = (out + kChannelBlock - 1) / kChannelBlock;
-  xs_.resize(bf16_dot_ ? 0 : block_rows * h);
+  const Int4Path path = call_path(rows);
+  const bool limbs = path == Int4Path::limbs, bf16_dot = limbs || path == Int4Path::amx || path == Int4Path::vector_bf16;
+  xs_.resize(bf16_dot ? 0 : block_rows * h);
   tile_.resize(block_rows * out);
   xsum_.resize(std::max<std::size_t>(1, block_rows * groups));
   const auto* xb = static_cast<const std::uint16_t*>(x);
-  const bool limbs = takes_limbs(rows);
   if (limbs) limb_x_.resize(rows, h, packed_.group);
   for (std::size_t r0 = 0; r0 < rows; r0 += kRowBlock) {
     const std::size_t mr = std::min(kRowBlock, rows - r0);
@@ -36,7 +38,7 @@ void QuantProjection::run(const void* x, std::size_t rows, const float* bias, te
     {
 #pragma omp for schedule(static)
       for (std::size_t i = 0; i < mr; ++i) {
-        if (bf16_dot_) {  // the kernel reads the bf16 rows in place: only their group sums here
+        if (bf16_dot) {  // the kernel reads the bf16 rows in place: only their group sums here
           const std::uint16_t* src = xb + (r0 + i) * h;
           for (std::size_t g = 0; g < groups; ++g) {
             float sum = 0;
@@ -64,7 +66,7 @@ void QuantProjection::run(const void* x, std::size_t rows, const float* bias, te
         const std::size_t j0 = b * kChannelBlock, j1 = std::min(out, j0 + kChannelBlock);
         if (limbs)
           qk.int4_limbs(packed_, limb_x_, xsum_.data(), mr, j0, j1, tile_.data(), out);
-        else if (bf16_dot_)
+        else if (bf16_dot)
           qk.int4_bf16(packed_, xb + r0 * h, xsum_.data(), mr, j0, j1, tile_.data(), out);
         else
           qk.weight_only(packed_, xs_.data(), xsum_.data(), mr, j0, j1, tile_.data(), out);

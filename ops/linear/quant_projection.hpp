@@ -16,23 +16,24 @@ namespace opmeter::linear {
 
 class QuantProjection {
  public:
-  // W quantized by a weight-only recipe; activations and outputs bf16 (else fp32; bf16 int4 goes
-  // in AMX tiles where the CPU has them, see tiles_for).
-  void prepare(const quant::QuantizedWeights& q, bool bf16);
+  // W quantized by a weight-only recipe; activations and outputs bf16 (else fp32); rows: the
+  // calls' rows, which pick int4's kernel and so its layout (int4_path).
+  void prepare(const quant::QuantizedWeights& q, bool bf16, std::size_t rows);
   // x: rows x in; y, residual (may be null): rows x out, in the activations' type; bias: out fp32.
   void run(const void* x, std::size_t rows, const float* bias, tensor::Act act, const void* residual, void* y);
   const PackedWeights& packed() const { return packed_; }
-  bool bf16_dot() const { return bf16_dot_; }
   // What a call of this many rows runs (details.kernel).
-  std::string kernel(std::size_t rows) const { return weight_only_kernel_name(packed_, bf16_dot_, takes_limbs(rows)); }
+  std::string kernel(std::size_t rows) const { return weight_only_kernel_name(packed_, call_path(rows)); }
 
  private:
-  // At decode (a few rows) x goes in as int8 limbs for vpdpbusd, where the CPU runs that kernel.
-  bool takes_limbs(std::size_t rows) const {
-    return bf16_dot_ && packed_.tiles && quant_kernels().int4_limbs != nullptr && rows <= kInt4LimbRows;
+  // The prepared path, or for more rows than the limbs kernel takes one that reads the same layout.
+  Int4Path call_path(std::size_t rows) const {
+    if (path_ == Int4Path::limbs && rows > kInt4LimbRows) return quant_kernels().int4_tiles ? Int4Path::amx : Int4Path::fp32;
+    return path_;
   }
   PackedWeights packed_;
-  bool bf16_ = false, bf16_dot_ = false;
+  bool bf16_ = false;
+  Int4Path path_ = Int4Path::fp32;
   std::vector<float> xs_, xsum_, tile_;
   Int4Limbs limb_x_;
 };

@@ -23,7 +23,7 @@ class OpmeterQuantBlock : public HostImpl<QuantTransformerBlockOp> {
  public:
   void prepare() override {
     const auto s = shape_of(case_);
-    for (std::size_t i = 0; i < 4; ++i) proj_[i].prepare(quantized_weights(host_inputs(0), kWeights[i]), bf16());
+    for (std::size_t i = 0; i < 4; ++i) proj_[i].prepare(quantized_weights(host_inputs(0), kWeights[i]), bf16(), s.rows());
     buf_.allocate(s, case_.dtype);
     attention_.prepare(s, case_.dtype, case_.threads);
   }

@@ -1,0 +1,44 @@
+// A quantized projection (transformer_block's opmeter_quant) picks int4's kernel and layout for the
+// rows it is prepared for, and stays correct when called with other row counts: prepared for one
+// row (the limbs kernel where the CPU has it) and run on 1, 3 and 5 rows, or prepared for 5, its
+// outputs match the recipe's x W^T + b in fp64 within bf16's rounding of y.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "opmeter/dtype.hpp"
+#include "ops/linear/quant_projection.hpp"
+
+using namespace opmeter;
+using namespace opmeter::linear;
+
+TEST(QuantProjection, RunsEveryRowCountOnTheLayoutItPreparedFor) {
+  const std::size_t out = 37, hidden = 256;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> w(out * hidden), bias(out);
+  for (auto& v : w) v = normal(rng);
+  for (auto& v : bias) v = normal(rng);
+  const auto q = quant::quantize_weights(*quant::parse_recipe("int4wo-64"), w.data(), out, hidden, Elem::bf16);
+  for (std::size_t prepared_rows : {1, 5}) {
+    QuantProjection p;
+    p.prepare(q, true, prepared_rows);
+    for (std::size_t rows : {1, 3, 5}) {
+      std::vector<std::uint16_t> x(rows * hidden), y(rows * out);
+      for (auto& v : x) v = to_bf16(normal(rng));
+      p.run(x.data(), rows, bias.data(), tensor::Act::none, nullptr, y.data());
+      for (std::size_t m = 0; m < rows; ++m)
+        for (std::size_t j = 0; j < out; ++j) {
+          double exact = bias[j], mag = std::fabs(bias[j]);
+          for (std::size_t k = 0; k < hidden; ++k) {
+            exact += double(from_bf16(x[m * hidden + k])) * q.weight(j, k);
+            mag += std::fabs(double(from_bf16(x[m * hidden + k])) * q.weight(j, k));
+          }
+          ASSERT_NEAR(from_bf16(y[m * out + j]), exact, std::fabs(exact) / 128 + 1e-4 * mag)
+              << "prepared for " << prepared_rows << " rows, run on " << rows << " (" << p.kernel(rows) << "), row " << m
+              << ", channel " << j;
+        }
+    }
+  }
+}
