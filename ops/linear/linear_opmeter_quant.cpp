@@ -25,13 +25,19 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
     // int4: the kernel for these activations and rows (int4_path), and the layout it reads.
     path_ = recipe_.weights == quant::WeightFormat::int4 ? int4_path(quant_kernels(), bf16(), recipe_.group, s.rows)
                                                         : Int4Path::fp32;
-    packed_ = pack_weights(quantized_weights(host_inputs(0)), recipe_.dynamic(), in_tiles(path_));
+    // int8 weight-only at decode: the limbs kernel on quads where the CPU has it.
+    int8_limbs_ = recipe_.weights == quant::WeightFormat::int8 && !recipe_.dynamic() &&
+                  int8_limbs_for(quant_kernels(), bf16(), s.hidden, s.rows);
+    const auto& q = quantized_weights(host_inputs(0));
+    packed_ = int8_limbs_ ? pack_int8_quads(q) : pack_weights(q, recipe_.dynamic(), in_tiles(path_));
+    limbs_ = path_ == Int4Path::limbs || int8_limbs_;
+    bf16_x_ = path_ != Int4Path::fp32 || int8_limbs_;
     const std::size_t rows = std::min(kRowBlock, s.rows);
     xs_.assign(rows * s.hidden, 0.f);
     tile_.assign(rows * s.out, 0.f);
     xsum_.assign(packed_.format == quant::WeightFormat::int4 ? rows * (s.hidden / recipe_.group) : 1, 0.f);
-    xb_.assign(path_ != Int4Path::fp32 ? rows * s.hidden : 0, 0);
-    if (path_ == Int4Path::limbs) limb_x_.resize(rows, s.hidden, recipe_.group);
+    xb_.assign(bf16_x_ ? rows * s.hidden : 0, 0);
+    if (limbs_) limb_x_.resize(rows, s.hidden, limb_group());
     if (recipe_.dynamic()) {
       codes_.assign(rows * s.hidden, 0);
       xscale_.assign(rows, 1.f);
@@ -65,7 +71,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
             std::memcpy(xi, static_cast<const float*>(x) + (r0 + i) * h, h * sizeof(float));
           }
           if (s.layernorm) tk.layernorm(false, xi, xi, gamma, beta, 1, h);  // nested: this thread only
-          if (path_ != Int4Path::fp32) {
+          if (bf16_x_) {
             // The dot product's operands, rounded as a bf16 model rounds LayerNorm's output; the
             // group sums below are of the same values.
             std::uint16_t* bi = xb_.data() + i * h;
@@ -73,7 +79,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
               bi[k] = to_bf16(xi[k]);
               xi[k] = from_bf16(bi[k]);
             }
-            if (path_ == Int4Path::limbs) split_int4_limbs(xb_.data(), i, h, recipe_.group, limb_x_);
+            if (limbs_) split_limbs(xb_.data(), i, h, limb_group(), limb_x_);
           }
           for (std::size_t g = 0; g < groups; ++g) {
             float sum = 0;
@@ -94,6 +100,8 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
           const std::size_t j0 = b * kChannelBlock, j1 = std::min(s.out, j0 + kChannelBlock);
           if (recipe_.dynamic())
             qk.int8_dynamic(packed_, codes_.data(), xscale_.data(), mr, j0, j1, tile_.data(), s.out);
+          else if (int8_limbs_)
+            qk.int8_limbs(packed_, limb_x_, mr, j0, j1, tile_.data(), s.out);
           else if (path_ == Int4Path::limbs)
             qk.int4_limbs(packed_, limb_x_, xsum_.data(), mr, j0, j1, tile_.data(), s.out);
           else if (path_ != Int4Path::fp32)
@@ -124,9 +132,12 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
   PackedWeights packed_;
   std::vector<float> xs_, xsum_, tile_, xscale_;
   std::vector<std::uint8_t> codes_;
+  std::size_t limb_group() const { return int8_limbs_ ? kInt8LimbGroup : recipe_.group; }
+
   Int4Path path_ = Int4Path::fp32;
+  bool int8_limbs_ = false, limbs_ = false, bf16_x_ = false;
   std::vector<std::uint16_t> xb_;
-  Int4Limbs limb_x_;
+  XLimbs limb_x_;
 };
 
 Support supports(const Case& c) {

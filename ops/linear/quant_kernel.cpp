@@ -74,6 +74,25 @@ void pack_int4_tiles(const quant::QuantizedWeights& q, PackedWeights& p) {
 }
 }  // namespace
 
+PackedWeights pack_int8_quads(const quant::QuantizedWeights& q) {
+  if (q.recipe.weights != quant::WeightFormat::int8 || q.hidden % kInt8LimbGroup != 0)
+    throw std::invalid_argument("the int8 quad layout needs int8 weights and hidden a multiple of 64");
+  PackedWeights p;
+  p.format = quant::WeightFormat::int8;
+  p.out = q.out;
+  p.hidden = q.hidden;
+  p.quads = true;
+  const std::size_t h = q.hidden, blocks = (q.out + 15) / 16;
+  p.codes.assign(blocks * 16 * h, 128);  // padding: code 0
+  p.scales.assign(blocks * 16, 0.f);
+  for (std::size_t j = 0; j < q.out; ++j) {
+    p.scales[j] = q.scales.size() == 1 ? q.scales[0] : q.scales[j];
+    for (std::size_t k = 0; k < h; ++k)
+      p.codes[(j / 16 * h / 4 + k / 4) * 64 + 4 * (j % 16) + k % 4] = static_cast<std::uint8_t>(q.codes[j * h + k] ^ 0x80);
+  }
+  return p;
+}
+
 PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic, bool int4_tiles) {
   PackedWeights p;
   p.format = q.recipe.weights;
@@ -142,6 +161,9 @@ std::string weight_only_kernel_name(const PackedWeights& w, Int4Path path) {
                (w.block == 64 ? "vpternlog and gf2p8affineqb" : "vpermw") + ", vdpbf16ps, several channels per pass";
       case Int4Path::fp32: break;
     }
+  if (w.quads)
+    return "int8 x bf16 activations as two int8 limbs per group of 64, vpdpbusd, up to " + std::to_string(kInt4LimbRows) +
+           " rows per pass";
   const char* codes = w.format == quant::WeightFormat::int4 ? "int4 groups"
                       : w.format == quant::WeightFormat::int8 ? "int8"
                                                               : "fp8 e4m3";
@@ -156,7 +178,10 @@ const QuantKernels& quant_kernels() {
         __builtin_cpu_supports("avx512vnni")) {
       QuantKernels k = avx512_quant_kernels();
       // The limbs kernel needs no bf16 arithmetic: AVX-512 VNNI (above), VBMI and GFNI.
-      if (__builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("gfni")) k.int4_limbs = vnni_int4;
+      if (__builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("gfni")) {
+        k.int4_limbs = vnni_int4;
+        k.int8_limbs = vnni_int8;
+      }
       if (__builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("gfni")) {
         k.isa = "avx512_bf16";
         k.int4_bf16 = avx512bf16_int4;

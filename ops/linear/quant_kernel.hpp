@@ -29,12 +29,17 @@ namespace opmeter::linear {
 //               the low nibbles of its 32 bytes are row c of tile B0 (k = 64 t .. 64 t + 31 as 16
 //               pairs x 16 channels, AMX's VNNI layout), the high ones row c of B1 (the next 32).
 //               Group parameters as [block][group][16 channels].
+//   int8 in quads (`quads`: bf16 activations at decode, for the limbs kernel; hidden a multiple
+//               of 64): channels in blocks of 16 (the last padded with code 0, scale 0), a
+//               block's codes in hidden / 4 runs of 64 bytes: byte 4 i + r of run t is channel
+//               i's code at k = 4 t + r plus 128 (an unsigned byte, vpdpbusd's first operand).
 //   int8 dynamic: as int8, plus code_sums[j] = sum_k code(j, k) (the u8 shift's compensation).
 struct PackedWeights {
   quant::WeightFormat format = quant::WeightFormat::int8;
   std::size_t out = 0, hidden = 0, group = 0;
   std::size_t block = 32;  // int4: weights per block of the layout above (32 or 64)
   bool tiles = false;      // int4: the tile layout above
+  bool quads = false;      // int8: the quad layout above
   std::vector<std::uint8_t> codes;
   std::vector<float> scales;
   bool bf16_group_params = false;
@@ -67,20 +72,28 @@ struct PackedWeights {
 // the group is a multiple of 64). int4_tiles: in tiles where the group allows (callers ask for
 // them where int4_path says a tile kernel runs).
 PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic, bool int4_tiles = false);
+// int8 weight-only weights in quads (the limbs kernel's layout above); hidden % 64 == 0.
+PackedWeights pack_int8_quads(const quant::QuantizedWeights& q);
 
 constexpr std::size_t kRowsPerPass = 8;
 
-// bf16 activations of a few rows as two int8 limbs per group (quant_kernel_vnni_int4.cpp):
+// bf16 activations of a few rows as two int8 limbs per group (quant_kernel_limbs.cpp):
 // x = scale (hi + lo / 254), scale = max|x| / 127 over the group, at most scale / 508 from x.
-struct Int4Limbs {
-  std::vector<std::int8_t> hi, lo;  // rows x hidden
-  std::vector<float> scale;         // rows x groups
+struct XLimbs {
+  std::vector<std::int8_t> hi, lo;          // rows x hidden
+  std::vector<float> scale;                 // rows x groups
+  std::vector<std::int32_t> hi_sum, lo_sum;  // rows x groups: the limbs' sums (the int8 kernel's u8 shift)
   void resize(std::size_t rows, std::size_t hidden, std::size_t group) {
     hi.resize(rows * hidden);
     lo.resize(rows * hidden);
     scale.resize(rows * (hidden / group));
+    hi_sum.resize(scale.size());
+    lo_sum.resize(scale.size());
   }
 };
+// The limbs' group for int8 weights (per-channel scales: any group would do; 64 is one run of the
+// quad layout's 16 loads).
+constexpr std::size_t kInt8LimbGroup = 64;
 // Rows up to which int4 layers take the limbs kernel: its vpdpbusd count grows with the rows,
 // the AMX kernel's one tdpbf16ps serves up to 16. bench/quant_int4_gemv 8192 3584 64 100 M, one
 // thread, CI machine: limbs / AMX 1.60x at M = 1, 1.25x at 2, 1.09x at 3, 0.88x at 4.
@@ -106,12 +119,21 @@ struct QuantKernels {
                     std::size_t j1, float* c, std::size_t ldc);
   // Whether int4_bf16 runs weights packed in tiles (AMX) faster than in blocks.
   bool int4_tiles = false;
-  // int4 in tiles with bf16 activations as int8 limbs (Int4Limbs), for up to kInt4LimbRows rows:
+  // int4 in tiles with bf16 activations as int8 limbs (XLimbs), for up to kInt4LimbRows rows:
   // vpdpbusd where the CPU has AVX-512 VNNI, VBMI and GFNI; else null.
-  void (*int4_limbs)(const PackedWeights& w, const Int4Limbs& x, const float* xsum, std::size_t rows, std::size_t j0,
+  void (*int4_limbs)(const PackedWeights& w, const XLimbs& x, const float* xsum, std::size_t rows, std::size_t j0,
                      std::size_t j1, float* c, std::size_t ldc) = nullptr;
+  // int8 weight-only in quads with bf16 activations as int8 limbs in groups of kInt8LimbGroup (up
+  // to kInt4LimbRows rows): vpdpbusd, where int4_limbs is; else null.
+  void (*int8_limbs)(const PackedWeights& w, const XLimbs& x, std::size_t rows, std::size_t j0, std::size_t j1, float* c,
+                     std::size_t ldc) = nullptr;
 };
 
+// int8 weight-only: the limbs kernel (quads) for bf16 activations, hidden a multiple of 64 and up
+// to kInt4LimbRows rows where int8_limbs is, else weight_only.
+inline bool int8_limbs_for(const QuantKernels& k, bool bf16, std::size_t hidden, std::size_t rows) {
+  return k.int8_limbs && bf16 && hidden % kInt8LimbGroup == 0 && rows <= kInt4LimbRows;
+}
 // Which kernel an int4 layer runs for its activations (bf16 or fp32), group and rows, on these
 // kernels; limbs and amx read the weights in tiles, the others in blocks.
 //   limbs: bf16, groups of 64 and up, up to kInt4LimbRows rows, where int4_limbs is (on the quiet
@@ -134,10 +156,12 @@ void amx_int4(const PackedWeights& w, const std::uint16_t* xb, const float* xsum
               std::size_t j1, float* c, std::size_t ldc);
 bool amx_bf16_usable();
 // Row `row` of xb (bf16 bits, rows x hidden) into x's limbs (x sized for it), group by group.
-void split_int4_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, Int4Limbs& x);
-// int4_limbs on AVX-512 VNNI (quant_kernel_vnni_int4.cpp).
-void vnni_int4(const PackedWeights& w, const Int4Limbs& x, const float* xsum, std::size_t rows, std::size_t j0,
+void split_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x);
+// int4_limbs and int8_limbs on AVX-512 VNNI (quant_kernel_limbs.cpp).
+void vnni_int4(const PackedWeights& w, const XLimbs& x, const float* xsum, std::size_t rows, std::size_t j0,
                std::size_t j1, float* c, std::size_t ldc);
+void vnni_int8(const PackedWeights& w, const XLimbs& x, std::size_t rows, std::size_t j0, std::size_t j1, float* c,
+               std::size_t ldc);
 const QuantKernels& quant_kernels();  // the best this CPU runs
 // What a weight-only layer on these packed weights runs (details.kernel); path: int4's.
 std::string weight_only_kernel_name(const PackedWeights& w, Int4Path path);

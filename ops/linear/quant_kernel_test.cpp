@@ -147,9 +147,10 @@ TEST(QuantKernel, Int4TileKernelAgreesWithTheRecipe) {
     }
 }
 
-// x as int8 limbs (split_int4_limbs): every element within scale / 508 of its value, the limbs in
-// int8's symmetric range, scale = max|x| / 127 per group; a group of zeros stays zero.
-TEST(QuantKernel, Int4LimbsHoldEveryValueWithinTheirBound) {
+// x as int8 limbs (split_limbs): every element within scale / 508 of its value, the limbs in
+// int8's symmetric range, scale = max|x| / 127 per group, the limbs' group sums; a group of zeros
+// stays zero.
+TEST(QuantKernel, LimbsHoldEveryValueAndTheirSumsWithinTheirBound) {
   if (!quant_kernels().int4_limbs) GTEST_SKIP() << "no VNNI limbs kernel here (it needs AVX-512 VNNI, VBMI, GFNI and AMX's tiles)";
   const std::size_t hidden = 512, group = 64, groups = hidden / group;
   std::mt19937 rng(5);
@@ -159,15 +160,19 @@ TEST(QuantKernel, Int4LimbsHoldEveryValueWithinTheirBound) {
   for (std::size_t k = 64; k < 128; ++k) xb[k] = to_bf16(0.f);    // row 0, group 1: zeros
   xb[hidden + 200] = to_bf16(-300.f);                               // row 1, group 3: an outlier
   for (std::size_t k = 128; k < 192; ++k) xb[k] = to_bf16(k % 2 ? 2.5f : -2.5f);  // only +-max
-  Int4Limbs limbs;
+  XLimbs limbs;
   limbs.resize(2, hidden, group);
-  for (std::size_t row = 0; row < 2; ++row) split_int4_limbs(xb.data(), row, hidden, group, limbs);
+  for (std::size_t row = 0; row < 2; ++row) split_limbs(xb.data(), row, hidden, group, limbs);
   for (std::size_t row = 0; row < 2; ++row)
     for (std::size_t g = 0; g < groups; ++g) {
       double largest = 0;
       for (std::size_t k = g * group; k < (g + 1) * group; ++k) largest = std::max(largest, std::fabs(double(from_bf16(xb[row * hidden + k]))));
       const double a = limbs.scale[row * groups + g];
       EXPECT_NEAR(a, largest / 127, 1e-6 * largest) << row << " " << g;
+      long hi_sum = 0, lo_sum = 0;
+      for (std::size_t k = g * group; k < (g + 1) * group; ++k) hi_sum += limbs.hi[row * hidden + k], lo_sum += limbs.lo[row * hidden + k];
+      EXPECT_EQ(limbs.hi_sum[row * groups + g], hi_sum) << row << " " << g;
+      EXPECT_EQ(limbs.lo_sum[row * groups + g], lo_sum) << row << " " << g;
       for (std::size_t k = g * group; k < (g + 1) * group; ++k) {
         const std::size_t i = row * hidden + k;
         ASSERT_GE(limbs.hi[i], -127);
@@ -195,9 +200,9 @@ TEST(QuantKernel, Int4LimbsKernelAgreesWithTheRecipeWithinTheLimbsBound) {
     for (std::size_t rows : {1, 2, 3, 4, 6}) {
       Int4Layer l(rows, 19, hidden, group, 21 + static_cast<std::uint32_t>(rows), true);
       ASSERT_TRUE(l.packed.tiles);
-      Int4Limbs limbs;
+      XLimbs limbs;
       limbs.resize(rows, hidden, group);
-      for (std::size_t m = 0; m < rows; ++m) split_int4_limbs(l.xb.data(), m, hidden, group, limbs);
+      for (std::size_t m = 0; m < rows; ++m) split_limbs(l.xb.data(), m, hidden, group, limbs);
       std::vector<float> c(rows * l.out, NAN);
       best.int4_limbs(l.packed, limbs, l.xsum.data(), rows, 3, l.out, c.data(), l.out);
       best.int4_limbs(l.packed, limbs, l.xsum.data(), rows, 0, 3, c.data(), l.out);
@@ -252,5 +257,60 @@ TEST(QuantKernel, Int4PathFollowsTheKernelsRowsAndGroup) {
     const P got = int4_path(*w.k, w.bf16, w.group, w.rows);
     EXPECT_EQ(got, w.path) << "bf16 " << w.bf16 << ", group " << w.group << ", rows " << w.rows;
     EXPECT_EQ(in_tiles(got), got == P::limbs || got == P::amx);
+  }
+}
+
+// int8 weight-only in quads with x as limbs (the decode kernel for int8wo): the layout holds every
+// code plus 128 where quant_kernel.hpp says, channels padded to 16 with scale 0; the kernel
+// matches sum_k a_g (hi_k + lo_k / 254) w_jk in fp64 within fp32's ulps (the integer sums are
+// exact), and x W^T within the limbs' bound (sum_k |w_jk| max_g|x| / (127 * 508)), for 1 .. 3
+// rows and passes of 3, channel ranges that cut a block.
+TEST(QuantKernel, Int8LimbsKernelAgreesWithTheRecipeWithinTheLimbsBound) {
+  const std::size_t out = 19, hidden = 320, groups = hidden / kInt8LimbGroup;
+  std::mt19937 rng(17);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> w(out * hidden);
+  for (auto& v : w) v = normal(rng);
+  for (std::size_t k = 0; k < hidden; ++k) w[k] = k % 2 ? 2.f : -2.f;  // channel 0: codes -127 and 127
+  const auto q = quant::quantize_weights(*quant::parse_recipe("int8wo"), w.data(), out, hidden, Elem::bf16);
+  const PackedWeights p = pack_int8_quads(q);
+  ASSERT_EQ(p.codes.size(), 32 * hidden);
+  for (std::size_t j = 0; j < 32; ++j)
+    for (std::size_t k = 0; k < hidden; ++k)
+      ASSERT_EQ(p.codes[(j / 16 * hidden / 4 + k / 4) * 64 + 4 * (j % 16) + k % 4],
+                j < out ? std::uint8_t(static_cast<std::int8_t>(q.codes[j * hidden + k]) + 128) : 128)
+          << j << " " << k;
+  EXPECT_EQ(p.scales[out], 0.f);
+  const auto& best = quant_kernels();
+  if (!best.int8_limbs) GTEST_SKIP() << "no VNNI limbs kernel here (it needs AVX-512 VNNI, VBMI and GFNI)";
+  for (std::size_t rows : {1, 2, 3, 5}) {
+    std::vector<std::uint16_t> xb(rows * hidden);
+    for (auto& v : xb) v = to_bf16(normal(rng) + 0.5f);
+    XLimbs limbs;
+    limbs.resize(rows, hidden, kInt8LimbGroup);
+    for (std::size_t m = 0; m < rows; ++m) split_limbs(xb.data(), m, hidden, kInt8LimbGroup, limbs);
+    std::vector<float> c(rows * out, NAN);
+    best.int8_limbs(p, limbs, rows, 3, out, c.data(), out);
+    best.int8_limbs(p, limbs, rows, 0, 3, c.data(), out);
+    for (std::size_t m = 0; m < rows; ++m)
+      for (std::size_t j = 0; j < out; ++j) {
+        double exact = 0, of_limbs = 0, mag = 0, bound = 0;
+        for (std::size_t g = 0; g < groups; ++g) {
+          double largest = 0;
+          for (std::size_t k = g * 64; k < g * 64 + 64; ++k) largest = std::max(largest, std::fabs(double(from_bf16(xb[m * hidden + k]))));
+          const double a = limbs.scale[m * groups + g];
+          for (std::size_t k = g * 64; k < g * 64 + 64; ++k) {
+            const std::size_t i = m * hidden + k;
+            const double wk = q.weight(j, k), x = from_bf16(xb[i]);
+            exact += x * wk;
+            of_limbs += a * (limbs.hi[i] + limbs.lo[i] / 254.0) * wk;
+            mag += std::fabs(x * wk);
+            bound += std::fabs(wk) * largest / (127 * 508);
+          }
+        }
+        const double got = c[m * out + j];
+        ASSERT_LE(std::fabs(got - of_limbs), 1e-5 * mag) << "against the limbs: rows " << rows << ", row " << m << ", channel " << j;
+        ASSERT_LE(std::fabs(got - exact), bound + 1e-5 * mag) << "rows " << rows << ", row " << m << ", channel " << j;
+      }
   }
 }

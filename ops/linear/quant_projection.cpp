@@ -15,7 +15,10 @@ constexpr std::size_t kChannelBlock = 16;  // output channels per unit of a thre
 void QuantProjection::prepare(const quant::QuantizedWeights& q, bool bf16, std::size_t rows) {
   path_ = q.recipe.weights == quant::WeightFormat::int4 ? int4_path(quant_kernels(), bf16, q.recipe.group, rows)
                                                        : Int4Path::fp32;
-  packed_ = pack_weights(q, false, in_tiles(path_));
+  // int8 at decode: the limbs kernel on quads where the CPU has it (it takes any row count).
+  packed_ = q.recipe.weights == quant::WeightFormat::int8 && int8_limbs_for(quant_kernels(), bf16, q.hidden, rows)
+                ? pack_int8_quads(q)
+                : pack_weights(q, false, in_tiles(path_));
   bf16_ = bf16;
 }
 
@@ -26,12 +29,14 @@ void QuantProjection::run(const void* x, std::size_t rows, const float* bias, te
   const std::size_t groups = packed_.format == quant::WeightFormat::int4 ? h / packed_.group : 0;
   const std::size_t block_rows = std::min(kRowBlock, rows), blocks = (out + kChannelBlock - 1) / kChannelBlock;
   const Int4Path path = call_path(rows);
-  const bool limbs = path == Int4Path::limbs, bf16_dot = limbs || path == Int4Path::amx || path == Int4Path::vector_bf16;
+  const bool int8_limbs = packed_.quads, limbs = path == Int4Path::limbs || int8_limbs;
+  const bool bf16_dot = limbs || path == Int4Path::amx || path == Int4Path::vector_bf16;
+  const std::size_t limb_group = int8_limbs ? kInt8LimbGroup : packed_.group;
   xs_.resize(bf16_dot ? 0 : block_rows * h);
   tile_.resize(block_rows * out);
   xsum_.resize(std::max<std::size_t>(1, block_rows * groups));
   const auto* xb = static_cast<const std::uint16_t*>(x);
-  if (limbs) limb_x_.resize(rows, h, packed_.group);
+  if (limbs) limb_x_.resize(rows, h, limb_group);
   for (std::size_t r0 = 0; r0 < rows; r0 += kRowBlock) {
     const std::size_t mr = std::min(kRowBlock, rows - r0);
 #pragma omp parallel
@@ -45,7 +50,7 @@ void QuantProjection::run(const void* x, std::size_t rows, const float* bias, te
             for (std::size_t k = g * packed_.group; k < (g + 1) * packed_.group; ++k) sum += from_bf16(src[k]);
             xsum_[i * groups + g] = sum;
           }
-          if (limbs) split_int4_limbs(xb + r0 * h, i, h, packed_.group, limb_x_);
+          if (limbs) split_limbs(xb + r0 * h, i, h, limb_group, limb_x_);
           continue;
         }
         float* xi = xs_.data() + i * h;
@@ -64,7 +69,9 @@ void QuantProjection::run(const void* x, std::size_t rows, const float* bias, te
 #pragma omp for schedule(static)
       for (std::size_t b = 0; b < blocks; ++b) {
         const std::size_t j0 = b * kChannelBlock, j1 = std::min(out, j0 + kChannelBlock);
-        if (limbs)
+        if (int8_limbs)
+          qk.int8_limbs(packed_, limb_x_, mr, j0, j1, tile_.data(), out);
+        else if (limbs)
           qk.int4_limbs(packed_, limb_x_, xsum_.data(), mr, j0, j1, tile_.data(), out);
         else if (bf16_dot)
           qk.int4_bf16(packed_, xb + r0 * h, xsum_.data(), mr, j0, j1, tile_.data(), out);

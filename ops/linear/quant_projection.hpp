@@ -35,7 +35,7 @@ class QuantProjection {
   bool bf16_ = false;
   Int4Path path_ = Int4Path::fp32;
   std::vector<float> xs_, xsum_, tile_;
-  Int4Limbs limb_x_;
+  XLimbs limb_x_;
 };
 
 }  // namespace opmeter::linear

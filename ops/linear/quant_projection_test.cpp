@@ -1,7 +1,7 @@
 // A quantized projection (transformer_block's opmeter_quant) picks int4's kernel and layout for the
 // rows it is prepared for, and stays correct when called with other row counts: prepared for one
-// row (the limbs kernel where the CPU has it) and run on 1, 3 and 5 rows, or prepared for 5, its
-// outputs match the recipe's x W^T + b in fp64 within bf16's rounding of y.
+// row (the limbs kernels where the CPU has them) and run on 1, 3 and 5 rows, or prepared for 5,
+// its outputs match the recipe's x W^T + b in fp64 within bf16's rounding of y, for int4 and int8.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,8 +20,9 @@ TEST(QuantProjection, RunsEveryRowCountOnTheLayoutItPreparedFor) {
   std::vector<float> w(out * hidden), bias(out);
   for (auto& v : w) v = normal(rng);
   for (auto& v : bias) v = normal(rng);
-  const auto q = quant::quantize_weights(*quant::parse_recipe("int4wo-64"), w.data(), out, hidden, Elem::bf16);
+  for (const char* recipe : {"int4wo-64", "int8wo"})
   for (std::size_t prepared_rows : {1, 5}) {
+    const auto q = quant::quantize_weights(*quant::parse_recipe(recipe), w.data(), out, hidden, Elem::bf16);
     QuantProjection p;
     p.prepare(q, true, prepared_rows);
     for (std::size_t rows : {1, 3, 5}) {
@@ -36,7 +37,7 @@ TEST(QuantProjection, RunsEveryRowCountOnTheLayoutItPreparedFor) {
             mag += std::fabs(double(from_bf16(x[m * hidden + k])) * q.weight(j, k));
           }
           ASSERT_NEAR(from_bf16(y[m * out + j]), exact, std::fabs(exact) / 128 + 1e-4 * mag)
-              << "prepared for " << prepared_rows << " rows, run on " << rows << " (" << p.kernel(rows) << "), row " << m
+              << recipe << " prepared for " << prepared_rows << " rows, run on " << rows << " (" << p.kernel(rows) << "), row " << m
               << ", channel " << j;
         }
     }

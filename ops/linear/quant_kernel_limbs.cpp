@@ -1,9 +1,9 @@
-// int4 weight-only at a few rows (decode) on AVX-512 VNNI, for weights packed in tiles
+// int4 and int8 weight-only at a few rows (decode) on AVX-512 VNNI: int4 packed in tiles
 // (quant_kernel.hpp; flags in CMakeLists.txt). At M = 1 the AMX kernel moves every decoded code
 // through memory (32 stores per 512 code bytes) and the bf16 vector kernel waits on vdpbf16ps
 // (one per 2 cycles on the Xeon VMs measured); vpdpbusd issues twice a cycle there and takes the
 // codes as they are, unsigned bytes 0..15. So x goes in as integers instead: each row's group of x
-// is split into two int8 limbs, x = a (hi + lo / 254) with a = max|x| / 127 (split_int4_limbs),
+// is split into two int8 limbs, x = a (hi + lo / 254) with a = max|x| / 127 (split_limbs),
 // which leaves an error of at most a / 508 per element, under bf16's own rounding of x for every
 // value above 1/4 of the group's largest (and 2^-16 of that largest below it). Then
 // sum_k x_k q_k = a (H + L / 254), H and L exact int32 sums of vpdpbusd, and a group adds
@@ -14,6 +14,9 @@
 // bytes at k broadcast from memory. Per 64 code bytes and row: vpermb, vpand, gf2p8affineqb and
 // four vpdpbusd; eight accumulators at one row (four chains per limb) keep vpdpbusd's latency
 // hidden.
+// int8 weight-only (per-channel scales) the same way on the quad layout (quant_kernel.hpp): 64
+// code bytes (16 channels x 4 k) per load, stored plus 128 as vpdpbusd's unsigned operand, two
+// vpdpbusd per load and row, the shift taken back per group with the limbs' sums.
 // GCC 12's _mm512_reduce_max_ps reads an intentionally undefined register: a known false positive.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -54,7 +57,7 @@ inline __m512i bcast4(const std::int8_t* p) {
 // R rows of channel block jb: out[m * 16 + i]. P: accumulator chains per limb and nibble (two at
 // one row, where nothing else hides vpdpbusd's 5-cycle latency).
 template <std::size_t R, std::size_t P>
-void block_rows(const PackedWeights& w, std::size_t jb, const Int4Limbs& x, std::size_t m0, const float* xsum,
+void block_rows(const PackedWeights& w, std::size_t jb, const XLimbs& x, std::size_t m0, const float* xsum,
                 float* out) {
   const std::size_t h = w.hidden, groups = h / w.group, steps_per_group = w.group / 64;
   const std::uint8_t* codes = w.codes.data() + jb * 8 * h;
@@ -112,7 +115,7 @@ void block_rows(const PackedWeights& w, std::size_t jb, const Int4Limbs& x, std:
   for (std::size_t m = 0; m < R; ++m) _mm512_storeu_ps(out + m * kChannels, y[m]);
 }
 
-void block(const PackedWeights& w, std::size_t jb, const Int4Limbs& x, std::size_t m0, std::size_t rows,
+void block(const PackedWeights& w, std::size_t jb, const XLimbs& x, std::size_t m0, std::size_t rows,
            const float* xsum, float* out) {
   switch (rows) {
     case 1: return block_rows<1, 2>(w, jb, x, m0, xsum, out);
@@ -122,9 +125,78 @@ void block(const PackedWeights& w, std::size_t jb, const Int4Limbs& x, std::size
   static_assert(kInt4LimbRows == 3, "block() has a case for each row count up to kInt4LimbRows");
 }
 
+// int8 in quads: R rows of channel block jb, times the channel scales, into out[m * 16 + i]. P:
+// accumulator chains per limb and row (vpdpbusd's latency). The codes are stored plus 128, so
+// sum_k (q + 128) h_k = H + 128 sum(h): the limbs' group sums take the shift back.
+template <std::size_t R, std::size_t P>
+void int8_block_rows(const PackedWeights& w, std::size_t jb, const XLimbs& x, std::size_t m0, float* out) {
+  const std::size_t h = w.hidden, groups = h / kInt8LimbGroup;
+  const std::uint8_t* codes = w.codes.data() + jb * kChannels * h;
+  const std::uint8_t* end = w.codes.data() + w.codes.size() - 1024;
+  __m512 dot[R];
+  for (std::size_t m = 0; m < R; ++m) dot[m] = _mm512_setzero_ps();
+  for (std::size_t g = 0; g < groups; ++g) {
+    const std::uint8_t* run = codes + 1024 * g;  // 16 runs of 64 bytes: k = 64 g .. 64 g + 63
+    const std::uint8_t* ahead = std::min(run + 1024 * (kPrefetch / 2), end);
+    for (std::size_t l = 0; l < 1024; l += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + l), _MM_HINT_T0);
+    __m512i acc[R][2][P];
+    for (auto& row : acc)
+      for (auto& limb : row)
+        for (auto& a : limb) a = _mm512_setzero_si512();
+#pragma GCC unroll 16
+    for (std::size_t u = 0; u < 16; ++u) {
+      const __m512i v = _mm512_loadu_si512(run + 64 * u);
+      const std::size_t k = 64 * g + 4 * u, c = u % P;
+      for (std::size_t m = 0; m < R; ++m) {
+        acc[m][0][c] = _mm512_dpbusd_epi32(acc[m][0][c], v, bcast4(x.hi.data() + (m0 + m) * h + k));
+        acc[m][1][c] = _mm512_dpbusd_epi32(acc[m][1][c], v, bcast4(x.lo.data() + (m0 + m) * h + k));
+      }
+    }
+    for (std::size_t m = 0; m < R; ++m) {
+      const std::size_t at = (m0 + m) * groups + g;
+      __m512i sum[2];
+      for (std::size_t limb = 0; limb < 2; ++limb) {
+        sum[limb] = acc[m][limb][0];
+        for (std::size_t c = 1; c < P; ++c) sum[limb] = _mm512_add_epi32(sum[limb], acc[m][limb][c]);
+      }
+      sum[0] = _mm512_sub_epi32(sum[0], _mm512_set1_epi32(128 * x.hi_sum[at]));
+      sum[1] = _mm512_sub_epi32(sum[1], _mm512_set1_epi32(128 * x.lo_sum[at]));
+      const float a = x.scale[at];
+      dot[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[0]), _mm512_set1_ps(a), dot[m]);
+      dot[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[1]), _mm512_set1_ps(a * kLoScale), dot[m]);
+    }
+  }
+  const __m512 scale = _mm512_loadu_ps(w.scales.data() + jb * kChannels);
+  for (std::size_t m = 0; m < R; ++m) _mm512_storeu_ps(out + m * kChannels, _mm512_mul_ps(dot[m], scale));
+}
+
+void int8_block(const PackedWeights& w, std::size_t jb, const XLimbs& x, std::size_t m0, std::size_t rows, float* out) {
+  switch (rows) {
+    case 1: return int8_block_rows<1, 4>(w, jb, x, m0, out);
+    case 2: return int8_block_rows<2, 2>(w, jb, x, m0, out);
+    default: return int8_block_rows<3, 1>(w, jb, x, m0, out);
+  }
+}
+
+// The channels [j0, j1) of a pass's blocks (16 channels each, the last padded) into c.
+template <class Block>
+void by_blocks(std::size_t rows, std::size_t j0, std::size_t j1, float* c, std::size_t ldc, Block&& block) {
+  alignas(64) float out[kInt4LimbRows * kChannels];
+  for (std::size_t m0 = 0; m0 < rows; m0 += kInt4LimbRows) {
+    const std::size_t mr = std::min(kInt4LimbRows, rows - m0);
+    for (std::size_t jb = j0 / kChannels; jb * kChannels < j1; ++jb) {
+      block(jb, m0, mr, out);
+      const std::size_t first = std::max(j0, jb * kChannels), last = std::min(j1, jb * kChannels + kChannels);
+      for (std::size_t m = 0; m < mr; ++m)
+        std::copy(out + m * kChannels + first % kChannels, out + m * kChannels + (last - jb * kChannels),
+                  c + (m0 + m) * ldc + first);
+    }
+  }
+}
+
 }  // namespace
 
-void split_int4_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, Int4Limbs& x) {
+void split_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x) {
   const std::size_t groups = hidden / group;
   std::int8_t* hi = x.hi.data() + row * hidden;
   std::int8_t* lo = x.lo.data() + row * hidden;
@@ -134,6 +206,7 @@ void split_int4_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidd
   };
   for (std::size_t g = 0; g < groups; ++g) {
     const std::size_t k0 = g * group;
+    __m512i hi_sum = _mm512_setzero_si512(), lo_sum = hi_sum;
     __m512 big = _mm512_setzero_ps();
     for (std::size_t k = k0; k < k0 + group; k += 16) big = _mm512_max_ps(big, _mm512_abs_ps(load16(k)));
     const float largest = _mm512_reduce_max_ps(big);
@@ -146,26 +219,29 @@ void split_int4_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidd
       const __m512 v = _mm512_mul_ps(load16(k), inv);  // |v| <= 127 (an ulp over at most: rounds to 127)
       const __m512 h = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
       const __m512 l = _mm512_mul_ps(_mm512_sub_ps(v, h), lo_unit);  // |v - h| <= 1/2: |l| <= 127
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(hi + k), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(h)));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(lo + k), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(l)));
+      const __m512i hv = _mm512_cvtps_epi32(h), lv = _mm512_cvtps_epi32(l);
+      hi_sum = _mm512_add_epi32(hi_sum, hv);
+      lo_sum = _mm512_add_epi32(lo_sum, lv);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(hi + k), _mm512_cvtsepi32_epi8(hv));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(lo + k), _mm512_cvtsepi32_epi8(lv));
     }
+    x.hi_sum[row * groups + g] = _mm512_reduce_add_epi32(hi_sum);
+    x.lo_sum[row * groups + g] = _mm512_reduce_add_epi32(lo_sum);
   }
 }
 
-void vnni_int4(const PackedWeights& w, const Int4Limbs& x, const float* xsum, std::size_t rows, std::size_t j0,
+void vnni_int4(const PackedWeights& w, const XLimbs& x, const float* xsum, std::size_t rows, std::size_t j0,
                std::size_t j1, float* c, std::size_t ldc) {
-  alignas(64) float out[kInt4LimbRows * kChannels];
-  for (std::size_t m0 = 0; m0 < rows; m0 += kInt4LimbRows) {
-    const std::size_t mr = std::min(kInt4LimbRows, rows - m0);
-    for (std::size_t jb = j0 / kChannels; jb * kChannels < j1; ++jb) {
-      block(w, jb, x, m0, mr, xsum, out);
-      // The block's channels in [j0, j1) (a block is padded past the layer's last channel).
-      const std::size_t first = std::max(j0, jb * kChannels), last = std::min(j1, jb * kChannels + kChannels);
-      for (std::size_t m = 0; m < mr; ++m)
-        std::copy(out + m * kChannels + first % kChannels, out + m * kChannels + (last - jb * kChannels),
-                  c + (m0 + m) * ldc + first);
-    }
-  }
+  by_blocks(rows, j0, j1, c, ldc, [&](std::size_t jb, std::size_t m0, std::size_t mr, float* out) {
+    block(w, jb, x, m0, mr, xsum, out);
+  });
+}
+
+void vnni_int8(const PackedWeights& w, const XLimbs& x, std::size_t rows, std::size_t j0, std::size_t j1, float* c,
+               std::size_t ldc) {
+  by_blocks(rows, j0, j1, c, ldc, [&](std::size_t jb, std::size_t m0, std::size_t mr, float* out) {
+    int8_block(w, jb, x, m0, mr, out);
+  });
 }
 
 }  // namespace opmeter::linear
