@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "engine/launch_comm.hpp"  // RanksLost
-#include "opmeter/errors.hpp"
+#include "util/env_seconds.hpp"
 
 namespace opmeter::collective {
 namespace {
@@ -42,15 +42,7 @@ void ensure_mpi() {
 }
 
 double rank_wait_s() {
-  static const double wait = [] {
-    const char* v = std::getenv("OPMETER_RANK_WAIT_S");
-    if (!v || !*v) return 300.0;
-    char* end = nullptr;
-    const double s = std::strtod(v, &end);
-    if (end == v || *end || !(s > 0))
-      throw UsageError(fmt::format("OPMETER_RANK_WAIT_S={} must be a number of seconds > 0", v));
-    return s;
-  }();
+  static const double wait = env_seconds("OPMETER_RANK_WAIT_S", 300);
   return wait;
 }
 
