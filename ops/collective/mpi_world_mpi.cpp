@@ -91,4 +91,20 @@ void wait_or_lose(MPI_Request request, const char* what) {
   throw RanksLost(why);
 }
 
+bool any_rank(bool yes, const char* what) {
+  int mine = yes, all = 0;
+  MPI_Request request;
+  MPI_Iallreduce(&mine, &all, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD, &request);
+  wait_or_lose(request, what);
+  return all != 0;
+}
+
+double largest_over_ranks(double value, const char* what) {
+  double all = value;
+  MPI_Request request;
+  MPI_Iallreduce(&value, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &request);
+  wait_or_lose(request, what);
+  return all;
+}
+
 }  // namespace opmeter::collective
