@@ -15,7 +15,8 @@ TEST(Collective, AMessageThatDoesNotSplitIntoBlocksIsRefusedSayingSo) {
   EXPECT_EQ(block_split_reason(Kind::alltoall, 5, 4), "5 elements do not split into 4 equal blocks");
   EXPECT_EQ(block_split_reason(Kind::alltoall, 12, 4), "");
   // The kinds without blocks take any size.
-  for (Kind k : {Kind::allreduce, Kind::broadcast, Kind::sendrecv}) EXPECT_EQ(block_split_reason(k, 10, 3), "") << kind_name(k);
+  for (Kind k : {Kind::allreduce, Kind::broadcast, Kind::sendrecv})
+    EXPECT_EQ(block_split_reason(k, 10, 3), "") << kind_name(k);
 }
 
 namespace {
