@@ -95,3 +95,21 @@ TEST(RankGate, AVoteSurvivesTheGathersText) {
   EXPECT_EQ(garbled.status, Status::error);
   EXPECT_EQ(garbled.reason, "an unreadable vote");
 }
+
+TEST(RankGate, AnyReasonSurvivesAndAVoteWithoutAKnownStatusIsUnreadable) {
+  RankVote v{.case_string = "c", .status = Status::error, .reason = "line 1\n\"quoted\" \\ tab\t end", .done = false};
+  RankVote back = decode_vote(encode_vote(v));
+  EXPECT_EQ(back.reason, v.reason);
+  EXPECT_EQ(back.status, Status::error);
+  EXPECT_FALSE(back.done);
+  // A library's message that is not UTF-8 is still a vote (its stray byte replaced), not an exception.
+  RankVote latin1 = decode_vote(encode_vote({.case_string = "c", .status = Status::skipped, .reason = "caf\xe9"}));
+  EXPECT_EQ(latin1.status, Status::skipped);
+  EXPECT_EQ(latin1.reason, "caf\xef\xbf\xbd");
+  for (const char* text : {R"({"case":"c","status":"bogus","reason":"","done":false})",
+                           R"({"case":"c","status":"ok","reason":""})", "1\x1f" "0\x1f" "c\x1f" "old format", ""}) {
+    RankVote unreadable = decode_vote(text);
+    EXPECT_EQ(unreadable.status, Status::error) << text;
+    EXPECT_EQ(unreadable.reason, "an unreadable vote") << text;
+  }
+}

@@ -172,7 +172,7 @@ TEST(WorkerProtocol, AMalformedDeadlineIsAnErrorSayingWhatIsExpected) {
   setenv("OPMETER_WORKER_DEADLINE", "soon", 1);
   Result r = run(kRelu);
   EXPECT_EQ(r.status, Status::error);
-  EXPECT_EQ(r.reason, "OPMETER_WORKER_DEADLINE must be a number of seconds > 0");
+  EXPECT_EQ(r.reason, "OPMETER_WORKER_DEADLINE=soon must be a number of seconds > 0");
 }
 
 TEST(WorkerProtocol, AnotherProtocolVersionIsAnErrorNamingBothVersions) {

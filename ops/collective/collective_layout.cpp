@@ -16,6 +16,12 @@ Layout device_layout(Kind k, std::size_t e, int ranks, int rank, bool in_place) 
   return l;
 }
 
+std::string block_split_reason(Kind k, std::size_t e, int ranks) {
+  const bool blocks = k == Kind::allgather || k == Kind::reduce_scatter || k == Kind::alltoall;
+  if (!blocks || e % static_cast<std::size_t>(ranks) == 0) return "";
+  return fmt::format("{} elements do not split into {} equal blocks", e, ranks);
+}
+
 std::string inexact_sum_reason(Kind k, DType dtype, int ranks) {
   if (k != Kind::allreduce && k != Kind::reduce_scatter) return "";
   // Integers up to 2^(mantissa bits + 1) are exact: fp16 11 bits, bf16 8, fp32 24, fp64 53.

@@ -19,6 +19,7 @@
 #include "opmeter/engine.hpp"
 #include "opmeter/registry.hpp"
 #include "ops/collective/collective.hpp"
+#include "ops/collective/collective_layout.hpp"
 #include "ops/collective/mpi_world.hpp"
 #include "scale/shard.hpp"
 
@@ -49,19 +50,9 @@ class MpiTimer : public SampleTimer {
   }
   bool any(bool yes) override {
     if (stall_) std::this_thread::sleep_for(std::chrono::minutes(10));  // the test hook's hung rank
-    int mine = yes, all = 0;
-    MPI_Request request;
-    MPI_Iallreduce(&mine, &all, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD, &request);
-    wait_or_lose(request, "a decision of the sampling loop");
-    return all != 0;
+    return any_rank(yes, "a decision of the sampling loop");
   }
-  double largest(double value) override {
-    double all = value;
-    MPI_Request request;
-    MPI_Iallreduce(&value, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &request);
-    wait_or_lose(request, "a decision of the sampling loop");
-    return all;
-  }
+  double largest(double value) override { return largest_over_ranks(value, "a decision of the sampling loop"); }
 
  private:
   bool stall_ = false;
@@ -80,9 +71,7 @@ class MpiCollective : public Impl {
     fp64_ = c.dtype == DType::fp64;
     type_ = fp64_ ? MPI_DOUBLE : MPI_FLOAT;
     e_ = elements(c);
-    const bool blocks = kind_ == Kind::allgather || kind_ == Kind::reduce_scatter || kind_ == Kind::alltoall;
-    if (blocks && e_ % static_cast<std::size_t>(ranks_) != 0)
-      throw Unsupported(fmt::format("{} elements do not split into {} equal blocks", e_, ranks_));
+    if (auto why = block_split_reason(kind_, e_, ranks_); !why.empty()) throw Unsupported(why);
     counts_ = counts(kind_, e_, ranks_);
     send_.assign(e_ * (fp64_ ? 8 : 4), 0);
     recv_.assign(e_ * (fp64_ ? 8 : 4), 0);
@@ -121,10 +110,7 @@ class MpiCollective : public Impl {
       if (err > check.max_error) check.max_error = err, worst_at = i;
     }
     // Every rank learns the worst: all of them go on to time the case, or none does.
-    double worst = check.max_error;
-    MPI_Request request;
-    MPI_Iallreduce(&check.max_error, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &request);
-    wait_or_lose(request, "the check's worst error over the ranks");
+    const double worst = largest_over_ranks(check.max_error, "the check's worst error over the ranks");
     check.ok = worst <= check.tolerance;
     check.max_error = worst;
     check.detail = check.ok ? fmt::format("{} elements exact on each of {} ranks", counts_.recv, ranks_)
@@ -163,18 +149,11 @@ class MpiCollective : public Impl {
       std::memcpy(b.data() + 4 * i, &f, 4);
     }
   }
-  // Inputs where the call reads them (in place: the output buffer, at this rank's block for
-  // allgather); every other output element poisoned (NaN), so an unwritten one shows.
+  // The inputs and the poisoned output (fill_poisoned).
   void fill() {
-    const double nan = std::numeric_limits<double>::quiet_NaN();
-    const std::size_t block = e_ / static_cast<std::size_t>(ranks_);
-    for (std::size_t i = 0; i < e_; ++i) put(recv_, i, nan);
-    for (std::size_t i = 0; i < counts_.send; ++i) put(send_, i, input_value(rank_, i));
-    if (!in_place_) return;
-    if (kind_ == Kind::allgather)
-      for (std::size_t k = 0; k < block; ++k) put(recv_, rank_ * block + k, input_value(rank_, k));
-    else
-      for (std::size_t i = 0; i < counts_.send; ++i) put(recv_, i, input_value(rank_, i));
+    fill_poisoned(
+        kind_, device_layout(kind_, e_, ranks_, rank_, in_place_), rank_, in_place_,
+        [this](std::size_t i, double v) { put(send_, i, v); }, [this](std::size_t i, double v) { put(recv_, i, v); });
   }
 
   int rank_ = 0, ranks_ = 1;

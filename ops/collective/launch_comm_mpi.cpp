@@ -50,19 +50,11 @@ class MpiComm final : public LaunchComm {
   }
   bool any(bool yes) override {
     start_call();
-    int mine = yes, all = 0;
-    MPI_Request request;
-    MPI_Iallreduce(&mine, &all, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD, &request);
-    wait_or_lose(request, "a decision taken by every rank");
-    return all != 0;
+    return collective::any_rank(yes, "a decision taken by every rank");
   }
   double largest(double value) override {
     start_call();
-    double all = value;
-    MPI_Request request;
-    MPI_Iallreduce(&value, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &request);
-    wait_or_lose(request, "a decision taken by every rank");
-    return all;
+    return collective::largest_over_ranks(value, "a decision taken by every rank");
   }
   std::vector<std::string> gather(const std::string& mine) override {
     start_call();

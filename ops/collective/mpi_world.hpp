@@ -32,4 +32,10 @@ void abandon(std::vector<MPI_Request>& receives, std::vector<MPI_Request>& sends
 // world) saying `what` got no answer from every rank in time.
 void wait_or_lose(MPI_Request request, const char* what);
 
+// Whether any rank says yes, and the largest value over the ranks: an allreduce over
+// MPI_COMM_WORLD waited for by wait_or_lose (`what` names it when it runs out). The launch's
+// communicator, the collectives' sampling loop and their check all decide through these.
+bool any_rank(bool yes, const char* what);
+double largest_over_ranks(double value, const char* what);
+
 }  // namespace opmeter::collective

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "engine/launch_comm.hpp"  // RanksLost
-#include "opmeter/errors.hpp"
+#include "util/env_seconds.hpp"
 
 namespace opmeter::collective {
 namespace {
@@ -42,15 +42,7 @@ void ensure_mpi() {
 }
 
 double rank_wait_s() {
-  static const double wait = [] {
-    const char* v = std::getenv("OPMETER_RANK_WAIT_S");
-    if (!v || !*v) return 300.0;
-    char* end = nullptr;
-    const double s = std::strtod(v, &end);
-    if (end == v || *end || !(s > 0))
-      throw UsageError(fmt::format("OPMETER_RANK_WAIT_S={} must be a number of seconds > 0", v));
-    return s;
-  }();
+  static const double wait = env_seconds("OPMETER_RANK_WAIT_S", 300);
   return wait;
 }
 
@@ -97,6 +89,22 @@ void wait_or_lose(MPI_Request request, const char* what) {
       what, rank_wait_s());
   lose_world(why);
   throw RanksLost(why);
+}
+
+bool any_rank(bool yes, const char* what) {
+  int mine = yes, all = 0;
+  MPI_Request request;
+  MPI_Iallreduce(&mine, &all, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD, &request);
+  wait_or_lose(request, what);
+  return all != 0;
+}
+
+double largest_over_ranks(double value, const char* what) {
+  double all = value;
+  MPI_Request request;
+  MPI_Iallreduce(&value, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &request);
+  wait_or_lose(request, what);
+  return all;
 }
 
 }  // namespace opmeter::collective

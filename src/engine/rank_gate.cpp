@@ -1,10 +1,10 @@
 // Every rank ready for the same every-rank case, or all record why not (rank_gate.hpp).
 #include "engine/rank_gate.hpp"
 
-#include <cstdlib>
 #include <utility>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "opmeter/registry.hpp"
 
@@ -38,8 +38,6 @@ std::optional<RankVerdict> rank_verdict(const std::vector<RankVote>& votes) {
 }
 
 namespace {
-constexpr char kSep = '\x1f';  // between a vote's fields (the reason, last, may hold anything)
-
 // The votes gathered over the launch's communicator.
 class CommExchange final : public RankExchange {
  public:
@@ -55,24 +53,25 @@ class CommExchange final : public RankExchange {
 };
 }  // namespace
 
+// A JSON object: any reason's text goes through as it is (bytes that are not UTF-8, which a
+// library's message may hold, as U+FFFD rather than an exception).
 std::string encode_vote(const RankVote& v) {
-  return fmt::format("{}{}{}{}{}{}{}", static_cast<int>(v.status), kSep, v.done ? 1 : 0, kSep, v.case_string, kSep,
-                     v.reason);
+  const nlohmann::json j = {
+      {"case", v.case_string}, {"status", std::string(to_string(v.status))}, {"reason", v.reason}, {"done", v.done}};
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-RankVote decode_vote(const std::string& s) {
-  RankVote v;
-  const auto a = s.find(kSep), b = s.find(kSep, a + 1), c = b == std::string::npos ? b : s.find(kSep, b + 1);
-  if (a == std::string::npos || b == std::string::npos || c == std::string::npos) {
-    v.status = Status::error;
-    v.reason = "an unreadable vote";
-    return v;
+RankVote decode_vote(const std::string& text) {
+  try {
+    const auto j = nlohmann::json::parse(text);
+    if (auto status = parse_status(j.at("status").get<std::string>()))
+      return {.case_string = j.at("case").get<std::string>(),
+              .status = *status,
+              .reason = j.at("reason").get<std::string>(),
+              .done = j.at("done").get<bool>()};
+  } catch (const nlohmann::json::exception&) {
   }
-  v.status = static_cast<Status>(std::atoi(s.substr(0, a).c_str()));
-  v.done = s.substr(a + 1, b - a - 1) == "1";
-  v.case_string = s.substr(b + 1, c - b - 1);
-  v.reason = s.substr(c + 1);
-  return v;
+  return {.status = Status::error, .reason = "an unreadable vote"};
 }
 
 std::function<RankExchange*()> set_rank_exchange_factory(std::function<RankExchange*()> f) {

@@ -45,7 +45,7 @@ class RankExchange {
 // The launch's exchange (the factory's, when one is set); nullptr without a launcher or without
 // MPI (then every-rank cases run as any other: their impls skip them).
 RankExchange* rank_exchange();
-// A vote as the text gather carries, and back (an unreadable one reads as an error vote).
+// A vote as the text gather carries (JSON), and back (an unreadable one reads as an error vote).
 std::string encode_vote(const RankVote& v);
 RankVote decode_vote(const std::string& text);
 // Replaces the default exchange (tests); returns the factory it replaces (tests put it back).

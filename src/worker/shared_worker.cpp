@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "opmeter/errors.hpp"
+#include "util/env_seconds.hpp"
 #include "util/private_temp.hpp"
 
 namespace opmeter::worker {
@@ -21,18 +21,13 @@ std::string env_or(const char* name, const std::string& otherwise) {
 }  // namespace
 
 double deadline_s(Wait wait) {
-  if (const char* v = std::getenv("OPMETER_WORKER_DEADLINE"); v && *v) {
-    char* end = nullptr;
-    double s = std::strtod(v, &end);
-    if (end == v || *end || !(s > 0)) throw UsageError("OPMETER_WORKER_DEADLINE must be a number of seconds > 0");
-    return s;
-  }
+  double fallback = 300;
   switch (wait) {
-    case Wait::start: return 120;  // importing PyTorch from a cold disk
-    case Wait::setup: return 1800;  // torch.compile(mode="max-autotune") tries many kernels
-    case Wait::call: return 300;
+    case Wait::start: fallback = 120; break;   // importing PyTorch from a cold disk
+    case Wait::setup: fallback = 1800; break;  // torch.compile(mode="max-autotune") tries many kernels
+    case Wait::call: fallback = 300; break;
   }
-  return 300;
+  return env_seconds("OPMETER_WORKER_DEADLINE", fallback);
 }
 
 std::vector<std::string> worker_command() {

@@ -125,9 +125,7 @@ class NcclCollective final : public Impl {
     e_ = elements(c);
     // Every rank learns whether all can go on: one that cannot would leave the others waiting.
     std::string why = api.reason;
-    const bool blocks = kind_ == Kind::allgather || kind_ == Kind::reduce_scatter || kind_ == Kind::alltoall;
-    if (why.empty() && blocks && e_ % static_cast<std::size_t>(ranks_) != 0)
-      why = fmt::format("{} elements do not split into {} equal blocks", e_, ranks_);
+    if (why.empty()) why = block_split_reason(kind_, e_, ranks_);
     if (why.empty()) why = inexact_sum_reason(kind_, dtype_, ranks_);
     if (comm_ ? comm_->any(!why.empty()) : !why.empty())
       throw Unsupported(why.empty() ? "another rank of the launch cannot run this case" : why);
@@ -243,16 +241,12 @@ class NcclCollective final : public Impl {
     }
   }
 
-  // Inputs where the call reads them (in place: the output buffer, at this rank's block for
-  // allgather; broadcast's root only), every other output element poisoned (NaN), so an
-  // unwritten one shows.
+  // The inputs and the poisoned output (fill_poisoned), staged on the host.
   void fill() {
-    const double nan = std::numeric_limits<double>::quiet_NaN();
     HostElements send(dtype_, std::max<std::size_t>(layout_.send, 1)), recv(dtype_, layout_.buffer);
-    for (std::size_t i = 0; i < layout_.buffer; ++i) recv.put(i, nan);
-    for (std::size_t i = 0; i < layout_.send; ++i) send.put(i, input_value(rank_, i));
-    if (in_place_ && (kind_ != Kind::broadcast || rank_ == 0))
-      for (std::size_t i = 0; i < layout_.send; ++i) recv.put(layout_.send_offset + i, input_value(rank_, i));
+    fill_poisoned(
+        kind_, layout_, rank_, in_place_, [&](std::size_t i, double v) { send.put(i, v); },
+        [&](std::size_t i, double v) { recv.put(i, v); });
     cuda::upload(recv_.data(), recv.data(), recv.bytes(), stream_);
     if (!in_place_) cuda::upload(send_.data(), send.data(), send.bytes(), stream_);
   }
