@@ -138,11 +138,11 @@ int main(int argc, char** argv) {
   }
   if (kernels.int4_limbs) {
     // x split into int8 limbs once per call, as the layers do, inside the time.
-    Int4Limbs limbs;
+    XLimbs limbs;
     limbs.resize(rows, k, g);
     std::vector<float> yl(rows * n);
     const double limbs_s = best_of(reps, [&] {
-      for (std::size_t m = 0; m < rows; ++m) split_int4_limbs(x.data(), m, k, g, limbs);
+      for (std::size_t m = 0; m < rows; ++m) split_limbs(x.data(), m, k, g, limbs);
 #pragma omp parallel for schedule(static)
       for (std::size_t b = 0; b < (n + 15) / 16; ++b)
         kernels.int4_limbs(tiles, limbs, xsum.data(), rows, 16 * b, std::min(n, 16 * b + 16), yl.data(), n);
