@@ -1,7 +1,8 @@
 // The int4 bf16 GEMV kernels at M = 1 against a plain read of the same bytes (codes, scales,
-// zeros): the vector kernel (ops/linear/quant_kernel_avx512bf16.cpp) and, where the CPU has AMX,
-// the tile kernel (quant_kernel_amx.cpp) on the same weights packed in tiles, their outputs
-// compared. Each is the best of many short runs on the threads given
+// zeros): the vector kernel (ops/linear/quant_kernel_avx512bf16.cpp) and, where the CPU has them,
+// the AMX and limbs kernels (quant_kernel_amx.cpp, quant_kernel_limbs.cpp) on the same weights
+// packed in tiles, their outputs compared; then int8wo on the same W (the fp32 kernel and the
+// limbs kernel) against a read of its bytes. Each is the best of many short runs on the threads given
 // (OMP_NUM_THREADS): on a loaded machine the minimum is the run least disturbed, so the ratio is
 // the kernel's, not the neighbours'. docs/guide/quantization-kernels.md.
 //   build/bench/quant_int4_gemv [N K G reps M]   (default LLaMA-2-70B's w13 shard at decode: 7168 8192 64 100 1)
@@ -105,16 +106,21 @@ int main(int argc, char** argv) {
     xsum[i / g] += from_bf16(x[i]);
   }
   volatile float sink = 0;
-  // 64 parts of the codes, the last one taking the remainder: every byte read once.
-  const std::size_t parts = 64, chunk = p.codes.size() / parts;
-  const double read_s = best_of(reps, [&] {
-    float s = 0;
+  // A plain read of a layer's bytes: 64 parts of the codes (the last one taking the remainder),
+  // then its scales and zeros; every byte read once.
+  auto read_time = [&](const PackedWeights& w) {
+    const std::size_t parts = 64, chunk = w.codes.size() / parts;
+    return best_of(reps, [&] {
+      float s = 0;
 #pragma omp parallel for reduction(+ : s) schedule(static)
-    for (std::size_t i = 0; i < parts; ++i)
-      s += read_bytes(p.codes.data() + i * chunk, i + 1 < parts ? chunk : p.codes.size() - i * chunk);
-    sink = sink + s + read_bytes(p.group_scales.data(), p.group_scales.size()) +
-           read_bytes(p.group_zeros.data(), p.group_zeros.size());
-  });
+      for (std::size_t i = 0; i < parts; ++i)
+        s += read_bytes(w.codes.data() + i * chunk, i + 1 < parts ? chunk : w.codes.size() - i * chunk);
+      sink = sink + s + read_bytes(w.group_scales.data(), w.group_scales.size()) +
+             read_bytes(w.group_zeros.data(), w.group_zeros.size()) +
+             read_bytes(reinterpret_cast<const std::uint8_t*>(w.scales.data()), w.scales.size() * sizeof(float));
+    });
+  };
+  const double read_s = read_time(p);
   // Blocks of 16 channels per call, as opmeter's layers split them over the threads.
   auto gemv = [&](auto kernel, const PackedWeights& w, std::vector<float>& out) {
     return best_of(reps, [&] {
@@ -153,5 +159,35 @@ int main(int argc, char** argv) {
                 limbs_s * 1e3, bytes / limbs_s / 1e9, 100 * read_s / limbs_s, vector_s / limbs_s, worst / scale);
   }
   std::printf("\n");
+  if (kernels.int8_limbs && k % kInt8LimbGroup == 0) {
+    // int8wo on the same W: the fp32 kernel the layers ran before (x made fp32) and the limbs
+    // kernel on quads (x split inside the time), against a read of the int8 layer's bytes.
+    const auto q8 = quant::quantize_weights(*quant::parse_recipe("int8wo"), w.data(), n, k, Elem::bf16);
+    const PackedWeights rows8 = pack_weights(q8, false), quads = pack_int8_quads(q8);
+    std::vector<float> xf(rows * k), y32(rows * n), y8(rows * n);
+    for (std::size_t i = 0; i < rows * k; ++i) xf[i] = from_bf16(x[i]);
+    const double read8_s = read_time(rows8);
+    const double fp32_s = best_of(reps, [&] {
+#pragma omp parallel for schedule(static)
+      for (std::size_t b = 0; b < (n + 15) / 16; ++b)
+        kernels.weight_only(rows8, xf.data(), nullptr, rows, 16 * b, std::min(n, 16 * b + 16), y32.data(), n);
+    });
+    XLimbs limbs;
+    limbs.resize(rows, k, kInt8LimbGroup);
+    const double limbs8_s = best_of(reps, [&] {
+      for (std::size_t m = 0; m < rows; ++m) split_limbs(x.data(), m, k, kInt8LimbGroup, limbs);
+#pragma omp parallel for schedule(static)
+      for (std::size_t b = 0; b < (n + 15) / 16; ++b)
+        kernels.int8_limbs(quads, limbs, rows, 16 * b, std::min(n, 16 * b + 16), y8.data(), n);
+    });
+    double worst = 0, scale = 0;
+    for (std::size_t j = 0; j < rows * n; ++j) worst = std::max(worst, double(std::fabs(y8[j] - y32[j]))), scale = std::max(scale, double(std::fabs(y32[j])));
+    const double bytes8 = double(rows8.bytes());
+    std::printf("int8wo N=%zu K=%zu M=%zu threads=%d: %.1f MB; read %.3f ms (%.1f GB/s); fp32 kernel %.3f ms = %.0f%% of read; "
+                "VNNI limbs kernel %.3f ms (%.1f GB/s) = %.0f%% of read, %.2fx the fp32 kernel (max |diff| %.1e of max |y|)\n",
+                n, k, rows, omp_get_max_threads(), bytes8 / 1e6, read8_s * 1e3, bytes8 / read8_s / 1e9, fp32_s * 1e3,
+                100 * read8_s / fp32_s, limbs8_s * 1e3, bytes8 / limbs8_s / 1e9, 100 * read8_s / limbs8_s, fp32_s / limbs8_s,
+                worst / scale);
+  }
   return 0;
 }

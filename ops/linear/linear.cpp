@@ -161,7 +161,8 @@ void validate_recipe(const Case& c) {
 // vector wide, each act; then each quantization recipe at decode and at 18 rows over K of 3
 // groups (a group must divide K) or else odd, and (linear) at decode over a K past two of the GPU
 // kernel's 512-wide chunks (split-K and its in-kernel sum, a partial last chunk) and, for int8
-// weight-only, 3 rows over K = 320 (the CPU's limbs kernel); then training steps.
+// weight-only, 3 rows over K = 320 (the CPU's limbs kernel, which needs K a multiple of 64); then
+// training steps.
 std::vector<Params> linear_check_shapes(bool with_act) {
   auto shape = [with_act](int batch, int seq, int hidden, int out, const char* act) {
     Params p = {{"batch", std::to_string(batch)}, {"seq", std::to_string(seq)}, {"hidden", std::to_string(hidden)},
@@ -180,7 +181,7 @@ std::vector<Params> linear_check_shapes(bool with_act) {
     if (with_act) {  // linear only (ln_linear's GEMM is the same): one row, and 11 (rows g and g + 8 of the tile)
       shapes.push_back(shape(1, 1, wide, 77, "none"));
       shapes.push_back(shape(1, 11, wide, 77, "none"));
-      // int8 weight-only: the CPU's decode kernel (x as limbs, hidden a multiple of 64), 3 rows.
+      // int8 weight-only: the CPU's limbs kernel (K a multiple of 64), one pass of 3 rows.
       if (recipe->weights == quant::WeightFormat::int8 && !recipe->dynamic()) shapes.push_back(shape(1, 3, 320, 77, "none"));
     }
     for (auto p : shapes) {

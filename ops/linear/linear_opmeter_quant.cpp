@@ -25,9 +25,9 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
     // int4: the kernel for these activations and rows (int4_path), and the layout it reads.
     path_ = recipe_.weights == quant::WeightFormat::int4 ? int4_path(quant_kernels(), bf16(), recipe_.group, s.rows)
                                                         : Int4Path::fp32;
-    // int8 weight-only at decode: the limbs kernel on quads where the CPU has it.
+    // int8 weight-only with bf16 activations: the limbs kernel on quads where the CPU has it.
     int8_limbs_ = recipe_.weights == quant::WeightFormat::int8 && !recipe_.dynamic() &&
-                  int8_limbs_for(quant_kernels(), bf16(), s.hidden, s.rows);
+                  int8_limbs_for(quant_kernels(), bf16(), s.hidden);
     const auto& q = quantized_weights(host_inputs(0));
     packed_ = int8_limbs_ ? pack_int8_quads(q) : pack_weights(q, recipe_.dynamic(), in_tiles(path_));
     limbs_ = path_ == Int4Path::limbs || int8_limbs_;

@@ -162,7 +162,7 @@ std::string weight_only_kernel_name(const PackedWeights& w, Int4Path path) {
       case Int4Path::fp32: break;
     }
   if (w.quads)
-    return "int8 x bf16 activations as two int8 limbs per group of 64, vpdpbusd, up to " + std::to_string(kInt4LimbRows) +
+    return "int8 x bf16 activations as two int8 limbs per group of 64, vpdpbusd, " + std::to_string(kInt4LimbRows) +
            " rows per pass";
   const char* codes = w.format == quant::WeightFormat::int4 ? "int4 groups"
                       : w.format == quant::WeightFormat::int8 ? "int8"

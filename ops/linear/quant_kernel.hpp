@@ -29,7 +29,7 @@ namespace opmeter::linear {
 //               the low nibbles of its 32 bytes are row c of tile B0 (k = 64 t .. 64 t + 31 as 16
 //               pairs x 16 channels, AMX's VNNI layout), the high ones row c of B1 (the next 32).
 //               Group parameters as [block][group][16 channels].
-//   int8 in quads (`quads`: bf16 activations at decode, for the limbs kernel; hidden a multiple
+//   int8 in quads (`quads`: bf16 activations, for the limbs kernel; hidden a multiple
 //               of 64): channels in blocks of 16 (the last padded with code 0, scale 0), a
 //               block's codes in hidden / 4 runs of 64 bytes: byte 4 i + r of run t is channel
 //               i's code at k = 4 t + r plus 128 (an unsigned byte, vpdpbusd's first operand).
@@ -123,16 +123,18 @@ struct QuantKernels {
   // vpdpbusd where the CPU has AVX-512 VNNI, VBMI and GFNI; else null.
   void (*int4_limbs)(const PackedWeights& w, const XLimbs& x, const float* xsum, std::size_t rows, std::size_t j0,
                      std::size_t j1, float* c, std::size_t ldc) = nullptr;
-  // int8 weight-only in quads with bf16 activations as int8 limbs in groups of kInt8LimbGroup (up
-  // to kInt4LimbRows rows): vpdpbusd, where int4_limbs is; else null.
+  // int8 weight-only in quads with bf16 activations as int8 limbs in groups of kInt8LimbGroup
+  // (any rows, in passes of kInt4LimbRows): vpdpbusd, where int4_limbs is; else null.
   void (*int8_limbs)(const PackedWeights& w, const XLimbs& x, std::size_t rows, std::size_t j0, std::size_t j1, float* c,
                      std::size_t ldc) = nullptr;
 };
 
-// int8 weight-only: the limbs kernel (quads) for bf16 activations, hidden a multiple of 64 and up
-// to kInt4LimbRows rows where int8_limbs is, else weight_only.
-inline bool int8_limbs_for(const QuantKernels& k, bool bf16, std::size_t hidden, std::size_t rows) {
-  return k.int8_limbs && bf16 && hidden % kInt8LimbGroup == 0 && rows <= kInt4LimbRows;
+// int8 weight-only: the limbs kernel (quads) for bf16 activations and hidden a multiple of 64
+// where int8_limbs is, at every row count, else weight_only. bench/quant_int4_gemv's int8wo line,
+// one thread, loaded CI machine: 1.3x the fp32 kernel at M = 1 (91% of read), 1.9x at 2, 2.4x at
+// 3, 3.7x at 8 and 16, 3.9x at 64 (the fp32 kernel's 16 products per FMA against vpdpbusd's 64).
+inline bool int8_limbs_for(const QuantKernels& k, bool bf16, std::size_t hidden) {
+  return k.int8_limbs && bf16 && hidden % kInt8LimbGroup == 0;
 }
 // Which kernel an int4 layer runs for its activations (bf16 or fp32), group and rows, on these
 // kernels; limbs and amx read the weights in tiles, the others in blocks.

@@ -15,8 +15,8 @@ constexpr std::size_t kChannelBlock = 16;  // output channels per unit of a thre
 void QuantProjection::prepare(const quant::QuantizedWeights& q, bool bf16, std::size_t rows) {
   path_ = q.recipe.weights == quant::WeightFormat::int4 ? int4_path(quant_kernels(), bf16, q.recipe.group, rows)
                                                        : Int4Path::fp32;
-  // int8 at decode: the limbs kernel on quads where the CPU has it (it takes any row count).
-  packed_ = q.recipe.weights == quant::WeightFormat::int8 && int8_limbs_for(quant_kernels(), bf16, q.hidden, rows)
+  // int8 with bf16 activations: the limbs kernel on quads where the CPU has it.
+  packed_ = q.recipe.weights == quant::WeightFormat::int8 && int8_limbs_for(quant_kernels(), bf16, q.hidden)
                 ? pack_int8_quads(q)
                 : pack_weights(q, false, in_tiles(path_));
   bf16_ = bf16;
