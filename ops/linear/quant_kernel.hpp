@@ -138,7 +138,8 @@ inline bool int8_limbs_for(const QuantKernels& k, bool bf16, std::size_t hidden)
 }
 // Which kernel an int4 layer runs for its activations (bf16 or fp32), group and rows, on these
 // kernels; limbs and amx read the weights in tiles, the others in blocks.
-//   limbs: bf16, groups of 64 and up, up to kInt4LimbRows rows, where int4_limbs is (on the quiet
+//   limbs: bf16, groups of 64 and up, up to kInt4LimbRows rows (any, where there is no AMX
+//          kernel), where int4_limbs is (on the quiet
 //          CI machine it read at 91-108% of a plain read of the same bytes at M = 1, 1.5-1.9x
 //          the AMX kernel, 1.8-2.5x the vector kernel: docs/BENCHMARKS.md);
 //   amx: bf16, groups of 64 and up, more rows, where the AMX kernel is (int4_tiles);

@@ -233,9 +233,9 @@ TEST(QuantKernel, Int4LimbsKernelAgreesWithTheRecipeWithinTheLimbsBound) {
     }
 }
 
-// Which kernel an int4 layer runs, for each set of kernels a CPU may offer: the limbs kernel at up
-// to kInt4LimbRows rows of bf16 activations in groups of 64 and up, AMX for more rows where it is,
-// else the bf16 vector kernel, else fp32; tiles exactly for the limbs and AMX kernels.
+// Which kernel an int4 layer runs, for each set of kernels a CPU may offer: the limbs kernel for
+// bf16 activations in groups of 64 and up (up to kInt4LimbRows rows where AMX takes more), else
+// the bf16 vector kernel, else fp32; tiles exactly for the limbs and AMX kernels.
 TEST(QuantKernel, Int4PathFollowsTheKernelsRowsAndGroup) {
   QuantKernels none{"base", nullptr, nullptr, nullptr, false, nullptr};
   QuantKernels vector = none, limbs_only = none, limbs_vector = none, amx_limbs = none;
@@ -249,8 +249,9 @@ TEST(QuantKernel, Int4PathFollowsTheKernelsRowsAndGroup) {
       {&amx_limbs, true, 64, 1, P::limbs},        {&amx_limbs, true, 128, kInt4LimbRows, P::limbs},
       {&amx_limbs, true, 64, many, P::amx},        {&amx_limbs, true, 32, 1, P::vector_bf16},
       {&amx_limbs, false, 64, 1, P::fp32},         {&limbs_vector, true, 64, 1, P::limbs},
-      {&limbs_vector, true, 64, many, P::vector_bf16}, {&limbs_only, true, 64, 2, P::limbs},
-      {&limbs_only, true, 64, many, P::fp32},      {&limbs_only, true, 32, 1, P::fp32},
+      {&limbs_vector, true, 64, many, P::limbs},   {&limbs_only, true, 64, 2, P::limbs},
+      {&limbs_only, true, 64, many, P::limbs},     {&limbs_only, true, 32, 1, P::fp32},
+      {&limbs_vector, true, 32, many, P::vector_bf16},
       {&vector, true, 64, 1, P::vector_bf16},      {&none, true, 64, 1, P::fp32},
   };
   for (const auto& w : wants) {

@@ -26,9 +26,10 @@ class QuantProjection {
   std::string kernel(std::size_t rows) const { return weight_only_kernel_name(packed_, call_path(rows)); }
 
  private:
-  // The prepared path, or for more rows than the limbs kernel takes one that reads the same layout.
+  // The prepared path, or for more rows than the limbs kernel takes where AMX is, the AMX kernel
+  // (the same layout).
   Int4Path call_path(std::size_t rows) const {
-    if (path_ == Int4Path::limbs && rows > kInt4LimbRows) return quant_kernels().int4_tiles ? Int4Path::amx : Int4Path::fp32;
+    if (path_ == Int4Path::limbs && rows > kInt4LimbRows && quant_kernels().int4_tiles) return Int4Path::amx;
     return path_;
   }
   PackedWeights packed_;
