@@ -7,10 +7,13 @@
 //   forward   LN1 -> qkv (bias fused) -> attention o -> h = x + o Wo^T + bo (residual fused)
 //             -> LN2 -> u = LN2(h) W1^T + b1 -> a = act(u) -> y = h + a W2^T + b2
 //   backward  see transformer_train.hpp
+// The projections' backward GEMMs run on the layouts oneDNN runs fastest in bf16
+// (tensor::ProjectionBackward, as linear's step: W packed, dZ and A transposed per step, timed).
 // Kept per input set for the backward: LN1(x), mean and rstd, qkv, o, h, LN2(h), mean and rstd, u,
 // act(u); the phases as every training step runs them (ops/linear/train_phases.hpp).
 #include "ops/linear/linear.hpp"
 #include "ops/linear/train_phases.hpp"
+#include "ops/tensor/projection_backward.hpp"
 #include "ops/tensor/train_kernels.hpp"
 #include "ops/transformer/blocked_self_attention.hpp"
 #include "ops/transformer/self_attention_backward.hpp"
@@ -42,10 +45,15 @@ class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
     save_forwards_for_backward();
   }
 
-  std::map<std::string, std::string> details() const override { return seq_.details(); }
+  std::map<std::string, std::string> details() const override {
+    auto d = backward_[p_w1].details();  // the four projections' backward take the same paths
+    d["onednn_impl"] = seq_.details().at("onednn_impl") + " | W1 backward: " + d["onednn_impl"];
+    return d;
+  }
 
  private:
-  enum Step { qkv_fwd, o_fwd, w1_fwd, w2_fwd, w2_data, w2_weights, w1_data, w1_weights, o_data, o_weights, qkv_data, qkv_weights };
+  enum Step { qkv_fwd, o_fwd, w1_fwd, w2_fwd };                // seq_'s
+  enum Projection { p_qkv, p_o, p_w1, p_w2 };                       // backward_'s
 
   void allocate() {
     const std::size_t e = size_of(case_.dtype), r = s_.rows(), h = s_.hidden, m = s_.mlp;
@@ -66,31 +74,12 @@ class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
   char* grad(std::size_t copy, std::size_t input) { return section(copy, l_.grad[input]); }
   void* activated(std::size_t copy) { return s_.act != Act::none ? saved_[copy].a.data() : saved_[copy].u.data(); }
 
-  // A projection's three GEMMs, in Step's order by kind: forward (added by the caller, with its
-  // post-ops), dA = dZ W and dW = dZ^T A.
-  void add_backward(const TrainGemmDescs& d, std::size_t w, const ConstPtrOf& dz, const PtrOf& da,
-                    const ConstPtrOf& a, std::size_t dw) {
-    auto mem = tensor::onednn_memory;
-    const std::size_t n = copies();
-    auto data = tensor::onednn_matmul(d.z, d.w, nullptr, d.a);
-    seq_.add(dnnl::matmul(data), data.impl_info_str(), n, [&](std::size_t i) {
-      return tensor::OnednnArgs{{DNNL_ARG_SRC, mem(d.z, dz(i))}, {DNNL_ARG_WEIGHTS, mem(d.w, in(i, w))},
-                                {DNNL_ARG_DST, mem(d.a, da(i))}};
-    });
-    auto weights = tensor::onednn_matmul(d.dzt, d.a, nullptr, d.dw);
-    seq_.add(dnnl::matmul(weights), weights.impl_info_str(), n, [&](std::size_t i) {
-      return tensor::OnednnArgs{{DNNL_ARG_SRC, mem(d.dzt, dz(i))}, {DNNL_ARG_WEIGHTS, mem(d.a, a(i))},
-                                {DNNL_ARG_DST, mem(d.dw, grad(i, dw))}};
-    });
-  }
-
   void build_primitives() {
     const std::size_t r = s_.rows(), h = s_.hidden, m = s_.mlp, n = copies();
     const TrainGemmDescs qkv(r, h, 3 * h, case_.dtype), proj(r, h, h, case_.dtype), up(r, h, m, case_.dtype),
         down(r, m, h, case_.dtype);
     auto input = [this](std::size_t k) { return [this, k](std::size_t i) -> const void* { return in(i, k); }; };
     auto kept = [this](Buffer Saved::*b) { return [this, b](std::size_t i) { return (saved_[i].*b).data(); }; };
-    auto shared = [](Buffer& b) { return [&b](std::size_t) { return b.data(); }; };
     seq_.clear();
     add_projection(seq_, n, qkv.a, kept(&Saved::xhat1), qkv.wt, input(kWqkv), qkv.bias, input(kBqkv), qkv.z,
                    kept(&Saved::qkv), Act::none, nullptr);
@@ -100,10 +89,16 @@ class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
                    Act::none, nullptr);
     add_projection(seq_, n, down.a, [this](std::size_t i) { return activated(i); }, down.wt, input(kW2), down.bias,
                    input(kB2), down.z, [this](std::size_t i) { return out(i); }, Act::none, kept(&Saved::h));
-    add_backward(down, kW2, input(kDy), shared(du_), [this](std::size_t i) { return activated(i); }, kW2);
-    add_backward(up, kW1, shared(du_), shared(dxhat_), kept(&Saved::xhat2), kW1);
-    add_backward(proj, kWo, shared(dh_), shared(do_), kept(&Saved::o), kWo);
-    add_backward(qkv, kWqkv, shared(dqkv_), shared(dxhat_), kept(&Saved::xhat1), kWqkv);
+    backward_[p_qkv].prepare(r, h, 3 * h, case_.dtype);
+    backward_[p_o].prepare(r, h, h, case_.dtype);
+    backward_[p_w1].prepare(r, h, m, case_.dtype);
+    backward_[p_w2].prepare(r, m, h, case_.dtype);
+  }
+
+  // A projection's dA = dZ W and dW = dZ^T A (its weights input w, their gradient's section).
+  void project_back(Projection p, std::size_t copy, const void* dz, std::size_t w, void* da, const void* a) {
+    backward_[p].data(dz, in(copy, w), da);
+    backward_[p].weights(dz, a, grad(copy, w));
   }
 
   void forward(std::size_t copy) override {
@@ -128,23 +123,19 @@ class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
     const std::size_t r = s_.rows(), h = s_.hidden, m = s_.mlp;
     const void* dy = in[kDy].data();
     // MLP: da = dy W2 (into du), dW2, db2; du = da act'(u); dxhat2 = du W1, dW1, db1.
-    seq_.run_step(w2_data, copy);
-    seq_.run_step(w2_weights, copy);
+    project_back(p_w2, copy, dy, kW2, du_.data(), activated(copy));
     tensor::column_sums(e_, dy, r, h, grad(copy, kB2));
     if (s_.act != Act::none) tensor::act_backward(e_, s_.act, du_.data(), sv.u.data(), du_.data(), r * m);
-    seq_.run_step(w1_data, copy);
-    seq_.run_step(w1_weights, copy);
+    project_back(p_w1, copy, du_.data(), kW1, dxhat_.data(), sv.xhat2.data());
     tensor::column_sums(e_, du_.data(), r, m, grad(copy, kB1));
     // dh = dy + LN2'(dxhat2).
     tensor::layernorm_backward(e_, sv.h.data(), vec(in, kLn2Gamma), sv.mean2.as<float>(), sv.rstd2.as<float>(),
                                dxhat_.data(), dy, r, h, dh_.data(), grad(copy, kLn2Gamma), grad(copy, kLn2Beta));
     // Attention: do = dh Wo, dWo, dbo; dq dk dv; dxhat1 = dqkv Wqkv, dWqkv, dbqkv.
-    seq_.run_step(o_data, copy);
-    seq_.run_step(o_weights, copy);
+    project_back(p_o, copy, dh_.data(), kWo, do_.data(), sv.o.data());
     tensor::column_sums(e_, dh_.data(), r, h, grad(copy, kBo));
     attention_backward_.run(s_, sv.qkv.data(), sv.o.data(), do_.data(), dqkv_.data());
-    seq_.run_step(qkv_data, copy);
-    seq_.run_step(qkv_weights, copy);
+    project_back(p_qkv, copy, dqkv_.data(), kWqkv, dxhat_.data(), sv.xhat1.data());
     tensor::column_sums(e_, dqkv_.data(), r, 3 * h, grad(copy, kBqkv));
     // dx = dh + LN1'(dxhat1).
     tensor::layernorm_backward(e_, in[kX].data(), vec(in, kLn1Gamma), sv.mean1.as<float>(), sv.rstd1.as<float>(),
@@ -157,7 +148,8 @@ class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
   tensor::Elems e_{false};
   std::vector<Saved> saved_;         // per input set
   Buffer du_, dxhat_, dh_, do_, dqkv_;  // the backward's intermediates, shared
-  tensor::OnednnSequence seq_;       // Step's order
+  tensor::OnednnSequence seq_;       // the forward's matmuls, Step's order
+  tensor::ProjectionBackward backward_[4];  // Projection's order
   BlockedSelfAttention attention_;
   SelfAttentionBackward attention_backward_;
 };

@@ -1,0 +1,99 @@
+// A projection's backward GEMMs on the CPU (see projection_backward.hpp).
+#include "ops/tensor/projection_backward.hpp"
+
+#include <fmt/format.h>
+
+#include "ops/tensor/onednn_util.hpp"
+
+namespace opmeter::tensor {
+
+void ProjectionBackward::prepare(std::size_t rows, std::size_t k, std::size_t n, DType dtype) {
+  using tag = dnnl::memory::format_tag;
+  rows_ = rows, k_ = k, n_ = n;
+  const auto t = onednn_type(dtype);
+  const auto r = dnnl::memory::dim(rows), kk = dnnl::memory::dim(k), nn = dnnl::memory::dim(n);
+  dz_md_ = {{r, nn}, t, tag::ab};
+  w_md_ = {{nn, kk}, t, tag::ab};
+  a_md_ = {{r, kk}, t, tag::ab};
+  dw_md_ = {{nn, kk}, t, tag::ab};
+  impls_.clear();
+  // dW = dZ^T A: on bf16 from transposed copies (dZ^T plain, and A^T read as A's transpose),
+  // else reading dZ transposed.
+  transposed_ = dtype == DType::bf16;
+  if (transposed_) {
+    dzt_md_ = {{nn, r}, t, tag::ab};
+    at_md_ = {{r, kk}, t, tag::ba};
+    dz_t_ = Buffer(rows * n * size_of(dtype));
+    a_t_ = Buffer(rows * k * size_of(dtype));
+    // Row-major (r x c) into its transpose: a reorder to the column-major layout of (r x c).
+    auto transpose = [&](const dnnl::memory::desc& from) {
+      dnnl::memory::desc to(from.dims(), t, tag::ba);
+      auto pd = onednn_try("reorder", [&] { return dnnl::reorder::primitive_desc(onednn_engine(), from, onednn_engine(), to); });
+      impls_ += pd.impl_info_str() + std::string(" | ");
+      return dnnl::reorder(pd);
+    };
+    transpose_dz_ = transpose(dz_md_);
+    transpose_a_ = transpose(a_md_);
+  } else {
+    dzt_md_ = {{nn, r}, t, tag::ba};
+    at_md_ = a_md_;
+  }
+  auto weights = onednn_matmul(dzt_md_, at_md_, nullptr, dw_md_);
+  weights_ = dnnl::matmul(weights);
+  impls_ += weights.impl_info_str();
+  // dA = dZ W: on W packed by us, in slabs, where oneDNN picks the AMX layout for W and runs the
+  // slabs with a kernel of its own; else on W as stored.
+  auto any = onednn_matmul(dz_md_, dnnl::memory::desc({nn, kk}, t, tag::any), nullptr, a_md_);
+  packed_w_ = false;
+  if (is_amx_bf16_packed(any.weights_desc())) {
+    slabs_ = PackedSlabMatmul(rows, n, k);
+    packed_w_ = slabs_.fast();
+  }
+  if (packed_w_) {
+    w_packed_ = Buffer(any.weights_desc().get_size());
+    impls_ += std::string(" | ") + slabs_.impl();
+    return;
+  }
+  auto data = onednn_matmul(dz_md_, w_md_, nullptr, a_md_);
+  data_ = dnnl::matmul(data);
+  impls_ += std::string(" | ") + data.impl_info_str();
+}
+
+void ProjectionBackward::data(const void* dz, const void* w, void* da) {
+  if (packed_w_) {
+    pack_amx_bf16(static_cast<const std::uint16_t*>(w), w_packed_.as<std::uint16_t>(), n_, k_);
+    slabs_.run(dz, w_packed_.as<std::uint16_t>(), da);
+    return;
+  }
+  data_.execute(onednn_stream(), {{DNNL_ARG_SRC, onednn_memory(dz_md_, dz)},
+                                  {DNNL_ARG_WEIGHTS, onednn_memory(w_md_, w)},
+                                  {DNNL_ARG_DST, onednn_memory(a_md_, da)}});
+  onednn_stream().wait();
+}
+
+void ProjectionBackward::weights(const void* dz, const void* a, void* dw) {
+  if (transposed_) {
+    using tag = dnnl::memory::format_tag;
+    transpose_dz_.execute(onednn_stream(), {{DNNL_ARG_FROM, onednn_memory(dz_md_, dz)},
+                                            {DNNL_ARG_TO, onednn_memory({dz_md_.dims(), dz_md_.data_type(), tag::ba}, dz_t_.data())}});
+    transpose_a_.execute(onednn_stream(), {{DNNL_ARG_FROM, onednn_memory(a_md_, a)},
+                                           {DNNL_ARG_TO, onednn_memory({a_md_.dims(), a_md_.data_type(), tag::ba}, a_t_.data())}});
+    onednn_stream().wait();
+    dz = dz_t_.data();
+    a = a_t_.data();
+  }
+  weights_.execute(onednn_stream(), {{DNNL_ARG_SRC, onednn_memory(dzt_md_, dz)},
+                                     {DNNL_ARG_WEIGHTS, onednn_memory(at_md_, a)},
+                                     {DNNL_ARG_DST, onednn_memory(dw_md_, dw)}});
+  onednn_stream().wait();
+}
+
+std::map<std::string, std::string> ProjectionBackward::details() const {
+  return {{"dx_weights", packed_w_ ? fmt::format("W packed by opmeter per step (BA16a64b2a), dz W in slabs of {} columns: {}",
+                                                 slabs_.slab(), slabs_.impl())
+                                   : "W as stored"},
+          {"dw_operands", transposed_ ? "dz and xhat transposed per step" : "dz read transposed"},
+          {"onednn_impl", impls_}};
+}
+
+}  // namespace opmeter::tensor

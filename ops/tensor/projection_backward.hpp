@@ -1,0 +1,43 @@
+#pragma once
+// A projection's backward GEMMs on the CPU, for the training steps of linear and
+// transformer_block (impls `onednn_train`): dA = dZ W and dW = dZ^T A, with A rows x k, W n x k
+// (as stored: z = A W^T), dZ rows x n. In bf16 oneDNN 2.6's AMX matmul is slow on two of these
+// operands as stored: it copies a row-major W for dZ W into its AMX layout (and its own reorder
+// to that layout) several times slower than a memcpy, and it reads dZ transposed slowly. So where
+// oneDNN picks the AMX layout for dZ W:
+//   - W is packed by opmeter into that layout (pack_amx_bf16, at memcpy speed) at every call (W
+//     changes at every optimizer step: a real step pays for it too), and dZ W runs in column slabs
+//     whose part of W fits the L2 cache (PackedSlabMatmul);
+// and in bf16 dW = dZ^T A runs on transposed copies of dZ and A (oneDNN reorders), the fast case.
+// fp32 keeps the matmuls on the operands as stored.
+#include <map>
+#include <string>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "opmeter/buffer.hpp"
+#include "opmeter/dtype.hpp"
+#include "ops/tensor/onednn_pack.hpp"
+
+namespace opmeter::tensor {
+
+class ProjectionBackward {
+ public:
+  void prepare(std::size_t rows, std::size_t k, std::size_t n, DType dtype);
+  void data(const void* dz, const void* w, void* da);     // dA = dZ W
+  void weights(const void* dz, const void* a, void* dw);  // dW = dZ^T A
+  // How it runs: dx_weights, dw_operands, and oneDNN's kernels (onednn_impl).
+  std::map<std::string, std::string> details() const;
+
+ private:
+  std::size_t rows_ = 0, k_ = 0, n_ = 0;
+  bool packed_w_ = false, transposed_ = false;
+  dnnl::memory::desc dz_md_, w_md_, a_md_, dzt_md_, at_md_, dw_md_, dz_plain_t_md_, a_plain_t_md_;
+  dnnl::matmul data_, weights_;
+  dnnl::reorder transpose_dz_, transpose_a_;
+  PackedSlabMatmul slabs_;
+  Buffer w_packed_, dz_t_, a_t_;
+  std::string impls_;
+};
+
+}  // namespace opmeter::tensor
