@@ -179,3 +179,23 @@ TEST(Measure, BatchesAreSizedByTheCallTimeWhereTheCallsRunNotByTheRoundTrip) {
   EXPECT_EQ(m.batch, batch_size(1e-5, s.target_sample_s, timer_overhead_s()));  // 100 calls of 10 us
   EXPECT_GE(m.batch, 100u);
 }
+
+// run and check share one rule for a case cut short by Ctrl-C: only the engine's own `error`
+// "interrupted", made while the flag is set, is dropped (and rerun by --resume); any other result
+// is recorded, even one whose reason mentions an interruption.
+TEST(CutByInterrupt, OnlyTheEnginesInterruptedErrorWhileCancelled) {
+  auto result = [](Status s, const std::string& reason) {
+    Result r;
+    r.status = s;
+    r.reason = reason;
+    return r;
+  };
+  std::atomic<bool> cancel{true};
+  EXPECT_TRUE(cut_by_interrupt(result(Status::error, kInterruptedReason), &cancel));
+  EXPECT_FALSE(cut_by_interrupt(result(Status::error, "the worker's call was interrupted by its own timeout"), &cancel));
+  EXPECT_FALSE(cut_by_interrupt(result(Status::failed, kInterruptedReason), &cancel));
+  EXPECT_FALSE(cut_by_interrupt(result(Status::ok, ""), &cancel));
+  EXPECT_FALSE(cut_by_interrupt(result(Status::error, kInterruptedReason), nullptr));
+  cancel = false;
+  EXPECT_FALSE(cut_by_interrupt(result(Status::error, kInterruptedReason), &cancel));
+}

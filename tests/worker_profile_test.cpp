@@ -4,6 +4,7 @@
 // pass that cannot write leaving the case's result as it was.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -88,6 +89,45 @@ TEST(ProfileFiles, WrittenPrivateAndNeverThroughALink) {
   EXPECT_TRUE(fs::is_empty(dir / "elsewhere"));
   EXPECT_THROW(make_private_folder((dir / "victim").string()), OutputError);
   EXPECT_THROW(write_private_file(folder.string(), "../escape", "x"), OutputError);
+}
+
+// What is already at the folder's path passes the private temporary directories' check or is
+// refused with the cause: a link, a folder others can read (0755), a file; nothing is changed.
+TEST(ProfileFiles, AnExistingFolderThatIsNotPrivateIsRefusedSayingWhy) {
+  auto dir = temp_dir("profile_folder");
+  auto message_of = [](const fs::path& p) {
+    try {
+      make_private_folder(p.string());
+    } catch (const OutputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  fs::create_directories(dir / "private");
+  fs::permissions(dir / "private", fs::perms::owner_all, fs::perm_options::replace);
+  EXPECT_EQ(message_of(dir / "private"), "no error");
+
+  fs::create_directories(dir / "open");
+  fs::permissions(dir / "open", static_cast<fs::perms>(0755), fs::perm_options::replace);
+  const std::string open = message_of(dir / "open");
+  EXPECT_TRUE(has(open, (dir / "open").string())) << open;
+  EXPECT_TRUE(has(open, "its mode is 755, not 700")) << open;
+  EXPECT_EQ(mode_of(dir / "open"), 0755u);  // refused, not changed
+
+  fs::create_symlink(dir / "private", dir / "linked");  // a link to a private folder is still a link
+  const std::string linked = message_of(dir / "linked");
+  EXPECT_TRUE(has(linked, (dir / "linked").string())) << linked;
+  EXPECT_TRUE(has(linked, "it is a link")) << linked;
+
+  std::ofstream(dir / "file") << "x";
+  EXPECT_TRUE(has(message_of(dir / "file"), "it is not a directory")) << message_of(dir / "file");
+
+  if (geteuid() == 0) {  // only root can give a folder to another user: the other user's 0700 folder is refused
+    fs::create_directories(dir / "theirs");
+    fs::permissions(dir / "theirs", fs::perms::owner_all, fs::perm_options::replace);
+    ASSERT_EQ(chown((dir / "theirs").c_str(), 65534, 65534), 0);
+    EXPECT_TRUE(has(message_of(dir / "theirs"), "owned by user 65534")) << message_of(dir / "theirs");
+  }
 }
 
 TEST(ProfilePass, AskedForItRunsAfterTheChecksAndAFailureIsADetailOnly) {

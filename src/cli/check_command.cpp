@@ -16,6 +16,7 @@
 #include "cli/check_resume.hpp"
 #include "cli/commands.hpp"
 #include "cli/shard_run.hpp"
+#include "engine/runner.hpp"
 #include "opmeter/backend.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
@@ -96,12 +97,6 @@ struct OpProgress {
     op.clear();
   }
 };
-
-// A case cut short by the interrupt (an isolated child killed with it, a wait on the worker) is
-// not a result: --resume checks it again.
-bool cut_by_interrupt(const Result& r) {
-  return interrupted() && r.status == Status::error && r.reason.find("interrupted") != std::string::npos;
-}
 
 }  // namespace
 
@@ -231,7 +226,7 @@ int check_command(const CheckArgs& given, const char* argv0) {
       progress.next_case(c.op);
     }
     Result r = runs_in_child(c, options) ? run_in_child(c, options, &interrupt_flag()) : check_case(c, options);
-    if (cut_by_interrupt(r)) break;
+    if (cut_by_interrupt(r, &interrupt_flag())) break;  // not a result: --resume checks it again
     results.push_back(std::move(r));
     ++progress.cases;
     if (seconds_since(saved) >= kSaveEverySeconds) {

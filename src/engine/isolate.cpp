@@ -76,7 +76,7 @@ Result run_case_isolated(const Case& c, const RunOptions& o, const std::atomic<b
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
       fs::remove(result_file);
-      return unmeasured_result(c, Status::error, "interrupted");
+      return unmeasured_result(c, Status::error, kInterruptedReason);
     }
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > deadline) {
       kill(pid, SIGKILL);
@@ -89,7 +89,7 @@ Result run_case_isolated(const Case& c, const RunOptions& o, const std::atomic<b
   if (WIFSIGNALED(status)) {
     fs::remove(result_file);
     int sig = WTERMSIG(status);
-    if (interrupted_with_parent(sig, cancel)) return unmeasured_result(c, Status::error, "interrupted");
+    if (interrupted_with_parent(sig, cancel)) return unmeasured_result(c, Status::error, kInterruptedReason);
     return unmeasured_result(c, Status::crashed, fmt::format("killed by signal {} ({})", sig, strsignal(sig)));
   }
   std::ifstream in(result_file);

@@ -26,6 +26,7 @@
 #include "opmeter/registry.hpp"
 #include "opmeter/sensor.hpp"
 #include "sensors/telemetry.hpp"
+#include "util/interrupt.hpp"
 #include "engine/calibration_profile.hpp"
 
 namespace opmeter {
@@ -169,7 +170,7 @@ void measure_window_energy(Result& r, Impl& impl, const Case& c, Backend& backen
   Measurement m = sample_for(impl, *timer, batch, options.energy_window_s, cancel);
   auto energy = counter->stop(why);
   std::size_t calls = m.calls + m.discarded * m.batch;
-  if (m.reason == StopReason::cancelled) why = "interrupted";
+  if (m.reason == StopReason::cancelled) why = kInterruptedReason;
   if (!energy || calls == 0 || m.reason == StopReason::cancelled) {
     r.energy_reason = why;
     return;
@@ -247,6 +248,8 @@ Result guarded(const Case& c, const std::function<Result(Result&)>& procedure) {
     return finished(r, Status::crashed, e.what());
   } catch (const ImplHung& e) {
     return finished(r, Status::timeout, e.what());
+  } catch (const Interrupted&) {  // a wait (on the worker) noticed Ctrl-C: cut short, not a result
+    return finished(r, Status::error, kInterruptedReason);
   } catch (const std::bad_alloc&) {
     return finished(r, Status::error, "out of memory while setting up the case");
   } catch (const std::exception& e) {
@@ -278,6 +281,10 @@ Support fits_in_memory(const Case& c, double footprint, double available) {
 }
 
 }  // namespace
+
+bool cut_by_interrupt(const Result& r, const std::atomic<bool>* cancel) {
+  return cancel && cancel->load() && r.status == Status::error && r.reason == kInterruptedReason;
+}
 
 Result run_case(const Case& c, const RunOptions& options, const ProgressFn& progress, const std::atomic<bool>* cancel) {
   RankGate gate(c);  // an every-rank case (a collective) starts on all ranks or on none
@@ -341,7 +348,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     const CpuSample cpu_before = read_cpu_sample();  // what others ran meanwhile: see contention.hpp
     auto m = measure(*impl, r.copies, stopping, progress, cancel, timer);
     const CpuSample cpu_after = read_cpu_sample();
-    if (m.reason == StopReason::cancelled) return finish(Status::error, "interrupted");
+    if (m.reason == StopReason::cancelled) return finish(Status::error, kInterruptedReason);
     for (auto& [k, v] : timer->details()) r.details[k] = v;
     r.throttled_samples = m.discarded;
     if (m.discarded > 0) r.add_flag("throttled");
@@ -592,7 +599,7 @@ std::vector<Result> run_all(const std::vector<Case>& cases, std::vector<Result> 
         reporter.progress(s.mean(), s.rel_noise(), s.count());
       }, cancel);
     }
-    if (cancel && cancel->load() && r.reason == "interrupted") break;  // half-measured: not a result
+    if (cut_by_interrupt(r, cancel)) break;  // half-measured: not a result
     ceilings.learn(r);
     ceilings.annotate(r);
     reporter.report(r);

@@ -52,6 +52,11 @@ Result check_case(const Case& c, const RunOptions& options);
 // `crashed` / `timeout` results. When *cancel becomes true (Ctrl-C) the child is stopped and the
 // result is an `error` "interrupted", which run_all does not record.
 Result run_case_isolated(const Case& c, const RunOptions& options, const std::atomic<bool>* cancel = nullptr);
+// The reason of a case cut short by the interrupt (Ctrl-C / SIGTERM while it ran).
+inline constexpr const char* kInterruptedReason = "interrupted";
+// Whether `r` is a case cut short by the interrupt (`cancel` set, an `error` kInterruptedReason):
+// not a result, so neither run nor check records it and --resume runs it again.
+bool cut_by_interrupt(const Result& r, const std::atomic<bool>* cancel);
 // Whether a case runs in a child process: every case with `isolate`, and a C plugin's case by
 // default (a plugin that exits or crashes then ends its case, not the run); run_in_child runs it
 // there and names the plugin when it crashed or hung.

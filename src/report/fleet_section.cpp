@@ -18,6 +18,7 @@ using scale::FleetCase;
 using scale::FleetEntry;
 using scale::Machine;
 using Machines = std::map<std::string, Machine>;
+using Summaries = std::vector<scale::MachineSummary>;
 
 // Up to this many outliers, their full list is open; beyond, it is collapsed under the per-machine table.
 constexpr std::size_t kOpenOutliers = 20;
@@ -64,7 +65,18 @@ void summary(std::string& out, const std::vector<FleetCase>& fleet, const Machin
 // The machines with outliers, most first, with what differs on them: a short table even when a
 // slow GPU is an outlier on every one of 50 cases. Then every outlier, furthest from its
 // hardware's median first (collapsed when long).
-void outlier_tables(std::string& out, const std::vector<FleetCase>& fleet, const Machines& machines) {
+// Each machine's summary, most outliers first (then furthest from its hardware's median): the
+// outlier and machine tables both list them in this order.
+Summaries ranked_summaries(const std::vector<FleetCase>& fleet) {
+  auto summaries = scale::machine_summaries(fleet);
+  std::stable_sort(summaries.begin(), summaries.end(), [](auto& a, auto& b) {
+    return a.outliers != b.outliers ? a.outliers > b.outliers : std::abs(a.worst_vs_hardware) > std::abs(b.worst_vs_hardware);
+  });
+  return summaries;
+}
+
+void outlier_tables(std::string& out, const std::vector<FleetCase>& fleet, const Summaries& summaries,
+                    const Machines& machines) {
   std::vector<std::pair<const FleetCase*, const FleetEntry*>> rows;
   for (auto& fc : fleet)
     for (auto& e : fc.entries)
@@ -78,15 +90,11 @@ void outlier_tables(std::string& out, const std::vector<FleetCase>& fleet, const
   for (auto& [fc, e] : rows)
     for (auto& d : e->differences)
       if (auto& v = differences[e->machine]; std::find(v.begin(), v.end(), d) == v.end()) v.push_back(d);
-  auto summaries = scale::machine_summaries(fleet);
-  std::erase_if(summaries, [](auto& s) { return s.outliers == 0; });
-  std::stable_sort(summaries.begin(), summaries.end(), [](auto& a, auto& b) {
-    return a.outliers != b.outliers ? a.outliers > b.outliers : std::abs(a.worst_vs_hardware) > std::abs(b.worst_vs_hardware);
-  });
   out += "<div class=\"wide\"><table class=\"sortable fleet-outlier-machines\"><thead><tr><th>machine</th><th>hardware</th>"
          "<th>outlier cases</th><th>of cases</th><th>median vs identical</th><th>worst vs identical</th>"
          "<th>differences that may explain it</th></tr></thead><tbody>\n";
   for (auto& s : summaries) {
+    if (s.outliers == 0) continue;
     std::string why;
     for (auto& d : differences[s.machine]) why += (why.empty() ? "" : "; ") + html_escape(d);
     out += fmt::format("<tr data-outlier-machine=\"{0}\"><td>{0}</td><td>{1}</td>{2}{3}{4}{5}<td>{6}</td></tr>\n",
@@ -111,11 +119,7 @@ void outlier_tables(std::string& out, const std::vector<FleetCase>& fleet, const
   out += "</tbody></table></div>\n</details>\n";
 }
 
-void machine_table(std::string& out, const std::vector<FleetCase>& fleet, const Machines& machines) {
-  auto rows = scale::machine_summaries(fleet);
-  std::stable_sort(rows.begin(), rows.end(), [](auto& a, auto& b) {
-    return a.outliers != b.outliers ? a.outliers > b.outliers : std::abs(a.worst_vs_hardware) > std::abs(b.worst_vs_hardware);
-  });
+void machine_table(std::string& out, const Summaries& rows, const Machines& machines) {
   out += fmt::format("<details><summary>Machines ({}), most outliers first</summary>\n<div class=\"wide\"><table class=\"sortable fleet-machines\">"
                      "<thead><tr><th>machine</th><th>host</th><th>device</th><th>hardware</th><th>cases</th><th>outliers</th>"
                      "<th>median vs identical</th><th>worst vs identical</th><th>environment</th></tr></thead><tbody>\n",
@@ -168,10 +172,11 @@ void case_tables(std::string& out, const std::vector<FleetCase>& fleet, const Ma
 
 std::string fleet_html(const std::vector<ResultSet>& sets, nlohmann::json& specs) {
   std::string out;
-  std::size_t with_fleet = 0;
-  for (auto& s : sets) with_fleet += !scale::machines_of(s.context).empty();
+  std::vector<Machines> machines_per_set;
+  for (auto& s : sets) machines_per_set.push_back(scale::machines_of(s.context));
+  const auto with_fleet = std::count_if(machines_per_set.begin(), machines_per_set.end(), [](auto& m) { return !m.empty(); });
   for (std::size_t i = 0; i < sets.size(); ++i) {
-    auto machines = scale::machines_of(sets[i].context);
+    const Machines& machines = machines_per_set[i];
     if (machines.empty()) continue;
     auto fleet = scale::fleet_view(sets[i].results, machines);
     if (fleet.empty()) continue;
@@ -179,13 +184,14 @@ std::string fleet_html(const std::vector<ResultSet>& sets, nlohmann::json& specs
     if (with_fleet > 1) out += fmt::format("<h3>{}</h3>\n", html_escape(sets[i].source));
     out += fmt::format("<section class=\"fleet\" data-source=\"{}\">\n", html_escape(sets[i].source));
     summary(out, fleet, machines);
-    outlier_tables(out, fleet, machines);
+    const Summaries summaries = ranked_summaries(fleet);
+    outlier_tables(out, fleet, summaries, machines);
     if (auto c = fleet_heatmap_chart(fleet, fmt::format("fleet-heatmap-{}", i))) {
       out += fmt::format("<figure><figcaption><b>{}</b><br>{}</figcaption><div class=\"chart\" id=\"{}\"></div></figure>\n",
                          html_escape(c->title), html_escape(c->caption), c->id);
       specs.push_back({{"id", c->id}, {"spec", c->spec}});
     }
-    machine_table(out, fleet, machines);
+    machine_table(out, summaries, machines);
     case_tables(out, fleet, machines);
     out += "</section>\n";
   }

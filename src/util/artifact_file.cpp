@@ -10,6 +10,7 @@
 
 #include "opmeter/errors.hpp"
 #include "util/output_file.hpp"
+#include "util/private_temp.hpp"
 
 namespace opmeter {
 namespace {
@@ -24,10 +25,11 @@ struct Fd {
 
 void make_private_folder(const std::string& dir) {
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw output_error(dir, errno);
-  struct stat st{};
-  if (::lstat(dir.c_str(), &st) != 0) throw output_error(dir, errno);
-  if (S_ISLNK(st.st_mode)) throw OutputError(fmt::format("cannot write {}: it is a link; opmeter writes its files only into a folder of its own", dir));
-  if (!S_ISDIR(st.st_mode)) throw output_error(dir, ENOTDIR);
+  // Made now or found there, it must pass the temporary directories' check: what another user
+  // made, opened to others or linked elsewhere is refused, never used.
+  if (auto why = why_not_private(dir); !why.empty())
+    throw OutputError(fmt::format("cannot write into {}: {}; opmeter writes these files only into a private folder of "
+                                  "its own (mode 700, this user's)", dir, why));
 }
 
 void write_private_file(const std::string& dir, const std::string& name, const std::string& content) {

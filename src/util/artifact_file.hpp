@@ -6,7 +6,9 @@
 
 namespace opmeter {
 
-// Makes `dir` (mode 0700) unless it is there; OutputError when it is a link or not a folder.
+// Makes `dir` (mode 0700) unless it is there; OutputError naming the cause when what is there then
+// is not a private directory of this user (why_not_private: a link, not a folder, another
+// user's, a mode other than 0700).
 void make_private_folder(const std::string& dir);
 
 // Writes `content` to `dir`/`name` (`name` a plain file name) with mode 0600: a new temporary

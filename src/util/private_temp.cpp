@@ -23,11 +23,8 @@ namespace fs = std::filesystem;
 
 // mkdtemp's directory, checked as lstat sees it: a directory (not a link), ours, 0700.
 void check_private(const fs::path& dir) {
-  struct stat st {};
-  if (lstat(dir.c_str(), &st) != 0) throw std::runtime_error(fmt::format("cannot inspect {}: {}", dir.string(), std::strerror(errno)));
-  if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0777) != 0700)
-    throw std::runtime_error(fmt::format("{} is not a private directory of this user (mode {:o}, owner {})", dir.string(),
-                                         st.st_mode & 0777, st.st_uid));
+  if (auto why = why_not_private(dir); !why.empty())
+    throw std::runtime_error(fmt::format("{} is not a private directory of this user: {}", dir.string(), why));
 }
 
 fs::path make_dtemp(const fs::path& parent, const std::string& prefix) {
@@ -59,6 +56,16 @@ struct OwnedDir {
 };
 
 }  // namespace
+
+std::string why_not_private(const fs::path& dir) {
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0) return fmt::format("cannot inspect it: {}", std::strerror(errno));
+  if (S_ISLNK(st.st_mode)) return "it is a link";
+  if (!S_ISDIR(st.st_mode)) return "it is not a directory";
+  if (st.st_uid != geteuid()) return fmt::format("it is owned by user {}, not by this user ({})", st.st_uid, geteuid());
+  if ((st.st_mode & 0777) != 0700) return fmt::format("its mode is {:o}, not 700", st.st_mode & 0777);
+  return "";
+}
 
 const fs::path& private_temp_dir() {
   static std::once_flag once;

@@ -10,6 +10,12 @@
 
 namespace opmeter {
 
+// Why `dir` is not a private directory of this user ("it is a link", "its mode is 755, not 700"),
+// empty when it is: as lstat sees it, a directory (not a link), owned by this user, mode 0700.
+// The one rule for every folder opmeter keeps to itself (these temporary directories, a run's
+// profiles folder).
+std::string why_not_private(const std::filesystem::path& dir);
+
 // This process's private directory (created on first use, in /dev/shm where writable so that the
 // worker reads tensors from RAM, else in the temp folder). Removed when the process exits
 // normally; a worker whose opmeter died removes it too (worker/opmeter_worker.py).

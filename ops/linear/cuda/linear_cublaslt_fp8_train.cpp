@@ -109,8 +109,8 @@ class CublasLtFp8TrainLinear : public LinearTrainCudaBase<QuantLinearOp> {
 
  private:
   void prepare() override {
-    const Shape s = shape_of(case_);
-    const TrainLayout l = train_layout(s);
+    const Shape& s = shape();
+    const TrainLayout& l = layout();
     if (bias_.bytes() != s.out * sizeof(std::uint16_t)) bias_ = cuda::DeviceBuffer(s.out * sizeof(std::uint16_t));
     launch_bias_convert(DType::bf16, static_cast<const float*>(in(kBias)), bias_.data(),
                         static_cast<std::int64_t>(s.out), stream());
@@ -158,7 +158,7 @@ class CublasLtFp8TrainLinear : public LinearTrainCudaBase<QuantLinearOp> {
   }
 
   void forward_gemm() override {
-    const Shape s = shape();
+    const Shape& s = shape();
     x8_.quantize(gemm_x(), nullptr, stream());
     w8_.quantize(in(kW), nullptr, stream());
     forward_.run(x8_.codes(), w8_.codes(), z(), stream());
@@ -168,8 +168,8 @@ class CublasLtFp8TrainLinear : public LinearTrainCudaBase<QuantLinearOp> {
   }
 
   void backward_gemms() override {
-    const Shape s = shape();
-    const TrainLayout l = train_layout(s);
+    const Shape& s = shape();
+    const TrainLayout& l = layout();
     dz8_.quantize(dz(), static_cast<float*>(db_.data()), stream());
     dgrad_.run(dz8_.codes(), w8_.codes_t(), dxhat(), stream());
     wgrad_.run(dz8_.codes_t(), x8_.codes_t(), section(l.dw), stream());

@@ -33,8 +33,8 @@ class CublasLtTrainLinear : public LinearTrainCudaBase<LinearOp> {
 
  private:
   void prepare() override {
-    const Shape s = shape_of(case_);
-    const TrainLayout l = train_layout(s);
+    const Shape& s = shape();
+    const TrainLayout& l = layout();
     const void* bias = in(kBias);
     if (case_.dtype != DType::fp32) {  // cuBLASLt's bias has y's type
       if (bias_.bytes() != s.out * size_of(case_.dtype)) bias_ = cuda::DeviceBuffer(s.out * size_of(case_.dtype));
@@ -66,7 +66,7 @@ class CublasLtTrainLinear : public LinearTrainCudaBase<LinearOp> {
 
   void backward_gemms() override {
     dgrad_.run(dz(), in(kW), dxhat(), stream());
-    wgrad_.run(dz(), gemm_x(), section(train_layout(shape()).dw), stream());  // db too (BGRADB)
+    wgrad_.run(dz(), gemm_x(), section(layout().dw), stream());  // db too (BGRADB)
   }
 
   gemm::LtMatmul forward_, dgrad_, wgrad_;

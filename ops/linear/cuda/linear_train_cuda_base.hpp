@@ -14,14 +14,21 @@ namespace opmeter::linear {
 template <class Op>
 class LinearTrainCudaBase : public TrainPhases<cuda::DeviceImpl<Op>> {
  public:
+  // The case's shape and output layout, parsed once here: every launch reads them.
+  void setup(const Case& c, const SetupOptions& options) override {
+    shape_ = shape_of(c);
+    layout_ = train_layout(shape_);
+    TrainPhases<cuda::DeviceImpl<Op>>::setup(c, options);
+  }
+
   // The step as the phase says: forward, then backward from dz = dy * act'(z) (act=none: dy) to
   // dxhat, and LayerNorm's backward from dxhat.
   void launch() override {
     const Phase p = this->phase_now();
     if (p != Phase::backward) forward();
     if (p == Phase::forward) return;
-    const Shape s = shape();
-    const TrainLayout l = train_layout(s);
+    const Shape& s = shape();
+    const TrainLayout& l = layout();
     if (has_act())
       launch_act_backward(this->case_.dtype, s.act, this->in(this->dy_index()), z(), dz_.data(),
                           static_cast<std::int64_t>(s.rows * s.out), this->stream());
@@ -34,11 +41,11 @@ class LinearTrainCudaBase : public TrainPhases<cuda::DeviceImpl<Op>> {
  protected:
   // [xhat = LayerNorm(x)] -> z = xhat W^T + b -> [y = act(z)].
   void forward() {
-    const Shape s = shape();
+    const Shape& s = shape();
     if (layernorm()) launch_layernorm_forward(this->case_.dtype, ln_params(), xhat_.data(), this->stream());
     forward_gemm();
     if (has_act())
-      launch_act_forward(this->case_.dtype, s.act, z(), section(train_layout(s).y),
+      launch_act_forward(this->case_.dtype, s.act, z(), section(layout().y),
                          static_cast<std::int64_t>(s.rows * s.out), this->stream());
   }
   // z = gemm_x() W^T + b into z().
@@ -46,7 +53,8 @@ class LinearTrainCudaBase : public TrainPhases<cuda::DeviceImpl<Op>> {
   // From dz(): dxhat() = dz W, dW and db.
   virtual void backward_gemms() = 0;
 
-  Shape shape() const { return shape_of(this->case_); }
+  const Shape& shape() const { return shape_; }
+  const TrainLayout& layout() const { return layout_; }
   // An offset (in elements) of the TrainLayout output.
   char* section(std::size_t offset) const {
     return static_cast<char*>(this->out()) + offset * size_of(this->case_.dtype);
@@ -54,13 +62,13 @@ class LinearTrainCudaBase : public TrainPhases<cuda::DeviceImpl<Op>> {
   bool has_act() const { return shape().act != tensor::Act::none; }
   bool layernorm() const { return shape().layernorm; }
   // z: kept for act' (act=none: y itself); dz: dy * act'(z) (act=none: dy).
-  void* z() const { return has_act() ? z_.data() : section(train_layout(shape()).y); }
+  void* z() const { return has_act() ? z_.data() : section(layout().y); }
   const void* dz() const { return has_act() ? dz_.data() : this->in(this->dy_index()); }
   // The GEMMs' x: LayerNorm's output for ln_linear; and where dx = dz W goes before LayerNorm's backward.
   const void* gemm_x() const { return layernorm() ? xhat_.data() : this->in(Op::kX); }
-  void* dxhat() const { return layernorm() ? dxhat_.data() : section(train_layout(shape()).dx); }
+  void* dxhat() const { return layernorm() ? dxhat_.data() : section(layout().dx); }
   LayerNormTrain ln_params() const {
-    const Shape s = shape();
+    const Shape& s = shape();
     return {.x = this->in(Op::kX),
             .gamma = static_cast<const float*>(this->in(Op::kGamma)),
             .beta = static_cast<const float*>(this->in(Op::kBeta)),
@@ -72,7 +80,7 @@ class LinearTrainCudaBase : public TrainPhases<cuda::DeviceImpl<Op>> {
   // Allocates what the step keeps (once per setup: the GEMM plans hold its addresses) and runs
   // LayerNorm's forward once, so that plans are timed on real rows.
   void allocate_kept() {
-    const Shape s = shape();
+    const Shape& s = shape();
     const std::size_t e = size_of(this->case_.dtype);
     if (has_act()) {
       z_ = cuda::DeviceBuffer(s.rows * s.out * e);
@@ -89,6 +97,8 @@ class LinearTrainCudaBase : public TrainPhases<cuda::DeviceImpl<Op>> {
     }
   }
 
+  Shape shape_;                                    // set in setup
+  TrainLayout layout_;
   cuda::DeviceBuffer z_, dz_;                      // act != none: the pre-activation kept for the backward, and dz
   cuda::DeviceBuffer xhat_, dxhat_, mean_, rstd_;  // ln_linear: LayerNorm's output and statistics, dxhat
   cuda::DeviceBuffer ln_work_;                     // ln_linear: LayerNorm backward's partial sums

@@ -28,22 +28,13 @@ Support flash_head_dims(const Case& c) {
 
 bool train_mode(const Case& c) { return c.get_or(linear::kMode, "inference") == linear::kTrain; }
 
-// mode=train is accepted only to say where it runs: the training step is impl cuda_train.
-Support cuda_block(const Case& c) {
-  if (train_mode(c))
-    return Support::no("the inference impls run no training step: mode=train runs in impl cuda_train (and onednn_train "
-                       "on the CPU, torch and torch_compile in the worker)");
-  return flash_head_dims(c);
-}
-
 const cuda::CudaImplRegistrar reg_cuda({
     .op = "transformer_block",
     .impl = "cuda",
     .summary = "opmeter's CUDA pieces in sequence: layernorm kernel, cuBLASLt GEMMs with bias epilogues, head "
                "split, flash attention, head merge, activation and add kernels (head_dim 64/128)",
     .dtypes = {DType::fp16, DType::bf16},
-    .supports = cuda_block,
-    .accepts = {"mode", "phase"},
+    .supports = flash_head_dims,
     .factory = OPMETER_CUDA_FACTORY(cuda_factory()),
     .preference = ImplDef::own_kernel,
 });
@@ -53,7 +44,7 @@ const cuda::CudaImplRegistrar reg_cuda({
 Support cuda_quant_block(const Case& c) {
   if (auto why = recipe_problem(c); !why.empty()) return Support::no(why);
   if (!quantized(c)) return Support::no("cuda_quant runs quantized recipes (the baseline: impl cuda)");
-  return cuda_block(c);
+  return flash_head_dims(c);
 }
 
 const cuda::CudaImplRegistrar reg_cuda_quant({
@@ -64,7 +55,6 @@ const cuda::CudaImplRegistrar reg_cuda_quant({
     .dtypes = {DType::fp16, DType::bf16},
     .supports = cuda_quant_block,
     .needs = {linear::kQuant},
-    .accepts = {"mode", "phase"},
     .factory = OPMETER_CUDA_FACTORY(cuda_quant_factory()),
 });
 
