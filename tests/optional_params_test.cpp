@@ -100,6 +100,16 @@ TEST(OptionalParams, NoImplRunningTheValuesTogetherIsNamed) {
   EXPECT_TRUE(has(error, "; mode=train: ")) << error;
 }
 
+// A value no listed impl runs names the op's impls that do, not "none" (which read as: no impl of
+// the op runs it).
+TEST(OptionalParams, AValueNoListedImplRunsNamesTheImplsThatDo) {
+  auto error = config_test_support::config_error_of(
+      "ops: [transformer_block]\nimpls: [opmeter]\ndtypes: [bf16]\nbatch: [1]\nseq: [4]\nhidden: [64]\nheads: [1]\n"
+      "mlp: [0]\nact: [gelu]\ncausal: [0]\nmode: [train]\n");
+  EXPECT_TRUE(has(error, "mode=train: none listed; ")) << error;
+  EXPECT_TRUE(has(error, "onednn_train")) << error;
+}
+
 // Issue 27 item 12: a value listed twice would be measured twice under one case string.
 TEST(OptionalParams, AValueListedTwiceIsRefusedNamingTheKey) {
   auto twice = config_test_support::config_error_of("ops: [linear]\nquantization: [int8wo, int8wo]\n");

@@ -254,6 +254,13 @@ std::string none_runs(const OpDef& op, const std::vector<std::string>& impls, co
       if (takes_optional_params(*reg.impl(op.name, name), k).ok) out.push_back(name);
     return out;
   };
+  // Where no listed impl runs a value: the op's impls that do, on any backend.
+  auto elsewhere = [&](const Case& k) {
+    std::vector<std::string> out;
+    for (auto* impl : reg.impls_of(op.name))
+      if (takes_optional_params(*impl, k).ok) out.push_back(impl->impl);
+    return out.empty() ? std::string("none") : fmt::format("none listed; {} do", fmt::join(out, ", "));
+  };
   if (!runners(c).empty()) return "";
   std::vector<std::string> carried, alone;
   for (auto& o : op.optional_params)
@@ -262,7 +269,7 @@ std::string none_runs(const OpDef& op, const std::vector<std::string>& impls, co
     Case one = c;
     std::erase_if(one.params, [&](auto& kv) { return kv.first != key && std::find(carried.begin(), carried.end(), kv.first) != carried.end(); });
     auto who = runners(one);
-    alone.push_back(fmt::format("{}={}: {}", key, c.get(key), who.empty() ? "none" : fmt::format("{}", fmt::join(who, ", "))));
+    alone.push_back(fmt::format("{}={}: {}", key, c.get(key), who.empty() ? elsewhere(one) : fmt::format("{}", fmt::join(who, ", "))));
   }
   std::vector<std::string> values;
   for (auto& key : carried) values.push_back(key + "=" + c.get(key));
