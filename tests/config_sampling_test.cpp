@@ -50,6 +50,24 @@ TEST(SampleIndices, DistinctSortedAndAllWhenCountCoversThem) {
   EXPECT_NE(sample_indices(100, 10, 2), s);
 }
 
+// The train checks' rows: the two edges always, the rest distinct and sorted inside them.
+TEST(SampleIndices, WithEdgesKeepsFirstAndLast) {
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    auto s = sample_indices_with_edges(100, 10, seed);
+    ASSERT_EQ(s.size(), 10u);
+    EXPECT_EQ(s.front(), 0u);
+    EXPECT_EQ(s.back(), 99u);
+    EXPECT_TRUE(std::is_sorted(s.begin(), s.end()));
+    EXPECT_EQ(std::set<std::size_t>(s.begin(), s.end()).size(), 10u);
+    EXPECT_EQ(sample_indices_with_edges(100, 10, seed), s);
+  }
+  EXPECT_NE(sample_indices_with_edges(100, 10, 1), sample_indices_with_edges(100, 10, 2));
+  EXPECT_EQ(sample_indices_with_edges(5, 10, 1), (std::vector<std::size_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(sample_indices_with_edges(50, 1, 1), (std::vector<std::size_t>{0, 49}));  // edges at least
+  EXPECT_EQ(sample_indices_with_edges(1, 0, 1), (std::vector<std::size_t>{0}));
+  EXPECT_TRUE(sample_indices_with_edges(0, 4, 1).empty());
+}
+
 TEST(ConfigSampling, RandomGeneratorGivesGemmCases) {
   auto plan = load_config_text(R"(
 ops: [gemm]

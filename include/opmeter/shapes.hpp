@@ -26,5 +26,8 @@ std::vector<MatShape> random_shapes(int count, std::int64_t lo, std::int64_t hi,
                                     std::int64_t multiple_of = 1, double max_macs = 0);
 // `count` indices of [0, n) drawn without replacement, in increasing order (all when count >= n).
 std::vector<std::size_t> sample_indices(std::size_t n, std::size_t count, std::uint64_t seed);
+// The same, but 0 and n - 1 always among them (the rest: sample_indices of the interior), for
+// checks of computed rows, where indexing mistakes show at the edges; at least the two edges.
+std::vector<std::size_t> sample_indices_with_edges(std::size_t n, std::size_t count, std::uint64_t seed);
 
 }  // namespace opmeter

@@ -13,13 +13,13 @@
 
 #include <fmt/format.h>
 
+#include "opmeter/shapes.hpp"
 #include "ops/activation/activation.hpp"
 #include "ops/linear/fp8_train_plan.hpp"
 #include "ops/linear/linear.hpp"
 #include "ops/linear/quant/quantize.hpp"
 #include "ops/linear/quant/recipe.hpp"
 #include "ops/norm/layernorm_reference.hpp"
-#include "ops/tensor/sample_indices.hpp"
 
 namespace opmeter::linear {
 namespace {
@@ -196,10 +196,10 @@ Check LinearOp::check(const HostTensors& in, const HostTensor& out, std::uint64_
   TrainReference ref(s, in, dy_index(), act(), storage / 2, fp8 ? fp8_train::forward_error(fast_accum, s.hidden) : 0x1p-20,
                      check.tolerance);
   const double h = double(s.hidden), o = double(s.out), rows = double(s.rows);
-  auto row_picks = tensor::sample_indices(s.rows, affordable(kSampleBudget, 4 * h * o), seed ^ 0x7a11);
-  auto col_picks = tensor::sample_indices(s.out, affordable(kSampleBudget, 4 * rows * h), seed ^ 0xc01);
+  auto row_picks = sample_indices_with_edges(s.rows, affordable(kSampleBudget, 4 * h * o), seed ^ 0x7a11);
+  auto col_picks = sample_indices_with_edges(s.out, affordable(kSampleBudget, 4 * rows * h), seed ^ 0xc01);
   const bool full = s.layernorm && 4 * rows * h * o <= kFullBudget;
-  if (full) row_picks = tensor::sample_indices(s.rows, s.rows, 0);
+  if (full) row_picks = sample_indices_with_edges(s.rows, s.rows, 0);
 
   std::vector<Worst> worst(row_picks.size() + col_picks.size());
   std::vector<double> dgamma(full ? s.hidden : 0), dgamma_mag(dgamma.size()), dbeta(dgamma.size()), dbeta_mag(dgamma.size());

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "ops/tensor/amx.hpp"
+
 namespace opmeter::linear {
 namespace {
 // A float that holds a bf16 value exactly, as its 16 bits.
@@ -187,7 +189,7 @@ const QuantKernels& quant_kernels() {
       if (__builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("gfni")) {
         k.isa = "avx512_bf16";
         k.int4_bf16 = avx512bf16_int4;
-        if (amx_bf16_usable()) {
+        if (amx::bf16_usable()) {
           k.isa = "avx512_bf16+amx";
           k.int4_bf16 = amx_int4;
           k.int4_tiles = true;

@@ -154,10 +154,9 @@ QuantKernels base_quant_kernels();
 void avx512bf16_int4(const PackedWeights& w, const std::uint16_t* xb, const float* xsum, std::size_t rows, std::size_t j0,
                      std::size_t j1, float* c, std::size_t ldc);
 // int4_bf16 on AMX tiles for weights packed in tiles, else avx512bf16_int4 (quant_kernel_amx.cpp);
-// usable where the CPU has AMX-BF16 and Linux grants this process the tile state (asked once).
+// usable where amx::bf16_usable() (ops/tensor/amx.hpp).
 void amx_int4(const PackedWeights& w, const std::uint16_t* xb, const float* xsum, std::size_t rows, std::size_t j0,
               std::size_t j1, float* c, std::size_t ldc);
-bool amx_bf16_usable();
 // Row `row` of xb (bf16 bits, rows x hidden) into x's limbs (x sized for it), group by group.
 void split_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x);
 // int4_limbs and int8_limbs on AVX-512 VNNI (quant_kernel_limbs.cpp).

@@ -13,14 +13,13 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "ops/linear/quant_kernel.hpp"
+#include "ops/tensor/amx.hpp"
 
 namespace opmeter::linear {
 namespace {
@@ -31,15 +30,10 @@ constexpr float kCodeScale = 64, kOffset = 3;  // bf16 bits 0x4040 | q are 3 + q
 
 // Tiles 0, 1: C of even and odd groups (rows x 16 fp32); 2, 3 and 4, 5: their B tiles; 6, 7: A
 // (x, rows x 32 bf16, the first and second 32 weights of a step).
-struct alignas(64) TileConfig {
-  std::uint8_t palette = 1, start_row = 0, reserved[14] = {};
-  std::uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
-  std::uint8_t rows[16] = {};
-  explicit TileConfig(std::size_t r) {
-    for (int t : {0, 1, 6, 7}) rows[t] = static_cast<std::uint8_t>(r);
-    for (int t : {2, 3, 4, 5}) rows[t] = kChannels;
-  }
-};
+constexpr amx::TileConfig tile_config(std::size_t rows) {
+  const amx::TileShape c{rows, 64}, b{kChannels, 64}, a{rows, 64};
+  return amx::tile_config({c, c, b, b, b, b, a, a});
+}
 
 struct Scratch {
   alignas(64) std::uint16_t b[kRing][2][kChannels * 32];  // decoded steps: B0, B1 rows
@@ -127,14 +121,6 @@ void block_pass(const PackedWeights& w, std::size_t jb, const std::uint16_t* x, 
 
 }  // namespace
 
-bool amx_bf16_usable() {
-  unsigned a, b, c, d;
-  __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
-  if (!(d >> 22 & 1) || !(d >> 24 & 1)) return false;  // AMX-BF16, AMX-TILE
-  // Linux hands the tile state only to a process that asks (ARCH_REQ_XCOMP_PERM, XTILEDATA).
-  return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
-}
-
 void amx_int4(const PackedWeights& w, const std::uint16_t* xb, const float* xsum, std::size_t rows, std::size_t j0,
               std::size_t j1, float* c, std::size_t ldc) {
   if (!w.tiles) return avx512bf16_int4(w, xb, xsum, rows, j0, j1, c, ldc);
@@ -146,8 +132,8 @@ void amx_int4(const PackedWeights& w, const std::uint16_t* xb, const float* xsum
     const std::size_t mr = std::min(kMaxRows, rows - m0);
     // The tile configuration is thread state that other code (oneDNN) sets too: loaded when it
     // is not ours (ldtilecfg costs about 50 ns, reading it back 5), and left for the next call.
-    const TileConfig want(mr);
-    TileConfig now(0);
+    const amx::TileConfig want = tile_config(mr);
+    amx::TileConfig now;
     _tile_storeconfig(&now);
     if (std::memcmp(&now, &want, sizeof want) != 0) _tile_loadconfig(&want);
     for (std::size_t jb = j0 / kChannels; jb * kChannels < j1; ++jb) {

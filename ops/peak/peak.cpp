@@ -15,7 +15,7 @@
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "engine/runner.hpp"
-#include "ops/linear/quant_kernel.hpp"  // amx_bf16_usable: asks Linux for the tile state
+#include "ops/tensor/amx.hpp"
 
 namespace opmeter::peak {
 
@@ -39,10 +39,8 @@ double dot_int8_expected(std::int64_t iters, int lanes) {
 }
 
 bool amx_usable(DType d) {
-  const auto& cpu = cpu_info();
-  if (d == DType::bf16) return cpu.has("amx_bf16") && linear::amx_bf16_usable();
-  // Every CPU with AMX-INT8 has AMX-BF16, so the same request grants the tiles.
-  if (d == DType::int8) return cpu.has("amx_int8") && linear::amx_bf16_usable();
+  if (d == DType::bf16) return amx::bf16_usable();
+  if (d == DType::int8) return amx::int8_usable();
   return false;
 }
 

@@ -8,16 +8,14 @@
 #include <cstring>
 
 #include "ops/peak/peak.hpp"
+#include "ops/tensor/amx.hpp"
 
 namespace opmeter::peak {
 namespace {
 
 // Tiles 0..5: accumulators (16 x 16 fp32 / int32); 6: A; 7: B. All 16 rows of 64 bytes.
-struct alignas(64) TileConfig {
-  std::uint8_t palette = 1, start_row = 0, reserved[14] = {};
-  std::uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
-  std::uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
-};
+constexpr amx::TileShape kTile{16, 64};
+constexpr amx::TileConfig kConfig = amx::tile_config({kTile, kTile, kTile, kTile, kTile, kTile, kTile, kTile});
 static_assert(kAmxAccumulators == 6, "the loops below name tiles 0..5");
 
 // Sum of the accumulator tiles' elements, then the tile state handed back (other code, oneDNN
@@ -40,8 +38,7 @@ double sum_and_release() {
 }
 
 void load_operands(std::uint16_t a_word, std::uint16_t b_word) {
-  static const TileConfig config;
-  _tile_loadconfig(&config);
+  _tile_loadconfig(&kConfig);
   alignas(64) std::uint16_t a[16 * 32], b[16 * 32];
   for (auto& w : a) w = a_word;
   for (auto& w : b) w = b_word;

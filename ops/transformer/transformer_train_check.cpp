@@ -14,9 +14,9 @@
 #include <fmt/format.h>
 
 #include "opmeter/buffer.hpp"
+#include "opmeter/shapes.hpp"
 #include "ops/transformer/transformer_train.hpp"
 #include "ops/transformer/transformer_train_reference.hpp"
-#include "ops/tensor/sample_indices.hpp"
 
 namespace opmeter::transformer {
 namespace {
@@ -82,8 +82,8 @@ Check TransformerBlockOp::check_train(const HostTensors& in, const HostTensor& o
   const bool affordable = whole || train_reference_cost(s, kSampledRows) <= kBackwardBudget;
   WeightRows picks;
   if (!whole)
-    picks = {tensor::sample_indices(3 * h, kSampledRows, seed ^ 0x9c7), tensor::sample_indices(h, kSampledRows, seed ^ 0x90),
-             tensor::sample_indices(s.mlp, kSampledRows, seed ^ 0x71), tensor::sample_indices(h, kSampledRows, seed ^ 0x72)};
+    picks = {sample_indices_with_edges(3 * h, kSampledRows, seed ^ 0x9c7), sample_indices_with_edges(h, kSampledRows, seed ^ 0x90),
+             sample_indices_with_edges(s.mlp, kSampledRows, seed ^ 0x71), sample_indices_with_edges(h, kSampledRows, seed ^ 0x72)};
   Worst g;
   if (affordable) {
     const TrainReference ref(s, in, act(), grad_tol, y_tol, picks);

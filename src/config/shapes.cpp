@@ -87,4 +87,12 @@ std::vector<std::size_t> sample_indices(std::size_t n, std::size_t count, std::u
   return all;
 }
 
+std::vector<std::size_t> sample_indices_with_edges(std::size_t n, std::size_t count, std::uint64_t seed) {
+  if (count >= n || n <= 2) return sample_indices(n, n, seed);
+  std::vector<std::size_t> picks{0};
+  for (std::size_t i : sample_indices(n - 2, count > 2 ? count - 2 : 0, seed)) picks.push_back(i + 1);
+  picks.push_back(n - 1);
+  return picks;
+}
+
 }  // namespace opmeter

@@ -11,17 +11,24 @@ namespace opmeter::cuda {
 struct SumOp {
   template <class V>
   __device__ __forceinline__ V operator()(V a, V b) const { return a + b; }
+  // Two sums at once (CUDA defines no float2 +).
+  __device__ __forceinline__ float2 operator()(float2 a, float2 b) const { return make_float2(a.x + b.x, a.y + b.y); }
 };
 struct MaxOp {
   __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
 };
+
+// __shfl_xor_sync over the full warp, float2 as two shuffles.
+template <class V>
+__device__ __forceinline__ V shfl_xor(V v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ float2 shfl_xor(float2 v, int o) { return make_float2(shfl_xor(v.x, o), shfl_xor(v.y, o)); }
 
 // Across groups of G consecutive lanes. Every lane of the warp must call it (full mask).
 template <int G, class V, class Op>
 __device__ __forceinline__ V group_reduce(V v, Op op) {
   static_assert(G >= 1 && G <= 32 && (G & (G - 1)) == 0, "G is a power of two up to 32");
 #pragma unroll
-  for (int o = G / 2; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  for (int o = G / 2; o > 0; o >>= 1) v = op(v, shfl_xor(v, o));
   return v;
 }
 

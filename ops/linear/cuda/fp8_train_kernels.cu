@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "opmeter/cuda/device.hpp"
+#include "opmeter/cuda/reduce.cuh"
 #include "ops/linear/cuda/fp8_train_kernels.hpp"
 
 namespace opmeter::linear::fp8_cuda {
@@ -23,10 +24,12 @@ __device__ void atomic_max_nonnegative(float* at, float v) { atomicMax(reinterpr
 // The larger of two magnitudes (sign bits clear), a NaN winning, by the same ordering.
 __device__ float amax_of(float a, float b) { return __int_as_float(max(__float_as_int(a), __float_as_int(b))); }
 
-__device__ float warp_max(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = amax_of(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
+// amax_of as a reduction (not cuda::MaxOp: fmaxf would drop a NaN).
+struct AmaxOp {
+  __device__ float operator()(float a, float b) const { return amax_of(a, b); }
+};
+
+__device__ float warp_max(float v) { return cuda::group_reduce<32>(v, AmaxOp{}); }
 
 // A pair of adjacent bf16 of row r at column c (even; cols even) as floats; zeros outside.
 __device__ float2 load_pair(const __nv_bfloat16* src, std::int64_t r, std::int64_t c, std::int64_t rows,

@@ -10,6 +10,7 @@
 
 #include "ops/linear/cuda/layernorm_train_kernel.hpp"
 #include "ops/linear/layernorm_grad_partition.hpp"
+#include "opmeter/cuda/reduce.cuh"
 #include "opmeter/cuda/vector_access.cuh"
 
 namespace opmeter::linear {
@@ -25,23 +26,14 @@ using Grad = LayerNormGradPartition;
 constexpr int kGradThreads = Grad::kTileColumns * Grad::kSlabLanes;
 constexpr float kEps = 1e-5f;  // ops/tensor/kernels.hpp kNormEps
 
-// Sum of v over the block (kThreads threads); every thread gets it.
-__device__ float block_sum(float v, float* shared) {
-  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  __syncthreads();  // shared is reused between calls
-  if (lane == 0) shared[warp] = v;
-  __syncthreads();
-  float total = 0;
-  for (int w = 0; w < kThreads / 32; ++w) total += shared[w];
-  return total;
-}
+// Sum of v over the block (kThreads threads); every thread gets it. shared: 32 floats.
+__device__ float block_sum(float v, float* shared) { return cuda::block_reduce(v, shared, cuda::SumOp{}, 0.0f); }
 
 template <class T>
 __global__ void forward_kernel(const T* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
                                float* __restrict__ mean, float* __restrict__ rstd, T* __restrict__ xhat, std::int64_t rows,
                                std::int64_t h) {
-  __shared__ float shared[kThreads / 32];
+  __shared__ float shared[32];
   for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* row = x + r * h;
     float s = 0;
@@ -63,30 +55,13 @@ __global__ void forward_kernel(const T* __restrict__ x, const float* __restrict_
 }
 
 // Sums of v over the kRowThreads threads sharing a row (a warp, or the whole block); every thread
-// of the row gets them. kRowThreads == kThreads: the whole block calls it (one row at a time).
+// of the row gets them. kRowThreads == kThreads: the whole block calls it (one row at a time);
+// shared: 32 float2.
 template <int kRowThreads>
 __device__ float2 row_sum2(float2 v, float2* shared) {
   static_assert(kRowThreads == 32 || kRowThreads == kThreads);
-#pragma unroll
-  for (int o = 16; o > 0; o /= 2) {
-    v.x += __shfl_xor_sync(0xffffffffu, v.x, o);
-    v.y += __shfl_xor_sync(0xffffffffu, v.y, o);
-  }
-  if constexpr (kRowThreads == 32) {
-    return v;
-  } else {
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    __syncthreads();  // shared is reused between rows
-    if (lane == 0) shared[warp] = v;
-    __syncthreads();
-    float2 total{0.0f, 0.0f};
-#pragma unroll
-    for (int w = 0; w < kThreads / 32; ++w) {
-      total.x += shared[w].x;
-      total.y += shared[w].y;
-    }
-    return total;
-  }
+  if constexpr (kRowThreads == 32) return cuda::group_reduce<32>(v, cuda::SumOp{});
+  else return cuda::block_reduce(v, shared, cuda::SumOp{}, make_float2(0.0f, 0.0f));
 }
 
 // dx: kRowThreads threads per row (layernorm_row_threads), kVec elements per access
@@ -97,7 +72,7 @@ __global__ void __launch_bounds__(kThreads)
               const float* __restrict__ rstd, const T* __restrict__ dxhat, T* __restrict__ dx, std::int64_t rows,
               std::int64_t h) {
   constexpr int kRowsPerBlock = kThreads / kRowThreads;
-  __shared__ float2 shared[kThreads / 32];
+  __shared__ float2 shared[32];
   const int lane = static_cast<int>(threadIdx.x) % kRowThreads;
   const std::int64_t packs = h / kVec;
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * kRowsPerBlock;
