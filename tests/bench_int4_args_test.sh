@@ -18,6 +18,7 @@ expect "G must be a positive whole number, got '-64'" 64 128 -64
 expect "G must be a power of two dividing K (K=128, G=48)" 64 128 48
 expect "G must be a power of two dividing K (K=100, G=64)" 64 100 64
 expect "reps must be a positive whole number, got '1x'" 64 128 64 1x
-expect "usage: quant_int4_gemv [N K G reps]" 1 2 3 4 5
+expect "M must be a positive whole number, got '0'" 64 128 64 10 0
+expect "usage: quant_int4_gemv [N K G reps M]" 1 2 3 4 5 6
 expect "no int4 recipe with group 16" 64 128 16
 exit $fail
