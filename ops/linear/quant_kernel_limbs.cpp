@@ -61,7 +61,7 @@ void block_rows(const PackedWeights& w, std::size_t jb, const XLimbs& x, std::si
                 float* out) {
   const std::size_t h = w.hidden, groups = h / w.group, steps_per_group = w.group / 64;
   const std::uint8_t* codes = w.codes.data() + jb * 8 * h;
-  const std::uint8_t* end = w.codes.data() + w.codes.size() - 512;
+  const std::size_t last = w.codes.size() - 512;  // prefetches stay within the codes
   const std::size_t width = w.bf16_group_params ? 2 : 4;
   const std::uint8_t* sp = w.group_scales.data() + jb * groups * kChannels * width;
   const std::uint8_t* zp = w.group_zeros.data() + jb * groups * kChannels * width;
@@ -77,7 +77,7 @@ void block_rows(const PackedWeights& w, std::size_t jb, const XLimbs& x, std::si
           for (auto& a : nib) a = _mm512_setzero_si512();
     for (std::size_t t = g * steps_per_group; t < (g + 1) * steps_per_group; ++t) {
       const std::uint8_t* step = codes + 512 * t;
-      const std::uint8_t* ahead = std::min(step + 512 * kPrefetch, end);
+      const std::uint8_t* ahead = w.codes.data() + std::min(std::size_t(step - w.codes.data()) + 512 * kPrefetch, last);
       for (std::size_t l = 0; l < 512; l += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + l), _MM_HINT_T0);
 #pragma GCC unroll 8
       for (std::size_t u = 0; u < 8; ++u) {
@@ -132,12 +132,12 @@ template <std::size_t R, std::size_t P>
 void int8_block_rows(const PackedWeights& w, std::size_t jb, const XLimbs& x, std::size_t m0, float* out) {
   const std::size_t h = w.hidden, groups = h / kInt8LimbGroup;
   const std::uint8_t* codes = w.codes.data() + jb * kChannels * h;
-  const std::uint8_t* end = w.codes.data() + w.codes.size() - 1024;
+  const std::size_t last = w.codes.size() - 1024;  // prefetches stay within the codes
   __m512 dot[R];
   for (std::size_t m = 0; m < R; ++m) dot[m] = _mm512_setzero_ps();
   for (std::size_t g = 0; g < groups; ++g) {
     const std::uint8_t* run = codes + 1024 * g;  // 16 runs of 64 bytes: k = 64 g .. 64 g + 63
-    const std::uint8_t* ahead = std::min(run + 1024 * (kPrefetch / 2), end);
+    const std::uint8_t* ahead = w.codes.data() + std::min(std::size_t(run - w.codes.data()) + 1024 * (kPrefetch / 2), last);
     for (std::size_t l = 0; l < 1024; l += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + l), _MM_HINT_T0);
     __m512i acc[R][2][P];
     for (auto& row : acc)
