@@ -181,9 +181,10 @@ std::vector<Params> linear_check_shapes(bool with_act) {
     if (with_act) {  // linear only (ln_linear's GEMM is the same): one row, and 11 (rows g and g + 8 of the tile)
       shapes.push_back(shape(1, 1, wide, 77, "none"));
       shapes.push_back(shape(1, 11, wide, 77, "none"));
-      // int8 weight-only: the CPU's limbs kernel (K a multiple of 64), one pass of 3 rows.
-      if (recipe->weights == quant::WeightFormat::int8 && !recipe->dynamic()) shapes.push_back(shape(1, 3, 320, 77, "none"));
     }
+    // int8 weight-only: the CPU's limbs kernel (K a multiple of 64; ln_linear rounds its LayerNorm's
+    // output to bf16 for it), one pass of 3 rows.
+    if (recipe->weights == quant::WeightFormat::int8 && !recipe->dynamic()) shapes.push_back(shape(1, 3, 320, 77, "none"));
     for (auto p : shapes) {
       p.emplace_back(kQuant, name);
       out.push_back(std::move(p));
