@@ -161,7 +161,7 @@ void validate_recipe(const Case& c) {
 // vector wide, each act; then each quantization recipe at decode and at 18 rows over K of 3
 // groups (a group must divide K) or else odd, and (linear) at decode over a K past two of the GPU
 // kernel's 512-wide chunks (split-K and its in-kernel sum, a partial last chunk) and, for int8
-// weight-only, 3 rows over K = 320 (the CPU's limbs kernel, which needs K a multiple of 64); then
+// weights, 3 rows over K = 320 (the CPU's limbs kernel, which needs K a multiple of 64); then
 // training steps.
 std::vector<Params> linear_check_shapes(bool with_act) {
   auto shape = [with_act](int batch, int seq, int hidden, int out, const char* act) {
@@ -182,9 +182,9 @@ std::vector<Params> linear_check_shapes(bool with_act) {
       shapes.push_back(shape(1, 1, wide, 77, "none"));
       shapes.push_back(shape(1, 11, wide, 77, "none"));
     }
-    // int8 weight-only: the CPU's limbs kernel (K a multiple of 64; ln_linear rounds its LayerNorm's
-    // output to bf16 for it), one pass of 3 rows.
-    if (recipe->weights == quant::WeightFormat::int8 && !recipe->dynamic()) shapes.push_back(shape(1, 3, 320, 77, "none"));
+    // int8 weights (int8wo, int8dq): the CPU's limbs kernel (K a multiple of 64; for int8wo
+    // ln_linear rounds its LayerNorm's output to bf16), one pass of 3 rows.
+    if (recipe->weights == quant::WeightFormat::int8) shapes.push_back(shape(1, 3, 320, 77, "none"));
     for (auto p : shapes) {
       p.emplace_back(kQuant, name);
       out.push_back(std::move(p));

@@ -28,8 +28,12 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
     // int8 weight-only with bf16 activations: the limbs kernel on quads where the CPU has it.
     int8_limbs_ = recipe_.weights == quant::WeightFormat::int8 && !recipe_.dynamic() &&
                   int8_limbs_for(quant_kernels(), bf16(), s.hidden);
+    // int8dq: its activation codes as one limb for the same kernel (fp32 activations too: they are
+    // quantized either way).
+    dq_limbs_ = recipe_.weights == quant::WeightFormat::int8 && recipe_.activations == quant::ActivationFormat::int8_per_token &&
+                int8_limbs_for(quant_kernels(), true, s.hidden);
     const auto& q = quantized_weights(host_inputs(0));
-    packed_ = int8_limbs_ ? pack_int8_quads(q) : pack_weights(q, recipe_.dynamic(), in_tiles(path_));
+    packed_ = int8_limbs_ || dq_limbs_ ? pack_int8_quads(q) : pack_weights(q, recipe_.dynamic(), in_tiles(path_));
     limbs_ = path_ == Int4Path::limbs || int8_limbs_;
     bf16_x_ = path_ != Int4Path::fp32 || int8_limbs_;
     const std::size_t rows = std::min(kRowBlock, s.rows);
@@ -37,7 +41,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
     tile_.assign(rows * s.out, 0.f);
     xsum_.assign(packed_.format == quant::WeightFormat::int4 ? rows * (s.hidden / recipe_.group) : 1, 0.f);
     xb_.assign(bf16_x_ ? rows * s.hidden : 0, 0);
-    if (limbs_) limb_x_.resize(rows, s.hidden, limb_group());
+    if (limbs_ || dq_limbs_) limb_x_.resize(rows, s.hidden, limb_group());
     if (recipe_.dynamic()) {
       codes_.assign(rows * s.hidden, 0);
       xscale_.assign(rows, 1.f);
@@ -91,14 +95,19 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
 #pragma omp single
           {
             quant::quantize_activations(recipe_, xs_.data(), mr, h, codes_.data(), xscale_.data());
-            for (auto& b : codes_) b ^= 0x80;  // s8 code + 128: vpdpbusd's unsigned operand
+            if (dq_limbs_)  // the codes as x's one limb (the weights are vpdpbusd's unsigned operand)
+              for (std::size_t i = 0; i < mr; ++i) limbs_from_int8(codes_.data() + i * h, xscale_[i], i, h, limb_x_);
+            else
+              for (auto& b : codes_) b ^= 0x80;  // s8 code + 128: vpdpbusd's unsigned operand
           }
         }
         // Contiguous channel ranges per thread: each streams one run of codes.
 #pragma omp for schedule(static)
         for (std::size_t b = 0; b < blocks; ++b) {
           const std::size_t j0 = b * kChannelBlock, j1 = std::min(s.out, j0 + kChannelBlock);
-          if (recipe_.dynamic())
+          if (dq_limbs_)
+            qk.int8_limbs(packed_, limb_x_, mr, j0, j1, tile_.data(), s.out);
+          else if (recipe_.dynamic())
             qk.int8_dynamic(packed_, codes_.data(), xscale_.data(), mr, j0, j1, tile_.data(), s.out);
           else if (int8_limbs_)
             qk.int8_limbs(packed_, limb_x_, mr, j0, j1, tile_.data(), s.out);
@@ -124,6 +133,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
 
  private:
   std::string kernel_name() const {
+    if (dq_limbs_) return "int8 per-token activations x int8 weights in quads, vpdpbusd, 3 rows per pass";
     if (recipe_.dynamic()) return "int8 per-token activations x int8 weights, vpdpbusd (u8 shift compensated)";
     return weight_only_kernel_name(packed_, path_);
   }
@@ -132,10 +142,10 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
   PackedWeights packed_;
   std::vector<float> xs_, xsum_, tile_, xscale_;
   std::vector<std::uint8_t> codes_;
-  std::size_t limb_group() const { return int8_limbs_ ? kInt8LimbGroup : recipe_.group; }
+  std::size_t limb_group() const { return int8_limbs_ || dq_limbs_ ? kInt8LimbGroup : recipe_.group; }
 
   Int4Path path_ = Int4Path::fp32;
-  bool int8_limbs_ = false, limbs_ = false, bf16_x_ = false;
+  bool int8_limbs_ = false, dq_limbs_ = false, limbs_ = false, bf16_x_ = false;
   std::vector<std::uint16_t> xb_;
   XLimbs limb_x_;
 };

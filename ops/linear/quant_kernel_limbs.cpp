@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "ops/linear/quant_kernel.hpp"
 
@@ -126,9 +127,10 @@ void block(const PackedWeights& w, std::size_t jb, const XLimbs& x, std::size_t 
 }
 
 // int8 in quads: R rows of channel block jb, times the channel scales, into out[m * 16 + i]. P:
-// accumulator chains per limb and row (vpdpbusd's latency). The codes are stored plus 128, so
-// sum_k (q + 128) h_k = H + 128 sum(h): the limbs' group sums take the shift back.
-template <std::size_t R, std::size_t P>
+// accumulator chains per limb and row (vpdpbusd's latency); L: limbs (1 where x is its hi limbs
+// alone, int8 activation codes). The codes are stored plus 128, so sum_k (q + 128) h_k =
+// H + 128 sum(h): the limbs' group sums take the shift back.
+template <std::size_t R, std::size_t P, std::size_t L>
 void int8_block_rows(const PackedWeights& w, std::size_t jb, const XLimbs& x, std::size_t m0, float* out) {
   const std::size_t h = w.hidden, groups = h / kInt8LimbGroup;
   const std::uint8_t* codes = w.codes.data() + jb * kChannels * h;
@@ -139,7 +141,7 @@ void int8_block_rows(const PackedWeights& w, std::size_t jb, const XLimbs& x, st
     const std::uint8_t* run = codes + 1024 * g;  // 16 runs of 64 bytes: k = 64 g .. 64 g + 63
     const std::uint8_t* ahead = w.codes.data() + std::min(std::size_t(run - w.codes.data()) + 1024 * (kPrefetch / 2), last);
     for (std::size_t l = 0; l < 1024; l += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + l), _MM_HINT_T0);
-    __m512i acc[R][2][P];
+    __m512i acc[R][L][P];
     for (auto& row : acc)
       for (auto& limb : row)
         for (auto& a : limb) a = _mm512_setzero_si512();
@@ -149,32 +151,35 @@ void int8_block_rows(const PackedWeights& w, std::size_t jb, const XLimbs& x, st
       const std::size_t k = 64 * g + 4 * u, c = u % P;
       for (std::size_t m = 0; m < R; ++m) {
         acc[m][0][c] = _mm512_dpbusd_epi32(acc[m][0][c], v, bcast4(x.hi.data() + (m0 + m) * h + k));
-        acc[m][1][c] = _mm512_dpbusd_epi32(acc[m][1][c], v, bcast4(x.lo.data() + (m0 + m) * h + k));
+        if constexpr (L == 2) acc[m][L - 1][c] = _mm512_dpbusd_epi32(acc[m][L - 1][c], v, bcast4(x.lo.data() + (m0 + m) * h + k));
       }
     }
     for (std::size_t m = 0; m < R; ++m) {
       const std::size_t at = (m0 + m) * groups + g;
-      __m512i sum[2];
-      for (std::size_t limb = 0; limb < 2; ++limb) {
+      __m512i sum[L];
+      for (std::size_t limb = 0; limb < L; ++limb) {
         sum[limb] = acc[m][limb][0];
         for (std::size_t c = 1; c < P; ++c) sum[limb] = _mm512_add_epi32(sum[limb], acc[m][limb][c]);
       }
-      sum[0] = _mm512_sub_epi32(sum[0], _mm512_set1_epi32(128 * x.hi_sum[at]));
-      sum[1] = _mm512_sub_epi32(sum[1], _mm512_set1_epi32(128 * x.lo_sum[at]));
       const float a = x.scale[at];
+      sum[0] = _mm512_sub_epi32(sum[0], _mm512_set1_epi32(128 * x.hi_sum[at]));
       dot[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[0]), _mm512_set1_ps(a), dot[m]);
-      dot[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[1]), _mm512_set1_ps(a * kLoScale), dot[m]);
+      if constexpr (L == 2) {
+        sum[1] = _mm512_sub_epi32(sum[1], _mm512_set1_epi32(128 * x.lo_sum[at]));
+        dot[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[1]), _mm512_set1_ps(a * kLoScale), dot[m]);
+      }
     }
   }
   const __m512 scale = _mm512_loadu_ps(w.scales.data() + jb * kChannels);
   for (std::size_t m = 0; m < R; ++m) _mm512_storeu_ps(out + m * kChannels, _mm512_mul_ps(dot[m], scale));
 }
 
+template <std::size_t L>
 void int8_block(const PackedWeights& w, std::size_t jb, const XLimbs& x, std::size_t m0, std::size_t rows, float* out) {
   switch (rows) {
-    case 1: return int8_block_rows<1, 4>(w, jb, x, m0, out);
-    case 2: return int8_block_rows<2, 2>(w, jb, x, m0, out);
-    default: return int8_block_rows<3, 1>(w, jb, x, m0, out);
+    case 1: return int8_block_rows<1, 4, L>(w, jb, x, m0, out);
+    case 2: return int8_block_rows<2, 2, L>(w, jb, x, m0, out);
+    default: return int8_block_rows<3, 1, L>(w, jb, x, m0, out);
   }
 }
 
@@ -197,6 +202,7 @@ void by_blocks(std::size_t rows, std::size_t j0, std::size_t j1, float* c, std::
 }  // namespace
 
 void split_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x) {
+  x.one_limb = false;
   const std::size_t groups = hidden / group;
   std::int8_t* hi = x.hi.data() + row * hidden;
   std::int8_t* lo = x.lo.data() + row * hidden;
@@ -230,6 +236,20 @@ void split_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, s
   }
 }
 
+void limbs_from_int8(const std::uint8_t* codes, float scale, std::size_t row, std::size_t hidden, XLimbs& x) {
+  const std::size_t groups = hidden / kInt8LimbGroup;
+  std::memcpy(x.hi.data() + row * hidden, codes, hidden);
+  for (std::size_t g = 0; g < groups; ++g) {
+    __m512i sum = _mm512_setzero_si512();
+    for (std::size_t k = g * kInt8LimbGroup; k < (g + 1) * kInt8LimbGroup; k += 16)
+      sum = _mm512_add_epi32(sum, _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + k))));
+    x.hi_sum[row * groups + g] = _mm512_reduce_add_epi32(sum);
+    x.lo_sum[row * groups + g] = 0;
+    x.scale[row * groups + g] = scale;
+  }
+  x.one_limb = true;
+}
+
 void vnni_int4(const PackedWeights& w, const XLimbs& x, const float* xsum, std::size_t rows, std::size_t j0,
                std::size_t j1, float* c, std::size_t ldc) {
   by_blocks(rows, j0, j1, c, ldc, [&](std::size_t jb, std::size_t m0, std::size_t mr, float* out) {
@@ -240,7 +260,7 @@ void vnni_int4(const PackedWeights& w, const XLimbs& x, const float* xsum, std::
 void vnni_int8(const PackedWeights& w, const XLimbs& x, std::size_t rows, std::size_t j0, std::size_t j1, float* c,
                std::size_t ldc) {
   by_blocks(rows, j0, j1, c, ldc, [&](std::size_t jb, std::size_t m0, std::size_t mr, float* out) {
-    int8_block(w, jb, x, m0, mr, out);
+    x.one_limb ? int8_block<1>(w, jb, x, m0, mr, out) : int8_block<2>(w, jb, x, m0, mr, out);
   });
 }
 

@@ -233,6 +233,45 @@ TEST(QuantKernel, Int4LimbsKernelAgreesWithTheRecipeWithinTheLimbsBound) {
     }
 }
 
+// int8dq on the same kernel: per-token int8 activation codes as x's one limb (limbs_from_int8),
+// every product exact in int32, against sum_k s_x x_k s_j q_jk in fp64 for 1, 2, 3 and 5 rows,
+// codes at both ends (-127, 127) included.
+TEST(QuantKernel, Int8KernelOnActivationCodesIsExact) {
+  const auto& best = quant_kernels();
+  if (!best.int8_limbs) GTEST_SKIP() << "no VNNI limbs kernel here (it needs AVX-512 VNNI, VBMI and GFNI)";
+  const std::size_t out = 21, hidden = 192;
+  std::mt19937 rng(23);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> w(out * hidden);
+  for (auto& v : w) v = normal(rng);
+  const auto q = quant::quantize_weights(*quant::parse_recipe("int8dq"), w.data(), out, hidden, Elem::bf16);
+  const PackedWeights p = pack_int8_quads(q);
+  for (std::size_t rows : {1, 2, 3, 5}) {
+    std::vector<std::uint8_t> codes(rows * hidden);
+    std::vector<float> xscale(rows);
+    for (std::size_t i = 0; i < codes.size(); ++i)
+      codes[i] = static_cast<std::uint8_t>(static_cast<std::int8_t>(i % 7 == 0 ? (i % 2 ? 127 : -127) : int(rng() % 255) - 127));
+    XLimbs x;
+    x.resize(rows, hidden, kInt8LimbGroup);
+    for (std::size_t m = 0; m < rows; ++m) {
+      xscale[m] = 0.01f * float(m + 1);
+      limbs_from_int8(codes.data() + m * hidden, xscale[m], m, hidden, x);
+    }
+    std::vector<float> c(rows * out, NAN);
+    best.int8_limbs(p, x, rows, 0, out, c.data(), out);
+    for (std::size_t m = 0; m < rows; ++m)
+      for (std::size_t j = 0; j < out; ++j) {
+        double exact = 0, mag = 0;
+        for (std::size_t k = 0; k < hidden; ++k) {
+          const double t = double(xscale[m]) * static_cast<std::int8_t>(codes[m * hidden + k]) * q.weight(j, k);
+          exact += t;
+          mag += std::fabs(t);
+        }
+        ASSERT_LE(std::fabs(c[m * out + j] - exact), 1e-6 * mag) << "rows " << rows << ", row " << m << ", channel " << j;
+      }
+  }
+}
+
 // Which kernel an int4 layer runs, for each set of kernels a CPU may offer: the limbs kernel for
 // bf16 activations in groups of 64 and up (up to kInt4LimbRows rows where AMX takes more), else
 // the bf16 vector kernel, else fp32; tiles exactly for the limbs and AMX kernels.
