@@ -129,6 +129,25 @@ TEST(QuantActivations, ScalesAreAmaxOverCodeMaxRoundedOnce) {
 }
 
 // The target: HQQ int4-64 at least 1 dB above round-to-nearest on Gaussian weights.
+// The codes round to nearest with ties to even, as std::nearbyint does, and saturate at +-127:
+// a row whose amax is 127 (scale exactly 1) holds ties (0.5, 1.5, 2.5, -0.5, -2.5, 126.5),
+// values just beside them, both ends and values past the ends (none: 127 is the amax) and
+// Gaussian values; each code against std::nearbyint of x / scale, clamped.
+TEST(QuantActivations, Int8CodesRoundTiesToEvenAsNearbyint) {
+  std::vector<float> x = {127.f, -127.f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 126.5f, -126.5f,
+                          std::nextafter(0.5f, 1.f), std::nextafter(0.5f, 0.f), std::nextafter(2.5f, 3.f),
+                          std::nextafter(-2.5f, -3.f), 0.f, -0.f, 1e-30f, 63.5f, 64.5f};
+  for (float v : gaussian(200, 41, 30)) x.push_back(std::clamp(v, -127.f, 127.f));
+  const auto r = *parse_recipe("int8dq");
+  std::vector<std::uint8_t> codes(x.size());
+  float scale = 0;
+  quantize_activations(r, x.data(), 1, x.size(), codes.data(), &scale);
+  ASSERT_EQ(scale, 1.f);
+  for (std::size_t k = 0; k < x.size(); ++k)
+    EXPECT_EQ(static_cast<std::int8_t>(codes[k]), static_cast<int>(std::clamp(std::nearbyint(x[k]), -127.f, 127.f)))
+        << "x = " << x[k];
+}
+
 TEST(QuantHqq, BeatsRoundToNearestByOneDecibel) {
   const std::size_t out = 256, hidden = 1024;
   auto w = gaussian(out * hidden, 3, 0.02f);

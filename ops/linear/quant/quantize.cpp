@@ -19,12 +19,23 @@ float round_to(Elem e, float v) {
   return v;
 }
 
+// v rounded to the nearest integer, ties to even (std::nearbyint's rounding) for |v| <= 2^22:
+// 1.5 x 2^23 + v lies where float's spacing is 1. Inline: std::nearbyint is a libm call that
+// saves and restores the FP environment, and the per-token quantization of int8dq's activations
+// runs it for every element of every call.
+inline float round_even(float v) {
+  constexpr float kMagic = 0x1.8p23f;
+  return (v + kMagic) - kMagic;
+}
+
+// Codes are clamped before they are rounded (the same codes as rounding first: the clamp's ends
+// are integers), which also keeps round_even in its range.
 std::uint8_t int8_code(float v) {
-  return static_cast<std::uint8_t>(static_cast<std::int8_t>(std::clamp(std::nearbyint(v), -127.f, 127.f)));
+  return static_cast<std::uint8_t>(static_cast<std::int8_t>(round_even(std::clamp(v, -127.f, 127.f))));
 }
 
 int int4_code(float w, float scale, float zero) {
-  return std::clamp(static_cast<int>(std::nearbyint(w / scale + zero)), 0, 15);
+  return static_cast<int>(round_even(std::clamp(w / scale + zero, 0.f, 15.f)));
 }
 
 // Squared error of a group quantized with (scale, zero).
@@ -69,7 +80,7 @@ std::size_t QuantizedWeights::bytes(Elem scale_elem) const {
 ScaleZero rtn_int4(const float* w, std::size_t n) {
   const float lo = *std::min_element(w, w + n), hi = *std::max_element(w, w + n);
   const float scale = hi > lo ? (hi - lo) / 15 : 1.f;
-  return {scale, std::clamp(std::nearbyint(-lo / scale), 0.f, 15.f)};
+  return {scale, round_even(std::clamp(-lo / scale, 0.f, 15.f))};
 }
 
 namespace {
