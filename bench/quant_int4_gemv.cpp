@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
   std::printf("N=%zu K=%zu group=%zu M=%zu threads=%d: %.1f MB; read %.3f ms (%.1f GB/s); vector kernel %.3f ms (%.1f GB/s) = %.0f%% of read",
               n, k, g, rows, omp_get_max_threads(), bytes / 1e6, read_s * 1e3, bytes / read_s / 1e9, vector_s * 1e3,
               bytes / vector_s / 1e9, 100 * read_s / vector_s);
-  if (kernels.int4_tiles) {
+  if (tiles.tiles && kernels.int4_tiles) {
     // The same bytes (tiles pad channels to 16: none for these shapes), the same outputs.
     const double amx_s = gemv(kernels.int4_bf16, tiles, y);
     double worst = 0, scale = 0;
@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
     std::printf("; AMX kernel %.3f ms (%.1f GB/s) = %.0f%% of read, %.2fx the vector kernel (max |diff| %.1e of max |y|)", amx_s * 1e3,
                 bytes / amx_s / 1e9, 100 * read_s / amx_s, vector_s / amx_s, worst / scale);
   }
-  if (kernels.int4_limbs) {
+  if (tiles.tiles && kernels.int4_limbs) {  // (G 32 stays in blocks: neither tile kernel runs it)
     // x split into int8 limbs once per call, as the layers do, inside the time.
     XLimbs limbs;
     limbs.resize(rows, k, g);

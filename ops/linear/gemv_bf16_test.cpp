@@ -5,6 +5,8 @@
 #include <random>
 
 #include "opmeter/dtype.hpp"
+#include "opmeter/case.hpp"
+#include "opmeter/registry.hpp"
 #include "ops/linear/gemv_bf16.hpp"
 
 using namespace opmeter;
@@ -37,4 +39,22 @@ TEST(GemvBf16, AgreesWithFp64OnEveryPassAndTail) {
           ASSERT_LE(std::fabs(c[m * out + j] - exact), 1e-6 * mag) << "hidden " << hidden << ", rows " << rows << ", " << m << ", " << j;
         }
     }
+}
+
+// The impl takes decode's rows only, and says why it skips more (and where AVX512_BF16 is missing).
+TEST(GemvBf16, TheImplSkipsMoreThan16RowsSayingWhy) {
+  auto* impl = Registry::global().impl("linear", "opmeter_gemv");
+  ASSERT_NE(impl, nullptr);
+  auto support = [&](const char* rows) {
+    return impl->supports(parse_case(std::string("linear/opmeter_gemv/bf16/batch=1,seq=") + rows +
+                                     ",hidden=64,out=32,act=none/threads=1"));
+  };
+  if (!gemv_bf16_usable()) {
+    EXPECT_EQ(support("1").reason, "opmeter_gemv needs AVX512_BF16");
+    return;
+  }
+  EXPECT_TRUE(support("16").ok);
+  const auto seventeen = support("17");
+  EXPECT_FALSE(seventeen.ok);
+  EXPECT_EQ(seventeen.reason, "opmeter_gemv is a GEMV for decode: up to 16 rows (batch x seq); onednn runs more");
 }

@@ -41,7 +41,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
     tile_.assign(rows * s.out, 0.f);
     xsum_.assign(packed_.format == quant::WeightFormat::int4 ? rows * (s.hidden / recipe_.group) : 1, 0.f);
     xb_.assign(bf16_x_ ? rows * s.hidden : 0, 0);
-    if (limbs_ || dq_limbs_) limb_x_.resize(rows, s.hidden, limb_group());
+    if (limbs_ || dq_limbs_) limb_x_.resize(rows, s.hidden, limb_group(), dq_limbs_);
     if (recipe_.dynamic()) {
       codes_.assign(rows * s.hidden, 0);
       xscale_.assign(rows, 1.f);
@@ -133,7 +133,8 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
 
  private:
   std::string kernel_name() const {
-    if (dq_limbs_) return "int8 per-token activations x int8 weights in quads, vpdpbusd, 3 rows per pass";
+    if (dq_limbs_)
+      return fmt::format("int8 per-token activations x int8 weights in quads, vpdpbusd, {} rows per pass", kInt4LimbRows);
     if (recipe_.dynamic()) return "int8 per-token activations x int8 weights, vpdpbusd (u8 shift compensated)";
     return weight_only_kernel_name(packed_, path_);
   }

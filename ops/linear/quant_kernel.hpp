@@ -84,7 +84,10 @@ struct XLimbs {
   std::vector<float> scale;                 // rows x groups
   std::vector<std::int32_t> hi_sum, lo_sum;  // rows x groups: the limbs' sums (the int8 kernel's u8 shift)
   bool one_limb = false;                     // hi alone: int8 activation codes (limbs_from_int8)
-  void resize(std::size_t rows, std::size_t hidden, std::size_t group) {
+  // one: the activations will be int8 codes (limbs_from_int8), else split bf16 (split_limbs); set
+  // here, before the threads fill the rows.
+  void resize(std::size_t rows, std::size_t hidden, std::size_t group, bool one = false) {
+    one_limb = one;
     hi.resize(rows * hidden);
     lo.resize(rows * hidden);
     scale.resize(rows * (hidden / group));
@@ -161,7 +164,8 @@ void amx_int4(const PackedWeights& w, const std::uint16_t* xb, const float* xsum
 // Row `row` of xb (bf16 bits, rows x hidden) into x's limbs (x sized for it), group by group.
 void split_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x);
 // int8 activation codes of row `row` (int8dq's, one scale per row) as x's hi limbs alone (no lo
-// limb: the int8 kernel then skips it), with their group sums; x sized for kInt8LimbGroup.
+// limb: the int8 kernel then skips it), with their group sums; x sized for kInt8LimbGroup, one
+// limb (XLimbs::resize).
 void limbs_from_int8(const std::uint8_t* codes, float scale, std::size_t row, std::size_t hidden, XLimbs& x);
 // int4_limbs and int8_limbs on AVX-512 VNNI (quant_kernel_limbs.cpp).
 void vnni_int4(const PackedWeights& w, const XLimbs& x, const float* xsum, std::size_t rows, std::size_t j0,

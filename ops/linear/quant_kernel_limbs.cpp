@@ -23,6 +23,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 
@@ -202,7 +203,6 @@ void by_blocks(std::size_t rows, std::size_t j0, std::size_t j1, float* c, std::
 }  // namespace
 
 void split_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x) {
-  x.one_limb = false;
   const std::size_t groups = hidden / group;
   std::int8_t* hi = x.hi.data() + row * hidden;
   std::int8_t* lo = x.lo.data() + row * hidden;
@@ -218,7 +218,8 @@ void split_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, s
     const float largest = _mm512_reduce_max_ps(big);
     // A group of zeros (or one holding inf/NaN, whose products are not numbers anyway) gets
     // limbs 0 and its scale as it is, so that the output shows what the reference would.
-    const bool usable = largest > 0 && std::isfinite(largest);
+    // (127 / largest overflows for groups of denormals: those, like zeros, keep limbs 0.)
+    const bool usable = largest >= 0x1p-100f && std::isfinite(largest);
     x.scale[row * groups + g] = usable ? largest / 127 : largest;
     const __m512 inv = _mm512_set1_ps(usable ? 127 / largest : 0.f), lo_unit = _mm512_set1_ps(254.f);
     for (std::size_t k = k0; k < k0 + group; k += 16) {
@@ -247,11 +248,11 @@ void limbs_from_int8(const std::uint8_t* codes, float scale, std::size_t row, st
     x.lo_sum[row * groups + g] = 0;
     x.scale[row * groups + g] = scale;
   }
-  x.one_limb = true;
 }
 
 void vnni_int4(const PackedWeights& w, const XLimbs& x, const float* xsum, std::size_t rows, std::size_t j0,
                std::size_t j1, float* c, std::size_t ldc) {
+  assert(w.tiles);  // the tile layout (groups of 64 and up)
   by_blocks(rows, j0, j1, c, ldc, [&](std::size_t jb, std::size_t m0, std::size_t mr, float* out) {
     block(w, jb, x, m0, mr, xsum, out);
   });
@@ -259,6 +260,7 @@ void vnni_int4(const PackedWeights& w, const XLimbs& x, const float* xsum, std::
 
 void vnni_int8(const PackedWeights& w, const XLimbs& x, std::size_t rows, std::size_t j0, std::size_t j1, float* c,
                std::size_t ldc) {
+  assert(w.quads);
   by_blocks(rows, j0, j1, c, ldc, [&](std::size_t jb, std::size_t m0, std::size_t mr, float* out) {
     x.one_limb ? int8_block<1>(w, jb, x, m0, mr, out) : int8_block<2>(w, jb, x, m0, mr, out);
   });

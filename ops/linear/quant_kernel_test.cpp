@@ -252,7 +252,7 @@ TEST(QuantKernel, Int8KernelOnActivationCodesIsExact) {
     for (std::size_t i = 0; i < codes.size(); ++i)
       codes[i] = static_cast<std::uint8_t>(static_cast<std::int8_t>(i % 7 == 0 ? (i % 2 ? 127 : -127) : int(rng() % 255) - 127));
     XLimbs x;
-    x.resize(rows, hidden, kInt8LimbGroup);
+    x.resize(rows, hidden, kInt8LimbGroup, true);  // one limb: the codes
     for (std::size_t m = 0; m < rows; ++m) {
       xscale[m] = 0.01f * float(m + 1);
       limbs_from_int8(codes.data() + m * hidden, xscale[m], m, hidden, x);

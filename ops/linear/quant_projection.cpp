@@ -36,7 +36,7 @@ void QuantProjection::run(const void* x, std::size_t rows, const float* bias, te
   tile_.resize(block_rows * out);
   xsum_.resize(std::max<std::size_t>(1, block_rows * groups));
   const auto* xb = static_cast<const std::uint16_t*>(x);
-  if (limbs) limb_x_.resize(rows, h, limb_group);
+  if (limbs) limb_x_.resize(block_rows, h, limb_group);
   for (std::size_t r0 = 0; r0 < rows; r0 += kRowBlock) {
     const std::size_t mr = std::min(kRowBlock, rows - r0);
 #pragma omp parallel

@@ -26,11 +26,10 @@ class QuantProjection {
   std::string kernel(std::size_t rows) const { return weight_only_kernel_name(packed_, call_path(rows)); }
 
  private:
-  // The prepared path, or for more rows than the limbs kernel takes where AMX is, the AMX kernel
-  // (the same layout).
+  // The kernel for this call's rows among those that read the prepared layout (limbs and AMX
+  // both read tiles).
   Int4Path call_path(std::size_t rows) const {
-    if (path_ == Int4Path::limbs && rows > kInt4LimbRows && quant_kernels().int4_tiles) return Int4Path::amx;
-    return path_;
+    return in_tiles(path_) ? int4_path(quant_kernels(), bf16_, packed_.group, rows) : path_;
   }
   PackedWeights packed_;
   bool bf16_ = false;

@@ -11,6 +11,8 @@
 // (tensor::ProjectionBackward, as linear's step: W packed, dZ and A transposed per step, timed).
 // Kept per input set for the backward: LN1(x), mean and rstd, qkv, o, h, LN2(h), mean and rstd, u,
 // act(u); the phases as every training step runs them (ops/linear/train_phases.hpp).
+#include <fmt/format.h>
+
 #include "ops/linear/linear.hpp"
 #include "ops/linear/train_phases.hpp"
 #include "ops/tensor/projection_backward.hpp"
@@ -46,8 +48,12 @@ class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
   }
 
   std::map<std::string, std::string> details() const override {
-    auto d = backward_[p_w1].details();  // the four projections' backward take the same paths
-    d["onednn_impl"] = seq_.details().at("onednn_impl") + " | W1 backward: " + d["onednn_impl"];
+    // Each projection's backward path (which depends on its shape), key by key.
+    std::map<std::string, std::string> d{{"onednn_impl", seq_.details().at("onednn_impl")}};
+    const char* names[] = {"Wqkv", "Wo", "W1", "W2"};
+    for (std::size_t p = 0; p < 4; ++p)
+      for (auto& [key, value] : backward_[p].details())
+        d[key] += fmt::format("{}{}: {}", d[key].empty() ? "" : (key == "onednn_impl" ? " | " : "; "), names[p], value);
     return d;
   }
 
