@@ -18,13 +18,14 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/linear/quant_block16.hpp"
 #include "ops/linear/quant_kernel.hpp"
 #include "ops/tensor/amx.hpp"
 
 namespace opmeter::linear {
 namespace {
 
-constexpr std::size_t kChannels = 16, kMaxRows = 16;  // a B tile's channels, an A tile's rows
+constexpr std::size_t kChannels = block16::kChannels, kMaxRows = 16;  // a B tile's channels, an A tile's rows
 constexpr std::size_t kLead = 2, kRing = kLead + 2, kPrefetch = 8;
 constexpr float kCodeScale = 64, kOffset = 3;  // bf16 bits 0x4040 | q are 3 + q / 64
 
@@ -51,12 +52,6 @@ inline void decode_step(const std::uint8_t* p, std::uint16_t* b0, std::uint16_t*
   }
 }
 
-// 16 group parameters at `p` (bf16 bits or fp32) as fp32.
-inline __m512 params16(const std::uint8_t* p, bool bf16) {
-  if (!bf16) return _mm512_loadu_ps(p);
-  const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16));
-}
 
 // Channel block jb (channels 16 jb ..), rows of x (<= 16, the tile config's): out[m * 16 + i].
 void block_pass(const PackedWeights& w, std::size_t jb, const std::uint16_t* x, const float* xsum, std::size_t rows,
@@ -108,8 +103,8 @@ void block_pass(const PackedWeights& w, std::size_t jb, const std::uint16_t* x, 
   __m512 acc[kMaxRows];
   for (std::size_t m = 0; m < rows; ++m) acc[m] = _mm512_setzero_ps();
   for (std::size_t g = 0; g < groups; ++g) {
-    const __m512 sc = params16(sp + g * kChannels * width, w.bf16_group_params);
-    const __m512 zt = _mm512_mul_ps(sc, _mm512_add_ps(offset, params16(zp + g * kChannels * width, w.bf16_group_params)));
+    const __m512 sc = block16::params(sp + g * kChannels * width, w.bf16_group_params);
+    const __m512 zt = _mm512_mul_ps(sc, _mm512_add_ps(offset, block16::params(zp + g * kChannels * width, w.bf16_group_params)));
     const __m512 s64 = _mm512_mul_ps(sc, code_scale);
     for (std::size_t m = 0; m < rows; ++m) {
       acc[m] = _mm512_fmadd_ps(s64, _mm512_loadu_ps(parts + (g * rows + m) * kChannels), acc[m]);
@@ -138,11 +133,7 @@ void amx_int4(const PackedWeights& w, const std::uint16_t* xb, const float* xsum
     if (std::memcmp(&now, &want, sizeof want) != 0) _tile_loadconfig(&want);
     for (std::size_t jb = j0 / kChannels; jb * kChannels < j1; ++jb) {
       block_pass(w, jb, xb + m0 * w.hidden, xsum + m0 * groups, mr, out, s);
-      // The block's channels in [j0, j1) (a block is padded past the layer's last channel).
-      const std::size_t lo = std::max(j0, jb * kChannels), hi = std::min(j1, jb * kChannels + kChannels);
-      for (std::size_t m = 0; m < mr; ++m)
-        std::copy(out + m * kChannels + lo % kChannels, out + m * kChannels + (hi - jb * kChannels),
-                  c + (m0 + m) * ldc + lo);
+      block16::copy_channels(out, mr, jb, j0, j1, c, m0, ldc);
     }
   }
 }

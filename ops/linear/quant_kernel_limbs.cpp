@@ -27,12 +27,13 @@
 #include <cmath>
 #include <cstring>
 
+#include "ops/linear/quant_block16.hpp"
 #include "ops/linear/quant_kernel.hpp"
 
 namespace opmeter::linear {
 namespace {
 
-constexpr std::size_t kChannels = 16, kPrefetch = 8;  // a tile block's channels; steps prefetched ahead
+constexpr std::size_t kChannels = block16::kChannels, kPrefetch = 8;  // steps prefetched ahead
 constexpr float kLoScale = 1.f / 254;
 
 // Byte 4 i + r of a regrouped load comes from byte 32 (r / 2) + 2 i + r % 2 of the tile step's
@@ -42,12 +43,6 @@ __m512i regroup_index() {
   for (unsigned i = 0; i < 16; ++i)
     for (unsigned r = 0; r < 4; ++r) idx[4 * i + r] = static_cast<std::uint8_t>(32 * (r / 2) + 2 * i + r % 2);
   return _mm512_load_si512(idx);
-}
-
-inline __m512 params16(const std::uint8_t* p, bool bf16) {
-  if (!bf16) return _mm512_loadu_ps(p);
-  const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16));
 }
 
 inline __m512i bcast4(const std::int8_t* p) {
@@ -96,8 +91,8 @@ void block_rows(const PackedWeights& w, std::size_t jb, const XLimbs& x, std::si
         }
       }
     }
-    const __m512 s = params16(sp + g * kChannels * width, w.bf16_group_params);
-    const __m512 z = params16(zp + g * kChannels * width, w.bf16_group_params);
+    const __m512 s = block16::params(sp + g * kChannels * width, w.bf16_group_params);
+    const __m512 z = block16::params(zp + g * kChannels * width, w.bf16_group_params);
     for (std::size_t m = 0; m < R; ++m) {
       __m512i sum[2];
       for (std::size_t limb = 0; limb < 2; ++limb) {
@@ -192,10 +187,7 @@ void by_blocks(std::size_t rows, std::size_t j0, std::size_t j1, float* c, std::
     const std::size_t mr = std::min(kInt4LimbRows, rows - m0);
     for (std::size_t jb = j0 / kChannels; jb * kChannels < j1; ++jb) {
       block(jb, m0, mr, out);
-      const std::size_t first = std::max(j0, jb * kChannels), last = std::min(j1, jb * kChannels + kChannels);
-      for (std::size_t m = 0; m < mr; ++m)
-        std::copy(out + m * kChannels + first % kChannels, out + m * kChannels + (last - jb * kChannels),
-                  c + (m0 + m) * ldc + first);
+      block16::copy_channels(out, mr, jb, j0, j1, c, m0, ldc);
     }
   }
 }
@@ -206,10 +198,7 @@ void split_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, s
   const std::size_t groups = hidden / group;
   std::int8_t* hi = x.hi.data() + row * hidden;
   std::int8_t* lo = x.lo.data() + row * hidden;
-  auto load16 = [&](std::size_t k) {
-    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + row * hidden + k));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16));
-  };
+  auto load16 = [&](std::size_t k) { return block16::bf16x16(xb + row * hidden + k); };
   for (std::size_t g = 0; g < groups; ++g) {
     const std::size_t k0 = g * group;
     __m512i hi_sum = _mm512_setzero_si512(), lo_sum = hi_sum;
