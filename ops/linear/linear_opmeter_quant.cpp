@@ -22,18 +22,12 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
   void prepare() override {
     const auto s = shape_of(case_);
     recipe_ = recipe();
-    // int4: the kernel for these activations and rows (int4_path), and the layout it reads.
-    path_ = recipe_.weights == quant::WeightFormat::int4 ? int4_path(quant_kernels(), bf16(), recipe_.group, s.rows)
-                                                        : Int4Path::fp32;
-    // int8 weight-only with bf16 activations: the limbs kernel on quads where the CPU has it.
-    int8_limbs_ = recipe_.weights == quant::WeightFormat::int8 && !recipe_.dynamic() &&
-                  int8_limbs_for(quant_kernels(), bf16(), s.hidden);
-    // int8dq: its activation codes as one limb for the same kernel (fp32 activations too: they are
-    // quantized either way).
-    dq_limbs_ = recipe_.weights == quant::WeightFormat::int8 && recipe_.activations == quant::ActivationFormat::int8_per_token &&
-                int8_limbs_for(quant_kernels(), true, s.hidden);
-    const auto& q = quantized_weights(host_inputs(0));
-    packed_ = int8_limbs_ || dq_limbs_ ? pack_int8_quads(q) : pack_weights(q, recipe_.dynamic(), in_tiles(path_));
+    // The kernels for these activations and rows, and the weights packed for them.
+    auto kernels = quant_layer_kernels(quantized_weights(host_inputs(0)), bf16(), s.rows);
+    path_ = kernels.int4;
+    int8_limbs_ = kernels.int8_limbs && !recipe_.dynamic();
+    dq_limbs_ = kernels.int8_limbs && recipe_.dynamic();  // int8dq's codes as x's one limb
+    packed_ = std::move(kernels.packed);
     limbs_ = path_ == Int4Path::limbs || int8_limbs_;
     bf16_x_ = path_ != Int4Path::fp32 || int8_limbs_;
     const std::size_t rows = std::min(kRowBlock, s.rows);

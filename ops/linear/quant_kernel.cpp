@@ -153,6 +153,17 @@ Int4Path int4_path(const QuantKernels& k, bool bf16, std::size_t group, std::siz
   return k.int4_bf16 ? Int4Path::vector_bf16 : Int4Path::fp32;
 }
 
+QuantLayerKernels quant_layer_kernels(const quant::QuantizedWeights& q, bool bf16, std::size_t rows) {
+  const auto& k = quant_kernels();
+  const quant::Recipe& r = q.recipe;
+  QuantLayerKernels out;
+  if (r.weights == quant::WeightFormat::int4) out.int4 = int4_path(k, bf16, r.group, rows);
+  out.int8_limbs = r.weights == quant::WeightFormat::int8 && k.int8_limbs && q.hidden % kInt8LimbGroup == 0 &&
+                   (bf16 || r.activations == quant::ActivationFormat::int8_per_token);
+  out.packed = out.int8_limbs ? pack_int8_quads(q) : pack_weights(q, r.dynamic(), in_tiles(out.int4));
+  return out;
+}
+
 std::string weight_only_kernel_name(const PackedWeights& w, Int4Path path) {
   if (w.format == quant::WeightFormat::int4) switch (path) {
       case Int4Path::limbs:

@@ -123,8 +123,9 @@ struct QuantKernels {
                     std::size_t j1, float* c, std::size_t ldc);
   // Whether int4_bf16 runs weights packed in tiles (AMX) faster than in blocks.
   bool int4_tiles = false;
-  // int4 in tiles with bf16 activations as int8 limbs (XLimbs), for up to kInt4LimbRows rows:
-  // vpdpbusd where the CPU has AVX-512 VNNI, VBMI and GFNI; else null.
+  // int4 in tiles with bf16 activations as int8 limbs (XLimbs), any rows in passes of
+  // kInt4LimbRows (int4_path says when): vpdpbusd where the CPU has AVX-512 VNNI, VBMI and GFNI;
+  // else null.
   void (*int4_limbs)(const PackedWeights& w, const XLimbs& x, const float* xsum, std::size_t rows, std::size_t j0,
                      std::size_t j1, float* c, std::size_t ldc) = nullptr;
   // int8 weight-only in quads with bf16 activations as int8 limbs in groups of kInt8LimbGroup
@@ -133,24 +134,31 @@ struct QuantKernels {
                      std::size_t ldc) = nullptr;
 };
 
-// int8 weight-only: the limbs kernel (quads) for bf16 activations and hidden a multiple of 64
-// where int8_limbs is, at every row count, else weight_only. bench/quant_int4_gemv's int8wo line,
-// one thread, loaded CI machine: 1.3x the fp32 kernel at M = 1 (91% of read), 1.9x at 2, 2.4x at
-// 3, 3.7x at 8 and 16, 3.9x at 64 (the fp32 kernel's 16 products per FMA against vpdpbusd's 64).
-inline bool int8_limbs_for(const QuantKernels& k, bool bf16, std::size_t hidden) {
-  return k.int8_limbs && bf16 && hidden % kInt8LimbGroup == 0;
-}
 // Which kernel an int4 layer runs for its activations (bf16 or fp32), group and rows, on these
 // kernels; limbs and amx read the weights in tiles, the others in blocks.
 //   limbs: bf16, groups of 64 and up, up to kInt4LimbRows rows (any, where there is no AMX
-//          kernel), where int4_limbs is (on the quiet
-//          CI machine it read at 91-108% of a plain read of the same bytes at M = 1, 1.5-1.9x
-//          the AMX kernel, 1.8-2.5x the vector kernel: docs/BENCHMARKS.md);
+//          kernel), where int4_limbs is (on the quiet CI machine it read at 91-109% of a plain
+//          read of the same bytes at M = 1, 1.5-1.9x the AMX kernel: docs/BENCHMARKS.md);
 //   amx: bf16, groups of 64 and up, more rows, where the AMX kernel is (int4_tiles);
 //   vector_bf16: bf16 where int4_bf16 is; fp32: the rest (weight_only).
 enum class Int4Path { limbs, amx, vector_bf16, fp32 };
 Int4Path int4_path(const QuantKernels& k, bool bf16, std::size_t group, std::size_t rows);
 inline bool in_tiles(Int4Path p) { return p == Int4Path::limbs || p == Int4Path::amx; }
+
+// A quantized layer's kernels on this CPU and its weights packed for them, for its activations
+// (bf16 or fp32) and rows: one choice for linear's opmeter_quant and transformer_block's
+// projections.
+//   int4: int4_path's kernel.
+//   int8 weights: the limbs kernel on quads (int8_limbs) where the CPU has it, hidden is a
+//   multiple of 64 and the activations become int8 limbs: split from bf16 (int8wo) or int8dq's
+//   codes (any dtype), at every row count (quiet CI machine, int8wo: 1.5x the fp32 kernel at
+//   M = 1, 1.9x at 2, 2.4x at 3, 3.3-3.9x from 4 to 64 rows: docs/BENCHMARKS.md).
+struct QuantLayerKernels {
+  Int4Path int4 = Int4Path::fp32;
+  bool int8_limbs = false;
+  PackedWeights packed;
+};
+QuantLayerKernels quant_layer_kernels(const quant::QuantizedWeights& q, bool bf16, std::size_t rows);
 
 QuantKernels avx512_quant_kernels();
 QuantKernels base_quant_kernels();

@@ -13,12 +13,9 @@ constexpr std::size_t kChannelBlock = 16;  // output channels per unit of a thre
 }  // namespace
 
 void QuantProjection::prepare(const quant::QuantizedWeights& q, bool bf16, std::size_t rows) {
-  path_ = q.recipe.weights == quant::WeightFormat::int4 ? int4_path(quant_kernels(), bf16, q.recipe.group, rows)
-                                                       : Int4Path::fp32;
-  // int8 with bf16 activations: the limbs kernel on quads where the CPU has it.
-  packed_ = q.recipe.weights == quant::WeightFormat::int8 && int8_limbs_for(quant_kernels(), bf16, q.hidden)
-                ? pack_int8_quads(q)
-                : pack_weights(q, false, in_tiles(path_));
+  auto kernels = quant_layer_kernels(q, bf16, rows);
+  path_ = kernels.int4;
+  packed_ = std::move(kernels.packed);
   bf16_ = bf16;
 }
 
