@@ -26,6 +26,9 @@ namespace opmeter {
 enum class Elem { f64, f32, f16, bf16, fp8_e4m3, s8, u8, s32 };
 
 std::size_t elem_bytes(Elem e);
+// Round to nearest into e errs by at most this, relative (2^-p for p significant bits; f64 and
+// integers: fp32's, as the float formats' least).
+double unit_roundoff(Elem e);
 // Its name where elements cross a process boundary: f64 f32 f16 bf16 fp8_e4m3 s8 u8 s32.
 const char* elem_name(Elem e);
 // Element i as the reference reads it (exactly). An s32 equal to the poison reads as NaN.

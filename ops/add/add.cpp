@@ -21,15 +21,6 @@ OpDef add_op() {
 }
 OpRegistrar reg_add(add_op());
 
-// The unit roundoff of each storage type: one rounding of the sum errs by at most this, relative.
-double unit_roundoff(Elem e) {
-  switch (e) {
-    case Elem::f16: return 0x1p-11;
-    case Elem::bf16: return 0x1p-8;
-    default: return 0x1p-24;
-  }
-}
-
 }  // namespace
 
 std::size_t elements(const Case& c) { return tensor::rows_of(c) * tensor::hidden_of(c); }

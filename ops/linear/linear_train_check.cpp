@@ -40,7 +40,7 @@ struct Worst {
 // The fp64 forward and backward of one layer on the case's inputs.
 class TrainReference {
  public:
-  // `act`: the activations' stored type; `half_ulp` its rounding (relative); `z_error` the layer's
+  // `act`: the activations' stored type; `half_ulp` its rounding (relative, unit_roundoff); `z_error` the layer's
   // error in z relative to z's sum of |terms| (its fp32 sums, or float8's casts); `tolerance` the check's.
   TrainReference(const Shape& s, const HostTensors& in, std::size_t dy, Elem act, double half_ulp, double z_error,
                  double tolerance)
@@ -193,7 +193,9 @@ Check LinearOp::check(const HostTensors& in, const HostTensor& out, std::uint64_
     check.detail = fmt::format("training output {} (element {} of the step's output) was not written (still poisoned) or is NaN", what, i);
     return check;
   }
-  TrainReference ref(s, in, dy_index(), act(), storage / 2, fp8 ? fp8_train::forward_error(fast_accum, s.hidden) : 0x1p-20,
+  // How far the stored z may be from the exact one, relative to |z| (round to nearest: half an
+  // ulp, at most 2^-p for p significant bits). bf16's 5.985 is stored as 6.0, where relu6' is 0.
+  TrainReference ref(s, in, dy_index(), act(), unit_roundoff(act()), fp8 ? fp8_train::forward_error(fast_accum, s.hidden) : 0x1p-20,
                      check.tolerance);
   const double h = double(s.hidden), o = double(s.out), rows = double(s.rows);
   auto row_picks = sample_indices_with_edges(s.rows, affordable(kSampleBudget, 4 * h * o), seed ^ 0x7a11);

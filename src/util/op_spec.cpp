@@ -56,6 +56,15 @@ void fill_range(const TensorDesc& d, void* p, std::size_t begin, std::size_t end
 }
 }  // namespace
 
+double unit_roundoff(Elem e) {
+  switch (e) {
+    case Elem::f16: return 0x1p-11;
+    case Elem::bf16: return 0x1p-8;
+    case Elem::fp8_e4m3: return 0x1p-4;
+    default: return 0x1p-24;
+  }
+}
+
 std::size_t elem_bytes(Elem e) {
   switch (e) {
     case Elem::f64: return 8;
