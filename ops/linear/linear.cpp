@@ -191,8 +191,9 @@ std::vector<Params> linear_check_shapes(bool with_act) {
     }
   }
   // Training steps (mode=train): the whole step's y, dx, dW, db (dgamma, dbeta) against fp64, on
-  // odd sizes with tails; the float8 training recipes on sizes fp8 GEMMs take (multiples of 16).
-  for (auto p : {shape(2, 5, 67, 33, "gelu"), shape(1, 3, 17, 9, "silu")}) {
+  // odd sizes with tails and on sizes of multiples of 32 (the CPU's AMX GEMM for the backward,
+  // tensor::ProjectionBackward); the float8 training recipes on sizes fp8 GEMMs take (multiples of 16).
+  for (auto p : {shape(2, 5, 67, 33, "gelu"), shape(1, 3, 17, 9, "silu"), shape(2, 16, 96, 64, "gelu")}) {
     p.emplace_back(kMode, kTrain);
     out.push_back(std::move(p));
   }

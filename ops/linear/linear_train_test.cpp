@@ -11,6 +11,7 @@
 #include "engine/runner.hpp"
 #include "ops/activation/activation.hpp"
 #include "ops/linear/linear.hpp"
+#include "ops/tensor/amx.hpp"
 #include "tests/cli_helpers.hpp"
 
 using namespace opmeter;
@@ -156,27 +157,36 @@ TEST(LinearTrain, OnednnStepPassesInEveryPhase) {
   }
 }
 
-// Shapes whose dz W runs on W packed by opmeter (where oneDNN picks AMX) and whose dW runs on
-// transposed copies: each check draws new inputs, so a pack or transpose made once at setup, or
-// left from the other input set's timed call, would fail the second check.
+// Shapes on each path of the backward's GEMMs (tensor::ProjectionBackward): 16 rows take oneDNN's
+// (W packed by opmeter where oneDNN picks AMX, dz and xhat transposed), 32 rows opmeter's AMX GEMM
+// where the CPU has AMX-BF16 (every size a multiple of 32). Each check draws new inputs, so a pack
+// or transpose made once at setup, or left from the other input set's timed call, would fail the
+// second check.
 TEST(LinearTrain, OnednnStepOnRepackedLayoutsUsesEachStepsWeights) {
-  for (const char* op : {"linear", "ln_linear_relu"}) {
-    std::string params = std::string("batch=2,seq=8,hidden=128,out=64") + (std::string(op) == "linear" ? ",act=gelu" : "") + ",mode=train";
-    auto c = parse_case(std::string(op) + "/onednn_train/bf16/" + params + "/threads=1");
-    validate_case(c);
-    auto impl = Registry::global().impl(op, "onednn_train")->make();
-    impl->setup(c, {.copies = 2, .seed = 5});
-    auto first = impl->verify(11);
-    EXPECT_TRUE(first.ok) << op << ": " << first.detail;
-    impl->run(1);
-    auto second = impl->verify(12);
-    EXPECT_TRUE(second.ok) << op << ": " << second.detail;
-    auto d = impl->details();
-    EXPECT_EQ(d["dw_operands"], "dz and xhat transposed per step");
-    if (has(d["onednn_impl"], "amx")) {
-      EXPECT_TRUE(has(d["dx_weights"], "W packed by opmeter per step")) << d["dx_weights"];
+  for (const char* op : {"linear", "ln_linear_relu"})
+    for (const char* rows : {"seq=8", "seq=16"}) {
+      std::string params = std::string("batch=2,") + rows + ",hidden=128,out=64" +
+                           (std::string(op) == "linear" ? ",act=gelu" : "") + ",mode=train";
+      auto c = parse_case(std::string(op) + "/onednn_train/bf16/" + params + "/threads=1");
+      validate_case(c);
+      auto impl = Registry::global().impl(op, "onednn_train")->make();
+      impl->setup(c, {.copies = 2, .seed = 5});
+      auto first = impl->verify(11);
+      EXPECT_TRUE(first.ok) << op << " " << rows << ": " << first.detail;
+      impl->run(1);
+      auto second = impl->verify(12);
+      EXPECT_TRUE(second.ok) << op << " " << rows << ": " << second.detail;
+      auto d = impl->details();
+      if (std::string(rows) == "seq=16" && amx::bf16_usable()) {
+        EXPECT_EQ(d["dx_weights"], "W as stored, panels packed by opmeter's AMX GEMM as it runs");
+        EXPECT_EQ(d["dw_operands"], "dz transposed per step, xhat as stored (opmeter's AMX GEMM)");
+        continue;
+      }
+      EXPECT_EQ(d["dw_operands"], "dz and xhat transposed per step");
+      if (has(d["onednn_impl"], "amx")) {
+        EXPECT_TRUE(has(d["dx_weights"], "W packed by opmeter per step")) << d["dx_weights"];
+      }
     }
-  }
 }
 
 TEST(LinearTrain, PhasesAddUpToTheStep) {

@@ -3,11 +3,12 @@
 
 #include <fmt/format.h>
 
+#include "ops/tensor/amx_gemm.hpp"
 #include "ops/tensor/onednn_util.hpp"
 
 namespace opmeter::tensor {
 
-void ProjectionBackward::prepare(std::size_t rows, std::size_t k, std::size_t n, DType dtype) {
+void ProjectionBackward::prepare(std::size_t rows, std::size_t k, std::size_t n, DType dtype, bool amx) {
   using tag = dnnl::memory::format_tag;
   rows_ = rows, k_ = k, n_ = n;
   const auto t = onednn_type(dtype);
@@ -17,9 +18,19 @@ void ProjectionBackward::prepare(std::size_t rows, std::size_t k, std::size_t n,
   a_md_ = {{r, kk}, t, tag::ab};
   dw_md_ = {{nn, kk}, t, tag::ab};
   impls_.clear();
+  amx_ = amx && dtype == DType::bf16 && amx_gemm_fits(rows, n, k) && amx_gemm_fits(n, rows, k);
   // dW = dZ^T A: on bf16 from transposed copies (dZ^T plain, and A^T read as A's transpose),
   // else reading dZ transposed.
   transposed_ = dtype == DType::bf16;
+  if (amx_) {  // only dZ^T, as A of dW = dZ^T A
+    dz_t_ = Buffer(rows * n * size_of(dtype));
+    auto pd = onednn_try("reorder", [&] {
+      return dnnl::reorder::primitive_desc(onednn_engine(), dz_md_, onednn_engine(), dnnl::memory::desc({r, nn}, t, tag::ba));
+    });
+    transpose_dz_ = dnnl::reorder(pd);
+    impls_ = std::string("opmeter amx_gemm | ") + pd.impl_info_str();
+    return;
+  }
   if (transposed_) {
     dzt_md_ = {{nn, r}, t, tag::ab};
     at_md_ = {{r, kk}, t, tag::ba};
@@ -60,6 +71,11 @@ void ProjectionBackward::prepare(std::size_t rows, std::size_t k, std::size_t n,
 }
 
 void ProjectionBackward::data(const void* dz, const void* w, void* da) {
+  if (amx_) {
+    amx_gemm_bf16(static_cast<const std::uint16_t*>(dz), n_, static_cast<const std::uint16_t*>(w), k_,
+                  static_cast<std::uint16_t*>(da), k_, rows_, n_, k_);
+    return;
+  }
   if (packed_w_) {
     pack_amx_bf16(static_cast<const std::uint16_t*>(w), w_packed_.as<std::uint16_t>(), n_, k_);
     slabs_.run(dz, w_packed_.as<std::uint16_t>(), da);
@@ -72,6 +88,15 @@ void ProjectionBackward::data(const void* dz, const void* w, void* da) {
 }
 
 void ProjectionBackward::weights(const void* dz, const void* a, void* dw) {
+  if (amx_) {
+    using tag = dnnl::memory::format_tag;
+    transpose_dz_.execute(onednn_stream(), {{DNNL_ARG_FROM, onednn_memory(dz_md_, dz)},
+                                            {DNNL_ARG_TO, onednn_memory({dz_md_.dims(), dz_md_.data_type(), tag::ba}, dz_t_.data())}});
+    onednn_stream().wait();
+    amx_gemm_bf16(dz_t_.as<std::uint16_t>(), rows_, static_cast<const std::uint16_t*>(a), k_,
+                  static_cast<std::uint16_t*>(dw), k_, n_, rows_, k_, Store::streaming);
+    return;
+  }
   if (transposed_) {
     using tag = dnnl::memory::format_tag;
     transpose_dz_.execute(onednn_stream(), {{DNNL_ARG_FROM, onednn_memory(dz_md_, dz)},
@@ -89,6 +114,10 @@ void ProjectionBackward::weights(const void* dz, const void* a, void* dw) {
 }
 
 std::map<std::string, std::string> ProjectionBackward::details() const {
+  if (amx_)
+    return {{"dx_weights", "W as stored, panels packed by opmeter's AMX GEMM as it runs"},
+            {"dw_operands", "dz transposed per step, xhat as stored (opmeter's AMX GEMM)"},
+            {"onednn_impl", impls_}};
   return {{"dx_weights", packed_w_ ? fmt::format("W packed by opmeter per step (BA16a64b2a), dz W in slabs of {} columns: {}",
                                                  slabs_.slab(), slabs_.impl())
                                    : "W as stored"},

@@ -233,13 +233,14 @@ const bool registered = [] {
   op.check_shapes = {block(1, 37, 128, 2, 0, "gelu", 1), block(2, 19, 128, 1, 200, "silu", 0), op.example,
                      block(1, 1, 39, 3, 0, "silu", 0)};
   // Each weight-only recipe on the four matrices (decode and a few rows; K of 128, 256 and 512 take
-  // every group), and training steps (mode=train) on odd sizes: head_dim 16 and 18, causal or not.
+  // every group), and training steps (mode=train) on odd sizes (head_dim 16 and 18, causal or not)
+  // and on sizes of multiples of 32 (the CPU's AMX GEMM for the projections' backward).
   for (const char* recipe : {"int8wo", "int4wo-64", "hqq-int4-64", "float8wo"})
     for (auto p : {block(1, 1, 128, 2, 0, "gelu", 1), block(1, 7, 128, 2, 256, "silu", 1)}) {
       p.emplace_back(linear::kQuant, recipe);
       op.check_shapes.push_back(std::move(p));
     }
-  for (auto p : {block(2, 9, 48, 3, 80, "gelu", 1), block(1, 5, 36, 2, 0, "silu", 0)}) {
+  for (auto p : {block(2, 9, 48, 3, 80, "gelu", 1), block(1, 5, 36, 2, 0, "silu", 0), block(1, 32, 64, 2, 128, "gelu", 1)}) {
     p.emplace_back(linear::kMode, linear::kTrain);
     op.check_shapes.push_back(std::move(p));
   }

@@ -1,0 +1,157 @@
+// The AMX bf16 GEMM (ops/tensor/amx_gemm.hpp) against oneDNN's bf16 matmul on the same operands
+// as stored (A m x k and B k x n row-major, C bf16), in one process: each is the best of `reps`
+// runs on the threads given (OMP_NUM_THREADS); the AMX peak is 1024 FLOP per cycle per core.
+// Outputs are compared (largest difference, relative to C's largest element). Beside them, the
+// training step's oneDNN paths for dX and dW (tensor::ProjectionBackward without the AMX GEMM).
+// Operands are page-aligned: a tile row across two cache lines takes two loads.
+//   build/bench/amx_gemm [M K N reps]   (default the training step's dX at 512 x 4096 x 4096: 512 4096 4096 20)
+#include <omp.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "opmeter/buffer.hpp"
+#include "opmeter/dtype.hpp"
+#include "ops/tensor/amx_gemm.hpp"
+#include "ops/tensor/onednn_util.hpp"
+#include "ops/tensor/onednn_pack.hpp"
+#include "ops/tensor/projection_backward.hpp"
+
+using namespace opmeter;
+
+// bf16 elements in a page-aligned Buffer (a std::vector's large blocks start 16 bytes into a
+// page, which puts every 64-byte row of a tile across two cache lines).
+struct Bf16s {
+  explicit Bf16s(std::size_t n) : buffer(n * 2), count(n) {}
+  std::uint16_t* data() { return buffer.as<std::uint16_t>(); }
+  std::uint16_t& operator[](std::size_t i) { return data()[i]; }
+  std::uint16_t* begin() { return data(); }
+  std::uint16_t* end() { return data() + count; }
+  Buffer buffer;
+  std::size_t count;
+};
+
+static std::size_t positive_arg(int argc, char** argv, int i, const char* name, std::size_t fallback) {
+  if (argc <= i) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(argv[i], &end, 10);
+  if (errno != 0 || end == argv[i] || *end != '\0' || v == 0 || argv[i][0] == '-') {
+    std::fprintf(stderr, "amx_gemm: %s must be a positive whole number, got '%s'\n", name, argv[i]);
+    std::exit(2);
+  }
+  return static_cast<std::size_t>(v);
+}
+
+template <class F>
+static double best_seconds(std::size_t reps, F&& f) {
+  double best = 1e30;
+  for (std::size_t r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+int main(int argc, char** argv) {
+  const std::size_t m = positive_arg(argc, argv, 1, "M", 512), k = positive_arg(argc, argv, 2, "K", 4096),
+                    n = positive_arg(argc, argv, 3, "N", 4096), reps = positive_arg(argc, argv, 4, "reps", 20);
+  if (!tensor::amx_gemm_fits(m, k, n)) {
+    std::fprintf(stderr, "amx_gemm: needs AMX-BF16 and M, K, N multiples of 32\n");
+    return 2;
+  }
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist;
+  Bf16s a(m * k), b(k * n), ours(m * n), theirs(m * n);
+  for (auto& v : a) v = to_bf16(dist(rng));
+  for (auto& v : b) v = to_bf16(dist(rng));
+
+  using tag = dnnl::memory::format_tag;
+  const auto t = dnnl::memory::data_type::bf16;
+  const auto M = dnnl::memory::dim(m), K = dnnl::memory::dim(k), N = dnnl::memory::dim(n);
+  const dnnl::memory::desc a_md({M, K}, t, tag::ab), b_md({K, N}, t, tag::ab), c_md({M, N}, t, tag::ab);
+  auto pd = tensor::onednn_matmul(a_md, b_md, nullptr, c_md);
+  dnnl::matmul mm(pd);
+  auto onednn = [&] {
+    mm.execute(tensor::onednn_stream(), {{DNNL_ARG_SRC, tensor::onednn_memory(a_md, a.data())},
+                                         {DNNL_ARG_WEIGHTS, tensor::onednn_memory(b_md, b.data())},
+                                         {DNNL_ARG_DST, tensor::onednn_memory(c_md, theirs.data())}});
+    tensor::onednn_stream().wait();
+  };
+  auto amx = [&] { tensor::amx_gemm_bf16(a.data(), k, b.data(), n, ours.data(), n, m, k, n); };
+  auto amx_streaming = [&] {
+    tensor::amx_gemm_bf16(a.data(), k, b.data(), n, ours.data(), n, m, k, n, tensor::Store::streaming);
+  };
+  // The training step's oneDNN paths (tensor::ProjectionBackward without the AMX GEMM): C as
+  // dX = dZ W (A = dZ, B = W) and as dW = dZ^T X (A = dZ^T, B = X), the layouts it gets in a step.
+  Bf16s at(k * m), step(m * n);
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < k; ++j) at[j * m + i] = a[i * k + j];
+  tensor::ProjectionBackward as_dx, as_dw;
+  as_dx.prepare(m, n, k, DType::bf16, false);
+  as_dw.prepare(k, n, m, DType::bf16, false);
+  auto step_dx = [&] { as_dx.data(a.data(), b.data(), step.data()); };
+  auto step_dw = [&] { as_dw.weights(at.data(), b.data(), step.data()); };
+  Bf16s packed(k * n);
+  auto pack = [&] { tensor::pack_amx_bf16(b.data(), packed.data(), k, n); };
+  // dX as the forward's fast case: B transposed per call (a reorder to ba), then src x (B^T)^T.
+  Bf16s bt(k * n);
+  const dnnl::memory::desc bt_md({K, N}, t, tag::ba);
+  auto tpd = tensor::onednn_matmul(a_md, bt_md, nullptr, c_md);
+  dnnl::matmul mm_t(tpd);
+  dnnl::reorder transpose_b(dnnl::reorder::primitive_desc(tensor::onednn_engine(), b_md, tensor::onednn_engine(), bt_md));
+  auto tr = [&] {
+    transpose_b.execute(tensor::onednn_stream(), {{DNNL_ARG_FROM, tensor::onednn_memory(b_md, b.data())},
+                                                  {DNNL_ARG_TO, tensor::onednn_memory(bt_md, bt.data())}});
+    tensor::onednn_stream().wait();
+  };
+  auto on_t = [&] {
+    mm_t.execute(tensor::onednn_stream(), {{DNNL_ARG_SRC, tensor::onednn_memory(a_md, a.data())},
+                                           {DNNL_ARG_WEIGHTS, tensor::onednn_memory(bt_md, bt.data())},
+                                           {DNNL_ARG_DST, tensor::onednn_memory(c_md, theirs.data())}});
+    tensor::onednn_stream().wait();
+  };
+  onednn(), amx();
+  // Largest difference, relative to C's largest element (single elements near zero would make
+  // any per-element ratio meaningless).
+  double worst = 0, largest = 0;
+  for (std::size_t i = 0; i < m * n; ++i) {
+    const double x = from_bf16(ours[i]), y = from_bf16(theirs[i]);
+    worst = std::max(worst, std::fabs(x - y));
+    largest = std::max(largest, std::fabs(y));
+  }
+  const double flop = 2.0 * double(m) * k * n;
+  // Interleaved rounds: a noisy minute disturbs all of them.
+  double t_onednn = 1e30, t_amx = 1e30, t_amx_s = 1e30, t_dx = 1e30, t_dw = 1e30, t_tr = 1e30, t_ont = 1e30, t_pack = 1e30;
+  for (int round = 0; round < 3; ++round) {
+    t_onednn = std::min(t_onednn, best_seconds(reps, onednn));
+    t_amx = std::min(t_amx, best_seconds(reps, amx));
+    t_amx_s = std::min(t_amx_s, best_seconds(reps, amx_streaming));
+    t_dx = std::min(t_dx, best_seconds(reps, step_dx));
+    t_pack = std::min(t_pack, best_seconds(reps, pack));
+    t_dw = std::min(t_dw, best_seconds(reps, step_dw));
+    t_tr = std::min(t_tr, best_seconds(reps, tr));
+    t_ont = std::min(t_ont, best_seconds(reps, on_t));
+  }
+  auto line = [&](const char* what, double s, const char* note) {
+    std::printf("%-15s %9.3f ms  %8.1f GFLOP/s  %.2fx amx_gemm's time  %s\n", what, s * 1e3, flop / s * 1e-9, s / t_amx, note);
+  };
+  std::printf("M %zu K %zu N %zu, %d threads, oneDNN %s\n", m, k, n, omp_get_max_threads(), pd.impl_info_str());
+  line("amx_gemm", t_amx, "(C written with cached stores: dX)");
+  line("amx_gemm", t_amx_s, "(C written with streaming stores: dW)");
+  line("oneDNN matmul", t_onednn, "(A and B as stored)");
+  line("oneDNN on B^T", t_ont, "(B given transposed, the forward's layout; the transpose not counted)");
+  std::printf("  transposing B  %9.3f ms\n", t_tr * 1e3);
+  line("oneDNN as dX", t_dx, "(the step's oneDNN path: W packed per call, slabs)");
+  std::printf("  of which pack  %9.3f ms\n", t_pack * 1e3);
+  line("oneDNN as dW", t_dw, "(the step's oneDNN path: dZ and X transposed per call; as dW, A is dZ^T)");
+  std::printf("largest difference from oneDNN: %.3g of C's largest element (bf16 rounds at 2^-8 = %.3g)\n",
+              worst / largest, 0x1p-8);
+}

@@ -1,0 +1,28 @@
+// A bf16 GEMM of our own on AMX tiles, for the training steps' backward products (dZ W and
+// dZ^T A, tensor::ProjectionBackward): C = A B with A m x k and B k x n both row-major as stored
+// (the reduction runs along B's rows), C m x n bf16, fp32 accumulation rounded once to nearest
+// even. oneDNN 2.6's AMX matmul reaches about a quarter of the tile unit's peak on these shapes and
+// needs B copied into its own layout first; this kernel packs B's panels itself, just before their
+// use, so B is read once per block of rows and never copied whole. Plain C++: only
+// amx_gemm_bf16.cpp is built with the AMX flags.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace opmeter::tensor {
+
+// Whether amx_gemm_bf16 runs here (AMX-BF16 granted) for these sizes: every size a multiple of 32.
+bool amx_gemm_fits(std::size_t m, std::size_t k, std::size_t n);
+
+// How C is written: `cached` for a result read again soon (dX, which the LayerNorm backward reads
+// next), `streaming` for one that is not (a weight gradient: streaming stores skip reading C's
+// lines before writing them, 16-17 ms -> 11-12 ms for dW at 4096 x 512 x 4096, docs/BENCHMARKS.md).
+enum class Store { cached, streaming };
+
+// c (m x n, row stride ldc) = a (m x k, row stride lda) b (k x n, row stride ldb), bf16 elements
+// (uint16 bits). Requires amx_gemm_fits(m, k, n). Threads: OpenMP's.
+void amx_gemm_bf16(const std::uint16_t* a, std::size_t lda, const std::uint16_t* b, std::size_t ldb, std::uint16_t* c,
+                   std::size_t ldc, std::size_t m, std::size_t k, std::size_t n, Store store = Store::cached);
+
+}  // namespace opmeter::tensor

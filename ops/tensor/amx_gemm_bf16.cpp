@@ -1,0 +1,173 @@
+// The AMX bf16 GEMM (amx_gemm.hpp); built with the AMX flags (CMakeLists.txt).
+// Blocking: A is first copied into tile order (pack_rows). The threads share out tasks of (up to)
+// 512 rows x 256 columns of C. A task walks k in chunks of 256: it packs B's chunk x its columns
+// into panels of 32 columns in the tile layout (pairs of k interleaved, [tile][k / 2][16][2]: each
+// B tile 1 KiB contiguous), then runs each panel, kept in L1, over the task's rows, whose chunk of
+// A stays in L2. The micro-kernel is C's 32 x 32 block in four tiles (two A tiles, two B tiles,
+// four products per 32 of k). Between chunks of k a block's sums wait in fp32 in the task's
+// scratch; after the last they are rounded to bf16 into C.
+// What bounds it (docs/BENCHMARKS.md): a tile load per product, so every tile is read from
+// 64-byte-aligned memory (a row across two cache lines takes two loads: half the speed), and the
+// operand that streams through L2 is the one read in tile order.
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "opmeter/buffer.hpp"
+#include "ops/tensor/amx.hpp"
+#include "ops/tensor/amx_gemm.hpp"
+
+namespace opmeter::tensor {
+namespace {
+
+constexpr std::size_t kBlock = 32;                       // C's rows and columns per micro-kernel
+constexpr std::size_t kRowsPerTask = 512, kColsPerTask = 256, kChunk = 256;
+constexpr std::size_t kPanels = kColsPerTask / kBlock;  // panels of a task
+constexpr std::size_t kPrefetchRows = 16;               // B rows the packing reads ahead
+
+// Tiles 0-3: C (rows 0-15 x cols 0-15, 0-15 x 16-31, 16-31 x 0-15, 16-31 x 16-31; fp32); 4, 5: A
+// (rows 0-15 and 16-31, 32 bf16 of k); 6, 7: B (16 pairs of k x columns 0-15 and 16-31).
+constexpr amx::TileShape kTile{16, 64};
+constexpr amx::TileConfig kConfig = amx::tile_config({kTile, kTile, kTile, kTile, kTile, kTile, kTile, kTile});
+
+// Aligned buffers (Buffer): a tile row across two cache lines takes two loads, and a std::vector's
+// large blocks start 16 bytes into a page.
+struct Scratch {
+  Buffer panels{kChunk * kColsPerTask * 2};
+  Buffer sums{kRowsPerTask * kColsPerTask * 4};  // per block: 4 tiles of 16 x 16 fp32
+  alignas(64) float rows[2][16][kBlock];          // a block's rows to round
+};
+
+// B rows k0 .. k0 + kc, columns n0 .. n0 + cols into panels: element (k0 + 2 i + e, n0 + 32 p + 16 t + j)
+// at panels[p * kc * 32 + t * kc * 16 + i * 32 + 2 j + e].
+void pack_panels(const std::uint16_t* b, std::size_t ldb, std::size_t k0, std::size_t kc, std::size_t k,
+                 std::size_t n0, std::size_t cols, std::uint16_t* panels) {
+  // Word i of the result: even i from row 0's word i / 2, odd from row 1's (index 32 + i / 2).
+  alignas(64) std::uint16_t lo[32], hi[32];
+  for (std::size_t i = 0; i < 32; ++i) {
+    lo[i] = static_cast<std::uint16_t>((i & 1 ? 32 : 0) + i / 2);
+    hi[i] = static_cast<std::uint16_t>(lo[i] + 16);
+  }
+  const __m512i take_lo = _mm512_load_si512(lo), take_hi = _mm512_load_si512(hi);
+  for (std::size_t i = 0; i < kc / 2; ++i) {
+    const std::uint16_t* r0 = b + (k0 + 2 * i) * ldb + n0;
+    const std::size_t ahead = k0 + 2 * i + kPrefetchRows;
+    if (ahead + 1 < k)  // rows a page or more apart: the hardware prefetchers do not follow them
+      for (std::size_t c = 0; c < cols; c += 32) {
+        _mm_prefetch(reinterpret_cast<const char*>(b + ahead * ldb + n0 + c), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(b + (ahead + 1) * ldb + n0 + c), _MM_HINT_T0);
+      }
+    for (std::size_t p = 0; p < cols / kBlock; ++p) {
+      const __m512i x0 = _mm512_loadu_si512(r0 + p * kBlock), x1 = _mm512_loadu_si512(r0 + ldb + p * kBlock);
+      std::uint16_t* out = panels + p * kc * 32 + i * 32;
+      _mm512_storeu_si512(out, _mm512_permutex2var_epi16(x0, take_lo, x1));
+      _mm512_storeu_si512(out + kc * 16, _mm512_permutex2var_epi16(x0, take_hi, x1));
+    }
+  }
+}
+
+// A's rows into tile order, once per call: block of 32 rows rb, step of 32 of k ks at
+// packed[(rb * k / 32 + ks) * 1024]: its two A tiles (rows 0-15, 16-31) of 16 x 32, 1 KiB each. Read
+// in place, rows a page apart fall into the same L1 and L2 sets and evict each other.
+void pack_rows(const std::uint16_t* a, std::size_t lda, std::size_t rb, std::size_t k, std::uint16_t* packed) {
+  for (std::size_t r = 0; r < kBlock; ++r) {
+    const std::uint16_t* row = a + (rb * kBlock + r) * lda;
+    std::uint16_t* out = packed + rb * k * kBlock + r / 16 * 512 + r % 16 * 32;
+    for (std::size_t ks = 0; ks < k / kBlock; ++ks)
+      _mm512_storeu_si512(out + ks * 1024, _mm512_loadu_si512(row + ks * kBlock));
+  }
+}
+
+// C's 32 x 32 block += A's 32 rows (packed by pack_rows, from the chunk's first step) x the panel, over kc of k. `first`:
+// the sums start at zero, else from `sums`; `last`: rounded into c (with streaming stores when
+// `stream`), else kept in `sums`.
+void block(const std::uint16_t* a, const std::uint16_t* panel, std::size_t kc, bool first, bool last,
+           float* sums, std::uint16_t* c, std::size_t ldc, bool stream, Scratch& s) {
+  if (first) {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  } else {
+    _tile_loadd(0, sums, 64);
+    _tile_loadd(1, sums + 256, 64);
+    _tile_loadd(2, sums + 512, 64);
+    _tile_loadd(3, sums + 768, 64);
+  }
+  const std::uint16_t* b1 = panel + kc * 16;
+  for (std::size_t kk = 0; kk < kc; kk += kBlock) {
+    _tile_loadd(4, a + kk * kBlock, 64);
+    _tile_loadd(6, panel + kk * 16, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_loadd(7, b1 + kk * 16, 64);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_loadd(5, a + kk * kBlock + 512, 64);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  if (!last) {
+    _tile_stored(0, sums, 64);
+    _tile_stored(1, sums + 256, 64);
+    _tile_stored(2, sums + 512, 64);
+    _tile_stored(3, sums + 768, 64);
+    return;
+  }
+  _tile_stored(0, &s.rows[0][0][0], kBlock * 4);
+  _tile_stored(1, &s.rows[0][0][16], kBlock * 4);
+  _tile_stored(2, &s.rows[1][0][0], kBlock * 4);
+  _tile_stored(3, &s.rows[1][0][16], kBlock * 4);
+  for (std::size_t h = 0; h < 2; ++h)
+    for (std::size_t r = 0; r < 16; ++r) {
+      const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_load_ps(&s.rows[h][r][16]), _mm512_load_ps(&s.rows[h][r][0]));
+      auto* row = c + (16 * h + r) * ldc;
+      if (stream)
+        _mm512_stream_si512(reinterpret_cast<__m512i*>(row), reinterpret_cast<const __m512i&>(v));
+      else
+        _mm512_storeu_si512(row, reinterpret_cast<const __m512i&>(v));
+    }
+}
+
+}  // namespace
+
+bool amx_gemm_fits(std::size_t m, std::size_t k, std::size_t n) {
+  return m > 0 && k > 0 && n > 0 && m % kBlock == 0 && k % kBlock == 0 && n % kBlock == 0 && amx::bf16_usable();
+}
+
+void amx_gemm_bf16(const std::uint16_t* a, std::size_t lda, const std::uint16_t* b, std::size_t ldb, std::uint16_t* c,
+                   std::size_t ldc, std::size_t m, std::size_t k, std::size_t n, Store store) {
+  // Streaming stores write whole lines: C's rows must start on one.
+  const bool stream = store == Store::streaming && reinterpret_cast<std::uintptr_t>(c) % 64 == 0 && ldc % 32 == 0;
+  const std::size_t row_tasks = (m + kRowsPerTask - 1) / kRowsPerTask, col_tasks = (n + kColsPerTask - 1) / kColsPerTask;
+  const std::size_t tasks = row_tasks * col_tasks;
+  thread_local Buffer packed;  // the caller's: its calls come one at a time
+  if (packed.bytes() < m * k * 2) packed = Buffer(m * k * 2);
+  std::uint16_t* packed_a = packed.as<std::uint16_t>();
+#pragma omp parallel
+  {
+    static thread_local Scratch s;
+    _tile_loadconfig(&kConfig);
+#pragma omp for schedule(static)
+    for (std::size_t rb = 0; rb < m / kBlock; ++rb) pack_rows(a, lda, rb, k, packed_a);
+    // Row-major order: a thread's consecutive tasks share their rows of A (static schedule).
+#pragma omp for schedule(static)
+    for (std::size_t t = 0; t < tasks; ++t) {
+      const std::size_t m0 = t / col_tasks * kRowsPerTask, n0 = t % col_tasks * kColsPerTask;
+      const std::size_t rows = std::min(kRowsPerTask, m - m0), cols = std::min(kColsPerTask, n - n0);
+      for (std::size_t k0 = 0; k0 < k; k0 += kChunk) {
+        const std::size_t kc = std::min(kChunk, k - k0);
+        pack_panels(b, ldb, k0, kc, k, n0, cols, s.panels.as<std::uint16_t>());
+        for (std::size_t p = 0; p < cols / kBlock; ++p)
+          for (std::size_t r = 0; r < rows / kBlock; ++r)
+            block(packed_a + (m0 + r * kBlock) * k + k0 * kBlock, s.panels.as<std::uint16_t>() + p * kc * 32, kc, k0 == 0, k0 + kc == k,
+                  s.sums.as<float>() + (r * kPanels + p) * kBlock * kBlock, c + (m0 + r * kBlock) * ldc + n0 + p * kBlock,
+                  ldc, stream, s);
+      }
+    }
+    _mm_sfence();  // streaming stores are weakly ordered: done before the threads join
+    _tile_release();
+  }
+}
+
+}  // namespace opmeter::tensor
