@@ -8,7 +8,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +15,7 @@
 #include <random>
 #include <vector>
 
+#include "bench/bench_args.hpp"
 #include "opmeter/buffer.hpp"
 #include "opmeter/dtype.hpp"
 #include "ops/tensor/amx_gemm.hpp"
@@ -37,17 +37,6 @@ struct Bf16s {
   std::size_t count;
 };
 
-static std::size_t positive_arg(int argc, char** argv, int i, const char* name, std::size_t fallback) {
-  if (argc <= i) return fallback;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(argv[i], &end, 10);
-  if (errno != 0 || end == argv[i] || *end != '\0' || v == 0 || argv[i][0] == '-') {
-    std::fprintf(stderr, "amx_gemm: %s must be a positive whole number, got '%s'\n", name, argv[i]);
-    std::exit(2);
-  }
-  return static_cast<std::size_t>(v);
-}
 
 template <class F>
 static double best_seconds(std::size_t reps, F&& f) {
@@ -61,10 +50,18 @@ static double best_seconds(std::size_t reps, F&& f) {
 }
 
 int main(int argc, char** argv) {
-  const std::size_t m = positive_arg(argc, argv, 1, "M", 512), k = positive_arg(argc, argv, 2, "K", 4096),
-                    n = positive_arg(argc, argv, 3, "N", 4096), reps = positive_arg(argc, argv, 4, "reps", 20);
+  const std::size_t m = positive_arg("amx_gemm", argc, argv, 1, "M", 512), k = positive_arg("amx_gemm", argc, argv, 2, "K", 4096),
+                    n = positive_arg("amx_gemm", argc, argv, 3, "N", 4096), reps = positive_arg("amx_gemm", argc, argv, 4, "reps", 20);
+  if (argc > 5) {
+    std::fprintf(stderr, "usage: amx_gemm [M K N reps]\n");
+    return 2;
+  }
+  if (m % 32 || k % 32 || n % 32) {
+    std::fprintf(stderr, "amx_gemm: M, K and N must be multiples of 32 (M=%zu, K=%zu, N=%zu)\n", m, k, n);
+    return 2;
+  }
   if (!tensor::amx_gemm_fits(m, k, n)) {
-    std::fprintf(stderr, "amx_gemm: needs AMX-BF16 and M, K, N multiples of 32\n");
+    std::fprintf(stderr, "amx_gemm: this CPU has no AMX-BF16, or Linux did not grant this process the tiles\n");
     return 2;
   }
   std::mt19937 rng(7);

@@ -16,12 +16,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 
+#include "bench/bench_args.hpp"
 #include "opmeter/dtype.hpp"
 #include "ops/linear/quant_kernel.hpp"
 
@@ -44,18 +44,6 @@ __attribute__((target("avx512f"))) static float read_bytes(const std::uint8_t* p
   return tail + _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
 
-// A positive whole number argument, or a message and exit 2.
-static std::size_t positive_arg(int argc, char** argv, int i, const char* name, std::size_t fallback) {
-  if (argc <= i) return fallback;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(argv[i], &end, 10);
-  if (errno != 0 || end == argv[i] || *end != '\0' || v == 0 || argv[i][0] == '-') {
-    std::fprintf(stderr, "quant_int4_gemv: %s must be a positive whole number, got '%s'\n", name, argv[i]);
-    std::exit(2);
-  }
-  return static_cast<std::size_t>(v);
-}
 
 template <class F>
 static double best_of(int reps, F f) {
@@ -73,11 +61,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: quant_int4_gemv [N K G reps M]\n");
     return 2;
   }
-  const std::size_t n = positive_arg(argc, argv, 1, "N", 7168);
-  const std::size_t k = positive_arg(argc, argv, 2, "K", 8192);
-  const std::size_t g = positive_arg(argc, argv, 3, "G", 64);
-  const int reps = static_cast<int>(std::min<std::size_t>(positive_arg(argc, argv, 4, "reps", 100), 1000000));
-  const std::size_t rows = std::min<std::size_t>(positive_arg(argc, argv, 5, "M", 1), 64);
+  const std::size_t n = positive_arg("quant_int4_gemv", argc, argv, 1, "N", 7168);
+  const std::size_t k = positive_arg("quant_int4_gemv", argc, argv, 2, "K", 8192);
+  const std::size_t g = positive_arg("quant_int4_gemv", argc, argv, 3, "G", 64);
+  const int reps = static_cast<int>(std::min<std::size_t>(positive_arg("quant_int4_gemv", argc, argv, 4, "reps", 100), 1000000));
+  const std::size_t rows = std::min<std::size_t>(positive_arg("quant_int4_gemv", argc, argv, 5, "M", 1), 64);
   // The kernels take whole groups of a power-of-two size; the recipe parser checks the rest.
   if ((g & (g - 1)) != 0 || k % g != 0) {
     std::fprintf(stderr, "quant_int4_gemv: G must be a power of two dividing K (K=%zu, G=%zu)\n", k, g);
