@@ -15,7 +15,7 @@
 #include <random>
 #include <vector>
 
-#include "bench/bench_args.hpp"
+#include "bench/bench_util.hpp"
 #include "opmeter/buffer.hpp"
 #include "opmeter/dtype.hpp"
 #include "ops/tensor/amx_gemm.hpp"
@@ -38,16 +38,6 @@ struct Bf16s {
 };
 
 
-template <class F>
-static double best_seconds(std::size_t reps, F&& f) {
-  double best = 1e30;
-  for (std::size_t r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
-}
 
 int main(int argc, char** argv) {
   const std::size_t m = positive_arg("amx_gemm", argc, argv, 1, "M", 512), k = positive_arg("amx_gemm", argc, argv, 2, "K", 4096),
@@ -82,20 +72,23 @@ int main(int argc, char** argv) {
                                          {DNNL_ARG_DST, tensor::onednn_memory(c_md, theirs.data())}});
     tensor::onednn_stream().wait();
   };
-  auto amx = [&] { tensor::amx_gemm_bf16(a.data(), k, b.data(), n, ours.data(), n, m, k, n); };
+  Bf16s a_tiles(m * k);
+  auto amx = [&] { tensor::amx_gemm_bf16(a.data(), k, b.data(), n, ours.data(), n, m, k, n, a_tiles.data()); };
   auto amx_streaming = [&] {
-    tensor::amx_gemm_bf16(a.data(), k, b.data(), n, ours.data(), n, m, k, n, tensor::Store::streaming);
+    tensor::amx_gemm_bf16(a.data(), k, b.data(), n, ours.data(), n, m, k, n, a_tiles.data(), tensor::Store::streaming);
   };
   // The training step's oneDNN paths (tensor::ProjectionBackward without the AMX GEMM): C as
   // dX = dZ W (A = dZ, B = W) and as dW = dZ^T X (A = dZ^T, B = X), the layouts it gets in a step.
   Bf16s at(k * m), step(m * n);
   for (std::size_t i = 0; i < m; ++i)
     for (std::size_t j = 0; j < k; ++j) at[j * m + i] = a[i * k + j];
-  tensor::ProjectionBackward as_dx, as_dw;
+  tensor::ProjectionBackward as_dx, as_dw, amx_as_dw;
   as_dx.prepare(m, n, k, DType::bf16, false);
   as_dw.prepare(k, n, m, DType::bf16, false);
+  amx_as_dw.prepare(k, n, m, DType::bf16, true);
   auto step_dx = [&] { as_dx.data(a.data(), b.data(), step.data()); };
   auto step_dw = [&] { as_dw.weights(at.data(), b.data(), step.data()); };
+  auto amx_step_dw = [&] { amx_as_dw.weights(at.data(), b.data(), step.data()); };
   Bf16s packed(k * n);
   auto pack = [&] { tensor::pack_amx_bf16(b.data(), packed.data(), k, n); };
   // dX as the forward's fast case: B transposed per call (a reorder to ba), then src x (B^T)^T.
@@ -115,32 +108,50 @@ int main(int argc, char** argv) {
                                            {DNNL_ARG_DST, tensor::onednn_memory(c_md, theirs.data())}});
     tensor::onednn_stream().wait();
   };
-  onednn(), amx();
-  // Largest difference, relative to C's largest element (single elements near zero would make
-  // any per-element ratio meaningless).
-  double worst = 0, largest = 0;
-  for (std::size_t i = 0; i < m * n; ++i) {
-    const double x = from_bf16(ours[i]), y = from_bf16(theirs[i]);
-    worst = std::max(worst, std::fabs(x - y));
-    largest = std::max(largest, std::fabs(y));
-  }
+  // Every timed path's C against oneDNN's matmul on the operands as stored, relative to C's largest
+  // element (single elements near zero would make any per-element ratio meaningless).
+  std::printf("M %zu K %zu N %zu, %d threads, oneDNN %s\n", m, k, n, omp_get_max_threads(), pd.impl_info_str());
+  onednn();
+  double largest = 0;
+  for (std::size_t i = 0; i < m * n; ++i) largest = std::max(largest, double(std::fabs(from_bf16(theirs[i]))));
+  Bf16s reference(m * n);
+  std::copy(theirs.begin(), theirs.end(), reference.begin());
+  auto worst = [&](Bf16s& c) {
+    double w = 0;
+    for (std::size_t i = 0; i < m * n; ++i) w = std::max(w, std::fabs(double(from_bf16(c[i])) - from_bf16(reference[i])));
+    return w / largest;
+  };
+  amx();
+  std::printf("difference from oneDNN's C, of C's largest element (bf16 rounds at 2^-8 = %.3g):\n  amx_gemm %.3g", 0x1p-8,
+              worst(ours));
+  amx_streaming();
+  std::printf(", streaming %.3g", worst(ours));
+  tr();
+  on_t();
+  std::printf(", oneDNN on B^T %.3g", worst(theirs));
+  step_dx();
+  std::printf(", oneDNN as dX %.3g", worst(step));
+  step_dw();
+  std::printf(", oneDNN as dW %.3g", worst(step));
+  amx_step_dw();
+  std::printf(", amx_gemm as dW %.3g\n", worst(step));
   const double flop = 2.0 * double(m) * k * n;
   // Interleaved rounds: a noisy minute disturbs all of them.
-  double t_onednn = 1e30, t_amx = 1e30, t_amx_s = 1e30, t_dx = 1e30, t_dw = 1e30, t_tr = 1e30, t_ont = 1e30, t_pack = 1e30;
+  double t_onednn = 1e30, t_amx = 1e30, t_amx_s = 1e30, t_amx_dw = 1e30, t_dx = 1e30, t_dw = 1e30, t_tr = 1e30, t_ont = 1e30, t_pack = 1e30;
   for (int round = 0; round < 3; ++round) {
-    t_onednn = std::min(t_onednn, best_seconds(reps, onednn));
-    t_amx = std::min(t_amx, best_seconds(reps, amx));
-    t_amx_s = std::min(t_amx_s, best_seconds(reps, amx_streaming));
-    t_dx = std::min(t_dx, best_seconds(reps, step_dx));
-    t_pack = std::min(t_pack, best_seconds(reps, pack));
-    t_dw = std::min(t_dw, best_seconds(reps, step_dw));
-    t_tr = std::min(t_tr, best_seconds(reps, tr));
-    t_ont = std::min(t_ont, best_seconds(reps, on_t));
+    t_onednn = std::min(t_onednn, best_of(reps, onednn));
+    t_amx = std::min(t_amx, best_of(reps, amx));
+    t_amx_s = std::min(t_amx_s, best_of(reps, amx_streaming));
+    t_dx = std::min(t_dx, best_of(reps, step_dx));
+    t_pack = std::min(t_pack, best_of(reps, pack));
+    t_dw = std::min(t_dw, best_of(reps, step_dw));
+    t_amx_dw = std::min(t_amx_dw, best_of(reps, amx_step_dw));
+    t_tr = std::min(t_tr, best_of(reps, tr));
+    t_ont = std::min(t_ont, best_of(reps, on_t));
   }
   auto line = [&](const char* what, double s, const char* note) {
     std::printf("%-15s %9.3f ms  %8.1f GFLOP/s  %.2fx amx_gemm's time  %s\n", what, s * 1e3, flop / s * 1e-9, s / t_amx, note);
   };
-  std::printf("M %zu K %zu N %zu, %d threads, oneDNN %s\n", m, k, n, omp_get_max_threads(), pd.impl_info_str());
   line("amx_gemm", t_amx, "(C written with cached stores: dX)");
   line("amx_gemm", t_amx_s, "(C written with streaming stores: dW)");
   line("oneDNN matmul", t_onednn, "(A and B as stored)");
@@ -149,6 +160,5 @@ int main(int argc, char** argv) {
   line("oneDNN as dX", t_dx, "(the step's oneDNN path: W packed per call, slabs)");
   std::printf("  of which pack  %9.3f ms\n", t_pack * 1e3);
   line("oneDNN as dW", t_dw, "(the step's oneDNN path: dZ and X transposed per call; as dW, A is dZ^T)");
-  std::printf("largest difference from oneDNN: %.3g of C's largest element (bf16 rounds at 2^-8 = %.3g)\n",
-              worst / largest, 0x1p-8);
+  line("amx_gemm as dW", t_amx_dw, "(the step's AMX path: dZ transposed per call, streaming stores; as dW, A is dZ^T)");
 }

@@ -21,7 +21,7 @@
 #include <cstdlib>
 #include <random>
 
-#include "bench/bench_args.hpp"
+#include "bench/bench_util.hpp"
 #include "opmeter/dtype.hpp"
 #include "ops/linear/quant_kernel.hpp"
 
@@ -45,16 +45,6 @@ __attribute__((target("avx512f"))) static float read_bytes(const std::uint8_t* p
 }
 
 
-template <class F>
-static double best_of(int reps, F f) {
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
-}
 
 int main(int argc, char** argv) {
   if (argc > 6) {

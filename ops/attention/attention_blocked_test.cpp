@@ -108,7 +108,7 @@ void expect_rows_match(const blocked::Kernel& k, std::size_t seq, std::size_t d,
     return bf16 ? std::bit_cast<float>(std::uint32_t(out16[i]) << 16) : out32[i];
   };
   // fp32 math over d-long dot products and seq-long sums; bf16 adds the output's rounding and,
-  // with bf16 dot products, P's (each half an ulp, 2^-9, of values up to the bound's scale).
+  // with bf16 dot products, P's (each at most the unit roundoff, 2^-8, of values up to the bound's scale).
   const double tol = (bf16 ? 0x1p-7 : 0.0) + 1e-5;
   for (std::size_t i = 0; i < seq; ++i) {
     if (i < q_begin || i >= q_end) {

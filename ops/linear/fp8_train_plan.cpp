@@ -10,7 +10,7 @@ constexpr std::size_t kLdMultiple = 16;  // cuBLASLt's fp8 GEMMs: 16-byte leadin
 }
 
 float max_finite(Format f) { return f == Format::e4m3 ? kE4m3Max : kE5m2Max; }
-double unit_roundoff(Format f) { return f == Format::e4m3 ? 0x1p-4 : 0x1p-3; }
+double unit_roundoff(Format f) { return f == Format::e4m3 ? opmeter::unit_roundoff(Elem::fp8_e4m3) : 0x1p-3; }
 
 Format grad_format(bool rowwise) { return rowwise ? Format::e4m3 : Format::e5m2; }
 
@@ -70,7 +70,7 @@ double forward_error(bool fast_accum, std::size_t k) {
 double tolerance(bool fast_accum, std::size_t max_k, Format grad) {
   const double ua = unit_roundoff(grad), ub = unit_roundoff(Format::e4m3);
   const double acc = fast_accum ? 0x1p-14 : 0x1p-24;
-  return ua + ub + ua * ub + 4 * std::sqrt(double(max_k)) * acc + 2 * 0x1p-9;
+  return ua + ub + ua * ub + 4 * std::sqrt(double(max_k)) * acc + 2 * opmeter::unit_roundoff(Elem::bf16);
 }
 
 }  // namespace opmeter::linear::fp8_train

@@ -62,7 +62,7 @@ Support device_support(int cc, bool rowwise, const std::string& gpu);
 // 2^-7 with e5m2 gradients.
 // Accumulation adds a random-walk 4 sqrt(K) u_acc, u_acc 2^-24 (fp32) or, with fast
 // accumulation, 2^-14 (Hopper's fp8 tensor cores keep about 14 bits when partial sums are not
-// promoted). dz is stored in bf16 before its cast and the outputs are bf16: 2 x 2^-9. Values
+// promoted). dz is stored in bf16 before its cast and the outputs are bf16: 2 x 2^-8. Values
 // below the format's normal range (2^-6 of the scale for e4m3) round with an absolute error
 // instead; with dynamic scaling they are far below amax and add nothing visible; with scaling
 // disabled on tiny tensors they can exceed this bound, which is a real loss the check reports.

@@ -21,8 +21,11 @@ bool amx_gemm_fits(std::size_t m, std::size_t k, std::size_t n);
 enum class Store { cached, streaming };
 
 // c (m x n, row stride ldc) = a (m x k, row stride lda) b (k x n, row stride ldb), bf16 elements
-// (uint16 bits). Requires amx_gemm_fits(m, k, n). Threads: OpenMP's.
+// (uint16 bits). a_tiles: the caller's m x k workspace, 64-byte aligned (a Buffer), where A is
+// copied into tile order. Requires amx_gemm_fits(m, k, n). Threads: OpenMP's; the tasks shrink
+// until every thread has one.
 void amx_gemm_bf16(const std::uint16_t* a, std::size_t lda, const std::uint16_t* b, std::size_t ldb, std::uint16_t* c,
-                   std::size_t ldc, std::size_t m, std::size_t k, std::size_t n, Store store = Store::cached);
+                   std::size_t ldc, std::size_t m, std::size_t k, std::size_t n, std::uint16_t* a_tiles,
+                   Store store = Store::cached);
 
 }  // namespace opmeter::tensor

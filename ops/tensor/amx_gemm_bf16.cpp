@@ -14,8 +14,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <new>
 
-#include "opmeter/buffer.hpp"
 #include "ops/tensor/amx.hpp"
 #include "ops/tensor/amx_gemm.hpp"
 
@@ -24,7 +25,7 @@ namespace {
 
 constexpr std::size_t kBlock = 32;                       // C's rows and columns per micro-kernel
 constexpr std::size_t kRowsPerTask = 512, kColsPerTask = 256, kChunk = 256;
-constexpr std::size_t kPanels = kColsPerTask / kBlock;  // panels of a task
+constexpr std::size_t kPanels = kColsPerTask / kBlock;  // panels of the widest task
 constexpr std::size_t kPrefetchRows = 16;               // B rows the packing reads ahead
 
 // Tiles 0-3: C (rows 0-15 x cols 0-15, 0-15 x 16-31, 16-31 x 0-15, 16-31 x 16-31; fp32); 4, 5: A
@@ -32,13 +33,32 @@ constexpr std::size_t kPrefetchRows = 16;               // B rows the packing re
 constexpr amx::TileShape kTile{16, 64};
 constexpr amx::TileConfig kConfig = amx::tile_config({kTile, kTile, kTile, kTile, kTile, kTile, kTile, kTile});
 
-// Aligned buffers (Buffer): a tile row across two cache lines takes two loads, and a std::vector's
-// large blocks start 16 bytes into a page.
-struct Scratch {
-  Buffer panels{kChunk * kColsPerTask * 2};
-  Buffer sums{kRowsPerTask * kColsPerTask * 4};  // per block: 4 tiles of 16 x 16 fp32
-  alignas(64) float rows[2][16][kBlock];          // a block's rows to round
+// A thread's scratch, made once per thread and kept (not a Buffer: it outlives the case whose
+// memory Buffer counts). 64-byte aligned: a tile row across two cache lines takes two loads, and
+// a std::vector's large blocks start 16 bytes into a page.
+template <class T>
+struct Aligned {
+  explicit Aligned(std::size_t n) : p(static_cast<T*>(std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64))) {
+    if (!p) throw std::bad_alloc();
+  }
+  ~Aligned() { std::free(p); }
+  Aligned(const Aligned&) = delete;
+  Aligned& operator=(const Aligned&) = delete;
+  T* p;
 };
+struct Scratch {
+  Aligned<std::uint16_t> panels{kChunk * kColsPerTask};
+  Aligned<float> sums{kRowsPerTask * kColsPerTask};  // per block: 4 tiles of 16 x 16 fp32
+  alignas(64) float rows[2][16][kBlock];              // a block's rows to round
+};
+
+// Columns per task: 256, or fewer (down to 32) until every thread has a task.
+std::size_t cols_per_task(std::size_t m, std::size_t n, std::size_t threads) {
+  const std::size_t row_tasks = (m + kRowsPerTask - 1) / kRowsPerTask;
+  std::size_t cols = kColsPerTask;
+  while (cols > kBlock && row_tasks * ((n + cols - 1) / cols) < threads) cols /= 2;
+  return cols;
+}
 
 // B rows k0 .. k0 + kc, columns n0 .. n0 + cols into panels: element (k0 + 2 i + e, n0 + 32 p + 16 t + j)
 // at panels[p * kc * 32 + t * kc * 16 + i * 32 + 2 j + e].
@@ -136,33 +156,31 @@ bool amx_gemm_fits(std::size_t m, std::size_t k, std::size_t n) {
 }
 
 void amx_gemm_bf16(const std::uint16_t* a, std::size_t lda, const std::uint16_t* b, std::size_t ldb, std::uint16_t* c,
-                   std::size_t ldc, std::size_t m, std::size_t k, std::size_t n, Store store) {
+                   std::size_t ldc, std::size_t m, std::size_t k, std::size_t n, std::uint16_t* a_tiles, Store store) {
   // Streaming stores write whole lines: C's rows must start on one.
   const bool stream = store == Store::streaming && reinterpret_cast<std::uintptr_t>(c) % 64 == 0 && ldc % 32 == 0;
-  const std::size_t row_tasks = (m + kRowsPerTask - 1) / kRowsPerTask, col_tasks = (n + kColsPerTask - 1) / kColsPerTask;
+  const std::size_t task_cols = cols_per_task(m, n, static_cast<std::size_t>(omp_get_max_threads()));
+  const std::size_t row_tasks = (m + kRowsPerTask - 1) / kRowsPerTask, col_tasks = (n + task_cols - 1) / task_cols;
   const std::size_t tasks = row_tasks * col_tasks;
-  thread_local Buffer packed;  // the caller's: its calls come one at a time
-  if (packed.bytes() < m * k * 2) packed = Buffer(m * k * 2);
-  std::uint16_t* packed_a = packed.as<std::uint16_t>();
 #pragma omp parallel
   {
     static thread_local Scratch s;
     _tile_loadconfig(&kConfig);
 #pragma omp for schedule(static)
-    for (std::size_t rb = 0; rb < m / kBlock; ++rb) pack_rows(a, lda, rb, k, packed_a);
+    for (std::size_t rb = 0; rb < m / kBlock; ++rb) pack_rows(a, lda, rb, k, a_tiles);
     // Row-major order: a thread's consecutive tasks share their rows of A (static schedule).
 #pragma omp for schedule(static)
     for (std::size_t t = 0; t < tasks; ++t) {
-      const std::size_t m0 = t / col_tasks * kRowsPerTask, n0 = t % col_tasks * kColsPerTask;
-      const std::size_t rows = std::min(kRowsPerTask, m - m0), cols = std::min(kColsPerTask, n - n0);
+      const std::size_t m0 = t / col_tasks * kRowsPerTask, n0 = t % col_tasks * task_cols;
+      const std::size_t rows = std::min(kRowsPerTask, m - m0), cols = std::min(task_cols, n - n0);
       for (std::size_t k0 = 0; k0 < k; k0 += kChunk) {
         const std::size_t kc = std::min(kChunk, k - k0);
-        pack_panels(b, ldb, k0, kc, k, n0, cols, s.panels.as<std::uint16_t>());
+        pack_panels(b, ldb, k0, kc, k, n0, cols, s.panels.p);
         for (std::size_t p = 0; p < cols / kBlock; ++p)
           for (std::size_t r = 0; r < rows / kBlock; ++r)
-            block(packed_a + (m0 + r * kBlock) * k + k0 * kBlock, s.panels.as<std::uint16_t>() + p * kc * 32, kc, k0 == 0, k0 + kc == k,
-                  s.sums.as<float>() + (r * kPanels + p) * kBlock * kBlock, c + (m0 + r * kBlock) * ldc + n0 + p * kBlock,
-                  ldc, stream, s);
+            block(a_tiles + (m0 + r * kBlock) * k + k0 * kBlock, s.panels.p + p * kc * 32, kc, k0 == 0, k0 + kc == k,
+                  s.sums.p + (r * kPanels + p) * kBlock * kBlock, c + (m0 + r * kBlock) * ldc + n0 + p * kBlock, ldc,
+                  stream, s);
       }
     }
     _mm_sfence();  // streaming stores are weakly ordered: done before the threads join

@@ -18,12 +18,13 @@ void ProjectionBackward::prepare(std::size_t rows, std::size_t k, std::size_t n,
   a_md_ = {{r, kk}, t, tag::ab};
   dw_md_ = {{nn, kk}, t, tag::ab};
   impls_.clear();
-  amx_ = amx && dtype == DType::bf16 && amx_gemm_fits(rows, n, k) && amx_gemm_fits(n, rows, k);
+  amx_ = amx && dtype == DType::bf16 && amx_gemm_fits(rows, n, k);  // dW's sizes are the same three
   // dW = dZ^T A: on bf16 from transposed copies (dZ^T plain, and A^T read as A's transpose),
   // else reading dZ transposed.
   transposed_ = dtype == DType::bf16;
   if (amx_) {  // only dZ^T, as A of dW = dZ^T A
     dz_t_ = Buffer(rows * n * size_of(dtype));
+    a_tiles_ = Buffer(rows * n * size_of(dtype));
     auto pd = onednn_try("reorder", [&] {
       return dnnl::reorder::primitive_desc(onednn_engine(), dz_md_, onednn_engine(), dnnl::memory::desc({r, nn}, t, tag::ba));
     });
@@ -73,7 +74,7 @@ void ProjectionBackward::prepare(std::size_t rows, std::size_t k, std::size_t n,
 void ProjectionBackward::data(const void* dz, const void* w, void* da) {
   if (amx_) {
     amx_gemm_bf16(static_cast<const std::uint16_t*>(dz), n_, static_cast<const std::uint16_t*>(w), k_,
-                  static_cast<std::uint16_t*>(da), k_, rows_, n_, k_);
+                  static_cast<std::uint16_t*>(da), k_, rows_, n_, k_, a_tiles_.as<std::uint16_t>());
     return;
   }
   if (packed_w_) {
@@ -94,7 +95,7 @@ void ProjectionBackward::weights(const void* dz, const void* a, void* dw) {
                                             {DNNL_ARG_TO, onednn_memory({dz_md_.dims(), dz_md_.data_type(), tag::ba}, dz_t_.data())}});
     onednn_stream().wait();
     amx_gemm_bf16(dz_t_.as<std::uint16_t>(), rows_, static_cast<const std::uint16_t*>(a), k_,
-                  static_cast<std::uint16_t*>(dw), k_, n_, rows_, k_, Store::streaming);
+                  static_cast<std::uint16_t*>(dw), k_, n_, rows_, k_, a_tiles_.as<std::uint16_t>(), Store::streaming);
     return;
   }
   if (transposed_) {

@@ -161,9 +161,9 @@ double TransformerBlockOp::fp32_tolerance() const {
 }
 
 double TransformerBlockOp::tolerance() const {
-  // 16-bit storage: each stage rounds its output (half an ulp of a value within that stage's own
-  // scale, which mag carries): two of those per stage, the propagated ones are in mag.
-  const double storage = bf16() ? 2 * 0x1p-9 : case_.dtype == DType::fp16 ? 2 * 0x1p-12 : 0.0;
+  // 16-bit storage: each stage rounds its output (at most the unit roundoff of a value within that
+  // stage's own scale, which mag carries): two of those per stage, the propagated ones are in mag.
+  const double storage = bf16() ? 2 * unit_roundoff(Elem::bf16) : case_.dtype == DType::fp16 ? 2 * unit_roundoff(Elem::f16) : 0.0;
   return fp32_tolerance() + storage;
 }
 

@@ -54,10 +54,12 @@ TEST(TransformerBlockCuda, TrainStepSkippedWithTheReasonWithoutAGpu) {
 TEST(TransformerBlockCuda, TrainStepPassesTheTrainingCheckOnAGpu) {
   if (!opmeter::testing::gpu_here()) GTEST_SKIP() << "no CUDA device: " << opmeter::testing::why_no_gpu();
   // head_dim 16 over two sequences (the per-sequence GEMMs), 18 with sections at odd offsets
-  // (staged and copied in), a sequence of one with no activation; each phase on the first.
+  // (staged and copied in), a sequence of one with no activation, seq a multiple of 4 (the softmax
+  // backward's 16-byte path); each phase on the first.
   const char* shapes[] = {"batch=2,seq=7,hidden=48,heads=3,mlp=40,act=gelu,causal=1",
                           "batch=1,seq=9,hidden=36,heads=2,mlp=0,act=silu,causal=0",
-                          "batch=3,seq=1,hidden=64,heads=4,mlp=24,act=none,causal=1"};
+                          "batch=3,seq=1,hidden=64,heads=4,mlp=24,act=none,causal=1",
+                          "batch=1,seq=32,hidden=64,heads=2,mlp=128,act=gelu,causal=1"};
   std::vector<std::string> cases;
   for (const char* dtype : {"bf16", "fp16"})
     for (const char* shape : shapes) cases.push_back(train_case(dtype, shape));

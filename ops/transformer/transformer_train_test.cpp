@@ -13,6 +13,7 @@
 #include "analysis/training.hpp"
 #include "engine/runner.hpp"
 #include "opmeter/registry.hpp"
+#include "ops/tensor/amx.hpp"
 #include "ops/transformer/transformer_train.hpp"
 #include "ops/transformer/transformer_train_reference.hpp"
 #include "tests/cli_helpers.hpp"
@@ -187,6 +188,25 @@ TEST(TransformerTrain, OnednnStepPassesInEveryPhase) {
     auto after = impl->verify(12);
     EXPECT_TRUE(after.ok) << c.to_string() << ": " << after.detail;
   }
+}
+
+// Sizes all multiples of 32 (rows, hidden, 3 hidden, mlp): each projection's backward GEMMs run on
+// opmeter's AMX GEMM where the CPU has AMX-BF16, and the step still passes its check, twice.
+TEST(TransformerTrain, OnednnStepOnTheAmxGemmPassesAndSaysSo) {
+  Case c = parse_case("transformer_block/onednn_train/bf16/batch=1,seq=32,hidden=64,heads=2,mlp=128,act=gelu,causal=1,"
+                      "mode=train/threads=2");
+  validate_case(c);
+  auto impl = Registry::global().impl("transformer_block", "onednn_train")->make();
+  impl->setup(c, {.copies = 2, .seed = 5});
+  auto check = impl->verify(11);
+  EXPECT_TRUE(check.ok) << check.detail;
+  impl->run(1);
+  auto after = impl->verify(12);
+  EXPECT_TRUE(after.ok) << after.detail;
+  if (!amx::bf16_usable()) GTEST_SKIP() << "no AMX-BF16 here: the projections stay on oneDNN";
+  const auto d = impl->details();
+  for (const char* w : {"Wqkv", "Wo", "W1", "W2"})
+    EXPECT_TRUE(has(d.at("dx_weights"), std::string(w) + ": W as stored, panels packed by opmeter's AMX GEMM")) << d.at("dx_weights");
 }
 
 TEST(TransformerTrain, BackwardWorkIsTwiceTheForwardsProductsPlusItsElementwise) {

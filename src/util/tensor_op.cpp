@@ -16,7 +16,7 @@ constexpr std::size_t kMaxCheckedRows = 4096;
 
 double TensorOp::tolerance() const {
   // 16-bit storage: inputs are exact 16-bit values, but every rounding on the way (output,
-  // intermediates of unfused sequences) costs up to half an ulp (bf16 2^-9, fp16 2^-12) of
+  // intermediates of unfused sequences) costs up to the unit roundoff (bf16 2^-8, fp16 2^-11) of
   // |value| <= mag.
   const double storage = bf16() ? 4 * 0x1p-8 : case_.dtype == DType::fp16 ? 4 * 0x1p-11 : 0.0;
   return fp32_tolerance() + storage;

@@ -1,7 +1,9 @@
-// Command-line numbers of the bench programs.
+// What the bench programs share: their command-line numbers and their timing (best of runs).
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -18,4 +20,17 @@ inline std::size_t positive_arg(const char* tool, int argc, char** argv, int i, 
     std::exit(2);
   }
   return static_cast<std::size_t>(v);
+}
+
+// The fastest of `reps` calls of f, in seconds: on a loaded machine the minimum is the run least
+// disturbed.
+template <class F>
+double best_of(std::size_t reps, F&& f) {
+  double best = 1e30;
+  for (std::size_t r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
 }
