@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
   Bf16s a_tiles(m * k);
   auto amx = [&] { tensor::amx_gemm_bf16(a.data(), k, b.data(), n, ours.data(), n, m, k, n, a_tiles.data()); };
   auto amx_streaming = [&] {
-    tensor::amx_gemm_bf16(a.data(), k, b.data(), n, ours.data(), n, m, k, n, a_tiles.data(), tensor::Store::streaming);
+    tensor::amx_gemm_bf16(a.data(), k, b.data(), n, ours.data(), n, m, k, n, a_tiles.data(), {.store = tensor::Store::streaming});
   };
   // The training step's oneDNN paths (tensor::ProjectionBackward without the AMX GEMM): C as
   // dX = dZ W (A = dZ, B = W) and as dW = dZ^T X (A = dZ^T, B = X), the layouts it gets in a step.

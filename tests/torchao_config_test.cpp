@@ -258,6 +258,10 @@ TEST(TorchaoConfigCli, TinyCpuConfigRunsIntoItsOutputDirWithNotesInRunJson) {
       ++skipped;
       continue;
     }
+    if (r.kase.impl == "opmeter" && r.status == Status::skipped) {  // bf16 on the AMX GEMM: 4 rows is no multiple of 32
+      EXPECT_TRUE(has(r.reason, "multiples of 32")) << r.case_string << ": " << r.reason;
+      continue;
+    }
     EXPECT_EQ(r.status, Status::ok) << r.case_string << ": " << r.reason;
     if (r.kase.has("quant")) {
       EXPECT_TRUE(r.metrics.count("sqnr_db")) << r.case_string;

@@ -158,7 +158,8 @@ void validate_recipe(const Case& c) {
 }
 
 // `opmeter check`'s shapes: odd sizes with tails, one element, a decode row with a wide K, rows a
-// vector wide, each act; then each quantization recipe at decode and at 18 rows over K of 3
+// vector wide, each act, sizes of multiples of 32 past one chunk of k and one task's columns (the
+// AMX GEMM of opmeter's bf16 layer); then each quantization recipe at decode and at 18 rows over K of 3
 // groups (a group must divide K) or else odd, and (linear) at decode over a K past two of the GPU
 // kernel's 512-wide chunks (split-K and its in-kernel sum, a partial last chunk) and, for int8
 // weights, 3 rows over K = 320 (the CPU's limbs kernel, which needs K a multiple of 64); then
@@ -171,7 +172,7 @@ std::vector<Params> linear_check_shapes(bool with_act) {
     return p;
   };
   std::vector<Params> out = {shape(2, 5, 263, 77, "none"), shape(1, 1, 1, 1, "relu"), shape(1, 1, 4099, 33, "gelu_tanh"),
-                             shape(1, 17, 64, 128, "silu"), shape(2, 3, 37, 19, "gelu")};
+                             shape(1, 17, 64, 128, "silu"), shape(2, 3, 37, 19, "gelu"), shape(2, 16, 544, 288, "gelu")};
   for (auto& name : quant::recipe_names()) {
     auto recipe = quant::parse_recipe(name);
     if (recipe->baseline()) continue;

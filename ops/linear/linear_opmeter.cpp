@@ -1,8 +1,12 @@
 // opmeter's fused linear layer: the output is computed in tiles that stay in cache, and each tile
 // gets bias and activation (and, before it, LayerNorm of its rows) while it is still there, so y
-// is written once and no intermediate reaches memory. The tile products are oneDNN's sgemm,
-// called single-threaded per tile from our OpenMP loop; fp32 only (oneDNN 2.6 exposes no bf16
-// GEMM call).
+// is written once and no intermediate reaches memory.
+//   fp32: the tile products are oneDNN's sgemm, called single-threaded per tile from our OpenMP
+//         loop (LayerNorm per block of rows);
+//   bf16: opmeter's AMX GEMM (ops/tensor/amx_gemm.hpp) on W as stored, bias and activation on
+//         each 32 x 32 block of fp32 sums before it is rounded (LayerNorm first, into a bf16
+//         buffer, as a bf16 model stores it); needs AMX-BF16 and every size a multiple of 32
+//         (oneDNN 2.6 exposes no bf16 GEMM call).
 #include <omp.h>
 
 #include <oneapi/dnnl/dnnl.h>
@@ -10,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "ops/linear/linear.hpp"
+#include "ops/tensor/amx_gemm.hpp"
 
 namespace opmeter::linear {
 namespace {
@@ -19,6 +24,11 @@ class OpmeterLinear : public HostImpl<LinearOp> {
  public:
   void prepare() override {
     auto s = shape_of(case_);
+    if (case_.dtype == DType::bf16) {
+      a_tiles_ = Buffer(s.rows * s.hidden * 2);
+      if (s.layernorm) xhat_ = Buffer(s.rows * s.hidden * 2);
+      return;
+    }
     scratch_.clear();
     for (int t = 0; t < case_.threads; ++t) {
       Scratch sc{Buffer(kTileRows * kTileCols * sizeof(float)), Buffer()};
@@ -28,6 +38,7 @@ class OpmeterLinear : public HostImpl<LinearOp> {
   }
 
   void run(std::size_t copy) override {
+    if (case_.dtype == DType::bf16) return run_bf16(copy);
     const auto s = shape_of(case_);
     const auto& k = tensor::kernels();
     const float* x = static_cast<const float*>(in(copy, kX));
@@ -60,15 +71,41 @@ class OpmeterLinear : public HostImpl<LinearOp> {
   }
 
   std::map<std::string, std::string> details() const override {
+    if (case_.dtype == DType::bf16)
+      return {{"isa", "amx_bf16"}, {"kernel", "opmeter's AMX GEMM on W as stored; bias and activation per 32x32 block"}};
     return {{"isa", tensor::kernels().isa}, {"tile", fmt::format("{}x{}", kTileRows, kTileCols)}};
   }
 
  private:
+  void run_bf16(std::size_t copy) {
+    const auto s = shape_of(case_);
+    const auto* x = static_cast<const std::uint16_t*>(in(copy, kX));
+    if (s.layernorm) {
+      tensor::kernels().layernorm(true, x, xhat_.data(), vec(host_inputs(copy), kGamma), vec(host_inputs(copy), kBeta),
+                                  s.rows, s.hidden);
+      x = xhat_.as<std::uint16_t>();
+    }
+    tensor::amx_gemm_bf16(x, s.hidden, static_cast<const std::uint16_t*>(in(copy, kW)), s.hidden,
+                          static_cast<std::uint16_t*>(out(copy)), s.out, s.rows, s.hidden, s.out, a_tiles_.as<std::uint16_t>(),
+                          {.b = tensor::BLayout::n_by_k, .act = s.act, .bias = vec(host_inputs(copy), kBias)});
+  }
+
   struct Scratch {
     Buffer tile, xhat;
   };
   std::vector<Scratch> scratch_;
+  Buffer a_tiles_, xhat_;  // bf16: the AMX GEMM's A in tile order; LayerNorm's output
 };
+
+Support supports(const Case& c) {
+  if (c.dtype != DType::bf16) return Support::yes();
+  const auto s = shape_of(c);
+  if (!tensor::amx_gemm_fits(s.rows, s.hidden, s.out))
+    return Support::no(fmt::format("opmeter's bf16 linear runs on AMX-BF16 with rows, hidden and out multiples of 32 "
+                                   "(here {}, {}, {}{})", s.rows, s.hidden, s.out,
+                                   tensor::amx_gemm_fits(32, 32, 32) ? "" : "; this CPU has no usable AMX-BF16"));
+  return Support::yes();
+}
 
 const bool registered = [] {
   for (auto& op : linear_ops())
@@ -76,8 +113,10 @@ const bool registered = [] {
         .op = op,
         .impl = "opmeter",
         .preference = ImplDef::own_kernel,
-        .summary = "cache-sized GEMM tiles with bias, activation (and LayerNorm) fused as epilogue/prologue",
-        .dtypes = {DType::fp32},
+        .summary = "cache-sized GEMM tiles with bias, activation (and LayerNorm) fused as epilogue/prologue; bf16 on "
+                   "opmeter's AMX GEMM",
+        .dtypes = {DType::fp32, DType::bf16},
+        .supports = supports,
         .make = [] { return std::make_unique<OpmeterLinear>(); },
     });
   return true;

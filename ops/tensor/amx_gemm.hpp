@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ops/tensor/kernels.hpp"
+
 namespace opmeter::tensor {
 
 // Whether amx_gemm_bf16 runs here (AMX-BF16 granted) for these sizes: every size a multiple of 32.
@@ -20,12 +22,25 @@ bool amx_gemm_fits(std::size_t m, std::size_t k, std::size_t n);
 // lines before writing them, 16-17 ms -> 11-12 ms for dW at 4096 x 512 x 4096, docs/BENCHMARKS.md).
 enum class Store { cached, streaming };
 
-// c (m x n, row stride ldc) = a (m x k, row stride lda) b (k x n, row stride ldb), bf16 elements
-// (uint16 bits). a_tiles: the caller's m x k workspace, 64-byte aligned (a Buffer), where A is
-// copied into tile order. Requires amx_gemm_fits(m, k, n). Threads: OpenMP's; the tasks shrink
-// until every thread has one.
+// How B is stored: k x n row-major (the reduction along its rows: dZ W, dZ^T X), or n x k
+// row-major (a weight as stored, x W^T: packed by 16 x 16 transposes of pairs of k).
+enum class BLayout { k_by_n, n_by_k };
+
+struct AmxGemmOptions {
+  BLayout b = BLayout::k_by_n;
+  Store store = Store::cached;
+  // An epilogue on each fp32 block before it is rounded: y = act(c + bias) (bias per column of C,
+  // or null), written with cached stores.
+  Act act = Act::none;
+  const float* bias = nullptr;
+};
+
+// c (m x n, row stride ldc) = a (m x k, row stride lda) b (stored as options.b says, row stride
+// ldb), bf16 elements (uint16 bits). a_tiles: the caller's m x k workspace, 64-byte aligned (a
+// Buffer), where A is copied into tile order. Requires amx_gemm_fits(m, k, n). Threads: OpenMP's;
+// the tasks shrink until every thread has one.
 void amx_gemm_bf16(const std::uint16_t* a, std::size_t lda, const std::uint16_t* b, std::size_t ldb, std::uint16_t* c,
                    std::size_t ldc, std::size_t m, std::size_t k, std::size_t n, std::uint16_t* a_tiles,
-                   Store store = Store::cached);
+                   const AmxGemmOptions& options = {});
 
 }  // namespace opmeter::tensor

@@ -9,6 +9,9 @@
 // What bounds it (docs/BENCHMARKS.md): a tile load per product, so every tile is read from
 // 64-byte-aligned memory (a row across two cache lines takes two loads: half the speed), and the
 // operand that streams through L2 is the one read in tile order.
+// GCC 12's lane-shuffle intrinsics read an intentionally undefined register: a known false positive.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #include <omp.h>
 
@@ -88,6 +91,45 @@ void pack_panels(const std::uint16_t* b, std::size_t ldb, std::size_t k0, std::s
   }
 }
 
+// r[c] = column c of the 16 x 16 dword matrix r (row j in r[j]): four stages of unpacks and lane
+// shuffles. After the first two, u[4 g + q]'s 128-bit lane L holds rows 4g..4g+3 of column 4L + q.
+inline void transpose16(__m512i r[16]) {
+  __m512i t[16], u[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int g = 0; g < 16; g += 4) {
+    u[g] = _mm512_unpacklo_epi64(t[g], t[g + 2]);
+    u[g + 1] = _mm512_unpackhi_epi64(t[g], t[g + 2]);
+    u[g + 2] = _mm512_unpacklo_epi64(t[g + 1], t[g + 3]);
+    u[g + 3] = _mm512_unpackhi_epi64(t[g + 1], t[g + 3]);
+  }
+  for (int q = 0; q < 4; ++q) {
+    const __m512i x0 = _mm512_shuffle_i32x4(u[q], u[4 + q], 0x44), x1 = _mm512_shuffle_i32x4(u[q], u[4 + q], 0xee);
+    const __m512i y0 = _mm512_shuffle_i32x4(u[8 + q], u[12 + q], 0x44), y1 = _mm512_shuffle_i32x4(u[8 + q], u[12 + q], 0xee);
+    r[q] = _mm512_shuffle_i32x4(x0, y0, 0x88);
+    r[4 + q] = _mm512_shuffle_i32x4(x0, y0, 0xdd);
+    r[8 + q] = _mm512_shuffle_i32x4(x1, y1, 0x88);
+    r[12 + q] = _mm512_shuffle_i32x4(x1, y1, 0xdd);
+  }
+}
+
+// pack_panels' layout from B stored n x k (row j of B^T is column j of B): for each 16 columns and
+// 16 pairs of k, 16 rows of 16 dwords (a pair of k each) transposed into the tile's 16 rows.
+void pack_panels_transposed(const std::uint16_t* bt, std::size_t ldb, std::size_t k0, std::size_t kc, std::size_t n0,
+                            std::size_t cols, std::uint16_t* panels) {
+  __m512i r[16];
+  for (std::size_t u = 0; u < cols / 16; ++u) {  // 16 columns: panel u / 2, tile u % 2
+    std::uint16_t* tile = panels + (u / 2) * kc * 32 + (u % 2) * kc * 16;
+    for (std::size_t i0 = 0; i0 < kc / 2; i0 += 16) {
+      for (std::size_t j = 0; j < 16; ++j) r[j] = _mm512_loadu_si512(bt + (n0 + 16 * u + j) * ldb + k0 + 2 * i0);
+      transpose16(r);
+      for (std::size_t i = 0; i < 16; ++i) _mm512_storeu_si512(tile + (i0 + i) * 32, r[i]);
+    }
+  }
+}
+
 // A's rows into tile order, once per call: block of 32 rows rb, step of 32 of k ks at
 // packed[(rb * k / 32 + ks) * 1024]: its two A tiles (rows 0-15, 16-31) of 16 x 32, 1 KiB each. Read
 // in place, rows a page apart fall into the same L1 and L2 sets and evict each other.
@@ -102,9 +144,10 @@ void pack_rows(const std::uint16_t* a, std::size_t lda, std::size_t rb, std::siz
 
 // C's 32 x 32 block += A's 32 rows (packed by pack_rows, from the chunk's first step) x the panel, over kc of k. `first`:
 // the sums start at zero, else from `sums`; `last`: rounded into c (with streaming stores when
-// `stream`), else kept in `sums`.
+// `stream`; through the epilogue when `e` has one), else kept in `sums`.
 void block(const std::uint16_t* a, const std::uint16_t* panel, std::size_t kc, bool first, bool last,
-           float* sums, std::uint16_t* c, std::size_t ldc, bool stream, Scratch& s) {
+           float* sums, std::uint16_t* c, std::size_t ldc, bool stream, const AmxGemmOptions& e, std::size_t col,
+           Scratch& s) {
   if (first) {
     _tile_zero(0);
     _tile_zero(1);
@@ -138,6 +181,10 @@ void block(const std::uint16_t* a, const std::uint16_t* panel, std::size_t kc, b
   _tile_stored(1, &s.rows[0][0][16], kBlock * 4);
   _tile_stored(2, &s.rows[1][0][0], kBlock * 4);
   _tile_stored(3, &s.rows[1][0][16], kBlock * 4);
+  if (e.act != Act::none || e.bias) {
+    kernels().epilogue(e.act, &s.rows[0][0][0], kBlock, e.bias ? e.bias + col : nullptr, true, c, ldc, kBlock, kBlock);
+    return;
+  }
   for (std::size_t h = 0; h < 2; ++h)
     for (std::size_t r = 0; r < 16; ++r) {
       const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_load_ps(&s.rows[h][r][16]), _mm512_load_ps(&s.rows[h][r][0]));
@@ -156,9 +203,10 @@ bool amx_gemm_fits(std::size_t m, std::size_t k, std::size_t n) {
 }
 
 void amx_gemm_bf16(const std::uint16_t* a, std::size_t lda, const std::uint16_t* b, std::size_t ldb, std::uint16_t* c,
-                   std::size_t ldc, std::size_t m, std::size_t k, std::size_t n, std::uint16_t* a_tiles, Store store) {
+                   std::size_t ldc, std::size_t m, std::size_t k, std::size_t n, std::uint16_t* a_tiles,
+                   const AmxGemmOptions& options) {
   // Streaming stores write whole lines: C's rows must start on one.
-  const bool stream = store == Store::streaming && reinterpret_cast<std::uintptr_t>(c) % 64 == 0 && ldc % 32 == 0;
+  const bool stream = options.store == Store::streaming && reinterpret_cast<std::uintptr_t>(c) % 64 == 0 && ldc % 32 == 0;
   const std::size_t task_cols = cols_per_task(m, n, static_cast<std::size_t>(omp_get_max_threads()));
   const std::size_t row_tasks = (m + kRowsPerTask - 1) / kRowsPerTask, col_tasks = (n + task_cols - 1) / task_cols;
   const std::size_t tasks = row_tasks * col_tasks;
@@ -175,12 +223,15 @@ void amx_gemm_bf16(const std::uint16_t* a, std::size_t lda, const std::uint16_t*
       const std::size_t rows = std::min(kRowsPerTask, m - m0), cols = std::min(task_cols, n - n0);
       for (std::size_t k0 = 0; k0 < k; k0 += kChunk) {
         const std::size_t kc = std::min(kChunk, k - k0);
-        pack_panels(b, ldb, k0, kc, k, n0, cols, s.panels.p);
+        if (options.b == BLayout::n_by_k)
+          pack_panels_transposed(b, ldb, k0, kc, n0, cols, s.panels.p);
+        else
+          pack_panels(b, ldb, k0, kc, k, n0, cols, s.panels.p);
         for (std::size_t p = 0; p < cols / kBlock; ++p)
           for (std::size_t r = 0; r < rows / kBlock; ++r)
             block(a_tiles + (m0 + r * kBlock) * k + k0 * kBlock, s.panels.p + p * kc * 32, kc, k0 == 0, k0 + kc == k,
                   s.sums.p + (r * kPanels + p) * kBlock * kBlock, c + (m0 + r * kBlock) * ldc + n0 + p * kBlock, ldc,
-                  stream, s);
+                  stream, options, n0 + p * kBlock, s);
       }
     }
     _mm_sfence();  // streaming stores are weakly ordered: done before the threads join

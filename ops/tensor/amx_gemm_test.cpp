@@ -4,7 +4,8 @@
 // on 1, 2 and 5 threads (the tasks shrink until each thread has one). Bound per element: bf16
 // rounding of the result (2^-8 relative) plus fp32 accumulation (k 2^-24 of sum |a b|); a
 // misplaced element of a packed panel or tile is off by O(1). C is written both ways (cached and
-// streaming stores; streaming falls back where rows are not aligned).
+// streaming stores; streaming falls back where rows are not aligned), B stored both ways (k x n,
+// and n x k: the 16 x 16 transposes of its packing), and through the epilogue act(C + bias).
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -14,6 +15,7 @@
 
 #include "opmeter/buffer.hpp"
 #include "opmeter/dtype.hpp"
+#include "ops/activation/activation.hpp"
 #include "ops/tensor/amx.hpp"
 #include "ops/tensor/amx_gemm.hpp"
 
@@ -21,14 +23,19 @@ using namespace opmeter;
 
 namespace {
 
-struct Case {
+struct Shape {
   std::size_t m, k, n, pad;  // pad: extra elements per row of A, B and C
   tensor::Store store = tensor::Store::cached;
+  tensor::BLayout b = tensor::BLayout::k_by_n;
+  tensor::Act act = tensor::Act::none;
+  bool bias = false;
 };
 
-void expect_agrees(const Case& c) {
-  const std::size_t lda = c.k + c.pad, ldb = c.n + c.pad, ldc = c.n + c.pad;
-  std::vector<std::uint16_t> a(c.m * lda), b(c.k * ldb);
+void expect_agrees(const Shape& c) {
+  const bool bt = c.b == tensor::BLayout::n_by_k;  // B stored n x k
+  const std::size_t lda = c.k + c.pad, ldb = (bt ? c.k : c.n) + c.pad, ldc = c.n + c.pad;
+  std::vector<std::uint16_t> a(c.m * lda), b((bt ? c.n : c.k) * ldb);
+  std::vector<float> bias(c.n);
   Buffer out_buffer(c.m * ldc * 2);  // aligned: streaming stores write C's rows when they start on a line
   std::uint16_t* out = out_buffer.as<std::uint16_t>();
   std::fill(out, out + c.m * ldc, std::uint16_t{0xffff});
@@ -36,17 +43,24 @@ void expect_agrees(const Case& c) {
   Rng rng(c.m * 31 + c.k * 7 + c.n);
   for (auto& v : a) v = to_bf16(static_cast<float>(rng.uniform(-2, 2)));
   for (auto& v : b) v = to_bf16(static_cast<float>(rng.uniform(-2, 2)));
-  tensor::amx_gemm_bf16(a.data(), lda, b.data(), ldb, out, ldc, c.m, c.k, c.n, a_tiles.as<std::uint16_t>(), c.store);
+  for (auto& v : bias) v = static_cast<float>(rng.uniform(-8, 8));
+  auto b_at = [&](std::size_t p, std::size_t j) { return from_bf16(bt ? b[j * ldb + p] : b[p * ldb + j]); };
+  tensor::amx_gemm_bf16(a.data(), lda, b.data(), ldb, out, ldc, c.m, c.k, c.n, a_tiles.as<std::uint16_t>(),
+                        {.b = c.b, .store = c.store, .act = c.act, .bias = c.bias ? bias.data() : nullptr});
   std::size_t bad = 0;
   for (std::size_t i = 0; i < c.m; ++i)
     for (std::size_t j = 0; j < c.n; ++j) {
       double ref = 0, mag = 0;
       for (std::size_t p = 0; p < c.k; ++p) {
-        const double x = double(from_bf16(a[i * lda + p])) * from_bf16(b[p * ldb + j]);
+        const double x = double(from_bf16(a[i * lda + p])) * b_at(p, j);
         ref += x, mag += std::fabs(x);
       }
+      // The epilogue: act(sum + bias) in fp32 (its own error a few fp32 ulps, under the
+      // accumulation term), the sums' error carried by act's slope (at most 1.1 for these).
+      const double z = ref + (c.bias ? bias[j] : 0.0), slope = c.act == tensor::Act::none ? 1.0 : 1.1;
+      ref = activation::reference(c.act, z);
       const double got = from_bf16(out[i * ldc + j]);
-      const double bound = std::ldexp(std::fabs(ref), -8) + double(c.k) * std::ldexp(mag, -24);
+      const double bound = std::ldexp(std::fabs(ref), -8) + slope * double(c.k) * std::ldexp(mag + std::fabs(z), -24);
       if (std::fabs(got - ref) > bound && ++bad <= 5)
         ADD_FAILURE() << "C(" << i << ", " << j << ") = " << got << ", fp64 " << ref << ", bound " << bound;
     }
@@ -64,8 +78,13 @@ TEST(AmxGemm, AgreesWithFp64AtEveryEdgeOfItsBlocking) {
   const int threads = omp_get_max_threads();
   for (int t : {1, 2, 5}) {
     omp_set_num_threads(t);
-    for (const Case& c : {Case{32, 32, 32, 0}, Case{64, 544, 288, 16}, Case{544, 64, 96, 0}, Case{96, 288, 544, 32},
-                          Case{544, 288, 288, 32, Store::streaming}, Case{64, 64, 96, 16, Store::streaming}})
+    using tensor::Act;
+    using tensor::BLayout;
+    for (const Shape& c : {Shape{32, 32, 32, 0}, Shape{64, 544, 288, 16}, Shape{544, 64, 96, 0}, Shape{96, 288, 544, 32},
+                          Shape{544, 288, 288, 32, Store::streaming}, Shape{64, 64, 96, 16, Store::streaming},
+                          Shape{64, 544, 288, 16, Store::cached, BLayout::n_by_k},
+                          Shape{544, 64, 96, 0, Store::cached, BLayout::n_by_k, Act::gelu, true},
+                          Shape{96, 288, 64, 32, Store::cached, BLayout::k_by_n, Act::relu, true}})
       expect_agrees(c);
   }
   omp_set_num_threads(threads);

@@ -95,7 +95,7 @@ void ProjectionBackward::weights(const void* dz, const void* a, void* dw) {
                                             {DNNL_ARG_TO, onednn_memory({dz_md_.dims(), dz_md_.data_type(), tag::ba}, dz_t_.data())}});
     onednn_stream().wait();
     amx_gemm_bf16(dz_t_.as<std::uint16_t>(), rows_, static_cast<const std::uint16_t*>(a), k_,
-                  static_cast<std::uint16_t*>(dw), k_, n_, rows_, k_, a_tiles_.as<std::uint16_t>(), Store::streaming);
+                  static_cast<std::uint16_t*>(dw), k_, n_, rows_, k_, a_tiles_.as<std::uint16_t>(), {.store = Store::streaming});
     return;
   }
   if (transposed_) {
