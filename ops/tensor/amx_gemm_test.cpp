@@ -15,6 +15,7 @@
 
 #include "opmeter/buffer.hpp"
 #include "opmeter/dtype.hpp"
+#include "opmeter/registry.hpp"
 #include "ops/activation/activation.hpp"
 #include "ops/tensor/amx.hpp"
 #include "ops/tensor/amx_gemm.hpp"
@@ -97,4 +98,22 @@ TEST(AmxGemm, FitsOnlySizesThatAreMultiplesOf32) {
   EXPECT_FALSE(tensor::amx_gemm_fits(32, 80, 96));
   EXPECT_FALSE(tensor::amx_gemm_fits(32, 64, 100));
   EXPECT_FALSE(tensor::amx_gemm_fits(0, 64, 96));
+}
+
+// linear's `opmeter` impl runs bf16 on this GEMM: sizes off multiples of 32 (or a CPU without
+// AMX-BF16) are skipped with the reason; fp32 keeps every size.
+TEST(AmxGemm, OpmeterLinearInBf16SkipsOtherSizesSayingWhy) {
+  auto* impl = Registry::global().impl("linear", "opmeter");
+  ASSERT_NE(impl, nullptr);
+  auto support = [&](const char* dtype, const char* seq) {
+    return impl->supports(parse_case(std::string("linear/opmeter/") + dtype + "/batch=1,seq=" + seq +
+                                     ",hidden=64,out=96,act=none/threads=1"));
+  };
+  EXPECT_TRUE(support("fp32", "17").ok);
+  const auto odd = support("bf16", "17");
+  EXPECT_FALSE(odd.ok);
+  EXPECT_TRUE(odd.reason.starts_with("opmeter's bf16 linear runs on AMX-BF16 with rows, hidden and out multiples of 32 "
+                                     "(here 17, 64, 96"))
+      << odd.reason;
+  EXPECT_EQ(support("bf16", "32").ok, amx::bf16_usable());
 }
