@@ -1,12 +1,12 @@
 // opmeter's fused linear layer: the output is computed in tiles that stay in cache, and each tile
-// gets bias and activation (and, before it, LayerNorm of its rows) while it is still there, so y
-// is written once and no intermediate reaches memory.
+// gets bias and activation while it is still there, so y is written once.
 //   fp32: the tile products are oneDNN's sgemm, called single-threaded per tile from our OpenMP
-//         loop (LayerNorm per block of rows);
+//         loop, LayerNorm per block of rows (no intermediate reaches memory);
 //   bf16: opmeter's AMX GEMM (ops/tensor/amx_gemm.hpp) on W as stored, bias and activation on
-//         each 32 x 32 block of fp32 sums before it is rounded (LayerNorm first, into a bf16
-//         buffer, as a bf16 model stores it); needs AMX-BF16 and every size a multiple of 32
-//         (oneDNN 2.6 exposes no bf16 GEMM call).
+//         each 32 x 32 block of fp32 sums before it is rounded; LayerNorm first, into a bf16
+//         buffer in memory (as a bf16 model stores it), which the GEMM then copies into tile
+//         order; needs AMX-BF16 and every size a multiple of 32 (oneDNN 2.6 exposes no bf16
+//         GEMM call). Model pipelines pick it (own_kernel) for such bf16 layers on AMX CPUs.
 #include <omp.h>
 
 #include <oneapi/dnnl/dnnl.h>

@@ -9,9 +9,6 @@
 // What bounds it (docs/BENCHMARKS.md): a tile load per product, so every tile is read from
 // 64-byte-aligned memory (a row across two cache lines takes two loads: half the speed), and the
 // operand that streams through L2 is the one read in tile order.
-// GCC 12's lane-shuffle intrinsics read an intentionally undefined register: a known false positive.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #include <omp.h>
 
@@ -93,6 +90,11 @@ void pack_panels(const std::uint16_t* b, std::size_t ldb, std::size_t k0, std::s
 
 // r[c] = column c of the 16 x 16 dword matrix r (row j in r[j]): four stages of unpacks and lane
 // shuffles. After the first two, u[4 g + q]'s 128-bit lane L holds rows 4g..4g+3 of column 4L + q.
+// GCC 12's lane-shuffle intrinsics read an intentionally undefined register: a known false
+// positive, silenced for this function only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 inline void transpose16(__m512i r[16]) {
   __m512i t[16], u[16];
   for (int i = 0; i < 16; i += 2) {
@@ -114,6 +116,7 @@ inline void transpose16(__m512i r[16]) {
     r[12 + q] = _mm512_shuffle_i32x4(x1, y1, 0xdd);
   }
 }
+#pragma GCC diagnostic pop
 
 // pack_panels' layout from B stored n x k (row j of B^T is column j of B): for each 16 columns and
 // 16 pairs of k, 16 rows of 16 dwords (a pair of k each) transposed into the tile's 16 rows.

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <vector>
 
+#include "engine/runner.hpp"
 #include "opmeter/buffer.hpp"
 #include "opmeter/dtype.hpp"
 #include "opmeter/registry.hpp"
@@ -116,4 +117,15 @@ TEST(AmxGemm, OpmeterLinearInBf16SkipsOtherSizesSayingWhy) {
                                      "(here 17, 64, 96"))
       << odd.reason;
   EXPECT_EQ(support("bf16", "32").ok, amx::bf16_usable());
+}
+
+// linear's `opmeter` impl in bf16 against its fp64 check, as `opmeter check` runs it: the GEMM on W
+// as stored, bias and activation per block, ln_linear's LayerNorm first.
+TEST(AmxGemm, OpmeterLinearInBf16PassesItsCheck) {
+  if (!amx::bf16_usable()) GTEST_SKIP() << "no AMX-BF16 here";
+  for (const char* c : {"linear/opmeter/bf16/batch=2,seq=16,hidden=544,out=288,act=gelu/threads=2",
+                        "ln_linear_silu/opmeter/bf16/batch=1,seq=32,hidden=544,out=288/threads=2"}) {
+    auto r = check_case(parse_case(c), RunOptions{});
+    EXPECT_EQ(r.status, Status::ok) << c << ": " << r.reason;
+  }
 }
