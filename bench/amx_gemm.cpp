@@ -72,10 +72,13 @@ int main(int argc, char** argv) {
                                          {DNNL_ARG_DST, tensor::onednn_memory(c_md, theirs.data())}});
     tensor::onednn_stream().wait();
   };
-  Bf16s a_tiles(m * k);
-  auto amx = [&] { tensor::amx_gemm_bf16(a.data(), k, b.data(), n, ours.data(), n, m, k, n, a_tiles.data()); };
+  Bf16s a_tiles(m * k), b_tiles(k * n);  // b_tiles: B's panels once, past 512 rows (as the step does)
+  auto amx = [&] {
+    tensor::amx_gemm_bf16(a.data(), k, b.data(), n, ours.data(), n, m, k, n, a_tiles.data(), {.b_tiles = b_tiles.data()});
+  };
   auto amx_streaming = [&] {
-    tensor::amx_gemm_bf16(a.data(), k, b.data(), n, ours.data(), n, m, k, n, a_tiles.data(), {.store = tensor::Store::streaming});
+    tensor::amx_gemm_bf16(a.data(), k, b.data(), n, ours.data(), n, m, k, n, a_tiles.data(),
+                          {.store = tensor::Store::streaming, .b_tiles = b_tiles.data()});
   };
   // The training step's oneDNN paths (tensor::ProjectionBackward without the AMX GEMM): C as
   // dX = dZ W (A = dZ, B = W) and as dW = dZ^T X (A = dZ^T, B = X), the layouts it gets in a step.

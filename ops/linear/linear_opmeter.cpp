@@ -26,6 +26,7 @@ class OpmeterLinear : public HostImpl<LinearOp> {
     auto s = shape_of(case_);
     if (case_.dtype == DType::bf16) {
       a_tiles_ = Buffer(s.rows * s.hidden * 2);
+      if (tensor::amx_gemm_b_tiles(s.rows)) w_tiles_ = Buffer(s.hidden * s.out * 2);  // W's panels once per call
       if (s.layernorm) xhat_ = Buffer(s.rows * s.hidden * 2);
       return;
     }
@@ -87,14 +88,15 @@ class OpmeterLinear : public HostImpl<LinearOp> {
     }
     tensor::amx_gemm_bf16(x, s.hidden, static_cast<const std::uint16_t*>(in(copy, kW)), s.hidden,
                           static_cast<std::uint16_t*>(out(copy)), s.out, s.rows, s.hidden, s.out, a_tiles_.as<std::uint16_t>(),
-                          {.b = tensor::BLayout::n_by_k, .act = s.act, .bias = vec(host_inputs(copy), kBias)});
+                          {.b = tensor::BLayout::n_by_k, .act = s.act, .bias = vec(host_inputs(copy), kBias),
+                           .b_tiles = w_tiles_.bytes() ? w_tiles_.as<std::uint16_t>() : nullptr});
   }
 
   struct Scratch {
     Buffer tile, xhat;
   };
   std::vector<Scratch> scratch_;
-  Buffer a_tiles_, xhat_;  // bf16: the AMX GEMM's A in tile order; LayerNorm's output
+  Buffer a_tiles_, w_tiles_, xhat_;  // bf16: the AMX GEMM's A in tile order and W's panels; LayerNorm's output
 };
 
 Support supports(const Case& c) {

@@ -33,7 +33,14 @@ struct AmxGemmOptions {
   // or null), written with cached stores.
   Act act = Act::none;
   const float* bias = nullptr;
+  // The caller's k x n workspace (64-byte aligned) for B's panels, packed once per call when
+  // more than 512 rows share them (amx_gemm_b_tiles says when): without it each block of 512 rows
+  // packs them again.
+  std::uint16_t* b_tiles = nullptr;
 };
+
+// Whether a call of m rows packs B once into AmxGemmOptions::b_tiles (given one).
+bool amx_gemm_b_tiles(std::size_t m);
 
 // c (m x n, row stride ldc) = a (m x k, row stride lda) b (stored as options.b says, row stride
 // ldb), bf16 elements (uint16 bits). a_tiles: the caller's m x k workspace, 64-byte aligned (a

@@ -1,6 +1,7 @@
 // The AMX bf16 GEMM (amx_gemm.hpp); built with the AMX flags (CMakeLists.txt).
-// Blocking: A is first copied into tile order (pack_rows). The threads share out tasks of (up to)
-// 512 rows x 256 columns of C. A task walks k in chunks of 256: it packs B's chunk x its columns
+// Blocking: A is first copied into tile order (pack_rows), and where more than 512 rows share B,
+// B's panels too (into the caller's b_tiles). The threads share out tasks of (up to) 512 rows x
+// 256 columns of C. A task walks k in chunks of 256: it packs B's chunk x its columns (unless packed)
 // into panels of 32 columns in the tile layout (pairs of k interleaved, [tile][k / 2][16][2]: each
 // B tile 1 KiB contiguous), then runs each panel, kept in L1, over the task's rows, whose chunk of
 // A stays in L2. The micro-kernel is C's 32 x 32 block in four tiles (two A tiles, two B tiles,
@@ -201,6 +202,14 @@ void block(const std::uint16_t* a, const std::uint16_t* panel, std::size_t kc, b
 
 }  // namespace
 
+bool amx_gemm_b_tiles(std::size_t m) { return m > kRowsPerTask; }
+
+// Where B's panels for columns n0 .. n0 + cols and k0 .. k0 + kc lie in the k x n b_tiles: each
+// task's columns take k x cols, in chunks of k.
+inline std::uint16_t* b_panels(std::uint16_t* b_tiles, std::size_t k, std::size_t n0, std::size_t cols, std::size_t k0) {
+  return b_tiles + n0 * k + k0 * cols;
+}
+
 bool amx_gemm_fits(std::size_t m, std::size_t k, std::size_t n) {
   return m > 0 && k > 0 && n > 0 && m % kBlock == 0 && k % kBlock == 0 && n % kBlock == 0 && amx::bf16_usable();
 }
@@ -213,12 +222,27 @@ void amx_gemm_bf16(const std::uint16_t* a, std::size_t lda, const std::uint16_t*
   const std::size_t task_cols = cols_per_task(m, n, static_cast<std::size_t>(omp_get_max_threads()));
   const std::size_t row_tasks = (m + kRowsPerTask - 1) / kRowsPerTask, col_tasks = (n + task_cols - 1) / task_cols;
   const std::size_t tasks = row_tasks * col_tasks;
+  const bool packed_once = options.b_tiles && amx_gemm_b_tiles(m);
 #pragma omp parallel
   {
     static thread_local Scratch s;
     _tile_loadconfig(&kConfig);
+    auto pack = [&](std::size_t n0, std::size_t cols, std::size_t k0, std::size_t kc, std::uint16_t* panels) {
+      if (options.b == BLayout::n_by_k)
+        pack_panels_transposed(b, ldb, k0, kc, n0, cols, panels);
+      else
+        pack_panels(b, ldb, k0, kc, k, n0, cols, panels);
+    };
 #pragma omp for schedule(static)
     for (std::size_t rb = 0; rb < m / kBlock; ++rb) pack_rows(a, lda, rb, k, a_tiles);
+    if (packed_once) {  // B's panels once, shared by every block of rows
+      const std::size_t chunks = (k + kChunk - 1) / kChunk;
+#pragma omp for schedule(static)
+      for (std::size_t i = 0; i < col_tasks * chunks; ++i) {
+        const std::size_t n0 = i / chunks * task_cols, cols = std::min(task_cols, n - n0), k0 = i % chunks * kChunk;
+        pack(n0, cols, k0, std::min(kChunk, k - k0), b_panels(options.b_tiles, k, n0, cols, k0));
+      }
+    }
     // Row-major order: a thread's consecutive tasks share their rows of A (static schedule).
 #pragma omp for schedule(static)
     for (std::size_t t = 0; t < tasks; ++t) {
@@ -226,13 +250,14 @@ void amx_gemm_bf16(const std::uint16_t* a, std::size_t lda, const std::uint16_t*
       const std::size_t rows = std::min(kRowsPerTask, m - m0), cols = std::min(task_cols, n - n0);
       for (std::size_t k0 = 0; k0 < k; k0 += kChunk) {
         const std::size_t kc = std::min(kChunk, k - k0);
-        if (options.b == BLayout::n_by_k)
-          pack_panels_transposed(b, ldb, k0, kc, n0, cols, s.panels.p);
+        std::uint16_t* panels = s.panels.p;
+        if (packed_once)
+          panels = b_panels(options.b_tiles, k, n0, cols, k0);
         else
-          pack_panels(b, ldb, k0, kc, k, n0, cols, s.panels.p);
+          pack(n0, cols, k0, kc, panels);
         for (std::size_t p = 0; p < cols / kBlock; ++p)
           for (std::size_t r = 0; r < rows / kBlock; ++r)
-            block(a_tiles + (m0 + r * kBlock) * k + k0 * kBlock, s.panels.p + p * kc * 32, kc, k0 == 0, k0 + kc == k,
+            block(a_tiles + (m0 + r * kBlock) * k + k0 * kBlock, panels + p * kc * 32, kc, k0 == 0, k0 + kc == k,
                   s.sums.p + (r * kPanels + p) * kBlock * kBlock, c + (m0 + r * kBlock) * ldc + n0 + p * kBlock, ldc,
                   stream, options, n0 + p * kBlock, s);
       }

@@ -5,7 +5,8 @@
 // rounding of the result (2^-8 relative) plus fp32 accumulation (k 2^-24 of sum |a b|); a
 // misplaced element of a packed panel or tile is off by O(1). C is written both ways (cached and
 // streaming stores; streaming falls back where rows are not aligned), B stored both ways (k x n,
-// and n x k: the 16 x 16 transposes of its packing), and through the epilogue act(C + bias).
+// and n x k: the 16 x 16 transposes of its packing), through the epilogue act(C + bias), and with
+// B's panels packed once for every block of 512 rows.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -31,6 +32,7 @@ struct Shape {
   tensor::BLayout b = tensor::BLayout::k_by_n;
   tensor::Act act = tensor::Act::none;
   bool bias = false;
+  bool b_once = false;  // B's panels packed once into a workspace (used past 512 rows)
 };
 
 void expect_agrees(const Shape& c) {
@@ -41,14 +43,15 @@ void expect_agrees(const Shape& c) {
   Buffer out_buffer(c.m * ldc * 2);  // aligned: streaming stores write C's rows when they start on a line
   std::uint16_t* out = out_buffer.as<std::uint16_t>();
   std::fill(out, out + c.m * ldc, std::uint16_t{0xffff});
-  Buffer a_tiles(c.m * c.k * 2);
+  Buffer a_tiles(c.m * c.k * 2), b_tiles(c.k * c.n * 2);
   Rng rng(c.m * 31 + c.k * 7 + c.n);
   for (auto& v : a) v = to_bf16(static_cast<float>(rng.uniform(-2, 2)));
   for (auto& v : b) v = to_bf16(static_cast<float>(rng.uniform(-2, 2)));
   for (auto& v : bias) v = static_cast<float>(rng.uniform(-8, 8));
   auto b_at = [&](std::size_t p, std::size_t j) { return from_bf16(bt ? b[j * ldb + p] : b[p * ldb + j]); };
   tensor::amx_gemm_bf16(a.data(), lda, b.data(), ldb, out, ldc, c.m, c.k, c.n, a_tiles.as<std::uint16_t>(),
-                        {.b = c.b, .store = c.store, .act = c.act, .bias = c.bias ? bias.data() : nullptr});
+                        {.b = c.b, .store = c.store, .act = c.act, .bias = c.bias ? bias.data() : nullptr,
+                         .b_tiles = c.b_once ? b_tiles.as<std::uint16_t>() : nullptr});
   std::size_t bad = 0;
   for (std::size_t i = 0; i < c.m; ++i)
     for (std::size_t j = 0; j < c.n; ++j) {
@@ -86,7 +89,9 @@ TEST(AmxGemm, AgreesWithFp64AtEveryEdgeOfItsBlocking) {
                           Shape{544, 288, 288, 32, Store::streaming}, Shape{64, 64, 96, 16, Store::streaming},
                           Shape{64, 544, 288, 16, Store::cached, BLayout::n_by_k},
                           Shape{544, 64, 96, 0, Store::cached, BLayout::n_by_k, Act::gelu, true},
-                          Shape{96, 288, 64, 32, Store::cached, BLayout::k_by_n, Act::relu, true}})
+                          Shape{96, 288, 64, 32, Store::cached, BLayout::k_by_n, Act::relu, true},
+                          Shape{1056, 288, 288, 16, Store::streaming, BLayout::k_by_n, Act::none, false, true},
+                          Shape{544, 544, 96, 0, Store::cached, BLayout::n_by_k, Act::silu, true, true}})
       expect_agrees(c);
   }
   omp_set_num_threads(threads);

@@ -1,6 +1,8 @@
 // A projection's backward GEMMs on the CPU (see projection_backward.hpp).
 #include "ops/tensor/projection_backward.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "ops/tensor/amx_gemm.hpp"
@@ -25,6 +27,9 @@ void ProjectionBackward::prepare(std::size_t rows, std::size_t k, std::size_t n,
   if (amx_) {  // only dZ^T, as A of dW = dZ^T A
     dz_t_ = Buffer(rows * n * size_of(dtype));
     a_tiles_ = Buffer(rows * n * size_of(dtype));
+    // B's panels packed once where more than a task's rows share them: W (n x k) for dX, A (rows x k) for dW.
+    const std::size_t b_elements = std::max(amx_gemm_b_tiles(rows) ? n * k : 0, amx_gemm_b_tiles(n) ? rows * k : 0);
+    b_tiles_ = Buffer(std::max<std::size_t>(b_elements, 1) * size_of(dtype));
     auto pd = onednn_try("reorder", [&] {
       return dnnl::reorder::primitive_desc(onednn_engine(), dz_md_, onednn_engine(), dnnl::memory::desc({r, nn}, t, tag::ba));
     });
@@ -74,7 +79,8 @@ void ProjectionBackward::prepare(std::size_t rows, std::size_t k, std::size_t n,
 void ProjectionBackward::data(const void* dz, const void* w, void* da) {
   if (amx_) {
     amx_gemm_bf16(static_cast<const std::uint16_t*>(dz), n_, static_cast<const std::uint16_t*>(w), k_,
-                  static_cast<std::uint16_t*>(da), k_, rows_, n_, k_, a_tiles_.as<std::uint16_t>());
+                  static_cast<std::uint16_t*>(da), k_, rows_, n_, k_, a_tiles_.as<std::uint16_t>(),
+                  {.b_tiles = b_tiles_.as<std::uint16_t>()});
     return;
   }
   if (packed_w_) {
@@ -95,7 +101,8 @@ void ProjectionBackward::weights(const void* dz, const void* a, void* dw) {
                                             {DNNL_ARG_TO, onednn_memory({dz_md_.dims(), dz_md_.data_type(), tag::ba}, dz_t_.data())}});
     onednn_stream().wait();
     amx_gemm_bf16(dz_t_.as<std::uint16_t>(), rows_, static_cast<const std::uint16_t*>(a), k_,
-                  static_cast<std::uint16_t*>(dw), k_, n_, rows_, k_, a_tiles_.as<std::uint16_t>(), {.store = Store::streaming});
+                  static_cast<std::uint16_t*>(dw), k_, n_, rows_, k_, a_tiles_.as<std::uint16_t>(),
+                  {.store = Store::streaming, .b_tiles = b_tiles_.as<std::uint16_t>()});
     return;
   }
   if (transposed_) {

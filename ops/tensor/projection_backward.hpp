@@ -41,7 +41,8 @@ class ProjectionBackward {
   dnnl::matmul data_, weights_;
   dnnl::reorder transpose_dz_, transpose_a_;
   PackedSlabMatmul slabs_;
-  Buffer w_packed_, dz_t_, a_t_, a_tiles_;  // a_tiles_: the AMX GEMM's A in tile order (rows x n: both products)
+  Buffer w_packed_, dz_t_, a_t_;
+  Buffer a_tiles_, b_tiles_;  // the AMX GEMM's A in tile order (rows x n: both products), B's panels
   std::string impls_;
 };
 
