@@ -21,36 +21,33 @@ void ProjectionBackward::prepare(std::size_t rows, std::size_t k, std::size_t n,
   dw_md_ = {{nn, kk}, t, tag::ab};
   impls_.clear();
   amx_ = amx && dtype == DType::bf16 && amx_gemm_fits(rows, n, k);  // dW's sizes are the same three
-  // dW = dZ^T A: on bf16 from transposed copies (dZ^T plain, and A^T read as A's transpose),
-  // else reading dZ transposed.
+  // dW = dZ^T A: on bf16 from a transposed copy of dZ (the AMX GEMM reads A as stored; oneDNN's
+  // matmul A^T, read as A's transpose), else reading dZ transposed.
   transposed_ = dtype == DType::bf16;
-  if (amx_) {  // only dZ^T, as A of dW = dZ^T A
+  // Row-major (r x c) into its transpose: a reorder to the column-major layout of (r x c).
+  auto transposer = [&](const dnnl::memory::desc& from) {
+    dnnl::memory::desc to(from.dims(), t, tag::ba);
+    auto pd = onednn_try("reorder", [&] { return dnnl::reorder::primitive_desc(onednn_engine(), from, onednn_engine(), to); });
+    impls_ += pd.impl_info_str() + std::string(" | ");
+    return dnnl::reorder(pd);
+  };
+  if (transposed_) {
     dz_t_ = Buffer(rows * n * size_of(dtype));
+    transpose_dz_ = transposer(dz_md_);
+  }
+  if (amx_) {
     a_tiles_ = Buffer(rows * n * size_of(dtype));
     // B's panels packed once where more than a task's rows share them: W (n x k) for dX, A (rows x k) for dW.
     const std::size_t b_elements = std::max(amx_gemm_b_tiles(rows) ? n * k : 0, amx_gemm_b_tiles(n) ? rows * k : 0);
     b_tiles_ = Buffer(std::max<std::size_t>(b_elements, 1) * size_of(dtype));
-    auto pd = onednn_try("reorder", [&] {
-      return dnnl::reorder::primitive_desc(onednn_engine(), dz_md_, onednn_engine(), dnnl::memory::desc({r, nn}, t, tag::ba));
-    });
-    transpose_dz_ = dnnl::reorder(pd);
-    impls_ = std::string("opmeter amx_gemm | ") + pd.impl_info_str();
+    impls_ += "opmeter amx_gemm";
     return;
   }
   if (transposed_) {
     dzt_md_ = {{nn, r}, t, tag::ab};
     at_md_ = {{r, kk}, t, tag::ba};
-    dz_t_ = Buffer(rows * n * size_of(dtype));
     a_t_ = Buffer(rows * k * size_of(dtype));
-    // Row-major (r x c) into its transpose: a reorder to the column-major layout of (r x c).
-    auto transpose = [&](const dnnl::memory::desc& from) {
-      dnnl::memory::desc to(from.dims(), t, tag::ba);
-      auto pd = onednn_try("reorder", [&] { return dnnl::reorder::primitive_desc(onednn_engine(), from, onednn_engine(), to); });
-      impls_ += pd.impl_info_str() + std::string(" | ");
-      return dnnl::reorder(pd);
-    };
-    transpose_dz_ = transpose(dz_md_);
-    transpose_a_ = transpose(a_md_);
+    transpose_a_ = transposer(a_md_);
   } else {
     dzt_md_ = {{nn, r}, t, tag::ba};
     at_md_ = a_md_;
@@ -94,24 +91,24 @@ void ProjectionBackward::data(const void* dz, const void* w, void* da) {
   onednn_stream().wait();
 }
 
+void ProjectionBackward::transpose(dnnl::reorder& r, const dnnl::memory::desc& from, const void* src, Buffer& to) {
+  r.execute(onednn_stream(), {{DNNL_ARG_FROM, onednn_memory(from, src)},
+                              {DNNL_ARG_TO, onednn_memory({from.dims(), from.data_type(), dnnl::memory::format_tag::ba}, to.data())}});
+}
+
 void ProjectionBackward::weights(const void* dz, const void* a, void* dw) {
-  if (amx_) {
-    using tag = dnnl::memory::format_tag;
-    transpose_dz_.execute(onednn_stream(), {{DNNL_ARG_FROM, onednn_memory(dz_md_, dz)},
-                                            {DNNL_ARG_TO, onednn_memory({dz_md_.dims(), dz_md_.data_type(), tag::ba}, dz_t_.data())}});
+  if (transposed_) {
+    transpose(transpose_dz_, dz_md_, dz, dz_t_);
+    if (!amx_) transpose(transpose_a_, a_md_, a, a_t_);
     onednn_stream().wait();
+  }
+  if (amx_) {
     amx_gemm_bf16(dz_t_.as<std::uint16_t>(), rows_, static_cast<const std::uint16_t*>(a), k_,
                   static_cast<std::uint16_t*>(dw), k_, n_, rows_, k_, a_tiles_.as<std::uint16_t>(),
                   {.store = Store::streaming, .b_tiles = b_tiles_.as<std::uint16_t>()});
     return;
   }
   if (transposed_) {
-    using tag = dnnl::memory::format_tag;
-    transpose_dz_.execute(onednn_stream(), {{DNNL_ARG_FROM, onednn_memory(dz_md_, dz)},
-                                            {DNNL_ARG_TO, onednn_memory({dz_md_.dims(), dz_md_.data_type(), tag::ba}, dz_t_.data())}});
-    transpose_a_.execute(onednn_stream(), {{DNNL_ARG_FROM, onednn_memory(a_md_, a)},
-                                           {DNNL_ARG_TO, onednn_memory({a_md_.dims(), a_md_.data_type(), tag::ba}, a_t_.data())}});
-    onednn_stream().wait();
     dz = dz_t_.data();
     a = a_t_.data();
   }

@@ -35,9 +35,10 @@ class ProjectionBackward {
   std::map<std::string, std::string> details() const;
 
  private:
+  void transpose(dnnl::reorder& r, const dnnl::memory::desc& from, const void* src, Buffer& to);  // into to, timed
   std::size_t rows_ = 0, k_ = 0, n_ = 0;
   bool amx_ = false, packed_w_ = false, transposed_ = false;
-  dnnl::memory::desc dz_md_, w_md_, a_md_, dzt_md_, at_md_, dw_md_, dz_plain_t_md_, a_plain_t_md_;
+  dnnl::memory::desc dz_md_, w_md_, a_md_, dzt_md_, at_md_, dw_md_;
   dnnl::matmul data_, weights_;
   dnnl::reorder transpose_dz_, transpose_a_;
   PackedSlabMatmul slabs_;
