@@ -33,6 +33,10 @@ struct AmxGemmOptions {
   // or null), written with cached stores.
   Act act = Act::none;
   const float* bias = nullptr;
+  // Then a residual added before rounding: y = act(c + bias) + residual (m x n bf16, row stride
+  // ldr; or null), as a transformer block's output projections add their input back.
+  const std::uint16_t* residual = nullptr;
+  std::size_t ldr = 0;
   // The caller's k x n workspace (64-byte aligned) for B's panels, packed once per call when
   // more than 512 rows share them (amx_gemm_b_tiles says when): without it each block of 512 rows
   // packs them again.

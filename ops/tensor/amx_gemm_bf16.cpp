@@ -152,12 +152,20 @@ std::uint16_t* b_panels(std::uint16_t* b_tiles, std::size_t k, std::size_t n0, s
   return b_tiles + n0 * k + k0 * cols;
 }
 
-// C's 32 x 32 block += A's 32 rows (packed by pack_rows, from the chunk's first step) x the panel, over kc of k. `first`:
-// the sums start at zero, else from `sums`; `last`: rounded into c (with streaming stores when
-// `stream`; through the kernels' epilogue when `e` has bias or act), else kept in `sums`.
+// 16 bf16 (bits) as fp32. The zero-masked forms: GCC 12's plain ones read an undefined register
+// and warn (a false positive).
+inline __m512 widen16(const std::uint16_t* p) {
+  const __m512i wide = _mm512_maskz_cvtepu16_epi32(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xffff, wide, 16));
+}
+
+// C's 32 x 32 block at (row, col) += A's 32 rows (packed by pack_rows, from the chunk's first step) x the panel, over kc
+// of k. `first`: the sums start at zero, else from `sums`; `last`: rounded into c (with streaming
+// stores when `stream`; through the kernels' epilogue when `e` has bias or act; plus e's residual),
+// else kept in `sums`.
 void block(const std::uint16_t* a, const std::uint16_t* panel, std::size_t kc, bool first, bool last,
-           float* sums, std::uint16_t* c, std::size_t ldc, bool stream, const AmxGemmOptions& e, std::size_t col,
-           Scratch& s) {
+           float* sums, std::uint16_t* c, std::size_t ldc, bool stream, const AmxGemmOptions& e, std::size_t row,
+           std::size_t col, Scratch& s) {
   if (first) {
     _tile_zero(0);
     _tile_zero(1);
@@ -192,14 +200,25 @@ void block(const std::uint16_t* a, const std::uint16_t* panel, std::size_t kc, b
   _tile_stored(2, &s.rows[1][0][0], kBlock * 4);
   _tile_stored(3, &s.rows[1][0][16], kBlock * 4);
   if (e.act != Act::none || e.bias) {
-    kernels().epilogue(e.act, &s.rows[0][0][0], kBlock, e.bias ? e.bias + col : nullptr, true, c, ldc, kBlock, kBlock);
-    return;
+    // Straight to bf16 without a residual; with one, in place in fp32 and rounded below.
+    const float* bias = e.bias ? e.bias + col : nullptr;
+    if (!e.residual) {
+      kernels().epilogue(e.act, &s.rows[0][0][0], kBlock, bias, true, c, ldc, kBlock, kBlock);
+      return;
+    }
+    kernels().epilogue(e.act, &s.rows[0][0][0], kBlock, bias, false, &s.rows[0][0][0], kBlock, kBlock, kBlock);
   }
-  // Without bias or act, rounded here (with streaming stores when asked): through the epilogue the
-  // dX product measured no faster, 1.07-1.30x oneDNN's path against 1.25-1.34x, alternately.
+  // Rounded here (with streaming stores when asked): through the epilogue the dX product measured
+  // no faster, 1.07-1.30x oneDNN's path against 1.25-1.34x, alternately.
   for (std::size_t h = 0; h < 2; ++h)
     for (std::size_t r = 0; r < 16; ++r) {
-      const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_load_ps(&s.rows[h][r][16]), _mm512_load_ps(&s.rows[h][r][0]));
+      __m512 lo = _mm512_load_ps(&s.rows[h][r][0]), hi = _mm512_load_ps(&s.rows[h][r][16]);
+      if (e.residual) {
+        const std::uint16_t* res = e.residual + (row + 16 * h + r) * e.ldr + col;
+        lo = _mm512_add_ps(lo, widen16(res));
+        hi = _mm512_add_ps(hi, widen16(res + 16));
+      }
+      const __m512bh v = _mm512_cvtne2ps_pbh(hi, lo);
       auto* row = c + (16 * h + r) * ldc;
       if (stream)
         _mm512_stream_si512(reinterpret_cast<__m512i*>(row), reinterpret_cast<const __m512i&>(v));
@@ -220,7 +239,7 @@ void amx_gemm_bf16(const std::uint16_t* a, std::size_t lda, const std::uint16_t*
                    std::size_t ldc, std::size_t m, std::size_t k, std::size_t n, std::uint16_t* a_tiles,
                    const AmxGemmOptions& options) {
   // Streaming stores write whole lines: C's rows must start on one. An epilogue's result is cached.
-  const bool stream = options.store == Store::streaming && options.act == Act::none && !options.bias &&
+  const bool stream = options.store == Store::streaming && options.act == Act::none && !options.bias && !options.residual &&
                       reinterpret_cast<std::uintptr_t>(c) % 64 == 0 && ldc % 32 == 0;
   const std::size_t task_cols = cols_per_task(m, n, static_cast<std::size_t>(omp_get_max_threads()));
   const std::size_t row_tasks = (m + kRowsPerTask - 1) / kRowsPerTask, col_tasks = (n + task_cols - 1) / task_cols;
@@ -262,7 +281,7 @@ void amx_gemm_bf16(const std::uint16_t* a, std::size_t lda, const std::uint16_t*
           for (std::size_t r = 0; r < rows / kBlock; ++r)
             block(a_tiles + (m0 + r * kBlock) * k + k0 * kBlock, panels + p * kc * 32, kc, k0 == 0, k0 + kc == k,
                   s.sums.p + (r * kPanels + p) * kBlock * kBlock, c + (m0 + r * kBlock) * ldc + n0 + p * kBlock, ldc,
-                  stream, options, n0 + p * kBlock, s);
+                  stream, options, m0 + r * kBlock, n0 + p * kBlock, s);
       }
     }
     _mm_sfence();  // streaming stores are weakly ordered: done before the threads join

@@ -5,8 +5,8 @@
 // rounding of the result (2^-8 relative) plus fp32 accumulation (k 2^-24 of sum |a b|); a
 // misplaced element of a packed panel or tile is off by O(1). C is written both ways (cached and
 // streaming stores; streaming falls back where rows are not aligned), B stored both ways (k x n,
-// and n x k: the 16 x 16 transposes of its packing), through the epilogue act(C + bias), and with
-// B's panels packed once for every block of 512 rows.
+// and n x k: the 16 x 16 transposes of its packing), through the epilogue act(C + bias), with a
+// residual added (act(C + bias) + R), and with B's panels packed once for every block of 512 rows.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -33,6 +33,7 @@ struct Shape {
   tensor::Act act = tensor::Act::none;
   bool bias = false;
   bool b_once = false;  // B's panels packed once into a workspace (used past 512 rows)
+  bool residual = false;  // + a bf16 residual (m x n, its own row stride) before rounding
 };
 
 void expect_agrees(const Shape& c) {
@@ -40,6 +41,8 @@ void expect_agrees(const Shape& c) {
   const std::size_t lda = c.k + c.pad, ldb = (bt ? c.k : c.n) + c.pad, ldc = c.n + c.pad;
   std::vector<std::uint16_t> a(c.m * lda), b((bt ? c.n : c.k) * ldb);
   std::vector<float> bias(c.n);
+  const std::size_t ldr = c.n + 2 * c.pad + 32;  // a stride of its own, so a mix-up of strides shows
+  std::vector<std::uint16_t> residual(c.m * ldr);
   Buffer out_buffer(c.m * ldc * 2);  // aligned: streaming stores write C's rows when they start on a line
   std::uint16_t* out = out_buffer.as<std::uint16_t>();
   std::fill(out, out + c.m * ldc, std::uint16_t{0xffff});
@@ -48,9 +51,11 @@ void expect_agrees(const Shape& c) {
   for (auto& v : a) v = to_bf16(static_cast<float>(rng.uniform(-2, 2)));
   for (auto& v : b) v = to_bf16(static_cast<float>(rng.uniform(-2, 2)));
   for (auto& v : bias) v = static_cast<float>(rng.uniform(-8, 8));
+  for (auto& v : residual) v = to_bf16(static_cast<float>(rng.uniform(-8, 8)));
   auto b_at = [&](std::size_t p, std::size_t j) { return from_bf16(bt ? b[j * ldb + p] : b[p * ldb + j]); };
   tensor::amx_gemm_bf16(a.data(), lda, b.data(), ldb, out, ldc, c.m, c.k, c.n, a_tiles.as<std::uint16_t>(),
                         {.b = c.b, .store = c.store, .act = c.act, .bias = c.bias ? bias.data() : nullptr,
+                         .residual = c.residual ? residual.data() : nullptr, .ldr = ldr,
                          .b_tiles = c.b_once ? b_tiles.as<std::uint16_t>() : nullptr});
   std::size_t bad = 0;
   for (std::size_t i = 0; i < c.m; ++i)
@@ -64,8 +69,12 @@ void expect_agrees(const Shape& c) {
       // accumulation term), the sums' error carried by act's slope (at most 1.1 for these).
       const double z = ref + (c.bias ? bias[j] : 0.0), slope = c.act == tensor::Act::none ? 1.0 : 1.1;
       ref = activation::reference(c.act, z);
+      // The residual is added in fp32 to the epilogue's fp32 result: one more fp32 rounding.
+      const double r = c.residual ? double(from_bf16(residual[i * ldr + j])) : 0.0;
+      ref += r;
       const double got = from_bf16(out[i * ldc + j]);
-      const double bound = std::ldexp(std::fabs(ref), -8) + slope * double(c.k) * std::ldexp(mag + std::fabs(z), -24);
+      const double bound = std::ldexp(std::fabs(ref), -8) + slope * double(c.k) * std::ldexp(mag + std::fabs(z), -24) +
+                           std::ldexp(std::fabs(r), -23);
       if (std::fabs(got - ref) > bound && ++bad <= 5)
         ADD_FAILURE() << "C(" << i << ", " << j << ") = " << got << ", fp64 " << ref << ", bound " << bound;
     }
@@ -91,7 +100,12 @@ TEST(AmxGemm, AgreesWithFp64AtEveryEdgeOfItsBlocking) {
                           Shape{544, 64, 96, 0, Store::cached, BLayout::n_by_k, Act::gelu, true},
                           Shape{96, 288, 64, 32, Store::cached, BLayout::k_by_n, Act::relu, true},
                           Shape{1056, 288, 288, 16, Store::streaming, BLayout::k_by_n, Act::none, false, true},
-                          Shape{544, 544, 96, 0, Store::cached, BLayout::n_by_k, Act::silu, true, true}})
+                          Shape{544, 544, 96, 0, Store::cached, BLayout::n_by_k, Act::silu, true, true},
+                          // The residual: with bias (the block's output projections), past one
+                          // task's rows and columns, streaming asked (it stays cached); with act.
+                          Shape{1056, 288, 288, 16, Store::streaming, BLayout::n_by_k, Act::none, true, true, true},
+                          Shape{96, 64, 544, 0, Store::cached, BLayout::n_by_k, Act::gelu, true, false, true},
+                          Shape{64, 96, 64, 0, Store::cached, BLayout::k_by_n, Act::none, false, false, true}})
       expect_agrees(c);
   }
   omp_set_num_threads(threads);
