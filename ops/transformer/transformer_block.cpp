@@ -230,8 +230,11 @@ const bool registered = [] {
             {"heads", std::to_string(heads)}, {"mlp", std::to_string(mlp)},   {"act", act},
             {"causal", std::to_string(causal)}};
   };
+  // Sizes of multiples of 32 take the CPU's AMX GEMM for the projections in bf16 (`opmeter`), past
+  // 512 rows with the weights' panels packed once per call.
   op.check_shapes = {block(1, 37, 128, 2, 0, "gelu", 1), block(2, 19, 128, 1, 200, "silu", 0), op.example,
-                     block(1, 1, 39, 3, 0, "silu", 0)};
+                     block(1, 1, 39, 3, 0, "silu", 0), block(2, 16, 64, 2, 128, "gelu", 1),
+                     block(1, 544, 64, 2, 96, "silu", 0)};
   // Each weight-only recipe on the four matrices (decode and a few rows; K of 128, 256 and 512 take
   // every group), and training steps (mode=train) on odd sizes (head_dim 16 and 18, causal or not)
   // and on sizes of multiples of 32 (the CPU's AMX GEMM for the projections' backward).

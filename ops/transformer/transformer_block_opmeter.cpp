@@ -1,11 +1,16 @@
-// opmeter's fused transformer_block on the CPU: opmeter's LayerNorm kernel; oneDNN matmuls with
-// the bias, the activation (W1) and the residual add (Wo, W2) fused as post-ops, so no separate
-// pass reads a projection back; opmeter's blocked attention kernel (online softmax: the seq x seq
-// scores never reach memory) on each (batch, head, block of queries), with that head's q, k and v
-// gathered from the fused QKV projection into cache-resident buffers.
+// opmeter's fused transformer_block on the CPU: opmeter's LayerNorm kernel; the four projections
+// with the bias, the activation (W1) and the residual add (Wo, W2) fused, so no separate pass reads
+// a projection back: oneDNN matmuls with post-ops, or in bf16 on AMX-BF16 with every size a
+// multiple of 32, opmeter's AMX GEMM (ops/tensor/amx_gemm.hpp) on the weights as stored, its
+// epilogue adding bias, activation and residual per 32 x 32 block; opmeter's blocked attention
+// kernel (online softmax: the seq x seq scores never reach memory) on each (batch, head, block of
+// queries), with that head's q, k and v gathered from the fused QKV projection into cache-resident
+// buffers.
 
 #include <algorithm>
 #include <functional>
+
+#include "ops/tensor/amx_gemm.hpp"
 
 #include "ops/transformer/block_buffers.hpp"
 #include "ops/transformer/blocked_self_attention.hpp"
@@ -20,9 +25,16 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
  public:
   void prepare() override {
     const auto s = shape_of(case_);
-    const OnednnDescs md(s, case_.dtype);
     buf_.allocate(s, case_.dtype);
     attention_.prepare(s, case_.dtype, case_.threads);
+    seq_.clear();
+    amx_ = bf16() && tensor::amx_gemm_fits(s.rows(), s.hidden, s.mlp);
+    if (amx_) {
+      a_tiles_ = Buffer(s.rows() * std::max(s.hidden, s.mlp) * 2);
+      if (tensor::amx_gemm_b_tiles(s.rows())) b_tiles_ = Buffer(s.hidden * std::max(3 * s.hidden, s.mlp) * 2);
+      return;
+    }
+    const OnednnDescs md(s, case_.dtype);
     const std::size_t n = copies();
 
     // dst = src W^T + bias [then act] [+ residual], one primitive.
@@ -32,7 +44,6 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
       add_projection(seq_, n, src, [a](std::size_t) { return a; }, w_md, [&, w](std::size_t i) { return in(i, w); },
                      b_md, [&, bias](std::size_t i) { return in(i, bias); }, dst, y, act, residual);
     };
-    seq_.clear();
     linear(md.x, buf_.ln.data(), kWqkv, md.wqkv, kBqkv, md.bqkv, md.qkv, [&](std::size_t) { return buf_.qkv.data(); },
            Act::none, nullptr);
     linear(md.x, buf_.attn.data(), kWo, md.wo, kBo, md.bo, md.x, [&](std::size_t) { return buf_.h.data(); }, Act::none,
@@ -48,7 +59,7 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
     const auto& k = tensor::kernels();
     const bool b16 = bf16();
     const auto& in = host_inputs(copy);
-    auto matmul = [&](std::size_t step) { seq_.run_step(step, copy); };
+    auto matmul = [&](std::size_t step) { amx_ ? amx_projection(step, copy) : seq_.run_step(step, copy); };
     k.layernorm(b16, in[kX].data(), buf_.ln.data(), vec(in, kLn1Gamma), vec(in, kLn1Beta), s.rows(), s.hidden);
     matmul(0);
     attention(s);
@@ -61,13 +72,41 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
   std::map<std::string, std::string> details() const override {
     auto d = seq_.details();
     d["isa"] = tensor::kernels().isa;
+    if (amx_) d["projections"] = "opmeter's AMX GEMM on the weights as stored; bias, activation and residual per 32x32 block";
     return d;
   }
 
  private:
+  // Projection `step` (0 QKV, 1 Wo + x, 2 W1 + act, 3 W2 + h) on the AMX GEMM: y = act(a W^T + b) [+ r].
+  void amx_projection(std::size_t step, std::size_t copy) {
+    const auto s = shape_of(case_);
+    const auto& in = host_inputs(copy);
+    auto bits = [](const void* p) { return static_cast<const std::uint16_t*>(p); };
+    struct Step {
+      const void* a;
+      std::size_t k, n, w, bias;
+      void* y;
+      Act act;
+      const void* residual;
+    };
+    const std::size_t h = s.hidden;
+    const Step steps[4] = {{buf_.ln.data(), h, 3 * h, kWqkv, kBqkv, buf_.qkv.data(), Act::none, nullptr},
+                           {buf_.attn.data(), h, h, kWo, kBo, buf_.h.data(), Act::none, in[kX].data()},
+                           {buf_.ln.data(), h, s.mlp, kW1, kB1, buf_.mlp.data(), s.act, nullptr},
+                           {buf_.mlp.data(), s.mlp, h, kW2, kB2, out(copy), Act::none, buf_.h.data()}};
+    const Step& p = steps[step];
+    tensor::amx_gemm_bf16(bits(p.a), p.k, bits(in[p.w].data()), p.k, static_cast<std::uint16_t*>(p.y), p.n, s.rows(),
+                          p.k, p.n, a_tiles_.as<std::uint16_t>(),
+                          {.b = tensor::BLayout::n_by_k, .act = p.act, .bias = vec(in, p.bias),
+                           .residual = bits(p.residual), .ldr = p.n,
+                           .b_tiles = b_tiles_.bytes() ? b_tiles_.as<std::uint16_t>() : nullptr});
+  }
+
   void attention(const Shape& s) { attention_.run(s, case_.dtype, buf_.qkv.data(), buf_.attn.data()); }
 
   tensor::OnednnSequence seq_;  // the four projections, run one at a time between our kernels
+  bool amx_ = false;            // bf16 on AMX with sizes of multiples of 32: the projections on opmeter's AMX GEMM
+  Buffer a_tiles_, b_tiles_;    // its A in tile order, and W's panels once per call past 512 rows
   BlockBuffers buf_;
   BlockedSelfAttention attention_;  // its gather buffers and workspaces, one per thread
 };
@@ -77,8 +116,8 @@ const bool registered = [] {
       .op = "transformer_block",
       .impl = "opmeter",
       .preference = ImplDef::own_kernel,
-      .summary = "opmeter LayerNorm + fused attention kernels, oneDNN matmuls with bias, activation and residual "
-                 "add as post-ops",
+      .summary = "opmeter LayerNorm + fused attention kernels; projections with bias, activation and residual add "
+                 "fused: oneDNN post-ops, or in bf16 on AMX opmeter's AMX GEMM",
       .dtypes = {DType::fp32, DType::bf16},
       .make = [] { return std::make_unique<OpmeterBlock>(); },
   });
