@@ -111,6 +111,11 @@ int main(int argc, char** argv) {
                                            {DNNL_ARG_DST, tensor::onednn_memory(c_md, theirs.data())}});
     tensor::onednn_stream().wait();
   };
+  // The forward's case on the AMX GEMM: B^T as stored (a weight, n x k), packed by transposes.
+  auto amx_t = [&] {
+    tensor::amx_gemm_bf16(a.data(), k, bt.data(), k, ours.data(), n, m, k, n, a_tiles.data(),
+                          {.b = tensor::BLayout::n_by_k, .b_tiles = b_tiles.data()});
+  };
   // Every timed path's C against oneDNN's matmul on the operands as stored, relative to C's largest
   // element (single elements near zero would make any per-element ratio meaningless).
   std::printf("M %zu K %zu N %zu, %d threads, oneDNN %s\n", m, k, n, omp_get_max_threads(), pd.impl_info_str());
@@ -132,6 +137,8 @@ int main(int argc, char** argv) {
   tr();
   on_t();
   std::printf(", oneDNN on B^T %.3g", worst(theirs));
+  amx_t();
+  std::printf(", amx_gemm on B^T %.3g", worst(ours));
   step_dx();
   std::printf(", oneDNN as dX %.3g", worst(step));
   step_dw();
@@ -140,7 +147,7 @@ int main(int argc, char** argv) {
   std::printf(", amx_gemm as dW %.3g\n", worst(step));
   const double flop = 2.0 * double(m) * k * n;
   // Interleaved rounds: a noisy minute disturbs all of them.
-  double t_onednn = 1e30, t_amx = 1e30, t_amx_s = 1e30, t_amx_dw = 1e30, t_dx = 1e30, t_dw = 1e30, t_tr = 1e30, t_ont = 1e30, t_pack = 1e30;
+  double t_onednn = 1e30, t_amx = 1e30, t_amx_s = 1e30, t_amx_dw = 1e30, t_dx = 1e30, t_dw = 1e30, t_tr = 1e30, t_ont = 1e30, t_pack = 1e30, t_amx_t = 1e30;
   for (int round = 0; round < 3; ++round) {
     t_onednn = std::min(t_onednn, best_of(reps, onednn));
     t_amx = std::min(t_amx, best_of(reps, amx));
@@ -151,6 +158,7 @@ int main(int argc, char** argv) {
     t_amx_dw = std::min(t_amx_dw, best_of(reps, amx_step_dw));
     t_tr = std::min(t_tr, best_of(reps, tr));
     t_ont = std::min(t_ont, best_of(reps, on_t));
+    t_amx_t = std::min(t_amx_t, best_of(reps, amx_t));
   }
   auto line = [&](const char* what, double s, const char* note) {
     std::printf("%-15s %9.3f ms  %8.1f GFLOP/s  %.2fx amx_gemm's time  %s\n", what, s * 1e3, flop / s * 1e-9, s / t_amx, note);
@@ -160,6 +168,7 @@ int main(int argc, char** argv) {
   line("oneDNN matmul", t_onednn, "(A and B as stored)");
   line("oneDNN on B^T", t_ont, "(B given transposed, the forward's layout; the transpose not counted)");
   std::printf("  transposing B  %9.3f ms\n", t_tr * 1e3);
+  line("amx_gemm on B^T", t_amx_t, "(the same B^T as stored: a weight in the forward, packed by transposes)");
   line("oneDNN as dX", t_dx, "(the step's oneDNN path: W packed per call, slabs)");
   std::printf("  of which pack  %9.3f ms\n", t_pack * 1e3);
   line("oneDNN as dW", t_dw, "(the step's oneDNN path: dZ and X transposed per call; as dW, A is dZ^T)");

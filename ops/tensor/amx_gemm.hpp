@@ -30,7 +30,7 @@ struct AmxGemmOptions {
   BLayout b = BLayout::k_by_n;
   Store store = Store::cached;
   // An epilogue on each fp32 block before it is rounded: y = act(c + bias) (bias per column of C,
-  // or null), written with cached stores.
+  // or null).
   Act act = Act::none;
   const float* bias = nullptr;
   // Then a residual added before rounding: y = act(c + bias) + residual (m x n bf16, row stride

@@ -6,7 +6,9 @@
 // B tile 1 KiB contiguous), then runs each panel, kept in L1, over the task's rows, whose chunk of
 // A stays in L2. The micro-kernel is C's 32 x 32 block in four tiles (two A tiles, two B tiles,
 // four products per 32 of k). Between chunks of k a block's sums wait in fp32 in the task's
-// scratch; after the last they are rounded to bf16 into C.
+// scratch; after the last they are rounded to bf16 into C, whose lines are prefetched for writing
+// while the earlier chunks compute (C's rows lie ldc apart: each store would otherwise wait for
+// its line's read, all in the last chunk). Prefetching B's next chunk measured no gain.
 // What bounds it (docs/BENCHMARKS.md): a tile load per product, so every tile is read from
 // 64-byte-aligned memory (a row across two cache lines takes two loads: half the speed), and the
 // operand that streams through L2 is the one read in tile order.
@@ -146,6 +148,16 @@ void pack_rows(const std::uint16_t* a, std::size_t lda, std::size_t rb, std::siz
   }
 }
 
+// The share `part` of `parts` of C's lines for rows m0 .. m0 + rows and columns n0 .. n0 + cols,
+// asked for writing. Without it 512 x 1024 x 4096 from cold caches took 3.6-3.8 ms against
+// oneDNN's 2.7-2.8; with it 2.5-2.9 (docs/BENCHMARKS.md).
+void prefetch_c(std::uint16_t* c, std::size_t ldc, std::size_t m0, std::size_t rows, std::size_t n0, std::size_t cols,
+                std::size_t part, std::size_t parts) {
+  const std::size_t per_row = cols / kBlock, lines = rows * per_row;
+  for (std::size_t l = part * lines / parts; l < (part + 1) * lines / parts; ++l)
+    __builtin_prefetch(c + (m0 + l / per_row) * ldc + n0 + l % per_row * kBlock, 1, 2);
+}
+
 // Where B's panels for columns n0 .. n0 + cols and k0 .. k0 + kc lie in the k x n b_tiles: each
 // task's columns take k x cols, in chunks of k.
 std::uint16_t* b_panels(std::uint16_t* b_tiles, std::size_t k, std::size_t n0, std::size_t cols, std::size_t k0) {
@@ -199,31 +211,35 @@ void block(const std::uint16_t* a, const std::uint16_t* panel, std::size_t kc, b
   _tile_stored(1, &s.rows[0][0][16], kBlock * 4);
   _tile_stored(2, &s.rows[1][0][0], kBlock * 4);
   _tile_stored(3, &s.rows[1][0][16], kBlock * 4);
-  if (e.act != Act::none || e.bias) {
-    // Straight to bf16 without a residual; with one, in place in fp32 and rounded below.
-    const float* bias = e.bias ? e.bias + col : nullptr;
-    if (!e.residual) {
+  // An activation through the kernels' epilogue: straight to bf16, or in place in fp32 when a
+  // residual or streaming stores follow. A bias alone is added in the loop below (through the
+  // epilogue's call per block, hidden 1024 ran 5-10% slower).
+  const float* bias = e.bias ? e.bias + col : nullptr;
+  if (e.act != Act::none) {
+    if (!e.residual && !stream) {
       kernels().epilogue(e.act, &s.rows[0][0][0], kBlock, bias, true, c, ldc, kBlock, kBlock);
       return;
     }
     kernels().epilogue(e.act, &s.rows[0][0][0], kBlock, bias, false, &s.rows[0][0][0], kBlock, kBlock, kBlock);
+    bias = nullptr;
   }
-  // Rounded here (with streaming stores when asked): through the epilogue the dX product measured
-  // no faster, 1.07-1.30x oneDNN's path against 1.25-1.34x, alternately.
+  const __m512 bias_lo = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps(),
+               bias_hi = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();
   for (std::size_t h = 0; h < 2; ++h)
     for (std::size_t r = 0; r < 16; ++r) {
-      __m512 lo = _mm512_load_ps(&s.rows[h][r][0]), hi = _mm512_load_ps(&s.rows[h][r][16]);
+      __m512 lo = _mm512_add_ps(_mm512_load_ps(&s.rows[h][r][0]), bias_lo),
+             hi = _mm512_add_ps(_mm512_load_ps(&s.rows[h][r][16]), bias_hi);
       if (e.residual) {
         const std::uint16_t* res = e.residual + (row + 16 * h + r) * e.ldr + col;
         lo = _mm512_add_ps(lo, widen16(res));
         hi = _mm512_add_ps(hi, widen16(res + 16));
       }
       const __m512bh v = _mm512_cvtne2ps_pbh(hi, lo);
-      auto* row = c + (16 * h + r) * ldc;
+      auto* out = c + (16 * h + r) * ldc;
       if (stream)
-        _mm512_stream_si512(reinterpret_cast<__m512i*>(row), reinterpret_cast<const __m512i&>(v));
+        _mm512_stream_si512(reinterpret_cast<__m512i*>(out), reinterpret_cast<const __m512i&>(v));
       else
-        _mm512_storeu_si512(row, reinterpret_cast<const __m512i&>(v));
+        _mm512_storeu_si512(out, reinterpret_cast<const __m512i&>(v));
     }
 }
 
@@ -238,8 +254,8 @@ bool amx_gemm_fits(std::size_t m, std::size_t k, std::size_t n) {
 void amx_gemm_bf16(const std::uint16_t* a, std::size_t lda, const std::uint16_t* b, std::size_t ldb, std::uint16_t* c,
                    std::size_t ldc, std::size_t m, std::size_t k, std::size_t n, std::uint16_t* a_tiles,
                    const AmxGemmOptions& options) {
-  // Streaming stores write whole lines: C's rows must start on one. An epilogue's result is cached.
-  const bool stream = options.store == Store::streaming && options.act == Act::none && !options.bias && !options.residual &&
+  // Streaming stores write whole lines: C's rows must start on one.
+  const bool stream = options.store == Store::streaming &&
                       reinterpret_cast<std::uintptr_t>(c) % 64 == 0 && ldc % 32 == 0;
   const std::size_t task_cols = cols_per_task(m, n, static_cast<std::size_t>(omp_get_max_threads()));
   const std::size_t row_tasks = (m + kRowsPerTask - 1) / kRowsPerTask, col_tasks = (n + task_cols - 1) / task_cols;
@@ -277,11 +293,19 @@ void amx_gemm_bf16(const std::uint16_t* a, std::size_t lda, const std::uint16_t*
           panels = b_panels(options.b_tiles, k, n0, cols, k0);
         else
           pack(n0, cols, k0, kc, panels);
+        const bool last_chunk = k0 + kc == k;
+        // C's lines are fetched a share per block over the chunks before the last (or in the only one).
+        const std::size_t chunks = (k + kChunk - 1) / kChunk, blocks = cols / kBlock * (rows / kBlock);
+        const std::size_t fetch_chunks = std::max<std::size_t>(1, chunks - 1), chunk = k0 / kChunk;
+        const bool fetch_c = !stream && chunk < fetch_chunks;
         for (std::size_t p = 0; p < cols / kBlock; ++p)
-          for (std::size_t r = 0; r < rows / kBlock; ++r)
-            block(a_tiles + (m0 + r * kBlock) * k + k0 * kBlock, panels + p * kc * 32, kc, k0 == 0, k0 + kc == k,
+          for (std::size_t r = 0; r < rows / kBlock; ++r) {
+            if (fetch_c)
+              prefetch_c(c, ldc, m0, rows, n0, cols, chunk * blocks + p * (rows / kBlock) + r, fetch_chunks * blocks);
+            block(a_tiles + (m0 + r * kBlock) * k + k0 * kBlock, panels + p * kc * 32, kc, k0 == 0, last_chunk,
                   s.sums.p + (r * kPanels + p) * kBlock * kBlock, c + (m0 + r * kBlock) * ldc + n0 + p * kBlock, ldc,
                   stream, options, m0 + r * kBlock, n0 + p * kBlock, s);
+          }
       }
     }
     _mm_sfence();  // streaming stores are weakly ordered: done before the threads join

@@ -105,7 +105,11 @@ TEST(AmxGemm, AgreesWithFp64AtEveryEdgeOfItsBlocking) {
                           // task's rows and columns, streaming asked (it stays cached); with act.
                           Shape{1056, 288, 288, 16, Store::streaming, BLayout::n_by_k, Act::none, true, true, true},
                           Shape{96, 64, 544, 0, Store::cached, BLayout::n_by_k, Act::gelu, true, false, true},
-                          Shape{64, 96, 64, 0, Store::cached, BLayout::k_by_n, Act::none, false, false, true}})
+                          Shape{64, 96, 64, 0, Store::cached, BLayout::k_by_n, Act::none, false, false, true},
+                          // Streaming stores after an activation (in place in fp32 first), and
+                          // after bias and residual (aligned rows: they stream).
+                          Shape{64, 96, 64, 0, Store::streaming, BLayout::k_by_n, Act::gelu, true},
+                          Shape{544, 64, 96, 0, Store::streaming, BLayout::n_by_k, Act::none, true, false, true}})
       expect_agrees(c);
   }
   omp_set_num_threads(threads);
