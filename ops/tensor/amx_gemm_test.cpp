@@ -109,7 +109,10 @@ TEST(AmxGemm, AgreesWithFp64AtEveryEdgeOfItsBlocking) {
                           // Streaming stores after an activation (in place in fp32 first), and
                           // after bias and residual (aligned rows: they stream).
                           Shape{64, 96, 64, 0, Store::streaming, BLayout::k_by_n, Act::gelu, true},
-                          Shape{544, 64, 96, 0, Store::streaming, BLayout::n_by_k, Act::none, true, false, true}})
+                          Shape{544, 64, 96, 0, Store::streaming, BLayout::n_by_k, Act::none, true, false, true},
+                          // Rows 4 KiB apart: 544 of them copied into tile order, 64 read in place
+                          // (as most shapes are).
+                          Shape{544, 2048, 64, 0}, Shape{64, 2048, 64, 0, Store::cached, BLayout::n_by_k}})
       expect_agrees(c);
   }
   omp_set_num_threads(threads);
