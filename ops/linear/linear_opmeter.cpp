@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "ops/linear/linear.hpp"
-#include "ops/tensor/amx_gemm.hpp"
+#include "ops/tensor/amx_projection.hpp"
 
 namespace opmeter::linear {
 namespace {
@@ -25,8 +25,7 @@ class OpmeterLinear : public HostImpl<LinearOp> {
   void prepare() override {
     auto s = shape_of(case_);
     if (case_.dtype == DType::bf16) {
-      a_tiles_ = Buffer(s.rows * s.hidden * 2);
-      if (tensor::amx_gemm_b_tiles(s.rows)) w_tiles_ = Buffer(s.hidden * s.out * 2);  // W's panels once per call
+      projection_.prepare(s.rows, s.hidden, s.hidden * s.out);
       if (s.layernorm) xhat_ = Buffer(s.rows * s.hidden * 2);
       return;
     }
@@ -80,32 +79,30 @@ class OpmeterLinear : public HostImpl<LinearOp> {
  private:
   void run_bf16(std::size_t copy) {
     const auto s = shape_of(case_);
-    const auto* x = static_cast<const std::uint16_t*>(in(copy, kX));
+    const void* x = in(copy, kX);
     if (s.layernorm) {
       tensor::kernels().layernorm(true, x, xhat_.data(), vec(host_inputs(copy), kGamma), vec(host_inputs(copy), kBeta),
                                   s.rows, s.hidden);
-      x = xhat_.as<std::uint16_t>();
+      x = xhat_.data();
     }
-    tensor::amx_gemm_bf16(x, s.hidden, static_cast<const std::uint16_t*>(in(copy, kW)), s.hidden,
-                          static_cast<std::uint16_t*>(out(copy)), s.out, s.rows, s.hidden, s.out, a_tiles_.as<std::uint16_t>(),
-                          {.b = tensor::BLayout::n_by_k, .act = s.act, .bias = vec(host_inputs(copy), kBias),
-                           .b_tiles = w_tiles_.bytes() ? w_tiles_.as<std::uint16_t>() : nullptr});
+    projection_.run(x, in(copy, kW), vec(host_inputs(copy), kBias), out(copy), s.hidden, s.out, s.act);
   }
 
   struct Scratch {
     Buffer tile, xhat;
   };
   std::vector<Scratch> scratch_;
-  Buffer a_tiles_, w_tiles_, xhat_;  // bf16: the AMX GEMM's A in tile order and W's panels; LayerNorm's output
+  tensor::AmxProjection projection_;  // bf16
+  Buffer xhat_;                       // bf16: LayerNorm's output
 };
 
 Support supports(const Case& c) {
   if (c.dtype != DType::bf16) return Support::yes();
   const auto s = shape_of(c);
-  if (!tensor::amx_gemm_fits(s.rows, s.hidden, s.out))
+  if (!tensor::AmxProjection::fits(s.rows, s.hidden, s.out))
     return Support::no(fmt::format("opmeter's bf16 linear runs on AMX-BF16 with rows, hidden and out multiples of 32 "
                                    "(here {}, {}, {}{})", s.rows, s.hidden, s.out,
-                                   tensor::amx_gemm_fits(32, 32, 32) ? "" : "; this CPU has no usable AMX-BF16"));
+                                   tensor::AmxProjection::fits(32, 32, 32) ? "" : "; this CPU has no usable AMX-BF16"));
   return Support::yes();
 }
 

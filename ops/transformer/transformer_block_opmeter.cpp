@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <functional>
 
-#include "ops/tensor/amx_gemm.hpp"
+#include "ops/tensor/amx_projection.hpp"
 
 #include "ops/transformer/block_buffers.hpp"
 #include "ops/transformer/blocked_self_attention.hpp"
@@ -28,12 +28,8 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
     buf_.allocate(s, case_.dtype);
     attention_.prepare(s, case_.dtype, case_.threads);
     seq_.clear();
-    amx_ = bf16() && tensor::amx_gemm_fits(s.rows(), s.hidden, s.mlp);
-    if (amx_) {
-      a_tiles_ = Buffer(s.rows() * std::max(s.hidden, s.mlp) * 2);
-      if (tensor::amx_gemm_b_tiles(s.rows())) b_tiles_ = Buffer(s.hidden * std::max(3 * s.hidden, s.mlp) * 2);
-      return;
-    }
+    use_amx_ = bf16() && tensor::AmxProjection::fits(s.rows(), s.hidden, s.mlp);
+    if (use_amx_) return amx_.prepare(s.rows(), std::max(s.hidden, s.mlp), s.hidden * std::max(3 * s.hidden, s.mlp));
     const OnednnDescs md(s, case_.dtype);
     const std::size_t n = copies();
 
@@ -59,10 +55,10 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
     const auto& k = tensor::kernels();
     const bool b16 = bf16();
     const auto& in = host_inputs(copy);
-    auto matmul = [&](std::size_t step) { amx_ ? amx_projection(step, copy) : seq_.run_step(step, copy); };
+    auto matmul = [&](std::size_t step) { use_amx_ ? amx_projection(step, copy) : seq_.run_step(step, copy); };
     k.layernorm(b16, in[kX].data(), buf_.ln.data(), vec(in, kLn1Gamma), vec(in, kLn1Beta), s.rows(), s.hidden);
     matmul(0);
-    attention(s);
+    attention_.run(s, case_.dtype, buf_.qkv.data(), buf_.attn.data());
     matmul(1);
     k.layernorm(b16, buf_.h.data(), buf_.ln.data(), vec(in, kLn2Gamma), vec(in, kLn2Beta), s.rows(), s.hidden);
     matmul(2);
@@ -72,7 +68,7 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
   std::map<std::string, std::string> details() const override {
     auto d = seq_.details();
     d["isa"] = tensor::kernels().isa;
-    if (amx_) d["projections"] = "opmeter's AMX GEMM on the weights as stored; bias, activation and residual per 32x32 block";
+    if (use_amx_) d["projections"] = "opmeter's AMX GEMM on the weights as stored; bias, activation and residual per 32x32 block";
     return d;
   }
 
@@ -81,32 +77,18 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
   void amx_projection(std::size_t step, std::size_t copy) {
     const auto s = shape_of(case_);
     const auto& in = host_inputs(copy);
-    auto bits = [](const void* p) { return static_cast<const std::uint16_t*>(p); };
-    struct Step {
-      const void* a;
-      std::size_t k, n, w, bias;
-      void* y;
-      Act act;
-      const void* residual;
-    };
     const std::size_t h = s.hidden;
-    const Step steps[4] = {{buf_.ln.data(), h, 3 * h, kWqkv, kBqkv, buf_.qkv.data(), Act::none, nullptr},
-                           {buf_.attn.data(), h, h, kWo, kBo, buf_.h.data(), Act::none, in[kX].data()},
-                           {buf_.ln.data(), h, s.mlp, kW1, kB1, buf_.mlp.data(), s.act, nullptr},
-                           {buf_.mlp.data(), s.mlp, h, kW2, kB2, out(copy), Act::none, buf_.h.data()}};
-    const Step& p = steps[step];
-    tensor::amx_gemm_bf16(bits(p.a), p.k, bits(in[p.w].data()), p.k, static_cast<std::uint16_t*>(p.y), p.n, s.rows(),
-                          p.k, p.n, a_tiles_.as<std::uint16_t>(),
-                          {.b = tensor::BLayout::n_by_k, .act = p.act, .bias = vec(in, p.bias),
-                           .residual = bits(p.residual), .ldr = p.n,
-                           .b_tiles = b_tiles_.bytes() ? b_tiles_.as<std::uint16_t>() : nullptr});
+    switch (step) {
+      case 0: return amx_.run(buf_.ln.data(), in[kWqkv].data(), vec(in, kBqkv), buf_.qkv.data(), h, 3 * h);
+      case 1: return amx_.run(buf_.attn.data(), in[kWo].data(), vec(in, kBo), buf_.h.data(), h, h, Act::none, in[kX].data());
+      case 2: return amx_.run(buf_.ln.data(), in[kW1].data(), vec(in, kB1), buf_.mlp.data(), h, s.mlp, s.act);
+      default: return amx_.run(buf_.mlp.data(), in[kW2].data(), vec(in, kB2), out(copy), s.mlp, h, Act::none, buf_.h.data());
+    }
   }
 
-  void attention(const Shape& s) { attention_.run(s, case_.dtype, buf_.qkv.data(), buf_.attn.data()); }
-
   tensor::OnednnSequence seq_;  // the four projections, run one at a time between our kernels
-  bool amx_ = false;            // bf16 on AMX with sizes of multiples of 32: the projections on opmeter's AMX GEMM
-  Buffer a_tiles_, b_tiles_;    // its A in tile order, and W's panels once per call past 512 rows
+  bool use_amx_ = false;         // bf16 on AMX with sizes of multiples of 32: the projections on opmeter's AMX GEMM
+  tensor::AmxProjection amx_;
   BlockBuffers buf_;
   BlockedSelfAttention attention_;  // its gather buffers and workspaces, one per thread
 };

@@ -1,0 +1,34 @@
+#include "ops/tensor/amx_projection.hpp"
+
+#include <cstdint>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "ops/tensor/amx_gemm.hpp"
+
+namespace opmeter::tensor {
+
+bool AmxProjection::fits(std::size_t rows, std::size_t in, std::size_t out) { return amx_gemm_fits(rows, in, out); }
+
+void AmxProjection::prepare(std::size_t rows, std::size_t max_in, std::size_t max_weights) {
+  rows_ = rows;
+  a_tiles_ = Buffer(rows * max_in * 2);
+  w_tiles_ = amx_gemm_b_tiles(rows) ? Buffer(max_weights * 2) : Buffer();
+}
+
+void AmxProjection::run(const void* x, const void* w, const float* bias, void* y, std::size_t in, std::size_t out, Act act,
+                        const void* residual) {
+  if (rows_ * in * 2 > a_tiles_.bytes() || (w_tiles_.bytes() && in * out * 2 > w_tiles_.bytes()))
+    throw std::logic_error(fmt::format("AmxProjection prepared for less than {} x {} x {}", rows_, in, out));
+  auto bits = [](const void* p) { return static_cast<const std::uint16_t*>(p); };
+  amx_gemm_bf16(bits(x), in, bits(w), in, static_cast<std::uint16_t*>(y), out, rows_, in, out, a_tiles_.as<std::uint16_t>(),
+                {.b = BLayout::n_by_k,
+                 .act = act,
+                 .bias = bias,
+                 .residual = bits(residual),
+                 .ldr = out,
+                 .b_tiles = w_tiles_.bytes() ? w_tiles_.as<std::uint16_t>() : nullptr});
+}
+
+}  // namespace opmeter::tensor
