@@ -1,17 +1,18 @@
-// oneDNN training step of the linear ops (mode=train), impl `onednn_train`: the three GEMMs are
-// oneDNN matmuls, the rest the training pieces it shares with transformer_block's step
-// (ops/tensor/train_kernels.hpp).
-//   forward   [LayerNorm keeping mean and rstd ->] z = xhat W^T + b (matmul, bias fused)
+// Training step of the linear ops (mode=train), impl `onednn_train`: the three GEMMs are oneDNN
+// matmuls, or in bf16 on AMX-BF16 with sizes of multiples of 32 opmeter's AMX GEMM; the rest the
+// training pieces it shares with transformer_block's step (ops/tensor/train_kernels.hpp).
+//   forward   [LayerNorm keeping mean and rstd ->] z = xhat W^T + b (bias fused)
 //             [-> y = act(z)]
-//   backward  dz = dy * act'(z); dxhat = dz W (matmul); dW = dz^T xhat (matmul); db = column
-//             sums of dz; [LayerNorm backward: dx, dgamma, dbeta]
-// The forward reads W as stored (x W^T is oneDNN's fast case); the backward's two GEMMs run on
-// the layouts oneDNN runs fastest in bf16, W packed and dz, xhat transposed per step, timed with
-// the backward (tensor::ProjectionBackward, shared with transformer_block's step).
+//   backward  dz = dy * act'(z); dxhat = dz W; dW = dz^T xhat; db = column sums of dz;
+//             [LayerNorm backward: dx, dgamma, dbeta]
+// The forward reads W as stored (x W^T: oneDNN's fast case, and the AMX GEMM's n x k B); the
+// backward's two GEMMs are tensor::ProjectionBackward's (shared with transformer_block's step):
+// on oneDNN, W packed and dz, xhat transposed per step, timed with the backward.
 // The phases (forward, backward from the forward's saved z and xhat, the whole step) as every
 // training step runs them (train_phases.hpp).
 #include "ops/linear/linear.hpp"
 #include "ops/linear/train_phases.hpp"
+#include "ops/tensor/amx_projection.hpp"
 #include "ops/tensor/onednn_util.hpp"
 #include "ops/tensor/projection_backward.hpp"
 #include "ops/tensor/train_kernels.hpp"
@@ -39,7 +40,10 @@ class OnednnTrainLinear : public HostTrainImpl<LinearOp> {
 
   std::map<std::string, std::string> details() const override {
     auto d = backward_.details();
-    d["onednn_impl"] = seq_.details().at("onednn_impl") + " | " + d["onednn_impl"];
+    if (use_amx_)
+      d["forward"] = "opmeter's AMX GEMM on W as stored, bias fused";
+    else
+      d["onednn_impl"] = seq_.details().at("onednn_impl") + " | " + d["onednn_impl"];
     return d;
   }
 
@@ -69,17 +73,22 @@ class OnednnTrainLinear : public HostTrainImpl<LinearOp> {
     const tensor::TrainGemmDescs d(s_.rows, s_.hidden, s_.out, case_.dtype);
     auto mem = tensor::onednn_memory;
     seq_.clear();
+    backward_.prepare(s_.rows, s_.hidden, s_.out, case_.dtype);
+    use_amx_ = bf16() && tensor::AmxProjection::fits(s_.rows, s_.hidden, s_.out);
+    if (use_amx_) return amx_.prepare(s_.rows, s_.hidden, s_.hidden * s_.out);
     auto fwd = tensor::onednn_matmul(d.a, d.wt, &d.bias, d.z);
     seq_.add(dnnl::matmul(fwd), fwd.impl_info_str(), copies(), [&](std::size_t i) {
       return tensor::OnednnArgs{{DNNL_ARG_SRC, mem(d.a, gemm_input(i))}, {DNNL_ARG_WEIGHTS, mem(d.wt, in(i, kW))},
                                 {DNNL_ARG_BIAS, mem(d.bias, in(i, kBias))}, {DNNL_ARG_DST, mem(d.z, z(i))}};
     });
-    backward_.prepare(s_.rows, s_.hidden, s_.out, case_.dtype);
   }
 
   void forward(std::size_t copy) override {
     if (s_.layernorm) layernorm_forward(copy);
-    seq_.run_step(kForward, copy);
+    if (use_amx_)
+      amx_.run(gemm_input(copy), in(copy, kW), vec(host_inputs(copy), kBias), z(copy), s_.hidden, s_.out);
+    else
+      seq_.run_step(kForward, copy);
     if (s_.act != Act::none) tensor::kernels().act(s_.act, bf16(), z(copy), section(copy, l_.y), s_.rows * s_.out);
   }
 
@@ -112,7 +121,9 @@ class OnednnTrainLinear : public HostTrainImpl<LinearOp> {
   std::size_t esize_ = 4;
   std::vector<Buffer> z_, xhat_, mean_, rstd_;  // the forward's saved tensors, per input set
   Buffer dz_, dxhat_;                            // the backward's intermediates
-  tensor::OnednnSequence seq_;                   // the forward's matmul
+  tensor::OnednnSequence seq_;                   // the forward's matmul (oneDNN)
+  bool use_amx_ = false;                         // bf16 on AMX, sizes of multiples of 32: the forward's GEMM on amx_
+  tensor::AmxProjection amx_;
   tensor::ProjectionBackward backward_;          // dX = dz W, dW = dz^T xhat
 };
 
@@ -121,8 +132,8 @@ const bool registered = [] {
     Registry::global().add(ImplDef{
         .op = op,
         .impl = "onednn_train",
-        .summary = "training step (mode=train): oneDNN matmuls for x W^T, dz W and dz^T x; our own activation, "
-                   "bias and LayerNorm backward",
+        .summary = "training step (mode=train): x W^T, dz W and dz^T x as oneDNN matmuls, or in bf16 on AMX "
+                   "opmeter's AMX GEMM; our own activation, bias and LayerNorm backward",
         .dtypes = {DType::fp32, DType::bf16},
         .make = [] { return std::make_unique<OnednnTrainLinear>(); },
         .needs = {kMode},

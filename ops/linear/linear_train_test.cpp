@@ -157,9 +157,9 @@ TEST(LinearTrain, OnednnStepPassesInEveryPhase) {
   }
 }
 
-// Shapes on each path of the backward's GEMMs (tensor::ProjectionBackward): 16 rows take oneDNN's
-// (W packed by opmeter where oneDNN picks AMX, dz and xhat transposed), 32 rows opmeter's AMX GEMM
-// where the CPU has AMX-BF16 (every size a multiple of 32). Each check draws new inputs, so a pack
+// Shapes on each path of the GEMMs (tensor::ProjectionBackward's backward, the forward's): 16 rows
+// take oneDNN's (W packed by opmeter where oneDNN picks AMX, dz and xhat transposed), 32 rows
+// opmeter's AMX GEMM where the CPU has AMX-BF16 (every size a multiple of 32). Each check draws new inputs, so a pack
 // or transpose made once at setup, or left from the other input set's timed call, would fail the
 // second check.
 TEST(LinearTrain, OnednnStepOnRepackedLayoutsUsesEachStepsWeights) {
@@ -180,9 +180,11 @@ TEST(LinearTrain, OnednnStepOnRepackedLayoutsUsesEachStepsWeights) {
       if (std::string(rows) == "seq=16" && amx::bf16_usable()) {
         EXPECT_EQ(d["dx_weights"], "W as stored, panels packed by opmeter's AMX GEMM as it runs");
         EXPECT_EQ(d["dw_operands"], "dz transposed per step, xhat as stored (opmeter's AMX GEMM)");
+        EXPECT_EQ(d["forward"], "opmeter's AMX GEMM on W as stored, bias fused");
         continue;
       }
       EXPECT_EQ(d["dw_operands"], "dz and xhat transposed per step");
+      EXPECT_EQ(d.count("forward"), 0u);
       if (has(d["onednn_impl"], "amx")) {
         EXPECT_TRUE(has(d["dx_weights"], "W packed by opmeter per step")) << d["dx_weights"];
       }

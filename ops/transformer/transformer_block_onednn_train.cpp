@@ -1,5 +1,7 @@
-// oneDNN training step of transformer_block (mode=train), impl `onednn_train`: the four
-// projections' GEMMs forward and backward (12) are oneDNN matmuls; LayerNorm (forward keeping mean
+// Training step of transformer_block (mode=train), impl `onednn_train`: the four projections'
+// GEMMs forward and backward (12) are oneDNN matmuls, or in bf16 on AMX-BF16 with sizes of
+// multiples of 32 opmeter's AMX GEMM (forward: tensor::AmxProjection; backward:
+// tensor::ProjectionBackward's AMX path); LayerNorm (forward keeping mean
 // and rstd, backward), the activation's backward, bias gradients and residual adds are the
 // training pieces linear's step shares (ops/tensor/train_kernels.hpp); attention forward is the
 // blocked kernel of the inference impl, its backward five oneDNN matmuls batched over heads (bf16
@@ -7,7 +9,7 @@
 //   forward   LN1 -> qkv (bias fused) -> attention o -> h = x + o Wo^T + bo (residual fused)
 //             -> LN2 -> u = LN2(h) W1^T + b1 -> a = act(u) -> y = h + a W2^T + b2
 //   backward  see transformer_train.hpp
-// The projections' backward GEMMs run on the layouts oneDNN runs fastest in bf16
+// On oneDNN the projections' backward GEMMs run on the layouts it runs fastest in bf16
 // (tensor::ProjectionBackward, as linear's step: W packed, dZ and A transposed per step, timed).
 // Kept per input set for the backward: LN1(x), mean and rstd, qkv, o, h, LN2(h), mean and rstd, u,
 // act(u); the phases as every training step runs them (ops/linear/train_phases.hpp).
@@ -15,6 +17,7 @@
 
 #include "ops/linear/linear.hpp"
 #include "ops/linear/train_phases.hpp"
+#include "ops/tensor/amx_projection.hpp"
 #include "ops/tensor/projection_backward.hpp"
 #include "ops/tensor/train_kernels.hpp"
 #include "ops/transformer/blocked_self_attention.hpp"
@@ -49,7 +52,11 @@ class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
 
   std::map<std::string, std::string> details() const override {
     // Each projection's backward path (which depends on its shape), key by key.
-    std::map<std::string, std::string> d{{"onednn_impl", seq_.details().at("onednn_impl")}};
+    std::map<std::string, std::string> d;
+    if (use_amx_)
+      d["forward"] = "opmeter's AMX GEMM on the weights as stored; bias and residual fused";
+    else
+      d["onednn_impl"] = seq_.details().at("onednn_impl");
     const char* names[] = {"Wqkv", "Wo", "W1", "W2"};
     for (std::size_t p = 0; p < 4; ++p)
       for (auto& [key, value] : backward_[p].details())
@@ -87,6 +94,12 @@ class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
     auto input = [this](std::size_t k) { return [this, k](std::size_t i) -> const void* { return in(i, k); }; };
     auto kept = [this](Buffer Saved::*b) { return [this, b](std::size_t i) { return (saved_[i].*b).data(); }; };
     seq_.clear();
+    backward_[p_qkv].prepare(r, h, 3 * h, case_.dtype);
+    backward_[p_o].prepare(r, h, h, case_.dtype);
+    backward_[p_w1].prepare(r, h, m, case_.dtype);
+    backward_[p_w2].prepare(r, m, h, case_.dtype);
+    use_amx_ = bf16() && tensor::AmxProjection::fits(r, h, m);
+    if (use_amx_) return amx_.prepare(r, std::max(h, m), h * std::max(3 * h, m));
     add_projection(seq_, n, qkv.a, kept(&Saved::xhat1), qkv.wt, input(kWqkv), qkv.bias, input(kBqkv), qkv.z,
                    kept(&Saved::qkv), Act::none, nullptr);
     add_projection(seq_, n, proj.a, kept(&Saved::o), proj.wt, input(kWo), proj.bias, input(kBo), proj.z, kept(&Saved::h),
@@ -95,11 +108,21 @@ class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
                    Act::none, nullptr);
     add_projection(seq_, n, down.a, [this](std::size_t i) { return activated(i); }, down.wt, input(kW2), down.bias,
                    input(kB2), down.z, [this](std::size_t i) { return out(i); }, Act::none, kept(&Saved::h));
-    backward_[p_qkv].prepare(r, h, 3 * h, case_.dtype);
-    backward_[p_o].prepare(r, h, h, case_.dtype);
-    backward_[p_w1].prepare(r, h, m, case_.dtype);
-    backward_[p_w2].prepare(r, m, h, case_.dtype);
   }
+
+  // Forward projection `step` (Step) on the AMX GEMM: z = a W^T + b [+ r].
+  void amx_forward(Step step, std::size_t copy) {
+    Saved& sv = saved_[copy];
+    const auto& in = host_inputs(copy);
+    const std::size_t h = s_.hidden, m = s_.mlp;
+    switch (step) {
+      case qkv_fwd: return amx_.run(sv.xhat1.data(), in[kWqkv].data(), vec(in, kBqkv), sv.qkv.data(), h, 3 * h);
+      case o_fwd: return amx_.run(sv.o.data(), in[kWo].data(), vec(in, kBo), sv.h.data(), h, h, Act::none, in[kX].data());
+      case w1_fwd: return amx_.run(sv.xhat2.data(), in[kW1].data(), vec(in, kB1), sv.u.data(), h, m);
+      case w2_fwd: return amx_.run(activated(copy), in[kW2].data(), vec(in, kB2), out(copy), m, h, Act::none, sv.h.data());
+    }
+  }
+  void project(Step step, std::size_t copy) { use_amx_ ? amx_forward(step, copy) : seq_.run_step(step, copy); }
 
   // A projection's dA = dZ W and dW = dZ^T A (its weights input w, their gradient's section).
   void project_back(Projection p, std::size_t copy, const void* dz, std::size_t w, void* da, const void* a) {
@@ -113,14 +136,14 @@ class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
     const std::size_t r = s_.rows(), h = s_.hidden;
     tensor::layernorm_forward(e_, in[kX].data(), vec(in, kLn1Gamma), vec(in, kLn1Beta), r, h, sv.xhat1.data(),
                               sv.mean1.as<float>(), sv.rstd1.as<float>());
-    seq_.run_step(qkv_fwd, copy);
+    project(qkv_fwd, copy);
     attention_.run(s_, case_.dtype, sv.qkv.data(), sv.o.data());
-    seq_.run_step(o_fwd, copy);
+    project(o_fwd, copy);
     tensor::layernorm_forward(e_, sv.h.data(), vec(in, kLn2Gamma), vec(in, kLn2Beta), r, h, sv.xhat2.data(),
                               sv.mean2.as<float>(), sv.rstd2.as<float>());
-    seq_.run_step(w1_fwd, copy);
+    project(w1_fwd, copy);
     if (s_.act != Act::none) tensor::kernels().act(s_.act, bf16(), sv.u.data(), sv.a.data(), r * s_.mlp);
-    seq_.run_step(w2_fwd, copy);
+    project(w2_fwd, copy);
   }
 
   void backward(std::size_t copy) override {
@@ -154,7 +177,9 @@ class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
   tensor::Elems e_{false};
   std::vector<Saved> saved_;         // per input set
   Buffer du_, dxhat_, dh_, do_, dqkv_;  // the backward's intermediates, shared
-  tensor::OnednnSequence seq_;       // the forward's matmuls, Step's order
+  tensor::OnednnSequence seq_;       // the forward's matmuls, Step's order (oneDNN)
+  bool use_amx_ = false;             // bf16 on AMX, sizes of multiples of 32: the forward's projections on amx_
+  tensor::AmxProjection amx_;
   tensor::ProjectionBackward backward_[4];  // Projection's order
   BlockedSelfAttention attention_;
   SelfAttentionBackward attention_backward_;
@@ -164,9 +189,9 @@ const bool registered = [] {
   Registry::global().add(ImplDef{
       .op = "transformer_block",
       .impl = "onednn_train",
-      .summary = "training step (mode=train): oneDNN matmuls for the projections forward and backward; our own "
-                 "LayerNorm, activation and bias backward, blocked attention forward; attention backward as oneDNN batched "
-                 "matmuls",
+      .summary = "training step (mode=train): the projections forward and backward as oneDNN matmuls, or in bf16 on "
+                 "AMX opmeter's AMX GEMM; our own LayerNorm, activation and bias backward, blocked attention forward; "
+                 "attention backward as oneDNN batched matmuls",
       .dtypes = {DType::fp32, DType::bf16},
       .make = [] { return std::make_unique<OnednnTrainBlock>(); },
       .needs = {linear::kMode},

@@ -207,6 +207,7 @@ TEST(TransformerTrain, OnednnStepOnTheAmxGemmPassesAndSaysSo) {
   const auto d = impl->details();
   for (const char* w : {"Wqkv", "Wo", "W1", "W2"})
     EXPECT_TRUE(has(d.at("dx_weights"), std::string(w) + ": W as stored, panels packed by opmeter's AMX GEMM")) << d.at("dx_weights");
+  EXPECT_EQ(d.at("forward"), "opmeter's AMX GEMM on the weights as stored; bias and residual fused");
 }
 
 TEST(TransformerTrain, BackwardWorkIsTwiceTheForwardsProductsPlusItsElementwise) {
