@@ -1,6 +1,6 @@
 // The AMX bf16 GEMM (amx_gemm.hpp); built with the AMX flags (CMakeLists.txt).
-// Blocking: A is first copied into tile order (pack_rows), and where more than 512 rows share B,
-// B's panels too (into the caller's b_tiles). The threads share out tasks of (up to) 512 rows x
+// Blocking: A is first copied into tile order (pack_rows; or read in place, a_in_place says when),
+// and where more than 512 rows share B, B's panels too (into the caller's b_tiles). The threads share out tasks of (up to) 512 rows x
 // 256 columns of C. A task walks k in chunks of 256: it packs B's chunk x its columns (unless packed)
 // into panels of 32 columns in the tile layout (pairs of k interleaved, [tile][k / 2][16][2]: each
 // B tile 1 KiB contiguous), then runs each panel, kept in L1, over the task's rows, whose chunk of
@@ -172,18 +172,15 @@ inline __m512 widen16(const std::uint16_t* p) {
   return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xffff, wide, 16));
 }
 
-// C's 32 x 32 block at (row, col) += A's 32 rows (packed by pack_rows, from the chunk's first step) x the panel, over kc
-// of k. `first`: the sums start at zero, else from `sums`; `last`: rounded into c (with streaming
-// stores when `stream`; through the kernels' epilogue when `e` has bias or act; plus e's residual),
-// else kept in `sums`.
-// Whether A's rows are read in place rather than copied into tile order first (the copy took 0.12
-// of 0.6 ms at 512 x 1024 x 1024): when a task's rows, lda apart, spread over enough of L2's sets
-// that its chunk of A stays there. Rows 8 KiB apart (k 4096) fall into 16 set groups, 32 rows
-// each for 16 ways: read in place they evict each other and ran 1.2x slower than packed.
+// Whether A's rows are read in place rather than copied into tile order first: for one task of
+// rows (the copy is then shared by few tasks: 512 x 1024 x 1024 ran 2-19% faster in place), when
+// they spread over enough of L2's sets that the task's chunk of A stays there. Rows 8 KiB apart (k
+// 4096) fall into 16 set groups, 32 rows each for 16 ways: in place they evict each other (1.2x
+// slower). Past one task (the weight gradient's 4096 x 512 x 4096) in place ran 7% slower.
 bool a_in_place(std::size_t lda, std::size_t m) {
   constexpr std::size_t kL2WayBytes = 128 * 1024;  // Sapphire to Granite Rapids: 2 MiB, 16 ways
   const std::size_t starts = kL2WayBytes / std::gcd(lda * 2, kL2WayBytes);  // distinct set groups of the rows
-  return std::min(m, kRowsPerTask) <= 8 * starts;                           // half the ways each, at most
+  return m <= kRowsPerTask && m <= 8 * starts;                              // half the ways each, at most
 }
 
 // Where a block's A tiles lie: packed (pack_rows: 1 KiB per 32 of k, the second tile 512 on, rows
@@ -192,6 +189,10 @@ struct ATiles {
   std::size_t per_k, second, stride_bytes;  // elements per step of k, offset of rows 16-31, row stride
 };
 
+// C's 32 x 32 block at (row, col) += A's 32 rows (at a, laid out as `at` says) x the panel, over kc
+// of k. `first`: the sums start at zero, else from `sums`; `last`: rounded into c (with streaming
+// stores when `stream`; through the kernels' epilogue when `e` has bias or act; plus e's residual),
+// else kept in `sums`.
 void block(const std::uint16_t* a, const ATiles& at, const std::uint16_t* panel, std::size_t kc, bool first, bool last,
            float* sums, std::uint16_t* c, std::size_t ldc, bool stream, const AmxGemmOptions& e, std::size_t row,
            std::size_t col, Scratch& s) {
