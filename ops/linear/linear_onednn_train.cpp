@@ -75,7 +75,7 @@ class OnednnTrainLinear : public HostTrainImpl<LinearOp> {
     seq_.clear();
     backward_.prepare(s_.rows, s_.hidden, s_.out, case_.dtype);
     use_amx_ = bf16() && tensor::AmxProjection::fits(s_.rows, s_.hidden, s_.out);
-    if (use_amx_) return amx_.prepare(s_.rows, s_.hidden, s_.hidden * s_.out);
+    if (use_amx_) return amx_.prepare(s_.rows, {s_.hidden}, s_.hidden * s_.out);
     auto fwd = tensor::onednn_matmul(d.a, d.wt, &d.bias, d.z);
     seq_.add(dnnl::matmul(fwd), fwd.impl_info_str(), copies(), [&](std::size_t i) {
       return tensor::OnednnArgs{{DNNL_ARG_SRC, mem(d.a, gemm_input(i))}, {DNNL_ARG_WEIGHTS, mem(d.wt, in(i, kW))},

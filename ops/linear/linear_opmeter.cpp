@@ -25,7 +25,7 @@ class OpmeterLinear : public HostImpl<LinearOp> {
   void prepare() override {
     auto s = shape_of(case_);
     if (case_.dtype == DType::bf16) {
-      projection_.prepare(s.rows, s.hidden, s.hidden * s.out);
+      projection_.prepare(s.rows, {s.hidden}, s.hidden * s.out);
       if (s.layernorm) xhat_ = Buffer(s.rows * s.hidden * 2);
       return;
     }

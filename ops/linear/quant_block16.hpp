@@ -8,15 +8,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ops/tensor/bf16x16.hpp"
+
 namespace opmeter::linear::block16 {
 
 constexpr std::size_t kChannels = 16;
 
-// 16 bf16 values at `p` as fp32 (exact: bf16 is fp32's upper half).
-inline __m512 bf16x16(const void* p) {
-  const __m256i b = _mm256_loadu_si256(static_cast<const __m256i*>(p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16));
-}
+using tensor::bf16x16;  // 16 bf16 values at `p` as fp32
 
 // 16 group parameters at `p` (bf16 bits or fp32) as fp32.
 inline __m512 params(const std::uint8_t* p, bool bf16) { return bf16 ? bf16x16(p) : _mm512_loadu_ps(p); }

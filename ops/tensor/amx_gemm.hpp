@@ -1,5 +1,6 @@
-// A bf16 GEMM of our own on AMX tiles, for the training steps' backward products (dZ W and
-// dZ^T A, tensor::ProjectionBackward): C = A B with A m x k and B k x n both row-major as stored
+// A bf16 GEMM of our own on AMX tiles, for the layers' forward projections (x W^T with bias,
+// activation and residual fused: tensor::AmxProjection) and the training steps' backward products
+// (dZ W and dZ^T A, tensor::ProjectionBackward): C = A B with A m x k and B k x n both row-major as stored
 // (the reduction runs along B's rows), C m x n bf16, fp32 accumulation rounded once to nearest
 // even. oneDNN 2.6's AMX matmul reaches about a quarter of the tile unit's peak on these shapes and
 // needs B copied into its own layout first; this kernel packs B's panels itself, just before their
@@ -34,7 +35,7 @@ struct AmxGemmOptions {
   Act act = Act::none;
   const float* bias = nullptr;
   // Then a residual added before rounding: y = act(c + bias) + residual (m x n bf16, row stride
-  // ldr; or null), as a transformer block's output projections add their input back.
+  // ldr, 0 for n; or null), as a transformer block's output projections add their input back.
   const std::uint16_t* residual = nullptr;
   std::size_t ldr = 0;
   // The caller's k x n workspace (64-byte aligned) for B's panels, packed once per call when
@@ -46,9 +47,14 @@ struct AmxGemmOptions {
 // Whether a call of m rows packs B once into AmxGemmOptions::b_tiles (given one).
 bool amx_gemm_b_tiles(std::size_t m);
 
+// Whether a call of m rows of A (row stride lda) copies A into tile order (the a_tiles workspace),
+// rather than reading it in place (one task of rows, rows of whole lines spread over L2's sets).
+bool amx_gemm_a_tiles(std::size_t lda, std::size_t m);
+
 // c (m x n, row stride ldc) = a (m x k, row stride lda) b (stored as options.b says, row stride
 // ldb), bf16 elements (uint16 bits). a_tiles: the caller's m x k workspace, 64-byte aligned (a
-// Buffer), where A is copied into tile order. Requires amx_gemm_fits(m, k, n). Threads: OpenMP's;
+// Buffer), where A is copied into tile order when amx_gemm_a_tiles says so (else unused: may be
+// null). A read in place runs at full speed where its rows start on cache lines (a Buffer's do). Requires amx_gemm_fits(m, k, n). Threads: OpenMP's;
 // the tasks shrink until every thread has one.
 void amx_gemm_bf16(const std::uint16_t* a, std::size_t lda, const std::uint16_t* b, std::size_t ldb, std::uint16_t* c,
                    std::size_t ldc, std::size_t m, std::size_t k, std::size_t n, std::uint16_t* a_tiles,

@@ -10,8 +10,9 @@
 // while the earlier chunks compute (C's rows lie ldc apart: each store would otherwise wait for
 // its line's read, all in the last chunk). Prefetching B's next chunk measured no gain.
 // What bounds it (docs/BENCHMARKS.md): a tile load per product, so every tile is read from
-// 64-byte-aligned memory (a row across two cache lines takes two loads: half the speed), and the
-// operand that streams through L2 is the one read in tile order.
+// 64-byte-aligned memory (a row across two cache lines takes two loads: half the speed; A is read
+// in place only where its rows are whole lines), and the operand that streams through L2 is the
+// one read in tile order.
 #include <immintrin.h>
 #include <omp.h>
 
@@ -23,6 +24,7 @@
 
 #include "ops/tensor/amx.hpp"
 #include "ops/tensor/amx_gemm.hpp"
+#include "ops/tensor/bf16x16.hpp"
 
 namespace opmeter::tensor {
 namespace {
@@ -165,22 +167,16 @@ std::uint16_t* b_panels(std::uint16_t* b_tiles, std::size_t k, std::size_t n0, s
   return b_tiles + n0 * k + k0 * cols;
 }
 
-// 16 bf16 (bits) as fp32. The zero-masked forms: GCC 12's plain ones read an undefined register
-// and warn (a false positive).
-inline __m512 widen16(const std::uint16_t* p) {
-  const __m512i wide = _mm512_maskz_cvtepu16_epi32(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xffff, wide, 16));
-}
-
 // Whether A's rows are read in place rather than copied into tile order first: for one task of
 // rows (the copy is then shared by few tasks: 512 x 1024 x 1024 ran 2-19% faster in place), when
 // they spread over enough of L2's sets that the task's chunk of A stays there. Rows 8 KiB apart (k
 // 4096) fall into 16 set groups, 32 rows each for 16 ways: in place they evict each other (1.2x
 // slower). Past one task (the weight gradient's 4096 x 512 x 4096) in place ran 7% slower.
+// Rows of a whole number of lines too (a row across two lines takes two loads per tile row).
 bool a_in_place(std::size_t lda, std::size_t m) {
   constexpr std::size_t kL2WayBytes = 128 * 1024;  // Sapphire to Granite Rapids: 2 MiB, 16 ways
   const std::size_t starts = kL2WayBytes / std::gcd(lda * 2, kL2WayBytes);  // distinct set groups of the rows
-  return m <= kRowsPerTask && m <= 8 * starts;                              // half the ways each, at most
+  return lda % kBlock == 0 && m <= kRowsPerTask && m <= 8 * starts;         // half the ways each, at most
 }
 
 // Where a block's A tiles lie: packed (pack_rows: 1 KiB per 32 of k, the second tile 512 on, rows
@@ -191,7 +187,7 @@ struct ATiles {
 
 // C's 32 x 32 block at (row, col) += A's 32 rows (at a, laid out as `at` says) x the panel, over kc
 // of k. `first`: the sums start at zero, else from `sums`; `last`: rounded into c (with streaming
-// stores when `stream`; through the kernels' epilogue when `e` has bias or act; plus e's residual),
+// stores when `stream`; with e's bias, activation (through the kernels' epilogue) and residual),
 // else kept in `sums`.
 void block(const std::uint16_t* a, const ATiles& at, const std::uint16_t* panel, std::size_t kc, bool first, bool last,
            float* sums, std::uint16_t* c, std::size_t ldc, bool stream, const AmxGemmOptions& e, std::size_t row,
@@ -249,8 +245,8 @@ void block(const std::uint16_t* a, const ATiles& at, const std::uint16_t* panel,
              hi = _mm512_add_ps(_mm512_load_ps(&s.rows[h][r][16]), bias_hi);
       if (e.residual) {
         const std::uint16_t* res = e.residual + (row + 16 * h + r) * e.ldr + col;
-        lo = _mm512_add_ps(lo, widen16(res));
-        hi = _mm512_add_ps(hi, widen16(res + 16));
+        lo = _mm512_add_ps(lo, bf16x16(res));
+        hi = _mm512_add_ps(hi, bf16x16(res + 16));
       }
       const __m512bh v = _mm512_cvtne2ps_pbh(hi, lo);
       auto* out = c + (16 * h + r) * ldc;
@@ -265,6 +261,8 @@ void block(const std::uint16_t* a, const ATiles& at, const std::uint16_t* panel,
 
 bool amx_gemm_b_tiles(std::size_t m) { return m > kRowsPerTask; }
 
+bool amx_gemm_a_tiles(std::size_t lda, std::size_t m) { return !a_in_place(lda, m); }
+
 bool amx_gemm_fits(std::size_t m, std::size_t k, std::size_t n) {
   return m > 0 && k > 0 && n > 0 && m % kBlock == 0 && k % kBlock == 0 && n % kBlock == 0 && amx::bf16_usable();
 }
@@ -272,13 +270,15 @@ bool amx_gemm_fits(std::size_t m, std::size_t k, std::size_t n) {
 void amx_gemm_bf16(const std::uint16_t* a, std::size_t lda, const std::uint16_t* b, std::size_t ldb, std::uint16_t* c,
                    std::size_t ldc, std::size_t m, std::size_t k, std::size_t n, std::uint16_t* a_tiles,
                    const AmxGemmOptions& options) {
+  AmxGemmOptions o = options;
+  if (o.residual && o.ldr == 0) o.ldr = n;  // a residual's rows packed by default
   // Streaming stores write whole lines: C's rows must start on one.
-  const bool stream = options.store == Store::streaming &&
+  const bool stream = o.store == Store::streaming &&
                       reinterpret_cast<std::uintptr_t>(c) % 64 == 0 && ldc % 32 == 0;
   const std::size_t task_cols = cols_per_task(m, n, static_cast<std::size_t>(omp_get_max_threads()));
   const std::size_t row_tasks = (m + kRowsPerTask - 1) / kRowsPerTask, col_tasks = (n + task_cols - 1) / task_cols;
   const std::size_t tasks = row_tasks * col_tasks;
-  const bool packed_once = options.b_tiles && amx_gemm_b_tiles(m);
+  const bool packed_once = o.b_tiles && amx_gemm_b_tiles(m);
   const bool in_place = a_in_place(lda, m);
   const ATiles at = in_place ? ATiles{1, 16 * lda, lda * 2} : ATiles{kBlock, 512, 64};
 #pragma omp parallel
@@ -286,7 +286,7 @@ void amx_gemm_bf16(const std::uint16_t* a, std::size_t lda, const std::uint16_t*
     static thread_local Scratch s;
     _tile_loadconfig(&kConfig);
     auto pack = [&](std::size_t n0, std::size_t cols, std::size_t k0, std::size_t kc, std::uint16_t* panels) {
-      if (options.b == BLayout::n_by_k)
+      if (o.b == BLayout::n_by_k)
         pack_panels_transposed(b, ldb, k0, kc, n0, cols, panels);
       else
         pack_panels(b, ldb, k0, kc, k, n0, cols, panels);
@@ -300,7 +300,7 @@ void amx_gemm_bf16(const std::uint16_t* a, std::size_t lda, const std::uint16_t*
 #pragma omp for schedule(static)
       for (std::size_t i = 0; i < col_tasks * chunks; ++i) {
         const std::size_t n0 = i / chunks * task_cols, cols = std::min(task_cols, n - n0), k0 = i % chunks * kChunk;
-        pack(n0, cols, k0, std::min(kChunk, k - k0), b_panels(options.b_tiles, k, n0, cols, k0));
+        pack(n0, cols, k0, std::min(kChunk, k - k0), b_panels(o.b_tiles, k, n0, cols, k0));
       }
     }
     // Row-major order: a thread's consecutive tasks share their rows of A (static schedule).
@@ -312,7 +312,7 @@ void amx_gemm_bf16(const std::uint16_t* a, std::size_t lda, const std::uint16_t*
         const std::size_t kc = std::min(kChunk, k - k0);
         std::uint16_t* panels = s.panels.p;
         if (packed_once)
-          panels = b_panels(options.b_tiles, k, n0, cols, k0);
+          panels = b_panels(o.b_tiles, k, n0, cols, k0);
         else
           pack(n0, cols, k0, kc, panels);
         const bool last_chunk = k0 + kc == k;
@@ -327,7 +327,7 @@ void amx_gemm_bf16(const std::uint16_t* a, std::size_t lda, const std::uint16_t*
             block(in_place ? a + (m0 + r * kBlock) * lda + k0 : a_tiles + (m0 + r * kBlock) * k + k0 * kBlock, at,
                   panels + p * kc * 32, kc, k0 == 0, last_chunk,
                   s.sums.p + (r * kPanels + p) * kBlock * kBlock, c + (m0 + r * kBlock) * ldc + n0 + p * kBlock, ldc,
-                  stream, options, m0 + r * kBlock, n0 + p * kBlock, s);
+                  stream, o, m0 + r * kBlock, n0 + p * kBlock, s);
           }
       }
     }

@@ -1,5 +1,6 @@
 #include "ops/tensor/amx_projection.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 
@@ -11,18 +12,23 @@ namespace opmeter::tensor {
 
 bool AmxProjection::fits(std::size_t rows, std::size_t in, std::size_t out) { return amx_gemm_fits(rows, in, out); }
 
-void AmxProjection::prepare(std::size_t rows, std::size_t max_in, std::size_t max_weights) {
+void AmxProjection::prepare(std::size_t rows, std::initializer_list<std::size_t> ins, std::size_t max_weights) {
   rows_ = rows;
-  a_tiles_ = Buffer(rows * max_in * 2);
+  std::size_t copied = 0;  // the widest x the GEMM copies into tile order (not read in place)
+  for (std::size_t in : ins)
+    if (amx_gemm_a_tiles(in, rows)) copied = std::max(copied, in);
+  a_tiles_ = copied ? Buffer(rows * copied * 2) : Buffer();
   w_tiles_ = amx_gemm_b_tiles(rows) ? Buffer(max_weights * 2) : Buffer();
 }
 
 void AmxProjection::run(const void* x, const void* w, const float* bias, void* y, std::size_t in, std::size_t out, Act act,
                         const void* residual) {
-  if (rows_ * in * 2 > a_tiles_.bytes() || (w_tiles_.bytes() && in * out * 2 > w_tiles_.bytes()))
+  if ((amx_gemm_a_tiles(in, rows_) && rows_ * in * 2 > a_tiles_.bytes()) ||
+      (amx_gemm_b_tiles(rows_) && in * out * 2 > w_tiles_.bytes()))
     throw std::logic_error(fmt::format("AmxProjection prepared for less than {} x {} x {}", rows_, in, out));
   auto bits = [](const void* p) { return static_cast<const std::uint16_t*>(p); };
-  amx_gemm_bf16(bits(x), in, bits(w), in, static_cast<std::uint16_t*>(y), out, rows_, in, out, a_tiles_.as<std::uint16_t>(),
+  amx_gemm_bf16(bits(x), in, bits(w), in, static_cast<std::uint16_t*>(y), out, rows_, in, out,
+                a_tiles_.bytes() ? a_tiles_.as<std::uint16_t>() : nullptr,
                 {.b = BLayout::n_by_k,
                  .act = act,
                  .bias = bias,

@@ -4,6 +4,7 @@
 // W's panels packed once per call past 512 rows. One object serves a case's projections of one
 // row count (a transformer block's four), sized for the largest.
 #include <cstddef>
+#include <initializer_list>
 
 #include "opmeter/buffer.hpp"
 #include "ops/tensor/kernels.hpp"
@@ -14,8 +15,8 @@ class AmxProjection {
  public:
   // Whether it runs here (AMX-BF16 granted) for these sizes: each a multiple of 32.
   static bool fits(std::size_t rows, std::size_t in, std::size_t out);
-  // Workspaces for `rows` rows, projections of up to max_in inputs and up to max_weights weights.
-  void prepare(std::size_t rows, std::size_t max_in, std::size_t max_weights);
+  // Workspaces for `rows` rows, projections of these input widths and up to max_weights weights.
+  void prepare(std::size_t rows, std::initializer_list<std::size_t> ins, std::size_t max_weights);
   // x: rows x in, w: out x in, y: rows x out, residual: rows x out or null (bf16 bits, rows packed);
   // bias: out floats or null.
   void run(const void* x, const void* w, const float* bias, void* y, std::size_t in, std::size_t out, Act act = Act::none,

@@ -36,7 +36,8 @@ void ProjectionBackward::prepare(std::size_t rows, std::size_t k, std::size_t n,
     transpose_dz_ = transposer(dz_md_);
   }
   if (amx_) {
-    a_tiles_ = Buffer(rows * n * size_of(dtype));
+    // A's tile copy where either product copies its A: dZ (rows x n) for dX, dZ^T (n x rows) for dW.
+    if (amx_gemm_a_tiles(n, rows) || amx_gemm_a_tiles(rows, n)) a_tiles_ = Buffer(rows * n * size_of(dtype));
     // B's panels packed once where more than a task's rows share them: W (n x k) for dX, A (rows x k) for dW.
     const std::size_t b_elements = std::max(amx_gemm_b_tiles(rows) ? n * k : 0, amx_gemm_b_tiles(n) ? rows * k : 0);
     b_tiles_ = Buffer(std::max<std::size_t>(b_elements, 1) * size_of(dtype));
@@ -76,7 +77,7 @@ void ProjectionBackward::prepare(std::size_t rows, std::size_t k, std::size_t n,
 void ProjectionBackward::data(const void* dz, const void* w, void* da) {
   if (amx_) {
     amx_gemm_bf16(static_cast<const std::uint16_t*>(dz), n_, static_cast<const std::uint16_t*>(w), k_,
-                  static_cast<std::uint16_t*>(da), k_, rows_, n_, k_, a_tiles_.as<std::uint16_t>(),
+                  static_cast<std::uint16_t*>(da), k_, rows_, n_, k_, a_tiles_.bytes() ? a_tiles_.as<std::uint16_t>() : nullptr,
                   {.b_tiles = b_tiles_.as<std::uint16_t>()});
     return;
   }
@@ -104,7 +105,7 @@ void ProjectionBackward::weights(const void* dz, const void* a, void* dw) {
   }
   if (amx_) {
     amx_gemm_bf16(dz_t_.as<std::uint16_t>(), rows_, static_cast<const std::uint16_t*>(a), k_,
-                  static_cast<std::uint16_t*>(dw), k_, n_, rows_, k_, a_tiles_.as<std::uint16_t>(),
+                  static_cast<std::uint16_t*>(dw), k_, n_, rows_, k_, a_tiles_.bytes() ? a_tiles_.as<std::uint16_t>() : nullptr,
                   {.store = Store::streaming, .b_tiles = b_tiles_.as<std::uint16_t>()});
     return;
   }

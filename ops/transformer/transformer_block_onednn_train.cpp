@@ -28,7 +28,6 @@
 namespace opmeter::transformer {
 namespace {
 using tensor::Act;
-using tensor::TrainGemmDescs;
 
 // The forward's tensors one input set keeps for its backward.
 struct Saved {
@@ -65,7 +64,6 @@ class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
   }
 
  private:
-  enum Step { qkv_fwd, o_fwd, w1_fwd, w2_fwd };                // seq_'s
   enum Projection { p_qkv, p_o, p_w1, p_w2 };                       // backward_'s
 
   void allocate() {
@@ -88,41 +86,36 @@ class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
   void* activated(std::size_t copy) { return s_.act != Act::none ? saved_[copy].a.data() : saved_[copy].u.data(); }
 
   void build_primitives() {
-    const std::size_t r = s_.rows(), h = s_.hidden, m = s_.mlp, n = copies();
-    const TrainGemmDescs qkv(r, h, 3 * h, case_.dtype), proj(r, h, h, case_.dtype), up(r, h, m, case_.dtype),
-        down(r, m, h, case_.dtype);
-    auto input = [this](std::size_t k) { return [this, k](std::size_t i) -> const void* { return in(i, k); }; };
-    auto kept = [this](Buffer Saved::*b) { return [this, b](std::size_t i) { return (saved_[i].*b).data(); }; };
+    const std::size_t r = s_.rows(), h = s_.hidden, m = s_.mlp;
     seq_.clear();
     backward_[p_qkv].prepare(r, h, 3 * h, case_.dtype);
     backward_[p_o].prepare(r, h, h, case_.dtype);
     backward_[p_w1].prepare(r, h, m, case_.dtype);
     backward_[p_w2].prepare(r, m, h, case_.dtype);
     use_amx_ = bf16() && tensor::AmxProjection::fits(r, h, m);
-    if (use_amx_) return amx_.prepare(r, std::max(h, m), h * std::max(3 * h, m));
-    add_projection(seq_, n, qkv.a, kept(&Saved::xhat1), qkv.wt, input(kWqkv), qkv.bias, input(kBqkv), qkv.z,
-                   kept(&Saved::qkv), Act::none, nullptr);
-    add_projection(seq_, n, proj.a, kept(&Saved::o), proj.wt, input(kWo), proj.bias, input(kBo), proj.z, kept(&Saved::h),
-                   Act::none, input(kX));
-    add_projection(seq_, n, up.a, kept(&Saved::xhat2), up.wt, input(kW1), up.bias, input(kB1), up.z, kept(&Saved::u),
-                   Act::none, nullptr);
-    add_projection(seq_, n, down.a, [this](std::size_t i) { return activated(i); }, down.wt, input(kW2), down.bias,
-                   input(kB2), down.z, [this](std::size_t i) { return out(i); }, Act::none, kept(&Saved::h));
+    if (use_amx_) return amx_.prepare(r, {h, m}, h * std::max(3 * h, m));
+    const OnednnDescs md(s_, case_.dtype);
+    for (auto p : {proj_qkv, proj_o, proj_w1, proj_w2})
+      add_block_projection(seq_, copies(), md, p, [this](BlockProjection q, std::size_t i) { return step(q, i); },
+                           [this](std::size_t i, std::size_t k) { return in(i, k); });
   }
 
-  // Forward projection `step` (Step) on the AMX GEMM: z = a W^T + b [+ r].
-  void amx_forward(Step step, std::size_t copy) {
+  // The forward's four projections of input set `copy` (bias and residual fused; W1's activation
+  // is applied after, since its input u is kept for the backward).
+  ProjectionStep step(BlockProjection p, std::size_t copy) {
     Saved& sv = saved_[copy];
-    const auto& in = host_inputs(copy);
     const std::size_t h = s_.hidden, m = s_.mlp;
-    switch (step) {
-      case qkv_fwd: return amx_.run(sv.xhat1.data(), in[kWqkv].data(), vec(in, kBqkv), sv.qkv.data(), h, 3 * h);
-      case o_fwd: return amx_.run(sv.o.data(), in[kWo].data(), vec(in, kBo), sv.h.data(), h, h, Act::none, in[kX].data());
-      case w1_fwd: return amx_.run(sv.xhat2.data(), in[kW1].data(), vec(in, kB1), sv.u.data(), h, m);
-      case w2_fwd: return amx_.run(activated(copy), in[kW2].data(), vec(in, kB2), out(copy), m, h, Act::none, sv.h.data());
+    switch (p) {
+      case proj_qkv: return {sv.xhat1.data(), h, 3 * h, kWqkv, kBqkv, sv.qkv.data(), Act::none, nullptr};
+      case proj_o: return {sv.o.data(), h, h, kWo, kBo, sv.h.data(), Act::none, in(copy, kX)};
+      case proj_w1: return {sv.xhat2.data(), h, m, kW1, kB1, sv.u.data(), Act::none, nullptr};
+      case proj_w2: break;
     }
+    return {activated(copy), m, h, kW2, kB2, out(copy), Act::none, sv.h.data()};
   }
-  void project(Step step, std::size_t copy) { use_amx_ ? amx_forward(step, copy) : seq_.run_step(step, copy); }
+  void project(BlockProjection p, std::size_t copy) {
+    use_amx_ ? run_block_projection(amx_, step(p, copy), host_inputs(copy)) : seq_.run_step(p, copy);
+  }
 
   // A projection's dA = dZ W and dW = dZ^T A (its weights input w, their gradient's section).
   void project_back(Projection p, std::size_t copy, const void* dz, std::size_t w, void* da, const void* a) {
@@ -136,14 +129,14 @@ class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
     const std::size_t r = s_.rows(), h = s_.hidden;
     tensor::layernorm_forward(e_, in[kX].data(), vec(in, kLn1Gamma), vec(in, kLn1Beta), r, h, sv.xhat1.data(),
                               sv.mean1.as<float>(), sv.rstd1.as<float>());
-    project(qkv_fwd, copy);
+    project(proj_qkv, copy);
     attention_.run(s_, case_.dtype, sv.qkv.data(), sv.o.data());
-    project(o_fwd, copy);
+    project(proj_o, copy);
     tensor::layernorm_forward(e_, sv.h.data(), vec(in, kLn2Gamma), vec(in, kLn2Beta), r, h, sv.xhat2.data(),
                               sv.mean2.as<float>(), sv.rstd2.as<float>());
-    project(w1_fwd, copy);
+    project(proj_w1, copy);
     if (s_.act != Act::none) tensor::kernels().act(s_.act, bf16(), sv.u.data(), sv.a.data(), r * s_.mlp);
-    project(w2_fwd, copy);
+    project(proj_w2, copy);
   }
 
   void backward(std::size_t copy) override {
@@ -177,7 +170,7 @@ class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
   tensor::Elems e_{false};
   std::vector<Saved> saved_;         // per input set
   Buffer du_, dxhat_, dh_, do_, dqkv_;  // the backward's intermediates, shared
-  tensor::OnednnSequence seq_;       // the forward's matmuls, Step's order (oneDNN)
+  tensor::OnednnSequence seq_;       // the forward's matmuls, BlockProjection's order (oneDNN)
   bool use_amx_ = false;             // bf16 on AMX, sizes of multiples of 32: the forward's projections on amx_
   tensor::AmxProjection amx_;
   tensor::ProjectionBackward backward_[4];  // Projection's order

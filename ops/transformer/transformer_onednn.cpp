@@ -52,4 +52,21 @@ void add_projection(tensor::OnednnSequence& seq, std::size_t copies, const dnnl:
   });
 }
 
+void add_block_projection(tensor::OnednnSequence& seq, std::size_t copies, const OnednnDescs& md, BlockProjection p,
+                          const ProjectionSteps& steps, const std::function<const void*(std::size_t, std::size_t)>& input) {
+  // src, weights, bias, dst of each projection.
+  const dnnl::memory::desc* descs[4][4] = {{&md.x, &md.wqkv, &md.bqkv, &md.qkv},
+                                           {&md.x, &md.wo, &md.bo, &md.x},
+                                           {&md.x, &md.w1, &md.b1, &md.x_mlp},
+                                           {&md.x_mlp, &md.w2, &md.b2, &md.x}};
+  const auto& d = descs[p];
+  const ProjectionStep first = steps(p, 0);
+  ConstPtrOf residual;
+  if (first.residual) residual = [=](std::size_t i) { return steps(p, i).residual; };
+  add_projection(seq, copies, *d[0], [=](std::size_t i) { return steps(p, i).a; }, *d[1],
+                 [=](std::size_t i) { return input(i, steps(p, i).w); }, *d[2],
+                 [=](std::size_t i) { return input(i, steps(p, i).bias); }, *d[3], [=](std::size_t i) { return steps(p, i).y; },
+                 first.act, residual);
+}
+
 }  // namespace opmeter::transformer

@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "ops/tensor/onednn_util.hpp"
+#include "ops/transformer/block_projections.hpp"
 #include "ops/transformer/transformer_block.hpp"
 
 namespace opmeter::transformer {
@@ -27,5 +28,10 @@ void add_projection(tensor::OnednnSequence& seq, std::size_t copies, const dnnl:
                     const dnnl::memory::desc& w_md, const ConstPtrOf& w, const dnnl::memory::desc& b_md,
                     const ConstPtrOf& bias, const dnnl::memory::desc& dst, const PtrOf& y, tensor::Act act,
                     const ConstPtrOf& residual);
+
+// Projection p of a block as one oneDNN matmul over `copies` input sets, wired as `steps` says
+// (its descriptors from md); input(i, k) is input k of set i.
+void add_block_projection(tensor::OnednnSequence& seq, std::size_t copies, const OnednnDescs& md, BlockProjection p,
+                          const ProjectionSteps& steps, const std::function<const void*(std::size_t, std::size_t)>& input);
 
 }  // namespace opmeter::transformer
