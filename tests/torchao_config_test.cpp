@@ -15,6 +15,7 @@
 #include "config/config.hpp"
 #include "opmeter/registry.hpp"
 #include "ops/linear/linear.hpp"
+#include "ops/tensor/amx.hpp"
 #include "results/result_set.hpp"
 #include "tests/cli_helpers.hpp"
 #include "tests/config_errors.hpp"
@@ -292,6 +293,10 @@ TEST(TorchaoConfig, HostImplsThatRefuseACaseHereAreLeftOut) {
   EXPECT_TRUE(has_impl(4, "onednn") && has_impl(64, "onednn"));
   EXPECT_FALSE(has_impl(4, "opmeter"));
   EXPECT_FALSE(has_impl(64, "opmeter_gemv"));
+  EXPECT_EQ(has_impl(64, "opmeter"), amx::bf16_usable());  // kept where it runs
+  // Each left-out impl is a note with its reason.
+  EXPECT_TRUE(any_note(p, "opmeter_gemv left out here")) << notes_of(p);
+  EXPECT_TRUE(any_note(p, "opmeter_gemv is a GEMV for decode")) << notes_of(p);
 }
 
 TEST(TorchaoConfigCli, SeedExamplesRunUnmodifiedWithTheirCudaCasesSkippedHere) {

@@ -102,7 +102,8 @@ TEST(AmxGemm, AgreesWithFp64AtEveryEdgeOfItsBlocking) {
                           Shape{1056, 288, 288, 16, Store::streaming, BLayout::k_by_n, Act::none, false, true},
                           Shape{544, 544, 96, 0, Store::cached, BLayout::n_by_k, Act::silu, true, true},
                           // The residual: with bias (the block's output projections), past one
-                          // task's rows and columns, streaming asked (it stays cached); with act.
+                          // task's rows and columns (streaming asked, but rows 304 wide are not
+                          // whole lines: cached); with act.
                           Shape{1056, 288, 288, 16, Store::streaming, BLayout::n_by_k, Act::none, true, true, true},
                           Shape{96, 64, 544, 0, Store::cached, BLayout::n_by_k, Act::gelu, true, false, true},
                           Shape{64, 96, 64, 0, Store::cached, BLayout::k_by_n, Act::none, false, false, true},
@@ -110,9 +111,14 @@ TEST(AmxGemm, AgreesWithFp64AtEveryEdgeOfItsBlocking) {
                           // after bias and residual (aligned rows: they stream).
                           Shape{64, 96, 64, 0, Store::streaming, BLayout::k_by_n, Act::gelu, true},
                           Shape{544, 64, 96, 0, Store::streaming, BLayout::n_by_k, Act::none, true, false, true},
-                          // Rows 4 KiB apart: 544 of them copied into tile order, 64 read in place
-                          // (as most shapes are).
-                          Shape{544, 2048, 64, 0}, Shape{64, 2048, 64, 0, Store::cached, BLayout::n_by_k}})
+                          // A copied into tile order: past one task of rows (544), or 288 rows 4 KiB
+                          // apart; read in place: 64 rows 4 KiB apart (as most shapes of at most
+                          // 512 rows whose rows are whole lines).
+                          Shape{544, 2048, 64, 0}, Shape{288, 2048, 64, 0, Store::cached, BLayout::n_by_k},
+                          Shape{64, 2048, 64, 0, Store::cached, BLayout::n_by_k},
+                          // Streaming after act and residual; act and residual past 512 rows.
+                          Shape{64, 96, 64, 0, Store::streaming, BLayout::n_by_k, Act::silu, true, false, true},
+                          Shape{544, 96, 64, 0, Store::cached, BLayout::n_by_k, Act::gelu, true, true, true}})
       expect_agrees(c);
   }
   omp_set_num_threads(threads);

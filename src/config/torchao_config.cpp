@@ -365,15 +365,21 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
             // opmeter's impls that run the case, else the first of them (the case is then
             // `skipped`, saying which impls run it); and torch.compile's when asked. On the host,
             // which is the machine the plan runs on, an impl that refuses the case here (an ISA
-            // or size it lacks) is left out too; a GPU's refusals need its device, so they stay.
+            // or size it lacks) is left out too, with a note saying why; a GPU's refusals need
+            // its device, so they stay.
             std::vector<std::string> impls;
             for (auto& name : own) {
               Case k = c;
               k.impl = name;
               const ImplDef& def = *reg.impl(op.name, name);
-              if (takes_optional_params(def, k).ok && std::find(def.dtypes.begin(), def.dtypes.end(), d) != def.dtypes.end() &&
-                  (!k.on_host() || def.supports(k).ok))
-                impls.push_back(name);
+              if (!takes_optional_params(def, k).ok || std::find(def.dtypes.begin(), def.dtypes.end(), d) == def.dtypes.end())
+                continue;
+              if (k.on_host())
+                if (auto here = def.supports(k); !here.ok) {
+                  notes.add(fmt::format("{} left out here: {}", name, here.reason));
+                  continue;
+                }
+              impls.push_back(name);
             }
             if (impls.empty() && !own.empty() && compiled.empty()) impls.push_back(own.front());
             for (auto& name : compiled)
