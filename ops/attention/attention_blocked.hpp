@@ -33,6 +33,7 @@ struct Kernel {
   void (*rows)(const Head& h, std::size_t q_begin, std::size_t q_end, float* ws);
 };
 
+Kernel amx_bf16_kernel();     // bf16 heads of head_dim a multiple of 32 on AMX tiles (full stage), else as below
 Kernel avx512_bf16_kernel();  // bf16 heads in vdpbf16ps
 Kernel avx512_kernel();
 Kernel avx2_kernel();

@@ -15,6 +15,7 @@
 #include "opmeter/registry.hpp"
 #include "engine/runner.hpp"
 #include "ops/attention/attention_blocked.hpp"
+#include "ops/tensor/amx.hpp"
 #include "tests/quick_options.hpp"
 
 using namespace opmeter;
@@ -77,6 +78,7 @@ std::vector<blocked::Kernel> kernels_this_cpu_runs() {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ks.push_back(blocked::avx2_kernel());
   if (__builtin_cpu_supports("avx512f")) ks.push_back(blocked::avx512_kernel());
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16")) ks.push_back(blocked::avx512_bf16_kernel());
+  if (amx::bf16_usable()) ks.push_back(blocked::amx_bf16_kernel());
   return ks;
 }
 
