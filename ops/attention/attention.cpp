@@ -197,11 +197,11 @@ class OpmeterAttention : public HostImpl<AttentionOp> {
 
   std::map<std::string, std::string> details() const override {
     const auto& k = blocked::kernel();
+    const auto s = shape_of(case_);
+    const blocked::Head head{.bf16 = bf16(), .probs = s.stage == Stage::probs, .causal = s.causal, .d = s.d};
     return {{"isa", k.isa},
             {"blocks", fmt::format("{} queries x {} keys", k.query_block, k.key_block)},
-            {"products", bf16() && std::string_view(k.isa) == "avx512_bf16"
-                             ? "own register-blocked micro-kernels, vdpbf16ps (P rounded to bf16)"
-                             : "own register-blocked micro-kernels, fp32 FMAs"}};
+            {"products", k.products(head)}};
   }
 
  private:

@@ -31,6 +31,8 @@ struct Kernel {
   std::size_t (*workspace_floats)(std::size_t seq, std::size_t d, bool probs);
   // Output rows [q_begin, q_end) of head h; ws has workspace_floats(...) floats, 64-byte aligned.
   void (*rows)(const Head& h, std::size_t q_begin, std::size_t q_end, float* ws);
+  // What computes the products for such a head (the seq and out of h are not read).
+  const char* (*products)(const Head& h);
 };
 
 Kernel amx_bf16_kernel();     // bf16 heads of head_dim a multiple of 32 on AMX tiles (full stage), else as below

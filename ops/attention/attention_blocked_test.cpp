@@ -150,6 +150,10 @@ TEST(BlockedAttention, RowRangesThatStartMidHeadMatch) {
         expect_rows_match(k, 400, 64, causal, probs, false, 96, 192);
         expect_rows_match(k, 400, 64, causal, probs, true, 288, 400);
         expect_rows_match(k, 400, 32, causal, probs, false, 7, 8);
+        // bf16 on the AMX tiles where the CPU has them: head_dim 32 (one step of the sum), a range
+        // of one row (31 zero rows to 32), and head_dim 96 past a key block.
+        expect_rows_match(k, 400, 32, causal, probs, true, 7, 8);
+        expect_rows_match(k, 130, 96, causal, probs, true, 33, 130);
       }
 }
 
@@ -185,4 +189,19 @@ TEST(BlockedAttention, ImplSaysWhatComputesTheProducts) {
   ASSERT_EQ(r.status, Status::ok) << r.reason;
   EXPECT_EQ(r.details.at("isa"), blocked::kernel().isa);
   EXPECT_NE(r.details.at("blocks").find("queries"), std::string::npos);
+  EXPECT_EQ(r.details.at("products"), "own register-blocked micro-kernels, fp32 FMAs");
+  // bf16: on the tiles where the CPU has AMX and head_dim is a multiple of 32, else vdpbf16ps
+  // where it has AVX512_BF16; the probs stage never on the tiles.
+  __builtin_cpu_init();
+  const bool dot = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+  for (const char* shape : {"head_dim=64,causal=1,stage=full", "head_dim=48,causal=0,stage=full", "head_dim=64,causal=0,stage=probs"}) {
+    auto b = parse_case(std::string("attention/opmeter/bf16/batch=1,heads=2,seq=37,") + shape + "/threads=1");
+    Result rb = run_case(b, opmeter::testing::quick_options(1));
+    ASSERT_EQ(rb.status, Status::ok) << rb.reason;
+    const bool tiles = amx::bf16_usable() && std::string(shape) == "head_dim=64,causal=1,stage=full";
+    const std::string want = tiles ? "AMX tiles, tdpbf16ps on 32x32 blocks (P rounded to bf16)"
+                             : dot ? "own register-blocked micro-kernels, vdpbf16ps (P rounded to bf16)"
+                                   : "own register-blocked micro-kernels, fp32 FMAs";
+    EXPECT_EQ(rb.details.at("products"), want) << shape;
+  }
 }
