@@ -14,11 +14,13 @@
 
 #include "ops/attention/attention_blocked.hpp"
 #include "ops/tensor/amx.hpp"
+#include "ops/tensor/tile_pack.hpp"
 
 #define OPMETER_BLOCKED_BF16_DOT
 #define OPMETER_BLOCKED_AMX
 namespace opmeter::attention::blocked::amx_bf16 {
 namespace amx = opmeter::amx;
+namespace tensor = opmeter::tensor;
 constexpr std::size_t kW = 16, kMR = 6, kNV = 4;
 #include "ops/attention/attention_blocked.inc"
 }  // namespace opmeter::attention::blocked::amx_bf16

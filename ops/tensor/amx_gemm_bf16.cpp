@@ -25,6 +25,7 @@
 #include "ops/tensor/amx.hpp"
 #include "ops/tensor/amx_gemm.hpp"
 #include "ops/tensor/bf16x16.hpp"
+#include "ops/tensor/tile_pack.hpp"
 
 namespace opmeter::tensor {
 namespace {
@@ -70,13 +71,7 @@ std::size_t cols_per_task(std::size_t m, std::size_t n, std::size_t threads) {
 // at panels[p * kc * 32 + t * kc * 16 + i * 32 + 2 j + e].
 void pack_panels(const std::uint16_t* b, std::size_t ldb, std::size_t k0, std::size_t kc, std::size_t k,
                  std::size_t n0, std::size_t cols, std::uint16_t* panels) {
-  // Word i of the result: even i from row 0's word i / 2, odd from row 1's (index 32 + i / 2).
-  alignas(64) std::uint16_t lo[32], hi[32];
-  for (std::size_t i = 0; i < 32; ++i) {
-    lo[i] = static_cast<std::uint16_t>((i & 1 ? 32 : 0) + i / 2);
-    hi[i] = static_cast<std::uint16_t>(lo[i] + 16);
-  }
-  const __m512i take_lo = _mm512_load_si512(lo), take_hi = _mm512_load_si512(hi);
+  const tile_pack::PairInterleave pairs;
   for (std::size_t i = 0; i < kc / 2; ++i) {
     const std::uint16_t* r0 = b + (k0 + 2 * i) * ldb + n0;
     const std::size_t ahead = k0 + 2 * i + kPrefetchRows;
@@ -88,41 +83,11 @@ void pack_panels(const std::uint16_t* b, std::size_t ldb, std::size_t k0, std::s
     for (std::size_t p = 0; p < cols / kBlock; ++p) {
       const __m512i x0 = _mm512_loadu_si512(r0 + p * kBlock), x1 = _mm512_loadu_si512(r0 + ldb + p * kBlock);
       std::uint16_t* out = panels + p * kc * 32 + i * 32;
-      _mm512_storeu_si512(out, _mm512_permutex2var_epi16(x0, take_lo, x1));
-      _mm512_storeu_si512(out + kc * 16, _mm512_permutex2var_epi16(x0, take_hi, x1));
+      _mm512_storeu_si512(out, pairs.lo(x0, x1));
+      _mm512_storeu_si512(out + kc * 16, pairs.hi(x0, x1));
     }
   }
 }
-
-// r[c] = column c of the 16 x 16 dword matrix r (row j in r[j]): four stages of unpacks and lane
-// shuffles. After the first two, u[4 g + q]'s 128-bit lane L holds rows 4g..4g+3 of column 4L + q.
-// GCC 12's lane-shuffle intrinsics read an intentionally undefined register: a known false
-// positive, silenced for this function only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-inline void transpose16(__m512i r[16]) {
-  __m512i t[16], u[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-  }
-  for (int g = 0; g < 16; g += 4) {
-    u[g] = _mm512_unpacklo_epi64(t[g], t[g + 2]);
-    u[g + 1] = _mm512_unpackhi_epi64(t[g], t[g + 2]);
-    u[g + 2] = _mm512_unpacklo_epi64(t[g + 1], t[g + 3]);
-    u[g + 3] = _mm512_unpackhi_epi64(t[g + 1], t[g + 3]);
-  }
-  for (int q = 0; q < 4; ++q) {
-    const __m512i x0 = _mm512_shuffle_i32x4(u[q], u[4 + q], 0x44), x1 = _mm512_shuffle_i32x4(u[q], u[4 + q], 0xee);
-    const __m512i y0 = _mm512_shuffle_i32x4(u[8 + q], u[12 + q], 0x44), y1 = _mm512_shuffle_i32x4(u[8 + q], u[12 + q], 0xee);
-    r[q] = _mm512_shuffle_i32x4(x0, y0, 0x88);
-    r[4 + q] = _mm512_shuffle_i32x4(x0, y0, 0xdd);
-    r[8 + q] = _mm512_shuffle_i32x4(x1, y1, 0x88);
-    r[12 + q] = _mm512_shuffle_i32x4(x1, y1, 0xdd);
-  }
-}
-#pragma GCC diagnostic pop
 
 // pack_panels' layout from B stored n x k (row j of B^T is column j of B): for each 16 columns and
 // 16 pairs of k, 16 rows of 16 dwords (a pair of k each) transposed into the tile's 16 rows.
@@ -133,7 +98,7 @@ void pack_panels_transposed(const std::uint16_t* bt, std::size_t ldb, std::size_
     std::uint16_t* tile = panels + (u / 2) * kc * 32 + (u % 2) * kc * 16;
     for (std::size_t i0 = 0; i0 < kc / 2; i0 += 16) {
       for (std::size_t j = 0; j < 16; ++j) r[j] = _mm512_loadu_si512(bt + (n0 + 16 * u + j) * ldb + k0 + 2 * i0);
-      transpose16(r);
+      tile_pack::transpose16(r);
       for (std::size_t i = 0; i < 16; ++i) _mm512_storeu_si512(tile + (i0 + i) * 32, r[i]);
     }
   }
