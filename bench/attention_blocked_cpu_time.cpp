@@ -1,6 +1,7 @@
 // The blocked attention kernel alone, on one thread, timed by this thread's CPU time (minimum
 // of 20 runs), so that other jobs on a shared machine do not count (docs/BENCHMARKS.md, issue 14).
-//   attention_blocked_cpu_time [seq] [head_dim] [heads] [probs 0|1] [causal 0|1] [bf16 0|1]
+//   attention_blocked_cpu_time [seq] [head_dim] [heads] [probs 0|1] [causal 0|1] [bf16 0|1] [kernel]
+// kernel: amx_bf16, avx512_bf16, avx512, avx2 or base (default: the best this CPU runs).
 #include <time.h>
 
 #include <algorithm>
@@ -8,10 +9,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "opmeter/buffer.hpp"
 #include "ops/attention/attention_blocked.hpp"
+#include "ops/tensor/amx.hpp"
 
 namespace {
 double thread_cpu_s() {
@@ -43,7 +46,28 @@ int main(int argc, char** argv) {
       else
         b->as<float>()[i] = x;
     }
-  const Kernel& kr = kernel();
+  const std::string name = argc > 7 ? argv[7] : kernel().isa;
+  const Kernel kr = name == "amx_bf16"      ? amx_bf16_kernel()
+                    : name == "avx512_bf16" ? avx512_bf16_kernel()
+                    : name == "avx512"      ? avx512_kernel()
+                    : name == "avx2"        ? avx2_kernel()
+                    : name == "base"        ? base_kernel()
+                                            : Kernel{};
+  if (!kr.rows) {
+    std::fprintf(stderr, "kernel must be amx_bf16, avx512_bf16, avx512, avx2 or base (not %s)\n", name.c_str());
+    return 2;
+  }
+  // The tiles need Linux's grant (asked here); the vector kernels need their instructions.
+  __builtin_cpu_init();
+  const bool runs = name == "amx_bf16"      ? opmeter::amx::bf16_usable()
+                    : name == "avx512_bf16" ? __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16")
+                    : name == "avx512"      ? __builtin_cpu_supports("avx512f")
+                    : name == "avx2"        ? __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
+                                            : true;
+  if (!runs) {
+    std::fprintf(stderr, "kernel %s does not run on this CPU\n", name.c_str());
+    return 2;
+  }
   opmeter::Buffer ws(kr.workspace_floats(seq, d, probs) * sizeof(float));
   double best = 1e300;
   for (int rep = 0; rep < 20; ++rep) {

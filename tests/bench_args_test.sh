@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The bench programs refuse bad arguments with a message naming them and exit code 2.
-#   bench_args_test.sh BINARY   (bench/quant_int4_gemv or bench/amx_gemm)
+#   bench_args_test.sh BINARY   (bench/quant_int4_gemv, bench/amx_gemm or bench/attention_blocked_cpu_time)
 set -u
 bin=$1
 name=$(basename "$bin")
@@ -33,6 +33,10 @@ case "$name" in
     expect "reps must be a positive whole number, got '1x'" 64 128 64 1x
     expect "M, K and N must be multiples of 32 (M=48, K=64, N=64)" 48 64 64
     expect "usage: amx_gemm [M K N reps]" 32 32 32 1 9
+    ;;
+  attention_blocked_cpu_time)
+    expect "seq, head_dim and heads must be positive" 0
+    expect "kernel must be amx_bf16, avx512_bf16, avx512, avx2 or base (not bogus)" 64 32 1 0 0 1 bogus
     ;;
   *) echo "FAIL: no argument cases for $name"; fail=1 ;;
 esac
