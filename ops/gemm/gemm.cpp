@@ -66,12 +66,14 @@ OpRegistrar reg_gemm({
       return GemmView{*m, *n, *k, 1};
     },
     // `opmeter check`: odd primes (tails in every blocking), one element, a GEMV with a prime K,
-    // a tile-aligned square, M and N one past a tile.
+    // a tile-aligned square, M and N one past a tile, and multiples of 32 past the AMX GEMM's
+    // task of 512 rows and chunk of 256 of K (`opmeter`).
     .check_shapes = {{{"M", "37"}, {"N", "41"}, {"K", "43"}},
                      {{"M", "1"}, {"N", "1"}, {"K", "1"}},
                      {{"M", "1"}, {"N", "257"}, {"K", "1031"}},
                      {{"M", "64"}, {"N", "64"}, {"K", "64"}},
-                     {{"M", "17"}, {"N", "33"}, {"K", "129"}}},
+                     {{"M", "17"}, {"N", "33"}, {"K", "129"}},
+                     {{"M", "544"}, {"N", "288"}, {"K", "288"}}},
 });
 
 }  // namespace

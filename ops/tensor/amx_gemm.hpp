@@ -42,6 +42,9 @@ struct AmxGemmOptions {
   // more than 512 rows share them (amx_gemm_b_tiles says when): without it each block of 512 rows
   // packs them again.
   std::uint16_t* b_tiles = nullptr;
+  // C written in fp32 here (row stride ldc) instead of bf16 into c (then null): the sums as they
+  // are, no epilogue (as a GEMM benchmark's bf16 x bf16 -> fp32).
+  float* c_fp32 = nullptr;
 };
 
 // Whether a call of m rows packs B once into AmxGemmOptions::b_tiles (given one).

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <new>
 #include <numeric>
+#include <stdexcept>
 
 #include "ops/tensor/amx.hpp"
 #include "ops/tensor/amx_gemm.hpp"
@@ -119,11 +120,12 @@ void pack_rows(const std::uint16_t* a, std::size_t lda, std::size_t rb, std::siz
 // The share `part` of `parts` of C's lines for rows m0 .. m0 + rows and columns n0 .. n0 + cols,
 // asked for writing. Without it 512 x 1024 x 4096 from cold caches took 3.6-3.8 ms against
 // oneDNN's 2.7-2.8; with it 2.5-2.9 (docs/BENCHMARKS.md).
-void prefetch_c(std::uint16_t* c, std::size_t ldc, std::size_t m0, std::size_t rows, std::size_t n0, std::size_t cols,
-                std::size_t part, std::size_t parts) {
-  const std::size_t per_row = cols / kBlock, lines = rows * per_row;
+// C's elements are `elem` bytes (bf16 or fp32).
+void prefetch_c(const void* c, std::size_t ldc, std::size_t elem, std::size_t m0, std::size_t rows, std::size_t n0,
+                std::size_t cols, std::size_t part, std::size_t parts) {
+  const std::size_t per_row = cols * elem / 64, lines = rows * per_row;
   for (std::size_t l = part * lines / parts; l < (part + 1) * lines / parts; ++l)
-    __builtin_prefetch(c + (m0 + l / per_row) * ldc + n0 + l % per_row * kBlock, 1, 2);
+    __builtin_prefetch(static_cast<const char*>(c) + ((m0 + l / per_row) * ldc + n0) * elem + l % per_row * 64, 1, 2);
 }
 
 // Where B's panels for columns n0 .. n0 + cols and k0 .. k0 + kc lie in the k x n b_tiles: each
@@ -155,8 +157,8 @@ struct ATiles {
 // stores when `stream`; with e's bias, activation (through the kernels' epilogue) and residual),
 // else kept in `sums`.
 void block(const std::uint16_t* a, const ATiles& at, const std::uint16_t* panel, std::size_t kc, bool first, bool last,
-           float* sums, std::uint16_t* c, std::size_t ldc, bool stream, const AmxGemmOptions& e, std::size_t row,
-           std::size_t col, Scratch& s) {
+           float* sums, std::uint16_t* c, float* c32, std::size_t ldc, bool stream, const AmxGemmOptions& e,
+           std::size_t row, std::size_t col, Scratch& s) {
   if (first) {
     _tile_zero(0);
     _tile_zero(1);
@@ -184,6 +186,13 @@ void block(const std::uint16_t* a, const ATiles& at, const std::uint16_t* panel,
     _tile_stored(1, sums + 256, 64);
     _tile_stored(2, sums + 512, 64);
     _tile_stored(3, sums + 768, 64);
+    return;
+  }
+  if (c32) {  // fp32 C: the sums as they are
+    _tile_stored(0, c32, ldc * 4);
+    _tile_stored(1, c32 + 16, ldc * 4);
+    _tile_stored(2, c32 + 16 * ldc, ldc * 4);
+    _tile_stored(3, c32 + 16 * ldc + 16, ldc * 4);
     return;
   }
   _tile_stored(0, &s.rows[0][0][0], kBlock * 4);
@@ -238,7 +247,9 @@ void amx_gemm_bf16(const std::uint16_t* a, std::size_t lda, const std::uint16_t*
   AmxGemmOptions o = options;
   if (o.residual && o.ldr == 0) o.ldr = n;  // a residual's rows packed by default
   // Streaming stores write whole lines: C's rows must start on one.
-  const bool stream = o.store == Store::streaming &&
+  if (o.c_fp32 && (o.act != Act::none || o.bias || o.residual))
+    throw std::logic_error("amx_gemm_bf16: fp32 C takes no epilogue");
+  const bool stream = !o.c_fp32 && o.store == Store::streaming &&
                       reinterpret_cast<std::uintptr_t>(c) % 64 == 0 && ldc % 32 == 0;
   const std::size_t task_cols = cols_per_task(m, n, static_cast<std::size_t>(omp_get_max_threads()));
   const std::size_t row_tasks = (m + kRowsPerTask - 1) / kRowsPerTask, col_tasks = (n + task_cols - 1) / task_cols;
@@ -288,11 +299,13 @@ void amx_gemm_bf16(const std::uint16_t* a, std::size_t lda, const std::uint16_t*
         for (std::size_t p = 0; p < cols / kBlock; ++p)
           for (std::size_t r = 0; r < rows / kBlock; ++r) {
             if (fetch_c)
-              prefetch_c(c, ldc, m0, rows, n0, cols, chunk * blocks + p * (rows / kBlock) + r, fetch_chunks * blocks);
+              prefetch_c(o.c_fp32 ? static_cast<const void*>(o.c_fp32) : c, ldc, o.c_fp32 ? 4 : 2, m0, rows, n0, cols,
+                         chunk * blocks + p * (rows / kBlock) + r, fetch_chunks * blocks);
+            const std::size_t at_c = (m0 + r * kBlock) * ldc + n0 + p * kBlock;
             block(in_place ? a + (m0 + r * kBlock) * lda + k0 : a_tiles + (m0 + r * kBlock) * k + k0 * kBlock, at,
-                  panels + p * kc * 32, kc, k0 == 0, last_chunk,
-                  s.sums.p + (r * kPanels + p) * kBlock * kBlock, c + (m0 + r * kBlock) * ldc + n0 + p * kBlock, ldc,
-                  stream, o, m0 + r * kBlock, n0 + p * kBlock, s);
+                  panels + p * kc * 32, kc, k0 == 0, last_chunk, s.sums.p + (r * kPanels + p) * kBlock * kBlock,
+                  o.c_fp32 ? nullptr : c + at_c, o.c_fp32 ? o.c_fp32 + at_c : nullptr, ldc, stream, o, m0 + r * kBlock,
+                  n0 + p * kBlock, s);
           }
       }
     }

@@ -34,6 +34,7 @@ struct Shape {
   bool bias = false;
   bool b_once = false;  // B's panels packed once into a workspace (used past 512 rows)
   bool residual = false;  // + a bf16 residual (m x n, its own row stride) before rounding
+  bool fp32_out = false;  // C in fp32 (AmxGemmOptions::c_fp32): no rounding, no epilogue
 };
 
 void expect_agrees(const Shape& c) {
@@ -47,16 +48,20 @@ void expect_agrees(const Shape& c) {
   std::uint16_t* out = out_buffer.as<std::uint16_t>();
   std::fill(out, out + c.m * ldc, std::uint16_t{0xffff});
   Buffer a_tiles(c.m * c.k * 2), b_tiles(c.k * c.n * 2);
+  Buffer out32_buffer(c.m * ldc * 4);
+  float* out32 = out32_buffer.as<float>();
+  std::fill(out32, out32 + c.m * ldc, -1.5e38f);
   Rng rng(c.m * 31 + c.k * 7 + c.n);
   for (auto& v : a) v = to_bf16(static_cast<float>(rng.uniform(-2, 2)));
   for (auto& v : b) v = to_bf16(static_cast<float>(rng.uniform(-2, 2)));
   for (auto& v : bias) v = static_cast<float>(rng.uniform(-8, 8));
   for (auto& v : residual) v = to_bf16(static_cast<float>(rng.uniform(-8, 8)));
   auto b_at = [&](std::size_t p, std::size_t j) { return from_bf16(bt ? b[j * ldb + p] : b[p * ldb + j]); };
-  tensor::amx_gemm_bf16(a.data(), lda, b.data(), ldb, out, ldc, c.m, c.k, c.n, a_tiles.as<std::uint16_t>(),
+  tensor::amx_gemm_bf16(a.data(), lda, b.data(), ldb, c.fp32_out ? nullptr : out, ldc, c.m, c.k, c.n, a_tiles.as<std::uint16_t>(),
                         {.b = c.b, .store = c.store, .act = c.act, .bias = c.bias ? bias.data() : nullptr,
                          .residual = c.residual ? residual.data() : nullptr, .ldr = ldr,
-                         .b_tiles = c.b_once ? b_tiles.as<std::uint16_t>() : nullptr});
+                         .b_tiles = c.b_once ? b_tiles.as<std::uint16_t>() : nullptr,
+                         .c_fp32 = c.fp32_out ? out32 : nullptr});
   std::size_t bad = 0;
   for (std::size_t i = 0; i < c.m; ++i)
     for (std::size_t j = 0; j < c.n; ++j) {
@@ -72,15 +77,22 @@ void expect_agrees(const Shape& c) {
       // The residual is added in fp32 to the epilogue's fp32 result: one more fp32 rounding.
       const double r = c.residual ? double(from_bf16(residual[i * ldr + j])) : 0.0;
       ref += r;
-      const double got = from_bf16(out[i * ldc + j]);
-      const double bound = std::ldexp(std::fabs(ref), -8) + slope * double(c.k) * std::ldexp(mag + std::fabs(z), -24) +
+      const double got = c.fp32_out ? double(out32[i * ldc + j]) : double(from_bf16(out[i * ldc + j]));
+      const double bound = (c.fp32_out ? 0.0 : std::ldexp(std::fabs(ref), -8)) + slope * double(c.k) * std::ldexp(mag + std::fabs(z), -24) +
                            std::ldexp(std::fabs(r), -23);
       if (std::fabs(got - ref) > bound && ++bad <= 5)
         ADD_FAILURE() << "C(" << i << ", " << j << ") = " << got << ", fp64 " << ref << ", bound " << bound;
     }
   EXPECT_EQ(bad, 0u) << c.m << " x " << c.k << " x " << c.n;
-  for (std::size_t i = 0; i < c.m; ++i)  // the padding past each row of C is not written
-    for (std::size_t j = c.n; j < ldc; ++j) ASSERT_EQ(out[i * ldc + j], 0xffff);
+  for (std::size_t i = 0; i < c.m; ++i)  // the padding past each row of C is not written, nor the other C
+    for (std::size_t j = 0; j < ldc; ++j) {
+      if (j >= c.n || !c.fp32_out) {
+        ASSERT_EQ(out32[i * ldc + j], -1.5e38f);
+      }
+      if (j >= c.n || c.fp32_out) {
+        ASSERT_EQ(out[i * ldc + j], 0xffff);
+      }
+    }
 }
 
 }  // namespace
@@ -118,7 +130,11 @@ TEST(AmxGemm, AgreesWithFp64AtEveryEdgeOfItsBlocking) {
                           Shape{64, 2048, 64, 0, Store::cached, BLayout::n_by_k},
                           // Streaming after act and residual; act and residual past 512 rows.
                           Shape{64, 96, 64, 0, Store::streaming, BLayout::n_by_k, Act::silu, true, false, true},
-                          Shape{544, 96, 64, 0, Store::cached, BLayout::n_by_k, Act::gelu, true, true, true}})
+                          Shape{544, 96, 64, 0, Store::cached, BLayout::n_by_k, Act::gelu, true, true, true},
+                          // fp32 C: past one task of rows with B's panels packed once (the gemm op's
+                          // shape), and with padded rows.
+                          Shape{544, 288, 288, 0, Store::cached, BLayout::n_by_k, Act::none, false, true, false, true},
+                          Shape{64, 96, 96, 16, Store::cached, BLayout::n_by_k, Act::none, false, false, false, true}})
       expect_agrees(c);
   }
   omp_set_num_threads(threads);
