@@ -1,8 +1,8 @@
 // A bf16 GEMM of our own on AMX tiles, for the layers' forward projections (x W^T with bias,
-// activation and residual fused: tensor::AmxProjection) and the training steps' backward products
-// (dZ W and dZ^T A, tensor::ProjectionBackward): C = A B with A m x k and B k x n both row-major as stored
-// (the reduction runs along B's rows), C m x n bf16, fp32 accumulation rounded once to nearest
-// even. oneDNN 2.6's AMX matmul reaches about a quarter of the tile unit's peak on these shapes and
+// activation and residual fused: tensor::AmxProjection), the training steps' backward products
+// (dZ W and dZ^T A, tensor::ProjectionBackward) and the gemm op (gemm/opmeter): C = A B with A
+// m x k and B k x n as stored (the reduction runs along B's rows; or B given n x k), C m x n bf16
+// with fp32 accumulation rounded once to nearest even (or fp32, AmxGemmOptions::c_fp32). oneDNN 2.6's AMX matmul reaches about a quarter of the tile unit's peak on these shapes and
 // needs B copied into its own layout first; this kernel packs B's panels itself, just before their
 // use, so B is read once per block of rows and never copied whole. Plain C++: only
 // amx_gemm_bf16.cpp is built with the AMX flags.
@@ -57,8 +57,8 @@ bool amx_gemm_a_tiles(std::size_t lda, std::size_t m);
 // c (m x n, row stride ldc) = a (m x k, row stride lda) b (stored as options.b says, row stride
 // ldb), bf16 elements (uint16 bits). a_tiles: the caller's m x k workspace, 64-byte aligned (a
 // Buffer), where A is copied into tile order when amx_gemm_a_tiles says so (else unused: may be
-// null). A read in place runs at full speed where its rows start on cache lines (a Buffer's do). Requires amx_gemm_fits(m, k, n). Threads: OpenMP's;
-// the tasks shrink until every thread has one.
+// null). A read in place runs at full speed where its rows start on cache lines (a Buffer's do).
+// Requires amx_gemm_fits(m, k, n). Threads: OpenMP's; the tasks shrink until every thread has one.
 void amx_gemm_bf16(const std::uint16_t* a, std::size_t lda, const std::uint16_t* b, std::size_t ldb, std::uint16_t* c,
                    std::size_t ldc, std::size_t m, std::size_t k, std::size_t n, std::uint16_t* a_tiles,
                    const AmxGemmOptions& options = {});

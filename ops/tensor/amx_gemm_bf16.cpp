@@ -1,7 +1,7 @@
 // The AMX bf16 GEMM (amx_gemm.hpp); built with the AMX flags (CMakeLists.txt).
 // Blocking: A is first copied into tile order (pack_rows; or read in place, a_in_place says when),
-// and where more than 512 rows share B, B's panels too (into the caller's b_tiles). The threads share out tasks of (up to) 512 rows x
-// 256 columns of C. A task walks k in chunks of 256: it packs B's chunk x its columns (unless packed)
+// and where more than 512 rows share B, B's panels too (into the caller's b_tiles). The threads
+// share out tasks of (up to) 512 rows x 256 columns of C. A task walks k in chunks of 256: it packs B's chunk x its columns (unless packed)
 // into panels of 32 columns in the tile layout (pairs of k interleaved, [tile][k / 2][16][2]: each
 // B tile 1 KiB contiguous), then runs each panel, kept in L1, over the task's rows, whose chunk of
 // A stays in L2. The micro-kernel is C's 32 x 32 block in four tiles (two A tiles, two B tiles,
@@ -118,9 +118,8 @@ void pack_rows(const std::uint16_t* a, std::size_t lda, std::size_t rb, std::siz
 }
 
 // The share `part` of `parts` of C's lines for rows m0 .. m0 + rows and columns n0 .. n0 + cols,
-// asked for writing. Without it 512 x 1024 x 4096 from cold caches took 3.6-3.8 ms against
-// oneDNN's 2.7-2.8; with it 2.5-2.9 (docs/BENCHMARKS.md).
-// C's elements are `elem` bytes (bf16 or fp32).
+// asked for writing; C's elements are `elem` bytes (bf16 or fp32). Without it 512 x 1024 x 4096
+// from cold caches took 3.6-3.8 ms against oneDNN's 2.7-2.8; with it 2.5-2.9 (docs/BENCHMARKS.md).
 void prefetch_c(const void* c, std::size_t ldc, std::size_t elem, std::size_t m0, std::size_t rows, std::size_t n0,
                 std::size_t cols, std::size_t part, std::size_t parts) {
   const std::size_t per_row = cols * elem / 64, lines = rows * per_row;
@@ -246,9 +245,9 @@ void amx_gemm_bf16(const std::uint16_t* a, std::size_t lda, const std::uint16_t*
                    const AmxGemmOptions& options) {
   AmxGemmOptions o = options;
   if (o.residual && o.ldr == 0) o.ldr = n;  // a residual's rows packed by default
-  // Streaming stores write whole lines: C's rows must start on one.
   if (o.c_fp32 && (o.act != Act::none || o.bias || o.residual))
     throw std::logic_error("amx_gemm_bf16: fp32 C takes no epilogue");
+  // Streaming stores write whole lines: C's rows must start on one.
   const bool stream = !o.c_fp32 && o.store == Store::streaming &&
                       reinterpret_cast<std::uintptr_t>(c) % 64 == 0 && ldc % 32 == 0;
   const std::size_t task_cols = cols_per_task(m, n, static_cast<std::size_t>(omp_get_max_threads()));

@@ -33,7 +33,6 @@ void AmxProjection::run(const void* x, const void* w, const float* bias, void* y
                  .act = act,
                  .bias = bias,
                  .residual = bits(residual),
-                 .ldr = out,
                  .b_tiles = w_tiles_.bytes() ? w_tiles_.as<std::uint16_t>() : nullptr});
 }
 
