@@ -17,9 +17,9 @@
 
 #include "ops/linear/linear.hpp"
 #include "ops/linear/train_phases.hpp"
-#include "ops/tensor/amx_projection.hpp"
 #include "ops/tensor/projection_backward.hpp"
 #include "ops/tensor/train_kernels.hpp"
+#include "ops/transformer/block_projections.hpp"
 #include "ops/transformer/blocked_self_attention.hpp"
 #include "ops/transformer/self_attention_backward.hpp"
 #include "ops/transformer/transformer_onednn.hpp"
@@ -52,10 +52,10 @@ class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
   std::map<std::string, std::string> details() const override {
     // Each projection's backward path (which depends on its shape), key by key.
     std::map<std::string, std::string> d;
-    if (use_amx_)
+    if (projections_.on_amx())
       d["forward"] = "opmeter's AMX GEMM on the weights as stored; bias and residual fused";
     else
-      d["onednn_impl"] = seq_.details().at("onednn_impl");
+      d["onednn_impl"] = projections_.onednn_details().at("onednn_impl");
     const char* names[] = {"Wqkv", "Wo", "W1", "W2"};
     for (std::size_t p = 0; p < 4; ++p)
       for (auto& [key, value] : backward_[p].details())
@@ -87,17 +87,12 @@ class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
 
   void build_primitives() {
     const std::size_t r = s_.rows(), h = s_.hidden, m = s_.mlp;
-    seq_.clear();
     backward_[p_qkv].prepare(r, h, 3 * h, case_.dtype);
     backward_[p_o].prepare(r, h, h, case_.dtype);
     backward_[p_w1].prepare(r, h, m, case_.dtype);
     backward_[p_w2].prepare(r, m, h, case_.dtype);
-    use_amx_ = bf16() && tensor::AmxProjection::fits(r, h, m);
-    if (use_amx_) return amx_.prepare(r, {h, m}, h * std::max(3 * h, m));
-    const OnednnDescs md(s_, case_.dtype);
-    for (auto p : {proj_qkv, proj_o, proj_w1, proj_w2})
-      add_block_projection(seq_, copies(), md, p, [this](BlockProjection q, std::size_t i) { return step(q, i); },
-                           [this](std::size_t i, std::size_t k) { return in(i, k); });
+    projections_.prepare(s_, case_.dtype, copies(), [this](BlockProjection p, std::size_t i) { return step(p, i); },
+                         [this](std::size_t i, std::size_t k) { return in(i, k); });
   }
 
   // The forward's four projections of input set `copy` (bias and residual fused; W1's activation
@@ -113,9 +108,6 @@ class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
     }
     return {activated(copy), m, h, kW2, kB2, out(copy), Act::none, sv.h.data()};
   }
-  void project(BlockProjection p, std::size_t copy) {
-    use_amx_ ? run_block_projection(amx_, step(p, copy), host_inputs(copy)) : seq_.run_step(p, copy);
-  }
 
   // A projection's dA = dZ W and dW = dZ^T A (its weights input w, their gradient's section).
   void project_back(Projection p, std::size_t copy, const void* dz, std::size_t w, void* da, const void* a) {
@@ -129,14 +121,14 @@ class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
     const std::size_t r = s_.rows(), h = s_.hidden;
     tensor::layernorm_forward(e_, in[kX].data(), vec(in, kLn1Gamma), vec(in, kLn1Beta), r, h, sv.xhat1.data(),
                               sv.mean1.as<float>(), sv.rstd1.as<float>());
-    project(proj_qkv, copy);
+    projections_.run(proj_qkv, copy, in);
     attention_.run(s_, case_.dtype, sv.qkv.data(), sv.o.data());
-    project(proj_o, copy);
+    projections_.run(proj_o, copy, in);
     tensor::layernorm_forward(e_, sv.h.data(), vec(in, kLn2Gamma), vec(in, kLn2Beta), r, h, sv.xhat2.data(),
                               sv.mean2.as<float>(), sv.rstd2.as<float>());
-    project(proj_w1, copy);
+    projections_.run(proj_w1, copy, in);
     if (s_.act != Act::none) tensor::kernels().act(s_.act, bf16(), sv.u.data(), sv.a.data(), r * s_.mlp);
-    project(proj_w2, copy);
+    projections_.run(proj_w2, copy, in);
   }
 
   void backward(std::size_t copy) override {
@@ -170,9 +162,7 @@ class OnednnTrainBlock : public linear::HostTrainImpl<TransformerBlockOp> {
   tensor::Elems e_{false};
   std::vector<Saved> saved_;         // per input set
   Buffer du_, dxhat_, dh_, do_, dqkv_;  // the backward's intermediates, shared
-  tensor::OnednnSequence seq_;       // the forward's matmuls, BlockProjection's order (oneDNN)
-  bool use_amx_ = false;             // bf16 on AMX, sizes of multiples of 32: the forward's projections on amx_
-  tensor::AmxProjection amx_;
+  BlockProjections projections_;     // the forward's
   tensor::ProjectionBackward backward_[4];  // Projection's order
   BlockedSelfAttention attention_;
   SelfAttentionBackward attention_backward_;

@@ -10,9 +10,8 @@
 #include <algorithm>
 #include <functional>
 
-#include "ops/tensor/amx_projection.hpp"
-
 #include "ops/transformer/block_buffers.hpp"
+#include "ops/transformer/block_projections.hpp"
 #include "ops/transformer/blocked_self_attention.hpp"
 #include "ops/transformer/transformer_onednn.hpp"
 
@@ -28,13 +27,8 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
     const Shape& s = s_;
     buf_.allocate(s, case_.dtype);
     attention_.prepare(s, case_.dtype, case_.threads);
-    seq_.clear();
-    use_amx_ = bf16() && tensor::AmxProjection::fits(s.rows(), s.hidden, s.mlp);
-    if (use_amx_) return amx_.prepare(s.rows(), {s.hidden, s.mlp}, s.hidden * std::max(3 * s.hidden, s.mlp));
-    const OnednnDescs md(s, case_.dtype);
-    for (auto p : {proj_qkv, proj_o, proj_w1, proj_w2})
-      add_block_projection(seq_, copies(), md, p, [this](BlockProjection q, std::size_t i) { return step(q, i); },
-                           [this](std::size_t i, std::size_t k) { return in(i, k); });
+    projections_.prepare(s, case_.dtype, copies(), [this](BlockProjection p, std::size_t i) { return step(p, i); },
+                         [this](std::size_t i, std::size_t k) { return in(i, k); });
   }
 
   void run(std::size_t copy) override {
@@ -42,9 +36,7 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
     const auto& k = tensor::kernels();
     const bool b16 = bf16();
     const auto& in = host_inputs(copy);
-    auto matmul = [&](BlockProjection p) {
-      use_amx_ ? run_block_projection(amx_, step(p, copy), in) : seq_.run_step(p, copy);
-    };
+    auto matmul = [&](BlockProjection p) { projections_.run(p, copy, in); };
     k.layernorm(b16, in[kX].data(), buf_.ln.data(), vec(in, kLn1Gamma), vec(in, kLn1Beta), s.rows(), s.hidden);
     matmul(proj_qkv);
     attention_.run(s, case_.dtype, buf_.qkv.data(), buf_.attn.data());
@@ -55,9 +47,9 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
   }
 
   std::map<std::string, std::string> details() const override {
-    auto d = use_amx_ ? std::map<std::string, std::string>{} : seq_.details();
+    auto d = projections_.onednn_details();
     d["isa"] = tensor::kernels().isa;
-    if (use_amx_) d["projections"] = "opmeter's AMX GEMM on the weights as stored; bias, activation and residual per 32x32 block";
+    if (projections_.on_amx()) d["projections"] = "opmeter's AMX GEMM on the weights as stored; bias, activation and residual per 32x32 block";
     return d;
   }
 
@@ -75,9 +67,7 @@ class OpmeterBlock : public HostImpl<TransformerBlockOp> {
   }
 
   Shape s_{};
-  tensor::OnednnSequence seq_;  // the four projections, run one at a time between our kernels
-  bool use_amx_ = false;         // bf16 on AMX with sizes of multiples of 32: the projections on opmeter's AMX GEMM
-  tensor::AmxProjection amx_;
+  BlockProjections projections_;  // the four, run one at a time between our kernels
   BlockBuffers buf_;
   BlockedSelfAttention attention_;  // its gather buffers and workspaces, one per thread
 };

@@ -53,7 +53,7 @@ void add_projection(tensor::OnednnSequence& seq, std::size_t copies, const dnnl:
 }
 
 void add_block_projection(tensor::OnednnSequence& seq, std::size_t copies, const OnednnDescs& md, BlockProjection p,
-                          const ProjectionSteps& steps, const std::function<const void*(std::size_t, std::size_t)>& input) {
+                          const ProjectionSteps& steps, const InputOf& input) {
   // src, weights, bias, dst of each projection.
   const dnnl::memory::desc* descs[4][4] = {{&md.x, &md.wqkv, &md.bqkv, &md.qkv},
                                            {&md.x, &md.wo, &md.bo, &md.x},

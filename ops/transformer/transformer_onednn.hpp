@@ -32,6 +32,6 @@ void add_projection(tensor::OnednnSequence& seq, std::size_t copies, const dnnl:
 // Projection p of a block as one oneDNN matmul over `copies` input sets, wired as `steps` says
 // (its descriptors from md); input(i, k) is input k of set i.
 void add_block_projection(tensor::OnednnSequence& seq, std::size_t copies, const OnednnDescs& md, BlockProjection p,
-                          const ProjectionSteps& steps, const std::function<const void*(std::size_t, std::size_t)>& input);
+                          const ProjectionSteps& steps, const InputOf& input);
 
 }  // namespace opmeter::transformer
