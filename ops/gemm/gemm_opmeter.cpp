@@ -6,32 +6,23 @@
 #include "opmeter/registry.hpp"
 #include "ops/gemm/gemm.hpp"
 #include "ops/tensor/amx_gemm.hpp"
+#include "ops/tensor/amx_projection.hpp"
 
 namespace opmeter::gemm {
 namespace {
 
 class OpmeterGemm : public GemmImpl {
  public:
-  void prepare() override {
-    const auto m = std::size_t(d_.M), n = std::size_t(d_.N), k = std::size_t(d_.K);
-    a_tiles_ = tensor::amx_gemm_a_tiles(k, m) ? Buffer(m * k * 2) : Buffer();
-    b_tiles_ = tensor::amx_gemm_b_tiles(m) ? Buffer(n * k * 2) : Buffer();
-  }
+  void prepare() override { projection_.prepare(std::size_t(d_.M), {std::size_t(d_.K)}, std::size_t(d_.N * d_.K)); }
   void run(std::size_t copy) override {
-    const auto m = std::size_t(d_.M), n = std::size_t(d_.N), k = std::size_t(d_.K);
-    auto bits = [](void* p) { return static_cast<const std::uint16_t*>(p); };
-    tensor::amx_gemm_bf16(bits(a(copy)), k, bits(b(copy)), k, nullptr, n, m, k, n,
-                          a_tiles_.bytes() ? a_tiles_.as<std::uint16_t>() : nullptr,
-                          {.b = tensor::BLayout::n_by_k,
-                           .b_tiles = b_tiles_.bytes() ? b_tiles_.as<std::uint16_t>() : nullptr,
-                           .c_fp32 = static_cast<float*>(c(copy))});
+    projection_.run_fp32(a(copy), b(copy), static_cast<float*>(c(copy)), std::size_t(d_.K), std::size_t(d_.N));
   }
   std::map<std::string, std::string> details() const override {
     return {{"kernel", "opmeter's AMX GEMM (tdpbf16ps on 32x32 blocks of C), B's panels packed as it runs"}};
   }
 
  private:
-  Buffer a_tiles_, b_tiles_;
+  tensor::AmxProjection projection_;  // B (N x K) is a layer's weight as stored
 };
 
 Support supports(const Case& c) {

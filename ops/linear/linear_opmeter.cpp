@@ -5,8 +5,9 @@
 //   bf16: opmeter's AMX GEMM (ops/tensor/amx_gemm.hpp) on W as stored, bias and activation on
 //         each 32 x 32 block of fp32 sums before it is rounded; LayerNorm first, into a bf16
 //         buffer in memory (as a bf16 model stores it), which the GEMM then reads (in place, or
-//         copied into tile order: amx_gemm_a_tiles); needs AMX-BF16 and every size a multiple of 32 (oneDNN 2.6 exposes no bf16
-//         GEMM call). Model pipelines pick it (own_kernel) for such bf16 layers on AMX CPUs.
+//         copied into tile order: amx_gemm_a_tiles); needs AMX-BF16 and every size a multiple of
+//         32 (oneDNN 2.6 exposes no bf16 GEMM call). Model pipelines pick it (own_kernel) for such
+//         bf16 layers on AMX CPUs.
 #include <omp.h>
 
 #include <oneapi/dnnl/dnnl.h>

@@ -7,6 +7,7 @@
 #include <initializer_list>
 
 #include "opmeter/buffer.hpp"
+#include "ops/tensor/amx_gemm.hpp"
 #include "ops/tensor/kernels.hpp"
 
 namespace opmeter::tensor {
@@ -21,8 +22,11 @@ class AmxProjection {
   // bias: out floats or null.
   void run(const void* x, const void* w, const float* bias, void* y, std::size_t in, std::size_t out, Act act = Act::none,
            const void* residual = nullptr);
+  // y = x W^T in fp32 (the gemm op's bf16 x bf16 -> fp32): no epilogue.
+  void run_fp32(const void* x, const void* w, float* y, std::size_t in, std::size_t out);
 
  private:
+  void gemm(const void* x, const void* w, std::size_t in, std::size_t out, void* y, const AmxGemmOptions& options);
   std::size_t rows_ = 0;
   Buffer a_tiles_, w_tiles_;
 };
