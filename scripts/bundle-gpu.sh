@@ -19,7 +19,10 @@ mkdir -p "$stage/opmeter/bin" "$stage/opmeter/lib"
 cp "$build/opmeter" "$build/libopmeter_cuda.so" "$stage/opmeter/bin/"
 # The plugin loads its cuDNN module from beside itself.
 [ -f "$build/libopmeter_cudnn.so" ] && cp "$build/libopmeter_cudnn.so" "$stage/opmeter/bin/"
-[ -f "$build/tests/opmeter_tests" ] && cp "$build/tests/opmeter_tests" "$stage/opmeter/bin/"
+# The test binary, and beside it the CLI it runs for its end-to-end tests (tests/test_paths.cpp).
+for t in opmeter_tests opmeter_testbin; do
+  [ -f "$build/tests/$t" ] && cp "$build/tests/$t" "$stage/opmeter/bin/"
+done
 for b in cuda_copy_variants worker_round_trip; do
   [ -f "$build/bench/$b" ] && cp "$build/bench/$b" "$stage/opmeter/bin/"
 done
@@ -27,5 +30,8 @@ done
 for f in "$stage"/opmeter/bin/*; do ldd "$f"; done | awk '/=> \// {print $3}' | sort -u |
   grep -vE '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*)\.so|/usr/local/cuda|libcuda\.so|libnvidia|libcudnn|libopmeter_' |
   while read -r lib; do cp -L "$lib" "$stage/opmeter/lib/"; done
+# Their full symbol tables stay here: the dynamic ones (what plugins and backtraces use) are kept,
+# and the bundle must fit the device call's 64 MiB beside the working tree.
+strip --strip-unneeded "$stage"/opmeter/bin/* "$stage"/opmeter/lib/* 2>/dev/null || true
 tar -C "$stage" -cJf "$out" opmeter
 echo "bundle-gpu: $out ($(du -h "$out" | cut -f1)); on the GPU machine: scripts/gpu-check.sh $out"

@@ -65,7 +65,7 @@ steps=("$@")
 # tests outran 200 s and 100 s; check resumes in the next call, the tests are split in two; their
 # sum stays under PRESET_BUDGET_S, which also caps the whole preset).
 declare -A presets=(
-  [triage]="check:190 tests:45 mltests:90 mltests-sweeps:60 sanitize:75 graph-cases:30 collectives-quick:12"
+  [triage]="check:130 tests:45 mltests:140 mltests-sweeps:88 sanitize:75 graph-cases:30 collectives-quick:12"
   [ops]="copy:100 ml-ops:250 worker:160"
   [fusion]="linear:150 attention:200 cudnn:160"
   [models]="pipeline-ops:100 pipelines:410"
@@ -89,6 +89,8 @@ preset_end=$((SECONDS + ${PRESET_BUDGET_S:-520}))
 deadline=  # the current budgeted step's end (SECONDS), empty: no budget
 # The Python worker from this checkout (a bundle's binary knows only where it was built).
 export OPMETER_WORKER=${OPMETER_WORKER:-$PWD/worker/opmeter_worker.py}
+# The tests read configs and fixtures from this checkout, wherever the GPU machine put it.
+export OPMETER_TEST_SOURCE_DIR=${OPMETER_TEST_SOURCE_DIR:-$PWD}
 # cuDNN: PyTorch's copy first where PyTorch is installed (the version the headers here are from).
 torch_cudnn=$(python3 -c 'import os, torch; print(os.path.dirname(torch.__file__) + "/lib")' 2>/dev/null) || torch_cudnn=
 nvidia_cudnn=$(python3 -c 'import os, nvidia.cudnn as c; print(os.path.dirname(c.__file__) + "/lib")' 2>/dev/null) || nvidia_cudnn=

@@ -36,7 +36,7 @@ TEST(CalibrationProfile, WhatItWritesReadsBackTheSame) {
 }
 
 TEST(CalibrationProfile, AProfileWrittenBeforeTheTypeStillReads) {
-  const std::string path = std::string(OPMETER_SOURCE_DIR) + "/docs/results/cpu-amd-epyc-zen5-2c/predict-2026-11-23/calibration.json";
+  const std::string path = std::string(opmeter_source_dir()) + "/docs/results/cpu-amd-epyc-zen5-2c/predict-2026-11-23/calibration.json";
   std::ifstream f(path);
   ASSERT_TRUE(f) << path;
   const nlohmann::json old = nlohmann::json::parse(f);

@@ -127,7 +127,7 @@ TEST(CheckCli, AWrongPythonKernelFailsNamingIt) {
     GTEST_SKIP() << python << " has no PyTorch (scripts/install-deps.sh installs python3-torch)";
   setenv("OPMETER_PYTHON", python.c_str(), 1);
   auto dir = temp_dir("check_kernel");
-  auto out = cli(std::string("check --kernel ") + OPMETER_SOURCE_DIR + "/tests/data/kernels/wrong_add.py:wrong_add --op add " +
+  auto out = cli(std::string("check --kernel ") + opmeter_source_dir() + "/tests/data/kernels/wrong_add.py:wrong_add --op add " +
                  "--impl wrong_add --dtype fp32 -o " + dir.string());
   unsetenv("OPMETER_PYTHON");
   EXPECT_EQ(out.code, 1) << out.text;

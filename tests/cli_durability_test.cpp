@@ -291,7 +291,7 @@ TEST(CliDurability, BadPathsAreUserErrors) {
   auto ro = dir / "ro";
   fs::create_directories(ro);
   fs::permissions(ro, fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write, fs::perm_options::remove);
-  std::string cmd = (getuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "") + std::string(OPMETER_TESTBIN) +
+  std::string cmd = (getuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "") + std::string(opmeter_testbin()) +
                     " run " + one + " --out " + (ro / "res").string() + " 2>&1";
   Output ro_out{-1, ""};
   FILE* p = popen(cmd.c_str(), "r");

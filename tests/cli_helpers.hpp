@@ -21,7 +21,7 @@ struct Output {
 };
 
 inline Output cli(const std::string& args) {
-  std::string cmd = std::string(OPMETER_TESTBIN) + " " + args + " 2>&1";
+  std::string cmd = std::string(opmeter_testbin()) + " " + args + " 2>&1";
   Output out{-1, ""};
   FILE* p = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf{};
@@ -78,7 +78,7 @@ namespace {
 // Starts the test binary in a process group of its own (as a shell job: a test can signal the
 // group as a terminal does); its stdout and stderr go to `log`.
 inline pid_t spawn(const std::string& args, const fs::path& log) {
-  std::string cmd = "exec " + std::string(OPMETER_TESTBIN) + " " + args + " > '" + log.string() + "' 2>&1";
+  std::string cmd = "exec " + std::string(opmeter_testbin()) + " " + args + " > '" + log.string() + "' 2>&1";
   pid_t pid = fork();
   if (pid == 0) {
     setpgid(0, 0);
@@ -93,7 +93,7 @@ inline pid_t spawn(const std::string& args, const fs::path& log) {
 // write past it fails with EFBIG, as on a full disk). Output comes through a pipe, which the
 // limit does not cover.
 inline Output cli_with_file_limit(const std::string& args, rlim_t max_file_bytes) {
-  std::string cmd = "exec " + std::string(OPMETER_TESTBIN) + " " + args + " 2>&1";
+  std::string cmd = "exec " + std::string(opmeter_testbin()) + " " + args + " 2>&1";
   int fds[2];
   if (pipe(fds) != 0) return {-1, "pipe failed"};
   pid_t pid = fork();

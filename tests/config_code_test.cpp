@@ -14,7 +14,7 @@ using namespace opmeter;
 
 namespace {
 
-const std::string kSource = OPMETER_SOURCE_DIR;
+const std::string kSource = opmeter_source_dir();
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

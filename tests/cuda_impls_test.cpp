@@ -89,7 +89,7 @@ TEST(CudaImplTables, OpmeterAndThePluginKnowTheSameCudaImpls) {
 // The declarations are compiled into opmeter, so a machine where the plugin does not load (no
 // CUDA libraries, or a build without CUDA) still lists every CUDA impl, with the reason.
 TEST(CudaImplTables, WithoutThePluginOpmeterStillListsEveryCudaImpl) {
-  const std::string cmd = "env OPMETER_CUDA_PLUGIN=/nonexistent/libopmeter_cuda.so " + std::string(OPMETER_TESTBIN) + " list 2>&1";
+  const std::string cmd = "env OPMETER_CUDA_PLUGIN=/nonexistent/libopmeter_cuda.so " + std::string(opmeter_testbin()) + " list 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   std::string text;

@@ -84,7 +84,7 @@ TEST(CudaOps, ACaseWithoutAGpuPlansAndIsSkippedWithTheReason) {
 }
 
 TEST(CudaOps, GpuMlOpsConfigPlansEveryOpBesidePyTorchAndTheCopyCeiling) {
-  auto plan = load_config_file(std::string(OPMETER_SOURCE_DIR) + "/bench/gpu-ml-ops.yaml", 2);
+  auto plan = load_config_file(std::string(opmeter_source_dir()) + "/bench/gpu-ml-ops.yaml", 2);
   std::set<std::string> cases;
   for (auto& c : plan.cases) {
     EXPECT_EQ(c.device, "cuda:0") << c.to_string();
@@ -101,7 +101,7 @@ TEST(CudaOps, GpuMlOpsConfigPlansEveryOpBesidePyTorchAndTheCopyCeiling) {
 
 TEST(CudaOps, HiddenSweepConfigsKeepTheTotalSizeFrom8To262144) {
   std::set<std::int64_t> widths;
-  for (auto& f : std::filesystem::directory_iterator(std::string(OPMETER_SOURCE_DIR) + "/bench/gpu-ml-ops-sweep")) {
+  for (auto& f : std::filesystem::directory_iterator(std::string(opmeter_source_dir()) + "/bench/gpu-ml-ops-sweep")) {
     auto plan = load_config_file(f.path().string(), 2);
     std::size_t cuda_cases = 0;
     for (auto& c : plan.cases) {

@@ -231,7 +231,7 @@ TEST(CudaPlugin, WithoutAGpuCudaCasesAreSkippedWithTheReason) {
 
 TEST(CudaCli, AbsentPluginSkipsWithWhereItLooked) {
   auto dir = temp_dir("cuda_noplugin");
-  std::string cmd = "env OPMETER_CUDA_PLUGIN=/nonexistent/libopmeter_cuda.so " + std::string(OPMETER_TESTBIN) +
+  std::string cmd = "env OPMETER_CUDA_PLUGIN=/nonexistent/libopmeter_cuda.so " + std::string(opmeter_testbin()) +
                     " run --case 'gemm/cublas/fp32/M=64,N=64,K=64/device=cuda:0' --no-report --out " + (dir / "r3").string() +
                     " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");

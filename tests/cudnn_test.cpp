@@ -138,7 +138,7 @@ TEST(Cudnn, FusionTablePairsFoldedConvBnWithTheUnfusedSequenceOnTheGpu) {
 }
 
 TEST(Cudnn, GpuConvFusionConfigPutsTheUnfusedBesideBothFusedImpls) {
-  auto out = cli("run " + std::string(OPMETER_SOURCE_DIR) + "/bench/gpu-conv-fusion.yaml --dry-run");
+  auto out = cli("run " + std::string(opmeter_source_dir()) + "/bench/gpu-conv-fusion.yaml --dry-run");
   ASSERT_EQ(out.code, 0) << out.text;
   for (const char* impl : {"cudnn", "cudnn_nhwc", "cudnn_unfused"})
     EXPECT_NE(out.text.find(fmt::format("conv2d/{}/fp16/batch=32,channels=64,out_channels=64,image=56,kernel=3,stride=1,"

@@ -21,7 +21,7 @@ using namespace opmeter;
 namespace {
 
 const std::string kPython = OPMETER_TEST_PYTHON;
-const std::string kSource = OPMETER_SOURCE_DIR;
+const std::string kSource = opmeter_source_dir();
 const std::string kFakeWorker = kSource + "/tests/data/workers/fake_worker.py";
 const std::string kSleepyKernel = kSource + "/tests/data/kernels/sleepy_import.py:sleepy";
 
@@ -200,7 +200,7 @@ TEST(Interrupts, PredictFitInterruptedExits130AndWritesNoModel) {
     kill(getpid(), SIGINT);
     freopen(log.c_str(), "w", stdout);
     dup2(fileno(stdout), 2);
-    execl(OPMETER_TESTBIN, OPMETER_TESTBIN, "predict", "fit", (dir / "none").c_str(), "-o", model.c_str(),
+    execl(opmeter_testbin(), opmeter_testbin(), "predict", "fit", (dir / "none").c_str(), "-o", model.c_str(),
           static_cast<char*>(nullptr));
     _exit(127);
   }

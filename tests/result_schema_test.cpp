@@ -16,7 +16,7 @@ using namespace opmeter;
 
 namespace {
 
-const std::filesystem::path kGoldenDir = std::filesystem::path(OPMETER_SOURCE_DIR) / "tests" / "data" / "result_schema";
+const std::filesystem::path kGoldenDir = std::filesystem::path(opmeter_source_dir()) / "tests" / "data" / "result_schema";
 
 // A CPU GEMM with every optional field set.
 Result cpu_gemm() {

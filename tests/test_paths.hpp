@@ -4,8 +4,15 @@
 // flags: a path on the compile line of every test file would make a clean clone at another path
 // miss the compiler cache for all of them. Named as the -D macros they replaced.
 
-extern const char OPMETER_SOURCE_DIR[];
-extern const char OPMETER_TESTBIN[];      // the CLI with the test impls linked in
+extern const char kBuiltSourceDir[];  // where the build found the sources
+extern const char kBuiltTestbin[];    // where the build put the test CLI
+
+// The source tree: $OPMETER_TEST_SOURCE_DIR where set (a GPU machine runs a bundle of this build
+// in a copy of the tree at another path), else where the build found it.
+const char* opmeter_source_dir();
+// The CLI with the test impls linked in: beside the running test binary where it is there (a
+// bundle carries both into one folder), else where the build put it.
+const char* opmeter_testbin();
 extern const char OPMETER_TEST_PYTHON[];  // Debian's python3, which has PyTorch
 extern const char EXAMPLE_PLUGIN[];       // examples/plugin
 extern const char PLUGIN_BAD_RESULTS[];   // tests/plugins/bad_plugin.c, each way wrong

@@ -27,7 +27,7 @@ using opmeter::config_test_support::has;
 
 namespace {
 
-std::string example(const std::string& name) { return std::string(OPMETER_SOURCE_DIR) + "/examples/torchao/" + name; }
+std::string example(const std::string& name) { return std::string(opmeter_source_dir()) + "/examples/torchao/" + name; }
 
 Plan load(const std::string& yaml) { return load_config_text(yaml, "t.yaml", 2); }
 

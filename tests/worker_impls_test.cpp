@@ -28,7 +28,7 @@ Output without_python(const std::string& args) {
 }  // namespace
 
 TEST(WorkerImpls, TheBuiltInTableIsTheWorkersFile) {
-  std::ifstream f(std::string(OPMETER_SOURCE_DIR) + "/worker/impls.json");
+  std::ifstream f(std::string(opmeter_source_dir()) + "/worker/impls.json");
   ASSERT_TRUE(f);
   EXPECT_EQ(nlohmann::json::parse(f), worker::impl_table()) << "worker/impls.json changed: rebuild (cmake re-embeds it)";
 }

@@ -21,7 +21,7 @@ using opmeter::testing::quick_options;
 namespace {
 
 const std::string kPython = OPMETER_TEST_PYTHON;
-const std::string kSource = OPMETER_SOURCE_DIR;
+const std::string kSource = opmeter_source_dir();
 const std::string kFakeWorker = kSource + "/tests/data/workers/fake_worker.py";
 const std::string kExampleKernels = kSource + "/examples/kernels/my_kernels.py";
 const std::string kTestKernels = kSource + "/tests/data/kernels/";

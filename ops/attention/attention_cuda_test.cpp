@@ -119,8 +119,11 @@ TEST(AttentionCuda, UnfusedIsCorrectOnAGpuForEveryStage) {
     for (const char* stage : {"scores", "probs", "full"})
       for (int causal : {0, 1}) {
         std::vector<std::pair<int, int>> shapes;  // (seq, head_dim)
+        // Not seq 1024: cuBLAS and the softmax have no tile that 129 misses, and the host's
+        // reference of 1024 would take most of the test's time.
         for (int seq : kSeqs)
-          for (int d : {64, 128}) shapes.emplace_back(seq, d);
+          if (seq < 1024)
+            for (int d : {64, 128}) shapes.emplace_back(seq, d);
         shapes.emplace_back(71, 13);  // odd rows: the softmax's scalar path, cuBLAS at odd leading dims
         for (auto [seq, d] : shapes) {
           auto kase = attention_case("cuda_unfused", dtype, 2, 3, seq, d, causal, stage);

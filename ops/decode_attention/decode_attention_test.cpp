@@ -173,11 +173,12 @@ TEST(DecodeAttentionCuda, IsCorrectOnAGpu) {
   std::string why;
   if (!gpu_here(why)) GTEST_SKIP() << "no CUDA device: " << why;
   // head_dim 64/128: the fast path; 16, 80, 200: the generic one. kv 1 (one split), 37, 1000 and
-  // 5000 (several splits, a shorter last one); heads from 1 (most splits) to 96 (fewest).
+  // 5000 (several splits, a shorter last one); heads from 1 (most splits) to 96 (fewest). At kv
+  // 5000, 8 heads, not 96: the inputs and the host's reference of 96 would be 1.5 GB a case.
   for (const char* dtype : {"fp32", "fp16", "bf16"})
     for (int d : {64, 128, 16, 80, 200})
       for (int kv : {1, 37, 1000, 5000})
-        for (int heads : {1, 96}) {
+        for (int heads : {1, kv < 5000 ? 96 : 8}) {
           auto kase = decode_case("cuda", dtype, 2, heads, kv, d, "device=cuda:0");
           auto r = run_case(parse_case(kase), quick_options());
           ASSERT_EQ(r.status, Status::ok) << kase << ": " << r.reason;

@@ -176,7 +176,7 @@ TEST(LinearCuda, FusionTablePairsTheLayerNormLinearImplsOnTheGpu) {
 }
 
 TEST(LinearCuda, GpuBenchConfigPutsTheLinearBesideTheGemmOfItsShape) {
-  const std::string config = std::string(OPMETER_SOURCE_DIR) + "/bench/gpu-linear.yaml";
+  const std::string config = std::string(opmeter_source_dir()) + "/bench/gpu-linear.yaml";
   auto out = cli("run " + config + " --dry-run");
   ASSERT_EQ(out.code, 0) << out.text;
   for (const char* kase : {"gemm/cublaslt/bf16/M=16384,N=11008,K=4096/device=cuda:0",
@@ -186,7 +186,7 @@ TEST(LinearCuda, GpuBenchConfigPutsTheLinearBesideTheGemmOfItsShape) {
 }
 
 TEST(LinearCuda, GpuLayerNormLinearConfigPairsBothImpls) {
-  auto out = cli("run " + std::string(OPMETER_SOURCE_DIR) + "/bench/gpu-ln-linear.yaml --dry-run");
+  auto out = cli("run " + std::string(opmeter_source_dir()) + "/bench/gpu-ln-linear.yaml --dry-run");
   ASSERT_EQ(out.code, 0) << out.text;
   for (const char* kase : {"ln_linear_gelu_tanh/cublaslt/bf16/batch=1,seq=16384,hidden=4096,out=11008/device=cuda:0",
                            "ln_linear_relu/cublaslt_unfused/fp16/batch=1,seq=4096,hidden=4096,out=4096/device=cuda:0"})

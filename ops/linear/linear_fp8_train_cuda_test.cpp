@@ -107,7 +107,7 @@ TEST(LinearFp8TrainCuda, RowwiseBeforeHopperAndAnythingBeforeAdaIsSkippedWithThe
 // The benchmark (bench/train/gpu-fp8-4096x8192.yaml): the bf16 step and both float8
 // recipes at 4096x8192x8192, each phase, ours and PyTorch autograd's (torch), nothing else.
 TEST(LinearFp8TrainCuda, BenchConfigPutsBothRecipesBesideTheBf16Step) {
-  auto plan = load_config_file(std::string(OPMETER_SOURCE_DIR) + "/bench/train/gpu-fp8-4096x8192.yaml", 2);
+  auto plan = load_config_file(std::string(opmeter_source_dir()) + "/bench/train/gpu-fp8-4096x8192.yaml", 2);
   std::set<std::string> linear;
   for (auto& c : plan.cases)
     if (c.op == "linear") linear.insert(c.to_string());

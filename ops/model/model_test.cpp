@@ -16,7 +16,7 @@ using namespace opmeter;
 namespace {
 
 const std::string kPython = OPMETER_TEST_PYTHON;
-const std::string kFakeWorker = std::string(OPMETER_SOURCE_DIR) + "/tests/data/workers/fake_worker.py";
+const std::string kFakeWorker = std::string(opmeter_source_dir()) + "/tests/data/workers/fake_worker.py";
 const std::string kResnet = "model/torch/fp32/name=resnet18,batch=2,image=32,seq=8,kv=0/threads=1";
 
 // The worker's interpreter, script and stand-in mode for one test; a fresh worker before and after.

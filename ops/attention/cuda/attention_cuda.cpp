@@ -33,7 +33,9 @@ class CudaFlashAttention : public cuda::DeviceImpl<AttentionOp> {
 Support device_supports(const Case& c, const cuda::DeviceProps& p) {
   if (auto own = cuda::own_kernels_run_on(p, cuda::Kernels::mma); !own.ok) return own;
   auto s = shape_of(c);
-  if (!flash_head_dim_built(static_cast<int>(s.d))) return Support::no(fmt::format("no flash kernel for head_dim {}", s.d));
+  // The host rule's words (attention_cuda_impls.cpp): this check runs first where a GPU is.
+  if (!flash_head_dim_built(static_cast<int>(s.d)))
+    return Support::no(fmt::format("the flash kernel is built for head_dim 64 and 128, not {}", s.d));
   const std::size_t need = flash_shared_bytes(static_cast<int>(s.d));
   if (static_cast<std::size_t>(p.prop.sharedMemPerBlockOptin) < need)
     return Support::no(fmt::format("the flash kernel needs {} bytes of shared memory per block; {} allows {}", need,

@@ -20,7 +20,10 @@ namespace opmeter::transformer {
 // The flash kernel's needs of this device for the block's head_dim and head count.
 inline Support flash_block_support(const Shape& s, const cuda::DeviceProps& p) {
   const int d = static_cast<int>(s.head_dim());
-  if (!attention::flash_head_dim_built(d)) return Support::no(fmt::format("no flash kernel for head_dim {}", d));
+  // The host rule's words (transformer_block_cuda_impls.cpp): this check runs first where a GPU is.
+  if (!attention::flash_head_dim_built(d))
+    return Support::no(
+        fmt::format("the flash-attention kernel is built for head_dim (hidden / heads) 64 and 128, not {}", d));
   const std::size_t need = attention::flash_shared_bytes(d);
   if (static_cast<std::size_t>(p.prop.sharedMemPerBlockOptin) < need)
     return Support::no(fmt::format("the flash kernel needs {} bytes of shared memory per block; {} allows {}", need,
