@@ -13,7 +13,9 @@
 #   fusion         linear epilogues, attention (cuda, cudnn, cuda_unfused, torch SDPA), cuDNN conv,
 #                  transformer_block
 #   models         pipelines beside PyTorch end to end
-#   quant-predict  quantized linears at M=1/16, the GPU GEMM sweep for the predictor
+#   quant-decode   Nsight Compute on the weight-only kernels at decode, then the quantized linears
+#                  at M=1/16 beside cuBLASLt bf16 and PyTorch's kernels
+#   predict        the GPU GEMM sweep for the predictor, and the models fitted to it
 #   train          float8 and bf16 training steps of linear beside PyTorch autograd; transformer_block's
 #                  training step (cuda_train) beside autograd
 #   quant-block    the quantized transformer_block (cuda_quant) beside the bf16 block
@@ -24,7 +26,7 @@
 # its call; after every step the raw results are packed into ONE file,
 # PACK (default: $OUT/gpu-check-<preset>.tar.gz where $OUT is set, else OUT_DIR.tar.gz).
 # STEPs (any of them, in any order, no budget): tests mltests mltests-sweeps quick peaks sweep sweep30 torch worker
-# copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict quant
+# copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict quant-ncu quant
 # fp8-train block-train quant-block check check-compile sanitize graph-cases collectives collectives-quick. Every step runs whatever the others
 # did; each one's command, exit code
 # and time go to OUT_DIR/commands.txt and OUT_DIR/steps.tsv, and the script exits 1 at the end if
@@ -69,7 +71,8 @@ declare -A presets=(
   [ops]="copy:100 ml-ops:250 worker:160"
   [fusion]="linear:150 attention:200 cudnn:160"
   [models]="pipeline-ops:100 pipelines:410"
-  [quant-predict]="quant:250 predict:260"
+  [quant-decode]="quant-ncu:90 quant:420"
+  [predict]="predict:500"
   [compile]="check-compile:500"
   [train]="fp8-train:260 block-train:250"
   [quant-block]="quant-block:500"
@@ -353,6 +356,23 @@ for entry in "${steps[@]}"; do
     predict)  # a GEMM sweep, then opmeter predict's models fitted to it with their held-out error
       step predict-sweep "$out/predict-gemm.md" "$opm" run bench/predict/gemm-gpu.yaml --out "$out/predict-gemm"
       step predict-fit "$out/predict-fit.txt" "$opm" predict fit "$out/predict-gemm" -o "$out/predict-model.json" ;;
+    quant-ncu)  # Nsight Compute on the weight-only kernels at decode beside cuBLASLt's bf16 GEMM of the same shape
+      # (throughput, occupancy, warp stalls): what bounds them, in one call.
+      if command -v ncu >/dev/null; then
+        n=0
+        for kase in 'linear/cuda_quant/bf16/batch=1,seq=1,hidden=8192,out=1280,act=none,quant=int4wo-64/device=cuda:0' \
+                    'linear/cuda_quant/bf16/batch=1,seq=1,hidden=8192,out=1280,act=none,quant=int8wo/device=cuda:0' \
+                    'linear/cublaslt/bf16/batch=1,seq=1,hidden=8192,out=1280,act=none/device=cuda:0' \
+                    'linear/cuda_quant/bf16/batch=1,seq=1,hidden=1024,out=8192,act=none,quant=int4wo-64/device=cuda:0' \
+                    'linear/cuda_quant/bf16/batch=1,seq=16,hidden=4096,out=4096,act=none,quant=int4wo-64/device=cuda:0'; do
+          n=$((n + 1))
+          step "quant-ncu-$n" "$out/quant-ncu-$n.txt" ncu --profile-from-start off --section SpeedOfLight \
+            --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats \
+            --section SchedulerStats "$opm" run --profile --no-report --case "$kase" --out "$out/quant-ncu-$n"
+        done
+      else
+        echo "gpu-check: [quant-ncu] skipped: no ncu on this machine" | tee -a "$out/commands.txt"
+      fi ;;
     quant)  # quantization recipes (cuda_quant) beside the bf16 cuBLASLt GEMM at M=1 and 16, and their tests
       gtest_step quant-tests "$out/gpu-quant-tests.txt" 'QuantGpuPack.*:QuantLinearCuda.*'
       step quant "$out/quant.md" "$opm" run bench/quant/gpu-llama.yaml --out "$out/quant" ;;

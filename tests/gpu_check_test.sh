@@ -95,5 +95,14 @@ expect '[ -f "$c/check-previous/refuse" ] && [ ! -f "$c/check/refuse" ]'
 bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/e" check-compile >> "$tmp/log3" 2>&1
 expect 'grep -qF "check --device cuda:0 --filter ^[^/]+/torch_compile -o $tmp/res/e/check-compile" "$tmp/res/e/commands.txt"'
 expect '[ -f "$tmp/res/e/check-compile/check.json" ] && [ ! -d "$tmp/res/e/check" ]'
+# quant-ncu profiles each decode case under Nsight Compute, one step a case, through opmeter --profile.
+cat > "$tmp/bin/ncu" <<'SH'
+#!/bin/bash
+echo "ncu $*"
+SH
+chmod +x "$tmp/bin/ncu"
+bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/n" quant-ncu >> "$tmp/log3" 2>&1
+expect '[ "$(grep -cP "^quant-ncu-[0-9]\t0\t" "$tmp/res/n/steps.tsv")" -eq 5 ]'
+expect 'grep -q "profile-from-start off.* run --profile --no-report --case linear/cuda_quant/" "$tmp/res/n/quant-ncu-1.txt"'
 [ "$fail" -eq 0 ] || { echo "--- triage log"; cat "$tmp/log"; echo "--- steps log"; cat "$tmp/log2"; echo "--- check log"; cat "$tmp/log3"; }
 exit $fail
