@@ -6,7 +6,7 @@
 // one does instead:
 // - x was staged for all 16 rows of the mma tile (15/16 zeros at M = 1) behind barriers, and the
 //   codes were loaded only after them: each chunk began with nothing in flight. Here only rows < M
-//   are staged (the A fragments of other rows are zero registers), and the codes stream through a
+//   are staged (rows M..15 stay zero, see below), and the codes stream through a
 //   ring of kRing 16-byte units per lane: loaded kRing units ahead of use, across the chunks'
 //   barriers, the first ones before x is staged. 8 warps x 4 x 512 B = 16 KB a block; 3 blocks
 //   an SM (80 registers, no spills: kSpan bounds what the compiler hoists) = 48 KB in flight.
@@ -18,6 +18,12 @@
 // - Split K wrote fp32 partials that a second kernel summed: a launch and a dependency more, at
 //   shapes that take a few microseconds. Here the last block of each tile to finish sums them.
 // - ksplit asked for ~4 blocks an SM whatever the waves; decode_ksplit now balances the SMs.
+// - The H200 then measured int4 slower than int8 on fewer bytes (16.1 vs 13.6 us at 8192 x 1280,
+//   M = 1): int4 issues twice the instructions a byte, so per step they count. Every step loaded
+//   the A fragments of rows g and g + 8 under per-lane conditions (rows < M). Now rows M..15 of xs
+//   are zeroed once, so rows g load unconditionally, and at M <= 8 (kUpper false) rows g + 8 are
+//   zero registers, not loads. (int4's group as a template constant made the compiler spill at
+//   80 registers; it stays a parameter.)
 // Index arithmetic (xsum slots, parameter copies, split ranges, ksplit) is ops/linear/
 // quant_gpu_decode.hpp's, tested on the CPU; the decoding and mma step are quant_weight_only.cuh's,
 // shared with the 64-row kernel.
@@ -63,7 +69,8 @@ __device__ inline float sum_shared(const T* p, int n) {
   return s;
 }
 
-template <class T, Codes C>
+// kUpper: rows 8..15 of the tile may hold x (M > 8).
+template <class T, Codes C, bool kUpper>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnlyArgs a, int chunks_per_split) {
   constexpr bool kInt4 = C == Codes::int4;
   constexpr int kChunk = gd::kChunkK;
@@ -99,6 +106,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
   const gd::XsumPlan xp = gd::xsum_plan(group);
 
   float acc[4] = {0.f, 0.f, 0.f, 0.f}, gacc[4] = {0.f, 0.f, 0.f, 0.f};
+
+  // Rows M..15 of xs (8..15 are never read where !kUpper) are zero for the whole kernel: staging
+  // writes only rows < M, and the A fragments read every row without a per-lane test.
+  constexpr int kTileRows = kUpper ? gd::kRows : gd::kRows / 2;
+  for (int i = rows * kStride + static_cast<int>(threadIdx.x); i < kTileRows * kStride; i += kThreads)
+    (&xs[0][0])[i] = narrow<T>(0.f);
 
   // The ring of kRing units in flight, slot 0 the next to use; the first kRing are loaded now,
   // before x is staged, so the block's bytes are in flight from the start. Unit indices count
@@ -177,8 +190,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
           decode<T, C>(w, st, b0, b1);
           const T* r0 = &xs[g][kk + 2 * t];
           const T* r1 = &xs[g + 8][kk + 2 * t];
-          const std::uint32_t af[4] = {lo ? ld32(r0) : 0u, hi ? ld32(r1) : 0u, lo ? ld32(r0 + 8) : 0u,
-                                       hi ? ld32(r1 + 8) : 0u};
+          const std::uint32_t af[4] = {ld32(r0), kUpper ? ld32(r1) : 0u, ld32(r0 + 8), kUpper ? ld32(r1 + 8) : 0u};
           if constexpr (kInt4)
             mma<T>(gacc, af, b0, b1);
           else
@@ -189,7 +201,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
             const uint2 p = *reinterpret_cast<const uint2*>(&params[gd::param_smem(warp, q, 2 * t)]);
             const float s0 = half_bits_to_float<T>(p.x), z0 = half_bits_to_float<T>(p.x >> 16);
             const float s1 = half_bits_to_float<T>(p.y), z1 = half_bits_to_float<T>(p.y >> 16);
-            const float xa = lo ? xsum[g][q] : 0.f, xb = hi ? xsum[g + 8][q] : 0.f;
+            const float xa = lo ? xsum[g][q] : 0.f, xb = kUpper && hi ? xsum[g + 8][q] : 0.f;
             acc[0] += s0 * (gacc[0] - z0 * xa);
             acc[1] += s1 * (gacc[1] - z1 * xa);
             acc[2] += s0 * (gacc[2] - z0 * xb);
@@ -249,7 +261,10 @@ void launch_typed(const WeightOnlyArgs& a, cudaStream_t s) {
   const std::int64_t per_split = (n_chunks + a.ksplit - 1) / a.ksplit;
   const dim3 grid(static_cast<unsigned>((a.n_tiles + kWarps - 1) / kWarps), static_cast<unsigned>(a.ksplit),
                   static_cast<unsigned>((a.M + gd::kRows - 1) / gd::kRows));
-  decode_kernel<T, C><<<grid, kThreads, 0, s>>>(a, static_cast<int>(per_split));
+  if (a.M <= gd::kRows / 2)
+    decode_kernel<T, C, false><<<grid, kThreads, 0, s>>>(a, static_cast<int>(per_split));
+  else
+    decode_kernel<T, C, true><<<grid, kThreads, 0, s>>>(a, static_cast<int>(per_split));
 }
 
 template <class T>
