@@ -19,11 +19,14 @@
 //   shapes that take a few microseconds. Here the last block of each tile to finish sums them.
 // - ksplit asked for ~4 blocks an SM whatever the waves; decode_ksplit now balances the SMs.
 // - The H200 then measured int4 slower than int8 on fewer bytes (16.1 vs 13.6 us at 8192 x 1280,
-//   M = 1): int4 issues twice the instructions a byte, so per step they count. Every step loaded
-//   the A fragments of rows g and g + 8 under per-lane conditions (rows < M). Now rows M..15 of xs
-//   are zeroed once, so rows g load unconditionally, and at M <= 8 (kUpper false) rows g + 8 are
-//   zero registers, not loads. (int4's group as a template constant made the compiler spill at
-//   80 registers; it stays a parameter.)
+//   M = 1): int4 issues twice the instructions a byte (at M = 1 about what the SM can issue while
+//   streaming at full bandwidth), so per step they count:
+//   - every step loaded the A fragments of rows g and g + 8 under per-lane conditions (rows < M).
+//     Now rows M..15 of xs are zeroed once, so rows g load unconditionally, and at M <= 8 (kUpper
+//     false) rows g + 8 are zero registers, not loads;
+//   - bf16 int4 codes are decoded as 128 + code, one LOP3 a fragment (decode_int4_offset).
+//   Kept: each step's test whether it is past K, and int4's group as a parameter. Without them
+//   (steps past K on zeros; the group a template constant) the compiler spilled at 80 registers.
 // Index arithmetic (xsum slots, parameter copies, split ranges, ksplit) is ops/linear/
 // quant_gpu_decode.hpp's, tested on the CPU; the decoding and mma step are quant_weight_only.cuh's,
 // shared with the 64-row kernel.
@@ -56,6 +59,17 @@ __device__ inline uint4 load_unit(const uint4* p) {
   return v;
 }
 
+// Step s of a lane's int4 unit as bf16 128 + code (exact: bf16 spaces 128..255 by 1), one LOP3 a
+// fragment: without int4_pair's subtraction of 128, which the group's correction takes instead
+// (x (128 + q) summed, minus (zero + 128) x's sum). The products stay exact in fp32; the sums grow
+// 9-143x, which costs the fp32 accumulation a few of its 24 bits, far below bf16's 8.
+template <class T>
+__device__ inline void decode_int4_offset(const std::uint32_t (&w)[4], int s, std::uint32_t& b0, std::uint32_t& b1) {
+  const std::uint32_t v = w[s / 2] >> (8 * (s % 2));
+  b0 = (v & 0x000F000Fu) | 0x43004300u;
+  b1 = ((v >> 4) & 0x000F000Fu) | 0x43004300u;
+}
+
 // Sum of n 16-bit values of T from shared memory at p (16-byte aligned, n a multiple of 8).
 template <class T>
 __device__ inline float sum_shared(const T* p, int n) {
@@ -82,6 +96,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
   constexpr int kSpan = kInt4 ? 1 : 2;  // int4: 8 steps and their group ends are plenty
   static_assert(kRing % kSpan == 0 && kUnits % kSpan == 0, "whole passes");
   constexpr int kGroups = kInt4 ? gd::kMaxGroupsPerChunk : 1;
+  // bf16 int4: B holds 128 + code (see decode_int4_offset); the group's zero takes the 128.
+  constexpr bool kOffsetInt4 = kInt4 && std::is_same_v<T, __nv_bfloat16>;
+  constexpr float kCodeOffset = kOffsetInt4 ? 128.f : 0.f;
   __shared__ __align__(16) T xs[gd::kRows][kStride];
   __shared__ float xsum[kInt4 ? gd::kRows : 1][kGroups];
   __shared__ __align__(16) std::uint32_t params[kInt4 ? kWarps * kGroups * kTileN : 1];
@@ -185,9 +202,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
 #pragma unroll
         for (int st = 0; st < kSteps; ++st) {
           const int kk = (j0 + s) * kUnitK + st * 16;  // k of the step within the chunk
-          if (kk >= k_left) continue;                 // past K: zero x and codes (uniform)
+          if (kk >= k_left) continue;  // past K: zero x and codes (uniform)
           std::uint32_t b0, b1;
-          decode<T, C>(w, st, b0, b1);
+          if constexpr (kOffsetInt4)
+            decode_int4_offset<T>(w, st, b0, b1);
+          else
+            decode<T, C>(w, st, b0, b1);
           const T* r0 = &xs[g][kk + 2 * t];
           const T* r1 = &xs[g + 8][kk + 2 * t];
           const std::uint32_t af[4] = {ld32(r0), kUpper ? ld32(r1) : 0u, ld32(r0 + 8), kUpper ? ld32(r1 + 8) : 0u};
@@ -199,8 +219,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
             if (((kk + 16) & (group - 1)) != 0) continue;  // not the group's last step
             const int q = kk >> group_shift;
             const uint2 p = *reinterpret_cast<const uint2*>(&params[gd::param_smem(warp, q, 2 * t)]);
-            const float s0 = half_bits_to_float<T>(p.x), z0 = half_bits_to_float<T>(p.x >> 16);
-            const float s1 = half_bits_to_float<T>(p.y), z1 = half_bits_to_float<T>(p.y >> 16);
+            const float s0 = half_bits_to_float<T>(p.x), z0 = half_bits_to_float<T>(p.x >> 16) + kCodeOffset;
+            const float s1 = half_bits_to_float<T>(p.y), z1 = half_bits_to_float<T>(p.y >> 16) + kCodeOffset;
             const float xa = lo ? xsum[g][q] : 0.f, xb = kUpper && hi ? xsum[g + 8][q] : 0.f;
             acc[0] += s0 * (gacc[0] - z0 * xa);
             acc[1] += s1 * (gacc[1] - z1 * xa);
