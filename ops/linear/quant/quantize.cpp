@@ -91,13 +91,17 @@ namespace {
 ScaleZero hqq_zero(const float* w, std::size_t n, ScaleZero sz) {
   constexpr double kP = 0.7, kKappa = 1.01;
   double beta = 10;
+  // The threshold's power in float (powf): a heuristic's step, several times cheaper than pow, and
+  // each candidate zero is judged afterwards by its exact squared error.
+  constexpr float kPower = static_cast<float>(kP - 1);
   for (int it = 0; it < 20; ++it) {
+    const double inv_beta = 1 / beta;
     double zsum = 0;
     for (std::size_t k = 0; k < n; ++k) {
       const int q = int4_code(w[k], sz.scale, sz.zero);
-      const double e = w[k] / sz.scale - (q - sz.zero), a = std::fabs(e);
-      const double we = a > 0 ? std::copysign(std::max(0.0, a - std::pow(a, kP - 1) / beta), e) : 0;
-      zsum += q - (w[k] / sz.scale - we);
+      const double u = w[k] / sz.scale, e = u - (q - sz.zero), a = std::fabs(e);
+      const double we = a > 0 ? std::copysign(std::max(0.0, a - std::pow(static_cast<float>(a), kPower) * inv_beta), e) : 0;
+      zsum += q - (u - we);
     }
     sz.zero = static_cast<float>(zsum / double(n));
     beta *= kKappa;
@@ -107,21 +111,38 @@ ScaleZero hqq_zero(const float* w, std::size_t n, ScaleZero sz) {
 
 // Least-squares refinement: with the codes fixed, scale and zero are a line through (code,
 // weight); re-round and repeat while the squared error falls (Lloyd's iteration on a uniform grid).
+// One pass a candidate gives its squared error (as group_error counts it) and the sums the next fit
+// needs: the line's covariance and variance come from sum q, sum q^2 and sum q w, w's mean once.
 ScaleZero refine(const float* w, std::size_t n, ScaleZero sz, double& error) {
-  error = group_error(w, n, sz);
-  std::vector<int> q(n);
+  struct Pass {
+    double error = 0, q = 0, qq = 0, qw = 0;
+  };
+  auto pass = [&](ScaleZero c) {
+    double e[4] = {0, 0, 0, 0};  // partial sums: one chain of dependent adds was most of the time
+    Pass p;
+    for (std::size_t k = 0; k < n; ++k) {
+      const int q = int4_code(w[k], c.scale, c.zero);
+      const double r = (q - double(c.zero)) * c.scale;
+      e[k % 4] += (w[k] - r) * (w[k] - r);
+      p.q += q, p.qq += q * q, p.qw += q * double(w[k]);
+    }
+    p.error = (e[0] + e[1]) + (e[2] + e[3]);
+    return p;
+  };
+  double mw = 0;
+  for (std::size_t k = 0; k < n; ++k) mw += w[k];
+  mw /= double(n);
+  Pass p = pass(sz);
+  error = p.error;
   for (int it = 0; it < 20; ++it) {
-    double mq = 0, mw = 0;
-    for (std::size_t k = 0; k < n; ++k) q[k] = int4_code(w[k], sz.scale, sz.zero), mq += q[k], mw += w[k];
-    mq /= double(n), mw /= double(n);
-    double cov = 0, var = 0;
-    for (std::size_t k = 0; k < n; ++k) cov += (q[k] - mq) * (w[k] - mw), var += (q[k] - mq) * (q[k] - mq);
+    const double mq = p.q / double(n);
+    const double cov = p.qw - double(n) * mq * mw, var = p.qq - double(n) * mq * mq;
     if (!(var > 0 && cov > 0)) break;
     const double scale = cov / var;
     const ScaleZero next{static_cast<float>(scale), static_cast<float>(mq - mw / scale)};
-    const double e = group_error(w, n, next);
-    if (!(e < error)) break;
-    error = e, sz = next;
+    const Pass np = pass(next);
+    if (!(np.error < error)) break;
+    error = np.error, sz = next, p = np;
   }
   return sz;
 }
