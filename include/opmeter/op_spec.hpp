@@ -84,6 +84,11 @@ class OpSpec {
   // `out` was computed from `in`; `seed` picks the sampled elements.
   virtual Check check(const HostTensors& in, const HostTensor& out, std::uint64_t seed) const = 0;
 
+  // Whether input k holds the same values in every input set of a case (a quantized layer's
+  // weights: preparing them, as a deployment would once, costs more than the case's checks; the
+  // checks still vary everything else). Such an input is drawn from its own fixed stream.
+  virtual bool same_in_every_set(std::size_t /*input*/) const { return false; }
+
   // The inputs for `seed`: input k from its own stream, so adding an input changes no other.
   HostTensors make_inputs(std::uint64_t seed) const;
   void fill_inputs(HostTensors& in, std::uint64_t seed) const;

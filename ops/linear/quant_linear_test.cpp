@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include <fmt/format.h>
@@ -197,4 +198,24 @@ TEST(QuantLinearCli, BadRecipesExitTwoNamingTheKey) {
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].status, Status::skipped);
   EXPECT_NE(results[0].reason.find("opmeter_quant"), std::string::npos) << results[0].reason;
+}
+
+// W is the same in every input set of a quantized case (quantized once, as a deployment would),
+// while x and the bias differ; an unquantized linear draws W afresh for each set.
+TEST(QuantLinear, WeightsAreTheSameInEveryInputSetAndTheActivationsAreNot) {
+  auto same = [](const HostTensor& a, const HostTensor& b) {
+    return a.bytes() == b.bytes() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
+  };
+  constexpr std::size_t kX = 0, kW = 1, kBias = 2;  // LinearOp's inputs
+  Bound q(case_string("linear", "bf16", 3, 128, 33, "int4wo-64"));
+  const HostTensors other = q.op.make_inputs(8);
+  EXPECT_TRUE(same(q.in[kW], other[kW]));
+  EXPECT_FALSE(same(q.in[kX], other[kX]));
+  EXPECT_FALSE(same(q.in[kBias], other[kBias]));
+  // One quantization serves both sets: the same object comes back.
+  EXPECT_EQ(&q.op.quantized_weights(q.in), &q.op.quantized_weights(other));
+
+  linear::LinearOp plain;
+  plain.bind(parse_case("linear/onednn/bf16/batch=1,seq=3,hidden=128,out=33,act=gelu/threads=2"));
+  EXPECT_FALSE(same(plain.make_inputs(7)[kW], plain.make_inputs(8)[kW]));
 }

@@ -30,6 +30,10 @@ double quantized_weight_bytes(const Case& c);
 class QuantTransformerBlockOp : public TransformerBlockOp {
  public:
   std::vector<TensorDesc> inputs() const override;
+  // The four weight matrices: quantized once per case, not once per input set.
+  bool same_in_every_set(std::size_t input) const override {
+    return input == kWqkv || input == kWo || input == kW1 || input == kW2;
+  }
   Check check(const HostTensors& in, const HostTensor& out, std::uint64_t seed) const override;
   // Weight matrix `which` (kWqkv, kWo, kW1, kW2) quantized by the recipe, per distinct content.
   const quant::QuantizedWeights& quantized_weights(const HostTensors& in, std::size_t which) const;

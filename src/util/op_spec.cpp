@@ -143,7 +143,8 @@ HostTensors OpSpec::make_inputs(std::uint64_t seed) const {
 }
 
 void OpSpec::fill_inputs(HostTensors& in, std::uint64_t seed) const {
-  for (std::size_t k = 0; k < in.size(); ++k) fill_random(in[k].desc(), in[k].data(), stream_seed(seed, 1000 + k));
+  for (std::size_t k = 0; k < in.size(); ++k)
+    fill_random(in[k].desc(), in[k].data(), same_in_every_set(k) ? stream_seed(0, 2000 + k) : stream_seed(seed, 1000 + k));
 }
 
 std::vector<HostSet> make_host_sets(const OpSpec& spec, std::size_t copies, std::uint64_t seed) {
