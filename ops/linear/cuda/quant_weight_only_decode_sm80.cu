@@ -25,6 +25,7 @@
 //     Now rows M..15 of xs are zeroed once, so rows g load unconditionally, and at M <= 8 (kUpper
 //     false) rows g + 8 are zero registers, not loads;
 //   - bf16 int4 codes are decoded as 128 + code, one LOP3 a fragment (decode_int4_offset).
+//   - the last block of a tile summed the splits' partials with four L2 loads in flight; now 16.
 //   Kept: each step's test whether it is past K, and int4's group as a parameter. Without them
 //   (steps past K on zeros; the group a template constant) the compiler spilled at 80 registers.
 // Index arithmetic (xsum slots, parameter copies, split ranges, ksplit) is ops/linear/
@@ -269,8 +270,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
   for (int i = static_cast<int>(threadIdx.x); i < rows * kCols; i += kThreads) {
     const std::int64_t m = m0 + i / kCols, c = nt0 * kTileN + i % kCols;
     if (c >= a.N) continue;
+    // kBatch partials in flight at once (these are L2 round trips, one after another when the
+    // compiler unrolled by 4), summed in split order as before.
+    constexpr int kBatch = 16;
+    const float* p = a.partial + m * a.N + c;
+    const std::int64_t split_stride = a.M * a.N;
     float v = 0.f;
-    for (int s = 0; s < a.ksplit; ++s) v += __ldcg(a.partial + (static_cast<std::int64_t>(s) * a.M + m) * a.N + c);
+    for (int s0 = 0; s0 < a.ksplit; s0 += kBatch) {
+      float part[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) part[u] = s0 + u < a.ksplit ? __ldcg(p + (s0 + u) * split_stride) : 0.f;
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) v += part[u];
+    }
     y[m * a.N + c] = narrow<T>(apply_act(a.act, v + a.bias[c]));
   }
 }
