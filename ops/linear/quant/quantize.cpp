@@ -151,7 +151,8 @@ ScaleZero refine(const float* w, std::size_t n, ScaleZero sz, double& error) {
 // HQQ's lp zero alone barely moves the squared error on Gaussian weights (its aim is outliers),
 // so the group's scale and zero are the best, in squared error, of: round-to-nearest, HQQ's zero
 // from it, and least-squares refinements started from ranges with each end pulled in toward the
-// mean by 0, 10, 20 or 30% (a Gaussian's extremes stretch min-max).
+// mean by 0, 10 or 20% (a Gaussian's extremes stretch min-max; 30% as well added 0.003 dB on
+// Gaussian groups of 64 for 16 starts instead of 9).
 ScaleZero hqq_int4(const float* w, std::size_t n) {
   const ScaleZero rtn = rtn_int4(w, n);
   ScaleZero best = rtn;
@@ -165,7 +166,7 @@ ScaleZero hqq_int4(const float* w, std::size_t n) {
   double mean = 0;
   for (std::size_t k = 0; k < n; ++k) mean += w[k];
   mean /= double(n);
-  constexpr float kPull[] = {0.f, 0.1f, 0.2f, 0.3f};
+  constexpr float kPull[] = {0.f, 0.1f, 0.2f};
   for (float pl : kPull)
     for (float ph : kPull) {
       const double a = lo + (mean - lo) * pl, b = hi - (hi - mean) * ph;
