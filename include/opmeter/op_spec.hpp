@@ -8,7 +8,9 @@
 // The work model (flops, bytes) is the OpDef's `work` (registry.hpp), also one per op.
 //
 // Inputs are random, deterministic from a seed and the same on every device: make_inputs(seed)
-// draws them on the host. A CPU impl (HostImpl below) computes on host inputs in place; a device
+// draws them on the host (but an input same_in_every_set() names, such as a quantized layer's
+// weights, from a fixed stream: the same for every seed, so a check cannot catch stale copies of
+// it, only wrong use). A CPU impl (HostImpl below) computes on host inputs in place; a device
 // impl uploads the same host inputs, runs, and brings its output back for the same check
 // (verify_on_device below). Outputs are poisoned before a check so unwritten elements show.
 #include <cstddef>

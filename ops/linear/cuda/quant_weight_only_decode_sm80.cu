@@ -125,12 +125,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
 
   float acc[4] = {0.f, 0.f, 0.f, 0.f}, gacc[4] = {0.f, 0.f, 0.f, 0.f};
 
-  // Rows M..15 of xs (8..15 are never read where !kUpper) are zero for the whole kernel: staging
-  // writes only rows < M, and the A fragments read every row without a per-lane test.
-  constexpr int kTileRows = kUpper ? gd::kRows : gd::kRows / 2;
-  for (int i = rows * kStride + static_cast<int>(threadIdx.x); i < kTileRows * kStride; i += kThreads)
-    (&xs[0][0])[i] = narrow<T>(0.f);
-
   // The ring of kRing units in flight, slot 0 the next to use; the first kRing are loaded now,
   // before x is staged, so the block's bytes are in flight from the start. Unit indices count
   // from the block's first unit (units.begin = c_begin * kUnits).
@@ -139,6 +133,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
   uint4 ring[kRing];
 #pragma unroll
   for (int b = 0; b < kRing; ++b) ring[b] = active && b < n_units ? load_unit(wp + b * 32) : make_uint4(0, 0, 0, 0);
+
+  // Rows M..15 of xs (8..15 are never read where !kUpper) are zero for the whole kernel, written
+  // with the codes in flight: staging writes only rows < M, and the A fragments read every row
+  // without a per-lane test. 16-byte stores (a row is 65 of them).
+  constexpr int kTileRows = kUpper ? gd::kRows : gd::kRows / 2;
+  constexpr int kRowVecs = kStride * static_cast<int>(sizeof(T)) / 16;
+  static_assert(kRowVecs * 16 == kStride * static_cast<int>(sizeof(T)), "rows of whole 16-byte units");
+  for (int i = rows * kRowVecs + static_cast<int>(threadIdx.x); i < kTileRows * kRowVecs; i += kThreads)
+    reinterpret_cast<uint4*>(&xs[0][0])[i] = make_uint4(0, 0, 0, 0);
 
   const int my_chunks = static_cast<int>(c_end - c_begin);
 #pragma unroll 1
