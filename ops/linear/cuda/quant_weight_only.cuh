@@ -40,17 +40,22 @@ __device__ inline void mma(float (&c)[4], const std::uint32_t (&a)[4], std::uint
   }
 }
 
-// Nibbles 0 and 4 of v (unsigned 0..15) as two T's: the exponent of 128 (bf16) or 1024 (fp16)
-// with the nibble as low mantissa bits, minus that power of two (exact).
+// Nibbles 0 and 4 of v (unsigned 0..15) as two T's plus kInt4Offset<T>: that power of two's
+// exponent, 128 (bf16) or 1024 (fp16), with the nibble as low mantissa bits (exact).
+template <class T>
+constexpr float kInt4Offset = std::is_same_v<T, __nv_bfloat16> ? 128.f : 1024.f;
+template <class T>
+__device__ inline std::uint32_t int4_pair_offset(std::uint32_t v) {
+  return (v & 0x000F000Fu) | (std::is_same_v<T, __nv_bfloat16> ? 0x43004300u : 0x64006400u);
+}
+
+// The same nibbles as two T's 0..15: the offset subtracted (exact).
 template <class T>
 __device__ inline std::uint32_t int4_pair(std::uint32_t v) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    const std::uint32_t r = (v & 0x000F000Fu) | 0x43004300u;
-    return bits(__hsub2(as_bf162(r), __float2bfloat162_rn(128.f)));
-  } else {
-    const std::uint32_t r = (v & 0x000F000Fu) | 0x64006400u;
-    return bits(__hsub2(as_half2(r), __float2half2_rn(1024.f)));
-  }
+  if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return bits(__hsub2(as_bf162(int4_pair_offset<T>(v)), __float2bfloat162_rn(kInt4Offset<T>)));
+  else
+    return bits(__hsub2(as_half2(int4_pair_offset<T>(v)), __float2half2_rn(kInt4Offset<T>)));
 }
 
 // Bytes i, i + 1 of w (int8 codes + 128) as two T's holding the codes.

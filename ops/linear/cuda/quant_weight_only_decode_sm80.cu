@@ -60,15 +60,15 @@ __device__ inline uint4 load_unit(const uint4* p) {
   return v;
 }
 
-// Step s of a lane's int4 unit as bf16 128 + code (exact: bf16 spaces 128..255 by 1), one LOP3 a
-// fragment: without int4_pair's subtraction of 128, which the group's correction takes instead
-// (x (128 + q) summed, minus (zero + 128) x's sum). The products stay exact in fp32; the sums grow
-// 9-143x, which costs the fp32 accumulation a few of its 24 bits, far below bf16's 8.
+// Step s of a lane's int4 unit as bf16 128 + code (int4_pair_offset: one LOP3 a fragment), without
+// int4_pair's subtraction of 128, which the group's correction takes instead (x (128 + q) summed,
+// minus (zero + 128) x's sum). The products stay exact in fp32; the sums grow 9-143x, which costs
+// the fp32 accumulation a few of its 24 bits, far below bf16's 8.
 template <class T>
 __device__ inline void decode_int4_offset(const std::uint32_t (&w)[4], int s, std::uint32_t& b0, std::uint32_t& b1) {
   const std::uint32_t v = w[s / 2] >> (8 * (s % 2));
-  b0 = (v & 0x000F000Fu) | 0x43004300u;
-  b1 = ((v >> 4) & 0x000F000Fu) | 0x43004300u;
+  b0 = int4_pair_offset<T>(v);
+  b1 = int4_pair_offset<T>(v >> 4);
 }
 
 // Sum of n 16-bit values of T from shared memory at p (16-byte aligned, n a multiple of 8).
@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
   constexpr int kGroups = kInt4 ? gd::kMaxGroupsPerChunk : 1;
   // bf16 int4: B holds 128 + code (see decode_int4_offset); the group's zero takes the 128.
   constexpr bool kOffsetInt4 = kInt4 && std::is_same_v<T, __nv_bfloat16>;
-  constexpr float kCodeOffset = kOffsetInt4 ? 128.f : 0.f;
+  constexpr float kCodeOffset = kOffsetInt4 ? kInt4Offset<T> : 0.f;
   __shared__ __align__(16) T xs[gd::kRows][kStride];
   __shared__ float xsum[kInt4 ? gd::kRows : 1][kGroups];
   __shared__ __align__(16) std::uint32_t params[kInt4 ? kWarps * kGroups * kTileN : 1];

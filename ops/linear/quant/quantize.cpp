@@ -112,8 +112,8 @@ ScaleZero hqq_zero(const float* w, std::size_t n, ScaleZero sz) {
 // Least-squares refinement: with the codes fixed, scale and zero are a line through (code,
 // weight); re-round and repeat while the squared error falls (Lloyd's iteration on a uniform grid).
 // One pass a candidate gives its squared error (as group_error counts it) and the sums the next fit
-// needs: the line's covariance and variance come from sum q, sum q^2 and sum q w, w's mean once.
-ScaleZero refine(const float* w, std::size_t n, ScaleZero sz, double& error) {
+// needs: the line's covariance and variance come from sum q, sum q^2 and sum q w, and w's mean mw.
+ScaleZero refine(const float* w, std::size_t n, double mw, ScaleZero sz, double& error) {
   struct Pass {
     double error = 0, q = 0, qq = 0, qw = 0;
   };
@@ -129,9 +129,6 @@ ScaleZero refine(const float* w, std::size_t n, ScaleZero sz, double& error) {
     p.error = (e[0] + e[1]) + (e[2] + e[3]);
     return p;
   };
-  double mw = 0;
-  for (std::size_t k = 0; k < n; ++k) mw += w[k];
-  mw /= double(n);
   Pass p = pass(sz);
   error = p.error;
   for (int it = 0; it < 20; ++it) {
@@ -173,7 +170,7 @@ ScaleZero hqq_int4(const float* w, std::size_t n) {
       if (!(b > a)) continue;
       const ScaleZero start{static_cast<float>((b - a) / 15), static_cast<float>(-a * 15 / (b - a))};
       double e = 0;
-      const ScaleZero sz = refine(w, n, start, e);
+      const ScaleZero sz = refine(w, n, mean, start, e);
       consider(sz, e);
     }
   return best;
