@@ -2,7 +2,8 @@
 // Paths only the build knows: the source tree, the test CLI, the test plugins and libraries.
 // They are defined in one source that CMake generates (tests/CMakeLists.txt), not passed as -D
 // flags: a path on the compile line of every test file would make a clean clone at another path
-// miss the compiler cache for all of them. Named as the -D macros they replaced.
+// miss the compiler cache for all of them. The source tree and the test CLI are looked up at run
+// time (tests/test_paths.cpp) from the paths the build knows; the rest keep the -D macros' names.
 
 extern const char kBuiltSourceDir[];  // where the build found the sources
 extern const char kBuiltTestbin[];    // where the build put the test CLI
