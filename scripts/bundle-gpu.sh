@@ -23,7 +23,7 @@ cp "$build/opmeter" "$build/libopmeter_cuda.so" "$stage/opmeter/bin/"
 for t in opmeter_tests opmeter_testbin; do
   [ -f "$build/tests/$t" ] && cp "$build/tests/$t" "$stage/opmeter/bin/"
 done
-for b in cuda_copy_variants worker_round_trip; do
+for b in cuda_copy_variants cuda_cold_timing worker_round_trip; do
   [ -f "$build/bench/$b" ] && cp "$build/bench/$b" "$stage/opmeter/bin/"
 done
 # Shared libraries outside glibc and CUDA.

@@ -13,8 +13,9 @@
 #   fusion         linear epilogues, attention (cuda, cudnn, cuda_unfused, torch SDPA), cuDNN conv,
 #                  transformer_block
 #   models         pipelines beside PyTorch end to end
-#   quant-decode   Nsight Compute on the weight-only kernels at decode, then the quantized linears
-#                  at M=1/16 beside cuBLASLt bf16 and PyTorch's kernels
+#   quant-decode   what each cold-sample convention adds at M=1 (bench/cuda_cold_timing), Nsight Compute
+#                  on the weight-only kernels at decode, then the quantized linears at M=1/16 beside
+#                  cuBLASLt bf16 and PyTorch's kernels
 #   predict        the GPU GEMM sweep for the predictor, and the models fitted to it
 #   train          float8 and bf16 training steps of linear beside PyTorch autograd; transformer_block's
 #                  training step (cuda_train) beside autograd
@@ -26,7 +27,7 @@
 # its call; after every step the raw results are packed into ONE file,
 # PACK (default: $OUT/gpu-check-<preset>.tar.gz where $OUT is set, else OUT_DIR.tar.gz).
 # STEPs (any of them, in any order, no budget): tests mltests mltests-sweeps quick peaks sweep sweep30 torch worker
-# copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict quant-ncu quant
+# copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict cold-timing quant-ncu quant
 # fp8-train block-train quant-block check check-compile sanitize graph-cases collectives collectives-quick. Every step runs whatever the others
 # did; each one's command, exit code
 # and time go to OUT_DIR/commands.txt and OUT_DIR/steps.tsv, and the script exits 1 at the end if
@@ -71,7 +72,7 @@ declare -A presets=(
   [ops]="copy:100 ml-ops:250 worker:160"
   [fusion]="linear:150 attention:200 cudnn:160"
   [models]="pipeline-ops:100 pipelines:410"
-  [quant-decode]="quant-ncu:90 quant:420"
+  [quant-decode]="cold-timing:30 quant-ncu:90 quant:390"
   [predict]="predict:500"
   [compile]="check-compile:500"
   [train]="fp8-train:260 block-train:250"
@@ -113,6 +114,12 @@ mkdir -p "$out"
 printf 'step\texit\tseconds\n' > "$out/steps.tsv"
 nvidia-smi -q > "$out/nvidia-smi.txt" 2>&1
 opm="$bin/opmeter"
+# A bench program's path: beside opmeter in a bundle, under bench/ in a build folder.
+bench_program() {
+  local d
+  for d in "$bin" "$bin/bench"; do [ -x "$d/$1" ] && { echo "$d/$1"; return 0; }; done
+  return 1
+}
 failed=0
 
 # Packs OUT_DIR into the one file that comes back from a device call (rewritten after each step,
@@ -316,7 +323,7 @@ for entry in "${steps[@]}"; do
       step worker-ops "$out/worker-ops.md" "$opm" run "$out/worker-ops.yaml" --out "$out/worker-ops"
       step worker-gemm "$out/worker-gemm.md" "$opm" run "$out/worker-gemm.yaml" --out "$out/worker-gemm" ;;
     copy)
-      [ -x "$bin/cuda_copy_variants" ] && step copy-variants "$out/copy-variants.txt" "$bin/cuda_copy_variants" 1024
+      variants=$(bench_program cuda_copy_variants) && step copy-variants "$out/copy-variants.txt" "$variants" 1024
       step copy "$out/copy.md" "$opm" run "$out/copy.yaml" --out "$out/copy" ;;
     graph)
       # CUDA-graph per-launch time of a tiny kernel, and Nsight Compute's duration of the same kernel.
@@ -356,6 +363,12 @@ for entry in "${steps[@]}"; do
     predict)  # a GEMM sweep, then opmeter predict's models fitted to it with their held-out error
       step predict-sweep "$out/predict-gemm.md" "$opm" run bench/predict/gemm-gpu.yaml --out "$out/predict-gemm"
       step predict-fit "$out/predict-fit.txt" "$opm" predict fit "$out/predict-gemm" -o "$out/predict-model.json" ;;
+    cold-timing)  # cuBLASLt's M=1 product after a write flush, a read flush, back to back over weight copies, hot
+      if cold=$(bench_program cuda_cold_timing); then
+        step cold-timing "$out/cold-timing.txt" "$cold" 200
+      else
+        echo "gpu-check: [cold-timing] skipped: no cuda_cold_timing in $bin or $bin/bench (built with CUDA)" | tee -a "$out/commands.txt"
+      fi ;;
     quant-ncu)  # Nsight Compute on the weight-only kernels at decode beside cuBLASLt's bf16 GEMM of the same shape
       # (throughput, occupancy, warp stalls): what bounds them, in one call.
       if command -v ncu >/dev/null; then

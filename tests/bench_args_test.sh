@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The bench programs refuse bad arguments with a message naming them and exit code 2.
-#   bench_args_test.sh BINARY   (bench/quant_int4_gemv, bench/amx_gemm or bench/attention_blocked_cpu_time)
+#   bench_args_test.sh BINARY   (bench/quant_int4_gemv, bench/amx_gemm, bench/attention_blocked_cpu_time or
+#                                bench/cuda_cold_timing)
 set -u
 bin=$1
 name=$(basename "$bin")
@@ -33,6 +34,11 @@ case "$name" in
     expect "reps must be a positive whole number, got '1x'" 64 128 64 1x
     expect "M, K and N must be multiples of 32 (M=48, K=64, N=64)" 48 64 64
     expect "usage: amx_gemm [M K N reps]" 32 32 32 1 9
+    ;;
+  cuda_cold_timing)
+    expect "samples must be a whole number from 1 to 100000, got 'abc'" abc
+    expect "samples must be a whole number from 1 to 100000, got '0'" 0
+    expect "usage: cuda_cold_timing [samples]" 1 2
     ;;
   attention_blocked_cpu_time)
     expect "seq, head_dim and heads must be positive" 0

@@ -391,6 +391,31 @@ TEST(CudaDevice, GraphModeAndEnergyOnARealGpu) {
   }
 }
 
+TEST(CudaDevice, ColdSamplesReadTheirInputsFromMemory) {
+  // A read of a quarter of L2, one call a sample either way (the same event and launch cost):
+  // hot, it comes from L2; cold, the flush before each sample (a read of twice L2) must have
+  // evicted it, so it comes from device memory, which is slower.
+  if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
+  const auto l2 = cuda::plugin()->device_context(0)["l2_bytes"].get<std::int64_t>();
+  if (l2 < (8 << 20)) GTEST_SKIP() << "L2 of " << l2 << " bytes: too small to tell L2 from memory at this size";
+  RunOptions o;
+  o.stopping = fixed(30);
+  o.stopping.fixed_batch = 1;
+  o.energy_window_s = 0;
+  o.cooldown_s = 0;
+  const std::string read = fmt::format("bandwidth/cuda/fp32/kernel=read,n={}/device=cuda:0", l2 / 16);
+  auto cold = run_case(parse_case(read), o);
+  auto hot = run_case(parse_case(read + ",hot"), o);
+  ASSERT_EQ(cold.status, Status::ok) << cold.reason;
+  ASSERT_EQ(hot.status, Status::ok) << hot.reason;
+  EXPECT_EQ(cold.cache, "cold");
+  EXPECT_NE(cold.details["timing"].find("flushed before each sample (by a read"), std::string::npos) << cold.details["timing"];
+  EXPECT_EQ(cold.details["l2_flush_bytes"], std::to_string(2 * l2));
+  EXPECT_EQ(cold.batch, 1u);
+  EXPECT_EQ(hot.batch, 1u);
+  EXPECT_GT(cold.summary.median, 1.2 * hot.summary.median) << "cold " << cold.summary.median << " s, hot " << hot.summary.median;
+}
+
 TEST(CudaDevice, TransfersAreOrderedWithTheImplsStream) {
   // Back-to-back checks of large outputs: a download racing the kernel shows as unwritten
   // (poisoned) elements. Repeat the same cases many times.

@@ -104,5 +104,13 @@ chmod +x "$tmp/bin/ncu"
 bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/n" quant-ncu >> "$tmp/log3" 2>&1
 expect '[ "$(grep -cP "^quant-ncu-[0-9]\t0\t" "$tmp/res/n/steps.tsv")" -eq 5 ]'
 expect 'grep -q "profile-from-start off.* run --profile --no-report --case linear/cuda_quant/" "$tmp/res/n/quant-ncu-1.txt"'
+# cold-timing runs the bench where the build has it, and says so where it has not.
+bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/ct0" cold-timing >> "$tmp/log3" 2>&1
+expect 'grep -q "cold-timing. skipped: no cuda_cold_timing" "$tmp/res/ct0/commands.txt"'
+mkdir -p "$tmp/build/bench"  # where a build folder has it
+printf '#!/bin/sh\necho "cold timing $*"\n' > "$tmp/build/bench/cuda_cold_timing"
+chmod +x "$tmp/build/bench/cuda_cold_timing"
+bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/ct" cold-timing >> "$tmp/log3" 2>&1
+expect 'grep -qP "^cold-timing\t0\t" "$tmp/res/ct/steps.tsv" && grep -q "cold timing 200" "$tmp/res/ct/cold-timing.txt"'
 [ "$fail" -eq 0 ] || { echo "--- triage log"; cat "$tmp/log"; echo "--- steps log"; cat "$tmp/log2"; echo "--- check log"; cat "$tmp/log3"; }
 exit $fail

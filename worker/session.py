@@ -35,7 +35,7 @@ class Session:
         self.next_copy = 0      # where the next sample's rotation over the copies starts
         self.graph = None       # the captured CUDA graph of case.graph calls
         self.graph_args = None  # the input sets the graph reads: alive as long as it is
-        self.flush = None       # a buffer twice the L2 size, written before cold GPU samples
+        self.flush = None       # a buffer twice the L2 size, read before cold GPU samples
         self.memory_base = 0    # CUDA bytes allocated when the case's count started
         self.issue_s_per_call = None  # host time to issue one call, from the last GPU sample
 
@@ -55,7 +55,7 @@ class Session:
             torch.cuda.set_device(case.device)
             # The flush buffer is the measurement's, not the case's: allocated before the peak
             # memory count starts.
-            self.flush = torch.empty(self._l2_bytes(case) * 2, dtype=torch.uint8, device=case.device)
+            self.flush = torch.zeros(self._l2_bytes(case) // 2, dtype=torch.int32, device=case.device)
             torch.cuda.reset_peak_memory_stats(case.device)
             self.memory_base = torch.cuda.memory_allocated(case.device)
         elif case.threads > 0:
@@ -211,7 +211,9 @@ class Session:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         self._sync()
         if cold:
-            self.flush.zero_()  # before the start event, on the same stream: outside the sample
+            # Read, not written: a write leaves L2 dirty and the sample would pay for its write-back
+            # (src/cuda/plugin/l2_flush.hpp). Before the start event, on the same stream.
+            self.flush.sum()
         launches = 1 if self.graph is not None else calls
         hold_s = gpu_timing.hold_seconds(launches, hasattr(torch.cuda, "_sleep"), self.issue_s_per_call)
         t0 = time.perf_counter()

@@ -8,9 +8,11 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <utility>
 
 #include "engine/graph_timing.hpp"
+#include "cuda/plugin/l2_flush.hpp"
 #include "cuda/plugin/launch_hold.hpp"
 #include "cuda/plugin/stream_cleanup.hpp"
 
@@ -95,10 +97,7 @@ class CudaTimer : public SampleTimer {
     // The plugin cleaned the stream at the start of the case (clean_stream_for_case); what it had
     // to clean is reported with the case. Within the case every capture closes itself (CaptureScope).
     cleanup_note_ = take_cleanup_note(device_);
-    if (cold_) {
-      // Writing an L2-sized buffer evicts the inputs of the previous sample (nvbench's way).
-      l2_ = DeviceBuffer(static_cast<std::size_t>(std::max(props(device_).prop.l2CacheSize, 1 << 20)), /*counted=*/false);
-    }
+    if (cold_) l2_.emplace(device_);
     void *host = nullptr, *device = nullptr;
     check(cudaHostAlloc(&host, 2 * sizeof(int), cudaHostAllocMapped), "cudaHostAlloc(mapped)");
     hold_ = static_cast<volatile int*>(host);
@@ -115,7 +114,7 @@ class CudaTimer : public SampleTimer {
   std::optional<double> time(std::size_t calls, const std::function<void()>& call) override {
     if (graph_launches_ > 0 && !exec_) capture(calls, call);
     if (cold_) {
-      check(cudaMemsetAsync(l2_.data(), ++flushes_ & 0xff, l2_.bytes(), stream_), "L2 flush");
+      l2_->enqueue(stream_);
       check(cudaCtxResetPersistingL2Cache(), "cudaCtxResetPersistingL2Cache");
     }
     bool held = exec_ || calls <= kMaxHeldCalls;
@@ -149,10 +148,10 @@ class CudaTimer : public SampleTimer {
 
   std::map<std::string, std::string> details() const override {
     std::map<std::string, std::string> d = {
-        {"timing", cold_ ? "cuda events, L2 flushed before each sample" : exec_ ? "cuda events around one CUDA graph"
+        {"timing", cold_ ? "cuda events, L2 flushed before each sample (by a read: no dirty lines)" : exec_ ? "cuda events around one CUDA graph"
                                                                                   : "cuda events, hot"},
         {"sm_clock_default_mhz", fmt::format("{:.0f}", default_mhz_)}};
-    if (cold_) d["l2_flush_bytes"] = std::to_string(l2_.bytes());
+    if (cold_) d["l2_flush_bytes"] = std::to_string(l2_->bytes());
     if (!cleanup_note_.empty()) d["stream_cleanup"] = cleanup_note_;
     d["launch_hold"] = hold_detail(hold_counts_);
     if (exec_) {
@@ -202,12 +201,11 @@ class CudaTimer : public SampleTimer {
   bool cold_;
   int graph_launches_;
   double default_mhz_;
-  DeviceBuffer l2_;
+  std::optional<L2Flush> l2_;  // cold samples only
   volatile int* hold_ = nullptr;          // [release, timed out], host-mapped
   const volatile int* hold_device_ = nullptr;
   HoldCounts hold_counts_;
   Event start_, stop_;
-  unsigned flushes_ = 0;
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t exec_ = nullptr;
   LaunchCosts launch_;
