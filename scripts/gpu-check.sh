@@ -14,8 +14,9 @@
 #                  transformer_block
 #   models         pipelines beside PyTorch end to end
 #   quant-decode   what each cold-sample convention adds at M=1 (bench/cuda_cold_timing), Nsight Compute
-#                  on the weight-only kernels at decode, then the quantized linears at M=1/16 beside
-#                  cuBLASLt bf16 and PyTorch's kernels
+#                  on the weight-only kernels at decode, the quantized linears at M=1 in graph mode
+#                  over rotating weight copies, then at M=1/16 one call a sample, beside cuBLASLt
+#                  bf16 and PyTorch's kernels
 #   predict        the GPU GEMM sweep for the predictor, and the models fitted to it
 #   train          float8 and bf16 training steps of linear beside PyTorch autograd; transformer_block's
 #                  training step (cuda_train) beside autograd
@@ -27,7 +28,7 @@
 # its call; after every step the raw results are packed into ONE file,
 # PACK (default: $OUT/gpu-check-<preset>.tar.gz where $OUT is set, else OUT_DIR.tar.gz).
 # STEPs (any of them, in any order, no budget): tests mltests mltests-sweeps quick peaks sweep sweep30 torch worker
-# copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict cold-timing quant-ncu quant
+# copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict cold-timing quant-ncu quant-graph quant
 # fp8-train block-train quant-block check check-compile sanitize graph-cases collectives collectives-quick. Every step runs whatever the others
 # did; each one's command, exit code
 # and time go to OUT_DIR/commands.txt and OUT_DIR/steps.tsv, and the script exits 1 at the end if
@@ -72,7 +73,7 @@ declare -A presets=(
   [ops]="copy:100 ml-ops:250 worker:160"
   [fusion]="linear:150 attention:200 cudnn:160"
   [models]="pipeline-ops:100 pipelines:410"
-  [quant-decode]="cold-timing:30 quant-ncu:90 quant:390"
+  [quant-decode]="cold-timing:30 quant-ncu:90 quant-graph:130 quant:260"
   [predict]="predict:500"
   [compile]="check-compile:500"
   [train]="fp8-train:260 block-train:250"
@@ -386,6 +387,8 @@ for entry in "${steps[@]}"; do
       else
         echo "gpu-check: [quant-ncu] skipped: no ncu on this machine" | tee -a "$out/commands.txt"
       fi ;;
+    quant-graph)  # M=1 in CUDA graphs of 20 launches over rotating weight copies (cold, no flush, no event pair each)
+      step quant-graph "$out/quant-graph.md" "$opm" run bench/quant/gpu-llama-graph.yaml --out "$out/quant-graph" ;;
     quant)  # quantization recipes (cuda_quant) beside the bf16 cuBLASLt GEMM at M=1 and 16, and their tests
       gtest_step quant-tests "$out/gpu-quant-tests.txt" 'QuantGpuPack.*:QuantLinearCuda.*'
       step quant "$out/quant.md" "$opm" run bench/quant/gpu-llama.yaml --out "$out/quant" ;;

@@ -115,6 +115,13 @@ TEST(ColdCopies, EnoughToExceedTwiceTheCacheWithinBudget) {
   EXPECT_EQ(cold_copies(1024, 1u << 30, 1e15), 256u);  // capped
 }
 
+TEST(ColdCopies, WithoutAFlushACaseIsColdOnlyWhereItsImplRotatesOrItsInputsOutsizeTheCache) {
+  EXPECT_EQ(cold_way(true, false, 8), ColdWay::timer);  // a GPU's flush: no copies needed
+  EXPECT_EQ(cold_way(false, true, 8), ColdWay::rotate);  // the host, or a rotating impl in graph mode
+  EXPECT_EQ(cold_way(false, false, 1), ColdWay::rotate);  // one set outsizes the cache: cold as it is
+  EXPECT_EQ(cold_way(false, false, 8), ColdWay::none);   // graph mode over the same inputs: hot
+}
+
 namespace {
 // Counts calls and which input set each used.
 class CountingImpl : public Impl {

@@ -82,6 +82,11 @@ class Impl {
   // A timer of its own, for an impl whose calls run elsewhere (a worker process times its
   // samples there, so the round trip stays out of them); null: its backend's timer.
   virtual std::unique_ptr<SampleTimer> own_timer(const Case& c);
+  // Whether run(copy) reads input set `copy` of the `copies` that setup allocated for case `c`.
+  // Asked only where a backend's timer could keep samples cold itself but does not (a CUDA case
+  // in graph mode, whose launches run back to back): an impl that says no is then timed over the
+  // same inputs, and its result says `hot`. On the host every impl rotates (the only way there).
+  virtual bool rotates_inputs(const Case&) const { return false; }
   // Whether the impl's memory is out of opmeter's sight (a worker process's, a C plugin's), so
   // its peak memory is what own_peak_memory says (empty: unknown) rather than the backend's
   // count of opmeter's allocations.

@@ -64,7 +64,12 @@ class CudaBackend final : public Backend {
 
   std::unique_ptr<Impl> make(const ImplDef& def, const Case& c) override { return def.make ? def.make() : plugin()->make(c); }
   std::unique_ptr<SampleTimer> timer(Impl&, const Case& c) override { return plugin()->timer(c); }
-  bool timer_makes_cold() const override { return true; }
+  // Graph mode's launches run back to back: cold there only by rotating input copies.
+  bool timer_makes_cold(const Case& c) const override { return c.setting_int("graph") == 0; }
+  bool rotates_inputs(const Impl& impl, const Case& c) const override { return impl.rotates_inputs(c); }
+  std::optional<std::size_t> cache_bytes(const Case& c) const override {
+    return plugin()->device_context(c.device_index()).value("l2_bytes", std::size_t{0});
+  }
   std::unique_ptr<Telemetry> telemetry(const Case& c, std::string& why) override {
     auto device = nvml_device(c.device_index(), why);
     return device ? std::make_unique<Telemetry>(Nvml::instance(), *device) : nullptr;

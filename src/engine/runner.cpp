@@ -37,6 +37,11 @@ constexpr double kMemoryHeadroom = 0.8;  // of available memory a case may take
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / double(1u << 30)); }
 }  // namespace
 
+ColdWay cold_way(bool timer_makes_cold, bool impl_rotates, std::size_t copies_needed) {
+  if (timer_makes_cold) return ColdWay::timer;
+  return impl_rotates || copies_needed <= 1 ? ColdWay::rotate : ColdWay::none;
+}
+
 std::size_t cold_copies(double footprint, std::size_t llc_bytes, double budget) {
   if (!(footprint > 0)) return 1;
   double want = std::ceil(2.0 * static_cast<double>(llc_bytes) / footprint);
@@ -299,20 +304,25 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     const double footprint = op.footprint(c), available = backend.free_memory(c);
     if (auto s = fits_in_memory(c, footprint, available); !s.ok) return finish(Status::skipped, s.reason);
     r.cache = !op.uses_memory ? "none" : c.hot ? "hot" : "cold";
-    // Cold samples: the backend's timer flushes caches before each (a GPU's L2), or the runner
-    // rotates input copies.
-    r.copies = r.cache == "cold" && !backend.timer_makes_cold()
-                   ? cold_copies(footprint, llc_bytes(), std::min(0.25 * available, 4.0 * (1u << 30)))
-                   : 1;
 
     if (auto no = gate.ready()) return finish(no->status, no->reason);
     ProfilerRange range(backend, r.case_string);
     omp_set_num_threads(c.threads);
     backend.mark_memory(c);
     auto impl = backend.make(impl_def, c);
+    // Cold samples: the backend's timer flushes caches before each (a GPU's L2), or the runner
+    // rotates input copies that together exceed the cache; an impl that cannot rotate is hot.
+    const std::size_t copies = cold_copies(footprint, backend.cache_bytes(c).value_or(llc_bytes()),
+                                           std::min(0.25 * available, 4.0 * (1u << 30)));
+    const ColdWay cold = r.cache != "cold" ? ColdWay::timer
+                                           : cold_way(backend.timer_makes_cold(c), backend.rotates_inputs(*impl, c), copies);
+    if (cold == ColdWay::none) r.cache = "hot";
+    r.copies = cold == ColdWay::rotate ? copies : 1;
     impl->setup(c, {r.copies, options.seed});
     if (auto no = gate.ready()) return finish(no->status, no->reason);
     r.details = impl->details();
+    if (cold == ColdWay::none)
+      r.details["cache"] = "hot: back-to-back launches over the same inputs (this impl does not rotate input copies)";
     if (auto types = element_types(c); !types.empty()) r.details["types"] = types;
 
     auto check = impl->verify(options.seed + 1);

@@ -33,8 +33,15 @@ struct RunOptions {
   double heat_max_s = 5.0;
 };
 
+// How a cold case's samples are made cold: by the backend's timer (a GPU's L2 flush), by
+// rotating `copies_needed` input copies (one: the inputs outsize the cache already), or not at
+// all (the timer does not flush, as in CUDA graph mode, and the impl cannot rotate the copies its
+// inputs need: the case is measured hot).
+enum class ColdWay { timer, rotate, none };
+ColdWay cold_way(bool timer_makes_cold, bool impl_rotates, std::size_t copies_needed);
+
 // Cold-cache copies for a case: enough input sets that rotating through them exceeds twice the
-// last-level cache, bounded by a memory budget. 1 when hot or when the op reads no memory.
+// last-level cache (a GPU's L2), bounded by a memory budget. 1 when the op reads no memory.
 std::size_t cold_copies(double footprint_bytes, std::size_t llc_bytes, double budget_bytes);
 
 // Runs one case in this process: support check, memory check, setup, correctness check,

@@ -7,6 +7,10 @@
 //   class CudaGelu : public cuda::DeviceImpl<activation::ActivationOp> {
 //     void launch() override { gelu<<<grid, block, 0, stream()>>>(in(0), out(), n); }
 //   };
+//
+// An impl that reads its inputs only through in() in launch() and prepare() may say so
+// (rotates_inputs): cold cases in graph mode then get copies of the inputs, and each call reads
+// the next (the output is shared: a cold sample is about what the op reads).
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -28,14 +32,25 @@ class DeviceImpl : public Impl, public Spec {
     for (const TensorDesc& t : this->inputs()) inputs_.emplace_back(t.bytes());
     output_ = DeviceBuffer(this->output().bytes());
     upload_inputs(*this, options.seed, io());
+    set_ = 0;
+    copies_.clear();
+    for (std::size_t k = 1; k < options.copies && this->rotates_inputs(c); ++k) {
+      auto& set = copies_.emplace_back();
+      for (const DeviceBuffer& b : inputs_) {
+        set.emplace_back(b.bytes());
+        check(cudaMemcpyAsync(set.back().data(), b.data(), b.bytes(), cudaMemcpyDeviceToDevice, stream_), "input copy");
+      }
+    }
     prepare();
   }
-  void run(std::size_t) override {
+  void run(std::size_t copy) override {
+    set_ = copy <= copies_.size() ? copy : 0;
     launch();
     check(cudaGetLastError(), "kernel launch");
   }
   void sync() override { check(cudaStreamSynchronize(stream_), "kernel"); }
   Check verify(std::uint64_t seed) override {
+    set_ = 0;  // the check's inputs go to set 0, and prepare() reads them there
     return verify_on_device(*this, seed, io(), [this] {
       prepare();  // impls that transform inputs once (folded or reordered weights) see the new ones
       run(0);
@@ -50,7 +65,8 @@ class DeviceImpl : public Impl, public Spec {
   // transformed weights).
   virtual void prepare() {}
 
-  void* in(std::size_t i) const { return inputs_.at(i).data(); }
+  // Input i of the set the current call reads (set 0 outside timing).
+  void* in(std::size_t i) const { return (set_ == 0 ? inputs_ : copies_[set_ - 1]).at(i).data(); }
   void* out() const { return output_.data(); }
   cudaStream_t stream() const { return stream_; }
   int device() const { return device_; }
@@ -64,7 +80,9 @@ class DeviceImpl : public Impl, public Spec {
 
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
-  std::vector<DeviceBuffer> inputs_;
+  std::vector<DeviceBuffer> inputs_;                // set 0: what the spec's inputs are uploaded to
+  std::vector<std::vector<DeviceBuffer>> copies_;   // sets 1.. of a rotating impl's cold case
+  std::size_t set_ = 0;
   DeviceBuffer output_;
 };
 

@@ -53,17 +53,35 @@ class CudaQuantLinear : public Impl, public QuantLinearOp {
     output_ = cuda::DeviceBuffer(output().bytes());
     for (const char* stage : {"layernorm", "quantize", "gemm", "epilogue"})
       names_[stage] = fmt::format("{}:{}", recipe_.name, stage);
-    load(make_inputs(options.seed));
+    const auto host = make_inputs(options.seed);
+    load(host);
     plan();
+    // A cold case in graph mode: more copies of the packed weight, the rest of the inputs shared.
+    weight_copies_.clear();
+    set_ = 0;
+    if (rotates_inputs(c))
+      for (std::size_t k = 1; k < options.copies; ++k) {
+        auto& w = weight_copies_.emplace_back();
+        w.load(recipe_, quantized_weights(host), scale_elem(), stream_);
+        w.plan(shape_.rows, cuda::props(device_).prop.multiProcessorCount);
+      }
   }
 
-  void run(std::size_t) override {
+  // Weight-only recipes read the weight through WeightOnlyLinear, one per copy.
+  bool rotates_inputs(const Case& c) const override {
+    const auto r = quant::parse_recipe(recipe_of(c));
+    return r && r->weight_only();
+  }
+
+  void run(std::size_t copy) override {
+    set_ = copy <= weight_copies_.size() ? copy : 0;
     launch();
     cuda::check(cudaGetLastError(), "kernel launch");
   }
   void sync() override { cuda::check(cudaStreamSynchronize(stream_), "kernel"); }
 
   Check verify(std::uint64_t seed) override {
+    set_ = 0;
     const auto in = make_inputs(seed);
     load(in);
     HostTensor out(output());
@@ -202,7 +220,7 @@ class CudaQuantLinear : public Impl, public QuantLinearOp {
       x = ln_.data();
     }
     Range r(names_["gemm"]);  // dequantization fused into the GEMM; a split-K reduce after it
-    weight_only_.launch(case_.dtype, x, bias, shape_.act, output_.data(), stream_);
+    (set_ == 0 ? weight_only_ : weight_copies_[set_ - 1]).launch(case_.dtype, x, bias, shape_.act, output_.data(), stream_);
   }
 
   int device_ = 0;
@@ -216,6 +234,8 @@ class CudaQuantLinear : public Impl, public QuantLinearOp {
   std::size_t weight_bytes_ = 0;
   // weight-only
   quant_cuda::WeightOnlyLinear weight_only_;
+  std::vector<quant_cuda::WeightOnlyLinear> weight_copies_;  // sets 1.. of a cold case in graph mode
+  std::size_t set_ = 0;                                       // the set the current call reads
   cuda::DeviceBuffer ln_;
   norm::RowPlan ln_plan_;
   // dynamic
