@@ -416,6 +416,29 @@ TEST(CudaDevice, ColdSamplesReadTheirInputsFromMemory) {
   EXPECT_GT(cold.summary.median, 1.2 * hot.summary.median) << "cold " << cold.summary.median << " s, hot " << hot.summary.median;
 }
 
+TEST(CudaDevice, ColdGraphCasesRotateCopiesOrSayTheyAreHot) {
+  // Graph mode does not flush: a cold case is cold there only over copies of its inputs.
+  if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
+  RunOptions o;
+  o.stopping = fixed(5);
+  o.energy_window_s = 0;
+  o.cooldown_s = 0;
+  for (const char* kase : {"linear/cublaslt/bf16/batch=1,seq=1,hidden=1024,out=1024,act=none/device=cuda:0,graph=10",
+                           "linear/cuda_quant/bf16/batch=1,seq=1,hidden=1024,out=1024,act=none,quant=int4wo-64/device=cuda:0,graph=10"}) {
+    auto r = run_case(parse_case(kase), o);
+    ASSERT_EQ(r.status, Status::ok) << kase << ": " << r.reason;  // the check after timing passed too
+    EXPECT_EQ(r.cache, "cold") << kase;
+    EXPECT_GT(r.copies, 2u) << kase;  // a 2 MB (or 0.5 MB) weight against an L2 of tens of MB
+    EXPECT_FALSE(r.details.count("cache")) << kase;
+  }
+  // bandwidth/cuda reads the same arrays every call: hot, and it says why.
+  auto same = run_case(parse_case("bandwidth/cuda/fp32/kernel=read,n=262144/device=cuda:0,graph=10"), o);
+  ASSERT_EQ(same.status, Status::ok) << same.reason;
+  EXPECT_EQ(same.cache, "hot");
+  EXPECT_EQ(same.copies, 1u);
+  EXPECT_NE(same.details["cache"].find("does not rotate input copies"), std::string::npos) << same.details["cache"];
+}
+
 TEST(CudaDevice, TransfersAreOrderedWithTheImplsStream) {
   // Back-to-back checks of large outputs: a download racing the kernel shows as unwritten
   // (poisoned) elements. Repeat the same cases many times.
