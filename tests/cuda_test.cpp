@@ -398,11 +398,8 @@ TEST(CudaDevice, ColdSamplesReadTheirInputsFromMemory) {
   if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
   const auto l2 = cuda::plugin()->device_context(0)["l2_bytes"].get<std::int64_t>();
   if (l2 < (8 << 20)) GTEST_SKIP() << "L2 of " << l2 << " bytes: too small to tell L2 from memory at this size";
-  RunOptions o;
-  o.stopping = fixed(30);
+  RunOptions o = check_only(30);
   o.stopping.fixed_batch = 1;
-  o.energy_window_s = 0;
-  o.cooldown_s = 0;
   const std::string read = fmt::format("bandwidth/cuda/fp32/kernel=read,n={}/device=cuda:0", l2 / 16);
   auto cold = run_case(parse_case(read), o);
   auto hot = run_case(parse_case(read + ",hot"), o);
@@ -419,10 +416,7 @@ TEST(CudaDevice, ColdSamplesReadTheirInputsFromMemory) {
 TEST(CudaDevice, ColdGraphCasesRotateCopiesOrSayTheyAreHot) {
   // Graph mode does not flush: a cold case is cold there only over copies of its inputs.
   if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
-  RunOptions o;
-  o.stopping = fixed(5);
-  o.energy_window_s = 0;
-  o.cooldown_s = 0;
+  RunOptions o = check_only(5);
   for (const char* kase : {"linear/cublaslt/bf16/batch=1,seq=1,hidden=1024,out=1024,act=none/device=cuda:0,graph=10",
                            "linear/cuda_quant/bf16/batch=1,seq=1,hidden=1024,out=1024,act=none,quant=int4wo-64/device=cuda:0,graph=10"}) {
     auto r = run_case(parse_case(kase), o);
