@@ -387,7 +387,7 @@ for entry in "${steps[@]}"; do
       else
         echo "gpu-check: [quant-ncu] skipped: no ncu on this machine" | tee -a "$out/commands.txt"
       fi ;;
-    quant-graph)  # M=1 in CUDA graphs of 20 launches over rotating weight copies (cold, no flush, no event pair each)
+    quant-graph)  # M=1 in CUDA graphs of 32 launches over rotating weight copies (cold, no flush, no event pair each)
       step quant-graph "$out/quant-graph.md" "$opm" run bench/quant/gpu-llama-graph.yaml --out "$out/quant-graph" ;;
     quant)  # quantization recipes (cuda_quant) beside the bf16 cuBLASLt GEMM at M=1 and 16, and their tests
       gtest_step quant-tests "$out/gpu-quant-tests.txt" 'QuantGpuPack.*:QuantLinearCuda.*'

@@ -122,6 +122,15 @@ TEST(ColdCopies, WithoutAFlushACaseIsColdOnlyWhereItsImplRotatesOrItsInputsOutsi
   EXPECT_EQ(cold_way(false, false, 8), ColdWay::none);   // graph mode over the same inputs: hot
 }
 
+TEST(ColdCopies, AReplayedGraphGetsADivisorOfItsLaunchesSoEveryCopyIsReadEvenly) {
+  EXPECT_EQ(replay_copies(5, 32, 1 << 20, 1e12), 8u);
+  EXPECT_EQ(replay_copies(14, 20, 1 << 20, 1e12), 20u);  // 14 would read copy 0 again 6 calls later
+  EXPECT_EQ(replay_copies(2, 20, 1 << 20, 1e12), 2u);
+  EXPECT_EQ(replay_copies(22, 20, 1 << 20, 1e12), 0u);   // more copies than launches: cannot be cold
+  EXPECT_EQ(replay_copies(5, 32, 1 << 20, 7 << 20), 0u);  // 8 copies over the budget
+  EXPECT_EQ(replay_copies(1, 7, 1 << 20, 1e12), 1u);
+}
+
 namespace {
 // Counts calls and which input set each used.
 class CountingImpl : public Impl {

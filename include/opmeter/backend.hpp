@@ -84,6 +84,9 @@ class Backend {
   virtual bool rotates_inputs(const Impl&, const Case&) const { return true; }
   // The cache that cold copies must together exceed (a GPU's L2); empty: the host's last level.
   virtual std::optional<std::size_t> cache_bytes(const Case&) const { return std::nullopt; }
+  // Where every sample replays the same captured calls (a CUDA graph of N launches): N, which
+  // bounds the input copies a sample can read. Empty: calls go on over the copies across samples.
+  virtual std::optional<std::size_t> calls_per_replay(const Case&) const { return std::nullopt; }
   // A poller of the device's clock, power and temperature through the case; null, with `why`,
   // when the device has none. A backend with telemetry gets the burst/sustained protocol:
   // cool-down, burst samples, heating, a sustained window with its energy.

@@ -68,7 +68,12 @@ class CudaBackend final : public Backend {
   bool timer_makes_cold(const Case& c) const override { return c.setting_int("graph") == 0; }
   bool rotates_inputs(const Impl& impl, const Case& c) const override { return impl.rotates_inputs(c); }
   std::optional<std::size_t> cache_bytes(const Case& c) const override {
-    return plugin()->device_context(c.device_index()).value("l2_bytes", std::size_t{0});
+    const auto l2 = plugin()->device_context(c.device_index()).value("l2_bytes", std::size_t{0});
+    return l2 > 0 ? std::optional(l2) : std::nullopt;
+  }
+  std::optional<std::size_t> calls_per_replay(const Case& c) const override {
+    const auto n = c.setting_int("graph");
+    return n > 0 ? std::optional(static_cast<std::size_t>(n)) : std::nullopt;
   }
   std::unique_ptr<Telemetry> telemetry(const Case& c, std::string& why) override {
     auto device = nvml_device(c.device_index(), why);

@@ -37,6 +37,12 @@ constexpr double kMemoryHeadroom = 0.8;  // of available memory a case may take
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / double(1u << 30)); }
 }  // namespace
 
+std::size_t replay_copies(std::size_t wanted, std::size_t calls_per_replay, double footprint, double budget) {
+  for (std::size_t d = std::max<std::size_t>(wanted, 1); d <= calls_per_replay; ++d)
+    if (calls_per_replay % d == 0) return static_cast<double>(d) * footprint <= budget ? d : 0;
+  return 0;
+}
+
 ColdWay cold_way(bool timer_makes_cold, bool impl_rotates, std::size_t copies_needed) {
   if (timer_makes_cold) return ColdWay::timer;
   return impl_rotates || copies_needed <= 1 ? ColdWay::rotate : ColdWay::none;
@@ -312,17 +318,28 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     auto impl = backend.make(impl_def, c);
     // Cold samples: the backend's timer flushes caches before each (a GPU's L2), or the runner
     // rotates input copies that together exceed the cache; an impl that cannot rotate is hot.
-    const std::size_t copies = cold_copies(footprint, backend.cache_bytes(c).value_or(llc_bytes()),
-                                           std::min(0.25 * available, 4.0 * (1u << 30)));
-    const ColdWay cold = r.cache != "cold" ? ColdWay::timer
-                                           : cold_way(backend.timer_makes_cold(c), backend.rotates_inputs(*impl, c), copies);
+    const double budget = std::min(0.25 * available, 4.0 * (1u << 30));
+    std::size_t copies = cold_copies(footprint, backend.cache_bytes(c).value_or(llc_bytes()), budget);
+    ColdWay cold = r.cache != "cold" ? ColdWay::timer
+                                     : cold_way(backend.timer_makes_cold(c), backend.rotates_inputs(*impl, c), copies);
+    std::string hot_because = "back-to-back launches over the same inputs (this impl does not rotate input copies)";
+    const auto replay = backend.calls_per_replay(c);
+    if (cold == ColdWay::rotate && replay && copies > 1) {
+      const std::size_t fit = replay_copies(copies, *replay, footprint, budget);
+      if (fit == 0) {
+        cold = ColdWay::none;
+        hot_because = fmt::format("its {} copies that would exceed twice the cache do not divide into the {} calls each "
+                                  "sample replays, within memory (a graph of a multiple of {} launches would)",
+                                  copies, *replay, copies);
+      }
+      copies = fit;
+    }
     if (cold == ColdWay::none) r.cache = "hot";
     r.copies = cold == ColdWay::rotate ? copies : 1;
     impl->setup(c, {r.copies, options.seed});
     if (auto no = gate.ready()) return finish(no->status, no->reason);
     r.details = impl->details();
-    if (cold == ColdWay::none)
-      r.details["cache"] = "hot: back-to-back launches over the same inputs (this impl does not rotate input copies)";
+    if (cold == ColdWay::none) r.details["cache"] = "hot: " + hot_because;
     if (auto types = element_types(c); !types.empty()) r.details["types"] = types;
 
     auto check = impl->verify(options.seed + 1);

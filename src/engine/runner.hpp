@@ -39,6 +39,11 @@ struct RunOptions {
 // inputs need: the case is measured hot).
 enum class ColdWay { timer, rotate, none };
 ColdWay cold_way(bool timer_makes_cold, bool impl_rotates, std::size_t copies_needed);
+// Copies for a case whose samples replay the same `calls_per_replay` calls (a CUDA graph): the
+// smallest divisor of it that is at least `wanted`, so that each replay reads every copy equally
+// often and none again sooner than a full round later (a replay's end meets the next's start);
+// 0 when none is, or when that many copies of `footprint` bytes exceed the budget.
+std::size_t replay_copies(std::size_t wanted, std::size_t calls_per_replay, double footprint, double budget);
 
 // Cold-cache copies for a case: enough input sets that rotating through them exceeds twice the
 // last-level cache (a GPU's L2), bounded by a memory budget. 1 when the op reads no memory.
