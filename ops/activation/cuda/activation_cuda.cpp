@@ -12,6 +12,7 @@ using tensor::Act;
 
 class CudaActivation : public cuda::DeviceImpl<ActivationOp> {
  public:
+  bool rotates_inputs(const Case&) const override { return true; }  // launch() reads them through in()
   using DeviceImpl::DeviceImpl;
   std::map<std::string, std::string> details() const override {
     return {{"kernel", "grid-stride loop, 4 x 16-byte loads in flight per thread, fp32 math, fast exp"}};

@@ -11,6 +11,7 @@ namespace {
 
 class CudaEmbedding : public cuda::DeviceImpl<EmbeddingOp> {
  public:
+  bool rotates_inputs(const Case&) const override { return true; }  // launch() reads them through in()
   std::map<std::string, std::string> details() const override {
     return {{"kernel", fmt::format("row gather, {}-byte copies", access_width())}};
   }

@@ -17,7 +17,8 @@ class CublasGemm : public GpuGemm {
     if (handle_) cublasDestroy(handle_);
   }
 
-  void run(std::size_t) override {
+  void run(std::size_t copy) override {
+    use(copy);
     const auto t = cuda_types(case_.dtype);
     const void* alpha = t.integer ? static_cast<const void*>(&alpha_i_) : &alpha_f_;
     const void* beta = t.integer ? static_cast<const void*>(&beta_i_) : &beta_f_;

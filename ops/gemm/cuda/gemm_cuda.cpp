@@ -10,7 +10,8 @@ constexpr double kMaxMacs = 1ull << 33;  // 2048^3: tens of ms per call on any s
 
 class ReferenceCudaGemm : public GpuGemm {
  public:
-  void run(std::size_t) override {
+  void run(std::size_t copy) override {
+    use(copy);
     launch_reference_gemm(case_.dtype, a(), b(), c(), d_.M, d_.N, d_.K, stream_);
     cuda::check(cudaGetLastError(), "reference GEMM launch");
   }

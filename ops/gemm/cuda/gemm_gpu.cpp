@@ -24,7 +24,14 @@ void GpuGemm::setup(const Case& c, const SetupOptions& options) {
   a_ = cuda::DeviceBuffer(in[kA].bytes());
   b_ = cuda::DeviceBuffer(in[kB].bytes());
   c_ = cuda::DeviceBuffer(output().bytes());
+  set_ = 0;
   upload_inputs(*this, options.seed, io());
+  copies_.clear();
+  for (std::size_t k = 1; k < options.copies; ++k) {
+    auto& [a, b] = copies_.emplace_back(cuda::DeviceBuffer(a_.bytes()), cuda::DeviceBuffer(b_.bytes()));
+    cuda::check(cudaMemcpyAsync(a.data(), a_.data(), a_.bytes(), cudaMemcpyDeviceToDevice, stream_), "A copy");
+    cuda::check(cudaMemcpyAsync(b.data(), b_.data(), b_.bytes(), cudaMemcpyDeviceToDevice, stream_), "B copy");
+  }
   prepare();
 }
 
@@ -37,6 +44,7 @@ DeviceIo GpuGemm::io() {
 void GpuGemm::sync() { cuda::check(cudaStreamSynchronize(stream_), "GEMM"); }
 
 Check GpuGemm::verify(std::uint64_t seed) {
+  set_ = 0;  // the check's inputs go to set 0
   return verify_on_device(*this, seed, io(), [this] {
     run(0);
     sync();

@@ -10,6 +10,7 @@ namespace {
 
 class CudaLoss : public cuda::DeviceImpl<LossOp> {
  public:
+  bool rotates_inputs(const Case&) const override { return true; }  // launch() reads them through in()
   using DeviceImpl::DeviceImpl;
   std::map<std::string, std::string> details() const override { return {{"kernel", plan_.shape}}; }
 

@@ -11,6 +11,7 @@ namespace {
 
 class CudaNorm : public cuda::DeviceImpl<NormOp> {
  public:
+  bool rotates_inputs(const Case&) const override { return true; }  // launch() reads them through in()
   using DeviceImpl::DeviceImpl;
   std::map<std::string, std::string> details() const override {
     if (kind_ == Kind::batchnorm) return {{"kernel", "per-channel scale and shift, then one pass with 16-byte accesses where rows allow"}};

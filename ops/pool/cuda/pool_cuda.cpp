@@ -9,6 +9,7 @@ namespace {
 
 class CudaPool : public cuda::DeviceImpl<PoolOp> {
  public:
+  bool rotates_inputs(const Case&) const override { return true; }  // launch() reads them through in()
   std::map<std::string, std::string> details() const override {
     return {{"kernel", shape_of(case_).global_avg() ? "global average: a warp per plane, shuffle reduction"
                                                     : "a thread per output, clipped window"}};
