@@ -8,11 +8,13 @@
 // and by events around back-to-back calls, per call:
 //   rotate    over copies of W that together exceed L2 three times, no flush (each call's W
 //             comes from memory, as each layer's weights do in a decode step),
+//   graph     the same rotation captured once in a CUDA graph, one replay a sample (what
+//             opmeter's cold graph-mode cases time),
 //   hot       the same W every call (in L2 where it fits).
 // Every timed stretch waits behind a hold kernel until the host has issued it all, so host launch
 // cost stays out. Each figure is the median of `samples` samples, in microseconds. The one-call
 // columns include the event pair's and the launch's cost, which the empty kernel's line shows;
-// rotate and hot share it among their calls (stream launches, not a graph).
+// rotate, graph and hot share it among their calls.
 // Usage: cuda_cold_timing [samples]   (default 200)
 #include <cublasLt.h>
 #include <cuda_bf16.h>
@@ -205,8 +207,8 @@ int main(int argc, char** argv) {
               1e6 * median_of(samples, [&] { return g.sample(none, 64, one_empty) / 64; }));
 
   const Layer layers[] = {{"attn.wqkv", 8192, 1280}, {"attn.wo", 1024, 8192}, {"ffn.w13", 8192, 7168}, {"ffn.w2", 3584, 8192}};
-  std::printf("\n%-10s %8s | %9s %9s %9s %9s %9s | TB/s of W at read-2x, rotate\n", "layer", "W MB", "write-1x", "write-2x",
-              "read-2x", "rotate", "hot");
+  std::printf("\n%-10s %8s | %9s %9s %9s %9s %9s %9s | TB/s of W at read-2x, graph\n", "layer", "W MB", "write-1x",
+              "write-2x", "read-2x", "rotate", "graph", "hot");
   for (const Layer& l : layers) {
     const std::size_t w_bytes = static_cast<std::size_t>(l.K) * l.N * sizeof(__nv_bfloat16);
     const int copies = static_cast<int>(std::max<std::size_t>(2, (3 * g.l2 + w_bytes - 1) / w_bytes + 1));
@@ -231,9 +233,22 @@ int main(int argc, char** argv) {
     const double t_w2 = median_of(samples, [&] { return g.sample(write2, 1, first); });
     const double t_r2 = median_of(samples, [&] { return g.sample(read2, 1, first); });
     const double t_rot = median_of(samples, [&] { return g.sample(none, batch, rotated) / batch; });
+    // The same batch as one CUDA graph (a multiple of the copies: every replay reads each alike).
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    check(cudaStreamBeginCapture(g.s, cudaStreamCaptureModeThreadLocal), "capture");
+    for (int i = 0; i < batch; ++i) rotated(i);
+    check(cudaStreamEndCapture(g.s, &graph), "capture");
+    check(cudaGraphInstantiate(&exec, graph, 0), "graph instantiate");
+    auto replay = [&](int) { check(cudaGraphLaunch(exec, g.s), "graph launch"); };
+    g.sample(none, 1, replay);  // uploads the graph
+    const double t_graph = median_of(samples, [&] { return g.sample(none, 1, replay) / batch; });
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
     const double t_hot = median_of(samples, [&] { return g.sample(none, 32, first) / 32; });
-    std::printf("%-10s %8.1f | %9.2f %9.2f %9.2f %9.2f %9.2f | %.2f, %.2f  (%d copies)\n", l.name, w_bytes / 1e6, 1e6 * t_w1,
-                1e6 * t_w2, 1e6 * t_r2, 1e6 * t_rot, 1e6 * t_hot, w_bytes / t_r2 / 1e12, w_bytes / t_rot / 1e12, copies);
+    std::printf("%-10s %8.1f | %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f | %.2f, %.2f  (%d copies, %d calls a sample)\n", l.name,
+                w_bytes / 1e6, 1e6 * t_w1, 1e6 * t_w2, 1e6 * t_r2, 1e6 * t_rot, 1e6 * t_graph, 1e6 * t_hot,
+                w_bytes / t_r2 / 1e12, w_bytes / t_graph / 1e12, copies, batch);
     for (auto p : w) cudaFree(p);
     cudaFree(x);
     cudaFree(y);
