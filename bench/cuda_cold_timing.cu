@@ -155,6 +155,16 @@ struct Gemv {
     }
     algo = found.algo;
   }
+  ~Gemv() {
+    cudaFree(workspace);
+    cublasLtMatrixLayoutDestroy(w_layout);
+    cublasLtMatrixLayoutDestroy(x_layout);
+    cublasLtMatrixLayoutDestroy(y_layout);
+    cublasLtMatmulDescDestroy(desc);
+    cublasLtDestroy(handle);
+  }
+  Gemv(const Gemv&) = delete;
+  Gemv& operator=(const Gemv&) = delete;
   void run(const void* w, const void* x, void* y, cudaStream_t s) {
     check(cublasLtMatmul(handle, desc, &alpha, w, w_layout, x, x_layout, &beta, y, y_layout, y, y_layout, &algo, workspace,
                          workspace_bytes, s),

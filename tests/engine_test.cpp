@@ -122,6 +122,13 @@ TEST(ColdCopies, WithoutAFlushACaseIsColdOnlyWhereItsImplRotatesOrItsInputsOutsi
   EXPECT_EQ(cold_way(false, false, 8), ColdWay::none);   // graph mode over the same inputs: hot
 }
 
+TEST(ColdCopies, EnoughToReadTwiceTheCacheUncapped) {
+  EXPECT_EQ(copies_to_exceed(1 << 20, 32 << 20), 64u);
+  EXPECT_EQ(copies_to_exceed(100 << 10, 50 << 20), 1024u);  // past cold_copies' cap of 256
+  EXPECT_EQ(copies_to_exceed(100 << 20, 32 << 20), 1u);
+  EXPECT_EQ(copies_to_exceed(0, 32 << 20), 1u);
+}
+
 TEST(ColdCopies, AReplayedGraphGetsADivisorOfItsLaunchesSoEveryCopyIsReadEvenly) {
   EXPECT_EQ(replay_copies(5, 32, 1 << 20, 1e12), 8u);
   EXPECT_EQ(replay_copies(14, 20, 1 << 20, 1e12), 20u);  // 14 would read copy 0 again 6 calls later

@@ -37,6 +37,11 @@ constexpr double kMemoryHeadroom = 0.8;  // of available memory a case may take
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / double(1u << 30)); }
 }  // namespace
 
+std::size_t copies_to_exceed(double bytes_per_copy, std::size_t cache_bytes) {
+  if (!(bytes_per_copy > 0)) return 1;
+  return static_cast<std::size_t>(std::max(1.0, std::ceil(2.0 * static_cast<double>(cache_bytes) / bytes_per_copy)));
+}
+
 std::size_t replay_copies(std::size_t wanted, std::size_t calls_per_replay, double footprint, double budget) {
   for (std::size_t d = std::max<std::size_t>(wanted, 1); d <= calls_per_replay; ++d)
     if (calls_per_replay % d == 0) return static_cast<double>(d) * footprint <= budget ? d : 0;
@@ -319,17 +324,20 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     // Cold samples: the backend's timer flushes caches before each (a GPU's L2), or the runner
     // rotates input copies that together exceed the cache; an impl that cannot rotate is hot.
     const double budget = std::min(0.25 * available, 4.0 * (1u << 30));
-    std::size_t copies = cold_copies(footprint, backend.cache_bytes(c).value_or(llc_bytes()), budget);
+    const std::size_t cache = backend.cache_bytes(c).value_or(llc_bytes());
+    const auto replay = backend.calls_per_replay(c);
+    // Samples that replay the same calls (a CUDA graph) read copies of the inputs and share the
+    // output: the copies must hold twice the cache in what a call reads, uncapped.
+    std::size_t copies = replay ? copies_to_exceed(r.work.bytes_read, cache) : cold_copies(footprint, cache, budget);
     ColdWay cold = r.cache != "cold" ? ColdWay::timer
                                      : cold_way(backend.timer_makes_cold(c), backend.rotates_inputs(*impl, c), copies);
     std::string hot_because = "back-to-back launches over the same inputs (this impl does not rotate input copies)";
-    const auto replay = backend.calls_per_replay(c);
     if (cold == ColdWay::rotate && replay && copies > 1) {
       const std::size_t fit = replay_copies(copies, *replay, footprint, budget);
       if (fit == 0) {
         cold = ColdWay::none;
-        hot_because = fmt::format("its {} copies that would exceed twice the cache do not divide into the {} calls each "
-                                  "sample replays, within memory (a graph of a multiple of {} launches would)",
+        hot_because = fmt::format("the {} copies whose reads would exceed twice the cache do not divide into the {} "
+                                  "calls each sample replays, within memory (a graph of a multiple of {} launches would)",
                                   copies, *replay, copies);
       }
       copies = fit;

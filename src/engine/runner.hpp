@@ -39,6 +39,9 @@ struct RunOptions {
 // inputs need: the case is measured hot).
 enum class ColdWay { timer, rotate, none };
 ColdWay cold_way(bool timer_makes_cold, bool impl_rotates, std::size_t copies_needed);
+// Copies of inputs that a call reads `bytes_per_copy` of, enough that together they read twice
+// `cache_bytes` (uncapped; 1 when the call reads nothing).
+std::size_t copies_to_exceed(double bytes_per_copy, std::size_t cache_bytes);
 // Copies for a case whose samples replay the same `calls_per_replay` calls (a CUDA graph): the
 // smallest divisor of it that is at least `wanted`, so that each replay reads every copy equally
 // often and none again sooner than a full round later (a replay's end meets the next's start);

@@ -36,8 +36,9 @@ class WorkerImpl final : public Impl, public ProfiledImpl {
   std::map<std::string, std::string> details() const override { return details_; }
   std::unique_ptr<SampleTimer> own_timer(const Case& c) override;
   // The worker draws `copies` input sets and its calls (and graphs) go over them in turn; a
-  // whole model's copies share its weights (worker/model_case.py): only x rotates there.
-  bool rotates_inputs(const Case& c) const override { return c.op != "model"; }
+  // whole model's copies share its weights (worker/model_case.py), and a user kernel's copies
+  // may share its state: there only x rotates.
+  bool rotates_inputs(const Case& c) const override { return c.op != "model" && !kernel_; }
   // The worker's framework counts its device allocations (CUDA); elsewhere: unknown.
   bool allocates_elsewhere() const override { return true; }
   std::optional<std::size_t> own_peak_memory() override { return peak_memory_; }
