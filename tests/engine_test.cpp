@@ -129,6 +129,30 @@ TEST(ColdCopies, EnoughToReadTwiceTheCacheUncapped) {
   EXPECT_EQ(copies_to_exceed(0, 32 << 20), 1u);
 }
 
+TEST(ColdCopies, PlanFlushesRotatesOrSaysWhyItIsHot) {
+  const ColdFacts gpu{.timer_makes_cold = true, .impl_rotates = true, .footprint = 16e6, .bytes_read = 8e6,
+                      .budget = 1e12, .cache_bytes = 50u << 20};
+  auto flushed = plan_cold(gpu);
+  EXPECT_EQ(flushed.way, ColdWay::timer);
+  EXPECT_EQ(flushed.copies, 1u);
+  auto graph = gpu;
+  graph.calls_per_replay = 20;  // needs ceil(2 x 52.4 MB / 8 MB) = 14 copies: 20 divide 20
+  auto rotated = plan_cold(graph);
+  EXPECT_EQ(rotated.way, ColdWay::rotate);
+  EXPECT_EQ(rotated.copies, 20u);
+  graph.calls_per_replay = 8;
+  auto few = plan_cold(graph);
+  EXPECT_EQ(few.way, ColdWay::none);
+  EXPECT_EQ(few.hot_because, "the 14 copies whose reads would exceed twice the cache do not divide into the 8 calls each "
+                             "sample replays, within memory (a graph of a multiple of 14 launches would)");
+  graph.impl_rotates = false;
+  EXPECT_EQ(plan_cold(graph).hot_because, "back-to-back launches over the same inputs (this impl does not rotate input copies)");
+  const ColdFacts host{.footprint = 1 << 20, .bytes_read = 1 << 20, .budget = 1e12, .cache_bytes = 32u << 20};
+  auto cpu = plan_cold(host);  // the host: copies of the footprint, capped as cold_copies caps them
+  EXPECT_EQ(cpu.way, ColdWay::rotate);
+  EXPECT_EQ(cpu.copies, 64u);
+}
+
 TEST(ColdCopies, AReplayedGraphGetsADivisorOfItsLaunchesSoEveryCopyIsReadEvenly) {
   EXPECT_EQ(replay_copies(5, 32, 1 << 20, 1e12), 8u);
   EXPECT_EQ(replay_copies(14, 20, 1 << 20, 1e12), 20u);  // 14 would read copy 0 again 6 calls later

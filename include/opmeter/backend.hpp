@@ -76,9 +76,9 @@ class Backend {
   virtual std::unique_ptr<Impl> make(const ImplDef& def, const Case& c);
   // How samples are timed: the host's clock by default; a device's events.
   virtual std::unique_ptr<SampleTimer> timer(Impl& impl, const Case& c);
-  // Whether the timer itself makes each sample of `c` cold (a GPU flushes its L2 before it), so
-  // the runner need not rotate input copies.
-  virtual bool timer_makes_cold(const Case&) const { return false; }
+  // Whether the timer itself makes each sample cold (a GPU flushes its L2 before it), so the
+  // runner need not rotate input copies; never where samples replay captured calls (below).
+  virtual bool timer_makes_cold() const { return false; }
   // Whether `impl` rotates its input copies when the runner asks it to (the host's impls all do;
   // a device's say for themselves: Impl::rotates_inputs).
   virtual bool rotates_inputs(const Impl&, const Case&) const { return true; }

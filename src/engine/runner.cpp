@@ -53,6 +53,26 @@ ColdWay cold_way(bool timer_makes_cold, bool impl_rotates, std::size_t copies_ne
   return impl_rotates || copies_needed <= 1 ? ColdWay::rotate : ColdWay::none;
 }
 
+ColdPlan plan_cold(const ColdFacts& f) {
+  // Samples that replay the same calls read copies of the inputs and share the output: the copies
+  // must hold twice the cache in what a call reads, uncapped.
+  const std::size_t needed = f.calls_per_replay ? copies_to_exceed(f.bytes_read, f.cache_bytes)
+                                                : cold_copies(f.footprint, f.cache_bytes, f.budget);
+  const bool timer_flushes = f.timer_makes_cold && !f.calls_per_replay;
+  switch (cold_way(timer_flushes, f.impl_rotates, needed)) {
+    case ColdWay::timer: return {ColdWay::timer, 1, ""};
+    case ColdWay::none:
+      return {ColdWay::none, 1, "back-to-back launches over the same inputs (this impl does not rotate input copies)"};
+    case ColdWay::rotate: break;
+  }
+  if (!f.calls_per_replay || needed <= 1) return {ColdWay::rotate, needed, ""};
+  if (const std::size_t fit = replay_copies(needed, *f.calls_per_replay, f.footprint, f.budget)) return {ColdWay::rotate, fit, ""};
+  return {ColdWay::none, 1,
+          fmt::format("the {} copies whose reads would exceed twice the cache do not divide into the {} calls each sample "
+                      "replays, within memory (a graph of a multiple of {} launches would)",
+                      needed, *f.calls_per_replay, needed)};
+}
+
 std::size_t cold_copies(double footprint, std::size_t llc_bytes, double budget) {
   if (!(footprint > 0)) return 1;
   double want = std::ceil(2.0 * static_cast<double>(llc_bytes) / footprint);
@@ -323,31 +343,21 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     auto impl = backend.make(impl_def, c);
     // Cold samples: the backend's timer flushes caches before each (a GPU's L2), or the runner
     // rotates input copies that together exceed the cache; an impl that cannot rotate is hot.
-    const double budget = std::min(0.25 * available, 4.0 * (1u << 30));
-    const std::size_t cache = backend.cache_bytes(c).value_or(llc_bytes());
-    const auto replay = backend.calls_per_replay(c);
-    // Samples that replay the same calls (a CUDA graph) read copies of the inputs and share the
-    // output: the copies must hold twice the cache in what a call reads, uncapped.
-    std::size_t copies = replay ? copies_to_exceed(r.work.bytes_read, cache) : cold_copies(footprint, cache, budget);
-    ColdWay cold = r.cache != "cold" ? ColdWay::timer
-                                     : cold_way(backend.timer_makes_cold(c), backend.rotates_inputs(*impl, c), copies);
-    std::string hot_because = "back-to-back launches over the same inputs (this impl does not rotate input copies)";
-    if (cold == ColdWay::rotate && replay && copies > 1) {
-      const std::size_t fit = replay_copies(copies, *replay, footprint, budget);
-      if (fit == 0) {
-        cold = ColdWay::none;
-        hot_because = fmt::format("the {} copies whose reads would exceed twice the cache do not divide into the {} "
-                                  "calls each sample replays, within memory (a graph of a multiple of {} launches would)",
-                                  copies, *replay, copies);
-      }
-      copies = fit;
-    }
-    if (cold == ColdWay::none) r.cache = "hot";
-    r.copies = cold == ColdWay::rotate ? copies : 1;
+    ColdPlan cold;
+    if (r.cache == "cold")
+      cold = plan_cold({.timer_makes_cold = backend.timer_makes_cold(),
+                        .impl_rotates = backend.rotates_inputs(*impl, c),
+                        .calls_per_replay = backend.calls_per_replay(c),
+                        .footprint = footprint,
+                        .bytes_read = r.work.bytes_read,
+                        .budget = std::min(0.25 * available, 4.0 * (1u << 30)),
+                        .cache_bytes = backend.cache_bytes(c).value_or(llc_bytes())});
+    if (cold.way == ColdWay::none) r.cache = "hot";
+    r.copies = cold.copies;
     impl->setup(c, {r.copies, options.seed});
     if (auto no = gate.ready()) return finish(no->status, no->reason);
     r.details = impl->details();
-    if (cold == ColdWay::none) r.details["cache"] = "hot: " + hot_because;
+    if (cold.way == ColdWay::none) r.details["cache"] = "hot: " + cold.hot_because;
     if (auto types = element_types(c); !types.empty()) r.details["types"] = types;
 
     auto check = impl->verify(options.seed + 1);

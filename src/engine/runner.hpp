@@ -48,6 +48,21 @@ std::size_t copies_to_exceed(double bytes_per_copy, std::size_t cache_bytes);
 // 0 when none is, or when that many copies of `footprint` bytes exceed the budget.
 std::size_t replay_copies(std::size_t wanted, std::size_t calls_per_replay, double footprint, double budget);
 
+// How a case's samples are made cold, from what its backend and impl say (plan_cold).
+struct ColdFacts {
+  bool timer_makes_cold = false;                 // the backend's timer flushes (Backend::timer_makes_cold)
+  bool impl_rotates = true;                      // the impl reads input set `copy` in run(copy)
+  std::optional<std::size_t> calls_per_replay;   // every sample replays these many calls (a CUDA graph)
+  double footprint = 0, bytes_read = 0, budget = 0;  // bytes of one input set, read by a call, allowed
+  std::size_t cache_bytes = 0;                   // the cache the copies must exceed
+};
+struct ColdPlan {
+  ColdWay way = ColdWay::timer;  // timer also for a hot case: one set, nothing to do
+  std::size_t copies = 1;
+  std::string hot_because;       // ColdWay::none: why the case is measured hot
+};
+ColdPlan plan_cold(const ColdFacts& f);
+
 // Cold-cache copies for a case: enough input sets that rotating through them exceeds twice the
 // last-level cache (a GPU's L2), bounded by a memory budget. 1 when the op reads no memory.
 std::size_t cold_copies(double footprint_bytes, std::size_t llc_bytes, double budget_bytes);
