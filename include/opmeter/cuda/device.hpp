@@ -59,6 +59,8 @@ class DeviceBuffer {
   int device_ = 0;
   bool counted_ = true;
 };
+// A new buffer holding `src`'s bytes, copied on `s` (ordered with the impl's work, not synchronized).
+DeviceBuffer copy_of(const DeviceBuffer& src, cudaStream_t s);
 // The most bytes DeviceBuffers held on `device` since mark_memory, above what they held then.
 void mark_memory(int device);
 std::size_t memory_peak(int device);

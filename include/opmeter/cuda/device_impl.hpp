@@ -36,10 +36,7 @@ class DeviceImpl : public Impl, public Spec {
     copies_.clear();
     for (std::size_t k = 1; k < options.copies && this->rotates_inputs(c); ++k) {
       auto& set = copies_.emplace_back();
-      for (const DeviceBuffer& b : inputs_) {
-        set.emplace_back(b.bytes());
-        check(cudaMemcpyAsync(set.back().data(), b.data(), b.bytes(), cudaMemcpyDeviceToDevice, stream_), "input copy");
-      }
+      for (const DeviceBuffer& b : inputs_) set.push_back(copy_of(b, stream_));
     }
     prepare();
   }

@@ -27,11 +27,7 @@ void GpuGemm::setup(const Case& c, const SetupOptions& options) {
   set_ = 0;
   upload_inputs(*this, options.seed, io());
   copies_.clear();
-  for (std::size_t k = 1; k < options.copies; ++k) {
-    auto& [a, b] = copies_.emplace_back(cuda::DeviceBuffer(a_.bytes()), cuda::DeviceBuffer(b_.bytes()));
-    cuda::check(cudaMemcpyAsync(a.data(), a_.data(), a_.bytes(), cudaMemcpyDeviceToDevice, stream_), "A copy");
-    cuda::check(cudaMemcpyAsync(b.data(), b_.data(), b_.bytes(), cudaMemcpyDeviceToDevice, stream_), "B copy");
-  }
+  for (std::size_t k = 1; k < options.copies; ++k) copies_.emplace_back(cuda::copy_of(a_, stream_), cuda::copy_of(b_, stream_));
   prepare();
 }
 

@@ -53,16 +53,14 @@ class CudaQuantLinear : public Impl, public QuantLinearOp {
     output_ = cuda::DeviceBuffer(output().bytes());
     for (const char* stage : {"layernorm", "quantize", "gemm", "epilogue"})
       names_[stage] = fmt::format("{}:{}", recipe_.name, stage);
-    const auto host = make_inputs(options.seed);
-    load(host);
+    load(make_inputs(options.seed));
     plan();
     // A cold case in graph mode: more copies of the packed weight, the rest of the inputs shared.
     weight_copies_.clear();
     set_ = 0;
     if (rotates_inputs(c))
       for (std::size_t k = 1; k < options.copies; ++k) {
-        auto& w = weight_copies_.emplace_back();
-        w.load(recipe_, quantized_weights(host), scale_elem(), stream_);
+        auto& w = weight_copies_.emplace_back(weight_only_.copy_weights(stream_));
         w.plan(shape_.rows, cuda::props(device_).prop.multiProcessorCount);
       }
   }

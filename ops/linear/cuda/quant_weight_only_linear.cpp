@@ -39,6 +39,16 @@ void WeightOnlyLinear::load(const quant::Recipe& r, const quant::QuantizedWeight
   }
 }
 
+WeightOnlyLinear WeightOnlyLinear::copy_weights(cudaStream_t s) const {
+  WeightOnlyLinear w;
+  w.recipe_ = recipe_;
+  w.layout_ = layout_;
+  w.weight_bytes_ = weight_bytes_;
+  w.codes_ = cuda::copy_of(codes_, s);
+  w.scales_ = cuda::copy_of(scales_, s);
+  return w;
+}
+
 void WeightOnlyLinear::plan(std::size_t rows, int sms) {
   rows_ = rows;
   const int group = static_cast<int>(recipe_.group);

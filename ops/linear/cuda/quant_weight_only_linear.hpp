@@ -20,6 +20,9 @@ class WeightOnlyLinear {
  public:
   // Packs and uploads q (scales of int4 groups in scale_elem, the activations' 16-bit type).
   void load(const quant::Recipe& r, const quant::QuantizedWeights& q, Elem scale_elem, cudaStream_t s);
+  // A layer holding the same packed weight, copied on the device on `s` (no packing again), to be
+  // planned: another input set of a cold case in graph mode.
+  WeightOnlyLinear copy_weights(cudaStream_t s) const;
   // Row tiles and split-K for `rows` rows of x on a GPU of `sms` multiprocessors (after load).
   void plan(std::size_t rows, int sms);
   // y = act(x W^T + bias) for the planned rows, x and y in d; bias fp32 (out floats).

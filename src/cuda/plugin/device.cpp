@@ -124,6 +124,12 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   return *this;
 }
 
+DeviceBuffer copy_of(const DeviceBuffer& src, cudaStream_t s) {
+  DeviceBuffer copy(src.bytes());
+  if (src.bytes() > 0) check(cudaMemcpyAsync(copy.data(), src.data(), src.bytes(), cudaMemcpyDeviceToDevice, s), "device copy");
+  return copy;
+}
+
 void upload(void* dst, const void* src, std::size_t bytes, cudaStream_t s) {
   check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s), "upload");
   check(cudaStreamSynchronize(s), "upload");
