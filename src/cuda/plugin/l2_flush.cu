@@ -19,9 +19,9 @@ __global__ void read_through_l2(const uint4* buffer, std::size_t n, unsigned* si
   }
   if (sum == kNever) sink[blockIdx.x] = sum;
 }
-}  // namespace
 
 std::size_t l2_flush_bytes(std::size_t l2_bytes) { return std::max<std::size_t>(2 * l2_bytes, std::size_t{2} << 20); }
+}  // namespace
 
 L2Flush::L2Flush(int device)
     : buffer_(l2_flush_bytes(static_cast<std::size_t>(std::max(props(device).prop.l2CacheSize, 0))), /*counted=*/false) {

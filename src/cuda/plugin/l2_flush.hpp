@@ -11,12 +11,9 @@
 
 namespace opmeter::cuda {
 
-// How many bytes the flush reads for an L2 of `l2_bytes`: twice it, at least 2 MiB.
-std::size_t l2_flush_bytes(std::size_t l2_bytes);
-
 class L2Flush {
  public:
-  explicit L2Flush(int device);
+  explicit L2Flush(int device);  // reads twice the device's L2, at least 2 MiB
   // Enqueues the read on `s`.
   void enqueue(cudaStream_t s);
   std::size_t bytes() const { return buffer_.bytes(); }

@@ -2,7 +2,8 @@
 // How the engine times a sample on a CUDA device: CUDA events around the calls; for cold
 // samples L2 is flushed (by a read, l2_flush.hpp) and persisting L2 lines reset first; in graph
 // mode the calls are one captured CUDA graph of back-to-back launches; a hold kernel keeps the
-// host's launch cost out of samples of few calls. Whether the GPU slowed down is NVML's to say (TelemetryTimer, runner).
+// host's launch cost out of samples of few calls. Whether the GPU slowed down is NVML's to say
+// (TelemetryTimer, runner).
 #include <memory>
 #include <string>
 
