@@ -69,6 +69,20 @@ TEST(Cli, CaseStringRerunsExactlyThatCase) {
   EXPECT_EQ(results[0].samples.size(), 3u);
 }
 
+// --profile measures as usual (torchao's enable_profiler keeps its repeats), then runs one more
+// untimed sample in the capture range, which the details say and the samples do not hold.
+TEST(Cli, ProfileKeepsTheMeasurementAndAddsOneUntimedSample) {
+  auto dir = temp_dir("cli_profile");
+  auto out = cli("run --case gemm/onednn/fp32/M=32,N=8,K=16/threads=1 --samples 7 --profile --no-report --out " +
+                 dir.string());
+  ASSERT_EQ(out.code, 0) << out.text;
+  auto results = opmeter::read_jsonl((dir / "results.jsonl").string());
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].samples.size(), 7u);
+  EXPECT_NE(results[0].details["profiled"].find("not in the results"), std::string::npos) << results[0].details["profiled"];
+  EXPECT_EQ(out.text.find("inf%"), std::string::npos) << out.text;
+}
+
 TEST(Cli, BadInputExitsTwoWithMessage) {
   auto dir = temp_dir("bad");
   auto cfg = write(dir, "bad.yaml", "ops: [gemm]\nthread: 2\nshapes: [{name: pow2}]\n");

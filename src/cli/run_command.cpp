@@ -376,8 +376,9 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   run->add_flag("--dry-run", a.dry_run, "print the cases the plan expands to and stop");
   run->add_option("--device", a.device, "where cases run: cpu (default) or cuda:N; picks that backend's impls");
   run->add_flag("--profile", a.profile,
-                "run each case once after warm-up, inside the profiler's capture range (nsys/ncu); the worker's impls "
-                "also write a PyTorch profiler trace per case into OUT/profiles, in an untimed pass");
+                "after each case's measurement, one more untimed sample of one call inside the profiler's capture "
+                "range (nsys/ncu --profile-from-start off); the worker's impls also write a PyTorch profiler trace per "
+                "case into OUT/profiles");
   run->add_flag("--memory-profile", a.memory_profile,
                 "an untimed pass per case after its measurement: its peak memory (the worker's impls: PyTorch's "
                 "count; on CUDA also a memory snapshot in OUT/profiles for PyTorch's memory visualizer)");

@@ -290,8 +290,9 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
   }
   if (entry["enable_profiler"] && r.boolean(entry["enable_profiler"], "enable_profiler")) {
     plan.profile = true;
-    notes.add("enable_profiler: runs as --profile: one call per case in the profiler's capture range (nsys, ncu), and "
-              "the worker's impls write a PyTorch profiler trace per case (OUT/profiles/CASE.trace.json, untimed)");
+    notes.add("enable_profiler: runs as --profile: each case is measured as usual, then one untimed call runs in the "
+              "profiler's capture range (nsys, ncu), and the worker's impls write a PyTorch profiler trace per case "
+              "(OUT/profiles/CASE.trace.json)");
   }
   if (entry["enable_memory_profiler"] && r.boolean(entry["enable_memory_profiler"], "enable_memory_profiler")) {
     plan.memory_profile = true;

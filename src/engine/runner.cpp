@@ -16,6 +16,7 @@
 #include "engine/element_types.hpp"
 #include "engine/op_figures.hpp"
 #include "engine/profile_pass.hpp"
+#include "engine/profiled_timer.hpp"
 #include "engine/rank_energy.hpp"
 #include "engine/rank_gate.hpp"
 #include "engine/run_together.hpp"
@@ -82,33 +83,23 @@ std::size_t cold_copies(double footprint, std::size_t llc_bytes, double budget) 
 
 namespace {
 
-// A sample timer that opens the profiler's capture range around the one profiled sample.
-class ProfiledTimer : public SampleTimer {
- public:
-  ProfiledTimer(SampleTimer& inner, Backend& backend) : inner_(inner), backend_(backend) {}
-  std::optional<double> time(std::size_t calls, const std::function<void()>& call) override {
-    backend_.profiler_start();
-    auto t = inner_.time(calls, call);
-    backend_.profiler_stop();
-    return t;
-  }
-  std::size_t fixed_batch() const override { return 1; }
-  std::optional<double> last_call_seconds() const override { return inner_.last_call_seconds(); }
-  std::map<std::string, std::string> details() const override { return inner_.details(); }
-  bool any(bool yes) override { return inner_.any(yes); }
-  double largest(double value) override { return inner_.largest(value); }
-
- private:
-  SampleTimer& inner_;
-  Backend& backend_;
-};
-
 // A profiler range named by the case string (NVTX on a GPU), so timelines show which case ran when.
 struct ProfilerRange {
   ProfilerRange(Backend& b, const std::string& name) : backend(b) { backend.range_push(name); }
   ~ProfilerRange() { backend.range_pop(); }
   Backend& backend;
 };
+
+// run --profile, after the measurement: one more sample of one call inside the profiler's capture
+// range (nsys, ncu --profile-from-start off), untimed. One that fails is a detail, never the status.
+void profiled_sample(Result& r, Impl& impl, SampleTimer& timer, Backend& backend) {
+  try {
+    ProfiledTimer(timer, backend).time(1, [&] { impl.run(0); });
+    r.details["profiled"] = "one more sample of one call after the measurement, in the profiler's capture range; not in the results";
+  } catch (const std::exception& e) {
+    r.details["profiled"] = fmt::format("not taken: {}", e.what());
+  }
+}
 
 // The impl's own timer (a worker's) or else its backend's.
 std::unique_ptr<SampleTimer> timer_for(Backend& backend, Impl& impl, const Case& c) {
@@ -376,22 +367,15 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     if (!telemetry && !why.empty()) r.details["telemetry"] = why;
     const double t0 = now_s();
     if (telemetry) telemetry->start();
-    if (burst && options.cooldown_s > 0 && !options.profile) cool_down(c.device, options.cooldown_s);
+    if (burst && options.cooldown_s > 0) cool_down(c.device, options.cooldown_s);
     const double burst_from = now_s();
 
     auto base_timer = timer_for(backend, *impl, c);
     SampleTimer* timer = base_timer.get();
     std::optional<TelemetryTimer> watched;
     if (telemetry) timer = &watched.emplace(*timer, *telemetry);
-    Stopping stopping = options.stopping;
-    std::optional<ProfiledTimer> profiled;
-    if (options.profile) {  // one sample of one call after warm-up, inside the capture range
-      profiled.emplace(*timer, backend);
-      timer = &*profiled;
-      stopping.fixed_samples = 1;
-    }
     const CpuSample cpu_before = read_cpu_sample();  // what others ran meanwhile: see contention.hpp
-    auto m = measure(*impl, r.copies, stopping, progress, cancel, timer);
+    auto m = measure(*impl, r.copies, options.stopping, progress, cancel, timer);
     const CpuSample cpu_after = read_cpu_sample();
     if (m.reason == StopReason::cancelled) return finish(Status::error, kInterruptedReason);
     for (auto& [k, v] : timer->details()) r.details[k] = v;
@@ -413,7 +397,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     if (m.reason == StopReason::plateau) r.add_flag("plateau");  // stopped short of the target: say so
     note_contention(r, contention(cpu_before, cpu_after, clock_ticks_per_s(), default_threads(), c.threads));
     const double burst_to = now_s();
-    if (!options.profile && options.energy_window_s > 0) {
+    if (options.energy_window_s > 0) {
       if (burst)
         measure_sustained(r, *impl, c, backend, telemetry.get(), options, cancel);
       else
@@ -426,6 +410,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     if (telemetry) record_telemetry(r, telemetry->stop(), t0, burst_from, burst_to, watched ? &*watched : nullptr);
     derive_op_figures(op, r);
     if (op.ceiling == CeilingKind::compute) backend.annotate_ceiling(r);
+    if (options.profile) profiled_sample(r, *impl, *base_timer, backend);
 
     auto after = impl->verify(options.seed + 2);
     r.max_error = std::max(check.max_error, after.max_error);

@@ -106,6 +106,7 @@ class TelemetryTimer : public SampleTimer {
   bool any(bool yes) override { return inner_.any(yes); }
   double largest(double value) override { return inner_.largest(value); }
   std::map<std::string, std::string> details() const override { return inner_.details(); }
+  void under_profiler() override { inner_.under_profiler(); }
 
   std::size_t slowed_samples() const { return slowed_; }         // discarded
   std::size_t power_capped_samples() const { return capped_; }   // kept

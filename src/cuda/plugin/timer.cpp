@@ -110,14 +110,15 @@ class CudaTimer : public SampleTimer {
   }
 
   std::size_t fixed_batch() const override { return graph_launches_ > 0 ? graph_launches_ : cold_ ? 1 : 0; }
+  void under_profiler() override { profiled_ = true; }
 
   std::optional<double> time(std::size_t calls, const std::function<void()>& call) override {
     if (graph_launches_ > 0 && !exec_) capture(calls, call);
-    if (cold_) {
+    if (cold_ && !profiled_) {
       l2_->enqueue(stream_);
       check(cudaCtxResetPersistingL2Cache(), "cudaCtxResetPersistingL2Cache");
     }
-    bool held = exec_ || calls <= kMaxHeldCalls;
+    bool held = !profiled_ && (exec_ || calls <= kMaxHeldCalls);
     if (held) {
       hold_[0] = 0;  // release flag
       hold_[1] = 0;  // timed out
@@ -201,6 +202,7 @@ class CudaTimer : public SampleTimer {
   int device_;
   cudaStream_t stream_;
   bool cold_;
+  bool profiled_ = false;  // under_profiler(): the profiler serializes launches and flushes caches itself
   int graph_launches_;
   double default_mhz_;
   std::optional<L2Flush> l2_;  // cold samples only
