@@ -69,6 +69,23 @@ TEST(Config, UnknownKeySuggestsNearest) {
   EXPECT_TRUE(has(e, "valid keys:")) << e;
 }
 
+// A key given twice is an error at its second place, in the config's top level, a nested mapping
+// or a mapping in a list (torchao's loader would take the last value, ours the first). Aliases are
+// walked once: a billion-laughs tree of them loads at once.
+TEST(Config, AKeyGivenTwiceIsAnError) {
+  auto e = error_of("ops: [peak]\ndtypes: [fp32]\nthreads: [1]\ndtypes: [bf16]\n");
+  EXPECT_TRUE(has(e, "t.yaml:4:1: key 'dtypes' given twice in one mapping (first at 2:1)")) << e;
+  e = error_of("ops: [peak]\nstopping: {max_noise: 1, max_noise: 2}\n");
+  EXPECT_TRUE(has(e, "t.yaml:2:26: key 'max_noise' given twice in one mapping (first at 2:12)")) << e;
+  e = error_of("ops: [linear]\nshapes:\n  - name: custom\n    shapes: [[1, 8, 8]]\n    name: llama\n");
+  EXPECT_TRUE(has(e, "t.yaml:5:5: key 'name' given twice")) << e;
+  std::string bomb = "ops: [peak]\nthreads: [1]\nx0: &a0 [1, 1]\n";
+  for (int i = 1; i < 40; ++i) bomb += fmt::format("x{}: &a{} [*a{}, *a{}]\n", i, i, i - 1, i - 1);
+  e = error_of(bomb);  // 2^40 leaves if expanded: fails on its unknown keys, not by running out of time
+  EXPECT_TRUE(has(e, "unknown key 'x0'")) << e;
+  EXPECT_EQ(error_of("ops: [peak]\nthreads: [1]\nnote: &n {a: 1}\nother: *n\n").find("given twice"), std::string::npos);
+}
+
 TEST(Config, WrongTypes) {
   EXPECT_TRUE(has(error_of("ops: [peak]\nthreads: two\n"), "threads: expected an integer in 1..4096, got 'two'"));
   EXPECT_TRUE(has(error_of("ops: {a: 1}\n"), "ops: expected a list of names, got a mapping"));

@@ -205,7 +205,7 @@ TEST(PipelineConfig, NamesAndLabelsAreUniqueNonEmptyPrintableText) {
   auto nul = error_of("pipelines:\n  - name: \"x\\0y\"\n" + layer);
   EXPECT_TRUE(has(nul, "holds a control character (\\x00)")) << nul;
   auto key_twice = error_of("pipelines:\n  - {name: resnet18, batch: 1, batch: 2}\n");
-  EXPECT_TRUE(has(key_twice, "'batch' is given twice")) << key_twice;
+  EXPECT_TRUE(has(key_twice, "key 'batch' given twice in one mapping")) << key_twice;
   auto leading = error_of("pipelines:\n  - {name: resnet18, batch: '01'}\n");
   EXPECT_TRUE(has(leading, "batch=01: write the integer as batch=1")) << leading;
   auto layer_leading = error_of("pipelines:\n  - name: x\n    layers:\n      - {label: a, op: add, hidden: '064'}\n");

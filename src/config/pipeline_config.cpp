@@ -20,15 +20,13 @@ std::vector<std::string> builtin_names() {
   return names;
 }
 
-// Scalar values of a map's keys other than `taken`, in the order written. A key given twice is
-// an error (YAML would keep one of the two silently).
+// Scalar values of a map's keys other than `taken`, in the order written (a key given twice was
+// refused with the whole config: YamlReader::reject_duplicate_keys).
 std::vector<std::pair<std::string, std::string>> values_of(const YamlReader& r, const YAML::Node& map,
                                                            const std::set<std::string>& taken) {
   std::vector<std::pair<std::string, std::string>> v;
-  std::set<std::string> seen;
   for (const auto& kv : map) {
     auto key = kv.first.as<std::string>();
-    if (!seen.insert(key).second) r.fail(kv.first, fmt::format("'{}' is given twice", key));
     if (!taken.count(key)) v.emplace_back(key, r.text(kv.second, key));
   }
   return v;

@@ -1,6 +1,8 @@
 #include "config/yaml_reader.hpp"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -82,6 +84,32 @@ std::vector<std::int64_t> YamlReader::integer_list(const YAML::Node& n, const st
 
 void YamlReader::expect_map(const YAML::Node& n, const std::string& what) const {
   if (!n.IsMap()) fail(n, fmt::format("{}: expected a mapping of key: value, got {}", what, shown(n)));
+}
+
+void YamlReader::reject_duplicate_keys(const YAML::Node& root) const {
+  // Each collection once: an alias is the node it names (same mark), so a tree of aliases that
+  // expands exponentially is still walked in linear time.
+  std::vector<YAML::Node> todo{root};
+  std::set<std::size_t> seen;
+  while (!todo.empty()) {
+    YAML::Node n = todo.back();
+    todo.pop_back();
+    if (!(n.IsMap() || n.IsSequence()) || !seen.insert(static_cast<std::size_t>(n.Mark().pos)).second) continue;
+    if (n.IsSequence()) {
+      for (const auto& item : n) todo.push_back(item);
+      continue;
+    }
+    std::map<std::string, YAML::Mark> first;
+    for (const auto& kv : n) {
+      if (kv.first.IsScalar()) {
+        auto [at, fresh] = first.emplace(kv.first.Scalar(), kv.first.Mark());
+        if (!fresh)
+          fail(kv.first, fmt::format("key '{}' given twice in one mapping (first at {}:{}); give it once",
+                                     kv.first.Scalar(), at->second.line + 1, at->second.column + 1));
+      }
+      todo.push_back(kv.second);
+    }
+  }
 }
 
 void YamlReader::check_keys(const YAML::Node& map, const std::vector<std::string>& allowed, const std::string& where) const {

@@ -25,6 +25,9 @@ class YamlReader {
   // Every key of `map` must be in `allowed`; an unknown one is reported with the nearest valid key.
   void check_keys(const YAML::Node& map, const std::vector<std::string>& allowed, const std::string& where) const;
   void expect_map(const YAML::Node& n, const std::string& what) const;
+  // A key given twice in one mapping, anywhere in the tree, fails at its second place: YAML
+  // parsers disagree on which value wins (yaml-cpp keeps the first, PyYAML the last).
+  void reject_duplicate_keys(const YAML::Node& root) const;
   const std::string& file() const { return file_; }
 
  private:
