@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -31,17 +33,18 @@ shapes:
     min_power: 10
     max_power: 12
 )", "example.yaml", 8);
-  // gemm: 5 shapes x 2 impls x 2 dtypes; bandwidth: 6 kernels (fp32 only); peak: each dtype's
-  // kernels (fp32: fma; bf16: fma, and amx on an AMX CPU).
-  EXPECT_EQ(plan.cases.size(), 20u + 6u + 1u + peak::kernels_for(DType::bf16, false).size());
+  // gemm: 4 shapes (1024^3 is custom's and pow2's: measured once) x 2 impls x 2 dtypes; bandwidth:
+  // 6 kernels (fp32 only); peak: each dtype's kernels (fp32: fma; bf16: fma, and amx on an AMX CPU).
+  EXPECT_EQ(plan.cases.size(), 16u + 6u + 1u + peak::kernels_for(DType::bf16, false).size());
   EXPECT_DOUBLE_EQ(plan.stopping.max_noise, 0.005);
   EXPECT_DOUBLE_EQ(plan.stopping.timeout_s, 15);
   for (auto& c : plan.cases) EXPECT_EQ(c.threads, 2);
   EXPECT_EQ(plan.cases[1].to_string(), "gemm/onednn/bf16/M=1024,N=1024,K=1024/threads=2");
   // [m, k, n] = [2048, 4096, 1024] -> M=2048, K=4096, N=1024.
   EXPECT_EQ(plan.cases[4].to_string(), "gemm/onednn/fp32/M=2048,N=1024,K=4096/threads=2");
-  EXPECT_EQ(plan.cases[20].op, "bandwidth");
-  EXPECT_EQ(plan.cases[20].impl, "opmeter");
+  EXPECT_EQ(plan.cases[16].op, "bandwidth");
+  EXPECT_EQ(plan.cases[16].impl, "opmeter");
+  EXPECT_TRUE(std::any_of(plan.notes.begin(), plan.notes.end(), [](const std::string& n) { return has(n, "planned twice"); }));
 }
 
 TEST(Config, DefaultsThreadsAndAllImpls) {
@@ -84,6 +87,25 @@ TEST(Config, AKeyGivenTwiceIsAnError) {
   e = error_of(bomb);  // 2^40 leaves if expanded: fails on its unknown keys, not by running out of time
   EXPECT_TRUE(has(e, "unknown key 'x0'")) << e;
   EXPECT_EQ(error_of("ops: [peak]\nthreads: [1]\nnote: &n {a: 1}\nother: *n\n").find("given twice"), std::string::npos);
+}
+
+// A case planned twice (a shape listed twice, overlapping generators) is measured once, with a note.
+TEST(Config, ACasePlannedTwiceIsKeptOnceWithANote) {
+  auto plan = load_config_text("ops: [linear]\nimpls: [onednn]\ndtypes: [fp32]\nthreads: [1]\n"
+                               "shapes: [{name: custom, shapes: [[4, 64, 32], [4, 64, 32], [4, 64, 16]]}]\n",
+                               "t.yaml", 2);
+  std::set<std::string> names;
+  for (auto& c : plan.cases) EXPECT_TRUE(names.insert(c.to_string()).second) << c.to_string();
+  EXPECT_EQ(plan.cases.size(), 2u);
+  EXPECT_TRUE(std::any_of(plan.notes.begin(), plan.notes.end(),
+                          [](const std::string& n) { return has(n, "1 case was planned twice") && has(n, "out=32"); }))
+      << fmt::format("{}", fmt::join(plan.notes, " | "));
+  plan = load_config_text("ops: [gemm]\nimpls: [onednn]\ndtypes: [fp32]\nthreads: [1]\n"
+                          "shapes: [{name: pow2, min_power: 5, max_power: 6}, {name: pow2_extended, min_power: 5, max_power: 5}]\n",
+                          "t.yaml", 2);
+  names.clear();
+  for (auto& c : plan.cases) EXPECT_TRUE(names.insert(c.to_string()).second) << c.to_string();
+  EXPECT_TRUE(std::any_of(plan.notes.begin(), plan.notes.end(), [](const std::string& n) { return has(n, "planned twice"); }));
 }
 
 TEST(Config, WrongTypes) {

@@ -401,6 +401,30 @@ void sample_cases(const YamlReader& r, const YAML::Node& n, std::vector<Case>& c
 
 // `cases: [CASE, ...]`: canonical case strings (what results and `opmeter predict plan` print),
 // each checked as `--case` checks one.
+// The same case planned twice (a shape listed twice, or generators that overlap: pow2 and
+// pow2_extended share their powers of two) would be measured twice under one case string, which
+// --resume and compare take as one: each is kept once, in its first place, and a note says so.
+void drop_repeated_cases(Plan& plan) {
+  std::set<std::string> have;
+  std::size_t dropped = 0;
+  std::string first;
+  std::vector<Case> kept;
+  kept.reserve(plan.cases.size());
+  for (auto& c : plan.cases) {
+    std::string s = c.to_string();
+    if (have.insert(s).second) {
+      kept.push_back(c);
+    } else if (dropped++ == 0) {
+      first = std::move(s);
+    }
+  }
+  if (dropped == 0) return;
+  plan.cases = std::move(kept);
+  plan.notes.push_back(fmt::format("{} case{} planned twice (a shape listed twice, or shape generators that overlap; "
+                                   "e.g. {}): measured once each",
+                                   dropped, dropped == 1 ? " was" : "s were", first));
+}
+
 void add_listed_cases(const YamlReader& r, const YAML::Node& list, std::vector<Case>& cases) {
   auto texts = r.text_list(list, "cases");
   std::set<std::string> have;
@@ -741,6 +765,7 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   const std::size_t llc = plan.llc_bytes && !llc_bytes_overridden() ? plan.llc_bytes : llc_bytes();
 
   const auto not_run = expand_ops(r, root, ops, named.impls, dtypes, where, llc, plan);
+  drop_repeated_cases(plan);
   // Ops whose optional values no impl runs together: say which, and who runs each.
   if (plan.cases.empty() && !not_run.empty() && !named.unloaded && !root["cases"] && !root["pipelines"])
     r.fail(root["ops"] ? root["ops"] : root, fmt::format("the config expands to no cases: {}", fmt::join(not_run, "; ")));
