@@ -108,6 +108,29 @@ TEST(Config, ACasePlannedTwiceIsKeptOnceWithANote) {
   EXPECT_TRUE(std::any_of(plan.notes.begin(), plan.notes.end(), [](const std::string& n) { return has(n, "planned twice"); }));
 }
 
+// A sweep's pairs that no listed impl runs are left out with a note saying why: the pair's own
+// rule where it breaks one (phase without mode=train, a recipe without a training step), else
+// which impls run each value.
+TEST(Config, PairsNoImplRunsAreLeftOutWithANote) {
+  auto plan = load_config_text("ops: [linear]\nimpls: [onednn, opmeter_quant, onednn_train]\ndtypes: [bf16]\n"
+                               "threads: [1]\nquantization: [baseline, int8wo, float8dq-row]\nmode: [inference, train]\n"
+                               "phase: [forward, step]\nshapes: [{name: custom, shapes: [[4, 64, 32]]}]\n",
+                               "t.yaml", 2);
+  auto noted = [&](const std::string& part) {
+    return std::any_of(plan.notes.begin(), plan.notes.end(),
+                       [&](const std::string& n) { return has(n, part) && has(n, "left out"); });
+  };
+  const std::string notes = fmt::format("{}", fmt::join(plan.notes, " | "));
+  EXPECT_TRUE(noted("quant=int8wo has no training step")) << notes;
+  EXPECT_TRUE(noted("no impl of linear runs quant=float8dq-row with mode=train")) << notes;
+  EXPECT_TRUE(noted("phase=forward times part of a training step: it needs mode=train")) << notes;
+  std::set<std::string> kinds;
+  for (auto& c : plan.cases)
+    if (c.op == "linear") kinds.insert(c.impl + (c.has("quant") ? "/" + c.get("quant") : "") + (c.has("phase") ? "/" + c.get("phase") : ""));
+  EXPECT_EQ(kinds, (std::set<std::string>{"onednn", "onednn_train", "onednn_train/forward", "opmeter_quant/int8wo",
+                                          "opmeter_quant/float8dq-row"}));
+}
+
 TEST(Config, WrongTypes) {
   EXPECT_TRUE(has(error_of("ops: [peak]\nthreads: two\n"), "threads: expected an integer in 1..4096, got 'two'"));
   EXPECT_TRUE(has(error_of("ops: {a: 1}\n"), "ops: expected a list of names, got a mapping"));

@@ -678,9 +678,21 @@ std::vector<std::string> expand_ops(const YamlReader& r, const YAML::Node& root,
                                          fmt::join(measured, ", ")));
     }
     for (auto& set : op_params(r, root, def, llc)) {
-      if (auto why = none_runs(def, op_impls, like, set.params);
-          !why.empty() && std::find(not_run.begin(), not_run.end(), why) == not_run.end())
-        not_run.push_back(why);
+      if (auto why = none_runs(def, op_impls, like, set.params); !why.empty()) {
+        // Values that hold apart but not together (phase without mode=train, a recipe without a
+        // training step) say so, rather than which impls run each.
+        Case c = like;
+        c.op = op;
+        c.impl = op_impls.front();
+        c.dtype = op_dtype_list.empty() ? like.dtype : op_dtype_list.front();
+        c.params = set.params;
+        try {
+          def.validate(c);
+        } catch (const CaseError& e) {
+          why = e.what();
+        }
+        if (std::find(not_run.begin(), not_run.end(), why) == not_run.end()) not_run.push_back(why);
+      }
       for (auto& impl : op_impls)
         for (auto d : op_dtype_list)
           for (auto& params : def.variants ? def.variants(set.params, d, like) : std::vector<Params>{set.params})
@@ -769,6 +781,7 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   // Ops whose optional values no impl runs together: say which, and who runs each.
   if (plan.cases.empty() && !not_run.empty() && !named.unloaded && !root["cases"] && !root["pipelines"])
     r.fail(root["ops"] ? root["ops"] : root, fmt::format("the config expands to no cases: {}", fmt::join(not_run, "; ")));
+  for (auto& why : not_run) plan.notes.push_back(why + ": left out");  // beside cases that do run
   if (root["sample"]) sample_cases(r, root["sample"], plan.cases);
   if (root["cases"]) add_listed_cases(r, root["cases"], plan.cases);
   if (root["pipelines"]) add_pipelines(r, root, named.impls, dtypes, where, plan);
