@@ -192,7 +192,8 @@ TEST(Fp8TrainPlan, ToleranceBoundsSimulatedFp8DotProducts) {
 }
 
 // % of peak: a float8 step's GEMMs run on fp8 tensor cores, so fp8's peak is its ceiling on a GPU
-// (against bf16's it would read above 100%); the bf16 step and CPU cases keep their dtype's.
+// (against bf16's it would read above 100%); the bf16 step and CPU cases keep their dtype's, but
+// int8dq, whose GEMM runs on int8 dot products on the CPU too.
 TEST(Fp8TrainPlan, Float8CasesOnAGpuAreMeasuredAgainstTheFp8Peak) {
   auto peak = Registry::global().op("linear")->peak_dtype;
   ASSERT_TRUE(peak);
@@ -206,4 +207,8 @@ TEST(Fp8TrainPlan, Float8CasesOnAGpuAreMeasuredAgainstTheFp8Peak) {
   EXPECT_EQ(peak(parse_case(
                 "linear/reference/bf16/batch=2,seq=16,hidden=64,out=48,act=none,quant=float8dq-tensor/threads=1")),
             DType::bf16);
+  EXPECT_EQ(peak(parse_case("linear/opmeter_quant/fp32/batch=1,seq=4,hidden=1024,out=64,act=none,quant=int8dq/threads=1")),
+            DType::int8);
+  EXPECT_EQ(peak(parse_case("linear/opmeter_quant/fp32/batch=1,seq=4,hidden=1024,out=64,act=none,quant=int8wo/threads=1")),
+            DType::fp32);
 }

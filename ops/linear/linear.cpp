@@ -248,12 +248,13 @@ OpDef linear_def(const std::string& name, const std::string& summary, bool with_
     double weights = double(s.hidden) * double(s.out);
     return ModelCost{weights + double(s.out) + (s.layernorm ? 2.0 * double(s.hidden) : 0.0), weights * double(s.rows)};
   };
-  // On a GPU a dynamic recipe's GEMMs run in its activations' format (fp8 e4m3 or int8 tensor
-  // cores): that format's peak is the ceiling, else a float8 step would show above 100%.
+  // A dynamic recipe's GEMMs run in its activations' format: int8dq in int8 everywhere (tensor
+  // cores; the CPU's int8 dot products), float8dq in fp8 on a GPU (the CPU decodes it to the
+  // activations' type). That format's peak is the ceiling, else a kernel would show above 100%.
   op.peak_dtype = [](const Case& c) -> std::optional<DType> {
     auto r = quant::parse_recipe(recipe_of(c));
-    if (c.device.starts_with("cuda") && r && r->dynamic())
-      return r->activations == quant::ActivationFormat::int8_per_token ? DType::int8 : DType::fp8_e4m3;
+    if (r && r->dynamic() && r->activations == quant::ActivationFormat::int8_per_token) return DType::int8;
+    if (c.device.starts_with("cuda") && r && r->dynamic()) return DType::fp8_e4m3;
     return c.dtype;
   };
   op.gemm_view = [](const Case& c) -> std::optional<GemmView> {
