@@ -146,6 +146,20 @@ TEST(Ceilings, TensorOpsGetABandwidthCeilingUnlessAProfileIsGiven) {
   EXPECT_EQ(with_needed_peaks(cases, 1024, /*have_profile=*/true).size(), 1u);
 }
 
+// A config's own bandwidth case too small to stream from memory (8 MiB) is no ceiling: the
+// default-sized one is planned beside it; one of 128 MiB is, and nothing is added.
+TEST(Ceilings, ASmallBandwidthCaseGetsTheDefaultCeilingBesideIt) {
+  const Case layer = parse_case("linear/onednn/fp32/batch=1,seq=4,hidden=64,out=32,act=none/threads=1");
+  auto out = with_needed_peaks({parse_case("bandwidth/opmeter/fp32/kernel=read,n=2097152/threads=1"), layer}, 1 << 24);
+  std::vector<std::string> bandwidth;
+  for (auto& c : out)
+    if (c.op == "bandwidth") bandwidth.push_back(c.to_string());
+  EXPECT_EQ(bandwidth, (std::vector<std::string>{"bandwidth/opmeter/fp32/kernel=copy,n=16777216/threads=1",
+                                                 "bandwidth/opmeter/fp32/kernel=read,n=2097152/threads=1"}));
+  out = with_needed_peaks({parse_case("bandwidth/opmeter/fp32/kernel=read,n=33554432/threads=1"), layer}, 1 << 24);
+  EXPECT_EQ(std::count_if(out.begin(), out.end(), [](const Case& c) { return c.op == "bandwidth"; }), 1);
+}
+
 TEST(Ceilings, RooflineFromMeasuredCeilings) {
   Ceilings ceilings;
   Result peak, bw, ln;

@@ -472,7 +472,11 @@ int run_command(const RunArgs& given, const char* argv0) {
   }
   warn_oversubscribed(cases);
   if (auto note = llc_note(); !note.empty()) fmt::print(stderr, "opmeter: {}\n", note);
-  if (std::any_of(cases.begin(), cases.end(), [](const Case& c) { return ceiling_of(c.op) == CeilingKind::memory; }))
+  // The note is about the default arrays: said where a case has them (sizes_mib sets others).
+  const std::string default_n = std::to_string(default_bandwidth_elements());
+  if (std::any_of(cases.begin(), cases.end(), [&](const Case& c) {
+        return ceiling_of(c.op) == CeilingKind::memory && c.has("n") && c.get("n") == default_n;
+      }))
     if (auto note = bandwidth_cap_note(); !note.empty()) fmt::print(stderr, "opmeter: {}\n", note);
 
   if (a.dry_run) {

@@ -579,7 +579,9 @@ std::vector<Case> with_needed_peaks(const std::vector<Case>& cases, std::size_t 
     const std::string at = Ceilings::where(c);
     like.emplace(at, c);
     if (op->ceiling == CeilingKind::compute) have.insert({c.dtype, at});
-    if (op->ceiling == CeilingKind::memory) have_memory.insert(at);
+    // A bandwidth case too small to stream from memory is no ceiling (Ceilings::learn): the
+    // default-sized one is added beside it.
+    if (op->ceiling == CeilingKind::memory && op->work(c).bytes() >= kMemoryCeilingMinBytes) have_memory.insert(at);
     if (have_profile && c.on_host()) continue;  // the calibration profile holds the host's ceilings
     if (op->peak_dtype && op->ceiling != CeilingKind::compute)
       if (auto d = op->peak_dtype(c)) need.insert({*d, at});
