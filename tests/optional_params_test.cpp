@@ -91,13 +91,17 @@ TEST(OptionalParams, ConfigErrorsNameTheKey) {
 }
 
 // Issue 27 item 12: a config whose optional values no impl runs together says which, and which
-// impls run each value alone, not just "expands to no cases".
+// impls run each value alone, not just "expands to no cases"; values that do not combine at all
+// say the rule they break.
 TEST(OptionalParams, NoImplRunningTheValuesTogetherIsNamed) {
   auto error = config_test_support::config_error_of("ops: [linear]\ndtypes: [bf16]\nbatch: [1]\nseq: [4]\nhidden: [256]\n"
-                                                    "out: [64]\nquantization: [int4wo-64]\nmode: [train]\n");
-  EXPECT_TRUE(has(error, "the config expands to no cases: no impl of linear runs quant=int4wo-64 with mode=train")) << error;
-  EXPECT_TRUE(has(error, "impls that run quant=int4wo-64: ")) << error;
+                                                    "out: [64]\nquantization: [float8dq-row]\nmode: [train]\n");
+  EXPECT_TRUE(has(error, "the config expands to no cases: no impl of linear runs quant=float8dq-row with mode=train")) << error;
+  EXPECT_TRUE(has(error, "impls that run quant=float8dq-row: ")) << error;
   EXPECT_TRUE(has(error, "; mode=train: ")) << error;
+  error = config_test_support::config_error_of("ops: [linear]\ndtypes: [bf16]\nbatch: [1]\nseq: [4]\nhidden: [256]\n"
+                                               "out: [64]\nquantization: [int4wo-64]\nmode: [train]\n");
+  EXPECT_TRUE(has(error, "the config expands to no cases: quant=int4wo-64 has no training step")) << error;
 }
 
 // A value no listed impl runs names the op's impls that do, not "none" (which read as: no impl of

@@ -28,8 +28,8 @@ std::string recipe_problem(const Case& c) {
     return "transformer_block takes weight-only recipes (int8wo, float8wo, int4wo-G, hqq-int4-G): its activations "
            "stay in the case's dtype";
   const auto s = shape_of(c);
-  for (std::size_t k : {s.hidden, s.mlp})
-    if (auto why = quant::recipe_problem(*r, k); !why.empty()) return why;
+  if (auto why = quant::recipe_problem(*r, s.hidden); !why.empty()) return why;
+  if (auto why = quant::recipe_problem(*r, s.mlp, "mlp"); !why.empty()) return why;  // W2's inputs
   return "";
 }
 

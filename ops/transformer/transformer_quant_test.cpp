@@ -109,6 +109,15 @@ TEST(QuantTransformerBlock, DynamicRecipesAndGroupsThatDoNotDivideAreCaseErrors)
   // mlp=128 is, hidden=64 is not, a multiple of 128.
   EXPECT_THROW(validate_case(parse_case(block_case("bf16", "int4wo-128"))), CaseError);
   EXPECT_NO_THROW(validate_case(parse_case(block_case("bf16", "int4wo-64"))));
+  // The message names the size the group does not divide: W2's inputs are mlp, not hidden.
+  const std::string mlp48 = "transformer_block/opmeter_quant/bf16/batch=1,seq=1,hidden=64,heads=1,mlp=48,act=gelu,"
+                            "causal=0,quant=int4wo-32/threads=1";
+  try {
+    validate_case(parse_case(mlp48));
+    ADD_FAILURE() << "a group of 32 over mlp=48 was accepted";
+  } catch (const CaseError& e) {
+    EXPECT_NE(std::string(e.what()).find("does not divide mlp=48"), std::string::npos) << e.what();
+  }
   // Without quant the case is not opmeter_quant's.
   Result plain = run_case(parse_case("transformer_block/opmeter_quant/fp32/batch=1,seq=4,hidden=64,heads=2,mlp=64,act=gelu,"
                                      "causal=0/threads=1"),

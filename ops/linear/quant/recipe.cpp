@@ -47,11 +47,12 @@ std::optional<Recipe> parse_recipe(const std::string& name) {
   return std::nullopt;
 }
 
-std::string recipe_problem(const Recipe& r, std::size_t hidden) {
+std::string recipe_problem(const Recipe& r, std::size_t hidden, const char* name) {
   if (r.group && hidden % r.group != 0)
-    return fmt::format("recipe {} quantizes groups of {} along hidden, which does not divide hidden={}", r.name, r.group, hidden);
+    return fmt::format("recipe {} quantizes groups of {} along a layer's inputs, which does not divide {}={}", r.name,
+                       r.group, name, hidden);
   if (r.activations == ActivationFormat::int8_per_token && hidden > kMaxInt8Hidden)
-    return fmt::format("recipe {} sums int8 products in s32, which could overflow above hidden={}", r.name, kMaxInt8Hidden);
+    return fmt::format("recipe {} sums int8 products in s32, which could overflow above {}={}", r.name, name, kMaxInt8Hidden);
   return "";
 }
 

@@ -44,7 +44,7 @@ const std::vector<std::string>& recipe_names();
 std::optional<Recipe> parse_recipe(const std::string& name);
 // Why a recipe cannot quantize a layer of `hidden` inputs (a group that does not divide it, an
 // int8 dot product that could overflow s32); empty when it can.
-std::string recipe_problem(const Recipe& r, std::size_t hidden);
+std::string recipe_problem(const Recipe& r, std::size_t hidden, const char* name = "hidden");
 // The recipes that have a training step (fp8 GEMMs in forward and backward): baseline too.
 bool trains(const Recipe& r);
 
