@@ -52,6 +52,19 @@ TEST(QuantReport, RecipesBesideTheFastestBaselineOfTheirShape) {
   EXPECT_FALSE(rows[2].speedup);
 }
 
+// A transformer block's baseline weighs its four matrices: Wqkv 3h x h, Wo h x h, W1 mlp x h and
+// W2 h x mlp, in its dtype (h = 64, mlp = 48, bf16: 64 x (192 + 64 + 48 + 48) x 2 bytes).
+TEST(QuantReport, ATransformerBlocksBaselineWeighsItsFourMatrices) {
+  const std::string block = "transformer_block/{}/bf16/batch=1,seq=1,hidden=64,heads=1,mlp=48,act=gelu,causal=0{}/threads=2";
+  Result q = measured(fmt::format(fmt::runtime(block), "opmeter_quant", ",quant=int8wo"), 20e-6);
+  q.set_metric("weight_bytes", {.value = 23000, .unit = "B", .better = Better::lower, .format = MetricFormat::bytes});
+  auto rows = quant_rows({measured(fmt::format(fmt::runtime(block), "opmeter", ""), 40e-6), q});
+  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_TRUE(rows[0].baseline_weight_bytes);
+  EXPECT_EQ(*rows[0].baseline_weight_bytes, 64.0 * (192 + 64 + 48 + 48) * 2);
+  EXPECT_NE(quant_markdown(rows).find("(0.51x)"), std::string::npos) << quant_markdown(rows);
+}
+
 TEST(QuantReport, TrainingStepsCompareWithTrainingBaselines) {
   std::vector<Result> results = {measured("linear/onednn/bf16/" + kShape + "/threads=2", 10e-6),
                                  measured("linear/t/bf16/" + kShape + ",mode=train/threads=2", 90e-6),

@@ -35,7 +35,6 @@ Shape shape_of(const Case& c) {
 
 namespace {
 
-double weight_elems(const Shape& s) { return double(s.hidden) * double(4 * s.hidden + 2 * s.mlp); }
 double vector_elems(const Shape& s) { return double(4 * s.hidden + s.hidden + s.mlp + s.hidden + 4 * s.hidden); }
 
 }  // namespace
@@ -52,7 +51,7 @@ Work fused_work(const Case& c) {
             + 2 * 7 * r * h                                       // two LayerNorms
             + r * (3 * h + h + m + h)                             // biases
             + r * m * activation::flops_per_element(s.act) + 2 * r * h;  // activation, residuals
-  const double weight_bytes = quantized(c) ? quantized_weight_bytes(c) : weight_elems(s) * e;  // quant: as stored
+  const double weight_bytes = quantized(c) ? quantized_weight_bytes(c) : s.weight_elems() * e;  // quant: as stored
   w.bytes_read = r * h * e + weight_bytes + vector_elems(s) * 4;
   w.bytes_written = r * h * e;
   return w;

@@ -26,6 +26,8 @@ struct Shape {
   std::size_t rows() const { return batch * seq; }
   std::size_t head_dim() const { return hidden / heads; }
   float scale() const;
+  // Elements of the four weight matrices: Wqkv 3h x h, Wo h x h, W1 mlp x h, W2 h x mlp.
+  double weight_elems() const { return double(hidden) * double(4 * hidden + 2 * mlp); }
 };
 Shape shape_of(const Case& c);  // mlp=0 means 4 * hidden
 Work fused_work(const Case& c);

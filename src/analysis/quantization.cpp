@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "ops/linear/linear.hpp"
+#include "ops/transformer/transformer_block.hpp"
 #include "util/human_units.hpp"
 #include "util/text.hpp"
 
@@ -47,10 +48,12 @@ double rows_of(const Case& c) {
   return int_param(c, "M");
 }
 
-// A layer's weights at the case's dtype where its parameters say (linear: hidden x out).
+// A layer's weights at the case's dtype where its parameters say (linear: hidden x out; a
+// transformer block: its four matrices).
 std::optional<double> plain_weight_bytes(const Result& r) {
   if (auto m = metric(r, "weight_bytes")) return m;
   const Case& c = r.kase;
+  if (c.op == "transformer_block") return transformer::shape_of(c).weight_elems() * double(size_of(c.dtype));
   if (!c.has("hidden") || !c.has("out")) return std::nullopt;
   return int_param(c, "hidden") * int_param(c, "out") * double(size_of(c.dtype));
 }
