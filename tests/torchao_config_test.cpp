@@ -143,6 +143,19 @@ TEST(TorchaoConfig, TrainingKnobsThatDifferFromTheDefaultsBecomeCaseParams) {
   }
 }
 
+// A block takes no float8dq: its fp8 cases are left out with that reason, and the float8 knobs
+// (torchao's defaults here) get no note of their own for cases that never run.
+TEST(TorchaoConfig, ARecipeTheOpRefusesGetsOneNoteNotOnePerKnob) {
+  Plan p = load("benchmark_mode: training\nquantization_config_recipe_names: [baseline, float8dq-tensor]\n"
+                "scaling_type_input: dynamic\nscaling_type_weight: dynamic\nuse_fast_accum: true\n"
+                "model_params:\n  matrix_shapes: [{name: custom, shapes: [[4, 64, 64]]}]\n  device: cpu\n"
+                "  high_precision_dtype: torch.bfloat16\n  model_type: transformer_block\n");
+  EXPECT_TRUE(any_note(p, "quant=float8dq-tensor: transformer_block takes weight-only recipes")) << notes_of(p);
+  EXPECT_FALSE(any_note(p, "takes no")) << notes_of(p);
+  EXPECT_FALSE(p.cases.empty());
+  for (auto& c : p.cases) EXPECT_FALSE(c.has(linear::kQuant)) << c.to_string();
+}
+
 TEST(TorchaoConfig, ModelParamsListShapesAndModelTypesMapOntoOps) {
   Plan p = load("quantization_config_recipe_names: [baseline, int4wo-32-hqq, float8dq]\n"
                 "model_params:\n"

@@ -226,6 +226,21 @@ const OptionalParam* optional_param(const OpDef& op, const std::string& key) {
   return nullptr;
 }
 
+// Whether the op refuses the case with its recipe and mode alone (noted, as at the full check).
+bool recipe_refused(const OpDef& op, const Case& c, const Params& extra, const MatShape& shape, Notes& notes) {
+  Case k = c;
+  for (auto& [key, value] : extra)
+    if (!optional_param(op, key)) return false;  // said, and left out, where the knobs are added
+  k.params.insert(k.params.end(), extra.begin(), extra.end());
+  try {
+    op.validate(k);
+  } catch (const CaseError& e) {
+    notes.add(fmt::format("{} of shape [{}, {}, {}]: {}: left out", op.name, shape.m, shape.k, shape.n, e.what()));
+    return true;
+  }
+  return false;
+}
+
 // The phases a case is timed in: torchao's training benchmark reports fwd, bwd and total, so a
 // training case runs as phase=forward, phase=backward and the whole step (phase absent: step),
 // the rows of the report's training table. Inference: the one call ("").
@@ -330,6 +345,9 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
             Params extra;
             if (recipe != quant::kBaseline) extra.emplace_back(linear::kQuant, recipe);
             if (s.training) extra.emplace_back(linear::kMode, linear::kTrain);
+            // A recipe the op does not take (a block's float8dq) is left out before its knobs,
+            // which would otherwise each get a note for cases that never run.
+            if (recipe_refused(op, c, extra, shape, notes)) continue;
             if (s.training && recipe.starts_with("float8dq"))
               for (auto& [key, value] : s.knobs) {
                 if (key == std::string(linear::kGranularity)) {
