@@ -224,6 +224,13 @@ TEST(TorchaoConfig, BadValuesAreErrorsAtTheirLine) {
   }
 }
 
+// torchao's repeat_n: 1 is valid there: raised to opmeter's two samples, with a note.
+TEST(TorchaoConfig, RepeatOfOneRunsAsTwoSamplesWithANote) {
+  Plan p = load(with_model("", "repeat_n: 1\n"));
+  EXPECT_EQ(p.stopping.min_samples, 2u);
+  EXPECT_TRUE(any_note(p, "repeat_n: 1: opmeter takes at least 2 samples")) << notes_of(p);
+}
+
 // The whole message of each refusal the test above matches only in part.
 TEST(TorchaoConfig, RefusalsSayWhatIsWrongAndWhatIsExpected) {
   struct Bad {

@@ -453,8 +453,14 @@ Plan load_torchao_config(const YamlReader& r, const YAML::Node& root, int defaul
     for (auto& setting : stopping_settings())
       if (setting.config_key == std::string("min_samples")) {
         auto [lo, hi] = setting.config_range;
-        setting.set(plan.stopping, static_cast<double>(r.integer(n, "repeat_n (the minimum number of samples)",
-                                                                 static_cast<std::int64_t>(lo), static_cast<std::int64_t>(hi))));
+        // torchao times repeat_n calls; opmeter needs two samples for a median's spread, so a
+        // valid 1 is raised to that, with a note.
+        auto v = r.integer(n, "repeat_n (the minimum number of samples)", 1, static_cast<std::int64_t>(hi));
+        if (v < static_cast<std::int64_t>(lo)) {
+          notes.add(fmt::format("repeat_n: {}: opmeter takes at least {} samples (the median's spread needs them)", v, lo));
+          v = static_cast<std::int64_t>(lo);
+        }
+        setting.set(plan.stopping, static_cast<double>(v));
       }
 
   const auto models = root["model_params"];
