@@ -231,6 +231,21 @@ TEST(TorchaoConfig, RepeatOfOneRunsAsTwoSamplesWithANote) {
   EXPECT_TRUE(any_note(p, "repeat_n: 1: opmeter takes at least 2 samples")) << notes_of(p);
 }
 
+// No CPU impl runs fp16: a recipe's case goes to an impl that runs recipes (opmeter_quant), so
+// its skip says what that impl lacks, not that a plain impl runs no recipe.
+TEST(TorchaoConfig, ACaseNoImplRunsHereGoesToOneThatTakesItsRecipe) {
+  Plan p = load("quantization_config_recipe_names: [baseline, int8wo]\nmodel_params:\n"
+                "  matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]\n  high_precision_dtype: torch.float16\n"
+                "  device: cpu\n");
+  bool quantized = false;
+  for (auto& c : p.cases)
+    if (c.has(linear::kQuant)) {
+      quantized = true;
+      EXPECT_TRUE(takes_optional_params(*Registry::global().impl(c.op, c.impl), c).ok) << c.to_string();
+    }
+  EXPECT_TRUE(quantized);
+}
+
 // The whole message of each refusal the test above matches only in part.
 TEST(TorchaoConfig, RefusalsSayWhatIsWrongAndWhatIsExpected) {
   struct Bad {

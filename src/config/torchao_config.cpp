@@ -400,7 +400,16 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
                 }
               impls.push_back(name);
             }
-            if (impls.empty() && !own.empty() && compiled.empty()) impls.push_back(own.front());
+            // None runs it here: the first that takes its recipe and mode (the skip then names
+            // what that impl lacks, e.g. the dtype), else the first of them.
+            if (impls.empty() && !own.empty() && compiled.empty()) {
+              auto takes = std::find_if(own.begin(), own.end(), [&](const std::string& name) {
+                Case k = c;
+                k.impl = name;
+                return takes_optional_params(*reg.impl(op.name, name), k).ok;
+              });
+              impls.push_back(takes != own.end() ? *takes : own.front());
+            }
             for (auto& name : compiled)
               if (reg.impl(op.name, name)) impls.push_back(name);
             for (auto& phase : phases_of(op, s.training))
