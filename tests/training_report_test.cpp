@@ -2,6 +2,8 @@
 // their % of peak, the phases' sum against the step, and the speedup over the baseline's step.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "analysis/training.hpp"
 #include "tests/result_fixtures.hpp"
 
@@ -47,8 +49,38 @@ TEST(TrainingReport, PhasesJoinIntoOneRowBesideTheBaselineStep) {
   EXPECT_FALSE(fp8.fwd_s);
   EXPECT_FALSE(fp8.phases_over_total());  // phases not measured: no sum
   auto md = training_markdown(rows);
-  EXPECT_NE(md.find("| linear " + kShape + " | bf16 | cpu x2 | baseline | onednn_train | 2.000 ms (60%) | 4.000 ms (55%) | 6.301 ms (50%) | 0.95 | onednn_train | 1.00x |"),
+  EXPECT_NE(md.find("| linear " + kShape + " | bf16 | cpu x2 | baseline | onednn_train | 2.000 ms (60%) | 4.000 ms (55%) | 6.301 ms (50%) | 0.95 | onednn_train | 1.00x | - |"),
             std::string::npos) << md;
   EXPECT_NE(md.find("float8dq-row fast_accum=0"), std::string::npos) << md;
+  // Phases not measured read "-", not an empty cell.
+  EXPECT_NE(md.find("| fp8 | - | - | 4.200 ms (40%) | - | onednn_train | 1.50x | - |"), std::string::npos) << md;
   EXPECT_EQ(training_markdown({}), "");
+}
+
+// A phase measured while others took the CPUs, or short of its target, marks its row; the rows
+// go to results.json and training.csv with the same numbers, null / empty where not measured.
+TEST(TrainingReport, FlagsMarkTheRowAndTheRowsGoToJsonAndCsv) {
+  Result bwd = phase("onednn_train", ",mode=train,phase=backward", 4e-3, 55);
+  bwd.add_flag("contended");
+  bwd.add_flag("faster-than-peak");  // in the results' own table, not this one's
+  Result step = phase("onednn_train", ",mode=train", 6e-3, 50);
+  step.add_flag("unconverged");
+  auto rows = training_rows({bwd, step});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].flags, (std::vector<std::string>{"bwd:contended", "total:unconverged"}));
+  EXPECT_NE(training_markdown(rows).find("| bwd:contended, total:unconverged |"), std::string::npos) << training_markdown(rows);
+  auto j = training_json(rows);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_TRUE(j[0]["fwd_s"].is_null());
+  EXPECT_DOUBLE_EQ(j[0]["bwd_s"].get<double>(), bwd.summary.median);
+  EXPECT_DOUBLE_EQ(j[0]["total_pct_peak"].get<double>(), 50);
+  EXPECT_DOUBLE_EQ(j[0]["speedup"].get<double>(), 1.0);
+  EXPECT_EQ(j[0]["flags"].size(), 2u);
+  auto csv = training_csv(rows);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "device,op,shape,dtype,threads,recipe,knobs,impl,fwd_s,bwd_s,total_s,fwd_pct_peak,bwd_pct_peak,total_pct_peak,"
+            "phases_over_total,baseline_impl,baseline_total_s,speedup,flags");
+  const std::string b = fmt::format("{:.6g}", bwd.summary.median), t = fmt::format("{:.6g}", step.summary.median);
+  EXPECT_NE(csv.find(",onednn_train,," + b + "," + t + ",,55,50,,onednn_train," + t + ",1,bwd:contended total:unconverged\n"),
+            std::string::npos) << csv;
 }

@@ -1,11 +1,14 @@
 #include "analysis/training.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "opmeter/registry.hpp"
 #include "util/human_units.hpp"
+#include "util/text.hpp"
 
 namespace opmeter {
 namespace {
@@ -52,8 +55,12 @@ std::string knobs_of(const Case& c) {
   return fmt::format("{}", fmt::join(set, ","));
 }
 
+// Flags that say a phase's time may not be what it seems; the others (faster-than-peak, ...)
+// are in the results' own table.
+bool row_flag(const std::string& f) { return f == "contended" || f == "unconverged" || f == "plateau" || f == "throttled"; }
+
 std::string time_cell(const std::optional<double>& s, const std::optional<double>& pct) {
-  if (!s) return "";
+  if (!s) return "-";
   return pct ? fmt::format("{} ({:.0f}%)", human_time(*s), *pct) : human_time(*s);
 }
 }  // namespace
@@ -85,6 +92,11 @@ std::vector<TrainingRow> training_rows(const std::vector<Result>& results) {
     }
     TrainingRow& row = rows[it->second];
     const std::string phase = c.get_or(kPhase, "step");
+    for (auto& f : r.flags)
+      if (row_flag(f)) {
+        const std::string tagged = (phase == "forward" ? "fwd" : phase == "backward" ? "bwd" : "total") + (":" + f);
+        if (std::find(row.flags.begin(), row.flags.end(), tagged) == row.flags.end()) row.flags.push_back(tagged);
+      }
     if (phase == "forward") {
       row.fwd_s = r.summary.median;
       row.fwd_pct_peak = r.pct_peak;
@@ -115,18 +127,48 @@ std::string training_markdown(const std::vector<TrainingRow>& rows) {
   std::string out =
       "\n### Training steps (mode=train: forward + backward)\n\nfwd, bwd: the phases timed apart (phase=forward, "
       "phase=backward), total: the whole step (each with its % of peak). fwd+bwd / total near 1: the phases add up. "
-      "Speedup: the baseline's step (the fastest impl of the same shape without a recipe) over this one's.\n\n"
-      "| case | dtype | device | recipe | impl | fwd | bwd | total | fwd+bwd / total | baseline | speedup |\n"
-      "|---|---|---|---|---|---:|---:|---:|---:|---|---:|\n";
+      "Speedup: the baseline's step (the fastest impl of the same shape without a recipe) over this one's. Flags: "
+      "a phase measured while others took its CPUs (contended) or short of its noise target (unconverged).\n\n"
+      "| case | dtype | device | recipe | impl | fwd | bwd | total | fwd+bwd / total | baseline | speedup | flags |\n"
+      "|---|---|---|---|---|---:|---:|---:|---:|---|---:|---|\n";
   for (auto& r : rows) {
     auto ratio = r.phases_over_total();
-    out += fmt::format("| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.op, r.shape, r.dtype,
+    out += fmt::format("| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.op, r.shape, r.dtype,
                        r.device == kHostDevice ? fmt::format("cpu x{}", r.threads) : r.device,
                        r.knobs.empty() ? r.recipe : r.recipe + " " + r.knobs, r.impl, time_cell(r.fwd_s, r.fwd_pct_peak),
                        time_cell(r.bwd_s, r.bwd_pct_peak), time_cell(r.total_s, r.total_pct_peak),
-                       ratio ? fmt::format("{:.2f}", *ratio) : "", r.baseline_impl.empty() ? "none measured" : r.baseline_impl,
-                       r.speedup ? fmt::format("{:.2f}x", *r.speedup) : "");
+                       ratio ? fmt::format("{:.2f}", *ratio) : "-", r.baseline_impl.empty() ? "none measured" : r.baseline_impl,
+                       r.speedup ? fmt::format("{:.2f}x", *r.speedup) : "-",
+                       r.flags.empty() ? "-" : fmt::format("{}", fmt::join(r.flags, ", ")));
   }
+  return out;
+}
+
+nlohmann::json training_json(const std::vector<TrainingRow>& rows) {
+  auto value = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  nlohmann::json out = nlohmann::json::array();
+  for (auto& r : rows)
+    out.push_back({{"device", r.device}, {"op", r.op}, {"shape", r.shape}, {"dtype", r.dtype}, {"threads", r.threads},
+                   {"recipe", r.recipe}, {"knobs", r.knobs}, {"impl", r.impl}, {"fwd_s", value(r.fwd_s)},
+                   {"bwd_s", value(r.bwd_s)}, {"total_s", value(r.total_s)}, {"fwd_pct_peak", value(r.fwd_pct_peak)},
+                   {"bwd_pct_peak", value(r.bwd_pct_peak)}, {"total_pct_peak", value(r.total_pct_peak)},
+                   {"phases_over_total", value(r.phases_over_total())},
+                   {"baseline_impl", r.baseline_impl.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.baseline_impl)},
+                   {"baseline_total_s", value(r.baseline_total_s)}, {"speedup", value(r.speedup)}, {"flags", r.flags}});
+  return out;
+}
+
+std::string training_csv(const std::vector<TrainingRow>& rows) {
+  std::string out =
+      "device,op,shape,dtype,threads,recipe,knobs,impl,fwd_s,bwd_s,total_s,fwd_pct_peak,bwd_pct_peak,total_pct_peak,"
+      "phases_over_total,baseline_impl,baseline_total_s,speedup,flags\n";
+  auto num = [](const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : std::string(); };
+  for (auto& r : rows)
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(r.device), csv_field(r.op),
+                       csv_field(r.shape), r.dtype, r.threads, csv_field(r.recipe), csv_field(r.knobs), csv_field(r.impl),
+                       num(r.fwd_s), num(r.bwd_s), num(r.total_s), num(r.fwd_pct_peak), num(r.bwd_pct_peak),
+                       num(r.total_pct_peak), num(r.phases_over_total()), csv_field(r.baseline_impl), num(r.baseline_total_s),
+                       num(r.speedup), csv_field(fmt::format("{}", fmt::join(r.flags, " "))));
   return out;
 }
 

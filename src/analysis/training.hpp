@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "opmeter/result.hpp"
 
 namespace opmeter {
@@ -20,12 +22,19 @@ struct TrainingRow {
   std::optional<double> fwd_pct_peak, bwd_pct_peak, total_pct_peak;
   std::string baseline_impl;             // empty: no baseline step measured for this shape
   std::optional<double> baseline_total_s, speedup;
+  // Flags of its phases' results that change how the row reads (contended, unconverged, ...),
+  // each once, as "phase:flag" (fwd:contended).
+  std::vector<std::string> flags;
   // (fwd + bwd) / total: near 1 where the phases, timed apart, add up to the step.
   std::optional<double> phases_over_total() const;
 };
 
 std::vector<TrainingRow> training_rows(const std::vector<Result>& results);
-// A markdown table of the rows; empty without rows.
+// A markdown table of the rows; empty without rows. A phase not measured reads "-".
 std::string training_markdown(const std::vector<TrainingRow>& rows);
+// The rows for results.json ("training") and training.csv: times in seconds, null / empty where
+// a phase was not measured.
+nlohmann::json training_json(const std::vector<TrainingRow>& rows);
+std::string training_csv(const std::vector<TrainingRow>& rows);
 
 }  // namespace opmeter

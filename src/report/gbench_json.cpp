@@ -4,6 +4,7 @@
 
 #include "analysis/fusion.hpp"
 #include "analysis/quantization.hpp"
+#include "analysis/training.hpp"
 #include "report/reporter_registry.hpp"
 #include "report/reporters.hpp"
 #include "opmeter/result_fields.hpp"
@@ -88,6 +89,7 @@ nlohmann::json gbench_json(const nlohmann::json& context, const std::vector<Resu
   FusionThresholds t;
   if (auto rows = fusion_rows(results, t); !rows.empty()) out["fusion"] = fusion_json(rows, t);
   if (auto rows = quant_rows(results); !rows.empty()) out["quantization"] = quant_json(rows);
+  if (auto rows = training_rows(results); !rows.empty()) out["training"] = training_json(rows);
   return out;
 }
 
