@@ -331,7 +331,7 @@ for entry in "${steps[@]}"; do
       # CUDA-graph per-launch time of a tiny kernel, and Nsight Compute's duration of the same kernel.
       step graph "$out/graph.md" "$opm" run --case 'bandwidth/cuda/fp32/kernel=copy,n=4096/device=cuda:0,graph=100,hot' --out "$out/graph"
       if command -v ncu >/dev/null; then
-        step ncu "$out/ncu.txt" ncu --metrics gpu__time_duration.sum --profile-from-start off "$opm" run --profile --samples 10 --energy-window 0 --no-report \
+        step ncu "$out/ncu.txt" ncu --metrics gpu__time_duration.sum --profile-from-start off "$opm" run --profile --samples 10 --energy-window 0 --cooldown 0 --no-report \
           --case 'bandwidth/cuda/fp32/kernel=copy,n=4096/device=cuda:0,hot' --out "$out/ncu-run"
       fi ;;
     ml-ops) step ml-ops "$out/ml-ops.md" "$opm" run bench/gpu-ml-ops.yaml --out "$out/ml-ops" ;;
@@ -383,7 +383,7 @@ for entry in "${steps[@]}"; do
           n=$((n + 1))
           step "quant-ncu-$n" "$out/quant-ncu-$n.txt" ncu --profile-from-start off --section SpeedOfLight \
             --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats \
-            --section SchedulerStats "$opm" run --profile --samples 10 --energy-window 0 --no-report --case "$kase" --out "$out/quant-ncu-$n"
+            --section SchedulerStats "$opm" run --profile --samples 10 --energy-window 0 --cooldown 0 --no-report --case "$kase" --out "$out/quant-ncu-$n"
         done
       else
         echo "gpu-check: [quant-ncu] skipped: no ncu on this machine" | tee -a "$out/commands.txt"

@@ -103,7 +103,7 @@ SH
 chmod +x "$tmp/bin/ncu"
 bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/n" quant-ncu >> "$tmp/log3" 2>&1
 expect '[ "$(grep -cP "^quant-ncu-[0-9]\t0\t" "$tmp/res/n/steps.tsv")" -eq 5 ]'
-expect 'grep -q "profile-from-start off.* run --profile --samples 10 --energy-window 0 --no-report --case linear/cuda_quant/" "$tmp/res/n/quant-ncu-1.txt"'
+expect 'grep -q "profile-from-start off.* run --profile --samples 10 --energy-window 0 --cooldown 0 --no-report --case linear/cuda_quant/" "$tmp/res/n/quant-ncu-1.txt"'
 # cold-timing runs the bench where the build has it, and says so where it has not.
 bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/ct0" cold-timing >> "$tmp/log3" 2>&1
 expect 'grep -q "cold-timing. skipped: no cuda_cold_timing" "$tmp/res/ct0/commands.txt"'
