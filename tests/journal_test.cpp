@@ -1,6 +1,8 @@
 // The journal under a failing disk, and the lock that keeps one run per results directory.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +16,17 @@ using namespace opmeter;
 namespace fs = std::filesystem;
 
 namespace {
+std::string read_all(const fs::path& p) {
+  std::ifstream f(p);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+mode_t umask_now() {
+  const mode_t m = ::umask(022);
+  ::umask(m);
+  return m;
+}
+
 fs::path fresh(const std::string& name) {
   auto d = fs::temp_directory_path() / ("opmeter_journal_" + name);
   fs::remove_all(d);
@@ -54,6 +67,49 @@ TEST(Journal, WriteAtomicallyFailsCleanlyOnAFullDevice) {
   auto dir = fresh("atomic");
   EXPECT_THROW(write_atomically((dir / "no" / "such" / "file").string(), "x"), OutputError);
   EXPECT_TRUE(fs::is_empty(dir));
+}
+
+// Output files never write through a link (one planted at the old temporary name, or at the
+// path itself, which is replaced), never replace a device (-o /dev/null writes into it), refuse a
+// directory, leave no temporary file behind and get a new file's usual mode.
+TEST(Journal, WriteAtomicallyNeverFollowsLinksOrReplacesDevices) {
+  auto dir = fresh("links");
+  const fs::path victim = dir / "victim", out = dir / "out.json";
+  std::ofstream(victim) << "PRECIOUS";
+  fs::create_symlink(victim, dir / "out.json.tmp");
+  write_atomically(out.string(), "new");
+  EXPECT_EQ(read_all(victim), "PRECIOUS");
+  EXPECT_EQ(read_all(out), "new");
+  fs::remove(out);
+  fs::create_symlink(victim, out);
+  write_atomically(out.string(), "again");
+  EXPECT_FALSE(fs::is_symlink(out));
+  EXPECT_EQ(read_all(out), "again");
+  EXPECT_EQ(read_all(victim), "PRECIOUS");
+  EXPECT_EQ(fs::status(out).permissions() & fs::perms::all,
+            fs::perms::all & ~fs::perms::owner_exec & ~fs::perms::group_exec & ~fs::perms::others_exec &
+                static_cast<fs::perms>(~static_cast<unsigned>(umask_now()) & 0777));
+  std::size_t entries = 0;
+  for ([[maybe_unused]] auto& e : fs::directory_iterator(dir)) ++entries;
+  EXPECT_EQ(entries, 3u);  // victim, out.json, the planted link: no temporary file left
+  if (fs::exists("/dev/null")) {
+    write_atomically("/dev/null", "discarded");
+    EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  }
+  try {
+    write_atomically(dir.string(), "x");
+    ADD_FAILURE() << "a directory was written";
+  } catch (const OutputError& e) {
+    EXPECT_NE(std::string(e.what()).find("is not a regular file"), std::string::npos) << e.what();
+  }
+  // The journal and the lock do not open through a link either.
+  fs::create_symlink(victim, dir / "results.jsonl");
+  EXPECT_THROW(Journal((dir / "results.jsonl").string()), OutputError);
+  EXPECT_EQ(read_all(victim), "PRECIOUS");
+  fs::create_directories(dir / "res");
+  fs::create_symlink(victim, dir / "res" / kLockFile);
+  EXPECT_ANY_THROW(RunDirectory((dir / "res").string(), true));
+  EXPECT_EQ(read_all(victim), "PRECIOUS");
 }
 
 TEST(RunDirectory, OneRunAtATimeAndNoMixingWithOldResults) {

@@ -11,7 +11,7 @@ namespace opmeter {
 
 Journal::Journal(const std::string& path, WriteFn write)
     : path_(path), write_(write ? std::move(write) : WriteFn(::write)) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);  // a link there: ELOOP
   if (fd_ < 0) throw output_error(path, errno);
 }
 

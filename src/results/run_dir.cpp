@@ -42,7 +42,7 @@ RunDirectory::RunDirectory(const std::string& dir, bool resume) : dir_(dir) {
   fs::create_directories(dir, ec);
   if (ec) throw UsageError(fmt::format("cannot create results directory {}: {}", dir, ec.message()));
   auto lock = file(kLockFile);
-  lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);  // a link there: ELOOP
   if (lock_fd_ < 0) throw output_error(lock, errno);
   if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
     auto holder = read_first_line(lock);

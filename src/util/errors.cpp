@@ -1,5 +1,6 @@
 #include "opmeter/errors.hpp"
 
+#include <cerrno>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -7,6 +8,8 @@
 namespace opmeter {
 
 OutputError output_error(const std::string& path, int err) {
+  if (err == ELOOP)  // O_NOFOLLOW met a link
+    return OutputError(fmt::format("cannot write {}: it is a symbolic link, and opmeter does not write through links", path));
   return OutputError(fmt::format("cannot write {}: {}", path, std::strerror(err)));
 }
 

@@ -1,10 +1,15 @@
 #include "util/output_file.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "opmeter/errors.hpp"
 
@@ -23,23 +28,54 @@ int write_all(int fd, const void* data, std::size_t bytes, bool sync) {
 }
 
 namespace {
-// Writes all of `content` to a new file at `path`, synced; OutputError (and no file) otherwise.
-void write_new_file(const std::string& path, const std::string& content) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+// The process's umask, read once (umask() can only be read by setting it).
+mode_t process_umask() {
+  static const mode_t mask = [] {
+    const mode_t m = ::umask(022);
+    ::umask(m);
+    return m;
+  }();
+  return mask;
+}
+
+// Writes all of `content` to a new temporary file beside `path` (a name no other file has, made
+// by mkostemps: never an existing file or a link planted there), synced, with the mode a new file
+// gets; returns its name. OutputError (and no file) otherwise.
+std::string write_temporary(const std::string& path, const std::string& content) {
+  std::string name = path + ".XXXXXX.tmp";
+  std::vector<char> buf(name.begin(), name.end());
+  buf.push_back('\0');
+  int fd = ::mkostemps(buf.data(), 4, O_CLOEXEC);
   if (fd < 0) throw output_error(path, errno);
-  int err = write_all(fd, content.data(), content.size(), true);
+  name.assign(buf.data());
+  int err = ::fchmod(fd, 0666 & ~process_umask()) != 0 ? errno : 0;
+  if (!err) err = write_all(fd, content.data(), content.size(), true);
   if (::close(fd) != 0 && !err) err = errno;
   if (err) {
-    ::unlink(path.c_str());  // a half-written file helps no one and holds the space
+    ::unlink(name.c_str());  // a half-written file helps no one and holds the space
     throw output_error(path, err);
   }
+  return name;
+}
+
+// `-o /dev/null`, `-o /dev/stdout`, a named pipe: written into as they are, never replaced.
+void write_into_stream(const std::string& path, const std::string& content) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw output_error(path, errno);
+  int err = write_all(fd, content.data(), content.size(), false);
+  if (::close(fd) != 0 && !err) err = errno;
+  if (err) throw output_error(path, err);
 }
 }  // namespace
 
 void write_atomically(const std::string& path, const std::string& content) {
-  auto tmp = path + ".tmp";
-  write_new_file(tmp, content);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return write_into_stream(path, content);
+    throw OutputError(fmt::format("cannot write {}: it exists and is not a regular file", path));
+  }
+  const std::string tmp = write_temporary(path, content);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {  // a link at `path` is replaced, never followed
     int err = errno;
     ::unlink(tmp.c_str());
     throw output_error(path, err);
