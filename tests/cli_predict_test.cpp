@@ -287,8 +287,9 @@ TEST(CliPredict, ATruncatedOrDamagedModelIsAOneLineError) {
       << bad.text;
   EXPECT_EQ(std::count(bad.text.begin(), bad.text.end(), '\n'), 1) << bad.text;  // one line, no stack trace
 
-  // A tree xgboost refuses (its message carries a stack trace), and one it would read out of
-  // bounds with (a split on a feature the rows do not have).
+  // A tree xgboost refuses (its message carries a stack trace), and ones it would read out of
+  // bounds with (a split on a feature the rows do not have, a child past the tree) or loop in (a
+  // child pointing back at the root).
   auto tree_of = [](nlohmann::json& m) -> nlohmann::json& {
     for (auto& g : m["groups"])
       if (g["boosted"].is_object()) return g["boosted"]["xgboost"]["learner"]["gradient_booster"]["model"]["trees"][0];
@@ -298,8 +299,16 @@ TEST(CliPredict, ATruncatedOrDamagedModelIsAOneLineError) {
   tree_of(cut)["left_children"] = nlohmann::json::array({1});
   auto split = nlohmann::json::parse(text);
   for (auto& f : tree_of(split)["split_indices"]) f = 999999;
-  for (auto& [name, edited, expect] : {std::tuple{"cut.json", cut, std::string("xgboost cannot load it: ")},
-                                       std::tuple{"split.json", split, std::string("splits on feature 999999 of ")}}) {
+  auto past = nlohmann::json::parse(text), back = nlohmann::json::parse(text);
+  for (auto& c : tree_of(past)["left_children"]) c = 99999;
+  for (auto& c : tree_of(back)["left_children"]) c = 0;
+  auto nodes = tree_of(back)["left_children"].size();
+  ASSERT_GT(nodes, 1u) << "the fixture's first tree is a single leaf";
+  for (auto& [name, edited, expect] :
+       {std::tuple{"cut.json", cut, std::string("tree 0 has no matching left_children and right_children")},
+        std::tuple{"split.json", split, std::string("splits on feature 999999 of ")},
+        std::tuple{"past.json", past, std::string("tree 0 node 0: children 99999 and ")},
+        std::tuple{"back.json", back, std::string("tree 0 node 0: children 0 and ")}}) {
     auto path = f.dir / name;
     std::ofstream(path) << edited.dump();
     auto out = cli("predict " + path.string() + " gemm/onednn/fp32/M=8,N=8,K=8/threads=1");

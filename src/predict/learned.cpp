@@ -49,6 +49,27 @@ std::string number(double v) {
   return j.dump();
 }
 
+// A tree's children: both -1 (a leaf), or two nodes after it (xgboost allocates children after
+// their parent, so no path can loop back). xgboost follows them unchecked: one out of range
+// reads outside the tree, one pointing back loops forever.
+void check_children(const nlohmann::json& tree, std::size_t t) {
+  const auto left = tree.value("left_children", nlohmann::json::array());
+  const auto right = tree.value("right_children", nlohmann::json::array());
+  const auto where = [&](std::size_t i) { return "tree model: tree " + std::to_string(t) + " node " + std::to_string(i); };
+  if (!left.is_array() || !right.is_array() || left.size() != right.size() || left.empty())
+    throw UsageError("tree model: tree " + std::to_string(t) + " has no matching left_children and right_children");
+  const auto n = static_cast<std::int64_t>(left.size());
+  for (std::size_t i = 0; i < left.size(); ++i) {
+    if (!left[i].is_number_integer() || !right[i].is_number_integer())
+      throw UsageError(where(i) + ": its children are not integers");
+    const auto l = left[i].get<std::int64_t>(), r = right[i].get<std::int64_t>(), self = static_cast<std::int64_t>(i);
+    if (l == -1 && r == -1) continue;
+    if (l <= self || r <= self || l >= n || r >= n || l == r)
+      throw UsageError(where(i) + ": children " + std::to_string(l) + " and " + std::to_string(r) +
+                       " are not two nodes after it in a tree of " + std::to_string(n));
+  }
+}
+
 // xgboost trusts a tree's split features: one past the feature count (a model edited by hand)
 // reads outside the row. Checked before loading.
 void check_split_features(const nlohmann::json& model) {
@@ -64,6 +85,8 @@ void check_split_features(const nlohmann::json& model) {
     throw UsageError("tree model: its feature count is not a number");
   }
   for (std::size_t t = 0; t < trees.size(); ++t) {
+    if (!trees[t].is_object()) throw UsageError("tree model: tree " + std::to_string(t) + " is not an object");
+    check_children(trees[t], t);
     const auto splits = trees[t].value("split_indices", nlohmann::json::array());
     for (const auto& f : splits)
       if (!f.is_number_unsigned() || f.get<std::size_t>() >= features)
