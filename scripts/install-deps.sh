@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 pkgs=(cmake g++ make pkg-config git ccache
       libdnnl-dev libopenblas-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev
       libgtest-dev googletest likwid bc
-      libxgboost-dev libnlopt-dev
+      libxgboost-dev libnlopt-dev libre2-dev
       python3-torch python3-numpy
       openmpi-bin libopenmpi-dev jq
       chromium)

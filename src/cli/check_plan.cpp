@@ -2,7 +2,6 @@
 #include "cli/check_plan.hpp"
 
 #include <algorithm>
-#include <regex>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -112,7 +111,7 @@ std::vector<Case> check_cases(const CheckSelection& s) {
             c.params = in_op_order(*op, params);
             if (!takes_optional_params(*impl, c).ok) continue;  // a recipe only its impls run
             took = true;
-            if (filter && !std::regex_search(c.to_string(), *filter)) continue;
+            if (filter && !filter->matches(c.to_string())) continue;
             out.push_back(c);
           }
           taken += took;

@@ -1,7 +1,6 @@
 #pragma once
 #include <functional>
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -14,6 +13,7 @@
 #include "pipeline/pipeline_plan.hpp"
 #include "engine/runner.hpp"
 #include "results/result_set.hpp"
+#include "util/case_filter.hpp"
 
 namespace opmeter {
 
@@ -58,7 +58,7 @@ void add_run_command(CLI::App& app, RunArgs& args);
 std::string self_path(const char* argv0);
 // ROOT/<YYYYmmdd-HHMMSS> (local time): a new run's default results directory.
 std::string timestamped_dir(const std::string& root);
-std::optional<std::regex> compile_filter(const std::string& filter);  // UsageError when not a regex; empty: none
+std::optional<CaseFilter> compile_filter(const std::string& filter);  // UsageError when not a regex; empty: none
 void add_user_impl_options(CLI::App* command, std::vector<std::string>& kernels, std::vector<std::string>& plugins);
 struct UserImpls {
   std::vector<std::string> kernel_specs;  // the kernels' FILE:NAME made absolute (isolated children register them again)

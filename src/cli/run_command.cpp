@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <set>
 
 #include <fmt/chrono.h>
@@ -196,13 +195,9 @@ std::string self_path(const char* argv0) {
   return ec ? std::string(argv0) : p.string();
 }
 
-std::optional<std::regex> compile_filter(const std::string& filter) {
+std::optional<CaseFilter> compile_filter(const std::string& filter) {
   if (filter.empty()) return std::nullopt;
-  try {
-    return std::regex(filter);
-  } catch (const std::regex_error& e) {
-    throw UsageError(fmt::format("--filter '{}' is not a valid regular expression: {}", filter, e.what()));
-  }
+  return CaseFilter(filter);
 }
 
 void add_user_impl_options(CLI::App* command, std::vector<std::string>& kernels, std::vector<std::string>& plugins) {
@@ -330,7 +325,7 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   auto* run = app.add_subcommand("run", "measure the cases of a config file or a built-in suite (default: quick)");
   run->add_option("config", a.config, "YAML config file");
   run->add_option("--suite", a.suite, "built-in suite: quick (default), full, ops, fusion, fusion-gpu, pipeline-quick");
-  run->add_option("--filter", a.filter, "only cases whose case string matches this regular expression");
+  run->add_option("--filter", a.filter, "only cases whose case string matches this regular expression (RE2 syntax, anywhere in the string)");
   run->add_option_function<std::string>(
       "--case",
       [&a](const std::string& s) {
@@ -440,7 +435,7 @@ int run_command(const RunArgs& given, const char* argv0) {
   options.stopping = apply_overrides(plan.stopping, a.stopping);
   options = apply_run_settings(apply_run_settings(options, plan.run_settings), a.settings);
   std::vector<Case> cases;
-  std::optional<std::regex> filter = compile_filter(a.filter);
+  std::optional<CaseFilter> filter = compile_filter(a.filter);
   for (auto& note : plan.notes) fmt::print(stderr, "opmeter: {}\n", note);
   auto override = [&](Case& c) {  // the command line's settings over the plan's
     if (a.threads && c.on_host()) c.threads = *a.threads;
@@ -449,7 +444,7 @@ int run_command(const RunArgs& given, const char* argv0) {
   };
   for (auto c : plan.cases) {
     override(c);
-    if (filter && !std::regex_search(c.to_string(), *filter)) continue;
+    if (filter && !filter->matches(c.to_string())) continue;
     cases.push_back(c);
   }
   // Where each pipeline runs too: its layers' cases are made from it again (to find their
