@@ -122,6 +122,20 @@ TEST(Cli, BadInputExitsTwoWithMessage) {
   out = cli("run --resume /nonexistent-dir");
   EXPECT_EQ(out.code, 2);
   EXPECT_NE(out.text.find("no such results directory"), std::string::npos) << out.text;
+
+  // A second YAML document is not ignored; a device is not read without end; --case takes no
+  // --pipeline beside it (it would drop the pipeline).
+  auto two = write(dir, "two.yaml", "ops: [add]\n---\nops: [gemm]\n");
+  out = cli("run " + two.string() + " --dry-run");
+  EXPECT_EQ(out.code, 2);
+  EXPECT_NE(out.text.find(two.string() + ":3:1: the file holds 2 YAML documents"), std::string::npos) << out.text;
+  out = cli("run /dev/zero --dry-run");
+  EXPECT_EQ(out.code, 2);
+  EXPECT_NE(out.text.find("/dev/zero: is not a regular file"), std::string::npos) << out.text;
+  out = cli("run --case add/opmeter/fp32/batch=1,seq=4,hidden=64/threads=1 --pipeline resnet18 --dry-run");
+  EXPECT_EQ(out.code, 2);
+  EXPECT_NE(out.text.find("--case runs one case: give no config, --suite or --pipeline with it"), std::string::npos)
+      << out.text;
 }
 
 TEST(Cli, FailedCaseDoesNotStopTheRunAndSetsExitCode) {

@@ -44,7 +44,8 @@ std::atomic<bool>& g_cancel = interrupt_flag();  // Ctrl-C or SIGTERM: the run s
 Plan make_plan(const RunArgs& a) {
   int threads = a.threads.value_or(default_threads());
   if (a.case_given) {
-    if (!a.config.empty() || !a.suite.empty()) throw UsageError("--case runs one case: give no config or --suite with it");
+    if (!a.config.empty() || !a.suite.empty() || !a.pipelines.empty())
+      throw UsageError("--case runs one case: give no config, --suite or --pipeline with it");
     Plan p;
     p.source = "case";
     Case c = parse_case(a.case_string);

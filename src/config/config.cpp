@@ -486,7 +486,14 @@ struct NamedCode {
 YAML::Node parse_config(const YamlReader& r, const std::string& yaml, const std::string& source) {
   YAML::Node root;
   try {
-    root = YAML::Load(yaml);
+    // Every document is parsed: a second one (after ---) would otherwise be ignored unread.
+    auto docs = YAML::LoadAll(yaml);
+    if (docs.size() > 1) {
+      const auto at = docs[1].Mark();
+      throw ConfigError(source, at.line >= 0 ? at.line + 1 : 0, at.column + 1,
+                        fmt::format("the file holds {} YAML documents (separated by ---): a config is one", docs.size()));
+    }
+    if (!docs.empty()) root = docs.front();
   } catch (const YAML::ParserException& e) {
     throw ConfigError(source, e.mark.line + 1, e.mark.column + 1, "malformed YAML: " + e.msg);
   }
@@ -796,6 +803,12 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
 Plan load_config_file(const std::string& path, int default_threads, const std::string& device, ConfigCode code) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw ConfigError(path, 0, 0, "is a directory, not a config file");
+  // A device or pipe (/dev/zero) would be read without end; the largest config of ours is a few KiB.
+  constexpr std::uintmax_t kMaxConfigBytes = 16u << 20;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw ConfigError(path, 0, 0, "is not a regular file: a config is a YAML file");
+  if (auto size = std::filesystem::file_size(path, ec); !ec && size > kMaxConfigBytes)
+    throw ConfigError(path, 0, 0, fmt::format("is {} MiB: a config is at most {} MiB", size >> 20, kMaxConfigBytes >> 20));
   std::ifstream f(path);
   if (!f) throw ConfigError(path, 0, 0, "cannot open the config file (does it exist and is it readable?)");
   std::stringstream ss;
