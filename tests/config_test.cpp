@@ -131,6 +131,14 @@ TEST(Config, PairsNoImplRunsAreLeftOutWithANote) {
                                           "opmeter_quant/float8dq-row"}));
 }
 
+// A sweep value out of range is reported at its place in its list, not at `ops:`.
+TEST(Config, ABadSweepValueIsReportedWhereItIsWritten) {
+  auto e = error_of("ops: [add]\nimpls: [opmeter]\nseq: [4]\nhidden: [64]\nbatch: [1, 2, -7]\n");
+  EXPECT_TRUE(has(e, "t.yaml:5:15: add batch=-7 out of range")) << e;
+  e = error_of("ops: [add]\nimpls: [opmeter]\nseq: [4]\nhidden: [64]\nbatch: 0\n");
+  EXPECT_TRUE(has(e, "t.yaml:5:8: add batch=0 out of range")) << e;
+}
+
 TEST(Config, WrongTypes) {
   EXPECT_TRUE(has(error_of("ops: [peak]\nthreads: two\n"), "threads: expected an integer in 1..4096, got 'two'"));
   EXPECT_TRUE(has(error_of("ops: {a: 1}\n"), "ops: expected a list of names, got a mapping"));

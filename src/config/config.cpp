@@ -298,7 +298,17 @@ bool valid_apart(const OpDef& op, const Case& c) {
 
 // The config key that made a case invalid: an optional parameter's (a recipe whose group size does
 // not divide the hidden size), else `ops`.
-YAML::Node invalid_case_node(const YAML::Node& root, const OpDef& op, const Case& c) {
+YAML::Node invalid_case_node(const YAML::Node& root, const OpDef& op, const Case& c, const std::string& message) {
+  // The sweep value the message names (batch=-7): its place in that key's list.
+  for (auto& [key, value] : c.params) {
+    if (message.find(key + "=" + value) == std::string::npos) continue;
+    const YAML::Node list = root[key];
+    if (!list) continue;
+    if (list.IsScalar() && list.Scalar() == value) return list;
+    if (list.IsSequence())
+      for (const auto& item : list)
+        if (item.IsScalar() && item.Scalar() == value) return item;
+  }
   for (auto& o : op.optional_params)
     if (c.has(o.key) && root[o.config_key]) return root[o.config_key];
   return root["ops"];
@@ -718,7 +728,7 @@ std::vector<std::string> expand_ops(const YamlReader& r, const YAML::Node& root,
               } catch (const CaseError& e) {
                 // Two optional values that each hold alone but not together (a recipe without a
                 // training step, in train mode) leave the pair out; anything else is the config's error.
-                if (!valid_apart(def, c)) r.fail(invalid_case_node(root, def, c), e.what());
+                if (!valid_apart(def, c)) r.fail(invalid_case_node(root, def, c, e.what()), e.what());
                 if (std::find(plan.notes.begin(), plan.notes.end(), e.what()) == plan.notes.end())
                   plan.notes.push_back(e.what());
                 continue;
