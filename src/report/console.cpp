@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "report/reporters.hpp"
+#include "util/human_units.hpp"
 
 namespace opmeter {
 namespace {
@@ -41,8 +42,9 @@ class ConsoleReporter : public Reporter {
   void report(const Result& r) override {
     if (live_) fmt::print(out_, "\r\033[K");
     std::string what = r.status == Status::ok
-                           ? fmt::format("{} ±{:.2f}%  {}  noise {:.2f}%{}{}", human_time(r.summary.median),
-                                         r.summary.precision * 100, rate(r), r.summary.rel_noise * 100, sustained(r),
+                           ? fmt::format("{} ±{}  {}  noise {}{}{}", human_time(r.summary.median),
+                                         spread_percent(r.summary.precision, r.summary.count), rate(r),
+                                         spread_percent(r.summary.rel_noise, r.summary.count), sustained(r),
                                          r.flags.empty() ? "" : fmt::format("  [{}]", fmt::join(r.flags, ", ")))
                            : fmt::format("{}: {}", to_string(r.status), r.reason);
     fmt::print(out_, "[{}/{}] {}{}  {}\n", index_ + 1, total_, r.case_string,

@@ -57,8 +57,8 @@ void case_row(std::string& out, const Result& r) {
                      (machine.empty() ? "" : " <span class=\"label\">on " + html_escape(machine) + "</span>"),
                  html_escape(status), reason,
                  ok ? human_time(r.summary.median) : "", rate(r.gflops), rate(r.gbps),
-                 opt_num(r.pct_peak, "{:.1f}%"), pct_roof, ok ? fmt::format("{:.2f}%", r.summary.precision * 100) : "",
-                 ok ? fmt::format("{:.2f}%", r.summary.rel_noise * 100) : "", ok ? std::to_string(r.summary.count) : "",
+                 opt_num(r.pct_peak, "{:.1f}%"), pct_roof, ok ? spread_percent(r.summary.precision, r.summary.count) : "",
+                 ok ? spread_percent(r.summary.rel_noise, r.summary.count) : "", ok ? std::to_string(r.summary.count) : "",
                  sustained,
                  opt_num(r.avg_power_w, "{:.1f}"), opt_num(r.max_error, "{:.2e}"));
 }

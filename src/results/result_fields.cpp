@@ -33,11 +33,19 @@ auto read_optional(std::optional<double> Result::*m) {
   return [m](Result& r, const json& v) { r.*m = v.get<double>(); };
 }
 
+// A spread is unknown from fewer than two samples: null, not a perfect 0 or an infinity.
+json spread_json(const Summary& s, double fraction) {
+  return s.count >= 2 && std::isfinite(fraction) ? json(fraction) : json(nullptr);
+}
+json spread_pct_json(const Summary& s, double fraction) {
+  return s.count >= 2 && std::isfinite(fraction) ? json(fraction * 100) : json(nullptr);
+}
+
 json summary_json(const Summary& s) {
   return {{"count", s.count}, {"min_s", s.min}, {"max_s", s.max}, {"mean_s", s.mean},
           {"median_s", s.median}, {"stdev_s", s.stdev}, {"q1_s", s.q1}, {"q3_s", s.q3},
           {"median_ci95_low_s", s.median_ci_low}, {"median_ci95_high_s", s.median_ci_high},
-          {"rel_noise", s.rel_noise}, {"precision", s.precision}, {"outliers", s.outliers}};
+          {"rel_noise", spread_json(s, s.rel_noise)}, {"precision", spread_json(s, s.precision)}, {"outliers", s.outliers}};
 }
 
 std::optional<PerWatt> per_watt_in(const Result& r, const char* unit) {
@@ -114,7 +122,7 @@ std::vector<ResultField> make_fields() {
   f.push_back({.name = "stdev_s", .outputs = kInCsv, .unit = "s", .better = Better::lower,
                .value = [](const Result& r) { return json(r.summary.stdev); }});
   f.push_back({.name = "noise_pct", .outputs = kInCsv, .unit = "%", .better = Better::lower,
-               .value = [](const Result& r) { return json(r.summary.rel_noise * 100); }});
+               .value = [](const Result& r) { return spread_pct_json(r.summary, r.summary.rel_noise); }});
   f.push_back({.name = "gflops", .outputs = all, .unit = "GFLOP/s", .better = Better::higher,
                .value = [](const Result& r) { return json(r.gflops); }, .read = read_double(&Result::gflops),
                .markdown = "GFLOP/s",
@@ -166,7 +174,7 @@ std::vector<ResultField> make_fields() {
   f.push_back({.name = "case", .outputs = all, .gbench_name = "name",
                .value = [](const Result& r) { return json(r.case_string); }});
   f.push_back({.name = "precision_pct", .outputs = kInCsv, .unit = "%", .better = Better::lower,
-               .value = [](const Result& r) { return json(r.summary.precision * 100); }});
+               .value = [](const Result& r) { return spread_pct_json(r.summary, r.summary.precision); }});
   f.push_back({.name = "stop_reason", .outputs = all, .value = [](const Result& r) { return text_if(r.stop_reason); },
                .read = read_text(&Result::stop_reason)});
   f.push_back({.name = "sustained_tflops", .outputs = kInCsv, .unit = "TFLOP/s", .better = Better::higher,
@@ -213,16 +221,16 @@ std::vector<ResultField> make_fields() {
                .value = [](const Result& r) { return json(r.work.bytes_written); },
                .read = [](Result& r, const json& v) { r.work.bytes_written = v.get<double>(); }});
   f.push_back({.name = "noise", .outputs = kInGbench, .better = Better::lower,
-               .value = [](const Result& r) { return json(r.summary.rel_noise); },
+               .value = [](const Result& r) { return spread_json(r.summary, r.summary.rel_noise); },
                .markdown = "noise",
-               .cell = [](const Result& r) { return ok(r) ? fmt::format("{:.2f}%", r.summary.rel_noise * 100) : "-"; },
+               .cell = [](const Result& r) { return ok(r) ? spread_percent(r.summary.rel_noise, r.summary.count) : "-"; },
                .numeric = true});
   f.push_back({.name = "median_ci95_s", .outputs = kInGbench, .unit = "s",
                .value = [](const Result& r) { return json{r.summary.median_ci_low, r.summary.median_ci_high}; }});
   f.push_back({.name = "precision", .outputs = kInGbench, .better = Better::lower,
-               .value = [](const Result& r) { return json(r.summary.precision); },
+               .value = [](const Result& r) { return spread_json(r.summary, r.summary.precision); },
                .markdown = "±",
-               .cell = [](const Result& r) { return ok(r) ? fmt::format("{:.2f}%", r.summary.precision * 100) : "-"; },
+               .cell = [](const Result& r) { return ok(r) ? spread_percent(r.summary.precision, r.summary.count) : "-"; },
                .numeric = true});
   f.push_back({.name = "gflops_per_watt", .outputs = kInGbench, .unit = "GFLOP/s/W", .better = Better::higher,
                .value = [](const Result& r) {

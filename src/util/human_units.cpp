@@ -1,5 +1,7 @@
 #include "util/human_units.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 namespace opmeter {
@@ -10,6 +12,11 @@ std::string human_time(double s) {
   if (s < 1e-3) return fmt::format("{:.2f} us", s * 1e6);
   if (s < 1) return fmt::format("{:.3f} ms", s * 1e3);
   return fmt::format("{:.3f} s", s);
+}
+
+std::string spread_percent(double fraction, std::size_t samples) {
+  if (samples < 2 || !std::isfinite(fraction)) return "-";
+  return fmt::format("{:.2f}%", fraction * 100);
 }
 
 std::string human_bytes(double b) {

@@ -1,5 +1,6 @@
 #pragma once
 // Times and sizes as people read them, for every text output (console, reports, analyses).
+#include <cstddef>
 #include <string>
 
 namespace opmeter {
@@ -8,5 +9,8 @@ namespace opmeter {
 std::string human_time(double seconds);
 // 1536 -> "1.50 KiB", in binary units up to GiB; "-" for a negative or NaN size.
 std::string human_bytes(double bytes);
+// A spread (noise, the median's precision) as a percentage: 0.0123 -> "1.23%"; "-" where it is
+// unknown: fewer than two samples, or not finite.
+std::string spread_percent(double fraction, std::size_t samples);
 
 }  // namespace opmeter
