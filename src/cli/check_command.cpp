@@ -105,7 +105,7 @@ void add_check_command(CLI::App& app, CheckArgs& a) {
       "check", "correctness only: every impl x dtype x each op's edge shapes against the fp64 reference, untimed");
   check->add_option("--device", a.device,
                     "where cases run: cpu (default; with --resume the file's) or cuda:N; every impl of that backend");
-  check->add_option("--filter", a.filter, "only cases whose case string matches this regular expression (RE2 syntax, anywhere in the string)");
+  check->add_option("--filter", a.filter, "only cases whose case string matches this regular expression (anywhere in the string; RE2, linear time, or ECMAScript for lookaround)");
   check->add_option("--op", a.ops, "only this op; repeatable, or comma-separated")->delimiter(',');
   check->add_option("--impl", a.impls, "only this impl (also one that runs when named, e.g. torch); repeatable")->delimiter(',');
   check->add_option("--dtype", a.dtypes, "only this dtype; repeatable, or comma-separated")->delimiter(',');

@@ -326,7 +326,7 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   auto* run = app.add_subcommand("run", "measure the cases of a config file or a built-in suite (default: quick)");
   run->add_option("config", a.config, "YAML config file");
   run->add_option("--suite", a.suite, "built-in suite: quick (default), full, ops, fusion, fusion-gpu, pipeline-quick");
-  run->add_option("--filter", a.filter, "only cases whose case string matches this regular expression (RE2 syntax, anywhere in the string)");
+  run->add_option("--filter", a.filter, "only cases whose case string matches this regular expression (anywhere in the string; RE2, linear time, or ECMAScript for lookaround)");
   run->add_option_function<std::string>(
       "--case",
       [&a](const std::string& s) {

@@ -299,11 +299,14 @@ bool valid_apart(const OpDef& op, const Case& c) {
 // The config key that made a case invalid: an optional parameter's (a recipe whose group size does
 // not divide the hidden size), else `ops`.
 YAML::Node invalid_case_node(const YAML::Node& root, const OpDef& op, const Case& c, const std::string& message) {
-  // The sweep value the message names (batch=-7): its place in that key's list.
-  for (auto& [key, value] : c.params) {
-    if (message.find(key + "=" + value) == std::string::npos) continue;
-    const YAML::Node list = root[key];
-    if (!list) continue;
+  // The parameter the message names first (batch=-7 out of range; quant=int4wo-64: ... hidden=96):
+  // a sweep value at its place in its list; an optional parameter at its key (below).
+  std::size_t first = std::string::npos;
+  std::string key, value;
+  for (auto& [k, v] : c.params)
+    if (auto at = message.find(k + "=" + v); at < first) std::tie(first, key, value) = std::tie(at, k, v);
+  const bool optional = std::any_of(op.optional_params.begin(), op.optional_params.end(), [&](auto& o) { return o.key == key; });
+  if (const YAML::Node list = first != std::string::npos && !optional ? root[key] : YAML::Node(); list) {
     if (list.IsScalar() && list.Scalar() == value) return list;
     if (list.IsSequence())
       for (const auto& item : list)

@@ -33,12 +33,13 @@ auto read_optional(std::optional<double> Result::*m) {
   return [m](Result& r, const json& v) { r.*m = v.get<double>(); };
 }
 
-// A spread is unknown from fewer than two samples: null, not a perfect 0 or an infinity.
+// A spread is unknown from one sample: null, not a perfect 0 or an infinity. (A result with no
+// samples, skipped or failed, keeps its 0: its status says there is nothing to read.)
 json spread_json(const Summary& s, double fraction) {
-  return s.count >= 2 && std::isfinite(fraction) ? json(fraction) : json(nullptr);
+  return s.count != 1 && std::isfinite(fraction) ? json(fraction) : json(nullptr);
 }
 json spread_pct_json(const Summary& s, double fraction) {
-  return s.count >= 2 && std::isfinite(fraction) ? json(fraction * 100) : json(nullptr);
+  return s.count != 1 && std::isfinite(fraction) ? json(fraction * 100) : json(nullptr);
 }
 
 json summary_json(const Summary& s) {

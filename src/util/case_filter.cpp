@@ -12,11 +12,20 @@ CaseFilter::CaseFilter(const std::string& pattern, const std::string& flag) {
   RE2::Options options;
   options.set_log_errors(false);  // the error goes to the user once, as a UsageError
   auto re = std::make_shared<const RE2>(pattern, options);
-  if (!re->ok())
+  if (re->ok()) {
+    re2_ = std::move(re);
+    return;
+  }
+  try {
+    backtracking_ = std::make_shared<const std::regex>(pattern);
+  } catch (const std::regex_error&) {
     throw UsageError(fmt::format("{} '{}' is not a valid regular expression: {}", flag, pattern, re->error()));
-  re_ = std::move(re);
+  }
 }
 
-bool CaseFilter::matches(std::string_view text) const { return RE2::PartialMatch(text, *re_); }
+bool CaseFilter::matches(std::string_view text) const {
+  if (re2_) return RE2::PartialMatch(text, *re2_);
+  return std::regex_search(text.begin(), text.end(), *backtracking_);
+}
 
 }  // namespace opmeter
