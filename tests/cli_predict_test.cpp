@@ -163,6 +163,7 @@ TEST(CliPredict, BadInputIsAClearMessageAndExitCode2) {
       {"predict fit " + f.results.string() + " -o x.json --folds 20 --calibration " + f.profile.string(),
        "cpu/gemm/onednn/fp32 (14 cases)"},
       {"predict fit /nonexistent/results -o x.json", "/nonexistent/results"},
+      {"predict fit " + f.results.string() + " -o " + (f.results / "results.json").string(), "write the output elsewhere"},
       {"predict fit " + f.results.string() + " -o x.json --calibration /nonexistent.json", "/nonexistent.json"},
       {"predict " + f.profile.string() + " gemm/onednn/fp32/M=8,N=8,K=8/threads=1", "calibration profile"},
       {"predict " + not_model.string() + " gemm/onednn/fp32/M=8,N=8,K=8/threads=1", "opmeter-pipelines/1"},

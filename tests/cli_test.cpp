@@ -101,6 +101,29 @@ TEST(Cli, ASingleSampleHasNoSpread) {
   EXPECT_EQ(out.text.find("±-"), std::string::npos) << out.text;
 }
 
+// report, compare and predict fit refuse to write over what they read: an input file, or the
+// results files of an input directory (report.html beside them is fine).
+TEST(Cli, OutputsNeverOverwriteTheirInputs) {
+  auto dir = temp_dir("cli_not_input");
+  const auto res = dir / "res";
+  auto out = cli("run --case gemm/onednn/fp32/M=32,N=8,K=16/threads=1 --samples 3 --no-report --out " + res.string());
+  ASSERT_EQ(out.code, 0) << out.text;
+  const std::string journal = (res / "results.jsonl").string();
+  const auto before = std::filesystem::file_size(journal);
+  for (const std::string& command :
+       {"report " + res.string() + " -o " + journal, "report " + res.string() + " -o " + (res / "results.json").string(),
+        "compare " + res.string() + " " + res.string() + " -o " + journal,
+        "report " + journal + " -o " + (dir / "r.html").string() + " --md " + journal,
+        "report " + res.string() + " -o " + (dir / "same").string() + " --md " + (dir / "same").string()}) {
+    out = cli(command);
+    EXPECT_EQ(out.code, 2) << command << "\n" << out.text;
+    EXPECT_NE(out.text.find("write the output elsewhere"), std::string::npos) << command << "\n" << out.text;
+  }
+  EXPECT_EQ(std::filesystem::file_size(journal), before);
+  out = cli("report " + res.string() + " -o " + (res / "report.html").string());
+  EXPECT_EQ(out.code, 0) << out.text;
+}
+
 TEST(Cli, BadInputExitsTwoWithMessage) {
   auto dir = temp_dir("bad");
   auto cfg = write(dir, "bad.yaml", "ops: [gemm]\nthread: 2\nshapes: [{name: pow2}]\n");

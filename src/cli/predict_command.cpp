@@ -149,9 +149,12 @@ std::string fit_table(const PredictModel& m) {
 
 int fit_command(const PredictArgs& a) {
   check_output_file(a.model_out, "predict fit -o");
+  check_not_an_input(a.model_out, "predict fit -o", a.results);
   if (!a.no_report) {
-    check_output_file(report_stem(a.model_out) + ".html", "predict fit -o (its report)");
-    check_output_file(report_stem(a.model_out) + ".md", "predict fit -o (its report)");
+    for (const char* ext : {".html", ".md"}) {
+      check_output_file(report_stem(a.model_out) + ext, "predict fit -o (its report)");
+      check_not_an_input(report_stem(a.model_out) + ext, "predict fit -o (its report)", a.results);
+    }
   }
   // Ctrl-C stops the fit (exit 130) and writes no model: a half-fitted one would pass for a whole.
   catch_interrupts();

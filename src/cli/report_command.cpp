@@ -91,7 +91,12 @@ void add_report_command(CLI::App& app, ReportArgs& a) {
 
 int report_command(const ReportArgs& a) {
   check_output_file(a.out, "report -o");
-  if (!a.no_markdown) check_output_file(markdown_path(a), "report --md");
+  check_not_an_input(a.out, "report -o", a.inputs);
+  if (!a.no_markdown) {
+    check_output_file(markdown_path(a), "report --md");
+    check_not_an_input(markdown_path(a), "report --md", a.inputs);
+    check_not_an_input(markdown_path(a), "report --md", {a.out});  // the HTML written first
+  }
   auto inputs = without_repeats(a.inputs);
   auto sets = load_all(inputs);
   auto pipelines = load_pipelines(inputs);
@@ -123,7 +128,10 @@ void add_compare_command(CLI::App& app, CompareArgs& a) {
 }
 
 int compare_command(const CompareArgs& a) {
-  if (!a.out.empty()) check_output_file(a.out, "compare --out");
+  if (!a.out.empty()) {
+    check_output_file(a.out, "compare --out");
+    check_not_an_input(a.out, "compare --out", {a.base, a.neu});
+  }
   auto sets = load_all({a.base, a.neu});
   const ResultSet &base = sets[0], &neu = sets[1];
   CompareOptions o{a.alpha, a.threshold_pct, a.fail_above_pct, a.sustained};

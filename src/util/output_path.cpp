@@ -28,4 +28,21 @@ void check_output_file(const std::string& path, const std::string& option) {
     throw UsageError(fmt::format("{} {}: cannot write in the folder {}", option, path, folder.string()));
 }
 
+void check_not_an_input(const std::string& path, const std::string& option, const std::vector<std::string>& inputs) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path out = fs::weakly_canonical(path, ec);
+  if (ec) return;  // check_output_file says what is wrong with it
+  for (const auto& input : inputs) {
+    const fs::path in = fs::weakly_canonical(input, ec);
+    if (ec) continue;
+    bool read = out == in;
+    if (fs::is_directory(in, ec) && out.parent_path() == in)
+      for (const char* name : {"results.json", "results.jsonl", "run.json", "pipelines.json", "check.json"})
+        read = read || out.filename() == name;
+    if (read)
+      throw UsageError(fmt::format("{} {}: the command reads it (from {}); write the output elsewhere", option, path, input));
+  }
+}
+
 }  // namespace opmeter
