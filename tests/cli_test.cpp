@@ -94,8 +94,9 @@ TEST(Cli, ASingleSampleHasNoSpread) {
   auto j = nlohmann::json::parse(std::ifstream(dir / "results.json"));
   ASSERT_FALSE(j["benchmarks"].empty());
   const auto& first = j["benchmarks"][0];  // the case's own entry (Google Benchmark's aggregates follow)
-  EXPECT_TRUE(first["precision"].is_null()) << first.dump();
-  EXPECT_TRUE(first["noise"].is_null()) << first.dump();
+  EXPECT_TRUE(first.value("precision", nlohmann::json()).is_null()) << first.dump();  // left out, or null
+  EXPECT_TRUE(first.value("noise", nlohmann::json()).is_null()) << first.dump();
+  EXPECT_EQ(first["samples"], 1);
   out = cli("run --case gemm/onednn/fp32/M=32,N=8,K=16/threads=1 --samples 3 --no-report --out " + (dir / "three").string());
   ASSERT_EQ(out.code, 0) << out.text;
   EXPECT_EQ(out.text.find("±-"), std::string::npos) << out.text;
@@ -121,6 +122,22 @@ TEST(Cli, OutputsNeverOverwriteTheirInputs) {
   }
   EXPECT_EQ(std::filesystem::file_size(journal), before);
   out = cli("report " + res.string() + " -o " + (res / "report.html").string());
+  EXPECT_EQ(out.code, 0) << out.text;
+}
+
+// --resume DIR with a config continues DIR's run only if that config is what DIR measured.
+TEST(Cli, ResumeWithAnotherPlanIsRefused) {
+  auto dir = temp_dir("cli_resume_other");
+  const auto res = dir / "res";
+  const std::string kase = "gemm/onednn/fp32/M=32,N=8,K=16/threads=1";
+  auto out = cli("run --case " + kase + " --samples 3 --no-report --out " + res.string());
+  ASSERT_EQ(out.code, 0) << out.text;
+  auto cfg = write(dir, "other.yaml", "ops: [add]\nimpls: [opmeter]\nbatch: [1]\nseq: [4]\nhidden: [64]\nthreads: [1]\n");
+  out = cli("run " + cfg.string() + " --samples 3 --resume " + res.string());
+  EXPECT_EQ(out.code, 2) << out.text;
+  EXPECT_NE(out.text.find("it holds a run of case " + kase + ", not of config "), std::string::npos) << out.text;
+  EXPECT_EQ(opmeter::read_jsonl((res / "results.jsonl").string()).size(), 1u);
+  out = cli("run --case " + kase + " --samples 3 --resume " + res.string());  // the same run: nothing left to do
   EXPECT_EQ(out.code, 0) << out.text;
 }
 

@@ -83,16 +83,44 @@ int exit_code(const std::vector<Result>& results) {
   return 0;
 }
 
-// What a reader of the results needs to reproduce the run, and what `--resume DIR` alone reuses.
-nlohmann::json run_settings(const RunArgs& a, const std::string& source, const RunOptions& o) {
-  nlohmann::json j = {{"source", source},   {"stopping", stopping_json(o.stopping)}, {"seed", o.seed},
-                      {"cache", a.hot ? "hot" : "cold (default)"}, {"isolate", o.isolate}};
+// What a run measures, as run.json keeps it: its case, pipelines, config (absolute) or suite.
+void add_what_runs(nlohmann::json& j, const RunArgs& a) {
   std::error_code ec;
   if (a.case_given) j["case"] = a.case_string;
   else if (!a.pipelines.empty()) j["source"] = "--pipeline";
   else if (!a.config.empty()) j["config"] = std::filesystem::absolute(a.config, ec).string();
   else j["suite"] = a.suite.empty() ? "quick" : a.suite;
   if (!a.pipelines.empty()) j["pipelines"] = a.pipelines;
+}
+
+// The part of run.json that says what the run measures, as one line ("" where it says nothing).
+std::string what_runs(const nlohmann::json& j) {
+  for (const char* key : {"case", "config", "suite"})
+    if (j.contains(key) && j[key].is_string()) return fmt::format("{} {}", key, j[key].get<std::string>());
+  if (j.contains("pipelines")) return "--pipeline " + j["pipelines"].dump();
+  return "";
+}
+
+// `run CONFIG --resume DIR` continues DIR's run only where CONFIG is what DIR measured: another
+// plan's cases would join its journal under its run.json (`--resume DIR` alone reuses its plan).
+void check_resumes_the_same_run(const RunArgs& a) {
+  auto stored = stored_run_settings(a.resume);
+  if (!stored) return;
+  nlohmann::json now;
+  add_what_runs(now, a);
+  const std::string before = what_runs(*stored), after = what_runs(now);
+  if (!before.empty() && before != after)
+    throw UsageError(fmt::format("--resume {}: it holds a run of {}, not of {}; continue it with --resume {} alone, or "
+                                 "give another --out",
+                                 a.resume, before, after, a.resume));
+}
+
+// What a reader of the results needs to reproduce the run, and what `--resume DIR` alone reuses.
+nlohmann::json run_settings(const RunArgs& a, const std::string& source, const RunOptions& o) {
+  nlohmann::json j = {{"source", source},   {"stopping", stopping_json(o.stopping)}, {"seed", o.seed},
+                      {"cache", a.hot ? "hot" : "cold (default)"}, {"isolate", o.isolate}};
+  std::error_code ec;
+  add_what_runs(j, a);
   if (!a.filter.empty()) j["filter"] = a.filter;
   if (!a.formats.empty()) j["formats"] = a.formats;
   if (a.threads) j["threads"] = *a.threads;
@@ -410,6 +438,8 @@ int run_command(const RunArgs& given, const char* argv0) {
   if (!a.resume.empty() && a.config.empty() && a.suite.empty() && !a.case_given && a.pipelines.empty() &&
       a.child_result.empty())
     take_stored_settings(a);
+  else if (!a.resume.empty() && a.child_result.empty() && !shard)
+    check_resumes_the_same_run(a);
   if (a.llc_bytes) set_llc_bytes(*a.llc_bytes);
   RunOptions options;
   options.seed = a.seed;
