@@ -190,6 +190,14 @@ TEST(Cli, BadInputExitsTwoWithMessage) {
   out = cli("run /dev/zero --dry-run");
   EXPECT_EQ(out.code, 2);
   EXPECT_NE(out.text.find("/dev/zero: is not a regular file"), std::string::npos) << out.text;
+  for (auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"run --suite '' --dry-run", "--suite: must not be empty"},
+           {"run --format '' --dry-run", "--format: must not be empty"},
+           {"run --seed 99999999999999999999 --dry-run", "--seed: is too large"}}) {
+    out = cli(args);
+    EXPECT_EQ(out.code, 2) << args << "\n" << out.text;
+    EXPECT_NE(out.text.find(says), std::string::npos) << args << "\n" << out.text;
+  }
   out = cli("run --case add/opmeter/fp32/batch=1,seq=4,hidden=64/threads=1 --pipeline resnet18 --dry-run");
   EXPECT_EQ(out.code, 2);
   EXPECT_NE(out.text.find("--case runs one case: give no config, --suite or --pipeline with it"), std::string::npos)

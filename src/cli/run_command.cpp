@@ -353,7 +353,8 @@ ResultSet run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& giv
 void add_run_command(CLI::App& app, RunArgs& a) {
   auto* run = app.add_subcommand("run", "measure the cases of a config file or a built-in suite (default: quick)");
   run->add_option("config", a.config, "YAML config file");
-  run->add_option("--suite", a.suite, "built-in suite: quick (default), full, ops, fusion, fusion-gpu, pipeline-quick");
+  run->add_option("--suite", a.suite, "built-in suite: quick (default), full, ops, fusion, fusion-gpu, pipeline-quick")
+      ->check(kNonEmpty);
   run->add_option("--filter", a.filter, "only cases whose case string matches this regular expression (anywhere in the string; RE2, linear time, or ECMAScript for lookaround)");
   run->add_option_function<std::string>(
       "--case",
@@ -396,7 +397,8 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   run->add_flag("--no-report", a.no_report, "do not write report.html and report.md beside the results");
   run->add_option("--format", a.formats,
                   fmt::format("results files to write besides results.jsonl, comma-separated, of: {} (default: all)",
-                              ReporterRegistry::global().known()));
+                              ReporterRegistry::global().known()))
+      ->check(kNonEmpty);
   run->add_flag("--dry-run", a.dry_run, "print the cases the plan expands to and stop");
   run->add_option("--device", a.device, "where cases run: cpu (default) or cuda:N; picks that backend's impls");
   run->add_flag("--profile", a.profile,

@@ -1,6 +1,8 @@
 #pragma once
 // CLI11 checks every command's numeric options share.
+#include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -17,13 +19,20 @@ inline const CLI::Validator kFinite(
     },
     "FINITE");
 
-// Unsigned options would otherwise take -5 as 2^64 - 5.
+// Unsigned options would otherwise take -5 as 2^64 - 5, and 10^20 as 2^64 - 1.
 inline const CLI::Validator kNonNegativeInteger(
     [](std::string& s) {
-      return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos
-                 ? std::string()
-                 : "must be a non-negative integer, got '" + s + "'";
+      if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
+        return "must be a non-negative integer, got '" + s + "'";
+      std::uint64_t v = 0;
+      const auto [end, err] = std::from_chars(s.data(), s.data() + s.size(), v);
+      return err == std::errc() && end == s.data() + s.size() ? std::string()
+                                                               : "is too large: at most 18446744073709551615, got '" + s + "'";
     },
     "UINT");
+
+// A name option given as '' (--suite '', --format '') would otherwise mean its default.
+inline const CLI::Validator kNonEmpty([](std::string& s) { return s.empty() ? std::string("must not be empty") : std::string(); },
+                                      "TEXT");
 
 }  // namespace opmeter
