@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "scale/merge.hpp"
 
 using namespace opmeter;
@@ -73,10 +75,11 @@ TEST(Fleet, TwoMachinesOrOtherHardwareAreNoOutliers) {
 }
 
 TEST(MergeRuns, ConflictingConfigsAndVersionsAreNamed) {
-  RankRun a{"rank000-of-2-h-cpu", "", {{"config", "/x.yaml"}, {"shard", {{"rank", 0}, {"size", 2}}}},
+  RankRun a{"rank000-of-2-h-cpu", "/runs/rank000-of-2-h-cpu", {{"config", "/x.yaml"}, {"shard", {{"rank", 0}, {"size", 2}}}},
             {{"opmeter", {{"version", "0.1"}, {"git_sha", "abc"}}}}, {}};
   RankRun b = a;
   b.name = "rank001-of-2-h-cpu";
+  b.dir = "/runs/rank001-of-2-h-cpu";
   b.run["shard"]["rank"] = 1;
   EXPECT_TRUE(merge_conflicts({a, b}).empty());  // the shard differs, nothing else
   RankRun other_config = b;
@@ -85,4 +88,24 @@ TEST(MergeRuns, ConflictingConfigsAndVersionsAreNamed) {
   RankRun other_version = b;
   other_version.context["opmeter"]["git_sha"] = "def";
   EXPECT_EQ(merge_conflicts({a, other_version}).size(), 1u);
+}
+
+// A run given twice would count as two machines; a sharded run's rank twice (two runs) or missing
+// (part of the sweep) is named.
+TEST(MergeRuns, RunsGivenTwiceAndMissingOrRepeatedRanksAreNamed) {
+  RankRun a{"rank000-of-2-h-cpu", "/runs/a/rank000-of-2-h-cpu", {{"config", "/x.yaml"}, {"shard", {{"rank", 0}, {"size", 2}}}},
+            {{"opmeter", {{"version", "0.1"}, {"git_sha", "abc"}}}}, {}};
+  auto has_conflict = [](const std::vector<RankRun>& runs, const std::string& part) {
+    auto c = merge_conflicts(runs);
+    return std::any_of(c.begin(), c.end(), [&](const std::string& s) { return s.find(part) != std::string::npos; });
+  };
+  EXPECT_TRUE(has_conflict({a, a}, "rank000-of-2-h-cpu is given twice"));
+  EXPECT_TRUE(has_conflict({a}, "rank 1 of 2 is missing"));
+  RankRun other_run = a;
+  other_run.dir = "/runs/b/rank000-of-2-h-cpu";
+  EXPECT_TRUE(has_conflict({a, other_run}, "rank 0 of 2 appears twice"));
+  RankRun alone{"h-cpu", "/runs/h-cpu", {{"config", "/x.yaml"}}, a.context, {}};
+  RankRun elsewhere = alone;
+  elsewhere.dir = "/runs/g-cpu";
+  EXPECT_TRUE(merge_conflicts({alone, elsewhere}).empty());  // two machines, one run each
 }

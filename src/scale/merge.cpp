@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -89,6 +90,26 @@ std::vector<std::string> merge_conflicts(const std::vector<RankRun>& runs) {
     auto size = [](const RankRun& x) { return x.run.contains("shard") ? x.run["shard"].value("size", 1) : 1; };
     if (size(r) != size(first))
       out.push_back(fmt::format("{} is a rank of {}, {} of {}", r.name, size(r), first.name, size(first)));
+  }
+  // The same directory given twice (or through a link) would count as two machines.
+  std::map<std::string, std::string> seen;
+  for (auto& r : runs) {
+    std::error_code ec;
+    const auto where = std::filesystem::weakly_canonical(r.dir, ec).string();
+    if (auto [it, fresh] = seen.emplace(ec ? r.dir : where, r.dir); !fresh)
+      out.push_back(fmt::format("{} is given twice ({} and {})", r.name, it->second, r.dir));
+  }
+  // A sharded run's ranks: each once, none missing (a missing one is part of the sweep not merged).
+  const int ranks = first.run.contains("shard") ? first.run["shard"].value("size", 1) : 1;
+  if (ranks > 1 && seen.size() == runs.size()) {
+    std::map<int, std::string> by_rank;
+    for (auto& r : runs) {
+      const int rank = r.run.contains("shard") ? r.run["shard"].value("rank", -1) : -1;
+      if (auto [it, fresh] = by_rank.emplace(rank, r.name); !fresh)
+        out.push_back(fmt::format("rank {} of {} appears twice: {} and {} (two runs?)", rank, ranks, it->second, r.name));
+    }
+    for (int rank = 0; rank < ranks; ++rank)
+      if (!by_rank.count(rank)) out.push_back(fmt::format("rank {} of {} is missing: its part of the cases is not merged", rank, ranks));
   }
   return out;
 }
