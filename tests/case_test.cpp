@@ -43,6 +43,10 @@ TEST(CaseString, BadStringsSayWhatIsWrong) {
   EXPECT_NE(message("gemm/onednn/fp32/M=1,N=1,K=1/threads=2,graph=10").find("graph=N (CUDA Graph mode) needs device=cuda:N"),
             std::string::npos);
   EXPECT_NE(message("gemm/cublas/fp32/M=1,N=1,K=1/device=cuda:0,graph=0").find("graph must be"), std::string::npos);
+  // A setting twice: which one holds is not the parser's to choose.
+  EXPECT_NE(message("gemm/onednn/fp32/M=1,N=1,K=1/threads=1,threads=2").find("setting 'threads' is given twice"),
+            std::string::npos);
+  EXPECT_NE(message("gemm/onednn/fp32/M=1,N=1,K=1/threads=1,hot,hot").find("setting 'hot' is given twice"), std::string::npos);
 }
 
 TEST(CaseValidation, UnknownOpImplAndParameters) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -117,8 +118,11 @@ void parse_settings(const std::string& text, const std::string& part, Case& c) {
   };
   std::vector<Given> others;
   bool threads_given = false;
+  std::set<std::string> keys;  // a setting twice: which one holds would be the parser's choice
   for (auto& setting : split(part, ',')) {
     auto eq = setting.find('=');
+    if (!keys.insert(setting.substr(0, eq)).second)
+      throw UsageError(fmt::format("case string '{}': setting '{}' is given twice", text, setting.substr(0, eq)));
     Given g{setting.substr(0, eq), eq == std::string::npos ? std::nullopt : std::optional(setting.substr(eq + 1))};
     if (setting == "hot") {
       c.hot = true;
