@@ -99,6 +99,8 @@ TEST(LoadResults, BadInputsSayWhatTheFileIs) {
   EXPECT_NE(load_error(foreign).find("Google Benchmark JSON from another program"), std::string::npos);
   auto other = write(dir / "other.json", R"({"hello": 1})");
   EXPECT_NE(load_error(other).find("is JSON but not opmeter results"), std::string::npos);
+  auto junk = write(dir / "junk.json", R"({"benchmarks": [{"name": "x", "run_type": "aggregate"}, 5, null]})");
+  EXPECT_NE(load_error(junk).find("junk.json: benchmark 2 is number, not an object"), std::string::npos) << load_error(junk);
   auto text = write(dir / "notes.txt", "just some text\n");
   EXPECT_NE(load_error(text).find("is not an opmeter results file"), std::string::npos);
   auto broken = write(dir / "broken.jsonl", to_json(report_results()[0]).dump() + "\n{oops\n" +

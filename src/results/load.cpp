@@ -138,6 +138,9 @@ class ResultsJsonReader : public nlohmann::json_sax<nlohmann::json> {
       return &root;
     }
     nlohmann::json* top = stack_.back();
+    if (top == benchmarks_ && ++entries_ && !v.is_object())  // a benchmark is an object: anything else is another file
+      throw UsageError(fmt::format("{}: benchmark {} is {}, not an object: not opmeter results", path_, entries_,
+                                   v.is_null() ? "null" : v.type_name()));
     if (top->is_array()) {
       top->push_back(std::move(v));
       return &top->back();
@@ -162,6 +165,7 @@ class ResultsJsonReader : public nlohmann::json_sax<nlohmann::json> {
   std::string path_;
   std::vector<nlohmann::json*> stack_;  // open containers, innermost last
   nlohmann::json* benchmarks_ = nullptr;
+  std::size_t entries_ = 0;  // of benchmarks, counted from 1
   std::string key_;
 };
 
