@@ -176,6 +176,9 @@ TEST(Cli, BadInputExitsTwoWithMessage) {
 
   out = cli("frobnicate");
   EXPECT_EQ(out.code, 2);
+  EXPECT_NE(out.text.find("unknown command 'frobnicate'; known: run, check"), std::string::npos) << out.text;
+  out = cli("rum");
+  EXPECT_NE(out.text.find("unknown command 'rum'; did you mean 'run'?"), std::string::npos) << out.text;
 
   out = cli("run --resume /nonexistent-dir");
   EXPECT_EQ(out.code, 2);

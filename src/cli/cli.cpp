@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "opmeter/errors.hpp"
+#include "util/did_you_mean.hpp"
 #include "util/interrupt.hpp"
 #include "plugins/c_plugin.hpp"
 
@@ -47,6 +48,13 @@ int cli_main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // `opmeter bogus`: CLI11 says only that a subcommand is required; name the word it got.
+    if (argc > 1 && argv[1][0] != '-' && app.get_subcommands().empty()) {
+      std::vector<std::string> names;
+      for (auto* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+      fmt::print(stderr, "opmeter: {}\nRun 'opmeter --help' for usage.\n", unknown_name("command", argv[1], names));
+      return 2;
+    }
     fmt::print(stderr, "opmeter: {}\nRun 'opmeter --help' for usage.\n", e.what());
     return 2;
   }
