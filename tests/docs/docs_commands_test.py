@@ -262,6 +262,20 @@ def user_kind(p):
     return None
 
 
+def resumed_run_of(sandbox, results, tokens):
+    """`run my.yaml --resume res/` continues a run of my.yaml (opmeter refuses another plan's): the
+    results fixture says so in its run.json."""
+    configs = [t for t in tokens[2:] if t.endswith((".yaml", ".yml")) and not t.startswith("-")]
+    if not configs:
+        return
+    run_json = os.path.join(sandbox.path(results), "run.json")
+    j = json.load(open(run_json))
+    for key in ("case", "suite", "pipelines"):
+        j["run"].pop(key, None) if "run" in j else j.pop(key, None)
+    (j["run"] if "run" in j else j)["config"] = sandbox.path(configs[0])
+    json.dump(j, open(run_json, "w"))
+
+
 def check_command(sandbox, where, tokens, written):
     sub, reads, writes = inputs_and_outputs(tokens)
     for p, kind in reads:
@@ -270,6 +284,8 @@ def check_command(sandbox, where, tokens, written):
         made_by = written.get(os.path.normpath(p))
         if made_by or user_kind(p):
             sandbox.make(p, made_by or user_kind(p))
+            if sub == "run" and "--resume" in tokens and kind == "results":
+                resumed_run_of(sandbox, p, tokens)
         else:
             fail(where, f"names a missing file '{p}': {' '.join(tokens)}")
             return
