@@ -84,6 +84,17 @@ TEST(LoadResults, JournalAndDirectoryWithOnlyAJournal) {
   EXPECT_TRUE(set.context.empty());
   EXPECT_EQ(set.results.size(), report_results().size());
   EXPECT_EQ(load_results((dir / "results.jsonl").string()).results.size(), set.results.size());
+  // The directory has no results.json, which a run writes at its end: a note says the journal is read.
+  ASSERT_EQ(set.notes.size(), 1u);
+  EXPECT_NE(set.notes[0].find("no results.json (a run stopped before its end?); reading the journal"), std::string::npos)
+      << set.notes[0];
+  EXPECT_EQ(set.notes[0].find("cut short"), std::string::npos) << set.notes[0];
+  // A last line cut short by the stop is left out, and said.
+  write(dir / "results.jsonl", lines + to_json(report_results()[0]).dump().substr(0, 40));
+  set = load_results(dir.string());
+  EXPECT_EQ(set.results.size(), report_results().size());
+  ASSERT_EQ(set.notes.size(), 1u);
+  EXPECT_NE(set.notes[0].find("its last line, cut short by the stop, left out"), std::string::npos) << set.notes[0];
 }
 
 TEST(LoadResults, BadInputsSayWhatTheFileIs) {

@@ -290,7 +290,18 @@ ResultSet load_results(const std::string& path) {
     auto json = fs::path(path) / "results.json", journal = fs::path(path) / "results.jsonl";
     ResultSet set;
     if (fs::exists(json, ec)) set = with_journal_fallback(json.string(), journal);
-    else if (fs::exists(journal, ec)) set = ResultSet{path, ResultsFormat::results_jsonl, stored_context(path), read_jsonl(journal.string())};
+    else if (fs::exists(journal, ec)) {
+      bool torn = false;
+      set = ResultSet{path, ResultsFormat::results_jsonl, stored_context(path), read_jsonl(journal.string(), torn)};
+      // No results.json where the run would have written one: it stopped before its end (or is
+      // running); the journal is the record. A run with --format but json writes none.
+      auto formats = stored_run_settings(path).value_or(nlohmann::json::object()).value("formats", std::string());
+      const bool expected = formats.empty() || formats.find("json") != std::string::npos || formats.find("gbench") != std::string::npos;
+      if (expected || torn)
+        set.notes.push_back(fmt::format("{}: {}reading the journal ({} cases{})", path,
+                                        expected ? "no results.json (a run stopped before its end?); " : "",
+                                        set.results.size(), torn ? "; its last line, cut short by the stop, left out" : ""));
+    }
     else throw UsageError(fmt::format("{}: a directory without results.json or results.jsonl", path));
     set.source = path;
     return set;

@@ -9,6 +9,12 @@
 namespace opmeter {
 
 std::vector<Result> read_jsonl(const std::string& path) {
+  bool torn = false;
+  return read_jsonl(path, torn);
+}
+
+std::vector<Result> read_jsonl(const std::string& path, bool& torn) {
+  torn = false;
   std::ifstream f(path);
   if (!f) throw UsageError(fmt::format("{}: cannot open (is it a results directory of an earlier run?)", path));
   std::vector<Result> out;
@@ -21,7 +27,10 @@ std::vector<Result> read_jsonl(const std::string& path) {
     ++lineno;
     nlohmann::json j = nlohmann::json::parse(l, nullptr, false);
     if (j.is_discarded()) {
-      if (lineno == static_cast<int>(lines.size())) break;  // torn by an interrupted write
+      if (lineno == static_cast<int>(lines.size())) {  // torn by an interrupted write
+        torn = true;
+        break;
+      }
       throw UsageError(fmt::format("{}:{}: not a JSON line", path, lineno));
     }
     try {

@@ -42,6 +42,8 @@ ResultSet load_results(const std::string& path);
 
 // Reads a results.jsonl log; a torn last line (interrupted write) is ignored.
 std::vector<Result> read_jsonl(const std::string& path);
+// The same, and whether its last line was cut short (a write a kill interrupted; left out).
+std::vector<Result> read_jsonl(const std::string& path, bool& torn);
 
 // One name for one run's results however it is given (a directory, its results.json or
 // results.jsonl), to notice the same results given twice.
