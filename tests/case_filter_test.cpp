@@ -44,4 +44,6 @@ TEST(CaseFilter, CatastrophicBacktrackingPatternsAnswer) {
   EXPECT_FALSE(CaseFilter("^(.*.*)*zz$").matches(long_case));
   EXPECT_TRUE(CaseFilter("^(.*.*)*zz$").matches(long_case + "zz"));
   EXPECT_FALSE(CaseFilter("^(a+)+$").matches(long_case + "b"));
+  // Too large for RE2 is refused, not handed to the backtracking engine.
+  EXPECT_THROW(CaseFilter("^(.*.*)*z{1001}$"), UsageError);
 }

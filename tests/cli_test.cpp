@@ -121,8 +121,15 @@ TEST(Cli, OutputsNeverOverwriteTheirInputs) {
     EXPECT_NE(out.text.find("write the output elsewhere"), std::string::npos) << command << "\n" << out.text;
   }
   EXPECT_EQ(std::filesystem::file_size(journal), before);
+  out = cli("report " + journal + " -o " + (res / "pipelines.json").string() + " --no-md");  // read beside a file input
+  EXPECT_EQ(out.code, 2) << out.text;
   out = cli("report " + res.string() + " -o " + (res / "report.html").string());
   EXPECT_EQ(out.code, 0) << out.text;
+  // -o /dev/stdout writes into the command's standard output; /dev/stdout stays what it was.
+  out = cli("report " + res.string() + " -o /dev/stdout --no-md");
+  EXPECT_EQ(out.code, 0) << out.text;
+  EXPECT_NE(out.text.find("<html"), std::string::npos) << out.text.substr(0, 300);
+  EXPECT_TRUE(std::filesystem::is_symlink("/dev/stdout") || std::filesystem::is_character_file("/dev/stdout"));
 }
 
 // --resume DIR with a config continues DIR's run only if that config is what DIR measured.
@@ -139,6 +146,15 @@ TEST(Cli, ResumeWithAnotherPlanIsRefused) {
   EXPECT_EQ(opmeter::read_jsonl((res / "results.jsonl").string()).size(), 1u);
   out = cli("run --case " + kase + " --samples 3 --resume " + res.string());  // the same run: nothing left to do
   EXPECT_EQ(out.code, 0) << out.text;
+  // One config however its path is written.
+  const auto res2 = dir / "res2";
+  out = cli("run " + cfg.string() + " --samples 3 --no-report --out " + res2.string());
+  ASSERT_EQ(out.code, 0) << out.text;
+  std::filesystem::create_symlink(cfg, dir / "link.yaml");
+  for (auto other : {(dir / "." / "other.yaml").string(), (dir / "link.yaml").string()}) {
+    out = cli("run " + other + " --samples 3 --no-report --resume " + res2.string());
+    EXPECT_EQ(out.code, 0) << other << "\n" << out.text;
+  }
 }
 
 TEST(Cli, BadInputExitsTwoWithMessage) {
@@ -192,7 +208,7 @@ TEST(Cli, BadInputExitsTwoWithMessage) {
   EXPECT_NE(out.text.find(two.string() + ":3:1: the file holds 2 YAML documents"), std::string::npos) << out.text;
   out = cli("run /dev/zero --dry-run");
   EXPECT_EQ(out.code, 2);
-  EXPECT_NE(out.text.find("/dev/zero: is not a regular file"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("/dev/zero: holds more than 16 MiB"), std::string::npos) << out.text;
   for (auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
            {"run --suite '' --dry-run", "--suite: must not be empty"},
            {"run --format '' --dry-run", "--format: must not be empty"},

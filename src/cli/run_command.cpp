@@ -88,14 +88,20 @@ void add_what_runs(nlohmann::json& j, const RunArgs& a) {
   std::error_code ec;
   if (a.case_given) j["case"] = a.case_string;
   else if (!a.pipelines.empty()) j["source"] = "--pipeline";
-  else if (!a.config.empty()) j["config"] = std::filesystem::absolute(a.config, ec).string();
+  else if (!a.config.empty()) j["config"] = std::filesystem::absolute(a.config, ec).lexically_normal().string();
   else j["suite"] = a.suite.empty() ? "quick" : a.suite;
   if (!a.pipelines.empty()) j["pipelines"] = a.pipelines;
 }
 
-// The part of run.json that says what the run measures, as one line ("" where it says nothing).
+// The part of run.json that says what the run measures, as one line ("" where it says nothing); a
+// config as its canonical path, so ./my.yaml, a link to it and my.yaml are one config.
 std::string what_runs(const nlohmann::json& j) {
-  for (const char* key : {"case", "config", "suite"})
+  if (j.contains("config") && j["config"].is_string()) {
+    std::error_code ec;
+    auto path = std::filesystem::weakly_canonical(j["config"].get<std::string>(), ec);
+    return "config " + (ec ? j["config"].get<std::string>() : path.string());
+  }
+  for (const char* key : {"case", "suite"})
     if (j.contains(key) && j[key].is_string()) return fmt::format("{} {}", key, j[key].get<std::string>());
   if (j.contains("pipelines")) return "--pipeline " + j["pipelines"].dump();
   return "";

@@ -303,8 +303,13 @@ YAML::Node invalid_case_node(const YAML::Node& root, const OpDef& op, const Case
   // a sweep value at its place in its list; an optional parameter at its key (below).
   std::size_t first = std::string::npos;
   std::string key, value;
+  auto named_at = [&](const std::string& kv) {  // kv as a whole word: n=64 is not in hidden=64
+    for (auto at = message.find(kv); at != std::string::npos; at = message.find(kv, at + 1))
+      if (at == 0 || !(std::isalnum(static_cast<unsigned char>(message[at - 1])) || message[at - 1] == '_')) return at;
+    return std::string::npos;
+  };
   for (auto& [k, v] : c.params)
-    if (auto at = message.find(k + "=" + v); at < first) std::tie(first, key, value) = std::tie(at, k, v);
+    if (auto at = named_at(k + "=" + v); at < first) std::tie(first, key, value) = std::tie(at, k, v);
   const bool optional = std::any_of(op.optional_params.begin(), op.optional_params.end(), [&](auto& o) { return o.key == key; });
   if (const YAML::Node list = first != std::string::npos && !optional ? root[key] : YAML::Node(); list) {
     if (list.IsScalar() && list.Scalar() == value) return list;
@@ -501,6 +506,7 @@ YAML::Node parse_config(const YamlReader& r, const std::string& yaml, const std:
   try {
     // Every document is parsed: a second one (after ---) would otherwise be ignored unread.
     auto docs = YAML::LoadAll(yaml);
+    std::erase_if(docs, [](const YAML::Node& d) { return !d || d.IsNull(); });  // a trailing --- holds nothing
     if (docs.size() > 1) {
       const auto at = docs[1].Mark();
       throw ConfigError(source, at.line >= 0 ? at.line + 1 : 0, at.column + 1,
@@ -816,17 +822,17 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
 Plan load_config_file(const std::string& path, int default_threads, const std::string& device, ConfigCode code) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw ConfigError(path, 0, 0, "is a directory, not a config file");
-  // A device or pipe (/dev/zero) would be read without end; the largest config of ours is a few KiB.
-  constexpr std::uintmax_t kMaxConfigBytes = 16u << 20;
-  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
-    throw ConfigError(path, 0, 0, "is not a regular file: a config is a YAML file");
-  if (auto size = std::filesystem::file_size(path, ec); !ec && size > kMaxConfigBytes)
-    throw ConfigError(path, 0, 0, fmt::format("is {} MiB: a config is at most {} MiB", size >> 20, kMaxConfigBytes >> 20));
-  std::ifstream f(path);
+  std::ifstream f(path, std::ios::binary);
   if (!f) throw ConfigError(path, 0, 0, "cannot open the config file (does it exist and is it readable?)");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return load_config_text(ss.str(), path, default_threads, device, code);
+  // Read up to a cap, whatever the file is (a pipe, /dev/stdin): /dev/zero would never end, and
+  // the largest config of ours is a few KiB.
+  constexpr std::size_t kMaxConfigBytes = std::size_t{16} << 20;
+  std::string text(kMaxConfigBytes + 1, '\0');
+  f.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(f.gcount()));
+  if (text.size() > kMaxConfigBytes)
+    throw ConfigError(path, 0, 0, fmt::format("holds more than {} MiB: a config is a YAML file of a few KiB", kMaxConfigBytes >> 20));
+  return load_config_text(text, path, default_threads, device, code);
 }
 
 Plan load_suite(const std::string& name, int default_threads, const std::string& device) {

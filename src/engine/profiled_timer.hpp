@@ -1,11 +1,10 @@
 #pragma once
-// run --profile: the one timed sample of a case runs inside the profiler's capture range (CUDA's
+// run --profile: one more sample of a case runs inside the profiler's capture range (CUDA's
 // cudaProfilerStart/Stop, which Nsight Compute and Nsight Systems open on with
-// --profile-from-start off). The range opens at the first call, not before the sample: what a
-// device timer enqueues ahead of the calls (a launch-hold kernel, an L2 flush) stays out of it,
-// and the inner timer is told it runs under a profiler, so it enqueues neither. A hold kernel
-// inside the range would spin until its timeout in every replay pass: Nsight Compute serializes
-// launches, so the host that would release it waits on it.
+// --profile-from-start off). The inner timer is told it runs under a profiler, so it enqueues
+// nothing of its own around the calls (a launch-hold kernel, an L2 flush): a hold kernel in the
+// range would spin until its timeout in every replay pass (Nsight Compute serializes launches, so
+// the host that would release it waits on it), and Nsight Compute flushes caches itself.
 #include <cstddef>
 #include <functional>
 #include <map>

@@ -91,11 +91,19 @@ struct ProfilerRange {
 };
 
 // run --profile, after the measurement: one more sample of one call inside the profiler's capture
-// range (nsys, ncu --profile-from-start off), untimed. One that fails is a detail, never the status.
-void profiled_sample(Result& r, Impl& impl, SampleTimer& timer, Backend& backend) {
+// range (nsys, ncu --profile-from-start off), untimed. One that fails is a detail, never the status;
+// but where every rank makes the same calls (a collective), a rank that went on alone would pair
+// its next calls with the others' sample: the error is the case's, on every rank (RankGate).
+void profiled_sample(Result& r, Impl& impl, SampleTimer& timer, Backend& backend, bool every_rank) {
+  const char* taken = "one more sample of one call after the measurement, in the profiler's capture range; not in the results";
+  if (every_rank) {
+    ProfiledTimer(timer, backend).time(1, [&] { impl.run(0); });
+    r.details["profiled"] = taken;
+    return;
+  }
   try {
     ProfiledTimer(timer, backend).time(1, [&] { impl.run(0); });
-    r.details["profiled"] = "one more sample of one call after the measurement, in the profiler's capture range; not in the results";
+    r.details["profiled"] = taken;
   } catch (const std::exception& e) {
     r.details["profiled"] = fmt::format("not taken: {}", e.what());
   }
@@ -410,7 +418,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     if (telemetry) record_telemetry(r, telemetry->stop(), t0, burst_from, burst_to, watched ? &*watched : nullptr);
     derive_op_figures(op, r);
     if (op.ceiling == CeilingKind::compute) backend.annotate_ceiling(r);
-    if (options.profile) profiled_sample(r, *impl, *base_timer, backend);
+    if (options.profile) profiled_sample(r, *impl, *base_timer, backend, op.every_rank);
 
     auto after = impl->verify(options.seed + 2);
     r.max_error = std::max(check.max_error, after.max_error);

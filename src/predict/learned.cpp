@@ -8,6 +8,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "opmeter/errors.hpp"
 
@@ -49,9 +50,9 @@ std::string number(double v) {
   return j.dump();
 }
 
-// A tree's children: both -1 (a leaf), or two nodes after it (xgboost allocates children after
-// their parent, so no path can loop back). xgboost follows them unchecked: one out of range
-// reads outside the tree, one pointing back loops forever.
+// A tree's children: both -1 (a leaf), or two other nodes of the tree, each reached once from the
+// root (a node id freed by pruning may be reused, so a child may come before its parent). xgboost
+// follows them unchecked: one out of range reads outside the tree, one pointing back loops forever.
 void check_children(const nlohmann::json& tree, std::size_t t) {
   const auto left = tree.value("left_children", nlohmann::json::array());
   const auto right = tree.value("right_children", nlohmann::json::array());
@@ -59,14 +60,31 @@ void check_children(const nlohmann::json& tree, std::size_t t) {
   if (!left.is_array() || !right.is_array() || left.size() != right.size() || left.empty())
     throw UsageError("tree model: tree " + std::to_string(t) + " has no matching left_children and right_children");
   const auto n = static_cast<std::int64_t>(left.size());
+  std::vector<std::int64_t> l(left.size()), r(left.size());
   for (std::size_t i = 0; i < left.size(); ++i) {
     if (!left[i].is_number_integer() || !right[i].is_number_integer())
       throw UsageError(where(i) + ": its children are not integers");
-    const auto l = left[i].get<std::int64_t>(), r = right[i].get<std::int64_t>(), self = static_cast<std::int64_t>(i);
-    if (l == -1 && r == -1) continue;
-    if (l <= self || r <= self || l >= n || r >= n || l == r)
-      throw UsageError(where(i) + ": children " + std::to_string(l) + " and " + std::to_string(r) +
-                       " are not two nodes after it in a tree of " + std::to_string(n));
+    l[i] = left[i].get<std::int64_t>();
+    r[i] = right[i].get<std::int64_t>();
+    const bool leaf = l[i] == -1 && r[i] == -1;
+    const auto self = static_cast<std::int64_t>(i);
+    if (!leaf && (l[i] <= 0 || r[i] <= 0 || l[i] >= n || r[i] >= n || l[i] == r[i] || l[i] == self || r[i] == self))
+      throw UsageError(where(i) + ": children " + std::to_string(l[i]) + " and " + std::to_string(r[i]) +
+                       " are not two other nodes of a tree of " + std::to_string(n));
+  }
+  std::vector<bool> reached(left.size(), false);
+  std::vector<std::int64_t> todo{0};
+  reached[0] = true;
+  while (!todo.empty()) {
+    const auto i = static_cast<std::size_t>(todo.back());
+    todo.pop_back();
+    if (l[i] == -1) continue;
+    for (auto child : {l[i], r[i]}) {
+      if (reached[static_cast<std::size_t>(child)])
+        throw UsageError(where(i) + ": child " + std::to_string(child) + " is reached twice from the root (a loop?)");
+      reached[static_cast<std::size_t>(child)] = true;
+      todo.push_back(child);
+    }
   }
 }
 

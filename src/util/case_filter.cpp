@@ -16,6 +16,10 @@ CaseFilter::CaseFilter(const std::string& pattern, const std::string& flag) {
     re2_ = std::move(re);
     return;
   }
+  // Only what RE2 lacks by design (lookaround: (?= (?! (?<= (?<!; backreferences: \1) goes to the
+  // backtracking engine; a pattern RE2 refuses for its size or repeat count is refused here too.
+  const bool lacks = re->error_code() == RE2::ErrorBadPerlOp || re->error_code() == RE2::ErrorBadEscape;
+  if (!lacks) throw UsageError(fmt::format("{} '{}' is not a valid regular expression: {}", flag, pattern, re->error()));
   try {
     backtracking_ = std::make_shared<const std::regex>(pattern);
   } catch (const std::regex_error&) {

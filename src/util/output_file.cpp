@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+#include <string>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -28,21 +30,33 @@ int write_all(int fd, const void* data, std::size_t bytes, bool sync) {
 }
 
 namespace {
-// The process's umask, read once (umask() can only be read by setting it).
+// The process's umask, from /proc (umask() reads it only by setting it, which would give any file
+// another thread creates meanwhile the wrong mode); 022 where /proc does not say.
 mode_t process_umask() {
-  static const mode_t mask = [] {
-    const mode_t m = ::umask(022);
-    ::umask(m);
-    return m;
-  }();
-  return mask;
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Umask:", 0) == 0) return static_cast<mode_t>(std::strtoul(line.c_str() + 6, nullptr, 8));
+  return 022;
+}
+
+// Streams and devices, which are written into, never replaced: /dev/null, /dev/stdout (a link to
+// the process's descriptor, whatever it was redirected to), /proc/self/fd/N, a named pipe.
+bool is_stream(const std::string& path) {
+  if (path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0) return true;
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode));
 }
 
 // Writes all of `content` to a new temporary file beside `path` (a name no other file has, made
 // by mkostemps: never an existing file or a link planted there), synced, with the mode a new file
 // gets; returns its name. OutputError (and no file) otherwise.
 std::string write_temporary(const std::string& path, const std::string& content) {
-  std::string name = path + ".XXXXXX.tmp";
+  // Hidden, beside the file, its name cut to 100 bytes: the suffix must not push a long name past
+  // the file system's limit.
+  const auto slash = path.rfind('/');
+  const std::string folder = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  const std::string base = path.substr(folder.size()).substr(0, 100);
+  std::string name = folder + "." + base + ".XXXXXX.tmp";
   std::vector<char> buf(name.begin(), name.end());
   buf.push_back('\0');
   int fd = ::mkostemps(buf.data(), 4, O_CLOEXEC);
@@ -60,7 +74,7 @@ std::string write_temporary(const std::string& path, const std::string& content)
 
 // `-o /dev/null`, `-o /dev/stdout`, a named pipe: written into as they are, never replaced.
 void write_into_stream(const std::string& path, const std::string& content) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);  // a redirected stdout: after what is there
   if (fd < 0) throw output_error(path, errno);
   int err = write_all(fd, content.data(), content.size(), false);
   if (::close(fd) != 0 && !err) err = errno;
@@ -69,11 +83,10 @@ void write_into_stream(const std::string& path, const std::string& content) {
 }  // namespace
 
 void write_atomically(const std::string& path, const std::string& content) {
+  if (is_stream(path)) return write_into_stream(path, content);
   struct stat st{};
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return write_into_stream(path, content);
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
     throw OutputError(fmt::format("cannot write {}: it exists and is not a regular file", path));
-  }
   const std::string tmp = write_temporary(path, content);
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {  // a link at `path` is replaced, never followed
     int err = errno;

@@ -9,8 +9,9 @@ namespace opmeter {
 
 // Writes a temporary file beside `path` (a fresh name: never a file or link already there), syncs
 // it and renames it over `path`: readers see the old file or the new one, never half of one, and a
-// link at `path` is replaced, not followed. A character device or pipe at `path` (/dev/null,
-// /dev/stdout) is written into, not replaced; a directory or other special file is an error.
+// link at `path` is replaced, not followed. A path under /dev or /proc (/dev/null, /dev/stdout,
+// /proc/self/fd/N) or a character device or pipe is written into, not replaced; a directory or
+// other special file is an error.
 // OutputError (naming the path and why) on failure.
 void write_atomically(const std::string& path, const std::string& content);
 // Writes all of `bytes` at `data` to `fd` (again after EINTR and short writes) and, when `sync`,

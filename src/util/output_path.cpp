@@ -14,6 +14,12 @@ void check_output_file(const std::string& path, const std::string& option) {
   namespace fs = std::filesystem;
   if (path.empty()) throw UsageError(fmt::format("{}: the file name is empty", option));
   std::error_code ec;
+  // A device or stream (-o /dev/stdout, /dev/null, a pipe) is written into: it must be writable.
+  if (path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0 ||
+      (fs::exists(path, ec) && (fs::is_character_file(path, ec) || fs::is_fifo(path, ec)))) {
+    if (::access(path.c_str(), W_OK) != 0) throw UsageError(fmt::format("{} {}: cannot be written", option, path));
+    return;
+  }
   if (fs::is_directory(path, ec))
     throw UsageError(fmt::format("{} {}: is a directory; give the path of a file to write", option, path));
   if (!path.empty() && path.back() == '/')
@@ -37,7 +43,9 @@ void check_not_an_input(const std::string& path, const std::string& option, cons
     const fs::path in = fs::weakly_canonical(input, ec);
     if (ec) continue;
     bool read = out == in;
-    if (fs::is_directory(in, ec) && out.parent_path() == in)
+    // A results directory, or the folder of a results file (its journal and pipelines.json are read too).
+    const fs::path folder = fs::is_directory(in, ec) ? in : in.parent_path();
+    if (out.parent_path() == folder)
       for (const char* name : {"results.json", "results.jsonl", "run.json", "pipelines.json", "check.json"})
         read = read || out.filename() == name;
     if (read)
