@@ -121,6 +121,11 @@ TEST(Cli, OutputsNeverOverwriteTheirInputs) {
     EXPECT_NE(out.text.find("write the output elsewhere"), std::string::npos) << command << "\n" << out.text;
   }
   EXPECT_EQ(std::filesystem::file_size(journal), before);
+  // A copy of a run is not a second run: compare says so.
+  std::filesystem::create_directories(dir / "copy");
+  std::filesystem::copy_file(journal, dir / "copy" / "results.jsonl");
+  out = cli("compare " + res.string() + " " + (dir / "copy").string());
+  EXPECT_NE(out.text.find("BASE and NEW hold the very same samples"), std::string::npos) << out.text;
   out = cli("report " + journal + " -o " + (res / "pipelines.json").string() + " --no-md");  // read beside a file input
   EXPECT_EQ(out.code, 2) << out.text;
   out = cli("report " + res.string() + " -o " + (res / "report.html").string());

@@ -160,6 +160,14 @@ TEST(Ceilings, ASmallBandwidthCaseGetsTheDefaultCeilingBesideIt) {
   EXPECT_EQ(std::count_if(out.begin(), out.end(), [](const Case& c) { return c.op == "bandwidth"; }), 1);
 }
 
+// No peak kernel takes fp16 on the CPU: no peak case is planned only to be skipped; bf16's is.
+TEST(Ceilings, APeakNoImplTakesHereIsNotPlanned) {
+  auto out = with_needed_peaks({parse_case("linear/onednn/fp16/batch=1,seq=4,hidden=64,out=32,act=none/threads=1")});
+  EXPECT_EQ(std::count_if(out.begin(), out.end(), [](const Case& c) { return c.op == "peak"; }), 0);
+  out = with_needed_peaks({parse_case("linear/onednn/bf16/batch=1,seq=4,hidden=64,out=32,act=none/threads=1")});
+  EXPECT_GE(std::count_if(out.begin(), out.end(), [](const Case& c) { return c.op == "peak" && c.dtype == DType::bf16; }), 1);
+}
+
 TEST(Ceilings, RooflineFromMeasuredCeilings) {
   Ceilings ceilings;
   Result peak, bw, ln;

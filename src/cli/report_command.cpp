@@ -1,6 +1,8 @@
 // `opmeter report RESULTS...` and `opmeter compare BASE NEW`: reading results back.
+#include <algorithm>
 #include <filesystem>
 #include <future>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -127,6 +129,20 @@ void add_compare_command(CLI::App& app, CompareArgs& a) {
   cmd->add_flag("--sustained", a.sustained, "compare GPU cases on their sustained figure (steady power) instead of the burst median");
 }
 
+namespace {
+// Whether two sets hold the same cases with identical samples (a copied results directory).
+bool same_samples(const ResultSet& x, const ResultSet& y) {
+  if (x.results.size() != y.results.size() || x.results.empty()) return false;
+  std::map<std::string, const std::vector<double>*> samples;
+  for (auto& r : x.results) samples[r.case_string] = &r.samples;
+  for (auto& r : y.results) {
+    auto it = samples.find(r.case_string);
+    if (it == samples.end() || *it->second != r.samples) return false;
+  }
+  return std::any_of(x.results.begin(), x.results.end(), [](const Result& r) { return !r.samples.empty(); });
+}
+}  // namespace
+
 int compare_command(const CompareArgs& a) {
   if (!a.out.empty()) {
     check_output_file(a.out, "compare --out");
@@ -139,6 +155,10 @@ int compare_command(const CompareArgs& a) {
   if (results_identity(a.base) == results_identity(a.neu))
     c.context_warnings.insert(c.context_warnings.begin(),
                               fmt::format("BASE and NEW are the same results ({}): this compares a run with itself", a.base));
+  else if (same_samples(base, neu))  // a copy: two runs never draw the same samples
+    c.context_warnings.insert(c.context_warnings.begin(),
+                              fmt::format("BASE and NEW hold the very same samples ({} and {}): one is a copy of the other",
+                                          a.base, a.neu));
   if (c.cases.empty())
     throw UsageError(fmt::format("{} and {} have no case in common ({} and {} cases): nothing to compare", a.base,
                                  a.neu, base.results.size(), neu.results.size()));

@@ -595,11 +595,19 @@ std::vector<Case> with_needed_peaks(const std::vector<Case>& cases, std::size_t 
       if (auto d = op->peak_dtype(c)) need.insert({*d, at});
     if (op->uses_memory && !op->defaults.empty() && bandwidth_elements > 0) need_memory.insert(at);
   }
+  // A ceiling case only where an impl of the ceiling op takes the dtype there: fp16 on a CPU has
+  // no peak kernel, and a case planned only to be skipped says nothing.
+  auto takes = [&](const OpDef& op, DType d, const Case& where) {
+    const std::string backend = backend_of(where).name();
+    for (auto* impl : reg.impls_of(op.name))
+      if (impl->runs_on(backend) && std::find(impl->dtypes.begin(), impl->dtypes.end(), d) != impl->dtypes.end()) return true;
+    return false;
+  };
   std::vector<Case> out;
   for (auto* op : reg.ops())  // compute ceilings, then memory ones
     if (op->ceiling == CeilingKind::compute && op->ceiling_cases)
       for (auto& [dtype, at] : need)
-        if (!have.count({dtype, at}))
+        if (!have.count({dtype, at}) && takes(*op, dtype, like.at(at)))
           for (auto& c : op->ceiling_cases(dtype, like.at(at), 0)) out.push_back(c);
   for (auto* op : reg.ops())
     if (op->ceiling == CeilingKind::memory && op->ceiling_cases)
