@@ -108,6 +108,9 @@ TEST(LoadResults, BadInputsSayWhatTheFileIs) {
   EXPECT_NE(load_error(profile).find("is a calibration profile"), std::string::npos);
   auto foreign = write(dir / "gbench.json", R"({"context": {}, "benchmarks": [{"name": "BM_x", "run_type": "iteration"}]})");
   EXPECT_NE(load_error(foreign).find("Google Benchmark JSON from another program"), std::string::npos);
+  auto fleet = write(dir / "fleet.json", R"({"schema": "opmeter-fleet/1", "machines": []})");
+  EXPECT_NE(load_error(fleet).find("is an opmeter file of another kind (opmeter-fleet/1), not results"), std::string::npos)
+      << load_error(fleet);
   auto other = write(dir / "other.json", R"({"hello": 1})");
   EXPECT_NE(load_error(other).find("is JSON but not opmeter results"), std::string::npos);
   auto junk = write(dir / "junk.json", R"({"benchmarks": [{"name": "x", "run_type": "aggregate"}, 5, null]})");

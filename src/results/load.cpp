@@ -223,6 +223,11 @@ ResultSet load_file(const std::string& path) {
     format = classify_json(reader.root);
   }
   if (format == ResultsFormat::results_jsonl) return ResultSet{path, format, nlohmann::json::object(), read_jsonl(path)};
+  // Another file of opmeter's (a predict model, fleet.json, check.json, a comparison): named by its schema.
+  if (const auto schema = reader.root.is_object() ? reader.root.value("schema", nlohmann::json()) : nlohmann::json();
+      format == ResultsFormat::other_json && schema.is_string() && schema.get<std::string>().rfind("opmeter-", 0) == 0)
+    throw UsageError(fmt::format("{}: is an opmeter file of another kind ({}), not results; give a results directory, "
+                                 "its results.json or its results.jsonl", path, schema.get<std::string>()));
   throw UsageError(why_not(path, format));
 }
 
