@@ -424,20 +424,14 @@ void sample_cases(const YamlReader& r, const YAML::Node& n, std::vector<Case>& c
 // --resume and compare take as one: each is kept once, in its first place, and a note says so.
 void drop_repeated_cases(Plan& plan) {
   std::set<std::string> have;
-  std::size_t dropped = 0;
   std::string first;
-  std::vector<Case> kept;
-  kept.reserve(plan.cases.size());
-  for (auto& c : plan.cases) {
+  const auto dropped = std::erase_if(plan.cases, [&](const Case& c) {
     std::string s = c.to_string();
-    if (have.insert(s).second) {
-      kept.push_back(c);
-    } else if (dropped++ == 0) {
-      first = std::move(s);
-    }
-  }
+    if (have.insert(s).second) return false;
+    if (first.empty()) first = std::move(s);
+    return true;
+  });
   if (dropped == 0) return;
-  plan.cases = std::move(kept);
   plan.notes.push_back(fmt::format("{} case{} planned twice (a shape listed twice, or shape generators that overlap; "
                                    "e.g. {}): measured once each",
                                    dropped, dropped == 1 ? " was" : "s were", first));
@@ -705,8 +699,8 @@ std::vector<std::string> expand_ops(const YamlReader& r, const YAML::Node& root,
     }
     for (auto& set : op_params(r, root, def, llc)) {
       if (auto why = none_runs(def, op_impls, like, set.params); !why.empty()) {
-        // Values that hold apart but not together (phase without mode=train, a recipe without a
-        // training step) say so, rather than which impls run each.
+        // Values the op refuses together (phase without mode=train, a recipe without a training
+        // step) say the rule they break, rather than which impls run each.
         Case c = like;
         c.op = op;
         c.impl = op_impls.front();
@@ -827,9 +821,10 @@ Plan load_config_file(const std::string& path, int default_threads, const std::s
   // Read up to a cap, whatever the file is (a pipe, /dev/stdin): /dev/zero would never end, and
   // the largest config of ours is a few KiB.
   constexpr std::size_t kMaxConfigBytes = std::size_t{16} << 20;
-  std::string text(kMaxConfigBytes + 1, '\0');
-  f.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(f.gcount()));
+  std::string text;
+  char chunk[1 << 16];
+  while (text.size() <= kMaxConfigBytes && f.read(chunk, sizeof chunk).gcount() > 0)
+    text.append(chunk, static_cast<std::size_t>(f.gcount()));
   if (text.size() > kMaxConfigBytes)
     throw ConfigError(path, 0, 0, fmt::format("holds more than {} MiB: a config is a YAML file of a few KiB", kMaxConfigBytes >> 20));
   return load_config_text(text, path, default_threads, device, code);

@@ -3,24 +3,16 @@
 namespace opmeter {
 namespace {
 
-// Opens the capture range at most once; closes it on every way out, a throwing call included.
+// The capture range, open while it lives: closed on every way out, a throwing call included.
 class CaptureRange {
  public:
-  explicit CaptureRange(Backend& backend) : backend_(backend) {}
-  ~CaptureRange() {
-    if (open_) backend_.profiler_stop();
-  }
+  explicit CaptureRange(Backend& backend) : backend_(backend) { backend_.profiler_start(); }
+  ~CaptureRange() { backend_.profiler_stop(); }
   CaptureRange(const CaptureRange&) = delete;
   CaptureRange& operator=(const CaptureRange&) = delete;
-  void open() {
-    if (open_) return;
-    backend_.profiler_start();
-    open_ = true;
-  }
 
  private:
   Backend& backend_;
-  bool open_ = false;
 };
 
 }  // namespace
@@ -33,7 +25,6 @@ std::optional<double> ProfiledTimer::time(std::size_t calls, const std::function
   // Around the whole sample: a graph replay or a worker runs the calls without `call`, and the
   // inner timer, told it is under a profiler, enqueues nothing of its own before them.
   CaptureRange range(backend_);
-  range.open();
   return inner_.time(calls, call);
 }
 

@@ -54,7 +54,8 @@ ResultsFormat classify(const std::string& text) {
   return ResultsFormat::unknown;
 }
 
-std::string why_not(const std::string& path, ResultsFormat f) {
+// `root`: the document, where it parsed as one (another opmeter file is named by its schema).
+std::string why_not(const std::string& path, ResultsFormat f, const nlohmann::json& root = nullptr) {
   switch (f) {
     case ResultsFormat::results_csv:
       return fmt::format("{}: is opmeter's CSV summary, which holds medians only; give the results directory, "
@@ -67,6 +68,12 @@ std::string why_not(const std::string& path, ResultsFormat f) {
                          "and status)",
                          path);
     case ResultsFormat::other_json:
+      if (const auto schema = root.is_object() && root.contains("schema") && root["schema"].is_string()
+                                  ? root["schema"].get<std::string>()
+                                  : std::string();
+          schema.rfind("opmeter-", 0) == 0)  // a predict model, fleet.json, check.json, a comparison
+        return fmt::format("{}: is an opmeter file of another kind ({}), not results; give a results directory, its "
+                           "results.json or its results.jsonl", path, schema);
       return fmt::format("{}: is JSON but not opmeter results (no 'benchmarks' list)", path);
     default:
       return fmt::format("{}: is not an opmeter results file (expected results.json or results.jsonl)", path);
@@ -223,12 +230,7 @@ ResultSet load_file(const std::string& path) {
     format = classify_json(reader.root);
   }
   if (format == ResultsFormat::results_jsonl) return ResultSet{path, format, nlohmann::json::object(), read_jsonl(path)};
-  // Another file of opmeter's (a predict model, fleet.json, check.json, a comparison): named by its schema.
-  if (const auto schema = reader.root.is_object() ? reader.root.value("schema", nlohmann::json()) : nlohmann::json();
-      format == ResultsFormat::other_json && schema.is_string() && schema.get<std::string>().rfind("opmeter-", 0) == 0)
-    throw UsageError(fmt::format("{}: is an opmeter file of another kind ({}), not results; give a results directory, "
-                                 "its results.json or its results.jsonl", path, schema.get<std::string>()));
-  throw UsageError(why_not(path, format));
+  throw UsageError(why_not(path, format, reader.root));
 }
 
 // The machine context a run wrote at its start (run.json), for a journal read on its own.

@@ -7,9 +7,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <vector>
-#include <string>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -37,14 +37,6 @@ mode_t process_umask() {
   for (std::string line; std::getline(status, line);)
     if (line.rfind("Umask:", 0) == 0) return static_cast<mode_t>(std::strtoul(line.c_str() + 6, nullptr, 8));
   return 022;
-}
-
-// Streams and devices, which are written into, never replaced: /dev/null, /dev/stdout (a link to
-// the process's descriptor, whatever it was redirected to), /proc/self/fd/N, a named pipe.
-bool is_stream(const std::string& path) {
-  if (path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0) return true;
-  struct stat st{};
-  return ::stat(path.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode));
 }
 
 // Writes all of `content` to a new temporary file beside `path` (a name no other file has, made
@@ -81,6 +73,12 @@ void write_into_stream(const std::string& path, const std::string& content) {
   if (err) throw output_error(path, err);
 }
 }  // namespace
+
+bool is_stream(const std::string& path) {
+  if (path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0) return true;
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode));
+}
 
 void write_atomically(const std::string& path, const std::string& content) {
   if (is_stream(path)) return write_into_stream(path, content);

@@ -14,6 +14,10 @@ namespace opmeter {
 // other special file is an error.
 // OutputError (naming the path and why) on failure.
 void write_atomically(const std::string& path, const std::string& content);
+// Whether `path` is written into rather than replaced: under /dev or /proc (/dev/null, /dev/stdout,
+// a link to the process's descriptor whatever it was redirected to, /proc/self/fd/N), or a
+// character device or named pipe.
+bool is_stream(const std::string& path);
 // Writes all of `bytes` at `data` to `fd` (again after EINTR and short writes) and, when `sync`,
 // fdatasyncs it: 0, or the errno of what failed (ENOSPC for a write of nothing).
 int write_all(int fd, const void* data, std::size_t bytes, bool sync);

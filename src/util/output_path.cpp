@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/errors.hpp"
+#include "util/output_file.hpp"
 
 namespace opmeter {
 
@@ -15,8 +16,7 @@ void check_output_file(const std::string& path, const std::string& option) {
   if (path.empty()) throw UsageError(fmt::format("{}: the file name is empty", option));
   std::error_code ec;
   // A device or stream (-o /dev/stdout, /dev/null, a pipe) is written into: it must be writable.
-  if (path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0 ||
-      (fs::exists(path, ec) && (fs::is_character_file(path, ec) || fs::is_fifo(path, ec)))) {
+  if (is_stream(path)) {
     if (::access(path.c_str(), W_OK) != 0) throw UsageError(fmt::format("{} {}: cannot be written", option, path));
     return;
   }
