@@ -204,3 +204,19 @@ TEST(CPluginCli, APluginThatExitsOrCrashesFailsItsCaseNamingThePluginAndTheOther
   EXPECT_EQ(by_impl["test_plugin_correct"].status, Status::ok) << by_impl["test_plugin_correct"].reason;
   EXPECT_TRUE(fs::exists(res / "results.json")) << out.text;  // the summaries are written
 }
+
+TEST(CPluginCli, WhatAnIsolatedPluginPrintsStaysOutOfOpmetersStandardOutput) {
+  auto dir = temp_dir("plugin_stdout");
+  const std::string cmd = fmt::format("{} run --plugin {} --case relu/test_plugin_correct/fp32/batch=1,seq=4,hidden=64/threads=1 "
+                                      "--samples 3 --no-report --out {} 2>{}",
+                                      opmeter_testbin(), PLUGIN_ENDS_PROCESS, (dir / "res").string(), (dir / "stderr.txt").string());
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), buf.size(), p)) out += buf.data();
+  ASSERT_EQ(pclose(p), 0) << out << slurp(dir / "stderr.txt");
+  EXPECT_FALSE(contains(out, "test plugin chatter")) << out;
+  EXPECT_TRUE(contains(out, "| test_plugin_correct |")) << out;  // the table is still there
+  EXPECT_TRUE(contains(slurp(dir / "stderr.txt"), "test plugin chatter"));
+}

@@ -4,6 +4,10 @@
 #include "opmeter/case.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
+#include "opmeter/pipeline.hpp"
+#include "config/config.hpp"
+#include "config/pipeline_flags.hpp"
+#include "config/suites.hpp"
 
 using namespace opmeter;
 
@@ -19,6 +23,32 @@ TEST(CaseString, RoundTrips) {
   c.hot = true;
   EXPECT_EQ(c.to_string(), "gemm/onednn/bf16/M=4096,N=2048,K=1024/threads=2,hot");
   EXPECT_EQ(parse_case(c.to_string()), c);
+}
+
+TEST(CaseString, ParametersComeOutInTheOpsOrderHoweverTheyWereWritten) {
+  Case c = parse_case("gemm/onednn/fp32/K=64,M=16,N=32/threads=1");
+  EXPECT_EQ(c.to_string(), "gemm/onednn/fp32/M=16,N=32,K=64/threads=1");
+  EXPECT_EQ(c, parse_case("gemm/onednn/fp32/N=32,K=64,M=16/threads=1"));
+  // Optional parameters after the op's own, whatever came first.
+  EXPECT_EQ(parse_case("linear/opmeter/bf16/quant=int8wo,batch=1,seq=1,hidden=64,out=32/threads=1").to_string(),
+            "linear/opmeter/bf16/batch=1,seq=1,hidden=64,out=32,quant=int8wo/threads=1");
+  // An op opmeter does not know keeps the order it was given.
+  EXPECT_EQ(parse_case("nosuchop/x/fp32/b=1,a=2/threads=1").to_string(), "nosuchop/x/fp32/b=1,a=2/threads=1");
+}
+
+TEST(CaseString, EverySuitesAndPipelinesCaseStringRoundTrips) {
+  for (const std::string device : {"cpu", "cuda:0"}) {
+    std::vector<Plan> plans;
+    for (auto& [name, text] : builtin_suites()) plans.push_back(load_suite(name, 2, device));
+    for (auto* p : pipeline::Registry::global().all()) plans.push_back(load_pipeline_flags({p->name}, 2, device));
+    std::size_t checked = 0;
+    for (auto& plan : plans)
+      for (auto& c : plan.cases) {
+        ASSERT_EQ(parse_case(c.to_string()).to_string(), c.to_string()) << device;
+        ++checked;
+      }
+    EXPECT_GT(checked, 100u) << device;
+  }
 }
 
 TEST(CaseString, BadStringsSayWhatIsWrong) {

@@ -341,3 +341,18 @@ TEST(CliPredict, PlanRefusesABudgetTooSmallOrNotDecimal) {
   EXPECT_TRUE(has(done.text, "every case of the config is already in the model")) << done.text;
   EXPECT_FALSE(fs::exists(plan));
 }
+
+TEST(CliMerge, KeepsThePipelinesTotalsOfTheRunsItJoins) {
+  const Fixture& f = fixture();
+  const fs::path merged = f.dir / ("merged_" + std::to_string(getpid()));
+  auto out = cli("merge " + f.results.string() + " -o " + merged.string());
+  ASSERT_EQ(out.code, 0) << out.text;
+  ASSERT_TRUE(fs::exists(merged / "pipelines.json")) << out.text;
+  auto j = nlohmann::json::parse(slurp(merged / "pipelines.json"));
+  auto original = nlohmann::json::parse(slurp(f.results / "pipelines.json"));
+  ASSERT_EQ(j["pipelines"].size(), 1u);
+  EXPECT_EQ(j["pipelines"][0]["name"], "mlp");
+  EXPECT_EQ(j["pipelines"][0]["latency_s"], original["pipelines"][0]["latency_s"]);
+  EXPECT_TRUE(fs::exists(merged / "summary.csv"));
+  EXPECT_NE(slurp(merged / "report.md").find("mlp"), std::string::npos);
+}

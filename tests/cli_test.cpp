@@ -341,6 +341,25 @@ TEST(Cli, CalibrateWritesAProfileThatRunUses) {
   EXPECT_TRUE(results[0].pct_bandwidth.has_value());
 }
 
+TEST(Cli, AProfileOfOtherThreadsLeavesTheRunToMeasureItsOwnCeilings) {
+  auto dir = temp_dir("profile_threads");
+  auto profile = write(dir, "calibration.json",
+                       R"({"schema": "opmeter-calibration/1", "threads": 1, "device": "cpu",
+                           "peak_gflops": {"fp32": 50.0}, "bandwidth": {"memory_gbps": 10.0}, "context": {}})");
+  auto config_of = [&](int threads) {
+    return write(dir, fmt::format("relu{}.yaml", threads),
+                 fmt::format("ops: [relu]\nimpls: [opmeter]\ndtypes: [fp32]\nthreads: {}\nbatch: [1]\nseq: [4]\nhidden: [64]\n", threads));
+  };
+  auto covered = cli(fmt::format("run {} --calibration {} --dry-run", config_of(1).string(), profile.string()));
+  ASSERT_EQ(covered.code, 0) << covered.text;
+  EXPECT_EQ(covered.text.find("peak/"), std::string::npos) << covered.text;  // the profile holds threads=1's ceilings
+  auto other = cli(fmt::format("run {} --calibration {} --dry-run", config_of(2).string(), profile.string()));
+  ASSERT_EQ(other.code, 0) << other.text;
+  EXPECT_NE(other.text.find("measured with threads=1, and cases run with threads=2"), std::string::npos) << other.text;
+  EXPECT_NE(other.text.find("peak/opmeter/fp32/"), std::string::npos) << other.text;
+  EXPECT_NE(other.text.find("bandwidth/opmeter/fp32/"), std::string::npos) << other.text;
+}
+
 TEST(Cli, BadCalibrationProfileExitsTwo) {
   auto dir = temp_dir("badprofile");
   auto missing = cli("run --case relu/opmeter/fp32/batch=1,seq=1,hidden=8/threads=1 --calibration /nonexistent.json");

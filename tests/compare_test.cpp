@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "analysis/compare.hpp"
+#include "opmeter/stats.hpp"
 #include "tests/result_fixtures.hpp"
 
 using namespace opmeter;
@@ -34,7 +35,52 @@ TEST(CompareVerdict, Rules) {
   EXPECT_EQ(compare_verdict(0.10, 1e-9, true, o), "slower");
   EXPECT_EQ(compare_verdict(-0.10, 1e-9, true, o), "faster");
   EXPECT_EQ(compare_verdict(0.10, 0.2, true, o), "uncertain");    // large but not significant
-  EXPECT_EQ(compare_verdict(0.10, 1e-9, false, o), "uncertain");  // too few samples to test
+  EXPECT_EQ(compare_verdict(0.10, 1e-9, false, o), "untestable");  // too few samples to test
+  EXPECT_EQ(compare_verdict(0.005, 1, false, o), "same");            // however few, a negligible change
+}
+
+TEST(CompareVerdict, TheSmallestPValueIsThatOfPerfectlySeparatedSamples) {
+  // Independently: the exact test's p for samples that do not overlap at all.
+  for (std::size_t n1 : {3, 4, 5})
+    for (std::size_t n2 : {3, 4, 6}) {
+      std::vector<double> low, high;
+      for (std::size_t i = 0; i < n1; ++i) low.push_back(1.0 + 0.01 * double(i));
+      for (std::size_t i = 0; i < n2; ++i) high.push_back(2.0 + 0.01 * double(i));
+      EXPECT_NEAR(smallest_p_value(n1, n2), mann_whitney_u(low, high).p_value, 1e-12) << n1 << " " << n2;
+    }
+  EXPECT_NEAR(smallest_p_value(3, 3), 0.1, 1e-12);       // 2 of C(6, 3) = 20 orderings
+  EXPECT_NEAR(smallest_p_value(4, 4), 2.0 / 70, 1e-12);  // C(8, 4) = 70
+  EXPECT_FALSE(can_reach_alpha(3, 3, 0.05));
+  EXPECT_FALSE(can_reach_alpha(3, 4, 0.05));  // 2 / 35 = 0.057
+  EXPECT_TRUE(can_reach_alpha(3, 5, 0.05));   // 2 / 56 = 0.036
+  EXPECT_TRUE(can_reach_alpha(4, 4, 0.05));
+  EXPECT_FALSE(can_reach_alpha(2, 100, 0.05));  // fewer than 3 on a side: never tested
+}
+
+TEST(Compare, ADoublingMeasuredThreeTimesASideFailsTheGateAsUntestable) {
+  auto base = sampled(kCaseA, 1e-3, 0.01, 1, 3), slow = sampled(kCaseA, 2e-3, 0.01, 2, 3);
+  auto c = compare_results(set_of({base}), set_of({slow}));
+  ASSERT_EQ(c.cases.size(), 1u);
+  EXPECT_EQ(c.cases[0].verdict, "untestable");
+  EXPECT_TRUE(c.gate_failed());
+  EXPECT_EQ(c.overall.untestable, 1u);
+  auto small = compare_results(set_of({base}), set_of({sampled(kCaseA, 1.03e-3, 0.01, 2, 3)}));  // under --fail-above
+  EXPECT_EQ(small.cases[0].verdict, "untestable");
+  EXPECT_FALSE(small.gate_failed());
+  auto enough = compare_results(set_of({sampled(kCaseA, 1e-3, 0.01, 1, 4)}), set_of({sampled(kCaseA, 2e-3, 0.01, 2, 4)}));
+  EXPECT_EQ(enough.cases[0].verdict, "slower");
+}
+
+TEST(Compare, CasesMeasuredOnNeitherSideAreCountedAndNamed) {
+  auto a = sampled(kCaseA, 1e-3, 0.01, 1);
+  auto failed = with_status(kCaseB, Status::failed, "wrong result");
+  auto c = compare_results(set_of({a, failed}), set_of({a, failed}));
+  ASSERT_EQ(c.cases.size(), 2u);
+  EXPECT_EQ(c.overall.unmeasured, 1u);
+  EXPECT_EQ(c.overall.compared, 1u);
+  CompareOptions o;
+  EXPECT_NE(compare_markdown(c, o).find("1 measured on neither side"), std::string::npos) << compare_markdown(c, o);
+  EXPECT_EQ(compare_json(c, o)["overall"]["unmeasured"], 1);
 }
 
 TEST(Compare, IdenticalSamplesAreSameAndPass) {

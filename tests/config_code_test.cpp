@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include "predict/model.hpp"
 #include "tests/predict_model_fixtures.hpp"
 #include "tests/cli_helpers.hpp"
@@ -89,4 +91,36 @@ TEST(ConfigCode, PredictAndPlanLoadNoPluginAndImportNoKernelOfTheConfig) {
   auto plan = cli("predict plan " + model.string() + " " + c.config.string() + " --budget 5s -o " + (c.dir / "plan.yaml").string());
   EXPECT_EQ(plan.code, 0) << plan.text;
   EXPECT_FALSE(fs::exists(c.marker)) << slurp(c.marker);
+}
+
+TEST(ConfigCode, ADryRunOfAResumeLoadsNoCodeTheResultsName) {
+  // Results may come from anyone: the code their settings name is loaded to measure, not to look.
+  CodeConfig c("config_code_resume");
+  const std::string plugin = (c.dir / "libmarks.so").string(), kernel = (c.dir / "marker_kernel.py").string() + ":marker";
+  const fs::path run_dir = c.dir / "run", check_dir = c.dir / "check";
+  auto out = cli(fmt::format("run --plugin {} --kernel {} --case gemm/reference/fp32/M=8,N=8,K=8/threads=1 --samples 3 "
+                             "--no-report --out {}",
+                             plugin, kernel, run_dir.string()));
+  ASSERT_EQ(out.code, 0) << out.text;
+  out = cli(fmt::format("check --plugin {} --kernel {} --op relu --impl test_plugin_marked --dtype fp32 --quick -o {}", plugin,
+                        kernel, check_dir.string()));
+  ASSERT_EQ(out.code, 0) << out.text;
+  ASSERT_TRUE(has(slurp(c.marker), "plugin loaded"));  // the marker works
+  fs::remove(c.marker);
+
+  out = cli("run --resume " + run_dir.string() + " --dry-run");
+  EXPECT_EQ(out.code, 0) << out.text;
+  EXPECT_TRUE(has(out.text, "a dry run loads no code: not loading")) << out.text;
+  EXPECT_TRUE(has(out.text, "gemm/reference/fp32/M=8,N=8,K=8/threads=1")) << out.text;
+  out = cli("check --resume " + check_dir.string() + " --dry-run");
+  EXPECT_TRUE(has(out.text, "a dry run loads no code: not loading")) << out.text;
+  EXPECT_FALSE(fs::exists(c.marker)) << slurp(c.marker);
+}
+
+TEST(ConfigCode, AConfigAfterKernelIsTheConfigNotASecondKernel) {
+  CodeConfig c("config_code_kernel_then_config");
+  auto plain = write(c.dir, "plain.yaml", "ops: [gemm]\nimpls: [reference]\nthreads: 1\nshapes: [{name: custom, shapes: [[8, 8, 8]]}]\n");
+  auto out = cli(fmt::format("run --kernel {}:marker {} --dry-run", (c.dir / "marker_kernel.py").string(), plain.string()));
+  EXPECT_EQ(out.code, 0) << out.text;
+  EXPECT_TRUE(has(out.text, "gemm/reference/fp32/M=8,N=8,K=8/threads=1")) << out.text;
 }

@@ -149,12 +149,13 @@ TEST(PipelineOutputs, SummaryCsvHasOneRowPerPipeline) {
   ASSERT_EQ(csv.size(), 4u);
   EXPECT_EQ(csv[0],
             "name,params,macs,batch,dtype,device,complete,latency_ms,throughput,unit,energy_j,dynamic_energy_j,"
-            "energy_per_sample_j,pipeline_parallel_energy_j,period_ms,idle_power_w,end_to_end_ms,ratio");
-  // 7 ms, 8/7e-3 img/s, 0.48 J, 0.41 J, 0.06 J/img, 0.53 J, 4 ms, 10 W; end to end 5 ms x 2 = 10 ms.
-  EXPECT_EQ(csv[1], "toy,207,2000,8,fp32,cpu,true,7,1142.86,img/s,0.48,0.41,0.06,0.53,4,10,10,0.7");
+            "energy_per_sample_j,pipeline_parallel_energy_j,period_ms,idle_power_w,end_to_end_ms,ratio,pipeline_params");
+  // 7 ms, 8/7e-3 img/s, 0.48 J, 0.41 J, 0.06 J/img, 0.53 J, 4 ms, 10 W; end to end 5 ms x 2 = 10 ms;
+  // the parameters that tell two pipelines of one name apart.
+  EXPECT_EQ(csv[1], "toy,207,2000,8,fp32,cpu,true,7,1142.86,img/s,0.48,0.41,0.06,0.53,4,10,10,0.7,\"batch=8, image=32\"");
   // Quoted name; incomplete: empty totals, never 0.
-  EXPECT_EQ(csv[2], "\"toy, \"\"quoted\"\"\",207,2000,8,fp32,cpu,false,,,img/s,,,,,,10,,");
-  EXPECT_EQ(csv[3], "toy,207,2000,8,fp32,cuda:0,true,7,1142.86,img/s,,,,,4,10,,");
+  EXPECT_EQ(csv[2], "\"toy, \"\"quoted\"\"\",207,2000,8,fp32,cpu,false,,,img/s,,,,,,10,,,\"batch=8, image=32\"");
+  EXPECT_EQ(csv[3], "toy,207,2000,8,fp32,cuda:0,true,7,1142.86,img/s,,,,,4,10,,,\"batch=8, image=32\"");
 }
 
 TEST(PipelineOutputs, LayersCsvHasOneRowPerLayer) {
@@ -165,6 +166,18 @@ TEST(PipelineOutputs, LayersCsvHasOneRowPerLayer) {
       << csv[2];
   EXPECT_NE(csv[6].find(",block.act,relu,,4,not-measured,no result for this layer in the run,"), std::string::npos) << csv[6];
   EXPECT_NE(csv[7].find(",unconverged,RAPL is not readable,"), std::string::npos) << csv[7];
+  EXPECT_TRUE(csv[2].ends_with(",fp32,\"batch=8, image=32\"")) << csv[2];  // dtype and parameters
+}
+
+TEST(PipelineOutputs, TwoPipelinesOfOneNameHaveTwoDisplayNames) {
+  PipelineSummary small, large;
+  small.name = large.name = "resnet18";
+  small.dtype = large.dtype = "fp32";
+  small.device = large.device = "cpu";
+  small.params = {{"batch", "1"}, {"image", "32"}};
+  large.params = {{"batch", "1"}, {"image", "224"}};
+  EXPECT_EQ(display_name(small), "resnet18 fp32 cpu batch=1 image=32");  // image=224 is the default
+  EXPECT_EQ(display_name(large), "resnet18 fp32 cpu batch=1");
 }
 
 TEST(PipelineOutputs, LogPerPipelineWithTableAndTotals) {

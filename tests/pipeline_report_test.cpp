@@ -85,7 +85,7 @@ TEST(PipelineCharts, ComparisonHasCompletePipelinesOnly) {
   ASSERT_TRUE(chart);
   std::set<std::string> pipelines;
   for (auto& v : chart->spec["data"]["values"]) pipelines.insert(v["pipeline"].get<std::string>());
-  EXPECT_EQ(pipelines, (std::set<std::string>{"toy fp32 cpu batch=8", "deep fp32 cpu batch=1"}));
+  EXPECT_EQ(pipelines, (std::set<std::string>{"toy fp32 cpu batch=8 image=32", "deep fp32 cpu batch=1"}));
   auto& first = chart->spec["data"]["values"][0];
   EXPECT_EQ(first["metric"], "latency per pass (ms)");
   EXPECT_NEAR(first["value"].get<double>(), 7, 1e-9);
@@ -122,7 +122,7 @@ TEST(PipelineReport, HtmlHasThePipelinesSectionChartsAndTables) {
   EXPECT_TRUE(ids.count("pipeline-2-deep"));
   // Summary table rows link to each pipeline; the incomplete one says so and lists what is missing.
   EXPECT_NE(html.find("<a href=\"#pipeline-1\">broken</a>"), std::string::npos);
-  EXPECT_NE(html.find("<h3 id=\"pipeline-1\">broken fp32 cpu batch=8</h3>"), std::string::npos);
+  EXPECT_NE(html.find("<h3 id=\"pipeline-1\">broken fp32 cpu batch=8 image=32</h3>"), std::string::npos);
   EXPECT_NE(html.find("incomplete (1 missing)"), std::string::npos);
   EXPECT_NE(html.find("<b>Incomplete:</b> 1 layer(s) not measured"), std::string::npos);
   // Escaped: the skip reason and the label with markup; the raw text appears only inside the specs' JSON.

@@ -64,6 +64,10 @@ TEST(Results, GoogleBenchmarkJsonSchema) {
   // Aggregates follow the iteration entry, as Google Benchmark writes them.
   EXPECT_EQ(j["benchmarks"][1]["run_type"], "aggregate");
   EXPECT_EQ(j["benchmarks"][2]["aggregate_name"], "median");
+  // cv as Google Benchmark defines it: the sample stddev over the mean of 2, 3 and 4 us, 1 / 3.
+  ASSERT_EQ(j["benchmarks"][4]["aggregate_name"], "cv");
+  EXPECT_NEAR(j["benchmarks"][4]["real_time"].get<double>(), 1.0 / 3, 1e-12);
+  EXPECT_NEAR(j["benchmarks"][3]["real_time"].get<double>(), 1.0, 1e-9);  // stddev, 1 us
   auto& skipped = j["benchmarks"].back();
   EXPECT_EQ(skipped["error_occurred"], true);
   EXPECT_EQ(skipped["error_message"], "skipped: openblas has no int8 gemm");

@@ -5,6 +5,10 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <unistd.h>
 
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
@@ -295,6 +299,51 @@ TEST(UserKernels, BadKernelsAreUsageErrorsSayingWhatIsWrong) {
   EXPECT_TRUE(contains(message(kExampleKernels + ":nothing_here"), "defines no kernel 'nothing_here'"));
   EXPECT_TRUE(contains(message(kTestKernels + "wrong_add.py:wrong_add") + message(kTestKernels + "wrong_add.py:wrong_add"),
                        "no error"));  // the same kernel twice is one kernel
+  // A kernel's own op goes into case strings: what they could not carry back is refused.
+  const std::string odd = kTestKernels + "odd_kernels.py:";
+  EXPECT_TRUE(contains(message(odd + "slash_op"), "op 'a/b' must be lower-case letters, digits and _")) << message(odd + "slash_op");
+  EXPECT_TRUE(contains(message(odd + "padded_default"), "n=016: write the integer as n=16")) << message(odd + "padded_default");
+  EXPECT_TRUE(contains(message(odd + "comma_default"), "parameter mode's default 'a,b' must be")) << message(odd + "comma_default");
+  EXPECT_EQ(Registry::global().op("a/b"), nullptr);
+}
+
+TEST(UserKernels, OnlyTheKernelSaysItCannotRunACaseAndANanToleranceFails) {
+  REQUIRE_TORCH();
+  WorkerEnv env;
+  const std::string odd = kTestKernels + "odd_kernels.py:";
+  const std::string shape = "/fp32/batch=1,seq=4,hidden=64/threads=1";
+  worker::add_user_kernel(odd + "buggy_relu");
+  Result buggy = run("relu/buggy_relu" + shape);
+  EXPECT_EQ(buggy.status, Status::error) << buggy.reason;  // not skipped: its message says "requires"
+  EXPECT_TRUE(contains(buggy.reason, "Index put requires")) << buggy.reason;
+  worker::add_user_kernel(odd + "cannot_here");
+  Result cannot = run("relu/cannot_here" + shape);
+  EXPECT_EQ(cannot.status, Status::skipped) << cannot.reason;
+  EXPECT_TRUE(contains(cannot.reason, "runs only on a device this machine lacks")) << cannot.reason;
+  worker::add_user_kernel(odd + "nan_tolerance");
+  Result nan = run("triple/nan_tolerance/fp32/n=64/threads=1");
+  EXPECT_NE(nan.status, Status::ok) << nan.reason;
+  EXPECT_TRUE(contains(nan.reason, "tolerance must be a finite number")) << nan.reason;
+}
+
+TEST(UserKernels, InheritedWorkerVariablesAreReplacedNotObeyed) {
+  REQUIRE_TORCH();
+  // An opmeter run inside another's kernel inherits its variables: the worker must watch its own
+  // parent and leave the other run's folder alone.
+  const fs::path victim = fs::temp_directory_path() / fmt::format("opmeter-victim-{}", getpid());
+  fs::create_directories(victim);
+  std::ofstream(victim / "precious") << "kept";
+  setenv("OPMETER_PARENT_PID", "1", 1);
+  setenv("OPMETER_PRIVATE_DIR", victim.c_str(), 1);
+  {
+    WorkerEnv env;
+    Result r = run(kRelu);
+    EXPECT_EQ(r.status, Status::ok) << r.reason;
+  }
+  unsetenv("OPMETER_PARENT_PID");
+  unsetenv("OPMETER_PRIVATE_DIR");
+  EXPECT_TRUE(fs::exists(victim / "precious"));
+  fs::remove_all(victim);
 }
 
 TEST(WorkerCli, KernelsFromTheCommandLineAndFromAConfig) {

@@ -61,8 +61,8 @@ def watch_parent():
     spawned the worker ends, not the process."""
     parent = int(os.environ.get("OPMETER_PARENT_PID") or 0)
     private = os.environ.get("OPMETER_PRIVATE_DIR") or ""
-    if parent <= 0:
-        return
+    if parent <= 0 or parent != os.getppid():
+        return  # not set by the opmeter that started this worker: nothing of ours to watch or remove
 
     def loop():
         while os.getppid() == parent:

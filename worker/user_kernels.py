@@ -146,6 +146,8 @@ def check_own(torch, case, prepared, sync):
     ref = torch.as_tensor(ref).detach().to("cpu", torch.float64).reshape(-1)
     tol = getattr(obj, "tolerance", None)
     tol = float(tol(state) if callable(tol) else tol) if tol is not None else DEFAULT_TOLERANCE.get(case.dtype_name, 1e-5)
+    if not math.isfinite(tol) or tol < 0:  # a NaN tolerance would pass any error
+        raise ValueError(f"kernel {case.kernel.get('name')}: tolerance must be a finite number >= 0, not {tol}")
     if got.numel() != ref.numel():
         return {"max_error": LARGEST, "tolerance": tol,
                 "detail": f"run gave {got.numel()} elements, reference {ref.numel()}"}

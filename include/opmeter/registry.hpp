@@ -190,6 +190,10 @@ CeilingKind ceiling_of(const std::string& op);
 // the impls that do.
 Support takes_optional_params(const ImplDef& impl, const Case& c);
 
+// Puts a case's parameters in its op's order (optional ones after, in theirs): one case, one
+// string, however its parameters were written (K=64,M=16,N=32 is gemm's M=16,N=32,K=64).
+void put_params_in_op_order(Case& c);
+
 // Checks that a case names a registered op and impl and that the op's parameters are valid (a
 // dtype the impl lacks is not an error: the case is `skipped` with that reason). Throws UsageError / CaseError with the reason.
 void validate_case(const Case& c);

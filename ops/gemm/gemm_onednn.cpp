@@ -23,9 +23,21 @@ OnednnTypes onednn_types(DType d) {
   }
 }
 
+// Whether oneDNN's int8 matmul computes exactly here: without VNNI it adds u8 x s8 pairs in
+// saturating 16-bit lanes (vpmaddubsw), and full-range inputs come out wrong.
+bool int8_exact_here() {
+  using isa = dnnl::cpu_isa;
+  const isa best = dnnl::get_effective_cpu_isa();
+  return best == isa::avx512_core_vnni || best == isa::avx512_core_bf16 || best == isa::avx512_core_amx ||
+         best == isa::avx2_vnni;
+}
+
 class OnednnGemm : public GemmImpl {
  public:
   void prepare() override {
+    if (case_.dtype == DType::int8 && !int8_exact_here())
+      throw Unsupported("oneDNN's int8 matmul on a CPU without VNNI sums u8 x s8 pairs in saturating 16-bit lanes "
+                        "(vpmaddubsw): wrong for full-range inputs, so not measured");
     auto t = onednn_types(case_.dtype);
     dnnl::memory::desc a_md({d_.M, d_.K}, t.a, tag::ab), b_md({d_.K, d_.N}, t.b, tag::ba),
         c_md({d_.M, d_.N}, t.c, tag::ab);

@@ -3,6 +3,8 @@
 // impl passes it in every phase; the phases' work adds up to the step's; a tiny config runs.
 #include <gtest/gtest.h>
 
+#include "tests/onednn_caps.hpp"
+
 #include <cmath>
 
 #include "cli/check_plan.hpp"
@@ -140,6 +142,7 @@ TEST(LinearTrain, ActivationDerivativesMatchDifferences) {
 }
 
 TEST(LinearTrain, OnednnStepPassesInEveryPhase) {
+  REQUIRE_ONEDNN_BF16();
   for (auto [dtype, op, phase] : {std::tuple{"fp32", "linear", ""}, {"bf16", "linear", ",phase=backward"},
                                   {"bf16", "ln_linear_gelu", ""}, {"bf16", "ln_linear_gelu", ",phase=forward"}}) {
         std::string params = std::string("batch=2,seq=9,hidden=40,out=24") + (std::string(op) == "linear" ? ",act=silu" : "") +
@@ -163,6 +166,7 @@ TEST(LinearTrain, OnednnStepPassesInEveryPhase) {
 // or transpose made once at setup, or left from the other input set's timed call, would fail the
 // second check.
 TEST(LinearTrain, OnednnStepOnRepackedLayoutsUsesEachStepsWeights) {
+  REQUIRE_ONEDNN_BF16();
   for (const char* op : {"linear", "ln_linear_relu"})
     for (const char* rows : {"seq=8", "seq=16"}) {
       std::string params = std::string("batch=2,") + rows + ",hidden=128,out=64" +
@@ -210,6 +214,7 @@ TEST(LinearTrain, PhasesAddUpToTheStep) {
 }
 
 TEST(LinearTrain, TinyTrainConfigRunsEndToEnd) {
+  REQUIRE_ONEDNN_BF16();
   auto dir = temp_dir("train");
   auto cfg = write(dir, "train.yaml",
                    "ops: [ln_linear_relu]\nimpls: [onednn_train]\ndtypes: [bf16]\nthreads: 1\nbatch: [1]\nseq: [8]\n"
@@ -273,6 +278,7 @@ const bool wrong_dw_registered = [] {
 // `opmeter check` covers training steps: its matrix has mode=train cases of every linear op's
 // training impl, and a wrong gradient in one of them fails the check, naming it.
 TEST(LinearTrain, CheckRunsTrainingStepsAndAWrongGradientFailsIt) {
+  REQUIRE_ONEDNN_BF16();
   for (const char* op : {"linear", "ln_linear_relu", "ln_linear_gelu"}) {
     CheckSelection s;
     s.ops = {op};

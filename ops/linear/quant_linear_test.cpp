@@ -3,6 +3,8 @@
 // unquantized answer); SQNR orders the recipes as their precision says; weight bytes; the CLI.
 #include <gtest/gtest.h>
 
+#include "tests/onednn_caps.hpp"
+
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -144,6 +146,7 @@ TEST(QuantLinear, Fp8DynamicIsSkippedOnTheCpu) {
 }
 
 TEST(QuantLinearCli, ConfigWithRecipesReportsSqnr) {
+  REQUIRE_ONEDNN_BF16();  // the bf16 baseline
   auto dir = temp_dir("quant");
   auto cfg = write(dir, "q.yaml",
                    "ops: [linear]\nimpls: [onednn, opmeter_quant]\ndtypes: [bf16]\nthreads: 1\n"

@@ -2,6 +2,8 @@
 // back to row-major (its reorder interprets the layout independently of our index formula), and
 // the layout test accepts only what the packing writes.
 #include <gtest/gtest.h>
+
+#include "tests/onednn_caps.hpp"
 #include <omp.h>
 
 #include <cmath>
@@ -17,6 +19,7 @@ using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
 TEST(OnednnPack, OnednnReadsThePackedMatrixBack) {
+  REQUIRE_ONEDNN_BF16();
   for (auto [k, n] : {std::pair<std::size_t, std::size_t>{32, 64}, {96, 192}}) {
     std::vector<std::uint16_t> src(k * n), packed(k * n), back(k * n, 0);
     for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint16_t>(i * 2654435761u >> 7);
@@ -43,6 +46,7 @@ TEST(OnednnPack, LayoutTestAcceptsOnlyWhatThePackingWrites) {
 
 // Several slabs (forced small), against the test's own double loops on the unpacked B.
 TEST(OnednnPack, SlabMatmulAgreesWithNaiveProduct) {
+  REQUIRE_ONEDNN_BF16();
   const std::size_t m = 5, k = 64, n = 256;
   tensor::PackedSlabMatmul mm(m, k, n, 2 * k * 64);
   ASSERT_EQ(mm.slab(), 64u);
@@ -62,6 +66,7 @@ TEST(OnednnPack, SlabMatmulAgreesWithNaiveProduct) {
 // Two threads sharing out the slabs (each running the one-thread matmul at once): the same
 // product as one thread.
 TEST(OnednnPack, SlabMatmulOnTwoThreadsAgreesWithOne) {
+  REQUIRE_ONEDNN_BF16();
   // k long enough that oneDNN accumulates over blocks of k in a scratchpad.
   const std::size_t m = 64, k = 2048, n = 512;
   std::vector<std::uint16_t> a(m * k), b(k * n), packed(k * n), one(m * n, 0), two(m * n, 0);

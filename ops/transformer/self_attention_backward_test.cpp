@@ -4,6 +4,8 @@
 // and in bf16 (operands as stored, P and dS rounded to bf16) within the rounding it adds.
 #include <gtest/gtest.h>
 
+#include "tests/onednn_caps.hpp"
+
 #include <cmath>
 #include <random>
 #include <vector>
@@ -92,6 +94,7 @@ TEST(SelfAttentionBackward, OnednnProductsMatchPlainLoopsInOneGroupOrSeveral) {
 // roundoff); u |value| <= u |terms| from storing it in bf16; and the fp32 work (softmax, dP,
 // accumulation), a few 2^-24 n: so 2 u of mag, with 2^-16 of slack for the fp32 part at n = 5.
 TEST(SelfAttentionBackward, Bf16ProductsMatchPlainLoopsWithinTheirRounding) {
+  REQUIRE_ONEDNN_BF16();
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1, 1);
   const tensor::Elems bf{true};

@@ -35,7 +35,8 @@ Shape shape_of(const Case& c) {
 
 namespace {
 
-double vector_elems(const Shape& s) { return double(4 * s.hidden + s.hidden + s.mlp + s.hidden + 4 * s.hidden); }
+// The fp32 vectors: LayerNorms' gamma and beta (2 x 2h), bqkv (3h), bo (h), b1 (mlp), b2 (h).
+double vector_elems(const Shape& s) { return double(2 * s.hidden + 3 * s.hidden + s.hidden + 2 * s.hidden + s.mlp + s.hidden); }
 
 }  // namespace
 

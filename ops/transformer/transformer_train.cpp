@@ -66,11 +66,13 @@ Work train_backward_work(const Case& c) {
             + r * (3 * h + h + m + h)                     // bias gradients
             + 2 * r * m                                   // act'(u) and its product
             + 2 * r * h;                                  // residual gradients added
-  const double weights = h * (4 * h + 2 * m), vectors = 4 * h + 4 * h + m + h + 4 * h;
-  // dy, the weights, the forward's saved tensors (x, LN1(x), qkv, o, h, LN2(h), u, act(u));
-  // the gradients of every input.
-  w.bytes_read = r * h * e + weights * e + (6 * r * h + 2 * r * m) * e + vectors * 4;
-  w.bytes_written = r * h * e + (weights + vectors) * e;
+  // The fp32 vectors: LayerNorms' gamma and beta (2 x 2h), bqkv (3h), bo (h), b1 (mlp), b2 (h).
+  const double weights = h * (4 * h + 2 * m), vectors = 2 * 2 * h + 3 * h + h + m + h;
+  // Read: dy, the weights, the forward's saved tensors (x, LN1(x), qkv (3 rh), o, h, LN2(h), u,
+  // act(u)) and the gammas (the backward reads no bias or beta). Written: the gradients of x, of
+  // the weights and of the fp32 vectors.
+  w.bytes_read = r * h * e + weights * e + (8 * r * h + 2 * r * m) * e + 2 * h * 4;
+  w.bytes_written = r * h * e + weights * e + vectors * 4;
   return w;
 }
 

@@ -5,6 +5,8 @@
 // its products; phases join into the training table; configs, dry runs and bad cases.
 #include <gtest/gtest.h>
 
+#include "tests/onednn_caps.hpp"
+
 #include <omp.h>
 
 #include <cmath>
@@ -174,6 +176,7 @@ TEST(TransformerTrain, SampledCheckCatchesAChangedElementInASampledWeightRow) {
 }
 
 TEST(TransformerTrain, OnednnStepPassesInEveryPhase) {
+  REQUIRE_ONEDNN_BF16();
   for (auto [dtype, extra] : {std::pair{"fp32", ",act=gelu,causal=1"}, {"bf16", ",act=silu,causal=0,phase=backward"},
                               {"bf16", ",act=gelu,causal=1"}, {"fp32", ",act=relu,causal=0,phase=forward"},
                               {"bf16", ",act=none,causal=1"}}) {
@@ -193,6 +196,7 @@ TEST(TransformerTrain, OnednnStepPassesInEveryPhase) {
 // Sizes all multiples of 32 (rows, hidden, 3 hidden, mlp): each projection's backward GEMMs run on
 // opmeter's AMX GEMM where the CPU has AMX-BF16, and the step still passes its check, twice.
 TEST(TransformerTrain, OnednnStepOnTheAmxGemmPassesAndSaysSo) {
+  REQUIRE_ONEDNN_BF16();
   Case c = parse_case("transformer_block/onednn_train/bf16/batch=1,seq=32,hidden=64,heads=2,mlp=128,act=gelu,causal=1,"
                       "mode=train/threads=2");
   validate_case(c);
@@ -235,6 +239,13 @@ TEST(TransformerTrain, BackwardWorkIsTwiceTheForwardsProductsPlusItsElementwise)
   EXPECT_GE(bwd.flops, products);
   EXPECT_LE(bwd.flops - products, 32 * r * (h + m) + heads * 4 * n * n);
   EXPECT_GT(bwd.flops - products, 0);
+  // Bytes, tensor by tensor (bf16 activations and weights, fp32 vectors).
+  const double weight_elems = 3 * h * h + h * h + m * h + h * m;
+  const double saved = r * h /*x*/ + r * h /*LN1(x)*/ + 3 * r * h /*qkv*/ + r * h /*o*/ + r * h /*h*/ + r * h /*LN2(h)*/ +
+                       r * m /*u*/ + r * m /*act(u)*/;
+  EXPECT_DOUBLE_EQ(bwd.bytes_read, (r * h /*dy*/ + weight_elems + saved) * 2 + 2 * h /*gammas*/ * 4);
+  const double vector_elems = 2 * h + 3 * h + h + 2 * h + m + h;  // ln1, bqkv, bo, ln2, b1, b2
+  EXPECT_DOUBLE_EQ(bwd.bytes_written, (r * h /*dx*/ + weight_elems) * 2 + vector_elems * 4);
 }
 
 TEST(TransformerTrain, ValidationNamesWhatIsWrong) {
@@ -299,6 +310,7 @@ TEST(TransformerTrain, PhasesJoinIntoTheTrainingTableBesideTheBaseline) {
 }
 
 TEST(TransformerTrain, TinyTrainConfigRunsEndToEndAndDryRunListsIt) {
+  REQUIRE_ONEDNN_BF16();
   auto dir = temp_dir("tbtrain");
   auto cfg = write(dir, "train.yaml",
                    "ops: [transformer_block]\nimpls: [onednn_train]\ndtypes: [bf16]\nthreads: 1\nbatch: [1]\nseq: [8]\n"

@@ -50,6 +50,8 @@ void count(GroupSummary& g, const CaseChange& c) {
   if (v == "uncertain") ++g.uncertain;
   if (v == "broken") ++g.broken;
   if (v == "fixed") ++g.fixed;
+  if (v == "untestable") ++g.untestable;
+  if (v == "unmeasured") ++g.unmeasured;
 }
 
 std::string pct(double change) { return fmt::format("{:+.2f}%", change * 100); }
@@ -61,9 +63,21 @@ std::string p_cell(const CaseChange& c) {
 
 }  // namespace
 
+double smallest_p_value(std::size_t n1, std::size_t n2) {
+  if (n1 == 0 || n2 == 0) return 1;
+  // Two-sided: the two most extreme of the C(n1 + n2, n1) equally likely orderings, without ties.
+  const double log_orderings = std::lgamma(double(n1 + n2) + 1) - std::lgamma(double(n1) + 1) - std::lgamma(double(n2) + 1);
+  return std::min(1.0, 2 * std::exp(-log_orderings));
+}
+
+bool can_reach_alpha(std::size_t n1, std::size_t n2, double alpha) {
+  return n1 >= kMinTestableSamples && n2 >= kMinTestableSamples && smallest_p_value(n1, n2) < alpha;
+}
+
 std::string compare_verdict(double change, double p_value, bool testable, const CompareOptions& o) {
   if (std::abs(change) * 100 < o.threshold_pct) return "same";
-  if (!testable || p_value >= o.alpha) return "uncertain";
+  if (!testable) return "untestable";
+  if (p_value >= o.alpha) return "uncertain";
   return change > 0 ? "slower" : "faster";
 }
 
@@ -152,10 +166,11 @@ Comparison compare_results(const ResultSet& base, const ResultSet& neu, const Co
     if (new_ok) c.new_median_s = new_median;
     if (base_ok && new_ok) {
       c.change = new_median / base_median - 1;
-      bool testable = c.base_samples >= kMinTestableSamples && c.new_samples >= kMinTestableSamples;
-      if (testable) c.p_value = mann_whitney_u(base_samples, new_samples).p_value;
-      c.verdict = compare_verdict(c.change, c.p_value, testable, o);
-      c.fails_gate = c.verdict == "slower" && c.change * 100 > o.fail_above_pct;
+      if (c.base_samples >= kMinTestableSamples && c.new_samples >= kMinTestableSamples)
+        c.p_value = mann_whitney_u(base_samples, new_samples).p_value;
+      c.verdict = compare_verdict(c.change, c.p_value, can_reach_alpha(c.base_samples, c.new_samples, o.alpha), o);
+      // Too few samples to test is no pass: a doubling measured 3 times a side fails the gate too.
+      c.fails_gate = (c.verdict == "slower" || c.verdict == "untestable") && c.change * 100 > o.fail_above_pct;
       ratios[c.op].push_back(1 + c.change);
     } else {
       c.verdict = base_ok ? "broken" : new_ok ? "fixed" : "unmeasured";
@@ -188,18 +203,22 @@ std::string compare_markdown(const Comparison& c, const CompareOptions& o) {
   if (!c.context_warnings.empty()) out += "\n";
   const auto& g = c.overall;
   out += fmt::format(
-      "**{}**: {} cases compared, geometric mean of time {} ({} faster, {} slower, {} same, {} uncertain{}{}).\n\n",
+      "**{}**: {} cases compared, geometric mean of time {} ({} faster, {} slower, {} same, {} uncertain{}{}{}{}).\n\n",
       c.gate_failed() ? "FAIL" : "PASS", g.compared, pct(g.geomean_ratio - 1), g.faster, g.slower, g.same, g.uncertain,
-      g.broken ? fmt::format(", {} broken", g.broken) : "", g.fixed ? fmt::format(", {} fixed", g.fixed) : "");
-  out += fmt::format("Verdicts: Mann-Whitney U on the raw samples at alpha {}; changes under {}% are `same`; the "
-                     "gate fails on `slower` by more than {}% and on `broken`.{}\n\n",
+      g.untestable ? fmt::format(", {} untestable", g.untestable) : "", g.broken ? fmt::format(", {} broken", g.broken) : "",
+      g.fixed ? fmt::format(", {} fixed", g.fixed) : "",
+      g.unmeasured ? fmt::format(", {} measured on neither side", g.unmeasured) : "");
+  out += fmt::format("Verdicts: Mann-Whitney U on the raw samples at alpha {}; changes under {}% are `same`; "
+                     "`untestable`: too few samples for the test to reach alpha (4 a side reach 0.05); the gate fails on "
+                     "`slower` or `untestable` by more than {}% and on `broken`.{}\n\n",
                      o.alpha, o.threshold_pct, o.fail_above_pct,
                      o.sustained ? " GPU cases are compared on their sustained figure where both runs have one." : "");
-  out += "| op | compared | geomean time change | faster | slower | same | uncertain | broken | fixed |\n"
-         "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  out += "| op | compared | geomean time change | faster | slower | same | uncertain | untestable | broken | fixed | "
+         "unmeasured |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (auto& s : c.per_op)
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", s.name, s.compared,
-                       pct(s.geomean_ratio - 1), s.faster, s.slower, s.same, s.uncertain, s.broken, s.fixed);
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", s.name, s.compared,
+                       pct(s.geomean_ratio - 1), s.faster, s.slower, s.same, s.uncertain, s.untestable, s.broken, s.fixed,
+                       s.unmeasured);
 
   // Worst first: what a reader of a failed gate looks for.
   std::vector<const CaseChange*> rows;
@@ -231,7 +250,8 @@ nlohmann::json compare_json(const Comparison& c, const CompareOptions& o) {
   auto group = [](const GroupSummary& g) {
     return nlohmann::json{{"name", g.name},       {"compared", g.compared}, {"geomean_ratio", g.geomean_ratio},
                           {"faster", g.faster},   {"slower", g.slower},     {"same", g.same},
-                          {"uncertain", g.uncertain}, {"broken", g.broken}, {"fixed", g.fixed}};
+                          {"uncertain", g.uncertain}, {"untestable", g.untestable}, {"broken", g.broken},
+                          {"fixed", g.fixed},     {"unmeasured", g.unmeasured}};
   };
   nlohmann::json cases = nlohmann::json::array(), ops = nlohmann::json::array();
   for (auto& r : c.cases)

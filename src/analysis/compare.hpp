@@ -20,10 +20,16 @@ struct CompareOptions {
 };
 
 // faster / slower: significant and at least the threshold; same: below the threshold;
-// uncertain: at least the threshold but not significant (or too few samples to test).
+// uncertain: at least the threshold but not significant; untestable: at least the threshold, and
+// `testable` false: too few samples for the test ever to reach alpha (can_reach_alpha).
 // broken: measured in BASE, not in NEW (failed, skipped, ...); fixed: the other way round;
 // unmeasured: measured on neither side.
 std::string compare_verdict(double change, double p_value, bool testable, const CompareOptions& o);
+
+// The smallest two-sided p-value the exact rank test can give n1 and n2 samples: 2 / C(n1 + n2, n1)
+// (0.1 at 3 a side, 0.029 at 4). Below alpha only with enough samples (and at least 3 a side).
+double smallest_p_value(std::size_t n1, std::size_t n2);
+bool can_reach_alpha(std::size_t n1, std::size_t n2, double alpha);
 
 struct CaseChange {
   std::string case_string, op;
@@ -34,14 +40,14 @@ struct CaseChange {
   std::size_t base_samples = 0, new_samples = 0;
   std::string figure = "median";  // what was compared: the median (burst on a GPU) or "sustained"
   std::string verdict;
-  bool fails_gate = false;  // slower beyond --fail-above, or broken
+  bool fails_gate = false;  // slower or untestable beyond --fail-above, or broken
 };
 
 struct GroupSummary {
   std::string name;         // op name, or "all"
   std::size_t compared = 0; // cases measured on both sides
   double geomean_ratio = 1; // geometric mean of new/base median time over those cases
-  std::size_t faster = 0, slower = 0, same = 0, uncertain = 0, broken = 0, fixed = 0;
+  std::size_t faster = 0, slower = 0, same = 0, uncertain = 0, untestable = 0, broken = 0, fixed = 0, unmeasured = 0;
 };
 
 struct Comparison {

@@ -87,7 +87,7 @@ std::string fusion_markdown(const std::vector<FusionRow>& rows, const FusionThre
       "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n",
       t.fuse, t.avoid);
   for (auto& r : rows)
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.2f}x | {:.1f} | {:.1f} | {:.0f}% | {:.1f} -> {:.1f} | {} |\n",
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.2f}x | {:.3g} | {:.3g} | {:.0f}% | {:.1f} -> {:.1f} | {} |\n",
                        r.pattern, r.dtype, r.shape, r.fused_impl, human_time(r.unfused_s), human_time(r.fused_s),
                        r.speedup, r.unfused_bytes / 1e6, r.fused_bytes / 1e6, 100 * r.traffic_reduction,
                        r.unfused_gflops, r.fused_gflops, r.verdict);

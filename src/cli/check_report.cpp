@@ -57,7 +57,7 @@ std::string cell_at(const Matrix& m, const std::string& row, DType d) {
 }
 
 std::map<std::string, int> counts(const std::vector<Result>& results) {
-  std::map<std::string, int> n = {{"pass", 0}, {"fail", 0}, {"skipped", 0}, {"error", 0}, {"crashed", 0}, {"timeout", 0}};
+  std::map<std::string, int> n = {{"pass", 0}, {"fail", 0}, {"skipped", 0}, {"error", 0}, {"crashed", 0}, {"timeout", 0}, {"unchecked", 0}};
   for (auto& r : results) ++n[check_verdict(r)];
   return n;
 }
@@ -115,8 +115,9 @@ std::string check_text(const std::vector<Result>& results) {
   }
 
   auto n = counts(results);
-  out += fmt::format("\n{} cases: {} pass, {} FAIL, {} crashed, {} timeout, {} error, {} skipped\n", results.size(), n["pass"],
-                     n["fail"], n["crashed"], n["timeout"], n["error"], n["skipped"]);
+  out += fmt::format("\n{} cases: {} pass, {} FAIL, {} crashed, {} timeout, {} error, {} skipped{}\n", results.size(), n["pass"],
+                     n["fail"], n["crashed"], n["timeout"], n["error"], n["skipped"],
+                     n["unchecked"] ? fmt::format(", {} unchecked (ran; nothing to check them against)", n["unchecked"]) : "");
   for (auto& r : results)
     if (bad(r)) out += fmt::format("{:<7} {}: {}\n", check_cell({&r}), r.case_string, r.reason);
   // Skipped cases share few reasons (a backend or library missing): one line per op/impl and reason.

@@ -8,6 +8,8 @@
 #include "cli/check_join.hpp"
 #include "cli/commands.hpp"
 #include "opmeter/errors.hpp"
+#include "pipeline/present/pipeline_outputs.hpp"
+#include "report/report.hpp"
 #include "report/reporter_registry.hpp"
 #include "report/reporters.hpp"
 #include "results/run_dir.hpp"
@@ -62,6 +64,16 @@ int merge_command(const MergeArgs& a) {
   reporter.begin(m.context, m.results.size());
   for (auto& r : m.results) reporter.report(r);
   reporter.end(m.results);
+  // The runs' pipeline totals (pipelines.json), each run's in turn, and the report again with them.
+  std::vector<pipeline::PipelineSummary> pipelines;
+  for (auto& run : runs) {
+    auto found = pipeline::read_pipelines(run.dir);
+    pipelines.insert(pipelines.end(), found.begin(), found.end());
+  }
+  if (!pipelines.empty()) {
+    pipeline::write_pipeline_outputs(a.out, pipelines);
+    write_report_files(ResultSet{a.out, ResultsFormat::results_json, m.context, m.results}, pipelines);
+  }
 
   auto fleet = scale::fleet_view(m.results, m.machines);
   if (auto md = scale::fleet_markdown(fleet, m.machines); !md.empty()) {

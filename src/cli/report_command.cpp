@@ -168,9 +168,11 @@ int compare_command(const CompareArgs& a) {
   else write_output(a.out, text);
   const auto& g = c.overall;
   std::size_t failing = std::count_if(c.cases.begin(), c.cases.end(), [](auto& x) { return x.fails_gate; });
-  fmt::print(stderr, "opmeter: {}: {} cases, geomean time {:+.2f}%, {} faster, {} slower, {} same, {} uncertain{}\n",
+  fmt::print(stderr, "opmeter: {}: {} cases, geomean time {:+.2f}%, {} faster, {} slower, {} same, {} uncertain{}{}{}\n",
              c.gate_failed() ? "FAIL" : "pass", g.compared, (g.geomean_ratio - 1) * 100, g.faster, g.slower, g.same,
-             g.uncertain, failing ? fmt::format("; {} case(s) fail the gate (--fail-above {}%)", failing, a.fail_above_pct) : "");
+             g.uncertain, g.untestable ? fmt::format(", {} untestable (too few samples to test)", g.untestable) : "",
+             g.unmeasured ? fmt::format(", {} measured on neither side", g.unmeasured) : "",
+             failing ? fmt::format("; {} case(s) fail the gate (--fail-above {}%)", failing, a.fail_above_pct) : "");
   return c.gate_failed() ? 1 : 0;
 }
 

@@ -41,6 +41,22 @@ namespace {
 std::atomic<bool>& g_cancel = interrupt_flag();  // Ctrl-C or SIGTERM: the run stops, exit 128 + the signal
 
 
+// Whether a calibration profile holds the ceilings of every host case: one measured with other
+// threads does not, and then the run measures its own (saying why) rather than lose % of peak.
+bool profile_covers(const nlohmann::json& calibration, const std::vector<Case>& cases) {
+  if (calibration.is_null()) return false;
+  const CalibrationProfile p = CalibrationProfile::from_json(calibration);
+  std::set<int> others;
+  for (auto& c : cases)
+    if (c.on_host() && c.threads != p.threads) others.insert(c.threads);
+  if (others.empty()) return true;
+  fmt::print(stderr,
+             "opmeter: the calibration profile was measured with threads={}, and cases run with threads={}: the run "
+             "measures the peak and bandwidth ceilings of those itself\n",
+             p.threads, fmt::join(others, ","));
+  return false;
+}
+
 Plan make_plan(const RunArgs& a) {
   int threads = a.threads.value_or(default_threads());
   if (a.case_given) {
@@ -170,10 +186,19 @@ void take_stored_settings(RunArgs& a) {
   if (a.formats.empty()) a.formats = text("formats");
   if (a.device.empty()) a.device = text("device");
   if (a.calibration.empty()) a.calibration = text("calibration");
+  std::vector<std::string> stored_code;  // a dry run loads none of it: results may come from anyone
   if (a.plugins.empty() && s->contains("plugins") && (*s)["plugins"].is_array())
-    a.plugins = (*s)["plugins"].get<std::vector<std::string>>();
-  if (a.kernels.empty() && s->contains("kernels") && (*s)["kernels"].is_array())
-    a.kernels = (*s)["kernels"].get<std::vector<std::string>>();
+    (a.dry_run ? stored_code : a.plugins) = (*s)["plugins"].get<std::vector<std::string>>();
+  if (a.kernels.empty() && s->contains("kernels") && (*s)["kernels"].is_array()) {
+    auto kernels = (*s)["kernels"].get<std::vector<std::string>>();
+    if (a.dry_run)
+      stored_code.insert(stored_code.end(), kernels.begin(), kernels.end());
+    else
+      a.kernels = kernels;
+  }
+  if (!stored_code.empty())
+    fmt::print(stderr, "opmeter: a dry run loads no code: not loading {} stored in {} (their impls' cases are left out)\n",
+               fmt::join(stored_code, ", "), a.resume);
   a.hot = a.hot || text("cache") == "hot";
   a.isolate = a.isolate || s->value("isolate", false);
   if (!a.seed_given && (*s)["seed"].is_number_unsigned()) a.seed = (*s)["seed"].get<std::uint64_t>();
@@ -238,7 +263,8 @@ std::optional<CaseFilter> compile_filter(const std::string& filter) {
 void add_user_impl_options(CLI::App* command, std::vector<std::string>& kernels, std::vector<std::string>& plugins) {
   command->add_option("--kernel", kernels,
                       "a Python kernel of your own, FILE.py:NAME (or FILE.py whose module is the kernel): measured as impl "
-                      "NAME of the op it declares; repeatable");
+                      "NAME of the op it declares; repeatable")
+      ->allow_extra_args(false);  // `--kernel k.py my.yaml`: the config is not a second kernel
   command->add_option("--plugin", plugins, "load a C plugin (include/opmeter/plugin_abi.h) and its impls; repeatable")
       ->allow_extra_args(false);
 }
@@ -497,8 +523,10 @@ int run_command(const RunArgs& given, const char* argv0) {
     throw UsageError(fmt::format("--filter '{}' matches none of the {} cases of {}", a.filter, plan.cases.size(), plan.source));
   if (!a.calibration.empty()) options.calibration = read_calibration(a.calibration);
   if (!a.case_given)
-    cases = with_needed_peaks(cases, default_bandwidth_elements(), !options.calibration.is_null());
+    cases = with_needed_peaks(cases, default_bandwidth_elements(), profile_covers(options.calibration, cases));
   if (shard) {
+    if (!plan.pipelines.empty())
+      throw UsageError("pipelines run whole on one machine: a run of pipelines (--pipeline or a config's pipelines:) takes no --shard");
     const std::size_t planned = cases.size();
     cases = cases_of_shard(cases, *shard, options.stopping, a.shard_model, device_pins_ranks(a.device));
     fmt::print(stderr, "opmeter: rank {} of {} ({}): {} of the {} planned cases (ceilings run on every rank)\n",
@@ -531,7 +559,6 @@ int run_command(const RunArgs& given, const char* argv0) {
     out.resume = !shard_out->existing.empty();
     out.settings["shard"] = shard_json(*shard);
     out.resume_command = [root = shard_out->root](const std::string&) { return "--resume " + root + " on every rank"; };
-    if (!plan.pipelines.empty()) throw UsageError("pipelines run whole on one machine: give --pipeline runs no --shard");
   }
   if (!plan.pipelines.empty())
     return run_pipelines(std::move(plan.pipelines), std::move(cases), options, out, [] { return g_cancel.load(); });

@@ -62,9 +62,15 @@ Result run_case_isolated(const Case& c, const RunOptions& o, const std::atomic<b
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
 
+  // The child's standard output is its stderr: what a plugin prints must not land in opmeter's
+  // tables (`opmeter run > table.md`); its result comes back in the file.
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
   pid_t pid = 0;
-  if (int err = posix_spawn(&pid, o.self_exe.c_str(), nullptr, nullptr, argv.data(), environ); err != 0)
-    return unmeasured_result(c, Status::error, fmt::format("cannot start {}: {}", o.self_exe, std::strerror(err)));
+  const int err = posix_spawn(&pid, o.self_exe.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (err != 0) return unmeasured_result(c, Status::error, fmt::format("cannot start {}: {}", o.self_exe, std::strerror(err)));
 
   double deadline = o.case_deadline_s > 0 ? o.case_deadline_s : 2 * o.stopping.timeout_s + 30;
   auto start = std::chrono::steady_clock::now();

@@ -129,6 +129,18 @@ Support takes_optional_params(const ImplDef& impl, const Case& c) {
                                  others.empty() ? std::string() : fmt::format(" (impls that do: {})", fmt::join(others, ", "))));
 }
 
+void put_params_in_op_order(Case& c) {
+  const OpDef* op = Registry::global().op(c.op);
+  if (!op) return;
+  auto rank = [&](const std::string& key) {
+    auto it = std::find(op->params.begin(), op->params.end(), key);
+    if (it != op->params.end()) return it - op->params.begin();
+    auto opt = std::find_if(op->optional_params.begin(), op->optional_params.end(), [&](auto& o) { return o.key == key; });
+    return static_cast<std::ptrdiff_t>(op->params.size()) + (opt - op->optional_params.begin());  // unknown ones last
+  };
+  std::stable_sort(c.params.begin(), c.params.end(), [&](auto& a, auto& b) { return rank(a.first) < rank(b.first); });
+}
+
 void validate_case(const Case& c) {
   auto& reg = Registry::global();
   const OpDef* op = reg.op(c.op);

@@ -129,8 +129,10 @@ PipelinePrediction predict_pipeline(const PredictModel& m, const pipeline::Pipel
       const std::size_t n = m.left_out.at(key);
       out.notes.push_back(fmt::format(
           "layer '{}' ({}): predict fit left group {} out ({} case{}, fewer than its {} folds): predicted by the roofline "
-          "alone, a lower bound with no interval. Fit with --folds {} or measure more shapes of it to predict it better",
-          l.label, l.prediction.case_string, key, n, n == 1 ? "" : "s", m.folds, std::max<std::size_t>(2, n)));
+          "alone, the time the ceilings allow (data in cache can beat it), with no interval. {} to predict it better",
+          l.label, l.prediction.case_string, key, n, n == 1 ? "" : "s", m.folds,
+          n >= 2 ? fmt::format("Fit with --folds {} or measure more shapes of it", n)
+                 : std::string("Measure more shapes of it (a group needs at least 2 cases)")));
     } else {
       try {
         l.prediction = predict_case(m, sample_of(c));

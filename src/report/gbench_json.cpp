@@ -81,7 +81,8 @@ nlohmann::json gbench_json(const nlohmann::json& context, const std::vector<Resu
       agg("mean", r.summary.mean, "time");
       agg("median", r.summary.median, "time");
       agg("stddev", r.summary.stdev, "time");
-      agg("cv", r.summary.rel_noise, "percentage");
+      // Google Benchmark's cv: stddev / mean of the same samples (not opmeter's fenced noise).
+      agg("cv", r.summary.mean > 0 ? r.summary.stdev / r.summary.mean : 0.0, "percentage");
     }
     ++family;
   }

@@ -145,7 +145,7 @@ std::vector<ResultField> make_fields() {
                .numeric = true});
   f.push_back({.name = "peak_gflops", .outputs = all, .unit = "GFLOP/s",
                .value = [](const Result& r) { return opt(r.peak_gflops); }, .read = read_optional(&Result::peak_gflops)});
-  f.push_back({.name = "peak_memory_mb", .outputs = kInCsv, .unit = "MiB",
+  f.push_back({.name = "peak_memory_mib", .outputs = kInCsv, .unit = "MiB",
                .value = [](const Result& r) {
                  return r.peak_memory_bytes ? json(static_cast<double>(*r.peak_memory_bytes) / (1 << 20)) : json();
                },
@@ -332,7 +332,7 @@ const ResultField& result_field(const std::string& name) {
 
 const std::vector<std::string>& markdown_columns() {
   static const std::vector<std::string> columns = {"op",     "label", "impl",  "dtype",    "params",    "median_s",
-                                                   "precision", "gflops", "gbps", "pct_peak", "noise", "sustained", "peak_memory_mb",
+                                                   "precision", "gflops", "gbps", "pct_peak", "noise", "sustained", "peak_memory_mib",
                                                    "status"};
   return columns;
 }

@@ -9,6 +9,7 @@
 
 #include "opmeter/backend.hpp"
 #include "opmeter/errors.hpp"
+#include "opmeter/registry.hpp"
 #include "util/text.hpp"
 
 namespace opmeter {
@@ -203,6 +204,7 @@ Case parse_case(const std::string& text) {
     }
   }
   parse_settings(text, parts[4], c);
+  put_params_in_op_order(c);
   return c;
 }
 

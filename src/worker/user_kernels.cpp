@@ -8,6 +8,7 @@
 
 #include "opmeter/errors.hpp"
 #include "util/interrupt.hpp"
+#include "util/text.hpp"
 #include "opmeter/registry.hpp"
 #include "worker/shared_worker.hpp"
 #include "worker/worker_impl.hpp"
@@ -20,6 +21,30 @@ namespace fs = std::filesystem;
 std::map<std::string, std::string>& registered() {
   static std::map<std::string, std::string> by_name;  // impl -> "file:name"
   return by_name;
+}
+
+// A kernel's own op must print case strings that parse back to the same case: a name and
+// parameters that case strings can carry, integers written as opmeter writes them.
+void check_user_op(const std::string& spec, const std::string& name, const nlohmann::json& params) {
+  static const std::regex op_name("[a-z][a-z0-9_]*"), key_name("[A-Za-z_][A-Za-z0-9_]*"), value_text("[A-Za-z0-9_.+-]+");
+  if (!std::regex_match(name, op_name))
+    throw UsageError(fmt::format("kernel '{}': op '{}' must be lower-case letters, digits and _ (it is part of case strings)",
+                                 spec, name));
+  if (!params.is_object()) throw UsageError(fmt::format("kernel '{}': params must be a dict of name: default value", spec));
+  for (auto& [key, value] : params.items()) {
+    const std::string v = value.is_string() ? value.get<std::string>() : value.dump();
+    if (!std::regex_match(key, key_name))
+      throw UsageError(fmt::format("kernel '{}': parameter '{}' must be a Python identifier (it is part of case strings)", spec, key));
+    if (!std::regex_match(v, value_text))
+      throw UsageError(fmt::format("kernel '{}': parameter {}'s default '{}' must be letters, digits and . + - _ (no '/', ',', "
+                                   "'=' or spaces: it is part of case strings)",
+                                   spec, key, v));
+    try {
+      check_canonical_integer(key, v);
+    } catch (const UsageError& e) {
+      throw UsageError(fmt::format("kernel '{}': parameter {}'s default: {}", spec, key, e.what()));
+    }
+  }
 }
 
 // An op opmeter does not know, declared by the kernel: its parameters (all sweepable, the
@@ -40,9 +65,18 @@ void add_user_op(const std::string& name, const nlohmann::json& params, const st
   Registry::global().add(std::move(op));
 }
 
+// The ':' before NAME in "FILE[:NAME]", if there is one: a ':' inside a path (dir:x/k.py, k:1.py)
+// is the file's.
+std::size_t name_colon(const std::string& spec) {
+  auto colon = spec.rfind(':');
+  if (colon == std::string::npos) return colon;
+  const std::string after = spec.substr(colon + 1);
+  return after.find('/') != std::string::npos || after.ends_with(".py") ? std::string::npos : colon;
+}
+
 // FILE and NAME of "FILE[:NAME]" (NAME defaults to FILE's stem).
 std::pair<std::string, std::string> split_spec(const std::string& spec) {
-  auto colon = spec.rfind(':');
+  auto colon = name_colon(spec);
   if (colon == std::string::npos) return {spec, fs::path(spec).stem().string()};
   return {spec.substr(0, colon), spec.substr(colon + 1)};
 }
@@ -53,7 +87,7 @@ std::string absolute_kernel_spec(const std::string& spec, const std::string& bas
   auto [file, name] = split_spec(spec);
   std::error_code ec;
   fs::path path = fs::path(file).is_absolute() || base_dir.empty() ? fs::path(file) : fs::path(base_dir) / file;
-  return fs::absolute(path, ec).string() + (spec.rfind(':') == std::string::npos ? "" : ":" + name);
+  return fs::absolute(path, ec).string() + (name_colon(spec) == std::string::npos ? "" : ":" + name);
 }
 
 std::string kernel_impl_name(const std::string& spec) { return split_spec(spec).second; }
@@ -87,7 +121,11 @@ std::string add_user_kernel(const std::string& spec, const std::string& default_
   std::string op = reply.value("op", nlohmann::json()).is_string() ? reply["op"].get<std::string>() : default_op;
   if (op.empty()) throw UsageError(fmt::format("kernel '{}' names no op: set `op = \"...\"` in it", spec));
   auto& reg = Registry::global();
-  if (!reg.op(op)) add_user_op(op, reply.value("params", nlohmann::json::object()), reply.value("summary", ""));
+  if (!reg.op(op)) {
+    const auto params = reply.value("params", nlohmann::json::object());
+    check_user_op(spec, op, params);
+    add_user_op(op, params, reply.value("summary", ""));
+  }
   if (reg.impl(op, name)) throw UsageError(fmt::format("kernel '{}': {} already has an impl named '{}'", spec, op, name));
 
   std::vector<DType> dtypes;

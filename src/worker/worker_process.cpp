@@ -7,10 +7,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -87,8 +89,16 @@ WorkerProcess::WorkerProcess(std::vector<std::string> argv, double start_deadlin
   std::vector<char*> args;
   for (auto& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
+  // The worker's own variables replace inherited ones of the same name (an opmeter run inside a
+  // kernel inherits its parent's): with both, Python would keep the first, the stale one.
+  auto set_here = [&](std::string_view entry) {
+    const std::size_t eq = entry.find('=');
+    if (eq == std::string_view::npos) return false;
+    return std::any_of(extra_env.begin(), extra_env.end(), [&](const std::string& e) { return e.compare(0, eq + 1, entry, 0, eq + 1) == 0; });
+  };
   std::vector<char*> env;
-  for (char** e = environ; *e; ++e) env.push_back(*e);
+  for (char** e = environ; *e; ++e)
+    if (!set_here(*e)) env.push_back(*e);
   for (auto& e : extra_env) env.push_back(e.data());
   env.push_back(nullptr);
   int spawned = posix_spawnp(&pid_, argv.at(0).c_str(), &actions, &attr, args.data(), env.data());

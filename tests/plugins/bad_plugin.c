@@ -4,6 +4,7 @@
  *   BAD_DESCRIPTIONS  impls described wrongly (and one right, which must not be registered)
  *   NO_ENTRY          a shared library without opmeter_plugin_register
  *   ENDS_PROCESS      impls of relu whose run calls exit(0), segfaults or aborts, and one correct
+ *                     (whose setup prints to stdout)
  *   MARKS_LOAD        a correct relu whose library constructor creates the file $OPMETER_TEST_MARKER
  *                     (to show which commands load plugins) */
 #include <signal.h>
@@ -92,6 +93,15 @@ static int run_abort(void* p, size_t copy, char* err, size_t err_len) {
   abort();
 }
 
+#ifdef ENDS_PROCESS
+/* A setup that prints to its standard output, as debugging plugins do. */
+static void* setup_chatty(const opmeter_case* c, int* flags, char* err, size_t err_len) {
+  printf("test plugin chatter on stdout\n");
+  fflush(stdout);
+  return setup(c, flags, err, err_len);
+}
+#endif
+
 #ifdef MARKS_LOAD
 __attribute__((constructor)) static void mark_load(void) {
   const char* path = getenv("OPMETER_TEST_MARKER");
@@ -154,7 +164,7 @@ int opmeter_plugin_register(opmeter_registry* registry) {
   impls[5].devices = "gpu";
 #elif defined(ENDS_PROCESS)
   opmeter_impl impls[] = {relu("test_plugin_exits", setup, run_exit), relu("test_plugin_segfaults", setup, run_segfault),
-                          relu("test_plugin_aborts", setup, run_abort), relu("test_plugin_correct", setup, run_relu)};
+                          relu("test_plugin_aborts", setup, run_abort), relu("test_plugin_correct", setup_chatty, run_relu)};
 #elif defined(MARKS_LOAD)
   opmeter_impl impls[] = {relu("test_plugin_marked", setup, run_relu)};
 #else

@@ -32,13 +32,13 @@ std::string row(const std::vector<std::string>& cells) { return fmt::format("{}\
 std::string summary_csv(const std::vector<PipelineSummary>& summaries) {
   std::string out = row({"name", "params", "macs", "batch", "dtype", "device", "complete", "latency_ms", "throughput",
                          "unit", "energy_j", "dynamic_energy_j", "energy_per_sample_j", "pipeline_parallel_energy_j",
-                         "period_ms", "idle_power_w", "end_to_end_ms", "ratio"});
+                         "period_ms", "idle_power_w", "end_to_end_ms", "ratio", "pipeline_params"});
   for (auto& s : summaries)
     out += row({csv_field(s.name), num(s.total_params), num(s.total_macs), csv_field(s.param("batch")),
                 csv_field(s.dtype), csv_field(s.device), s.complete ? "true" : "false", num(s.latency_s, 1e3),
                 num(s.throughput), csv_field(s.sample_unit + "/s"), num(s.energy_j), num(s.dynamic_energy_j),
                 num(s.energy_per_sample_j), num(s.pipeline_parallel_energy_j), num(s.period_s, 1e3),
-                num(s.idle_power_w), num(s.end_to_end_s, 1e3), num(s.end_to_end_ratio)});
+                num(s.idle_power_w), num(s.end_to_end_s, 1e3), num(s.end_to_end_ratio), csv_field(params_text(s))});
   return out;
 }
 
@@ -46,7 +46,7 @@ std::string layers_csv(const std::vector<PipelineSummary>& summaries) {
   std::string out = row({"pipeline", "device", "index", "label", "op", "impl", "count", "status", "reason", "latency_ms",
                          "total_ms", "power_w", "energy_j", "total_energy_j", "idle_energy_j", "dynamic_energy_j",
                          "params", "macs", "flops", "bytes", "pct_roofline", "pct_peak", "flags", "energy_reason",
-                         "case"});
+                         "case", "dtype", "pipeline_params"});
   for (auto& s : summaries)
     for (std::size_t i = 0; i < s.layers.size(); ++i) {
       auto& l = s.layers[i];
@@ -55,7 +55,7 @@ std::string layers_csv(const std::vector<PipelineSummary>& summaries) {
                   num(l.latency_s, 1e3), num(l.total_s, 1e3), num(l.power_w), num(l.energy_j), num(l.total_energy_j),
                   num(l.idle_energy_j), num(l.dynamic_energy_j), num(l.params), num(l.macs), num(l.flops),
                   num(l.bytes), num(l.pct_roofline), num(l.pct_peak), csv_field(fmt::format("{}", fmt::join(l.flags, ";"))),
-                  csv_field(l.energy_reason), csv_field(l.case_string)});
+                  csv_field(l.energy_reason), csv_field(l.case_string), csv_field(s.dtype), csv_field(params_text(s))});
     }
   return out;
 }

@@ -46,7 +46,8 @@ std::string planned_pipeline_text(const PlannedPipeline& p);
 // A few lines for the console at the end of a run: totals and the top 3 layers by time.
 void print_pipeline_summary(std::ostream& out, const PipelineSummary& s);
 
-// Display helpers: "12.3 mJ", "11.69 M", "batch=1, image=224", "resnet18 fp32 cpu batch=1".
+// Display helpers: "12.3 mJ", "11.69 M", "batch=1, image=224", "resnet18 fp32 cpu batch=1" (the
+// batch and every parameter off the built-in pipeline's defaults: "... batch=1 image=32").
 std::string human_energy(double joules);
 std::string human_count(double n);
 std::string params_text(const PipelineSummary& s);

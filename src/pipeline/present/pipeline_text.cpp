@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "opmeter/pipeline.hpp"
 #include "pipeline/present/pipeline_outputs.hpp"
 #include "util/human_units.hpp"
 
@@ -120,8 +121,17 @@ std::string params_text(const PipelineSummary& s) {
 }
 
 std::string display_name(const PipelineSummary& s) {
-  std::string batch = s.param("batch");
-  return fmt::format("{} {} {}{}", s.name, s.dtype, s.device, batch.empty() ? "" : " batch=" + batch);
+  // The batch, and every parameter off the pipeline's default: resnet18 at image=32 and at
+  // image=64 in one run are two names (two bars, two headings), not one.
+  const PipelineDef* def = Registry::global().find(s.name);
+  std::string shown;
+  for (auto& [k, v] : s.params) {
+    bool is_default = false;
+    if (def)
+      for (auto& [dk, dv] : def->defaults) is_default = is_default || (dk == k && dv == v);
+    if (k == "batch" || !is_default) shown += " " + k + "=" + v;
+  }
+  return fmt::format("{} {} {}{}", s.name, s.dtype, s.device, shown);
 }
 
 std::string pipeline_log(const PipelineSummary& s) {

@@ -1,0 +1,31 @@
+#pragma once
+// What this CPU's oneDNN runs: bf16 primitives need AVX-512 (a plain AVX2 machine has none), and
+// the tests of bf16 cases that go through oneDNN skip there, saying why.
+#include <gtest/gtest.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace opmeter::testing {
+
+inline bool onednn_has_bf16() {
+  static const bool yes = [] {
+    using dt = dnnl::memory::data_type;
+    using tag = dnnl::memory::format_tag;
+    try {
+      dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+      dnnl::memory::desc a({8, 8}, dt::bf16, tag::ab), c({8, 8}, dt::f32, tag::ab);
+      dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, a, c), engine);
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return yes;
+}
+
+inline const char* kNoOnednnBf16 = "oneDNN has no bf16 matmul on this CPU (it needs AVX-512): its bf16 cases are skipped here";
+
+}  // namespace opmeter::testing
+
+#define REQUIRE_ONEDNN_BF16() \
+  if (!opmeter::testing::onednn_has_bf16()) GTEST_SKIP() << opmeter::testing::kNoOnednnBf16
