@@ -358,6 +358,14 @@ TEST(Cli, AProfileOfOtherThreadsLeavesTheRunToMeasureItsOwnCeilings) {
   EXPECT_NE(other.text.find("measured with threads=1, and cases run with threads=2"), std::string::npos) << other.text;
   EXPECT_NE(other.text.find("peak/opmeter/fp32/"), std::string::npos) << other.text;
   EXPECT_NE(other.text.find("bandwidth/opmeter/fp32/"), std::string::npos) << other.text;
+  // A GPU's profile holds no host ceiling.
+  auto gpu = write(dir, "gpu.json",
+                   R"({"schema": "opmeter-calibration/1", "threads": 1, "device": "cuda:0",
+                       "peak_gflops": {"fp32": 50000.0}, "bandwidth": {"memory_gbps": 3000.0}, "context": {}})");
+  auto host = cli(fmt::format("run {} --calibration {} --dry-run", config_of(1).string(), gpu.string()));
+  ASSERT_EQ(host.code, 0) << host.text;
+  EXPECT_NE(host.text.find("the calibration profile is of cuda:0"), std::string::npos) << host.text;
+  EXPECT_NE(host.text.find("peak/opmeter/fp32/"), std::string::npos) << host.text;
 }
 
 TEST(Cli, BadCalibrationProfileExitsTwo) {

@@ -40,14 +40,14 @@ TEST(CompareVerdict, Rules) {
 }
 
 TEST(CompareVerdict, TheSmallestPValueIsThatOfPerfectlySeparatedSamples) {
-  // Independently: the exact test's p for samples that do not overlap at all.
-  for (std::size_t n1 : {3, 4, 5})
-    for (std::size_t n2 : {3, 4, 6}) {
-      std::vector<double> low, high;
-      for (std::size_t i = 0; i < n1; ++i) low.push_back(1.0 + 0.01 * double(i));
-      for (std::size_t i = 0; i < n2; ++i) high.push_back(2.0 + 0.01 * double(i));
-      EXPECT_NEAR(smallest_p_value(n1, n2), mann_whitney_u(low, high).p_value, 1e-12) << n1 << " " << n2;
-    }
+  // Independently, where the test is exact: two of the C(n1 + n2, n1) equally likely orderings.
+  auto choose = [](std::size_t n, std::size_t k) {
+    double c = 1;
+    for (std::size_t i = 1; i <= k; ++i) c = c * double(n - k + i) / double(i);
+    return c;
+  };
+  for (std::size_t n1 : {3, 4, 5, 10})
+    for (std::size_t n2 : {3, 4, 6, 10}) EXPECT_NEAR(smallest_p_value(n1, n2), 2 / choose(n1 + n2, n1), 1e-12) << n1 << " " << n2;
   EXPECT_NEAR(smallest_p_value(3, 3), 0.1, 1e-12);       // 2 of C(6, 3) = 20 orderings
   EXPECT_NEAR(smallest_p_value(4, 4), 2.0 / 70, 1e-12);  // C(8, 4) = 70
   EXPECT_FALSE(can_reach_alpha(3, 3, 0.05));
@@ -55,6 +55,21 @@ TEST(CompareVerdict, TheSmallestPValueIsThatOfPerfectlySeparatedSamples) {
   EXPECT_TRUE(can_reach_alpha(3, 5, 0.05));   // 2 / 56 = 0.036
   EXPECT_TRUE(can_reach_alpha(4, 4, 0.05));
   EXPECT_FALSE(can_reach_alpha(2, 100, 0.05));  // fewer than 3 on a side: never tested
+  // Past 10 samples a side the test's normal approximation: 3 against 11 cannot reach 0.01, though
+  // 2 / C(14, 3) = 0.0055 would.
+  EXPECT_GT(smallest_p_value(3, 11), 0.01);
+  EXPECT_FALSE(can_reach_alpha(3, 11, 0.01));
+}
+
+TEST(Compare, TiedSamplesThatReachAlphaAreTested) {
+  // 3 a side, each side tied: the tie-corrected test gives p < 0.05, which separated samples
+  // without ties cannot; the p counts.
+  auto base = measured(kCaseA, {1e-3, 1e-3, 1e-3}), slow = measured(kCaseA, {2e-3, 2e-3, 2e-3});
+  auto c = compare_results(set_of({base}), set_of({slow}));
+  ASSERT_EQ(c.cases.size(), 1u);
+  EXPECT_LT(c.cases[0].p_value, 0.05);
+  EXPECT_EQ(c.cases[0].verdict, "slower");
+  EXPECT_TRUE(c.gate_failed());
 }
 
 TEST(Compare, ADoublingMeasuredThreeTimesASideFailsTheGateAsUntestable) {

@@ -110,10 +110,12 @@ TEST(ConfigCode, ADryRunOfAResumeLoadsNoCodeTheResultsName) {
 
   out = cli("run --resume " + run_dir.string() + " --dry-run");
   EXPECT_EQ(out.code, 0) << out.text;
-  EXPECT_TRUE(has(out.text, "a dry run loads no code: not loading")) << out.text;
+  EXPECT_TRUE(has(out.text, "a dry run runs no code: not loading")) << out.text;
   EXPECT_TRUE(has(out.text, "gemm/reference/fp32/M=8,N=8,K=8/threads=1")) << out.text;
   out = cli("check --resume " + check_dir.string() + " --dry-run");
-  EXPECT_TRUE(has(out.text, "a dry run loads no code: not loading")) << out.text;
+  EXPECT_EQ(out.code, 2) << out.text;  // its impls are unknown without their code, and the note says how to list them
+  EXPECT_TRUE(has(out.text, "a dry run runs no code: not loading")) << out.text;
+  EXPECT_TRUE(has(out.text, "give them with --plugin or --kernel")) << out.text;
   EXPECT_FALSE(fs::exists(c.marker)) << slurp(c.marker);
 }
 

@@ -16,7 +16,7 @@ GRAPH_WARMUP_CALLS = 3
 # Messages of PyTorch's exceptions that mean "cannot run here" rather than "ran wrong", for our own
 # impls (a user kernel says so itself: NotImplementedError). "requires grad" is a bug, not a limit.
 UNSUPPORTED_PATTERN = re.compile(r"not implemented|not supported|unsupported|does not support|only supported|"
-                                 r"needs to be|divisible by|requires(?! grad)", re.IGNORECASE)
+                                 r"needs to be|divisible by|requires(?![ _]grad)", re.IGNORECASE)
 
 
 def first_line(e):

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "ops/gemm/gemm.hpp"
+#include "opmeter/context.hpp"
 #include "opmeter/registry.hpp"
 
 namespace opmeter::gemm {
@@ -24,12 +25,14 @@ OnednnTypes onednn_types(DType d) {
 }
 
 // Whether oneDNN's int8 matmul computes exactly here: without VNNI it adds u8 x s8 pairs in
-// saturating 16-bit lanes (vpmaddubsw), and full-range inputs come out wrong.
+// saturating 16-bit lanes (vpmaddubsw), and full-range inputs come out wrong. The CPU must have
+// VNNI, and oneDNN must not be held below it (DNNL_MAX_CPU_ISA).
 bool int8_exact_here() {
+  const auto& cpu = cpu_info();
+  if (!cpu.has("avx512_vnni") && !cpu.has("avx_vnni")) return false;
   using isa = dnnl::cpu_isa;
   const isa best = dnnl::get_effective_cpu_isa();
-  return best == isa::avx512_core_vnni || best == isa::avx512_core_bf16 || best == isa::avx512_core_amx ||
-         best == isa::avx2_vnni;
+  return best != isa::sse41 && best != isa::avx && best != isa::avx2 && best != isa::avx512_core;
 }
 
 class OnednnGemm : public GemmImpl {

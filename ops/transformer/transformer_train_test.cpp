@@ -176,10 +176,10 @@ TEST(TransformerTrain, SampledCheckCatchesAChangedElementInASampledWeightRow) {
 }
 
 TEST(TransformerTrain, OnednnStepPassesInEveryPhase) {
-  REQUIRE_ONEDNN_BF16();
   for (auto [dtype, extra] : {std::pair{"fp32", ",act=gelu,causal=1"}, {"bf16", ",act=silu,causal=0,phase=backward"},
                               {"bf16", ",act=gelu,causal=1"}, {"fp32", ",act=relu,causal=0,phase=forward"},
                               {"bf16", ",act=none,causal=1"}}) {
+    if (std::string(dtype) == "bf16" && !opmeter::testing::onednn_has_bf16()) continue;  // fp32 still checked
     Case c = train_case(extra, dtype);
     validate_case(c);
     auto impl = Registry::global().impl("transformer_block", "onednn_train")->make();

@@ -26,8 +26,9 @@ struct CompareOptions {
 // unmeasured: measured on neither side.
 std::string compare_verdict(double change, double p_value, bool testable, const CompareOptions& o);
 
-// The smallest two-sided p-value the exact rank test can give n1 and n2 samples: 2 / C(n1 + n2, n1)
-// (0.1 at 3 a side, 0.029 at 4). Below alpha only with enough samples (and at least 3 a side).
+// The smallest two-sided p-value the rank test gives n1 and n2 samples without ties: that of
+// samples that do not overlap (exact up to 10 a side: 2 / C(n1 + n2, n1), 0.1 at 3 a side, 0.029
+// at 4; the normal approximation beyond). Below alpha only with enough samples (and 3 a side).
 double smallest_p_value(std::size_t n1, std::size_t n2);
 bool can_reach_alpha(std::size_t n1, std::size_t n2, double alpha);
 

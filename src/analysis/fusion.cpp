@@ -78,6 +78,14 @@ nlohmann::json fusion_json(const std::vector<FusionRow>& rows, const FusionThres
   return {{"thresholds", {{"fuse_at_speedup", t.fuse}, {"avoid_below_speedup", t.avoid}}}, {"patterns", patterns}};
 }
 
+namespace {
+// 369.1, or 0.0213 where one decimal would print 0.0.
+std::string megabytes(double bytes) {
+  const double mb = bytes / 1e6;
+  return mb >= 1 || mb == 0 ? fmt::format("{:.1f}", mb) : fmt::format("{:.3g}", mb);
+}
+}  // namespace
+
 std::string fusion_markdown(const std::vector<FusionRow>& rows, const FusionThresholds& t) {
   if (rows.empty()) return "";
   std::string out = fmt::format(
@@ -87,9 +95,9 @@ std::string fusion_markdown(const std::vector<FusionRow>& rows, const FusionThre
       "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n",
       t.fuse, t.avoid);
   for (auto& r : rows)
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.2f}x | {:.3g} | {:.3g} | {:.0f}% | {:.1f} -> {:.1f} | {} |\n",
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.2f}x | {} | {} | {:.0f}% | {:.1f} -> {:.1f} | {} |\n",
                        r.pattern, r.dtype, r.shape, r.fused_impl, human_time(r.unfused_s), human_time(r.fused_s),
-                       r.speedup, r.unfused_bytes / 1e6, r.fused_bytes / 1e6, 100 * r.traffic_reduction,
+                       r.speedup, megabytes(r.unfused_bytes), megabytes(r.fused_bytes), 100 * r.traffic_reduction,
                        r.unfused_gflops, r.fused_gflops, r.verdict);
   return out;
 }

@@ -24,6 +24,7 @@ std::vector<Result> check_results_from_json(const nlohmann::json& j, const std::
     r.case_string = c.value("case", "");
     try {
       r.kase = parse_case(r.case_string);
+      r.case_string = r.kase.to_string();  // the op's parameter order, as planned cases have it
     } catch (const std::exception& e) {
       throw UsageError(fmt::format("{}: case '{}': {}", source, r.case_string, e.what()));
     }

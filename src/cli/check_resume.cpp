@@ -5,7 +5,6 @@
 #include <fstream>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "cli/check_join.hpp"
 #include "opmeter/errors.hpp"
@@ -78,18 +77,8 @@ void take_stored_selection(CheckArgs& a, const StoredCheck& stored) {
   if (a.ops.empty()) a.ops = strings(stored.settings, "ops");
   if (a.impls.empty()) a.impls = strings(stored.settings, "impls");
   if (a.dtypes.empty()) a.dtypes = strings(stored.settings, "dtypes");
-  std::vector<std::string> stored_code;  // a dry run loads none of it: results may come from anyone
-  if (a.kernels.empty()) (a.dry_run ? stored_code : a.kernels) = strings(stored.settings, "kernels");
-  if (a.plugins.empty()) {
-    auto plugins = strings(stored.settings, "plugins");
-    if (a.dry_run)
-      stored_code.insert(stored_code.end(), plugins.begin(), plugins.end());
-    else
-      a.plugins = plugins;
-  }
-  if (!stored_code.empty())
-    fmt::print(stderr, "opmeter: a dry run loads no code: not loading {} stored in {} (their impls' cases are left out)\n",
-               fmt::join(stored_code, ", "), a.resume);
+  take_stored_code(a.resume, a.dry_run, strings(stored.settings, "plugins"), strings(stored.settings, "kernels"), a.plugins,
+                   a.kernels);
   a.quick = a.quick || stored.settings.value("quick", false);
   a.isolate = a.isolate || stored.settings.value("isolate", false);
   if (!a.case_deadline_s && stored.settings.contains("case_deadline_s") && stored.settings["case_deadline_s"].is_number())

@@ -65,6 +65,11 @@ struct UserImpls {
   std::vector<std::string> names;         // the impls they registered
 };
 UserImpls load_user_impls(const std::vector<std::string>& kernels, const std::vector<std::string>& plugins);
+// A resumed run's or check's stored plugins and kernels, taken where no flag names any. A dry run
+// takes none, and says so: results may come from anyone, and their code runs to measure, not to look.
+void take_stored_code(const std::string& resume, bool dry_run, const std::vector<std::string>& stored_plugins,
+                      const std::vector<std::string>& stored_kernels, std::vector<std::string>& plugins,
+                      std::vector<std::string>& kernels);
 
 // Where and how a run writes its results.
 struct RunOutput {

@@ -115,10 +115,10 @@ int report_command(const ReportArgs& a) {
 }
 
 void add_compare_command(CLI::App& app, CompareArgs& a) {
-  auto* cmd = app.add_subcommand("compare", "compare two runs case by case; exit 1 when NEW is confidently slower");
+  auto* cmd = app.add_subcommand("compare", "compare two runs case by case; exit 1 when NEW is slower (or too few samples to tell)");
   cmd->add_option("base", a.base, "the baseline: a results directory, results.json or results.jsonl")->required();
   cmd->add_option("new", a.neu, "the run to judge, same kinds as BASE")->required();
-  cmd->add_option("--fail-above", a.fail_above_pct, "fail when a case is confidently slower by more than PCT (default 5)")
+  cmd->add_option("--fail-above", a.fail_above_pct, "fail when a case is slower, or untestable (too few samples), by more than PCT (default 5)")
       ->check(kFinite)->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--threshold", a.threshold_pct, "changes below PCT are 'same' (default 1)")
       ->check(kFinite)->check(CLI::Range(0.0, 1e6));

@@ -46,13 +46,19 @@ std::atomic<bool>& g_cancel = interrupt_flag();  // Ctrl-C or SIGTERM: the run s
 bool profile_covers(const nlohmann::json& calibration, const std::vector<Case>& cases) {
   if (calibration.is_null()) return false;
   const CalibrationProfile p = CalibrationProfile::from_json(calibration);
+  const bool host_cases = std::any_of(cases.begin(), cases.end(), [](const Case& c) { return c.on_host(); });
+  if (p.device != kHostDevice) {  // a device's profile holds none of the host's ceilings
+    if (host_cases)
+      fmt::print(stderr, "opmeter: the calibration profile is of {}: the run measures the host's ceilings itself\n", p.device);
+    return !host_cases;
+  }
   std::set<int> others;
   for (auto& c : cases)
     if (c.on_host() && c.threads != p.threads) others.insert(c.threads);
   if (others.empty()) return true;
   fmt::print(stderr,
              "opmeter: the calibration profile was measured with threads={}, and cases run with threads={}: the run "
-             "measures the peak and bandwidth ceilings of those itself\n",
+             "measures its host ceilings itself\n",
              p.threads, fmt::join(others, ","));
   return false;
 }
@@ -186,19 +192,10 @@ void take_stored_settings(RunArgs& a) {
   if (a.formats.empty()) a.formats = text("formats");
   if (a.device.empty()) a.device = text("device");
   if (a.calibration.empty()) a.calibration = text("calibration");
-  std::vector<std::string> stored_code;  // a dry run loads none of it: results may come from anyone
-  if (a.plugins.empty() && s->contains("plugins") && (*s)["plugins"].is_array())
-    (a.dry_run ? stored_code : a.plugins) = (*s)["plugins"].get<std::vector<std::string>>();
-  if (a.kernels.empty() && s->contains("kernels") && (*s)["kernels"].is_array()) {
-    auto kernels = (*s)["kernels"].get<std::vector<std::string>>();
-    if (a.dry_run)
-      stored_code.insert(stored_code.end(), kernels.begin(), kernels.end());
-    else
-      a.kernels = kernels;
-  }
-  if (!stored_code.empty())
-    fmt::print(stderr, "opmeter: a dry run loads no code: not loading {} stored in {} (their impls' cases are left out)\n",
-               fmt::join(stored_code, ", "), a.resume);
+  auto list = [&](const char* key) {
+    return s->contains(key) && (*s)[key].is_array() ? (*s)[key].get<std::vector<std::string>>() : std::vector<std::string>{};
+  };
+  take_stored_code(a.resume, a.dry_run, list("plugins"), list("kernels"), a.plugins, a.kernels);
   a.hot = a.hot || text("cache") == "hot";
   a.isolate = a.isolate || s->value("isolate", false);
   if (!a.seed_given && (*s)["seed"].is_number_unsigned()) a.seed = (*s)["seed"].get<std::uint64_t>();
@@ -267,6 +264,23 @@ void add_user_impl_options(CLI::App* command, std::vector<std::string>& kernels,
       ->allow_extra_args(false);  // `--kernel k.py my.yaml`: the config is not a second kernel
   command->add_option("--plugin", plugins, "load a C plugin (include/opmeter/plugin_abi.h) and its impls; repeatable")
       ->allow_extra_args(false);
+}
+
+void take_stored_code(const std::string& resume, bool dry_run, const std::vector<std::string>& stored_plugins,
+                      const std::vector<std::string>& stored_kernels, std::vector<std::string>& plugins,
+                      std::vector<std::string>& kernels) {
+  std::vector<std::string> not_loaded;
+  for (auto [stored, given] : {std::pair{&stored_plugins, &plugins}, {&stored_kernels, &kernels}}) {
+    if (!given->empty() || stored->empty()) continue;  // flags given now win
+    if (dry_run)
+      not_loaded.insert(not_loaded.end(), stored->begin(), stored->end());
+    else
+      *given = *stored;
+  }
+  if (!not_loaded.empty())
+    fmt::print(stderr, "opmeter: a dry run runs no code: not loading {} stored in {} (give them with --plugin or --kernel "
+               "to list their impls' cases)\n",
+               fmt::join(not_loaded, ", "), resume);
 }
 
 UserImpls load_user_impls(const std::vector<std::string>& kernels, const std::vector<std::string>& plugins) {

@@ -142,8 +142,8 @@ Result read_result(const nlohmann::json& j, bool gbench) {
   const FieldOutput output = gbench ? kInGbench : kInJournal;
   try {
     Result r;
-    r.case_string = j.at(gbench ? "name" : "case").get<std::string>();
-    r.kase = parse_case(r.case_string);
+    r.kase = parse_case(j.at(gbench ? "name" : "case").get<std::string>());
+    r.case_string = r.kase.to_string();  // in the op's parameter order, as planned cases are (older files may differ)
     auto st = parse_status(j.at("status").get<std::string>());
     if (!st) throw UsageError(fmt::format("unknown status '{}'", j.at("status").get<std::string>()));
     r.status = *st;
