@@ -21,18 +21,18 @@ std::vector<Result> check_results_from_json(const nlohmann::json& j, const std::
   std::vector<Result> out;
   for (auto& c : j.at("cases")) {
     Result r;
-    r.case_string = c.value("case", "");
+    const std::string written = c.value("case", "");  // messages quote the file
     try {
-      r.kase = parse_case(r.case_string);
+      r.kase = parse_case(written);
       r.case_string = r.kase.to_string();  // the op's parameter order, as planned cases have it
     } catch (const std::exception& e) {
-      throw UsageError(fmt::format("{}: case '{}': {}", source, r.case_string, e.what()));
+      throw UsageError(fmt::format("{}: case '{}': {}", source, written, e.what()));
     }
     const std::string verdict = c.value("status", "");
     if (verdict == "pass" || verdict == "unchecked") r.status = Status::ok;
     else if (verdict == "fail") r.status = Status::failed;
     else if (auto s = parse_status(verdict)) r.status = *s;
-    else throw UsageError(fmt::format("{}: case '{}' has status '{}'", source, r.case_string, verdict));
+    else throw UsageError(fmt::format("{}: case '{}' has status '{}'", source, written, verdict));
     if (verdict == "unchecked") r.add_flag("unchecked");
     if (c.contains("max_error") && c["max_error"].is_number()) r.max_error = c["max_error"].get<double>();
     if (c.contains("tolerance") && c["tolerance"].is_number()) r.tolerance = c["tolerance"].get<double>();
