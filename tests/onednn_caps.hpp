@@ -4,7 +4,11 @@
 // oneDNN 2.6 its convolution, pooling and reorders of bf16 share the same avx512_core gate.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include "opmeter/result.hpp"
 
 namespace opmeter::testing {
 
@@ -22,6 +26,15 @@ inline bool onednn_has_bf16() {
     }
   }();
   return yes;
+}
+
+// Whether `r` is a bf16 case of oneDNN's that this CPU cannot run: then it must be `skipped`,
+// saying oneDNN has none (checked here), and the caller moves on.
+inline bool skipped_for_want_of_onednn_bf16(const Result& r, bool uses_onednn, bool bf16) {
+  if (!uses_onednn || !bf16 || onednn_has_bf16()) return false;
+  EXPECT_EQ(r.status, Status::skipped) << r.case_string << ": " << r.reason;
+  EXPECT_NE(r.reason.find("oneDNN has no"), std::string::npos) << r.reason;
+  return true;
 }
 
 inline const char* kNoOnednnBf16 = "oneDNN has no bf16 matmul on this CPU (it needs AVX-512): its bf16 cases are skipped here";
