@@ -1,7 +1,8 @@
 // The int4 bf16 GEMV kernels at M = 1 against a plain read of the same bytes (codes, scales,
-// zeros): the vector kernel (ops/linear/quant_kernel_avx512bf16.cpp) and, where the CPU has them,
-// the AMX and limbs kernels (quant_kernel_amx.cpp, quant_kernel_limbs.cpp) on the same weights
-// packed in tiles, their outputs compared; then int8wo on the same W (the fp32 kernel and the
+// zeros): the vector kernel (ops/linear/quant_kernel_avx512bf16.cpp; on CPUs without AVX512_BF16
+// the fp32 one, quant_kernel_avx2.cpp) and, where the CPU has them, the AMX and limbs kernels
+// (quant_kernel_amx.cpp; quant_kernel_limbs.cpp on weights in tiles, or the AVX2 limbs kernel on
+// blocks of 64), their outputs compared; then int8wo on the same W (the fp32 kernel and the
 // limbs kernel) against a read of its bytes. Each is the best of many short runs on the threads given
 // (OMP_NUM_THREADS): on a loaded machine the minimum is the run least disturbed, so the ratio is
 // the kernel's, not the neighbours'. docs/guide/quantization-kernels.md.
@@ -30,7 +31,7 @@ using namespace opmeter::linear;
 
 
 // Sums n bytes as floats (their values do not matter, only that every byte is loaded once).
-__attribute__((target("avx512f"))) static float read_bytes(const std::uint8_t* p, std::size_t n) {
+__attribute__((target("avx512f"))) static float read_bytes_avx512(const std::uint8_t* p, std::size_t n) {
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
   std::size_t i = 0;
   for (; i + 256 <= n; i += 256) {
@@ -44,7 +45,28 @@ __attribute__((target("avx512f"))) static float read_bytes(const std::uint8_t* p
   return tail + _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
 
+// The same with AVX2, for CPUs without AVX-512.
+__attribute__((target("avx2"))) static float read_bytes_avx2(const std::uint8_t* p, std::size_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  std::size_t i = 0;
+  for (; i + 128 <= n; i += 128) {
+    a0 = _mm256_add_ps(a0, _mm256_loadu_ps(reinterpret_cast<const float*>(p + i)));
+    a1 = _mm256_add_ps(a1, _mm256_loadu_ps(reinterpret_cast<const float*>(p + i + 32)));
+    a2 = _mm256_add_ps(a2, _mm256_loadu_ps(reinterpret_cast<const float*>(p + i + 64)));
+    a3 = _mm256_add_ps(a3, _mm256_loadu_ps(reinterpret_cast<const float*>(p + i + 96)));
+  }
+  float tail = 0;
+  for (; i < n; ++i) tail += p[i];
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+  for (float v : lanes) tail += v;
+  return tail;
+}
 
+static float read_bytes(const std::uint8_t* p, std::size_t n) {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  return avx512 ? read_bytes_avx512(p, n) : read_bytes_avx2(p, n);
+}
 
 int main(int argc, char** argv) {
   if (argc > 6) {
@@ -66,8 +88,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const auto& kernels = quant_kernels();
-  if (!kernels.int4_bf16) {
-    std::printf("this CPU has no AVX512_BF16 + GFNI: no int4 bf16 kernel\n");
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2")) {
+    std::printf("this CPU has no AVX2: no vector kernel to time\n");
     return 1;
   }
   std::mt19937 rng(1);
@@ -107,11 +130,19 @@ int main(int argc, char** argv) {
         kernel(w, x.data(), xsum.data(), rows, 16 * b, std::min(n, 16 * b + 16), out.data(), n);
     });
   };
-  const double vector_s = gemv(avx512bf16_int4, p, yv);
+  // The vector kernel: bf16 (vdpbf16ps) where the CPU has it, else the fp32 one on x made fp32.
+  std::vector<float> xf(rows * k);
+  for (std::size_t i = 0; i < rows * k; ++i) xf[i] = from_bf16(x[i]);
+  const double vector_s =
+      kernels.int4_bf16 ? gemv(avx512bf16_int4, p, yv)
+                        : gemv([&](const PackedWeights& w, const std::uint16_t*, const float* s, std::size_t r, std::size_t j0,
+                                   std::size_t j1, float* c, std::size_t ldc) { kernels.weight_only(w, xf.data(), s, r, j0, j1, c, ldc); },
+                               p, yv);
   const double bytes = double(p.bytes());
-  std::printf("N=%zu K=%zu group=%zu M=%zu threads=%d: %.1f MB; read %.3f ms (%.1f GB/s); vector kernel %.3f ms (%.1f GB/s) = %.0f%% of read",
-              n, k, g, rows, omp_get_max_threads(), bytes / 1e6, read_s * 1e3, bytes / read_s / 1e9, vector_s * 1e3,
-              bytes / vector_s / 1e9, 100 * read_s / vector_s);
+  std::printf("N=%zu K=%zu group=%zu M=%zu threads=%d (%s): %.1f MB; read %.3f ms (%.1f GB/s); %s vector kernel %.3f ms (%.1f GB/s) = "
+              "%.0f%% of read",
+              n, k, g, rows, omp_get_max_threads(), kernels.isa, bytes / 1e6, read_s * 1e3, bytes / read_s / 1e9,
+              kernels.int4_bf16 ? "bf16" : "fp32", vector_s * 1e3, bytes / vector_s / 1e9, 100 * read_s / vector_s);
   if (tiles.tiles && kernels.int4_tiles) {
     // The same bytes (tiles pad channels to 16: none for these shapes), the same outputs.
     const double amx_s = gemv(kernels.int4_bf16, tiles, y);
@@ -120,8 +151,10 @@ int main(int argc, char** argv) {
     std::printf("; AMX kernel %.3f ms (%.1f GB/s) = %.0f%% of read, %.2fx the vector kernel (max |diff| %.1e of max |y|)", amx_s * 1e3,
                 bytes / amx_s / 1e9, 100 * read_s / amx_s, vector_s / amx_s, worst / scale);
   }
-  if (tiles.tiles && kernels.int4_limbs) {  // (G 32 stays in blocks: neither tile kernel runs it)
-    // x split into int8 limbs once per call, as the layers do, inside the time.
+  if (tiles.tiles && kernels.int4_limbs) {  // (G 32 stays in blocks: no limbs kernel runs it)
+    // x split into int8 limbs once per call, as the layers do, inside the time; the weights in
+    // the layout the limbs kernel reads (VNNI: tiles, AVX2: blocks of 64).
+    const PackedWeights& lw = kernels.int4_limbs_in_tiles ? tiles : p;
     XLimbs limbs;
     limbs.resize(rows, k, g);
     std::vector<float> yl(rows * n);
@@ -129,12 +162,12 @@ int main(int argc, char** argv) {
       for (std::size_t m = 0; m < rows; ++m) split_limbs(x.data(), m, k, g, limbs);
 #pragma omp parallel for schedule(static)
       for (std::size_t b = 0; b < (n + 15) / 16; ++b)
-        kernels.int4_limbs(tiles, limbs, xsum.data(), rows, 16 * b, std::min(n, 16 * b + 16), yl.data(), n);
+        kernels.int4_limbs(lw, limbs, xsum.data(), rows, 16 * b, std::min(n, 16 * b + 16), yl.data(), n);
     });
     double worst = 0, scale = 0;
     for (std::size_t j = 0; j < rows * n; ++j) worst = std::max(worst, double(std::fabs(yl[j] - yv[j]))), scale = std::max(scale, double(std::fabs(yv[j])));
-    std::printf("; VNNI limbs kernel %.3f ms (%.1f GB/s) = %.0f%% of read, %.2fx the vector kernel (max |diff| %.1e of max |y|)",
-                limbs_s * 1e3, bytes / limbs_s / 1e9, 100 * read_s / limbs_s, vector_s / limbs_s, worst / scale);
+    std::printf("; %s limbs kernel %.3f ms (%.1f GB/s) = %.0f%% of read, %.2fx the vector kernel (max |diff| %.1e of max |y|)",
+                kernels.isa, limbs_s * 1e3, bytes / limbs_s / 1e9, 100 * read_s / limbs_s, vector_s / limbs_s, worst / scale);
   }
   std::printf("\n");
   if (kernels.int8_limbs && k % kInt8LimbGroup == 0) {

@@ -129,7 +129,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
   std::string kernel_name() const {
     if (dq_limbs_)
       return fmt::format("int8 per-token activations x int8 weights in quads, vpdpbusd, {} rows per pass", kInt4LimbRows);
-    if (recipe_.dynamic()) return "int8 per-token activations x int8 weights, vpdpbusd (u8 shift compensated)";
+    if (recipe_.dynamic()) return int8_dynamic_kernel_name(quant_kernels());
     return weight_only_kernel_name(packed_, path_);
   }
 

@@ -160,13 +160,16 @@ QuantLayerKernels quant_layer_kernels(const quant::QuantizedWeights& q, bool bf1
   if (r.weights == quant::WeightFormat::int4) out.int4 = int4_path(k, bf16, r.group, rows);
   out.int8_limbs = r.weights == quant::WeightFormat::int8 && k.int8_limbs && q.hidden % kInt8LimbGroup == 0 &&
                    (bf16 || r.activations == quant::ActivationFormat::int8_per_token);
-  out.packed = out.int8_limbs ? pack_int8_quads(q) : pack_weights(q, r.dynamic(), in_tiles(out.int4));
+  out.packed = out.int8_limbs ? pack_int8_quads(q) : pack_weights(q, r.dynamic(), in_tiles(k, out.int4));
   return out;
 }
 
 std::string weight_only_kernel_name(const PackedWeights& w, Int4Path path) {
   if (w.format == quant::WeightFormat::int4) switch (path) {
       case Int4Path::limbs:
+        if (!w.tiles)
+          return "int4 groups x bf16 activations as two int8 limbs per group, vpmaddubsw and vpmaddwd, up to " +
+                 std::to_string(kAvx2LimbRows) + " rows per pass";
         return "int4 groups x bf16 activations as two int8 limbs per group, vpdpbusd, up to " +
                std::to_string(kInt4LimbRows) + " rows per pass";
       case Int4Path::amx:
@@ -186,6 +189,17 @@ std::string weight_only_kernel_name(const PackedWeights& w, Int4Path path) {
          " rows per pass";
 }
 
+std::string int8_dynamic_kernel_name(const QuantKernels& k) {
+  const std::string isa = k.isa;
+  if (isa == "avx2") return "int8 per-token activations x int8 weights, both widened to s16, vpmaddwd";
+  if (isa == "base") return "int8 per-token activations x int8 weights, plain C++ in int32";
+  return "int8 per-token activations x int8 weights, vpdpbusd (u8 shift compensated)";
+}
+
+void split_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x) {
+  quant_kernels().split(xb, row, hidden, group, x);
+}
+
 const QuantKernels& quant_kernels() {
   static const QuantKernels k = [] {
     __builtin_cpu_init();
@@ -196,6 +210,7 @@ const QuantKernels& quant_kernels() {
       if (__builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("gfni")) {
         k.int4_limbs = vnni_int4;
         k.int8_limbs = vnni_int8;
+        k.split = vnni_split_limbs;
       }
       if (__builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("gfni")) {
         k.isa = "avx512_bf16";
@@ -208,7 +223,7 @@ const QuantKernels& quant_kernels() {
       }
       return k;
     }
-    return base_quant_kernels();
+    return avx2_quant_usable() ? avx2_quant_kernels() : base_quant_kernels();
   }();
   return k;
 }

@@ -132,18 +132,25 @@ struct QuantKernels {
   // (any rows, in passes of kInt4LimbRows): vpdpbusd, where int4_limbs is; else null.
   void (*int8_limbs)(const PackedWeights& w, const XLimbs& x, std::size_t rows, std::size_t j0, std::size_t j1, float* c,
                      std::size_t ldc) = nullptr;
+  // Whether int4_limbs reads weights in tiles (the VNNI kernel) or in blocks of 64 (the AVX2 one).
+  bool int4_limbs_in_tiles = true;
+  // split_limbs on this ISA; null where int4_limbs is.
+  void (*split)(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x) = nullptr;
 };
 
 // Which kernel an int4 layer runs for its activations (bf16 or fp32), group and rows, on these
 // kernels; limbs and amx read the weights in tiles, the others in blocks.
 //   limbs: bf16, groups of 64 and up, up to kInt4LimbRows rows (any, where there is no AMX
 //          kernel), where int4_limbs is (on the quiet CI machine it read at 91-109% of a plain
-//          read of the same bytes at M = 1, 1.5-1.9x the AMX kernel: docs/BENCHMARKS.md);
+//          read of the same bytes at M = 1, 1.5-1.9x the AMX kernel: docs/BENCHMARKS.md); in
+//          tiles or blocks as int4_limbs_in_tiles says;
 //   amx: bf16, groups of 64 and up, more rows, where the AMX kernel is (int4_tiles);
 //   vector_bf16: bf16 where int4_bf16 is; fp32: the rest (weight_only).
 enum class Int4Path { limbs, amx, vector_bf16, fp32 };
 Int4Path int4_path(const QuantKernels& k, bool bf16, std::size_t group, std::size_t rows);
-inline bool in_tiles(Int4Path p) { return p == Int4Path::limbs || p == Int4Path::amx; }
+inline bool in_tiles(const QuantKernels& k, Int4Path p) {
+  return p == Int4Path::amx || (p == Int4Path::limbs && k.int4_limbs_in_tiles);
+}
 
 // A quantized layer's kernels on this CPU and its weights packed for them, for its activations
 // (bf16 or fp32) and rows: one choice for linear's opmeter_quant and transformer_block's
@@ -161,6 +168,15 @@ struct QuantLayerKernels {
 QuantLayerKernels quant_layer_kernels(const quant::QuantizedWeights& q, bool bf16, std::size_t rows);
 
 QuantKernels avx512_quant_kernels();
+// AVX2 + FMA (quant_kernel_avx2.cpp), for CPUs without AVX-512 VNNI: weight_only and
+// int8_dynamic on 8 lanes, and int4_limbs on weights in blocks of 64 (vpmaddubsw); no int4_bf16.
+QuantKernels avx2_quant_kernels();
+// Rows per pass of the AVX2 limbs kernel (int4 in blocks of 64, bf16 activations as limbs).
+constexpr std::size_t kAvx2LimbRows = 4;
+inline bool avx2_quant_usable() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
 QuantKernels base_quant_kernels();
 // int4_bf16 with AVX512_BF16 and GFNI (quant_kernel_avx512bf16.cpp).
 void avx512bf16_int4(const PackedWeights& w, const std::uint16_t* xb, const float* xsum, std::size_t rows, std::size_t j0,
@@ -169,13 +185,15 @@ void avx512bf16_int4(const PackedWeights& w, const std::uint16_t* xb, const floa
 // usable where amx::bf16_usable() (ops/tensor/amx.hpp).
 void amx_int4(const PackedWeights& w, const std::uint16_t* xb, const float* xsum, std::size_t rows, std::size_t j0,
               std::size_t j1, float* c, std::size_t ldc);
-// Row `row` of xb (bf16 bits, rows x hidden) into x's limbs (x sized for it), group by group.
+// Row `row` of xb (bf16 bits, rows x hidden) into x's limbs (x sized for it), group by group, with
+// quant_kernels().split (callable where int4_limbs is).
 void split_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x);
 // int8 activation codes of row `row` (int8dq's, one scale per row) as x's hi limbs alone (no lo
 // limb: the int8 kernel then skips it), with their group sums; x sized for kInt8LimbGroup, one
 // limb (XLimbs::resize).
 void limbs_from_int8(const std::uint8_t* codes, float scale, std::size_t row, std::size_t hidden, XLimbs& x);
-// int4_limbs and int8_limbs on AVX-512 VNNI (quant_kernel_limbs.cpp).
+// int4_limbs, int8_limbs and split on AVX-512 VNNI (quant_kernel_limbs.cpp).
+void vnni_split_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x);
 void vnni_int4(const PackedWeights& w, const XLimbs& x, const float* xsum, std::size_t rows, std::size_t j0,
                std::size_t j1, float* c, std::size_t ldc);
 void vnni_int8(const PackedWeights& w, const XLimbs& x, std::size_t rows, std::size_t j0, std::size_t j1, float* c,
@@ -183,6 +201,8 @@ void vnni_int8(const PackedWeights& w, const XLimbs& x, std::size_t rows, std::s
 const QuantKernels& quant_kernels();  // the best this CPU runs
 // What a weight-only layer on these packed weights runs (details.kernel); path: int4's.
 std::string weight_only_kernel_name(const PackedWeights& w, Int4Path path);
+// What int8_dynamic runs on these kernels (details.kernel).
+std::string int8_dynamic_kernel_name(const QuantKernels& k);
 
 // Shared by every ISA: one e4m3 byte's value (NaN codes never occur: scales keep |w| <= 448).
 inline float e4m3_value(std::uint8_t b) {

@@ -1,4 +1,5 @@
-// The quantized linear kernels in plain C++: for CPUs without AVX-512 VNNI (same layout, same math).
+// The quantized linear kernels in plain C++: for CPUs with neither AVX-512 VNNI nor AVX2 (same layout,
+// same math), and the reference the vector kernels are tested against.
 #include "ops/linear/quant_kernel.hpp"
 
 namespace opmeter::linear {

@@ -3,7 +3,7 @@
 // through memory (32 stores per 512 code bytes) and the bf16 vector kernel waits on vdpbf16ps
 // (one per 2 cycles on the Xeon VMs measured); vpdpbusd issues twice a cycle there and takes the
 // codes as they are, unsigned bytes 0..15. So x goes in as integers instead: each row's group of x
-// is split into two int8 limbs, x = a (hi + lo / 254) with a = max|x| / 127 (split_limbs),
+// is split into two int8 limbs, x = a (hi + lo / 254) with a = max|x| / 127 (vnni_split_limbs),
 // which leaves an error of at most a / 508 per element, under bf16's own rounding of x for every
 // value above 1/4 of the group's largest (and 2^-16 of that largest below it). Then
 // sum_k x_k q_k = a (H + L / 254), H and L exact int32 sums of vpdpbusd, and a group adds
@@ -194,7 +194,7 @@ void by_blocks(std::size_t rows, std::size_t j0, std::size_t j1, float* c, std::
 
 }  // namespace
 
-void split_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x) {
+void vnni_split_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x) {
   const std::size_t groups = hidden / group;
   std::int8_t* hi = x.hi.data() + row * hidden;
   std::int8_t* lo = x.lo.data() + row * hidden;

@@ -68,6 +68,14 @@ struct Int4Layer {
   }
 };
 
+// The limbs kernels this CPU runs: the best set's, and the AVX2 set's where that is another.
+std::vector<QuantKernels> limb_kernel_sets() {
+  std::vector<QuantKernels> sets;
+  if (quant_kernels().int4_limbs) sets.push_back(quant_kernels());
+  if (avx2_quant_usable() && std::string(quant_kernels().isa) != "avx2") sets.push_back(avx2_quant_kernels());
+  return sets;
+}
+
 }  // namespace
 
 TEST(QuantKernel, Int4LayoutIsBlocksOf64WhereTheGroupAllows) {
@@ -151,86 +159,96 @@ TEST(QuantKernel, Int4TileKernelAgreesWithTheRecipe) {
 // int8's symmetric range, scale = max|x| / 127 per group, the limbs' group sums; a group of zeros
 // stays zero.
 TEST(QuantKernel, LimbsHoldEveryValueAndTheirSumsWithinTheirBound) {
-  if (!quant_kernels().int4_limbs) GTEST_SKIP() << "no VNNI limbs kernel here (it needs AVX-512 VNNI, VBMI, GFNI and AMX's tiles)";
-  const std::size_t hidden = 512, group = 64, groups = hidden / group;
-  std::mt19937 rng(5);
-  std::normal_distribution<float> normal(0.f, 1.f);
-  std::vector<std::uint16_t> xb(2 * hidden);
-  for (auto& v : xb) v = to_bf16(normal(rng));
-  for (std::size_t k = 64; k < 128; ++k) xb[k] = to_bf16(0.f);    // row 0, group 1: zeros
-  xb[hidden + 200] = to_bf16(-300.f);                               // row 1, group 3: an outlier
-  for (std::size_t k = 128; k < 192; ++k) xb[k] = to_bf16(k % 2 ? 2.5f : -2.5f);  // only +-max
-  XLimbs limbs;
-  limbs.resize(2, hidden, group);
-  for (std::size_t row = 0; row < 2; ++row) split_limbs(xb.data(), row, hidden, group, limbs);
-  for (std::size_t row = 0; row < 2; ++row)
-    for (std::size_t g = 0; g < groups; ++g) {
-      double largest = 0;
-      for (std::size_t k = g * group; k < (g + 1) * group; ++k) largest = std::max(largest, std::fabs(double(from_bf16(xb[row * hidden + k]))));
-      const double a = limbs.scale[row * groups + g];
-      EXPECT_NEAR(a, largest / 127, 1e-6 * largest) << row << " " << g;
-      long hi_sum = 0, lo_sum = 0;
-      for (std::size_t k = g * group; k < (g + 1) * group; ++k) hi_sum += limbs.hi[row * hidden + k], lo_sum += limbs.lo[row * hidden + k];
-      EXPECT_EQ(limbs.hi_sum[row * groups + g], hi_sum) << row << " " << g;
-      EXPECT_EQ(limbs.lo_sum[row * groups + g], lo_sum) << row << " " << g;
-      for (std::size_t k = g * group; k < (g + 1) * group; ++k) {
-        const std::size_t i = row * hidden + k;
-        ASSERT_GE(limbs.hi[i], -127);
-        ASSERT_GE(limbs.lo[i], -127);
-        const double back = a * (limbs.hi[i] + limbs.lo[i] / 254.0);
-        ASSERT_LE(std::fabs(back - from_bf16(xb[i])), a / 508 * (1 + 1e-5) + 1e-30) << row << " " << k;
+  const auto sets = limb_kernel_sets();
+  if (sets.empty()) GTEST_SKIP() << "no limbs kernel here (it needs AVX-512 VNNI, VBMI and GFNI, or AVX2)";
+  for (const auto& kernels : sets) {
+    SCOPED_TRACE(kernels.isa);
+    const std::size_t hidden = 512, group = 64, groups = hidden / group;
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.f, 1.f);
+    std::vector<std::uint16_t> xb(2 * hidden);
+    for (auto& v : xb) v = to_bf16(normal(rng));
+    for (std::size_t k = 64; k < 128; ++k) xb[k] = to_bf16(0.f);                    // row 0, group 1: zeros
+    xb[hidden + 200] = to_bf16(-300.f);                                             // row 1, group 3: an outlier
+    for (std::size_t k = 128; k < 192; ++k) xb[k] = to_bf16(k % 2 ? 2.5f : -2.5f);  // only +-max
+    XLimbs limbs;
+    limbs.resize(2, hidden, group);
+    for (std::size_t row = 0; row < 2; ++row) kernels.split(xb.data(), row, hidden, group, limbs);
+    for (std::size_t row = 0; row < 2; ++row)
+      for (std::size_t g = 0; g < groups; ++g) {
+        double largest = 0;
+        for (std::size_t k = g * group; k < (g + 1) * group; ++k)
+          largest = std::max(largest, std::fabs(double(from_bf16(xb[row * hidden + k]))));
+        const double a = limbs.scale[row * groups + g];
+        EXPECT_NEAR(a, largest / 127, 1e-6 * largest) << row << " " << g;
+        long hi_sum = 0, lo_sum = 0;
+        for (std::size_t k = g * group; k < (g + 1) * group; ++k)
+          hi_sum += limbs.hi[row * hidden + k], lo_sum += limbs.lo[row * hidden + k];
+        EXPECT_EQ(limbs.hi_sum[row * groups + g], hi_sum) << row << " " << g;
+        EXPECT_EQ(limbs.lo_sum[row * groups + g], lo_sum) << row << " " << g;
+        for (std::size_t k = g * group; k < (g + 1) * group; ++k) {
+          const std::size_t i = row * hidden + k;
+          ASSERT_GE(limbs.hi[i], -127);
+          ASSERT_GE(limbs.lo[i], -127);
+          const double back = a * (limbs.hi[i] + limbs.lo[i] / 254.0);
+          ASSERT_LE(std::fabs(back - from_bf16(xb[i])), a / 508 * (1 + 1e-5) + 1e-30) << row << " " << k;
+        }
       }
-    }
-  EXPECT_EQ(limbs.scale[1], 0.f);  // the zeros' group
-  EXPECT_EQ(limbs.hi[64], 0);
-  EXPECT_EQ(limbs.lo[64], 0);
+    EXPECT_EQ(limbs.scale[1], 0.f);  // the zeros' group
+    EXPECT_EQ(limbs.hi[64], 0);
+    EXPECT_EQ(limbs.lo[64], 0);
+  }
 }
 
-// The limbs kernel against the recipe in fp64 on the tile layout: rows 1 .. 3, and 4 and 6 (passes
-// of 3), groups of one and of two steps, zero points at both ends, channel ranges that cut a
-// block. The kernel takes the zero point's term from the exact sum of x, so the limbs' error
-// (scale / 508 per element) meets the codes q, not q - z. Two figures: against x itself, within
+// The limbs kernels against the recipe in fp64 on their layouts (VNNI: tiles, passes of 3 rows;
+// AVX2: blocks of 64, passes of 4): rows 1 .. 4, 6 and 9, groups of one and of two steps, zero
+// points at both ends, channel ranges that cut a block. The kernel takes the zero point's term from the exact sum of x,
+// so the limbs' error (scale / 508 per element) meets the codes q, not q - z. Two figures: against x itself, within
 // that bound (sum_k s_g q_jk max_g|x| / (127 * 508)) plus the fp32 sums' few ulps; and against
 // sum_g s_g (sum_k a_g (hi_k + lo_k / 254) q_jk - z_g sum_g(x)) in fp64, within those ulps (the
 // integer sums are exact), which a wrong weight of either limb fails.
 TEST(QuantKernel, Int4LimbsKernelAgreesWithTheRecipeWithinTheLimbsBound) {
-  const auto& best = quant_kernels();
-  if (!best.int4_limbs) GTEST_SKIP() << "no VNNI limbs kernel here (it needs AVX-512 VNNI, VBMI, GFNI and AMX's tiles)";
-  for (auto [hidden, group] : {std::pair<std::size_t, std::size_t>{320, 64}, {384, 128}})
-    for (std::size_t rows : {1, 2, 3, 4, 6}) {
-      Int4Layer l(rows, 19, hidden, group, 21 + static_cast<std::uint32_t>(rows), true);
-      ASSERT_TRUE(l.packed.tiles);
-      XLimbs limbs;
-      limbs.resize(rows, hidden, group);
-      for (std::size_t m = 0; m < rows; ++m) split_limbs(l.xb.data(), m, hidden, group, limbs);
-      std::vector<float> c(rows * l.out, NAN);
-      best.int4_limbs(l.packed, limbs, l.xsum.data(), rows, 3, l.out, c.data(), l.out);
-      best.int4_limbs(l.packed, limbs, l.xsum.data(), rows, 0, 3, c.data(), l.out);
-      for (std::size_t m = 0; m < rows; ++m)
-        for (std::size_t j = 0; j < l.out; ++j) {
-          double exact = 0, of_limbs = 0, mag = 0, bound = 0;
-          for (std::size_t g = 0; g < hidden / group; ++g) {
-            double largest = 0;
-            for (std::size_t k = g * group; k < (g + 1) * group; ++k) largest = std::max(largest, std::fabs(double(l.x[m * hidden + k])));
-            const std::size_t at = j * (hidden / group) + g;
-            const double a = limbs.scale[m * (hidden / group) + g], s = l.q.scales[at], z = l.q.zeros[at];
-            for (std::size_t k = g * group; k < (g + 1) * group; ++k) {
-              const std::size_t i = m * hidden + k, wi = j * hidden + k;
-              const double q = (l.q.codes[wi / 2] >> (4 * (wi % 2))) & 15u;
-              const double w = l.q.weight(j, k), p = double(l.x[i]) * w;
-              exact += p;
-              of_limbs += s * (a * (limbs.hi[i] + limbs.lo[i] / 254.0) * q - z * l.x[i]);
-              mag += std::fabs(p);
-              bound += s * q * largest / (127 * 508);
+  const auto sets = limb_kernel_sets();
+  if (sets.empty()) GTEST_SKIP() << "no limbs kernel here (it needs AVX-512 VNNI, VBMI and GFNI, or AVX2)";
+  for (const auto& best : sets)
+    for (auto [hidden, group] : {std::pair<std::size_t, std::size_t>{320, 64}, {384, 128}})
+      for (std::size_t rows : {1, 2, 3, 4, 6, 9}) {
+        SCOPED_TRACE(best.isa);
+        // In tiles for the VNNI kernel, in blocks of 64 for the AVX2 one.
+        Int4Layer l(rows, 19, hidden, group, 21 + static_cast<std::uint32_t>(rows), best.int4_limbs_in_tiles);
+        ASSERT_EQ(l.packed.tiles, best.int4_limbs_in_tiles);
+        XLimbs limbs;
+        limbs.resize(rows, hidden, group);
+        for (std::size_t m = 0; m < rows; ++m) best.split(l.xb.data(), m, hidden, group, limbs);
+        std::vector<float> c(rows * l.out, NAN);
+        best.int4_limbs(l.packed, limbs, l.xsum.data(), rows, 3, l.out, c.data(), l.out);
+        best.int4_limbs(l.packed, limbs, l.xsum.data(), rows, 0, 3, c.data(), l.out);
+        for (std::size_t m = 0; m < rows; ++m)
+          for (std::size_t j = 0; j < l.out; ++j) {
+            double exact = 0, of_limbs = 0, mag = 0, bound = 0;
+            for (std::size_t g = 0; g < hidden / group; ++g) {
+              double largest = 0;
+              for (std::size_t k = g * group; k < (g + 1) * group; ++k)
+                largest = std::max(largest, std::fabs(double(l.x[m * hidden + k])));
+              const std::size_t at = j * (hidden / group) + g;
+              const double a = limbs.scale[m * (hidden / group) + g], s = l.q.scales[at], z = l.q.zeros[at];
+              for (std::size_t k = g * group; k < (g + 1) * group; ++k) {
+                const std::size_t i = m * hidden + k, wi = j * hidden + k;
+                const double q = (l.q.codes[wi / 2] >> (4 * (wi % 2))) & 15u;
+                const double w = l.q.weight(j, k), p = double(l.x[i]) * w;
+                exact += p;
+                of_limbs += s * (a * (limbs.hi[i] + limbs.lo[i] / 254.0) * q - z * l.x[i]);
+                mag += std::fabs(p);
+                bound += s * q * largest / (127 * 508);
+              }
             }
+            const double got = c[m * l.out + j];
+            ASSERT_LE(std::fabs(got - exact), bound + 1e-5 * mag)
+                << "group " << group << ", rows " << rows << ", row " << m << ", channel " << j;
+            ASSERT_LE(std::fabs(got - of_limbs), 1e-5 * mag)
+                << "against the limbs: group " << group << ", rows " << rows << ", row " << m << ", channel " << j;
           }
-          const double got = c[m * l.out + j];
-          ASSERT_LE(std::fabs(got - exact), bound + 1e-5 * mag)
-              << "group " << group << ", rows " << rows << ", row " << m << ", channel " << j;
-          ASSERT_LE(std::fabs(got - of_limbs), 1e-5 * mag)
-              << "against the limbs: group " << group << ", rows " << rows << ", row " << m << ", channel " << j;
-        }
-    }
+      }
 }
 
 // int8dq on the same kernel: per-token int8 activation codes as x's one limb (limbs_from_int8),
@@ -296,8 +314,14 @@ TEST(QuantKernel, Int4PathFollowsTheKernelsRowsAndGroup) {
   for (const auto& w : wants) {
     const P got = int4_path(*w.k, w.bf16, w.group, w.rows);
     EXPECT_EQ(got, w.path) << "bf16 " << w.bf16 << ", group " << w.group << ", rows " << w.rows;
-    EXPECT_EQ(in_tiles(got), got == P::limbs || got == P::amx);
+    EXPECT_EQ(in_tiles(*w.k, got), got == P::limbs || got == P::amx);
   }
+  // The AVX2 limbs kernel reads blocks: the same paths, the limbs path not in tiles.
+  QuantKernels limbs_blocks = limbs_only;
+  limbs_blocks.int4_limbs_in_tiles = false;
+  EXPECT_EQ(int4_path(limbs_blocks, true, 64, many), P::limbs);
+  EXPECT_FALSE(in_tiles(limbs_blocks, P::limbs));
+  EXPECT_EQ(int4_path(limbs_blocks, true, 32, 1), P::fp32);
 }
 
 // int8 weight-only in quads with x as limbs (the decode kernel for int8wo): the layout holds every

@@ -29,7 +29,7 @@ class QuantProjection {
   // The kernel for this call's rows among those that read the prepared layout (limbs and AMX
   // both read tiles).
   Int4Path call_path(std::size_t rows) const {
-    return in_tiles(path_) ? int4_path(quant_kernels(), bf16_, packed_.group, rows) : path_;
+    return in_tiles(quant_kernels(), path_) ? int4_path(quant_kernels(), bf16_, packed_.group, rows) : path_;
   }
   PackedWeights packed_;
   bool bf16_ = false;

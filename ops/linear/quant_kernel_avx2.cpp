@@ -1,0 +1,369 @@
+// The quantized linear kernels with AVX2 and FMA (flags in CMakeLists.txt), for CPUs without
+// AVX-512 VNNI (AMD Zen 2 and 3, Intel before Ice Lake): the AVX-512 kernels' math on 8 lanes.
+// Weight-only: 16 bytes per step are decoded into four fp32 vectors (int4: the low and high
+// nibbles of two 8-byte halves, each paired with its run of x in quant_kernel.hpp's block layout;
+// int8 and e4m3: 32 bytes, sign-extended), four independent FMA chains per row so that one row
+// (decode) keeps both FMA pipes busy; a channel's codes are read from memory once whatever the
+// row count. int8 dynamic: AVX2 has no u8 x s8 product that cannot saturate (vpmaddubsw adds its
+// pairs in 16 bits), so the activation codes are widened to s16 once per call and each channel's
+// codes per load: vpmaddwd, exact in s32. int4 with bf16 activations at decode: x as int8 limbs
+// against the u8 codes (vpmaddubsw), below.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "ops/linear/quant_kernel.hpp"
+
+namespace opmeter::linear {
+namespace {
+using quant::WeightFormat;
+
+inline float hsum(__m256 v) {
+  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
+}
+
+inline std::int32_t hsum(__m256i v) {
+  const __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  const __m128i t = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+  return _mm_cvtsi128_si32(_mm_add_epi32(t, _mm_shuffle_epi32(t, 1)));
+}
+
+// Weights k .. k + 7 of an int8 or e4m3 channel as fp32 (e4m3 without its scale: see e4m3_value).
+template <WeightFormat F>
+inline __m256 decode8(const std::uint8_t* p) {
+  const __m256i a = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  if constexpr (F == WeightFormat::int8) {
+    return _mm256_cvtepi32_ps(a);
+  } else {
+    // Sign-extended, shifted left 20: the sign lands on bit 31, the magnitude under fp32's exponent.
+    const __m256i mask = _mm256_set1_epi32(static_cast<int>(0x87f00000u));
+    return _mm256_mul_ps(_mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(a, 20), mask)),
+                         _mm256_set1_ps(0x1p120f));
+  }
+}
+
+inline float scalar_weight(const PackedWeights& w, const std::uint8_t* codes, std::size_t k) {
+  return w.format == WeightFormat::fp8 ? e4m3_value(codes[k]) : float(static_cast<std::int8_t>(codes[k]));
+}
+
+// R rows (x, row stride hidden) times channel j of int4 weights in blocks: c[r * ldc + j].
+// Per group: s * (sum_k q_k x_k) - z s * sum_k x_k; the codes need no dequantizing FMA.
+template <std::size_t R>
+void int4_channel(const PackedWeights& w, std::size_t j, const float* x, const float* xsum, float* c, std::size_t ldc) {
+  const std::size_t h = w.hidden, groups = h / w.group, half = w.block / 2;
+  const std::uint8_t* codes = w.codes.data() + j * h / 2;
+  const std::size_t width = w.bf16_group_params ? 2 : 4;
+  const std::uint8_t* scales = w.group_scales.data() + j * groups * width;
+  const std::uint8_t* zeros = w.group_zeros.data() + j * groups * width;
+  const __m256i nibble = _mm256_set1_epi32(0xf);
+  __m256 acc[R];
+  float zero_term[R] = {};
+  for (std::size_t r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (std::size_t g = 0; g < groups; ++g) {
+    __m256 part[R][4];
+    for (std::size_t r = 0; r < R; ++r) part[r][0] = part[r][1] = part[r][2] = part[r][3] = _mm256_setzero_ps();
+    // 16 bytes at offset o of a block at k: low nibbles are x[k + o ..], high ones x[k + B/2 + o ..].
+    for (std::size_t k = g * w.group, end = k + w.group; k < end; k += w.block)
+      for (std::size_t o = 0; o < half; o += 16) {
+        const std::uint8_t* p = codes + k / 2 + o;
+        const __m256i v0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+        const __m256i v1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8)));
+        const __m256 lo0 = _mm256_cvtepi32_ps(_mm256_and_si256(v0, nibble));
+        const __m256 hi0 = _mm256_cvtepi32_ps(_mm256_srli_epi32(v0, 4));
+        const __m256 lo1 = _mm256_cvtepi32_ps(_mm256_and_si256(v1, nibble));
+        const __m256 hi1 = _mm256_cvtepi32_ps(_mm256_srli_epi32(v1, 4));
+        for (std::size_t r = 0; r < R; ++r) {
+          const float* xr = x + r * h + k + o;
+          part[r][0] = _mm256_fmadd_ps(lo0, _mm256_loadu_ps(xr), part[r][0]);
+          part[r][1] = _mm256_fmadd_ps(lo1, _mm256_loadu_ps(xr + 8), part[r][1]);
+          part[r][2] = _mm256_fmadd_ps(hi0, _mm256_loadu_ps(xr + half), part[r][2]);
+          part[r][3] = _mm256_fmadd_ps(hi1, _mm256_loadu_ps(xr + half + 8), part[r][3]);
+        }
+      }
+    const float s = group_param(scales, g, w.bf16_group_params), zs = group_param(zeros, g, w.bf16_group_params) * s;
+    const __m256 vs = _mm256_set1_ps(s);
+    for (std::size_t r = 0; r < R; ++r) {
+      const __m256 sum = _mm256_add_ps(_mm256_add_ps(part[r][0], part[r][1]), _mm256_add_ps(part[r][2], part[r][3]));
+      acc[r] = _mm256_fmadd_ps(sum, vs, acc[r]);
+      zero_term[r] += zs * xsum[r * groups + g];
+    }
+  }
+  for (std::size_t r = 0; r < R; ++r) c[r * ldc + j] = hsum(acc[r]) - zero_term[r];
+}
+
+// R rows times channel j of int8 or e4m3 weights (per-channel scales).
+template <WeightFormat F, std::size_t R>
+void byte_channel(const PackedWeights& w, std::size_t j, const float* x, const float*, float* c, std::size_t ldc) {
+  const std::size_t h = w.hidden, full = h / 32 * 32;
+  const std::uint8_t* codes = w.codes.data() + j * h;
+  __m256 acc[R][4];
+  for (std::size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = _mm256_setzero_ps();
+  for (std::size_t k = 0; k < full; k += 32) {
+    const __m256 w0 = decode8<F>(codes + k), w1 = decode8<F>(codes + k + 8), w2 = decode8<F>(codes + k + 16),
+                 w3 = decode8<F>(codes + k + 24);
+    for (std::size_t r = 0; r < R; ++r) {
+      const float* xr = x + r * h + k;
+      acc[r][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xr), acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xr + 8), acc[r][1]);
+      acc[r][2] = _mm256_fmadd_ps(w2, _mm256_loadu_ps(xr + 16), acc[r][2]);
+      acc[r][3] = _mm256_fmadd_ps(w3, _mm256_loadu_ps(xr + 24), acc[r][3]);
+    }
+  }
+  float tail[R] = {};
+  for (std::size_t k = full; k < h; ++k) {
+    const float wk = scalar_weight(w, codes, k);
+    for (std::size_t r = 0; r < R; ++r) tail[r] += x[r * h + k] * wk;
+  }
+  for (std::size_t r = 0; r < R; ++r) {
+    const __m256 sum = _mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][1]), _mm256_add_ps(acc[r][2], acc[r][3]));
+    c[r * ldc + j] = (hsum(sum) + tail[r]) * w.scales[j];
+  }
+}
+
+template <WeightFormat F, std::size_t R>
+void channel(const PackedWeights& w, std::size_t j, const float* x, const float* xsum, float* c, std::size_t ldc) {
+  if constexpr (F == WeightFormat::int4) int4_channel<R>(w, j, x, xsum, c, ldc);
+  else byte_channel<F, R>(w, j, x, xsum, c, ldc);
+}
+
+template <WeightFormat F>
+void channels(const PackedWeights& w, const float* x, const float* xsum, std::size_t rows, std::size_t j0,
+              std::size_t j1, float* c, std::size_t ldc) {
+  using Fn = void (*)(const PackedWeights&, std::size_t, const float*, const float*, float*, std::size_t);
+  const std::size_t groups = F == WeightFormat::int4 ? w.hidden / w.group : 0;
+  static constexpr Fn by_rows[kRowsPerPass] = {channel<F, 1>, channel<F, 2>, channel<F, 3>, channel<F, 4>,
+                                               channel<F, 5>, channel<F, 6>, channel<F, 7>, channel<F, 8>};
+  for (std::size_t j = j0; j < j1; ++j)
+    for (std::size_t m = 0; m < rows; m += kRowsPerPass) {
+      const std::size_t n = std::min(kRowsPerPass, rows - m);
+      by_rows[n - 1](w, j, x + m * w.hidden, xsum + m * groups, c + m * ldc, ldc);
+    }
+}
+
+void weight_only(const PackedWeights& w, const float* x, const float* xsum, std::size_t rows, std::size_t j0,
+                 std::size_t j1, float* c, std::size_t ldc) {
+  switch (w.format) {
+    case WeightFormat::int4:
+      // Tiles are packed for the AVX-512 tile kernels only: read them through the plain C++ kernel.
+      if (w.tiles) return base_quant_kernels().weight_only(w, x, xsum, rows, j0, j1, c, ldc);
+      return channels<WeightFormat::int4>(w, x, xsum, rows, j0, j1, c, ldc);
+    case WeightFormat::fp8: return channels<WeightFormat::fp8>(w, x, xsum, rows, j0, j1, c, ldc);
+    default: return channels<WeightFormat::int8>(w, x, xsum, rows, j0, j1, c, ldc);
+  }
+}
+
+// R rows of activation codes (s16, row stride hidden) times channel j.
+template <std::size_t R>
+void int8_channel(const PackedWeights& w, std::size_t j, const std::int16_t* x16, const float* xscale, float* c,
+                  std::size_t ldc) {
+  const std::size_t h = w.hidden, full = h / 16 * 16;
+  const std::uint8_t* codes = w.codes.data() + j * h;
+  __m256i acc[R];
+  for (std::size_t r = 0; r < R; ++r) acc[r] = _mm256_setzero_si256();
+  for (std::size_t k = 0; k < full; k += 16) {
+    const __m256i wv = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + k)));
+    for (std::size_t r = 0; r < R; ++r)
+      acc[r] = _mm256_add_epi32(
+          acc[r], _mm256_madd_epi16(wv, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x16 + r * h + k))));
+  }
+  for (std::size_t r = 0; r < R; ++r) {
+    std::int32_t sum = hsum(acc[r]);
+    for (std::size_t k = full; k < h; ++k) sum += std::int32_t(x16[r * h + k]) * static_cast<std::int8_t>(codes[k]);
+    c[r * ldc + j] = float(sum) * xscale[r] * w.scales[j];
+  }
+}
+
+void int8_dynamic(const PackedWeights& w, const std::uint8_t* xu, const float* xscale, std::size_t rows, std::size_t j0,
+                  std::size_t j1, float* c, std::size_t ldc) {
+  using Fn = void (*)(const PackedWeights&, std::size_t, const std::int16_t*, const float*, float*, std::size_t);
+  static constexpr Fn by_rows[kRowsPerPass] = {int8_channel<1>, int8_channel<2>, int8_channel<3>, int8_channel<4>,
+                                               int8_channel<5>, int8_channel<6>, int8_channel<7>, int8_channel<8>};
+  // The codes as s16, once per call (rows x hidden, a small part of what the call reads).
+  thread_local std::vector<std::int16_t> x16;
+  x16.resize(rows * w.hidden);
+  for (std::size_t i = 0; i < x16.size(); ++i) x16[i] = static_cast<std::int16_t>(int(xu[i]) - 128);
+  for (std::size_t j = j0; j < j1; ++j)
+    for (std::size_t m = 0; m < rows; m += kRowsPerPass) {
+      const std::size_t n = std::min(kRowsPerPass, rows - m);
+      by_rows[n - 1](w, j, x16.data() + m * w.hidden, xscale + m, c + m * ldc, ldc);
+    }
+}
+
+// int4 at decode with bf16 activations as int8 limbs (XLimbs, in groups of the recipe's group):
+// per block of 64 weights (32 code bytes, blocks of 64 in quant_kernel.hpp's block layout), the
+// low and high nibbles are u8 codes 0..15 against the limbs at k .. k + 31 and k + 32 .. k + 63.
+// vpmaddubsw adds each lane's two products in s16: |q x| <= 15 * 127, so a lane holds at most
+// 3810 and the two halves' sum 7620, no saturation; vpmaddwd then takes hi * 254 + lo into s32
+// per group, and the group adds a s / 254 times it (both broadcast from memory: the channel's
+// s / 254 in fp32 beforehand, so nothing scalar runs per group), the zero points' term
+// sum_g z s sum_g(x) from the exact sums of x, 8 groups per step.
+constexpr std::size_t kPrefetchBytes = 2048;  // how far ahead of the codes the loads ask for lines
+
+// Folded: one row whose group scales a are already in scale254 (s a / 254: decode's case).
+template <std::size_t R, bool Folded = false>
+void limbs_channel(const PackedWeights& w, std::size_t j, const XLimbs& x, std::size_t r0, const float* xsum,
+                   const float* scale254, const float* zs, float* c, std::size_t ldc) {
+  static_assert(R == 1 || !Folded);
+  const std::size_t h = w.hidden, groups = h / w.group;
+  const std::uint8_t* codes = w.codes.data() + j * h / 2;
+  const __m256i low4 = _mm256_set1_epi8(0x0f), hi_unit = _mm256_set1_epi16(254), lo_unit = _mm256_set1_epi16(1);
+  const std::int8_t* hi[R];
+  const std::int8_t* lo[R];
+  const float* a[R];
+  __m256 acc[R];
+  for (std::size_t r = 0; r < R; ++r) {
+    hi[r] = x.hi.data() + (r0 + r) * h;
+    lo[r] = x.lo.data() + (r0 + r) * h;
+    a[r] = x.scale.data() + (r0 + r) * groups;
+    acc[r] = _mm256_setzero_ps();
+  }
+  auto load = [](const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); };
+  for (std::size_t g = 0, k = 0; g < groups; ++g) {
+    __m256i sum[R];
+    for (std::size_t r = 0; r < R; ++r) sum[r] = _mm256_setzero_si256();
+    for (const std::size_t end = k + w.group; k < end; k += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(codes + k / 2 + kPrefetchBytes), _MM_HINT_T0);
+      const __m256i v = load(codes + k / 2);
+      const __m256i qlo = _mm256_and_si256(v, low4), qhi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+      for (std::size_t r = 0; r < R; ++r) {
+        const __m256i th = _mm256_add_epi16(_mm256_maddubs_epi16(qlo, load(hi[r] + k)),
+                                            _mm256_maddubs_epi16(qhi, load(hi[r] + k + 32)));
+        const __m256i tl = _mm256_add_epi16(_mm256_maddubs_epi16(qlo, load(lo[r] + k)),
+                                            _mm256_maddubs_epi16(qhi, load(lo[r] + k + 32)));
+        sum[r] =
+            _mm256_add_epi32(sum[r], _mm256_add_epi32(_mm256_madd_epi16(th, hi_unit), _mm256_madd_epi16(tl, lo_unit)));
+      }
+    }
+    const __m256 sg = _mm256_broadcast_ss(scale254 + g);
+    for (std::size_t r = 0; r < R; ++r)
+      if constexpr (Folded) acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[r]), sg, acc[r]);
+      else
+        acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(sum[r]), _mm256_broadcast_ss(a[r] + g)), sg, acc[r]);
+  }
+  for (std::size_t r = 0; r < R; ++r) {
+    __m256 z = _mm256_setzero_ps();
+    std::size_t g = 0;
+    for (; g + 8 <= groups; g += 8)
+      z = _mm256_fmadd_ps(_mm256_loadu_ps(zs + g), _mm256_loadu_ps(xsum + r * groups + g), z);
+    float zero_term = hsum(z);
+    for (; g < groups; ++g) zero_term += zs[g] * xsum[r * groups + g];
+    c[r * ldc + j] = hsum(acc[r]) - zero_term;
+  }
+}
+
+void int4_limbs(const PackedWeights& w, const XLimbs& x, const float* xsum, std::size_t rows, std::size_t j0,
+                std::size_t j1, float* c, std::size_t ldc) {
+  using Fn = void (*)(const PackedWeights&, std::size_t, const XLimbs&, std::size_t, const float*, const float*,
+                      const float*, float*, std::size_t);
+  static_assert(kAvx2LimbRows == 4);
+  static constexpr Fn by_rows[kAvx2LimbRows] = {limbs_channel<1>, limbs_channel<2>, limbs_channel<3>, limbs_channel<4>};
+  const std::size_t groups = w.hidden / w.group, width = w.bf16_group_params ? 2 : 4;
+  // A channel's s / 254 (times the row's a at one row) and z s in fp32, 8 groups per step, once
+  // for all its row passes: done per group, this was a third of decode's instructions.
+  thread_local std::vector<float> scale254, zs;
+  scale254.resize(groups);
+  zs.resize(groups);
+  const bool folded = rows == 1;
+  const float* a = x.scale.data();
+  const bool bf16 = w.bf16_group_params;
+  auto params8 = [bf16](const std::uint8_t* p, std::size_t g) {
+    if (!bf16) return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + g);
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * g));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(b), 16));
+  };
+  for (std::size_t j = j0; j < j1; ++j) {
+    const std::uint8_t* scales = w.group_scales.data() + j * groups * width;
+    const std::uint8_t* zeros = w.group_zeros.data() + j * groups * width;
+    std::size_t g = 0;
+    for (; g + 8 <= groups; g += 8) {
+      const __m256 sv = params8(scales, g);
+      const __m256 s254 = _mm256_mul_ps(sv, _mm256_set1_ps(1.f / 254));
+      _mm256_storeu_ps(scale254.data() + g, folded ? _mm256_mul_ps(s254, _mm256_loadu_ps(a + g)) : s254);
+      _mm256_storeu_ps(zs.data() + g, _mm256_mul_ps(params8(zeros, g), sv));
+    }
+    for (; g < groups; ++g) {
+      const float sv = group_param(scales, g, bf16), s254 = sv * (1.f / 254);
+      scale254[g] = folded ? s254 * a[g] : s254;
+      zs[g] = group_param(zeros, g, bf16) * sv;
+    }
+    if (folded) {
+      limbs_channel<1, true>(w, j, x, 0, xsum, scale254.data(), zs.data(), c, ldc);
+      continue;
+    }
+    for (std::size_t m = 0; m < rows; m += kAvx2LimbRows) {
+      const std::size_t n = std::min(kAvx2LimbRows, rows - m);
+      by_rows[n - 1](w, j, x, m, xsum + m * groups, scale254.data(), zs.data(), c + m * ldc, ldc);
+    }
+  }
+}
+
+// 16 bf16 values at p as two fp32 vectors.
+inline void bf16x16(const std::uint16_t* p, __m256& a, __m256& b) {
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  a = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(v)), 16));
+  b = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(v, 1)), 16));
+}
+
+// Two vectors of 8 int32 (each within int8's range) as 16 bytes in order.
+inline __m128i to_bytes(__m256i a, __m256i b) {
+  const __m256i w16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(a, b), 0xd8);  // packs works per 128-bit lane
+  return _mm_packs_epi16(_mm256_castsi256_si128(w16), _mm256_extracti128_si256(w16, 1));
+}
+
+// split_limbs with AVX2: the AVX-512 version's math (quant_kernel_limbs.cpp), 16 values per step.
+void split(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x) {
+  const std::size_t groups = hidden / group;
+  std::int8_t* hi = x.hi.data() + row * hidden;
+  std::int8_t* lo = x.lo.data() + row * hidden;
+  const std::uint16_t* src = xb + row * hidden;
+  const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  for (std::size_t g = 0; g < groups; ++g) {
+    const std::size_t k0 = g * group;
+    __m256 big = _mm256_setzero_ps();
+    for (std::size_t k = k0; k < k0 + group; k += 16) {
+      __m256 a, b;
+      bf16x16(src + k, a, b);
+      big = _mm256_max_ps(big, _mm256_max_ps(_mm256_and_ps(a, magnitude), _mm256_and_ps(b, magnitude)));
+    }
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(big), _mm256_extractf128_ps(big, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    const float largest = _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+    // Zeros, denormals, inf or NaN: limbs 0 and the scale as it is (as split_limbs on AVX-512).
+    const bool usable = largest >= 0x1p-100f && std::isfinite(largest);
+    x.scale[row * groups + g] = usable ? largest / 127 : largest;
+    const __m256 inv = _mm256_set1_ps(usable ? 127 / largest : 0.f), lo_unit = _mm256_set1_ps(254.f);
+    __m256i hi_sum = _mm256_setzero_si256(), lo_sum = hi_sum;
+    for (std::size_t k = k0; k < k0 + group; k += 16) {
+      __m256 a, b;
+      bf16x16(src + k, a, b);
+      __m256i hv[2], lv[2];
+      const __m256 vs[2] = {_mm256_mul_ps(a, inv), _mm256_mul_ps(b, inv)};  // |v| <= 127
+      for (int i = 0; i < 2; ++i) {
+        const __m256 hr = _mm256_round_ps(vs[i], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        hv[i] = _mm256_cvtps_epi32(hr);
+        lv[i] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_sub_ps(vs[i], hr), lo_unit));  // |lo| <= 127
+        hi_sum = _mm256_add_epi32(hi_sum, hv[i]);
+        lo_sum = _mm256_add_epi32(lo_sum, lv[i]);
+      }
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(hi + k), to_bytes(hv[0], hv[1]));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(lo + k), to_bytes(lv[0], lv[1]));
+    }
+    x.hi_sum[row * groups + g] = hsum(hi_sum);
+    x.lo_sum[row * groups + g] = hsum(lo_sum);
+  }
+}
+
+}  // namespace
+
+QuantKernels avx2_quant_kernels() {
+  QuantKernels k{"avx2", weight_only, int8_dynamic, nullptr};
+  k.int4_limbs = int4_limbs;
+  k.int4_limbs_in_tiles = false;
+  k.split = split;
+  return k;
+}
+
+}  // namespace opmeter::linear
