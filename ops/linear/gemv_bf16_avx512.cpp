@@ -45,7 +45,7 @@ void rows_pass(const std::uint16_t* x, const std::uint16_t* w, std::size_t hidde
 
 }  // namespace
 
-void gemv_bf16(const std::uint16_t* x, std::size_t rows, const std::uint16_t* w, std::size_t hidden, std::size_t j0,
+void gemv_bf16_avx512(const std::uint16_t* x, std::size_t rows, const std::uint16_t* w, std::size_t hidden, std::size_t j0,
                std::size_t j1, float* c, std::size_t ldc) {
   for (std::size_t m = 0; m < rows; m += 4) {
     const std::uint16_t* xm = x + m * hidden;

@@ -44,7 +44,7 @@ class OpmeterGemvLinear : public HostImpl<LinearOp> {
   }
 
   std::map<std::string, std::string> details() const override {
-    return {{"kernel", "bf16 GEMV: each channel's row of W streamed once for all rows, vdpbf16ps, fp32 sums"}};
+    return {{"kernel", gemv_bf16_kernel()}};
   }
 
  private:
@@ -53,7 +53,7 @@ class OpmeterGemvLinear : public HostImpl<LinearOp> {
 };
 
 Support supports(const Case& c) {
-  if (!gemv_bf16_usable()) return Support::no("opmeter_gemv needs AVX512_BF16");
+  if (!gemv_bf16_usable()) return Support::no("opmeter_gemv needs AVX2 and FMA, or AVX512_BF16");
   if (shape_of(c).rows > kMaxRows)
     return Support::no(fmt::format("opmeter_gemv is a GEMV for decode: up to {} rows (batch x seq); onednn runs more", kMaxRows));
   return Support::yes();
