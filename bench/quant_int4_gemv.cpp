@@ -195,9 +195,9 @@ int main(int argc, char** argv) {
     for (std::size_t j = 0; j < rows * n; ++j) worst = std::max(worst, double(std::fabs(y8[j] - y32[j]))), scale = std::max(scale, double(std::fabs(y32[j])));
     const double bytes8 = double(rows8.bytes());
     std::printf("int8wo N=%zu K=%zu M=%zu threads=%d: %.1f MB; read %.3f ms (%.1f GB/s); fp32 kernel %.3f ms = %.0f%% of read; "
-                "VNNI limbs kernel %.3f ms (%.1f GB/s) = %.0f%% of read, %.2fx the fp32 kernel (max |diff| %.1e of max |y|)\n",
+                "%s limbs kernel %.3f ms (%.1f GB/s) = %.0f%% of read, %.2fx the fp32 kernel (max |diff| %.1e of max |y|)\n",
                 n, k, rows, omp_get_max_threads(), bytes8 / 1e6, read8_s * 1e3, bytes8 / read8_s / 1e9, fp32_s * 1e3,
-                100 * read8_s / fp32_s, limbs8_s * 1e3, bytes8 / limbs8_s / 1e9, 100 * read8_s / limbs8_s, fp32_s / limbs8_s,
+                100 * read8_s / fp32_s, kernels.isa, limbs8_s * 1e3, bytes8 / limbs8_s / 1e9, 100 * read8_s / limbs8_s, fp32_s / limbs8_s,
                 worst / scale);
   }
   return 0;

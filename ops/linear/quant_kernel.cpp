@@ -180,8 +180,10 @@ std::string weight_only_kernel_name(const PackedWeights& w, Int4Path path) {
       case Int4Path::fp32: break;
     }
   if (w.quads)
-    return "int8 x bf16 activations as two int8 limbs per group of 64, vpdpbusd, " + std::to_string(kInt4LimbRows) +
-           " rows per pass";
+    return std::string(quant_kernels().int4_limbs_in_tiles
+                           ? "int8 x bf16 activations as two int8 limbs per group of 64, vpdpbusd, "
+                           : "int8 x bf16 activations as two int8 limbs per group of 64, vpsignb and vpmaddubsw, ") +
+           std::to_string(int8_limb_rows()) + " rows per pass";
   const char* codes = w.format == quant::WeightFormat::int4 ? "int4 groups"
                       : w.format == quant::WeightFormat::int8 ? "int8"
                                                               : "fp8 e4m3";
@@ -189,11 +191,25 @@ std::string weight_only_kernel_name(const PackedWeights& w, Int4Path path) {
          " rows per pass";
 }
 
+std::size_t int8_limb_rows() { return quant_kernels().int4_limbs_in_tiles ? kInt4LimbRows : kAvx2Int8LimbRows; }
+
 std::string int8_dynamic_kernel_name(const QuantKernels& k) {
   const std::string isa = k.isa;
   if (isa == "avx2") return "int8 per-token activations x int8 weights, both widened to s16, vpmaddwd";
   if (isa == "base") return "int8 per-token activations x int8 weights, plain C++ in int32";
   return "int8 per-token activations x int8 weights, vpdpbusd (u8 shift compensated)";
+}
+
+void limbs_from_int8(const std::uint8_t* codes, float scale, std::size_t row, std::size_t hidden, XLimbs& x) {
+  const std::size_t groups = hidden / kInt8LimbGroup;
+  std::memcpy(x.hi.data() + row * hidden, codes, hidden);
+  for (std::size_t g = 0; g < groups; ++g) {
+    std::int32_t sum = 0;
+    for (std::size_t k = g * kInt8LimbGroup; k < (g + 1) * kInt8LimbGroup; ++k) sum += static_cast<std::int8_t>(codes[k]);
+    x.hi_sum[row * groups + g] = sum;
+    x.lo_sum[row * groups + g] = 0;
+    x.scale[row * groups + g] = scale;
+  }
 }
 
 void split_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x) {

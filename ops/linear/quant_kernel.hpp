@@ -129,7 +129,8 @@ struct QuantKernels {
   void (*int4_limbs)(const PackedWeights& w, const XLimbs& x, const float* xsum, std::size_t rows, std::size_t j0,
                      std::size_t j1, float* c, std::size_t ldc) = nullptr;
   // int8 weight-only in quads with bf16 activations as int8 limbs in groups of kInt8LimbGroup
-  // (any rows, in passes of kInt4LimbRows): vpdpbusd, where int4_limbs is; else null.
+  // (any rows, in passes of int8_limb_rows()): vpdpbusd (VNNI) or vpmaddubsw (AVX2), where
+  // int4_limbs is; else null.
   void (*int8_limbs)(const PackedWeights& w, const XLimbs& x, std::size_t rows, std::size_t j0, std::size_t j1, float* c,
                      std::size_t ldc) = nullptr;
   // Whether int4_limbs reads weights in tiles (the VNNI kernel) or in blocks of 64 (the AVX2 one).
@@ -171,8 +172,10 @@ QuantKernels avx512_quant_kernels();
 // AVX2 + FMA (quant_kernel_avx2.cpp), for CPUs without AVX-512 VNNI: weight_only and
 // int8_dynamic on 8 lanes, and int4_limbs on weights in blocks of 64 (vpmaddubsw); no int4_bf16.
 QuantKernels avx2_quant_kernels();
-// Rows per pass of the AVX2 limbs kernel (int4 in blocks of 64, bf16 activations as limbs).
-constexpr std::size_t kAvx2LimbRows = 4;
+// Rows per pass of the AVX2 limbs kernels: int4 in blocks of 64, int8 in quads.
+constexpr std::size_t kAvx2LimbRows = 4, kAvx2Int8LimbRows = 2;
+// Rows per pass of this CPU's int8 limbs kernel.
+std::size_t int8_limb_rows();
 inline bool avx2_quant_usable() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");

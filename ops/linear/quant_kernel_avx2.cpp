@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "ops/linear/quant_kernel.hpp"
 
@@ -300,6 +301,85 @@ void int4_limbs(const PackedWeights& w, const XLimbs& x, const float* xsum, std:
   }
 }
 
+// int8 weight-only in quads (quant_kernel.hpp: per block of 16 channels, runs of 64 bytes holding
+// 4 consecutive k of each channel, plus 128) against x's limbs in groups of kInt8LimbGroup. A
+// 32-byte half run is 8 channels x 4 k; xor 0x80 gives the codes w, and vpmaddubsw takes |w| (u8)
+// against x's 4 bytes broadcast with w's signs (vpsignb): |w| <= 127 and |x| <= 127, so a lane's
+// two products add to at most 32258, no saturation (the stored u8 against s8 could reach 64770).
+// vpmaddwd adds the lane pairs into each channel's dword (hi limb times 254, lo times 1); per
+// group the dwords are scaled by the row's a / 254, and at the end by the channels' scales: no
+// horizontal sums. L: limbs (1 where x is int8dq's activation codes, limbs_from_int8).
+constexpr std::size_t kInt8Channels = 16, kInt8Rows = kAvx2Int8LimbRows;  // 2 x 4 accumulators + the codes' 4
+
+template <std::size_t R, std::size_t L>
+void int8_block_rows(const PackedWeights& w, std::size_t jb, const XLimbs& x, std::size_t m0, float* out) {
+  const std::size_t h = w.hidden, groups = h / kInt8LimbGroup;
+  const std::uint8_t* codes = w.codes.data() + jb * kInt8Channels * h;
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), hi_unit = _mm256_set1_epi16(L == 2 ? 254 : 1),
+                lo_unit = _mm256_set1_epi16(1);
+  const float unit = L == 2 ? 1.f / 254 : 1.f;
+  __m256 dot[R][2];
+  for (auto& row : dot) row[0] = row[1] = _mm256_setzero_ps();
+  for (std::size_t g = 0; g < groups; ++g) {
+    const std::uint8_t* run = codes + 1024 * g;  // 16 runs of 64 bytes: k = 64 g .. 64 g + 63
+    __m256i acc[R][2];
+    for (auto& row : acc) row[0] = row[1] = _mm256_setzero_si256();
+    for (std::size_t u = 0; u < 16; ++u) {
+      _mm_prefetch(reinterpret_cast<const char*>(run + 64 * u + kPrefetchBytes), _MM_HINT_T0);
+      __m256i wv[2], aw[2];
+      for (std::size_t half = 0; half < 2; ++half) {
+        wv[half] =
+            _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(run + 64 * u + 32 * half)), flip);
+        aw[half] = _mm256_abs_epi8(wv[half]);
+      }
+      const std::size_t k = 64 * g + 4 * u;
+      for (std::size_t m = 0; m < R; ++m) {
+        std::int32_t b;
+        std::memcpy(&b, x.hi.data() + (m0 + m) * h + k, 4);
+        const __m256i xh = _mm256_set1_epi32(b);
+        __m256i xl = xh;
+        if constexpr (L == 2) {
+          std::memcpy(&b, x.lo.data() + (m0 + m) * h + k, 4);
+          xl = _mm256_set1_epi32(b);
+        }
+        for (std::size_t half = 0; half < 2; ++half) {
+          __m256i t = _mm256_madd_epi16(_mm256_maddubs_epi16(aw[half], _mm256_sign_epi8(xh, wv[half])), hi_unit);
+          if constexpr (L == 2)
+            t = _mm256_add_epi32(
+                t, _mm256_madd_epi16(_mm256_maddubs_epi16(aw[half], _mm256_sign_epi8(xl, wv[half])), lo_unit));
+          acc[m][half] = _mm256_add_epi32(acc[m][half], t);
+        }
+      }
+    }
+    for (std::size_t m = 0; m < R; ++m) {
+      const __m256 a = _mm256_set1_ps(x.scale[(m0 + m) * groups + g] * unit);
+      for (std::size_t half = 0; half < 2; ++half)
+        dot[m][half] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[m][half]), a, dot[m][half]);
+    }
+  }
+  const float* scales = w.scales.data() + jb * kInt8Channels;
+  for (std::size_t m = 0; m < R; ++m)
+    for (std::size_t half = 0; half < 2; ++half)
+      _mm256_storeu_ps(out + m * kInt8Channels + 8 * half,
+                       _mm256_mul_ps(dot[m][half], _mm256_loadu_ps(scales + 8 * half)));
+}
+
+void int8_limbs(const PackedWeights& w, const XLimbs& x, std::size_t rows, std::size_t j0, std::size_t j1, float* c,
+                std::size_t ldc) {
+  float out[kInt8Rows * kInt8Channels];
+  for (std::size_t m0 = 0; m0 < rows; m0 += kInt8Rows) {
+    const std::size_t mr = std::min(kInt8Rows, rows - m0);
+    for (std::size_t jb = j0 / kInt8Channels; jb * kInt8Channels < j1; ++jb) {
+      if (x.one_limb) mr == 1 ? int8_block_rows<1, 1>(w, jb, x, m0, out) : int8_block_rows<2, 1>(w, jb, x, m0, out);
+      else mr == 1 ? int8_block_rows<1, 2>(w, jb, x, m0, out) : int8_block_rows<2, 2>(w, jb, x, m0, out);
+      // Only the block's channels in [j0, j1): a range may cut a block, and the last is padded.
+      const std::size_t first = std::max(j0, jb * kInt8Channels), last = std::min(j1, (jb + 1) * kInt8Channels);
+      for (std::size_t m = 0; m < mr; ++m)
+        for (std::size_t j = first; j < last; ++j) c[(m0 + m) * ldc + j] = out[m * kInt8Channels + j % kInt8Channels];
+    }
+  }
+}
+
 // 16 bf16 values at p as two fp32 vectors.
 inline void bf16x16(const std::uint16_t* p, __m256& a, __m256& b) {
   const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
@@ -362,6 +442,7 @@ QuantKernels avx2_quant_kernels() {
   QuantKernels k{"avx2", weight_only, int8_dynamic, nullptr};
   k.int4_limbs = int4_limbs;
   k.int4_limbs_in_tiles = false;
+  k.int8_limbs = int8_limbs;
   k.split = split;
   return k;
 }

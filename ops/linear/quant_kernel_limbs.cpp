@@ -226,19 +226,6 @@ void vnni_split_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidd
   }
 }
 
-void limbs_from_int8(const std::uint8_t* codes, float scale, std::size_t row, std::size_t hidden, XLimbs& x) {
-  const std::size_t groups = hidden / kInt8LimbGroup;
-  std::memcpy(x.hi.data() + row * hidden, codes, hidden);
-  for (std::size_t g = 0; g < groups; ++g) {
-    __m512i sum = _mm512_setzero_si512();
-    for (std::size_t k = g * kInt8LimbGroup; k < (g + 1) * kInt8LimbGroup; k += 16)
-      sum = _mm512_add_epi32(sum, _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + k))));
-    x.hi_sum[row * groups + g] = _mm512_reduce_add_epi32(sum);
-    x.lo_sum[row * groups + g] = 0;
-    x.scale[row * groups + g] = scale;
-  }
-}
-
 void vnni_int4(const PackedWeights& w, const XLimbs& x, const float* xsum, std::size_t rows, std::size_t j0,
                std::size_t j1, float* c, std::size_t ldc) {
   assert(w.tiles);  // the tile layout (groups of 64 and up)

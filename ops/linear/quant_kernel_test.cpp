@@ -251,42 +251,47 @@ TEST(QuantKernel, Int4LimbsKernelAgreesWithTheRecipeWithinTheLimbsBound) {
       }
 }
 
-// int8dq on the same kernel: per-token int8 activation codes as x's one limb (limbs_from_int8),
-// every product exact in int32, against sum_k s_x x_k s_j q_jk in fp64 for 1, 2, 3 and 5 rows,
+// int8dq on the same kernels (VNNI and AVX2): per-token int8 activation codes as x's one limb
+// (limbs_from_int8), every product exact in int32, against sum_k s_x x_k s_j q_jk in fp64 for 1, 2, 3 and 5 rows,
 // codes at both ends (-127, 127) included.
 TEST(QuantKernel, Int8KernelOnActivationCodesIsExact) {
-  const auto& best = quant_kernels();
-  if (!best.int8_limbs) GTEST_SKIP() << "no VNNI limbs kernel here (it needs AVX-512 VNNI, VBMI and GFNI)";
-  const std::size_t out = 21, hidden = 192;
-  std::mt19937 rng(23);
-  std::normal_distribution<float> normal(0.f, 1.f);
-  std::vector<float> w(out * hidden);
-  for (auto& v : w) v = normal(rng);
-  const auto q = quant::quantize_weights(*quant::parse_recipe("int8dq"), w.data(), out, hidden, Elem::bf16);
-  const PackedWeights p = pack_int8_quads(q);
-  for (std::size_t rows : {1, 2, 3, 5}) {
-    std::vector<std::uint8_t> codes(rows * hidden);
-    std::vector<float> xscale(rows);
-    for (std::size_t i = 0; i < codes.size(); ++i)
-      codes[i] = static_cast<std::uint8_t>(static_cast<std::int8_t>(i % 7 == 0 ? (i % 2 ? 127 : -127) : int(rng() % 255) - 127));
-    XLimbs x;
-    x.resize(rows, hidden, kInt8LimbGroup, true);  // one limb: the codes
-    for (std::size_t m = 0; m < rows; ++m) {
-      xscale[m] = 0.01f * float(m + 1);
-      limbs_from_int8(codes.data() + m * hidden, xscale[m], m, hidden, x);
-    }
-    std::vector<float> c(rows * out, NAN);
-    best.int8_limbs(p, x, rows, 0, out, c.data(), out);
-    for (std::size_t m = 0; m < rows; ++m)
-      for (std::size_t j = 0; j < out; ++j) {
-        double exact = 0, mag = 0;
-        for (std::size_t k = 0; k < hidden; ++k) {
-          const double t = double(xscale[m]) * static_cast<std::int8_t>(codes[m * hidden + k]) * q.weight(j, k);
-          exact += t;
-          mag += std::fabs(t);
-        }
-        ASSERT_LE(std::fabs(c[m * out + j] - exact), 1e-6 * mag) << "rows " << rows << ", row " << m << ", channel " << j;
+  const auto sets = limb_kernel_sets();
+  if (sets.empty()) GTEST_SKIP() << "no limbs kernel here (it needs AVX-512 VNNI, VBMI and GFNI, or AVX2)";
+  for (const auto& best : sets) {
+    SCOPED_TRACE(best.isa);
+    const std::size_t out = 21, hidden = 192;
+    std::mt19937 rng(23);
+    std::normal_distribution<float> normal(0.f, 1.f);
+    std::vector<float> w(out * hidden);
+    for (auto& v : w) v = normal(rng);
+    const auto q = quant::quantize_weights(*quant::parse_recipe("int8dq"), w.data(), out, hidden, Elem::bf16);
+    const PackedWeights p = pack_int8_quads(q);
+    for (std::size_t rows : {1, 2, 3, 5}) {
+      std::vector<std::uint8_t> codes(rows * hidden);
+      std::vector<float> xscale(rows);
+      for (std::size_t i = 0; i < codes.size(); ++i)
+        codes[i] = static_cast<std::uint8_t>(
+            static_cast<std::int8_t>(i % 7 == 0 ? (i % 2 ? 127 : -127) : int(rng() % 255) - 127));
+      XLimbs x;
+      x.resize(rows, hidden, kInt8LimbGroup, true);  // one limb: the codes
+      for (std::size_t m = 0; m < rows; ++m) {
+        xscale[m] = 0.01f * float(m + 1);
+        limbs_from_int8(codes.data() + m * hidden, xscale[m], m, hidden, x);
       }
+      std::vector<float> c(rows * out, NAN);
+      best.int8_limbs(p, x, rows, 0, out, c.data(), out);
+      for (std::size_t m = 0; m < rows; ++m)
+        for (std::size_t j = 0; j < out; ++j) {
+          double exact = 0, mag = 0;
+          for (std::size_t k = 0; k < hidden; ++k) {
+            const double t = double(xscale[m]) * static_cast<std::int8_t>(codes[m * hidden + k]) * q.weight(j, k);
+            exact += t;
+            mag += std::fabs(t);
+          }
+          ASSERT_LE(std::fabs(c[m * out + j] - exact), 1e-6 * mag)
+              << "rows " << rows << ", row " << m << ", channel " << j;
+        }
+    }
   }
 }
 
@@ -328,7 +333,7 @@ TEST(QuantKernel, Int4PathFollowsTheKernelsRowsAndGroup) {
 // code plus 128 where quant_kernel.hpp says, channels padded to 16 with scale 0; the kernel
 // matches sum_k a_g (hi_k + lo_k / 254) w_jk in fp64 within fp32's ulps (the integer sums are
 // exact), and x W^T within the limbs' bound (sum_k |w_jk| max_g|x| / (127 * 508)), for 1 .. 3
-// rows and passes of 3, channel ranges that cut a block.
+// rows and 5 (passes of 3 on VNNI, 2 on AVX2), channel ranges that cut a block; each kernel here.
 TEST(QuantKernel, Int8LimbsKernelAgreesWithTheRecipeWithinTheLimbsBound) {
   const std::size_t out = 19, hidden = 320, groups = hidden / kInt8LimbGroup;
   std::mt19937 rng(17);
@@ -345,36 +350,41 @@ TEST(QuantKernel, Int8LimbsKernelAgreesWithTheRecipeWithinTheLimbsBound) {
                 j < out ? std::uint8_t(static_cast<std::int8_t>(q.codes[j * hidden + k]) + 128) : 128)
           << j << " " << k;
   EXPECT_EQ(p.scales[out], 0.f);
-  const auto& best = quant_kernels();
-  if (!best.int8_limbs) GTEST_SKIP() << "no VNNI limbs kernel here (it needs AVX-512 VNNI, VBMI and GFNI)";
-  for (std::size_t rows : {1, 2, 3, 5}) {
-    std::vector<std::uint16_t> xb(rows * hidden);
-    for (auto& v : xb) v = to_bf16(normal(rng) + 0.5f);
-    XLimbs limbs;
-    limbs.resize(rows, hidden, kInt8LimbGroup);
-    for (std::size_t m = 0; m < rows; ++m) split_limbs(xb.data(), m, hidden, kInt8LimbGroup, limbs);
-    std::vector<float> c(rows * out, NAN);
-    best.int8_limbs(p, limbs, rows, 3, out, c.data(), out);
-    best.int8_limbs(p, limbs, rows, 0, 3, c.data(), out);
-    for (std::size_t m = 0; m < rows; ++m)
-      for (std::size_t j = 0; j < out; ++j) {
-        double exact = 0, of_limbs = 0, mag = 0, bound = 0;
-        for (std::size_t g = 0; g < groups; ++g) {
-          double largest = 0;
-          for (std::size_t k = g * 64; k < g * 64 + 64; ++k) largest = std::max(largest, std::fabs(double(from_bf16(xb[m * hidden + k]))));
-          const double a = limbs.scale[m * groups + g];
-          for (std::size_t k = g * 64; k < g * 64 + 64; ++k) {
-            const std::size_t i = m * hidden + k;
-            const double wk = q.weight(j, k), x = from_bf16(xb[i]);
-            exact += x * wk;
-            of_limbs += a * (limbs.hi[i] + limbs.lo[i] / 254.0) * wk;
-            mag += std::fabs(x * wk);
-            bound += std::fabs(wk) * largest / (127 * 508);
+  const auto sets = limb_kernel_sets();
+  if (sets.empty()) GTEST_SKIP() << "no limbs kernel here (it needs AVX-512 VNNI, VBMI and GFNI, or AVX2)";
+  for (const auto& best : sets)
+    for (std::size_t rows : {1, 2, 3, 5}) {
+      SCOPED_TRACE(best.isa);
+      std::vector<std::uint16_t> xb(rows * hidden);
+      for (auto& v : xb) v = to_bf16(normal(rng) + 0.5f);
+      XLimbs limbs;
+      limbs.resize(rows, hidden, kInt8LimbGroup);
+      for (std::size_t m = 0; m < rows; ++m) best.split(xb.data(), m, hidden, kInt8LimbGroup, limbs);
+      std::vector<float> c(rows * out, NAN);
+      best.int8_limbs(p, limbs, rows, 3, out, c.data(), out);
+      best.int8_limbs(p, limbs, rows, 0, 3, c.data(), out);
+      for (std::size_t m = 0; m < rows; ++m)
+        for (std::size_t j = 0; j < out; ++j) {
+          double exact = 0, of_limbs = 0, mag = 0, bound = 0;
+          for (std::size_t g = 0; g < groups; ++g) {
+            double largest = 0;
+            for (std::size_t k = g * 64; k < g * 64 + 64; ++k)
+              largest = std::max(largest, std::fabs(double(from_bf16(xb[m * hidden + k]))));
+            const double a = limbs.scale[m * groups + g];
+            for (std::size_t k = g * 64; k < g * 64 + 64; ++k) {
+              const std::size_t i = m * hidden + k;
+              const double wk = q.weight(j, k), x = from_bf16(xb[i]);
+              exact += x * wk;
+              of_limbs += a * (limbs.hi[i] + limbs.lo[i] / 254.0) * wk;
+              mag += std::fabs(x * wk);
+              bound += std::fabs(wk) * largest / (127 * 508);
+            }
           }
+          const double got = c[m * out + j];
+          ASSERT_LE(std::fabs(got - of_limbs), 1e-5 * mag)
+              << "against the limbs: rows " << rows << ", row " << m << ", channel " << j;
+          ASSERT_LE(std::fabs(got - exact), bound + 1e-5 * mag)
+              << "rows " << rows << ", row " << m << ", channel " << j;
         }
-        const double got = c[m * out + j];
-        ASSERT_LE(std::fabs(got - of_limbs), 1e-5 * mag) << "against the limbs: rows " << rows << ", row " << m << ", channel " << j;
-        ASSERT_LE(std::fabs(got - exact), bound + 1e-5 * mag) << "rows " << rows << ", row " << m << ", channel " << j;
-      }
-  }
+    }
 }
