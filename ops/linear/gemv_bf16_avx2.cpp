@@ -2,11 +2,11 @@
 // 32-byte load of W holds 16 bf16 weights, two per 32-bit lane: the odd one is the lane with its
 // low half cleared and the even one the lane shifted left 16, both exact fp32, so a load costs two
 // integer operations and then one FMA per row and half. x is made fp32 once per call in the same
-// order (per 16 values: the 8 even ones, then the 8 odd ones); sums in fp32, as on AVX512_BF16.
+// order (per 16 values: the 8 even ones, then the 8 odd ones) by gemv_bf16_x_for_avx2, once per
+// layer call; sums in fp32, as on AVX512_BF16.
 #include <immintrin.h>
 
 #include <algorithm>
-#include <vector>
 
 #include "opmeter/dtype.hpp"
 #include "ops/linear/gemv_bf16.hpp"
@@ -61,18 +61,10 @@ void rows_pass(const float* xp, const std::uint16_t* xb, const std::uint16_t* w,
 
 }  // namespace
 
-void gemv_bf16_avx2(const std::uint16_t* x, std::size_t rows, const std::uint16_t* w, std::size_t hidden,
-                    std::size_t j0, std::size_t j1, float* c, std::size_t ldc) {
-  thread_local std::vector<float> xp;
-  xp.resize(rows * hidden);
-  for (std::size_t m = 0; m < rows; ++m)
-    for (std::size_t k = 0; k + 16 <= hidden; k += 16)
-      for (std::size_t i = 0; i < 8; ++i) {
-        xp[m * hidden + k + i] = from_bf16(x[m * hidden + k + 2 * i]);
-        xp[m * hidden + k + 8 + i] = from_bf16(x[m * hidden + k + 2 * i + 1]);
-      }
+void gemv_bf16_avx2(const std::uint16_t* x, const float* xp, std::size_t rows, const std::uint16_t* w,
+                    std::size_t hidden, std::size_t j0, std::size_t j1, float* c, std::size_t ldc) {
   for (std::size_t m = 0; m < rows; m += 4) {
-    const float* xm = xp.data() + m * hidden;
+    const float* xm = xp + m * hidden;
     const std::uint16_t* xbm = x + m * hidden;
     float* cm = c + m * ldc;
     switch (std::min<std::size_t>(4, rows - m)) {

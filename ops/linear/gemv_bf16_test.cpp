@@ -16,10 +16,14 @@ using namespace opmeter::linear;
 // (passes of 4 and their remainders), hidden with and without a tail of the 32- and 16-wide loads,
 // channel ranges of four and of one (a remainder), starting past 0; each kernel this CPU has.
 TEST(GemvBf16, AgreesWithFp64OnEveryPassAndTail) {
-  using Kernel = void (*)(const std::uint16_t*, std::size_t, const std::uint16_t*, std::size_t, std::size_t,
-                          std::size_t, float*, std::size_t);
+  using Kernel = void (*)(const std::uint16_t*, const float*, std::size_t, const std::uint16_t*, std::size_t,
+                          std::size_t, std::size_t, float*, std::size_t);
   std::vector<std::pair<const char*, Kernel>> kernels;
-  if (gemv_bf16_avx512_usable()) kernels.emplace_back("avx512_bf16", gemv_bf16_avx512);
+  if (gemv_bf16_avx512_usable())
+    kernels.emplace_back("avx512_bf16",
+                         [](const std::uint16_t* x, const float*, std::size_t rows, const std::uint16_t* w,
+                            std::size_t hidden, std::size_t j0, std::size_t j1, float* c,
+                            std::size_t ldc) { gemv_bf16_avx512(x, rows, w, hidden, j0, j1, c, ldc); });
   if (gemv_bf16_avx2_usable()) kernels.emplace_back("avx2", gemv_bf16_avx2);
   if (kernels.empty()) GTEST_SKIP() << "neither AVX512_BF16 nor AVX2 here";
   for (const auto& [isa, gemv] : kernels) {
@@ -32,9 +36,10 @@ TEST(GemvBf16, AgreesWithFp64OnEveryPassAndTail) {
         std::vector<std::uint16_t> x(rows * hidden), w(out * hidden);
         for (auto& v : x) v = to_bf16(normal(rng));
         for (auto& v : w) v = to_bf16(normal(rng));
-        std::vector<float> c(rows * out, NAN);
-        gemv(x.data(), rows, w.data(), hidden, 2, out, c.data(), out);
-        gemv(x.data(), rows, w.data(), hidden, 0, 2, c.data(), out);
+        std::vector<float> c(rows * out, NAN), xp(rows * hidden);
+        gemv_bf16_x_for_avx2(x.data(), rows, hidden, xp.data());
+        gemv(x.data(), xp.data(), rows, w.data(), hidden, 2, out, c.data(), out);
+        gemv(x.data(), xp.data(), rows, w.data(), hidden, 0, 2, c.data(), out);
         for (std::size_t m = 0; m < rows; ++m)
           for (std::size_t j = 0; j < out; ++j) {
             double exact = 0, mag = 0;

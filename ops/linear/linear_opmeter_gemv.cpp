@@ -22,6 +22,7 @@ class OpmeterGemvLinear : public HostImpl<LinearOp> {
     const auto s = shape_of(case_);
     tile_.assign(s.rows * s.out, 0.f);
     xb_.assign(s.layernorm ? s.rows * s.hidden : 0, 0);
+    xp_.assign(gemv_bf16_avx512_usable() ? 0 : s.rows * s.hidden, 0.f);
   }
 
   void run(std::size_t copy) override {
@@ -35,10 +36,11 @@ class OpmeterGemvLinear : public HostImpl<LinearOp> {
     if (s.layernorm)  // in fp32, rounded to bf16 as a bf16 model stores it
       tk.layernorm(true, x, xb_.data(), vec(host_inputs(copy), kGamma), vec(host_inputs(copy), kBeta), s.rows, h);
     const std::uint16_t* xb = s.layernorm ? xb_.data() : x;
+    if (!xp_.empty()) gemv_bf16_x_for_avx2(xb, s.rows, h, xp_.data());  // once for all the blocks
 #pragma omp parallel for schedule(static)
     for (std::size_t b = 0; b < blocks; ++b) {
       const std::size_t j0 = b * kChannelBlock, j1 = std::min(s.out, j0 + kChannelBlock);
-      gemv_bf16(xb, s.rows, w, h, j0, j1, tile_.data(), s.out);
+      gemv_bf16(xb, xp_.data(), s.rows, w, h, j0, j1, tile_.data(), s.out);
       tk.epilogue(s.act, tile_.data() + j0, s.out, bias + j0, true, y + j0, s.out, s.rows, j1 - j0);
     }
   }
@@ -50,6 +52,7 @@ class OpmeterGemvLinear : public HostImpl<LinearOp> {
  private:
   std::vector<float> tile_;
   std::vector<std::uint16_t> xb_;  // ln_linear: LayerNorm's output
+  std::vector<float> xp_;          // the AVX2 kernel's fp32 x (gemv_bf16_x_for_avx2)
 };
 
 Support supports(const Case& c) {

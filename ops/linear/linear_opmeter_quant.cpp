@@ -89,10 +89,10 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
 #pragma omp single
           {
             quant::quantize_activations(recipe_, xs_.data(), mr, h, codes_.data(), xscale_.data());
-            if (dq_limbs_)  // the codes as x's one limb (the weights are vpdpbusd's unsigned operand)
+            if (dq_limbs_)  // the codes as x's one limb, against the weights in quads
               for (std::size_t i = 0; i < mr; ++i) limbs_from_int8(codes_.data() + i * h, xscale_[i], i, h, limb_x_);
             else
-              for (auto& b : codes_) b ^= 0x80;  // s8 code + 128: vpdpbusd's unsigned operand
+              for (auto& b : codes_) b ^= 0x80;  // s8 code + 128: int8_dynamic's u8 operand
           }
         }
         // Contiguous channel ranges per thread: each streams one run of codes.
@@ -162,7 +162,7 @@ const bool registered = [] {
     Registry::global().add(ImplDef{
         .op = op,
         .impl = "opmeter_quant",
-        .summary = "quantized weights decoded inside the dot product (int8/int4/fp8 weight-only), int8 dynamic with VNNI",
+        .summary = "quantized weights decoded inside the dot product (int8/int4/fp8 weight-only), int8 dynamic (VNNI or AVX2)",
         .dtypes = {DType::fp32, DType::bf16},
         .supports = supports,
         .make = [] { return std::make_unique<OpmeterQuantLinear>(); },

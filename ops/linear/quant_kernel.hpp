@@ -77,7 +77,8 @@ PackedWeights pack_int8_quads(const quant::QuantizedWeights& q);
 
 constexpr std::size_t kRowsPerPass = 8;
 
-// bf16 activations of a few rows as two int8 limbs per group (quant_kernel_limbs.cpp):
+// bf16 activations of a few rows as two int8 limbs per group (split_limbs: quant_kernel_limbs.cpp
+// on AVX-512, quant_kernel_avx2.cpp on AVX2):
 // x = scale (hi + lo / 254), scale = max|x| / 127 over the group, at most scale / 508 from x.
 struct XLimbs {
   std::vector<std::int8_t> hi, lo;          // rows x hidden
@@ -123,9 +124,9 @@ struct QuantKernels {
                     std::size_t j1, float* c, std::size_t ldc);
   // Whether int4_bf16 runs weights packed in tiles (AMX) faster than in blocks.
   bool int4_tiles = false;
-  // int4 in tiles with bf16 activations as int8 limbs (XLimbs), any rows in passes of
-  // kInt4LimbRows (int4_path says when): vpdpbusd where the CPU has AVX-512 VNNI, VBMI and GFNI;
-  // else null.
+  // int4 with bf16 activations as int8 limbs (XLimbs), any rows (int4_path says when): in tiles,
+  // vpdpbusd, passes of kInt4LimbRows where the CPU has AVX-512 VNNI, VBMI and GFNI; in blocks of
+  // 64, vpmaddubsw, passes of kAvx2LimbRows on AVX2 (int4_limbs_in_tiles says which); else null.
   void (*int4_limbs)(const PackedWeights& w, const XLimbs& x, const float* xsum, std::size_t rows, std::size_t j0,
                      std::size_t j1, float* c, std::size_t ldc) = nullptr;
   // int8 weight-only in quads with bf16 activations as int8 limbs in groups of kInt8LimbGroup
@@ -135,12 +136,13 @@ struct QuantKernels {
                      std::size_t ldc) = nullptr;
   // Whether int4_limbs reads weights in tiles (the VNNI kernel) or in blocks of 64 (the AVX2 one).
   bool int4_limbs_in_tiles = true;
-  // split_limbs on this ISA; null where int4_limbs is.
+  // split_limbs on this ISA; null where int4_limbs is null.
   void (*split)(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x) = nullptr;
 };
 
 // Which kernel an int4 layer runs for its activations (bf16 or fp32), group and rows, on these
-// kernels; limbs and amx read the weights in tiles, the others in blocks.
+// kernels; amx reads the weights in tiles, limbs in tiles or blocks (in_tiles), the others in
+// blocks.
 //   limbs: bf16, groups of 64 and up, up to kInt4LimbRows rows (any, where there is no AMX
 //          kernel), where int4_limbs is (on the quiet CI machine it read at 91-109% of a plain
 //          read of the same bytes at M = 1, 1.5-1.9x the AMX kernel: docs/BENCHMARKS.md); in
@@ -176,6 +178,11 @@ QuantKernels avx2_quant_kernels();
 constexpr std::size_t kAvx2LimbRows = 4, kAvx2Int8LimbRows = 2;
 // Rows per pass of this CPU's int8 limbs kernel.
 std::size_t int8_limb_rows();
+// This thread's scratch of at least n values, for the kernels compiled with ISA flags: a
+// std::vector's members instantiated in those files could be the copies the linker keeps for the
+// whole program, and carry their instructions to CPUs without them (quant_kernel.cpp has no flags).
+float* float_scratch(std::size_t n, int slot);
+std::int16_t* int16_scratch(std::size_t n);
 inline bool avx2_quant_usable() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -191,8 +198,9 @@ void amx_int4(const PackedWeights& w, const std::uint16_t* xb, const float* xsum
 // Row `row` of xb (bf16 bits, rows x hidden) into x's limbs (x sized for it), group by group, with
 // quant_kernels().split (callable where int4_limbs is).
 void split_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x);
-// int8 activation codes of row `row` (int8dq's, one scale per row) as x's hi limbs alone (no lo
-// limb: the int8 kernel then skips it), with their group sums; x sized for kInt8LimbGroup, one
+// int8 activation codes of row `row` (int8dq's, one scale per row, within -127..127 as
+// quantize_activations clamps them: the AVX2 kernel's vpsignb cannot negate -128) as x's hi limbs
+// alone (no lo limb: the int8 kernel then skips it), with their group sums; x sized for kInt8LimbGroup, one
 // limb (XLimbs::resize).
 void limbs_from_int8(const std::uint8_t* codes, float scale, std::size_t row, std::size_t hidden, XLimbs& x);
 // int4_limbs, int8_limbs and split on AVX-512 VNNI (quant_kernel_limbs.cpp).

@@ -182,14 +182,14 @@ void int8_dynamic(const PackedWeights& w, const std::uint8_t* xu, const float* x
   using Fn = void (*)(const PackedWeights&, std::size_t, const std::int16_t*, const float*, float*, std::size_t);
   static constexpr Fn by_rows[kRowsPerPass] = {int8_channel<1>, int8_channel<2>, int8_channel<3>, int8_channel<4>,
                                                int8_channel<5>, int8_channel<6>, int8_channel<7>, int8_channel<8>};
-  // The codes as s16, once per call (rows x hidden, a small part of what the call reads).
-  thread_local std::vector<std::int16_t> x16;
-  x16.resize(rows * w.hidden);
-  for (std::size_t i = 0; i < x16.size(); ++i) x16[i] = static_cast<std::int16_t>(int(xu[i]) - 128);
+  // The codes as s16, once per call (rows x hidden; this kernel runs only where hidden is not a
+  // multiple of 64, int8dq's limbs kernel the rest).
+  std::int16_t* x16 = int16_scratch(rows * w.hidden);
+  for (std::size_t i = 0; i < rows * w.hidden; ++i) x16[i] = static_cast<std::int16_t>(int(xu[i]) - 128);
   for (std::size_t j = j0; j < j1; ++j)
     for (std::size_t m = 0; m < rows; m += kRowsPerPass) {
       const std::size_t n = std::min(kRowsPerPass, rows - m);
-      by_rows[n - 1](w, j, x16.data() + m * w.hidden, xscale + m, c + m * ldc, ldc);
+      by_rows[n - 1](w, j, x16 + m * w.hidden, xscale + m, c + m * ldc, ldc);
     }
 }
 
@@ -264,9 +264,8 @@ void int4_limbs(const PackedWeights& w, const XLimbs& x, const float* xsum, std:
   const std::size_t groups = w.hidden / w.group, width = w.bf16_group_params ? 2 : 4;
   // A channel's s / 254 (times the row's a at one row) and z s in fp32, 8 groups per step, once
   // for all its row passes: done per group, this was a third of decode's instructions.
-  thread_local std::vector<float> scale254, zs;
-  scale254.resize(groups);
-  zs.resize(groups);
+  float* scale254 = float_scratch(groups, 0);
+  float* zs = float_scratch(groups, 1);
   const bool folded = rows == 1;
   const float* a = x.scale.data();
   const bool bf16 = w.bf16_group_params;
@@ -282,8 +281,8 @@ void int4_limbs(const PackedWeights& w, const XLimbs& x, const float* xsum, std:
     for (; g + 8 <= groups; g += 8) {
       const __m256 sv = params8(scales, g);
       const __m256 s254 = _mm256_mul_ps(sv, _mm256_set1_ps(1.f / 254));
-      _mm256_storeu_ps(scale254.data() + g, folded ? _mm256_mul_ps(s254, _mm256_loadu_ps(a + g)) : s254);
-      _mm256_storeu_ps(zs.data() + g, _mm256_mul_ps(params8(zeros, g), sv));
+      _mm256_storeu_ps(scale254 + g, folded ? _mm256_mul_ps(s254, _mm256_loadu_ps(a + g)) : s254);
+      _mm256_storeu_ps(zs + g, _mm256_mul_ps(params8(zeros, g), sv));
     }
     for (; g < groups; ++g) {
       const float sv = group_param(scales, g, bf16), s254 = sv * (1.f / 254);
@@ -291,12 +290,12 @@ void int4_limbs(const PackedWeights& w, const XLimbs& x, const float* xsum, std:
       zs[g] = group_param(zeros, g, bf16) * sv;
     }
     if (folded) {
-      limbs_channel<1, true>(w, j, x, 0, xsum, scale254.data(), zs.data(), c, ldc);
+      limbs_channel<1, true>(w, j, x, 0, xsum, scale254, zs, c, ldc);
       continue;
     }
     for (std::size_t m = 0; m < rows; m += kAvx2LimbRows) {
       const std::size_t n = std::min(kAvx2LimbRows, rows - m);
-      by_rows[n - 1](w, j, x, m, xsum + m * groups, scale254.data(), zs.data(), c + m * ldc, ldc);
+      by_rows[n - 1](w, j, x, m, xsum + m * groups, scale254, zs, c + m * ldc, ldc);
     }
   }
 }

@@ -25,7 +25,7 @@ struct Int4Layer {
   std::vector<std::uint16_t> xb;
 
   Int4Layer(std::size_t rows, std::size_t out_, std::size_t hidden_, std::size_t group_, std::uint32_t seed,
-            bool tiles = false)
+            bool tiles = false, Elem scales = Elem::bf16)
       : out(out_), hidden(hidden_), group(group_) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> normal(0.f, 1.f);
@@ -37,7 +37,7 @@ struct Int4Layer {
       w[hidden + k] = k % group == 0 ? 0.f : std::fabs(w[hidden + k]);
       w[2 * hidden + k] = k % group == 0 ? 0.f : -std::fabs(w[2 * hidden + k]);
     }
-    q = quant::quantize_weights(*quant::parse_recipe("int4wo-" + std::to_string(group)), w.data(), out, hidden, Elem::bf16);
+    q = quant::quantize_weights(*quant::parse_recipe("int4wo-" + std::to_string(group)), w.data(), out, hidden, scales);
     packed = pack_weights(q, false, tiles);
     x.resize(rows * hidden);
     xb.resize(x.size());
@@ -210,13 +210,21 @@ TEST(QuantKernel, LimbsHoldEveryValueAndTheirSumsWithinTheirBound) {
 TEST(QuantKernel, Int4LimbsKernelAgreesWithTheRecipeWithinTheLimbsBound) {
   const auto sets = limb_kernel_sets();
   if (sets.empty()) GTEST_SKIP() << "no limbs kernel here (it needs AVX-512 VNNI, VBMI and GFNI, or AVX2)";
+  // (hidden, group, scales): groups of one and two steps; 10 groups (the AVX2 kernel takes group
+  // parameters 8 at a time, then the rest), with scales and zeros in bf16 and in fp32.
+  struct Shape {
+    std::size_t hidden, group;
+    Elem scales;
+  };
+  const Shape shapes[] = {{320, 64, Elem::bf16}, {384, 128, Elem::bf16}, {640, 64, Elem::bf16}, {640, 64, Elem::f32}};
   for (const auto& best : sets)
-    for (auto [hidden, group] : {std::pair<std::size_t, std::size_t>{320, 64}, {384, 128}})
+    for (const auto& [hidden, group, scales] : shapes)
       for (std::size_t rows : {1, 2, 3, 4, 6, 9}) {
         SCOPED_TRACE(best.isa);
         // In tiles for the VNNI kernel, in blocks of 64 for the AVX2 one.
-        Int4Layer l(rows, 19, hidden, group, 21 + static_cast<std::uint32_t>(rows), best.int4_limbs_in_tiles);
+        Int4Layer l(rows, 19, hidden, group, 21 + static_cast<std::uint32_t>(rows), best.int4_limbs_in_tiles, scales);
         ASSERT_EQ(l.packed.tiles, best.int4_limbs_in_tiles);
+        ASSERT_EQ(l.packed.bf16_group_params, scales == Elem::bf16);
         XLimbs limbs;
         limbs.resize(rows, hidden, group);
         for (std::size_t m = 0; m < rows; ++m) best.split(l.xb.data(), m, hidden, group, limbs);

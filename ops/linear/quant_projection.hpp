@@ -26,8 +26,8 @@ class QuantProjection {
   std::string kernel(std::size_t rows) const { return weight_only_kernel_name(packed_, call_path(rows)); }
 
  private:
-  // The kernel for this call's rows among those that read the prepared layout (limbs and AMX
-  // both read tiles).
+  // The kernel for this call's rows among those that read the prepared layout (where the limbs
+  // kernel reads tiles, as AMX does, either; where it reads blocks, the prepared one).
   Int4Path call_path(std::size_t rows) const {
     return in_tiles(quant_kernels(), path_) ? int4_path(quant_kernels(), bf16_, packed_.group, rows) : path_;
   }
