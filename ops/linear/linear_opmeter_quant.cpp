@@ -162,7 +162,7 @@ const bool registered = [] {
     Registry::global().add(ImplDef{
         .op = op,
         .impl = "opmeter_quant",
-        .summary = "quantized weights decoded inside the dot product (int8/int4/fp8 weight-only), int8 dynamic (VNNI or AVX2)",
+        .summary = "quantized weights decoded inside the dot product (int8/int4/fp8 weight-only) and int8 dynamic, on AVX-512 VNNI or AVX2",
         .dtypes = {DType::fp32, DType::bf16},
         .supports = supports,
         .make = [] { return std::make_unique<OpmeterQuantLinear>(); },
