@@ -210,6 +210,24 @@ TEST(Compare, ThreadCountsThatDifferAreAWarning) {
   EXPECT_NE(c.context_warnings[0].find("thread counts differ: BASE 2, NEW 1,2"), std::string::npos);
 }
 
+// A case twice in a set (merged from two machines, or resumed) is compared by its last record,
+// and a warning says so on the side that has it.
+TEST(Compare, ACaseRecordedTwiceIsComparedByItsLastRecordWithAWarning) {
+  auto base = sampled(kCaseA, 1e-3, 0.01, 1);
+  auto first = sampled(kCaseA, 2e-3, 0.01, 2), last = sampled(kCaseA, 1e-3, 0.01, 3), b = sampled(kCaseB, 1e-5, 0.01, 4);
+  auto c = compare_results(set_of({base, b}), set_of({first, b, last}));
+  ASSERT_EQ(c.context_warnings.size(), 1u);
+  const std::string& w = c.context_warnings[0];
+  EXPECT_NE(w.find("1 NEW case appears more than once (merged or resumed runs), each compared by its last record: "),
+            std::string::npos)
+      << w;
+  EXPECT_NE(w.find(kCaseA), std::string::npos) << w;
+  ASSERT_EQ(c.cases.size(), 2u);
+  for (auto& x : c.cases)  // the last record, the same time as BASE's, not the first (2x)
+    if (x.case_string == kCaseA) EXPECT_EQ(x.verdict, "same") << x.case_string;
+  EXPECT_TRUE(compare_results(set_of({base, b}), set_of({last, b})).context_warnings.empty());
+}
+
 TEST(Compare, CasesMeasuredUnderContentionAreAWarningNamingThem) {
   auto base = sampled(kCaseA, 1e-3, 0.01, 1), b2 = sampled(kCaseB, 1e-5, 0.01, 3);
   auto loaded = sampled(kCaseA, 9e-3, 0.01, 2), l2 = sampled(kCaseB, 1e-5, 0.01, 4);

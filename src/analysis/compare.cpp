@@ -129,7 +129,19 @@ Comparison compare_results(const ResultSet& base, const ResultSet& neu, const Co
           contended.size() > 1 ? fmt::format(" and {} more", contended.size() - 1) : ""));
   }
 
-  // A case that appears twice (merged or resumed runs) counts by its last record.
+  // A case that appears twice (merged or resumed runs) counts by its last record, and says so:
+  // in sets merged from two machines the records are of different machines.
+  for (auto [side, set] : {std::pair{"BASE", &base}, std::pair{"NEW", &neu}}) {
+    std::map<std::string, int> times;
+    std::vector<std::string> repeated;
+    for (auto& r : set->results)
+      if (++times[r.case_string] == 2) repeated.push_back(r.case_string);
+    if (!repeated.empty())
+      cmp.context_warnings.push_back(fmt::format(
+          "{} {} {} more than once (merged or resumed runs), each compared by its last record: {}{}", repeated.size(),
+          side, repeated.size() == 1 ? "case appears" : "cases appear", repeated.front(),
+          repeated.size() > 1 ? fmt::format(" and {} more", repeated.size() - 1) : ""));
+  }
   std::map<std::string, const Result*> by_case;
   for (auto& r : neu.results) by_case[r.case_string] = &r;
   std::set<std::string> seen;
