@@ -132,6 +132,22 @@ TEST(CliPredict, PredictsAPipelineBesideItsMeasuredTotal) {
   EXPECT_TRUE(has(out.text, "2 of its 2 distinct layer cases are in the model's training data")) << out.text;
 }
 
+// A results file holding a case twice (merged or resumed runs): the last record is its measured
+// time, and a note on stderr says so, naming it.
+TEST(CliPredict, MeasuredCasesRecordedTwiceAreNamedInANote) {
+  const auto& f = fixture();
+  auto lines = slurp(f.results / "results.jsonl");
+  const std::string first = lines.substr(0, lines.find('\n') + 1);
+  auto twice = write(f.dir, "twice.jsonl", lines + first);
+  const std::string kase = "gemm/onednn/fp32/M=8,N=8,K=8/threads=1";
+  auto out = cli("predict " + f.model.string() + " " + kase + " --measured " + twice.string());
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_TRUE(has(out.text, "1 case appears more than once (merged or resumed runs); each is measured by its last record: "))
+      << out.text;
+  auto once = cli("predict " + f.model.string() + " " + kase + " --measured " + f.results.string());
+  EXPECT_FALSE(has(once.text, "more than once")) << once.text;
+}
+
 TEST(CliPredict, PlanPicksCasesWithinTheBudgetAsAConfig) {
   const auto& f = fixture();
   auto cfg = write(f.dir, "big.yaml", "ops: [gemm]\nimpls: [onednn]\nthreads: 1\nstopping: {samples: 3, warmup: 1}\n"
