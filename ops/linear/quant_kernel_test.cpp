@@ -11,6 +11,7 @@
 
 #include "opmeter/dtype.hpp"
 #include "ops/linear/quant_kernel.hpp"
+#include "ops/linear/quant_kernel_test_util.hpp"
 
 using namespace opmeter;
 using namespace opmeter::linear;
@@ -52,20 +53,7 @@ struct Int4Layer {
   }
 
   // Largest |c - exact| / sum_k |x_k w_jk| over the outputs, exact from the recipe's weights in fp64.
-  double error(const std::vector<float>& c, std::size_t rows) const {
-    double worst = 0;
-    for (std::size_t m = 0; m < rows; ++m)
-      for (std::size_t j = 0; j < out; ++j) {
-        double exact = 0, mag = 0;
-        for (std::size_t k = 0; k < hidden; ++k) {
-          const double p = double(x[m * hidden + k]) * q.weight(j, k);
-          exact += p;
-          mag += std::fabs(p);
-        }
-        worst = std::max(worst, std::fabs(c[m * out + j] - exact) / mag);
-      }
-    return worst;
-  }
+  double error(const std::vector<float>& c, std::size_t rows) const { return kernel_tests::relative_error(q, x, c, rows); }
 };
 
 // The limbs kernels this CPU runs: the best set's, and the AVX2 set's where that is another.
