@@ -223,8 +223,11 @@ TEST(Compare, ACaseRecordedTwiceIsComparedByItsLastRecordWithAWarning) {
       << w;
   EXPECT_NE(w.find(kCaseA), std::string::npos) << w;
   ASSERT_EQ(c.cases.size(), 2u);
-  for (auto& x : c.cases)  // the last record, the same time as BASE's, not the first (2x)
-    if (x.case_string == kCaseA) EXPECT_EQ(x.verdict, "same") << x.case_string;
+  for (auto& x : c.cases) {  // the last record, the same time as BASE's, not the first (2x)
+    if (x.case_string == kCaseA) {
+      EXPECT_EQ(x.verdict, "same") << x.case_string;
+    }
+  }
   EXPECT_TRUE(compare_results(set_of({base, b}), set_of({last, b})).context_warnings.empty());
 }
 
