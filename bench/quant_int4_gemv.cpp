@@ -151,7 +151,8 @@ int main(int argc, char** argv) {
     std::printf("; AMX kernel %.3f ms (%.1f GB/s) = %.0f%% of read, %.2fx the vector kernel (max |diff| %.1e of max |y|)", amx_s * 1e3,
                 bytes / amx_s / 1e9, 100 * read_s / amx_s, vector_s / amx_s, worst / scale);
   }
-  if (tiles.tiles && kernels.int4_limbs) {  // (G 32 stays in blocks: no limbs kernel runs it)
+  // (the VNNI limbs kernel needs tiles, groups of 64 and up; the AVX2 one reads blocks, G 32 too)
+  if (kernels.int4_limbs && (tiles.tiles || !kernels.int4_limbs_in_tiles)) {
     // x split into int8 limbs once per call, as the layers do, inside the time; the weights in
     // the layout the limbs kernel reads (VNNI: tiles, AVX2: blocks of 64).
     const PackedWeights& lw = kernels.int4_limbs_in_tiles ? tiles : p;

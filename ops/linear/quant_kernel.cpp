@@ -146,9 +146,11 @@ PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic, 
 Int4Path int4_path(const QuantKernels& k, bool bf16, std::size_t group, std::size_t rows) {
   if (!bf16) return Int4Path::fp32;
   const bool tiles = group % 64 == 0;
+  // The limbs kernel on tiles needs groups of 64 and up; on blocks (AVX2) groups of 32 too.
+  const bool limbs_group = tiles || (!k.int4_limbs_in_tiles && group % 32 == 0);
   // More rows go to AMX where it is: without it, the limbs kernel beats the vector kernel at
   // every row count (2.6-2.8x at 4 and 8 rows on the CI machine).
-  if (tiles && k.int4_limbs && (rows <= kInt4LimbRows || !k.int4_tiles)) return Int4Path::limbs;
+  if (limbs_group && k.int4_limbs && (rows <= kInt4LimbRows || !k.int4_tiles)) return Int4Path::limbs;
   if (tiles && k.int4_tiles) return Int4Path::amx;
   return k.int4_bf16 ? Int4Path::vector_bf16 : Int4Path::fp32;
 }

@@ -125,8 +125,9 @@ struct QuantKernels {
   // Whether int4_bf16 runs weights packed in tiles (AMX) faster than in blocks.
   bool int4_tiles = false;
   // int4 with bf16 activations as int8 limbs (XLimbs), any rows (int4_path says when): in tiles,
-  // vpdpbusd, passes of kInt4LimbRows where the CPU has AVX-512 VNNI, VBMI and GFNI; in blocks of
-  // 64, vpmaddubsw, passes of kAvx2LimbRows on AVX2 (int4_limbs_in_tiles says which); else null.
+  // vpdpbusd, passes of kInt4LimbRows where the CPU has AVX-512 VNNI, VBMI and GFNI; in blocks (of
+  // 64, or 32 for groups of 32), vpmaddubsw, passes of kAvx2LimbRows on AVX2 (int4_limbs_in_tiles
+  // says which); else null.
   void (*int4_limbs)(const PackedWeights& w, const XLimbs& x, const float* xsum, std::size_t rows, std::size_t j0,
                      std::size_t j1, float* c, std::size_t ldc) = nullptr;
   // int8 weight-only in quads with bf16 activations as int8 limbs in groups of kInt8LimbGroup
@@ -134,7 +135,7 @@ struct QuantKernels {
   // int4_limbs is; else null.
   void (*int8_limbs)(const PackedWeights& w, const XLimbs& x, std::size_t rows, std::size_t j0, std::size_t j1, float* c,
                      std::size_t ldc) = nullptr;
-  // Whether int4_limbs reads weights in tiles (the VNNI kernel) or in blocks of 64 (the AVX2 one).
+  // Whether int4_limbs reads weights in tiles (the VNNI kernel) or in blocks (the AVX2 one).
   bool int4_limbs_in_tiles = true;
   // split_limbs on this ISA; null where int4_limbs is null.
   void (*split)(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x) = nullptr;
@@ -143,8 +144,9 @@ struct QuantKernels {
 // Which kernel an int4 layer runs for its activations (bf16 or fp32), group and rows, on these
 // kernels; amx reads the weights in tiles, limbs in tiles or blocks (in_tiles), the others in
 // blocks.
-//   limbs: bf16, groups of 64 and up, up to kInt4LimbRows rows (any, where there is no AMX
-//          kernel), where int4_limbs is (on the quiet CI machine it read at 91-109% of a plain
+//   limbs: bf16, groups of 64 and up (32 too where it reads blocks), up to kInt4LimbRows rows
+//          (any, where there is no AMX kernel), where int4_limbs is (on the quiet CI machine it
+//          read at 91-109% of a plain
 //          read of the same bytes at M = 1, 1.5-1.9x the AMX kernel: docs/BENCHMARKS.md); in
 //          tiles or blocks as int4_limbs_in_tiles says;
 //   amx: bf16, groups of 64 and up, more rows, where the AMX kernel is (int4_tiles);

@@ -255,12 +255,90 @@ void limbs_channel(const PackedWeights& w, std::size_t j, const XLimbs& x, std::
   }
 }
 
+// The same for groups of 32, in blocks of 32 (16 bytes: byte i = q[k + i] | q[k + 16 + i] << 4): a
+// 32-byte load is two groups, its low nibbles k .. k + 15 and k + 32 .. k + 47, its high ones
+// k + 16 .. k + 31 and k + 48 .. k + 63, each against the limbs' two 16-byte halves put side by
+// side; dwords 0..3 of the sums are group g's, 4..7 group g + 1's, scaled by a vector holding each
+// group's factor 4 times. An odd last group takes 128-bit halves of the same steps.
+inline __m256i load_halves(const std::int8_t* low, const std::int8_t* high) {
+  return _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(high), reinterpret_cast<const __m128i*>(low));
+}
+inline __m256 pair_of(const float* f) { return _mm256_set_m128(_mm_set1_ps(f[1]), _mm_set1_ps(f[0])); }
+
+template <std::size_t R, bool Folded = false>
+void limbs32_channel(const PackedWeights& w, std::size_t j, const XLimbs& x, std::size_t r0, const float* xsum,
+                     const float* scale254, const float* zs, float* c, std::size_t ldc) {
+  static_assert(R == 1 || !Folded);
+  const std::size_t h = w.hidden, groups = h / 32;
+  const std::uint8_t* codes = w.codes.data() + j * h / 2;
+  const __m256i low4 = _mm256_set1_epi8(0x0f), hi_unit = _mm256_set1_epi16(254), lo_unit = _mm256_set1_epi16(1);
+  const std::int8_t* hi[R];
+  const std::int8_t* lo[R];
+  const float* a[R];
+  __m256 acc[R];
+  for (std::size_t r = 0; r < R; ++r) {
+    hi[r] = x.hi.data() + (r0 + r) * h;
+    lo[r] = x.lo.data() + (r0 + r) * h;
+    a[r] = x.scale.data() + (r0 + r) * groups;
+    acc[r] = _mm256_setzero_ps();
+  }
+  std::size_t g = 0;
+  for (; g + 2 <= groups; g += 2) {
+    const std::size_t k = 32 * g;
+    _mm_prefetch(reinterpret_cast<const char*>(codes + k / 2 + kPrefetchBytes), _MM_HINT_T0);
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + k / 2));
+    const __m256i qlo = _mm256_and_si256(v, low4), qhi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+    const __m256 sg = pair_of(scale254 + g);
+    for (std::size_t r = 0; r < R; ++r) {
+      const __m256i th = _mm256_add_epi16(_mm256_maddubs_epi16(qlo, load_halves(hi[r] + k, hi[r] + k + 32)),
+                                          _mm256_maddubs_epi16(qhi, load_halves(hi[r] + k + 16, hi[r] + k + 48)));
+      const __m256i tl = _mm256_add_epi16(_mm256_maddubs_epi16(qlo, load_halves(lo[r] + k, lo[r] + k + 32)),
+                                          _mm256_maddubs_epi16(qhi, load_halves(lo[r] + k + 16, lo[r] + k + 48)));
+      const __m256 sum =
+          _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_madd_epi16(th, hi_unit), _mm256_madd_epi16(tl, lo_unit)));
+      if constexpr (Folded) acc[r] = _mm256_fmadd_ps(sum, sg, acc[r]);
+      else acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(sum, pair_of(a[r] + g)), sg, acc[r]);
+    }
+  }
+  float tail[R] = {};
+  if (g < groups) {  // an odd last group: one block of 16 bytes
+    const std::size_t k = 32 * g;
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + k / 2)), low = _mm_set1_epi8(0x0f);
+    const __m128i qlo = _mm_and_si128(v, low), qhi = _mm_and_si128(_mm_srli_epi16(v, 4), low);
+    auto load = [](const std::int8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); };
+    for (std::size_t r = 0; r < R; ++r) {
+      const __m128i th =
+          _mm_add_epi16(_mm_maddubs_epi16(qlo, load(hi[r] + k)), _mm_maddubs_epi16(qhi, load(hi[r] + k + 16)));
+      const __m128i tl =
+          _mm_add_epi16(_mm_maddubs_epi16(qlo, load(lo[r] + k)), _mm_maddubs_epi16(qhi, load(lo[r] + k + 16)));
+      __m128i s = _mm_add_epi32(_mm_madd_epi16(th, _mm_set1_epi16(254)), _mm_madd_epi16(tl, _mm_set1_epi16(1)));
+      s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+      s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+      tail[r] = float(_mm_cvtsi128_si32(s)) * scale254[g] * (Folded ? 1.f : a[r][g]);
+    }
+  }
+  for (std::size_t r = 0; r < R; ++r) {
+    __m256 z = _mm256_setzero_ps();
+    std::size_t gz = 0;
+    for (; gz + 8 <= groups; gz += 8)
+      z = _mm256_fmadd_ps(_mm256_loadu_ps(zs + gz), _mm256_loadu_ps(xsum + r * groups + gz), z);
+    float zero_term = hsum(z);
+    for (; gz < groups; ++gz) zero_term += zs[gz] * xsum[r * groups + gz];
+    c[r * ldc + j] = hsum(acc[r]) + tail[r] - zero_term;
+  }
+}
+
 void int4_limbs(const PackedWeights& w, const XLimbs& x, const float* xsum, std::size_t rows, std::size_t j0,
                 std::size_t j1, float* c, std::size_t ldc) {
   using Fn = void (*)(const PackedWeights&, std::size_t, const XLimbs&, std::size_t, const float*, const float*,
                       const float*, float*, std::size_t);
   static_assert(kAvx2LimbRows == 4);
-  static constexpr Fn by_rows[kAvx2LimbRows] = {limbs_channel<1>, limbs_channel<2>, limbs_channel<3>, limbs_channel<4>};
+  static constexpr Fn by_rows64[kAvx2LimbRows] = {limbs_channel<1>, limbs_channel<2>, limbs_channel<3>,
+                                                  limbs_channel<4>};
+  static constexpr Fn by_rows32[kAvx2LimbRows] = {limbs32_channel<1>, limbs32_channel<2>, limbs32_channel<3>,
+                                                  limbs32_channel<4>};
+  const bool blocks32 = w.block == 32;  // groups of 32
+  const Fn* by_rows = blocks32 ? by_rows32 : by_rows64;
   const std::size_t groups = w.hidden / w.group, width = w.bf16_group_params ? 2 : 4;
   // A channel's s / 254 (times the row's a at one row) and z s in fp32, 8 groups per step, once
   // for all its row passes: done per group, this was a third of decode's instructions.
@@ -290,7 +368,7 @@ void int4_limbs(const PackedWeights& w, const XLimbs& x, const float* xsum, std:
       zs[g] = group_param(zeros, g, bf16) * sv;
     }
     if (folded) {
-      limbs_channel<1, true>(w, j, x, 0, xsum, scale254, zs, c, ldc);
+      (blocks32 ? limbs32_channel<1, true> : limbs_channel<1, true>)(w, j, x, 0, xsum, scale254, zs, c, ldc);
       continue;
     }
     for (std::size_t m = 0; m < rows; m += kAvx2LimbRows) {

@@ -125,9 +125,9 @@ TEST(QuantKernelAvx2, AreTheBestWhereThereIsNoAvx512Vnni) {
   EXPECT_STREQ(quant_kernels().isa, "avx2");
 }
 
-// Where the AVX2 kernels are the best: an int4 layer in groups of 64 and up with bf16 activations
-// takes the limbs kernel at every row count, on weights in blocks of 64 (not tiles); groups of 32
-// and fp32 activations take the fp32 kernel; each says so in details.kernel.
+// Where the AVX2 kernels are the best: an int4 layer with bf16 activations takes the limbs kernel
+// at every row count, on weights in blocks (of 64; of 32 for groups of 32), not tiles; fp32
+// activations take the fp32 kernel; each says so in details.kernel.
 TEST(QuantKernelAvx2, Int4LayersTakeTheLimbsKernelOnBlocks) {
   if (std::string(quant_kernels().isa) != "avx2") GTEST_SKIP() << "the AVX2 kernels are not this CPU's best";
   std::vector<float> w(16 * 256, 0.5f);
@@ -141,7 +141,10 @@ TEST(QuantKernelAvx2, Int4LayersTakeTheLimbsKernelOnBlocks) {
     EXPECT_NE(weight_only_kernel_name(bf16.packed, bf16.int4).find("vpmaddubsw"), std::string::npos);
     EXPECT_EQ(quant_layer_kernels(q, false, rows).int4, Int4Path::fp32) << rows;
     const auto q32 = quant::quantize_weights(*quant::parse_recipe("int4wo-32"), w.data(), 16, 256, Elem::bf16);
-    EXPECT_EQ(quant_layer_kernels(q32, true, rows).int4, Int4Path::fp32) << rows;
+    const auto k32 = quant_layer_kernels(q32, true, rows);
+    EXPECT_EQ(k32.int4, Int4Path::limbs) << rows;
+    EXPECT_EQ(k32.packed.block, 32u);
+    EXPECT_EQ(quant_layer_kernels(q32, false, rows).int4, Int4Path::fp32) << rows;
   }
   EXPECT_NE(int8_dynamic_kernel_name(quant_kernels()).find("vpmaddwd"), std::string::npos);
 }

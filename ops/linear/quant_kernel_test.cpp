@@ -204,12 +204,15 @@ TEST(QuantKernel, Int4LimbsKernelAgreesWithTheRecipeWithinTheLimbsBound) {
     std::size_t hidden, group;
     Elem scales;
   };
-  const Shape shapes[] = {{320, 64, Elem::bf16}, {384, 128, Elem::bf16}, {640, 64, Elem::bf16}, {640, 64, Elem::f32}};
+  const Shape shapes[] = {{320, 64, Elem::bf16}, {384, 128, Elem::bf16}, {640, 64, Elem::bf16}, {640, 64, Elem::f32},
+                          // groups of 32 (the AVX2 kernel's blocks of 32): 10 groups, and 11 (an odd last one)
+                          {320, 32, Elem::bf16}, {352, 32, Elem::f32}};
   for (const auto& best : sets)
     for (const auto& [hidden, group, scales] : shapes)
       for (std::size_t rows : {1, 2, 3, 4, 6, 9}) {
+        if (group == 32 && best.int4_limbs_in_tiles) continue;  // tiles take groups of 64 and up
         SCOPED_TRACE(best.isa);
-        // In tiles for the VNNI kernel, in blocks of 64 for the AVX2 one.
+        // In tiles for the VNNI kernel, in blocks (of 64, or 32 for groups of 32) for the AVX2 one.
         Int4Layer l(rows, 19, hidden, group, 21 + static_cast<std::uint32_t>(rows), best.int4_limbs_in_tiles, scales);
         ASSERT_EQ(l.packed.tiles, best.int4_limbs_in_tiles);
         ASSERT_EQ(l.packed.bf16_group_params, scales == Elem::bf16);
@@ -322,7 +325,8 @@ TEST(QuantKernel, Int4PathFollowsTheKernelsRowsAndGroup) {
   limbs_blocks.int4_limbs_in_tiles = false;
   EXPECT_EQ(int4_path(limbs_blocks, true, 64, many), P::limbs);
   EXPECT_FALSE(in_tiles(limbs_blocks, P::limbs));
-  EXPECT_EQ(int4_path(limbs_blocks, true, 32, 1), P::fp32);
+  EXPECT_EQ(int4_path(limbs_blocks, true, 32, 1), P::limbs);  // blocks of 32 too
+  EXPECT_EQ(int4_path(limbs_blocks, false, 32, 1), P::fp32);
 }
 
 // int8 weight-only in quads with x as limbs (the decode kernel for int8wo): the layout holds every
