@@ -200,12 +200,6 @@ float* float_scratch(std::size_t n, int slot) {
   return v.data();
 }
 
-std::int16_t* int16_scratch(std::size_t n) {
-  thread_local std::vector<std::int16_t> v;
-  if (v.size() < n) v.resize(n);
-  return v.data();
-}
-
 std::size_t int8_limb_rows() { return quant_kernels().int4_limbs_in_tiles ? kInt4LimbRows : kAvx2Int8LimbRows; }
 
 std::string int8_dynamic_kernel_name(const QuantKernels& k) {

@@ -184,7 +184,6 @@ std::size_t int8_limb_rows();
 // std::vector's members instantiated in those files could be the copies the linker keeps for the
 // whole program, and carry their instructions to CPUs without them (quant_kernel.cpp has no flags).
 float* float_scratch(std::size_t n, int slot);
-std::int16_t* int16_scratch(std::size_t n);
 inline bool avx2_quant_usable() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");

@@ -5,8 +5,8 @@
 // int8 and e4m3: 32 bytes, sign-extended), four independent FMA chains per row so that one row
 // (decode) keeps both FMA pipes busy; a channel's codes are read from memory once whatever the
 // row count. int8 dynamic: AVX2 has no u8 x s8 product that cannot saturate (vpmaddubsw adds its
-// pairs in 16 bits), so the activation codes are widened to s16 once per call and each channel's
-// codes per load: vpmaddwd, exact in s32. int4 with bf16 activations at decode: x as int8 limbs
+// pairs in 16 bits), so the u8 activation codes and the channel's codes are widened to s16 as they
+// are loaded: vpmaddwd, exact in s32. int4 with bf16 activations at decode: x as int8 limbs
 // against the u8 codes (vpmaddubsw), below.
 #include <immintrin.h>
 
@@ -157,39 +157,39 @@ void weight_only(const PackedWeights& w, const float* x, const float* xsum, std:
 }
 
 // R rows of activation codes (s16, row stride hidden) times channel j.
+// R rows of u8 activation codes (code + 128, row stride hidden) times channel j: both widened to
+// s16 as they are loaded (xu <= 255 and |w| <= 127: a lane pair's sum fits in s32), the shift
+// taken back with the channel's code sum, as the AVX-512 kernel does.
 template <std::size_t R>
-void int8_channel(const PackedWeights& w, std::size_t j, const std::int16_t* x16, const float* xscale, float* c,
+void int8_channel(const PackedWeights& w, std::size_t j, const std::uint8_t* xu, const float* xscale, float* c,
                   std::size_t ldc) {
   const std::size_t h = w.hidden, full = h / 16 * 16;
   const std::uint8_t* codes = w.codes.data() + j * h;
+  auto load16 = [](const std::uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); };
   __m256i acc[R];
   for (std::size_t r = 0; r < R; ++r) acc[r] = _mm256_setzero_si256();
   for (std::size_t k = 0; k < full; k += 16) {
-    const __m256i wv = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + k)));
+    const __m256i wv = _mm256_cvtepi8_epi16(load16(codes + k));
     for (std::size_t r = 0; r < R; ++r)
-      acc[r] = _mm256_add_epi32(
-          acc[r], _mm256_madd_epi16(wv, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x16 + r * h + k))));
+      acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(wv, _mm256_cvtepu8_epi16(load16(xu + r * h + k))));
   }
+  const std::int32_t shift = 128 * w.code_sums[j];
   for (std::size_t r = 0; r < R; ++r) {
     std::int32_t sum = hsum(acc[r]);
-    for (std::size_t k = full; k < h; ++k) sum += std::int32_t(x16[r * h + k]) * static_cast<std::int8_t>(codes[k]);
-    c[r * ldc + j] = float(sum) * xscale[r] * w.scales[j];
+    for (std::size_t k = full; k < h; ++k) sum += std::int32_t(xu[r * h + k]) * static_cast<std::int8_t>(codes[k]);
+    c[r * ldc + j] = float(sum - shift) * xscale[r] * w.scales[j];
   }
 }
 
 void int8_dynamic(const PackedWeights& w, const std::uint8_t* xu, const float* xscale, std::size_t rows, std::size_t j0,
                   std::size_t j1, float* c, std::size_t ldc) {
-  using Fn = void (*)(const PackedWeights&, std::size_t, const std::int16_t*, const float*, float*, std::size_t);
+  using Fn = void (*)(const PackedWeights&, std::size_t, const std::uint8_t*, const float*, float*, std::size_t);
   static constexpr Fn by_rows[kRowsPerPass] = {int8_channel<1>, int8_channel<2>, int8_channel<3>, int8_channel<4>,
                                                int8_channel<5>, int8_channel<6>, int8_channel<7>, int8_channel<8>};
-  // The codes as s16, once per call (rows x hidden; this kernel runs only where hidden is not a
-  // multiple of 64, int8dq's limbs kernel the rest).
-  std::int16_t* x16 = int16_scratch(rows * w.hidden);
-  for (std::size_t i = 0; i < rows * w.hidden; ++i) x16[i] = static_cast<std::int16_t>(int(xu[i]) - 128);
   for (std::size_t j = j0; j < j1; ++j)
     for (std::size_t m = 0; m < rows; m += kRowsPerPass) {
       const std::size_t n = std::min(kRowsPerPass, rows - m);
-      by_rows[n - 1](w, j, x16 + m * w.hidden, xscale + m, c + m * ldc, ldc);
+      by_rows[n - 1](w, j, xu + m * w.hidden, xscale + m, c + m * ldc, ldc);
     }
 }
 
@@ -203,6 +203,31 @@ void int8_dynamic(const PackedWeights& w, const std::uint8_t* xu, const float* x
 // sum_g z s sum_g(x) from the exact sums of x, 8 groups per step.
 constexpr std::size_t kPrefetchBytes = 2048;  // how far ahead of the codes the loads ask for lines
 
+// Each row's limbs and group scales, for the passes below.
+template <std::size_t R>
+struct RowLimbs {
+  const std::int8_t* hi[R];
+  const std::int8_t* lo[R];
+  const float* a[R];
+  RowLimbs(const XLimbs& x, std::size_t r0, std::size_t hidden, std::size_t groups) {
+    for (std::size_t r = 0; r < R; ++r) {
+      hi[r] = x.hi.data() + (r0 + r) * hidden;
+      lo[r] = x.lo.data() + (r0 + r) * hidden;
+      a[r] = x.scale.data() + (r0 + r) * groups;
+    }
+  }
+};
+
+// sum_g zs[g] xsum[g]: a row's zero-point term, 8 groups per step.
+inline float zero_point_term(const float* zs, const float* xsum, std::size_t groups) {
+  __m256 z = _mm256_setzero_ps();
+  std::size_t g = 0;
+  for (; g + 8 <= groups; g += 8) z = _mm256_fmadd_ps(_mm256_loadu_ps(zs + g), _mm256_loadu_ps(xsum + g), z);
+  float sum = hsum(z);
+  for (; g < groups; ++g) sum += zs[g] * xsum[g];
+  return sum;
+}
+
 // Folded: one row whose group scales a are already in scale254 (s a / 254: decode's case).
 template <std::size_t R, bool Folded = false>
 void limbs_channel(const PackedWeights& w, std::size_t j, const XLimbs& x, std::size_t r0, const float* xsum,
@@ -211,16 +236,10 @@ void limbs_channel(const PackedWeights& w, std::size_t j, const XLimbs& x, std::
   const std::size_t h = w.hidden, groups = h / w.group;
   const std::uint8_t* codes = w.codes.data() + j * h / 2;
   const __m256i low4 = _mm256_set1_epi8(0x0f), hi_unit = _mm256_set1_epi16(254), lo_unit = _mm256_set1_epi16(1);
-  const std::int8_t* hi[R];
-  const std::int8_t* lo[R];
-  const float* a[R];
+  const RowLimbs<R> rl(x, r0, h, groups);
+  const auto &hi = rl.hi, &lo = rl.lo, &a = rl.a;
   __m256 acc[R];
-  for (std::size_t r = 0; r < R; ++r) {
-    hi[r] = x.hi.data() + (r0 + r) * h;
-    lo[r] = x.lo.data() + (r0 + r) * h;
-    a[r] = x.scale.data() + (r0 + r) * groups;
-    acc[r] = _mm256_setzero_ps();
-  }
+  for (std::size_t r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   auto load = [](const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); };
   for (std::size_t g = 0, k = 0; g < groups; ++g) {
     __m256i sum[R];
@@ -244,15 +263,7 @@ void limbs_channel(const PackedWeights& w, std::size_t j, const XLimbs& x, std::
       else
         acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(sum[r]), _mm256_broadcast_ss(a[r] + g)), sg, acc[r]);
   }
-  for (std::size_t r = 0; r < R; ++r) {
-    __m256 z = _mm256_setzero_ps();
-    std::size_t g = 0;
-    for (; g + 8 <= groups; g += 8)
-      z = _mm256_fmadd_ps(_mm256_loadu_ps(zs + g), _mm256_loadu_ps(xsum + r * groups + g), z);
-    float zero_term = hsum(z);
-    for (; g < groups; ++g) zero_term += zs[g] * xsum[r * groups + g];
-    c[r * ldc + j] = hsum(acc[r]) - zero_term;
-  }
+  for (std::size_t r = 0; r < R; ++r) c[r * ldc + j] = hsum(acc[r]) - zero_point_term(zs, xsum + r * groups, groups);
 }
 
 // The same for groups of 32, in blocks of 32 (16 bytes: byte i = q[k + i] | q[k + 16 + i] << 4): a
@@ -272,16 +283,10 @@ void limbs32_channel(const PackedWeights& w, std::size_t j, const XLimbs& x, std
   const std::size_t h = w.hidden, groups = h / 32;
   const std::uint8_t* codes = w.codes.data() + j * h / 2;
   const __m256i low4 = _mm256_set1_epi8(0x0f), hi_unit = _mm256_set1_epi16(254), lo_unit = _mm256_set1_epi16(1);
-  const std::int8_t* hi[R];
-  const std::int8_t* lo[R];
-  const float* a[R];
+  const RowLimbs<R> rl(x, r0, h, groups);
+  const auto &hi = rl.hi, &lo = rl.lo, &a = rl.a;
   __m256 acc[R];
-  for (std::size_t r = 0; r < R; ++r) {
-    hi[r] = x.hi.data() + (r0 + r) * h;
-    lo[r] = x.lo.data() + (r0 + r) * h;
-    a[r] = x.scale.data() + (r0 + r) * groups;
-    acc[r] = _mm256_setzero_ps();
-  }
+  for (std::size_t r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   std::size_t g = 0;
   for (; g + 2 <= groups; g += 2) {
     const std::size_t k = 32 * g;
@@ -317,15 +322,8 @@ void limbs32_channel(const PackedWeights& w, std::size_t j, const XLimbs& x, std
       tail[r] = float(_mm_cvtsi128_si32(s)) * scale254[g] * (Folded ? 1.f : a[r][g]);
     }
   }
-  for (std::size_t r = 0; r < R; ++r) {
-    __m256 z = _mm256_setzero_ps();
-    std::size_t gz = 0;
-    for (; gz + 8 <= groups; gz += 8)
-      z = _mm256_fmadd_ps(_mm256_loadu_ps(zs + gz), _mm256_loadu_ps(xsum + r * groups + gz), z);
-    float zero_term = hsum(z);
-    for (; gz < groups; ++gz) zero_term += zs[gz] * xsum[r * groups + gz];
-    c[r * ldc + j] = hsum(acc[r]) + tail[r] - zero_term;
-  }
+  for (std::size_t r = 0; r < R; ++r)
+    c[r * ldc + j] = hsum(acc[r]) + tail[r] - zero_point_term(zs, xsum + r * groups, groups);
 }
 
 void int4_limbs(const PackedWeights& w, const XLimbs& x, const float* xsum, std::size_t rows, std::size_t j0,
