@@ -73,6 +73,17 @@ double smallest_p_value(std::size_t n1, std::size_t n2) {
   return mann_whitney_u(low, high).p_value;
 }
 
+std::string repeated_cases(const std::vector<std::string>& case_strings) {
+  std::map<std::string, int> times;
+  std::vector<std::string> repeated;
+  for (auto& c : case_strings)
+    if (++times[c] == 2) repeated.push_back(c);
+  if (repeated.empty()) return "";
+  return fmt::format("{} {} more than once (merged or resumed runs): {}{}", repeated.size(),
+                     repeated.size() == 1 ? "case appears" : "cases appear", repeated.front(),
+                     repeated.size() > 1 ? fmt::format(" and {} more", repeated.size() - 1) : "");
+}
+
 bool can_reach_alpha(std::size_t n1, std::size_t n2, double alpha) {
   return n1 >= kMinTestableSamples && n2 >= kMinTestableSamples && smallest_p_value(n1, n2) < alpha;
 }
@@ -132,15 +143,10 @@ Comparison compare_results(const ResultSet& base, const ResultSet& neu, const Co
   // A case that appears twice (merged or resumed runs) counts by its last record, and says so:
   // in sets merged from two machines the records are of different machines.
   for (auto [side, set] : {std::pair{"BASE", &base}, std::pair{"NEW", &neu}}) {
-    std::map<std::string, int> times;
-    std::vector<std::string> repeated;
-    for (auto& r : set->results)
-      if (++times[r.case_string] == 2) repeated.push_back(r.case_string);
-    if (!repeated.empty())
-      cmp.context_warnings.push_back(fmt::format(
-          "{} {} {} more than once (merged or resumed runs), each compared by its last record: {}{}", repeated.size(),
-          side, repeated.size() == 1 ? "case appears" : "cases appear", repeated.front(),
-          repeated.size() > 1 ? fmt::format(" and {} more", repeated.size() - 1) : ""));
+    std::vector<std::string> cases;
+    for (auto& r : set->results) cases.push_back(r.case_string);
+    if (auto repeated = repeated_cases(cases); !repeated.empty())
+      cmp.context_warnings.push_back(fmt::format("{}: {}; each is compared by its last record", side, repeated));
   }
   std::map<std::string, const Result*> by_case;
   for (auto& r : neu.results) by_case[r.case_string] = &r;

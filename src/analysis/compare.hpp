@@ -32,6 +32,11 @@ std::string compare_verdict(double change, double p_value, bool testable, const 
 double smallest_p_value(std::size_t n1, std::size_t n2);
 bool can_reach_alpha(std::size_t n1, std::size_t n2, double alpha);
 
+// The cases a set of records holds more than once (merged or resumed runs), in a phrase for a
+// warning: "2 cases appear more than once (merged or resumed runs): CASE and 1 more"; "" when
+// none does. compare and predict --measured take each one's last record.
+std::string repeated_cases(const std::vector<std::string>& case_strings);
+
 struct CaseChange {
   std::string case_string, op;
   std::string base_status, new_status;

@@ -296,17 +296,13 @@ void answer(Answers& out, std::set<std::string>& seen, const PredictModel& m, co
 void attach_measured(Answers& out, const std::string& path) {
   ResultSet rs = load_results(path);
   std::map<std::string, double> times;
-  std::vector<std::string> repeated;  // merged or resumed runs: the last record is the time
-  for (auto& s : samples_from(rs))
-    if (!times.insert_or_assign(s.case_string, s.time_s).second &&
-        std::find(repeated.begin(), repeated.end(), s.case_string) == repeated.end())
-      repeated.push_back(s.case_string);
-  if (!repeated.empty())
-    fmt::print(stderr,
-               "opmeter: note: --measured {}: {} {} more than once (merged or resumed runs); each is measured by "
-               "its last record: {}{}\n",
-               path, repeated.size(), repeated.size() == 1 ? "case appears" : "cases appear", repeated.front(),
-               repeated.size() > 1 ? fmt::format(" and {} more", repeated.size() - 1) : "");
+  std::vector<std::string> cases;
+  for (auto& s : samples_from(rs)) {
+    times[s.case_string] = s.time_s;  // merged or resumed runs: the last record is the time
+    cases.push_back(s.case_string);
+  }
+  if (auto repeated = repeated_cases(cases); !repeated.empty())
+    fmt::print(stderr, "opmeter: note: --measured {}: {}; each is measured by its last record\n", path, repeated);
   for (auto& p : out.cases)
     if (!p.measured_s)
       if (auto it = times.find(p.case_string); it != times.end()) p.measured_s = it->second;
