@@ -358,6 +358,14 @@ TEST(Cli, AProfileOfOtherThreadsLeavesTheRunToMeasureItsOwnCeilings) {
   EXPECT_NE(other.text.find("measured with threads=1, and cases run with threads=2"), std::string::npos) << other.text;
   EXPECT_NE(other.text.find("peak/opmeter/fp32/"), std::string::npos) << other.text;
   EXPECT_NE(other.text.find("bandwidth/opmeter/fp32/"), std::string::npos) << other.text;
+  // Both thread counts: the profile's own ceilings are not measured again, the others' are.
+  auto both = write(dir, "both.yaml", "ops: [relu]\nimpls: [opmeter]\ndtypes: [fp32]\nthreads: [1, 2]\nbatch: [1]\n"
+                                      "seq: [4]\nhidden: [64]\n");
+  auto mixed = cli(fmt::format("run {} --calibration {} --dry-run", both.string(), profile.string()));
+  ASSERT_EQ(mixed.code, 0) << mixed.text;
+  EXPECT_NE(mixed.text.find("peak/opmeter/fp32/kernel=fma/threads=2"), std::string::npos) << mixed.text;
+  EXPECT_EQ(mixed.text.find("peak/opmeter/fp32/kernel=fma/threads=1"), std::string::npos) << mixed.text;
+  EXPECT_NE(mixed.text.find("4 cases from"), std::string::npos) << mixed.text;  // threads=2's two ceilings, two relus
   // A GPU's profile holds no host ceiling.
   auto gpu = write(dir, "gpu.json",
                    R"({"schema": "opmeter-calibration/1", "threads": 1, "device": "cuda:0",

@@ -155,7 +155,30 @@ TEST(Ceilings, TensorOpsGetABandwidthCeilingUnlessAProfileIsGiven) {
   EXPECT_EQ(out[0].to_string(), "peak/opmeter/fp32/kernel=fma/threads=2");
   EXPECT_EQ(out[1].to_string(), "bandwidth/opmeter/fp32/kernel=copy,n=1024/threads=2");
   EXPECT_EQ(out[2].op, "layernorm");
-  EXPECT_EQ(with_needed_peaks(cases, 1024, /*have_profile=*/true).size(), 1u);
+  Ceilings profile;
+  profile.load_profile({{"schema", kCalibrationSchema},
+                        {"threads", 2},
+                        {"peak_gflops", {{"fp32", 300.0}}},
+                        {"bandwidth", {{"memory_gbps", 25.0}}}});
+  EXPECT_EQ(with_needed_peaks(cases, 1024, profile).size(), 1u);
+}
+
+// A profile holds the ceilings of its thread count and dtypes only: the others are measured.
+TEST(Ceilings, AProfileReplacesOnlyTheCeilingsItHolds) {
+  Ceilings profile;
+  profile.load_profile({{"schema", kCalibrationSchema},
+                        {"threads", 2},
+                        {"peak_gflops", {{"fp32", 300.0}}},
+                        {"bandwidth", {{"memory_gbps", 25.0}}}});
+  auto out = with_needed_peaks({parse_case("layernorm/opmeter/fp32/batch=1,seq=2,hidden=3/threads=2"),
+                                parse_case("layernorm/opmeter/fp32/batch=1,seq=2,hidden=3/threads=1")},
+                               1024, profile);
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(out[0].to_string(), "peak/opmeter/fp32/kernel=fma/threads=1");
+  EXPECT_EQ(out[1].to_string(), "bandwidth/opmeter/fp32/kernel=copy,n=1024/threads=1");
+  out = with_needed_peaks({parse_case("gemm/openblas/fp64/M=8,N=8,K=8/threads=2")}, 1024, profile);
+  ASSERT_EQ(out.size(), 2u);  // fp64's peak: the profile has none
+  EXPECT_EQ(out[0].to_string(), "peak/opmeter/fp64/kernel=fma/threads=2");
 }
 
 // A config's own bandwidth case too small to stream from memory (8 MiB) is no ceiling: the

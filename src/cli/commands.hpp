@@ -97,7 +97,7 @@ int run_pipelines(std::vector<pipeline::PlannedPipeline> pipelines, std::vector<
 // SIGINT, 143 SIGTERM).
 int results_exit_code(const std::vector<Result>& results);
 // Reads and checks a calibration profile (UsageError otherwise).
-nlohmann::json read_calibration(const std::string& path);
+CalibrationProfile read_calibration(const std::string& path);
 
 // `opmeter check`: correctness of every impl x dtype x the ops' check shapes, untimed.
 struct CheckArgs {

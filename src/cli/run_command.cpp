@@ -41,26 +41,23 @@ namespace {
 std::atomic<bool>& g_cancel = interrupt_flag();  // Ctrl-C or SIGTERM: the run stops, exit 128 + the signal
 
 
-// Whether a calibration profile holds the ceilings of every host case: one measured with other
-// threads does not, and then the run measures its own (saying why) rather than lose % of peak.
-bool profile_covers(const nlohmann::json& calibration, const std::vector<Case>& cases) {
-  if (calibration.is_null()) return false;
-  const CalibrationProfile p = CalibrationProfile::from_json(calibration);
+// Says which host cases' ceilings the run measures itself although a calibration profile was
+// given: the profile holds those of one device and thread count only.
+void say_what_the_profile_leaves(const CalibrationProfile& p, const std::vector<Case>& cases) {
   const bool host_cases = std::any_of(cases.begin(), cases.end(), [](const Case& c) { return c.on_host(); });
-  if (p.device != kHostDevice) {  // a device's profile holds none of the host's ceilings
+  if (p.device != kHostDevice) {
     if (host_cases)
       fmt::print(stderr, "opmeter: the calibration profile is of {}: the run measures the host's ceilings itself\n", p.device);
-    return !host_cases;
+    return;
   }
   std::set<int> others;
   for (auto& c : cases)
     if (c.on_host() && c.threads != p.threads) others.insert(c.threads);
-  if (others.empty()) return true;
-  fmt::print(stderr,
-             "opmeter: the calibration profile was measured with threads={}, and cases run with threads={}: the run "
-             "measures its host ceilings itself\n",
-             p.threads, fmt::join(others, ","));
-  return false;
+  if (!others.empty())
+    fmt::print(stderr,
+               "opmeter: the calibration profile was measured with threads={}, and cases run with threads={}: the run "
+               "measures the ceilings of threads={} itself\n",
+               p.threads, fmt::join(others, ","), fmt::join(others, ","));
 }
 
 Plan make_plan(const RunArgs& a) {
@@ -298,7 +295,7 @@ UserImpls load_user_impls(const std::vector<std::string>& kernels, const std::ve
   return out;
 }
 
-nlohmann::json read_calibration(const std::string& path) {
+CalibrationProfile read_calibration(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw UsageError(fmt::format("--calibration {}: is a directory; expected a profile written by opmeter calibrate", path));
@@ -311,11 +308,10 @@ nlohmann::json read_calibration(const std::string& path) {
     throw UsageError(fmt::format("--calibration {}: not JSON ({})", path, e.what()));
   }
   try {  // reject anything that is not a profile now, before any case runs
-    CalibrationProfile::from_json(j);
+    return CalibrationProfile::from_json(j);
   } catch (const UsageError& e) {
     throw UsageError(fmt::format("--calibration {}: {}", path, e.what()));
   }
-  return j;
 }
 
 ResultSet run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& given_options, RunOutput out) {
@@ -536,8 +532,14 @@ int run_command(const RunArgs& given, const char* argv0) {
   if (cases.empty() && !(a.dry_run && !plan.notes.empty()))  // a dry run of a config's unloaded kernels may list none
     throw UsageError(fmt::format("--filter '{}' matches none of the {} cases of {}", a.filter, plan.cases.size(), plan.source));
   if (!a.calibration.empty()) options.calibration = read_calibration(a.calibration);
-  if (!a.case_given)
-    cases = with_needed_peaks(cases, default_bandwidth_elements(), profile_covers(options.calibration, cases));
+  if (!a.case_given) {
+    Ceilings known;
+    if (options.calibration) {
+      known.load_profile(*options.calibration);
+      say_what_the_profile_leaves(*options.calibration, cases);
+    }
+    cases = with_needed_peaks(cases, default_bandwidth_elements(), known);
+  }
   if (shard) {
     if (!plan.pipelines.empty())
       throw UsageError("pipelines run whole on one machine: a run of pipelines (--pipeline or a config's pipelines:) takes no --shard");

@@ -28,7 +28,6 @@
 #include "opmeter/sensor.hpp"
 #include "sensors/telemetry.hpp"
 #include "util/interrupt.hpp"
-#include "engine/calibration_profile.hpp"
 
 namespace opmeter {
 namespace {
@@ -499,8 +498,9 @@ void Ceilings::learn(const Result& r) {
   }
 }
 
-void Ceilings::load_profile(const nlohmann::json& j) {
-  const CalibrationProfile p = CalibrationProfile::from_json(j);
+void Ceilings::load_profile(const nlohmann::json& j) { load_profile(CalibrationProfile::from_json(j)); }
+
+void Ceilings::load_profile(const CalibrationProfile& p) {
   // A device's profile holds for that device; the host's for its thread count.
   Case host;
   host.threads = p.threads;
@@ -571,7 +571,8 @@ std::vector<Case> ceilings_first(std::vector<Case> cases) {
 }
 }  // namespace
 
-std::vector<Case> with_needed_peaks(const std::vector<Case>& cases, std::size_t bandwidth_elements, bool have_profile) {
+std::vector<Case> with_needed_peaks(const std::vector<Case>& cases, std::size_t bandwidth_elements,
+                                    const Ceilings& known) {
   const auto& reg = Registry::global();
   std::set<std::pair<DType, std::string>> have, need;  // compute ceilings by (dtype, where)
   std::set<std::string> have_memory, need_memory;       // memory ceilings by where
@@ -585,10 +586,10 @@ std::vector<Case> with_needed_peaks(const std::vector<Case>& cases, std::size_t 
     // A bandwidth case too small to stream from memory is no ceiling (Ceilings::learn): the
     // default-sized one is added beside it.
     if (op->ceiling == CeilingKind::memory && op->work(c).bytes() >= kMemoryCeilingMinBytes) have_memory.insert(at);
-    if (have_profile && c.on_host()) continue;  // the calibration profile holds the host's ceilings
     if (op->peak_dtype && op->ceiling != CeilingKind::compute)
-      if (auto d = op->peak_dtype(c)) need.insert({*d, at});
-    if (op->uses_memory && !op->defaults.empty() && bandwidth_elements > 0) need_memory.insert(at);
+      if (auto d = op->peak_dtype(c); d && !known.peak(*d, at)) need.insert({*d, at});
+    if (op->uses_memory && !op->defaults.empty() && bandwidth_elements > 0 && !known.bandwidth(at))
+      need_memory.insert(at);
   }
   // A ceiling case only where an impl of the ceiling op takes the dtype there: fp16 on a CPU has
   // no peak kernel, and a case planned only to be skipped says nothing.
@@ -616,7 +617,7 @@ std::vector<Case> with_needed_peaks(const std::vector<Case>& cases, std::size_t 
 std::vector<Result> run_all(const std::vector<Case>& cases, std::vector<Result> previous, const RunOptions& options,
                             Reporter& reporter, const std::atomic<bool>* cancel) {
   Ceilings ceilings;
-  if (!options.calibration.is_null()) ceilings.load_profile(options.calibration);
+  if (options.calibration) ceilings.load_profile(*options.calibration);
   std::set<std::string> done;
   for (auto& r : previous) {
     done.insert(r.case_string);

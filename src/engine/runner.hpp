@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/calibration_profile.hpp"
 #include "opmeter/engine.hpp"
 #include "opmeter/reporter.hpp"
 #include "opmeter/result.hpp"
@@ -21,7 +22,7 @@ struct RunOptions {
   std::string self_exe;         // the opmeter binary to re-execute (isolation)
   std::vector<std::string> plugins;  // C plugins the re-executed binary loads (isolation)
   double case_deadline_s = 0;   // isolation deadline per case; 0: 2 x timeout + 30 s
-  nlohmann::json calibration;   // a calibration profile whose ceilings results are shown against
+  std::optional<CalibrationProfile> calibration;  // a profile whose ceilings results are shown against
   bool profile = false;         // one sample of one call after warm-up, in the profiler's range
   bool memory_profile = false;  // an untimed pass measuring peak memory (a worker's: and a snapshot)
   std::string profile_dir;      // where impls write their profiles (engine/profile_pass.hpp); "": none
@@ -102,6 +103,7 @@ class Ceilings {
   void learn(const Result& r);
   // Reads a calibration profile; throws UsageError when it is not one.
   void load_profile(const nlohmann::json& profile);
+  void load_profile(const CalibrationProfile& profile);
   void annotate(Result& r) const;  // % of peak, % of bandwidth, roofline bound and efficiency
   // By where a case runs: `threads=N` on the CPU, `cuda:N` on a GPU (see where()).
   std::optional<double> peak(DType d, const std::string& at) const;
@@ -125,10 +127,10 @@ constexpr double kMemoryCeilingMinBytes = 64.0 * (1 << 20);
 // Adds the ceilings a list needs, in front: a peak case per (dtype, threads) for % of peak (on a
 // GPU one per peak kernel of the dtype: fma, or mma and wgmma), and,
 // for tensor ops (those with sweep axes), a memory-bandwidth case per thread count of
-// `bandwidth_elements` fp32 elements for % of bandwidth and the roofline. A calibration profile
-// replaces both (pass have_profile).
+// `bandwidth_elements` fp32 elements for % of bandwidth and the roofline. None of those `known`
+// holds already (a calibration profile's: its device and thread count, its dtypes).
 std::vector<Case> with_needed_peaks(const std::vector<Case>& cases, std::size_t bandwidth_elements = 0,
-                                    bool have_profile = false);
+                                    const Ceilings& known = Ceilings());
 
 // A case of one of opmeter's own ceiling kernels (peak, bandwidth).
 Case ceiling_case(const std::string& op, DType dtype, std::vector<std::pair<std::string, std::string>> params,

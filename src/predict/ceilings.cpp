@@ -117,12 +117,14 @@ Ceilings Ceilings::from_json(const nlohmann::json& j) {
 }
 
 Ceilings ceilings_from_profile(const nlohmann::json& profile, const std::string& path) {
-  CalibrationProfile p;
   try {
-    p = CalibrationProfile::from_json(profile);
+    return ceilings_from_profile(CalibrationProfile::from_json(profile), path);
   } catch (const UsageError& e) {
     throw UsageError(fmt::format("{}: {}", path, e.what()));
   }
+}
+
+Ceilings ceilings_from_profile(const CalibrationProfile& p, const std::string& path) {
   Ceilings c;
   c.device = p.device;
   c.threads = c.device == kHostDevice ? p.threads : 0;

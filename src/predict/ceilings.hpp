@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/calibration_profile.hpp"
 #include "opmeter/dtype.hpp"
 #include "results/result_set.hpp"
 
@@ -31,6 +32,7 @@ struct Ceilings {
 
 // From an `opmeter calibrate` profile (schema opmeter-calibration/1). UsageError otherwise.
 Ceilings ceilings_from_profile(const nlohmann::json& profile, const std::string& path);
+Ceilings ceilings_from_profile(const CalibrationProfile& profile, const std::string& path);
 
 // Per device, from the ceiling cases (peak, bandwidth) measured in the result sets and the
 // peak_gflops / bandwidth_gbps the results were compared with; SM count and cache size from the
