@@ -372,3 +372,32 @@ TEST(CliMerge, KeepsThePipelinesTotalsOfTheRunsItJoins) {
   EXPECT_TRUE(fs::exists(merged / "summary.csv"));
   EXPECT_NE(slurp(merged / "report.md").find("mlp"), std::string::npos);
 }
+
+// The same pipeline from two machines stays two: each named by its machine in the report, the
+// CSVs and the logs.
+TEST(CliMerge, NamesEachPipelinesMachine) {
+  const Fixture& f = fixture();
+  const fs::path tree = f.dir / ("two_machines_" + std::to_string(getpid()));
+  for (auto name : {"hostA", "hostB"}) {
+    fs::create_directories(tree / name);
+    fs::copy(f.results, tree / name, fs::copy_options::recursive);
+  }
+  const fs::path merged = f.dir / ("merged_two_" + std::to_string(getpid()));
+  auto out = cli("merge " + tree.string() + " -o " + merged.string());
+  ASSERT_EQ(out.code, 0) << out.text;
+  auto j = nlohmann::json::parse(slurp(merged / "pipelines.json"));
+  ASSERT_EQ(j["pipelines"].size(), 2u);
+  EXPECT_EQ(j["pipelines"][0]["machine"], "hostA");
+  EXPECT_EQ(j["pipelines"][1]["machine"], "hostB");
+  const auto report = slurp(merged / "report.md");
+  EXPECT_NE(report.find("on hostA"), std::string::npos) << report;
+  EXPECT_NE(report.find("on hostB"), std::string::npos) << report;
+  const auto summary = slurp(merged / "summary.csv");
+  EXPECT_NE(summary.find(",machine\n"), std::string::npos) << summary;
+  EXPECT_NE(summary.find(",hostB\n"), std::string::npos) << summary;
+  EXPECT_NE(slurp(merged / "pipeline_layers.csv").find(",hostA\n"), std::string::npos);
+  EXPECT_TRUE(fs::exists(merged / "pipeline-mlp-cpu-hostA.log"));
+  EXPECT_TRUE(fs::exists(merged / "pipeline-mlp-cpu-hostB.log"));
+  // A run's own files have no machine column.
+  EXPECT_EQ(slurp(f.results / "summary.csv").find("machine"), std::string::npos);
+}

@@ -26,7 +26,7 @@ inline Result on(const std::string& machine, const std::string& case_string, dou
   Result r = measured(case_string, median_s);
   r.case_string = case_string;
   r.summary.median = median_s;  // exact, so that the expected numbers below are too
-  r.details[scale::kMachineDetail] = machine;
+  r.details[kMachineDetail] = machine;
   return r;
 }
 

@@ -13,6 +13,7 @@
 #include "report/fleet_section.hpp"
 #include "opmeter/sensor.hpp"
 #include "report/report.hpp"
+#include "report/reporters.hpp"
 #include "scale/fleet.hpp"
 #include "scale/merge.hpp"
 #include "tests/cli_helpers.hpp"
@@ -37,7 +38,7 @@ struct Expected {
 std::vector<Expected> expected_ranking(const ResultSet& set, const std::string& case_string) {
   std::vector<std::pair<double, std::string>> times;
   for (auto& r : set.results)
-    if (r.case_string == case_string) times.push_back({r.summary.median, r.details.at(scale::kMachineDetail)});
+    if (r.case_string == case_string) times.push_back({r.summary.median, r.details.at(kMachineDetail)});
   std::sort(times.begin(), times.end());
   const double median = times[times.size() / 2].first;  // five machines: the middle one
   std::vector<Expected> out;
@@ -149,7 +150,7 @@ TEST(FleetReport, HeatmapOfAHugeFleetKeepsTheCasesWithMostOutliers) {
 TEST(FleetReport, AbsentForOneMachineOrResultsWithoutAFleet) {
   auto one = fleet_set();
   one.context["fleet"] = nlohmann::json::array({one.context["fleet"][0]});
-  std::erase_if(one.results, [](auto& r) { return r.details.at(scale::kMachineDetail) != "a"; });
+  std::erase_if(one.results, [](auto& r) { return r.details.at(kMachineDetail) != "a"; });
   for (auto& set : {one, report_set()}) {
     nlohmann::json specs = nlohmann::json::array();
     EXPECT_EQ(fleet_html({set}, specs), "");
@@ -265,6 +266,17 @@ TEST(FleetReport, MergeAndReportOfATreeShowTheFleet) {
   }
   EXPECT_NE(read(dir / "merged" / "report.html").find("<h2 id=\"fleet\">Fleet</h2>"), std::string::npos);
   EXPECT_NE(read(dir / "merged" / "report.md").find("\n## Fleet\n"), std::string::npos);  // merge's markdown report too
+  // The merged table and CSV name each result's machine; a one-machine run's keep their columns.
+  const auto md = read(dir / "merged" / "results.md");
+  EXPECT_NE(md.find("| machine |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| rank002-of-4-host2-cpu |"), std::string::npos) << md;
+  const auto csv = read(dir / "merged" / "results.csv");
+  const auto header = csv.substr(0, csv.find('\n'));
+  EXPECT_EQ(header.substr(header.size() - 14), ",label,machine") << header;
+  EXPECT_NE(csv.find(",rank003-of-4-host3-cpu\n"), std::string::npos) << csv;
+  Result alone = measured(kase, 1e-5);
+  EXPECT_EQ(csv_table({}, {alone}).find("machine"), std::string::npos);
+  EXPECT_EQ(markdown_table({alone}).find("machine"), std::string::npos);
 }
 
 // The context records the board's default power limit beside the enforced one, so a capped GPU

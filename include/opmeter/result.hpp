@@ -25,6 +25,10 @@ struct Sustained {
   double gflops = 0, gbps = 0;  // at the sustained median
 };
 
+// The key merged results carry in Result::details: the name of the machine (the run) that
+// measured them (opmeter merge).
+inline constexpr const char* kMachineDetail = "machine";
+
 // Everything measured about one case. Engine output; reporters only format it.
 struct Result {
   Case kase;
@@ -59,7 +63,7 @@ struct Result {
   nlohmann::json telemetry;           // GPU timeline (see telemetry_json); null where none
   // Allocation high-water mark of the case on its device (Backend::memory_peak); empty: unknown.
   std::optional<std::size_t> peak_memory_bytes;
-  std::map<std::string, std::string> details;
+  std::map<std::string, std::string> details;  // details[kMachineDetail]: see there
   std::map<std::string, Metric> metrics;  // by name; set them with set_metric
 
   bool has_flag(const std::string& f) const;

@@ -39,6 +39,7 @@ struct ResultField {
   std::function<std::string(const Result&)> cell;
   bool numeric = false;          // right-aligned
   bool markdown_if_any = false;  // a column only when some result has a value for it
+  bool csv_if_any = false;       // likewise in results.csv (a run's CSV keeps its columns)
 
   const std::string& key(FieldOutput output) const;  // the field's name in that output
 };

@@ -68,6 +68,7 @@ int merge_command(const MergeArgs& a) {
   std::vector<pipeline::PipelineSummary> pipelines;
   for (auto& run : runs) {
     auto found = pipeline::read_pipelines(run.dir);
+    for (auto& p : found) p.machine = run.name;
     pipelines.insert(pipelines.end(), found.begin(), found.end());
   }
   if (!pipelines.empty()) {

@@ -1,5 +1,7 @@
 // results.csv: one tidy row per case, a column per field the field table puts in the CSV, then
 // one per metric.
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -39,15 +41,18 @@ ReporterRegistrar csv_reporter({
 
 std::string csv_table(const nlohmann::json& context, const std::vector<Result>& results) {
   auto metrics = metric_names(results);
-  std::vector<std::string> header;
+  std::vector<const ResultField*> fields;
   for (auto& f : result_fields())
-    if (f.outputs & kInCsv) header.push_back(f.key(kInCsv));
+    if ((f.outputs & kInCsv) &&
+        (!f.csv_if_any || std::any_of(results.begin(), results.end(), [&](const Result& r) { return !f.value(r).is_null(); })))
+      fields.push_back(&f);
+  std::vector<std::string> header;
+  for (auto* f : fields) header.push_back(f->key(kInCsv));
   for (auto& m : metrics) header.push_back(csv_field(m));
   std::string out = fmt::format("{}\n", fmt::join(header, ","));
   for (auto& r : results) {
     std::vector<std::string> row;
-    for (auto& f : result_fields())
-      if (f.outputs & kInCsv) row.push_back(cell(f.csv_value ? f.csv_value(r, context) : f.value(r)));
+    for (auto* f : fields) row.push_back(cell(f->csv_value ? f->csv_value(r, context) : f->value(r)));
     for (auto& m : metrics) {
       auto it = r.metrics.find(m);
       row.push_back(it == r.metrics.end() ? std::string() : num(it->second.value));

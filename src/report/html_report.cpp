@@ -44,7 +44,7 @@ void case_row(std::string& out, const Result& r) {
   std::string pct_roof = r.efficiency ? fmt::format("{:.1f}%", *r.efficiency * 100) : "";
   auto s = sustained_rate(r);
   std::string sustained = s ? fmt::format("{:.2f} {}", s->value, s->unit) : "";
-  auto on = r.details.find(scale::kMachineDetail);  // merged results: the machine that measured it
+  auto on = r.details.find(kMachineDetail);  // merged results: the machine that measured it
   const std::string machine = on == r.details.end() ? "" : on->second;
   fmt::format_to(std::back_inserter(out),
                  "<tr class=\"{}\"><td class=\"case\">{}</td><td><span class=\"status\">{}</span>{}</td>"

@@ -186,6 +186,17 @@ std::vector<ResultField> make_fields() {
                .read = [](Result& r, const json& v) { r.kase.label = v.get<std::string>(); },
                .markdown = "label", .cell = [](const Result& r) { return md_text(r.kase.label); },
                .markdown_if_any = true});
+  // A merged set's results each name the run (machine) that measured them.
+  f.push_back({.name = kMachineDetail, .outputs = kInCsv,
+               .value = [](const Result& r) {
+                 auto on = r.details.find(kMachineDetail);
+                 return on == r.details.end() ? json() : json(on->second);
+               },
+               .markdown = "machine", .cell = [](const Result& r) {
+                 auto on = r.details.find(kMachineDetail);
+                 return on == r.details.end() ? std::string("-") : md_text(on->second);
+               },
+               .markdown_if_any = true, .csv_if_any = true});
   // --- JSON only ------------------------------------------------------------------------------
   f.push_back({.name = "summary", .outputs = kInJournal, .value = [](const Result& r) { return summary_json(r.summary); }});
   f.push_back({.name = "samples_s", .outputs = json_only, .unit = "s",
@@ -331,7 +342,7 @@ const ResultField& result_field(const std::string& name) {
 }
 
 const std::vector<std::string>& markdown_columns() {
-  static const std::vector<std::string> columns = {"op",     "label", "impl",  "dtype",    "params",    "median_s",
+  static const std::vector<std::string> columns = {"op",     "label", "impl",  "dtype",    "params",    "machine", "median_s",
                                                    "precision", "gflops", "gbps", "pct_peak", "noise", "sustained", "peak_memory_mib",
                                                    "status"};
   return columns;

@@ -25,9 +25,6 @@ struct Machine {
 // The machine of `device` in a run's context (machine_context() and the backends' parts).
 Machine machine_of(const nlohmann::json& context, const std::string& device, const std::string& name);
 
-// The key results carry in Result::details: the Machine::name of the machine that measured them.
-inline constexpr const char* kMachineDetail = "machine";
-
 struct FleetEntry {
   std::string machine;
   double median_s = 0;

@@ -142,7 +142,7 @@ json to_json(const PipelineSummary& s) {
                   {"precision", opt(s.end_to_end_precision)},
                   {"ratio_low", opt(s.end_to_end_ratio_low)}, {"ratio_high", opt(s.end_to_end_ratio_high)},
                   {"ratio_note", s.end_to_end_ratio_note}};
-  return {{"name", s.name},
+  json out = {{"name", s.name},
           {"params", s.params},
           {"dtype", s.dtype},
           {"device", s.device},
@@ -167,6 +167,8 @@ json to_json(const PipelineSummary& s) {
           {"top_by_energy", ranked_json(s.top_by_energy, s.layers)},
           {"end_to_end", end_to_end},
           {"layers", layers}};
+  if (!s.machine.empty()) out["machine"] = s.machine;
+  return out;
 }
 
 PipelineSummary summary_from_json(const json& j) {
@@ -179,6 +181,7 @@ PipelineSummary summary_from_json(const json& j) {
   s.device = named.get<std::string>("device");
   s.samples = named.get<double>("samples");
   s.sample_unit = named.get<std::string>("sample_unit");
+  s.machine = named.text("machine");
   s.total_params = named.get<double>("total_params");
   s.total_macs = named.get<double>("total_macs");
   s.complete = named.get<bool>("complete");

@@ -1,6 +1,7 @@
 // The pipeline files of a results directory: writing them, and reading pipelines.json back.
 #include "pipeline/present/pipeline_outputs.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <cmath>
@@ -27,35 +28,53 @@ std::string num(const std::optional<double>& v, double scale = 1) { return v ? n
 
 std::string row(const std::vector<std::string>& cells) { return fmt::format("{}\n", fmt::join(cells, ",")); }
 
+// A merged set's pipelines name their machine in a last column; a run's files keep their columns.
+bool any_machine(const std::vector<PipelineSummary>& summaries) {
+  return std::any_of(summaries.begin(), summaries.end(), [](const PipelineSummary& s) { return !s.machine.empty(); });
+}
+std::vector<std::string> with_machine(std::vector<std::string> cells, bool machines, const std::string& machine) {
+  if (machines) cells.push_back(csv_field(machine));
+  return cells;
+}
+
 }  // namespace
 
 std::string summary_csv(const std::vector<PipelineSummary>& summaries) {
-  std::string out = row({"name", "params", "macs", "batch", "dtype", "device", "complete", "latency_ms", "throughput",
-                         "unit", "energy_j", "dynamic_energy_j", "energy_per_sample_j", "pipeline_parallel_energy_j",
-                         "period_ms", "idle_power_w", "end_to_end_ms", "ratio", "pipeline_params"});
+  const bool machines = any_machine(summaries);
+  std::string out = row(with_machine({"name", "params", "macs", "batch", "dtype", "device", "complete", "latency_ms",
+                                      "throughput", "unit", "energy_j", "dynamic_energy_j", "energy_per_sample_j",
+                                      "pipeline_parallel_energy_j", "period_ms", "idle_power_w", "end_to_end_ms", "ratio",
+                                      "pipeline_params"},
+                                     machines, "machine"));
   for (auto& s : summaries)
-    out += row({csv_field(s.name), num(s.total_params), num(s.total_macs), csv_field(s.param("batch")),
-                csv_field(s.dtype), csv_field(s.device), s.complete ? "true" : "false", num(s.latency_s, 1e3),
-                num(s.throughput), csv_field(s.sample_unit + "/s"), num(s.energy_j), num(s.dynamic_energy_j),
-                num(s.energy_per_sample_j), num(s.pipeline_parallel_energy_j), num(s.period_s, 1e3),
-                num(s.idle_power_w), num(s.end_to_end_s, 1e3), num(s.end_to_end_ratio), csv_field(params_text(s))});
+    out += row(with_machine({csv_field(s.name), num(s.total_params), num(s.total_macs), csv_field(s.param("batch")),
+                             csv_field(s.dtype), csv_field(s.device), s.complete ? "true" : "false",
+                             num(s.latency_s, 1e3), num(s.throughput), csv_field(s.sample_unit + "/s"), num(s.energy_j),
+                             num(s.dynamic_energy_j), num(s.energy_per_sample_j), num(s.pipeline_parallel_energy_j),
+                             num(s.period_s, 1e3), num(s.idle_power_w), num(s.end_to_end_s, 1e3),
+                             num(s.end_to_end_ratio), csv_field(params_text(s))},
+                            machines, s.machine));
   return out;
 }
 
 std::string layers_csv(const std::vector<PipelineSummary>& summaries) {
-  std::string out = row({"pipeline", "device", "index", "label", "op", "impl", "count", "status", "reason", "latency_ms",
-                         "total_ms", "power_w", "energy_j", "total_energy_j", "idle_energy_j", "dynamic_energy_j",
-                         "params", "macs", "flops", "bytes", "pct_roofline", "pct_peak", "flags", "energy_reason",
-                         "case", "dtype", "pipeline_params"});
+  const bool machines = any_machine(summaries);
+  std::string out = row(with_machine({"pipeline", "device", "index", "label", "op", "impl", "count", "status", "reason",
+                                      "latency_ms", "total_ms", "power_w", "energy_j", "total_energy_j", "idle_energy_j",
+                                      "dynamic_energy_j", "params", "macs", "flops", "bytes", "pct_roofline", "pct_peak",
+                                      "flags", "energy_reason", "case", "dtype", "pipeline_params"},
+                                     machines, "machine"));
   for (auto& s : summaries)
     for (std::size_t i = 0; i < s.layers.size(); ++i) {
       auto& l = s.layers[i];
-      out += row({csv_field(s.name), csv_field(s.device), std::to_string(i), csv_field(l.label), csv_field(l.op),
-                  csv_field(l.impl), std::to_string(l.count), csv_field(l.status), csv_field(l.reason),
-                  num(l.latency_s, 1e3), num(l.total_s, 1e3), num(l.power_w), num(l.energy_j), num(l.total_energy_j),
-                  num(l.idle_energy_j), num(l.dynamic_energy_j), num(l.params), num(l.macs), num(l.flops),
-                  num(l.bytes), num(l.pct_roofline), num(l.pct_peak), csv_field(fmt::format("{}", fmt::join(l.flags, ";"))),
-                  csv_field(l.energy_reason), csv_field(l.case_string), csv_field(s.dtype), csv_field(params_text(s))});
+      out += row(with_machine(
+          {csv_field(s.name), csv_field(s.device), std::to_string(i), csv_field(l.label), csv_field(l.op),
+           csv_field(l.impl), std::to_string(l.count), csv_field(l.status), csv_field(l.reason), num(l.latency_s, 1e3),
+           num(l.total_s, 1e3), num(l.power_w), num(l.energy_j), num(l.total_energy_j), num(l.idle_energy_j),
+           num(l.dynamic_energy_j), num(l.params), num(l.macs), num(l.flops), num(l.bytes), num(l.pct_roofline),
+           num(l.pct_peak), csv_field(fmt::format("{}", fmt::join(l.flags, ";"))), csv_field(l.energy_reason),
+           csv_field(l.case_string), csv_field(s.dtype), csv_field(params_text(s))},
+          machines, s.machine));
     }
   return out;
 }
@@ -70,6 +89,7 @@ std::vector<std::string> log_file_names(const std::vector<PipelineSummary>& summ
     std::string base = "pipeline-";
     base.append(file_safe_name(s.name));
     if (uses[s.name] > 1) base.append("-").append(file_safe_name(s.device));
+    if (uses[s.name] > 1 && !s.machine.empty()) base.append("-").append(file_safe_name(s.machine));
     // Still the same (same name on the same device, or names that differ only in odd characters).
     int n = taken[base]++;
     names.push_back(base + (n ? fmt::format("-{}", n + 1) : "") + ".log");

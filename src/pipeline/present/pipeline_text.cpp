@@ -131,11 +131,14 @@ std::string display_name(const PipelineSummary& s) {
       for (auto& [dk, dv] : def->defaults) is_default = is_default || (dk == k && dv == v);
     if (k == "batch" || !is_default) shown += " " + k + "=" + v;
   }
+  // Merged from several machines: the same pipeline once per machine.
+  if (!s.machine.empty()) shown += " on " + s.machine;
   return fmt::format("{} {} {}{}", s.name, s.dtype, s.device, shown);
 }
 
 std::string pipeline_log(const PipelineSummary& s) {
-  std::string out = fmt::format("opmeter pipeline {} on {}, {} ({})\n", s.name, s.device, s.dtype, params_text(s));
+  std::string out = fmt::format("opmeter pipeline {} on {}{}, {} ({})\n", s.name, s.device,
+                                s.machine.empty() ? "" : " of " + s.machine, s.dtype, params_text(s));
   out += fmt::format("{} params, {} MACs per pass; {} layers; {:g} {} per pass\n\n", human_count(s.total_params),
                      human_count(s.total_macs), s.layers.size(), s.samples, s.sample_unit);
   out += layer_table(s) + "\n";
