@@ -193,6 +193,24 @@ TEST(WorkerProtocol, AProgramThatIsNoWorkerSkipsItsCases) {
   EXPECT_TRUE(contains(r.reason, "is not an opmeter worker: its first line was 'hello, I am a shell script'")) << r.reason;
 }
 
+// A worker killed before its hello crashed (a segfault importing a module): its cases say so. One
+// that exits is an interpreter that cannot run it: they are skipped, with its stderr.
+TEST(WorkerProtocol, AWorkerKilledBeforeItsHelloCrashedOneThatExitsIsSkipped) {
+  {
+    WorkerEnv env(kFakeWorker, "crash_at_start");
+    Result r = run(kRelu);
+    EXPECT_EQ(r.status, Status::crashed) << r.reason;
+    EXPECT_TRUE(contains(r.reason, "was killed by signal 11")) << r.reason;
+    EXPECT_TRUE(contains(r.reason, "before sending its hello")) << r.reason;
+    EXPECT_TRUE(contains(r.reason, "fake worker: crashing while importing")) << r.reason;
+  }
+  WorkerEnv env(kFakeWorker, "exit_at_start");
+  Result r = run(kRelu);
+  EXPECT_EQ(r.status, Status::skipped) << r.reason;
+  EXPECT_TRUE(contains(r.reason, "exited with code 1 before sending its hello")) << r.reason;
+  EXPECT_TRUE(contains(r.reason, "ImportError: fake worker: a module is missing")) << r.reason;
+}
+
 TEST(WorkerProtocol, NoPythonSkipsTheCasesWithTheReason) {
   WorkerEnv env(kFakeWorker, "ok", "/nonexistent/python3");
   Result r = run(kRelu);

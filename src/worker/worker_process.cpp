@@ -129,9 +129,13 @@ WorkerProcess::WorkerProcess(std::vector<std::string> argv, double start_deadlin
   } catch (const nlohmann::json::exception&) {
     kill_now();
     throw WorkerUnavailable(fmt::format("{} is not an opmeter worker: its first line was '{}'", argv.back(), line.substr(0, 200)));
-  } catch (const std::runtime_error& e) {
+  } catch (const WorkerCrashed& e) {
+    // Killed by a signal (a crash in an import, the OOM killer): `crashed`. An exit before the
+    // hello is an interpreter that cannot run the worker (a missing module, an old Python): its
+    // cases are skipped, with its stderr as the reason.
+    if (killed_by_signal_) throw;
     throw WorkerUnavailable(e.what());
-  }
+  }  // WorkerHung: no hello within the deadline, `timeout`
   if (!hello_.is_object() || hello_.value("hello", "") != "opmeter-worker") {
     kill_now();
     throw WorkerUnavailable(fmt::format("{} is not an opmeter worker: its first line was '{}'", argv.back(), line.substr(0, 200)));
@@ -231,6 +235,7 @@ void WorkerProcess::died(const char* waiting_for) {
   // stopped), then read what it said last.
   int status = reap(pid_, 2.0);
   pid_ = -1;
+  killed_by_signal_ = WIFSIGNALED(status);
   drain_stderr();
   throw WorkerCrashed(fmt::format("the worker {} before sending {}{}", exit_text(status), waiting_for,
                                   stderr_.empty() ? "" : "; its stderr ended with:\n" + stderr_tail()));

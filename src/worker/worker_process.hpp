@@ -16,7 +16,8 @@ namespace opmeter::worker {
 
 inline constexpr int kProtocolVersion = 1;
 
-// The worker could not be started (no interpreter): its cases are skipped with this reason.
+// The worker could not be started (no interpreter, or one that exits before its hello): its
+// cases are skipped with this reason.
 struct WorkerUnavailable : Unsupported {
   using Unsupported::Unsupported;
 };
@@ -33,8 +34,9 @@ class WorkerProcess {
  public:
   // Starts `argv` (argv[0] looked up on the PATH; `extra_env` "NAME=value" added to opmeter's
   // environment) in a process group of its own, and reads its hello within `start_deadline_s`.
-  // Throws WorkerUnavailable when it cannot be started or says no hello, and std::runtime_error
-  // naming both versions when it speaks another protocol.
+  // Throws WorkerUnavailable when it cannot be started, exits or says no hello; WorkerCrashed
+  // when a signal kills it before its hello, WorkerHung when none comes within the deadline; and
+  // std::runtime_error naming both versions when it speaks another protocol.
   WorkerProcess(std::vector<std::string> argv, double start_deadline_s, std::vector<std::string> extra_env = {});
   ~WorkerProcess();
   WorkerProcess(const WorkerProcess&) = delete;
@@ -57,6 +59,7 @@ class WorkerProcess {
   void kill_now();
 
   pid_t pid_ = -1;
+  bool killed_by_signal_ = false;  // how it ended, when it died (died())
   int to_worker_ = -1, from_worker_ = -1, errors_ = -1;
   std::string pending_;  // stdout read past the last line
   std::string stderr_;   // its tail

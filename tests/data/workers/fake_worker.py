@@ -3,6 +3,7 @@ fp32 inputs correctly, or misbehaves as FAKE_WORKER_MODE says:
   ok, wrong (a wrong output), short (too few output bytes), crash_on_sample, hang_on_sample,
   hang_on_setup (sleeps in setup, as a kernel that compiles for minutes),
   unsupported, error (setup replies so), protocol_99 (another protocol version), not_a_worker,
+  crash_at_start (killed by SIGSEGV before its hello), exit_at_start (exits 1 before its hello),
   memory (its check replies report a peak memory of 12345 bytes, as a CUDA worker's do),
   held (its samples say they were held behind a launch hold, as a CUDA worker's do),
   model_ok / model_wrong / model_no_verdict / model_nan (for op `model`, which the worker checks:
@@ -10,6 +11,7 @@ fp32 inputs correctly, or misbehaves as FAKE_WORKER_MODE says:
 import array
 import json
 import os
+import signal
 import sys
 import time
 
@@ -25,6 +27,12 @@ def reply(obj):
 if mode == "not_a_worker":
     print("hello, I am a shell script")
     sys.exit(0)
+if mode == "crash_at_start":
+    print("fake worker: crashing while importing", file=sys.stderr, flush=True)
+    os.kill(os.getpid(), signal.SIGSEGV)
+if mode == "exit_at_start":
+    print("ImportError: fake worker: a module is missing", file=sys.stderr, flush=True)
+    sys.exit(1)
 reply({"hello": "opmeter-worker", "protocol": 99 if mode == "protocol_99" else 1, "python": sys.version.split()[0],
        "torch": None, "torch_why": "fake", "triton": None, "triton_why": "fake", "cuda_devices": 0})
 
