@@ -148,10 +148,11 @@ class CudaTimer : public SampleTimer {
   }
 
   std::map<std::string, std::string> details() const override {
-    std::map<std::string, std::string> d = {
-        {"timing", cold_ ? "cuda events, L2 flushed before each sample (by a read: no dirty lines)" : exec_ ? "cuda events around one CUDA graph"
-                                                                                  : "cuda events, hot"},
-        {"sm_clock_default_mhz", fmt::format("{:.0f}", default_mhz_)}};
+    std::string timing = "cuda events, hot";
+    if (cold_) timing = "cuda events, L2 flushed before each sample (by a read: no dirty lines)";
+    else if (exec_) timing = "cuda events around one CUDA graph";
+    std::map<std::string, std::string> d = {{"timing", timing},
+                                            {"sm_clock_default_mhz", fmt::format("{:.0f}", default_mhz_)}};
     if (cold_) d["l2_flush_bytes"] = std::to_string(l2_->bytes());
     if (!cleanup_note_.empty()) d["stream_cleanup"] = cleanup_note_;
     d["launch_hold"] = hold_detail(hold_counts_);
