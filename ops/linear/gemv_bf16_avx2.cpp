@@ -14,6 +14,8 @@
 namespace opmeter::linear {
 namespace {
 
+constexpr std::size_t kPrefetchedHidden = 4096;
+
 inline float hsum(__m256 v) {
   const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -26,10 +28,16 @@ void channels(const float* xp, const std::uint16_t* xb, const std::uint16_t* w, 
               float* c, std::size_t ldc) {
   const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   const std::size_t full = hidden / 16 * 16;
+  // Short rows (a few KB) end before the hardware prefetcher has ramped up on them: the next block
+  // of C channels is fetched a line per channel as this one is read. Long rows need no help.
+  const bool prefetch = hidden <= kPrefetchedHidden;
   __m256 acc[R][C];
   for (auto& row : acc)
     for (auto& a : row) a = _mm256_setzero_ps();
   for (std::size_t k = 0; k < full; k += 16) {
+    if (prefetch && k % 32 == 0)
+      for (std::size_t i = 0; i < C; ++i)
+        _mm_prefetch(reinterpret_cast<const char*>(w + (j + C + i) * hidden + k), _MM_HINT_T0);
     __m256 even[C], odd[C];
     for (std::size_t i = 0; i < C; ++i) {
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + (j + i) * hidden + k));
