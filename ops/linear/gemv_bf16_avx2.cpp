@@ -22,15 +22,13 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
 }
 
-// R rows of x (in the order above, row stride hidden) times C channels from j: c[r * ldc + j + i].
+// R rows of x (in the order above, row stride hidden) times C channels from j: c[r * ldc + j + i];
+// with `prefetch`, the next C channels' rows are fetched as these are read.
 template <std::size_t R, std::size_t C>
 void channels(const float* xp, const std::uint16_t* xb, const std::uint16_t* w, std::size_t hidden, std::size_t j,
-              float* c, std::size_t ldc) {
+              float* c, std::size_t ldc, bool prefetch = false) {
   const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   const std::size_t full = hidden / 16 * 16;
-  // Short rows (a few KB) end before the hardware prefetcher has ramped up on them: the next block
-  // of C channels is fetched a line per channel as this one is read. Long rows need no help.
-  const bool prefetch = hidden <= kPrefetchedHidden;
   __m256 acc[R][C];
   for (auto& row : acc)
     for (auto& a : row) a = _mm256_setzero_ps();
@@ -62,8 +60,11 @@ void channels(const float* xp, const std::uint16_t* xb, const std::uint16_t* w, 
 template <std::size_t R>
 void rows_pass(const float* xp, const std::uint16_t* xb, const std::uint16_t* w, std::size_t hidden, std::size_t j0,
                std::size_t j1, float* c, std::size_t ldc) {
+  // Short rows (a few KB) end before the hardware prefetcher has ramped up on them: each block of
+  // four channels fetches the next, a line per channel, as it is read. Long rows need no help.
+  const bool short_rows = hidden <= kPrefetchedHidden;
   std::size_t j = j0;
-  for (; j + 4 <= j1; j += 4) channels<R, 4>(xp, xb, w, hidden, j, c, ldc);
+  for (; j + 4 <= j1; j += 4) channels<R, 4>(xp, xb, w, hidden, j, c, ldc, short_rows && j + 8 <= j1);
   for (; j < j1; ++j) channels<R, 1>(xp, xb, w, hidden, j, c, ldc);
 }
 
