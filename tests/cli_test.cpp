@@ -366,6 +366,16 @@ TEST(Cli, AProfileOfOtherThreadsLeavesTheRunToMeasureItsOwnCeilings) {
   EXPECT_NE(mixed.text.find("peak/opmeter/fp32/kernel=fma/threads=2"), std::string::npos) << mixed.text;
   EXPECT_EQ(mixed.text.find("peak/opmeter/fp32/kernel=fma/threads=1"), std::string::npos) << mixed.text;
   EXPECT_NE(mixed.text.find("4 cases from"), std::string::npos) << mixed.text;  // threads=2's two ceilings, two relus
+  // A dtype the profile has no peak for: its peak is measured, and the run says why.
+  auto fp64 = write(dir, "fp64.yaml",
+                    "ops: [gemm]\nimpls: [openblas]\ndtypes: [fp64]\nthreads: 1\n"
+                    "shapes:\n  - {name: custom, shapes: [[8, 8, 8]]}\n");
+  auto gap = cli(fmt::format("run {} --calibration {} --dry-run", fp64.string(), profile.string()));
+  ASSERT_EQ(gap.code, 0) << gap.text;
+  EXPECT_NE(gap.text.find("the calibration profile holds no ceiling for peak/opmeter/fp64/kernel=fma/threads=1: the "
+                          "run measures it itself"),
+            std::string::npos)
+      << gap.text;
   // A GPU's profile holds no host ceiling.
   auto gpu = write(dir, "gpu.json",
                    R"({"schema": "opmeter-calibration/1", "threads": 1, "device": "cuda:0",

@@ -41,9 +41,20 @@ namespace {
 std::atomic<bool>& g_cancel = interrupt_flag();  // Ctrl-C or SIGTERM: the run stops, exit 128 + the signal
 
 
-// Says which host cases' ceilings the run measures itself although a calibration profile was
-// given: the profile holds those of one device and thread count only.
-void say_what_the_profile_leaves(const CalibrationProfile& p, const std::vector<Case>& cases) {
+// Says which ceilings the run measures itself although a calibration profile was given: the
+// profile holds those of one device and thread count only, and of the dtypes it measured.
+// `added`: the ceiling cases planned beside `cases`.
+void say_what_the_profile_leaves(const CalibrationProfile& p, const std::vector<Case>& cases,
+                                 const std::vector<Case>& added) {
+  Case profiled;
+  profiled.device = p.device;
+  profiled.threads = p.threads;
+  std::vector<std::string> own;  // ceilings of the profile's own device and threads it lacks
+  for (auto& c : added)
+    if (Ceilings::where(c) == Ceilings::where(profiled)) own.push_back(c.to_string());
+  if (!own.empty())
+    fmt::print(stderr, "opmeter: the calibration profile holds no ceiling for {}: the run measures it itself\n",
+               fmt::join(own, ", "));
   const bool host_cases = std::any_of(cases.begin(), cases.end(), [](const Case& c) { return c.on_host(); });
   if (p.device != kHostDevice) {
     if (host_cases)
@@ -534,11 +545,12 @@ int run_command(const RunArgs& given, const char* argv0) {
   if (!a.calibration.empty()) options.calibration = read_calibration(a.calibration);
   if (!a.case_given) {
     Ceilings known;
-    if (options.calibration) {
-      known.load_profile(*options.calibration);
-      say_what_the_profile_leaves(*options.calibration, cases);
-    }
-    cases = with_needed_peaks(cases, default_bandwidth_elements(), known);
+    if (options.calibration) known.load_profile(*options.calibration);
+    std::vector<Case> planned = with_needed_peaks(cases, default_bandwidth_elements(), known);
+    if (options.calibration)  // the ceiling cases come first
+      say_what_the_profile_leaves(*options.calibration, cases,
+                                  {planned.begin(), planned.begin() + std::ptrdiff_t(planned.size() - cases.size())});
+    cases = std::move(planned);
   }
   if (shard) {
     if (!plan.pipelines.empty())
