@@ -9,7 +9,9 @@
 #include "opmeter/errors.hpp"
 #include "engine/runner.hpp"
 #include "ops/peak/peak.hpp"
+#include "engine/ceiling_rate.hpp"
 #include "tests/quick_options.hpp"
+#include "tests/result_fixtures.hpp"
 
 using namespace opmeter;
 using opmeter::testing::quick_options;
@@ -233,6 +235,35 @@ TEST(Ceilings, SmallBandwidthArraysAreNotTheMemoryCeiling) {
   bw.gbps = 500;  // an L1-resident array
   ceilings.learn(bw);
   EXPECT_FALSE(ceilings.bandwidth(2).has_value());
+}
+
+// A peak measured beside a co-tenant: a fifth of its samples ran alone (2 us a call), the rest
+// slowed to 3-3.9 us. The ceiling is the rate of the fastest tenth (nearest rank), not the
+// median's; a bandwidth case's likewise; and a case of a few samples keeps its median's rate.
+TEST(Ceilings, AreTheRateOfTheFastestTenthOfTheirSamples) {
+  using opmeter::fixtures::measured;
+  std::vector<double> samples;
+  for (int i = 0; i < 40; ++i) samples.push_back(i % 5 == 0 ? 2e-6 + 1e-9 * i : 3e-6 + 2.5e-8 * i);
+  const Work work{4e6, 0, 0};  // 4 MFLOP a call
+  Result peak = measured("peak/opmeter/fp32/kernel=fma/threads=2", samples, work);
+  std::vector<double> sorted = samples;
+  std::sort(sorted.begin(), sorted.end());
+  const double fastest_tenth = sorted[3];  // the 4th of 40: nearest rank of the 10th percentile
+  EXPECT_NEAR(ceiling_gflops(peak), 4e6 / fastest_tenth * 1e-9, 1e-9);
+  EXPECT_LT(peak.gflops, 0.7 * ceiling_gflops(peak));  // the median is a slowed sample
+  Ceilings c;
+  c.learn(peak);
+  EXPECT_NEAR(*c.peak(DType::fp32, 2), 4e6 / fastest_tenth * 1e-9, 1e-9);
+  c.annotate(peak);
+  EXPECT_EQ(peak.details.at("ceiling_gflops"), fmt::format("{:.4g}", 4e6 / fastest_tenth * 1e-9));
+
+  const Work bytes{0, 128.0 * (1 << 20), 128.0 * (1 << 20)};  // 256 MiB a call
+  Result bandwidth = measured("bandwidth/opmeter/fp32/kernel=copy,n=33554432/threads=2", samples, bytes);
+  c.learn(bandwidth);
+  EXPECT_NEAR(*c.bandwidth(2), 256.0 * (1 << 20) / fastest_tenth * 1e-9, 1e-6);
+
+  Result few = measured("peak/opmeter/fp64/kernel=fma/threads=2", {3e-6, 2e-6, 3e-6, 3e-6}, work);
+  EXPECT_DOUBLE_EQ(ceiling_gflops(few), few.gflops);  // too few samples for a tenth
 }
 
 TEST(Ceilings, ProfileMustBeACalibrationProfile) {

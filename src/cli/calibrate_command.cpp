@@ -19,6 +19,7 @@
 #include "opmeter/registry.hpp"
 #include "report/reporters.hpp"
 #include "engine/calibration_profile.hpp"
+#include "engine/ceiling_rate.hpp"
 #include "util/output_path.hpp"
 
 namespace opmeter {
@@ -188,14 +189,15 @@ int calibrate_command(const CalibrateArgs& given) {
     if (r.status != Status::ok) continue;
     if (ceiling_of(r.kase.op) == CeilingKind::compute) {  // a GPU's fastest kernel of the dtype (mma or wgmma)
       auto& best = profile.peak_gflops[std::string(to_string(r.kase.dtype))];
-      best = std::max(best, r.gflops);
+      best = std::max(best, ceiling_gflops(r));
     }
     if (ceiling_of(r.kase.op) != CeilingKind::memory) continue;
     if (auto it = level_of_case.find(r.case_string); it != level_of_case.end()) {
-      profile.bandwidth.caches.push_back({{"level", it->second}, {"array_bytes", r.work.bytes_read}, {"read_gbps", r.gbps}});
+      profile.bandwidth.caches.push_back(
+          {{"level", it->second}, {"array_bytes", r.work.bytes_read}, {"read_gbps", ceiling_gbps(r)}});
     } else {
-      profile.bandwidth.kernels[r.kase.get("kernel")] = r.gbps;
-      profile.bandwidth.memory_gbps = std::max(profile.bandwidth.memory_gbps, r.gbps);
+      profile.bandwidth.kernels[r.kase.get("kernel")] = ceiling_gbps(r);
+      profile.bandwidth.memory_gbps = std::max(profile.bandwidth.memory_gbps, ceiling_gbps(r));
     }
   }
   if (profile.peak_gflops.empty() || profile.bandwidth.memory_gbps <= 0) {

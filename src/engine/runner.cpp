@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/ceiling_rate.hpp"
 #include "engine/contention.hpp"
 #include "engine/element_types.hpp"
 #include "engine/op_figures.hpp"
@@ -488,13 +489,15 @@ void Ceilings::learn(const Result& r) {
   // wgmma) for tf32/fp16/bf16/fp8/int8 and the FMA chains for fp32.
   if (op->ceiling == CeilingKind::compute && r.gflops > 0) {
     auto& best = gflops_[{r.kase.dtype, at}];
-    if (r.gflops > best) gflops_from_[{r.kase.dtype, at}] = source;
-    best = std::max(best, r.gflops);
+    const double gflops = ceiling_gflops(r);
+    if (gflops > best) gflops_from_[{r.kase.dtype, at}] = source;
+    best = std::max(best, gflops);
   }
   if (op->ceiling == CeilingKind::memory && r.gbps > 0 && r.work.bytes() >= kMemoryCeilingMinBytes) {
     auto& best = gbps_[at];
-    if (r.gbps > best) gbps_from_[at] = source;
-    best = std::max(best, r.gbps);
+    const double gbps = ceiling_gbps(r);
+    if (gbps > best) gbps_from_[at] = source;
+    best = std::max(best, gbps);
   }
 }
 
@@ -533,6 +536,10 @@ void Ceilings::annotate(Result& r) const {
   if (r.status != Status::ok) return;
   const OpDef* op = Registry::global().op(r.kase.op);
   if (!op) return;
+  // A ceiling case says the rate it bounds the others with (ceiling_rate: its fastest tenth).
+  if (op->ceiling == CeilingKind::compute && r.gflops > 0)
+    r.details["ceiling_gflops"] = fmt::format("{:.4g}", ceiling_gflops(r));
+  if (op->ceiling == CeilingKind::memory && r.gbps > 0) r.details["ceiling_gbps"] = fmt::format("{:.4g}", ceiling_gbps(r));
   const std::string at = where(r.kase);
   auto from = [](const auto& sources, const auto& key) {
     auto it = sources.find(key);

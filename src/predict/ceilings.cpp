@@ -10,6 +10,7 @@
 #include "opmeter/registry.hpp"
 #include "engine/runner.hpp"
 #include "engine/calibration_profile.hpp"
+#include "engine/ceiling_rate.hpp"
 
 namespace opmeter::predict {
 
@@ -154,14 +155,14 @@ std::map<std::string, Ceilings> ceilings_from_results(const std::vector<ResultSe
       const CeilingKind kind = ceiling_of(r.kase.op);
       if (kind == CeilingKind::compute && r.gflops > 0) {
         auto& best = f.measured_peak[std::string(to_string(r.kase.dtype))];
-        best = std::max(best, r.gflops);
+        best = std::max(best, ceiling_gflops(r));
         f.ceiling_threads = std::max(f.ceiling_threads, r.kase.threads);
         f.sources.insert(rs.source);
       } else if (kind == CeilingKind::memory && r.gbps > 0) {
         // The largest arrays measure memory; smaller ones may sit in a cache.
         double n = r.kase.has("n") ? double(r.kase.get_int("n")) : r.work.bytes();
         if (n > f.bandwidth_n) f.bandwidth_n = n, f.bandwidth = 0;
-        if (n == f.bandwidth_n) f.bandwidth = std::max(f.bandwidth, r.gbps);
+        if (n == f.bandwidth_n) f.bandwidth = std::max(f.bandwidth, ceiling_gbps(r));
         f.ceiling_threads = std::max(f.ceiling_threads, r.kase.threads);
         f.sources.insert(rs.source);
       }
