@@ -11,6 +11,7 @@
 
 #include "analysis/fusion.hpp"
 #include "opmeter/registry.hpp"
+#include "engine/ceiling_rate.hpp"
 #include "engine/runner.hpp"
 #include "opmeter/sensor.hpp"
 #include "report/vega_spec.hpp"
@@ -149,8 +150,10 @@ std::optional<Chart> roofline_chart(const std::vector<Result>& results) {
     if (!measured(r)) continue;
     std::string dtype(to_string(r.kase.dtype));
     const CeilingKind ceiling = ceiling_of(r.kase.op);
-    if (ceiling == CeilingKind::compute && r.gflops > 0) peaks[dtype] = std::max(peaks[dtype], r.gflops);
-    if (ceiling == CeilingKind::memory && r.work.bytes() >= kMemoryCeilingMinBytes) bandwidth = std::max(bandwidth, r.gbps);
+    // The ceilings as the run bounds its results with (engine/ceiling_rate.hpp).
+    if (ceiling == CeilingKind::compute && r.gflops > 0) peaks[dtype] = std::max(peaks[dtype], ceiling_gflops(r));
+    if (ceiling == CeilingKind::memory && r.work.bytes() >= kMemoryCeilingMinBytes)
+      bandwidth = std::max(bandwidth, ceiling_gbps(r));
     if (r.peak_gflops) peaks[dtype] = std::max(peaks[dtype], *r.peak_gflops);
     if (r.bandwidth_gbps) bandwidth = std::max(bandwidth, *r.bandwidth_gbps);
     if (ceiling != CeilingKind::none || !(r.gflops > 0) || !(r.intensity > 0)) continue;
