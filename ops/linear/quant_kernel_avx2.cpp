@@ -228,6 +228,21 @@ inline float zero_point_term(const float* zs, const float* xsum, std::size_t gro
   return sum;
 }
 
+// A 32-byte load of codes as its low and high nibbles (u8, 0..15).
+inline void nibbles(__m256i v, __m256i& qlo, __m256i& qhi) {
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  qlo = _mm256_and_si256(v, low4);
+  qhi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+}
+
+// One load's nibbles against a row's limbs (h0, l0 beside the low nibbles, h1, l1 beside the high
+// ones): per dword, hi * 254 + lo in s32.
+inline __m256i limb_products(__m256i qlo, __m256i qhi, __m256i h0, __m256i h1, __m256i l0, __m256i l1) {
+  const __m256i th = _mm256_add_epi16(_mm256_maddubs_epi16(qlo, h0), _mm256_maddubs_epi16(qhi, h1));
+  const __m256i tl = _mm256_add_epi16(_mm256_maddubs_epi16(qlo, l0), _mm256_maddubs_epi16(qhi, l1));
+  return _mm256_add_epi32(_mm256_madd_epi16(th, _mm256_set1_epi16(254)), _mm256_madd_epi16(tl, _mm256_set1_epi16(1)));
+}
+
 // Folded: one row whose group scales a are already in scale254 (s a / 254: decode's case).
 template <std::size_t R, bool Folded = false>
 void limbs_channel(const PackedWeights& w, std::size_t j, const XLimbs& x, std::size_t r0, const float* xsum,
@@ -235,7 +250,6 @@ void limbs_channel(const PackedWeights& w, std::size_t j, const XLimbs& x, std::
   static_assert(R == 1 || !Folded);
   const std::size_t h = w.hidden, groups = h / w.group;
   const std::uint8_t* codes = w.codes.data() + j * h / 2;
-  const __m256i low4 = _mm256_set1_epi8(0x0f), hi_unit = _mm256_set1_epi16(254), lo_unit = _mm256_set1_epi16(1);
   const RowLimbs<R> rl(x, r0, h, groups);
   const auto &hi = rl.hi, &lo = rl.lo, &a = rl.a;
   __m256 acc[R];
@@ -246,16 +260,11 @@ void limbs_channel(const PackedWeights& w, std::size_t j, const XLimbs& x, std::
     for (std::size_t r = 0; r < R; ++r) sum[r] = _mm256_setzero_si256();
     for (const std::size_t end = k + w.group; k < end; k += 64) {
       _mm_prefetch(reinterpret_cast<const char*>(codes + k / 2 + kPrefetchBytes), _MM_HINT_T0);
-      const __m256i v = load(codes + k / 2);
-      const __m256i qlo = _mm256_and_si256(v, low4), qhi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
-      for (std::size_t r = 0; r < R; ++r) {
-        const __m256i th = _mm256_add_epi16(_mm256_maddubs_epi16(qlo, load(hi[r] + k)),
-                                            _mm256_maddubs_epi16(qhi, load(hi[r] + k + 32)));
-        const __m256i tl = _mm256_add_epi16(_mm256_maddubs_epi16(qlo, load(lo[r] + k)),
-                                            _mm256_maddubs_epi16(qhi, load(lo[r] + k + 32)));
-        sum[r] =
-            _mm256_add_epi32(sum[r], _mm256_add_epi32(_mm256_madd_epi16(th, hi_unit), _mm256_madd_epi16(tl, lo_unit)));
-      }
+      __m256i qlo, qhi;
+      nibbles(load(codes + k / 2), qlo, qhi);
+      for (std::size_t r = 0; r < R; ++r)
+        sum[r] = _mm256_add_epi32(sum[r], limb_products(qlo, qhi, load(hi[r] + k), load(hi[r] + k + 32),
+                                                        load(lo[r] + k), load(lo[r] + k + 32)));
     }
     const __m256 sg = _mm256_broadcast_ss(scale254 + g);
     for (std::size_t r = 0; r < R; ++r)
@@ -282,7 +291,6 @@ void limbs32_channel(const PackedWeights& w, std::size_t j, const XLimbs& x, std
   static_assert(R == 1 || !Folded);
   const std::size_t h = w.hidden, groups = h / 32;
   const std::uint8_t* codes = w.codes.data() + j * h / 2;
-  const __m256i low4 = _mm256_set1_epi8(0x0f), hi_unit = _mm256_set1_epi16(254), lo_unit = _mm256_set1_epi16(1);
   const RowLimbs<R> rl(x, r0, h, groups);
   const auto &hi = rl.hi, &lo = rl.lo, &a = rl.a;
   __m256 acc[R];
@@ -291,16 +299,13 @@ void limbs32_channel(const PackedWeights& w, std::size_t j, const XLimbs& x, std
   for (; g + 2 <= groups; g += 2) {
     const std::size_t k = 32 * g;
     _mm_prefetch(reinterpret_cast<const char*>(codes + k / 2 + kPrefetchBytes), _MM_HINT_T0);
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + k / 2));
-    const __m256i qlo = _mm256_and_si256(v, low4), qhi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+    __m256i qlo, qhi;
+    nibbles(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + k / 2)), qlo, qhi);
     const __m256 sg = pair_of(scale254 + g);
     for (std::size_t r = 0; r < R; ++r) {
-      const __m256i th = _mm256_add_epi16(_mm256_maddubs_epi16(qlo, load_halves(hi[r] + k, hi[r] + k + 32)),
-                                          _mm256_maddubs_epi16(qhi, load_halves(hi[r] + k + 16, hi[r] + k + 48)));
-      const __m256i tl = _mm256_add_epi16(_mm256_maddubs_epi16(qlo, load_halves(lo[r] + k, lo[r] + k + 32)),
-                                          _mm256_maddubs_epi16(qhi, load_halves(lo[r] + k + 16, lo[r] + k + 48)));
-      const __m256 sum =
-          _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_madd_epi16(th, hi_unit), _mm256_madd_epi16(tl, lo_unit)));
+      const __m256 sum = _mm256_cvtepi32_ps(limb_products(
+          qlo, qhi, load_halves(hi[r] + k, hi[r] + k + 32), load_halves(hi[r] + k + 16, hi[r] + k + 48),
+          load_halves(lo[r] + k, lo[r] + k + 32), load_halves(lo[r] + k + 16, lo[r] + k + 48)));
       if constexpr (Folded) acc[r] = _mm256_fmadd_ps(sum, sg, acc[r]);
       else acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(sum, pair_of(a[r] + g)), sg, acc[r]);
     }
