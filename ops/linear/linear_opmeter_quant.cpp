@@ -128,8 +128,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
  private:
   std::string kernel_name() const {
     if (dq_limbs_)
-      return fmt::format("int8 per-token activations x int8 weights in quads, {}, {} rows per pass",
-                         quant_kernels().int4_limbs_in_tiles ? "vpdpbusd" : "vpsignb and vpmaddubsw", int8_limb_rows());
+      return "int8 per-token activations x int8 weights in quads, " + int8_limbs_pass();
     if (recipe_.dynamic()) return int8_dynamic_kernel_name(quant_kernels());
     return weight_only_kernel_name(packed_, path_);
   }

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 #include "ops/tensor/amx.hpp"
 
 namespace opmeter::linear {
@@ -182,10 +184,7 @@ std::string weight_only_kernel_name(const PackedWeights& w, Int4Path path) {
       case Int4Path::fp32: break;
     }
   if (w.quads)
-    return std::string(quant_kernels().int4_limbs_in_tiles
-                           ? "int8 x bf16 activations as two int8 limbs per group of 64, vpdpbusd, "
-                           : "int8 x bf16 activations as two int8 limbs per group of 64, vpsignb and vpmaddubsw, ") +
-           std::to_string(int8_limb_rows()) + " rows per pass";
+    return "int8 x bf16 activations as two int8 limbs per group of 64, " + int8_limbs_pass();
   const char* codes = w.format == quant::WeightFormat::int4 ? "int4 groups"
                       : w.format == quant::WeightFormat::int8 ? "int8"
                                                               : "fp8 e4m3";
@@ -200,7 +199,10 @@ float* float_scratch(std::size_t n, int slot) {
   return v.data();
 }
 
-std::size_t int8_limb_rows() { return quant_kernels().int4_limbs_in_tiles ? kInt4LimbRows : kAvx2Int8LimbRows; }
+std::string int8_limbs_pass() {
+  return quant_kernels().int4_limbs_in_tiles ? fmt::format("vpdpbusd, {} rows per pass", kInt4LimbRows)
+                                             : fmt::format("vpsignb and vpmaddubsw, {} rows per pass", kAvx2Int8LimbRows);
+}
 
 std::string int8_dynamic_kernel_name(const QuantKernels& k) {
   const std::string isa = k.isa;

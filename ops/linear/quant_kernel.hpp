@@ -131,7 +131,7 @@ struct QuantKernels {
   void (*int4_limbs)(const PackedWeights& w, const XLimbs& x, const float* xsum, std::size_t rows, std::size_t j0,
                      std::size_t j1, float* c, std::size_t ldc) = nullptr;
   // int8 weight-only in quads with bf16 activations as int8 limbs in groups of kInt8LimbGroup
-  // (any rows, in passes of int8_limb_rows()): vpdpbusd (VNNI) or vpmaddubsw (AVX2), where
+  // (any rows, in passes of kInt4LimbRows or kAvx2Int8LimbRows): vpdpbusd (VNNI) or vpmaddubsw (AVX2), where
   // int4_limbs is; else null.
   void (*int8_limbs)(const PackedWeights& w, const XLimbs& x, std::size_t rows, std::size_t j0, std::size_t j1, float* c,
                      std::size_t ldc) = nullptr;
@@ -178,8 +178,9 @@ QuantKernels avx512_quant_kernels();
 QuantKernels avx2_quant_kernels();
 // Rows per pass of the AVX2 limbs kernels: int4 in blocks of 64, int8 in quads.
 constexpr std::size_t kAvx2LimbRows = 4, kAvx2Int8LimbRows = 2;
-// Rows per pass of this CPU's int8 limbs kernel.
-std::size_t int8_limb_rows();
+// How this CPU's int8 limbs kernel multiplies, and its rows per pass, for kernel names:
+// "vpdpbusd, 4 rows per pass" (VNNI) or "vpsignb and vpmaddubsw, 2 rows per pass" (AVX2).
+std::string int8_limbs_pass();
 // This thread's scratch of at least n values, for the kernels compiled with ISA flags: a
 // std::vector's members instantiated in those files could be the copies the linker keeps for the
 // whole program, and carry their instructions to CPUs without them (quant_kernel.cpp has no flags).
