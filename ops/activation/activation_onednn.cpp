@@ -36,6 +36,7 @@ const bool registered = [] {
         .preference = ImplDef::fused_library,
         .summary = "oneDNN eltwise primitive",
         .dtypes = {DType::fp32, DType::bf16},
+        .supports = tensor::onednn_supports,
         .make = [a] { return std::make_unique<OnednnActivation>(a); },
     });
   return true;

@@ -3,6 +3,7 @@
 // (S in fp32, P in the case dtype), batched matmul O = P v. oneDNN 2.6 has no fused attention.
 #include "ops/attention/attention.hpp"
 #include "ops/attention/attention_onednn_steps.hpp"
+#include "ops/tensor/onednn_util.hpp"
 
 namespace opmeter::attention {
 namespace {
@@ -40,6 +41,7 @@ const bool registered = [] {
       .preference = ImplDef::unfused,
       .summary = "oneDNN matmul, softmax, matmul with S and P in memory (the fusion baseline)",
       .dtypes = {DType::fp32, DType::bf16},
+      .supports = tensor::onednn_supports,
       .make = [] { return std::make_unique<OnednnUnfusedAttention>(); },
   });
   return true;

@@ -115,6 +115,7 @@ const bool registered = [] {
       .preference = ImplDef::fused_library,
       .summary = "oneDNN convolution with BN folded into weights and activation post-op (fused)",
       .dtypes = {DType::fp32, DType::bf16},
+      .supports = tensor::onednn_supports,
       .make = [] { return std::make_unique<OnednnConv>(true); },
   });
   Registry::global().add(ImplDef{
@@ -123,6 +124,7 @@ const bool registered = [] {
       .preference = ImplDef::unfused,
       .summary = "oneDNN convolution, batch normalization and eltwise primitives in sequence (the fusion baseline)",
       .dtypes = {DType::fp32, DType::bf16},
+      .supports = tensor::onednn_supports,
       .make = [] { return std::make_unique<OnednnConv>(false); },
   });
   return true;

@@ -7,6 +7,7 @@
 #include "ops/gemm/gemm.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/registry.hpp"
+#include "ops/tensor/onednn_util.hpp"
 
 namespace opmeter::gemm {
 namespace {
@@ -35,12 +36,17 @@ bool int8_exact_here() {
   return best != isa::sse41 && best != isa::avx && best != isa::avx2 && best != isa::avx512_core;
 }
 
+// What this CPU's oneDNN runs exactly: bf16 where it has bf16 primitives, int8 with VNNI.
+Support supports(const Case& c) {
+  if (c.dtype == DType::int8 && !int8_exact_here())
+    return Support::no("oneDNN's int8 matmul on a CPU without VNNI sums u8 x s8 pairs in saturating 16-bit lanes "
+                       "(vpmaddubsw): wrong for full-range inputs, so not measured");
+  return tensor::onednn_supports(c);
+}
+
 class OnednnGemm : public GemmImpl {
  public:
   void prepare() override {
-    if (case_.dtype == DType::int8 && !int8_exact_here())
-      throw Unsupported("oneDNN's int8 matmul on a CPU without VNNI sums u8 x s8 pairs in saturating 16-bit lanes "
-                        "(vpmaddubsw): wrong for full-range inputs, so not measured");
     auto t = onednn_types(case_.dtype);
     dnnl::memory::desc a_md({d_.M, d_.K}, t.a, tag::ab), b_md({d_.K, d_.N}, t.b, tag::ba),
         c_md({d_.M, d_.N}, t.c, tag::ab);
@@ -78,6 +84,7 @@ ImplRegistrar reg({
     .preference = ImplDef::fused_library,
     .summary = "oneDNN matmul primitive",
     .dtypes = {DType::fp32, DType::bf16, DType::int8},
+    .supports = supports,
     .make = [] { return std::make_unique<OnednnGemm>(); },
 });
 }  // namespace

@@ -73,6 +73,7 @@ const bool registered = [] {
         .preference = ImplDef::fused_library,
         .summary = "oneDNN matmul with bias and activation post-op (fused)",
         .dtypes = {DType::fp32, DType::bf16},
+        .supports = tensor::onednn_supports,
         .make = [] { return std::make_unique<OnednnLinear>(true); },
     });
     Registry::global().add(ImplDef{
@@ -81,6 +82,7 @@ const bool registered = [] {
         .preference = ImplDef::unfused,
         .summary = "oneDNN primitives one after another, intermediates in memory (the fusion baseline)",
         .dtypes = {DType::fp32, DType::bf16},
+        .supports = tensor::onednn_supports,
         .make = [] { return std::make_unique<OnednnLinear>(false); },
     });
   }

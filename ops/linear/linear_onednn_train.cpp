@@ -135,6 +135,7 @@ const bool registered = [] {
         .summary = "training step (mode=train): x W^T, dz W and dz^T x as oneDNN matmuls, or in bf16 on AMX "
                    "opmeter's AMX GEMM; our own activation, bias and LayerNorm backward",
         .dtypes = {DType::fp32, DType::bf16},
+        .supports = tensor::onednn_supports,
         .make = [] { return std::make_unique<OnednnTrainLinear>(); },
         .needs = {kMode},
         .accepts = {kPhase},

@@ -76,6 +76,7 @@ const bool registered = [] {
         .preference = ImplDef::fused_library,
         .summary = summary,
         .dtypes = {DType::fp32, DType::bf16},
+        .supports = tensor::onednn_supports,
         .make = [kind] { return std::make_unique<OnednnNorm>(kind); },
     });
   return true;

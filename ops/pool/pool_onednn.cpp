@@ -46,6 +46,7 @@ ImplRegistrar reg({
     .preference = ImplDef::fused_library,
     .summary = "oneDNN pooling primitive (max, or average with padding counted), NCHW",
     .dtypes = {DType::fp32, DType::bf16},
+    .supports = tensor::onednn_supports,
     .make = [] { return std::make_unique<OnednnPool>(); },
 });
 

@@ -102,6 +102,21 @@ dnnl::binary::primitive_desc onednn_add(const dnnl::memory::desc& src0, const dn
   });
 }
 
+Support onednn_supports(const Case& c) {
+  if (c.dtype != DType::bf16) return Support::yes();
+  static const std::string no_bf16 = []() -> std::string {
+    using dt = dnnl::memory::data_type;
+    try {
+      const dnnl::memory::desc a({8, 8}, dt::bf16, dnnl::memory::format_tag::ab), y({8, 8}, dt::f32, dnnl::memory::format_tag::ab);
+      dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, a, y), onednn_engine());
+      return "";
+    } catch (const dnnl::error&) {
+      return "oneDNN has no bf16 primitives on this CPU (they need AVX-512)";
+    }
+  }();
+  return no_bf16.empty() ? Support::yes() : Support::no(no_bf16);
+}
+
 void throw_unsupported(const char* what, const dnnl::error& e) {
   throw Unsupported(fmt::format("oneDNN has no {} for this case on this CPU ({})", what, e.what()));
 }

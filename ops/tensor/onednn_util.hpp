@@ -9,6 +9,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "opmeter/dtype.hpp"
+#include "opmeter/op.hpp"
 #include "ops/tensor/kernels.hpp"
 
 namespace opmeter::tensor {
@@ -67,6 +68,11 @@ dnnl::matmul::primitive_desc onednn_matmul(const dnnl::memory::desc& src, const 
 // dst = src0 + src1 (src1 may broadcast: a bias row); in place allowed.
 dnnl::binary::primitive_desc onednn_add(const dnnl::memory::desc& src0, const dnnl::memory::desc& src1,
                                         const dnnl::memory::desc& dst);
+
+// Whether oneDNN runs `c`'s dtype on this CPU at all: oneDNN has bf16 primitives only from
+// AVX-512 on (probed once, with a small bf16 matmul); fp32 everywhere. The oneDNN impls' supports:
+// `opmeter list` and the planners see it before any case is set up.
+Support onednn_supports(const Case& c);
 
 [[noreturn]] void throw_unsupported(const char* what, const dnnl::error& e);
 // Creates a primitive descriptor, turning oneDNN's "unimplemented" into Unsupported (skipped).

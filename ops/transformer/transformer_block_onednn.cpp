@@ -5,6 +5,7 @@
 #include "ops/attention/attention_onednn_steps.hpp"
 #include "ops/transformer/block_buffers.hpp"
 #include "ops/transformer/transformer_onednn.hpp"
+#include "ops/tensor/onednn_util.hpp"
 
 namespace opmeter::transformer {
 namespace {
@@ -92,6 +93,7 @@ const bool registered = [] {
       .summary = "oneDNN primitives one after another (layer norm, matmul, bias, three-op attention, residual "
                  "add, ...), every intermediate in memory (the fusion baseline)",
       .dtypes = {DType::fp32, DType::bf16},
+      .supports = tensor::onednn_supports,
       .make = [] { return std::make_unique<OnednnUnfusedBlock>(); },
   });
   return true;

@@ -24,6 +24,7 @@
 #include "ops/transformer/self_attention_backward.hpp"
 #include "ops/transformer/transformer_onednn.hpp"
 #include "ops/transformer/transformer_train.hpp"
+#include "ops/tensor/onednn_util.hpp"
 
 namespace opmeter::transformer {
 namespace {
@@ -176,6 +177,7 @@ const bool registered = [] {
                  "AMX opmeter's AMX GEMM; our own LayerNorm, activation and bias backward, blocked attention forward; "
                  "attention backward as oneDNN batched matmuls",
       .dtypes = {DType::fp32, DType::bf16},
+      .supports = tensor::onednn_supports,
       .make = [] { return std::make_unique<OnednnTrainBlock>(); },
       .needs = {linear::kMode},
       .accepts = {linear::kPhase},

@@ -98,6 +98,8 @@ int run_pipelines(std::vector<pipeline::PlannedPipeline> pipelines, std::vector<
 int results_exit_code(const std::vector<Result>& results);
 // Reads and checks a calibration profile (UsageError otherwise).
 CalibrationProfile read_calibration(const std::string& path);
+// The profile's context key listing the ceilings `calibrate` measured while others took the CPUs.
+inline constexpr const char* kContendedCeilings = "contended_ceilings";
 
 // `opmeter check`: correctness of every impl x dtype x the ops' check shapes, untimed.
 struct CheckArgs {

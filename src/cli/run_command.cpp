@@ -318,11 +318,27 @@ CalibrationProfile read_calibration(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(fmt::format("--calibration {}: not JSON ({})", path, e.what()));
   }
+  CalibrationProfile p;
   try {  // reject anything that is not a profile now, before any case runs
-    return CalibrationProfile::from_json(j);
+    p = CalibrationProfile::from_json(j);
   } catch (const UsageError& e) {
     throw UsageError(fmt::format("--calibration {}: {}", path, e.what()));
   }
+  if (p.ceiling_rule.empty())
+    fmt::print(stderr,
+               "opmeter: --calibration {}: an older profile, whose ceilings are their cases' medians; opmeter now "
+               "takes the {}, 2-4% higher on a quiet machine, so % of peak reads that much higher against it "
+               "(run opmeter calibrate again to renew it)\n",
+               path, kCeilingRule);
+  if (p.context.is_object() && p.context.contains(kContendedCeilings)) {
+    std::vector<std::string> cases;
+    for (auto& c : p.context[kContendedCeilings]) cases.push_back(c.is_string() ? c.get<std::string>() : c.dump());
+    fmt::print(stderr,
+               "opmeter: --calibration {}: warning: it was measured while other processes took the CPUs, so its "
+               "ceilings of {} are too low and % of peak reads too high against them\n",
+               path, fmt::join(cases, ", "));
+  }
+  return p;
 }
 
 ResultSet run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& given_options, RunOutput out) {
