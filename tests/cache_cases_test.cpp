@@ -29,7 +29,13 @@ TEST(CacheCases, HotAndHalfOfWhatTheThreadsReach) {
     EXPECT_EQ(cases[i].level, static_cast<int>(i) + 1);
     EXPECT_EQ(array_bytes(c), want[i]) << c.to_string();
     EXPECT_LE(array_bytes(c), cases[i].capacity / 2);
+    // A call reads the array often enough to read at least 8 MiB; the L3's half once (no passes).
+    const std::size_t passes = c.has("passes") ? std::stoull(c.get("passes")) : 1;
+    EXPECT_GE(passes * array_bytes(c), std::size_t{8} << 20) << c.to_string();
+    EXPECT_LT((passes - 1) * array_bytes(c), std::size_t{8} << 20) << c.to_string();
   }
+  EXPECT_EQ(cases[0].kase.get("passes"), "171");  // ceil(8 MiB / 48 KiB)
+  EXPECT_FALSE(cases[2].kase.has("passes"));
 }
 
 TEST(CacheCases, UnknownSharingIsPrivateUpToL2AndTheLastLevelIsCapped) {

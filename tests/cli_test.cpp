@@ -16,6 +16,7 @@
 #include "results/result_set.hpp"
 #include "opmeter/stats.hpp"
 #include "tests/cli_helpers.hpp"
+#include "tests/onednn_caps.hpp"
 
 namespace fs = std::filesystem;
 
@@ -303,6 +304,14 @@ TEST(Cli, ListAndInfo) {
   const std::string dtypes_line = list.text.substr(opmeter_conv, list.text.find('\n', list.text.find('\n', opmeter_conv) + 1) - opmeter_conv);
   EXPECT_EQ(dtypes_line.find("unavailable"), std::string::npos) << dtypes_line;
   EXPECT_NE(dtypes_line.find("(probed with batch="), std::string::npos) << dtypes_line;
+  // oneDNN's bf16 impls show whether this CPU's oneDNN has bf16 (probed here independently), as
+  // their cases would be skipped: the list tells what runs here.
+  auto onednn_gemm = list.text.find("oneDNN matmul primitive");
+  ASSERT_NE(onednn_gemm, std::string::npos) << list.text;
+  const std::string gemm_line = list.text.substr(onednn_gemm, list.text.find('\n', list.text.find('\n', onednn_gemm) + 1) - onednn_gemm);
+  EXPECT_EQ(gemm_line.find("bf16 (unavailable: oneDNN has no bf16 primitives on this CPU") != std::string::npos,
+            !opmeter::testing::onednn_has_bf16())
+      << gemm_line;
   auto info = cli("info");
   ASSERT_EQ(info.code, 0);
   auto j = nlohmann::json::parse(info.text);
@@ -330,15 +339,34 @@ TEST(Cli, CalibrateWritesAProfileThatRunUses) {
   ASSERT_EQ(p["fusion"]["patterns"].size(), 1u);
   EXPECT_EQ(p["fusion"]["patterns"][0]["pattern"], "linear+bias+relu");
   EXPECT_TRUE(p["context"].contains("host_name"));
+  EXPECT_NE(p.value("ceiling_rule", "").find("fastest tenth"), std::string::npos) << p.dump();
 
   // run --calibration: no ceiling cases are added, and results are placed under the roofline.
   auto run = cli(fmt::format("run --case layernorm/opmeter/fp32/batch=1,seq=4,hidden=1000/threads=1 --samples 3 "
                              "--calibration {} --out {}", profile.string(), (dir / "run").string()));
   ASSERT_EQ(run.code, 0) << run.text;
+  EXPECT_EQ(run.text.find("an older profile"), std::string::npos) << run.text;
   auto results = opmeter::read_jsonl((dir / "run" / "results.jsonl").string());
   ASSERT_EQ(results.size(), 1u);
   EXPECT_TRUE(results[0].efficiency.has_value());
   EXPECT_TRUE(results[0].pct_bandwidth.has_value());
+}
+
+TEST(Cli, AProfileMeasuredUnderContentionIsUsedWithAWarning) {
+  auto dir = temp_dir("profile_contended");
+  auto profile = write(dir, "calibration.json",
+                       R"json({"schema": "opmeter-calibration/1", "threads": 1, "device": "cpu",
+                           "ceiling_rule": "rate of the fastest tenth of samples (the median's below 10 samples)",
+                           "peak_gflops": {"fp32": 50.0}, "bandwidth": {"memory_gbps": 10.0},
+                           "context": {"contended_ceilings": ["peak/opmeter/fp32/kernel=fma/threads=1"]}})json");
+  auto out = cli(fmt::format("run --case relu/opmeter/fp32/batch=1,seq=4,hidden=64/threads=1 --calibration {} --dry-run",
+                             profile.string()));
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_NE(out.text.find("warning: it was measured while other processes took the CPUs, so its ceilings of "
+                          "peak/opmeter/fp32/kernel=fma/threads=1 are too low"),
+            std::string::npos)
+      << out.text;
+  EXPECT_EQ(out.text.find("an older profile"), std::string::npos) << out.text;  // it names its ceiling rule
 }
 
 TEST(Cli, AProfileOfOtherThreadsLeavesTheRunToMeasureItsOwnCeilings) {
@@ -353,6 +381,9 @@ TEST(Cli, AProfileOfOtherThreadsLeavesTheRunToMeasureItsOwnCeilings) {
   auto covered = cli(fmt::format("run {} --calibration {} --dry-run", config_of(1).string(), profile.string()));
   ASSERT_EQ(covered.code, 0) << covered.text;
   EXPECT_EQ(covered.text.find("peak/"), std::string::npos) << covered.text;  // the profile holds threads=1's ceilings
+  // It names no ceiling rule: written before ceilings were the fastest tenth, its ceilings are medians.
+  EXPECT_NE(covered.text.find("an older profile, whose ceilings are their cases' medians"), std::string::npos)
+      << covered.text;
   auto other = cli(fmt::format("run {} --calibration {} --dry-run", config_of(2).string(), profile.string()));
   ASSERT_EQ(other.code, 0) << other.text;
   EXPECT_NE(other.text.find("measured with threads=1, and cases run with threads=2"), std::string::npos) << other.text;

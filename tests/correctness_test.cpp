@@ -87,6 +87,22 @@ TEST(Bandwidth, EveryKernelIsExactOnOddLengths) {
   EXPECT_DOUBLE_EQ(triad.work.bytes_written, 4000);
 }
 
+// `passes`: a call goes over its arrays P times (a cache level's read); its bytes count every pass,
+// its sum is still exact, and GB/s is those bytes over the call's time.
+TEST(Bandwidth, PassesReadTheArrayThatManyTimesInOneCall) {
+  for (const char* k : {"read", "triad"}) {
+    auto r = run(fmt::format("bandwidth/opmeter/fp32/kernel={},n=4099,passes=7/threads=2,hot", k));
+    ASSERT_EQ(r.status, Status::ok) << k << ": " << r.reason;
+    EXPECT_EQ(*r.max_error, 0.0) << k;
+    const double reads = std::string(k) == "read" ? 1 : 2;
+    EXPECT_DOUBLE_EQ(r.work.bytes_read, 7 * reads * 4099 * 4) << k;
+    EXPECT_NEAR(r.gbps, r.work.bytes() / r.summary.median / 1e9, 1e-9 * r.gbps) << k;
+  }
+  auto bad = run("bandwidth/opmeter/fp32/kernel=read,n=64,passes=0/threads=1");
+  EXPECT_EQ(bad.status, Status::error) << bad.reason;
+  EXPECT_NE(bad.reason.find("passes=0 out of range"), std::string::npos) << bad.reason;
+}
+
 TEST(Peak, MeasuresAndChecksItsKernel) {
   auto r = run("peak/opmeter/fp32/kernel=fma/threads=1");
   ASSERT_EQ(r.status, Status::ok) << r.reason;

@@ -54,9 +54,13 @@ TEST(PeakKernels, Avx512Variants) {
   if (cpu.has("avx512_vnni")) expect_kernel_correct(peak::avx512_kernel(DType::int8), "avx512 int8");
 }
 
-TEST(BandwidthKernels, BaselineAndAvx512) {
+TEST(BandwidthKernels, BaselineAvx2AndAvx512) {
   expect_bandwidth_kernels_correct(bandwidth::base_kernels());
+  if (cpu_info().has("avx2")) expect_bandwidth_kernels_correct(bandwidth::avx2_kernels());
   if (cpu_info().has("avx512f")) expect_bandwidth_kernels_correct(bandwidth::avx512_kernels());
+  EXPECT_STREQ(bandwidth::select_kernels().isa, cpu_info().has("avx512f") ? "avx512"
+                                                : cpu_info().has("avx2")  ? "avx2"
+                                                                          : "sse2");
 }
 
 // Issue 11: at 2 GiB arrays the read kernel's float partial sums were no longer exact, so the
@@ -68,6 +72,7 @@ TEST(BandwidthKernels, ReadSumIsExactBeyondFloatPrecision) {
   std::fill(a.begin(), a.end(), 3.0f);
   const double want = 3.0 * static_cast<double>(n);
   EXPECT_EQ(bandwidth::base_kernels().read(a.data(), n), want);
+  if (cpu_info().has("avx2")) EXPECT_EQ(bandwidth::avx2_kernels().read(a.data(), n), want);
   if (cpu_info().has("avx512f")) {
     EXPECT_EQ(bandwidth::avx512_kernels().read(a.data(), n), want);
   }

@@ -54,7 +54,13 @@ struct Kernels {
 };
 
 Kernels avx512_kernels();
+Kernels avx2_kernels();
 Kernels base_kernels();
-Kernels select_kernels();
+Kernels select_kernels();  // the widest this CPU runs
+
+// Optional parameter `passes`: the kernel goes over its arrays this many times in one call, so
+// that a call on an array of a few KB (a cache level's bandwidth) is not its fixed cost.
+inline constexpr const char* kPasses = "passes";
+std::int64_t passes_of(const Case& c);
 
 }  // namespace opmeter::bandwidth

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/runner.hpp"
+#include "ops/bandwidth/bandwidth.hpp"
 
 namespace opmeter {
 
@@ -21,6 +22,9 @@ std::vector<CacheReadCase> cache_read_cases(const std::vector<CacheLevel>& cache
     // Half the capacity in fp32 elements, a multiple of 16 (whole vectors per thread).
     const std::size_t n = std::max<std::size_t>(16, capacity / 2 / 4 / 16 * 16);
     Case c = ceiling_case("bandwidth", DType::fp32, {{"kernel", "read"}, {"n", std::to_string(n)}}, threads);
+    // A call of at least kCacheCallBytes: reading a few KB takes about what a call costs anyway.
+    const std::size_t passes = (kCacheCallBytes + n * 4 - 1) / (n * 4);
+    if (passes > 1) c.set(bandwidth::kPasses, std::to_string(passes));
     c.hot = true;
     out.push_back({cache.level, capacity, c});
   }

@@ -7,6 +7,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/cache_cases.hpp"
 #include "cli/commands.hpp"
@@ -185,8 +186,10 @@ int calibrate_command(const CalibrateArgs& given) {
   }
 
   CalibrationProfile profile;
+  std::vector<std::string> contended;  // ceilings measured while others took the CPUs: too low
   for (auto& r : results) {
     if (r.status != Status::ok) continue;
+    if (ceiling_of(r.kase.op) != CeilingKind::none && r.has_flag("contended")) contended.push_back(r.case_string);
     if (ceiling_of(r.kase.op) == CeilingKind::compute) {  // a GPU's fastest kernel of the dtype (mma or wgmma)
       auto& best = profile.peak_gflops[std::string(to_string(r.kase.dtype))];
       best = std::max(best, ceiling_gflops(r));
@@ -194,7 +197,7 @@ int calibrate_command(const CalibrateArgs& given) {
     if (ceiling_of(r.kase.op) != CeilingKind::memory) continue;
     if (auto it = level_of_case.find(r.case_string); it != level_of_case.end()) {
       profile.bandwidth.caches.push_back(
-          {{"level", it->second}, {"array_bytes", r.work.bytes_read}, {"read_gbps", ceiling_gbps(r)}});
+          {{"level", it->second}, {"array_bytes", double(r.kase.get_int("n")) * 4}, {"read_gbps", ceiling_gbps(r)}});
     } else {
       profile.bandwidth.kernels[r.kase.get("kernel")] = ceiling_gbps(r);
       profile.bandwidth.memory_gbps = std::max(profile.bandwidth.memory_gbps, ceiling_gbps(r));
@@ -214,8 +217,14 @@ int calibrate_command(const CalibrateArgs& given) {
                                : "hot read bandwidth over half of each data cache level the threads use";
   profile.fusion = fusion_json(fusion_rows(results, t), t);
   profile.context = machine_context();
+  if (!contended.empty()) profile.context[kContendedCeilings] = contended;
   write_atomically(a.out, dump_json(profile.to_json(), 2) + "\n");
   fmt::print(stderr, "opmeter: calibration profile written to {}\n", a.out);
+  if (!contended.empty())
+    fmt::print(stderr,
+               "opmeter: warning: {} of its ceilings were measured while other processes took the CPUs (contended), so "
+               "they are too low: {}; calibrate again on a quiet machine\n",
+               contended.size(), fmt::join(contended, ", "));
   return results_exit_code(results);
 }
 

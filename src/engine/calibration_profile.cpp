@@ -23,6 +23,7 @@ nlohmann::json CalibrationProfile::to_json() const {
       {"created", created},
       {"threads", threads},
       {"device", device},
+      {"ceiling_rule", ceiling_rule},
       {"peak_gflops", peak_gflops},
       {"bandwidth",
        {{"memory_gbps", bandwidth.memory_gbps},
@@ -44,6 +45,7 @@ CalibrationProfile CalibrationProfile::from_json(const nlohmann::json& j) {
     p.created = j.value("created", "");
     p.threads = j.at("threads").get<int>();
     p.device = j.value("device", std::string(kHostDevice));
+    p.ceiling_rule = j.value("ceiling_rule", "");
     const auto& peaks = j.at("peak_gflops");
     if (!peaks.is_object()) throw UsageError("peak_gflops must be an object by dtype, got " + peaks.dump());
     for (auto& [name, v] : peaks.items()) {

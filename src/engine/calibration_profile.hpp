@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/ceiling_rate.hpp"
 #include "opmeter/case.hpp"
 
 namespace opmeter {
@@ -14,6 +15,7 @@ struct CalibrationProfile {
   std::string created;               // UTC, ISO 8601 (empty in a profile that lacks it)
   int threads = 0;                   // the host's thread count it was measured with
   std::string device = kHostDevice;  // where it holds: the host or cuda:N
+  std::string ceiling_rule = kCeilingRule;  // how its ceilings were taken; empty: medians (older profiles)
   std::map<std::string, double> peak_gflops;  // by dtype name: its fastest peak kernel
   struct Bandwidth {
     double memory_gbps = 0;                    // the fastest streaming kernel's

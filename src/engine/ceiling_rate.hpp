@@ -12,6 +12,9 @@
 
 namespace opmeter {
 
+// How ceilings are taken, as a calibration profile records it (profiles without it hold medians).
+inline constexpr const char* kCeilingRule = "rate of the fastest tenth of samples (the median's below 10 samples)";
+
 // Below this many samples the median's rate stands.
 inline constexpr std::size_t kCeilingMinSamples = 10;
 
