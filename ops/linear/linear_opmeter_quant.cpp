@@ -1,6 +1,7 @@
 // opmeter's quantized linear layers on the CPU (every recipe but float8dq: no fp8 GEMM here).
 // Setup quantizes W once (QuantLinearOp::quantized_weights) and repacks it for the kernels
-// (quant_kernel.hpp). A call goes through the rows in blocks: each block's activations are made
+// (quant_kernel.hpp), one packed copy per input set: a cold case's calls each read their own set's
+// weights, which together exceed the cache as the unquantized impls' do. A call goes through the rows in blocks: each block's activations are made
 // fp32 (LayerNorm'd for ln_linear; for int8dq quantized per token), then the threads split the
 // output channels, each streaming its channels' codes once for the whole block and finishing its
 // columns with bias and activation while they are in cache.
@@ -28,6 +29,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
     int8_limbs_ = kernels.int8_limbs && !recipe_.dynamic();
     dq_limbs_ = kernels.int8_limbs && recipe_.dynamic();  // int8dq's codes as x's one limb
     packed_ = std::move(kernels.packed);
+    weight_copies_.assign(copies() - 1, packed_);  // the same values at other addresses
     limbs_ = path_ == Int4Path::limbs || int8_limbs_;
     bf16_x_ = path_ != Int4Path::fp32 || int8_limbs_;
     const std::size_t rows = std::min(kRowBlock, s.rows);
@@ -55,6 +57,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
     const std::size_t ybytes = is_bf16 ? 2 : 4, h = s.hidden;
     const std::size_t blocks = (s.out + kChannelBlock - 1) / kChannelBlock;
     const std::size_t groups = packed_.format == quant::WeightFormat::int4 ? h / recipe_.group : 0;
+    const PackedWeights& w = copy == 0 ? packed_ : weight_copies_.at(copy - 1);
     for (std::size_t r0 = 0; r0 < s.rows; r0 += kRowBlock) {
       const std::size_t mr = std::min(kRowBlock, s.rows - r0);
 #pragma omp parallel
@@ -100,17 +103,17 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
         for (std::size_t b = 0; b < blocks; ++b) {
           const std::size_t j0 = b * kChannelBlock, j1 = std::min(s.out, j0 + kChannelBlock);
           if (dq_limbs_)
-            qk.int8_limbs(packed_, limb_x_, mr, j0, j1, tile_.data(), s.out);
+            qk.int8_limbs(w, limb_x_, mr, j0, j1, tile_.data(), s.out);
           else if (recipe_.dynamic())
-            qk.int8_dynamic(packed_, codes_.data(), xscale_.data(), mr, j0, j1, tile_.data(), s.out);
+            qk.int8_dynamic(w, codes_.data(), xscale_.data(), mr, j0, j1, tile_.data(), s.out);
           else if (int8_limbs_)
-            qk.int8_limbs(packed_, limb_x_, mr, j0, j1, tile_.data(), s.out);
+            qk.int8_limbs(w, limb_x_, mr, j0, j1, tile_.data(), s.out);
           else if (path_ == Int4Path::limbs)
-            qk.int4_limbs(packed_, limb_x_, xsum_.data(), mr, j0, j1, tile_.data(), s.out);
+            qk.int4_limbs(w, limb_x_, xsum_.data(), mr, j0, j1, tile_.data(), s.out);
           else if (path_ != Int4Path::fp32)
-            qk.int4_bf16(packed_, xb_.data(), xsum_.data(), mr, j0, j1, tile_.data(), s.out);
+            qk.int4_bf16(w, xb_.data(), xsum_.data(), mr, j0, j1, tile_.data(), s.out);
           else
-            qk.weight_only(packed_, xs_.data(), xsum_.data(), mr, j0, j1, tile_.data(), s.out);
+            qk.weight_only(w, xs_.data(), xsum_.data(), mr, j0, j1, tile_.data(), s.out);
           tk.epilogue(s.act, tile_.data() + j0, s.out, bias + j0, is_bf16, y + (r0 * s.out + j0) * ybytes, s.out, mr, j1 - j0);
         }
       }
@@ -118,7 +121,10 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
   }
 
   std::map<std::string, std::string> details() const override {
-    return {{"isa", quant_kernels().isa}, {"kernel", kernel_name()}};
+    std::map<std::string, std::string> d = {{"isa", quant_kernels().isa}, {"kernel", kernel_name()}};
+    if (!weight_copies_.empty())
+      d["weight_copies"] = fmt::format("{}: one packed copy per input set, each call reading its own", copies());
+    return d;
   }
 
   std::map<std::string, Metric> metrics() const override {
@@ -134,7 +140,8 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
   }
 
   quant::Recipe recipe_;
-  PackedWeights packed_;
+  PackedWeights packed_;                      // read by the calls of input set 0
+  std::vector<PackedWeights> weight_copies_;  // sets 1..: the same, elsewhere in memory
   std::vector<float> xs_, xsum_, tile_, xscale_;
   std::vector<std::uint8_t> codes_;
   std::size_t limb_group() const { return int8_limbs_ || dq_limbs_ ? kInt8LimbGroup : recipe_.group; }

@@ -12,15 +12,18 @@ constexpr std::size_t kRowBlock = 64;      // rows whose weights are decoded onc
 constexpr std::size_t kChannelBlock = 16;  // output channels per unit of a thread's work
 }  // namespace
 
-void QuantProjection::prepare(const quant::QuantizedWeights& q, bool bf16, std::size_t rows) {
+void QuantProjection::prepare(const quant::QuantizedWeights& q, bool bf16, std::size_t rows, std::size_t copies) {
   auto kernels = quant_layer_kernels(q, bf16, rows);
   path_ = kernels.int4;
   packed_ = std::move(kernels.packed);
+  weight_copies_.assign(std::max<std::size_t>(copies, 1) - 1, packed_);
   bf16_ = bf16;
 }
 
-void QuantProjection::run(const void* x, std::size_t rows, const float* bias, tensor::Act act, const void* residual, void* y) {
+void QuantProjection::run(std::size_t copy, const void* x, std::size_t rows, const float* bias, tensor::Act act,
+                          const void* residual, void* y) {
   const auto& qk = quant_kernels();
+  const PackedWeights& w = copy == 0 ? packed_ : weight_copies_.at(copy - 1);
   const auto& tk = tensor::kernels();
   const std::size_t h = packed_.hidden, out = packed_.out, e = bf16_ ? 2 : 4;
   const std::size_t groups = packed_.format == quant::WeightFormat::int4 ? h / packed_.group : 0;
@@ -67,13 +70,13 @@ void QuantProjection::run(const void* x, std::size_t rows, const float* bias, te
       for (std::size_t b = 0; b < blocks; ++b) {
         const std::size_t j0 = b * kChannelBlock, j1 = std::min(out, j0 + kChannelBlock);
         if (int8_limbs)
-          qk.int8_limbs(packed_, limb_x_, mr, j0, j1, tile_.data(), out);
+          qk.int8_limbs(w, limb_x_, mr, j0, j1, tile_.data(), out);
         else if (limbs)
-          qk.int4_limbs(packed_, limb_x_, xsum_.data(), mr, j0, j1, tile_.data(), out);
+          qk.int4_limbs(w, limb_x_, xsum_.data(), mr, j0, j1, tile_.data(), out);
         else if (bf16_dot)
-          qk.int4_bf16(packed_, xb + r0 * h, xsum_.data(), mr, j0, j1, tile_.data(), out);
+          qk.int4_bf16(w, xb + r0 * h, xsum_.data(), mr, j0, j1, tile_.data(), out);
         else
-          qk.weight_only(packed_, xs_.data(), xsum_.data(), mr, j0, j1, tile_.data(), out);
+          qk.weight_only(w, xs_.data(), xsum_.data(), mr, j0, j1, tile_.data(), out);
         if (residual)  // added before the epilogue's bias: one rounding of the sum in bf16
           for (std::size_t i = 0; i < mr; ++i)
             for (std::size_t j = j0; j < j1; ++j) {

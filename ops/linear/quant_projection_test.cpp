@@ -1,7 +1,8 @@
 // A quantized projection (transformer_block's opmeter_quant) picks int4's kernel and layout for the
 // rows it is prepared for, and stays correct when called with other row counts: prepared for one
 // row (the limbs kernels where the CPU has them) and run on 1, 3 and 5 rows, or prepared for 5,
-// its outputs match the recipe's x W^T + b in fp64 within bf16's rounding of y, for int4 and int8.
+// its outputs match the recipe's x W^T + b in fp64 within bf16's rounding of y, for int4 and int8,
+// whichever of its input sets' weight copies the call reads.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,11 +25,12 @@ TEST(QuantProjection, RunsEveryRowCountOnTheLayoutItPreparedFor) {
   for (std::size_t prepared_rows : {1, 5}) {
     const auto q = quant::quantize_weights(*quant::parse_recipe(recipe), w.data(), out, hidden, Elem::bf16);
     QuantProjection p;
-    p.prepare(q, true, prepared_rows);
+    p.prepare(q, true, prepared_rows, 3);  // three input sets, each with its own packed weights
+    ASSERT_EQ(p.copies(), 3u);
     for (std::size_t rows : {1, 3, 5}) {
       std::vector<std::uint16_t> x(rows * hidden), y(rows * out);
       for (auto& v : x) v = to_bf16(normal(rng));
-      p.run(x.data(), rows, bias.data(), tensor::Act::none, nullptr, y.data());
+      p.run(rows % 3, x.data(), rows, bias.data(), tensor::Act::none, nullptr, y.data());  // copies 1, 0, 2
       for (std::size_t m = 0; m < rows; ++m)
         for (std::size_t j = 0; j < out; ++j) {
           double exact = bias[j], mag = std::fabs(bias[j]);
@@ -37,7 +39,7 @@ TEST(QuantProjection, RunsEveryRowCountOnTheLayoutItPreparedFor) {
             mag += std::fabs(double(from_bf16(x[m * hidden + k])) * q.weight(j, k));
           }
           ASSERT_NEAR(from_bf16(y[m * out + j]), exact, std::fabs(exact) / 128 + 1e-4 * mag)
-              << recipe << " prepared for " << prepared_rows << " rows, run on " << rows << " (" << p.kernel(rows) << "), row " << m
+              << recipe << " prepared for " << prepared_rows << " rows, run on " << rows << " (" << p.kernel(rows) << ", weight copy " << rows % 3 << "), row " << m
               << ", channel " << j;
         }
     }

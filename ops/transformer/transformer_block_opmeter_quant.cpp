@@ -23,7 +23,7 @@ class OpmeterQuantBlock : public HostImpl<QuantTransformerBlockOp> {
  public:
   void prepare() override {
     const auto s = shape_of(case_);
-    for (std::size_t i = 0; i < 4; ++i) proj_[i].prepare(quantized_weights(host_inputs(0), kWeights[i]), bf16(), s.rows());
+    for (std::size_t i = 0; i < 4; ++i) proj_[i].prepare(quantized_weights(host_inputs(0), kWeights[i]), bf16(), s.rows(), copies());
     buf_.allocate(s, case_.dtype);
     attention_.prepare(s, case_.dtype, case_.threads);
   }
@@ -35,17 +35,20 @@ class OpmeterQuantBlock : public HostImpl<QuantTransformerBlockOp> {
     const auto& in = host_inputs(copy);
     const std::size_t r = s.rows();
     k.layernorm(b16, in[kX].data(), buf_.ln.data(), vec(in, kLn1Gamma), vec(in, kLn1Beta), r, s.hidden);
-    proj_[0].run(buf_.ln.data(), r, vec(in, kBqkv), Act::none, nullptr, buf_.qkv.data());
+    proj_[0].run(copy, buf_.ln.data(), r, vec(in, kBqkv), Act::none, nullptr, buf_.qkv.data());
     attention(s);
-    proj_[1].run(buf_.attn.data(), r, vec(in, kBo), Act::none, in[kX].data(), buf_.h.data());
+    proj_[1].run(copy, buf_.attn.data(), r, vec(in, kBo), Act::none, in[kX].data(), buf_.h.data());
     k.layernorm(b16, buf_.h.data(), buf_.ln.data(), vec(in, kLn2Gamma), vec(in, kLn2Beta), r, s.hidden);
-    proj_[2].run(buf_.ln.data(), r, vec(in, kB1), s.act, nullptr, buf_.mlp.data());
-    proj_[3].run(buf_.mlp.data(), r, vec(in, kB2), Act::none, buf_.h.data(), out(copy));
+    proj_[2].run(copy, buf_.ln.data(), r, vec(in, kB1), s.act, nullptr, buf_.mlp.data());
+    proj_[3].run(copy, buf_.mlp.data(), r, vec(in, kB2), Act::none, buf_.h.data(), out(copy));
   }
 
   std::map<std::string, std::string> details() const override {
-    return {{"isa", fmt::format("{}, {}", tensor::kernels().isa, linear::quant_kernels().isa)},
-            {"kernel", proj_[0].kernel(shape_of(case_).rows())}};
+    std::map<std::string, std::string> d = {{"isa", fmt::format("{}, {}", tensor::kernels().isa, linear::quant_kernels().isa)},
+                                            {"kernel", proj_[0].kernel(shape_of(case_).rows())}};
+    if (proj_[0].copies() > 1)
+      d["weight_copies"] = fmt::format("{}: one packed copy per input set, each call reading its own", proj_[0].copies());
+    return d;
   }
 
   std::map<std::string, Metric> metrics() const override {
