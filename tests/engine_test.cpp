@@ -112,7 +112,8 @@ TEST(ColdCopies, EnoughToExceedTwiceTheCacheWithinBudget) {
   EXPECT_EQ(cold_copies(100 << 20, 32 << 20, 1e12), 1u);  // larger than the cache already
   EXPECT_EQ(cold_copies(1 << 20, 32 << 20, 10 << 20), 10u);  // memory budget
   EXPECT_EQ(cold_copies(0, 32 << 20, 1e12), 1u);
-  EXPECT_EQ(cold_copies(1024, 1u << 30, 1e15), 256u);  // capped
+  EXPECT_EQ(cold_copies(1024, 1u << 30, 1e15), 4096u);  // capped
+  EXPECT_EQ(kMaxColdCopies, 4096u);
 }
 
 TEST(ColdCopies, WithoutAFlushACaseIsColdOnlyWhereItsImplRotatesOrItsInputsOutsizeTheCache) {
@@ -124,7 +125,7 @@ TEST(ColdCopies, WithoutAFlushACaseIsColdOnlyWhereItsImplRotatesOrItsInputsOutsi
 
 TEST(ColdCopies, EnoughToReadTwiceTheCacheUncapped) {
   EXPECT_EQ(copies_to_exceed(1 << 20, 32 << 20), 64u);
-  EXPECT_EQ(copies_to_exceed(100 << 10, 50 << 20), 1024u);  // past cold_copies' cap of 256
+  EXPECT_EQ(copies_to_exceed(100 << 10, 50 << 20), 1024u);  // uncapped
   EXPECT_EQ(copies_to_exceed(100 << 20, 32 << 20), 1u);
   EXPECT_EQ(copies_to_exceed(0, 32 << 20), 1u);
 }
@@ -151,6 +152,17 @@ TEST(ColdCopies, PlanFlushesRotatesOrSaysWhyItIsHot) {
   auto cpu = plan_cold(host);  // the host: copies of the footprint, capped as cold_copies caps them
   EXPECT_EQ(cpu.way, ColdWay::rotate);
   EXPECT_EQ(cpu.copies, 64u);
+  EXPECT_EQ(cpu.partly_cached, "");  // 64 MiB of copies against 32 MiB
+  // 4 KB a set: the 4096 copies hold 16 MiB, short of twice the cache, and the plan says so.
+  const ColdFacts tiny{.footprint = 4096, .bytes_read = 4096, .budget = 1e12, .cache_bytes = 32u << 20};
+  auto small = plan_cold(tiny);
+  EXPECT_EQ(small.copies, 4096u);
+  EXPECT_EQ(small.partly_cached, "cold over 4096 input sets of 0.00391 MiB (16 MiB in all, as many as opmeter rotates): "
+                                 "less than twice the 32 MiB cache, so part of each call's reads may come from it");
+  // A memory budget of 8 sets of 1 MiB: short for want of memory.
+  const ColdFacts poor{.footprint = 1 << 20, .bytes_read = 1 << 20, .budget = 8 << 20, .cache_bytes = 32u << 20};
+  EXPECT_NE(plan_cold(poor).partly_cached.find("(8 MiB in all, as many as memory allows)"), std::string::npos)
+      << plan_cold(poor).partly_cached;
 }
 
 TEST(ColdCopies, AReplayedGraphGetsADivisorOfItsLaunchesSoEveryCopyIsReadEvenly) {

@@ -32,7 +32,6 @@
 
 namespace opmeter {
 namespace {
-constexpr std::size_t kMaxCopies = 256;
 constexpr double kMemoryHeadroom = 0.8;  // of available memory a case may take
 
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / double(1u << 30)); }
@@ -66,8 +65,20 @@ ColdPlan plan_cold(const ColdFacts& f) {
       return {ColdWay::none, 1, "back-to-back launches over the same inputs (this impl does not rotate input copies)"};
     case ColdWay::rotate: break;
   }
-  if (!f.calls_per_replay || needed <= 1) return {ColdWay::rotate, needed, ""};
-  if (const std::size_t fit = replay_copies(needed, *f.calls_per_replay, f.footprint, f.budget)) return {ColdWay::rotate, fit, ""};
+  if (!f.calls_per_replay) {
+    ColdPlan p{ColdWay::rotate, needed, "", ""};
+    const double held = double(needed) * f.footprint, mib = 1024.0 * 1024.0;
+    if (f.footprint > 0 && held < 2.0 * double(f.cache_bytes))
+      p.partly_cached = fmt::format(
+          "cold over {} input sets of {:.3g} MiB ({:.3g} MiB in all, as many as {}): less than twice the {:.3g} MiB "
+          "cache, so part of each call's reads may come from it",
+          needed, f.footprint / mib, held / mib, needed == kMaxColdCopies ? "opmeter rotates" : "memory allows",
+          double(f.cache_bytes) / mib);
+    return p;
+  }
+  if (needed <= 1) return {ColdWay::rotate, needed, "", ""};
+  if (const std::size_t fit = replay_copies(needed, *f.calls_per_replay, f.footprint, f.budget))
+    return {ColdWay::rotate, fit, "", ""};
   return {ColdWay::none, 1,
           fmt::format("the {} copies whose reads would exceed twice the cache do not divide into the {} calls each sample "
                       "replays, within memory (a graph of a multiple of {} launches would)",
@@ -78,7 +89,7 @@ std::size_t cold_copies(double footprint, std::size_t llc_bytes, double budget) 
   if (!(footprint > 0)) return 1;
   double want = std::ceil(2.0 * static_cast<double>(llc_bytes) / footprint);
   double affordable = std::floor(budget / footprint);
-  return static_cast<std::size_t>(std::clamp(std::min(want, affordable), 1.0, double(kMaxCopies)));
+  return static_cast<std::size_t>(std::clamp(std::min(want, affordable), 1.0, double(kMaxColdCopies)));
 }
 
 namespace {
@@ -352,6 +363,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     if (auto no = gate.ready()) return finish(no->status, no->reason);
     r.details = impl->details();
     if (cold.way == ColdWay::none) r.details["cache"] = "hot: " + cold.hot_because;
+    if (!cold.partly_cached.empty()) r.details["cache"] = cold.partly_cached;
     if (auto types = element_types(c); !types.empty()) r.details["types"] = types;
 
     auto check = impl->verify(options.seed + 1);

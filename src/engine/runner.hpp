@@ -61,11 +61,14 @@ struct ColdPlan {
   ColdWay way = ColdWay::timer;  // timer also for a hot case: one set, nothing to do
   std::size_t copies = 1;
   std::string hot_because;       // ColdWay::none: why the case is measured hot
+  std::string partly_cached;     // ColdWay::rotate: why its copies may not be enough (capped, memory)
 };
 ColdPlan plan_cold(const ColdFacts& f);
 
 // Cold-cache copies for a case: enough input sets that rotating through them exceeds twice the
-// last-level cache (a GPU's L2), bounded by a memory budget. 1 when the op reads no memory.
+// last-level cache (a GPU's L2), bounded by a memory budget and at most kMaxColdCopies (a case of a
+// few KB stays short of the cache: plan_cold says so). 1 when the op reads no memory.
+inline constexpr std::size_t kMaxColdCopies = 4096;
 std::size_t cold_copies(double footprint_bytes, std::size_t llc_bytes, double budget_bytes);
 
 // Runs one case in this process: support check, memory check, setup, correctness check,
