@@ -72,6 +72,20 @@ TEST(Config, UnknownKeySuggestsNearest) {
   EXPECT_TRUE(has(e, "valid keys:")) << e;
 }
 
+// A key that only other ops take would be ignored, its values unchecked: an error at the key.
+TEST(Config, AnOpKeyNoneOfTheConfigsOpsTakesIsAnError) {
+  auto e = error_of("ops: [add]\nheads: [abc, -5]\n");
+  EXPECT_TRUE(has(e, "t.yaml:2:1: 'heads' is a parameter of ")) << e;
+  EXPECT_TRUE(has(e, "attention")) << e;
+  EXPECT_TRUE(has(e, "none of this config's ops (add) takes it, so it would be ignored")) << e;
+  e = error_of("ops: [add]\nquantization: [nope]\n");
+  EXPECT_TRUE(has(e, "t.yaml:2:1: 'quantization' is a parameter of ")) << e;
+  e = error_of("ops: [add, relu]\nbandwidth: {kernels: [bogus]}\n");
+  EXPECT_TRUE(has(e, "'bandwidth' is a parameter of bandwidth: none of this config's ops (add, relu) takes it")) << e;
+  // Taken by one of the ops, it is checked and used as before; the shared keys stay free.
+  EXPECT_EQ(error_of("ops: [add, attention]\nheads: [2]\nhidden: [64]\nthreads: [1]\n"), "no error");
+}
+
 // A key given twice is an error at its second place, in the config's top level, a nested mapping
 // or a mapping in a list (torchao's loader would take the last value, ours the first). Aliases are
 // walked once: a billion-laughs tree of them loads at once.

@@ -534,6 +534,38 @@ void check_top_keys(const YamlReader& r, const YAML::Node& root) {
   r.check_keys(root, top_keys, "the config");
 }
 
+// Keys of ops (a sweep axis, an optional parameter, an op's own section) that none of the
+// config's ops takes would be ignored, their values unchecked: a mistake (`heads:` beside
+// `ops: [add]`), stopped at the key. Keys that are also ours, a backend's or a run setting's stay.
+void check_op_keys_taken(const YamlReader& r, const YAML::Node& root, const std::vector<std::string>& ops) {
+  std::map<std::string, std::vector<std::string>> owners;  // key -> the ops that take it
+  for (auto* o : Registry::global().ops()) {
+    std::set<std::string> keys;
+    for (auto& [key, def] : o->defaults) keys.insert(key);
+    for (auto& optional : o->optional_params) keys.insert(optional.config_key);
+    for (auto& key : o->config_keys) keys.insert(key);
+    for (auto& key : keys) owners[key].push_back(o->name);
+  }
+  std::set<std::string> shared(kTopKeys.begin(), kTopKeys.end());
+  for (auto* b : backends())
+    for (auto& setting : b->settings()) shared.insert(setting.name);
+  for (auto& key : run_setting_config_keys()) shared.insert(key);
+  for (const auto& entry : root) {
+    const std::string key = entry.first.as<std::string>("");
+    auto it = owners.find(key);
+    if (it == owners.end() || shared.count(key)) continue;
+    if (std::any_of(it->second.begin(), it->second.end(),
+                    [&](const std::string& op) { return std::find(ops.begin(), ops.end(), op) != ops.end(); }))
+      continue;
+    constexpr std::size_t kNamed = 6;
+    std::vector<std::string> some(it->second.begin(), it->second.begin() + std::ptrdiff_t(std::min(kNamed, it->second.size())));
+    r.fail(entry.first, fmt::format("'{}' is a parameter of {}{}: none of this config's ops ({}) takes it, so it would be "
+                                    "ignored (remove it, or add such an op to ops)",
+                                    key, fmt::join(some, ", "), it->second.size() > kNamed ? ", ..." : "",
+                                    ops.empty() ? "none" : fmt::format("{}", fmt::join(ops, ", "))));
+  }
+}
+
 // Users' Python kernels, before the ops are checked: a kernel may bring an op of its own. An
 // `impls` entry naming a file (my_kernels.py:my_add) is one too, and stands for its impl.
 NamedCode load_kernels(const YamlReader& r, const YAML::Node& root, const std::string& source, ConfigCode code,
@@ -783,6 +815,7 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   Plan plan;
   const NamedCode named = load_kernels(r, root, source, code, ops, unloaded_plugins, plan);
   check_names(r, root, ops, named, plan);
+  if (!ops.empty()) check_op_keys_taken(r, root, ops);  // pipelines and cases alone take none of them
   const std::vector<DType> dtypes = read_dtypes(r, root);
   const Where where = read_where(r, root, default_threads, device_override);
 
