@@ -185,6 +185,36 @@ TEST(Interrupts, AWorkerWhoseOpmeterIsKilledEndsAndRemovesTheTemporaryFiles) {
   EXPECT_TRUE(wait_until([&] { return !fs::exists(s.private_dir); }, 2)) << s.private_dir;
 }
 
+TEST(Interrupts, AWorkerStartedThroughAWrapperEndsWhenItsOpmeterIsKilled) {
+  // OPMETER_PYTHON a script that runs Python as its child (no exec): opmeter is the worker's
+  // grandparent, and the wrapper outlives opmeter (adopted by init) while the worker runs.
+  auto dir = temp_dir("interrupt_wrapper");
+  const fs::path wrapper = dir / "python-wrapper";
+  std::ofstream(wrapper) << "#!/bin/sh\n\"" << kPython << "\" \"$@\"\nexit $?\n";
+  fs::permissions(wrapper, fs::perms::owner_all);
+  SpawnEnv env("", "");
+  setenv("OPMETER_PYTHON", wrapper.c_str(), 1);
+  auto log = dir / "log";
+  Started s;
+  s.opmeter = spawn("run --kernel " + kSleepyKernel + " --case add/sleepy/fp32/batch=1,seq=8,hidden=64/threads=1 --out " +
+                        (dir / "res").string(),
+                    log);
+  std::optional<pid_t> shell, worker;
+  ASSERT_TRUE(wait_until([&] { return (shell = child_of(s.opmeter)).has_value(); }, 30)) << slurp(log);
+  ASSERT_TRUE(wait_until([&] { return (worker = child_of(*shell)).has_value(); }, 30)) << slurp(log);
+  s.worker = *worker;
+  wait_until([&] { return !(s.private_dir = environ_of(s.worker, "OPMETER_PRIVATE_DIR")).empty(); }, 10);
+  ASSERT_FALSE(s.private_dir.empty()) << "the worker was not told opmeter's private directory";
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into the sleepy import, its watcher started
+  kill(s.opmeter, SIGKILL);
+  EXPECT_EQ(wait_exit(s.opmeter), 128 + SIGKILL);
+  bool ended = wait_until([&] { return gone(s.worker); }, 5);
+  if (!ended) kill(s.worker, SIGKILL);
+  EXPECT_TRUE(ended) << "the worker under a wrapper ran on after its opmeter was killed";
+  EXPECT_TRUE(wait_until([&] { return !fs::exists(s.private_dir); }, 2)) << s.private_dir;
+  if (!gone(*shell)) kill(*shell, SIGKILL);
+}
+
 TEST(Interrupts, PredictFitInterruptedExits130AndWritesNoModel) {
   auto dir = temp_dir("interrupt_fit");
   auto model = dir / "model.json";

@@ -54,22 +54,47 @@ def remove_private_dir(path):
         shutil.rmtree(path, ignore_errors=True)
 
 
+def ancestors(limit=8):
+    """The worker's parent, its parent and so on (at most `limit`, never init), from /proc; just
+    the parent where /proc cannot be read."""
+    pids, pid = [], os.getppid()
+    while pid > 1 and len(pids) < limit:
+        pids.append(pid)
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+                stat = f.read()
+            pid = int(stat.rsplit(")", 1)[1].split()[1])  # the field after the command's name
+        except (OSError, ValueError, IndexError):
+            break
+    return pids
+
+
 def watch_parent():
     """Ends the worker when the opmeter that started it is gone (SIGKILL gives opmeter no chance
     to stop it): a thread, since the main one may be inside a kernel's setup for minutes. It
-    polls getppid() rather than using PR_SET_PDEATHSIG, which fires when the *thread* that
-    spawned the worker ends, not the process."""
+    polls the process tree rather than using PR_SET_PDEATHSIG, which fires when the *thread* that
+    spawned the worker ends, not the process. opmeter is the parent, or an ancestor where
+    OPMETER_PYTHON is a wrapper that runs Python without exec: when opmeter ends, the wrapper is
+    handed to init and opmeter is no longer above the worker."""
     parent = int(os.environ.get("OPMETER_PARENT_PID") or 0)
     private = os.environ.get("OPMETER_PRIVATE_DIR") or ""
-    if parent <= 0 or parent != os.getppid():
-        return  # not set by the opmeter that started this worker: nothing of ours to watch or remove
+    if parent <= 1:
+        return
 
-    def loop():
-        while os.getppid() == parent:
-            time.sleep(PARENT_POLL_S)
+    def leave():
         if private:
             remove_private_dir(private)
         os._exit(1)
+
+    if parent not in ancestors():
+        if not os.path.exists(f"/proc/{parent}"):
+            leave()  # killed while this worker started: its files are for no one now
+        return  # set by another process, still running: nothing of ours to watch or remove
+
+    def loop():
+        while parent in ancestors():
+            time.sleep(PARENT_POLL_S)
+        leave()
 
     threading.Thread(target=loop, name="opmeter-parent-watch", daemon=True).start()
 
