@@ -158,6 +158,14 @@ step() {
   return "$rc"
 }
 
+# tool_refused FILE: whether a profiler's or sanitizer's step could not use the GPU at all (as on
+# gVisor machines: "Failed to initialize the profiler: LibraryNotLoaded", "Device not supported"),
+# in its output or in what it added to stderr.txt; the next such steps would only waste the call.
+tool_refused() {
+  local pattern='LibraryNotLoaded|Failed to initialize the profiler|Device not supported|ERR_NVGPUCTRPERM'
+  grep -qE "$pattern" "$1" 2>/dev/null || tail -n 40 "$out/stderr.txt" | grep -qE "$pattern"
+}
+
 # gtest_step NAME OUTFILE FILTER [ARGS...]: the GPU-side GoogleTests FILTER selects, each test
 # named as it starts (no --gtest_brief) and every line written at once.
 gtest_step() {
@@ -186,6 +194,19 @@ check_step() {
   fi
   mkdir -p "$dir" && echo "$build_id" > "$dir/build.sha256"
   step "$name" "$out/$name.txt" "$opm" check --device cuda:0 "$@" -o "$dir"
+}
+# run_or_resume NAME CONFIG [ARGS...]: opmeter run CONFIG into OUT_DIR/NAME, or, where an earlier
+# call of this build left results there, --resume them: a preset repeated on a warm machine (or
+# seeded from an earlier call's pack) measures what is left, not the same first cases again.
+run_or_resume() {
+  local name=$1 config=$2; shift 2
+  local dir="$out/$name"
+  if [ -s "$dir/results.jsonl" ] && [ "$(cat "$dir.build.sha256" 2>/dev/null)" = "$build_id" ]; then
+    step "$name" "$out/$name.md" "$opm" run "$config" "$@" --resume "$dir"
+  else
+    rm -rf "$dir" && echo "$build_id" > "$dir.build.sha256"
+    step "$name" "$out/$name.md" "$opm" run "$config" "$@" --out "$dir"
+  fi
 }
 # torch.compile's impls compile (and max-autotune tunes) every case: minutes for the 99 of them,
 # so triage's check leaves them to `check-compile` (preset compile).
@@ -283,6 +304,11 @@ for entry in "${steps[@]}"; do
         [[ "$line" == compute-sanitizer* ]] || continue
         n=$((n + 1))
         step "sanitize-$n" "$out/sanitize-$n.txt" bash -c "cd \"\$1\" && $line" sanitize "$out"
+        if tool_refused "$out/sanitize-$n.txt"; then
+          echo "gpu-check: [sanitize] compute-sanitizer cannot run on this machine (see sanitize-$n.txt): the others skipped" |
+            tee -a "$out/commands.txt"
+          break
+        fi
       done < "$out/sanitize-commands.txt" ;;
     graph-cases)
       for c in "${graph_cases[@]}"; do
@@ -331,7 +357,7 @@ for entry in "${steps[@]}"; do
       # CUDA-graph per-launch time of a tiny kernel, and Nsight Compute's duration of the same kernel.
       step graph "$out/graph.md" "$opm" run --case 'bandwidth/cuda/fp32/kernel=copy,n=4096/device=cuda:0,graph=100,hot' --out "$out/graph"
       if command -v ncu >/dev/null; then
-        step ncu "$out/ncu.txt" ncu --metrics gpu__time_duration.sum --profile-from-start off "$opm" run --profile --samples 10 --energy-window 0 --cooldown 0 --no-report \
+        step ncu "$out/ncu.txt" ncu --clock-control none --metrics gpu__time_duration.sum --profile-from-start off "$opm" run --profile --samples 10 --energy-window 0 --cooldown 0 --no-report \
           --case 'bandwidth/cuda/fp32/kernel=copy,n=4096/device=cuda:0,hot' --out "$out/ncu-run"
       fi ;;
     ml-ops) step ml-ops "$out/ml-ops.md" "$opm" run bench/gpu-ml-ops.yaml --out "$out/ml-ops" ;;
@@ -381,18 +407,23 @@ for entry in "${steps[@]}"; do
                     'linear/cuda_quant/bf16/batch=1,seq=1,hidden=1024,out=8192,act=none,quant=int4wo-64/device=cuda:0' \
                     'linear/cuda_quant/bf16/batch=1,seq=16,hidden=4096,out=4096,act=none,quant=int4wo-64/device=cuda:0'; do
           n=$((n + 1))
-          step "quant-ncu-$n" "$out/quant-ncu-$n.txt" ncu --profile-from-start off --section SpeedOfLight \
+          step "quant-ncu-$n" "$out/quant-ncu-$n.txt" ncu --clock-control none --profile-from-start off --section SpeedOfLight \
             --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats \
             --section SchedulerStats "$opm" run --profile --samples 10 --energy-window 0 --cooldown 0 --no-report --case "$kase" --out "$out/quant-ncu-$n"
+          if tool_refused "$out/quant-ncu-$n.txt"; then
+            echo "gpu-check: [quant-ncu] ncu cannot profile on this machine (see quant-ncu-$n.txt): the other cases skipped" |
+              tee -a "$out/commands.txt"
+            break
+          fi
         done
       else
         echo "gpu-check: [quant-ncu] skipped: no ncu on this machine" | tee -a "$out/commands.txt"
       fi ;;
     quant-graph)  # M=1 in CUDA graphs of 32 launches over rotating weight copies (cold, no flush, no event pair each)
-      step quant-graph "$out/quant-graph.md" "$opm" run bench/quant/gpu-llama-graph.yaml --out "$out/quant-graph" ;;
+      run_or_resume quant-graph bench/quant/gpu-llama-graph.yaml --energy-window 0 --cooldown 0 ;;
     quant)  # quantization recipes (cuda_quant) beside the bf16 cuBLASLt GEMM at M=1 and 16, and their tests
       gtest_step quant-tests "$out/gpu-quant-tests.txt" 'QuantGpuPack.*:QuantLinearCuda.*'
-      step quant "$out/quant.md" "$opm" run bench/quant/gpu-llama.yaml --out "$out/quant" ;;
+      run_or_resume quant bench/quant/gpu-llama.yaml --energy-window 0 --cooldown 0 ;;
     fp8-train)  # float8 training (cublaslt_fp8_train): its GPU tests, then its step beside bf16's at 4096x8192x8192
       gtest_step fp8-train-tests "$out/gpu-fp8-train-tests.txt" 'LinearFp8TrainCuda.*'
       step fp8-train "$out/fp8-train.md" "$opm" run bench/train/gpu-fp8-4096x8192.yaml --out "$out/fp8-train" ;;
@@ -403,7 +434,8 @@ for entry in "${steps[@]}"; do
       gtest_step quant-block-tests "$out/gpu-quant-block-tests.txt" 'TransformerBlockCudaQuant.*'
       step quant-block "$out/quant-block.md" "$opm" run bench/quant/gpu-transformer-block.yaml --out "$out/quant-block" ;;
     *) echo "gpu-check: unknown step '$s' (presets: ${!presets[*]}; steps: tests mltests mltests-sweeps quick peaks sweep sweep30" \
-            "torch worker copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict quant" \
+            "torch worker copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict" \
+            "cold-timing quant-ncu quant-graph quant" \
             "fp8-train block-train quant-block check check-compile sanitize graph-cases collectives collectives-quick)" >&2; failed=1 ;;
   esac
 done
