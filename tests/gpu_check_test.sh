@@ -104,6 +104,30 @@ chmod +x "$tmp/bin/ncu"
 bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/n" quant-ncu >> "$tmp/log3" 2>&1
 expect '[ "$(grep -cP "^quant-ncu-[0-9]\t0\t" "$tmp/res/n/steps.tsv")" -eq 5 ]'
 expect 'grep -q "profile-from-start off.* run --profile --samples 10 --energy-window 0 --cooldown 0 --no-report --case linear/cuda_quant/" "$tmp/res/n/quant-ncu-1.txt"'
+expect 'grep -q "^ncu --clock-control none " "$tmp/res/n/quant-ncu-1.txt"'  # the card's clocks are left alone
+# Where ncu cannot profile at all (gVisor), the first case says so and the other four are skipped.
+cat > "$tmp/bin/ncu" <<'SH'
+#!/bin/bash
+echo "==ERROR== Failed to initialize the profiler: LibraryNotLoaded"
+SH
+bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/n2" quant-ncu >> "$tmp/log3" 2>&1
+expect '[ "$(grep -c "^quant-ncu-" "$tmp/res/n2/steps.tsv")" -eq 1 ]'
+expect 'grep -q "ncu cannot profile on this machine" "$tmp/res/n2/commands.txt"'
+# The same for compute-sanitizer: the first command line's refusal ends the sanitize step.
+cat > "$tmp/bin/compute-sanitizer" <<'SH'
+#!/bin/sh
+echo "sanitizer $*" >> sanitizer-ran.txt
+echo "========= Error: Device not supported"
+SH
+bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/s2" sanitize >> "$tmp/log3" 2>&1
+expect '[ "$(wc -l < "$tmp/res/s2/sanitizer-ran.txt")" -eq 1 ]'
+expect 'grep -q "compute-sanitizer cannot run on this machine" "$tmp/res/s2/commands.txt"'
+# quant-graph runs without the energy window; a second call of the same build resumes its results.
+bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/q" quant-graph >> "$tmp/log3" 2>&1
+expect 'grep -q "ran run bench/quant/gpu-llama-graph.yaml --energy-window 0 --cooldown 0 --out $tmp/res/q/quant-graph" "$tmp/res/q/quant-graph.md"'
+mkdir -p "$tmp/res/q/quant-graph" && echo '{}' > "$tmp/res/q/quant-graph/results.jsonl"
+bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/q" quant-graph >> "$tmp/log3" 2>&1
+expect 'grep -q "ran run bench/quant/gpu-llama-graph.yaml --energy-window 0 --cooldown 0 --resume $tmp/res/q/quant-graph" "$tmp/res/q/quant-graph.md"'
 # cold-timing runs the bench where the build has it, and says so where it has not.
 bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/ct0" cold-timing >> "$tmp/log3" 2>&1
 expect 'grep -q "cold-timing. skipped: no cuda_cold_timing" "$tmp/res/ct0/commands.txt"'
