@@ -72,7 +72,9 @@ TEST(BandwidthKernels, ReadSumIsExactBeyondFloatPrecision) {
   std::fill(a.begin(), a.end(), 3.0f);
   const double want = 3.0 * static_cast<double>(n);
   EXPECT_EQ(bandwidth::base_kernels().read(a.data(), n), want);
-  if (cpu_info().has("avx2")) EXPECT_EQ(bandwidth::avx2_kernels().read(a.data(), n), want);
+  if (cpu_info().has("avx2")) {
+    EXPECT_EQ(bandwidth::avx2_kernels().read(a.data(), n), want);
+  }
   if (cpu_info().has("avx512f")) {
     EXPECT_EQ(bandwidth::avx512_kernels().read(a.data(), n), want);
   }

@@ -331,7 +331,11 @@ TEST(TorchaoConfig, HostImplsThatRefuseACaseHereAreLeftOut) {
     auto own = cases_of(p, rows, 64, 32, "baseline");
     return std::any_of(own.begin(), own.end(), [&](const Case& c) { return c.impl == impl; });
   };
-  EXPECT_TRUE(has_impl(4, "onednn") && has_impl(64, "onednn"));
+  // oneDNN where it has bf16 (the config's default high_precision_dtype); else left out, saying so.
+  EXPECT_EQ(has_impl(4, "onednn") && has_impl(64, "onednn"), opmeter::testing::onednn_has_bf16()) << notes_of(p);
+  if (!opmeter::testing::onednn_has_bf16()) {
+    EXPECT_TRUE(any_note(p, "onednn left out here: oneDNN has no bf16 primitives on this CPU")) << notes_of(p);
+  }
   EXPECT_FALSE(has_impl(4, "opmeter"));
   EXPECT_FALSE(has_impl(64, "opmeter_gemv"));
   EXPECT_EQ(has_impl(64, "opmeter"), amx::bf16_usable());  // kept where it runs
@@ -403,4 +407,23 @@ TEST(TorchaoConfigCli, TinyTrainingConfigGivesTheFwdBwdTotalTable) {
   ASSERT_NE(row, std::string::npos) << text;
   const std::string line = text.substr(row, text.find('\n', row) - row);
   EXPECT_EQ(std::count(line.begin(), line.end(), '%'), 3) << line;  // fwd, bwd and total, each with its % of peak
+}
+
+// torchao's runner measures the baseline beside the recipes, listed or not; its sparsity list may
+// hold null (no sparsity) or be empty, its default.
+TEST(TorchaoConfig, TheBaselineIsAlwaysMeasuredAndNullOrEmptySparsityIsNone) {
+  const std::string model = "model_params:\n  matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]\n  device: cpu\n";
+  Plan p = load("benchmark_mode: inference\nquantization_config_recipe_names: [int8wo]\n"
+                "sparsity_config_recipe_names: [null, semi-sparse]\n" + model);
+  EXPECT_FALSE(cases_of(p, 4, 64, 32, "baseline").empty()) << notes_of(p);
+  EXPECT_FALSE(cases_of(p, 4, 64, 32, "int8wo").empty()) << notes_of(p);
+  EXPECT_TRUE(any_note(p, "has no baseline: measured anyway")) << notes_of(p);
+  EXPECT_TRUE(any_note(p, "sparsity_config_recipe_names (semi-sparse): opmeter has no sparsity recipes")) << notes_of(p);
+  Plan q = load("benchmark_mode: inference\nquantization_config_recipe_names: []\nsparsity_config_recipe_names: []\n" + model);
+  EXPECT_FALSE(cases_of(q, 4, 64, 32, "baseline").empty()) << notes_of(q);
+  EXPECT_TRUE(cases_of(q, 4, 64, 32, "int8wo").empty());
+  EXPECT_TRUE(any_note(q, "quantization_config_recipe_names is empty")) << notes_of(q);
+  EXPECT_FALSE(any_note(q, "sparsity")) << notes_of(q);
+  Plan listed = load(with_model("  device: cpu\n"));  // baseline listed: no note
+  EXPECT_FALSE(any_note(listed, "has no baseline")) << notes_of(listed);
 }

@@ -81,18 +81,37 @@ std::vector<std::string> read_recipes(const YamlReader& r, const YAML::Node& roo
     notes.add("quantization_config_recipe_names is not given: the baseline (no quantization) alone is measured");
     return {quant::kBaseline};
   }
-  auto names = r.text_list(node, "quantization_config_recipe_names");
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    std::string why;
-    auto ours = opmeter_recipe(names[i], why);
-    if (!ours) r.fail(item(node, i), unknown_name("quantization recipe", names[i], torchao_recipe_names()));
-    if (!why.empty()) notes.add(why);
-    if (!ours->empty() && std::find(out.begin(), out.end(), *ours) == out.end()) out.push_back(*ours);
+  // torchao's runner measures the baseline whether or not the list names it (its speedups are
+  // against it); so does opmeter, first.
+  std::vector<std::string> out = {quant::kBaseline};
+  if (!(node.IsSequence() && node.size() == 0)) {
+    auto names = r.text_list(node, "quantization_config_recipe_names");
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      std::string why;
+      auto ours = opmeter_recipe(names[i], why);
+      if (!ours) r.fail(item(node, i), unknown_name("quantization recipe", names[i], torchao_recipe_names()));
+      if (!why.empty()) notes.add(why);
+      if (!ours->empty() && std::find(out.begin(), out.end(), *ours) == out.end()) out.push_back(*ours);
+    }
+    if (std::find(names.begin(), names.end(), quant::kBaseline) == names.end())
+      notes.add("quantization_config_recipe_names has no baseline: measured anyway, as torchao's runner does, for the "
+                "speedups");
+  } else {
+    notes.add("quantization_config_recipe_names is empty: the baseline (no quantization) alone is measured");
   }
-  if (auto sparse = root["sparsity_config_recipe_names"])
-    notes.add(fmt::format("sparsity_config_recipe_names ({}): opmeter has no sparsity recipes; left out",
-                          fmt::join(r.text_list(sparse, "sparsity_config_recipe_names"), ", ")));
+  // Sparsity recipes: torchao's list may hold null (None: no sparsity) and is empty by default.
+  if (auto sparse = root["sparsity_config_recipe_names"]) {
+    std::vector<std::string> named;
+    if (sparse.IsSequence()) {
+      for (std::size_t i = 0; i < sparse.size(); ++i)
+        if (!sparse[i].IsNull()) named.push_back(r.text(sparse[i], "sparsity_config_recipe_names"));
+    } else if (!sparse.IsNull()) {
+      named = r.text_list(sparse, "sparsity_config_recipe_names");
+    }
+    if (!named.empty())
+      notes.add(fmt::format("sparsity_config_recipe_names ({}): opmeter has no sparsity recipes; left out",
+                            fmt::join(named, ", ")));
+  }
   return out;
 }
 

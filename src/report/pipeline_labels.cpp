@@ -1,0 +1,90 @@
+// Distinct labels for a report's pipelines.
+#include "report/pipeline_labels.hpp"
+
+#include <filesystem>
+#include <map>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "opmeter/case.hpp"
+#include "opmeter/errors.hpp"
+#include "pipeline/present/pipeline_outputs.hpp"
+
+namespace opmeter {
+
+std::set<int> pipeline_threads(const pipeline::PipelineSummary& s) {
+  std::set<int> out;
+  for (const auto& l : s.layers) {
+    try {
+      Case c = parse_case(l.case_string);
+      if (c.on_host()) out.insert(c.threads);
+    } catch (const UsageError&) {
+      // A layer this build cannot parse says nothing of the threads.
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// A run's name: its directory, or the directory of its results file.
+std::string run_name(const std::string& source) {
+  namespace fs = std::filesystem;
+  fs::path p(source);
+  std::error_code ec;
+  if (!fs::is_directory(p, ec) && p.has_extension()) p = p.parent_path();
+  if (p.filename().empty()) p = p.parent_path();  // "dir/"
+  return p.filename().string();
+}
+
+// Appends `extra(i)` to the labels that share their text with another; the rest stay as they are.
+template <class Extra>
+void tell_apart(std::vector<std::string>& labels, Extra extra) {
+  std::map<std::string, std::size_t> uses;
+  for (auto& l : labels) ++uses[l];
+  std::vector<std::string> out = labels;
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    if (uses[labels[i]] > 1) out[i] += extra(i);
+  labels = out;
+}
+
+}  // namespace
+
+std::vector<std::string> pipeline_sources(const std::vector<ResultSet>& sets,
+                                          const std::vector<pipeline::PipelineSummary>& summaries) {
+  std::vector<std::string> out;
+  for (const auto& s : summaries) {
+    std::string found;
+    for (const auto& set : sets) {
+      for (const auto& r : set.results)
+        for (const auto& l : s.layers)
+          if (found.empty() && l.latency_s && r.case_string == l.case_string && r.summary.median == *l.latency_s)
+            found = run_name(set.source);
+      if (!found.empty()) break;
+    }
+    out.push_back(found);
+  }
+  return out;
+}
+
+std::vector<std::string> pipeline_labels(const std::vector<pipeline::PipelineSummary>& summaries,
+                                         const std::vector<std::string>& sources) {
+  std::vector<std::string> labels;
+  for (const auto& s : summaries) labels.push_back(pipeline::display_name(s));
+  // Threads only where the pipelines that share a name ran with different ones.
+  std::map<std::string, std::set<std::set<int>>> threads_by_label;
+  for (std::size_t i = 0; i < summaries.size(); ++i) threads_by_label[labels[i]].insert(pipeline_threads(summaries[i]));
+  const auto before = labels;
+  tell_apart(labels, [&](std::size_t i) {
+    auto t = pipeline_threads(summaries[i]);
+    return threads_by_label[before[i]].size() > 1 && !t.empty() ? fmt::format(" threads={}", fmt::join(t, "+")) : "";
+  });
+  tell_apart(labels, [&](std::size_t i) {
+    return i < sources.size() && !sources[i].empty() ? fmt::format(" ({})", sources[i]) : std::string();
+  });
+  tell_apart(labels, [&](std::size_t i) { return fmt::format(" #{}", i + 1); });
+  return labels;
+}
+
+}  // namespace opmeter
