@@ -6,13 +6,14 @@
 #include <fstream>
 #include <sstream>
 
-#include "tests/cli_helpers.hpp"
 #include "pipeline/present/pipeline_outputs.hpp"
-#include "tests/pipeline_fixtures.hpp"
 #include "report/chart_assets.hpp"
 #include "report/pipeline_charts.hpp"
+#include "report/pipeline_labels.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
+#include "tests/cli_helpers.hpp"
+#include "tests/pipeline_fixtures.hpp"
 #include "tests/report_fixture.hpp"
 
 using namespace opmeter;
@@ -198,4 +199,109 @@ TEST(PipelineReport, TheRunsReportIsWrittenOnceWithItsPipelines) {
   fs::remove(dir / "report.html");
   write_pipeline_outputs(dir.string(), summaries());
   EXPECT_FALSE(fs::exists(dir / "report.html"));
+}
+
+namespace {
+
+// The toy pipeline measured twice: run A as the fixture (7 ms per pass), run B with every median
+// `scale` times A's, on `threads` threads. Results kept alive with their summaries.
+struct TwoRuns {
+  fixtures::HandRun a, b;
+  std::vector<PipelineSummary> summaries;
+  std::vector<ResultSet> sets;
+};
+
+TwoRuns two_runs(double scale, int threads_b = 2) {
+  TwoRuns t{fixtures::hand_run(), fixtures::hand_run(), {}, {}};
+  for (auto& r : t.b.results) {
+    r.summary.median *= scale;
+    for (auto& s : r.samples) s *= scale;
+    r.case_string.replace(r.case_string.find("threads=2"), 9, fmt::format("threads={}", threads_b));
+  }
+  t.summaries = {summarize(t.a.run), summarize(t.b.run)};
+  t.sets.push_back(
+      {"/runs/tinyA", ResultsFormat::results_json, nlohmann::json::object(), {t.a.results.begin(), t.a.results.end()}});
+  t.sets.push_back({"/runs/tinyB/results.json",
+                    ResultsFormat::results_json,
+                    nlohmann::json::object(),
+                    {t.b.results.begin(), t.b.results.end()}});
+  return t;
+}
+
+// The chart's `value_field` per pipeline label, of the values whose `key` is `wanted`; a label
+// seen twice fails.
+std::map<std::string, double> values_by_label(const Chart& c, const std::string& key, const std::string& wanted,
+                                              const std::string& value_field) {
+  std::map<std::string, double> out;
+  for (auto& v : c.spec["data"]["values"]) {
+    if (v[key] != wanted) continue;
+    EXPECT_TRUE(out.emplace(v["pipeline"].get<std::string>(), v[value_field].get<double>()).second) << v.dump();
+  }
+  return out;
+}
+
+}  // namespace
+
+// The probe: `report tinyA tinyB` drew one bar of the two runs summed (Vega-Lite stacks bars of one
+// label) under two identical headings. Each run is its own bar, named by its run.
+TEST(PipelineCharts, TwoRunsOfOnePipelineAreTwoBarsNeverTheirSum) {
+  auto t = two_runs(2);
+  auto sources = pipeline_sources(t.sets, t.summaries);
+  EXPECT_EQ(sources, (std::vector<std::string>{"tinyA", "tinyB"}));
+  auto labels = pipeline_labels(t.summaries, sources);
+  EXPECT_EQ(labels, (std::vector<std::string>{"toy fp32 cpu batch=8 image=32 (tinyA)",
+                                              "toy fp32 cpu batch=8 image=32 (tinyB)"}));
+  auto chart = pipeline_comparison_chart(t.summaries, labels);
+  ASSERT_TRUE(chart);
+  // A: 1 ms x 1 + 2 ms x 2 + 0.5 ms x 4 = 7 ms; B twice each median: 14 ms. Never 21.
+  auto latency = values_by_label(*chart, "metric", "latency per pass (ms)", "value");
+  EXPECT_EQ(latency.size(), 2u);
+  EXPECT_NEAR(latency[labels[0]], 7, 1e-9);
+  EXPECT_NEAR(latency[labels[1]], 14, 1e-9);
+  EXPECT_TRUE(chart->spec["spec"]["encoding"]["x"]["stack"].is_null());
+  EXPECT_TRUE(chart->spec["spec"]["encoding"]["x"].contains("stack"));
+  // Without the runs' names: numbered, still two.
+  auto numbered = pipeline_labels(t.summaries);
+  EXPECT_EQ(numbered[0], "toy fp32 cpu batch=8 image=32 #1");
+  EXPECT_EQ(numbered[1], "toy fp32 cpu batch=8 image=32 #2");
+  // Found by its results, whatever the order of the sets.
+  std::swap(t.sets[0], t.sets[1]);
+  EXPECT_EQ(pipeline_sources(t.sets, t.summaries), sources);
+  // A pipeline of its own keeps its plain name.
+  EXPECT_EQ(pipeline_labels({t.summaries[0]}, {"tinyA"}), (std::vector<std::string>{"toy fp32 cpu batch=8 image=32"}));
+}
+
+TEST(PipelineCharts, TheSamePipelineAtOtherThreadsIsNamedByItsThreads) {
+  auto t = two_runs(0.6, 1);
+  EXPECT_EQ(pipeline_threads(t.summaries[0]), std::set<int>{2});
+  EXPECT_EQ(pipeline_threads(t.summaries[1]), std::set<int>{1});
+  auto labels = pipeline_labels(t.summaries, pipeline_sources(t.sets, t.summaries));
+  EXPECT_EQ(labels, (std::vector<std::string>{"toy fp32 cpu batch=8 image=32 threads=2",
+                                              "toy fp32 cpu batch=8 image=32 threads=1"}));
+  Result model = fixtures::hand_result("model", 5e-3, 0.4);
+  t.a.run.end_to_end = t.b.run.end_to_end = &model;
+  t.summaries = {summarize(t.a.run), summarize(t.b.run)};
+  auto chart = pipeline_end_to_end_chart(t.summaries);  // labels of its own when none are given
+  ASSERT_TRUE(chart);
+  auto sums = values_by_label(*chart, "figure", "sum of layers", "ms");
+  EXPECT_NEAR(sums[labels[0]], 7, 1e-9);
+  EXPECT_NEAR(sums[labels[1]], 7 * 0.6, 1e-9);
+  EXPECT_TRUE(chart->spec["encoding"]["x"]["stack"].is_null());
+}
+
+TEST(PipelineReport, TwoRunsOfOnePipelineHaveTheirOwnRowsAndHeadings) {
+  auto t = two_runs(2);
+  auto md = markdown_report(t.sets, t.summaries);
+  EXPECT_EQ(count(md, "### toy fp32 cpu batch=8 image=32 (tinyA)\n"), 1u) << md;
+  EXPECT_EQ(count(md, "### toy fp32 cpu batch=8 image=32 (tinyB)\n"), 1u) << md;
+  EXPECT_NE(md.find("| toy (tinyA) | cpu | fp32 | batch=8, image=32 | 207 | 2.00 k | complete | 7.000 ms |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| toy (tinyB) | cpu | fp32 | batch=8, image=32 | 207 | 2.00 k | complete | 14.000 ms |"),
+            std::string::npos)
+      << md;
+  auto html = html_report(t.sets, t.summaries);
+  EXPECT_NE(html.find("<h3 id=\"pipeline-0\">toy fp32 cpu batch=8 image=32 (tinyA)</h3>"), std::string::npos);
+  EXPECT_NE(html.find("<h3 id=\"pipeline-1\">toy fp32 cpu batch=8 image=32 (tinyB)</h3>"), std::string::npos);
+  EXPECT_NE(html.find("<a href=\"#pipeline-1\">toy (tinyB)</a>"), std::string::npos);
 }

@@ -4,13 +4,14 @@
 #include <fmt/format.h>
 
 #include "context/build_info.hpp"
+#include "report/chart_assets.hpp"
 #include "report/charts.hpp"
 #include "report/fleet_section.hpp"
 #include "report/html_page.hpp"
+#include "report/pipeline_labels.hpp"
 #include "report/pipeline_section.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
-#include "report/chart_assets.hpp"
 #include "scale/fleet.hpp"
 
 namespace opmeter {
@@ -158,7 +159,7 @@ std::string html_report(const std::vector<ResultSet>& sets, const std::vector<pi
   const std::string fleet = fleet_html(sets, specs);
   if (charts.empty() && pipelines.empty() && fleet.empty())
     out += "<h2>Charts</h2><p>These results hold nothing to chart (no successful measurements).</p>\n";
-  out += pipelines_html(pipelines, specs);
+  out += pipelines_html(pipelines, specs, pipeline_sources(sets, pipelines));
   out += fleet;
 
   out += "<h2>Cases</h2>\n<input id=\"case-filter\" type=\"search\" placeholder=\"filter cases (substring)\">\n"

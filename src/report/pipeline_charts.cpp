@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "pipeline/present/pipeline_outputs.hpp"
+#include "report/pipeline_labels.hpp"
 #include "report/vega_spec.hpp"
 
 namespace opmeter {
@@ -86,7 +87,8 @@ json stacked_bar(const std::string& bar, const std::string& title) {
 
 }  // namespace
 
-std::optional<Chart> pipeline_layers_chart(const PipelineSummary& s, std::size_t index, std::size_t n) {
+std::optional<Chart> pipeline_layers_chart(const PipelineSummary& s, std::size_t index, std::size_t n,
+                                           const std::string& label) {
   auto time = segments(s, &LayerSummary::total_s, n);
   if (time.empty()) return std::nullopt;
   auto energy = segments(s, &LayerSummary::total_energy_j, n);
@@ -101,20 +103,25 @@ std::optional<Chart> pipeline_layers_chart(const PipelineSummary& s, std::size_t
   spec["vconcat"] = panels;
   std::string incomplete =
       s.complete ? "" : fmt::format(" Incomplete: {} layer(s) were not measured and are not in the bars.", s.missing.size());
-  return Chart{fmt::format("pipeline-{}-{}", index, slug(s.name)), "pipeline-layers",
-               fmt::format("{}: time{} per layer", pipeline::display_name(s), energy.empty() ? "" : " and energy"),
-               fmt::format("Each segment is a layer's share of one forward pass (its latency or energy x its count); the "
-                           "{} largest layers have their own segment, the rest are grouped by op.{}",
-                           n, incomplete),
-               spec};
+  return Chart{
+      fmt::format("pipeline-{}-{}", index, slug(s.name)), "pipeline-layers",
+      fmt::format("{}: time{} per layer", label.empty() ? pipeline::display_name(s) : label,
+                  energy.empty() ? "" : " and energy"),
+      fmt::format("Each segment is a layer's share of one forward pass (its latency or energy x its count); the "
+                  "{} largest layers have their own segment, the rest are grouped by op.{}",
+                  n, incomplete),
+      spec};
 }
 
-std::optional<Chart> pipeline_comparison_chart(const std::vector<PipelineSummary>& summaries) {
+std::optional<Chart> pipeline_comparison_chart(const std::vector<PipelineSummary>& summaries,
+                                               std::vector<std::string> labels) {
+  if (labels.size() != summaries.size()) labels = pipeline_labels(summaries);
   const std::vector<std::string> metrics = {"latency per pass (ms)", "energy per sample (mJ)", "throughput (samples/s)"};
   json values = json::array();
-  for (auto& s : summaries) {
+  for (std::size_t i = 0; i < summaries.size(); ++i) {
+    auto& s = summaries[i];
     if (!s.complete) continue;
-    std::string name = pipeline::display_name(s);
+    const std::string& name = labels[i];
     auto add = [&](const std::string& metric, const std::optional<double>& v, double scale, const std::string& unit) {
       if (v) values.push_back({{"pipeline", name}, {"metric", metric}, {"value", *v * scale}, {"unit", unit}});
     };
@@ -125,14 +132,16 @@ std::optional<Chart> pipeline_comparison_chart(const std::vector<PipelineSummary
   if (values.empty()) return std::nullopt;
   json spec = spec_with(values);
   spec["facet"] = {{"column", {{"field", "metric"}, {"type", "nominal"}, {"title", nullptr}, {"sort", metrics}}}};
-  spec["spec"] = {{"width", 260},
-                  {"mark", {{"type", "bar"}, {"tooltip", true}}},
-                  {"encoding",
-                   {{"y", {{"field", "pipeline"}, {"type", "nominal"}, {"title", nullptr}, {"axis", {{"labelLimit", 320}}}}},
-                    {"x", {{"field", "value"}, {"type", "quantitative"}, {"title", nullptr}}},
-                    {"color", field("pipeline", "nominal")},
-                    {"tooltip", json::array({field("pipeline", "nominal"), field("metric", "nominal"), number("value", "value"),
-                                             field("unit", "nominal")})}}}};
+  spec["spec"] = {
+      {"width", 260},
+      {"mark", {{"type", "bar"}, {"tooltip", true}}},
+      {"encoding",
+       {{"y", {{"field", "pipeline"}, {"type", "nominal"}, {"title", nullptr}, {"axis", {{"labelLimit", 320}}}}},
+        // Labels are distinct; were two the same, stacking would draw their sum as one bar.
+        {"x", {{"field", "value"}, {"type", "quantitative"}, {"title", nullptr}, {"stack", nullptr}}},
+        {"color", field("pipeline", "nominal")},
+        {"tooltip", json::array({field("pipeline", "nominal"), field("metric", "nominal"), number("value", "value"),
+                                 field("unit", "nominal")})}}}};
   spec["resolve"] = {{"scale", {{"x", "independent"}}}};
   return Chart{"pipeline-comparison", "pipeline-comparison", "Pipelines compared",
                "Complete pipelines only (an incomplete one has no totals): time of one forward pass as the sum of its "
@@ -140,11 +149,14 @@ std::optional<Chart> pipeline_comparison_chart(const std::vector<PipelineSummary
                spec};
 }
 
-std::optional<Chart> pipeline_end_to_end_chart(const std::vector<PipelineSummary>& summaries) {
+std::optional<Chart> pipeline_end_to_end_chart(const std::vector<PipelineSummary>& summaries,
+                                               std::vector<std::string> labels) {
+  if (labels.size() != summaries.size()) labels = pipeline_labels(summaries);
   json values = json::array();
-  for (auto& s : summaries) {
+  for (std::size_t i = 0; i < summaries.size(); ++i) {
+    auto& s = summaries[i];
     if (!s.end_to_end_s) continue;
-    std::string name = pipeline::display_name(s);
+    const std::string& name = labels[i];
     json ratio = s.end_to_end_ratio ? json(*s.end_to_end_ratio) : json(nullptr);
     if (s.latency_s) values.push_back({{"pipeline", name}, {"figure", "sum of layers"}, {"ms", *s.latency_s * 1e3}, {"ratio", ratio}});
     values.push_back({{"pipeline", name}, {"figure", "PyTorch end to end"}, {"ms", *s.end_to_end_s * 1e3}, {"ratio", ratio}});
@@ -156,9 +168,11 @@ std::optional<Chart> pipeline_end_to_end_chart(const std::vector<PipelineSummary
   spec["encoding"] = {
       {"y", {{"field", "pipeline"}, {"type", "nominal"}, {"title", nullptr}, {"axis", {{"labelLimit", 320}}}}},
       {"yOffset", field("figure", "nominal")},
-      {"x", field("ms", "quantitative", "ms per forward pass")},
-      {"color", {{"field", "figure"}, {"type", "nominal"},
-                 {"scale", {{"domain", {"sum of layers", "PyTorch end to end"}}, {"range", {"#4c78a8", "#f58518"}}}}}},
+      {"x", {{"field", "ms"}, {"type", "quantitative"}, {"title", "ms per forward pass"}, {"stack", nullptr}}},
+      {"color",
+       {{"field", "figure"},
+        {"type", "nominal"},
+        {"scale", {{"domain", {"sum of layers", "PyTorch end to end"}}, {"range", {"#4c78a8", "#f58518"}}}}}},
       {"tooltip", json::array({field("pipeline", "nominal"), field("figure", "nominal"), number("ms", "ms"),
                                number("ratio", "sum of layers / end to end", ".3f")})}};
   return Chart{"pipeline-end-to-end", "pipeline-end-to-end", "Sum of layers vs PyTorch end to end",

@@ -6,6 +6,7 @@
 
 #include "pipeline/present/pipeline_outputs.hpp"
 #include "report/pipeline_charts.hpp"
+#include "report/pipeline_labels.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
 
@@ -35,13 +36,20 @@ void add_chart(std::string& out, nlohmann::json& specs, const std::optional<Char
   specs.push_back({{"id", c->id}, {"spec", c->spec}});
 }
 
+// A table row's name: the pipeline's, and what tells it from another of that name (its label past
+// the display name; the other columns give dtype, device and parameters).
+std::string row_name(const PipelineSummary& s, const std::string& label) {
+  return s.name + label.substr(std::min(label.size(), pipeline::display_name(s).size()));
+}
+
 std::string ratio_cell(const PipelineSummary& s) {
   if (!s.end_to_end_case.empty() && !s.end_to_end_s) return s.end_to_end_status;
   if (!s.end_to_end_ratio && !s.end_to_end_ratio_note.empty()) return "— (" + s.end_to_end_ratio_note + ")";
   return pipeline::ratio_text(s);
 }
 
-void summary_table(std::string& out, const std::vector<PipelineSummary>& summaries) {
+void summary_table(std::string& out, const std::vector<PipelineSummary>& summaries,
+                   const std::vector<std::string>& labels) {
   out += "<div class=\"wide\"><table class=\"pipelines\"><thead><tr><th>pipeline</th><th>device</th><th>dtype</th><th>built with</th>"
          "<th>params</th><th>MACs</th><th>status</th><th>latency</th><th>throughput</th><th>energy / pass</th>"
          "<th>energy / sample</th><th>without idle / sample</th><th>idle W</th><th>parallel period</th>"
@@ -49,8 +57,9 @@ void summary_table(std::string& out, const std::vector<PipelineSummary>& summari
   for (std::size_t i = 0; i < summaries.size(); ++i) {
     auto& s = summaries[i];
     std::string status = s.complete ? "complete" : fmt::format("incomplete ({} missing)", s.missing.size());
-    out += fmt::format("<tr{}><td><a href=\"#pipeline-{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td>", s.complete ? "" : " class=\"skipped\"", i,
-                       html_escape(s.name), html_escape(s.device), html_escape(s.dtype), html_escape(pipeline::params_text(s)));
+    out += fmt::format("<tr{}><td><a href=\"#pipeline-{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td>",
+                       s.complete ? "" : " class=\"skipped\"", i, html_escape(row_name(s, labels[i])),
+                       html_escape(s.device), html_escape(s.dtype), html_escape(pipeline::params_text(s)));
     out += td(pipeline::human_count(s.total_params)) + td(pipeline::human_count(s.total_macs)) + "<td>" + status + "</td>" +
            td(time_cell(s.latency_s)) +
            td(s.throughput ? fmt::format("{:.4g} {}/s", *s.throughput, html_escape(s.sample_unit)) : "") +
@@ -110,21 +119,23 @@ std::string md_top(const PipelineSummary& s, const std::vector<pipeline::RankedL
 
 }  // namespace
 
-std::string pipelines_html(const std::vector<PipelineSummary>& summaries, nlohmann::json& specs) {
+std::string pipelines_html(const std::vector<PipelineSummary>& summaries, nlohmann::json& specs,
+                           const std::vector<std::string>& sources) {
   if (summaries.empty()) return "";
+  const auto labels = pipeline_labels(summaries, sources);
   std::string out = "<h2>Pipelines</h2>\n";
   out += "<p>Each model as its layers, every layer measured on its own and counted as often as one forward pass runs "
          "it. A pipeline with a layer that was not measured is <i>incomplete</i> and has no totals.</p>\n";
-  summary_table(out, summaries);
+  summary_table(out, summaries, labels);
   out += std::string("<p class=\"sub\">") + kFormula + "</p>\n";
-  add_chart(out, specs, pipeline_comparison_chart(summaries));
-  add_chart(out, specs, pipeline_end_to_end_chart(summaries));
+  add_chart(out, specs, pipeline_comparison_chart(summaries, labels));
+  add_chart(out, specs, pipeline_end_to_end_chart(summaries, labels));
   for (std::size_t i = 0; i < summaries.size(); ++i) {
     auto& s = summaries[i];
-    out += fmt::format("<h3 id=\"pipeline-{}\">{}</h3>\n<p class=\"sub\">{}; {} params, {} MACs per pass; {:g} {} per pass</p>\n", i,
-                       html_escape(pipeline::display_name(s)), html_escape(pipeline::params_text(s)),
-                       pipeline::human_count(s.total_params), pipeline::human_count(s.total_macs), s.samples,
-                       html_escape(s.sample_unit));
+    out += fmt::format(
+        "<h3 id=\"pipeline-{}\">{}</h3>\n<p class=\"sub\">{}; {} params, {} MACs per pass; {:g} {} per pass</p>\n", i,
+        html_escape(labels[i]), html_escape(pipeline::params_text(s)), pipeline::human_count(s.total_params),
+        pipeline::human_count(s.total_macs), s.samples, html_escape(s.sample_unit));
     if (!s.complete) {
       out += fmt::format("<p class=\"warning\"><b>Incomplete:</b> {} layer(s) not measured, so no totals:</p>\n<ul>\n",
                          s.missing.size());
@@ -133,32 +144,35 @@ std::string pipelines_html(const std::vector<PipelineSummary>& summaries, nlohma
     } else if (!s.energy_reason.empty()) {
       out += "<p class=\"sub\">Energy: " + html_escape(s.energy_reason) + "</p>\n";
     }
-    add_chart(out, specs, pipeline_layers_chart(s, i));
+    add_chart(out, specs, pipeline_layers_chart(s, i, kPipelineSegments, labels[i]));
     layer_table(out, s);
   }
   return out;
 }
 
-std::string pipelines_markdown(const std::vector<PipelineSummary>& summaries) {
+std::string pipelines_markdown(const std::vector<PipelineSummary>& summaries, const std::vector<std::string>& sources) {
   if (summaries.empty()) return "";
+  const auto labels = pipeline_labels(summaries, sources);
   std::string out =
       "## Pipelines\n\n| pipeline | device | dtype | built with | params | MACs | status | latency | throughput | "
       "energy / sample | without idle / sample | parallel period | parallel energy / pass | PyTorch end to end | ratio |\n"
       "|---|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  for (auto& s : summaries)
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", md_cell(s.name),
-                       md_cell(s.device), s.dtype, md_cell(pipeline::params_text(s)), pipeline::human_count(s.total_params),
-                       pipeline::human_count(s.total_macs),
-                       s.complete ? "complete" : fmt::format("incomplete ({} missing)", s.missing.size()),
-                       time_cell(s.latency_s),
-                       s.throughput ? fmt::format("{:.4g} {}/s", *s.throughput, md_cell(s.sample_unit)) : "",
-                       energy_cell(s.energy_per_sample_j), energy_cell(s.dynamic_energy_per_sample_j),
-                       time_cell(s.period_s), energy_cell(s.pipeline_parallel_energy_j), time_cell(s.end_to_end_s),
-                       md_cell(ratio_cell(s)));
+  for (std::size_t i = 0; i < summaries.size(); ++i) {
+    auto& s = summaries[i];
+    out += fmt::format(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+        md_cell(row_name(s, labels[i])), md_cell(s.device), s.dtype, md_cell(pipeline::params_text(s)),
+        pipeline::human_count(s.total_params), pipeline::human_count(s.total_macs),
+        s.complete ? "complete" : fmt::format("incomplete ({} missing)", s.missing.size()), time_cell(s.latency_s),
+        s.throughput ? fmt::format("{:.4g} {}/s", *s.throughput, md_cell(s.sample_unit)) : "",
+        energy_cell(s.energy_per_sample_j), energy_cell(s.dynamic_energy_per_sample_j), time_cell(s.period_s),
+        energy_cell(s.pipeline_parallel_energy_j), time_cell(s.end_to_end_s), md_cell(ratio_cell(s)));
+  }
   out += "\nPipeline parallel: every layer a stage on its own device, t_i = latency_i x count_i; period T = max t_i; "
          "energy per pass = sum_i [E_i x count_i + P_idle x (T - t_i)].\n\n";
-  for (auto& s : summaries) {
-    out += fmt::format("### {}\n\n", md_cell(pipeline::display_name(s)));
+  for (std::size_t i = 0; i < summaries.size(); ++i) {
+    auto& s = summaries[i];
+    out += fmt::format("### {}\n\n", md_cell(labels[i]));
     if (!s.complete) {
       out += "Incomplete, no totals. Not measured:\n\n";
       for (auto& m : s.missing) out += "- " + md_cell(m) + "\n";
