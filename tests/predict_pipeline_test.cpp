@@ -158,3 +158,109 @@ TEST(PredictPipeline, ALayerWhoseGroupFitLeftOutFallsBackToTheRooflineWithANote)
   const double total = out.layers[0].prediction.time_s + 3 * out.layers[1].prediction.time_s + act.time_s;
   EXPECT_NEAR(out.total_s, total, total * 1e-12);
 }
+
+namespace {
+
+// A pipeline run's summary at `threads`, one measured layer, its total `latency_s`.
+pipeline::PipelineSummary measured_at(int threads, double latency_s) {
+  pipeline::PipelineSummary s;
+  s.name = "resnet18";
+  s.dtype = "fp32";
+  s.device = "cpu";
+  s.params = {{"batch", "1"}, {"image", "32"}};
+  s.complete = true;
+  s.latency_s = latency_s;
+  pipeline::LayerSummary l;
+  l.case_string = fmt::format("add/opmeter/fp32/batch=1,seq=16,hidden=64/threads={}", threads);
+  l.latency_s = latency_s;
+  s.layers.push_back(l);
+  return s;
+}
+
+PipelinePrediction predicted_at(int threads) {
+  PipelinePrediction p;
+  p.name = "resnet18";
+  p.dtype = "fp32";
+  p.device = "cpu";
+  p.params = {{"batch", "1"}, {"image", "32"}};
+  p.threads = threads;
+  return p;
+}
+
+std::vector<Sample> relu_samples(int count, int threads) {
+  std::vector<Sample> out;
+  for (int i = 0; i < count; ++i) {
+    auto s = sample_of(
+        parse_case(fmt::format("relu/opmeter/fp32/batch=1,seq={},hidden=64/threads={}", 8 * (i + 1), threads)));
+    s.time_s = 1e-6 * (i + 1);
+    out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace
+
+// The probe: a model fitted on a threads=2 pipeline run plus a larger threads=1 GEMM sweep chose
+// threads=1 for the pipeline (the sweep outvoted it) and extrapolated every layer.
+TEST(PredictPipeline, ThreadsForAPipelineComeFromItsOwnOpsGroups) {
+  auto samples = fx::gemm_samples(20, "onednn");  // threads=1
+  auto relu = relu_samples(6, 2);
+  samples.insert(samples.end(), relu.begin(), relu.end());
+  static auto& m = *new PredictModel(fit_model(samples, fx::ceilings_map(), {}, FitSettings{}));  // see model_of
+  EXPECT_EQ(usual_threads(m, "cpu"), 1);  // 20 points at 1, 6 at 2
+  pipeline::Pipeline acts;
+  acts.name = "acts";
+  acts.layers.push_back(
+      pipeline::make_layer("act", "relu", {{"batch", "1"}, {"seq", "8"}, {"hidden", "64"}}, DType::fp32));
+  EXPECT_EQ(threads_for_pipeline(m, acts, "cpu"), 2);
+  EXPECT_EQ(threads_for_pipeline(m, two_gemms(), "cpu"), 1);
+  acts.layers.push_back(two_gemms().layers[0]);  // 6 relu points at 2 against 20 GEMM points at 1
+  EXPECT_EQ(threads_for_pipeline(m, acts, "cpu"), 1);
+  pipeline::Pipeline unknown;
+  unknown.layers.push_back(
+      pipeline::make_layer("res", "add", {{"batch", "1"}, {"seq", "8"}, {"hidden", "64"}}, DType::fp32));
+  EXPECT_EQ(threads_for_pipeline(m, unknown, "cpu"), usual_threads(m, "cpu"));
+  // Predicted at those threads, the layer is no extrapolation in threads.
+  Case like;
+  like.threads = threads_for_pipeline(m, acts, "cpu");
+  auto p = predict_pipeline(m, two_gemms(), like);
+  EXPECT_EQ(p.threads, 1);
+}
+
+// Like with like: a measured total at other threads is not compared, and the note says so; with
+// runs at both, the one at the prediction's threads is taken.
+TEST(PredictPipeline, TheMeasuredTotalIsComparedOnlyAtTheSameThreads) {
+  auto p = predicted_at(2);
+  EXPECT_FALSE(measured_total(p, {measured_at(1, 0.03)}));
+  ASSERT_EQ(p.notes.size(), 1u);
+  EXPECT_NE(p.notes[0].find("threads=1, this prediction is at threads=2: not compared"), std::string::npos)
+      << p.notes[0];
+  EXPECT_NE(p.notes[0].find("predict resnet18:batch=1,image=32,threads=1"), std::string::npos) << p.notes[0];
+  auto mine = predicted_at(2);  // a config's pipeline: no spec to give
+  mine.name = "mlp";
+  auto measured_mine = measured_at(1, 0.03);
+  measured_mine.name = "mlp";
+  EXPECT_FALSE(measured_total(mine, {measured_mine}));
+  ASSERT_EQ(mine.notes.size(), 1u);
+  EXPECT_NE(mine.notes[0].find("set threads: 1 in its config"), std::string::npos) << mine.notes[0];
+  auto both = predicted_at(2);
+  EXPECT_EQ(measured_total(both, {measured_at(1, 0.03), measured_at(2, 0.02)}), 0.02);
+  EXPECT_TRUE(both.notes.empty());
+  auto one = predicted_at(1);
+  EXPECT_EQ(measured_total(one, {measured_at(1, 0.03), measured_at(2, 0.02)}), 0.03);
+}
+
+TEST(PredictPipeline, MeasuredResultsWithoutPipelinesOrWithoutThisOneSaySo) {
+  auto p = predicted_at(1);
+  EXPECT_FALSE(measured_total(p, {}));
+  ASSERT_EQ(p.notes.size(), 1u);
+  EXPECT_NE(p.notes[0].find("hold no pipeline results (no pipelines.json"), std::string::npos) << p.notes[0];
+  auto q = predicted_at(1);
+  auto other = measured_at(1, 0.02);
+  other.params = {{"batch", "8"}, {"image", "32"}};
+  EXPECT_FALSE(measured_total(q, {other}));
+  ASSERT_EQ(q.notes.size(), 1u);
+  EXPECT_NE(q.notes[0].find("hold no resnet18 fp32 cpu with these parameters (they hold resnet18 fp32 cpu batch=8"),
+            std::string::npos)
+      << q.notes[0];
+}

@@ -11,7 +11,9 @@
 
 #include "opmeter/errors.hpp"
 #include "pipeline/pipeline_plan.hpp"
+#include "pipeline/present/pipeline_outputs.hpp"
 #include "predict/analytic.hpp"
+#include "report/pipeline_labels.hpp"
 
 namespace opmeter::predict {
 
@@ -57,10 +59,14 @@ std::optional<PipelineSpec> parse_pipeline_spec(const std::string& text) {
   return spec;
 }
 
-int usual_threads(const PredictModel& m, const std::string& device) {
+namespace {
+// The most common thread count of the training points of `device`'s groups whose op `ops` takes
+// (ties: the smaller); nullopt when there are none.
+template <class TakesOp>
+std::optional<int> most_common_threads(const PredictModel& m, const std::string& device, TakesOp takes) {
   std::map<int, std::size_t> counts;
   for (const auto& g : m.groups) {
-    if (g.device != device) continue;
+    if (g.device != device || !takes(g.op)) continue;
     for (const auto& p : g.points) {
       try {
         ++counts[parse_case(p.case_string).threads];
@@ -68,7 +74,7 @@ int usual_threads(const PredictModel& m, const std::string& device) {
       }
     }
   }
-  int best = 1;
+  std::optional<int> best;
   std::size_t most = 0;
   for (auto& [threads, n] : counts)
     if (n > most) {
@@ -76,6 +82,18 @@ int usual_threads(const PredictModel& m, const std::string& device) {
       best = threads;
     }
   return best;
+}
+}  // namespace
+
+int usual_threads(const PredictModel& m, const std::string& device) {
+  return most_common_threads(m, device, [](const std::string&) { return true; }).value_or(1);
+}
+
+int threads_for_pipeline(const PredictModel& m, const pipeline::Pipeline& p, const std::string& device) {
+  std::set<std::string> ops;
+  for (const auto& l : p.layers) ops.insert(l.kase.op);
+  auto own = most_common_threads(m, device, [&](const std::string& op) { return ops.count(op) > 0; });
+  return own ? *own : usual_threads(m, device);
 }
 
 namespace {
@@ -105,6 +123,7 @@ PipelinePrediction predict_pipeline(const PredictModel& m, const pipeline::Pipel
   out.params = p.params;
   out.dtype = std::string(to_string(p.dtype));
   out.device = like.device;
+  if (like.on_host()) out.threads = like.threads;
   std::set<std::string> distinct;
   for (std::size_t i = 0; i < p.layers.size(); ++i) {
     // The first candidate impl the model knows; else the first one, whose error names what is missing.
@@ -155,12 +174,51 @@ PipelinePrediction predict_pipeline(const PredictModel& m, const pipeline::Pipel
   return out;
 }
 
-std::optional<double> measured_total(const PipelinePrediction& p, const std::vector<pipeline::PipelineSummary>& measured) {
+std::optional<double> measured_total(PipelinePrediction& p, const std::vector<pipeline::PipelineSummary>& measured) {
+  if (measured.empty()) {
+    p.notes.push_back(
+        "the --measured results hold no pipeline results (no pipelines.json beside them): no measured "
+        "total to compare with");
+    return std::nullopt;
+  }
+  std::vector<std::string> others;                           // what the results hold instead, for the note
+  const pipeline::PipelineSummary* other_threads = nullptr;  // the same pipeline at other threads
   for (const auto& s : measured) {
-    if (s.name != p.name || s.dtype != p.dtype || s.device != p.device) continue;
-    bool same = true;
+    bool same = s.name == p.name && s.dtype == p.dtype && s.device == p.device;
     for (const auto& [key, value] : p.params) same = same && s.param(key) == value;
-    if (same && s.complete && s.latency_s) return s.latency_s;
+    if (!same) {
+      others.push_back(pipeline::display_name(s));
+      continue;
+    }
+    // Like with like: a total measured at other threads is not this prediction's to be judged by.
+    const auto threads = pipeline_threads(s);
+    if (p.threads && !threads.empty() && threads != std::set<int>{*p.threads}) {
+      if (!other_threads) other_threads = &s;
+      continue;
+    }
+    if (s.complete && s.latency_s) return s.latency_s;
+    p.notes.push_back(fmt::format("the measured {} is incomplete ({} layer(s) not measured): no measured total",
+                                  pipeline::display_name(s), s.missing.size()));
+    return std::nullopt;
+  }
+  if (other_threads) {
+    const auto threads = pipeline_threads(*other_threads);
+    std::vector<std::string> spec;
+    for (const auto& [key, value] : p.params) spec.push_back(key + "=" + value);
+    if (p.dtype != "fp32") spec.push_back("dtype=" + p.dtype);
+    spec.push_back(fmt::format("threads={}", *threads.begin()));
+    const std::string how = pipeline::Registry::global().find(p.name)
+                                ? fmt::format("predict {}:{}", p.name, fmt::join(spec, ","))
+                                : fmt::format("set threads: {} in its config", *threads.begin());
+    p.notes.push_back(
+        fmt::format("the --measured run ran it at threads={}, this prediction is at threads={}: not "
+                    "compared. To compare like with like, {}",
+                    fmt::join(threads, "+"), *p.threads, how));
+  } else {
+    p.notes.push_back(
+        fmt::format("the --measured results hold no {} {} {} with these parameters (they hold {}): no "
+                    "measured total",
+                    p.name, p.dtype, p.device, fmt::join(others, ", ")));
   }
   return std::nullopt;
 }

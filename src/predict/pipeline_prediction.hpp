@@ -35,6 +35,7 @@ struct LayerPrediction {
 struct PipelinePrediction {
   std::string name, dtype, device;
   std::vector<std::pair<std::string, std::string>> params;
+  std::optional<int> threads;  // on the host: the threads its layers are predicted at
   std::vector<LayerPrediction> layers;
   // Sums of time x count. The interval adds the layers' bounds: it assumes their errors go the
   // same way (one machine, one library), the cautious choice.
@@ -48,6 +49,12 @@ struct PipelinePrediction {
 // smaller), or 1 when it has none.
 int usual_threads(const PredictModel& m, const std::string& device);
 
+// Threads to predict pipeline `p` at on `device` when none is asked for: the most common count
+// among the training points of the groups of the pipeline's own ops (a GEMM sweep at threads=1
+// does not outvote the pipeline run at threads=2 its layers were fitted on); usual_threads when
+// the model has none of them.
+int threads_for_pipeline(const PredictModel& m, const pipeline::Pipeline& p, const std::string& device);
+
 // Each layer runs on the first impl of its candidates (pipeline::plan_pipeline's order) that
 // runs it on the device and for which the model has a group. A layer whose group predict fit
 // left out (fewer cases than its folds) is predicted by the device's roofline alone, with a note
@@ -55,8 +62,9 @@ int usual_threads(const PredictModel& m, const std::string& device);
 // model never saw.
 PipelinePrediction predict_pipeline(const PredictModel& m, const pipeline::Pipeline& p, const Case& like);
 
-// The measured total of the same pipeline (name, params, dtype, device) among `measured`, when
-// it is complete.
-std::optional<double> measured_total(const PipelinePrediction& p, const std::vector<pipeline::PipelineSummary>& measured);
+// The measured total of the same pipeline (name, params, dtype, device, threads) among `measured`,
+// when it is complete. Otherwise nothing, with a note in p.notes saying why: no pipeline results
+// at all, none of these parameters, incomplete, or measured at other threads (not like with like).
+std::optional<double> measured_total(PipelinePrediction& p, const std::vector<pipeline::PipelineSummary>& measured);
 
 }  // namespace opmeter::predict
