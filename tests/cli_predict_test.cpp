@@ -42,6 +42,27 @@ struct Fixture {
   std::string fit_output;
 };
 
+// Sets or clears the `contended` flag of the results file's cases whose name `pick` takes; how
+// many it flagged.
+template <class Pick>
+int flag_contended(const fs::path& results_json, bool on, Pick pick) {
+  auto j = nlohmann::json::parse(std::ifstream(results_json));
+  int flagged = 0;
+  for (auto& b : j["benchmarks"]) {
+    if (!b.contains("flags") || !b["flags"].is_array()) continue;  // google-benchmark's aggregate rows
+    nlohmann::json kept = nlohmann::json::array();
+    for (auto& f : b["flags"])
+      if (f != "contended") kept.push_back(f);
+    if (on && pick(b["name"].get<std::string>())) {
+      kept.push_back("contended");
+      ++flagged;
+    }
+    b["flags"] = kept;
+  }
+  std::ofstream(results_json) << j.dump();
+  return flagged;
+}
+
 // Measured and fitted once per test process (a few seconds); its own folder, since ctest runs
 // the tests of this file as separate processes side by side.
 const Fixture& fixture() {
@@ -54,6 +75,9 @@ const Fixture& fixture() {
     auto run = cli("run " + cfg.string() + " --calibration " + x.profile.string() + " --no-report --out " +
                    x.results.string());
     EXPECT_EQ(run.code, 0) << run.text;
+    // A busy test machine flags some cases contended, and fit leaves those out: the tests below
+    // count every case, so the flags go (ContendedResultsAreLeftOut puts some back).
+    flag_contended(x.results / "results.json", false, [](const std::string&) { return false; });
     x.model = x.dir / "model.json";
     auto fit = cli("predict fit " + x.results.string() + " -o " + x.model.string() + " --calibration " +
                    x.profile.string());
@@ -88,6 +112,35 @@ TEST(CliPredict, FitWritesTheModelAndItsReportAndPrintsTheErrors) {
   EXPECT_EQ(quiet.code, 0) << quiet.text;
   EXPECT_TRUE(fs::exists(f.dir / "bare.json"));
   EXPECT_FALSE(fs::exists(f.dir / "bare.html"));
+}
+
+// Results measured while other processes took the CPUs do not train the model; the output and
+// the model file say how many were left out.
+TEST(CliPredict, ContendedResultsAreLeftOutOfTheFitWithANote) {
+  const auto& f = fixture();
+  auto dir = f.dir / "contended";
+  fs::create_directories(dir);
+  fs::copy_file(f.results / "results.json", dir / "results.json", fs::copy_options::overwrite_existing);
+  const int flagged = flag_contended(dir / "results.json", true, [](const std::string& name) {
+    return name.find("M=8,N=8,K=8/") != std::string::npos || name.find("M=64,N=64,K=64/") != std::string::npos;
+  });
+  ASSERT_EQ(flagged, 2);
+  auto model = dir / "model.json";
+  auto fit =
+      cli("predict fit " + dir.string() + " -o " + model.string() + " --no-report --calibration " + f.profile.string());
+  ASSERT_EQ(fit.code, 0) << fit.text;
+  EXPECT_TRUE(has(fit.text,
+                  "2 results flagged contended (measured while other processes took the CPUs) left out of "
+                  "the training data"))
+      << fit.text;
+  auto j = nlohmann::json::parse(std::ifstream(model));
+  ASSERT_EQ(j["groups"].size(), 1u);
+  EXPECT_EQ(j["groups"][0]["points"].size(), 12u);  // the fixture's 14 less the 2
+  for (auto& p : j["groups"][0]["points"]) {
+    EXPECT_FALSE(has(p["case"].get<std::string>(), "M=8,N=8,K=8/"));
+    EXPECT_FALSE(has(p["case"].get<std::string>(), "M=64,N=64,K=64/"));
+  }
+  EXPECT_TRUE(has(j["notes"].dump(), "2 results flagged contended")) << j["notes"].dump();
 }
 
 TEST(CliPredict, PredictsACaseAConfigAndResults) {

@@ -134,6 +134,37 @@ TEST(PredictSample, MergeKeepsTheLastMeasurement) {
   EXPECT_EQ(merged[1].source, "a");
 }
 
+// A contended result's time is partly other processes': a later contended measurement does not
+// replace a clean one, a clean one replaces a contended one; flags reach the samples.
+TEST(PredictSample, FlagsReachTheSamplesAndAContendedTimeReplacesNoCleanOne) {
+  ResultSet a, b;
+  a.source = "a";
+  b.source = "b";
+  a.results.push_back(measured("gemm/onednn/fp32/M=64,N=64,K=64/threads=2", 1e-4, gemm_work(64, 64, 64)));
+  Result slow = measured("gemm/onednn/fp32/M=32,N=64,K=64/threads=2", 9e-5, gemm_work(32, 64, 64));
+  slow.add_flag("contended");
+  a.results.push_back(slow);
+  Result noisy = measured("gemm/onednn/fp32/M=16,N=64,K=64/threads=2", 3e-5, gemm_work(16, 64, 64));
+  noisy.add_flag("unconverged");
+  a.results.push_back(noisy);
+  Result contended_again = measured("gemm/onednn/fp32/M=64,N=64,K=64/threads=2", 5e-4, gemm_work(64, 64, 64));
+  contended_again.add_flag("contended");
+  b.results.push_back(contended_again);
+  b.results.push_back(measured("gemm/onednn/fp32/M=32,N=64,K=64/threads=2", 5e-5, gemm_work(32, 64, 64)));
+  auto from_a = samples_from(a);
+  ASSERT_EQ(from_a.size(), 3u);
+  EXPECT_FALSE(from_a[0].contended || from_a[0].unconverged);
+  EXPECT_TRUE(from_a[1].contended);
+  EXPECT_TRUE(from_a[2].unconverged && !from_a[2].contended);
+  auto merged = merge_samples({a, b});
+  ASSERT_EQ(merged.size(), 3u);
+  EXPECT_EQ(merged[0].source, "a");  // b's is contended: a's clean one stays
+  EXPECT_NEAR(merged[0].time_s, 1e-4, 1e-6);
+  EXPECT_EQ(merged[1].source, "b");  // b's clean one replaces a's contended one
+  EXPECT_FALSE(merged[1].contended);
+  EXPECT_NEAR(merged[1].time_s, 5e-5, 1e-6);
+}
+
 // ---- ceilings ----
 
 nlohmann::json cpu_profile() {

@@ -146,6 +146,30 @@ TEST(PredictErrorStats, IntervalFactorsArePercentilesOfMeasuredOverPredicted) {
   // 5th percentile: position 0.5 between 0.5 and 1; 95th: position 9.5 between 1 and 2.
   EXPECT_NEAR(s.lo, 0.75, 1e-12);
   EXPECT_NEAR(s.hi, 1.5, 1e-12);
+  EXPECT_NEAR(s.median_ratio, 1.0, 1e-12);  // the 6th of 11 sorted ratios
+}
+
+// A model that underestimates every case 20 to 60 times (a roofline, a lower bound): its interval
+// lies wholly above 1, and the median ratio, inside it, is what moves its point into it.
+TEST(PredictErrorStats, TheMedianRatioLiesInsideTheInterval) {
+  std::vector<std::string> names;
+  std::vector<double> measured, predicted, ratios;
+  std::vector<int> folds;
+  for (int i = 0; i < 9; ++i) {
+    const double ratio = 20 + 5 * ((i * 4) % 9);  // 20, 40, 60, 35, ...: each of 20..60 in steps of 5 once
+    names.push_back(std::to_string(i));
+    predicted.push_back(1e-6 * (i + 1));
+    measured.push_back(predicted.back() * ratio);
+    ratios.push_back(ratio);
+    folds.push_back(i % 3);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  auto s = error_stats(names, measured, predicted, folds);
+  EXPECT_NEAR(s.median_ratio, ratios[4], 1e-9);  // the middle of 9
+  EXPECT_NEAR(s.median_ratio, 40, 1e-9);
+  EXPECT_GT(s.lo, 1);
+  EXPECT_LE(s.lo, s.median_ratio);
+  EXPECT_GE(s.hi, s.median_ratio);
 }
 
 // Two folds of three cases each; every fold's interval comes from the other fold's ratios.
@@ -206,6 +230,7 @@ TEST(PredictErrorStats, JsonRoundTrip) {
   EXPECT_EQ(back.lo, s.lo);
   EXPECT_EQ(back.hi, s.hi);
   EXPECT_EQ(back.coverage, s.coverage);
+  EXPECT_EQ(back.median_ratio, s.median_ratio);
   ASSERT_EQ(back.worst.size(), s.worst.size());
   for (std::size_t i = 0; i < s.worst.size(); ++i) {
     EXPECT_EQ(back.worst[i].case_string, s.worst[i].case_string);
@@ -213,6 +238,19 @@ TEST(PredictErrorStats, JsonRoundTrip) {
     EXPECT_EQ(back.worst[i].predicted_s, s.worst[i].predicted_s);
     EXPECT_EQ(back.worst[i].ape, s.worst[i].ape);
   }
+}
+
+// A model file fitted before the median ratio was kept: 1 where the interval holds it, else the
+// interval's nearer end, so the point still lies inside.
+TEST(PredictErrorStats, OlderFilesWithoutTheMedianRatioKeepThePointInside) {
+  auto j = ErrorStats{}.to_json();
+  j.erase("median_ratio");
+  j["lo"] = 0.8;
+  j["hi"] = 1.3;
+  EXPECT_EQ(ErrorStats::from_json(j).median_ratio, 1.0);
+  j["lo"] = 16.0;
+  j["hi"] = 900.0;
+  EXPECT_EQ(ErrorStats::from_json(j).median_ratio, 16.0);
 }
 
 TEST(PredictErrorStats, MalformedJsonIsAUsageError) {

@@ -1,6 +1,8 @@
 // fit_model, the model file and predict_case on synthetic GEMM samples.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "opmeter/errors.hpp"
 #include "predict/model.hpp"
 #include "tests/predict_model_fixtures.hpp"
@@ -135,7 +137,8 @@ TEST(PredictModel, PredictionHasTheBestModelAndItsInterval) {
   auto p = predict_case(m, fx::gemm_sample(128, 256, 64));
   EXPECT_EQ(p.group, "cpu/gemm/reference/fp32");
   EXPECT_EQ(p.model, m.groups[0].best);
-  EXPECT_EQ(p.time_s, p.by_model.at(p.model));
+  // The best model's own prediction, corrected by its held-out median ratio.
+  EXPECT_NEAR(p.time_s, p.by_model.at(p.model) * m.groups[0].cv.at(p.model).median_ratio, p.time_s * 1e-12);
   EXPECT_EQ(p.by_model.size(), 4u);
   EXPECT_LE(p.lo_s, p.time_s);
   EXPECT_GE(p.hi_s, p.time_s);
@@ -176,4 +179,91 @@ TEST(PredictModel, OtherFilesAreNotModels) {
   EXPECT_NE(malformed.find("malformed"), std::string::npos) << malformed;
   auto missing = message_of([] { read_model("/nonexistent/model.json"); });
   EXPECT_NE(missing.find("cannot open"), std::string::npos) << missing;
+}
+
+namespace {
+
+// The roofline of the fixtures' machine, computed here: 100 GFLOP/s fp32, 20 GB/s, one thread.
+double roofline_of(const Sample& s) { return std::max(s.flops / 100e9, s.bytes / 20e9); }
+
+// Times 20 to 60 times the roofline: a roofline that underestimates every case (as it does a
+// pool or a small layer, whose cost is mostly per call).
+std::vector<Sample> far_above_the_roofline() {
+  auto samples = fx::gemm_samples(20);
+  for (std::size_t i = 0; i < samples.size(); ++i) samples[i].time_s = roofline_of(samples[i]) * (20 + 2.0 * i);
+  return samples;
+}
+
+}  // namespace
+
+TEST(PredictModel, TheRooflineIsNeverTheBestModelEvenWithTheLowestError) {
+  std::map<ModelKind, ErrorStats> cv;
+  cv[ModelKind::roofline].median_ape = 0.05;
+  cv[ModelKind::analytic].median_ape = 0.30;
+  cv[ModelKind::boosted].median_ape = 0.20;
+  cv[ModelKind::forest].median_ape = 0.25;
+  EXPECT_EQ(best_model(cv), ModelKind::boosted);
+  cv.erase(ModelKind::boosted);
+  cv.erase(ModelKind::forest);
+  EXPECT_EQ(best_model(cv), ModelKind::analytic);
+}
+
+// The probe's "Predicted total: 5.104 ms (interval 16.671 ms .. 3.618 s)": a point outside its own
+// interval. Every prediction lies inside; a model file whose best is the roofline (fitted before
+// it was ruled out) has its point moved by the held-out median ratio, computed here from the data.
+TEST(PredictModel, APredictionLiesInsideItsIntervalWhenTheRooflineUnderestimates) {
+  static auto& m = *new PredictModel(fit_model(far_above_the_roofline(), fx::ceilings_map(), {}, FitSettings{}));
+  auto& g = m.groups.at(0);
+  EXPECT_NE(g.best, ModelKind::roofline);
+  EXPECT_GT(g.cv.at(ModelKind::roofline).lo, 1);  // the roofline's interval lies wholly above its prediction
+  std::vector<Sample> cases = {fx::gemm_sample(64, 64, 64), fx::gemm_sample(300, 20, 500),
+                               fx::gemm_sample(16, 512, 16)};
+  for (auto& s : cases) {
+    auto p = predict_case(m, s);
+    EXPECT_LE(p.lo_s, p.time_s) << s.case_string;
+    EXPECT_GE(p.hi_s, p.time_s) << s.case_string;
+  }
+  std::vector<double> ratios;
+  for (auto& s : far_above_the_roofline()) ratios.push_back(s.time_s / roofline_of(s));
+  std::sort(ratios.begin(), ratios.end());
+  const double median = (ratios[9] + ratios[10]) / 2;  // 20 ratios 20, 22, ..., 58: 39
+  EXPECT_NEAR(median, 39, 1e-9);
+  auto old = m;
+  old.groups[0].best = ModelKind::roofline;
+  for (auto& s : cases) {
+    auto p = predict_case(old, s);
+    EXPECT_EQ(p.model, ModelKind::roofline);
+    EXPECT_NEAR(p.by_model.at(ModelKind::roofline), roofline_of(s), roofline_of(s) * 1e-12);
+    EXPECT_NEAR(p.time_s, roofline_of(s) * median, p.time_s * 1e-9) << s.case_string;
+    EXPECT_LE(p.lo_s, p.time_s);
+    EXPECT_GE(p.hi_s, p.time_s);
+    EXPECT_GT(p.lo_s, roofline_of(s));  // the interval is the roofline's x [lo, hi], above the bound
+  }
+}
+
+// Contended results are left out of the training data, unconverged ones kept; the notes say how
+// many of each, in the model file too.
+TEST(PredictModel, ContendedResultsAreLeftOutAndUnconvergedOnesCounted) {
+  auto samples = fx::gemm_samples(12);
+  auto contended = fx::gemm_samples(3, "reference", "fp32", 11);
+  for (auto& s : contended) {
+    s.contended = true;
+    s.time_s *= 3;  // others took the CPUs
+  }
+  samples.insert(samples.end(), contended.begin(), contended.end());
+  samples[0].unconverged = samples[1].unconverged = true;
+  FitSettings few;
+  few.folds = 3;
+  auto m = fit_model(samples, fx::ceilings_map(), {}, few);
+  ASSERT_EQ(m.groups.size(), 1u);
+  EXPECT_EQ(m.groups[0].points.size(), 12u);
+  for (auto& p : m.groups[0].points)
+    for (auto& c : contended) EXPECT_NE(p.case_string, c.case_string);
+  auto notes = to_json(model_from_json(to_json(m)))["notes"].dump();
+  EXPECT_NE(notes.find("3 results flagged contended"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("left out of the training data"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("2 training cases flagged unconverged"), std::string::npos) << notes;
+  // Only contended results: the error says so.
+  auto msg = message_of([&] { fit_model(contended, fx::ceilings_map(), {}, few); });
+  EXPECT_NE(msg.find("all 3 were contended"), std::string::npos) << msg;
 }

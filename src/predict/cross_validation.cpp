@@ -82,6 +82,7 @@ ErrorStats error_stats(const std::vector<std::string>& names, const std::vector<
   s.max_ape = *std::max_element(ape.begin(), ape.end());
   s.lo = percentile(ratio, 5);
   s.hi = percentile(ratio, 95);
+  s.median_ratio = percentile(ratio, 50);
 
   // Coverage as a new case would see it: each fold's cases against the interval of the others.
   // A fold with no other cases has no interval, and its cases count as not covered.
@@ -115,8 +116,15 @@ nlohmann::json ErrorStats::to_json() const {
   nlohmann::json w = nlohmann::json::array();
   for (const auto& c : worst)
     w.push_back({{"case", c.case_string}, {"measured_s", c.measured_s}, {"predicted_s", c.predicted_s}, {"ape", c.ape}});
-  return {{"n", n},        {"median_ape", median_ape}, {"p90_ape", p90_ape}, {"mean_ape", mean_ape},
-          {"max_ape", max_ape}, {"lo", lo},          {"hi", hi},           {"coverage", coverage},
+  return {{"n", n},
+          {"median_ape", median_ape},
+          {"p90_ape", p90_ape},
+          {"mean_ape", mean_ape},
+          {"max_ape", max_ape},
+          {"lo", lo},
+          {"hi", hi},
+          {"median_ratio", median_ratio},
+          {"coverage", coverage},
           {"worst", w}};
 }
 
@@ -130,6 +138,8 @@ ErrorStats ErrorStats::from_json(const nlohmann::json& j) {
     s.max_ape = j.at("max_ape").get<double>();
     s.lo = j.at("lo").get<double>();
     s.hi = j.at("hi").get<double>();
+    // Files fitted before median_ratio was kept: 1, or the interval's nearer end when 1 is outside it.
+    s.median_ratio = j.value("median_ratio", std::clamp(1.0, std::min(s.lo, s.hi), std::max(s.lo, s.hi)));
     s.coverage = j.at("coverage").get<double>();
     for (const auto& c : j.at("worst"))
       s.worst.push_back({c.at("case").get<std::string>(), c.at("measured_s").get<double>(),

@@ -27,6 +27,10 @@ struct ErrorStats {
   // The prediction interval as factors on the prediction: [pred * lo, pred * hi] holds the 5th
   // to 95th percentile of measured / predicted over all held-out cases.
   double lo = 1, hi = 1;
+  // The median of measured / predicted: what a prediction is multiplied by to be the point
+  // estimate. lo <= median_ratio <= hi, so the point lies inside its interval even for a model
+  // that is off by a steady factor (the roofline, a lower bound).
+  double median_ratio = 1;
   // Share of held-out cases inside the interval computed from the other folds' cases only.
   double coverage = 0;
   std::vector<WorstCase> worst;  // the largest errors, up to 5, worst first

@@ -34,6 +34,13 @@ std::optional<ModelKind> parse_model_kind(std::string_view s) {
   return std::nullopt;
 }
 
+ModelKind best_model(const std::map<ModelKind, ErrorStats>& cv) {
+  ModelKind best = ModelKind::analytic;
+  for (auto& [kind, stats] : cv)
+    if (kind != ModelKind::roofline && (!cv.count(best) || stats.median_ape < cv.at(best).median_ape)) best = kind;
+  return best;
+}
+
 const GroupModel* PredictModel::group(const std::string& key) const {
   for (const auto& g : groups)
     if (g.key == key) return &g;
@@ -131,9 +138,7 @@ GroupModel fit_group(const std::vector<Sample>& group, const Ceilings& c, const 
     measured.push_back(s.time_s);
   }
   for (auto& [kind, predicted] : oof) g.cv[kind] = error_stats(names, measured, predicted, folds);
-  g.best = ModelKind::analytic;
-  for (auto& [kind, stats] : g.cv)
-    if (stats.median_ape < g.cv.at(g.best).median_ape) g.best = kind;
+  g.best = best_model(g.cv);
 
   // The models kept: fitted on every case of the group.
   g.analytic = AnalyticModel::fit(group, c);
@@ -164,8 +169,27 @@ PredictModel fit_model(const std::vector<Sample>& samples, const std::map<std::s
                        const nlohmann::json& context, const FitSettings& settings) {
   if (settings.folds < 2) throw UsageError(fmt::format("--folds {}: k-fold cross-validation needs k >= 2", settings.folds));
   std::map<std::string, std::vector<Sample>> groups;
-  for (const auto& s : samples) groups[group_key(s.kase)].push_back(s);
+  std::size_t contended = 0, unconverged = 0;
+  for (const auto& s : samples) {
+    if (s.contended) {
+      ++contended;  // its time is partly other processes': it would teach the model a slower machine
+      continue;
+    }
+    unconverged += s.unconverged;
+    groups[group_key(s.kase)].push_back(s);
+  }
   PredictModel m;
+  if (contended)
+    m.notes.push_back(
+        fmt::format("{} result{} flagged contended (measured while other processes took the CPUs) left "
+                    "out of the training data: measure {} again on a quiet machine",
+                    contended, contended == 1 ? "" : "s", contended == 1 ? "it" : "them"));
+  if (unconverged)
+    m.notes.push_back(
+        fmt::format("{} training case{} flagged unconverged (the noise target was not reached): kept, "
+                    "{} time{} less certain",
+                    unconverged, unconverged == 1 ? "" : "s", unconverged == 1 ? "its" : "their",
+                    unconverged == 1 ? " is" : "s are"));
   m.created = utc_now_iso();
   m.context = context;
   m.folds = settings.folds;
@@ -187,7 +211,11 @@ PredictModel fit_model(const std::vector<Sample>& samples, const std::map<std::s
     }
   }
   if (groups.empty()) {
-    if (too_small.empty()) throw UsageError("no measured (ok) case to fit a model on");
+    if (too_small.empty())
+      throw UsageError(contended ? fmt::format("no measured (ok) case to fit a model on: all {} were contended "
+                                               "(measured while other processes took the CPUs)",
+                                               contended)
+                                 : std::string("no measured (ok) case to fit a model on"));
     throw UsageError(fmt::format(
         "no group has enough cases for {}-fold cross-validation, which needs at least {} measured cases per device, "
         "op, impl and dtype: {}. Measure more cases, or use fewer folds (--folds 2 needs 2 per group)",
@@ -407,11 +435,14 @@ Prediction predict_case(const PredictModel& m, const Sample& s) {
   if (g->boosted) p.by_model[ModelKind::boosted] = refine(*g->boosted, g->features, s, base);
   if (g->forest) p.by_model[ModelKind::forest] = refine(*g->forest, g->features, s, base);
   p.model = p.by_model.count(g->best) ? g->best : ModelKind::analytic;
-  p.time_s = p.by_model.at(p.model);
+  // A model off by a steady factor (the roofline of an older model file, a biased fit) would
+  // print a point outside its own interval: the point is corrected by the held-out median ratio.
+  const double raw = p.by_model.at(p.model);
   const auto stats = g->cv.find(p.model);
-  const double lo = stats != g->cv.end() ? stats->second.lo : 1, hi = stats != g->cv.end() ? stats->second.hi : 1;
-  p.lo_s = p.time_s * lo;
-  p.hi_s = p.time_s * hi;
+  const bool known = stats != g->cv.end();
+  p.time_s = raw * (known ? stats->second.median_ratio : 1);
+  p.lo_s = raw * (known ? stats->second.lo : 1);
+  p.hi_s = raw * (known ? stats->second.hi : 1);
   return p;
 }
 

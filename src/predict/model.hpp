@@ -46,9 +46,13 @@ struct GroupModel {
   AnalyticModel analytic;
   std::optional<TreeModel> boosted, forest;
   std::map<ModelKind, ErrorStats> cv;  // held-out error per model
-  ModelKind best = ModelKind::analytic;  // lowest held-out median error
+  ModelKind best = ModelKind::analytic;  // best_model(cv)
   std::vector<TrainingPoint> points;
 };
+
+// The model with the lowest held-out median error, the roofline aside: a lower bound is no point
+// estimate, and the analytic model is the roofline with fitted costs. Ties: the earlier kind.
+ModelKind best_model(const std::map<ModelKind, ErrorStats>& cv);
 
 struct PredictModel {
   std::string created;              // ISO 8601 UTC
@@ -83,8 +87,10 @@ PredictModel read_model(const std::string& path);  // UsageError when unreadable
 struct Prediction {
   std::string case_string, group;
   ModelKind model = ModelKind::analytic;  // the group's best
-  double time_s = 0, lo_s = 0, hi_s = 0;  // best model's prediction and interval
-  std::map<ModelKind, double> by_model;
+  // The best model's prediction x its held-out median ratio (ErrorStats::median_ratio), and its
+  // interval: the prediction x [lo, hi]. So lo_s <= time_s <= hi_s.
+  double time_s = 0, lo_s = 0, hi_s = 0;
+  std::map<ModelKind, double> by_model;  // each model's own prediction, uncorrected
   double flops = 0, bytes = 0;
   std::optional<double> measured_s;       // when the case was measured (given as results)
   std::vector<std::string> extrapolated;  // what lies outside the training cases (training_range.hpp)

@@ -59,6 +59,8 @@ std::vector<Sample> samples_from(const ResultSet& rs) {
     s.bytes = w.bytes();
     s.time_s = r.summary.median;
     s.source = rs.source;
+    s.contended = r.has_flag("contended");
+    s.unconverged = r.has_flag("unconverged");
     out.push_back(std::move(s));
   }
   return out;
@@ -70,7 +72,8 @@ std::vector<Sample> merge_samples(const std::vector<ResultSet>& sets) {
   for (const ResultSet& rs : sets)
     for (Sample& s : samples_from(rs)) {
       if (auto it = index.find(s.case_string); it != index.end()) {
-        out[it->second] = std::move(s);  // the later measurement replaces the earlier one
+        // The later measurement replaces the earlier one, but a contended one replaces no clean one.
+        if (!s.contended || out[it->second].contended) out[it->second] = std::move(s);
       } else {
         index.emplace(s.case_string, out.size());
         out.push_back(std::move(s));

@@ -15,6 +15,9 @@ struct Sample {
   double flops = 0, bytes = 0;  // the op's work per call (OpDef::work)
   double time_s = 0;            // measured median seconds per call; 0 when not measured
   std::string source;           // the results it came from; empty for a case to predict
+  // Flags of its result: measured while other processes took its CPUs (the time is theirs as much
+  // as its own: fit_model leaves it out), or short of the noise target (kept, counted in a note).
+  bool contended = false, unconverged = false;
 };
 
 // One model per device, op, impl and dtype: "cpu/gemm/onednn/fp32".
@@ -27,7 +30,8 @@ Sample sample_of(const Case& c);
 // Other statuses are dropped.
 std::vector<Sample> samples_from(const ResultSet& rs);
 
-// Samples of several result sets; a case measured more than once keeps its last measurement.
+// Samples of several result sets; a case measured more than once keeps its last measurement,
+// unless that one was contended and an earlier one was not.
 std::vector<Sample> merge_samples(const std::vector<ResultSet>& sets);
 
 }  // namespace opmeter::predict
