@@ -62,9 +62,9 @@ int print_sanitize_commands(const std::string& exe) {
 }
 
 nlohmann::json settings_json(const CheckArgs& a, const RunOptions& o) {
-  nlohmann::json j = {{"device", a.device}, {"filter", a.filter},   {"ops", a.ops},         {"impls", a.impls},
-                      {"dtypes", a.dtypes}, {"quick", a.quick},     {"isolate", a.isolate}, {"seed", o.seed},
-                      {"kernels", o.kernels}, {"plugins", o.plugins}};
+  nlohmann::json j = {{"device", a.device}, {"filter", a.filter},   {"exclude", a.exclude}, {"ops", a.ops},
+                      {"impls", a.impls},   {"dtypes", a.dtypes},   {"quick", a.quick},     {"isolate", a.isolate},
+                      {"seed", o.seed},     {"kernels", o.kernels}, {"plugins", o.plugins}};
   if (a.case_deadline_s) j["case_deadline_s"] = *a.case_deadline_s;
   return j;
 }
@@ -105,7 +105,7 @@ void add_check_command(CLI::App& app, CheckArgs& a) {
       "check", "correctness only: every impl x dtype x each op's edge shapes against the fp64 reference, untimed");
   check->add_option("--device", a.device,
                     "where cases run: cpu (default; with --resume the file's) or cuda:N; every impl of that backend");
-  check->add_option("--filter", a.filter, "only cases whose case string matches this regular expression (anywhere in the string; RE2, linear time, or ECMAScript for lookaround)");
+  add_filter_options(check, a.filter, a.exclude);
   check->add_option("--op", a.ops, "only this op; repeatable, or comma-separated")->delimiter(',');
   check->add_option("--impl", a.impls, "only this impl (also one that runs when named, e.g. torch); repeatable")->delimiter(',');
   check->add_option("--dtype", a.dtypes, "only this dtype; repeatable, or comma-separated")->delimiter(',');
@@ -154,8 +154,14 @@ int check_command(const CheckArgs& given, const char* argv0) {
   auto user = load_user_impls(a.kernels, a.plugins);  // before any case names them
   options.kernels = user.kernel_specs;
   options.plugins = loaded_plugins();
-  auto cases = check_cases({.device = a.device, .ops = a.ops, .impls = a.impls, .dtypes = a.dtypes,
-                            .filter = a.filter, .quick = a.quick, .user_impls = user.names});
+  auto cases = check_cases({.device = a.device,
+                            .ops = a.ops,
+                            .impls = a.impls,
+                            .dtypes = a.dtypes,
+                            .filter = a.filter,
+                            .exclude = a.exclude,
+                            .quick = a.quick,
+                            .user_impls = user.names});
   // Under a launcher every rank would write the same check.json: each checks its share (the
   // collectives on every rank) and writes its own directory, named as run's.
   std::optional<scale::Shard> shard = shard_of(a.shard);

@@ -78,7 +78,7 @@ std::vector<Case> check_cases(const CheckSelection& s) {
   check_names(s.impls, reg.impl_names(), "impl");
   check_impls_run_on(s.impls, backend, s.device);
   const std::vector<DType> dtypes = chosen_dtypes(s.dtypes);
-  const auto filter = compile_filter(s.filter);
+  const auto filter = compile_filter(s.filter, s.exclude);
 
   Case like;  // where the cases run: the host with every usable CPU, or one device
   like.device = s.device;
@@ -121,8 +121,9 @@ std::vector<Case> check_cases(const CheckSelection& s) {
     }
   }
   if (out.empty())
-    throw UsageError(fmt::format("no case to check on {}{}", s.device,
-                                 s.filter.empty() ? "" : fmt::format(" matching --filter '{}'", s.filter)));
+    throw UsageError(fmt::format("no case to check on {}{}{}", s.device,
+                                 s.filter.empty() ? "" : fmt::format(" matching --filter '{}'", s.filter),
+                                 s.exclude.empty() ? "" : fmt::format(" less --exclude '{}'", s.exclude)));
   return out;
 }
 

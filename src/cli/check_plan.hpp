@@ -1,7 +1,7 @@
 #pragma once
 // The cases `opmeter check` runs: on one device, every impl of its backend x every dtype the impl
 // declares x its op's check shapes (OpDef::check_shapes), narrowed by --op, --impl, --dtype,
-// --filter and --quick.
+// --filter, --exclude and --quick.
 #include <string>
 #include <vector>
 
@@ -13,6 +13,7 @@ struct CheckSelection {
   std::string device = "cpu";
   std::vector<std::string> ops, impls, dtypes;  // --op, --impl, --dtype; empty: all
   std::string filter;                            // --filter: a regular expression on case strings
+  std::string exclude;                           // --exclude: leave out the cases it matches
   bool quick = false;                            // the first shape each impl runs, per dtype
   // Impls the user brought (--kernel, --plugin): every shape, as impls named by --impl. Other
   // on_request impls (the worker's: each case a round trip of files, and torch.compile compiles)

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli/check_join.hpp"
+#include "cli/commands.hpp"
 #include "opmeter/errors.hpp"
 
 namespace opmeter {
@@ -42,6 +43,23 @@ std::vector<std::string> strings(const nlohmann::json& settings, const char* key
   return out;
 }
 
+// A stored setting that is a string: "" when absent, UsageError naming the file when another type.
+std::string text(const StoredCheck& stored, const char* key) {
+  if (!stored.settings.contains(key) || stored.settings[key].is_null()) return "";
+  if (!stored.settings[key].is_string())
+    throw UsageError(
+        fmt::format("{}: \"settings.{}\" is {}; expected a string", stored.file, key, stored.settings[key].dump()));
+  return stored.settings[key].get<std::string>();
+}
+
+bool boolean(const StoredCheck& stored, const char* key) {
+  if (!stored.settings.contains(key) || stored.settings[key].is_null()) return false;
+  if (!stored.settings[key].is_boolean())
+    throw UsageError(fmt::format("{}: \"settings.{}\" is {}; expected true or false", stored.file, key,
+                                 stored.settings[key].dump()));
+  return stored.settings[key].get<bool>();
+}
+
 }  // namespace
 
 StoredCheck read_stored_check(const std::string& dir) {
@@ -73,14 +91,23 @@ void take_stored_selection(CheckArgs& a, const StoredCheck& stored) {
                                  "directory (-o)",
                                  a.resume, device, a.device, a.device));
   a.device = device;
-  if (a.filter.empty()) a.filter = stored.settings.value("filter", "");
+  if (a.filter.empty() && a.exclude.empty()) {  // the filter and exclusion go together
+    a.filter = text(stored, "filter");
+    a.exclude = text(stored, "exclude");
+    try {  // one stored by an older opmeter may hold a lookaround
+      compile_filter(a.filter, a.exclude);
+    } catch (const UsageError& e) {
+      throw UsageError(fmt::format("--resume {}: {} stores {}; give them as flags with --resume (flags given now win)",
+                                   a.resume, stored.file, e.what()));
+    }
+  }
   if (a.ops.empty()) a.ops = strings(stored.settings, "ops");
   if (a.impls.empty()) a.impls = strings(stored.settings, "impls");
   if (a.dtypes.empty()) a.dtypes = strings(stored.settings, "dtypes");
   take_stored_code(a.resume, a.dry_run, strings(stored.settings, "plugins"), strings(stored.settings, "kernels"), a.plugins,
                    a.kernels);
-  a.quick = a.quick || stored.settings.value("quick", false);
-  a.isolate = a.isolate || stored.settings.value("isolate", false);
+  a.quick = a.quick || boolean(stored, "quick");
+  a.isolate = a.isolate || boolean(stored, "isolate");
   if (!a.case_deadline_s && stored.settings.contains("case_deadline_s") && stored.settings["case_deadline_s"].is_number())
     a.case_deadline_s = stored.settings["case_deadline_s"].get<double>();
 }

@@ -21,6 +21,7 @@ struct RunArgs {
   std::string config;
   std::string suite;
   std::string filter;
+  std::string exclude;              // --exclude: leave out the cases it matches
   std::string case_string;
   bool case_given = false;          // --case was given (an empty string is an error, not "no case")
   std::optional<int> threads;
@@ -58,7 +59,10 @@ void add_run_command(CLI::App& app, RunArgs& args);
 std::string self_path(const char* argv0);
 // ROOT/<YYYYmmdd-HHMMSS> (local time): a new run's default results directory.
 std::string timestamped_dir(const std::string& root);
-std::optional<CaseFilter> compile_filter(const std::string& filter);  // UsageError when not a regex; empty: none
+// --filter and --exclude: UsageError when one is no RE2 regex (lookaround included); nullopt when both are empty.
+std::optional<CaseSelection> compile_filter(const std::string& filter, const std::string& exclude);
+// Adds --filter and --exclude to `command`.
+void add_filter_options(CLI::App* command, std::string& filter, std::string& exclude);
 void add_user_impl_options(CLI::App* command, std::vector<std::string>& kernels, std::vector<std::string>& plugins);
 struct UserImpls {
   std::vector<std::string> kernel_specs;  // the kernels' FILE:NAME made absolute (isolated children register them again)
@@ -105,6 +109,7 @@ inline constexpr const char* kContendedCeilings = "contended_ceilings";
 struct CheckArgs {
   std::string device;  // empty: the resumed check's, else cpu
   std::string filter;
+  std::string exclude;
   std::vector<std::string> ops, impls, dtypes;
   bool quick = false;
   bool isolate = false;

@@ -80,6 +80,17 @@ Plan make_plan(const RunArgs& a) {
     p.source = "case";
     Case c = parse_case(a.case_string);
     validate_case(c);
+    // The case string carries its device (threads=N on the host, device=cuda:N on a GPU): a
+    // --device that names another is a contradiction, not an override.
+    if (!a.device.empty()) {
+      check_device(a.device);  // UsageError naming the expected form
+      if (a.device != c.device)
+        throw UsageError(
+            fmt::format("--device {}: the case runs on {}, as its string says; a case string carries its "
+                        "device (/threads=N on the CPU, /device=cuda:N on a GPU): give no --device with "
+                        "--case, or write the device into the case string",
+                        a.device, c.device));
+    }
     p.cases.push_back(c);
     return p;
   }
@@ -158,6 +169,7 @@ nlohmann::json run_settings(const RunArgs& a, const std::string& source, const R
   std::error_code ec;
   add_what_runs(j, a);
   if (!a.filter.empty()) j["filter"] = a.filter;
+  if (!a.exclude.empty()) j["exclude"] = a.exclude;
   if (!a.formats.empty()) j["formats"] = a.formats;
   if (a.threads) j["threads"] = *a.threads;
   if (!a.calibration.empty()) j["calibration"] = std::filesystem::absolute(a.calibration, ec).string();
@@ -171,9 +183,85 @@ nlohmann::json run_settings(const RunArgs& a, const std::string& source, const R
   return j;
 }
 
-template <class T>
-void restore(std::optional<T>& arg, const nlohmann::json& j, const char* key) {
-  if (!arg && j.contains(key) && j[key].is_number()) arg = j[key].get<T>();
+// A stored run.json's values, read with the types and ranges of the flags they stand for: a
+// value of another type or out of range (hand-edited, or from another tool) is bad input that
+// names the file and the key, never a crash later.
+class StoredRun {
+ public:
+  StoredRun(nlohmann::json settings, const std::string& file)
+      : s_(std::move(settings)), file_(file), prefix_(file.ends_with("results.json") ? "context.run." : "run.") {}
+  const nlohmann::json& json() const { return s_; }
+  bool has(const char* key) const { return s_.contains(key) && !s_[key].is_null(); }
+
+  std::string text(const char* key) const {
+    if (!has(key)) return "";
+    if (!s_[key].is_string()) bad(key, "a string");
+    return s_[key].get<std::string>();
+  }
+  std::vector<std::string> texts(const char* key) const {
+    if (!has(key)) return {};
+    if (!s_[key].is_array()) bad(key, "a list of strings");
+    std::vector<std::string> out;
+    for (auto& v : s_[key]) {
+      if (!v.is_string()) bad(key, "a list of strings");
+      out.push_back(v.get<std::string>());
+    }
+    return out;
+  }
+  bool flag(const char* key) const {
+    if (!has(key)) return false;
+    if (!s_[key].is_boolean()) bad(key, "true or false");
+    return s_[key].get<bool>();
+  }
+  // A non-negative integer in [lo, hi], as `flag` takes it.
+  template <class T>
+  std::optional<T> integer(const char* key, T lo, T hi, const char* flag) const {
+    if (!has(key)) return std::nullopt;
+    const auto& v = s_[key];
+    const bool non_negative = v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0);
+    const auto u = non_negative ? v.get<std::uint64_t>() : 0;
+    if (!non_negative || u < std::uint64_t(lo) || u > std::uint64_t(hi))
+      bad(key, fmt::format("an integer from {} to {}, as {} takes", lo, hi, flag));
+    return static_cast<T>(u);
+  }
+  // A number in [lo, hi] (an integer where `integer`), as `flag` takes it.
+  void check_number(const nlohmann::json& parent, const std::string& key, double lo, double hi, bool integer,
+                    const std::string& flag) const {
+    auto it = parent.find(key);
+    if (it == parent.end() || it->is_null()) return;
+    const bool ok = it->is_number() && std::isfinite(it->get<double>()) && it->get<double>() >= lo &&
+                    it->get<double>() <= hi && (!integer || it->get<double>() == std::floor(it->get<double>()));
+    if (!ok)
+      bad(&parent == &s_ ? key : "stopping." + key,
+          fmt::format("{} from {} to {}, as {} takes", integer ? "an integer" : "a number", lo, hi, flag), *it);
+  }
+  [[noreturn]] void bad(const std::string& key, const std::string& expected) const {
+    bad(key, expected, s_.contains(key) ? s_[key] : nlohmann::json());
+  }
+  [[noreturn]] void bad(const std::string& key, const std::string& expected, const nlohmann::json& value) const {
+    throw UsageError(
+        fmt::format("{}: \"{}{}\" is {}; expected {} (fix or remove it)", file_, prefix_, key, value.dump(), expected));
+  }
+
+ private:
+  nlohmann::json s_;
+  std::string file_, prefix_;
+};
+
+// Checks the stored stopping and run settings against the ranges their flags take (restoring
+// then takes them as they are).
+void check_stored_ranges(const StoredRun& s) {
+  for (auto& setting : run_setting_table())
+    s.check_number(s.json(), setting.key, setting.lo, setting.hi, setting.integer, setting.flag);
+  if (!s.has("stopping")) return;
+  const auto& stopping = s.json()["stopping"];
+  if (!stopping.is_object()) s.bad("stopping", "an object of stopping settings");
+  for (auto& setting : stopping_settings()) {
+    auto it = stopping.find(setting.json_key);
+    if (setting.zero_is_unset && it != stopping.end() && it->is_number() && it->get<double>() == 0) continue;
+    s.check_number(stopping, setting.json_key, setting.flag_range.lo, setting.flag_range.hi, setting.is_integer(),
+                   setting.flag);
+  }
 }
 
 // `--resume DIR` alone continues the run DIR holds: its config, suite or case, its filter and its
@@ -182,35 +270,47 @@ void take_stored_settings(RunArgs& a) {
   std::error_code ec;
   if (!std::filesystem::is_directory(a.resume, ec))
     throw UsageError(fmt::format("--resume {}: no such results directory", a.resume));
-  auto s = stored_run_settings(a.resume);
-  if (!s)
+  std::string file;
+  auto stored = stored_run_settings(a.resume, &file);
+  if (!stored)
     throw UsageError(fmt::format("--resume {}: no run settings there ({} or results.json); give the config or "
                                  "--suite the run used",
                                  a.resume, kRunFile));
-  auto text = [&](const char* key) { return s->contains(key) && (*s)[key].is_string() ? (*s)[key].get<std::string>() : ""; };
-  a.config = text("config");
-  a.suite = text("suite");
-  if (a.pipelines.empty() && s->contains("pipelines") && (*s)["pipelines"].is_array())
-    a.pipelines = (*s)["pipelines"].get<std::vector<std::string>>();
-  if (s->contains("case")) {
-    a.case_string = text("case");
+  const StoredRun s(std::move(*stored), file);
+  a.config = s.text("config");
+  a.suite = s.text("suite");
+  if (a.pipelines.empty()) a.pipelines = s.texts("pipelines");
+  if (s.has("case")) {
+    a.case_string = s.text("case");
     a.case_given = true;
   }
-  if (a.filter.empty()) a.filter = text("filter");
-  if (a.formats.empty()) a.formats = text("formats");
-  if (a.device.empty()) a.device = text("device");
-  if (a.calibration.empty()) a.calibration = text("calibration");
-  auto list = [&](const char* key) {
-    return s->contains(key) && (*s)[key].is_array() ? (*s)[key].get<std::vector<std::string>>() : std::vector<std::string>{};
-  };
-  take_stored_code(a.resume, a.dry_run, list("plugins"), list("kernels"), a.plugins, a.kernels);
-  a.hot = a.hot || text("cache") == "hot";
-  a.isolate = a.isolate || s->value("isolate", false);
-  if (!a.seed_given && (*s)["seed"].is_number_unsigned()) a.seed = (*s)["seed"].get<std::uint64_t>();
-  restore(a.threads, *s, "threads");
-  restore(a.llc_bytes, *s, "llc_bytes");
-  restore_run_settings(a.settings, *s);
-  if (s->contains("stopping")) restore_stopping(a.stopping, (*s)["stopping"]);
+  if (a.filter.empty() && a.exclude.empty()) {  // the filter and exclusion go together
+    a.filter = s.text("filter");
+    a.exclude = s.text("exclude");
+    try {  // one stored by an older opmeter may hold a lookaround
+      compile_filter(a.filter, a.exclude);
+    } catch (const UsageError& e) {
+      throw UsageError(fmt::format("{}: the stored {}; give them as flags with --resume {} (flags given now win)", file,
+                                   e.what(), a.resume));
+    }
+  }
+  if (a.formats.empty()) a.formats = s.text("formats");
+  if (a.device.empty()) a.device = s.text("device");
+  if (a.calibration.empty()) a.calibration = s.text("calibration");
+  const bool hot = s.text("cache") == "hot";
+  const bool isolate = s.flag("isolate");
+  std::optional<std::uint64_t> seed = s.integer<std::uint64_t>("seed", 0, UINT64_MAX, "--seed");
+  auto threads = s.integer<int>("threads", kMinThreads, kMaxThreads, "--threads");
+  auto llc = s.integer<std::size_t>("llc_bytes", kMinLlcBytes, kMaxLlcBytes, "--llc-bytes");
+  check_stored_ranges(s);
+  take_stored_code(a.resume, a.dry_run, s.texts("plugins"), s.texts("kernels"), a.plugins, a.kernels);
+  a.hot = a.hot || hot;
+  a.isolate = a.isolate || isolate;
+  if (!a.seed_given && seed) a.seed = *seed;
+  if (!a.threads) a.threads = threads;
+  if (!a.llc_bytes) a.llc_bytes = llc;
+  restore_run_settings(a.settings, s.json());
+  if (s.has("stopping")) restore_stopping(a.stopping, s.json()["stopping"]);
   fmt::print(stderr, "opmeter: resuming with the settings stored in {}\n", a.resume);
 }
 
@@ -260,9 +360,17 @@ std::string self_path(const char* argv0) {
   return ec ? std::string(argv0) : p.string();
 }
 
-std::optional<CaseFilter> compile_filter(const std::string& filter) {
-  if (filter.empty()) return std::nullopt;
-  return CaseFilter(filter);
+std::optional<CaseSelection> compile_filter(const std::string& filter, const std::string& exclude) {
+  return CaseSelection::make(filter, exclude);
+}
+
+void add_filter_options(CLI::App* command, std::string& filter, std::string& exclude) {
+  command->add_option("--filter", filter,
+                      "only cases whose case string matches this regular expression (anywhere in the string; RE2 "
+                      "syntax, linear time: no lookaround, see --exclude)");
+  command->add_option("--exclude", exclude,
+                      "leave out the cases whose case string matches this regular expression (anywhere; RE2), e.g. "
+                      "'^[^/]+/torch_compile'; with --filter: the cases it keeps less these");
 }
 
 void add_user_impl_options(CLI::App* command, std::vector<std::string>& kernels, std::vector<std::string>& plugins) {
@@ -424,7 +532,7 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   run->add_option("config", a.config, "YAML config file");
   run->add_option("--suite", a.suite, "built-in suite: quick (default), full, ops, fusion, fusion-gpu, pipeline-quick")
       ->check(kNonEmpty);
-  run->add_option("--filter", a.filter, "only cases whose case string matches this regular expression (anywhere in the string; RE2, linear time, or ECMAScript for lookaround)");
+  add_filter_options(run, a.filter, a.exclude);
   run->add_option_function<std::string>(
       "--case",
       [&a](const std::string& s) {
@@ -432,7 +540,8 @@ void add_run_command(CLI::App& app, RunArgs& a) {
         a.case_given = true;
       },
       "run exactly one case, given by its case string");
-  run->add_option("--threads", a.threads, "threads for every case (default: all usable CPUs)")->check(CLI::Range(1, 4096));
+  run->add_option("--threads", a.threads, "threads for every case (default: all usable CPUs)")
+      ->check(CLI::Range(kMinThreads, kMaxThreads));
   run->add_option("--out", a.out, "results directory (default: opmeter-results/<timestamp>)");
   run->add_option("--resume", a.resume, "continue the run in this results directory, skipping finished cases");
   for (auto& setting : stopping_settings()) {  // --samples, --max-noise, --timeout, ...
@@ -457,7 +566,8 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   run->add_option("--llc-bytes", a.llc_bytes,
                   "last-level cache size that sizes bandwidth arrays and cold-cache copies (default: what the CPU "
                   "reports; a VM may report the host's)")
-      ->check(kNonNegativeInteger)->check(CLI::Range(std::size_t{1} << 16, std::size_t{1} << 40));
+      ->check(kNonNegativeInteger)
+      ->check(CLI::Range(kMinLlcBytes, kMaxLlcBytes));
   run->add_flag("--hot", a.hot, "measure with warm caches (default: cold, inputs rotate through copies)");
   run->add_flag("--isolate", a.isolate, "run each case in a child process; crashes and hangs are recorded");
   run->add_option("--case-deadline", a.case_deadline_s, "with --isolate: seconds before a case is killed (default 2 x timeout + 30)")
@@ -528,6 +638,7 @@ int run_command(const RunArgs& given, const char* argv0) {
   }
 
   auto formats = chosen_formats(a);  // a wrong name stops the run before anything is planned
+  std::optional<CaseSelection> filter = compile_filter(a.filter, a.exclude);  // so does a bad pattern
   Plan plan = make_plan(a);
   options.profile = options.profile || plan.profile;  // a config's enable_profiler
   options.memory_profile = options.memory_profile || plan.memory_profile;  // its enable_memory_profiler
@@ -537,7 +648,6 @@ int run_command(const RunArgs& given, const char* argv0) {
   options.stopping = apply_overrides(plan.stopping, a.stopping);
   options = apply_run_settings(apply_run_settings(options, plan.run_settings), a.settings);
   std::vector<Case> cases;
-  std::optional<CaseFilter> filter = compile_filter(a.filter);
   for (auto& note : plan.notes) fmt::print(stderr, "opmeter: {}\n", note);
   auto override = [&](Case& c) {  // the command line's settings over the plan's
     if (a.threads && c.on_host()) c.threads = *a.threads;
@@ -556,10 +666,18 @@ int run_command(const RunArgs& given, const char* argv0) {
     override(p.like);
     if (p.end_to_end) override(*p.end_to_end);
   }
-  if (cases.empty() && !(a.dry_run && !plan.notes.empty()))  // a dry run of a config's unloaded kernels may list none
-    throw UsageError(fmt::format("--filter '{}' matches none of the {} cases of {}", a.filter, plan.cases.size(), plan.source));
+  if (cases.empty() && !(a.dry_run && !plan.notes.empty())) {  // a dry run of a config's unloaded kernels may list none
+    const std::string selection = a.exclude.empty() ? fmt::format("--filter '{}' matches", a.filter)
+                                  : a.filter.empty()
+                                      ? fmt::format("--exclude '{}' leaves", a.exclude)
+                                      : fmt::format("--filter '{}' less --exclude '{}' leaves", a.filter, a.exclude);
+    throw UsageError(fmt::format("{} none of the {} cases of {}", selection, plan.cases.size(), plan.source));
+  }
   if (!a.calibration.empty()) options.calibration = read_calibration(a.calibration);
-  if (!a.case_given) {
+  // The ceilings % of peak needs: a config's or suite's run measures them; a --case run measures
+  // its one case, unless a calibration profile was given that lacks its ceiling (it asked for %
+  // of peak): then, as a config's run, it measures that ceiling first and says so.
+  if (!a.case_given || options.calibration) {
     Ceilings known;
     if (options.calibration) known.load_profile(*options.calibration);
     std::vector<Case> planned = with_needed_peaks(cases, default_bandwidth_elements(), known);

@@ -10,6 +10,10 @@
 
 namespace opmeter {
 
+// The values --threads and --llc-bytes take, on the command line and in a stored run.json.
+inline constexpr int kMinThreads = 1, kMaxThreads = 4096;
+inline constexpr std::size_t kMinLlcBytes = std::size_t{1} << 16, kMaxLlcBytes = std::size_t{1} << 40;
+
 // NaN passes every range check (all comparisons are false): reject it, and infinities, first.
 inline const CLI::Validator kFinite(
     [](std::string& s) {

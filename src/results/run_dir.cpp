@@ -71,13 +71,24 @@ RunDirectory::~RunDirectory() {
 
 std::string RunDirectory::file(const std::string& name) const { return (fs::path(dir_) / name).string(); }
 
-std::optional<nlohmann::json> stored_run_settings(const std::string& dir) {
+std::optional<nlohmann::json> stored_run_settings(const std::string& dir, std::string* file) {
   for (auto [name, pointer] : {std::pair{kRunFile, "/run"}, {"results.json", "/context/run"}}) {
-    std::ifstream f(fs::path(dir) / name);
+    const fs::path path = fs::path(dir) / name;
+    std::error_code ec;
+    const auto type = fs::status(path, ec).type();
+    if (type == fs::file_type::not_found) continue;
+    if (ec) throw UsageError(fmt::format("{}: cannot read it: {}", path.string(), ec.message()));
+    if (type != fs::file_type::regular)  // a directory opens, and its first read throws
+      throw UsageError(
+          fmt::format("{}: is not a file (a directory?); expected the run settings opmeter run writes", path.string()));
+    std::ifstream f(path);
     if (!f) continue;
     auto j = nlohmann::json::parse(f, nullptr, false);
     nlohmann::json::json_pointer p(pointer);
-    if (!j.is_discarded() && j.contains(p) && j[p].is_object()) return j[p];
+    if (!j.is_discarded() && j.contains(p) && j[p].is_object()) {
+      if (file) *file = path.string();
+      return j[p];
+    }
   }
   return std::nullopt;
 }

@@ -27,7 +27,8 @@ class RunDirectory {
 };
 
 // The run settings stored in a results directory: run.json's "run", else results.json's
-// context.run (results of older versions). nullopt when there are none.
-std::optional<nlohmann::json> stored_run_settings(const std::string& dir);
+// context.run (results of older versions). nullopt when there are none; UsageError when one of
+// those files is not a file (a directory). `file`, when given, is set to the file they came from.
+std::optional<nlohmann::json> stored_run_settings(const std::string& dir, std::string* file = nullptr);
 
 }  // namespace opmeter
