@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <tuple>
 
 #include "tests/config_errors.hpp"
 #include "config/config.hpp"
@@ -31,6 +32,22 @@ TEST(RandomShapes, InRangeRoundedCappedAndReproducible) {
   EXPECT_GT(distinct.size(), 100u);  // spread over the range, not a few values
   EXPECT_EQ(random_shapes(300, 16, 2048, 7, 8, 1e9), a);
   EXPECT_NE(random_shapes(300, 16, 2048, 8, 8, 1e9), a);
+}
+
+// Multiples of multiple_of within [min, max], also where multiple_of is near or above min or max
+// (min 16, max 100, multiple_of 64 gave 100; max 20 with multiple_of 4096 gave 4096).
+TEST(RandomShapes, MultiplesWithinTheRangeOrRefused) {
+  for (auto [lo, hi, multiple] : {std::tuple{16, 100, 64}, {16, 200, 64}, {100, 1000, 64}, {1, 5, 5}, {7, 7, 7}}) {
+    for (auto& s : random_shapes(200, lo, hi, 3, multiple)) {
+      for (auto d : {s.m, s.k, s.n}) {
+        EXPECT_GE(d, lo);
+        EXPECT_LE(d, hi);
+        EXPECT_EQ(d % multiple, 0) << d;
+      }
+    }
+  }
+  EXPECT_THROW(random_shapes(20, 16, 20, 3, 4096), std::invalid_argument);
+  EXPECT_THROW(random_shapes(20, 65, 127, 3, 64), std::invalid_argument);
 }
 
 TEST(RandomShapes, LogUniformSoSmallAndLargeAreEquallyLikely) {

@@ -216,6 +216,8 @@ TEST(Config, BuiltinSuitesLoad) {
 TEST(Config, Nearest) {
   EXPECT_EQ(nearest("treads", {"threads", "dtypes"}), "threads");
   EXPECT_EQ(nearest("qqqqqq", {"threads", "dtypes"}), std::nullopt);
+  EXPECT_EQ(nearest("BF16", {"fp16", "bf16", "fp32"}), "bf16");  // case is ignored
+  EXPECT_EQ(nearest("Threads", {"threads", "dtypes"}), "threads");
 }
 
 TEST(Config, TensorOpAxesSweepAndDefault) {

@@ -10,25 +10,47 @@
 
 #include "cli/check_report.hpp"
 #include "opmeter/errors.hpp"
+#include "util/dir_walk.hpp"
 #include "util/output_file.hpp"
 
 namespace opmeter {
 namespace fs = std::filesystem;
 
+namespace {
+
+// A string member of `j`: `fallback` when absent, UsageError naming the file and key when another type.
+std::string text_of(const nlohmann::json& j, const char* key, const std::string& source, const std::string& where,
+                    const std::string& fallback = "") {
+  if (!j.contains(key) || j[key].is_null()) return fallback;
+  if (!j[key].is_string())
+    throw UsageError(fmt::format("{}: {}\"{}\" is {}; expected a string", source, where, key, j[key].dump()));
+  return j[key].get<std::string>();
+}
+
+}  // namespace
+
 std::vector<Result> check_results_from_json(const nlohmann::json& j, const std::string& source) {
-  if (!j.is_object() || j.value("schema", "") != "opmeter-check/1" || !j.contains("cases"))
+  if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string() || j["schema"] != "opmeter-check/1" ||
+      !j.contains("cases"))
     throw UsageError(fmt::format("{}: not a check.json of opmeter check (schema opmeter-check/1)", source));
+  if (!j["cases"].is_array())
+    throw UsageError(fmt::format("{}: \"cases\" is {}; expected a list of checked cases", source, j["cases"].dump()));
+  for (const char* key : {"settings", "context"})
+    if (j.contains(key) && !j[key].is_object())
+      throw UsageError(fmt::format("{}: \"{}\" is {}; expected an object", source, key, j[key].dump()));
   std::vector<Result> out;
   for (auto& c : j.at("cases")) {
+    if (!c.is_object())
+      throw UsageError(fmt::format("{}: a case is {}; expected an object with case and status", source, c.dump()));
     Result r;
-    const std::string written = c.value("case", "");  // messages quote the file
+    const std::string written = text_of(c, "case", source, "a case's ");  // messages quote the file
     try {
       r.kase = parse_case(written);
       r.case_string = r.kase.to_string();  // the op's parameter order, as planned cases have it
     } catch (const std::exception& e) {
       throw UsageError(fmt::format("{}: case '{}': {}", source, written, e.what()));
     }
-    const std::string verdict = c.value("status", "");
+    const std::string verdict = text_of(c, "status", source, fmt::format("case '{}': ", written));
     if (verdict == "pass" || verdict == "unchecked") r.status = Status::ok;
     else if (verdict == "fail") r.status = Status::failed;
     else if (auto s = parse_status(verdict)) r.status = *s;
@@ -36,7 +58,7 @@ std::vector<Result> check_results_from_json(const nlohmann::json& j, const std::
     if (verdict == "unchecked") r.add_flag("unchecked");
     if (c.contains("max_error") && c["max_error"].is_number()) r.max_error = c["max_error"].get<double>();
     if (c.contains("tolerance") && c["tolerance"].is_number()) r.tolerance = c["tolerance"].get<double>();
-    r.reason = c.value("reason", "");
+    r.reason = text_of(c, "reason", source, fmt::format("case '{}': ", written));
     out.push_back(std::move(r));
   }
   return out;
@@ -47,7 +69,7 @@ std::vector<std::string> check_files_in(const std::string& root) {
   if (fs::is_regular_file(fs::path(root) / "check.json", ec)) return {(fs::path(root) / "check.json").string()};
   std::vector<std::string> out;
   for (auto& e : fs::directory_iterator(root, ec))
-    if (e.is_directory() && fs::is_regular_file(e.path() / "check.json", ec))
+    if (is_directory_entry(e) && fs::is_regular_file(e.path() / "check.json", ec))
       out.push_back((e.path() / "check.json").string());
   std::sort(out.begin(), out.end());
   return out;

@@ -12,6 +12,7 @@
 #include "predict/model.hpp"
 #include "predict/sample.hpp"
 #include "results/run_dir.hpp"
+#include "util/dir_walk.hpp"
 #include "util/host_name.hpp"
 
 namespace opmeter {
@@ -28,7 +29,7 @@ std::vector<fs::path> rank_dirs(const std::string& root, const std::string& pref
   std::vector<fs::path> out;
   std::error_code ec;
   for (auto& e : fs::directory_iterator(root, ec))
-    if (e.is_directory() && e.path().filename().string().rfind(prefix, 0) == 0) out.push_back(e.path());
+    if (is_directory_entry(e) && e.path().filename().string().rfind(prefix, 0) == 0) out.push_back(e.path());
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -87,6 +87,9 @@ std::vector<MatShape> read_shapes(const YamlReader& r, const YAML::Node& list) {
       if (lo > hi) r.fail(g, fmt::format("random: empty range, min {} is greater than max {}", lo, hi));
       auto seed = g["seed"] ? r.integer(g["seed"], "random.seed", 0, std::numeric_limits<std::int64_t>::max()) : 1;
       auto multiple = g["multiple_of"] ? r.integer(g["multiple_of"], "random.multiple_of", 1, kMaxDim) : 1;
+      if ((lo + multiple - 1) / multiple * multiple > hi)  // the dimensions are multiples within [min, max]
+        r.fail(g["multiple_of"],
+               fmt::format("random: no multiple of {} lies in [min, max] = [{}, {}]", multiple, lo, hi));
       double max_macs = g["max_macs"] ? r.number(g["max_macs"], "random.max_macs", 1, 1e18) : 0;
       if (max_macs > 0 && max_macs < static_cast<double>(lo) * static_cast<double>(lo) * static_cast<double>(lo))
         r.fail(g["max_macs"], fmt::format("random: max_macs {:g} is below the smallest shape, min^3 = {:g}", max_macs,

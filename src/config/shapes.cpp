@@ -58,11 +58,15 @@ std::vector<MatShape> random_shapes(int count, std::int64_t lo, std::int64_t hi,
   if (lo < 1 || hi < lo || multiple_of < 1 || count < 0) throw std::invalid_argument("random_shapes: bad range");
   if (max_macs > 0 && max_macs < static_cast<double>(lo) * lo * lo)
     throw std::invalid_argument("random_shapes: max_macs is below the smallest shape");
+  // Every dimension is a multiple of multiple_of within [lo, hi]: rounded to the nearest multiple,
+  // then kept within the first and last multiples in the range.
+  const std::int64_t first = (lo + multiple_of - 1) / multiple_of * multiple_of, last = hi / multiple_of * multiple_of;
+  if (first > last) throw std::invalid_argument("random_shapes: no multiple of multiple_of lies in [min, max]");
   std::mt19937_64 g(seed);
   const double l = std::log(static_cast<double>(lo)), h = std::log(static_cast<double>(hi));
   auto draw = [&] {
     auto v = static_cast<std::int64_t>(std::llround(std::exp(l + (h - l) * unit(g)) / static_cast<double>(multiple_of)));
-    return std::clamp(std::max<std::int64_t>(1, v) * multiple_of, std::max(lo, multiple_of), std::max(hi, multiple_of));
+    return std::clamp(v * multiple_of, first, last);
   };
   std::vector<MatShape> out;
   while (static_cast<int>(out.size()) < count) {

@@ -10,6 +10,7 @@
 #include "opmeter/errors.hpp"
 #include "results/result_set.hpp"
 #include "results/run_dir.hpp"
+#include "util/dir_walk.hpp"
 
 namespace opmeter::scale {
 namespace fs = std::filesystem;
@@ -47,7 +48,7 @@ std::vector<std::string> run_dirs_in(const std::string& root) {
   if (holds_run(root)) return {root};
   std::vector<std::string> out;
   for (auto& e : fs::directory_iterator(root, ec))
-    if (e.is_directory() && holds_run(e.path())) out.push_back(e.path().string());
+    if (is_directory_entry(e) && holds_run(e.path())) out.push_back(e.path().string());
   std::sort(out.begin(), out.end());
   if (out.empty())
     throw UsageError(fmt::format("{}: no results directory in it (none holds {} or results.jsonl)", root, kRunFile));
@@ -59,15 +60,28 @@ RankRun load_rank(const std::string& dir) {
   r.dir = dir;
   r.name = fs::path(dir).filename().string();
   if (r.name.empty()) r.name = fs::path(dir).parent_path().filename().string();
-  std::ifstream f(fs::path(dir) / kRunFile);
-  if (f) {
+  const fs::path run_file = fs::path(dir) / kRunFile;
+  std::error_code ec;
+  const auto type = fs::status(run_file, ec).type();
+  if (type != fs::file_type::not_found && type != fs::file_type::regular)  // a directory opens, its first read throws
+    throw UsageError(fmt::format("{}: {}; expected the run settings opmeter run writes", run_file.string(),
+                                 ec ? ec.message() : "is not a file (a directory?)"));
+  std::ifstream f(run_file);
+  if (type == fs::file_type::regular && f) {
     try {
       auto j = nlohmann::json::parse(f);
+      if (!j.is_object()) throw UsageError(fmt::format("{}: is {}, not an object", run_file.string(), j.type_name()));
       r.run = j.value("run", nlohmann::json::object());
       r.context = j.value("context", nlohmann::json::object());
     } catch (const nlohmann::json::exception& e) {
       throw UsageError(fmt::format("{}/{}: not JSON ({})", dir, kRunFile, e.what()));
     }
+    for (auto [key, value] : {std::pair{"run", &r.run}, {"context", &r.context}})
+      if (!value->is_object())
+        throw UsageError(fmt::format("{}: \"{}\" is {}; expected an object", run_file.string(), key, value->dump()));
+    if (r.run.contains("shard") && !r.run["shard"].is_object())
+      throw UsageError(
+          fmt::format("{}: \"run.shard\" is {}; expected an object", run_file.string(), r.run["shard"].dump()));
   }
   ResultSet set = load_results(dir);
   if (r.context.empty() || r.context.is_null()) r.context = set.context;
@@ -143,7 +157,7 @@ bool is_run_tree(const std::string& path) {
   std::error_code ec;
   if (!fs::is_directory(path, ec) || holds_run(path)) return false;
   for (auto& e : fs::directory_iterator(path, ec))
-    if (e.is_directory() && holds_run(e.path())) return true;
+    if (is_directory_entry(e) && holds_run(e.path())) return true;
   return false;
 }
 

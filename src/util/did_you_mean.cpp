@@ -1,6 +1,7 @@
 #include "util/did_you_mean.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -8,8 +9,14 @@
 namespace opmeter {
 namespace {
 
-// Levenshtein distance.
-std::size_t distance(const std::string& a, const std::string& b) {
+std::string lower(std::string s) {
+  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+// Levenshtein distance, ignoring case: 'BF16' is nearest 'bf16', not 'fp16'.
+std::size_t distance(const std::string& a_as_typed, const std::string& b_as_known) {
+  const std::string a = lower(a_as_typed), b = lower(b_as_known);
   std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
   for (std::size_t i = 1; i <= a.size(); ++i) {

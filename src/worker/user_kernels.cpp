@@ -85,6 +85,8 @@ std::pair<std::string, std::string> split_spec(const std::string& spec) {
 
 std::string absolute_kernel_spec(const std::string& spec, const std::string& base_dir) {
   auto [file, name] = split_spec(spec);
+  if (file.empty())  // '', ':' or ':NAME': fs::absolute("") throws
+    throw UsageError(fmt::format("kernel '{}' names no file; expected FILE.py or FILE.py:NAME", spec));
   std::error_code ec;
   fs::path path = fs::path(file).is_absolute() || base_dir.empty() ? fs::path(file) : fs::path(base_dir) / file;
   return fs::absolute(path, ec).string() + (name_colon(spec) == std::string::npos ? "" : ":" + name);
@@ -95,9 +97,18 @@ std::string kernel_file(const std::string& spec) { return split_spec(spec).first
 
 std::string add_user_kernel(const std::string& spec, const std::string& default_op) {
   auto [file, name] = split_spec(spec);
-  fs::path path = fs::absolute(file);
+  if (file.empty()) throw UsageError(fmt::format("kernel '{}' names no file; expected FILE.py or FILE.py:NAME", spec));
   std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) throw UsageError(fmt::format("kernel file '{}' does not exist", path.string()));
+  fs::path path = fs::absolute(file, ec);
+  if (ec) throw UsageError(fmt::format("kernel file '{}': {}", file, ec.message()));
+  const auto type = fs::status(path, ec).type();
+  if (type == fs::file_type::not_found) throw UsageError(fmt::format("kernel file '{}' does not exist", path.string()));
+  if (type == fs::file_type::directory)
+    throw UsageError(fmt::format("kernel file '{}' is a directory; expected a Python file (FILE.py or FILE.py:NAME)",
+                                 path.string()));
+  if (type != fs::file_type::regular)
+    throw UsageError(fmt::format("kernel file '{}' is not a regular file{}", path.string(),
+                                 ec ? ": " + ec.message() : std::string()));
   if (!std::regex_match(name, std::regex("[A-Za-z_][A-Za-z0-9_]*")))
     throw UsageError(fmt::format("kernel name '{}' in '{}' must be a Python identifier (FILE.py:NAME)", name, spec));
   const std::string key = path.string() + ":" + name;

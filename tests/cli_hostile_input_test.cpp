@@ -1,0 +1,333 @@
+// Bad input found by a hostile probe, each path end to end: a clear message and exit code 2, never
+// `internal error` (3), a crash or a hang. Stored files (run.json, check.json) are input too.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/cli_helpers.hpp"
+#include "util/case_filter.hpp"
+
+namespace {
+
+constexpr const char* kTinyCase = "gemm/reference/fp32/M=16,N=16,K=16/threads=1";
+
+#define EXPECT_BAD_INPUT(out, message)                                             \
+  do {                                                                             \
+    EXPECT_EQ((out).code, 2) << (out).text;                                        \
+    EXPECT_NE((out).text.find(message), std::string::npos) << (out).text;          \
+    EXPECT_EQ((out).text.find("internal error"), std::string::npos) << (out).text; \
+  } while (0)
+
+// A results directory whose run.json holds `run`.
+fs::path results_with(const std::string& name, const nlohmann::json& run) {
+  auto dir = temp_dir(name);
+  write(dir, "run.json", nlohmann::json{{"run", run}}.dump());
+  return dir;
+}
+
+}  // namespace
+
+// --resume DIR takes DIR/run.json's values with the ranges and types of their flags: a bad one
+// names the file and the key (a stored threads=0 crashed the run; [1,2] as pipelines was a
+// json type_error).
+TEST(CliHostileInput, ResumeChecksEveryStoredValue) {
+  struct Bad {
+    nlohmann::json value;
+    std::string key, message;
+  };
+  const std::vector<Bad> bad = {
+      {{{"threads", 0}}, "threads", "\"run.threads\" is 0; expected an integer from 1 to 4096, as --threads takes"},
+      {{{"threads", -5}}, "threads", "\"run.threads\" is -5; expected an integer from 1 to 4096"},
+      {{{"threads", 1e12}}, "threads", "\"run.threads\" is 1000000000000.0; expected an integer from 1 to 4096"},
+      {{{"threads", "2"}}, "threads", "\"run.threads\" is \"2\"; expected an integer"},
+      {{{"llc_bytes", 5}},
+       "llc_bytes",
+       "\"run.llc_bytes\" is 5; expected an integer from 65536 to 1099511627776, as --llc-bytes"},
+      {{{"seed", -1}}, "seed", "\"run.seed\" is -1; expected an integer from 0"},
+      {{{"pipelines", {1, 2}}}, "pipelines", "\"run.pipelines\" is [1,2]; expected a list of strings"},
+      {{{"plugins", {5}}}, "plugins", "\"run.plugins\" is [5]; expected a list of strings"},
+      {{{"kernels", {{{"a", 1}}}}}, "kernels", "\"run.kernels\" is [{\"a\":1}]; expected a list of strings"},
+      {{{"kernels", "k.py"}}, "kernels", "\"run.kernels\" is \"k.py\"; expected a list of strings"},
+      {{{"isolate", "yes"}}, "isolate", "\"run.isolate\" is \"yes\"; expected true or false"},
+      {{{"case", 5}}, "case", "\"run.case\" is 5; expected a string"},
+      {{{"filter", 7}}, "filter", "\"run.filter\" is 7; expected a string"},
+      {{{"energy_window_s", -1}}, "energy_window_s", "\"run.energy_window_s\" is -1; expected a number from 0 to"},
+      {{{"stopping", {{"fixed_samples", -3}}}},
+       "stopping",
+       "\"run.stopping.fixed_samples\" is -3; expected an integer from 1"},
+      {{{"stopping", {{"max_noise_pct", "x"}}}},
+       "stopping",
+       "\"run.stopping.max_noise_pct\" is \"x\"; expected a number"},
+      {{{"stopping", {{"warmup_calls", 2.5}}}},
+       "stopping",
+       "\"run.stopping.warmup_calls\" is 2.5; expected an integer"},
+      {{{"stopping", 3}}, "stopping", "\"run.stopping\" is 3; expected an object"},
+  };
+  for (auto& b : bad) {
+    nlohmann::json run = {{"case", kTinyCase}, {"source", "case"}};
+    run.update(b.value);
+    auto dir = results_with("resume_bad_" + b.key, run);
+    auto out = cli(fmt::format("run --resume {} --dry-run", dir.string()));
+    SCOPED_TRACE(b.value.dump());
+    EXPECT_BAD_INPUT(out, (dir / "run.json").string() + ": " + b.message);
+  }
+  // Good values are taken: a stored threads=3 plans threads=3, stopping's 0 (unset) is no error.
+  auto good = results_with("resume_good", {{"suite", "quick"},
+                                           {"threads", 3},
+                                           {"isolate", false},
+                                           {"stopping", {{"warmup_calls", 0}, {"fixed_samples", 0}}}});
+  auto out = cli(fmt::format("run --resume {} --dry-run", good.string()));
+  EXPECT_EQ(out.code, 0) << out.text;
+  EXPECT_NE(out.text.find("/threads=3"), std::string::npos) << out.text;
+  EXPECT_EQ(out.text.find("/threads=2\n"), std::string::npos) << out.text;
+}
+
+// A run.json that is a directory is refused, not read (its first read threw "Is a directory").
+TEST(CliHostileInput, RunJsonThatIsADirectory) {
+  auto dir = temp_dir("run_json_dir");
+  fs::create_directories(dir / "run.json");
+  auto out = cli(fmt::format("run --resume {} --dry-run", dir.string()));
+  EXPECT_BAD_INPUT(out, (dir / "run.json").string() + ": is not a file");
+}
+
+// --filter and --exclude are RE2 only: a lookaround is refused (it ran on a backtracking engine,
+// where '(?=g)(.*.*)*X' ran for ever and ignored SIGTERM), with the --exclude that does its work.
+TEST(CliHostileInput, FilterRefusesLookaroundAndPointsAtExclude) {
+  auto out = cli("run --suite ops --filter '(?=g)(.*.*)*X' --dry-run");
+  EXPECT_BAD_INPUT(out, "--filter '(?=g)(.*.*)*X': lookaround");
+  EXPECT_NE(out.text.find("give --exclude REGEX"), std::string::npos) << out.text;
+  out = cli("run --suite ops --filter '^(?!layernorm/)' --dry-run");
+  EXPECT_BAD_INPUT(out, "here --exclude '^layernorm/'");
+  out = cli("check --filter '^[^/]+/(?!torch_compile)' --dry-run");
+  EXPECT_BAD_INPUT(out, "here --filter '^[^/]+/' --exclude '^[^/]+/torch_compile'");
+  out = cli("run --suite ops --exclude '(?<!x)y' --dry-run");
+  EXPECT_BAD_INPUT(out, "--exclude '(?<!x)y': lookaround");
+  out = cli("run --suite ops --exclude '(' --dry-run");
+  EXPECT_BAD_INPUT(out, "--exclude '(' is not a valid regular expression");
+}
+
+TEST(CliHostileInput, ExcludeLeavesOutWhatItMatches) {
+  auto all = cli("run --suite ops --filter onednn --dry-run");
+  ASSERT_EQ(all.code, 0) << all.text;
+  auto out = cli("run --suite ops --filter onednn --exclude '^layernorm/' --dry-run");
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_NE(all.text.find("\nlayernorm/onednn/"), std::string::npos) << all.text;
+  EXPECT_EQ(out.text.find("\nlayernorm/"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("/onednn/"), std::string::npos) << out.text;
+  EXPECT_EQ(out.text.find("/opmeter/fp32/batch"), std::string::npos) << out.text;  // --filter still holds
+  out = cli("run --suite ops --exclude '.' --dry-run");
+  EXPECT_BAD_INPUT(out, "--exclude '.' leaves none of the");
+  out = cli("check --op relu --exclude '/reference/' --dry-run");
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_EQ(out.text.find("relu/reference/"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("relu/"), std::string::npos) << out.text;
+  out = cli("check --op relu --exclude 'relu' --dry-run");
+  EXPECT_BAD_INPUT(out, "less --exclude 'relu'");
+}
+
+// A results directory or check.json of an older opmeter that stored a lookaround filter says how
+// to resume it; flags given with --resume win, and the exclusion is stored and resumed.
+TEST(CliHostileInput, ResumeOfAStoredLookaroundFilterSaysWhatToGive) {
+  auto dir = results_with("resume_lookaround", {{"suite", "ops"}, {"filter", "^(?!layernorm/)"}});
+  auto out = cli(fmt::format("run --resume {} --dry-run", dir.string()));
+  EXPECT_BAD_INPUT(out, (dir / "run.json").string() + ": the stored --filter '^(?!layernorm/)': lookaround");
+  EXPECT_NE(out.text.find("here --exclude '^layernorm/'; give them as flags with --resume"), std::string::npos)
+      << out.text;
+  out = cli(fmt::format("run --resume {} --exclude '^layernorm/' --dry-run", dir.string()));
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_EQ(out.text.find("\nlayernorm/"), std::string::npos) << out.text;
+
+  auto check = temp_dir("check_lookaround");
+  out = cli(fmt::format("check --op relu --impl reference --quick --exclude zzz -o {}", check.string()));
+  ASSERT_EQ(out.code, 0) << out.text;
+  auto j = nlohmann::json::parse(std::ifstream(check / "check.json"));
+  EXPECT_EQ(j["settings"]["exclude"], "zzz");
+  j["settings"]["filter"] = "^[^/]+/(?!torch_compile)";
+  j["settings"]["exclude"] = "";
+  std::ofstream(check / "check.json") << j.dump();
+  out = cli(fmt::format("check --resume {}", check.string()));
+  EXPECT_BAD_INPUT(out, (check / "check.json").string() + " stores --filter '^[^/]+/(?!torch_compile)': lookaround");
+  EXPECT_NE(out.text.find("--exclude '^[^/]+/torch_compile'"), std::string::npos) << out.text;
+  out = cli(fmt::format("check --resume {} --exclude '^[^/]+/torch_compile'", check.string()));
+  EXPECT_EQ(out.code, 0) << out.text;
+}
+
+// A link in a loop inside a results tree is skipped with a note (is_directory threw "Too many
+// levels of symbolic links": an internal error in merge, report and compare).
+TEST(CliHostileInput, ALinkLoopInAResultsTreeIsSkipped) {
+  auto root = temp_dir("link_loop");
+  auto one = root / "tree" / "rank0";
+  auto out = cli(fmt::format("run --case {} --samples 2 --warmup 1 --no-report --out {}", kTinyCase, one.string()));
+  ASSERT_EQ(out.code, 0) << out.text;
+  fs::create_symlink("loop", root / "tree" / "loop");
+  const std::string tree = (root / "tree").string();
+  for (const std::string& args : {fmt::format("merge {} -o {}", tree, (root / "merged").string()),
+                                  fmt::format("report {} -o {}", tree, (root / "report.html").string()),
+                                  fmt::format("compare {} {}", tree, one.string())}) {
+    out = cli(args);
+    SCOPED_TRACE(args);
+    EXPECT_EQ(out.code, 0) << out.text;
+    EXPECT_NE(out.text.find("skipping " + tree + "/loop: Too many levels of symbolic links"), std::string::npos)
+        << out.text;
+  }
+  // check's trees likewise (merge of check.json files, run --shard's rank folders).
+  auto checks = root / "checks";
+  out = cli(fmt::format("check --op relu --impl reference --quick -o {}", (checks / "r0").string()));
+  ASSERT_EQ(out.code, 0) << out.text;
+  fs::create_symlink("loop", checks / "loop");
+  out = cli(fmt::format("merge {} -o {}", checks.string(), (root / "checks-merged").string()));
+  EXPECT_EQ(out.code, 0) << out.text;
+  EXPECT_EQ(out.text.find("internal error"), std::string::npos) << out.text;
+}
+
+// A run.json that is a directory, in merge's tree too.
+TEST(CliHostileInput, MergeOfARunJsonThatIsADirectory) {
+  auto root = temp_dir("merge_run_json_dir");
+  auto one = root / "tree" / "rank0";
+  auto out = cli(fmt::format("run --case {} --samples 2 --warmup 1 --no-report --out {}", kTinyCase, one.string()));
+  ASSERT_EQ(out.code, 0) << out.text;
+  fs::remove(one / "run.json");
+  fs::create_directories(one / "run.json");
+  out = cli(fmt::format("merge {} -o {}", (root / "tree").string(), (root / "merged").string()));
+  EXPECT_BAD_INPUT(out, (one / "run.json").string() + ": is not a file");
+  fs::remove(one / "run.json");
+  write(one, "run.json", R"({"run": 5})");
+  out = cli(fmt::format("merge {} -o {}", (root / "tree").string(), (root / "merged").string()));
+  EXPECT_BAD_INPUT(out, (one / "run.json").string() + ": \"run\" is 5; expected an object");
+}
+
+// A malformed check.json: check --resume and merge say what is wrong (a json type_error before).
+TEST(CliHostileInput, MalformedCheckJson) {
+  auto root = temp_dir("bad_check_json");
+  auto dir = root / "tree" / "r0";
+  auto out = cli(fmt::format("check --op relu --impl reference --quick -o {}", dir.string()));
+  ASSERT_EQ(out.code, 0) << out.text;
+  const auto good = nlohmann::json::parse(std::ifstream(dir / "check.json"));
+  struct Bad {
+    std::string path;  // a JSON pointer
+    nlohmann::json value;
+    std::string message;
+  };
+  for (const Bad& b :
+       std::vector<Bad>{{"/cases", 5, "\"cases\" is 5; expected a list"},
+                        {"/cases/0", "x", "a case is \"x\"; expected an object"},
+                        {"/cases/0/case", 7, "a case's \"case\" is 7; expected a string"},
+                        {"/cases/0/status", 1, "\"status\" is 1; expected a string"},
+                        {"/schema", 1, "not a check.json of opmeter check"},
+                        {"/settings", 3, "\"settings\" is 3; expected an object"},
+                        {"/settings/quick", "no", "\"settings.quick\" is \"no\"; expected true or false"},
+                        {"/settings/filter", 2, "\"settings.filter\" is 2; expected a string"}}) {
+    SCOPED_TRACE(b.path);
+    auto j = good;
+    j[nlohmann::json::json_pointer(b.path)] = b.value;
+    std::ofstream(dir / "check.json") << j.dump();
+    out = cli(fmt::format("check --resume {}", dir.string()));
+    EXPECT_BAD_INPUT(out, b.message);
+    if (b.path.rfind("/settings/", 0) == 0) continue;  // merge does not read a rank's selection
+    out = cli(fmt::format("merge {} -o {}", (root / "tree").string(), (root / "merged").string()));
+    EXPECT_BAD_INPUT(out, b.message);
+  }
+}
+
+// --kernel with no file, or a directory: said so, also in a dry run (fs::absolute("") threw).
+TEST(CliHostileInput, KernelWithNoFileOrADirectory) {
+  const std::string tail = " --case 'relu/reference/fp32/batch=1,seq=1,hidden=8/threads=1' --dry-run";
+  for (const std::string spec : {"", ":", ":foo"}) {
+    auto out = cli("run --kernel '" + spec + "'" + tail);
+    SCOPED_TRACE(spec);
+    EXPECT_BAD_INPUT(out, "kernel '" + spec + "' names no file; expected FILE.py or FILE.py:NAME");
+  }
+  auto dir = temp_dir("kernel_dir") / "adir.yaml";
+  fs::create_directories(dir);
+  auto out = cli("run --kernel " + dir.string() + tail);
+  EXPECT_BAD_INPUT(out, "kernel file '" + dir.string() + "' is a directory; expected a Python file");
+  out = cli("check --kernel '' --dry-run");
+  EXPECT_BAD_INPUT(out, "kernel '' names no file");
+}
+
+// --device with --case: the case string carries its device, so another --device is refused (it was
+// ignored silently, garbage too); the same device is no contradiction.
+TEST(CliHostileInput, DeviceWithCase) {
+  const std::string run = fmt::format("run --case '{}' --dry-run", kTinyCase);
+  auto out = cli(run + " --device garbage");
+  EXPECT_BAD_INPUT(out, "garbage");
+  out = cli(run + " --device cuda:7");
+  EXPECT_EQ(out.code, 2) << out.text;
+  EXPECT_EQ(out.text.find("internal error"), std::string::npos) << out.text;
+  EXPECT_EQ(out.text.find(kTinyCase), std::string::npos) << out.text;  // not planned
+  out = cli(run + " --device cpu");
+  EXPECT_EQ(out.code, 0) << out.text;
+  EXPECT_NE(out.text.find(kTinyCase), std::string::npos) << out.text;
+  auto cuda_case = cli("run --case 'gemm/reference/fp32/M=16,N=16,K=16/device=cuda:0' --device cpu --dry-run");
+  EXPECT_EQ(cuda_case.code, 2) << cuda_case.text;
+  EXPECT_EQ(cuda_case.text.find("internal error"), std::string::npos) << cuda_case.text;
+}
+
+// The random generator keeps its own bounds: multiples of multiple_of within [min, max] (min 16,
+// max 100, multiple_of 64 gave 100; max 20 with multiple_of 4096 gave 4096), and a range with no
+// multiple is a config error at its line and column.
+TEST(CliHostileInput, RandomShapesStayMultiplesWithinTheirRange) {
+  auto dir = temp_dir("random_shapes");
+  auto config = write(dir, "r.yaml",
+                      "ops: [gemm]\nimpls: [reference]\ndtypes: [fp32]\nthreads: 1\n"
+                      "shapes: [{name: random, count: 20, min: 16, max: 100, seed: 3, multiple_of: 64}]\n");
+  auto out = cli(fmt::format("run {} --dry-run", config.string()));
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_NE(out.text.find("M=64,N=64,K=64"), std::string::npos) << out.text;  // the only multiple in range
+  EXPECT_EQ(out.text.find("=100"), std::string::npos) << out.text;
+  auto none = write(dir, "none.yaml",
+                    "ops: [gemm]\nimpls: [reference]\ndtypes: [fp32]\nthreads: 1\n"
+                    "shapes: [{name: random, count: 20, min: 16, max: 20, seed: 3, multiple_of: 4096}]\n");
+  out = cli(fmt::format("run {} --dry-run", none.string()));
+  EXPECT_BAD_INPUT(out, none.string() + ":5:");
+  EXPECT_NE(out.text.find("random: no multiple of 4096 lies in [min, max] = [16, 20]"), std::string::npos) << out.text;
+}
+
+// --warmup takes what a config's stopping.warmup takes: 0 was "exactly 0 warm-up calls" in the
+// help and meant "not given" (12494 calls were made).
+TEST(CliHostileInput, WarmupZeroIsRefusedAsInAConfig) {
+  auto out = cli(fmt::format("run --case '{}' --warmup 0 --dry-run", kTinyCase));
+  EXPECT_EQ(out.code, 2) << out.text;
+  EXPECT_NE(out.text.find("--warmup"), std::string::npos) << out.text;
+  out = cli(fmt::format("run --case '{}' --warmup 1 --dry-run", kTinyCase));
+  EXPECT_EQ(out.code, 0) << out.text;
+  auto dir = temp_dir("warmup_zero");
+  auto config = write(dir, "w.yaml", "ops: [relu]\nimpls: [reference]\ndtypes: [fp32]\nstopping: {warmup: 0}\n");
+  out = cli(fmt::format("run {} --dry-run", config.string()));
+  EXPECT_EQ(out.code, 2) << out.text;
+}
+
+// "did you mean" ignores case: BF16 is bf16, not fp16.
+TEST(CliHostileInput, DidYouMeanIgnoresCase) {
+  auto out = cli("run --pipeline 'resnet18:dtype=BF16' --dry-run");
+  EXPECT_EQ(out.code, 2) << out.text;
+  EXPECT_NE(out.text.find("did you mean 'bf16'?"), std::string::npos) << out.text;
+}
+
+// A --case run with a profile of other threads measures the ceiling the profile lacks, and says
+// so, as a config's run does (it printed "% of peak: -" silently).
+TEST(CliHostileInput, CaseRunWithAProfileOfOtherThreads) {
+  auto dir = temp_dir("case_profile_threads");
+  auto profile = write(dir, "calibration.json",
+                       R"({"schema": "opmeter-calibration/1", "threads": 2, "device": "cpu",
+                           "peak_gflops": {"fp32": 50.0}, "bandwidth": {"memory_gbps": 10.0}, "context": {}})");
+  const std::string relu = "relu/opmeter/fp32/batch=1,seq=4,hidden=64/threads=1";
+  auto out = cli(fmt::format("run --case {} --calibration {} --dry-run", relu, profile.string()));
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_NE(out.text.find("measured with threads=2, and cases run with threads=1: the run measures the ceilings of "
+                          "threads=1 itself"),
+            std::string::npos)
+      << out.text;
+  EXPECT_NE(out.text.find("bandwidth/opmeter/fp32/"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find(relu), std::string::npos) << out.text;
+  // A profile that holds the case's ceilings adds nothing: the run is the one case.
+  auto same = cli(fmt::format("run --case {} --calibration {} --dry-run",
+                              "relu/opmeter/fp32/batch=1,seq=4,hidden=64/threads=2", profile.string()));
+  ASSERT_EQ(same.code, 0) << same.text;
+  EXPECT_NE(same.text.find("1 cases from"), std::string::npos) << same.text;
+  EXPECT_EQ(same.text.find("peak/"), std::string::npos) << same.text;
+}
