@@ -13,6 +13,20 @@
 
 namespace opmeter {
 namespace {
+// A rate's cell: three significant digits below 10 (a slow depthwise conv's 0.0078 GFLOP/s is
+// no "0.0"), one decimal above.
+std::string rate_cell(double v) { return v < 10 ? fmt::format("{:.3g}", v) : fmt::format("{:.1f}", v); }
+// CSV cells of what a case did not measure are empty, not 0: a rate it has none of (a bandwidth
+// kernel's GFLOP/s), the times of a case that took no sample.
+using Json = nlohmann::json;
+using CsvValue = std::function<Json(const Result&, const Json&)>;
+CsvValue csv_rate(double Result::*rate, double scale = 1) {
+  return [rate, scale](const Result& r, const Json&) { return r.*rate > 0 ? Json(r.*rate * scale) : Json(); };
+}
+CsvValue csv_time(double Summary::*time) {
+  return [time](const Result& r, const Json&) { return r.summary.count > 0 ? Json(r.summary.*time) : Json(); };
+}
+
 
 using nlohmann::json;
 
@@ -113,35 +127,35 @@ std::vector<ResultField> make_fields() {
   f.push_back({.name = "samples", .outputs = kInGbench | kInCsv,
                .value = [](const Result& r) { return json(r.summary.count); }});
   f.push_back({.name = "median_s", .outputs = kInCsv, .csv_name = "elapsed_s", .unit = "s", .better = Better::lower,
-               .value = [](const Result& r) { return json(r.summary.median); },
+               .value = [](const Result& r) { return json(r.summary.median); }, .csv_value = csv_time(&Summary::median),
                .markdown = "median", .cell = [](const Result& r) { return ok(r) ? human_time(r.summary.median) : "-"; },
                .numeric = true});
   f.push_back({.name = "min_s", .outputs = kInCsv, .unit = "s", .better = Better::lower,
-               .value = [](const Result& r) { return json(r.summary.min); }});
+               .value = [](const Result& r) { return json(r.summary.min); }, .csv_value = csv_time(&Summary::min)});
   f.push_back({.name = "mean_s", .outputs = kInCsv, .unit = "s", .better = Better::lower,
-               .value = [](const Result& r) { return json(r.summary.mean); }});
+               .value = [](const Result& r) { return json(r.summary.mean); }, .csv_value = csv_time(&Summary::mean)});
   f.push_back({.name = "stdev_s", .outputs = kInCsv, .unit = "s", .better = Better::lower,
-               .value = [](const Result& r) { return json(r.summary.stdev); }});
+               .value = [](const Result& r) { return json(r.summary.stdev); }, .csv_value = csv_time(&Summary::stdev)});
   f.push_back({.name = "noise_pct", .outputs = kInCsv, .unit = "%", .better = Better::lower,
                .value = [](const Result& r) { return spread_pct_json(r.summary, r.summary.rel_noise); }});
   f.push_back({.name = "gflops", .outputs = all, .unit = "GFLOP/s", .better = Better::higher,
-               .value = [](const Result& r) { return json(r.gflops); }, .read = read_double(&Result::gflops),
-               .markdown = "GFLOP/s",
-               .cell = [](const Result& r) { return ok(r) && r.gflops > 0 ? fmt::format("{:.1f}", r.gflops) : "-"; },
+               .value = [](const Result& r) { return json(r.gflops); }, .csv_value = csv_rate(&Result::gflops),
+               .read = read_double(&Result::gflops), .markdown = "GFLOP/s",
+               .cell = [](const Result& r) { return ok(r) && r.gflops > 0 ? rate_cell(r.gflops) : "-"; },
                .numeric = true});
   f.push_back({.name = "tflops", .outputs = kInCsv, .unit = "TFLOP/s", .better = Better::higher,
-               .value = [](const Result& r) { return json(r.gflops / 1000); }});
+               .value = [](const Result& r) { return json(r.gflops / 1000); }, .csv_value = csv_rate(&Result::gflops, 1e-3)});
   f.push_back({.name = "gbps", .outputs = all, .unit = "GB/s", .better = Better::higher,
-               .value = [](const Result& r) { return json(r.gbps); }, .read = read_double(&Result::gbps),
-               .markdown = "GB/s",
-               .cell = [](const Result& r) { return ok(r) && r.gbps > 0 ? fmt::format("{:.1f}", r.gbps) : "-"; },
+               .value = [](const Result& r) { return json(r.gbps); }, .csv_value = csv_rate(&Result::gbps),
+               .read = read_double(&Result::gbps), .markdown = "GB/s",
+               .cell = [](const Result& r) { return ok(r) && r.gbps > 0 ? rate_cell(r.gbps) : "-"; },
                .numeric = true});
   f.push_back({.name = "intensity", .outputs = all, .unit = "FLOP/B",
                .value = [](const Result& r) { return json(r.intensity); }, .read = read_double(&Result::intensity)});
   f.push_back({.name = "pct_peak", .outputs = all, .unit = "%", .better = Better::higher,
                .value = [](const Result& r) { return opt(r.pct_peak); }, .read = read_optional(&Result::pct_peak),
                .markdown = "% of peak",
-               .cell = [](const Result& r) { return r.pct_peak ? fmt::format("{:.1f}%", *r.pct_peak) : "-"; },
+               .cell = [](const Result& r) { return r.pct_peak ? rate_cell(*r.pct_peak) + "%" : "-"; },
                .numeric = true});
   f.push_back({.name = "peak_gflops", .outputs = all, .unit = "GFLOP/s",
                .value = [](const Result& r) { return opt(r.peak_gflops); }, .read = read_optional(&Result::peak_gflops)});
