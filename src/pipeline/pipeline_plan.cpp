@@ -27,15 +27,20 @@ Case PlannedPipeline::layer_case(std::size_t layer) const {
 
 namespace {
 
-bool takes(const ImplDef& impl, const Case& c, const std::string& backend) {
+// Whether `impl` declares the case's backend and dtype, and (here_too) runs it on this machine.
+bool takes(const ImplDef& impl, const Case& c, const std::string& backend, bool here_too) {
   if (!impl.runs_on(backend)) return false;
   if (std::find(impl.dtypes.begin(), impl.dtypes.end(), c.dtype) == impl.dtypes.end()) return false;
-  if (!impl.supports) return true;
+  if (!here_too || !impl.supports) return true;
   return impl.supports(c).ok;
 }
 
 // The impls named first, in their order; then the op's own preferences (ImplDef::preference).
-std::vector<std::string> candidates_for(const Case& c, const std::string& backend, const std::vector<std::string>& preferred) {
+// Those that run the case here; where none does (bf16 on a CPU whose oneDNN has none), those that
+// take its dtype, so that the layer is measured `skipped` with their reasons, and the rest of the
+// pipeline (and the run) still is.
+std::vector<std::string> candidates_for(const Case& c, const std::string& backend, const std::vector<std::string>& preferred,
+                                        bool here_too = true) {
   std::vector<std::string> order = preferred;
   std::vector<const ImplDef*> by_preference;
   for (const ImplDef* impl : opmeter::Registry::global().impls_of(c.op))
@@ -52,8 +57,9 @@ std::vector<std::string> candidates_for(const Case& c, const std::string& backen
     if (impl->on_request && !named) continue;
     Case probe = c;
     probe.impl = name;
-    if (takes(*impl, probe, backend)) out.push_back(name);
+    if (takes(*impl, probe, backend, here_too)) out.push_back(name);
   }
+  if (out.empty() && here_too) return candidates_for(c, backend, preferred, false);
   return out;
 }
 
