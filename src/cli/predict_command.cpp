@@ -288,7 +288,8 @@ void answer(Answers& out, std::set<std::string>& seen, const PredictModel& m, co
   pipeline::Pipeline p = pipeline::build(spec->name, spec->params, spec->dtype);
   Case like;
   like.device = spec->device;
-  like.threads = spec->threads ? *spec->threads : (like.on_host() ? usual_threads(m, like.device) : 1);
+  // Threads of the pipeline's own ops' training cases: a GEMM sweep at another count does not outvote them.
+  like.threads = spec->threads ? *spec->threads : (like.on_host() ? threads_for_pipeline(m, p, like.device) : 1);
   out.pipelines.push_back(predict_pipeline(m, p, like));
 }
 
