@@ -23,7 +23,6 @@ nlohmann::json CalibrationProfile::to_json() const {
       {"created", created},
       {"threads", threads},
       {"device", device},
-      {"ceiling_rule", ceiling_rule},
       {"peak_gflops", peak_gflops},
       {"bandwidth",
        {{"memory_gbps", bandwidth.memory_gbps},
@@ -32,6 +31,7 @@ nlohmann::json CalibrationProfile::to_json() const {
         {"caches", bandwidth.caches},
         {"note", bandwidth.note}}},
   };
+  if (!ceiling_rule.empty()) j["ceiling_rule"] = ceiling_rule;  // an older profile read back stays as it was
   if (!fusion.is_null()) j["fusion"] = fusion;
   if (!context.is_null()) j["context"] = context;
   return j;
