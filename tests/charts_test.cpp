@@ -30,6 +30,45 @@ const json* find_row(const json& values, const std::string& key, const json& val
 
 }  // namespace
 
+// A run of two thread counts has a roofline per count: a threads=1 case is drawn under the
+// threads=1 peak and bandwidth, not under the best of both.
+TEST(Charts, RooflineHasOneRoofPerThreadCount) {
+  auto result = [](const std::string& kase, double gflops, double gbps, double intensity) {
+    Result r;
+    r.kase = parse_case(kase);
+    r.case_string = r.kase.to_string();
+    r.status = Status::ok;
+    r.summary.median = 1e-3;  // fewer than 10 samples: a ceiling's rate is its median's
+    r.gflops = gflops;
+    r.gbps = gbps;
+    r.intensity = intensity;
+    r.work.flops = gflops * 1e6;
+    r.work.bytes_read = gbps * 1e6 + 1e9;  // a ceiling's bandwidth case moves enough bytes
+    return r;
+  };
+  std::vector<Result> rs = {result("peak/opmeter/fp32/kernel=fma/threads=1", 100, 0, 0),
+                            result("peak/opmeter/fp32/kernel=fma/threads=2", 190, 0, 0),
+                            result("bandwidth/opmeter/fp32/kernel=copy,n=67108864/threads=1", 0, 10, 0),
+                            result("bandwidth/opmeter/fp32/kernel=copy,n=67108864/threads=2", 0, 16, 0),
+                            result("gemm/onednn/fp32/M=64,N=64,K=64/threads=1", 50, 5, 10),
+                            result("gemm/onednn/fp32/M=64,N=64,K=64/threads=2", 90, 9, 10)};
+  auto chart = roofline_chart(rs);
+  ASSERT_TRUE(chart);
+  const json& lines = chart->spec["layer"][0]["data"]["values"];
+  EXPECT_EQ(field_values(lines, "ceiling"),
+            (std::set<std::string>{"fp32 peak 100 GFLOP/s (threads=1)", "fp32 peak 190 GFLOP/s (threads=2)"}));
+  for (auto& l : lines) {  // each roof bends at its own ridge: min(peak, bandwidth x intensity)
+    const bool one = l["ceiling"] == "fp32 peak 100 GFLOP/s (threads=1)";
+    const double peak = one ? 100 : 190, bandwidth = one ? 10 : 16, at = l["intensity"].get<double>();
+    EXPECT_NEAR(l["gflops"].get<double>(), std::min(peak, bandwidth * at), 1e-9 * peak) << l.dump();
+  }
+  EXPECT_NE(chart->caption.find("one roofline per thread count"), std::string::npos) << chart->caption;
+  // One thread count: the names as before, without it.
+  std::vector<Result> two = {rs[1], rs[3], rs[5]};
+  EXPECT_EQ(field_values(roofline_chart(two)->spec["layer"][0]["data"]["values"], "ceiling"),
+            (std::set<std::string>{"fp32 peak 190 GFLOP/s"}));
+}
+
 TEST(Charts, GemmHeatmapKeepsTheBestImplPerCell) {
   auto chart = gemm_heatmap_chart(report_results());
   ASSERT_TRUE(chart);

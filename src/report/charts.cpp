@@ -141,22 +141,36 @@ std::optional<Chart> dtype_curves_chart(const std::vector<Result>& results) {
                "TFLOP/s of the best implementation at each square size, one line per dtype.", spec};
 }
 
+namespace {
+// Where a result's ceilings hold: its machine (merged runs), device and, on a host, thread count.
+// A run of threads: [1, 2] has two rooflines, not the best of each drawn over both.
+std::string roof_of(const Result& r) {
+  std::string where = r.kase.on_host() ? fmt::format("threads={}", r.kase.threads) : r.kase.device;
+  if (auto m = r.details.find(kMachineDetail); m != r.details.end()) where = m->second + ", " + where;
+  return where;
+}
+}  // namespace
+
 std::optional<Chart> roofline_chart(const std::vector<Result>& results) {
-  std::map<std::string, double> peaks;  // dtype -> best measured GFLOP/s
-  double bandwidth = 0;
+  std::map<std::string, std::map<std::string, double>> peaks;  // where -> dtype -> best measured GFLOP/s
+  std::map<std::string, double> bandwidths;                     // where -> best measured GB/s
+  std::set<std::string> roofs;                                  // where the points were measured
   json points = json::array();
   double lo = INFINITY, hi = 0;
   for (auto& r : results) {
     if (!measured(r)) continue;
     std::string dtype(to_string(r.kase.dtype));
+    const std::string where = roof_of(r);
+    double& bandwidth = bandwidths[where];
     const CeilingKind ceiling = ceiling_of(r.kase.op);
     // The ceilings as the run bounds its results with (engine/ceiling_rate.hpp).
-    if (ceiling == CeilingKind::compute && r.gflops > 0) peaks[dtype] = std::max(peaks[dtype], ceiling_gflops(r));
+    if (ceiling == CeilingKind::compute && r.gflops > 0) peaks[where][dtype] = std::max(peaks[where][dtype], ceiling_gflops(r));
     if (ceiling == CeilingKind::memory && r.work.bytes() >= kMemoryCeilingMinBytes)
       bandwidth = std::max(bandwidth, ceiling_gbps(r));
-    if (r.peak_gflops) peaks[dtype] = std::max(peaks[dtype], *r.peak_gflops);
+    if (r.peak_gflops) peaks[where][dtype] = std::max(peaks[where][dtype], *r.peak_gflops);
     if (r.bandwidth_gbps) bandwidth = std::max(bandwidth, *r.bandwidth_gbps);
     if (ceiling != CeilingKind::none || !(r.gflops > 0) || !(r.intensity > 0)) continue;
+    roofs.insert(where);
     lo = std::min(lo, r.intensity);
     hi = std::max(hi, r.intensity);
     json p = {{"intensity", r.intensity}, {"gflops", r.gflops}, {"op", r.kase.op},
@@ -165,11 +179,12 @@ std::optional<Chart> roofline_chart(const std::vector<Result>& results) {
     points.push_back(p);
   }
   if (points.empty()) return std::nullopt;
-  for (auto& [dtype, peak] : peaks)
-    if (bandwidth > 0) {
-      lo = std::min(lo, peak / bandwidth);
-      hi = std::max(hi, peak / bandwidth);
-    }
+  for (auto& where : roofs)
+    for (auto& [dtype, peak] : peaks[where])
+      if (bandwidths[where] > 0) {
+        lo = std::min(lo, peak / bandwidths[where]);
+        hi = std::max(hi, peak / bandwidths[where]);
+      }
   lo /= 2;
   hi *= 2;
 
@@ -177,21 +192,25 @@ std::optional<Chart> roofline_chart(const std::vector<Result>& results) {
   auto add = [&](const std::string& name, double intensity, double gflops) {
     lines.push_back({{"ceiling", name}, {"intensity", intensity}, {"gflops", gflops}});
   };
-  for (auto& [dtype, peak] : peaks) {
-    std::string name = fmt::format("{} peak {:.0f} GFLOP/s", dtype, peak);
-    if (bandwidth > 0) {
-      add(name, lo, std::min(peak, bandwidth * lo));
-      if (peak / bandwidth > lo && peak / bandwidth < hi) add(name, peak / bandwidth, peak);
-      add(name, hi, std::min(peak, bandwidth * hi));
-    } else {
-      add(name, lo, peak);
-      add(name, hi, peak);
+  for (auto& where : roofs) {  // the roofs of the points' own machines and thread counts
+    const double bandwidth = bandwidths[where];
+    const std::string at = roofs.size() > 1 ? " (" + where + ")" : "";
+    for (auto& [dtype, peak] : peaks[where]) {
+      std::string name = fmt::format("{} peak {:.0f} GFLOP/s{}", dtype, peak, at);
+      if (bandwidth > 0) {
+        add(name, lo, std::min(peak, bandwidth * lo));
+        if (peak / bandwidth > lo && peak / bandwidth < hi) add(name, peak / bandwidth, peak);
+        add(name, hi, std::min(peak, bandwidth * hi));
+      } else {
+        add(name, lo, peak);
+        add(name, hi, peak);
+      }
     }
-  }
-  if (bandwidth > 0 && peaks.empty()) {
-    std::string name = fmt::format("memory {:.0f} GB/s", bandwidth);
-    add(name, lo, bandwidth * lo);
-    add(name, hi, bandwidth * hi);
+    if (bandwidth > 0 && peaks[where].empty()) {
+      std::string name = fmt::format("memory {:.0f} GB/s{}", bandwidth, at);
+      add(name, lo, bandwidth * lo);
+      add(name, hi, bandwidth * hi);
+    }
   }
 
   json spec = {{"$schema", kVegaLiteSchema}, {"width", 620}, {"height", 380}};
@@ -216,9 +235,10 @@ std::optional<Chart> roofline_chart(const std::vector<Result>& results) {
                                                {{"field", "roofline_pct"}, {"type", "quantitative"}, {"title", "% of roofline"}, {"format", ".1f"}}})}}}});
   spec["layer"] = layers;
   spec["resolve"] = {{"scale", {{"color", "independent"}, {"shape", "independent"}}}};
-  std::string ceilings = peaks.empty() && bandwidth == 0
+  std::string ceilings = lines.empty()
                              ? "No ceiling was measured in these results (run with peak and bandwidth cases, or --calibration)."
-                             : "Lines are the measured ceilings: the compute peak of each dtype and the memory bandwidth.";
+                             : "Lines are the measured ceilings: the compute peak of each dtype and the memory bandwidth";
+  if (!lines.empty()) ceilings += roofs.size() > 1 ? ", one roofline per thread count or device the cases ran on." : ".";
   return Chart{"roofline", "roofline", "Roofline",
                "Each case at its arithmetic intensity and achieved GFLOP/s; hover for the case. " + ceilings, spec};
 }
