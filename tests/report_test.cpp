@@ -84,6 +84,13 @@ TEST(LoadResults, JournalAndDirectoryWithOnlyAJournal) {
   EXPECT_TRUE(set.context.empty());
   EXPECT_EQ(set.results.size(), report_results().size());
   EXPECT_EQ(load_results((dir / "results.jsonl").string()).results.size(), set.results.size());
+  {  // with the run.json a run writes at its start, the journal named on its own has its machine too
+    auto with_run = temp_dir("journal_with_run");
+    write(with_run / "results.jsonl", lines);
+    write(with_run / "run.json", nlohmann::json({{"run", {{"source", "x.yaml"}}}, {"context", report_context()}}).dump());
+    EXPECT_EQ(load_results((with_run / "results.jsonl").string()).context["cpu"]["model"], "Test CPU <model>");
+    EXPECT_EQ(load_results(with_run.string()).context["cpu"]["model"], "Test CPU <model>");  // as its folder
+  }
   // The directory has no results.json, which a run writes at its end: a note says the journal is read.
   ASSERT_EQ(set.notes.size(), 1u);
   EXPECT_NE(set.notes[0].find("no results.json (a run stopped before its end?); reading the journal"), std::string::npos)

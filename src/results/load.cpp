@@ -315,7 +315,11 @@ ResultSet load_results(const std::string& path) {
   }
   if (fs::path(path).filename() == "results.json")
     return with_journal_fallback(path, fs::path(path).parent_path() / "results.jsonl");
-  return load_file(path);
+  ResultSet set = load_file(path);
+  // A journal named on its own has its run's machine context beside it, as its folder would.
+  if (set.format == ResultsFormat::results_jsonl && set.context.empty())
+    set.context = stored_context(fs::path(path).parent_path());
+  return set;
 }
 
 }  // namespace opmeter
