@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -213,6 +214,20 @@ TEST(Interrupts, AWorkerStartedThroughAWrapperEndsWhenItsOpmeterIsKilled) {
   EXPECT_TRUE(ended) << "the worker under a wrapper ran on after its opmeter was killed";
   EXPECT_TRUE(wait_until([&] { return !fs::exists(s.private_dir); }, 2)) << s.private_dir;
   if (!gone(*shell)) kill(*shell, SIGKILL);
+}
+
+TEST(Interrupts, SigtermWhileAConfigPipeWaitsForItsWriterExits143) {
+  auto dir = temp_dir("interrupt_fifo");
+  const fs::path fifo = dir / "config.yaml";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto log = dir / "log";
+  pid_t pid = spawn("run " + fifo.string() + " --dry-run", log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // blocked opening the pipe
+  kill(pid, SIGTERM);
+  auto code = exit_within(pid, 5);
+  ASSERT_TRUE(code.has_value()) << "opmeter ignored SIGTERM while opening its config\n" << slurp(log);
+  EXPECT_EQ(*code, 143) << slurp(log);
+  EXPECT_EQ(slurp(log).find("cannot open the config file"), std::string::npos) << slurp(log);
 }
 
 TEST(Interrupts, PredictFitInterruptedExits130AndWritesNoModel) {

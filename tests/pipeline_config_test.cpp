@@ -2,6 +2,11 @@
 // rounds and the --pipeline flag.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "tests/config_errors.hpp"
 #include "cli/commands.hpp"
 #include "config/pipeline_flags.hpp"
@@ -28,6 +33,19 @@ pipelines:
 )";
 
 }  // namespace
+
+// A pipeline runs at one thread count: with threads: [1, 2] it takes the first, and says so.
+TEST(PipelineConfig, AThreadsListRunsPipelinesAtItsFirstCountWithANote) {
+  auto plan = load_config_text(std::string(kTwoLayers) + "threads: [1, 2]\n", "p.yaml", 2);
+  ASSERT_EQ(plan.pipelines.size(), 1u);
+  EXPECT_EQ(plan.pipelines[0].layer_case(0).threads, 1);
+  EXPECT_TRUE(std::any_of(plan.notes.begin(), plan.notes.end(), [](const std::string& n) {
+    return has(n, "pipelines run with threads=1, the first of threads: [1, 2]");
+  })) << fmt::format("{}", fmt::join(plan.notes, "\n"));
+  auto one = load_config_text(std::string(kTwoLayers) + "threads: 2\n", "p.yaml", 2);
+  EXPECT_EQ(one.pipelines[0].layer_case(0).threads, 2);
+  EXPECT_TRUE(std::none_of(one.notes.begin(), one.notes.end(), [](const std::string& n) { return has(n, "pipelines run with"); }));
+}
 
 TEST(PipelineConfig, UsersPipelineBecomesOneCasePerDistinctLayer) {
   auto plan = load_config_text(kTwoLayers, "p.yaml", 2);

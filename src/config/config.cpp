@@ -20,6 +20,7 @@
 #include "opmeter/backend.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
+#include "util/interrupt.hpp"
 #include "util/text.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/shapes.hpp"
@@ -786,6 +787,10 @@ void add_pipelines(const YamlReader& r, const YAML::Node& root, const std::vecto
   for (const auto& setting : at.backend->settings())
     if (root[setting.name]) given.insert(setting.name);
   const Case where = pipelines_where(at.like, static_cast<int>(at.threads.front()), at.hot, given);
+  if (at.threads.size() > 1)  // a pipeline is one set of layers at one thread count
+    plan.notes.push_back(fmt::format("pipelines run with threads={}, the first of threads: [{}]; a pipeline at another "
+                                     "count is a run of its own (--threads N)",
+                                     at.threads.front(), fmt::join(at.threads, ", ")));
   for (auto d : dtypes)
     for (auto& p : read_pipelines(r, root["pipelines"], d)) {
       try {
@@ -853,6 +858,7 @@ Plan load_config_file(const std::string& path, int default_threads, const std::s
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw ConfigError(path, 0, 0, "is a directory, not a config file");
   std::ifstream f(path, std::ios::binary);
+  throw_if_interrupted();  // Ctrl-C or SIGTERM while a pipe waited for its writer: 130 / 143, not a bad file
   if (!f) throw ConfigError(path, 0, 0, "cannot open the config file (does it exist and is it readable?)");
   // Read up to a cap, whatever the file is (a pipe, /dev/stdin): /dev/zero would never end, and
   // the largest config of ours is a few KiB.
@@ -861,6 +867,7 @@ Plan load_config_file(const std::string& path, int default_threads, const std::s
   char chunk[1 << 16];
   while (text.size() <= kMaxConfigBytes && f.read(chunk, sizeof chunk).gcount() > 0)
     text.append(chunk, static_cast<std::size_t>(f.gcount()));
+  throw_if_interrupted();
   if (text.size() > kMaxConfigBytes)
     throw ConfigError(path, 0, 0, fmt::format("holds more than {} MiB: a config is a YAML file of a few KiB", kMaxConfigBytes >> 20));
   return load_config_text(text, path, default_threads, device, code);
