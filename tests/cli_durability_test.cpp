@@ -128,7 +128,19 @@ TEST(CliDurability, OneRunPerResultsDirectory) {
   auto reuse = cli("run " + cfg.string() + " --out " + res.string());
   EXPECT_EQ(reuse.code, 2) << reuse.text;
   EXPECT_NE(reuse.text.find("is not empty"), std::string::npos) << reuse.text;
+  EXPECT_NE(reuse.text.find("continue the run there with --resume"), std::string::npos) << reuse.text;
   EXPECT_EQ(line_count(res / "results.jsonl"), kSweepCases);  // no second run appended to it
+
+  // A folder of the user's own: refused, told to give another --out, and left as it was.
+  const fs::path mine = dir / "mine";
+  fs::create_directories(mine);
+  std::ofstream(mine / "notes.txt") << "keep";
+  auto theirs = cli("run " + cfg.string() + " --out " + mine.string());
+  EXPECT_EQ(theirs.code, 2) << theirs.text;
+  EXPECT_NE(theirs.text.find("is not empty (notes.txt): a new run needs an empty or new directory; give another --out"),
+            std::string::npos)
+      << theirs.text;
+  EXPECT_FALSE(fs::exists(mine / ".opmeter.lock"));
 }
 
 // Ctrl-C reaches the whole process group, the isolated child too: its case is not a crash, the

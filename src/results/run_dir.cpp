@@ -42,6 +42,7 @@ RunDirectory::RunDirectory(const std::string& dir, bool resume) : dir_(dir) {
   fs::create_directories(dir, ec);
   if (ec) throw UsageError(fmt::format("cannot create results directory {}: {}", dir, ec.message()));
   auto lock = file(kLockFile);
+  const bool had_lock = fs::exists(fs::symlink_status(lock, ec));
   lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);  // a link there: ELOOP
   if (lock_fd_ < 0) throw output_error(lock, errno);
   if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
@@ -54,10 +55,18 @@ RunDirectory::RunDirectory(const std::string& dir, bool resume) : dir_(dir) {
   }
   if (!resume) {
     auto others = other_entries(dir);
-    if (!others.empty())
+    if (!others.empty()) {
+      // A folder of the user's own keeps no trace of the refusal; one that holds a run is told how to go on.
+      const bool holds_run = fs::exists(file(kRunFile), ec) || fs::exists(file("results.jsonl"), ec);
+      ::close(lock_fd_);
+      lock_fd_ = -1;
+      if (!had_lock) fs::remove(lock, ec);
       throw UsageError(fmt::format("results directory {} is not empty ({}): a new run needs an empty or new "
-                                   "directory; continue the run there with --resume {}",
-                                   dir, others, dir));
+                                   "directory; {}",
+                                   dir, others,
+                                   holds_run ? fmt::format("continue the run there with --resume {}", dir)
+                                             : std::string("give another --out")));
+    }
   }
   // Who holds the lock, for the message another run gets.
   auto pid = std::to_string(::getpid()) + "\n";
