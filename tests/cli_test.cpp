@@ -12,9 +12,9 @@
 
 #include <random>
 
+#include "opmeter/stats.hpp"
 #include "report/reporters.hpp"
 #include "results/result_set.hpp"
-#include "opmeter/stats.hpp"
 #include "tests/cli_helpers.hpp"
 #include "tests/onednn_caps.hpp"
 
@@ -308,7 +308,8 @@ TEST(Cli, ListAndInfo) {
   // their cases would be skipped: the list tells what runs here.
   auto onednn_gemm = list.text.find("oneDNN matmul primitive");
   ASSERT_NE(onednn_gemm, std::string::npos) << list.text;
-  const std::string gemm_line = list.text.substr(onednn_gemm, list.text.find('\n', list.text.find('\n', onednn_gemm) + 1) - onednn_gemm);
+  const std::string gemm_line =
+      list.text.substr(onednn_gemm, list.text.find('\n', list.text.find('\n', onednn_gemm) + 1) - onednn_gemm);
   EXPECT_EQ(gemm_line.find("bf16 (unavailable: oneDNN has no bf16 primitives on this CPU") != std::string::npos,
             !opmeter::testing::onednn_has_bf16())
       << gemm_line;
@@ -359,8 +360,8 @@ TEST(Cli, AProfileMeasuredUnderContentionIsUsedWithAWarning) {
                            "ceiling_rule": "rate of the fastest tenth of samples (the median's below 10 samples)",
                            "peak_gflops": {"fp32": 50.0}, "bandwidth": {"memory_gbps": 10.0},
                            "context": {"contended_ceilings": ["peak/opmeter/fp32/kernel=fma/threads=1"]}})json");
-  auto out = cli(fmt::format("run --case relu/opmeter/fp32/batch=1,seq=4,hidden=64/threads=1 --calibration {} --dry-run",
-                             profile.string()));
+  auto out = cli(fmt::format(
+      "run --case relu/opmeter/fp32/batch=1,seq=4,hidden=64/threads=1 --calibration {} --dry-run", profile.string()));
   ASSERT_EQ(out.code, 0) << out.text;
   EXPECT_NE(out.text.find("warning: it was measured while other processes took the CPUs, so its ceilings of "
                           "peak/opmeter/fp32/kernel=fma/threads=1 are too low"),

@@ -157,8 +157,9 @@ TEST(ColdCopies, PlanFlushesRotatesOrSaysWhyItIsHot) {
   const ColdFacts tiny{.footprint = 4096, .bytes_read = 4096, .budget = 1e12, .cache_bytes = 32u << 20};
   auto small = plan_cold(tiny);
   EXPECT_EQ(small.copies, 4096u);
-  EXPECT_EQ(small.partly_cached, "cold over 4096 input sets of 0.00391 MiB (16 MiB in all, as many as opmeter rotates): "
-                                 "less than twice the 32 MiB cache, so part of each call's reads may come from it");
+  EXPECT_EQ(small.partly_cached,
+            "cold over 4096 input sets of 0.00391 MiB (16 MiB in all, as many as opmeter rotates): "
+            "less than twice the 32 MiB cache, so part of each call's reads may come from it");
   // A memory budget of 8 sets of 1 MiB: short for want of memory.
   const ColdFacts poor{.footprint = 1 << 20, .bytes_read = 1 << 20, .budget = 8 << 20, .cache_bytes = 32u << 20};
   EXPECT_NE(plan_cold(poor).partly_cached.find("(8 MiB in all, as many as memory allows)"), std::string::npos)

@@ -197,8 +197,8 @@ TEST(Interrupts, AWorkerStartedThroughAWrapperEndsWhenItsOpmeterIsKilled) {
   setenv("OPMETER_PYTHON", wrapper.c_str(), 1);
   auto log = dir / "log";
   Started s;
-  s.opmeter = spawn("run --kernel " + kSleepyKernel + " --case add/sleepy/fp32/batch=1,seq=8,hidden=64/threads=1 --out " +
-                        (dir / "res").string(),
+  s.opmeter = spawn("run --kernel " + kSleepyKernel +
+                        " --case add/sleepy/fp32/batch=1,seq=8,hidden=64/threads=1 --out " + (dir / "res").string(),
                     log);
   std::optional<pid_t> shell, worker;
   ASSERT_TRUE(wait_until([&] { return (shell = child_of(s.opmeter)).has_value(); }, 30)) << slurp(log);

@@ -44,7 +44,8 @@ TEST(PipelineConfig, AThreadsListRunsPipelinesAtItsFirstCountWithANote) {
   })) << fmt::format("{}", fmt::join(plan.notes, "\n"));
   auto one = load_config_text(std::string(kTwoLayers) + "threads: 2\n", "p.yaml", 2);
   EXPECT_EQ(one.pipelines[0].layer_case(0).threads, 2);
-  EXPECT_TRUE(std::none_of(one.notes.begin(), one.notes.end(), [](const std::string& n) { return has(n, "pipelines run with"); }));
+  EXPECT_TRUE(std::none_of(one.notes.begin(), one.notes.end(),
+                           [](const std::string& n) { return has(n, "pipelines run with"); }));
 }
 
 TEST(PipelineConfig, UsersPipelineBecomesOneCasePerDistinctLayer) {

@@ -87,7 +87,8 @@ TEST(LoadResults, JournalAndDirectoryWithOnlyAJournal) {
   {  // with the run.json a run writes at its start, the journal named on its own has its machine too
     auto with_run = temp_dir("journal_with_run");
     write(with_run / "results.jsonl", lines);
-    write(with_run / "run.json", nlohmann::json({{"run", {{"source", "x.yaml"}}}, {"context", report_context()}}).dump());
+    write(with_run / "run.json",
+          nlohmann::json({{"run", {{"source", "x.yaml"}}}, {"context", report_context()}}).dump());
     EXPECT_EQ(load_results((with_run / "results.jsonl").string()).context["cpu"]["model"], "Test CPU <model>");
     EXPECT_EQ(load_results(with_run.string()).context["cpu"]["model"], "Test CPU <model>");  // as its folder
   }

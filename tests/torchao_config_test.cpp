@@ -413,13 +413,17 @@ TEST(TorchaoConfigCli, TinyTrainingConfigGivesTheFwdBwdTotalTable) {
 // hold null (no sparsity) or be empty, its default.
 TEST(TorchaoConfig, TheBaselineIsAlwaysMeasuredAndNullOrEmptySparsityIsNone) {
   const std::string model = "model_params:\n  matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]\n  device: cpu\n";
-  Plan p = load("benchmark_mode: inference\nquantization_config_recipe_names: [int8wo]\n"
-                "sparsity_config_recipe_names: [null, semi-sparse]\n" + model);
+  Plan p = load(
+      "benchmark_mode: inference\nquantization_config_recipe_names: [int8wo]\n"
+      "sparsity_config_recipe_names: [null, semi-sparse]\n" +
+      model);
   EXPECT_FALSE(cases_of(p, 4, 64, 32, "baseline").empty()) << notes_of(p);
   EXPECT_FALSE(cases_of(p, 4, 64, 32, "int8wo").empty()) << notes_of(p);
   EXPECT_TRUE(any_note(p, "has no baseline: measured anyway")) << notes_of(p);
-  EXPECT_TRUE(any_note(p, "sparsity_config_recipe_names (semi-sparse): opmeter has no sparsity recipes")) << notes_of(p);
-  Plan q = load("benchmark_mode: inference\nquantization_config_recipe_names: []\nsparsity_config_recipe_names: []\n" + model);
+  EXPECT_TRUE(any_note(p, "sparsity_config_recipe_names (semi-sparse): opmeter has no sparsity recipes"))
+      << notes_of(p);
+  Plan q = load("benchmark_mode: inference\nquantization_config_recipe_names: []\nsparsity_config_recipe_names: []\n" +
+                model);
   EXPECT_FALSE(cases_of(q, 4, 64, 32, "baseline").empty()) << notes_of(q);
   EXPECT_TRUE(cases_of(q, 4, 64, 32, "int8wo").empty());
   EXPECT_TRUE(any_note(q, "quantization_config_recipe_names is empty")) << notes_of(q);

@@ -267,7 +267,9 @@ OpRegistrar reg_op({
     .summary = "memory bandwidth: copy, scale, add, triad, read, write (+ _nt non-temporal stores)",
     .params = {"kernel", "n"},
     .example = {{"kernel", "copy"}, {"n", "1024"}},
-    .optional_params = {{.key = kPasses, .config_key = kPasses, .absent = "1",
+    .optional_params = {{.key = kPasses,
+                         .config_key = kPasses,
+                         .absent = "1",
                          .help = "times the kernel goes over its arrays in one call (cache levels: a call of a few KB "
                                  "would be its fixed cost)"}},
     .work = bandwidth_work,
@@ -282,10 +284,12 @@ OpRegistrar reg_op({
             throw CaseError(fmt::format("bandwidth kernel '{}' unknown: expected one of {}", c.get("kernel"),
                                         fmt::join(kernel_names(), ", ")));
           auto n = c.get_int("n");
-          if (n < 1 || n > (std::int64_t{1} << 36)) throw CaseError(fmt::format("bandwidth n={} out of range 1..2^36", n));
+          if (n < 1 || n > (std::int64_t{1} << 36))
+            throw CaseError(fmt::format("bandwidth n={} out of range 1..2^36", n));
           if (c.has(kPasses)) {
             const auto passes = c.get_int(kPasses);
-            if (passes < 1 || passes > (1 << 20)) throw CaseError(fmt::format("bandwidth passes={} out of range 1..2^20", passes));
+            if (passes < 1 || passes > (1 << 20))
+              throw CaseError(fmt::format("bandwidth passes={} out of range 1..2^20", passes));
           }
         },
     .uses_memory = true,

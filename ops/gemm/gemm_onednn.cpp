@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
-#include "ops/gemm/gemm.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/registry.hpp"
+#include "ops/gemm/gemm.hpp"
 #include "ops/tensor/onednn_util.hpp"
 
 namespace opmeter::gemm {
@@ -39,8 +39,9 @@ bool int8_exact_here() {
 // What this CPU's oneDNN runs exactly: bf16 where it has bf16 primitives, int8 with VNNI.
 Support supports(const Case& c) {
   if (c.dtype == DType::int8 && !int8_exact_here())
-    return Support::no("oneDNN's int8 matmul on a CPU without VNNI sums u8 x s8 pairs in saturating 16-bit lanes "
-                       "(vpmaddubsw): wrong for full-range inputs, so not measured");
+    return Support::no(
+        "oneDNN's int8 matmul on a CPU without VNNI sums u8 x s8 pairs in saturating 16-bit lanes "
+        "(vpmaddubsw): wrong for full-range inputs, so not measured");
   return tensor::onednn_supports(c);
 }
 

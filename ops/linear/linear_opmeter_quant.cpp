@@ -1,10 +1,11 @@
 // opmeter's quantized linear layers on the CPU (every recipe but float8dq: no fp8 GEMM here).
 // Setup quantizes W once (QuantLinearOp::quantized_weights) and repacks it for the kernels
 // (quant_kernel.hpp), one packed copy per input set: a cold case's calls each read their own set's
-// weights, which together exceed the cache as the unquantized impls' do. A call goes through the rows in blocks: each block's activations are made
-// fp32 (LayerNorm'd for ln_linear; for int8dq quantized per token), then the threads split the
-// output channels, each streaming its channels' codes once for the whole block and finishing its
-// columns with bias and activation while they are in cache.
+// weights, which together exceed the cache as the unquantized impls' do. A call goes through the
+// rows in blocks: each block's activations are made fp32 (LayerNorm'd for ln_linear; for int8dq
+// quantized per token), then the threads split the output channels, each streaming its channels'
+// codes once for the whole block and finishing its columns with bias and activation while they
+// are in cache.
 #include <algorithm>
 #include <cstring>
 
@@ -102,18 +103,13 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
 #pragma omp for schedule(static)
         for (std::size_t b = 0; b < blocks; ++b) {
           const std::size_t j0 = b * kChannelBlock, j1 = std::min(s.out, j0 + kChannelBlock);
-          if (dq_limbs_)
-            qk.int8_limbs(w, limb_x_, mr, j0, j1, tile_.data(), s.out);
+          if (dq_limbs_) qk.int8_limbs(w, limb_x_, mr, j0, j1, tile_.data(), s.out);
           else if (recipe_.dynamic())
             qk.int8_dynamic(w, codes_.data(), xscale_.data(), mr, j0, j1, tile_.data(), s.out);
-          else if (int8_limbs_)
-            qk.int8_limbs(w, limb_x_, mr, j0, j1, tile_.data(), s.out);
-          else if (path_ == Int4Path::limbs)
-            qk.int4_limbs(w, limb_x_, xsum_.data(), mr, j0, j1, tile_.data(), s.out);
-          else if (path_ != Int4Path::fp32)
-            qk.int4_bf16(w, xb_.data(), xsum_.data(), mr, j0, j1, tile_.data(), s.out);
-          else
-            qk.weight_only(w, xs_.data(), xsum_.data(), mr, j0, j1, tile_.data(), s.out);
+          else if (int8_limbs_) qk.int8_limbs(w, limb_x_, mr, j0, j1, tile_.data(), s.out);
+          else if (path_ == Int4Path::limbs) qk.int4_limbs(w, limb_x_, xsum_.data(), mr, j0, j1, tile_.data(), s.out);
+          else if (path_ != Int4Path::fp32) qk.int4_bf16(w, xb_.data(), xsum_.data(), mr, j0, j1, tile_.data(), s.out);
+          else qk.weight_only(w, xs_.data(), xsum_.data(), mr, j0, j1, tile_.data(), s.out);
           tk.epilogue(s.act, tile_.data() + j0, s.out, bias + j0, is_bf16, y + (r0 * s.out + j0) * ybytes, s.out, mr, j1 - j0);
         }
       }

@@ -227,9 +227,10 @@ TEST(QuantLinear, WeightsAreTheSameInEveryInputSetAndTheActivationsAreNot) {
 // A cold case rotates input sets, and each set has its own packed weights: the calls read their
 // codes from memory as the unquantized impls read their W, not one packed copy kept in cache.
 TEST(QuantLinear, ColdCasesReadADifferentPackedWeightCopyEachInputSet) {
-  for (const char* kase : {"linear/opmeter_quant/fp32/batch=1,seq=1,hidden=256,out=64,act=none,quant=int4wo-64/threads=2",
-                           "transformer_block/opmeter_quant/fp32/batch=1,seq=1,hidden=64,heads=2,mlp=128,act=gelu,"
-                           "causal=1,quant=int8wo/threads=2"}) {
+  for (const char* kase :
+       {"linear/opmeter_quant/fp32/batch=1,seq=1,hidden=256,out=64,act=none,quant=int4wo-64/threads=2",
+        "transformer_block/opmeter_quant/fp32/batch=1,seq=1,hidden=64,heads=2,mlp=128,act=gelu,"
+        "causal=1,quant=int8wo/threads=2"}) {
     const Result cold = run(kase);
     ASSERT_EQ(cold.status, Status::ok) << kase << ": " << cold.reason;
     ASSERT_GT(cold.copies, 1u) << kase;  // a few KB a set against MBs of last-level cache

@@ -69,14 +69,10 @@ void QuantProjection::run(std::size_t copy, const void* x, std::size_t rows, con
 #pragma omp for schedule(static)
       for (std::size_t b = 0; b < blocks; ++b) {
         const std::size_t j0 = b * kChannelBlock, j1 = std::min(out, j0 + kChannelBlock);
-        if (int8_limbs)
-          qk.int8_limbs(w, limb_x_, mr, j0, j1, tile_.data(), out);
-        else if (limbs)
-          qk.int4_limbs(w, limb_x_, xsum_.data(), mr, j0, j1, tile_.data(), out);
-        else if (bf16_dot)
-          qk.int4_bf16(w, xb + r0 * h, xsum_.data(), mr, j0, j1, tile_.data(), out);
-        else
-          qk.weight_only(w, xs_.data(), xsum_.data(), mr, j0, j1, tile_.data(), out);
+        if (int8_limbs) qk.int8_limbs(w, limb_x_, mr, j0, j1, tile_.data(), out);
+        else if (limbs) qk.int4_limbs(w, limb_x_, xsum_.data(), mr, j0, j1, tile_.data(), out);
+        else if (bf16_dot) qk.int4_bf16(w, xb + r0 * h, xsum_.data(), mr, j0, j1, tile_.data(), out);
+        else qk.weight_only(w, xs_.data(), xsum_.data(), mr, j0, j1, tile_.data(), out);
         if (residual)  // added before the epilogue's bias: one rounding of the sum in bf16
           for (std::size_t i = 0; i < mr; ++i)
             for (std::size_t j = j0; j < j1; ++j) {

@@ -39,8 +39,8 @@ TEST(QuantProjection, RunsEveryRowCountOnTheLayoutItPreparedFor) {
             mag += std::fabs(double(from_bf16(x[m * hidden + k])) * q.weight(j, k));
           }
           ASSERT_NEAR(from_bf16(y[m * out + j]), exact, std::fabs(exact) / 128 + 1e-4 * mag)
-              << recipe << " prepared for " << prepared_rows << " rows, run on " << rows << " (" << p.kernel(rows) << ", weight copy " << rows % 3 << "), row " << m
-              << ", channel " << j;
+              << recipe << " prepared for " << prepared_rows << " rows, run on " << rows << " (" << p.kernel(rows)
+              << ", weight copy " << rows % 3 << "), row " << m << ", channel " << j;
         }
     }
   }

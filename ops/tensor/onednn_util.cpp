@@ -107,7 +107,8 @@ Support onednn_supports(const Case& c) {
   static const std::string no_bf16 = []() -> std::string {
     using dt = dnnl::memory::data_type;
     try {
-      const dnnl::memory::desc a({8, 8}, dt::bf16, dnnl::memory::format_tag::ab), y({8, 8}, dt::f32, dnnl::memory::format_tag::ab);
+      const dnnl::memory::desc a({8, 8}, dt::bf16, dnnl::memory::format_tag::ab),
+          y({8, 8}, dt::f32, dnnl::memory::format_tag::ab);
       dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, a, y), onednn_engine());
       return "";
     } catch (const dnnl::error&) {

@@ -3,9 +3,9 @@
 // memory), matmul, bias add, residual add, layer norm, matmul, bias add, eltwise activation,
 // matmul, bias add, residual add.
 #include "ops/attention/attention_onednn_steps.hpp"
+#include "ops/tensor/onednn_util.hpp"
 #include "ops/transformer/block_buffers.hpp"
 #include "ops/transformer/transformer_onednn.hpp"
-#include "ops/tensor/onednn_util.hpp"
 
 namespace opmeter::transformer {
 namespace {

@@ -17,6 +17,7 @@
 
 #include "ops/linear/linear.hpp"
 #include "ops/linear/train_phases.hpp"
+#include "ops/tensor/onednn_util.hpp"
 #include "ops/tensor/projection_backward.hpp"
 #include "ops/tensor/train_kernels.hpp"
 #include "ops/transformer/block_projections.hpp"
@@ -24,7 +25,6 @@
 #include "ops/transformer/self_attention_backward.hpp"
 #include "ops/transformer/transformer_onednn.hpp"
 #include "ops/transformer/transformer_train.hpp"
-#include "ops/tensor/onednn_util.hpp"
 
 namespace opmeter::transformer {
 namespace {

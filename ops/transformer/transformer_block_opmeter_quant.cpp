@@ -23,7 +23,8 @@ class OpmeterQuantBlock : public HostImpl<QuantTransformerBlockOp> {
  public:
   void prepare() override {
     const auto s = shape_of(case_);
-    for (std::size_t i = 0; i < 4; ++i) proj_[i].prepare(quantized_weights(host_inputs(0), kWeights[i]), bf16(), s.rows(), copies());
+    for (std::size_t i = 0; i < 4; ++i)
+      proj_[i].prepare(quantized_weights(host_inputs(0), kWeights[i]), bf16(), s.rows(), copies());
     buf_.allocate(s, case_.dtype);
     attention_.prepare(s, case_.dtype, case_.threads);
   }
@@ -44,10 +45,12 @@ class OpmeterQuantBlock : public HostImpl<QuantTransformerBlockOp> {
   }
 
   std::map<std::string, std::string> details() const override {
-    std::map<std::string, std::string> d = {{"isa", fmt::format("{}, {}", tensor::kernels().isa, linear::quant_kernels().isa)},
-                                            {"kernel", proj_[0].kernel(shape_of(case_).rows())}};
+    std::map<std::string, std::string> d = {
+        {"isa", fmt::format("{}, {}", tensor::kernels().isa, linear::quant_kernels().isa)},
+        {"kernel", proj_[0].kernel(shape_of(case_).rows())}};
     if (proj_[0].copies() > 1)
-      d["weight_copies"] = fmt::format("{}: one packed copy per input set, each call reading its own", proj_[0].copies());
+      d["weight_copies"] =
+          fmt::format("{}: one packed copy per input set, each call reading its own", proj_[0].copies());
     return d;
   }
 

@@ -14,20 +14,20 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "config/pipeline_config.hpp"
+#include "config/suites.hpp"
+#include "config/torchao_config.hpp"
 #include "config/yaml_reader.hpp"
 #include "engine/run_settings.hpp"
 #include "engine/stopping_settings.hpp"
 #include "opmeter/backend.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
-#include "util/interrupt.hpp"
-#include "util/text.hpp"
 #include "opmeter/registry.hpp"
 #include "opmeter/shapes.hpp"
 #include "plugins/c_plugin.hpp"
-#include "config/pipeline_config.hpp"
-#include "config/suites.hpp"
-#include "config/torchao_config.hpp"
+#include "util/interrupt.hpp"
+#include "util/text.hpp"
 #include "worker/user_kernels.hpp"
 
 namespace opmeter {
@@ -562,11 +562,13 @@ void check_op_keys_taken(const YamlReader& r, const YAML::Node& root, const std:
                     [&](const std::string& op) { return std::find(ops.begin(), ops.end(), op) != ops.end(); }))
       continue;
     constexpr std::size_t kNamed = 6;
-    std::vector<std::string> some(it->second.begin(), it->second.begin() + std::ptrdiff_t(std::min(kNamed, it->second.size())));
-    r.fail(entry.first, fmt::format("'{}' is a parameter of {}{}: none of this config's ops ({}) takes it, so it would be "
-                                    "ignored (remove it, or add such an op to ops)",
-                                    key, fmt::join(some, ", "), it->second.size() > kNamed ? ", ..." : "",
-                                    ops.empty() ? "none" : fmt::format("{}", fmt::join(ops, ", "))));
+    std::vector<std::string> some(it->second.begin(),
+                                  it->second.begin() + std::ptrdiff_t(std::min(kNamed, it->second.size())));
+    r.fail(entry.first,
+           fmt::format("'{}' is a parameter of {}{}: none of this config's ops ({}) takes it, so it would be "
+                       "ignored (remove it, or add such an op to ops)",
+                       key, fmt::join(some, ", "), it->second.size() > kNamed ? ", ..." : "",
+                       ops.empty() ? "none" : fmt::format("{}", fmt::join(ops, ", "))));
   }
 }
 
@@ -788,9 +790,10 @@ void add_pipelines(const YamlReader& r, const YAML::Node& root, const std::vecto
     if (root[setting.name]) given.insert(setting.name);
   const Case where = pipelines_where(at.like, static_cast<int>(at.threads.front()), at.hot, given);
   if (at.threads.size() > 1)  // a pipeline is one set of layers at one thread count
-    plan.notes.push_back(fmt::format("pipelines run with threads={}, the first of threads: [{}]; a pipeline at another "
-                                     "count is a run of its own (--threads N)",
-                                     at.threads.front(), fmt::join(at.threads, ", ")));
+    plan.notes.push_back(
+        fmt::format("pipelines run with threads={}, the first of threads: [{}]; a pipeline at another "
+                    "count is a run of its own (--threads N)",
+                    at.threads.front(), fmt::join(at.threads, ", ")));
   for (auto d : dtypes)
     for (auto& p : read_pipelines(r, root["pipelines"], d)) {
       try {

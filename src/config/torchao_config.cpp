@@ -94,8 +94,9 @@ std::vector<std::string> read_recipes(const YamlReader& r, const YAML::Node& roo
       if (!ours->empty() && std::find(out.begin(), out.end(), *ours) == out.end()) out.push_back(*ours);
     }
     if (std::find(names.begin(), names.end(), quant::kBaseline) == names.end())
-      notes.add("quantization_config_recipe_names has no baseline: measured anyway, as torchao's runner does, for the "
-                "speedups");
+      notes.add(
+          "quantization_config_recipe_names has no baseline: measured anyway, as torchao's runner does, for the "
+          "speedups");
   } else {
     notes.add("quantization_config_recipe_names is empty: the baseline (no quantization) alone is measured");
   }

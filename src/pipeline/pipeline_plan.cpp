@@ -39,8 +39,8 @@ bool takes(const ImplDef& impl, const Case& c, const std::string& backend, bool 
 // Those that run the case here; where none does (bf16 on a CPU whose oneDNN has none), those that
 // take its dtype, so that the layer is measured `skipped` with their reasons, and the rest of the
 // pipeline (and the run) still is.
-std::vector<std::string> candidates_for(const Case& c, const std::string& backend, const std::vector<std::string>& preferred,
-                                        bool here_too = true) {
+std::vector<std::string> candidates_for(const Case& c, const std::string& backend,
+                                        const std::vector<std::string>& preferred, bool here_too = true) {
   std::vector<std::string> order = preferred;
   std::vector<const ImplDef*> by_preference;
   for (const ImplDef* impl : opmeter::Registry::global().impls_of(c.op))

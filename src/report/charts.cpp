@@ -153,8 +153,8 @@ std::string roof_of(const Result& r) {
 
 std::optional<Chart> roofline_chart(const std::vector<Result>& results) {
   std::map<std::string, std::map<std::string, double>> peaks;  // where -> dtype -> best measured GFLOP/s
-  std::map<std::string, double> bandwidths;                     // where -> best measured GB/s
-  std::set<std::string> roofs;                                  // where the points were measured
+  std::map<std::string, double> bandwidths;                    // where -> best measured GB/s
+  std::set<std::string> roofs;                                 // where the points were measured
   json points = json::array();
   double lo = INFINITY, hi = 0;
   for (auto& r : results) {
@@ -164,7 +164,8 @@ std::optional<Chart> roofline_chart(const std::vector<Result>& results) {
     double& bandwidth = bandwidths[where];
     const CeilingKind ceiling = ceiling_of(r.kase.op);
     // The ceilings as the run bounds its results with (engine/ceiling_rate.hpp).
-    if (ceiling == CeilingKind::compute && r.gflops > 0) peaks[where][dtype] = std::max(peaks[where][dtype], ceiling_gflops(r));
+    if (ceiling == CeilingKind::compute && r.gflops > 0)
+      peaks[where][dtype] = std::max(peaks[where][dtype], ceiling_gflops(r));
     if (ceiling == CeilingKind::memory && r.work.bytes() >= kMemoryCeilingMinBytes)
       bandwidth = std::max(bandwidth, ceiling_gbps(r));
     if (r.peak_gflops) peaks[where][dtype] = std::max(peaks[where][dtype], *r.peak_gflops);
@@ -235,10 +236,11 @@ std::optional<Chart> roofline_chart(const std::vector<Result>& results) {
                                                {{"field", "roofline_pct"}, {"type", "quantitative"}, {"title", "% of roofline"}, {"format", ".1f"}}})}}}});
   spec["layer"] = layers;
   spec["resolve"] = {{"scale", {{"color", "independent"}, {"shape", "independent"}}}};
-  std::string ceilings = lines.empty()
-                             ? "No ceiling was measured in these results (run with peak and bandwidth cases, or --calibration)."
-                             : "Lines are the measured ceilings: the compute peak of each dtype and the memory bandwidth";
-  if (!lines.empty()) ceilings += roofs.size() > 1 ? ", one roofline per thread count or device the cases ran on." : ".";
+  std::string ceilings =
+      lines.empty() ? "No ceiling was measured in these results (run with peak and bandwidth cases, or --calibration)."
+                    : "Lines are the measured ceilings: the compute peak of each dtype and the memory bandwidth";
+  if (!lines.empty())
+    ceilings += roofs.size() > 1 ? ", one roofline per thread count or device the cases ran on." : ".";
   return Chart{"roofline", "roofline", "Roofline",
                "Each case at its arithmetic intensity and achieved GFLOP/s; hover for the case. " + ceilings, spec};
 }

@@ -61,11 +61,11 @@ RunDirectory::RunDirectory(const std::string& dir, bool resume) : dir_(dir) {
       ::close(lock_fd_);
       lock_fd_ = -1;
       if (!had_lock) fs::remove(lock, ec);
-      throw UsageError(fmt::format("results directory {} is not empty ({}): a new run needs an empty or new "
-                                   "directory; {}",
-                                   dir, others,
-                                   holds_run ? fmt::format("continue the run there with --resume {}", dir)
-                                             : std::string("give another --out")));
+      throw UsageError(fmt::format(
+          "results directory {} is not empty ({}): a new run needs an empty or new "
+          "directory; {}",
+          dir, others,
+          holds_run ? fmt::format("continue the run there with --resume {}", dir) : std::string("give another --out")));
     }
   }
   // Who holds the lock, for the message another run gets.
