@@ -16,19 +16,18 @@ namespace {
 // A rate's cell: three significant digits below 10 (a slow depthwise conv's 0.0078 GFLOP/s is
 // no "0.0"), one decimal above.
 std::string rate_cell(double v) { return v < 10 ? fmt::format("{:.3g}", v) : fmt::format("{:.1f}", v); }
-// CSV cells of what a case did not measure are empty, not 0: a rate it has none of (a bandwidth
-// kernel's GFLOP/s), the times of a case that took no sample.
-using Json = nlohmann::json;
-using CsvValue = std::function<Json(const Result&, const Json&)>;
-CsvValue csv_rate(double Result::*rate, double scale = 1) {
-  return [rate, scale](const Result& r, const Json&) { return r.*rate > 0 ? Json(r.*rate * scale) : Json(); };
-}
-CsvValue csv_time(double Summary::*time) {
-  return [time](const Result& r, const Json&) { return r.summary.count > 0 ? Json(r.summary.*time) : Json(); };
-}
-
 
 using nlohmann::json;
+
+// CSV cells of what a case did not measure are empty, not 0: a rate it has none of (a bandwidth
+// kernel's GFLOP/s), the times of a case that took no sample.
+using CsvValue = std::function<json(const Result&, const json&)>;
+CsvValue csv_rate(double Result::*rate, double scale = 1) {
+  return [rate, scale](const Result& r, const json&) { return r.*rate > 0 ? json(r.*rate * scale) : json(); };
+}
+CsvValue csv_time(double Summary::*time) {
+  return [time](const Result& r, const json&) { return r.summary.count > 0 ? json(r.summary.*time) : json(); };
+}
 
 json opt(const std::optional<double>& v) { return v ? json(*v) : json(); }
 json text_if(const std::string& s) { return s.empty() ? json() : json(s); }
