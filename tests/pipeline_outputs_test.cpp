@@ -84,6 +84,8 @@ TEST(PipelineOutputs, JsonRoundTripsEveryField) {
   ASSERT_EQ(read.size(), written.size());
   for (std::size_t i = 0; i < read.size(); ++i) {
     auto &a = written[i], &b = read[i];
+    EXPECT_EQ(b.source, dir.string());  // where it was read from, never a field of the file
+    EXPECT_FALSE(j["pipelines"][i].contains("source"));
     EXPECT_EQ(a.name, b.name);
     EXPECT_EQ(a.params, b.params);
     EXPECT_EQ(a.dtype, b.dtype);

@@ -204,7 +204,8 @@ TEST(PipelineReport, TheRunsReportIsWrittenOnceWithItsPipelines) {
 namespace {
 
 // The toy pipeline measured twice: run A as the fixture (7 ms per pass), run B with every median
-// `scale` times A's, on `threads` threads. Results kept alive with their summaries.
+// `scale` times A's, on `threads` threads, each summary from its folder as read_pipelines gives it.
+// Results kept alive with their summaries.
 struct TwoRuns {
   fixtures::HandRun a, b;
   std::vector<PipelineSummary> summaries;
@@ -219,6 +220,8 @@ TwoRuns two_runs(double scale, int threads_b = 2) {
     r.case_string.replace(r.case_string.find("threads=2"), 9, fmt::format("threads={}", threads_b));
   }
   t.summaries = {summarize(t.a.run), summarize(t.b.run)};
+  t.summaries[0].source = "/runs/tinyA";
+  t.summaries[1].source = "/runs/tinyB";
   t.sets.push_back(
       {"/runs/tinyA", ResultsFormat::results_json, nlohmann::json::object(), {t.a.results.begin(), t.a.results.end()}});
   t.sets.push_back({"/runs/tinyB/results.json",
@@ -246,9 +249,7 @@ std::map<std::string, double> values_by_label(const Chart& c, const std::string&
 // label) under two identical headings. Each run is its own bar, named by its run.
 TEST(PipelineCharts, TwoRunsOfOnePipelineAreTwoBarsNeverTheirSum) {
   auto t = two_runs(2);
-  auto sources = pipeline_sources(t.sets, t.summaries);
-  EXPECT_EQ(sources, (std::vector<std::string>{"tinyA", "tinyB"}));
-  auto labels = pipeline_labels(t.summaries, sources);
+  auto labels = pipeline_labels(t.summaries);
   EXPECT_EQ(labels, (std::vector<std::string>{"toy fp32 cpu batch=8 image=32 (tinyA)",
                                               "toy fp32 cpu batch=8 image=32 (tinyB)"}));
   auto chart = pipeline_comparison_chart(t.summaries, labels);
@@ -260,22 +261,21 @@ TEST(PipelineCharts, TwoRunsOfOnePipelineAreTwoBarsNeverTheirSum) {
   EXPECT_NEAR(latency[labels[1]], 14, 1e-9);
   EXPECT_TRUE(chart->spec["spec"]["encoding"]["x"]["stack"].is_null());
   EXPECT_TRUE(chart->spec["spec"]["encoding"]["x"].contains("stack"));
-  // Without the runs' names: numbered, still two.
-  auto numbered = pipeline_labels(t.summaries);
+  // Without their folders (summed up in this process): numbered, still two.
+  auto unread = t.summaries;
+  for (auto& s : unread) s.source.clear();
+  auto numbered = pipeline_labels(unread);
   EXPECT_EQ(numbered[0], "toy fp32 cpu batch=8 image=32 #1");
   EXPECT_EQ(numbered[1], "toy fp32 cpu batch=8 image=32 #2");
-  // Found by its results, whatever the order of the sets.
-  std::swap(t.sets[0], t.sets[1]);
-  EXPECT_EQ(pipeline_sources(t.sets, t.summaries), sources);
   // A pipeline of its own keeps its plain name.
-  EXPECT_EQ(pipeline_labels({t.summaries[0]}, {"tinyA"}), (std::vector<std::string>{"toy fp32 cpu batch=8 image=32"}));
+  EXPECT_EQ(pipeline_labels({t.summaries[0]}), (std::vector<std::string>{"toy fp32 cpu batch=8 image=32"}));
 }
 
 TEST(PipelineCharts, TheSamePipelineAtOtherThreadsIsNamedByItsThreads) {
   auto t = two_runs(0.6, 1);
   EXPECT_EQ(pipeline_threads(t.summaries[0]), std::set<int>{2});
   EXPECT_EQ(pipeline_threads(t.summaries[1]), std::set<int>{1});
-  auto labels = pipeline_labels(t.summaries, pipeline_sources(t.sets, t.summaries));
+  auto labels = pipeline_labels(t.summaries);
   EXPECT_EQ(labels, (std::vector<std::string>{"toy fp32 cpu batch=8 image=32 threads=2",
                                               "toy fp32 cpu batch=8 image=32 threads=1"}));
   Result model = fixtures::hand_result("model", 5e-3, 0.4);
@@ -304,4 +304,40 @@ TEST(PipelineReport, TwoRunsOfOnePipelineHaveTheirOwnRowsAndHeadings) {
   EXPECT_NE(html.find("<h3 id=\"pipeline-0\">toy fp32 cpu batch=8 image=32 (tinyA)</h3>"), std::string::npos);
   EXPECT_NE(html.find("<h3 id=\"pipeline-1\">toy fp32 cpu batch=8 image=32 (tinyB)</h3>"), std::string::npos);
   EXPECT_NE(html.find("<a href=\"#pipeline-1\">toy (tinyB)</a>"), std::string::npos);
+}
+
+// A copy of a run folder: the same case strings and medians, told apart only by the folder each
+// pipelines.json was read from (matching medians against the loaded results named A for both).
+TEST(PipelineLabels, ACopiedRunIsNamedByItsOwnFolder) {
+  auto t = two_runs(1);  // B is A again, at A's threads
+  // "dir/" and "." name their folders too.
+  t.summaries[0].source = "/runs/tinyA/";
+  t.summaries[1].source = ".";
+  const auto here = fs::current_path().filename().string();
+  EXPECT_EQ(pipeline_labels(t.summaries), (std::vector<std::string>{"toy fp32 cpu batch=8 image=32 (tinyA)",
+                                                                    "toy fp32 cpu batch=8 image=32 (" + here + ")"}));
+}
+
+TEST(PipelineReport, ReportOfACopiedRunNamesEachPipelineByItsFolder) {
+  auto root = fs::temp_directory_path() / "opmeter_pipeline_copied_run";
+  fs::remove_all(root);
+  fs::create_directories(root / "tinyA");
+  auto h = fixtures::hand_run();
+  std::vector<Result> layers(h.results.begin(), h.results.end());
+  std::ofstream(root / "tinyA" / "results.json") << gbench_json(fixtures::report_context(), layers).dump();
+  write_pipeline_outputs((root / "tinyA").string(), {summarize(h.run)});
+  fs::copy(root / "tinyA", root / "tinyB", fs::copy_options::recursive);
+  auto out = (root / "report.html").string();
+  // B given first, and as its results file: each pipeline still named by the folder it came from.
+  auto r = cli(fmt::format("report '{}' '{}' -o '{}'", (root / "tinyB" / "results.json").string(),
+                           (root / "tinyA").string(), out));
+  ASSERT_EQ(r.code, 0) << r.text;
+  EXPECT_NE(r.text.find("2 pipelines"), std::string::npos) << r.text;
+  auto md = slurp(root / "report.md");
+  EXPECT_EQ(count(md, "### toy fp32 cpu batch=8 image=32 (tinyB)\n"), 1u) << md;
+  EXPECT_EQ(count(md, "### toy fp32 cpu batch=8 image=32 (tinyA)\n"), 1u) << md;
+  EXPECT_LT(md.find("(tinyB)"), md.find("(tinyA)")) << md;  // in the order given
+  auto html = slurp(out);
+  EXPECT_NE(html.find("<h3 id=\"pipeline-0\">toy fp32 cpu batch=8 image=32 (tinyB)</h3>"), std::string::npos);
+  EXPECT_NE(html.find("<h3 id=\"pipeline-1\">toy fp32 cpu batch=8 image=32 (tinyA)</h3>"), std::string::npos);
 }

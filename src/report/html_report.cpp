@@ -8,7 +8,6 @@
 #include "report/charts.hpp"
 #include "report/fleet_section.hpp"
 #include "report/html_page.hpp"
-#include "report/pipeline_labels.hpp"
 #include "report/pipeline_section.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
@@ -159,7 +158,7 @@ std::string html_report(const std::vector<ResultSet>& sets, const std::vector<pi
   const std::string fleet = fleet_html(sets, specs);
   if (charts.empty() && pipelines.empty() && fleet.empty())
     out += "<h2>Charts</h2><p>These results hold nothing to chart (no successful measurements).</p>\n";
-  out += pipelines_html(pipelines, specs, pipeline_sources(sets, pipelines));
+  out += pipelines_html(pipelines, specs);
   out += fleet;
 
   out += "<h2>Cases</h2>\n<input id=\"case-filter\" type=\"search\" placeholder=\"filter cases (substring)\">\n"

@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include "report/pipeline_labels.hpp"
 #include "report/pipeline_section.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
@@ -74,7 +73,7 @@ std::string markdown_report(const std::vector<ResultSet>& sets, const std::vecto
     out += "\n";
   }
   out += best_table(results);
-  out += pipelines_markdown(pipelines, pipeline_sources(sets, pipelines));
+  out += pipelines_markdown(pipelines);
   for (auto& s : sets)  // merged results of several machines (merge's output, or a tree given to report)
     if (auto machines = scale::machines_of(s.context); !machines.empty())
       out += scale::fleet_markdown(scale::fleet_view(s.results, machines), machines);

@@ -28,13 +28,13 @@ std::set<int> pipeline_threads(const pipeline::PipelineSummary& s) {
 
 namespace {
 
-// A run's name: its directory, or the directory of its results file.
-std::string run_name(const std::string& source) {
+// A folder's own name, also for "dir/" and "." (the current folder's).
+std::string folder_name(const std::string& dir) {
   namespace fs = std::filesystem;
-  fs::path p(source);
+  if (dir.empty()) return "";
   std::error_code ec;
-  if (!fs::is_directory(p, ec) && p.has_extension()) p = p.parent_path();
-  if (p.filename().empty()) p = p.parent_path();  // "dir/"
+  auto p = fs::absolute(dir, ec).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();
   return p.filename().string();
 }
 
@@ -51,25 +51,7 @@ void tell_apart(std::vector<std::string>& labels, Extra extra) {
 
 }  // namespace
 
-std::vector<std::string> pipeline_sources(const std::vector<ResultSet>& sets,
-                                          const std::vector<pipeline::PipelineSummary>& summaries) {
-  std::vector<std::string> out;
-  for (const auto& s : summaries) {
-    std::string found;
-    for (const auto& set : sets) {
-      for (const auto& r : set.results)
-        for (const auto& l : s.layers)
-          if (found.empty() && l.latency_s && r.case_string == l.case_string && r.summary.median == *l.latency_s)
-            found = run_name(set.source);
-      if (!found.empty()) break;
-    }
-    out.push_back(found);
-  }
-  return out;
-}
-
-std::vector<std::string> pipeline_labels(const std::vector<pipeline::PipelineSummary>& summaries,
-                                         const std::vector<std::string>& sources) {
+std::vector<std::string> pipeline_labels(const std::vector<pipeline::PipelineSummary>& summaries) {
   std::vector<std::string> labels;
   for (const auto& s : summaries) labels.push_back(pipeline::display_name(s));
   // Threads only where the pipelines that share a name ran with different ones.
@@ -81,7 +63,8 @@ std::vector<std::string> pipeline_labels(const std::vector<pipeline::PipelineSum
     return threads_by_label[before[i]].size() > 1 && !t.empty() ? fmt::format(" threads={}", fmt::join(t, "+")) : "";
   });
   tell_apart(labels, [&](std::size_t i) {
-    return i < sources.size() && !sources[i].empty() ? fmt::format(" ({})", sources[i]) : std::string();
+    auto folder = folder_name(summaries[i].source);
+    return folder.empty() ? std::string() : fmt::format(" ({})", folder);
   });
   tell_apart(labels, [&](std::size_t i) { return fmt::format(" #{}", i + 1); });
   return labels;

@@ -119,10 +119,9 @@ std::string md_top(const PipelineSummary& s, const std::vector<pipeline::RankedL
 
 }  // namespace
 
-std::string pipelines_html(const std::vector<PipelineSummary>& summaries, nlohmann::json& specs,
-                           const std::vector<std::string>& sources) {
+std::string pipelines_html(const std::vector<PipelineSummary>& summaries, nlohmann::json& specs) {
   if (summaries.empty()) return "";
-  const auto labels = pipeline_labels(summaries, sources);
+  const auto labels = pipeline_labels(summaries);
   std::string out = "<h2>Pipelines</h2>\n";
   out += "<p>Each model as its layers, every layer measured on its own and counted as often as one forward pass runs "
          "it. A pipeline with a layer that was not measured is <i>incomplete</i> and has no totals.</p>\n";
@@ -150,9 +149,9 @@ std::string pipelines_html(const std::vector<PipelineSummary>& summaries, nlohma
   return out;
 }
 
-std::string pipelines_markdown(const std::vector<PipelineSummary>& summaries, const std::vector<std::string>& sources) {
+std::string pipelines_markdown(const std::vector<PipelineSummary>& summaries) {
   if (summaries.empty()) return "";
-  const auto labels = pipeline_labels(summaries, sources);
+  const auto labels = pipeline_labels(summaries);
   std::string out =
       "## Pipelines\n\n| pipeline | device | dtype | built with | params | MACs | status | latency | throughput | "
       "energy / sample | without idle / sample | parallel period | parallel energy / pass | PyTorch end to end | ratio |\n"

@@ -126,7 +126,10 @@ std::vector<PipelineSummary> read_pipelines(const std::string& dir) {
     throw UsageError(fmt::format("{}: 'pipelines' should be a list", file.string()));
   std::vector<PipelineSummary> out;
   try {
-    for (auto& p : j["pipelines"]) out.push_back(summary_from_json(p));
+    for (auto& p : j["pipelines"]) {
+      out.push_back(summary_from_json(p));
+      out.back().source = dir;
+    }
   } catch (const UsageError& e) {
     throw UsageError(fmt::format("{}: {}", file.string(), e.what()));
   }

@@ -35,8 +35,8 @@ std::vector<std::string> log_file_names(const std::vector<PipelineSummary>& summ
 // Returns the names of the files written.
 std::vector<std::string> write_pipeline_outputs(const std::string& dir, const std::vector<PipelineSummary>& summaries);
 
-// The pipelines of a results directory (its pipelines.json); empty when it has none. UsageError
-// for a file that is not valid pipelines JSON of this schema.
+// The pipelines of a results directory (its pipelines.json), each with `dir` as its source; empty
+// when it has none. UsageError for a file that is not valid pipelines JSON of this schema.
 std::vector<PipelineSummary> read_pipelines(const std::string& dir);
 
 // What a dry run shows of a planned pipeline: its totals, then per layer its count, params, MACs

@@ -68,6 +68,7 @@ inline constexpr double kMaxRatioSpread = 0.25;
 struct PipelineSummary {
   std::string name;
   std::string machine;  // the run that measured it, in a merged set (opmeter merge); "" otherwise
+  std::string source;   // the folder its pipelines.json was read from (read_pipelines); never written there
   std::vector<std::pair<std::string, std::string>> params;  // batch=1, image=224, ...
   std::string dtype, device;
   double samples = 1;           // per forward pass
