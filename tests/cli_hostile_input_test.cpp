@@ -157,7 +157,8 @@ TEST(CliHostileInput, ResumeOfAStoredLookaroundFilterSaysWhatToGive) {
 }
 
 // A link in a loop inside a results tree is skipped with a note (is_directory threw "Too many
-// levels of symbolic links": an internal error in merge, report and compare).
+// levels of symbolic links": an internal error in merge, report and compare), said once though
+// the tree is walked more than once.
 TEST(CliHostileInput, ALinkLoopInAResultsTreeIsSkipped) {
   auto root = temp_dir("link_loop");
   auto one = root / "tree" / "rank0";
@@ -171,8 +172,10 @@ TEST(CliHostileInput, ALinkLoopInAResultsTreeIsSkipped) {
     out = cli(args);
     SCOPED_TRACE(args);
     EXPECT_EQ(out.code, 0) << out.text;
-    EXPECT_NE(out.text.find("skipping " + tree + "/loop: Too many levels of symbolic links"), std::string::npos)
-        << out.text;
+    const std::string note = "skipping " + tree + "/loop: Too many levels of symbolic links";
+    const auto first = out.text.find(note);
+    EXPECT_NE(first, std::string::npos) << out.text;
+    EXPECT_EQ(out.text.find(note, first + 1), std::string::npos) << out.text;  // once
   }
   // check's trees likewise (merge of check.json files, run --shard's rank folders).
   auto checks = root / "checks";
@@ -182,6 +185,10 @@ TEST(CliHostileInput, ALinkLoopInAResultsTreeIsSkipped) {
   out = cli(fmt::format("merge {} -o {}", checks.string(), (root / "checks-merged").string()));
   EXPECT_EQ(out.code, 0) << out.text;
   EXPECT_EQ(out.text.find("internal error"), std::string::npos) << out.text;
+  const std::string note = "skipping " + (checks / "loop").string() + ": ";
+  const auto first = out.text.find(note);
+  EXPECT_NE(first, std::string::npos) << out.text;
+  EXPECT_EQ(out.text.find(note, first + 1), std::string::npos) << out.text;  // once
 }
 
 // A run.json that is a directory, in merge's tree too.
@@ -330,4 +337,167 @@ TEST(CliHostileInput, CaseRunWithAProfileOfOtherThreads) {
   ASSERT_EQ(same.code, 0) << same.text;
   EXPECT_NE(same.text.find("1 cases from"), std::string::npos) << same.text;
   EXPECT_EQ(same.text.find("peak/"), std::string::npos) << same.text;
+}
+
+// A check.json's context and case deadline are read by type too: a wrong one names the file and
+// the key (context.cpu.model = 5 was a json type_error; a deadline "x" was dropped silently).
+TEST(CliHostileInput, CheckResumeReadsTheStoredContextAndDeadlineByType) {
+  auto dir = temp_dir("check_resume_types");
+  auto out = cli(fmt::format("check --op relu --impl reference --quick -o {}", dir.string()));
+  ASSERT_EQ(out.code, 0) << out.text;
+  const auto good = nlohmann::json::parse(std::ifstream(dir / "check.json"));
+  const std::string file = (dir / "check.json").string();
+  struct Bad {
+    std::string path;  // a JSON pointer
+    nlohmann::json value;
+    std::string message;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {"/context/cpu/model", 5, "\"context.cpu.model\" is 5; expected a string"},
+           {"/context/cpu", "x", "\"context.cpu\" is \"x\"; expected an object"},
+           {"/context/opmeter/git_sha", 3, "\"context.opmeter.git_sha\" is 3; expected a string"},
+           {"/settings/case_deadline_s", "x",
+            "\"settings.case_deadline_s\" is \"x\"; expected a number from 0.1 to "
+            "86400, as --case-deadline takes"},
+           {"/settings/case_deadline_s", -4, "\"settings.case_deadline_s\" is -4; expected a number from 0.1"}}) {
+    SCOPED_TRACE(b.path);
+    auto j = good;
+    j[nlohmann::json::json_pointer(b.path)] = b.value;
+    j["settings"]["isolate"] = true;  // a deadline of its own is taken only with it
+    std::ofstream(dir / "check.json") << j.dump();
+    out = cli(fmt::format("check --resume {}", dir.string()));
+    EXPECT_BAD_INPUT(out, file + ": " + b.message);
+  }
+  // A good deadline is taken.
+  auto j = good;
+  j["settings"]["isolate"] = true;
+  j["settings"]["case_deadline_s"] = 7;
+  std::ofstream(dir / "check.json") << j.dump();
+  out = cli(fmt::format("check --resume {}", dir.string()));
+  EXPECT_EQ(out.code, 0) << out.text;
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(dir / "check.json"))["settings"]["case_deadline_s"], 7.0);
+}
+
+// merge reads a rank's shard and opmeter version by type: a wrong one names the file and key (a
+// shard size "x" was a json type_error), in run.json and in results.json's context alike.
+TEST(CliHostileInput, MergeReadsTheShardAndVersionByType) {
+  auto root = temp_dir("merge_types");
+  auto one = root / "tree" / "rank0";
+  auto out = cli(fmt::format("run --case {} --samples 2 --warmup 1 --no-report --out {}", kTinyCase, one.string()));
+  ASSERT_EQ(out.code, 0) << out.text;
+  const auto good = nlohmann::json::parse(std::ifstream(one / "run.json"));
+  const std::string merge = fmt::format("merge {} -o {}", (root / "tree").string(), (root / "merged").string());
+  struct Bad {
+    std::string path;
+    nlohmann::json value;
+    std::string message;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {"/run/shard", {{"size", "x"}, {"rank", 0}}, "\"run.shard.size\" is \"x\"; expected an integer from 1"},
+           {"/run/shard", {{"size", 2}, {"rank", -1}}, "\"run.shard.rank\" is -1; expected an integer from 0"},
+           {"/run/shard", 4, "\"run.shard\" is 4; expected an object"},
+           {"/context/opmeter/version", 5, "\"context.opmeter.version\" is 5; expected a string"}}) {
+    SCOPED_TRACE(b.path + " " + b.value.dump());
+    auto j = good;
+    j[nlohmann::json::json_pointer(b.path)] = b.value;
+    std::ofstream(one / "run.json") << j.dump();
+    out = cli(merge);
+    EXPECT_BAD_INPUT(out, (one / "run.json").string() + ": " + b.message);
+  }
+  // Without run.json the settings are results.json's context.run.
+  fs::remove(one / "run.json");
+  auto results = nlohmann::json::parse(std::ifstream(one / "results.json"));
+  results["context"]["run"]["shard"] = {{"size", "x"}};
+  std::ofstream(one / "results.json") << results.dump();
+  out = cli(merge);
+  EXPECT_BAD_INPUT(out, (one / "results.json").string() + ": \"context.run.shard.size\" is \"x\"; expected an integer");
+}
+
+// A results directory with a journal and no results.json reads run.json's formats (to say whether
+// results.json was due): a formats that is no string names the file and key in report and merge.
+TEST(CliHostileInput, StoredFormatsOfAnotherTypeIsBadInput) {
+  auto root = temp_dir("stored_formats");
+  auto one = root / "tree" / "rank0";
+  auto out = cli(fmt::format("run --case {} --samples 2 --warmup 1 --no-report --out {}", kTinyCase, one.string()));
+  ASSERT_EQ(out.code, 0) << out.text;
+  fs::remove(one / "results.json");
+  auto j = nlohmann::json::parse(std::ifstream(one / "run.json"));
+  j["run"]["formats"] = 5;
+  std::ofstream(one / "run.json") << j.dump();
+  const std::string message = (one / "run.json").string() + ": \"run.formats\" is 5; expected a string";
+  out = cli(fmt::format("report {} -o {}", one.string(), (root / "r.html").string()));
+  EXPECT_BAD_INPUT(out, message);
+  out = cli(fmt::format("merge {} -o {}", (root / "tree").string(), (root / "merged").string()));
+  EXPECT_BAD_INPUT(out, message);
+  j["run"]["formats"] = "csv";  // a string is read: no results.json was due, so no note about it
+  std::ofstream(one / "run.json") << j.dump();
+  out = cli(fmt::format("report {} -o {}", one.string(), (root / "r.html").string()));
+  EXPECT_EQ(out.code, 0) << out.text;
+  EXPECT_EQ(out.text.find("no results.json"), std::string::npos) << out.text;
+}
+
+// Empty values are refused, not taken as the default: --device '' ran on the CPU, --out '' wrote
+// a timestamped directory (check: the current one).
+TEST(CliHostileInput, EmptyDeviceAndOutAreRefused) {
+  const std::string run = fmt::format("run --case '{}' --dry-run", kTinyCase);
+  for (const std::string& args : {run + " --device ''", std::string("check --op relu --dry-run --device ''"),
+                                  std::string("calibrate --device ''")}) {
+    SCOPED_TRACE(args);
+    EXPECT_BAD_INPUT(cli(args), "--device: must not be empty");
+  }
+  for (const std::string& args :
+       {run + " --out ''", std::string("check --op relu --dry-run -o ''"), std::string("calibrate --out ''")}) {
+    SCOPED_TRACE(args);
+    EXPECT_BAD_INPUT(cli(args), "--out: must not be empty");
+  }
+}
+
+// check's lists refuse an empty name (CLI11 dropped it: `--op add,` was `--op add`, and `--impl ,`
+// took the next argument as an impl).
+TEST(CliHostileInput, CheckListsRefuseAnEmptyName) {
+  for (auto [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--op", "add,"}, {"--op", ",add"}, {"--op", "add,,relu"}, {"--dtype", "fp32,"}, {"--impl", ","}}) {
+    auto out = cli(fmt::format("check {} '{}' --dry-run", flag, value));
+    SCOPED_TRACE(flag + " " + value);
+    EXPECT_BAD_INPUT(out, fmt::format("{}: '{}' has an empty name (a stray comma?)", flag, value));
+  }
+  EXPECT_BAD_INPUT(cli("check --op add --op '' --dry-run"), "--op: must not be empty");
+  // Lists still split: two ops, one given as a list and one repeated.
+  auto out = cli("check --op gemm,relu --op gelu --impl reference --dtype fp32 --dry-run");
+  ASSERT_EQ(out.code, 0) << out.text;
+  for (const char* op : {"\ngemm/reference/fp32/", "\nrelu/reference/fp32/", "\ngelu/reference/fp32/"}) {
+    EXPECT_NE(("\n" + out.text).find(op), std::string::npos) << out.text;
+  }
+  EXPECT_EQ(out.text.find("/bf16/"), std::string::npos) << out.text;
+}
+
+// A format named twice is written once, as before, and now says so.
+TEST(CliHostileInput, FormatNamedTwiceIsNoted) {
+  auto out = cli(fmt::format("run --case '{}' --format json,json --dry-run", kTinyCase));
+  EXPECT_EQ(out.code, 0) << out.text;
+  EXPECT_NE(out.text.find("note: --format 'json,json': json is named twice; its files (results.json) are written once"),
+            std::string::npos)
+      << out.text;
+  out = cli(fmt::format("run --case '{}' --format csv,json,gbench --dry-run", kTinyCase));
+  EXPECT_EQ(out.code, 0) << out.text;
+  EXPECT_NE(out.text.find("json (as gbench) is named twice"), std::string::npos) << out.text;
+  out = cli(fmt::format("run --case '{}' --format csv,json --dry-run", kTinyCase));
+  EXPECT_EQ(out.text.find("named twice"), std::string::npos) << out.text;
+}
+
+// --case-deadline times cases in a child process: without --isolate (and no --plugin, whose cases
+// run in one anyway) it was accepted and did nothing.
+TEST(CliHostileInput, CaseDeadlineNeedsIsolate) {
+  const std::string run = fmt::format("run --case '{}' --dry-run --case-deadline 5", kTinyCase);
+  EXPECT_BAD_INPUT(cli(run), "--case-deadline 5 needs --isolate");
+  EXPECT_BAD_INPUT(cli("check --op relu --dry-run --case-deadline 5"), "--case-deadline 5 needs --isolate");
+  auto out = cli(run + " --isolate");
+  EXPECT_EQ(out.code, 0) << out.text;
+  out = cli("check --op relu --dry-run --case-deadline 5 --isolate");
+  EXPECT_EQ(out.code, 0) << out.text;
+  out =
+      cli(fmt::format("run --plugin {} --case 'relu/c_loop/fp32/batch=1,seq=4,hidden=8/threads=1' --dry-run "
+                      "--case-deadline 5",
+                      EXAMPLE_PLUGIN));
+  EXPECT_EQ(out.code, 0) << out.text;
 }

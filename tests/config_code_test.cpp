@@ -119,6 +119,22 @@ TEST(ConfigCode, ADryRunOfAResumeLoadsNoCodeTheResultsName) {
   EXPECT_FALSE(fs::exists(c.marker)) << slurp(c.marker);
 }
 
+// A plugin named on the command line is the user's own code, and its impls' cases are the plan:
+// a dry run loads it (its constructor runs), and --help says so.
+TEST(ConfigCode, ADryRunLoadsAPluginNamedOnTheCommandLine) {
+  CodeConfig c("config_code_plugin_flag");
+  const std::string plugin = (c.dir / "libmarks.so").string();
+  auto out = cli(fmt::format(
+      "run --plugin {} --case relu/test_plugin_marked/fp32/batch=1,seq=4,hidden=8/threads=1 --dry-run", plugin));
+  EXPECT_EQ(out.code, 0) << out.text;
+  EXPECT_TRUE(has(out.text, "relu/test_plugin_marked/fp32/batch=1,seq=4,hidden=8/threads=1")) << out.text;
+  EXPECT_TRUE(has(slurp(c.marker), "plugin loaded"));
+  for (const char* command : {"run", "check"}) {
+    auto help = cli(std::string(command) + " --help");
+    EXPECT_TRUE(has(help.text, "Loaded (its constructors run) with --dry-run too")) << help.text;
+  }
+}
+
 TEST(ConfigCode, AConfigAfterKernelIsTheConfigNotASecondKernel) {
   CodeConfig c("config_code_kernel_then_config");
   auto plain = write(c.dir, "plain.yaml", "ops: [gemm]\nimpls: [reference]\nthreads: 1\nshapes: [{name: custom, shapes: [[8, 8, 8]]}]\n");

@@ -12,6 +12,7 @@
 #include "cli/cache_cases.hpp"
 #include "cli/commands.hpp"
 #include "cli/shard_run.hpp"
+#include "cli/validators.hpp"
 #include "opmeter/backend.hpp"
 #include "config/config.hpp"
 #include "opmeter/context.hpp"
@@ -55,7 +56,7 @@ std::string resume_command(const CalibrateArgs& a, const std::string& dir) {
 
 void add_calibrate_command(CLI::App& app, CalibrateArgs& a) {
   auto* cal = app.add_subcommand("calibrate", "measure peak FLOP/s, memory/cache bandwidth and fusion gains; write a profile");
-  cal->add_option("--out", a.out, "profile file to write (default: opmeter-calibration.json)");
+  cal->add_option("--out", a.out, "profile file to write (default: opmeter-calibration.json)")->check(kNonEmpty);
   cal->add_option("--results", a.results_dir, "directory for the raw results (default: opmeter-results/<timestamp>)");
   cal->add_option("--resume", a.resume,
                   "continue an interrupted calibration whose raw results are in this directory (give the same options)");
@@ -66,7 +67,10 @@ void add_calibrate_command(CLI::App& app, CalibrateArgs& a) {
   cal->add_option("--llc-bytes", a.llc_bytes,
                   "last-level cache size that sizes the arrays (default: what the CPU reports; a VM may report the host's)")
       ->check(CLI::Range(std::size_t{1} << 16, std::size_t{1} << 40));
-  cal->add_option("--device", a.device, "what to calibrate: cpu (default) or cuda:N (its peaks per dtype, memory and L2 bandwidth, GPU fusion suite)");
+  cal->add_option(
+         "--device", a.device,
+         "what to calibrate: cpu (default) or cuda:N (its peaks per dtype, memory and L2 bandwidth, GPU fusion suite)")
+      ->check(kNonEmpty);
   cal->add_flag("--quick", a.quick, "fusion patterns of one dtype only (fp32; bf16 on a GPU) and a looser noise target");
 }
 

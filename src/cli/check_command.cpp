@@ -16,6 +16,7 @@
 #include "cli/check_resume.hpp"
 #include "cli/commands.hpp"
 #include "cli/shard_run.hpp"
+#include "cli/validators.hpp"
 #include "engine/runner.hpp"
 #include "opmeter/backend.hpp"
 #include "opmeter/context.hpp"
@@ -23,6 +24,7 @@
 #include "plugins/c_plugin.hpp"
 #include "report/reporters.hpp"
 #include "util/interrupt.hpp"
+#include "util/text.hpp"
 
 namespace opmeter {
 namespace fs = std::filesystem;
@@ -69,6 +71,15 @@ nlohmann::json settings_json(const CheckArgs& a, const RunOptions& o) {
   return j;
 }
 
+// --op, --impl and --dtype as given (repeatable, each a comma-separated list that kCommaList
+// checked), one name an item.
+std::vector<std::string> split_lists(const std::vector<std::string>& given) {
+  std::vector<std::string> out;
+  for (auto& list : given)
+    for (auto& name : split(list, ',')) out.push_back(name);
+  return out;
+}
+
 // A killed check (SIGKILL after a timeout's grace) loses at most this much work.
 constexpr double kSaveEverySeconds = 5;
 
@@ -103,21 +114,24 @@ struct OpProgress {
 void add_check_command(CLI::App& app, CheckArgs& a) {
   auto* check = app.add_subcommand(
       "check", "correctness only: every impl x dtype x each op's edge shapes against the fp64 reference, untimed");
-  check->add_option("--device", a.device,
-                    "where cases run: cpu (default; with --resume the file's) or cuda:N; every impl of that backend");
+  check
+      ->add_option("--device", a.device,
+                   "where cases run: cpu (default; with --resume the file's) or cuda:N; every impl of that backend")
+      ->check(kNonEmpty);
   add_filter_options(check, a.filter, a.exclude);
-  check->add_option("--op", a.ops, "only this op; repeatable, or comma-separated")->delimiter(',');
-  check->add_option("--impl", a.impls, "only this impl (also one that runs when named, e.g. torch); repeatable")->delimiter(',');
-  check->add_option("--dtype", a.dtypes, "only this dtype; repeatable, or comma-separated")->delimiter(',');
+  check->add_option("--op", a.ops, "only this op; repeatable, or comma-separated")->check(kCommaList);
+  check->add_option("--impl", a.impls, "only this impl (also one that runs when named, e.g. torch); repeatable")
+      ->check(kCommaList);
+  check->add_option("--dtype", a.dtypes, "only this dtype; repeatable, or comma-separated")->check(kCommaList);
   check->add_flag("--quick", a.quick, "the first shape each impl runs, per dtype");
   check->add_flag("--isolate", a.isolate, "check each case in a child process: a crash or a hang becomes that case's status");
-  check->add_option("--case-deadline", a.case_deadline_s, "with --isolate: seconds before a case is killed (default 60)")
-      ->check(CLI::Range(0.1, 86400.0));
+  check->add_option("--case-deadline", a.case_deadline_s, kCaseDeadlineHelp + " (default 60)")
+      ->check(CLI::Range(kMinCaseDeadline, kMaxCaseDeadline));
   check->add_flag("--sanitize", a.sanitize,
                   "print the compute-sanitizer (memcheck, racecheck) command lines for the riskiest CUDA kernels, and stop");
   add_user_impl_options(check, a.kernels, a.plugins);
   check->add_flag("--dry-run", a.dry_run, "print the cases and stop");
-  check->add_option("-o,--out", a.out, "directory of check.json (default: the current directory)");
+  check->add_option("-o,--out", a.out, "directory of check.json (default: the current directory)")->check(kNonEmpty);
   check->add_option("--resume", a.resume,
                     "continue the check whose check.json is in DIR: its selection (flags given now win), only the "
                     "cases it lacks, the union written there");
@@ -131,6 +145,7 @@ int check_command(const CheckArgs& given, const char* argv0) {
   if (given.sanitize) return print_sanitize_commands(exe);
 
   CheckArgs a = given;
+  for (auto* list : {&a.ops, &a.impls, &a.dtypes}) *list = split_lists(*list);
   std::optional<StoredCheck> stored;
   if (!a.resume.empty()) {
     stored = read_stored_check(a.resume);
@@ -154,6 +169,7 @@ int check_command(const CheckArgs& given, const char* argv0) {
   auto user = load_user_impls(a.kernels, a.plugins);  // before any case names them
   options.kernels = user.kernel_specs;
   options.plugins = loaded_plugins();
+  check_case_deadline(given.case_deadline_s, a.isolate, !options.plugins.empty());
   auto cases = check_cases({.device = a.device,
                             .ops = a.ops,
                             .impls = a.impls,

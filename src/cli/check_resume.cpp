@@ -8,30 +8,51 @@
 
 #include "cli/check_join.hpp"
 #include "cli/commands.hpp"
+#include "cli/validators.hpp"
 #include "opmeter/errors.hpp"
 
 namespace opmeter {
 namespace fs = std::filesystem;
 namespace {
 
+// `j[key]`, a string in a stored check.json at `where` (context.cpu.model): "" when absent or
+// null; another type is bad input naming the file and the key (json's value() threw type_error).
+std::string stored_text(const nlohmann::json& j, const char* key, const std::string& file, const std::string& where) {
+  if (!j.is_object() || !j.contains(key) || j[key].is_null()) return "";
+  if (!j[key].is_string())
+    throw UsageError(fmt::format("{}: \"{}\" is {}; expected a string", file, where, j[key].dump()));
+  return j[key].get<std::string>();
+}
+
+// `j[key]`, an object (or, with `list`, a list): empty when absent or null, UsageError when another type.
+nlohmann::json stored_part(const nlohmann::json& j, const char* key, const std::string& file, const std::string& where,
+                           bool list = false) {
+  if (!j.is_object() || !j.contains(key) || j[key].is_null())
+    return list ? nlohmann::json::array() : nlohmann::json::object();
+  if (list ? !j[key].is_array() : !j[key].is_object())
+    throw UsageError(
+        fmt::format("{}: \"{}\" is {}; expected {}", file, where, j[key].dump(), list ? "a list" : "an object"));
+  return j[key];
+}
+
 // The model of `device` a check's context names (a GPU's name, the CPU's model); empty if none.
-std::string device_model(const nlohmann::json& context, const std::string& device) {
-  if (!context.is_object()) return "";
-  if (device == "cpu") {
-    auto cpu = context.value("cpu", nlohmann::json::object());
-    return cpu.is_object() ? cpu.value("model", "") : "";
+// `file` names the context in messages.
+std::string device_model(const nlohmann::json& context, const std::string& device, const std::string& file) {
+  if (device == "cpu")
+    return stored_text(stored_part(context, "cpu", file, "context.cpu"), "model", file, "context.cpu.model");
+  for (auto& g : stored_part(context, "gpus", file, "context.gpus", true)) {
+    if (!g.is_object())
+      throw UsageError(fmt::format("{}: a GPU of \"context.gpus\" is {}; expected an object", file, g.dump()));
+    if (stored_text(g, "device", file, "context.gpus[].device") == device)
+      return stored_text(g, "name", file, "context.gpus[].name");
   }
-  auto gpus = context.value("gpus", nlohmann::json::array());
-  if (gpus.is_array())
-    for (auto& g : gpus)
-      if (g.is_object() && g.value("device", "") == device) return g.value("name", "");
   return "";
 }
 
 // The git commit opmeter was built from, as the context records it; empty if none.
-std::string build_of(const nlohmann::json& context) {
-  auto opmeter = context.is_object() ? context.value("opmeter", nlohmann::json::object()) : nlohmann::json();
-  return opmeter.is_object() ? opmeter.value("git_sha", "") : "";
+std::string build_of(const nlohmann::json& context, const std::string& file) {
+  return stored_text(stored_part(context, "opmeter", file, "context.opmeter"), "git_sha", file,
+                     "context.opmeter.git_sha");
 }
 
 std::vector<std::string> strings(const nlohmann::json& settings, const char* key) {
@@ -108,18 +129,27 @@ void take_stored_selection(CheckArgs& a, const StoredCheck& stored) {
                    a.kernels);
   a.quick = a.quick || boolean(stored, "quick");
   a.isolate = a.isolate || boolean(stored, "isolate");
-  if (!a.case_deadline_s && stored.settings.contains("case_deadline_s") && stored.settings["case_deadline_s"].is_number())
-    a.case_deadline_s = stored.settings["case_deadline_s"].get<double>();
+  if (!a.case_deadline_s && stored.settings.contains("case_deadline_s") &&
+      !stored.settings["case_deadline_s"].is_null()) {
+    const auto& v = stored.settings["case_deadline_s"];
+    if (!v.is_number() || v.get<double>() < kMinCaseDeadline || v.get<double>() > kMaxCaseDeadline)
+      throw UsageError(
+          fmt::format("{}: \"settings.case_deadline_s\" is {}; expected a number from {} to {}, as "
+                      "--case-deadline takes",
+                      stored.file, v.dump(), kMinCaseDeadline, kMaxCaseDeadline));
+    a.case_deadline_s = v.get<double>();
+  }
 }
 
 void refuse_other_machine_or_build(const StoredCheck& stored, const nlohmann::json& context, const std::string& device) {
   const std::string dir = fs::path(stored.file).parent_path().string();
-  const std::string was = device_model(stored.context, device), is = device_model(context, device);
+  const std::string was = device_model(stored.context, device, stored.file),
+                    is = device_model(context, device, "this machine's context");
   if (!was.empty() && !is.empty() && was != is)
     throw UsageError(fmt::format("--resume {}: its cases were checked on {} ({}), this {} is {}; one check.json "
                                  "describes one machine: check into another directory (-o)",
                                  dir, was, device, device, is));
-  const std::string built = build_of(stored.context), now = build_of(context);
+  const std::string built = build_of(stored.context, stored.file), now = build_of(context, "this machine's context");
   if (!built.empty() && !now.empty() && built != now)
     throw UsageError(fmt::format("--resume {}: its cases were checked by opmeter {}, this is opmeter {}; their verdicts "
                                  "need not hold for this build: check into another directory (-o)",

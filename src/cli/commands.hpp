@@ -74,6 +74,11 @@ UserImpls load_user_impls(const std::vector<std::string>& kernels, const std::ve
 void take_stored_code(const std::string& resume, bool dry_run, const std::vector<std::string>& stored_plugins,
                       const std::vector<std::string>& stored_kernels, std::vector<std::string>& plugins,
                       std::vector<std::string>& kernels);
+// A deadline applies to cases run in a child process: --isolate's, and a C plugin's (which run in
+// one without it). UsageError for a --case-deadline given where no case would have one.
+inline const std::string kCaseDeadlineHelp =
+    "with --isolate (or for a --plugin's cases, which run in a child process anyway): seconds before a case is killed";
+void check_case_deadline(const std::optional<double>& deadline, bool isolate, bool plugins);
 
 // Where and how a run writes its results.
 struct RunOutput {

@@ -335,7 +335,9 @@ std::size_t journal_lines(const std::string& journal) {
 
 // The results files a run writes: --format's reporters, less the report with --no-report.
 std::vector<std::string> chosen_formats(const RunArgs& a) {
-  auto names = parse_formats(a.formats);
+  std::vector<std::string> notes;
+  auto names = parse_formats(a.formats, &notes);
+  for (auto& note : notes) fmt::print(stderr, "opmeter: note: {}\n", note);
   auto html = std::find(names.begin(), names.end(), "html");
   if (a.no_report && html != names.end()) {
     if (!a.formats.empty())
@@ -378,8 +380,21 @@ void add_user_impl_options(CLI::App* command, std::vector<std::string>& kernels,
                       "a Python kernel of your own, FILE.py:NAME (or FILE.py whose module is the kernel): measured as impl "
                       "NAME of the op it declares; repeatable")
       ->allow_extra_args(false);  // `--kernel k.py my.yaml`: the config is not a second kernel
-  command->add_option("--plugin", plugins, "load a C plugin (include/opmeter/plugin_abi.h) and its impls; repeatable")
+  // A dry run loads it too: its impls' cases are the plan, and it is the user's own code, named here
+  // (a config's or a resumed run's plugins are not loaded by a dry run).
+  command
+      ->add_option("--plugin", plugins,
+                   "load a C plugin (include/opmeter/plugin_abi.h) and its impls; repeatable. Loaded (its "
+                   "constructors run) with --dry-run too: the plan lists its impls' cases")
       ->allow_extra_args(false);
+}
+
+void check_case_deadline(const std::optional<double>& deadline, bool isolate, bool plugins) {
+  if (deadline && !isolate && !plugins)
+    throw UsageError(
+        fmt::format("--case-deadline {} needs --isolate: only a case run in a child process has a "
+                    "deadline (a --plugin's cases run in one without it)",
+                    *deadline));
 }
 
 void take_stored_code(const std::string& resume, bool dry_run, const std::vector<std::string>& stored_plugins,
@@ -542,7 +557,7 @@ void add_run_command(CLI::App& app, RunArgs& a) {
       "run exactly one case, given by its case string");
   run->add_option("--threads", a.threads, "threads for every case (default: all usable CPUs)")
       ->check(CLI::Range(kMinThreads, kMaxThreads));
-  run->add_option("--out", a.out, "results directory (default: opmeter-results/<timestamp>)");
+  run->add_option("--out", a.out, "results directory (default: opmeter-results/<timestamp>)")->check(kNonEmpty);
   run->add_option("--resume", a.resume, "continue the run in this results directory, skipping finished cases");
   for (auto& setting : stopping_settings()) {  // --samples, --max-noise, --timeout, ...
     auto given = [&a, key = std::string(setting.config_key)](auto value) {
@@ -570,8 +585,9 @@ void add_run_command(CLI::App& app, RunArgs& a) {
       ->check(CLI::Range(kMinLlcBytes, kMaxLlcBytes));
   run->add_flag("--hot", a.hot, "measure with warm caches (default: cold, inputs rotate through copies)");
   run->add_flag("--isolate", a.isolate, "run each case in a child process; crashes and hangs are recorded");
-  run->add_option("--case-deadline", a.case_deadline_s, "with --isolate: seconds before a case is killed (default 2 x timeout + 30)")
-      ->check(kFinite)->check(CLI::Range(0.1, 86400.0));
+  run->add_option("--case-deadline", a.case_deadline_s, kCaseDeadlineHelp + " (default 2 x timeout + 30)")
+      ->check(kFinite)
+      ->check(CLI::Range(kMinCaseDeadline, kMaxCaseDeadline));
   run->add_option("--calibration", a.calibration, "calibration profile (opmeter calibrate) for % of peak and roofline");
   run->add_flag("--no-report", a.no_report, "do not write report.html and report.md beside the results");
   run->add_option("--format", a.formats,
@@ -579,7 +595,8 @@ void add_run_command(CLI::App& app, RunArgs& a) {
                               ReporterRegistry::global().known()))
       ->check(kNonEmpty);
   run->add_flag("--dry-run", a.dry_run, "print the cases the plan expands to and stop");
-  run->add_option("--device", a.device, "where cases run: cpu (default) or cuda:N; picks that backend's impls");
+  run->add_option("--device", a.device, "where cases run: cpu (default) or cuda:N; picks that backend's impls")
+      ->check(kNonEmpty);
   run->add_flag("--profile", a.profile,
                 "after each case's measurement, one more untimed sample of one call inside the profiler's capture "
                 "range (nsys/ncu --profile-from-start off); the worker's impls also write a PyTorch profiler trace per "
@@ -644,6 +661,7 @@ int run_command(const RunArgs& given, const char* argv0) {
   options.memory_profile = options.memory_profile || plan.memory_profile;  // its enable_memory_profiler
   options.kernels.insert(options.kernels.end(), plan.kernels.begin(), plan.kernels.end());
   options.plugins = loaded_plugins();  // the config's too: isolated cases load them again
+  check_case_deadline(a.case_deadline_s, options.isolate, !options.plugins.empty());
   if (!a.llc_bytes && plan.llc_bytes) set_llc_bytes(plan.llc_bytes);
   options.stopping = apply_overrides(plan.stopping, a.stopping);
   options = apply_run_settings(apply_run_settings(options, plan.run_settings), a.settings);

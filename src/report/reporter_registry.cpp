@@ -40,7 +40,7 @@ std::string ReporterRegistry::known() const {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
-std::vector<std::string> parse_formats(const std::string& list) {
+std::vector<std::string> parse_formats(const std::string& list, std::vector<std::string>* notes) {
   auto& registry = ReporterRegistry::global();
   std::vector<std::string> out;
   if (list.find_first_not_of(" ") == std::string::npos) {
@@ -55,6 +55,10 @@ std::vector<std::string> parse_formats(const std::string& list) {
       throw UsageError(name.empty() ? fmt::format("--format '{}': an empty name; known: {}", list, registry.known())
                                     : fmt::format("--format: unknown format '{}'; known: {}", name, registry.known()));
     if (std::find(out.begin(), out.end(), def->name) == out.end()) out.push_back(def->name);
+    else if (notes)
+      notes->push_back(fmt::format("--format '{}': {}{} is named twice; its files ({}) are written once", list,
+                                   def->name, name == def->name ? "" : " (as " + name + ")",
+                                   fmt::join(def->files, ", ")));
   }
   return out;
 }

@@ -38,7 +38,7 @@ struct ReporterRegistrar {
 
 // The reporter names of a --format list ("json,csv"; spaces allowed), each once, in the order
 // given; the default set when the list is empty. UsageError naming the known ones for an unknown
-// or empty name.
-std::vector<std::string> parse_formats(const std::string& list);
+// or empty name. A format named again (json,json or json,gbench) adds a line to `notes`.
+std::vector<std::string> parse_formats(const std::string& list, std::vector<std::string>* notes = nullptr);
 
 }  // namespace opmeter

@@ -302,7 +302,12 @@ ResultSet load_results(const std::string& path) {
       set = ResultSet{path, ResultsFormat::results_jsonl, stored_context(path), read_jsonl(journal.string(), torn)};
       // No results.json where the run would have written one: it stopped before its end (or is
       // running); the journal is the record. A run with --format but json writes none.
-      auto formats = stored_run_settings(path).value_or(nlohmann::json::object()).value("formats", std::string());
+      std::string file;
+      auto run = stored_run_settings(path, &file).value_or(nlohmann::json::object());
+      if (run.contains("formats") && !run["formats"].is_string())  // value() would throw json's type_error
+        throw UsageError(fmt::format("{}: \"{}formats\" is {}; expected a string (fix or remove it)", file,
+                                     file.ends_with("results.json") ? "context.run." : "run.", run["formats"].dump()));
+      const std::string formats = run.value("formats", std::string());
       const bool expected = formats.empty() || formats.find("json") != std::string::npos || formats.find("gbench") != std::string::npos;
       if (expected || torn)
         set.notes.push_back(fmt::format("{}: {}reading the journal ({} cases{})", path,

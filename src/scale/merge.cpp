@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
@@ -32,6 +33,32 @@ std::string version_of(const nlohmann::json& context) {
   if (!context.contains("opmeter")) return "?";
   auto& o = context["opmeter"];
   return fmt::format("{} ({})", o.value("version", "?"), o.value("git_sha", "?"));
+}
+
+// What merge reads by type (merge_conflicts, version_of) is checked as it is loaded: another type
+// is bad input naming the file and the key, not a json type_error. `run_at` and `context_at`:
+// the file and key the run settings and the context came from.
+void check_read_types(const RankRun& r, const std::pair<std::string, std::string>& run_at,
+                      const std::pair<std::string, std::string>& context_at) {
+  auto bad = [](const std::pair<std::string, std::string>& at, const std::string& key, const nlohmann::json& v,
+                const std::string& expected) {
+    throw UsageError(fmt::format("{}: \"{}.{}\" is {}; expected {}", at.first, at.second, key, v.dump(), expected));
+  };
+  if (r.run.is_object() && r.run.contains("shard")) {
+    const auto& shard = r.run["shard"];
+    if (!shard.is_object()) bad(run_at, "shard", shard, "an object");
+    for (auto [key, lo] : {std::pair{"size", 1}, {"rank", 0}})
+      if (auto it = shard.find(key);
+          it != shard.end() && !(it->is_number_integer() && *it >= lo && *it <= std::numeric_limits<int>::max()))
+        bad(run_at, fmt::format("shard.{}", key), *it, fmt::format("an integer from {}", lo));
+  }
+  if (r.context.is_object() && r.context.contains("opmeter")) {
+    const auto& o = r.context["opmeter"];
+    if (!o.is_object()) bad(context_at, "opmeter", o, "an object");
+    for (const char* key : {"version", "git_sha"})
+      if (auto it = o.find(key); it != o.end() && !it->is_string())
+        bad(context_at, fmt::format("opmeter.{}", key), *it, "a string");
+  }
 }
 
 std::string main_device(const RankRun& r) {
@@ -79,13 +106,18 @@ RankRun load_rank(const std::string& dir) {
     for (auto [key, value] : {std::pair{"run", &r.run}, {"context", &r.context}})
       if (!value->is_object())
         throw UsageError(fmt::format("{}: \"{}\" is {}; expected an object", run_file.string(), key, value->dump()));
-    if (r.run.contains("shard") && !r.run["shard"].is_object())
-      throw UsageError(
-          fmt::format("{}: \"run.shard\" is {}; expected an object", run_file.string(), r.run["shard"].dump()));
   }
   ResultSet set = load_results(dir);
-  if (r.context.empty() || r.context.is_null()) r.context = set.context;
-  if (r.run.is_null() || r.run.empty()) r.run = r.context.value("run", nlohmann::json::object());
+  std::pair<std::string, std::string> run_at{run_file.string(), "run"}, context_at{run_file.string(), "context"};
+  if (r.context.empty() || r.context.is_null()) {
+    r.context = set.context;
+    context_at = {(fs::path(dir) / "results.json").string(), "context"};  // no run.json: results.json's
+  }
+  if (r.run.is_null() || r.run.empty()) {
+    r.run = r.context.value("run", nlohmann::json::object());
+    run_at = {context_at.first, "context.run"};
+  }
+  check_read_types(r, run_at, context_at);
   r.results = std::move(set.results);
   return r;
 }
