@@ -172,7 +172,7 @@ std::string weight_only_kernel_name(const PackedWeights& w, Int4Path path) {
   if (w.format == quant::WeightFormat::int4) switch (path) {
       case Int4Path::limbs:
         if (!w.tiles)
-          return "int4 groups x bf16 activations as two int8 limbs per group, vpmaddubsw and vpmaddwd, up to " +
+          return "int4 groups x bf16 activations as 16-bit words (two int8 limbs' 254 hi + lo), vpmaddwd, up to " +
                  std::to_string(kAvx2LimbRows) + " rows per pass";
         return "int4 groups x bf16 activations as two int8 limbs per group, vpdpbusd, up to " +
                std::to_string(kInt4LimbRows) + " rows per pass";

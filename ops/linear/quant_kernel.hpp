@@ -84,6 +84,7 @@ struct XLimbs {
   std::vector<std::int8_t> hi, lo;          // rows x hidden
   std::vector<float> scale;                 // rows x groups
   std::vector<std::int32_t> hi_sum, lo_sum;  // rows x groups: the limbs' sums (the int8 kernel's u8 shift)
+  std::vector<std::int16_t> word;            // rows x hidden: 254 hi + lo, the AVX2 int4 kernel's x (its split's)
   bool one_limb = false;                     // hi alone: int8 activation codes (limbs_from_int8)
   // one: the activations will be int8 codes (limbs_from_int8), else split bf16 (split_limbs); set
   // here, before the threads fill the rows.
@@ -91,6 +92,7 @@ struct XLimbs {
     one_limb = one;
     hi.resize(rows * hidden);
     lo.resize(rows * hidden);
+    word.resize(one ? 0 : rows * hidden);
     scale.resize(rows * (hidden / group));
     hi_sum.resize(scale.size());
     lo_sum.resize(scale.size());
@@ -126,7 +128,7 @@ struct QuantKernels {
   bool int4_tiles = false;
   // int4 with bf16 activations as int8 limbs (XLimbs), any rows (int4_path says when): in tiles,
   // vpdpbusd, passes of kInt4LimbRows where the CPU has AVX-512 VNNI, VBMI and GFNI; in blocks (of
-  // 64, or 32 for groups of 32), vpmaddubsw, passes of kAvx2LimbRows on AVX2 (int4_limbs_in_tiles
+  // 64, or 32 for groups of 32), vpmaddwd on the limbs' words, passes of kAvx2LimbRows on AVX2 (int4_limbs_in_tiles
   // says which); else null.
   void (*int4_limbs)(const PackedWeights& w, const XLimbs& x, const float* xsum, std::size_t rows, std::size_t j0,
                      std::size_t j1, float* c, std::size_t ldc) = nullptr;
@@ -174,7 +176,7 @@ QuantLayerKernels quant_layer_kernels(const quant::QuantizedWeights& q, bool bf1
 
 QuantKernels avx512_quant_kernels();
 // AVX2 + FMA (quant_kernel_avx2.cpp), for CPUs without AVX-512 VNNI: weight_only and
-// int8_dynamic on 8 lanes, and int4_limbs on weights in blocks of 64 (vpmaddubsw); no int4_bf16.
+// int8_dynamic on 8 lanes, and int4_limbs on weights in blocks of 64 (vpmaddwd); no int4_bf16.
 QuantKernels avx2_quant_kernels();
 // Rows per pass of the AVX2 limbs kernels: int4 in blocks of 64, int8 in quads.
 constexpr std::size_t kAvx2LimbRows = 4, kAvx2Int8LimbRows = 2;

@@ -6,8 +6,8 @@
 // (decode) keeps both FMA pipes busy; a channel's codes are read from memory once whatever the
 // row count. int8 dynamic: AVX2 has no u8 x s8 product that cannot saturate (vpmaddubsw adds its
 // pairs in 16 bits), so the u8 activation codes and the channel's codes are widened to s16 as they
-// are loaded: vpmaddwd, exact in s32. int4 with bf16 activations at decode: x as int8 limbs
-// against the u8 codes (vpmaddubsw), below.
+// are loaded: vpmaddwd, exact in s32. int4 with bf16 activations: x as the int8 limbs' 16-bit
+// words against the codes widened to 16 bits (vpmaddwd), below.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -193,30 +193,44 @@ void int8_dynamic(const PackedWeights& w, const std::uint8_t* xu, const float* x
     }
 }
 
-// int4 at decode with bf16 activations as int8 limbs (XLimbs, in groups of the recipe's group):
-// per block of 64 weights (32 code bytes, blocks of 64 in quant_kernel.hpp's block layout), the
-// low and high nibbles are u8 codes 0..15 against the limbs at k .. k + 31 and k + 32 .. k + 63.
-// vpmaddubsw adds each lane's two products in s16: |q x| <= 15 * 127, so a lane holds at most
-// 3810 and the two halves' sum 7620, no saturation; vpmaddwd then takes hi * 254 + lo into s32
-// per group, and the group adds a s / 254 times it (both broadcast from memory: the channel's
-// s / 254 in fp32 beforehand, so nothing scalar runs per group), the zero points' term
-// sum_g z s sum_g(x) from the exact sums of x, 8 groups per step.
+// int4 with bf16 activations as 16-bit words (XLimbs::word = 254 hi + lo, |word| <= 32385: the
+// limbs' own integers, made by split below): 16 code bytes are widened to 16 bits and split into
+// their nibbles (0..15), and vpmaddwd adds each lane pair's q * word into s32. A dword holds 8
+// products per block of 64 weights, at most 3.9 M: exact, and exact in fp32 for groups up to 256.
+// Four multiplies per 64 weights where the two int8 limbs took six (vpmaddubsw per limb and
+// nibble, vpmaddwd per limb): from the L2 on the Zen 3 VM, 12.6 -> 16 GB/s at one thread
+// (BENCHMARKS, "Quantized linears on an AVX2-only CPU").
+// Per group the dwords are scaled by s a / 254 (the channel's s / 254 in fp32 beforehand, times
+// the row's a at one row), the zero points' term sum_g z s sum_g(x) from the exact sums of x.
+// The block layout (quant_kernel.hpp): a block of B weights (32 or 64) at k is B / 2 bytes; its
+// 16-byte chunk c holds weights k + 16 c .. in the low nibbles and k + B / 2 + 16 c .. in the high.
 constexpr std::size_t kPrefetchBytes = 2048;  // how far ahead of the codes the loads ask for lines
 
-// Each row's limbs and group scales, for the passes below.
-template <std::size_t R>
-struct RowLimbs {
-  const std::int8_t* hi[R];
-  const std::int8_t* lo[R];
-  const float* a[R];
-  RowLimbs(const XLimbs& x, std::size_t r0, std::size_t hidden, std::size_t groups) {
-    for (std::size_t r = 0; r < R; ++r) {
-      hi[r] = x.hi.data() + (r0 + r) * hidden;
-      lo[r] = x.lo.data() + (r0 + r) * hidden;
-      a[r] = x.scale.data() + (r0 + r) * groups;
-    }
-  }
-};
+// 16 code bytes against a row's words: the low nibbles beside x, the high ones beside x + high.
+inline __m256i chunk_dot(const std::uint8_t* codes, const std::int16_t* x, std::size_t high) {
+  const __m256i c = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes)));
+  const __m256i q_low = _mm256_and_si256(c, _mm256_set1_epi16(0x0f)), q_high = _mm256_srli_epi16(c, 4);
+  auto load = [](const std::int16_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
+  return _mm256_add_epi32(_mm256_madd_epi16(q_low, load(x)), _mm256_madd_epi16(q_high, load(x + high)));
+}
+
+// A block of B weights at k against a row's words: 8 dwords that sum to the block's q . word.
+template <std::size_t B>
+inline __m256i block_dot(const std::uint8_t* codes, const std::int16_t* x, std::size_t k) {
+  const __m256i first = chunk_dot(codes + k / 2, x + k, B / 2);
+  if constexpr (B == 32) return first;
+  else return _mm256_add_epi32(first, chunk_dot(codes + k / 2 + 16, x + k + 16, B / 2));
+}
+
+// Group g's dwords for R rows (words at x[r]), blocks of B.
+template <std::size_t B, std::size_t R>
+inline void group_dots(const std::uint8_t* codes, const std::int16_t* const* x, std::size_t g, std::size_t group,
+                       __m256i* dot) {
+  const std::size_t k0 = g * group;
+  for (std::size_t r = 0; r < R; ++r) dot[r] = block_dot<B>(codes, x[r], k0);
+  for (std::size_t k = k0 + B; k < k0 + group; k += B)
+    for (std::size_t r = 0; r < R; ++r) dot[r] = _mm256_add_epi32(dot[r], block_dot<B>(codes, x[r], k));
+}
 
 // sum_g zs[g] xsum[g]: a row's zero-point term, 8 groups per step.
 inline float zero_point_term(const float* zs, const float* xsum, std::size_t groups) {
@@ -228,107 +242,49 @@ inline float zero_point_term(const float* zs, const float* xsum, std::size_t gro
   return sum;
 }
 
-// A 32-byte load of codes as its low and high nibbles (u8, 0..15).
-inline void nibbles(__m256i v, __m256i& qlo, __m256i& qhi) {
-  const __m256i low4 = _mm256_set1_epi8(0x0f);
-  qlo = _mm256_and_si256(v, low4);
-  qhi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
-}
-
-// One load's nibbles against a row's limbs (h0, l0 beside the low nibbles, h1, l1 beside the high
-// ones): per dword, hi * 254 + lo in s32.
-inline __m256i limb_products(__m256i qlo, __m256i qhi, __m256i h0, __m256i h1, __m256i l0, __m256i l1) {
-  const __m256i th = _mm256_add_epi16(_mm256_maddubs_epi16(qlo, h0), _mm256_maddubs_epi16(qhi, h1));
-  const __m256i tl = _mm256_add_epi16(_mm256_maddubs_epi16(qlo, l0), _mm256_maddubs_epi16(qhi, l1));
-  return _mm256_add_epi32(_mm256_madd_epi16(th, _mm256_set1_epi16(254)), _mm256_madd_epi16(tl, _mm256_set1_epi16(1)));
-}
-
-// Folded: one row whose group scales a are already in scale254 (s a / 254: decode's case).
-template <std::size_t R, bool Folded = false>
-void limbs_channel(const PackedWeights& w, std::size_t j, const XLimbs& x, std::size_t r0, const float* xsum,
+// R rows from r0 times channel j in blocks of B, groups of G (0: w.group, 64 and up). Folded: one
+// row whose a is already in scale254. Steps of at least 64 code bytes (4 groups of 32, else 2),
+// each line prefetched once, the groups into two accumulators in turn.
+template <std::size_t B, std::size_t G, std::size_t R, bool Folded = false>
+void words_channel(const PackedWeights& w, std::size_t j, const XLimbs& x, std::size_t r0, const float* xsum,
                    const float* scale254, const float* zs, float* c, std::size_t ldc) {
   static_assert(R == 1 || !Folded);
-  const std::size_t h = w.hidden, groups = h / w.group;
+  const std::size_t h = w.hidden, group = G ? G : w.group, groups = h / group;
+  constexpr std::size_t step = G == 32 ? 4 : 2;
   const std::uint8_t* codes = w.codes.data() + j * h / 2;
-  const RowLimbs<R> rl(x, r0, h, groups);
-  const auto &hi = rl.hi, &lo = rl.lo, &a = rl.a;
-  __m256 acc[R];
-  for (std::size_t r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-  auto load = [](const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); };
-  for (std::size_t g = 0, k = 0; g < groups; ++g) {
-    __m256i sum[R];
-    for (std::size_t r = 0; r < R; ++r) sum[r] = _mm256_setzero_si256();
-    for (const std::size_t end = k + w.group; k < end; k += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(codes + k / 2 + kPrefetchBytes), _MM_HINT_T0);
-      __m256i qlo, qhi;
-      nibbles(load(codes + k / 2), qlo, qhi);
-      for (std::size_t r = 0; r < R; ++r)
-        sum[r] = _mm256_add_epi32(sum[r], limb_products(qlo, qhi, load(hi[r] + k), load(hi[r] + k + 32),
-                                                        load(lo[r] + k), load(lo[r] + k + 32)));
-    }
+  const std::int16_t* xr[R];
+  const float* a[R];
+  for (std::size_t r = 0; r < R; ++r) {
+    xr[r] = x.word.data() + (r0 + r) * h;
+    a[r] = x.scale.data() + (r0 + r) * groups;
+  }
+  __m256 acc[2][R];
+  for (std::size_t r = 0; r < R; ++r) acc[0][r] = acc[1][r] = _mm256_setzero_ps();
+  auto scale_into = [&](__m256* into, const __m256i* dot, std::size_t g) {
     const __m256 sg = _mm256_broadcast_ss(scale254 + g);
-    for (std::size_t r = 0; r < R; ++r)
-      if constexpr (Folded) acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[r]), sg, acc[r]);
-      else
-        acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(sum[r]), _mm256_broadcast_ss(a[r] + g)), sg, acc[r]);
-  }
-  for (std::size_t r = 0; r < R; ++r) c[r * ldc + j] = hsum(acc[r]) - zero_point_term(zs, xsum + r * groups, groups);
-}
-
-// The same for groups of 32, in blocks of 32 (16 bytes: byte i = q[k + i] | q[k + 16 + i] << 4): a
-// 32-byte load is two groups, its low nibbles k .. k + 15 and k + 32 .. k + 47, its high ones
-// k + 16 .. k + 31 and k + 48 .. k + 63, each against the limbs' two 16-byte halves put side by
-// side; dwords 0..3 of the sums are group g's, 4..7 group g + 1's, scaled by a vector holding each
-// group's factor 4 times. An odd last group takes 128-bit halves of the same steps.
-inline __m256i load_halves(const std::int8_t* low, const std::int8_t* high) {
-  return _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(high), reinterpret_cast<const __m128i*>(low));
-}
-inline __m256 pair_of(const float* f) { return _mm256_set_m128(_mm_set1_ps(f[1]), _mm_set1_ps(f[0])); }
-
-template <std::size_t R, bool Folded = false>
-void limbs32_channel(const PackedWeights& w, std::size_t j, const XLimbs& x, std::size_t r0, const float* xsum,
-                     const float* scale254, const float* zs, float* c, std::size_t ldc) {
-  static_assert(R == 1 || !Folded);
-  const std::size_t h = w.hidden, groups = h / 32;
-  const std::uint8_t* codes = w.codes.data() + j * h / 2;
-  const RowLimbs<R> rl(x, r0, h, groups);
-  const auto &hi = rl.hi, &lo = rl.lo, &a = rl.a;
-  __m256 acc[R];
-  for (std::size_t r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+    for (std::size_t r = 0; r < R; ++r) {
+      const __m256 d = _mm256_cvtepi32_ps(dot[r]);
+      if constexpr (Folded) into[r] = _mm256_fmadd_ps(d, sg, into[r]);
+      else into[r] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_broadcast_ss(a[r] + g)), sg, into[r]);
+    }
+  };
   std::size_t g = 0;
-  for (; g + 2 <= groups; g += 2) {
-    const std::size_t k = 32 * g;
-    _mm_prefetch(reinterpret_cast<const char*>(codes + k / 2 + kPrefetchBytes), _MM_HINT_T0);
-    __m256i qlo, qhi;
-    nibbles(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + k / 2)), qlo, qhi);
-    const __m256 sg = pair_of(scale254 + g);
-    for (std::size_t r = 0; r < R; ++r) {
-      const __m256 sum = _mm256_cvtepi32_ps(limb_products(
-          qlo, qhi, load_halves(hi[r] + k, hi[r] + k + 32), load_halves(hi[r] + k + 16, hi[r] + k + 48),
-          load_halves(lo[r] + k, lo[r] + k + 32), load_halves(lo[r] + k + 16, lo[r] + k + 48)));
-      if constexpr (Folded) acc[r] = _mm256_fmadd_ps(sum, sg, acc[r]);
-      else acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(sum, pair_of(a[r] + g)), sg, acc[r]);
+  for (; g + step <= groups; g += step) {
+    for (std::size_t line = 0; line < step * group / 2; line += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(codes + g * group / 2 + line + kPrefetchBytes), _MM_HINT_T0);
+    for (std::size_t s = 0; s < step; ++s) {
+      __m256i d[R];
+      group_dots<B, R>(codes, xr, g + s, group, d);
+      scale_into(acc[s % 2], d, g + s);
     }
   }
-  float tail[R] = {};
-  if (g < groups) {  // an odd last group: one block of 16 bytes
-    const std::size_t k = 32 * g;
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + k / 2)), low = _mm_set1_epi8(0x0f);
-    const __m128i qlo = _mm_and_si128(v, low), qhi = _mm_and_si128(_mm_srli_epi16(v, 4), low);
-    auto load = [](const std::int8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); };
-    for (std::size_t r = 0; r < R; ++r) {
-      const __m128i th =
-          _mm_add_epi16(_mm_maddubs_epi16(qlo, load(hi[r] + k)), _mm_maddubs_epi16(qhi, load(hi[r] + k + 16)));
-      const __m128i tl =
-          _mm_add_epi16(_mm_maddubs_epi16(qlo, load(lo[r] + k)), _mm_maddubs_epi16(qhi, load(lo[r] + k + 16)));
-      __m128i s = _mm_add_epi32(_mm_madd_epi16(th, _mm_set1_epi16(254)), _mm_madd_epi16(tl, _mm_set1_epi16(1)));
-      s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-      s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
-      tail[r] = float(_mm_cvtsi128_si32(s)) * scale254[g] * (Folded ? 1.f : a[r][g]);
-    }
+  for (; g < groups; ++g) {
+    __m256i d[R];
+    group_dots<B, R>(codes, xr, g, group, d);
+    scale_into(acc[0], d, g);
   }
   for (std::size_t r = 0; r < R; ++r)
-    c[r * ldc + j] = hsum(acc[r]) + tail[r] - zero_point_term(zs, xsum + r * groups, groups);
+    c[r * ldc + j] = hsum(_mm256_add_ps(acc[0][r], acc[1][r])) - zero_point_term(zs, xsum + r * groups, groups);
 }
 
 void int4_limbs(const PackedWeights& w, const XLimbs& x, const float* xsum, std::size_t rows, std::size_t j0,
@@ -336,12 +292,15 @@ void int4_limbs(const PackedWeights& w, const XLimbs& x, const float* xsum, std:
   using Fn = void (*)(const PackedWeights&, std::size_t, const XLimbs&, std::size_t, const float*, const float*,
                       const float*, float*, std::size_t);
   static_assert(kAvx2LimbRows == 4);
-  static constexpr Fn by_rows64[kAvx2LimbRows] = {limbs_channel<1>, limbs_channel<2>, limbs_channel<3>,
-                                                  limbs_channel<4>};
-  static constexpr Fn by_rows32[kAvx2LimbRows] = {limbs32_channel<1>, limbs32_channel<2>, limbs32_channel<3>,
-                                                  limbs32_channel<4>};
-  const bool blocks32 = w.block == 32;  // groups of 32
-  const Fn* by_rows = blocks32 ? by_rows32 : by_rows64;
+  // Groups of 32 (blocks of 32), 64 (the common recipe, its group known to the compiler) or more.
+  static constexpr Fn by_rows[3][kAvx2LimbRows + 1] = {
+      {words_channel<32, 32, 1, true>, words_channel<32, 32, 1>, words_channel<32, 32, 2>, words_channel<32, 32, 3>,
+       words_channel<32, 32, 4>},
+      {words_channel<64, 64, 1, true>, words_channel<64, 64, 1>, words_channel<64, 64, 2>, words_channel<64, 64, 3>,
+       words_channel<64, 64, 4>},
+      {words_channel<64, 0, 1, true>, words_channel<64, 0, 1>, words_channel<64, 0, 2>, words_channel<64, 0, 3>,
+       words_channel<64, 0, 4>}};
+  const Fn* kernel = by_rows[w.block == 32 ? 0 : w.group == 64 ? 1 : 2];  // [0]: one row, folded
   const std::size_t groups = w.hidden / w.group, width = w.bf16_group_params ? 2 : 4;
   // A channel's s / 254 (times the row's a at one row) and z s in fp32, 8 groups per step, once
   // for all its row passes: done per group, this was a third of decode's instructions.
@@ -371,12 +330,12 @@ void int4_limbs(const PackedWeights& w, const XLimbs& x, const float* xsum, std:
       zs[g] = group_param(zeros, g, bf16) * sv;
     }
     if (folded) {
-      (blocks32 ? limbs32_channel<1, true> : limbs_channel<1, true>)(w, j, x, 0, xsum, scale254, zs, c, ldc);
+      kernel[0](w, j, x, 0, xsum, scale254, zs, c, ldc);
       continue;
     }
     for (std::size_t m = 0; m < rows; m += kAvx2LimbRows) {
       const std::size_t n = std::min(kAvx2LimbRows, rows - m);
-      by_rows[n - 1](w, j, x, m, xsum + m * groups, scale254, zs, c + m * ldc, ldc);
+      kernel[n](w, j, x, m, xsum + m * groups, scale254, zs, c + m * ldc, ldc);
     }
   }
 }
@@ -467,17 +426,24 @@ inline void bf16x16(const std::uint16_t* p, __m256& a, __m256& b) {
   b = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(v, 1)), 16));
 }
 
+// Two vectors of 8 int32 (each within int16's range) as 16 words in order.
+inline __m256i to_words(__m256i a, __m256i b) {
+  return _mm256_permute4x64_epi64(_mm256_packs_epi32(a, b), 0xd8);  // packs works per 128-bit lane
+}
+
 // Two vectors of 8 int32 (each within int8's range) as 16 bytes in order.
 inline __m128i to_bytes(__m256i a, __m256i b) {
-  const __m256i w16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(a, b), 0xd8);  // packs works per 128-bit lane
+  const __m256i w16 = to_words(a, b);
   return _mm_packs_epi16(_mm256_castsi256_si128(w16), _mm256_extracti128_si256(w16, 1));
 }
 
-// split_limbs with AVX2: the AVX-512 version's math (quant_kernel_limbs.cpp), 16 values per step.
+// split_limbs with AVX2: the AVX-512 version's math (quant_kernel_limbs.cpp), 16 values per step,
+// and the words 254 hi + lo that the int4 kernel reads.
 void split(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x) {
   const std::size_t groups = hidden / group;
   std::int8_t* hi = x.hi.data() + row * hidden;
   std::int8_t* lo = x.lo.data() + row * hidden;
+  std::int16_t* word = x.word.data() + row * hidden;
   const std::uint16_t* src = xb + row * hidden;
   const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   for (std::size_t g = 0; g < groups; ++g) {
@@ -510,6 +476,10 @@ void split(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::si
       }
       _mm_storeu_si128(reinterpret_cast<__m128i*>(hi + k), to_bytes(hv[0], hv[1]));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(lo + k), to_bytes(lv[0], lv[1]));
+      const __m256i unit = _mm256_set1_epi32(254);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(word + k),
+                          to_words(_mm256_add_epi32(_mm256_mullo_epi32(hv[0], unit), lv[0]),
+                                   _mm256_add_epi32(_mm256_mullo_epi32(hv[1], unit), lv[1])));
     }
     x.hi_sum[row * groups + g] = hsum(hi_sum);
     x.lo_sum[row * groups + g] = hsum(lo_sum);

@@ -144,13 +144,14 @@ TEST(QuantKernel, Int4TileKernelAgreesWithTheRecipe) {
 }
 
 // x as int8 limbs (split_limbs): every element within scale / 508 of its value, the limbs in
-// int8's symmetric range, scale = max|x| / 127 per group, the limbs' group sums; a group of zeros
-// stays zero.
+// int8's symmetric range, scale = max|x| / 127 per group, the limbs' group sums, on AVX2 the
+// words 254 hi + lo; a group of zeros stays zero.
 TEST(QuantKernel, LimbsHoldEveryValueAndTheirSumsWithinTheirBound) {
   const auto sets = limb_kernel_sets();
   if (sets.empty()) GTEST_SKIP() << "no limbs kernel here (it needs AVX-512 VNNI, VBMI and GFNI, or AVX2)";
   for (const auto& kernels : sets) {
     SCOPED_TRACE(kernels.isa);
+    const bool avx2 = std::string(kernels.isa) == "avx2";
     const std::size_t hidden = 512, group = 64, groups = hidden / group;
     std::mt19937 rng(5);
     std::normal_distribution<float> normal(0.f, 1.f);
@@ -180,6 +181,9 @@ TEST(QuantKernel, LimbsHoldEveryValueAndTheirSumsWithinTheirBound) {
           ASSERT_GE(limbs.lo[i], -127);
           const double back = a * (limbs.hi[i] + limbs.lo[i] / 254.0);
           ASSERT_LE(std::fabs(back - from_bf16(xb[i])), a / 508 * (1 + 1e-5) + 1e-30) << row << " " << k;
+          if (avx2) {  // its int4 kernel reads the limbs as one word
+            ASSERT_EQ(limbs.word[i], 254 * limbs.hi[i] + limbs.lo[i]) << row << " " << k;
+          }
         }
       }
     EXPECT_EQ(limbs.scale[1], 0.f);  // the zeros' group
