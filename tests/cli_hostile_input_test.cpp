@@ -15,6 +15,11 @@ namespace {
 
 constexpr const char* kTinyCase = "gemm/reference/fp32/M=16,N=16,K=16/threads=1";
 
+// A results directory of one tiny run, for the tests that then spoil its files.
+Output tiny_run(const fs::path& out_dir) {
+  return cli(fmt::format("run --case {} --samples 2 --warmup 1 --no-report --out {}", kTinyCase, out_dir.string()));
+}
+
 #define EXPECT_BAD_INPUT(out, message)                                             \
   do {                                                                             \
     EXPECT_EQ((out).code, 2) << (out).text;                                        \
@@ -162,7 +167,7 @@ TEST(CliHostileInput, ResumeOfAStoredLookaroundFilterSaysWhatToGive) {
 TEST(CliHostileInput, ALinkLoopInAResultsTreeIsSkipped) {
   auto root = temp_dir("link_loop");
   auto one = root / "tree" / "rank0";
-  auto out = cli(fmt::format("run --case {} --samples 2 --warmup 1 --no-report --out {}", kTinyCase, one.string()));
+  auto out = tiny_run(one);
   ASSERT_EQ(out.code, 0) << out.text;
   fs::create_symlink("loop", root / "tree" / "loop");
   const std::string tree = (root / "tree").string();
@@ -195,7 +200,7 @@ TEST(CliHostileInput, ALinkLoopInAResultsTreeIsSkipped) {
 TEST(CliHostileInput, MergeOfARunJsonThatIsADirectory) {
   auto root = temp_dir("merge_run_json_dir");
   auto one = root / "tree" / "rank0";
-  auto out = cli(fmt::format("run --case {} --samples 2 --warmup 1 --no-report --out {}", kTinyCase, one.string()));
+  auto out = tiny_run(one);
   ASSERT_EQ(out.code, 0) << out.text;
   fs::remove(one / "run.json");
   fs::create_directories(one / "run.json");
@@ -383,7 +388,7 @@ TEST(CliHostileInput, CheckResumeReadsTheStoredContextAndDeadlineByType) {
 TEST(CliHostileInput, MergeReadsTheShardAndVersionByType) {
   auto root = temp_dir("merge_types");
   auto one = root / "tree" / "rank0";
-  auto out = cli(fmt::format("run --case {} --samples 2 --warmup 1 --no-report --out {}", kTinyCase, one.string()));
+  auto out = tiny_run(one);
   ASSERT_EQ(out.code, 0) << out.text;
   const auto good = nlohmann::json::parse(std::ifstream(one / "run.json"));
   const std::string merge = fmt::format("merge {} -o {}", (root / "tree").string(), (root / "merged").string());
@@ -418,7 +423,7 @@ TEST(CliHostileInput, MergeReadsTheShardAndVersionByType) {
 TEST(CliHostileInput, StoredFormatsOfAnotherTypeIsBadInput) {
   auto root = temp_dir("stored_formats");
   auto one = root / "tree" / "rank0";
-  auto out = cli(fmt::format("run --case {} --samples 2 --warmup 1 --no-report --out {}", kTinyCase, one.string()));
+  auto out = tiny_run(one);
   ASSERT_EQ(out.code, 0) << out.text;
   fs::remove(one / "results.json");
   auto j = nlohmann::json::parse(std::ifstream(one / "run.json"));
