@@ -153,6 +153,55 @@ TEST(Config, ABadSweepValueIsReportedWhereItIsWritten) {
   EXPECT_TRUE(has(e, "t.yaml:5:8: add batch=0 out of range")) << e;
 }
 
+// Parameters valid alone but not together are reported at the one the message names that is
+// written in the config, the value of a list that only this case has first; dimensions at the
+// `shapes:` entry that gave them; never at `ops:`.
+TEST(Config, AnInvalidCombinationIsReportedAtTheParameter) {
+  // heads: [4, 5] beside hidden: 96: the 5, not hidden (and not `ops:`).
+  auto e = error_of("ops: [transformer_block]\nhidden: 96\nheads: [4, 5]\n");
+  EXPECT_EQ(e,
+            "t.yaml:3:12: transformer_block hidden=96 is not divisible by heads=5: each head takes hidden / heads "
+            "columns");
+  // hidden: [96, 100] beside heads: 8: the 100.
+  e = error_of("ops: [transformer_block]\nhidden: [96, 100]\nheads: 8\n");
+  EXPECT_EQ(e,
+            "t.yaml:2:14: transformer_block hidden=100 is not divisible by heads=8: each head takes hidden / heads "
+            "columns");
+  // Both written once: the first the message names.
+  e = error_of("ops: [transformer_block]\nheads: 5\nhidden: 96\n");
+  EXPECT_EQ(e,
+            "t.yaml:3:9: transformer_block hidden=96 is not divisible by heads=5: each head takes hidden / heads "
+            "columns");
+  // A message naming the parameters without values: the image of the two that is too small.
+  e = error_of("ops: [conv2d]\nkernel: 5\npadding: 0\nimage: [8, 2]\n");
+  EXPECT_EQ(e, "t.yaml:4:12: conv2d kernel larger than the padded image");
+  // A recipe whose group does not divide hidden: the recipe's own item in its list.
+  e = error_of("ops: [linear]\nhidden: 96\nquantization: [int8wo, int4wo-64]\n");
+  EXPECT_EQ(e,
+            "t.yaml:3:24: quant=int4wo-64: recipe int4wo-64 quantizes groups of 64 along a layer's inputs, which "
+            "does not divide hidden=96");
+}
+
+// A dimension that comes from `shapes:` and that the op rejects is reported at the custom shape
+// that holds it, or at the generator that drew it, not at `ops:`.
+TEST(Config, ARejectedShapeIsReportedAtItsShapesEntry) {
+  auto e = error_of(
+      "ops: [gemm]\ndtypes: [int8]\nshapes:\n  - name: custom\n    shapes:\n      - [64, 64, 64]\n"
+      "      - [64, 70000, 64]\n");
+  EXPECT_EQ(e, "t.yaml:7:9: int8 gemm K must be < 65536 so that s32 accumulation cannot overflow");
+  e = error_of(
+      "ops: [gemm]\ndtypes: [int8]\nshapes:\n  - {name: pow2, min_power: 6, max_power: 6}\n"
+      "  - {name: random, count: 2, min: 70000, max: 70001}\n");
+  EXPECT_EQ(e, "t.yaml:5:5: int8 gemm K must be < 65536 so that s32 accumulation cannot overflow");
+  // linear's hidden is the shape's k: the shape of the two that the recipe's groups do not divide.
+  e = error_of(
+      "ops: [linear]\nquantization: int4wo-64\nshapes:\n  - name: custom\n    shapes:\n"
+      "      - [16, 128, 64]\n      - [16, 96, 64]\n");
+  EXPECT_EQ(e,
+            "t.yaml:7:9: quant=int4wo-64: recipe int4wo-64 quantizes groups of 64 along a layer's inputs, which "
+            "does not divide hidden=96");
+}
+
 TEST(Config, WrongTypes) {
   EXPECT_TRUE(has(error_of("ops: [peak]\nthreads: two\n"), "threads: expected an integer in 1..4096, got 'two'"));
   EXPECT_TRUE(has(error_of("ops: {a: 1}\n"), "ops: expected a list of names, got a mapping"));

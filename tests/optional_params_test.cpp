@@ -104,6 +104,26 @@ TEST(OptionalParams, NoImplRunningTheValuesTogetherIsNamed) {
   EXPECT_TRUE(has(error, "the config expands to no cases: quant=int4wo-64 has no training step")) << error;
 }
 
+// A config that expands to no cases because its values do not combine is reported at the value
+// the reason names first (its item in its list), not at `ops:`.
+TEST(OptionalParams, ValuesThatDoNotCombineAreReportedAtTheValue) {
+  auto error = config_test_support::config_error_of("ops: [linear]\nhidden: 64\nphase: forward\n");
+  EXPECT_EQ(error,
+            "t.yaml:3:8: the config expands to no cases: phase=forward times part of a training step: it needs "
+            "mode=train");
+  error = config_test_support::config_error_of(
+      "ops: [linear]\nhidden: 64\nquantization: [int8wo, int4wo-64]\nmode: train\n");
+  EXPECT_TRUE(has(error, "t.yaml:3:16: the config expands to no cases: quant=int8wo has no training step")) << error;
+  EXPECT_TRUE(has(error, "; quant=int4wo-64 has no training step")) << error;
+  error = config_test_support::config_error_of(
+      "ops: [linear]\ndtypes: [bf16]\nhidden: [256]\nquantization: [float8dq-row]\n"
+      "mode: [train]\n");
+  EXPECT_TRUE(has(error,
+                  "t.yaml:4:16: the config expands to no cases: no impl of linear runs quant=float8dq-row with "
+                  "mode=train"))
+      << error;
+}
+
 // A value no listed impl runs names the op's impls that do, not "none" (which read as: no impl of
 // the op runs it).
 TEST(OptionalParams, AValueNoListedImplRunsNamesTheImplsThatDo) {

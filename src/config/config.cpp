@@ -7,6 +7,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <sstream>
 
 #include <set>
@@ -52,7 +53,7 @@ std::pair<int, int> power_range(const YamlReader& r, const YAML::Node& g, const 
 
 }  // namespace
 
-std::vector<MatShape> read_shapes(const YamlReader& r, const YAML::Node& list) {
+std::vector<MatShape> read_shapes(const YamlReader& r, const YAML::Node& list, std::vector<YAML::Node>* nodes) {
   if (!list.IsSequence() || list.size() == 0)
     r.fail(list, "shapes: expected a non-empty list of generators, e.g. [{name: pow2, min_power: 10, max_power: 12}]");
   std::vector<MatShape> out;
@@ -70,6 +71,7 @@ std::vector<MatShape> read_shapes(const YamlReader& r, const YAML::Node& list) {
         if (!one.IsSequence() || one.size() != 3) r.fail(one, "custom: each shape must be a list [m, k, n] of three integers");
         shapes.push_back({r.integer(one[0], "shape m", 1, kMaxDim), r.integer(one[1], "shape k", 1, kMaxDim),
                           r.integer(one[2], "shape n", 1, kMaxDim), {}});
+        if (nodes) nodes->push_back(one);
       }
     } else if (name == "pow2" || name == "pow2_extended") {
       r.check_keys(g, {"name", "min_power", "max_power"}, "a " + name + " shapes entry");
@@ -103,6 +105,7 @@ std::vector<MatShape> read_shapes(const YamlReader& r, const YAML::Node& list) {
     } else {
       r.fail(g["name"], unknown_name("shape generator", name, kGenerators));
     }
+    if (nodes) nodes->resize(out.size() + shapes.size(), g);  // a generator's shapes: its entry
     out.insert(out.end(), shapes.begin(), shapes.end());
   }
   return out;
@@ -300,29 +303,104 @@ bool valid_apart(const OpDef& op, const Case& c) {
   return true;
 }
 
-// The config key that made a case invalid: an optional parameter's (a recipe whose group size does
-// not divide the hidden size), else `ops`.
-YAML::Node invalid_case_node(const YAML::Node& root, const OpDef& op, const Case& c, const std::string& message) {
-  // The parameter the message names first (batch=-7 out of range; quant=int4wo-64: ... hidden=96):
-  // a sweep value at its place in its list; an optional parameter at its key (below).
-  std::size_t first = std::string::npos;
-  std::string key, value;
-  auto named_at = [&](const std::string& kv) {  // kv as a whole word: n=64 is not in hidden=64
-    for (auto at = message.find(kv); at != std::string::npos; at = message.find(kv, at + 1))
-      if (at == 0 || !(std::isalnum(static_cast<unsigned char>(message[at - 1])) || message[at - 1] == '_')) return at;
+// The entry of `shapes:` a case's dimensions came from (a custom [m, k, n], else its generator),
+// and the parameters it set; none when the op takes no matrix shapes or the config has none.
+struct ShapePlace {
+  YAML::Node node;
+  std::vector<std::string> keys;
+  bool one_of_several = false;  // the shapes list expands to more than this one shape
+};
+ShapePlace shape_place(const YamlReader& r, const YAML::Node& root, const OpDef& op, const Case& c) {
+  const bool own_expansion = op.expand && op.gemm_view;  // gemm: M, N, K from the shapes, in its view
+  if (!root["shapes"] || !(op.from_matrix_shape || own_expansion)) return {};
+  std::vector<YAML::Node> nodes;
+  const auto shapes = read_shapes(r, root["shapes"], &nodes);  // read before: cannot fail here
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const auto& s = shapes[i];
+    std::vector<std::string> keys;
+    if (op.from_matrix_shape) {
+      auto set = op.from_matrix_shape(s.m, s.k, s.n);
+      if (!std::all_of(set.begin(), set.end(),
+                       [&](auto& kv) { return c.has(kv.first) && c.get(kv.first) == kv.second; }))
+        continue;
+      for (auto& kv : set) keys.push_back(kv.first);
+    } else {
+      auto view = op.gemm_view(c);
+      if (!view || view->count != 1 || view->m != double(s.m) || view->n != double(s.n) || view->k != double(s.k))
+        continue;
+      for (auto& kv : c.params)
+        if (!root[kv.first]) keys.push_back(kv.first);
+    }
+    return {nodes[i], std::move(keys), shapes.size() > 1};
+  }
+  return {};
+}
+
+// The config's place of the parameter that made a case invalid. The parameters the message names
+// (batch=-7 out of range; hidden=96 is not divisible by heads=5; int8 gemm K must be < 65536), in
+// the order it names them, each at its own place: a sweep value or an optional value at its item in
+// its list (or its scalar), a dimension at its `shapes:` entry. Of those, the first that is one
+// value of several (heads: [4, 5] beside hidden: 96: the 5, the value only this case has), else
+// the first. A message that names none of the config's: the case's shape entry, else its optional
+// value, else `ops`.
+YAML::Node invalid_case_node(const YamlReader& r, const YAML::Node& root, const OpDef& op, const Case& c,
+                             const std::string& message) {
+  // Where the message names `key` as a whole word: `key=value` of this case, or the bare name
+  // (K must be...). n=64 is not in hidden=64, nor `out` in `out_channels`.
+  auto word = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+  auto named_at = [&](const std::string& key, const std::string& value, bool bare) {
+    for (auto at = message.find(key); at != std::string::npos; at = message.find(key, at + 1)) {
+      if (at > 0 && word(message[at - 1])) continue;
+      const auto after = at + key.size(), end = after + value.size() + 1;
+      if (bare ? after == message.size() || (!word(message[after]) && message[after] != '=')
+               : message.compare(after, value.size() + 1, "=" + value) == 0 &&
+                     (end == message.size() || !word(message[end])))
+        return at;
+    }
     return std::string::npos;
   };
-  for (auto& [k, v] : c.params)
-    if (auto at = named_at(k + "=" + v); at < first) std::tie(first, key, value) = std::tie(at, k, v);
-  const bool optional = std::any_of(op.optional_params.begin(), op.optional_params.end(), [&](auto& o) { return o.key == key; });
-  if (const YAML::Node list = first != std::string::npos && !optional ? root[key] : YAML::Node(); list) {
-    if (list.IsScalar() && list.Scalar() == value) return list;
+  auto item = [](const YAML::Node& list, const std::string& value) -> std::pair<YAML::Node, bool> {
+    if (list.IsScalar() && list.Scalar() == value) return {list, false};
     if (list.IsSequence())
-      for (const auto& item : list)
-        if (item.IsScalar() && item.Scalar() == value) return item;
-  }
+      for (const auto& one : list)
+        if (one.IsScalar() && one.Scalar() == value) return {one, list.size() > 1};
+    return {YAML::Node(), false};
+  };
+  const ShapePlace shape = shape_place(r, root, op, c);
+  struct Place {
+    std::size_t at;
+    YAML::Node node;
+    bool one_of_several;
+  };
+  std::vector<Place> places;
+  // key=value where the message names any; else bare names (not `out` in "hidden=0 out of range").
+  for (int bare = 0; bare < 2 && places.empty(); ++bare)
+    for (auto& [key, value] : c.params) {
+      const auto at = named_at(key, value, bare == 1);
+      if (at == std::string::npos) continue;
+      auto optional =
+          std::find_if(op.optional_params.begin(), op.optional_params.end(), [&](auto& o) { return o.key == key; });
+      const std::string config_key = optional != op.optional_params.end() ? optional->config_key : key;
+      if (root[config_key]) {
+        if (auto [node, several] = item(root[config_key], value); node) places.push_back({at, node, several});
+      } else if (std::find(shape.keys.begin(), shape.keys.end(), key) != shape.keys.end()) {
+        places.push_back({at, shape.node, shape.one_of_several});
+      }
+    }
+  // In the order the message names them; indices, as assigning a YAML::Node rewrites the node it
+  // refers to (yaml-cpp), which sorting the places would do.
+  std::vector<std::size_t> order(places.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return places[a].at < places[b].at; });
+  for (auto i : order)
+    if (places[i].one_of_several) return places[i].node;
+  if (!order.empty()) return places[order.front()].node;
+  if (shape.node) return shape.node;
   for (auto& o : op.optional_params)
-    if (c.has(o.key) && root[o.config_key]) return root[o.config_key];
+    if (c.has(o.key) && root[o.config_key]) {
+      const YAML::Node node = item(root[o.config_key], c.get(o.key)).first;
+      return node ? node : root[o.config_key];
+    }
   return root["ops"];
 }
 
@@ -692,16 +770,23 @@ Where read_where(const YamlReader& r, const YAML::Node& root, int default_thread
   return where;
 }
 
+// Why an op's parameter set runs nowhere (none_runs), and the config's place of the parameter
+// that says so.
+struct NotRun {
+  std::string why;
+  YAML::Node at;
+};
+
 // The ops' cases: each op's impls here x dtypes x parameter sets x threads. Returns, for ops
 // whose optional values no impl runs together, why (none_runs).
-std::vector<std::string> expand_ops(const YamlReader& r, const YAML::Node& root, const std::vector<std::string>& ops,
-                                    const std::vector<std::string>& impls, const std::vector<DType>& dtypes,
-                                    const Where& where, std::size_t llc, Plan& plan) {
+std::vector<NotRun> expand_ops(const YamlReader& r, const YAML::Node& root, const std::vector<std::string>& ops,
+                               const std::vector<std::string>& impls, const std::vector<DType>& dtypes,
+                               const Where& where, std::size_t llc, Plan& plan) {
   auto& reg = Registry::global();
   const Backend& backend = *where.backend;
   const Case& like = where.like;
   const std::string& device = like.device;
-  std::vector<std::string> not_run;  // optional values no impl of the op runs (none_runs)
+  std::vector<NotRun> not_run;  // optional values no impl of the op runs (none_runs)
   for (auto& op : ops) {
     // The impls list filters the ops it names impls of; an op with none of them keeps all its own
     // (so `impls: [onednn]` still measures bandwidth and peak with opmeter's kernels).
@@ -749,7 +834,8 @@ std::vector<std::string> expand_ops(const YamlReader& r, const YAML::Node& root,
         } catch (const CaseError& e) {
           why = e.what();
         }
-        if (std::find(not_run.begin(), not_run.end(), why) == not_run.end()) not_run.push_back(why);
+        if (std::none_of(not_run.begin(), not_run.end(), [&](const NotRun& n) { return n.why == why; }))
+          not_run.push_back({why, invalid_case_node(r, root, def, c, why)});
       }
       for (auto& impl : op_impls)
         for (auto d : op_dtype_list)
@@ -769,7 +855,7 @@ std::vector<std::string> expand_ops(const YamlReader& r, const YAML::Node& root,
               } catch (const CaseError& e) {
                 // Two optional values that each hold alone but not together (a recipe without a
                 // training step, in train mode) leave the pair out; anything else is the config's error.
-                if (!valid_apart(def, c)) r.fail(invalid_case_node(root, def, c, e.what()), e.what());
+                if (!valid_apart(def, c)) r.fail(invalid_case_node(r, root, def, c, e.what()), e.what());
                 if (std::find(plan.notes.begin(), plan.notes.end(), e.what()) == plan.notes.end())
                   plan.notes.push_back(e.what());
                 continue;
@@ -843,9 +929,13 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
   const auto not_run = expand_ops(r, root, ops, named.impls, dtypes, where, llc, plan);
   drop_repeated_cases(plan);
   // Ops whose optional values no impl runs together: say which, and who runs each.
-  if (plan.cases.empty() && !not_run.empty() && !named.unloaded && !root["cases"] && !root["pipelines"])
-    r.fail(root["ops"] ? root["ops"] : root, fmt::format("the config expands to no cases: {}", fmt::join(not_run, "; ")));
-  for (auto& why : not_run) plan.notes.push_back(why + ": left out");  // beside cases that do run
+  if (plan.cases.empty() && !not_run.empty() && !named.unloaded && !root["cases"] && !root["pipelines"]) {
+    // At the parameter the first reason names (phase: forward without mode: train), not at `ops:`.
+    std::vector<std::string> whys;
+    for (auto& n : not_run) whys.push_back(n.why);
+    r.fail(not_run.front().at, fmt::format("the config expands to no cases: {}", fmt::join(whys, "; ")));
+  }
+  for (auto& n : not_run) plan.notes.push_back(n.why + ": left out");  // beside cases that do run
   if (root["sample"]) sample_cases(r, root["sample"], plan.cases);
   if (root["cases"]) add_listed_cases(r, root["cases"], plan.cases);
   if (root["pipelines"]) add_pipelines(r, root, named.impls, dtypes, where, plan);

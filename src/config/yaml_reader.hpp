@@ -35,7 +35,9 @@ class YamlReader {
 };
 
 // A config's list of shape generators (custom, pow2, pow2_extended, sweep, llama, random; the
-// same as torchao's matrix_shapes), expanded. Defined in config.cpp.
-std::vector<MatShape> read_shapes(const YamlReader& r, const YAML::Node& list);
+// same as torchao's matrix_shapes), expanded. `nodes`, when given, gets each shape's place in the
+// config: a custom shape's [m, k, n] entry, else the generator's entry. Defined in config.cpp.
+std::vector<MatShape> read_shapes(const YamlReader& r, const YAML::Node& list,
+                                  std::vector<YAML::Node>* nodes = nullptr);
 
 }  // namespace opmeter
