@@ -47,6 +47,7 @@ struct RunArgs {
   std::string child_result;  // internal: isolated child writes its one result here
   bool check_only = false;   // internal: the isolated child of `opmeter check` checks, untimed
   std::vector<std::string> plugins;  // --plugin: C plugin libraries, loaded before the plan is made
+  std::vector<std::string> stored_plugins_not_loaded;  // a dry run's --resume: the run's plugins, not loaded
   std::vector<std::string> pipelines;  // --pipeline NAME[:key=value,...]: built-in pipelines to run
   std::string shard;        // --shard I/N or auto (cli/shard_run.hpp); empty: the launcher's, if any
   std::string shard_model;  // --shard-model: a predict model whose times balance the shards
@@ -71,9 +72,11 @@ struct UserImpls {
 UserImpls load_user_impls(const std::vector<std::string>& kernels, const std::vector<std::string>& plugins);
 // A resumed run's or check's stored plugins and kernels, taken where no flag names any. A dry run
 // takes none, and says so: results may come from anyone, and their code runs to measure, not to look.
-void take_stored_code(const std::string& resume, bool dry_run, const std::vector<std::string>& stored_plugins,
-                      const std::vector<std::string>& stored_kernels, std::vector<std::string>& plugins,
-                      std::vector<std::string>& kernels);
+// Returns the stored plugins a dry run did not load.
+std::vector<std::string> take_stored_code(const std::string& resume, bool dry_run,
+                                          const std::vector<std::string>& stored_plugins,
+                                          const std::vector<std::string>& stored_kernels,
+                                          std::vector<std::string>& plugins, std::vector<std::string>& kernels);
 // A deadline applies to cases run in a child process: --isolate's, and a C plugin's (which run in
 // one without it). UsageError for a --case-deadline given where no case would have one.
 inline const std::string kCaseDeadlineHelp =

@@ -303,7 +303,8 @@ void take_stored_settings(RunArgs& a) {
   auto threads = s.integer<int>("threads", kMinThreads, kMaxThreads, "--threads");
   auto llc = s.integer<std::size_t>("llc_bytes", kMinLlcBytes, kMaxLlcBytes, "--llc-bytes");
   check_stored_ranges(s);
-  take_stored_code(a.resume, a.dry_run, s.texts("plugins"), s.texts("kernels"), a.plugins, a.kernels);
+  a.stored_plugins_not_loaded =
+      take_stored_code(a.resume, a.dry_run, s.texts("plugins"), s.texts("kernels"), a.plugins, a.kernels);
   a.hot = a.hot || hot;
   a.isolate = a.isolate || isolate;
   if (!a.seed_given && seed) a.seed = *seed;
@@ -397,21 +398,25 @@ void check_case_deadline(const std::optional<double>& deadline, bool isolate, bo
                     *deadline));
 }
 
-void take_stored_code(const std::string& resume, bool dry_run, const std::vector<std::string>& stored_plugins,
-                      const std::vector<std::string>& stored_kernels, std::vector<std::string>& plugins,
-                      std::vector<std::string>& kernels) {
-  std::vector<std::string> not_loaded;
+std::vector<std::string> take_stored_code(const std::string& resume, bool dry_run,
+                                          const std::vector<std::string>& stored_plugins,
+                                          const std::vector<std::string>& stored_kernels,
+                                          std::vector<std::string>& plugins, std::vector<std::string>& kernels) {
+  std::vector<std::string> not_loaded, plugins_not_loaded;
   for (auto [stored, given] : {std::pair{&stored_plugins, &plugins}, {&stored_kernels, &kernels}}) {
     if (!given->empty() || stored->empty()) continue;  // flags given now win
-    if (dry_run)
+    if (dry_run) {
       not_loaded.insert(not_loaded.end(), stored->begin(), stored->end());
-    else
+      if (given == &plugins) plugins_not_loaded = *stored;
+    } else {
       *given = *stored;
+    }
   }
   if (!not_loaded.empty())
     fmt::print(stderr, "opmeter: a dry run runs no code: not loading {} stored in {} (give them with --plugin or --kernel "
                "to list their impls' cases)\n",
                fmt::join(not_loaded, ", "), resume);
+  return plugins_not_loaded;
 }
 
 UserImpls load_user_impls(const std::vector<std::string>& kernels, const std::vector<std::string>& plugins) {
@@ -661,7 +666,10 @@ int run_command(const RunArgs& given, const char* argv0) {
   options.memory_profile = options.memory_profile || plan.memory_profile;  // its enable_memory_profiler
   options.kernels.insert(options.kernels.end(), plan.kernels.begin(), plan.kernels.end());
   options.plugins = loaded_plugins();  // the config's too: isolated cases load them again
-  check_case_deadline(a.case_deadline_s, options.isolate, !options.plugins.empty());
+  // A dry run loads no config's or resumed run's plugins: it judges the deadline as the run would.
+  const bool plugins = !options.plugins.empty() || !plan.plugins_not_loaded.empty() ||
+                       !a.stored_plugins_not_loaded.empty();
+  check_case_deadline(a.case_deadline_s, options.isolate, plugins);
   if (!a.llc_bytes && plan.llc_bytes) set_llc_bytes(plan.llc_bytes);
   options.stopping = apply_overrides(plan.stopping, a.stopping);
   options = apply_run_settings(apply_run_settings(options, plan.run_settings), a.settings);

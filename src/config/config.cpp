@@ -677,6 +677,7 @@ NamedCode load_kernels(const YamlReader& r, const YAML::Node& root, const std::s
   // would bring are unknown here, and left out.
   const auto& plugins = named.unloaded_plugins;
   named.unloaded = code == ConfigCode::skip && (!plugins.empty() || !plan.kernels.empty());
+  plan.plugins_not_loaded = plugins;
   if (named.unloaded)
     plan.notes.push_back(fmt::format("{}{}{} not loaded: a command that only reads a config runs none of its code; the "
                                      "cases of their impls are listed only by a run that measures",

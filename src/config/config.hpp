@@ -21,6 +21,7 @@ struct Plan {
   std::size_t llc_bytes = 0;       // the config's llc_bytes (0: not given)
   std::map<std::string, double> run_settings;  // the config's energy_window_s, ... (engine/run_settings.hpp)
   std::vector<std::string> kernels;  // users' Python kernels it names (FILE:NAME, absolute)
+  std::vector<std::string> plugins_not_loaded;  // its `plugins:` that a command reading it only checked exist
   // The config's `pipelines:`, per dtype: their layers' cases are in `cases` too.
   std::vector<pipeline::PlannedPipeline> pipelines;
   // Run settings a config may carry (torchao's: output_dir, enable_profiler); the command line wins.
