@@ -507,9 +507,9 @@ TEST(CliHostileInput, CaseDeadlineNeedsIsolate) {
   EXPECT_EQ(out.code, 0) << out.text;
   // A config's plugins, which a dry run does not load, let it take the deadline as the run would.
   auto dir = temp_dir("deadline_config_plugin");
-  auto config = write(dir, "p.yaml",
-                      fmt::format("ops: [relu]\nimpls: [c_loop]\nplugins: [{}]\nbatch: [1]\nseq: [4]\nhidden: [8]\n",
-                                  EXAMPLE_PLUGIN));
+  auto config = write(
+      dir, "p.yaml",
+      fmt::format("ops: [relu]\nimpls: [c_loop]\nplugins: [{}]\nbatch: [1]\nseq: [4]\nhidden: [8]\n", EXAMPLE_PLUGIN));
   out = cli(fmt::format("run {} --dry-run --case-deadline 5", config.string()));
   EXPECT_EQ(out.code, 0) << out.text;
   EXPECT_NE(out.text.find("not loaded"), std::string::npos) << out.text;

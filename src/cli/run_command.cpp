@@ -667,8 +667,8 @@ int run_command(const RunArgs& given, const char* argv0) {
   options.kernels.insert(options.kernels.end(), plan.kernels.begin(), plan.kernels.end());
   options.plugins = loaded_plugins();  // the config's too: isolated cases load them again
   // A dry run loads no config's or resumed run's plugins: it judges the deadline as the run would.
-  const bool plugins = !options.plugins.empty() || !plan.plugins_not_loaded.empty() ||
-                       !a.stored_plugins_not_loaded.empty();
+  const bool plugins =
+      !options.plugins.empty() || !plan.plugins_not_loaded.empty() || !a.stored_plugins_not_loaded.empty();
   check_case_deadline(a.case_deadline_s, options.isolate, plugins);
   if (!a.llc_bytes && plan.llc_bytes) set_llc_bytes(plan.llc_bytes);
   options.stopping = apply_overrides(plan.stopping, a.stopping);
