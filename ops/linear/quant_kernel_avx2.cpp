@@ -198,8 +198,8 @@ void int8_dynamic(const PackedWeights& w, const std::uint8_t* xu, const float* x
 // their nibbles (0..15), and vpmaddwd adds each lane pair's q * word into s32. A dword holds 8
 // products per block of 64 weights, at most 3.9 M: exact, and exact in fp32 for groups up to 256.
 // Four multiplies per 64 weights where the two int8 limbs took six (vpmaddubsw per limb and
-// nibble, vpmaddwd per limb): from the L2 on the Zen 3 VM, 12.6 -> 16 GB/s at one thread
-// (BENCHMARKS, "Quantized linears on an AVX2-only CPU").
+// nibble, vpmaddwd per limb): from the L2 on the Zen 3 VM at one thread, 16 -> 18 GB/s in groups
+// of 64, 12 -> 16 in groups of 32 (BENCHMARKS, "The AVX2 int4 kernel on 16-bit words").
 // Per group the dwords are scaled by s a / 254 (the channel's s / 254 in fp32 beforehand, times
 // the row's a at one row), the zero points' term sum_g z s sum_g(x) from the exact sums of x.
 // The block layout (quant_kernel.hpp): a block of B weights (32 or 64) at k is B / 2 bytes; its
