@@ -771,11 +771,12 @@ Where read_where(const YamlReader& r, const YAML::Node& root, int default_thread
   return where;
 }
 
-// Why an op's parameter set runs nowhere (none_runs), and the config's place of the parameter
-// that says so.
+// Why an op's parameter set runs nowhere (none_runs), and a case of that set: where the config
+// says so is looked up (invalid_case_node) only if the config expands to no cases at all.
 struct NotRun {
   std::string why;
-  YAML::Node at;
+  const OpDef* op;
+  Case kase;
 };
 
 // The ops' cases: each op's impls here x dtypes x parameter sets x threads. Returns, for ops
@@ -836,7 +837,7 @@ std::vector<NotRun> expand_ops(const YamlReader& r, const YAML::Node& root, cons
           why = e.what();
         }
         if (std::none_of(not_run.begin(), not_run.end(), [&](const NotRun& n) { return n.why == why; }))
-          not_run.push_back({why, invalid_case_node(r, root, def, c, why)});
+          not_run.push_back({why, &def, c});
       }
       for (auto& impl : op_impls)
         for (auto d : op_dtype_list)
@@ -934,7 +935,8 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
     // At the parameter the first reason names (phase: forward without mode: train), not at `ops:`.
     std::vector<std::string> whys;
     for (auto& n : not_run) whys.push_back(n.why);
-    r.fail(not_run.front().at, fmt::format("the config expands to no cases: {}", fmt::join(whys, "; ")));
+    const NotRun& first = not_run.front();
+    r.fail(invalid_case_node(r, root, *first.op, first.kase, first.why), fmt::format("the config expands to no cases: {}", fmt::join(whys, "; ")));
   }
   for (auto& n : not_run) plan.notes.push_back(n.why + ": left out");  // beside cases that do run
   if (root["sample"]) sample_cases(r, root["sample"], plan.cases);
