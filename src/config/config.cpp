@@ -936,7 +936,8 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
     std::vector<std::string> whys;
     for (auto& n : not_run) whys.push_back(n.why);
     const NotRun& first = not_run.front();
-    r.fail(invalid_case_node(r, root, *first.op, first.kase, first.why), fmt::format("the config expands to no cases: {}", fmt::join(whys, "; ")));
+    r.fail(invalid_case_node(r, root, *first.op, first.kase, first.why),
+           fmt::format("the config expands to no cases: {}", fmt::join(whys, "; ")));
   }
   for (auto& n : not_run) plan.notes.push_back(n.why + ": left out");  // beside cases that do run
   if (root["sample"]) sample_cases(r, root["sample"], plan.cases);
