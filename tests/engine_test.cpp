@@ -166,6 +166,67 @@ TEST(ColdCopies, PlanFlushesRotatesOrSaysWhyItIsHot) {
       << plan_cold(poor).partly_cached;
 }
 
+TEST(ColdCopies, TableCopiesHoldTwiceTheCacheWithinTheBudgetLeft) {
+  const double mib = 1 << 20;
+  EXPECT_EQ(table_copies(10, mib, 100 * mib, 512u << 20, 1e12), 10u);      // 11 would hold 1 GiB: at most one a set
+  EXPECT_EQ(table_copies(10, mib, 100 * mib, 512u << 20, 310 * mib), 3u);  // 300 MiB left after the sets
+  EXPECT_EQ(table_copies(10, mib, 100 * mib, 32u << 20, 1e12), 1u);        // one already twice the cache
+  EXPECT_EQ(table_copies(10, mib, 100 * mib, 512u << 20, 5 * mib), 1u);    // never none
+  EXPECT_EQ(table_copies(10, mib, 0, 32u << 20, 1e12), 10u);
+}
+
+TEST(ColdCopies, SetsOfAnOpWithTablesAreCountedByWhatACallTouchesAndShareTablesTooLargeToCopy) {
+  const double mib = 1 << 20;
+  // A call reads 1 MiB of rows and ids and writes 1 MiB: 32 sets touch 64 MiB, twice the cache.
+  // Whole copies of the 320 MiB table would take 10 GiB: the sets share one, which holds more
+  // than twice the cache, so at most 32/320 of the rows gathered at random are cached.
+  const ColdFacts big{.footprint = 321 * mib,
+                      .bytes_read = mib,
+                      .budget = 4 * 1024 * mib,
+                      .cache_bytes = 32u << 20,
+                      .table_bytes = 320 * mib,
+                      .bytes_written = mib};
+  auto shared = plan_cold(big);
+  EXPECT_EQ(shared.way, ColdWay::rotate);
+  EXPECT_EQ(shared.copies, 32u);
+  EXPECT_EQ(shared.table_copies, 1u);
+  EXPECT_EQ(shared.partly_cached,
+            "cold over 32 input sets sharing 1 copy of the 320 MiB of tables (too large to copy for each set): "
+            "their rows are gathered at random, up to 10% of them from the 32 MiB cache");
+  // A 1 MiB table, 64 KiB touched a call: 1024 sets, whole copies (1.06 GiB) within the budget.
+  const ColdFacts small{.footprint = mib + 64 * 1024,
+                        .bytes_read = 32 * 1024,
+                        .budget = 4 * 1024 * mib,
+                        .cache_bytes = 32u << 20,
+                        .table_bytes = mib,
+                        .bytes_written = 32 * 1024};
+  auto copied = plan_cold(small);
+  EXPECT_EQ(copied.copies, 1024u);
+  EXPECT_EQ(copied.table_copies, 0u);
+  EXPECT_EQ(copied.partly_cached, "");
+  // Counted by the footprint, as an op without tables is: 61 sets, whose calls touch only 3.8 MiB.
+  auto whole = small;
+  whole.table_bytes = 0;
+  EXPECT_EQ(plan_cold(whole).copies, 61u);
+  // A call that alone touches more than twice the cache: one set.
+  auto one = big;
+  one.bytes_read = one.bytes_written = 40 * mib;
+  EXPECT_EQ(plan_cold(one).copies, 1u);
+  EXPECT_EQ(plan_cold(one).partly_cached, "");
+  // A replayed graph of 20 launches reading 8 MiB each against a 50 MiB L2: 13 copies wanted,
+  // 20 taken; 20 whole copies exceed the budget, 20 sets sharing one table do not.
+  auto graph = big;
+  graph.calls_per_replay = 20;
+  graph.bytes_read = 8 * mib;
+  graph.cache_bytes = 50u << 20;
+  auto replayed = plan_cold(graph);
+  EXPECT_EQ(replayed.way, ColdWay::rotate);
+  EXPECT_EQ(replayed.copies, 20u);
+  EXPECT_EQ(replayed.table_copies, 1u);
+  EXPECT_NE(replayed.partly_cached.find("cold over 20 input sets sharing 1 copy"), std::string::npos)
+      << replayed.partly_cached;
+}
+
 TEST(ColdCopies, AReplayedGraphGetsADivisorOfItsLaunchesSoEveryCopyIsReadEvenly) {
   EXPECT_EQ(replay_copies(5, 32, 1 << 20, 1e12), 8u);
   EXPECT_EQ(replay_copies(14, 20, 1 << 20, 1e12), 20u);  // 14 would read copy 0 again 6 calls later

@@ -136,6 +136,51 @@ TEST(OpSpec, HostImplChecksFreshInputsInSetZeroAndKeepsCopiesAlike) {
   EXPECT_FALSE(impl.verify(7).ok);
 }
 
+namespace {
+// y[r] = table[ids[r]]: input 1 is a table the ids index.
+class GatherSpec : public DoubleSpec {
+ public:
+  std::vector<TensorDesc> inputs() const override {
+    return {{"ids", Elem::s32, n_, 0, 1000}, {"table", Elem::f32, 1000}};
+  }
+  bool is_table(std::size_t input) const override { return input == 1; }
+};
+class HostGather : public HostImpl<GatherSpec> {
+ public:
+  void run(std::size_t) override {}
+  using HostImpl::copies;
+  using HostImpl::in;
+};
+}  // namespace
+
+TEST(OpSpec, SetsOfAnOpWithTablesDrawTheirOwnIndicesAndShareTheTablesInTurn) {
+  Case c = parse_case("add/opmeter/fp32/n=64/threads=1");
+  HostGather impl;
+  impl.setup(c, {.copies = 7, .seed = 5, .table_copies = 3});
+  ASSERT_EQ(impl.copies(), 7u);
+  EXPECT_DOUBLE_EQ(impl.table_bytes(), 4000);
+  for (std::size_t s = 1; s < 7; ++s) {
+    EXPECT_NE(std::memcmp(impl.in(0, 0), impl.in(s, 0), 64 * 4), 0) << s;  // ids of its own
+    if (s < 3) {
+      EXPECT_NE(impl.in(s, 1), impl.in(0, 1)) << s;  // a copy of set 0's table
+      EXPECT_EQ(std::memcmp(impl.in(s, 1), impl.in(0, 1), 4000), 0) << s;
+    } else {
+      EXPECT_EQ(impl.in(s, 1), impl.in(s % 3, 1)) << s;  // the same memory
+    }
+  }
+  // The draws are the seed's: set 4's ids are those of set_seed(5, 4).
+  HostTensor ids({"ids", Elem::s32, 64, 0, 1000});
+  impl.fill_input(ids, 0, set_seed(5, 4));
+  EXPECT_EQ(std::memcmp(ids.data(), impl.in(4, 0), 64 * 4), 0);
+  HostGather whole;  // table_copies 0: every set its own copy of the table
+  whole.setup(c, {.copies = 3, .seed = 5});
+  EXPECT_NE(whole.in(1, 1), whole.in(0, 1));
+  EXPECT_NE(whole.in(2, 1), whole.in(1, 1));
+  EXPECT_EQ(table_owner(5, 0), 5u);
+  EXPECT_EQ(table_owner(5, 2), 1u);
+  EXPECT_EQ(table_owner(1, 2), 1u);
+}
+
 TEST(OpSpec, DeviceFlowUploadsTheSameInputsAndChecksWhatComesBack) {
   DoubleSpec spec;
   spec.bind(parse_case("add/opmeter/fp32/n=100/threads=1"));

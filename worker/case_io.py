@@ -106,6 +106,10 @@ class Case:
         self.hot = bool(req.get("hot", False))
         self.graph = int(req.get("graph") or 0)
         self.inputs = list(req.get("inputs") or [])
+        # An op with lookup tables: which inputs are tables and how many copies the sets share,
+        # and the other inputs' own draws for sets 1.. (docs/worker-protocol.md).
+        self.tables = dict(req.get("tables") or {})
+        self.set_inputs = list(req.get("set_inputs") or [])
         self.output = req.get("output")
         self.kernel = req.get("kernel")
         self.device = parse_device(torch, req.get("device", "cpu"))
@@ -140,9 +144,29 @@ class Case:
         return out
 
     def input_copies(self):
-        """`copies` independent sets of the inputs on the device."""
+        """`copies` sets of the inputs on the device: copies of set 0, but with lookup tables each
+        set's own draw of the other inputs, and set s reading table copy s % tables.copies."""
         host = self.load_inputs()
-        return [[t.to(self.device, copy=True) for t in host] for _ in range(self.copies)]
+        tables = {int(i) for i in self.tables.get("inputs", [])}
+        table_copies = int(self.tables.get("copies") or 0) or self.copies
+        own = {}
+        for d in self.set_inputs:
+            count, sets = int(d["count"]), int(d["sets"])
+            if sets != self.copies - 1:
+                raise ValueError(f"set_inputs: {sets} sets of input {d['input']}, the case has {self.copies} copies")
+            own[int(d["input"])] = read_tensor(self.torch, d["path"], d["elem"], count * sets).view(sets, count)
+        out = []
+        for s in range(self.copies):
+            ins = []
+            for i, t in enumerate(host):
+                if i in tables and s >= table_copies:
+                    ins.append(out[s % table_copies][i])
+                elif s > 0 and i in own:
+                    ins.append(own[i][s - 1].to(self.device, copy=True))
+                else:
+                    ins.append(t.to(self.device, copy=True))
+            out.append(ins)
+        return out
 
 
 class Prepared:

@@ -60,6 +60,10 @@ struct Check {
 struct SetupOptions {
   std::size_t copies = 1;  // input/output sets to rotate through (cold-cache measurement)
   std::uint64_t seed = 1;
+  // Where the op's spec has lookup tables (OpSpec::is_table) and the impl shares them
+  // (Impl::shares_tables): copies of the tables that the sets take in turn, set s reading copy
+  // s % table_copies. 0: one per set.
+  std::size_t table_copies = 0;
 };
 
 // One way to compute an op. The engine owns the loop: an impl never times itself.
@@ -87,6 +91,9 @@ class Impl {
   // in graph mode, whose launches run back to back): an impl that says no is then timed over the
   // same inputs, and its result says `hot`. On the host every impl rotates (the only way there).
   virtual bool rotates_inputs(const Case&) const { return false; }
+  // Whether setup honours SetupOptions::table_copies: sets that share lookup tables and draw
+  // their own indices into them. An impl that says no gets whole copies of every input.
+  virtual bool shares_tables() const { return false; }
   // Whether the impl's memory is out of opmeter's sight (a worker process's, a C plugin's), so
   // its peak memory is what own_peak_memory says (empty: unknown) rather than the backend's
   // count of opmeter's allocations.

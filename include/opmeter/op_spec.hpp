@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -57,17 +58,24 @@ struct TensorDesc {
 class HostTensor {
  public:
   explicit HostTensor(TensorDesc desc);
+  HostTensor(HostTensor&&) noexcept = default;
+  HostTensor& operator=(HostTensor&&) noexcept = default;
+  HostTensor(const HostTensor&) = delete;  // a second name for the memory is share()'s, said so
+  HostTensor& operator=(const HostTensor&) = delete;
+  // The same memory under another tensor (cold-cache sets that share a lookup table).
+  HostTensor share() const { return HostTensor(desc_, buffer_); }
   const TensorDesc& desc() const { return desc_; }
-  void* data() { return buffer_.data(); }
-  const void* data() const { return buffer_.data(); }
+  void* data() { return buffer_->data(); }
+  const void* data() const { return buffer_->data(); }
   std::size_t bytes() const { return desc_.bytes(); }
-  template <class T> const T* as() const { return buffer_.as<T>(); }
-  double operator[](std::size_t i) const { return load(desc_.elem, buffer_.data(), i); }
+  template <class T> const T* as() const { return buffer_->as<T>(); }
+  double operator[](std::size_t i) const { return load(desc_.elem, buffer_->data(), i); }
   void poison();
 
  private:
+  HostTensor(TensorDesc desc, std::shared_ptr<Buffer> buffer) : desc_(std::move(desc)), buffer_(std::move(buffer)) {}
   TensorDesc desc_;
-  Buffer buffer_;  // at least one byte, so that every tensor has an address
+  std::shared_ptr<Buffer> buffer_;  // at least one byte, so that every tensor has an address
 };
 using HostTensors = std::vector<HostTensor>;
 
@@ -91,10 +99,27 @@ class OpSpec {
   // checks still vary everything else). Such an input is drawn from its own fixed stream.
   virtual bool same_in_every_set(std::size_t /*input*/) const { return false; }
 
+  // Whether input k is a lookup table that the other inputs index (an embedding's): a call reads
+  // only the rows they name. Cold-cache sets of such an op draw their own indices (set_seed), so
+  // that calls in turn gather other rows, and may share copies of the tables (table_copies).
+  virtual bool is_table(std::size_t /*input*/) const { return false; }
+  bool has_tables() const;
+  double table_bytes() const;  // of the inputs, in the tables
+
   // The inputs for `seed`: input k from its own stream, so adding an input changes no other.
   HostTensors make_inputs(std::uint64_t seed) const;
   void fill_inputs(HostTensors& in, std::uint64_t seed) const;
+  void fill_input(HostTensor& in, std::size_t k, std::uint64_t seed) const;  // input k alone
 };
+
+// The seed that cold-cache set `set` >= 1 draws its own inputs for (an op with tables: every
+// input but the tables), from the case's `seed`.
+std::uint64_t set_seed(std::uint64_t seed, std::size_t set);
+// Which set's copy of a table set `set` reads: its own below `table_copies` (0: every set), else
+// that of set `set % table_copies`.
+inline std::size_t table_owner(std::size_t set, std::size_t table_copies) {
+  return table_copies == 0 || set < table_copies ? set : set % table_copies;
+}
 
 // --- CPU impls: the spec's tensors in host memory, used in place ---
 
@@ -103,8 +128,9 @@ struct HostSet {
   HostTensor output;
 };
 // `copies` sets (cold-cache rotation): set 0 filled for `seed`, the others copies of it (they
-// only need to live at other addresses, and copying is much faster than drawing).
-std::vector<HostSet> make_host_sets(const OpSpec& spec, std::size_t copies, std::uint64_t seed);
+// only need to live at other addresses, and copying is much faster than drawing). An op with
+// tables: the others draw their indices (set_seed) and read the tables table_owner() says.
+std::vector<HostSet> make_host_sets(const OpSpec& spec, const SetupOptions& options);
 // Fresh inputs for `seed` into `set`, poisoned output, run() (computes into `set`), spec's check.
 Check verify_on_host(const OpSpec& spec, HostSet& set, std::uint64_t seed, const std::function<void()>& run);
 
@@ -116,9 +142,10 @@ class HostImpl : public Impl, public Spec {
   using Spec::Spec;
   void setup(const Case& c, const SetupOptions& options) override {
     this->bind(c);
-    sets_ = make_host_sets(*this, options.copies, options.seed);
+    sets_ = make_host_sets(*this, options);
     prepare();
   }
+  bool shares_tables() const override { return true; }
   Check verify(std::uint64_t seed) override {
     return verify_on_host(*this, sets_.at(0), seed, [this] {
       prepare();  // impls that transform inputs once (reordered, folded weights) see the new ones

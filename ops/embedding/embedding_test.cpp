@@ -5,9 +5,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
+#include "engine/runner.hpp"
+#include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
-#include "engine/runner.hpp"
 #include "ops/embedding/embedding.hpp"
 #include "tests/cli_helpers.hpp"
 #include "tests/gpu_op_sweep.hpp"
@@ -111,6 +115,32 @@ TEST(EmbeddingOp, ATableBeyondMemoryIsSkippedNotAllocated) {
   EXPECT_NE(r.reason.find("of memory"), std::string::npos) << r.reason;
 }
 
+namespace {
+// A one-row lookup in a 2 MiB fp32 table: a call touches 260 bytes, so the runner rotates its
+// most sets; 4096 copies of the table would take 8 GiB, more than it allows (4 GiB at most), so
+// the sets share the fewest copies that hold twice the cache.
+constexpr const char* kTinyLookup = "batch=1,seq=1,hidden=32,vocab=16384";
+
+void expect_shared_table(const Result& r, const std::string& kase) {
+  ASSERT_EQ(r.status, Status::ok) << kase << ": " << r.reason;
+  EXPECT_EQ(r.cache, "cold") << kase;
+  const double table = 16384.0 * 32 * 4, touched = 4 + 2 * 32 * 4;
+  const auto sets = std::min<std::size_t>(4096, std::size_t(std::ceil(2.0 * double(llc_bytes()) / touched)));
+  const auto tables = std::max<std::size_t>(1, std::size_t(std::ceil(2.0 * double(llc_bytes()) / table)));
+  EXPECT_EQ(r.copies, sets) << kase;
+  const auto note = fmt::format("cold over {} input sets sharing {} cop{} of the 2 MiB of tables", sets, tables,
+                                tables == 1 ? "y" : "ies");
+  EXPECT_NE(r.details.at("cache").find(note), std::string::npos) << kase << ": " << r.details.at("cache");
+}
+}  // namespace
+
+TEST(EmbeddingOp, ColdSetsDrawTheirOwnIdsAndShareATableTooLargeToCopyForEach) {
+  for (const char* impl : {"reference", "opmeter"}) {
+    auto kase = fmt::format("embedding/{}/fp32/{}/threads=1", impl, kTinyLookup);
+    expect_shared_table(run_case(parse_case(kase), quick_options(2)), kase);
+  }
+}
+
 TEST(EmbeddingOp, TorchFormMatchesTheReference) {
   REQUIRE_PYTHON_TORCH();
   opmeter::testing::TorchWorker env;
@@ -120,6 +150,9 @@ TEST(EmbeddingOp, TorchFormMatchesTheReference) {
     ASSERT_EQ(r.status, Status::ok) << kase << ": " << r.reason;
     EXPECT_EQ(*r.max_error, 0) << kase;
   }
+  // Cold: the worker's sets take their own ids and share the tables as opmeter's do.
+  auto kase = fmt::format("embedding/torch/fp32/{}/threads=1", kTinyLookup);
+  expect_shared_table(run_case(parse_case(kase), quick_options(2)), kase);
 }
 
 TEST(EmbeddingOp, CudaImplIsKnownWithoutAGpu) {

@@ -53,6 +53,51 @@ ColdWay cold_way(bool timer_makes_cold, bool impl_rotates, std::size_t copies_ne
   return impl_rotates || copies_needed <= 1 ? ColdWay::rotate : ColdWay::none;
 }
 
+std::size_t table_copies(std::size_t sets, double set_bytes, double table_bytes, std::size_t cache_bytes,
+                         double budget) {
+  if (!(table_bytes > 0)) return sets;
+  const double want = std::ceil(2.0 * double(cache_bytes) / table_bytes);
+  const double afford = std::floor((budget - double(sets) * set_bytes) / table_bytes);
+  return static_cast<std::size_t>(std::clamp(std::min(want, afford), 1.0, double(std::max<std::size_t>(sets, 1))));
+}
+
+namespace {
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// Sets that share copies of their tables: what part of the rows they gather may still be cached.
+std::string shared_tables_note(const ColdFacts& f, std::size_t sets, std::size_t tables) {
+  const double held = double(tables) * f.table_bytes;
+  return fmt::format(
+      "cold over {} input sets sharing {} cop{} of the {:.3g} MiB of tables (too large to copy for each set): "
+      "their rows are gathered at random, up to {:.0f}% of them from the {:.3g} MiB cache",
+      sets, tables, tables == 1 ? "y" : "ies", f.table_bytes / kMiB,
+      std::min(100.0, 100.0 * double(f.cache_bytes) / held), double(f.cache_bytes) / kMiB);
+}
+
+// A host case of an op with tables: sets enough that what the calls in turn read and write
+// exceeds twice the cache (a call reads only rows of the tables), each set with its own indices;
+// whole copies where memory allows, else sets that share as many table copies as it does.
+ColdPlan plan_cold_with_tables(const ColdFacts& f) {
+  const double set_bytes = std::max(0.0, f.footprint - f.table_bytes), touched = f.bytes_read + f.bytes_written;
+  const std::size_t want = std::min(copies_to_exceed(touched, f.cache_bytes), kMaxColdCopies);
+  const double affordable = set_bytes > 0 ? std::floor(f.budget / set_bytes) : double(want);
+  const std::size_t sets = std::clamp<std::size_t>(std::min<double>(double(want), affordable), 1, want);
+  if (sets == 1 && touched >= 2.0 * double(f.cache_bytes)) return {ColdWay::rotate, 1, 0, "", ""};
+  ColdPlan p{ColdWay::rotate, sets, 0, "", ""};
+  if (double(sets) * f.footprint > f.budget) {
+    p.table_copies = table_copies(sets, set_bytes, f.table_bytes, f.cache_bytes, f.budget);
+    p.partly_cached = shared_tables_note(f, sets, p.table_copies);
+  } else if (double(sets) * touched < 2.0 * double(f.cache_bytes)) {
+    p.partly_cached = fmt::format(
+        "cold over {} input sets whose calls touch {:.3g} MiB each ({:.3g} MiB in all, as many as {}): less than "
+        "twice the {:.3g} MiB cache, so part of each call's reads may come from it",
+        sets, touched / kMiB, double(sets) * touched / kMiB,
+        sets == kMaxColdCopies ? "opmeter rotates" : "memory allows", double(f.cache_bytes) / kMiB);
+  }
+  return p;
+}
+}  // namespace
+
 ColdPlan plan_cold(const ColdFacts& f) {
   // Samples that replay the same calls read copies of the inputs and share the output: the copies
   // must hold twice the cache in what a call reads, uncapped.
@@ -60,29 +105,39 @@ ColdPlan plan_cold(const ColdFacts& f) {
                                                 : cold_copies(f.footprint, f.cache_bytes, f.budget);
   const bool timer_flushes = f.timer_makes_cold && !f.calls_per_replay;
   switch (cold_way(timer_flushes, f.impl_rotates, needed)) {
-    case ColdWay::timer: return {ColdWay::timer, 1, ""};
+    case ColdWay::timer: return {ColdWay::timer, 1, 0, ""};
     case ColdWay::none:
-      return {ColdWay::none, 1, "back-to-back launches over the same inputs (this impl does not rotate input copies)"};
+      return {ColdWay::none, 1, 0,
+              "back-to-back launches over the same inputs (this impl does not rotate input copies)"};
     case ColdWay::rotate: break;
   }
+  if (!f.calls_per_replay && f.table_bytes > 0) return plan_cold_with_tables(f);
   if (!f.calls_per_replay) {
-    ColdPlan p{ColdWay::rotate, needed, "", ""};
-    const double held = double(needed) * f.footprint, mib = 1024.0 * 1024.0;
+    ColdPlan p{ColdWay::rotate, needed, 0, "", ""};
+    const double held = double(needed) * f.footprint;
     if (f.footprint > 0 && held < 2.0 * double(f.cache_bytes))
       p.partly_cached = fmt::format(
           "cold over {} input sets of {:.3g} MiB ({:.3g} MiB in all, as many as {}): less than twice the {:.3g} MiB "
           "cache, so part of each call's reads may come from it",
-          needed, f.footprint / mib, held / mib, needed == kMaxColdCopies ? "opmeter rotates" : "memory allows",
-          double(f.cache_bytes) / mib);
+          needed, f.footprint / kMiB, held / kMiB, needed == kMaxColdCopies ? "opmeter rotates" : "memory allows",
+          double(f.cache_bytes) / kMiB);
     return p;
   }
-  if (needed <= 1) return {ColdWay::rotate, needed, "", ""};
+  if (needed <= 1) return {ColdWay::rotate, needed, 0, "", ""};
   if (const std::size_t fit = replay_copies(needed, *f.calls_per_replay, f.footprint, f.budget))
-    return {ColdWay::rotate, fit, "", ""};
-  return {ColdWay::none, 1,
-          fmt::format("the {} copies whose reads would exceed twice the cache do not divide into the {} calls each sample "
-                      "replays, within memory (a graph of a multiple of {} launches would)",
-                      needed, *f.calls_per_replay, needed)};
+    return {ColdWay::rotate, fit, 0, "", ""};
+  // Tables too large to copy for each set: sets of their own indices sharing what memory allows.
+  const double set_bytes = f.footprint - f.table_bytes;
+  if (f.table_bytes > 0)
+    if (const std::size_t fit = replay_copies(needed, *f.calls_per_replay, set_bytes, f.budget)) {
+      const std::size_t tables = table_copies(fit, set_bytes, f.table_bytes, f.cache_bytes, f.budget);
+      return {ColdWay::rotate, fit, tables, "", shared_tables_note(f, fit, tables)};
+    }
+  return {
+      ColdWay::none, 1, 0,
+      fmt::format("the {} copies whose reads would exceed twice the cache do not divide into the {} calls each sample "
+                  "replays, within memory (a graph of a multiple of {} launches would)",
+                  needed, *f.calls_per_replay, needed)};
 }
 
 std::size_t cold_copies(double footprint, std::size_t llc_bytes, double budget) {
@@ -321,6 +376,14 @@ Support fits_in_memory(const Case& c, double footprint, double available) {
   return Support::yes();
 }
 
+// Bytes of the case's lookup tables where its impl can share them between cold sets, else 0.
+double shared_table_bytes(const OpDef& op, const Case& c, const Impl& impl) {
+  if (!op.spec || !impl.shares_tables()) return 0;
+  auto spec = op.spec();
+  spec->bind(c);
+  return spec->table_bytes();
+}
+
 }  // namespace
 
 bool cut_by_interrupt(const Result& r, const std::atomic<bool>* cancel) {
@@ -356,10 +419,12 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
                         .footprint = footprint,
                         .bytes_read = r.work.bytes_read,
                         .budget = std::min(0.25 * available, 4.0 * (1u << 30)),
-                        .cache_bytes = backend.cache_bytes(c).value_or(llc_bytes())});
+                        .cache_bytes = backend.cache_bytes(c).value_or(llc_bytes()),
+                        .table_bytes = shared_table_bytes(op, c, *impl),
+                        .bytes_written = r.work.bytes_written});
     if (cold.way == ColdWay::none) r.cache = "hot";
     r.copies = cold.copies;
-    impl->setup(c, {r.copies, options.seed});
+    impl->setup(c, {.copies = r.copies, .seed = options.seed, .table_copies = cold.table_copies});
     if (auto no = gate.ready()) return finish(no->status, no->reason);
     r.details = impl->details();
     if (cold.way == ColdWay::none) r.details["cache"] = "hot: " + cold.hot_because;

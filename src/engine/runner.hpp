@@ -56,14 +56,24 @@ struct ColdFacts {
   std::optional<std::size_t> calls_per_replay;   // every sample replays these many calls (a CUDA graph)
   double footprint = 0, bytes_read = 0, budget = 0;  // bytes of one input set, read by a call, allowed
   std::size_t cache_bytes = 0;                   // the cache the copies must exceed
+  // Of the footprint, lookup tables a call reads only rows of (OpSpec::is_table), where the impl
+  // can share them between sets (Impl::shares_tables); 0: none, every set copies everything.
+  double table_bytes = 0;
+  double bytes_written = 0;  // by a call: with bytes_read, what a set with tables adds to the cache
 };
 struct ColdPlan {
   ColdWay way = ColdWay::timer;  // timer also for a hot case: one set, nothing to do
   std::size_t copies = 1;
+  std::size_t table_copies = 0;  // copies of the lookup tables the sets take in turn (0: one each)
   std::string hot_because;       // ColdWay::none: why the case is measured hot
   std::string partly_cached;     // ColdWay::rotate: why its copies may not be enough (capped, memory)
 };
 ColdPlan plan_cold(const ColdFacts& f);
+
+// Copies of lookup tables of `table_bytes` for `sets` sets of `set_bytes` besides (sharing them):
+// the fewest that hold twice the cache, as many as the budget leaves, at least 1, at most `sets`.
+std::size_t table_copies(std::size_t sets, double set_bytes, double table_bytes, std::size_t cache_bytes,
+                         double budget);
 
 // Cold-cache copies for a case: enough input sets that rotating through them exceeds twice the
 // last-level cache (a GPU's L2), bounded by a memory budget and at most kMaxColdCopies (a case of a

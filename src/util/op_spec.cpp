@@ -127,9 +127,10 @@ const char* elem_name(Elem e) {
 
 int poison_byte(Elem e) { return e == Elem::s32 ? 0x7f : 0xff; }
 
-HostTensor::HostTensor(TensorDesc desc) : desc_(std::move(desc)), buffer_(std::max<std::size_t>(1, desc_.bytes())) {}
+HostTensor::HostTensor(TensorDesc desc)
+    : desc_(std::move(desc)), buffer_(std::make_shared<Buffer>(std::max<std::size_t>(1, desc_.bytes()))) {}
 
-void HostTensor::poison() { std::memset(buffer_.data(), poison_byte(desc_.elem), bytes()); }
+void HostTensor::poison() { std::memset(buffer_->data(), poison_byte(desc_.elem), bytes()); }
 
 void fill_random(const TensorDesc& desc, void* p, std::uint64_t seed) {
   const auto chunks = static_cast<std::int64_t>((desc.count + kChunk - 1) / kChunk);
@@ -193,25 +194,48 @@ FixedDraws& fixed_draws() {
 
 }  // namespace
 
-void OpSpec::fill_inputs(HostTensors& in, std::uint64_t seed) const {
-  for (std::size_t k = 0; k < in.size(); ++k) {
-    if (same_in_every_set(k))
-      fixed_draws().fill(in[k].desc(), in[k].data(), stream_seed(0, 2000 + k));
-    else
-      fill_random(in[k].desc(), in[k].data(), stream_seed(seed, 1000 + k));
-  }
+void OpSpec::fill_input(HostTensor& in, std::size_t k, std::uint64_t seed) const {
+  if (same_in_every_set(k)) fixed_draws().fill(in.desc(), in.data(), stream_seed(0, 2000 + k));
+  else fill_random(in.desc(), in.data(), stream_seed(seed, 1000 + k));
 }
 
-std::vector<HostSet> make_host_sets(const OpSpec& spec, std::size_t copies, std::uint64_t seed) {
+void OpSpec::fill_inputs(HostTensors& in, std::uint64_t seed) const {
+  for (std::size_t k = 0; k < in.size(); ++k) fill_input(in[k], k, seed);
+}
+
+bool OpSpec::has_tables() const {
+  for (std::size_t k = 0, n = inputs().size(); k < n; ++k)
+    if (is_table(k)) return true;
+  return false;
+}
+
+double OpSpec::table_bytes() const {
+  double bytes = 0;
+  const auto in = inputs();
+  for (std::size_t k = 0; k < in.size(); ++k)
+    if (is_table(k)) bytes += double(in[k].bytes());
+  return bytes;
+}
+
+std::uint64_t set_seed(std::uint64_t seed, std::size_t set) { return set == 0 ? seed : stream_seed(seed, 5000 + set); }
+
+std::vector<HostSet> make_host_sets(const OpSpec& spec, const SetupOptions& options) {
   std::vector<HostSet> sets;
-  sets.push_back({spec.make_inputs(seed), HostTensor(spec.output())});
-  for (std::size_t k = 1; k < copies; ++k) {
-    HostSet s{{}, HostTensor(spec.output())};
-    for (auto& t : sets[0].inputs) {
-      s.inputs.emplace_back(t.desc());
-      std::memcpy(s.inputs.back().data(), t.data(), t.bytes());
+  sets.push_back({spec.make_inputs(options.seed), HostTensor(spec.output())});
+  const bool tables = spec.has_tables();
+  for (std::size_t s = 1; s < options.copies; ++s) {
+    HostSet set{{}, HostTensor(spec.output())};
+    for (std::size_t k = 0; k < sets[0].inputs.size(); ++k) {
+      const HostTensor& first = sets[0].inputs[k];
+      if (tables && spec.is_table(k) && table_owner(s, options.table_copies) != s) {
+        set.inputs.push_back(sets[table_owner(s, options.table_copies)].inputs[k].share());
+        continue;
+      }
+      set.inputs.emplace_back(first.desc());
+      if (tables && !spec.is_table(k)) spec.fill_input(set.inputs.back(), k, set_seed(options.seed, s));
+      else std::memcpy(set.inputs.back().data(), first.data(), first.bytes());
     }
-    sets.push_back(std::move(s));
+    sets.push_back(std::move(set));
   }
   return sets;
 }

@@ -1,6 +1,8 @@
 #include "worker/worker_impl.hpp"
 
+#include <cstring>
 #include <fstream>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -110,6 +112,34 @@ nlohmann::json WorkerImpl::write_tensors(const HostTensors& tensors, const std::
   return list;
 }
 
+void WorkerImpl::describe_sets(nlohmann::json& request, const SetupOptions& options) {
+  const auto inputs = spec_->inputs();
+  const std::size_t others = options.copies - 1;
+  auto tables = nlohmann::json::array(), own = nlohmann::json::array();
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (spec_->is_table(i)) {
+      tables.push_back(i);
+      continue;
+    }
+    // Sets 1.. of input i, one after another in one file.
+    std::vector<std::byte> all(others * inputs[i].bytes());
+    for (std::size_t s = 1; s < options.copies; ++s) {
+      HostTensor mine(inputs[i]);
+      spec_->fill_input(mine, i, set_seed(options.seed, s));
+      std::memcpy(all.data() + (s - 1) * mine.bytes(), mine.data(), mine.bytes());
+    }
+    const auto path = dir_ / fmt::format("sets{}", i);
+    write_file(path, all.data(), all.size());
+    auto d = describe(inputs[i]);
+    d["input"] = i;
+    d["sets"] = others;
+    d["path"] = path.string();
+    own.push_back(d);
+  }
+  request["tables"] = {{"inputs", tables}, {"copies", options.table_copies}};
+  request["set_inputs"] = own;
+}
+
 void WorkerImpl::setup(const Case& c, const SetupOptions& options) {
   const OpDef* op = Registry::global().op(c.op);
   if (op && op->spec) {
@@ -126,6 +156,7 @@ void WorkerImpl::setup(const Case& c, const SetupOptions& options) {
                             {"threads", c.threads},    {"copies", options.copies}, {"hot", c.hot},
                             {"graph", c.setting_int("graph")}};
   request["inputs"] = spec_ ? write_tensors(spec_->make_inputs(options.seed), "in") : nlohmann::json::array();
+  if (spec_ && spec_->has_tables() && options.copies > 1) describe_sets(request, options);
   request["output"] = spec_ ? describe(spec_->output()) : nlohmann::json();
   if (kernel_) request["kernel"] = {{"file", kernel_->file}, {"name", kernel_->name}};
   auto reply = call(request, deadline_s(Wait::setup));

@@ -39,6 +39,9 @@ class WorkerImpl final : public Impl, public ProfiledImpl {
   // whole model's copies share its weights (worker/model_case.py), and a user kernel's copies
   // may share its state: there only x rotates.
   bool rotates_inputs(const Case& c) const override { return c.op != "model" && !kernel_; }
+  // An op with lookup tables: sets 1.. get their own indices and share the tables in turn
+  // (`set_inputs`, `tables`); a user kernel's copies are its own affair.
+  bool shares_tables() const override { return !kernel_; }
   // The worker's framework counts its device allocations (CUDA); elsewhere: unknown.
   bool allocates_elsewhere() const override { return true; }
   std::optional<std::size_t> own_peak_memory() override { return peak_memory_; }
@@ -55,6 +58,8 @@ class WorkerImpl final : public Impl, public ProfiledImpl {
  private:
   // Writes `tensors` to files in dir_ (names prefixed `prefix`); their descriptions for a request.
   nlohmann::json write_tensors(const HostTensors& tensors, const std::string& prefix);
+  // An op with tables: each set's own draw of the other inputs, in files, and which are tables.
+  void describe_sets(nlohmann::json& request, const SetupOptions& options);
 
   std::optional<UserKernel> kernel_;
   std::unique_ptr<OpSpec> spec_;  // null for a user kernel of an op opmeter does not know

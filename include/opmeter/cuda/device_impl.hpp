@@ -10,7 +10,8 @@
 //
 // An impl that reads its inputs only through in() in launch() and prepare() may say so
 // (rotates_inputs): cold cases in graph mode then get copies of the inputs, and each call reads
-// the next (the output is shared: a cold sample is about what the op reads).
+// the next (the output is shared: a cold sample is about what the op reads). An op with lookup
+// tables: each set's own indices, tables shared as SetupOptions::table_copies says.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -34,12 +35,27 @@ class DeviceImpl : public Impl, public Spec {
     upload_inputs(*this, options.seed, io());
     set_ = 0;
     copies_.clear();
-    for (std::size_t k = 1; k < options.copies && this->rotates_inputs(c); ++k) {
+    table_copies_ = options.table_copies;
+    const bool tables = this->has_tables();
+    for (std::size_t s = 1; s < options.copies && this->rotates_inputs(c); ++s) {
       auto& set = copies_.emplace_back();
-      for (const DeviceBuffer& b : inputs_) set.push_back(copy_of(b, stream_));
+      for (std::size_t i = 0; i < inputs_.size(); ++i) {
+        if (tables && this->is_table(i) && table_owner(s, table_copies_) != s) {
+          set.emplace_back();  // read from the owner's copy (in())
+        } else if (tables && !this->is_table(i)) {
+          HostTensor mine(this->inputs()[i]);  // the set's own indices
+          this->fill_input(mine, i, set_seed(options.seed, s));
+          set.emplace_back(mine.bytes());
+          upload(set.back().data(), mine.data(), mine.bytes(), stream_);
+          check(cudaStreamSynchronize(stream_), "upload");  // `mine` is freed on return
+        } else {
+          set.push_back(copy_of(inputs_[i], stream_));
+        }
+      }
     }
     prepare();
   }
+  bool shares_tables() const override { return true; }
   void run(std::size_t copy) override {
     set_ = copy <= copies_.size() ? copy : 0;
     launch();
@@ -63,7 +79,10 @@ class DeviceImpl : public Impl, public Spec {
   virtual void prepare() {}
 
   // Input i of the set the current call reads (set 0 outside timing).
-  void* in(std::size_t i) const { return (set_ == 0 ? inputs_ : copies_[set_ - 1]).at(i).data(); }
+  void* in(std::size_t i) const {
+    const std::size_t s = this->is_table(i) ? table_owner(set_, table_copies_) : set_;
+    return (s == 0 ? inputs_ : copies_[s - 1]).at(i).data();
+  }
   void* out() const { return output_.data(); }
   cudaStream_t stream() const { return stream_; }
   int device() const { return device_; }
@@ -79,6 +98,7 @@ class DeviceImpl : public Impl, public Spec {
   cudaStream_t stream_ = nullptr;
   std::vector<DeviceBuffer> inputs_;                // set 0: what the spec's inputs are uploaded to
   std::vector<std::vector<DeviceBuffer>> copies_;   // sets 1.. of a rotating impl's cold case
+  std::size_t table_copies_ = 0;                    // sets share tables (OpSpec::is_table): table_owner
   std::size_t set_ = 0;
   DeviceBuffer output_;
 };
