@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
     // the layout the limbs kernel reads (VNNI: tiles, AVX2: blocks of 64).
     const PackedWeights& lw = kernels.int4_limbs_in_tiles ? tiles : p;
     XLimbs limbs;
-    limbs.resize(rows, k, g);
+    limbs.resize(rows, k, g, limb_form(kernels, true));
     std::vector<float> yl(rows * n);
     const double limbs_s = best_of(reps, [&] {
       for (std::size_t m = 0; m < rows; ++m) split_limbs(x.data(), m, k, g, limbs);
@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
         kernels.weight_only(rows8, xf.data(), nullptr, rows, 16 * b, std::min(n, 16 * b + 16), y32.data(), n);
     });
     XLimbs limbs;
-    limbs.resize(rows, k, kInt8LimbGroup);
+    limbs.resize(rows, k, kInt8LimbGroup, limb_form(kernels, false));
     const double limbs8_s = best_of(reps, [&] {
       for (std::size_t m = 0; m < rows; ++m) split_limbs(x.data(), m, k, kInt8LimbGroup, limbs);
 #pragma omp parallel for schedule(static)

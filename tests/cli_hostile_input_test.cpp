@@ -513,4 +513,17 @@ TEST(CliHostileInput, CaseDeadlineNeedsIsolate) {
   out = cli(fmt::format("run {} --dry-run --case-deadline 5", config.string()));
   EXPECT_EQ(out.code, 0) << out.text;
   EXPECT_NE(out.text.find("not loaded"), std::string::npos) << out.text;
+  // So do a resumed run's (ResumeFacts; its case is a built-in impl's, which a dry run lists without
+  // the plugin), and a resumed run without plugins needs --isolate.
+  const auto with_plugin = dir / "with_plugin", without = dir / "without";
+  out = cli(fmt::format("run --plugin {} --case '{}' --samples 3 --no-report --out {}", EXAMPLE_PLUGIN, kTinyCase,
+                        with_plugin.string()));
+  ASSERT_EQ(out.code, 0) << out.text;
+  out = cli(fmt::format("run --resume {} --dry-run --case-deadline 5", with_plugin.string()));
+  EXPECT_EQ(out.code, 0) << out.text;
+  EXPECT_NE(out.text.find("a dry run runs no code: not loading"), std::string::npos) << out.text;
+  out = cli(fmt::format("run --case '{}' --samples 3 --no-report --out {}", kTinyCase, without.string()));
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_BAD_INPUT(cli(fmt::format("run --resume {} --dry-run --case-deadline 5", without.string())),
+                   "--case-deadline 5 needs --isolate");
 }

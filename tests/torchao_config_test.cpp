@@ -275,6 +275,35 @@ TEST(TorchaoConfig, RefusalsSayWhatIsWrongAndWhatIsExpected) {
   }
 }
 
+// A config that expands to no cases is reported at what its first reason leaves out (a device,
+// a model_type, a matrix_shapes entry, in the entry that has it), as opmeter's own configs are at
+// the value, not at `model_params`.
+TEST(TorchaoConfig, NoCasesIsReportedAtWhatTheFirstReasonLeavesOut) {
+  // The first device of the list.
+  EXPECT_EQ(config_error_of(with_model("  device: [mps, xpu]\n")),
+            "t.yaml:5:12: the torchao config expands to no cases: model_params: device mps is not measured by "
+            "opmeter (cpu, cuda): left out; model_params: device xpu is not measured by opmeter (cpu, cuda): left out");
+  // The custom shape the op refuses, the first of two.
+  EXPECT_EQ(config_error_of("benchmark_mode: inference\nmodel_params:\n  - name: block\n    matrix_shapes: [{name: "
+                            "custom, shapes: [[4, 60, 32], [4, 68, 32]]}]\n    model_type: transformer_block\n"
+                            "    device: cpu\n"),
+            "t.yaml:4:45: the torchao config expands to no cases: quantization_config_recipe_names is not given: "
+            "the baseline (no quantization) alone is measured; transformer_block of shape [4, 60, 32]: "
+            "transformer_block hidden=60 is not divisible by heads=8: each head takes hidden / heads columns: left "
+            "out; transformer_block of shape [4, 68, 32]: transformer_block hidden=68 is not divisible by heads=8: "
+            "each head takes hidden / heads columns: left out");
+  // The named entry's model_type, before the next entry's shape.
+  EXPECT_EQ(config_error_of("benchmark_mode: inference\nquantization_config_recipe_names: [baseline]\nmodel_params:\n"
+                            "  - name: a\n    matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]\n"
+                            "    model_type: [ln_linear_foo]\n"
+                            "  - name: b\n    matrix_shapes: [{name: custom, shapes: [[4, 60, 32]]}]\n"
+                            "    model_type: transformer_block\n    device: cpu\n"),
+            "t.yaml:6:18: the torchao config expands to no cases: model_params a: model_type ln_linear_foo has no "
+            "opmeter op (linear, ln_linear_<act>, transformer_block): left out; transformer_block of shape [4, 60, "
+            "32]: transformer_block hidden=60 is not divisible by heads=8: each head takes hidden / heads columns: "
+            "left out");
+}
+
 TEST(TorchaoConfigCli, TinyCpuConfigRunsIntoItsOutputDirWithNotesInRunJson) {
   auto dir = temp_dir("torchao_cpu");
   auto cfg = write(dir, "micro.yml",

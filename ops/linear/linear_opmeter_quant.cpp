@@ -38,7 +38,9 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
     tile_.assign(rows * s.out, 0.f);
     xsum_.assign(packed_.format == quant::WeightFormat::int4 ? rows * (s.hidden / recipe_.group) : 1, 0.f);
     xb_.assign(bf16_x_ ? rows * s.hidden : 0, 0);
-    if (limbs_ || dq_limbs_) limb_x_.resize(rows, s.hidden, limb_group(), dq_limbs_);
+    if (limbs_ || dq_limbs_)
+      limb_x_.resize(rows, s.hidden, limb_group(),
+                     dq_limbs_ ? XLimbs::Form::one_limb : limb_form(quant_kernels(), path_ == Int4Path::limbs));
     if (recipe_.dynamic()) {
       codes_.assign(rows * s.hidden, 0);
       xscale_.assign(rows, 1.f);

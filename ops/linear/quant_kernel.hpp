@@ -81,18 +81,24 @@ constexpr std::size_t kRowsPerPass = 8;
 // on AVX-512, quant_kernel_avx2.cpp on AVX2):
 // x = scale (hi + lo / 254), scale = max|x| / 127 over the group, at most scale / 508 from x.
 struct XLimbs {
-  std::vector<std::int8_t> hi, lo;          // rows x hidden
-  std::vector<float> scale;                 // rows x groups
+  // The form the layer's kernel reads x in (limb_form), the one form resize allocates and split
+  // fills (rows x hidden of int8 or int16: unused memory, and a store per value, otherwise):
+  //   limbs: hi and lo (the VNNI kernels', the AVX2 int8 kernel's);
+  //   one_limb: hi alone, int8 activation codes (limbs_from_int8; the int8 kernels skip lo);
+  //   words: word = 254 hi + lo alone (the AVX2 int4 kernel's).
+  enum class Form { limbs, one_limb, words };
+  std::vector<std::int8_t> hi, lo;           // rows x hidden, for limbs (hi alone for one_limb)
+  std::vector<std::int16_t> word;            // rows x hidden, for words
+  std::vector<float> scale;                  // rows x groups
   std::vector<std::int32_t> hi_sum, lo_sum;  // rows x groups: the limbs' sums (the int8 kernel's u8 shift)
-  std::vector<std::int16_t> word;            // rows x hidden: 254 hi + lo, the AVX2 int4 kernel's x (its split's)
-  bool one_limb = false;                     // hi alone: int8 activation codes (limbs_from_int8)
-  // one: the activations will be int8 codes (limbs_from_int8), else split bf16 (split_limbs); set
-  // here, before the threads fill the rows.
-  void resize(std::size_t rows, std::size_t hidden, std::size_t group, bool one = false) {
-    one_limb = one;
-    hi.resize(rows * hidden);
-    lo.resize(rows * hidden);
-    word.resize(one ? 0 : rows * hidden);
+  Form form = Form::limbs;
+  bool one_limb() const { return form == Form::one_limb; }
+  // Set here, before the threads fill the rows.
+  void resize(std::size_t rows, std::size_t hidden, std::size_t group, Form f) {
+    form = f;
+    hi.resize(f == Form::words ? 0 : rows * hidden);
+    lo.resize(f == Form::limbs ? rows * hidden : 0);
+    word.resize(f == Form::words ? rows * hidden : 0);
     scale.resize(rows * (hidden / group));
     hi_sum.resize(scale.size());
     lo_sum.resize(scale.size());
@@ -139,9 +145,16 @@ struct QuantKernels {
                      std::size_t ldc) = nullptr;
   // Whether int4_limbs reads weights in tiles (the VNNI kernel) or in blocks (the AVX2 one).
   bool int4_limbs_in_tiles = true;
-  // split_limbs on this ISA; null where int4_limbs is null.
+  // Whether int4_limbs reads x as words (XLimbs::Form::words: the AVX2 kernel), not as limbs.
+  bool int4_limbs_words = false;
+  // split_limbs on this ISA, into x's form (the forms its kernels read); null where int4_limbs is null.
   void (*split)(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x) = nullptr;
 };
+// The form bf16 x takes for the limbs kernel of int4 (else int8) weights on these kernels (int8dq's
+// codes: one_limb).
+inline XLimbs::Form limb_form(const QuantKernels& k, bool int4) {
+  return int4 && k.int4_limbs_words ? XLimbs::Form::words : XLimbs::Form::limbs;
+}
 
 // Which kernel an int4 layer runs for its activations (bf16 or fp32), group and rows, on these
 // kernels; amx reads the weights in tiles, limbs in tiles or blocks (in_tiles), the others in
@@ -205,7 +218,7 @@ void split_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, s
 // int8 activation codes of row `row` (int8dq's, one scale per row, within -127..127 as
 // quantize_activations clamps them: the AVX2 kernel's vpsignb cannot negate -128) as x's hi limbs
 // alone (no lo limb: the int8 kernel then skips it), with their group sums; x sized for kInt8LimbGroup, one
-// limb (XLimbs::resize).
+// limb (XLimbs::Form::one_limb).
 void limbs_from_int8(const std::uint8_t* codes, float scale, std::size_t row, std::size_t hidden, XLimbs& x);
 // int4_limbs, int8_limbs and split on AVX-512 VNNI (quant_kernel_limbs.cpp).
 void vnni_split_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x);

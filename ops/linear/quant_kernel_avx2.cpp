@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 
@@ -409,7 +410,7 @@ void int8_limbs(const PackedWeights& w, const XLimbs& x, std::size_t rows, std::
   for (std::size_t m0 = 0; m0 < rows; m0 += kInt8Rows) {
     const std::size_t mr = std::min(kInt8Rows, rows - m0);
     for (std::size_t jb = j0 / kInt8Channels; jb * kInt8Channels < j1; ++jb) {
-      if (x.one_limb) mr == 1 ? int8_block_rows<1, 1>(w, jb, x, m0, out) : int8_block_rows<2, 1>(w, jb, x, m0, out);
+      if (x.one_limb()) mr == 1 ? int8_block_rows<1, 1>(w, jb, x, m0, out) : int8_block_rows<2, 1>(w, jb, x, m0, out);
       else mr == 1 ? int8_block_rows<1, 2>(w, jb, x, m0, out) : int8_block_rows<2, 2>(w, jb, x, m0, out);
       // Only the block's channels in [j0, j1): a range may cut a block, and the last is padded.
       const std::size_t first = std::max(j0, jb * kInt8Channels), last = std::min(j1, (jb + 1) * kInt8Channels);
@@ -438,12 +439,13 @@ inline __m128i to_bytes(__m256i a, __m256i b) {
 }
 
 // split_limbs with AVX2: the AVX-512 version's math (quant_kernel_limbs.cpp), 16 values per step,
-// and the words 254 hi + lo that the int4 kernel reads.
-void split(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x) {
+// stored as the limbs (the int8 kernel's) or as the words 254 hi + lo (the int4 kernel's).
+template <bool Words>
+void split_as(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x) {
   const std::size_t groups = hidden / group;
-  std::int8_t* hi = x.hi.data() + row * hidden;
-  std::int8_t* lo = x.lo.data() + row * hidden;
-  std::int16_t* word = x.word.data() + row * hidden;
+  std::int8_t* hi = Words ? nullptr : x.hi.data() + row * hidden;
+  std::int8_t* lo = Words ? nullptr : x.lo.data() + row * hidden;
+  std::int16_t* word = Words ? x.word.data() + row * hidden : nullptr;
   const std::uint16_t* src = xb + row * hidden;
   const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   for (std::size_t g = 0; g < groups; ++g) {
@@ -474,16 +476,25 @@ void split(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::si
         hi_sum = _mm256_add_epi32(hi_sum, hv[i]);
         lo_sum = _mm256_add_epi32(lo_sum, lv[i]);
       }
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(hi + k), to_bytes(hv[0], hv[1]));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(lo + k), to_bytes(lv[0], lv[1]));
-      const __m256i unit = _mm256_set1_epi32(254);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(word + k),
-                          to_words(_mm256_add_epi32(_mm256_mullo_epi32(hv[0], unit), lv[0]),
-                                   _mm256_add_epi32(_mm256_mullo_epi32(hv[1], unit), lv[1])));
+      if constexpr (Words) {
+        const __m256i unit = _mm256_set1_epi32(254);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(word + k),
+                            to_words(_mm256_add_epi32(_mm256_mullo_epi32(hv[0], unit), lv[0]),
+                                     _mm256_add_epi32(_mm256_mullo_epi32(hv[1], unit), lv[1])));
+      } else {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(hi + k), to_bytes(hv[0], hv[1]));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(lo + k), to_bytes(lv[0], lv[1]));
+      }
     }
     x.hi_sum[row * groups + g] = hsum(hi_sum);
     x.lo_sum[row * groups + g] = hsum(lo_sum);
   }
+}
+
+void split(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x) {
+  assert(x.form != XLimbs::Form::one_limb);  // codes come from limbs_from_int8
+  x.form == XLimbs::Form::words ? split_as<true>(xb, row, hidden, group, x)
+                                : split_as<false>(xb, row, hidden, group, x);
 }
 
 }  // namespace
@@ -492,6 +503,7 @@ QuantKernels avx2_quant_kernels() {
   QuantKernels k{"avx2", weight_only, int8_dynamic, nullptr};
   k.int4_limbs = int4_limbs;
   k.int4_limbs_in_tiles = false;
+  k.int4_limbs_words = true;
   k.int8_limbs = int8_limbs;
   k.split = split;
   return k;

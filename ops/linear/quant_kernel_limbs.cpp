@@ -195,6 +195,7 @@ void by_blocks(std::size_t rows, std::size_t j0, std::size_t j1, float* c, std::
 }  // namespace
 
 void vnni_split_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x) {
+  assert(x.form == XLimbs::Form::limbs);  // its kernels read no words (int4_limbs_words is false)
   const std::size_t groups = hidden / group;
   std::int8_t* hi = x.hi.data() + row * hidden;
   std::int8_t* lo = x.lo.data() + row * hidden;
@@ -238,7 +239,7 @@ void vnni_int8(const PackedWeights& w, const XLimbs& x, std::size_t rows, std::s
                std::size_t ldc) {
   assert(w.quads);
   by_blocks(rows, j0, j1, c, ldc, [&](std::size_t jb, std::size_t m0, std::size_t mr, float* out) {
-    x.one_limb ? int8_block<1>(w, jb, x, m0, mr, out) : int8_block<2>(w, jb, x, m0, mr, out);
+    x.one_limb() ? int8_block<1>(w, jb, x, m0, mr, out) : int8_block<2>(w, jb, x, m0, mr, out);
   });
 }
 

@@ -144,14 +144,14 @@ TEST(QuantKernel, Int4TileKernelAgreesWithTheRecipe) {
 }
 
 // x as int8 limbs (split_limbs): every element within scale / 508 of its value, the limbs in
-// int8's symmetric range, scale = max|x| / 127 per group, the limbs' group sums, on AVX2 the
-// words 254 hi + lo; a group of zeros stays zero.
+// int8's symmetric range, scale = max|x| / 127 per group, the limbs' group sums; split as words
+// (the AVX2 int4 kernel's x), the words 254 hi + lo of the same limbs, with the same scales and
+// sums; a group of zeros stays zero.
 TEST(QuantKernel, LimbsHoldEveryValueAndTheirSumsWithinTheirBound) {
   const auto sets = limb_kernel_sets();
   if (sets.empty()) GTEST_SKIP() << "no limbs kernel here (it needs AVX-512 VNNI, VBMI and GFNI, or AVX2)";
   for (const auto& kernels : sets) {
     SCOPED_TRACE(kernels.isa);
-    const bool avx2 = std::string(kernels.isa) == "avx2";
     const std::size_t hidden = 512, group = 64, groups = hidden / group;
     std::mt19937 rng(5);
     std::normal_distribution<float> normal(0.f, 1.f);
@@ -160,9 +160,16 @@ TEST(QuantKernel, LimbsHoldEveryValueAndTheirSumsWithinTheirBound) {
     for (std::size_t k = 64; k < 128; ++k) xb[k] = to_bf16(0.f);                    // row 0, group 1: zeros
     xb[hidden + 200] = to_bf16(-300.f);                                             // row 1, group 3: an outlier
     for (std::size_t k = 128; k < 192; ++k) xb[k] = to_bf16(k % 2 ? 2.5f : -2.5f);  // only +-max
-    XLimbs limbs;
-    limbs.resize(2, hidden, group);
+    XLimbs limbs, words;
+    limbs.resize(2, hidden, group, XLimbs::Form::limbs);
     for (std::size_t row = 0; row < 2; ++row) kernels.split(xb.data(), row, hidden, group, limbs);
+    if (kernels.int4_limbs_words) {
+      words.resize(2, hidden, group, XLimbs::Form::words);
+      for (std::size_t row = 0; row < 2; ++row) kernels.split(xb.data(), row, hidden, group, words);
+      EXPECT_EQ(words.scale, limbs.scale);
+      EXPECT_EQ(words.hi_sum, limbs.hi_sum);
+      EXPECT_EQ(words.lo_sum, limbs.lo_sum);
+    }
     for (std::size_t row = 0; row < 2; ++row)
       for (std::size_t g = 0; g < groups; ++g) {
         double largest = 0;
@@ -181,8 +188,8 @@ TEST(QuantKernel, LimbsHoldEveryValueAndTheirSumsWithinTheirBound) {
           ASSERT_GE(limbs.lo[i], -127);
           const double back = a * (limbs.hi[i] + limbs.lo[i] / 254.0);
           ASSERT_LE(std::fabs(back - from_bf16(xb[i])), a / 508 * (1 + 1e-5) + 1e-30) << row << " " << k;
-          if (avx2) {  // its int4 kernel reads the limbs as one word
-            ASSERT_EQ(limbs.word[i], 254 * limbs.hi[i] + limbs.lo[i]) << row << " " << k;
+          if (kernels.int4_limbs_words) {  // its int4 kernel reads the limbs as one word
+            ASSERT_EQ(words.word[i], 254 * limbs.hi[i] + limbs.lo[i]) << row << " " << k;
           }
         }
       }
@@ -190,6 +197,37 @@ TEST(QuantKernel, LimbsHoldEveryValueAndTheirSumsWithinTheirBound) {
     EXPECT_EQ(limbs.hi[64], 0);
     EXPECT_EQ(limbs.lo[64], 0);
   }
+}
+
+// x holds only the form its layer's kernel reads: the limbs (hi and lo), int8dq's codes (hi
+// alone) or the AVX2 int4 kernel's words, each rows x hidden; the others take no memory. The
+// AVX2 kernels read words for int4 and limbs for int8, the VNNI ones limbs for both.
+TEST(QuantKernel, XHoldsOnlyTheFormItsKernelReads) {
+  const std::size_t rows = 3, hidden = 128, group = 64;
+  struct Want {
+    XLimbs::Form form;
+    std::size_t hi, lo, word;
+  };
+  const std::size_t n = rows * hidden;
+  const Want wants[] = {
+      {XLimbs::Form::limbs, n, n, 0}, {XLimbs::Form::one_limb, n, 0, 0}, {XLimbs::Form::words, 0, 0, n}};
+  XLimbs x;  // one x through every form: each resize leaves the others empty
+  for (const auto& w : wants) {
+    x.resize(rows, hidden, group, w.form);
+    EXPECT_EQ(x.hi.size(), w.hi) << int(w.form);
+    EXPECT_EQ(x.lo.size(), w.lo) << int(w.form);
+    EXPECT_EQ(x.word.size(), w.word) << int(w.form);
+    EXPECT_EQ(x.scale.size(), rows * hidden / group) << int(w.form);
+    EXPECT_EQ(x.one_limb(), w.form == XLimbs::Form::one_limb);
+  }
+  QuantKernels vnni{"avx512", nullptr, nullptr, nullptr, false, vnni_int4};
+  EXPECT_EQ(limb_form(vnni, true), XLimbs::Form::limbs);
+  EXPECT_EQ(limb_form(vnni, false), XLimbs::Form::limbs);
+  if (!avx2_quant_usable()) return;  // its file is compiled for AVX2
+  const QuantKernels avx2 = avx2_quant_kernels();
+  EXPECT_TRUE(avx2.int4_limbs_words);
+  EXPECT_EQ(limb_form(avx2, true), XLimbs::Form::words);
+  EXPECT_EQ(limb_form(avx2, false), XLimbs::Form::limbs);
 }
 
 // The limbs kernels against the recipe in fp64 on their layouts (VNNI: tiles, passes of 3 rows;
@@ -220,12 +258,17 @@ TEST(QuantKernel, Int4LimbsKernelAgreesWithTheRecipeWithinTheLimbsBound) {
         Int4Layer l(rows, 19, hidden, group, 21 + static_cast<std::uint32_t>(rows), best.int4_limbs_in_tiles, scales);
         ASSERT_EQ(l.packed.tiles, best.int4_limbs_in_tiles);
         ASSERT_EQ(l.packed.bf16_group_params, scales == Elem::bf16);
-        XLimbs limbs;
-        limbs.resize(rows, hidden, group);
-        for (std::size_t m = 0; m < rows; ++m) best.split(l.xb.data(), m, hidden, group, limbs);
+        // x in the kernel's form; the limbs beside it for the check (the words are made from them).
+        XLimbs x, limbs;
+        x.resize(rows, hidden, group, limb_form(best, true));
+        limbs.resize(rows, hidden, group, XLimbs::Form::limbs);
+        for (std::size_t m = 0; m < rows; ++m) {
+          best.split(l.xb.data(), m, hidden, group, x);
+          best.split(l.xb.data(), m, hidden, group, limbs);
+        }
         std::vector<float> c(rows * l.out, NAN);
-        best.int4_limbs(l.packed, limbs, l.xsum.data(), rows, 3, l.out, c.data(), l.out);
-        best.int4_limbs(l.packed, limbs, l.xsum.data(), rows, 0, 3, c.data(), l.out);
+        best.int4_limbs(l.packed, x, l.xsum.data(), rows, 3, l.out, c.data(), l.out);
+        best.int4_limbs(l.packed, x, l.xsum.data(), rows, 0, 3, c.data(), l.out);
         for (std::size_t m = 0; m < rows; ++m)
           for (std::size_t j = 0; j < l.out; ++j) {
             double exact = 0, of_limbs = 0, mag = 0, bound = 0;
@@ -276,7 +319,7 @@ TEST(QuantKernel, Int8KernelOnActivationCodesIsExact) {
         codes[i] = static_cast<std::uint8_t>(
             static_cast<std::int8_t>(i % 7 == 0 ? (i % 2 ? 127 : -127) : int(rng() % 255) - 127));
       XLimbs x;
-      x.resize(rows, hidden, kInt8LimbGroup, true);  // one limb: the codes
+      x.resize(rows, hidden, kInt8LimbGroup, XLimbs::Form::one_limb);  // the codes
       for (std::size_t m = 0; m < rows; ++m) {
         xscale[m] = 0.01f * float(m + 1);
         limbs_from_int8(codes.data() + m * hidden, xscale[m], m, hidden, x);
@@ -362,7 +405,7 @@ TEST(QuantKernel, Int8LimbsKernelAgreesWithTheRecipeWithinTheLimbsBound) {
       std::vector<std::uint16_t> xb(rows * hidden);
       for (auto& v : xb) v = to_bf16(normal(rng) + 0.5f);
       XLimbs limbs;
-      limbs.resize(rows, hidden, kInt8LimbGroup);
+      limbs.resize(rows, hidden, kInt8LimbGroup, limb_form(best, false));
       for (std::size_t m = 0; m < rows; ++m) best.split(xb.data(), m, hidden, kInt8LimbGroup, limbs);
       std::vector<float> c(rows * out, NAN);
       best.int8_limbs(p, limbs, rows, 3, out, c.data(), out);

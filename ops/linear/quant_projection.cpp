@@ -36,7 +36,7 @@ void QuantProjection::run(std::size_t copy, const void* x, std::size_t rows, con
   tile_.resize(block_rows * out);
   xsum_.resize(std::max<std::size_t>(1, block_rows * groups));
   const auto* xb = static_cast<const std::uint16_t*>(x);
-  if (limbs) limb_x_.resize(block_rows, h, limb_group);
+  if (limbs) limb_x_.resize(block_rows, h, limb_group, limb_form(qk, !int8_limbs));
   for (std::size_t r0 = 0; r0 < rows; r0 += kRowBlock) {
     const std::size_t mr = std::min(kRowBlock, rows - r0);
 #pragma omp parallel

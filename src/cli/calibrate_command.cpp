@@ -1,27 +1,26 @@
 // `opmeter calibrate`: measure this machine's ceilings (peak FLOP/s per dtype, memory and cache
 // bandwidth) and its fusion profile, and write them as one JSON profile that `opmeter run
 // --calibration` compares results with.
-#include <ctime>
+#include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "analysis/fusion.hpp"
 #include "cli/cache_cases.hpp"
 #include "cli/commands.hpp"
 #include "cli/shard_run.hpp"
 #include "cli/validators.hpp"
-#include "opmeter/backend.hpp"
 #include "config/config.hpp"
-#include "opmeter/context.hpp"
-#include "opmeter/errors.hpp"
-#include "analysis/fusion.hpp"
-#include "opmeter/registry.hpp"
-#include "report/reporters.hpp"
 #include "engine/calibration_profile.hpp"
 #include "engine/ceiling_rate.hpp"
+#include "opmeter/backend.hpp"
+#include "opmeter/context.hpp"
+#include "opmeter/errors.hpp"
+#include "opmeter/registry.hpp"
+#include "report/reporters.hpp"
 #include "util/output_path.hpp"
 
 namespace opmeter {

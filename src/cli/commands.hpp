@@ -46,8 +46,7 @@ struct RunArgs {
   std::vector<std::string> kernels;  // --kernel FILE[:NAME]: users' Python kernels
   std::string child_result;  // internal: isolated child writes its one result here
   bool check_only = false;   // internal: the isolated child of `opmeter check` checks, untimed
-  std::vector<std::string> plugins;  // --plugin: C plugin libraries, loaded before the plan is made
-  std::vector<std::string> stored_plugins_not_loaded;  // a dry run's --resume: the run's plugins, not loaded
+  std::vector<std::string> plugins;    // --plugin: C plugin libraries, loaded before the plan is made
   std::vector<std::string> pipelines;  // --pipeline NAME[:key=value,...]: built-in pipelines to run
   std::string shard;        // --shard I/N or auto (cli/shard_run.hpp); empty: the launcher's, if any
   std::string shard_model;  // --shard-model: a predict model whose times balance the shards
@@ -70,13 +69,16 @@ struct UserImpls {
   std::vector<std::string> names;         // the impls they registered
 };
 UserImpls load_user_impls(const std::vector<std::string>& kernels, const std::vector<std::string>& plugins);
+// What reading a resumed run's stored code found that the run judges by later, not an argument:
+// a dry run judges --case-deadline by the plugins the run would load.
+struct ResumeFacts {
+  std::vector<std::string> plugins_not_loaded;  // a dry run's: the stored plugins it did not load
+};
 // A resumed run's or check's stored plugins and kernels, taken where no flag names any. A dry run
 // takes none, and says so: results may come from anyone, and their code runs to measure, not to look.
-// Returns the stored plugins a dry run did not load.
-std::vector<std::string> take_stored_code(const std::string& resume, bool dry_run,
-                                          const std::vector<std::string>& stored_plugins,
-                                          const std::vector<std::string>& stored_kernels,
-                                          std::vector<std::string>& plugins, std::vector<std::string>& kernels);
+ResumeFacts take_stored_code(const std::string& resume, bool dry_run, const std::vector<std::string>& stored_plugins,
+                             const std::vector<std::string>& stored_kernels, std::vector<std::string>& plugins,
+                             std::vector<std::string>& kernels);
 // A deadline applies to cases run in a child process: --isolate's, and a C plugin's (which run in
 // one without it). UsageError for a --case-deadline given where no case would have one.
 inline const std::string kCaseDeadlineHelp =

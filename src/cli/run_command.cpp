@@ -265,8 +265,8 @@ void check_stored_ranges(const StoredRun& s) {
 }
 
 // `--resume DIR` alone continues the run DIR holds: its config, suite or case, its filter and its
-// settings (flags given now still win).
-void take_stored_settings(RunArgs& a) {
+// settings (flags given now still win). Returns what reading its stored code found.
+ResumeFacts take_stored_settings(RunArgs& a) {
   std::error_code ec;
   if (!std::filesystem::is_directory(a.resume, ec))
     throw UsageError(fmt::format("--resume {}: no such results directory", a.resume));
@@ -303,7 +303,7 @@ void take_stored_settings(RunArgs& a) {
   auto threads = s.integer<int>("threads", kMinThreads, kMaxThreads, "--threads");
   auto llc = s.integer<std::size_t>("llc_bytes", kMinLlcBytes, kMaxLlcBytes, "--llc-bytes");
   check_stored_ranges(s);
-  a.stored_plugins_not_loaded =
+  ResumeFacts facts =
       take_stored_code(a.resume, a.dry_run, s.texts("plugins"), s.texts("kernels"), a.plugins, a.kernels);
   a.hot = a.hot || hot;
   a.isolate = a.isolate || isolate;
@@ -313,6 +313,7 @@ void take_stored_settings(RunArgs& a) {
   restore_run_settings(a.settings, s.json());
   if (s.has("stopping")) restore_stopping(a.stopping, s.json()["stopping"]);
   fmt::print(stderr, "opmeter: resuming with the settings stored in {}\n", a.resume);
+  return facts;
 }
 
 // More threads than usable CPUs share them: the results then measure the sharing.
@@ -398,16 +399,16 @@ void check_case_deadline(const std::optional<double>& deadline, bool isolate, bo
                     *deadline));
 }
 
-std::vector<std::string> take_stored_code(const std::string& resume, bool dry_run,
-                                          const std::vector<std::string>& stored_plugins,
-                                          const std::vector<std::string>& stored_kernels,
-                                          std::vector<std::string>& plugins, std::vector<std::string>& kernels) {
-  std::vector<std::string> not_loaded, plugins_not_loaded;
+ResumeFacts take_stored_code(const std::string& resume, bool dry_run, const std::vector<std::string>& stored_plugins,
+                             const std::vector<std::string>& stored_kernels, std::vector<std::string>& plugins,
+                             std::vector<std::string>& kernels) {
+  ResumeFacts facts;
+  std::vector<std::string> not_loaded;
   for (auto [stored, given] : {std::pair{&stored_plugins, &plugins}, {&stored_kernels, &kernels}}) {
     if (!given->empty() || stored->empty()) continue;  // flags given now win
     if (dry_run) {
       not_loaded.insert(not_loaded.end(), stored->begin(), stored->end());
-      if (given == &plugins) plugins_not_loaded = *stored;
+      if (given == &plugins) facts.plugins_not_loaded = *stored;
     } else {
       *given = *stored;
     }
@@ -416,7 +417,7 @@ std::vector<std::string> take_stored_code(const std::string& resume, bool dry_ru
     fmt::print(stderr, "opmeter: a dry run runs no code: not loading {} stored in {} (give them with --plugin or --kernel "
                "to list their impls' cases)\n",
                fmt::join(not_loaded, ", "), resume);
-  return plugins_not_loaded;
+  return facts;
 }
 
 UserImpls load_user_impls(const std::vector<std::string>& kernels, const std::vector<std::string>& plugins) {
@@ -638,9 +639,10 @@ int run_command(const RunArgs& given, const char* argv0) {
   std::optional<scale::Shard> shard = run_shard(a);  // sharded runs: each rank's directory under --out
   std::optional<ShardOutput> shard_out;
   if (shard) shard_out = prepare_shard_output(a, *shard);
+  ResumeFacts resumed;  // what `--resume DIR` alone found in DIR's stored run
   if (!a.resume.empty() && a.config.empty() && a.suite.empty() && !a.case_given && a.pipelines.empty() &&
       a.child_result.empty())
-    take_stored_settings(a);
+    resumed = take_stored_settings(a);
   else if (!a.resume.empty() && a.child_result.empty() && !shard)
     check_resumes_the_same_run(a);
   if (a.llc_bytes) set_llc_bytes(*a.llc_bytes);
@@ -668,7 +670,7 @@ int run_command(const RunArgs& given, const char* argv0) {
   options.plugins = loaded_plugins();  // the config's too: isolated cases load them again
   // A dry run loads no config's or resumed run's plugins: it judges the deadline as the run would.
   const bool plugins =
-      !options.plugins.empty() || !plan.plugins_not_loaded.empty() || !a.stored_plugins_not_loaded.empty();
+      !options.plugins.empty() || !plan.plugins_not_loaded.empty() || !resumed.plugins_not_loaded.empty();
   check_case_deadline(a.case_deadline_s, options.isolate, plugins);
   if (!a.llc_bytes && plan.llc_bytes) set_llc_bytes(plan.llc_bytes);
   options.stopping = apply_overrides(plan.stopping, a.stopping);

@@ -3,6 +3,7 @@
 #include "config/torchao_config.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -28,16 +29,24 @@ const std::vector<std::string> kTorchaoOnly = {"benchmark_mode", "quantization_c
 const std::vector<std::string> kModelKeys = {"name",   "matrix_shapes", "high_precision_dtype", "compile",         "use_torch_compile",
                                              "torch_compile_mode", "device", "model_type", "enable_profiler", "enable_memory_profiler"};
 
-// The plan's notes, each once.
+// The plan's notes, each once, and where the config says the first thing left out: a config
+// that expands to no cases is reported there (as opmeter's own configs are at the value).
 class Notes {
  public:
   explicit Notes(std::vector<std::string>& out) : out_(out) {}
   void add(const std::string& note) {
     if (std::find(out_.begin(), out_.end(), note) == out_.end()) out_.push_back(note);
   }
+  // A note saying that what the config writes at `at` is left out.
+  void leave_out(const YAML::Node& at, const std::string& note) {
+    if (!first_left_out_) first_left_out_ = at;
+    add(note);
+  }
+  const std::optional<YAML::Node>& first_left_out() const { return first_left_out_; }
 
  private:
   std::vector<std::string>& out_;
+  std::optional<YAML::Node> first_left_out_;
 };
 
 // Item i of a scalar-or-list node, for messages at its line.
@@ -246,8 +255,10 @@ const OptionalParam* optional_param(const OpDef& op, const std::string& key) {
   return nullptr;
 }
 
-// Whether the op refuses the case with its recipe and mode alone (noted, as at the full check).
-bool recipe_refused(const OpDef& op, const Case& c, const Params& extra, const MatShape& shape, Notes& notes) {
+// Whether the op refuses the case with its recipe and mode alone (noted at the shape's entry, as
+// at the full check).
+bool recipe_refused(const OpDef& op, const Case& c, const Params& extra, const MatShape& shape, const YAML::Node& at,
+                    Notes& notes) {
   Case k = c;
   for (auto& [key, value] : extra)
     if (!optional_param(op, key)) return false;  // said, and left out, where the knobs are added
@@ -255,7 +266,8 @@ bool recipe_refused(const OpDef& op, const Case& c, const Params& extra, const M
   try {
     op.validate(k);
   } catch (const CaseError& e) {
-    notes.add(fmt::format("{} of shape [{}, {}, {}]: {}: left out", op.name, shape.m, shape.k, shape.n, e.what()));
+    notes.leave_out(
+        at, fmt::format("{} of shape [{}, {}, {}]: {}: left out", op.name, shape.m, shape.k, shape.n, e.what()));
     return true;
   }
   return false;
@@ -287,7 +299,8 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
   const std::string where = name.empty() ? "model_params" : "model_params " + name;  // in notes
   if (!entry["matrix_shapes"])
     r.fail(entry, "model_params: missing 'matrix_shapes', e.g. [{name: custom, shapes: [[1024, 1024, 1024]]}]");
-  const auto shapes = read_shapes(r, entry["matrix_shapes"]);
+  std::vector<YAML::Node> shape_nodes;  // each shape's entry (its [m, k, n], else its generator)
+  const auto shapes = read_shapes(r, entry["matrix_shapes"], &shape_nodes);
   auto list = [&](const char* key, const std::string& absent) {
     return entry[key] ? r.text_list(entry[key], key) : std::vector<std::string>{absent};
   };
@@ -305,7 +318,9 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
     auto names = r.text_list(n, "device");
     for (std::size_t i = 0; i < names.size(); ++i) {
       auto d = read_device(r, item(n, i));
-      if (d.empty()) notes.add(fmt::format("{}: device {} is not measured by opmeter (cpu, cuda): left out", where, names[i]));
+      if (d.empty())
+        notes.leave_out(item(n, i),
+                        fmt::format("{}: device {} is not measured by opmeter (cpu, cuda): left out", where, names[i]));
       else devices.push_back(d);
     }
   } else {
@@ -341,8 +356,9 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
   for (std::size_t t = 0; t < types.size(); ++t) {
     auto op_name = model_op(types[t]);
     if (!op_name) {
-      notes.add(fmt::format("{}: model_type {} has no opmeter op (linear, ln_linear_<act>, "
-                            "transformer_block): left out", where, types[t]));
+      notes.leave_out(item(entry["model_type"], t), fmt::format("{}: model_type {} has no opmeter op (linear, "
+                                                                "ln_linear_<act>, transformer_block): left out",
+                                                                where, types[t]));
       continue;
     }
     const OpDef& op = *reg.op(*op_name);
@@ -354,8 +370,9 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
       for (auto* impl : reg.impls_of(op.name))
         if (impl->runs_on(backend.name()) && !impl->on_request) own.push_back(impl->impl);
       for (auto d : dtypes)
-        for (auto& shape : shapes)
+        for (std::size_t i = 0; i < shapes.size(); ++i)
           for (auto& recipe : s.recipes) {
+            const MatShape& shape = shapes[i];
             Case c = like;
             c.op = op.name;
             c.dtype = d;
@@ -367,7 +384,7 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
             if (s.training) extra.emplace_back(linear::kMode, linear::kTrain);
             // A recipe the op does not take (a block's float8dq) is left out before its knobs,
             // which would otherwise each get a note for cases that never run.
-            if (recipe_refused(op, c, extra, shape, notes)) continue;
+            if (recipe_refused(op, c, extra, shape, shape_nodes[i], notes)) continue;
             if (s.training && recipe.starts_with("float8dq"))
               for (auto& [key, value] : s.knobs) {
                 if (key == std::string(linear::kGranularity)) {
@@ -390,7 +407,8 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
             bool declared = true;
             for (auto& [key, value] : extra)
               if (!optional_param(op, key)) {
-                notes.add(fmt::format("{} takes no {} in this build: its {}={} cases are left out", op.name, key, key, value));
+                notes.leave_out(entry, fmt::format("{} takes no {} in this build: its {}={} cases are left out",
+                                                   op.name, key, key, value));
                 declared = false;
               }
             if (!declared) continue;
@@ -398,7 +416,8 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
             try {
               op.validate(c);
             } catch (const CaseError& e) {
-              notes.add(fmt::format("{} of shape [{}, {}, {}]: {}: left out", op.name, shape.m, shape.k, shape.n, e.what()));
+              notes.leave_out(shape_nodes[i], fmt::format("{} of shape [{}, {}, {}]: {}: left out", op.name, shape.m,
+                                                          shape.k, shape.n, e.what()));
               continue;
             }
             // opmeter's impls that run the case, else the first of them (the case is then
@@ -505,8 +524,13 @@ Plan load_torchao_config(const YamlReader& r, const YAML::Node& root, int defaul
   } else {
     add_model(r, models, models.IsMap() && models["name"] ? r.text(models["name"], "model_params.name") : "", s, plan, have, notes);
   }
+  // At what the first reason leaves out (a device, a model_type, a shape), not at `model_params`.
   if (plan.cases.empty())
-    r.fail(models, fmt::format("the torchao config expands to no cases{}", plan.notes.size() > 1 ? fmt::format(": {}", fmt::join(plan.notes.begin() + 1, plan.notes.end(), "; ")) : ""));
+    r.fail(notes.first_left_out().value_or(models),
+           fmt::format("the torchao config expands to no cases{}",
+                       plan.notes.size() > 1
+                           ? fmt::format(": {}", fmt::join(plan.notes.begin() + 1, plan.notes.end(), "; "))
+                           : ""));
   return plan;
 }
 
