@@ -208,6 +208,19 @@ TEST(ColdCopies, SetsOfAnOpWithTablesAreCountedByWhatACallTouchesAndShareTablesT
   auto whole = small;
   whole.table_bytes = 0;
   EXPECT_EQ(plan_cold(whole).copies, 61u);
+  // An impl that copies set 0 whole (a C plugin's): sets by the footprint, and a table larger than
+  // twice the cache gets one, whose calls gather the same 2 MiB of rows: said so.
+  auto unshared = big;
+  unshared.table_bytes = 0;
+  unshared.tables_not_shared = true;
+  EXPECT_EQ(plan_cold(unshared).copies, 1u);
+  EXPECT_EQ(plan_cold(unshared).partly_cached,
+            "cold over one input set (this impl copies the tables whole, with the same indices in every set): its "
+            "calls gather the same rows, 2 MiB in all, less than twice the 32 MiB cache, so part of each call's "
+            "reads may come from it");
+  unshared.footprint = 4 * mib;  // 16 copies of 4 MiB, whose calls touch 32 MiB in all
+  EXPECT_EQ(plan_cold(unshared).copies, 16u);
+  EXPECT_NE(plan_cold(unshared).partly_cached.find("cold over 16 copies of one input set"), std::string::npos);
   // A call that alone touches more than twice the cache: one set.
   auto one = big;
   one.bytes_read = one.bytes_written = 40 * mib;

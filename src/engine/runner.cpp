@@ -115,7 +115,15 @@ ColdPlan plan_cold(const ColdFacts& f) {
   if (!f.calls_per_replay) {
     ColdPlan p{ColdWay::rotate, needed, 0, "", ""};
     const double held = double(needed) * f.footprint;
-    if (f.footprint > 0 && held < 2.0 * double(f.cache_bytes))
+    const double touched = double(needed) * (f.bytes_read + f.bytes_written);
+    if (f.tables_not_shared && touched < 2.0 * double(f.cache_bytes))
+      p.partly_cached = fmt::format(
+          "cold over {} (this impl copies the tables whole, with the same indices in every set): its calls gather "
+          "the same rows, {:.3g} MiB in all, less than twice the {:.3g} MiB cache, so part of each call's reads may "
+          "come from it",
+          needed == 1 ? "one input set" : fmt::format("{} copies of one input set", needed), touched / kMiB,
+          double(f.cache_bytes) / kMiB);
+    else if (f.footprint > 0 && held < 2.0 * double(f.cache_bytes))
       p.partly_cached = fmt::format(
           "cold over {} input sets of {:.3g} MiB ({:.3g} MiB in all, as many as {}): less than twice the {:.3g} MiB "
           "cache, so part of each call's reads may come from it",
@@ -376,9 +384,9 @@ Support fits_in_memory(const Case& c, double footprint, double available) {
   return Support::yes();
 }
 
-// Bytes of the case's lookup tables where its impl can share them between cold sets, else 0.
-double shared_table_bytes(const OpDef& op, const Case& c, const Impl& impl) {
-  if (!op.spec || !impl.shares_tables()) return 0;
+// Bytes of the case's lookup tables (OpSpec::is_table), 0 when it has none.
+double table_bytes(const OpDef& op, const Case& c) {
+  if (!op.spec) return 0;
   auto spec = op.spec();
   spec->bind(c);
   return spec->table_bytes();
@@ -412,6 +420,7 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     // Cold samples: the backend's timer flushes caches before each (a GPU's L2), or the runner
     // rotates input copies that together exceed the cache; an impl that cannot rotate is hot.
     ColdPlan cold;
+    const double tables = r.cache == "cold" ? table_bytes(op, c) : 0;
     if (r.cache == "cold")
       cold = plan_cold({.timer_makes_cold = backend.timer_makes_cold(),
                         .impl_rotates = backend.rotates_inputs(*impl, c),
@@ -420,8 +429,9 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
                         .bytes_read = r.work.bytes_read,
                         .budget = std::min(0.25 * available, 4.0 * (1u << 30)),
                         .cache_bytes = backend.cache_bytes(c).value_or(llc_bytes()),
-                        .table_bytes = shared_table_bytes(op, c, *impl),
-                        .bytes_written = r.work.bytes_written});
+                        .table_bytes = impl->shares_tables() ? tables : 0,
+                        .bytes_written = r.work.bytes_written,
+                        .tables_not_shared = tables > 0 && !impl->shares_tables()});
     if (cold.way == ColdWay::none) r.cache = "hot";
     r.copies = cold.copies;
     impl->setup(c, {.copies = r.copies, .seed = options.seed, .table_copies = cold.table_copies});

@@ -60,6 +60,8 @@ struct ColdFacts {
   // can share them between sets (Impl::shares_tables); 0: none, every set copies everything.
   double table_bytes = 0;
   double bytes_written = 0;  // by a call: with bytes_read, what a set with tables adds to the cache
+  // The op has tables but the impl copies set 0 whole (the same indices in every set).
+  bool tables_not_shared = false;
 };
 struct ColdPlan {
   ColdWay way = ColdWay::timer;  // timer also for a hot case: one set, nothing to do
