@@ -127,13 +127,14 @@ class TrainReference {
       xh[k] = load(act_, &slot, 0);
     }
   }
-  // dz = dy act'(z). The layer's z differs from this one by its stored rounding and its sums
+  // dz = dy act'(z). The layer's z differs from this one by its stored rounding, its bias's (a
+  // layer may add the bias in the activations' type, as cuBLASLt's bias epilogue does) and its sums
   // (delta, z_error_); where act' changes within delta of z (a kink, a steep curve) the element may
   // differ by that change, so its magnitude carries the change over the tolerance.
   void grad_z(std::size_t r, std::size_t j, double z, double zmag, double& dz, double& mag) const {
     double dy = in_[dy_][r * s_.out + j], d = activation::derivative(s_.act, z);
     dz = dy * d;
-    const double delta = half_ulp_ * std::fabs(z) + z_error_ * zmag;
+    const double delta = half_ulp_ * (std::fabs(z) + std::fabs(bias(j))) + z_error_ * zmag;
     const double change = std::max(std::fabs(activation::derivative(s_.act, z + delta) - d),
                                    std::fabs(activation::derivative(s_.act, z - delta) - d));
     mag = std::fabs(dy) * (std::fabs(d) + change / tolerance_);

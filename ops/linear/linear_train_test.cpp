@@ -132,6 +132,40 @@ TEST(LinearTrain, CheckNamesAWrongGradient) {
   EXPECT_TRUE(has(nan.check.detail, "training output dW")) << nan.check.detail;
 }
 
+// cuBLASLt's bias epilogue adds the bias in y's type: bf16 rounds b = 1 + 2^-9 to 1, which moves
+// z = b - 1 - 2^-10 from 2^-10 to -2^-10, across relu's kink, and flips act'(z) and with it dW.
+// The check accepts the step so computed, and still catches a wrong gradient elsewhere.
+TEST(LinearTrain, CheckAcceptsTheBiasRoundedToTheActivationsTypeAtAKink) {
+  auto c = train_case("batch=1,seq=2,hidden=4,out=3,act=relu,mode=train", "bf16");
+  auto spec = Registry::global().op(c.op)->spec();
+  spec->bind(c);
+  auto in = spec->make_inputs(7);
+  const double x0[] = {1, 1, 0, 0}, w0[] = {-1, -0x1p-10, 0, 0};
+  for (std::size_t k = 0; k < 4; ++k) {
+    store(in[0].desc().elem, in[0].data(), k, x0[k]);
+    store(in[1].desc().elem, in[1].data(), k, w0[k]);
+  }
+  store(in[3].desc().elem, in[3].data(), 0, 1.0);  // dy of row 0, column 0
+  auto* bias = static_cast<float*>(in[2].data());
+  bias[0] = 1.0f;  // the layer's z: the bias as bf16 holds it
+  auto layer = naive_step(c, in);
+  bias[0] = 1.0f + 0x1p-9f;
+  auto l = linear::train_layout(linear::shape_of(c));
+  HostTensor out(spec->output());
+  auto checked = [&](std::size_t poke) {
+    for (std::size_t i = 0; i < layer.size(); ++i)
+      store(out.desc().elem, out.data(), i, layer[i] + (i == poke ? 0.5 : 0.0));
+    return spec->check(in, out, 3);
+  };
+  auto exact = naive_step(c, in);
+  ASSERT_NE(layer[l.dw], exact[l.dw]) << "the rounded bias must flip relu' at z[0,0]";
+  auto r = checked(SIZE_MAX);
+  EXPECT_TRUE(r.ok) << r.detail;
+  auto wrong = checked(l.dw + 4 + 2);  // dW[1, 2], far from the kink
+  EXPECT_FALSE(wrong.ok) << wrong.detail;
+  EXPECT_TRUE(has(wrong.detail, "dW[6]")) << wrong.detail;
+}
+
 TEST(LinearTrain, ActivationDerivativesMatchDifferences) {
   for (auto a : tensor::all_acts())
     for (double x : {-4.1, -1.3, -0.2, 0.3, 1.7, 5.2, 7.5}) {
