@@ -150,8 +150,8 @@ TEST(Cudnn, GpuConvFusionConfigPutsTheUnfusedBesideBothFusedImpls) {
 }
 
 TEST(Cudnn, ModuleIsBuiltAndLoadsWithoutAGpu) {
-  if (OPMETER_CUDNN_MODULE_FILE[0] == '\0') GTEST_SKIP() << "this build has no cuDNN module (libcudnn not found)";
-  ASSERT_TRUE(std::filesystem::exists(OPMETER_CUDNN_MODULE_FILE));
+  if (opmeter_cudnn_module()[0] == '\0') GTEST_SKIP() << "this build has no cuDNN module (libcudnn not found)";
+  ASSERT_TRUE(std::filesystem::exists(opmeter_cudnn_module())) << opmeter_cudnn_module();
   auto* p = cuda::plugin();
   ASSERT_NE(p, nullptr) << cuda::load_reason();
   // versions() loads the module (a dlopen, no GPU work) and records cuDNN's run-time version.

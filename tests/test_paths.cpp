@@ -14,15 +14,26 @@ const char* opmeter_source_dir() {
   return dir.c_str();
 }
 
+namespace {
+// `built`'s file name beside the running test binary where it is there (a bundle carries the
+// binaries into one folder), else `built` itself.
+std::string beside_self_or(const std::string& built) {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec && !built.empty()) {
+    const auto beside = self.parent_path() / std::filesystem::path(built).filename();
+    if (std::filesystem::is_regular_file(beside, ec)) return beside.string();
+  }
+  return built;
+}
+}  // namespace
+
 const char* opmeter_testbin() {
-  static const std::string path = [] {
-    std::error_code ec;
-    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    if (!ec) {
-      const auto beside = self.parent_path() / "opmeter_testbin";
-      if (std::filesystem::is_regular_file(beside, ec)) return beside.string();
-    }
-    return std::string(kBuiltTestbin);
-  }();
+  static const std::string path = beside_self_or(kBuiltTestbin);
+  return path.c_str();
+}
+
+const char* opmeter_cudnn_module() {
+  static const std::string path = beside_self_or(kBuiltCudnnModule);
   return path.c_str();
 }

@@ -14,6 +14,10 @@ const char* opmeter_source_dir();
 // The CLI with the test impls linked in: beside the running test binary where it is there (a
 // bundle carries both into one folder), else where the build put it.
 const char* opmeter_testbin();
+extern const char kBuiltCudnnModule[];  // empty where this build has no cuDNN module
+// The cuDNN module the CUDA plugin loads from beside itself: beside the running test binary where
+// it is there (a bundle), else where the build put it; empty where this build has none.
+const char* opmeter_cudnn_module();
 extern const char OPMETER_TEST_PYTHON[];  // Debian's python3, which has PyTorch
 extern const char EXAMPLE_PLUGIN[];       // examples/plugin
 extern const char PLUGIN_BAD_RESULTS[];   // tests/plugins/bad_plugin.c, each way wrong
@@ -24,4 +28,3 @@ extern const char PLUGIN_ENDS_PROCESS[];  // exit(0) / segfault / abort in run
 extern const char PLUGIN_MARKS_LOAD[];    // its constructor writes $OPMETER_TEST_MARKER
 extern const char FAKE_NVML[];  // tests/fake_nvml.cpp
 extern const char FAKE_NVML_NOENERGY[];
-extern const char OPMETER_CUDNN_MODULE_FILE[];  // empty where this build has no cuDNN module

@@ -148,6 +148,32 @@ TEST(SqueezeExciteOp, SpecCatchesAWrongOrMissingElement) {
   EXPECT_NE(m.detail.find("not written"), std::string::npos) << m.detail;
 }
 
+// fp16 holds values below 2^-14 as subnormals, 2^-24 apart: x = k 2^-24 times a gate rounds to
+// that spacing, far more than 2^-11 of its value. The check takes the output rounded once to fp16
+// (what a correct kernel writes; the H200 wrote -9 2^-24 for -8.55 2^-24).
+TEST(SqueezeExciteOp, SpecAcceptsFp16SubnormalOutputsRoundedOnce) {
+  SqueezeExciteOp spec;
+  spec.bind(parse_case(se_case("opmeter", "fp16", 1, 4, 4, 2, "relu", "hardsigmoid")));
+  auto in = spec.make_inputs(5);
+  for (std::size_t i = 0; i < 16; ++i) store(Elem::f16, in[0].data(), i, double(i + 1) * 0x1p-24);  // plane 0
+  HostTensor out(spec.output());
+  std::vector<std::size_t> all(spec.out_rows());
+  for (std::size_t r = 0; r < all.size(); ++r) all[r] = r;
+  double worst_rounding = 0;  // |stored - ref| / mag, the scale the check used before the floor
+  spec.reference_rows(in, all, [&](std::size_t p, const double* ref, const double* mag) {
+    for (std::size_t i = 0; i < 16; ++i) {
+      store(Elem::f16, out.data(), all[p] * 16 + i, ref[i]);
+      worst_rounding = std::max(worst_rounding, std::fabs(out[all[p] * 16 + i] - ref[i]) / mag[i]);
+    }
+  });
+  EXPECT_GT(worst_rounding, spec.tolerance()) << "no output was rounded coarser than the relative tolerance";
+  auto ok = spec.check(in, out, 1);
+  EXPECT_TRUE(ok.ok) << ok.detail;
+  HostTensor wrong = copy_of(out);  // a gate off by 1% on plane 2 (normal values): still caught
+  for (std::size_t i = 0; i < 16; ++i) store(Elem::f16, wrong.data(), 2 * 16 + i, out[2 * 16 + i] * 1.01);
+  EXPECT_FALSE(spec.check(in, wrong, 1).ok);
+}
+
 TEST(SqueezeExciteOp, CpuImplsMatchTheReferenceOnOddShapes) {
   struct Shape {
     int batch, channels, image, reduced;
