@@ -399,16 +399,26 @@ for entry in "${steps[@]}"; do
     quant-ncu)  # Nsight Compute on the weight-only kernels at decode beside cuBLASLt's bf16 GEMM of the same shape
       # (throughput, occupancy, warp stalls): what bounds them, in one call.
       if command -v ncu >/dev/null; then
+        # What each issued instruction waited for (cycles a warp spends stalled on each reason per
+        # issue), and the instructions and DRAM bytes: the sections alone give no stall breakdown.
+        ncu_stalls=smsp__inst_executed.sum,dram__bytes_read.sum
+        for r in long_scoreboard short_scoreboard wait barrier mio_throttle lg_throttle math_pipe_throttle \
+                 not_selected selected dispatch_stall no_instruction branch_resolving; do
+          ncu_stalls+=",smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio"
+        done
         n=0
         for kase in 'linear/cuda_quant/bf16/batch=1,seq=1,hidden=8192,out=1280,act=none,quant=int4wo-64/device=cuda:0' \
                     'linear/cuda_quant/bf16/batch=1,seq=1,hidden=8192,out=1280,act=none,quant=int8wo/device=cuda:0' \
                     'linear/cublaslt/bf16/batch=1,seq=1,hidden=8192,out=1280,act=none/device=cuda:0' \
                     'linear/cuda_quant/bf16/batch=1,seq=1,hidden=1024,out=8192,act=none,quant=int4wo-64/device=cuda:0' \
-                    'linear/cuda_quant/bf16/batch=1,seq=16,hidden=4096,out=4096,act=none,quant=int4wo-64/device=cuda:0'; do
+                    'linear/cuda_quant/bf16/batch=1,seq=16,hidden=4096,out=4096,act=none,quant=int4wo-64/device=cuda:0' \
+                    'linear/cuda_quant/bf16/batch=1,seq=1,hidden=8192,out=7168,act=none,quant=int4wo-64/device=cuda:0' \
+                    'linear/cuda_quant/bf16/batch=1,seq=1,hidden=8192,out=7168,act=none,quant=int8wo/device=cuda:0' \
+                    'linear/cublaslt/bf16/batch=1,seq=1,hidden=8192,out=7168,act=none/device=cuda:0'; do
           n=$((n + 1))
           step "quant-ncu-$n" "$out/quant-ncu-$n.txt" ncu --clock-control none --profile-from-start off --section SpeedOfLight \
             --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats \
-            --section SchedulerStats "$opm" run --profile --samples 10 --energy-window 0 --cooldown 0 --no-report --case "$kase" --out "$out/quant-ncu-$n"
+            --section SchedulerStats --metrics "$ncu_stalls" "$opm" run --profile --samples 10 --energy-window 0 --cooldown 0 --no-report --case "$kase" --out "$out/quant-ncu-$n"
           if tool_refused "$out/quant-ncu-$n.txt"; then
             echo "gpu-check: [quant-ncu] ncu cannot profile on this machine (see quant-ncu-$n.txt): the other cases skipped" |
               tee -a "$out/commands.txt"

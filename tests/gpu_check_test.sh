@@ -102,10 +102,11 @@ echo "ncu $*"
 SH
 chmod +x "$tmp/bin/ncu"
 bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/n" quant-ncu >> "$tmp/log3" 2>&1
-expect '[ "$(grep -cP "^quant-ncu-[0-9]\t0\t" "$tmp/res/n/steps.tsv")" -eq 5 ]'
+expect '[ "$(grep -cP "^quant-ncu-[0-9]\t0\t" "$tmp/res/n/steps.tsv")" -eq 8 ]'
+expect 'grep -q "metrics smsp__inst_executed.sum,.*long_scoreboard_per_issue_active.ratio" "$tmp/res/n/quant-ncu-1.txt"'
 expect 'grep -q "profile-from-start off.* run --profile --samples 10 --energy-window 0 --cooldown 0 --no-report --case linear/cuda_quant/" "$tmp/res/n/quant-ncu-1.txt"'
 expect 'grep -q "^ncu --clock-control none " "$tmp/res/n/quant-ncu-1.txt"'  # the card's clocks are left alone
-# Where ncu cannot profile at all (gVisor), the first case says so and the other four are skipped.
+# Where ncu cannot profile at all (gVisor), the first case says so and the others are skipped.
 cat > "$tmp/bin/ncu" <<'SH'
 #!/bin/bash
 echo "==ERROR== Failed to initialize the profiler: LibraryNotLoaded"
