@@ -23,6 +23,7 @@ inline constexpr int kTileN = 8;     // channels per n-tile
 inline constexpr int kRows = 16;     // rows per block: one m16n8k16 tile
 inline constexpr int kLanes = 32;
 inline constexpr int kRing = 4;      // 16-byte code units in flight per lane
+inline constexpr int kBlocksPerSm = 3;  // resident at once (<= 80 registers a thread)
 inline constexpr int kMinGroup = 16;
 inline constexpr int kMaxGroupsPerChunk = kChunkK / kMinGroup;
 
@@ -50,9 +51,11 @@ OPMETER_DECODE_HD constexpr int param_smem(int warp, int q, int channel) {
 // Staging entry i (i < 64 channels x groups_per_chunk, consecutive i reading consecutive groups of
 // one channel): where it goes in shared memory and which word of group_params ([padded_out]
 // [groups_per_row]) it copies; -1 for a zero (n-tile past the weight, group past K).
+// `next`: the word the same entry copies for the next chunk, -1 past K (the kernel prefetches it
+// into L2 while this chunk computes).
 struct ParamCopy {
   int smem = 0;
-  std::int64_t src = -1;
+  std::int64_t src = -1, next = -1;
 };
 OPMETER_DECODE_HD inline ParamCopy param_copy(int i, int groups_per_chunk, std::int64_t first_n_tile, std::int64_t n_tiles,
                                               std::int64_t groups_per_row, std::int64_t first_group) {
@@ -61,6 +64,7 @@ OPMETER_DECODE_HD inline ParamCopy param_copy(int i, int groups_per_chunk, std::
   ParamCopy p;
   p.smem = param_smem(warp, q, c);
   if (nt < n_tiles && gi < groups_per_row) p.src = (nt * kTileN + c) * groups_per_row + gi;
+  if (p.src >= 0 && gi + groups_per_chunk < groups_per_row) p.next = p.src + groups_per_chunk;
   return p;
 }
 
@@ -76,33 +80,58 @@ OPMETER_DECODE_HD inline UnitRange split_units(std::int64_t split, std::int64_t 
   return {c0 * units_per_chunk, u1 < k_units ? u1 : k_units};
 }
 
+// What one chunk of K asks of a decode block: code units a lane streams (int4 4, int8 and fp8 8)
+// and whether the chunk waits for its group parameters (int4).
+struct ChunkWork {
+  int units_per_lane = 8;
+  bool group_params = false;
+};
+OPMETER_DECODE_HD constexpr ChunkWork chunk_work(bool int4) { return int4 ? ChunkWork{4, true} : ChunkWork{8, false}; }
+
+// A decode call's time, in memory round trips (~1 us each under load), for ksplit `ks` (-1 where
+// some split would get no chunk). Each block waits:
+//   - one round trip for its first codes, then one per kRing units a lane streams (the ring holds
+//     kRing in flight), and for int4 one per chunk for its group parameters (read after the
+//     chunk's barrier);
+//   - where split, three more at its end: its partials written and fenced, the arrival counter,
+//     the last block's reads of the partials.
+// Blocks beyond what the SMs hold at once (kBlocksPerSm each) run in further waves, each as long
+// as a block. The memory bounds it too: at the copy ceiling an SM streams about
+// kBytesPerRoundTrip (4.8 TB/s x ~700 ns / 132 SMs) a round trip.
+// On the H200 (2026-11-27, M = 1 in graphs over weight copies, the previous choice of splits) the
+// four LLaMA-2-70B shard layers took 1.0-1.6 us a round trip counted so with int8wo (7.8-28.4 us
+// for 6-24 of them), 1.5-2.0 us with int4wo-64.
+inline constexpr double kBytesPerRoundTrip = 25e3;
+inline double decode_round_trips(std::int64_t n_blocks, std::int64_t n_chunks, int sms, std::int64_t ks, ChunkWork w) {
+  const std::int64_t per = (n_chunks + ks - 1) / ks;
+  if ((n_chunks + per - 1) / per != ks) return -1;
+  const std::int64_t slots = static_cast<std::int64_t>(kBlocksPerSm) * sms;
+  const std::int64_t waves = (n_blocks * ks + slots - 1) / slots;
+  const double per_chunk = double(w.units_per_lane) / kRing + (w.group_params ? 1 : 0);
+  const double chain = 1 + double(per) * per_chunk + (ks > 1 ? 3 : 0);
+  const double chunk_bytes = double(kWarps) * w.units_per_lane * kLanes * 16;
+  const double stream = double(n_blocks) * double(n_chunks) * chunk_bytes / (double(sms) * kBytesPerRoundTrip);
+  return std::max(double(waves) * chain, stream);
+}
+
 // The split-K factor for `n_blocks` blocks (n-blocks x row blocks) over `n_chunks` chunks of K on
-// `sms` multiprocessors, at most `max_splits`. The codes stream at the memory's rate when each SM
-// has >= 2 blocks (32 KB of loads in flight); past that, time goes as the work of the busiest SM,
-// ceil(blocks / sms) x chunks per block. The fewest splits (fewer partials, fewer block start-ups)
-// within 10% of the cheapest. Every split gets chunks (as weight_only_ksplit makes them).
-inline int decode_ksplit(std::int64_t n_blocks, std::int64_t n_chunks, int sms, std::int64_t max_splits) {
+// `sms` multiprocessors, at most `max_splits`: the fewest splits (fewer partials) within 5% of the
+// fewest round trips (decode_round_trips). Every split gets chunks (as weight_only_ksplit makes
+// them). The previous rule balanced chunks over the SMs, which took many short blocks in several
+// waves, each paying its start and its split's end.
+inline int decode_ksplit(std::int64_t n_blocks, std::int64_t n_chunks, int sms, std::int64_t max_splits, ChunkWork w) {
   n_blocks = std::max<std::int64_t>(1, n_blocks);
   n_chunks = std::max<std::int64_t>(1, n_chunks);
   sms = std::max(1, sms);
   max_splits = std::clamp<std::int64_t>(max_splits, 1, n_chunks);
-  const std::int64_t enough = 2 * static_cast<std::int64_t>(sms);
-  // Cost of ksplit ks, or -1 where some split would get no chunk or the SMs too few blocks.
-  auto cost = [&](std::int64_t ks) -> std::int64_t {
-    const std::int64_t per = (n_chunks + ks - 1) / ks;
-    if ((n_chunks + per - 1) / per != ks || n_blocks * ks < enough) return -1;
-    return (n_blocks * ks + sms - 1) / sms * per;
-  };
-  std::int64_t least = -1, most = 1;
-  for (std::int64_t ks = 1; ks <= max_splits; ++ks) {
-    const std::int64_t per = (n_chunks + ks - 1) / ks;
-    if ((n_chunks + per - 1) / per == ks) most = ks;
-    if (const std::int64_t c = cost(ks); c >= 0 && (least < 0 || c < least)) least = c;
-  }
-  if (least < 0) return static_cast<int>(most);  // too few blocks whatever the split: the most allowed
+  double least = -1;
   for (std::int64_t ks = 1; ks <= max_splits; ++ks)
-    if (const std::int64_t c = cost(ks); c >= 0 && c * 10 <= least * 11) return static_cast<int>(ks);
-  return static_cast<int>(most);  // not reached
+    if (const double c = decode_round_trips(n_blocks, n_chunks, sms, ks, w); c >= 0 && (least < 0 || c < least))
+      least = c;
+  for (std::int64_t ks = 1; ks <= max_splits; ++ks)
+    if (const double c = decode_round_trips(n_blocks, n_chunks, sms, ks, w); c >= 0 && c <= least * 1.05)
+      return static_cast<int>(ks);
+  return 1;  // not reached: ks = 1 always gets every chunk
 }
 
 }  // namespace opmeter::linear::gpu_decode

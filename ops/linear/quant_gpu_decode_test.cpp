@@ -93,6 +93,9 @@ TEST(QuantGpuDecode, EachLaneReadsItsChannelsGroupParamsFromTheCopy) {
       if (i + 1 < copies && (i + 1) % per_chunk != 0 && c.src >= 0) {  // coalesced: the next group
         EXPECT_EQ(gd::param_copy(i + 1, per_chunk, 0, n_tiles, groups, chunk * per_chunk).src, c.src + 1);
       }
+      // What it prefetches is what the same entry copies for the next chunk; none past K (3 chunks).
+      const auto later = gd::param_copy(i, per_chunk, 0, n_tiles, groups, (chunk + 1) * per_chunk);
+      EXPECT_EQ(c.next, chunk + 1 < 3 ? later.src : -1) << "entry " << i << " chunk " << chunk;
     }
     for (int w = 0; w < gd::kWarps; ++w)
       for (int g = 0; g < per_chunk; ++g)
@@ -133,21 +136,44 @@ TEST(QuantGpuDecode, SplitsCoverEveryCodeUnitOnce) {
     }
 }
 
-TEST(QuantGpuDecode, KsplitFillsEverySmAndBalancesThem) {
-  // H100 / H200: 132 SMs. 4096 out (64 blocks) x K 4096 (8 chunks): 8 splits, 512 blocks of one chunk.
-  EXPECT_EQ(gd::decode_ksplit(64, 8, 132, 1 << 20), 8);
-  // 12288 out (192 blocks): 2 splits (384 blocks, 3 an SM at most, 4 chunks each) cost as little as 8.
-  EXPECT_EQ(gd::decode_ksplit(192, 8, 132, 1 << 20), 2);
-  // 16384 out (256 blocks) is < 2 an SM unsplit: 2 splits.
-  EXPECT_EQ(gd::decode_ksplit(256, 8, 132, 1 << 20), 2);
-  // 4096 out x K 16384 (32 chunks): 8 splits of 4 chunks.
-  EXPECT_EQ(gd::decode_ksplit(64, 32, 132, 1 << 20), 8);
-  // LLaMA-2-70B's Wqkv (10240 out, 160 blocks) x K 8192 (16 chunks): 4 splits (640 blocks of 4).
-  EXPECT_EQ(gd::decode_ksplit(160, 16, 132, 1 << 20), 4);
-  // Enough blocks unsplit (8 splits would be 63 rounds against 64: not worth it); one chunk; the
-  // partials' budget.
-  EXPECT_EQ(gd::decode_ksplit(1024, 8, 132, 1 << 20), 1);
-  EXPECT_EQ(gd::decode_ksplit(64, 1, 132, 1 << 20), 1);
-  EXPECT_EQ(gd::decode_ksplit(64, 8, 132, 3), 3);  // too few blocks whatever: the most allowed
-  EXPECT_EQ(gd::decode_ksplit(1, 1, 0, 0), 1);
+// Round trips by hand (H100 / H200: 132 SMs, 3 blocks an SM = 396 at once; a chunk of int4 or
+// int8 is 2 round trips; a block of int8 streams 32 KB a chunk, of int4 16 KB).
+TEST(QuantGpuDecode, RoundTripsCountWavesTheBlocksChainAndTheMemory) {
+  const gd::ChunkWork int8 = gd::chunk_work(false), int4 = gd::chunk_work(true);
+  EXPECT_EQ(int8.units_per_lane, 8);
+  EXPECT_EQ(int4.units_per_lane, 4);
+  EXPECT_TRUE(int4.group_params && !int8.group_params);
+  // ffn.w13 (7168 out: 112 blocks; K 8192: 16 chunks) in 8 splits: 896 blocks, 3 waves of
+  // 1 + 2 x 2 + 3 = 8.
+  EXPECT_DOUBLE_EQ(gd::decode_round_trips(112, 16, 132, 8, int8), 24);
+  EXPECT_DOUBLE_EQ(gd::decode_round_trips(112, 16, 132, 8, int4), 24);
+  // In 3 splits: one wave of 1 + 6 x 2 + 3 = 16; int8's 112 x 16 x 32 KB read at 25 KB a round
+  // trip on each of 132 SMs take longer: 17.8.
+  EXPECT_DOUBLE_EQ(gd::decode_round_trips(112, 16, 132, 3, int4), 16);
+  EXPECT_NEAR(gd::decode_round_trips(112, 16, 132, 3, int8), 112.0 * 16 * 32768 / (132 * 25e3), 1e-9);
+  // Unsplit: no end of split: 1 + 16 x 2.
+  EXPECT_DOUBLE_EQ(gd::decode_round_trips(112, 16, 132, 1, int4), 33);
+  // 5 splits of 16 chunks are 4 of 4: one split would get none.
+  EXPECT_LT(gd::decode_round_trips(112, 16, 132, 5, int4), 0);
+}
+
+TEST(QuantGpuDecode, KsplitTakesTheFewestRoundTrips) {
+  const gd::ChunkWork int8 = gd::chunk_work(false), int4 = gd::chunk_work(true);
+  // LLaMA-2-70B's shards on 132 SMs. ffn.w13: 3 splits (16 and 17.8 round trips; 8 splits were 24).
+  EXPECT_EQ(gd::decode_ksplit(112, 16, 132, 1 << 20, int4), 3);
+  EXPECT_EQ(gd::decode_ksplit(112, 16, 132, 1 << 20, int8), 3);
+  // ffn.w2 (8192 out: 128 blocks; K 3584: 7 chunks): 3 splits, one wave of 1 + 3 x 2 + 3 = 10
+  // (7 splits: 896 blocks in 3 waves of 6 = 18).
+  EXPECT_EQ(gd::decode_ksplit(128, 7, 132, 1 << 20, int8), 3);
+  // attn.wqkv (1280 out: 20 blocks; 16 chunks): 16 splits, one wave of 1 + 2 + 3 = 6.
+  EXPECT_EQ(gd::decode_ksplit(20, 16, 132, 1 << 20, int4), 16);
+  // attn.wo (8192 out; K 1024: 2 chunks): unsplit, 1 + 2 x 2 = 5 against 1 + 2 + 3 = 6.
+  EXPECT_EQ(gd::decode_ksplit(128, 2, 132, 1 << 20, int4), 1);
+  // 4096 x 4096 (64 blocks, 8 chunks): 4 splits (1 + 2 x 2 + 3 = 8; 8 splits: 1 + 2 + 3 = 6,
+  // but 512 blocks are 2 waves).
+  EXPECT_EQ(gd::decode_ksplit(64, 8, 132, 1 << 20, int8), 4);
+  // The partials' budget bounds it; one chunk is never split; no SM count still gives a split.
+  EXPECT_EQ(gd::decode_ksplit(112, 16, 132, 2, int4), 2);
+  EXPECT_EQ(gd::decode_ksplit(64, 1, 132, 1 << 20, int8), 1);
+  EXPECT_EQ(gd::decode_ksplit(1, 1, 0, 0, int8), 1);
 }

@@ -12,12 +12,15 @@
 //   an SM (80 registers, no spills: kSpan bounds what the compiler hoists) = 48 KB in flight.
 // - int4: each group's scale and zero were two dependent, uncoalesced loads in the inner loop.
 //   Here the chunk's parameters of the block's 64 channels are copied to shared memory with x
-//   (coalesced: consecutive threads read consecutive groups of a channel), codes in flight.
+//   (coalesced: consecutive threads read consecutive groups of a channel), codes in flight, and
+//   the next chunk's are prefetched into L2 meanwhile.
 // - int4: x's group sums were a serial loop (one thread, 64 adds) over all 16 rows. Here every
 //   lane sums 8 (or group / 32) values of a real row and the group's lanes add with shuffles.
 // - Split K wrote fp32 partials that a second kernel summed: a launch and a dependency more, at
 //   shapes that take a few microseconds. Here the last block of each tile to finish sums them.
-// - ksplit asked for ~4 blocks an SM whatever the waves; decode_ksplit now balances the SMs.
+// - ksplit asked for ~4 blocks an SM whatever the waves; decode_ksplit then balanced the chunks
+//   over the SMs, which took many short blocks in 2-3 waves (the H200, 2026-11-27: int8wo at
+//   2.1 TB/s on ffn.w13). It now counts each block's memory round trips and the waves.
 // - The H200 then measured int4 slower than int8 on fewer bytes (16.1 vs 13.6 us at 8192 x 1280,
 //   M = 1): int4 issues twice the instructions a byte (at M = 1 about what the SM can issue while
 //   streaming at full bandwidth), so per step they count:
@@ -49,7 +52,10 @@ namespace gd = gpu_decode;
 
 static_assert(gd::kWarps == kWarps && gd::kTileN == kTileN, "one block shape");
 // Blocks an SM keeps resident (<= 80 registers a thread): 48 KB of codes in flight per SM.
-constexpr int kMinBlocks = 3;
+constexpr int kMinBlocks = gd::kBlocksPerSm;
+
+// Into L2 ahead of its use (no register, no wait): a later chunk's group parameters.
+__device__ inline void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
 
 // One lane's 16-byte unit of codes, read once: not kept in L1.
 __device__ inline uint4 load_unit(const uint4* p) {
@@ -92,6 +98,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
   constexpr int kStride = kChunk + 8;  // +16 bytes: the A fragment's 32 lanes hit 32 banks
   constexpr int kUnitK = kInt4 ? 128 : 64;
   constexpr int kUnits = kChunk / kUnitK;  // per warp and chunk: 4 (int4) or 8
+  static_assert(kUnits == gd::chunk_work(kInt4).units_per_lane, "what decode_ksplit counts");
   constexpr int kSteps = kUnitK / 16;
   constexpr int kRing = gd::kRing;
   constexpr int kSpan = kInt4 ? 1 : 2;  // int4: 8 steps and their group ends are plenty
@@ -169,6 +176,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
       for (int i = static_cast<int>(threadIdx.x); i < kWarps * kTileN * groups_per_chunk; i += kThreads) {
         const gd::ParamCopy p = gd::param_copy(i, groups_per_chunk, nt0, a.n_tiles, groups_per_row, k0 >> group_shift);
         params[p.smem] = p.src >= 0 ? __ldg(a.group_params + p.src) : 0u;
+        // The next chunk's word of this entry: its copy, after that chunk's barrier, then waits
+        // on L2, not on memory.
+        if (ci + 1 < my_chunks && p.next >= 0) prefetch_l2(a.group_params + p.next);
       }
     }
     __syncthreads();

@@ -59,9 +59,10 @@ void WeightOnlyLinear::plan(std::size_t rows, int sms) {
   const std::size_t per_split = rows * layout_.out * sizeof(float);
   const auto max_splits = static_cast<std::int64_t>(std::max<std::size_t>(1, kMaxSplitBytes / per_split));
   if (tile_rows_ == 16) {
-    // Decode: the split that keeps every SM streaming with the least imbalance (quant_gpu_decode.hpp).
+    // Decode: the split that takes the fewest memory round trips (quant_gpu_decode.hpp).
     const std::int64_t chunk = weight_only_chunk_k(16), n_chunks = (static_cast<std::int64_t>(layout_.hidden) + chunk - 1) / chunk;
-    ksplit_ = gpu_decode::decode_ksplit(blocks, n_chunks, sms, max_splits);
+    ksplit_ = gpu_decode::decode_ksplit(blocks, n_chunks, sms, max_splits,
+                                        gpu_decode::chunk_work(recipe_.weights == quant::WeightFormat::int4));
   } else {
     // Few blocks: split K until about 4 blocks per SM, within the partials' budget.
     const std::int64_t target = 4 * static_cast<std::int64_t>(sms);
