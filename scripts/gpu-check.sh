@@ -28,7 +28,7 @@
 # its call; after every step the raw results are packed into ONE file,
 # PACK (default: $OUT/gpu-check-<preset>.tar.gz where $OUT is set, else OUT_DIR.tar.gz).
 # STEPs (any of them, in any order, no budget): tests mltests mltests-sweeps quick peaks sweep sweep30 torch worker
-# copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict cold-timing quant-ncu quant-graph quant
+# copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict cold-timing quant-ncu quant-graph quant-ksplit quant
 # fp8-train block-train quant-block check check-compile sanitize graph-cases collectives collectives-quick. Every step runs whatever the others
 # did; each one's command, exit code
 # and time go to OUT_DIR/commands.txt and OUT_DIR/steps.tsv, and the script exits 1 at the end if
@@ -74,7 +74,7 @@ declare -A presets=(
   [ops]="copy:100 ml-ops:250 worker:160"
   [fusion]="linear:150 attention:200 cudnn:160"
   [models]="pipeline-ops:100 pipelines:410"
-  [quant-decode]="cold-timing:30 quant-ncu:90 quant-graph:130 quant:260"
+  [quant-decode]="quant-ncu:80 quant-graph:110 quant-ksplit:150 quant:170"
   [predict]="predict:500"
   [compile]="check-compile:500"
   [train]="fp8-train:260 block-train:250"
@@ -430,6 +430,8 @@ for entry in "${steps[@]}"; do
       fi ;;
     quant-graph)  # M=1 in CUDA graphs of 32 launches over rotating weight copies (cold, no flush, no event pair each)
       run_or_resume quant-graph bench/quant/gpu-llama-graph.yaml --energy-window 0 --cooldown 0 ;;
+    quant-ksplit)  # the decode kernel's split of K: its own choice beside forced splits, M=1 in graphs over weight copies
+      run_or_resume quant-ksplit bench/quant/gpu-llama-ksplit.yaml --energy-window 0 --cooldown 0 ;;
     quant)  # quantization recipes (cuda_quant) beside the bf16 cuBLASLt GEMM at M=1 and 16, and their tests
       gtest_step quant-tests "$out/gpu-quant-tests.txt" 'QuantGpuPack.*:QuantLinearCuda.*'
       run_or_resume quant bench/quant/gpu-llama.yaml --energy-window 0 --cooldown 0 ;;
@@ -444,7 +446,7 @@ for entry in "${steps[@]}"; do
       step quant-block "$out/quant-block.md" "$opm" run bench/quant/gpu-transformer-block.yaml --out "$out/quant-block" ;;
     *) echo "gpu-check: unknown step '$s' (presets: ${!presets[*]}; steps: tests mltests mltests-sweeps quick peaks sweep sweep30" \
             "torch worker copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict" \
-            "cold-timing quant-ncu quant-graph quant" \
+            "cold-timing quant-ncu quant-graph quant-ksplit quant" \
             "fp8-train block-train quant-block check check-compile sanitize graph-cases collectives collectives-quick)" >&2; failed=1 ;;
   esac
 done

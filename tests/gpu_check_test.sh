@@ -123,6 +123,9 @@ SH
 bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/s2" sanitize >> "$tmp/log3" 2>&1
 expect '[ "$(wc -l < "$tmp/res/s2/sanitizer-ran.txt")" -eq 1 ]'
 expect 'grep -q "compute-sanitizer cannot run on this machine" "$tmp/res/s2/commands.txt"'
+# quant-ksplit sweeps the decode kernel's split of K the same way.
+bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/q" quant-ksplit >> "$tmp/log3" 2>&1
+expect 'grep -q "ran run bench/quant/gpu-llama-ksplit.yaml --energy-window 0 --cooldown 0 --out $tmp/res/q/quant-ksplit" "$tmp/res/q/quant-ksplit.md"'
 # quant-graph runs without the energy window; a second call of the same build resumes its results.
 bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/q" quant-graph >> "$tmp/log3" 2>&1
 expect 'grep -q "ran run bench/quant/gpu-llama-graph.yaml --energy-window 0 --cooldown 0 --out $tmp/res/q/quant-graph" "$tmp/res/q/quant-graph.md"'

@@ -1,6 +1,7 @@
 // Linear-layer ops: parameters, work models, the fp64 reference.
 #include "ops/linear/linear.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -36,6 +37,10 @@ std::vector<std::string> linear_ops() {
 }
 
 std::string recipe_of(const Case& c) { return c.get_or(kQuant, quant::kBaseline); }
+int ksplit_of(const Case& c) {
+  const auto v = c.get_or(kKsplit, "auto");
+  return v == "auto" ? 0 : std::stoi(v);  // validated: digits, 1 to 1024
+}
 bool training(const Case& c) { return c.get_or(kMode, "inference") == kTrain; }
 
 double quantized_weight_bytes(const Case& c) {
@@ -155,6 +160,17 @@ void validate_recipe(const Case& c) {
   if (auto why = quant::recipe_problem(*r, shape_of(c).hidden); !why.empty()) throw CaseError(fmt::format("{}={}: {}", kQuant, name, why));
   if (training(c) && !quant::trains(*r))
     throw CaseError(fmt::format("{}={} has no training step: {}={} takes baseline, float8dq-tensor or float8dq-row", kQuant, name, kMode, kTrain));
+  if (!c.has(kKsplit) || c.get(kKsplit) == "auto") return;
+  const auto& v = c.get(kKsplit);
+  const bool number =
+      !v.empty() && v.size() <= 4 && std::all_of(v.begin(), v.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  if (!number || std::stoi(v) < 1 || std::stoi(v) > 1024)
+    throw CaseError(fmt::format("{}={} unknown: expected auto or a number of splits from 1 to 1024", kKsplit, v));
+  if (!r->weight_only() || training(c))
+    throw CaseError(
+        fmt::format("{}={} splits K in the weight-only kernel: it takes quant=int8wo, int4wo-G, hqq-int4-G or "
+                    "float8wo in inference, not quant={}{}",
+                    kKsplit, v, name, training(c) ? " with mode=train" : ""));
 }
 
 // `opmeter check`'s shapes: odd sizes with tails, one element, a decode row with a wide K, rows a
@@ -223,11 +239,21 @@ OpDef linear_def(const std::string& name, const std::string& summary, bool with_
     validate_recipe(c);
     validate_training_params(c);
   };
-  op.optional_params = {
-      {.key = kQuant, .config_key = "quantization", .absent = quant::kBaseline,
-       .help = "quantization recipe of the weights (and activations)", .values = quant::recipe_names()},
-      {.key = kMode, .config_key = "mode", .absent = "inference", .help = "inference, or train: forward + backward",
-       .values = {"inference", kTrain}}};
+  op.optional_params = {{.key = kQuant,
+                         .config_key = "quantization",
+                         .absent = quant::kBaseline,
+                         .help = "quantization recipe of the weights (and activations)",
+                         .values = quant::recipe_names()},
+                        {.key = kMode,
+                         .config_key = "mode",
+                         .absent = "inference",
+                         .help = "inference, or train: forward + backward",
+                         .values = {"inference", kTrain}},
+                        {.key = kKsplit,
+                         .config_key = kKsplit,
+                         .absent = "auto",
+                         .help = "cuda_quant weight-only: ways to split K, auto (the kernel's choice) or 1 to 1024",
+                         .values = {}}};
   for (auto& p : training_params()) op.optional_params.push_back(std::move(p));
   op.footprint = [](const Case& c) { return unfused_work(c).bytes(); };
   op.from_matrix_shape = [with_act](std::int64_t m, std::int64_t k, std::int64_t n) {

@@ -38,6 +38,12 @@ inline constexpr const char* kPhase = "phase";
 enum class Phase { step, forward, backward };
 Phase phase_of(const Case& c);
 
+// ksplit = auto | N: how many ways cuda_quant's weight-only kernel splits K (auto: its own choice,
+// quant_gpu_decode.hpp); inference with a weight-only recipe only. N must give every split a
+// chunk of K, else the case is skipped saying which N do.
+inline constexpr const char* kKsplit = "ksplit";
+int ksplit_of(const Case& c);  // 0 for auto
+
 // float8 training knobs (torchao's Float8LinearConfig), for quant=float8dq-* with mode=train:
 //   scaling_input, scaling_weight, scaling_grad = dynamic | disabled   (disabled: the tensor is
 //       cast to fp8 with scale 1, no amax pass)

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/cuda/cuda_plugin.hpp"
+#include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "engine/runner.hpp"
 #include "ops/linear/quant_gpu_pack.hpp"
@@ -129,8 +130,62 @@ TEST(QuantLinearCuda, ImplIsRegisteredForEveryLinearOpAndOnlyForQuantizedCases) 
     const ImplDef* d = Registry::global().impl(op, "cuda_quant");
     ASSERT_NE(d, nullptr) << op;
     EXPECT_EQ(d->needs, std::vector<std::string>{"quant"});
+    EXPECT_EQ(d->accepts, std::vector<std::string>{"ksplit"});
     EXPECT_TRUE(d->runs_on("cuda"));
   }
+}
+
+std::string case_error(const std::string& kase) {
+  try {
+    validate_case(parse_case(kase));
+  } catch (const CaseError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(QuantLinearCuda, KsplitTakesAutoOrANumberForWeightOnlyInferenceOnly) {
+  const std::string base = "linear/cuda_quant/bf16/batch=1,seq=1,hidden=8192,out=1280,act=none,quant=";
+  EXPECT_EQ(case_error(base + "int4wo-64,ksplit=3/device=cuda:0"), "");
+  EXPECT_EQ(case_error(base + "int8wo,ksplit=auto/device=cuda:0"),
+            "ksplit=auto is the default: leave it out of the case");
+  for (const char* bad : {"0", "x", "1025", "-2", "99999"})
+    EXPECT_EQ(case_error(base + "int8wo,ksplit=" + bad + "/device=cuda:0"),
+              fmt::format("ksplit={} unknown: expected auto or a number of splits from 1 to 1024", bad));
+  EXPECT_EQ(case_error(base + "int8dq,ksplit=2/device=cuda:0"),
+            "ksplit=2 splits K in the weight-only kernel: it takes quant=int8wo, int4wo-G, hqq-int4-G or float8wo in "
+            "inference, not quant=int8dq");
+  // An impl that does not split K skips the case, naming the parameter.
+  auto r =
+      run_case(parse_case("linear/opmeter/bf16/batch=1,seq=1,hidden=64,out=8,act=none,quant=int8wo,ksplit=2/threads=1"),
+               quick_options());
+  EXPECT_EQ(r.status, Status::skipped);
+  EXPECT_NE(r.reason.find("ksplit"), std::string::npos) << r.reason;
+}
+
+// Every split of K that fits gives the same product, and the kernel says which it ran; a split
+// that leaves one without K is skipped saying which fit.
+TEST(QuantLinearCuda, ForcedSplitsOfKAreCorrectOnAGpu) {
+  auto* p = cuda::plugin();
+  if (!p || !p->device(0).ok) GTEST_SKIP() << "no CUDA device: " << (p ? p->device(0).reason : cuda::load_reason());
+  for (const char* recipe : {"int8wo", "int4wo-64"})
+    for (const char* rows : {"1", "9", "40"})
+      for (int ks : {1, 2, 3, 6}) {  // 6 chunks of 512 (decode) or 12 of 256 (64-row tiles)
+        const auto kase = fmt::format(
+            "linear/cuda_quant/bf16/batch=1,seq={},hidden=3072,out=72,act=gelu,quant={},ksplit={}/device=cuda:0", rows,
+            recipe, ks);
+        const auto r = run_case(parse_case(kase), quick_options());
+        ASSERT_EQ(r.status, Status::ok) << kase << ": " << r.reason;
+        EXPECT_LE(*r.max_error, *r.tolerance) << kase;
+        EXPECT_NE(r.details.at("kernel").find(fmt::format("split-K {}", ks)), std::string::npos)
+            << r.details.at("kernel");
+      }
+  const auto r = run_case(
+      parse_case(
+          "linear/cuda_quant/bf16/batch=1,seq=1,hidden=8192,out=72,act=none,quant=int8wo,ksplit=5/device=cuda:0"),
+      quick_options());
+  EXPECT_EQ(r.status, Status::skipped);
+  EXPECT_NE(r.reason.find("which split 1, 2, 3, 4, 6, 8, 16 ways"), std::string::npos) << r.reason;
 }
 
 TEST(QuantLinearCuda, EveryRecipeIsCorrectOnAGpu) {

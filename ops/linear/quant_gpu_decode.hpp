@@ -80,6 +80,15 @@ OPMETER_DECODE_HD inline UnitRange split_units(std::int64_t split, std::int64_t 
   return {c0 * units_per_chunk, u1 < k_units ? u1 : k_units};
 }
 
+// Whether `ks` splits of `n_chunks` chunks give every split a chunk (split s takes chunks from
+// s x ceil(n_chunks / ks)): 16 chunks split 1, 2, 3, 4, 6, 8 or 16 ways, not 5 (4 x 4 leaves one
+// empty).
+OPMETER_DECODE_HD constexpr bool splits_evenly(std::int64_t n_chunks, std::int64_t ks) {
+  if (ks < 1 || n_chunks < 1 || ks > n_chunks) return false;
+  const std::int64_t per = (n_chunks + ks - 1) / ks;
+  return (n_chunks + per - 1) / per == ks;
+}
+
 // What one chunk of K asks of a decode block: code units a lane streams (int4 4, int8 and fp8 8)
 // and whether the chunk waits for its group parameters (int4).
 struct ChunkWork {
@@ -103,8 +112,8 @@ OPMETER_DECODE_HD constexpr ChunkWork chunk_work(bool int4) { return int4 ? Chun
 // for 6-24 of them), 1.5-2.0 us with int4wo-64.
 inline constexpr double kBytesPerRoundTrip = 25e3;
 inline double decode_round_trips(std::int64_t n_blocks, std::int64_t n_chunks, int sms, std::int64_t ks, ChunkWork w) {
+  if (!splits_evenly(n_chunks, ks)) return -1;
   const std::int64_t per = (n_chunks + ks - 1) / ks;
-  if ((n_chunks + per - 1) / per != ks) return -1;
   const std::int64_t slots = static_cast<std::int64_t>(kBlocksPerSm) * sms;
   const std::int64_t waves = (n_blocks * ks + slots - 1) / slots;
   const double per_chunk = double(w.units_per_lane) / kRing + (w.group_params ? 1 : 0);

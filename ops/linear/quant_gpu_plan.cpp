@@ -1,5 +1,11 @@
 #include "ops/linear/quant_gpu_plan.hpp"
 
+#include <algorithm>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "ops/linear/quant_gpu_decode.hpp"
 #include "ops/linear/quant_gpu_pack.hpp"
 
 namespace opmeter::linear::gpu_pack {
@@ -20,6 +26,22 @@ std::size_t weight_only_device_bytes(const quant::Recipe& r, std::size_t out, st
   if (r.weights == quant::WeightFormat::int4)
     return l.bytes() + l.padded_out() * (hidden / r.group) * sizeof(std::uint32_t);
   return l.bytes() + l.padded_out() * sizeof(float);
+}
+
+std::string split_problem(int ksplit, std::size_t hidden, int chunk_k, int tile_rows, std::int64_t max_splits,
+                          std::size_t budget_mib) {
+  const auto n_chunks = std::max<std::int64_t>(1, (static_cast<std::int64_t>(hidden) + chunk_k - 1) / chunk_k);
+  if (ksplit > max_splits)
+    return fmt::format("ksplit={}: the partials of more than {} splits exceed the kernel's {} MiB for them", ksplit,
+                       max_splits, budget_mib);
+  if (gpu_decode::splits_evenly(n_chunks, ksplit)) return "";
+  std::vector<std::int64_t> fit;
+  for (std::int64_t ks = 1; ks <= std::min(n_chunks, max_splits); ++ks)
+    if (gpu_decode::splits_evenly(n_chunks, ks)) fit.push_back(ks);
+  return fmt::format(
+      "ksplit={} leaves a split without K: hidden={} is {} chunk{} of {} for {}-row tiles, which split {} "
+      "ways",
+      ksplit, hidden, n_chunks, n_chunks == 1 ? "" : "s", chunk_k, tile_rows, fmt::join(fit, ", "));
 }
 
 }  // namespace opmeter::linear::gpu_pack

@@ -52,3 +52,21 @@ TEST(QuantGpuPlan, DeviceBytesCountPaddedTilesAndScales) {
     EXPECT_EQ(weight_only_device_bytes(r, out, hidden), packed) << name;
   }
 }
+
+TEST(QuantGpuPlan, AForcedSplitOfKMustGiveEverySplitAChunk) {
+  using linear::gpu_pack::split_problem;
+  // hidden 8192 in chunks of 512: 16 chunks split 1, 2, 3, 4, 6, 8 or 16 ways (5: 4 x 4 leaves one empty).
+  for (int ks : {1, 2, 3, 4, 6, 8, 16}) EXPECT_EQ(split_problem(ks, 8192, 512, 16, 1 << 20, 256), "") << ks;
+  EXPECT_EQ(split_problem(5, 8192, 512, 16, 1 << 20, 256),
+            "ksplit=5 leaves a split without K: hidden=8192 is 16 chunks of 512 for 16-row tiles, which split 1, 2, 3, "
+            "4, 6, 8, 16 ways");
+  // More splits than chunks; a partial last chunk counts (520 = 2 chunks); one chunk.
+  EXPECT_NE(split_problem(17, 8192, 512, 16, 1 << 20, 256).find("which split 1, 2, 3, 4, 6, 8, 16 ways"),
+            std::string::npos);
+  EXPECT_EQ(split_problem(2, 520, 512, 16, 1 << 20, 256), "");
+  EXPECT_EQ(split_problem(2, 64, 256, 64, 1 << 20, 256),
+            "ksplit=2 leaves a split without K: hidden=64 is 1 chunk of 256 for 64-row tiles, which split 1 ways");
+  // The partials' budget.
+  EXPECT_EQ(split_problem(8, 8192, 512, 16, 4, 256),
+            "ksplit=8: the partials of more than 4 splits exceed the kernel's 256 MiB for them");
+}

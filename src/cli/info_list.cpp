@@ -59,8 +59,8 @@ int list_command() {
     fmt::print("  {:<10} {}\n", op->name, op->summary);
     fmt::print("             params: {}\n", fmt::join(op->params, ", "));
     for (auto& o : op->optional_params)  // e.g. quant: values, config key, and what runs them
-      fmt::print("             optional {} ({}; config key `{}`; default {}): {}\n", o.key, o.help, o.config_key, o.absent,
-                 fmt::join(o.values, ", "));
+      fmt::print("             optional {} ({}; config key `{}`; default {}){}\n", o.key, o.help, o.config_key,
+                 o.absent, o.values.empty() ? "" : fmt::format(": {}", fmt::join(o.values, ", ")));
     for (auto* impl : reg.impls_of(op->name)) {
       std::vector<std::string> dts;
       if (impl->on_request) {  // a worker's or a plugin's: availability shows when a case runs

@@ -55,9 +55,9 @@ int list_markdown_command() {
     fmt::print("Parameters: {}", code_list(op->params));
     if (!op->example.empty()) fmt::print(" (e.g. `{}`)", pairs_text(op->example));
     fmt::print(".\n");
-    for (auto& o : op->optional_params)
-      fmt::print("Optional `{}` ({}; config key `{}`; default `{}`): {}.\n", o.key, cell(o.help), o.config_key, o.absent,
-                 code_list(o.values));
+    for (auto& o : op->optional_params)  // no values listed: its help says what it takes
+      fmt::print("Optional `{}` ({}; config key `{}`; default `{}`){}.\n", o.key, cell(o.help), o.config_key, o.absent,
+                 o.values.empty() ? "" : ": " + code_list(o.values));
     fmt::print("\n| impl | devices | dtypes | what |\n|---|---|---|---|\n");
     for (auto* impl : reg.impls_of(op->name)) {
       std::vector<std::string> dtypes;

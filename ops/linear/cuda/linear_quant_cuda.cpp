@@ -61,7 +61,7 @@ class CudaQuantLinear : public Impl, public QuantLinearOp {
     if (rotates_inputs(c))
       for (std::size_t k = 1; k < options.copies; ++k) {
         auto& w = weight_copies_.emplace_back(weight_only_.copy_weights(stream_));
-        w.plan(shape_.rows, cuda::props(device_).prop.multiProcessorCount);
+        w.plan(shape_.rows, cuda::props(device_).prop.multiProcessorCount, ksplit_of(case_));
       }
   }
 
@@ -151,7 +151,7 @@ class CudaQuantLinear : public Impl, public QuantLinearOp {
                                    static_cast<int>(shape_.hidden), {p.multiProcessorCount, p.sharedMemPerBlockOptin});
         ln_ = cuda::DeviceBuffer(shape_.rows * shape_.hidden * size_of(case_.dtype));
       }
-      weight_only_.plan(shape_.rows, p.multiProcessorCount);
+      weight_only_.plan(shape_.rows, p.multiProcessorCount, ksplit_of(case_));
       return;
     }
     const std::size_t mk = shape_.rows * shape_.hidden;
@@ -268,7 +268,10 @@ Support device_support(const Case& c, const cuda::DeviceProps& p) {
                                      s.hidden, s.out));
     return Support::yes();
   }
-  return quant_cuda::weight_only_device_support(*r, s.rows, p);
+  if (auto w = quant_cuda::weight_only_device_support(*r, s.rows, p); !w.ok) return w;
+  if (const int ks = ksplit_of(c); ks > 0)
+    return quant_cuda::weight_only_split_support(*r, s.rows, s.hidden, s.out, ks);
+  return Support::yes();
 }
 
 }  // namespace

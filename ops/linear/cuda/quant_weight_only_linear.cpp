@@ -14,6 +14,22 @@ namespace {
 
 constexpr std::size_t kMaxSplitBytes = 256u << 20;  // split-K partials at most
 
+// 16-row tiles at decode (and for int4 groups the 64-row kernel cannot take), else 64.
+int tile_rows_for(const quant::Recipe& r, std::size_t rows) {
+  const int tile_rows = rows <= 16 ? 16 : 64;
+  if (r.weights == quant::WeightFormat::int4 && !weight_only_takes_group(static_cast<int>(r.group), tile_rows))
+    return 16;
+  return tile_rows;
+}
+std::int64_t chunks_of(std::size_t hidden, int tile_rows) {  // at least one
+  const std::int64_t chunk = weight_only_chunk_k(tile_rows);
+  return std::max<std::int64_t>(1, (static_cast<std::int64_t>(hidden) + chunk - 1) / chunk);
+}
+std::int64_t max_splits_for(std::size_t rows, std::size_t out) {
+  return static_cast<std::int64_t>(
+      std::max<std::size_t>(1, kMaxSplitBytes / std::max<std::size_t>(1, rows * out * sizeof(float))));
+}
+
 template <class V>
 void upload_vector(cuda::DeviceBuffer& dst, const std::vector<V>& v, cudaStream_t s) {
   const std::size_t bytes = std::max<std::size_t>(1, v.size() * sizeof(V));
@@ -49,19 +65,18 @@ WeightOnlyLinear WeightOnlyLinear::copy_weights(cudaStream_t s) const {
   return w;
 }
 
-void WeightOnlyLinear::plan(std::size_t rows, int sms) {
+void WeightOnlyLinear::plan(std::size_t rows, int sms, int ksplit) {
   rows_ = rows;
-  const int group = static_cast<int>(recipe_.group);
-  tile_rows_ = rows <= 16 ? 16 : 64;
-  if (recipe_.weights == quant::WeightFormat::int4 && !weight_only_takes_group(group, tile_rows_)) tile_rows_ = 16;
+  tile_rows_ = tile_rows_for(recipe_, rows);
   const std::int64_t blocks =
       weight_only_blocks(static_cast<std::int64_t>(layout_.out), static_cast<std::int64_t>(rows), tile_rows_);
   const std::size_t per_split = rows * layout_.out * sizeof(float);
-  const auto max_splits = static_cast<std::int64_t>(std::max<std::size_t>(1, kMaxSplitBytes / per_split));
-  if (tile_rows_ == 16) {
+  const std::int64_t max_splits = max_splits_for(rows, layout_.out);
+  if (ksplit > 0) {
+    ksplit_ = ksplit;  // the case's, checked by weight_only_split_support
+  } else if (tile_rows_ == 16) {
     // Decode: the split that takes the fewest memory round trips (quant_gpu_decode.hpp).
-    const std::int64_t chunk = weight_only_chunk_k(16), n_chunks = (static_cast<std::int64_t>(layout_.hidden) + chunk - 1) / chunk;
-    ksplit_ = gpu_decode::decode_ksplit(blocks, n_chunks, sms, max_splits,
+    ksplit_ = gpu_decode::decode_ksplit(blocks, chunks_of(layout_.hidden, 16), sms, max_splits,
                                         gpu_decode::chunk_work(recipe_.weights == quant::WeightFormat::int4));
   } else {
     // Few blocks: split K until about 4 blocks per SM, within the partials' budget.
@@ -112,6 +127,14 @@ std::string WeightOnlyLinear::kernel() const {
                      ksplit_ == 1       ? " (bias and activation in the GEMM)"
                      : tile_rows_ == 16 ? " (the last split of each tile sums them, with bias and activation)"
                                         : " (+ reduce kernel with bias and activation)");
+}
+
+Support weight_only_split_support(const quant::Recipe& r, std::size_t rows, std::size_t hidden, std::size_t out,
+                                  int ksplit) {
+  const int tile_rows = tile_rows_for(r, rows);
+  const auto why = gpu_pack::split_problem(ksplit, hidden, weight_only_chunk_k(tile_rows), tile_rows,
+                                           max_splits_for(rows, out), kMaxSplitBytes >> 20);
+  return why.empty() ? Support::yes() : Support::no(why);
 }
 
 Support weight_only_device_support(const quant::Recipe& r, std::size_t rows, const cuda::DeviceProps& p) {

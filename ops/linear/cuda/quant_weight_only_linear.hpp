@@ -23,8 +23,10 @@ class WeightOnlyLinear {
   // A layer holding the same packed weight, copied on the device on `s` (no packing again), to be
   // planned: another input set of a cold case in graph mode.
   WeightOnlyLinear copy_weights(cudaStream_t s) const;
-  // Row tiles and split-K for `rows` rows of x on a GPU of `sms` multiprocessors (after load).
-  void plan(std::size_t rows, int sms);
+  // Row tiles and split-K for `rows` rows of x on a GPU of `sms` multiprocessors (after load):
+  // `ksplit` splits of K where given (weight_only_split_support says which fit), else the kernel's
+  // choice.
+  void plan(std::size_t rows, int sms, int ksplit = 0);
   // y = act(x W^T + bias) for the planned rows, x and y in d; bias fp32 (out floats).
   void launch(DType d, const void* x, const float* bias, tensor::Act act, void* y, cudaStream_t s) const;
   // What launch runs, for details(); the device bytes of the weight (codes and scales).
@@ -42,5 +44,9 @@ class WeightOnlyLinear {
 // Whether this GPU runs the weight-only kernel for `r` on `rows` rows ("" when it does: the
 // reason otherwise).
 Support weight_only_device_support(const quant::Recipe& r, std::size_t rows, const cuda::DeviceProps& p);
+// Whether `ksplit` splits of K fit a layer of `hidden` x `out` on `rows` rows: every split gets a
+// chunk of K, and the partials stay within their budget.
+Support weight_only_split_support(const quant::Recipe& r, std::size_t rows, std::size_t hidden, std::size_t out,
+                                  int ksplit);
 
 }  // namespace opmeter::linear::quant_cuda
