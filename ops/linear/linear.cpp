@@ -239,22 +239,14 @@ OpDef linear_def(const std::string& name, const std::string& summary, bool with_
     validate_recipe(c);
     validate_training_params(c);
   };
-  op.optional_params = {{.key = kQuant,
-                         .config_key = "quantization",
-                         .absent = quant::kBaseline,
-                         .help = "quantization recipe of the weights (and activations)",
-                         .values = quant::recipe_names()},
-                        {.key = kMode,
-                         .config_key = "mode",
-                         .absent = "inference",
-                         .help = "inference, or train: forward + backward",
-                         .values = {"inference", kTrain}},
-                        {.key = kKsplit,
-                         .config_key = kKsplit,
-                         .absent = "auto",
-                         .help = "cuda_quant weight-only: ways to split K, auto (the kernel's choice) or 1 to 1024",
-                         .values = {}}};
+  op.optional_params = {
+      {.key = kQuant, .config_key = "quantization", .absent = quant::kBaseline,
+       .help = "quantization recipe of the weights (and activations)", .values = quant::recipe_names()},
+      {.key = kMode, .config_key = "mode", .absent = "inference", .help = "inference, or train: forward + backward",
+       .values = {"inference", kTrain}}};
   for (auto& p : training_params()) op.optional_params.push_back(std::move(p));
+  op.optional_params.push_back({.key = kKsplit, .config_key = kKsplit, .absent = "auto",
+                                .help = "cuda_quant weight-only: ways to split K, auto (the kernel's choice) or 1 to 1024"});
   op.footprint = [](const Case& c) { return unfused_work(c).bytes(); };
   op.from_matrix_shape = [with_act](std::int64_t m, std::int64_t k, std::int64_t n) {
     std::vector<std::pair<std::string, std::string>> p = {
