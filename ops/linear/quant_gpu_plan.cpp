@@ -39,9 +39,9 @@ std::string split_problem(int ksplit, std::size_t hidden, int chunk_k, int tile_
   for (std::int64_t ks = 1; ks <= std::min(n_chunks, max_splits); ++ks)
     if (gpu_decode::splits_evenly(n_chunks, ks)) fit.push_back(ks);
   return fmt::format(
-      "ksplit={} leaves a split without K: hidden={} is {} chunk{} of {} for {}-row tiles, which split {} "
-      "ways",
-      ksplit, hidden, n_chunks, n_chunks == 1 ? "" : "s", chunk_k, tile_rows, fmt::join(fit, ", "));
+      "ksplit={} leaves a split without K: hidden={} is {} chunk{} of {} for {}-row tiles, which split {} way{}",
+      ksplit, hidden, n_chunks, n_chunks == 1 ? "" : "s", chunk_k, tile_rows, fmt::join(fit, ", "),
+      fit.size() == 1 ? "" : "s");
 }
 
 }  // namespace opmeter::linear::gpu_pack

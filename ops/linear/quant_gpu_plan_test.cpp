@@ -65,7 +65,7 @@ TEST(QuantGpuPlan, AForcedSplitOfKMustGiveEverySplitAChunk) {
             std::string::npos);
   EXPECT_EQ(split_problem(2, 520, 512, 16, 1 << 20, 256), "");
   EXPECT_EQ(split_problem(2, 64, 256, 64, 1 << 20, 256),
-            "ksplit=2 leaves a split without K: hidden=64 is 1 chunk of 256 for 64-row tiles, which split 1 ways");
+            "ksplit=2 leaves a split without K: hidden=64 is 1 chunk of 256 for 64-row tiles, which split 1 way");
   // The partials' budget.
   EXPECT_EQ(split_problem(8, 8192, 512, 16, 4, 256),
             "ksplit=8: the partials of more than 4 splits exceed the kernel's 256 MiB for them");

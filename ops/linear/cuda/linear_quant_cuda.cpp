@@ -104,7 +104,7 @@ class CudaQuantLinear : public Impl, public QuantLinearOp {
                                     : "row x channel scale, bias, activation");
     } else {
       d["kernel"] = fmt::format("{} ({})", weight_only_.kernel(), to_string(case_.dtype));
-      d["path"] = shape_.rows <= 16 ? "decode (M <= 16): 16-row tiles, split-K to fill the GPU"
+      d["path"] = shape_.rows <= 16 ? "decode (M <= 16): 16-row tiles, K split for the fewest memory round trips"
                                     : "any M: 64-row tiles reuse each decoded weight 4 times";
     }
     if (shape_.layernorm)
