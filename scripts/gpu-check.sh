@@ -97,11 +97,17 @@ deadline=  # the current budgeted step's end (SECONDS), empty: no budget
 export OPMETER_WORKER=${OPMETER_WORKER:-$PWD/worker/opmeter_worker.py}
 # The tests read configs and fixtures from this checkout, wherever the GPU machine put it.
 export OPMETER_TEST_SOURCE_DIR=${OPMETER_TEST_SOURCE_DIR:-$PWD}
-# cuDNN: PyTorch's copy first where PyTorch is installed (the version the headers here are from).
+# cuDNN: PyTorch's copy first where PyTorch is installed (the version the headers here are from):
+# in torch/lib, or in the nvidia-cudnn wheel, whose `nvidia` is a namespace package: only its
+# __path__ says where (its __file__ is None). The H200's third session, asking __file__, loaded the
+# system's 9.14.
 torch_cudnn=$(python3 -c 'import os, torch; print(os.path.dirname(torch.__file__) + "/lib")' 2>/dev/null) || torch_cudnn=
-nvidia_cudnn=$(python3 -c 'import os, nvidia.cudnn as c; print(os.path.dirname(c.__file__) + "/lib")' 2>/dev/null) || nvidia_cudnn=
+nvidia_cudnn=$(python3 -c 'import nvidia.cudnn as c; print(list(c.__path__)[0] + "/lib")' 2>/dev/null) || nvidia_cudnn=
 for d in "$torch_cudnn" "$nvidia_cudnn"; do
-  [ -n "$d" ] && [ -e "$d/libcudnn.so.9" ] && export LD_LIBRARY_PATH="$d:$LD_LIBRARY_PATH"
+  if [ -n "$d" ] && [ -e "$d/libcudnn.so.9" ]; then
+    export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    echo "gpu-check: cuDNN from $d (first in LD_LIBRARY_PATH)" >&2
+  fi
 done
 # NCCL (the nccl collectives load libnccl.so.2 at run time): the toolkit's, else the nvidia-nccl wheel's.
 if [ -z "${OPMETER_NCCL_LIBRARY:-}" ]; then

@@ -95,6 +95,11 @@ expect '[ -f "$c/check-previous/refuse" ] && [ ! -f "$c/check/refuse" ]'
 bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/e" check-compile >> "$tmp/log3" 2>&1
 expect 'grep -qF "check --device cuda:0 --filter ^[^/]+/torch_compile -o $tmp/res/e/check-compile" "$tmp/res/e/commands.txt"'
 expect '[ -f "$tmp/res/e/check-compile/check.json" ] && [ ! -d "$tmp/res/e/check" ]'
+# PyTorch's cuDNN from the nvidia-cudnn wheel (a namespace package `nvidia`, as pip installs it)
+# goes first in LD_LIBRARY_PATH, and the log says so.
+mkdir -p "$tmp/py/nvidia/cudnn/lib" && touch "$tmp/py/nvidia/cudnn/lib/libcudnn.so.9"
+PYTHONPATH="$tmp/py" bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/cudnn" tests > "$tmp/log-cudnn" 2>&1
+expect 'grep -qF "gpu-check: cuDNN from $tmp/py/nvidia/cudnn/lib (first in LD_LIBRARY_PATH)" "$tmp/log-cudnn"'
 # quant-ncu profiles each decode case under Nsight Compute, one step a case, through opmeter --profile.
 cat > "$tmp/bin/ncu" <<'SH'
 #!/bin/bash
