@@ -160,8 +160,15 @@ void validate_recipe(const Case& c) {
   if (auto why = quant::recipe_problem(*r, shape_of(c).hidden); !why.empty()) throw CaseError(fmt::format("{}={}: {}", kQuant, name, why));
   if (training(c) && !quant::trains(*r))
     throw CaseError(fmt::format("{}={} has no training step: {}={} takes baseline, float8dq-tensor or float8dq-row", kQuant, name, kMode, kTrain));
-  if (!c.has(kKsplit) || c.get(kKsplit) == "auto") return;
+}
+
+// ksplit=N (its default, auto, never stands in a case): a number of splits, for a weight-only
+// recipe in inference.
+void validate_ksplit(const Case& c) {
+  if (!c.has(kKsplit)) return;
   const auto& v = c.get(kKsplit);
+  const auto name = recipe_of(c);
+  const auto r = quant::parse_recipe(name);  // validate_recipe has checked it
   const bool number =
       !v.empty() && v.size() <= 4 && std::all_of(v.begin(), v.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
   if (!number || std::stoi(v) < 1 || std::stoi(v) > 1024)
@@ -237,6 +244,7 @@ OpDef linear_def(const std::string& name, const std::string& summary, bool with_
       throw CaseError(fmt::format("linear act='{}' unknown: expected one of {}", c.get("act"), fmt::join(names, ", ")));
     }
     validate_recipe(c);
+    validate_ksplit(c);
     validate_training_params(c);
   };
   op.optional_params = {

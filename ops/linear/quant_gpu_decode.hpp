@@ -80,6 +80,11 @@ OPMETER_DECODE_HD inline UnitRange split_units(std::int64_t split, std::int64_t 
   return {c0 * units_per_chunk, u1 < k_units ? u1 : k_units};
 }
 
+// Chunks of `chunk_k` that cover k (at least one).
+OPMETER_DECODE_HD constexpr std::int64_t chunk_count(std::int64_t k, std::int64_t chunk_k) {
+  return k > chunk_k ? (k + chunk_k - 1) / chunk_k : 1;
+}
+
 // Whether `ks` splits of `n_chunks` chunks give every split a chunk (split s takes chunks from
 // s x ceil(n_chunks / ks)): 16 chunks split 1, 2, 3, 4, 6, 8 or 16 ways, not 5 (4 x 4 leaves one
 // empty).

@@ -30,7 +30,7 @@ std::size_t weight_only_device_bytes(const quant::Recipe& r, std::size_t out, st
 
 std::string split_problem(int ksplit, std::size_t hidden, int chunk_k, int tile_rows, std::int64_t max_splits,
                           std::size_t budget_mib) {
-  const auto n_chunks = std::max<std::int64_t>(1, (static_cast<std::int64_t>(hidden) + chunk_k - 1) / chunk_k);
+  const std::int64_t n_chunks = gpu_decode::chunk_count(static_cast<std::int64_t>(hidden), chunk_k);
   if (ksplit > max_splits)
     return fmt::format("ksplit={}: the partials of more than {} splits exceed the kernel's {} MiB for them", ksplit,
                        max_splits, budget_mib);

@@ -21,10 +21,6 @@ int tile_rows_for(const quant::Recipe& r, std::size_t rows) {
     return 16;
   return tile_rows;
 }
-std::int64_t chunks_of(std::size_t hidden, int tile_rows) {  // at least one
-  const std::int64_t chunk = weight_only_chunk_k(tile_rows);
-  return std::max<std::int64_t>(1, (static_cast<std::int64_t>(hidden) + chunk - 1) / chunk);
-}
 std::int64_t max_splits_for(std::size_t rows, std::size_t out) {
   return static_cast<std::int64_t>(
       std::max<std::size_t>(1, kMaxSplitBytes / std::max<std::size_t>(1, rows * out * sizeof(float))));
@@ -76,8 +72,9 @@ void WeightOnlyLinear::plan(std::size_t rows, int sms, int ksplit) {
     ksplit_ = ksplit;  // the case's, checked by weight_only_split_support
   } else if (tile_rows_ == 16) {
     // Decode: the split that takes the fewest memory round trips (quant_gpu_decode.hpp).
-    ksplit_ = gpu_decode::decode_ksplit(blocks, chunks_of(layout_.hidden, 16), sms, max_splits,
-                                        gpu_decode::chunk_work(recipe_.weights == quant::WeightFormat::int4));
+    ksplit_ = gpu_decode::decode_ksplit(
+        blocks, gpu_decode::chunk_count(static_cast<std::int64_t>(layout_.hidden), weight_only_chunk_k(16)), sms,
+        max_splits, gpu_decode::chunk_work(recipe_.weights == quant::WeightFormat::int4));
   } else {
     // Few blocks: split K until about 4 blocks per SM, within the partials' budget.
     const std::int64_t target = 4 * static_cast<std::int64_t>(sms);
