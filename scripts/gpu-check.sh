@@ -139,8 +139,10 @@ pack_results() {
 
 # step NAME OUTFILE CMD...: runs CMD with its standard output in OUTFILE (its standard error,
 # progress and warnings, goes to stderr.txt), records exit code and time. Within a preset, CMD gets
-# what is left of its step's budget: SIGINT then (opmeter keeps what it finished), SIGKILL 10 s
-# later; exit 124 says so. A step whose budget is spent is skipped.
+# what is left of its step's budget: SIGTERM then (opmeter keeps what it finished), SIGKILL 10 s
+# later; exit 124 says so. (Not SIGINT: a command started in the background, as steps are, ignores
+# it unless it sets its own handler, as opmeter does and the test binary and Python do not.)
+# A step whose budget is spent is skipped.
 step() {
   local name=$1 file=$2; shift 2
   local limit=()
@@ -151,18 +153,43 @@ step() {
       printf '%s\tskipped\t0\n' "$name" >> "$out/steps.tsv"
       return
     fi
-    limit=(timeout -s INT -k 10 "$left")
+    limit=(timeout -s TERM -k 10 "$left")
   fi
   echo "gpu-check: [$name] $*" | tee -a "$out/commands.txt"
   echo "=== [$name] $*" >> "$out/stderr.txt"
   local t0=$SECONDS rc=0
-  "${limit[@]}" "$@" > "$file" 2>> "$out/stderr.txt" || rc=$?
+  step_name=$name step_t0=$t0
+  "${limit[@]}" "$@" > "$file" 2>> "$out/stderr.txt" &
+  step_pid=$!
+  wait "$step_pid" || rc=$?
+  step_pid=
   printf '%s\t%s\t%s\n' "$name" "$rc" "$((SECONDS - t0))" >> "$out/steps.tsv"
   echo "gpu-check: [$name] exit $rc after $((SECONDS - t0)) s" | tee -a "$out/commands.txt"
   [ "$rc" -eq 0 ] || failed=1
   pack_results
   return "$rc"
 }
+
+# Stopped from outside (SIGINT or SIGTERM: a `timeout` around this script): the running step and
+# its children get SIGTERM (opmeter keeps what it finished; a test log keeps its lines), SIGKILL
+# 3 s later, and what is finished is packed before exiting 124. Steps run in the background so
+# that the signal is handled at once (bash runs a trap only after a foreground child ends); give
+# the outer timeout's -k at least 10 s. Before, a step cut this way was lost with the pack.
+step_pid= step_name= step_t0=0
+on_stop() {
+  trap - INT TERM
+  echo "gpu-check: stopped from outside: packing what is finished" | tee -a "$out/commands.txt" >&2
+  if [ -n "$step_pid" ]; then
+    pkill -TERM -P "$step_pid" 2>/dev/null
+    kill -TERM "$step_pid" 2>/dev/null
+    for _ in 1 2 3; do kill -0 "$step_pid" 2>/dev/null || break; sleep 1; done
+    kill -KILL "$step_pid" 2>/dev/null
+    printf '%s\tstopped\t%s\n' "$step_name" "$((SECONDS - step_t0))" >> "$out/steps.tsv"
+  fi
+  pack_results
+  exit 124
+}
+trap on_stop INT TERM
 
 # tool_refused FILE: whether a profiler's or sanitizer's step could not use the GPU at all (as on
 # gVisor machines: "Failed to initialize the profiler: LibraryNotLoaded", "Device not supported"),

@@ -3,7 +3,8 @@
 # compute-sanitizer. A preset never outlasts its budget, a failing or stopped step never stops the
 # next, the raw results come packed in one file, the sanitize step runs the command lines
 # `opmeter check --sanitize` prints, in the results folder, a stopped test step keeps its log
-# (line-buffered, each test named), and check resumes what the same build checked before.
+# (line-buffered, each test named), a run stopped from outside packs what it finished, and check
+# resumes what the same build checked before.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
@@ -61,6 +62,19 @@ expect 'grep -qP "^graph-layernorm-cuda\tskipped\t" "$steps"'
 expect '[ -f "$tmp/out/gpu-check-triage.tar.gz" ]'
 expect 'tar -tzf "$tmp/out/gpu-check-triage.tar.gz" | grep -x "triage/steps.tsv" > /dev/null'
 expect 'grep -qE -- "--gtest_repeat=1( |$)" "$tmp/res/triage/gpu-tests.txt"'  # the GPU-side tests once
+
+# Stopped from outside (a `timeout` around the script, as device calls do) in a step without a
+# budget: the step is stopped at once, its log kept, and what was finished is packed (exit 124).
+t0=$SECONDS
+PACK="$tmp/stopped.tar.gz" timeout -s INT -k 10 3 bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/stopped" \
+  tests mltests quick > "$tmp/log-stopped" 2>&1
+rc=$?
+took=$((SECONDS - t0))
+expect '[ "$rc" -eq 124 ] && [ "$took" -le 9 ]'
+expect 'grep -qP "^tests\t0\t" "$tmp/res/stopped/steps.tsv" && grep -qP "^mltests\tstopped\t" "$tmp/res/stopped/steps.tsv"'
+expect '! grep -q "^quick" "$tmp/res/stopped/steps.tsv"'
+expect 'tar -xzOf "$tmp/stopped.tar.gz" stopped/gpu-ml-tests.txt | grep -q "RUN.*LinearCuda.Slow"'
+expect 'tar -xzOf "$tmp/stopped.tar.gz" stopped/steps.tsv | grep -qP "^mltests\tstopped\t"'
 
 # Old step names, no budget: sanitize runs each printed command line in the results folder.
 PACK="$tmp/steps.tar.gz" bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/steps" sanitize quick > "$tmp/log2" 2>&1
