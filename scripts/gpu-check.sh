@@ -28,7 +28,7 @@
 # its call; after every step the raw results are packed into ONE file,
 # PACK (default: $OUT/gpu-check-<preset>.tar.gz where $OUT is set, else OUT_DIR.tar.gz).
 # STEPs (any of them, in any order, no budget): tests mltests mltests-sweeps quick peaks sweep sweep30 torch worker
-# copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict cold-timing quant-ncu quant-graph quant-ksplit quant
+# copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict cold-timing quant-sass quant-ncu quant-graph quant-ksplit quant
 # fp8-train block-train quant-block check check-compile sanitize graph-cases collectives collectives-quick. Every step runs whatever the others
 # did; each one's command, exit code
 # and time go to OUT_DIR/commands.txt and OUT_DIR/steps.tsv, and the script exits 1 at the end if
@@ -74,7 +74,7 @@ declare -A presets=(
   [ops]="copy:100 ml-ops:250 worker:160"
   [fusion]="linear:150 attention:200 cudnn:160"
   [models]="pipeline-ops:100 pipelines:410"
-  [quant-decode]="quant-ncu:80 quant-graph:110 quant-ksplit:150 quant:170"
+  [quant-decode]="quant-sass:60 quant-ncu:80 quant-graph:110 quant-ksplit:120 quant:140"
   [predict]="predict:500"
   [compile]="check-compile:500"
   [train]="fp8-train:260 block-train:250"
@@ -461,6 +461,30 @@ for entry in "${steps[@]}"; do
       else
         echo "gpu-check: [quant-ncu] skipped: no ncu on this machine" | tee -a "$out/commands.txt"
       fi ;;
+    quant-sass)  # Nsight Compute's instruction counts per SASS line of the decode kernel (ffn.w13, M=1):
+      # where its instructions go (the H200's stall data: it issues ~6x cuBLASLt's for half the
+      # bytes), which no tool on the development machine can disassemble. The report file is kept
+      # (ncu --import reads it again); the CSV is its source page.
+      if command -v ncu >/dev/null; then
+        n=0
+        for kase in 'linear/cuda_quant/bf16/batch=1,seq=1,hidden=8192,out=7168,act=none,quant=int8wo/device=cuda:0' \
+                    'linear/cuda_quant/bf16/batch=1,seq=1,hidden=8192,out=7168,act=none,quant=int4wo-64/device=cuda:0'; do
+          n=$((n + 1))
+          step "quant-sass-$n" "$out/quant-sass-$n.txt" ncu --clock-control none --profile-from-start off \
+            --section SourceCounters --section WarpStateStats -f -o "$out/quant-sass-$n" \
+            "$opm" run --profile --samples 10 --energy-window 0 --cooldown 0 --no-report --case "$kase" --out "$out/quant-sass-$n"
+          if tool_refused "$out/quant-sass-$n.txt"; then
+            echo "gpu-check: [quant-sass] ncu cannot profile on this machine (see quant-sass-$n.txt): the other case skipped" |
+              tee -a "$out/commands.txt"
+            break
+          fi
+          [ -f "$out/quant-sass-$n.ncu-rep" ] &&
+            step "quant-sass-$n-source" "$out/quant-sass-$n.csv" ncu --import "$out/quant-sass-$n.ncu-rep" --page source \
+              --print-source sass --csv
+        done
+      else
+        echo "gpu-check: [quant-sass] skipped: no ncu on this machine" | tee -a "$out/commands.txt"
+      fi ;;
     quant-graph)  # M=1 in CUDA graphs of 32 launches over rotating weight copies (cold, no flush, no event pair each)
       run_or_resume quant-graph bench/quant/gpu-llama-graph.yaml --energy-window 0 --cooldown 0 ;;
     quant-ksplit)  # the decode kernel's split of K: its own choice beside forced splits, M=1 in graphs over weight copies
@@ -479,7 +503,7 @@ for entry in "${steps[@]}"; do
       step quant-block "$out/quant-block.md" "$opm" run bench/quant/gpu-transformer-block.yaml --out "$out/quant-block" ;;
     *) echo "gpu-check: unknown step '$s' (presets: ${!presets[*]}; steps: tests mltests mltests-sweeps quick peaks sweep sweep30" \
             "torch worker copy graph ml-ops ml-sweep linear attention cudnn pipeline-ops pipelines calibrate predict" \
-            "cold-timing quant-ncu quant-graph quant-ksplit quant" \
+            "cold-timing quant-sass quant-ncu quant-graph quant-ksplit quant" \
             "fp8-train block-train quant-block check check-compile sanitize graph-cases collectives collectives-quick)" >&2; failed=1 ;;
   esac
 done

@@ -125,6 +125,21 @@ expect '[ "$(grep -cP "^quant-ncu-[0-9]\t0\t" "$tmp/res/n/steps.tsv")" -eq 8 ]'
 expect 'grep -q "metrics smsp__inst_executed.sum,.*long_scoreboard_per_issue_active.ratio" "$tmp/res/n/quant-ncu-1.txt"'
 expect 'grep -q "profile-from-start off.* run --profile --samples 10 --energy-window 0 --cooldown 0 --no-report --case linear/cuda_quant/" "$tmp/res/n/quant-ncu-1.txt"'
 expect 'grep -q "^ncu --clock-control none " "$tmp/res/n/quant-ncu-1.txt"'  # the card's clocks are left alone
+# quant-sass keeps each decode case's report and prints its SASS source page from it.
+cat > "$tmp/bin/ncu" <<'SH'
+#!/bin/bash
+echo "ncu $*"
+prev=
+for a in "$@"; do
+  [ "$prev" = -o ] && echo report > "$a.ncu-rep"
+  prev=$a
+done
+SH
+bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/sass" quant-sass >> "$tmp/log3" 2>&1
+expect '[ "$(grep -cP "^quant-sass-[12]\t0\t" "$tmp/res/sass/steps.tsv")" -eq 2 ]'
+expect '[ "$(grep -cP "^quant-sass-[12]-source\t0\t" "$tmp/res/sass/steps.tsv")" -eq 2 ]'
+expect 'grep -q "section SourceCounters .*-o $tmp/res/sass/quant-sass-2 .*quant=int4wo-64" "$tmp/res/sass/quant-sass-2.txt"'
+expect 'grep -qx "ncu --import $tmp/res/sass/quant-sass-1.ncu-rep --page source --print-source sass --csv" "$tmp/res/sass/quant-sass-1.csv"'
 # Where ncu cannot profile at all (gVisor), the first case says so and the others are skipped.
 cat > "$tmp/bin/ncu" <<'SH'
 #!/bin/bash
