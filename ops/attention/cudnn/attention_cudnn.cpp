@@ -1,9 +1,12 @@
 // impl `cudnn`: cuDNN's fused scaled-dot-product attention (flash) forward, through the graph
 // API. The operation graph is the pattern cuDNN's fused attention engines recognise:
 //   S = Q K^T (fp32)  ->  S * scale  ->  [causal: row >= col ? S : -inf, from generated indices]
-//   ->  softmax as max, sub, exp, sum, div (P in the io dtype)  ->  O = P V
+//   ->  softmax as max, sub, exp, sum, log, add, div (P in the io dtype)  ->  O = P V
 // K^T is K itself seen with swapped strides; q, k, v and the output are batch x heads x seq x
 // head_dim, packed. Only stage=full: cuDNN's fused engine never writes S or P to memory.
+// The softmax's statistic max + log(sum) (what a backward pass reads) is part of the pattern even
+// for inference: without it cuDNN 9.14 and 9.19 proposed no engine on an H200 (2026-11-27). It is
+// a virtual tensor; where cuDNN still refuses, the graph is built again with it in memory.
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -21,7 +24,9 @@ class CudnnAttention : public cuda::DeviceImpl<AttentionOp> {
  public:
   std::map<std::string, std::string> details() const override {
     if (!plan_) return {};
-    return {{"engine", plan_->engine()}, {"workspace_bytes", std::to_string(plan_->workspace_bytes())}};
+    return {{"engine", plan_->engine()},
+            {"workspace_bytes", std::to_string(plan_->workspace_bytes())},
+            {"softmax_stats", stats_uid_ >= 0 ? "in memory (refused as a virtual tensor)" : "virtual"}};
   }
 
  private:
@@ -29,17 +34,27 @@ class CudnnAttention : public cuda::DeviceImpl<AttentionOp> {
     if (!plan_) build();
     std::map<std::int64_t, void*> tensors = {{q_, in(kQ)}, {k_, in(kK)}, {v_, in(kV)}, {o_, out()}, {scale_uid_, &scale_}};
     if (neg_inf_uid_ >= 0) tensors[neg_inf_uid_] = &neg_inf_;
+    if (stats_uid_ >= 0) tensors[stats_uid_] = stats_.data();
     plan_->bind(tensors, workspace_.data());
   }
 
   void launch() override { plan_->execute(); }
 
   void build() {
+    handle_ = std::make_unique<cudnn::Handle>(stream());
+    try {
+      build_graph(false);
+    } catch (const Unsupported&) {
+      build_graph(true);  // its refusal, if it refuses too, is the case's reason
+    }
+  }
+
+  // stats_in_memory: the softmax statistic a real fp32 output (batch x heads x seq) rather than virtual.
+  void build_graph(bool stats_in_memory) {
     using cudnn::Graph;
     const Shape s = shape_of(case_);
     const auto b = std::int64_t(s.batch), h = std::int64_t(s.heads), n = std::int64_t(s.seq), d = std::int64_t(s.d);
     const cudnnDataType_t io = cudnn::data_type(case_.dtype), f32 = CUDNN_DATA_FLOAT;
-    handle_ = std::make_unique<cudnn::Handle>(stream());
 
     Graph g;
     const std::vector<std::int64_t> bhsd = {b, h, n, d}, scores = {b, h, n, n}, rows = {b, h, n, 1};
@@ -75,6 +90,10 @@ class CudnnAttention : public cuda::DeviceImpl<AttentionOp> {
     g.pointwise(CUDNN_POINTWISE_EXP, shifted, std::nullopt, e);
     auto row_sum = g.virtual_tensor(rows, rs, f32);
     g.reduction(CUDNN_REDUCE_TENSOR_ADD, e, row_sum);
+    auto log_sum = g.virtual_tensor(rows, rs, f32);
+    g.pointwise(CUDNN_POINTWISE_LOG, row_sum, std::nullopt, log_sum);
+    auto stats = stats_in_memory ? g.tensor(rows, rs, f32) : g.virtual_tensor(rows, rs, f32);
+    g.pointwise(CUDNN_POINTWISE_ADD, row_max, log_sum, stats);
     auto p = g.virtual_tensor(scores, sc, io);  // the second matmul reads P in the io type
     g.pointwise(CUDNN_POINTWISE_DIV, e, row_sum, p);
     g.matmul(p, v, o);
@@ -91,13 +110,15 @@ class CudnnAttention : public cuda::DeviceImpl<AttentionOp> {
     // cuDNN before 9.10 wants the lowest float for masked scores, later versions -inf.
     neg_inf_ = cudnnGetVersion() < 91000 ? std::numeric_limits<float>::lowest() : -std::numeric_limits<float>::infinity();
     neg_inf_uid_ = neg_inf ? neg_inf->uid : -1;
+    stats_uid_ = stats_in_memory ? stats.uid : -1;
+    if (stats_in_memory) stats_ = cuda::DeviceBuffer(std::size_t(b * h * n) * sizeof(float));
   }
 
   // Declared in destruction order: the plan refers to the handle.
   std::unique_ptr<cudnn::Handle> handle_;
   std::unique_ptr<cudnn::Plan> plan_;
-  cuda::DeviceBuffer workspace_;
-  std::int64_t q_ = 0, k_ = 0, v_ = 0, o_ = 0, scale_uid_ = 0, neg_inf_uid_ = -1;
+  cuda::DeviceBuffer workspace_, stats_;
+  std::int64_t q_ = 0, k_ = 0, v_ = 0, o_ = 0, scale_uid_ = 0, neg_inf_uid_ = -1, stats_uid_ = -1;
   float scale_ = 1, neg_inf_ = 0;  // by-value scalars: their host addresses are in the variant pack
 };
 
