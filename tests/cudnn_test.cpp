@@ -3,6 +3,7 @@
 // needed for that); on a GPU, each impl checked against the op's fp64 reference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -208,7 +209,17 @@ TEST(Cudnn, AttentionIsCorrectOnAGpu) {
     EXPECT_EQ(r.status, Status::skipped) << kase;
     EXPECT_NE(r.reason.find("cuDNN"), std::string::npos) << r.reason;
   }
-  if (outcome.ran == 0) GTEST_SKIP() << "cuDNN refused every fused attention graph here: " << outcome.refused.front();
+  if (outcome.ran == 0) {
+    // cuDNN 9 has fused flash attention engines for fp16 and bf16 at these head_dims on compute
+    // capability 8.0 and newer (what the impl's support asks): no engine for any of these graphs is
+    // our graph's fault, as on the H200 with 9.14 and 9.19 (2026-11-27: no softmax statistic).
+    const std::string version = cuda::plugin()->versions().value("cudnn", "");
+    const bool no_engine = std::all_of(outcome.refused.begin(), outcome.refused.end(),
+                                       [](const std::string& r) { return r.find("no engine") != std::string::npos; });
+    if (version.rfind("9.", 0) == 0 && no_engine)
+      FAIL() << "cuDNN " << version << " proposed no engine for any fused attention graph: " << outcome.refused.front();
+    GTEST_SKIP() << "cuDNN refused every fused attention graph here: " << outcome.refused.front();
+  }
 }
 
 TEST(Cudnn, Conv2dIsCorrectOnAGpu) {
