@@ -29,8 +29,18 @@
 //     false) rows g + 8 are zero registers, not loads;
 //   - bf16 int4 codes are decoded as 128 + code, one LOP3 a fragment (decode_int4_offset).
 //   - the last block of a tile summed the splits' partials with four L2 loads in flight; now 16.
-//   Kept: each step's test whether it is past K, and int4's group as a parameter. Without them
-//   (steps past K on zeros; the group a template constant) the compiler spilled at 80 registers.
+// - The H200's Nsight Compute then showed the kernel bound by the instructions it issues (15 M at
+//   int8wo and 22 M at int4wo-64 on ffn.w13, where cuBLASLt's bf16 GEMV issues 2.4 M). In the
+//   PTX of the step loop, a third of them were bookkeeping:
+//   - a test per step whether it was past K, which also kept the compiler from scheduling and
+//     sharing addresses across steps. Now a unit past K is skipped whole, and the steps of the
+//     unit holding K multiply zeros (x is staged as zeros past K, the pack's codes are zeros);
+//   - int4's test per step whether it ended a group: for groups of 32 and 64 (kGroupSteps) the
+//     steps that end one are known at compile time;
+//   - int4's group ends updated rows g + 8 also where they are zero (!kUpper).
+//   PTX instructions (movs aside) of a unit's steps at M <= 8, bf16: int8 167 -> 131; int4 with
+//   groups of 64 445 (a group end's code in each step, run in two of eight) -> 147. int4 with
+//   other groups keeps both tests, without which ptxas spills at 80 registers (sm_90 and later).
 // Index arithmetic (xsum slots, parameter copies, split ranges, ksplit) is ops/linear/
 // quant_gpu_decode.hpp's, tested on the CPU; the decoding and mma step are quant_weight_only.cuh's,
 // shared with the 64-row kernel.
@@ -90,16 +100,20 @@ __device__ inline float sum_shared(const T* p, int n) {
   return s;
 }
 
-// kUpper: rows 8..15 of the tile may hold x (M > 8).
-template <class T, Codes C, bool kUpper>
+// kUpper: rows 8..15 of the tile may hold x (M > 8). kGroupSteps (int4): the k16 steps of a
+// group where the launch knows them (groups of 32 and 64: 2 and 4), so that which steps end a
+// group is known at compile time; 0: tested at run time, every step.
+template <class T, Codes C, bool kUpper, int kGroupSteps>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnlyArgs a, int chunks_per_split) {
   constexpr bool kInt4 = C == Codes::int4;
+  constexpr bool kTestEachStep = kInt4 && kGroupSteps == 0;  // past K and group ends, at run time
   constexpr int kChunk = gd::kChunkK;
   constexpr int kStride = kChunk + 8;  // +16 bytes: the A fragment's 32 lanes hit 32 banks
   constexpr int kUnitK = kInt4 ? 128 : 64;
   constexpr int kUnits = kChunk / kUnitK;  // per warp and chunk: 4 (int4) or 8
   static_assert(kUnits == gd::chunk_work(kInt4).units_per_lane, "what decode_ksplit counts");
   constexpr int kSteps = kUnitK / 16;
+  static_assert(kGroupSteps == 0 || (kInt4 && kSteps % (kGroupSteps > 0 ? kGroupSteps : 1) == 0), "whole groups a unit");
   constexpr int kRing = gd::kRing;
   constexpr int kSpan = kInt4 ? 1 : 2;  // int4: 8 steps and their group ends are plenty
   static_assert(kRing % kSpan == 0 && kUnits % kSpan == 0, "whole passes");
@@ -131,6 +145,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
   const gd::XsumPlan xp = gd::xsum_plan(group);
 
   float acc[4] = {0.f, 0.f, 0.f, 0.f}, gacc[4] = {0.f, 0.f, 0.f, 0.f};
+  const T* const xa0 = &xs[g][2 * t];  // this lane's A fragments: offsets kk (+ 8 rows, + 8 k) from here
 
   // The ring of kRing units in flight, slot 0 the next to use; the first kRing are loaded now,
   // before x is staged, so the block's bytes are in flight from the start. Unit indices count
@@ -212,36 +227,48 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
       }
 #pragma unroll
       for (int s = 0; s < kSpan; ++s) {
+        // A unit past K is skipped whole; within the unit holding K, steps past it multiply zeros
+        // (x is staged as zeros there and the pack's codes are zeros).
+        if (!kTestEachStep && (j0 + s) * kUnitK >= k_left) continue;
         const std::uint32_t w[4] = {cur[s].x, cur[s].y, cur[s].z, cur[s].w};
 #pragma unroll
         for (int st = 0; st < kSteps; ++st) {
           const int kk = (j0 + s) * kUnitK + st * 16;  // k of the step within the chunk
-          if (kk >= k_left) continue;  // past K: zero x and codes (uniform)
+          if constexpr (kTestEachStep)
+            if (kk >= k_left) continue;
           std::uint32_t b0, b1;
           if constexpr (kOffsetInt4)
             decode_int4_offset<T>(w, st, b0, b1);
           else
             decode<T, C>(w, st, b0, b1);
-          const T* r0 = &xs[g][kk + 2 * t];
-          const T* r1 = &xs[g + 8][kk + 2 * t];
+          const T* r0 = xa0 + kk;
+          const T* r1 = xa0 + 8 * kStride + kk;
           const std::uint32_t af[4] = {ld32(r0), kUpper ? ld32(r1) : 0u, ld32(r0 + 8), kUpper ? ld32(r1 + 8) : 0u};
           if constexpr (kInt4)
             mma<T>(gacc, af, b0, b1);
           else
             mma<T>(acc, af, b0, b1);
           if constexpr (kInt4) {
-            if (((kk + 16) & (group - 1)) != 0) continue;  // not the group's last step
+            // Not the group's last step: a constant where kGroupSteps is (st is unrolled).
+            if constexpr (kTestEachStep) {
+              if (((kk + 16) & (group - 1)) != 0) continue;
+            } else if ((st + 1) % kGroupSteps != 0) {
+              continue;
+            }
             const int q = kk >> group_shift;
             const uint2 p = *reinterpret_cast<const uint2*>(&params[gd::param_smem(warp, q, 2 * t)]);
             const float s0 = half_bits_to_float<T>(p.x), z0 = half_bits_to_float<T>(p.x >> 16) + kCodeOffset;
             const float s1 = half_bits_to_float<T>(p.y), z1 = half_bits_to_float<T>(p.y >> 16) + kCodeOffset;
-            const float xa = lo ? xsum[g][q] : 0.f, xb = kUpper && hi ? xsum[g + 8][q] : 0.f;
+            const float xa = lo ? xsum[g][q] : 0.f;
             acc[0] += s0 * (gacc[0] - z0 * xa);
             acc[1] += s1 * (gacc[1] - z1 * xa);
-            acc[2] += s0 * (gacc[2] - z0 * xb);
-            acc[3] += s1 * (gacc[3] - z1 * xb);
-#pragma unroll
-            for (int e = 0; e < 4; ++e) gacc[e] = 0.f;
+            gacc[0] = gacc[1] = 0.f;
+            if constexpr (kUpper) {  // rows g + 8 (x * 0 is no constant the compiler may fold)
+              const float xb = hi ? xsum[g + 8][q] : 0.f;
+              acc[2] += s0 * (gacc[2] - z0 * xb);
+              acc[3] += s1 * (gacc[3] - z1 * xb);
+              gacc[2] = gacc[3] = 0.f;
+            }
           }
         }
       }
@@ -300,16 +327,26 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
   }
 }
 
+template <class T, Codes C, int kGroupSteps>
+void launch_rows(dim3 grid, const WeightOnlyArgs& a, int per_split, cudaStream_t s) {
+  if (a.M <= gd::kRows / 2)
+    decode_kernel<T, C, false, kGroupSteps><<<grid, kThreads, 0, s>>>(a, per_split);
+  else
+    decode_kernel<T, C, true, kGroupSteps><<<grid, kThreads, 0, s>>>(a, per_split);
+}
+
 template <class T, Codes C>
 void launch_typed(const WeightOnlyArgs& a, cudaStream_t s) {
   const std::int64_t n_chunks = (a.K + gd::kChunkK - 1) / gd::kChunkK;
   const std::int64_t per_split = (n_chunks + a.ksplit - 1) / a.ksplit;
   const dim3 grid(static_cast<unsigned>((a.n_tiles + kWarps - 1) / kWarps), static_cast<unsigned>(a.ksplit),
                   static_cast<unsigned>((a.M + gd::kRows - 1) / gd::kRows));
-  if (a.M <= gd::kRows / 2)
-    decode_kernel<T, C, false><<<grid, kThreads, 0, s>>>(a, static_cast<int>(per_split));
-  else
-    decode_kernel<T, C, true><<<grid, kThreads, 0, s>>>(a, static_cast<int>(per_split));
+  const int per = static_cast<int>(per_split);
+  if constexpr (C == Codes::int4) {
+    if (a.group == 32) return launch_rows<T, C, 2>(grid, a, per, s);
+    if (a.group == 64) return launch_rows<T, C, 4>(grid, a, per, s);
+  }
+  launch_rows<T, C, 0>(grid, a, per, s);
 }
 
 template <class T>
