@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Validates the CUDA backend on a machine with an NVIDIA GPU and writes raw results.
 #   scripts/gpu-check.sh [BUNDLE.tar.xz | BUILD_DIR] [OUT_DIR] [PRESET | STEP...]
-# BUNDLE comes from scripts/bundle-gpu.sh (binaries + libraries, no CUDA); BUILD_DIR is a build
+# BUNDLE comes from scripts/bundle-gpu.sh (binaries + libraries, no CUDA), unpacked once per
+# machine into $TMPDIR/opmeter-bundle-<its hash> and reused by later calls; BUILD_DIR is a build
 # made on this machine (default: build, configured and built if missing). OUT_DIR defaults to
 # docs/results/<gpu-name>. docs/gpu-validation.md gives a lent GPU session's whole sequence.
 # PRESETs fit one device call of at most 10 minutes each (default: triage):
@@ -13,9 +14,10 @@
 #   fusion         linear epilogues, attention (cuda, cudnn, cuda_unfused, torch SDPA), cuDNN conv,
 #                  transformer_block
 #   models         pipelines beside PyTorch end to end
-#   quant-decode   what each cold-sample convention adds at M=1 (bench/cuda_cold_timing), Nsight Compute
-#                  on the weight-only kernels at decode, the quantized linears at M=1 in graph mode
-#                  over rotating weight copies, then at M=1/16 one call a sample, beside cuBLASLt
+#   quant-decode   Nsight Compute on the weight-only decode kernel (instructions per SASS line;
+#                  throughput, occupancy and stall reasons beside cuBLASLt's GEMM), the quantized
+#                  linears at M=1 in graph mode over rotating weight copies, with the kernel's own
+#                  split of K beside forced ones, then at M=1/16 one call a sample, beside cuBLASLt
 #                  bf16 and PyTorch's kernels
 #   predict        the GPU GEMM sweep for the predictor, and the models fitted to it
 #   train          float8 and bf16 training steps of linear beside PyTorch autograd; transformer_block's
@@ -41,20 +43,34 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 src=${1:-build}
+# What the check folder is tied to: a check resumes only the verdicts of this same build.
 if [[ "$src" == *.tar.xz ]]; then
-  dir=$(mktemp -d)
-  tar -C "$dir" -xJf "$src" || { echo "gpu-check: cannot unpack $src" >&2; exit 2; }
+  build_id=$(sha256sum < "$src")
+  build_id=${build_id%% *}
+  # Unpacked once per bundle: a later call on the same machine (a warm one) reuses it. The folder
+  # is this user's own, not a link; it is unpacked privately and moved into place whole.
+  dir="${TMPDIR:-/tmp}/opmeter-bundle-${build_id:0:16}"
+  if [ -L "$dir" ] || { [ -e "$dir" ] && [ ! -O "$dir" ]; }; then
+    echo "gpu-check: $dir is a link or another user's: not used" >&2
+    dir=$(mktemp -d)
+  fi
+  if [ ! -x "$dir/opmeter/bin/opmeter" ]; then
+    part=$(mktemp -d)
+    tar -C "$part" -xJf "$src" || { echo "gpu-check: cannot unpack $src" >&2; exit 2; }
+    if [ -d "$dir" ]; then rm -rf "$dir/opmeter" && mv "$part/opmeter" "$dir/" && rmdir "$part"
+    else mv "$part" "$dir"
+    fi
+  else
+    echo "gpu-check: the bundle unpacked in $dir by an earlier call" >&2
+  fi
   bin="$dir/opmeter/bin"
   export LD_LIBRARY_PATH="$dir/opmeter/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 else
   [ -x "$src/opmeter" ] || { cmake -S . -B "$src" -DCMAKE_BUILD_TYPE=Release && cmake --build "$src" -j"$(nproc)"; }
   bin="$src"
+  build_id=$(cat "$bin/opmeter" "$bin"/*.so 2>/dev/null | sha256sum)
+  build_id=${build_id%% *}
 fi
-# What the check folder is tied to: a check resumes only the verdicts of this same build.
-if [[ "$src" == *.tar.xz ]]; then build_id=$(sha256sum < "$src")
-else build_id=$(cat "$bin/opmeter" "$bin"/*.so 2>/dev/null | sha256sum)
-fi
-build_id=${build_id%% *}
 # Line-buffered output for the GoogleTest steps: a test binary stopped by its budget keeps its log.
 linebuf=(); command -v stdbuf >/dev/null && linebuf=(stdbuf -oL -eL)
 command -v nvidia-smi >/dev/null || { echo "gpu-check: nvidia-smi not found: no NVIDIA driver here" >&2; exit 2; }

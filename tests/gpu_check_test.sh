@@ -174,5 +174,23 @@ printf '#!/bin/sh\necho "cold timing $*"\n' > "$tmp/build/bench/cuda_cold_timing
 chmod +x "$tmp/build/bench/cuda_cold_timing"
 bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/ct" cold-timing >> "$tmp/log3" 2>&1
 expect 'grep -qP "^cold-timing\t0\t" "$tmp/res/ct/steps.tsv" && grep -q "cold timing 200" "$tmp/res/ct/cold-timing.txt"'
+# A bundle (tar.xz) is unpacked once into a private folder named by its hash, and a later call
+# reuses it; a link planted at that name is not followed.
+mkdir -p "$tmp/bundle/opmeter/bin" "$tmp/bundle/opmeter/lib" "$tmp/tmpdir" "$tmp/elsewhere"
+cp "$tmp/build/opmeter" "$tmp/bundle/opmeter/bin/"
+tar -C "$tmp/bundle" -cJf "$tmp/b.tar.xz" opmeter
+sum=$(sha256sum < "$tmp/b.tar.xz")
+unpacked="$tmp/tmpdir/opmeter-bundle-${sum:0:16}"
+TMPDIR="$tmp/tmpdir" bash "$repo/scripts/gpu-check.sh" "$tmp/b.tar.xz" "$tmp/res/b1" quick > "$tmp/log-b1" 2>&1
+expect '[ -x "$unpacked/opmeter/bin/opmeter" ] && [ "$(stat -c %a "$unpacked")" = 700 ]'
+expect 'grep -q "^ran run --suite quick" "$tmp/res/b1/quick.md"'
+TMPDIR="$tmp/tmpdir" bash "$repo/scripts/gpu-check.sh" "$tmp/b.tar.xz" "$tmp/res/b2" quick > "$tmp/log-b2" 2>&1
+expect 'grep -qF "the bundle unpacked in $unpacked by an earlier call" "$tmp/log-b2"'
+expect 'grep -q "^ran run --suite quick" "$tmp/res/b2/quick.md"'
+rm -rf "$unpacked" && ln -s "$tmp/elsewhere" "$unpacked"
+TMPDIR="$tmp/tmpdir" bash "$repo/scripts/gpu-check.sh" "$tmp/b.tar.xz" "$tmp/res/b3" quick > "$tmp/log-b3" 2>&1
+expect 'grep -qF "$unpacked is a link or another user'"'"'s: not used" "$tmp/log-b3"'
+expect '[ -z "$(ls -A "$tmp/elsewhere")" ] && grep -q "^ran run --suite quick" "$tmp/res/b3/quick.md"'
+
 [ "$fail" -eq 0 ] || { echo "--- triage log"; cat "$tmp/log"; echo "--- steps log"; cat "$tmp/log2"; echo "--- check log"; cat "$tmp/log3"; }
 exit $fail
