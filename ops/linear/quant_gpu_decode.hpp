@@ -43,6 +43,21 @@ OPMETER_DECODE_HD constexpr int xsum_k(const XsumPlan& p, int slot) { return slo
 OPMETER_DECODE_HD constexpr int xsum_group(const XsumPlan& p, int slot) { return slot % p.slots_per_row / p.lanes; }
 OPMETER_DECODE_HD constexpr bool xsum_writes(const XsumPlan& p, int lane) { return lane % p.lanes == 0; }
 
+// int8 codes (stored + 128: u = code + 128) to bf16, exactly, in three integer-and-bf16 steps a
+// pair: `spread` holds the pair's two bytes u0, u1 at bits 0-7 and 16-23 (the kernel's byte_perm).
+// bf16 has 7 mantissa bits, so u (8 bits) cannot sit in one fixed-exponent mantissa; instead
+//   high = 128 + (u & 127)                 (exponent 2^7, u's low 7 bits as mantissa)
+//   low  = u < 128 ? 256 : 128             (exponent 2^8 or 2^7 from u's top bit, inverted)
+// and high - low = u - 128, the code, an integer of [-128, 127] that bf16 holds exactly.
+// With the byte_perm that is four instructions a pair (two LOP3s and a bf16x2 subtraction after
+// it) where the float route took five.
+OPMETER_DECODE_HD constexpr std::uint32_t int8_bf16_high(std::uint32_t spread) {
+  return (spread & 0x007F007Fu) | 0x43004300u;
+}
+OPMETER_DECODE_HD constexpr std::uint32_t int8_bf16_low(std::uint32_t spread) {
+  return (~spread & 0x00800080u) | 0x43004300u;
+}
+
 // The chunk's int4 group parameters in shared memory, [warp][group of the chunk][channel]: a
 // lane (g, t) reads its channels 2t and 2t + 1 as one 8-byte word pair.
 OPMETER_DECODE_HD constexpr int param_smem(int warp, int q, int channel) {

@@ -114,6 +114,27 @@ TEST(QuantGpuDecode, EachLaneReadsItsChannelsGroupParamsFromTheCopy) {
   EXPECT_EQ(gd::param_copy(0, per_chunk, 0, n_tiles, groups, std::int64_t(groups)).src, -1);
 }
 
+// The kernel's int8 -> bf16 decode: bf16(high) - bf16(low) is the code for every stored byte,
+// and both halves of a register decode independently.
+TEST(QuantGpuDecode, Int8CodesDecodeToBf16Exactly) {
+  const auto half_value = [](std::uint32_t word, int half) {
+    return from_bf16(static_cast<std::uint16_t>(word >> (16 * half)));
+  };
+  for (int u = 0; u < 256; ++u) {
+    const int v = 255 - u;  // the other half holds another code
+    const std::uint32_t spread = static_cast<std::uint32_t>(u) | static_cast<std::uint32_t>(v) << 16;
+    const std::uint32_t high = gd::int8_bf16_high(spread), low = gd::int8_bf16_low(spread);
+    for (int h = 0; h < 2; ++h) {
+      const int stored = h == 0 ? u : v;
+      const float hi = half_value(high, h), lo = half_value(low, h);
+      EXPECT_EQ(hi - lo, float(stored - 128)) << "stored byte " << stored;
+      // The difference is an integer bf16 holds, so the kernel's bf16 subtraction is exact too.
+      EXPECT_EQ(from_bf16(to_bf16(hi - lo)), hi - lo) << stored;
+      EXPECT_TRUE(hi >= 128.f && hi < 256.f && (lo == 128.f || lo == 256.f)) << stored;
+    }
+  }
+}
+
 TEST(QuantGpuDecode, SplitsCoverEveryCodeUnitOnce) {
   for (std::int64_t K : {64, 512, 520, 4096, 28672})
     for (int unit_k : {64, 128}) {
