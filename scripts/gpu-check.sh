@@ -494,9 +494,12 @@ for entry in "${steps[@]}"; do
               tee -a "$out/commands.txt"
             break
           fi
+          # The source page as SASS (--print-source, Nsight Compute 2023.3 on); an older ncu's
+          # default view instead.
           [ -f "$out/quant-sass-$n.ncu-rep" ] &&
-            step "quant-sass-$n-source" "$out/quant-sass-$n.csv" ncu --import "$out/quant-sass-$n.ncu-rep" --page source \
-              --print-source sass --csv
+            { step "quant-sass-$n-source" "$out/quant-sass-$n.csv" ncu --import "$out/quant-sass-$n.ncu-rep" --page source \
+                --print-source sass --csv ||
+              step "quant-sass-$n-page" "$out/quant-sass-$n-page.csv" ncu --import "$out/quant-sass-$n.ncu-rep" --page source --csv; }
         done
       else
         echo "gpu-check: [quant-sass] skipped: no ncu on this machine" | tee -a "$out/commands.txt"

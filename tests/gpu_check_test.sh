@@ -140,6 +140,21 @@ expect '[ "$(grep -cP "^quant-sass-[12]\t0\t" "$tmp/res/sass/steps.tsv")" -eq 2 
 expect '[ "$(grep -cP "^quant-sass-[12]-source\t0\t" "$tmp/res/sass/steps.tsv")" -eq 2 ]'
 expect 'grep -q "section SourceCounters .*-o $tmp/res/sass/quant-sass-2 .*quant=int4wo-64" "$tmp/res/sass/quant-sass-2.txt"'
 expect 'grep -qx "ncu --import $tmp/res/sass/quant-sass-1.ncu-rep --page source --print-source sass --csv" "$tmp/res/sass/quant-sass-1.csv"'
+expect '! grep -q "^quant-sass-1-page" "$tmp/res/sass/steps.tsv"'
+# An ncu without --print-source: the source page in its default view.
+cat > "$tmp/bin/ncu" <<'SH'
+#!/bin/bash
+case "$*" in *--print-source*) echo "unrecognised option '--print-source'" >&2; exit 1 ;; esac
+echo "ncu $*"
+prev=
+for a in "$@"; do
+  [ "$prev" = -o ] && echo report > "$a.ncu-rep"
+  prev=$a
+done
+SH
+bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/sass2" quant-sass >> "$tmp/log3" 2>&1
+expect 'grep -qP "^quant-sass-1-source\t1\t" "$tmp/res/sass2/steps.tsv" && grep -qP "^quant-sass-2-page\t0\t" "$tmp/res/sass2/steps.tsv"'
+expect 'grep -qx "ncu --import $tmp/res/sass2/quant-sass-2.ncu-rep --page source --csv" "$tmp/res/sass2/quant-sass-2-page.csv"'
 # Where ncu cannot profile at all (gVisor), the first case says so and the others are skipped.
 cat > "$tmp/bin/ncu" <<'SH'
 #!/bin/bash
