@@ -129,7 +129,10 @@ OPMETER_DECODE_HD constexpr ChunkWork chunk_work(bool int4) { return int4 ? Chun
 // kBytesPerRoundTrip (4.8 TB/s x ~700 ns / 132 SMs) a round trip.
 // On the H200 (2026-11-27, M = 1 in graphs over weight copies, the previous choice of splits) the
 // four LLaMA-2-70B shard layers took 1.0-1.6 us a round trip counted so with int8wo (7.8-28.4 us
-// for 6-24 of them), 1.5-2.0 us with int4wo-64.
+// for 6-24 of them), 1.5-2.0 us with int4wo-64. With the splits this model chose, later that day,
+// forced splits (ksplit=) were no faster on 7 of those 8 layer x recipe pairs, but the times fell
+// less than the round trips: the kernel was bound by the instructions it issued (Nsight
+// Compute), and where one block filled each SM (attn.wo, int4) two splits beat the model's one.
 inline constexpr double kBytesPerRoundTrip = 25e3;
 inline double decode_round_trips(std::int64_t n_blocks, std::int64_t n_chunks, int sms, std::int64_t ks, ChunkWork w) {
   if (!splits_evenly(n_chunks, ks)) return -1;
