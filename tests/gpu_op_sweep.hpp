@@ -42,7 +42,8 @@ inline std::vector<std::pair<std::int64_t, std::int64_t>> sweep_rows(std::int64_
   const std::int64_t least = wide ? 32 : 300;
   const std::int64_t many = std::max<std::int64_t>(least, (std::int64_t{1} << 22) / hidden);
   const std::int64_t batch = std::min<std::int64_t>(many, 1024);
-  return {{1, 1}, wide ? std::pair<std::int64_t, std::int64_t>{1, 3} : std::pair<std::int64_t, std::int64_t>{3, 37},
+  return {{1, 1},
+          wide ? std::pair<std::int64_t, std::int64_t>{1, 3} : std::pair<std::int64_t, std::int64_t>{3, 37},
           {batch, (many + batch - 1) / batch}};
 }
 

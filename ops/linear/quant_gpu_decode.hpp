@@ -43,8 +43,8 @@ OPMETER_DECODE_HD constexpr int xsum_k(const XsumPlan& p, int slot) { return slo
 OPMETER_DECODE_HD constexpr int xsum_group(const XsumPlan& p, int slot) { return slot % p.slots_per_row / p.lanes; }
 OPMETER_DECODE_HD constexpr bool xsum_writes(const XsumPlan& p, int lane) { return lane % p.lanes == 0; }
 
-// int8 codes (stored + 128: u = code + 128) to bf16, exactly, in three integer-and-bf16 steps a
-// pair: `spread` holds the pair's two bytes u0, u1 at bits 0-7 and 16-23 (the kernel's byte_perm).
+// int8 codes (stored + 128: u = code + 128) to bf16, exactly: `spread` holds a pair's two bytes
+// u0, u1 at bits 0-7 and 16-23 (the kernel's byte_perm).
 // bf16 has 7 mantissa bits, so u (8 bits) cannot sit in one fixed-exponent mantissa; instead
 //   high = 128 + (u & 127)                 (exponent 2^7, u's low 7 bits as mantissa)
 //   low  = u < 128 ? 256 : 128             (exponent 2^8 or 2^7 from u's top bit, inverted)

@@ -113,7 +113,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
   constexpr int kUnits = kChunk / kUnitK;  // per warp and chunk: 4 (int4) or 8
   static_assert(kUnits == gd::chunk_work(kInt4).units_per_lane, "what decode_ksplit counts");
   constexpr int kSteps = kUnitK / 16;
-  static_assert(kGroupSteps == 0 || (kInt4 && kSteps % (kGroupSteps > 0 ? kGroupSteps : 1) == 0), "whole groups a unit");
+  static_assert(kGroupSteps == 0 || (kInt4 && kSteps % (kGroupSteps > 0 ? kGroupSteps : 1) == 0),
+                "whole groups a unit");
   constexpr int kRing = gd::kRing;
   constexpr int kSpan = kInt4 ? 1 : 2;  // int4: 8 steps and their group ends are plenty
   static_assert(kRing % kSpan == 0 && kUnits % kSpan == 0, "whole passes");
