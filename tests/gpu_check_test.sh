@@ -125,9 +125,11 @@ expect '[ "$(grep -cP "^quant-ncu-[0-9]\t0\t" "$tmp/res/n/steps.tsv")" -eq 8 ]'
 expect 'grep -q "metrics smsp__inst_executed.sum,.*long_scoreboard_per_issue_active.ratio" "$tmp/res/n/quant-ncu-1.txt"'
 expect 'grep -q "profile-from-start off.* run --profile --samples 10 --energy-window 0 --cooldown 0 --no-report --case linear/cuda_quant/" "$tmp/res/n/quant-ncu-1.txt"'
 expect 'grep -q "^ncu --clock-control none " "$tmp/res/n/quant-ncu-1.txt"'  # the card's clocks are left alone
-# quant-sass keeps each decode case's report and prints its SASS source page from it.
+# quant-sass keeps each decode case's report and prints its SASS source page from it. (With
+# NCU_OLD set, the fake is an ncu that does not know --print-source.)
 cat > "$tmp/bin/ncu" <<'SH'
 #!/bin/bash
+case "${NCU_OLD:-}$*" in 1*--print-source*) echo "unrecognised option '--print-source'" >&2; exit 1 ;; esac
 echo "ncu $*"
 prev=
 for a in "$@"; do
@@ -142,17 +144,7 @@ expect 'grep -q "section SourceCounters .*-o $tmp/res/sass/quant-sass-2 .*quant=
 expect 'grep -qx "ncu --import $tmp/res/sass/quant-sass-1.ncu-rep --page source --print-source sass --csv" "$tmp/res/sass/quant-sass-1.csv"'
 expect '! grep -q "^quant-sass-1-page" "$tmp/res/sass/steps.tsv"'
 # An ncu without --print-source: the source page in its default view.
-cat > "$tmp/bin/ncu" <<'SH'
-#!/bin/bash
-case "$*" in *--print-source*) echo "unrecognised option '--print-source'" >&2; exit 1 ;; esac
-echo "ncu $*"
-prev=
-for a in "$@"; do
-  [ "$prev" = -o ] && echo report > "$a.ncu-rep"
-  prev=$a
-done
-SH
-bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/sass2" quant-sass >> "$tmp/log3" 2>&1
+NCU_OLD=1 bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/sass2" quant-sass >> "$tmp/log3" 2>&1
 expect 'grep -qP "^quant-sass-1-source\t1\t" "$tmp/res/sass2/steps.tsv" && grep -qP "^quant-sass-2-page\t0\t" "$tmp/res/sass2/steps.tsv"'
 expect 'grep -qx "ncu --import $tmp/res/sass2/quant-sass-2.ncu-rep --page source --csv" "$tmp/res/sass2/quant-sass-2-page.csv"'
 # Where ncu cannot profile at all (gVisor), the first case says so and the others are skipped.
