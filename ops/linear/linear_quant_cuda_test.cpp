@@ -9,13 +9,14 @@
 #include <fmt/format.h>
 
 #include "opmeter/cuda/cuda_plugin.hpp"
-#include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "engine/runner.hpp"
 #include "ops/linear/quant_gpu_pack.hpp"
+#include "tests/case_problem.hpp"
 #include "tests/quick_options.hpp"
 
 using namespace opmeter;
+using opmeter::testing::case_problem;
 using opmeter::testing::quick_options;
 namespace gp = opmeter::linear::gpu_pack;
 
@@ -135,24 +136,15 @@ TEST(QuantLinearCuda, ImplIsRegisteredForEveryLinearOpAndOnlyForQuantizedCases) 
   }
 }
 
-std::string case_error(const std::string& kase) {
-  try {
-    validate_case(parse_case(kase));
-  } catch (const CaseError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(QuantLinearCuda, KsplitTakesAutoOrANumberForWeightOnlyInferenceOnly) {
   const std::string base = "linear/cuda_quant/bf16/batch=1,seq=1,hidden=8192,out=1280,act=none,quant=";
-  EXPECT_EQ(case_error(base + "int4wo-64,ksplit=3/device=cuda:0"), "");
-  EXPECT_EQ(case_error(base + "int8wo,ksplit=auto/device=cuda:0"),
+  EXPECT_EQ(case_problem(base + "int4wo-64,ksplit=3/device=cuda:0"), "ok");
+  EXPECT_EQ(case_problem(base + "int8wo,ksplit=auto/device=cuda:0"),
             "ksplit=auto is the default: leave it out of the case");
   for (const char* bad : {"0", "x", "1025", "-2", "99999"})
-    EXPECT_EQ(case_error(base + "int8wo,ksplit=" + bad + "/device=cuda:0"),
+    EXPECT_EQ(case_problem(base + "int8wo,ksplit=" + bad + "/device=cuda:0"),
               fmt::format("ksplit={} unknown: expected auto or a number of splits from 1 to 1024", bad));
-  EXPECT_EQ(case_error(base + "int8dq,ksplit=2/device=cuda:0"),
+  EXPECT_EQ(case_problem(base + "int8dq,ksplit=2/device=cuda:0"),
             "ksplit=2 splits K in the weight-only kernel: it takes quant=int8wo, int4wo-G, hqq-int4-G or float8wo in "
             "inference, not quant=int8dq");
   // An impl that does not split K skips the case, naming the parameter.
