@@ -8,11 +8,11 @@
 
 #include <fmt/format.h>
 
-#include "opmeter/cuda/cuda_plugin.hpp"
 #include "opmeter/registry.hpp"
 #include "engine/runner.hpp"
 #include "ops/linear/quant_gpu_pack.hpp"
 #include "tests/case_problem.hpp"
+#include "tests/gpu_op_sweep.hpp"
 #include "tests/quick_options.hpp"
 
 using namespace opmeter;
@@ -158,8 +158,7 @@ TEST(QuantLinearCuda, KsplitTakesAutoOrANumberForWeightOnlyInferenceOnly) {
 // Every split of K that fits gives the same product, and the kernel says which it ran; a split
 // that leaves one without K is skipped saying which fit.
 TEST(QuantLinearCuda, ForcedSplitsOfKAreCorrectOnAGpu) {
-  auto* p = cuda::plugin();
-  if (!p || !p->device(0).ok) GTEST_SKIP() << "no CUDA device: " << (p ? p->device(0).reason : cuda::load_reason());
+  if (!opmeter::testing::gpu_here()) GTEST_SKIP() << "no CUDA device: " << opmeter::testing::why_no_gpu();
   for (const char* recipe : {"int8wo", "int4wo-64"})
     for (const char* rows : {"1", "9", "40"})
       for (int ks : {1, 2, 3, 6}) {  // 6 chunks of 512 (decode) or 12 of 256 (64-row tiles)
@@ -181,8 +180,7 @@ TEST(QuantLinearCuda, ForcedSplitsOfKAreCorrectOnAGpu) {
 }
 
 TEST(QuantLinearCuda, EveryRecipeIsCorrectOnAGpu) {
-  auto* p = cuda::plugin();
-  if (!p || !p->device(0).ok) GTEST_SKIP() << "no CUDA device: " << (p ? p->device(0).reason : cuda::load_reason());
+  if (!opmeter::testing::gpu_here()) GTEST_SKIP() << "no CUDA device: " << opmeter::testing::why_no_gpu();
   struct Shape {
     const char* op;
     std::size_t rows, hidden, out;
