@@ -208,6 +208,20 @@ on_stop() {
 }
 trap on_stop INT TERM
 
+# ncu_case NAME N CASE NCU_ARGS...: step NAME-N, Nsight Compute (the card's clocks left alone) on
+# one opmeter case: 10 samples measured, then one untimed in the capture range (--profile). 1 where
+# ncu cannot profile on this machine at all: the caller skips its other cases.
+ncu_case() {
+  local name=$1 n=$2 kase=$3; shift 3
+  step "$name-$n" "$out/$name-$n.txt" ncu --clock-control none --profile-from-start off "$@" \
+    "$opm" run --profile --samples 10 --energy-window 0 --cooldown 0 --no-report --case "$kase" --out "$out/$name-$n"
+  if tool_refused "$out/$name-$n.txt"; then
+    echo "gpu-check: [$name] ncu cannot profile on this machine (see $name-$n.txt): the other cases skipped" |
+      tee -a "$out/commands.txt"
+    return 1
+  fi
+}
+
 # tool_refused FILE: whether a profiler's or sanitizer's step could not use the GPU at all (as on
 # gVisor machines: "Failed to initialize the profiler: LibraryNotLoaded", "Device not supported"),
 # in its output or in what it added to stderr.txt; the next such steps would only waste the call.
@@ -466,14 +480,8 @@ for entry in "${steps[@]}"; do
                     'linear/cuda_quant/bf16/batch=1,seq=1,hidden=8192,out=7168,act=none,quant=int8wo/device=cuda:0' \
                     'linear/cublaslt/bf16/batch=1,seq=1,hidden=8192,out=7168,act=none/device=cuda:0'; do
           n=$((n + 1))
-          step "quant-ncu-$n" "$out/quant-ncu-$n.txt" ncu --clock-control none --profile-from-start off --section SpeedOfLight \
-            --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats \
-            --section SchedulerStats --metrics "$ncu_stalls" "$opm" run --profile --samples 10 --energy-window 0 --cooldown 0 --no-report --case "$kase" --out "$out/quant-ncu-$n"
-          if tool_refused "$out/quant-ncu-$n.txt"; then
-            echo "gpu-check: [quant-ncu] ncu cannot profile on this machine (see quant-ncu-$n.txt): the other cases skipped" |
-              tee -a "$out/commands.txt"
-            break
-          fi
+          ncu_case quant-ncu "$n" "$kase" --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+            --section LaunchStats --section WarpStateStats --section SchedulerStats --metrics "$ncu_stalls" || break
         done
       else
         echo "gpu-check: [quant-ncu] skipped: no ncu on this machine" | tee -a "$out/commands.txt"
@@ -487,14 +495,7 @@ for entry in "${steps[@]}"; do
         for kase in 'linear/cuda_quant/bf16/batch=1,seq=1,hidden=8192,out=7168,act=none,quant=int8wo/device=cuda:0' \
                     'linear/cuda_quant/bf16/batch=1,seq=1,hidden=8192,out=7168,act=none,quant=int4wo-64/device=cuda:0'; do
           n=$((n + 1))
-          step "quant-sass-$n" "$out/quant-sass-$n.txt" ncu --clock-control none --profile-from-start off \
-            --section SourceCounters --section WarpStateStats -f -o "$out/quant-sass-$n" \
-            "$opm" run --profile --samples 10 --energy-window 0 --cooldown 0 --no-report --case "$kase" --out "$out/quant-sass-$n"
-          if tool_refused "$out/quant-sass-$n.txt"; then
-            echo "gpu-check: [quant-sass] ncu cannot profile on this machine (see quant-sass-$n.txt): the other case skipped" |
-              tee -a "$out/commands.txt"
-            break
-          fi
+          ncu_case quant-sass "$n" "$kase" --section SourceCounters --section WarpStateStats -f -o "$out/quant-sass-$n" || break
           # The source page as SASS (--print-source, Nsight Compute 2023.3 on); an older ncu's
           # default view instead.
           [ -f "$out/quant-sass-$n.ncu-rep" ] &&

@@ -213,7 +213,7 @@ bool weight_only_takes_group(int group, int tile_rows) {
 }
 
 int weight_only_ksplit(std::int64_t K, int tile_rows, int want) {
-  const std::int64_t chunk = weight_only_chunk_k(tile_rows), n_chunks = std::max<std::int64_t>(1, (K + chunk - 1) / chunk);
+  const std::int64_t n_chunks = gpu_decode::chunk_count(K, weight_only_chunk_k(tile_rows));
   const std::int64_t w = std::clamp<std::int64_t>(want, 1, n_chunks);
   const std::int64_t per_split = (n_chunks + w - 1) / w;
   return static_cast<int>((n_chunks + per_split - 1) / per_split);
