@@ -63,10 +63,11 @@ expect '[ -f "$tmp/out/gpu-check-triage.tar.gz" ]'
 expect 'tar -tzf "$tmp/out/gpu-check-triage.tar.gz" | grep -x "triage/steps.tsv" > /dev/null'
 expect 'grep -qE -- "--gtest_repeat=1( |$)" "$tmp/res/triage/gpu-tests.txt"'  # the GPU-side tests once
 
-# Stopped from outside (SIGINT, as the `timeout` around a device call sends) in a step without a
-# budget: the step is stopped at once, its log kept, and what was finished is packed (exit 124).
-# The signal comes once mltests has named its test, not after a fixed time: a loaded machine can
-# take seconds to start the script (it imports torch to find cuDNN).
+# Stopped from outside (SIGTERM; SIGINT from a `timeout` is the same trap, but a script started
+# with & here ignores SIGINT) in a step without a budget: the step is stopped at once, its log
+# kept, and what was finished is packed (exit 124). The signal comes once mltests has named its
+# test, not after a fixed time: a loaded machine can take seconds to start the script (it imports
+# torch to find cuDNN).
 PACK="$tmp/stopped.tar.gz" bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/stopped" \
   tests mltests quick > "$tmp/log-stopped" 2>&1 &
 pid=$!
@@ -75,7 +76,7 @@ for _ in $(seq 1 600); do
   sleep 0.1
 done
 t0=$SECONDS
-kill -INT "$pid"
+kill -TERM "$pid"
 wait "$pid"
 rc=$?
 took=$((SECONDS - t0))
