@@ -96,6 +96,30 @@ TEST(Cudnn, CaseWithoutAGpuIsSkippedWithAReason) {
   }
 }
 
+// cuDNN's SDPA takes head_dim a multiple of 8 up to 256: other head_dims are refused before any GPU
+// work, naming the impl that runs them (the H200's check: no engine at head_dim 13).
+TEST(Cudnn, AttentionRefusesHeadDimsCudnnHasNoEngineFor) {
+  const ImplDef* def = Registry::global().impl("attention", "cudnn");
+  ASSERT_NE(def, nullptr);
+  auto supports = [&](const char* dtype, int d, const char* stage) {
+    return def->supports(parse_case(
+        fmt::format("attention/cudnn/{}/batch=2,heads=1,seq=71,head_dim={},causal=1,stage={}/device=cuda:0", dtype, d, stage)));
+  };
+  for (const char* dtype : {"fp16", "bf16"}) {
+    for (int d : {13, 4, 60, 264}) {
+      const Support s = supports(dtype, d, "full");
+      EXPECT_FALSE(s.ok) << dtype << " " << d;
+      EXPECT_NE(s.reason.find("head_dim a multiple of 8, at most 256"), std::string::npos) << s.reason;
+      EXPECT_NE(s.reason.find(fmt::format("(head_dim={})", d)), std::string::npos) << s.reason;
+      EXPECT_NE(s.reason.find("attention/cuda_unfused"), std::string::npos) << s.reason;
+    }
+    for (int d : {8, 64, 128, 256}) EXPECT_TRUE(supports(dtype, d, "full").ok) << dtype << " " << d;
+  }
+  // fp32 and the scores/probs stages are refused by the impl's own reasons, not this one.
+  EXPECT_TRUE(supports("fp32", 13, "full").ok);
+  EXPECT_TRUE(supports("bf16", 13, "probs").ok);
+}
+
 TEST(Cudnn, UnfusedConvTakesEveryActivationAndIsListed) {
   // cuDNN's fused graph has no hardswish; the unfused impl runs it in our kernel.
   const std::string kase =

@@ -43,6 +43,29 @@ OPMETER_DECODE_HD constexpr int xsum_k(const XsumPlan& p, int slot) { return slo
 OPMETER_DECODE_HD constexpr int xsum_group(const XsumPlan& p, int slot) { return slot % p.slots_per_row / p.lanes; }
 OPMETER_DECODE_HD constexpr bool xsum_writes(const XsumPlan& p, int lane) { return lane % p.lanes == 0; }
 
+// PTX's lop3.b32 on the CPU: bit i of the result is bit (a_i << 2 | b_i << 1 | c_i) of `lut`.
+// The kernels decode codes with one lop3 each, `(a & mask) | exponent`: written as an and and an
+// or, two constants, the compiler emits two LOP3s (a LOP3 takes one immediate), and the H200's
+// SASS (2026-11-27) had 64 LOP3s per 8 mma in the int8 step loop where 32 do.
+OPMETER_DECODE_HD constexpr std::uint32_t lop3(std::uint32_t a, std::uint32_t b, std::uint32_t c, unsigned lut) {
+  std::uint32_t r = 0;
+  for (int i = 0; i < 32; ++i) {
+    const unsigned row = ((a >> i) & 1u) << 2 | ((b >> i) & 1u) << 1 | ((c >> i) & 1u);
+    r |= ((lut >> row) & 1u) << i;
+  }
+  return r;
+}
+// lop3's truth tables of its inputs a, b, c, and the two the decodes use.
+inline constexpr unsigned kLutA = 0xF0, kLutB = 0xCC, kLutC = 0xAA;
+inline constexpr unsigned kLutAndOr = (kLutA & kLutB) | kLutC;             // (a & b) | c
+inline constexpr unsigned kLutAndNotOr = (~kLutA & 0xFFu & kLutB) | kLutC;  // (~a & b) | c
+
+// bf16's exponent of 128 in both halves of a register (and fp16's of 1024): a code in the low
+// mantissa bits reads as 128 + code (1024 + code).
+inline constexpr std::uint32_t kBf16Exponent128 = 0x43004300u;
+inline constexpr std::uint32_t kHalfExponent1024 = 0x64006400u;
+inline constexpr std::uint32_t kInt8LowBits = 0x007F007Fu, kInt8TopBit = 0x00800080u, kNibble0 = 0x000F000Fu;
+
 // int8 codes (stored + 128: u = code + 128) to bf16, exactly: `spread` holds a pair's two bytes
 // u0, u1 at bits 0-7 and 16-23 (the kernel's byte_perm).
 // bf16 has 7 mantissa bits, so u (8 bits) cannot sit in one fixed-exponent mantissa; instead
@@ -51,11 +74,12 @@ OPMETER_DECODE_HD constexpr bool xsum_writes(const XsumPlan& p, int lane) { retu
 // and high - low = u - 128, the code, an integer of [-128, 127] that bf16 holds exactly.
 // With the byte_perm that is four instructions a pair (two LOP3s and a bf16x2 subtraction after
 // it) where the float route took five.
+// The kernel computes each as one lop3 (kLutAndOr, kLutAndNotOr) with these masks.
 OPMETER_DECODE_HD constexpr std::uint32_t int8_bf16_high(std::uint32_t spread) {
-  return (spread & 0x007F007Fu) | 0x43004300u;
+  return (spread & kInt8LowBits) | kBf16Exponent128;
 }
 OPMETER_DECODE_HD constexpr std::uint32_t int8_bf16_low(std::uint32_t spread) {
-  return (~spread & 0x00800080u) | 0x43004300u;
+  return (~spread & kInt8TopBit) | kBf16Exponent128;
 }
 
 // The chunk's int4 group parameters in shared memory, [warp][group of the chunk][channel]: a

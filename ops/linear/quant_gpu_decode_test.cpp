@@ -135,6 +135,30 @@ TEST(QuantGpuDecode, Int8CodesDecodeToBf16Exactly) {
   }
 }
 
+// The kernels' one-instruction decodes: lop3 with the tables and masks they pass is the decode's
+// and + or, and the CPU lop3 is PTX's (its manual's examples: 0x96 is a ^ b ^ c, 0x80 a & b & c).
+TEST(QuantGpuDecode, Lop3DecodesAreTheAndOrForms) {
+  std::mt19937 gen(5);
+  for (int i = 0; i < 2000; ++i) {
+    const std::uint32_t a = gen(), b = gen(), c = gen();
+    ASSERT_EQ(gd::lop3(a, b, c, gd::kLutA), a);
+    ASSERT_EQ(gd::lop3(a, b, c, gd::kLutB), b);
+    ASSERT_EQ(gd::lop3(a, b, c, gd::kLutC), c);
+    ASSERT_EQ(gd::lop3(a, b, c, 0x96), a ^ b ^ c);
+    ASSERT_EQ(gd::lop3(a, b, c, 0x80), a & b & c);
+    ASSERT_EQ(gd::lop3(a, gd::kInt8LowBits, gd::kBf16Exponent128, gd::kLutAndOr), gd::int8_bf16_high(a)) << a;
+    ASSERT_EQ(gd::lop3(a, gd::kInt8TopBit, gd::kBf16Exponent128, gd::kLutAndNotOr), gd::int8_bf16_low(a)) << a;
+    // int4: nibbles 0 and 16 read as 128 + nibble in bf16 and 1024 + nibble in fp16.
+    const std::uint32_t b16 = gd::lop3(a, gd::kNibble0, gd::kBf16Exponent128, gd::kLutAndOr);
+    const std::uint32_t f16 = gd::lop3(a, gd::kNibble0, gd::kHalfExponent1024, gd::kLutAndOr);
+    for (int h = 0; h < 2; ++h) {
+      const float nibble = float((a >> (16 * h)) & 0xFu);
+      ASSERT_EQ(from_bf16(static_cast<std::uint16_t>(b16 >> (16 * h))), 128.f + nibble) << a;
+      ASSERT_EQ(from_fp16(static_cast<std::uint16_t>(f16 >> (16 * h))), 1024.f + nibble) << a;
+    }
+  }
+}
+
 TEST(QuantGpuDecode, SplitsCoverEveryCodeUnitOnce) {
   for (std::int64_t K : {64, 512, 520, 4096, 28672})
     for (int unit_k : {64, 128}) {

@@ -41,13 +41,24 @@ __device__ inline void mma(float (&c)[4], const std::uint32_t (&a)[4], std::uint
   }
 }
 
+// lop3.b32 with b an immediate and c a register (gpu_decode::lop3 on the CPU): one LOP3 where an
+// and and an or of two constants take two. c comes in a register the compiler may keep for the loop.
+template <unsigned kLut, std::uint32_t kB>
+__device__ inline std::uint32_t lop3(std::uint32_t a, std::uint32_t c) {
+  std::uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, %4;\n" : "=r"(d) : "r"(a), "n"(kB), "r"(c), "n"(kLut));
+  return d;
+}
+
 // Nibbles 0 and 4 of v (unsigned 0..15) as two T's plus kInt4Offset<T>: that power of two's
 // exponent, 128 (bf16) or 1024 (fp16), with the nibble as low mantissa bits (exact).
 template <class T>
 constexpr float kInt4Offset = std::is_same_v<T, __nv_bfloat16> ? 128.f : 1024.f;
 template <class T>
 __device__ inline std::uint32_t int4_pair_offset(std::uint32_t v) {
-  return (v & 0x000F000Fu) | (std::is_same_v<T, __nv_bfloat16> ? 0x43004300u : 0x64006400u);
+  constexpr std::uint32_t e =
+      std::is_same_v<T, __nv_bfloat16> ? gpu_decode::kBf16Exponent128 : gpu_decode::kHalfExponent1024;
+  return lop3<gpu_decode::kLutAndOr, gpu_decode::kNibble0>(v, e);
 }
 
 // The same nibbles as two T's 0..15: the offset subtracted (exact).
@@ -67,7 +78,10 @@ __device__ inline std::uint32_t int8_pair(std::uint32_t w) {
     // code, exactly (4 instructions; 2^23 + u as floats minus 2^23 + 128, packed, took 5).
     constexpr std::uint32_t sel = 0x4040u | I | ((I + 1) << 8);
     const std::uint32_t spread = __byte_perm(w, 0u, sel);
-    return bits(__hsub2(as_bf162(gpu_decode::int8_bf16_high(spread)), as_bf162(gpu_decode::int8_bf16_low(spread))));
+    constexpr std::uint32_t e = gpu_decode::kBf16Exponent128;
+    const std::uint32_t high = lop3<gpu_decode::kLutAndOr, gpu_decode::kInt8LowBits>(spread, e);
+    const std::uint32_t low = lop3<gpu_decode::kLutAndNotOr, gpu_decode::kInt8TopBit>(spread, e);
+    return bits(__hsub2(as_bf162(high), as_bf162(low)));
   } else {
     // 1024 + u as a half in each 16-bit lane, minus 1152.
     constexpr std::uint32_t sel = 0x4040u | I | ((I + 1) << 8);

@@ -41,6 +41,14 @@
 //   PTX instructions (movs aside) of a unit's steps at M <= 8, bf16: int8 167 -> 131; int4 with
 //   groups of 64 445 (a group end's code in each step, run in two of eight) -> 147. int4 with
 //   other groups keeps both tests, without which ptxas spills at 80 registers (sm_90 and later).
+// - The H200 measured that loop 16-25% faster for int4 (ffn.w13 M = 1: 15.2 M instructions, 22.5
+//   M before), and its SASS (Nsight Compute's source page, 2026-11-27) showed per 8 mma: int8 199
+//   instructions, 64 of them LOP3s, because a decode's mask and bf16 exponent are two immediates
+//   and a LOP3 takes one; int4 177, a dozen of them moving the ring down a slot each unit, and
+//   each group end shifting by the group's size read at run time. Now each decode is one lop3
+//   with the exponent in a register, int4 at M <= 8 takes two units a pass, and groups of 32 and
+//   64 shift by a constant. PTX (movs aside) per 8 mma at M <= 8, bf16: int8 131 -> 115, int4
+//   with groups of 64 147 -> 118. Not yet run on a GPU.
 // Index arithmetic (xsum slots, parameter copies, split ranges, ksplit) is ops/linear/
 // quant_gpu_decode.hpp's, tested on the CPU; the decoding and mma step are quant_weight_only.cuh's,
 // shared with the 64-row kernel.
@@ -116,7 +124,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
   static_assert(kGroupSteps == 0 || (kInt4 && kSteps % (kGroupSteps > 0 ? kGroupSteps : 1) == 0),
                 "whole groups a unit");
   constexpr int kRing = gd::kRing;
-  constexpr int kSpan = kInt4 ? 1 : 2;  // int4: 8 steps and their group ends are plenty
+  // Units a pass: the ring moves down once a pass (the H200's SASS, int4 one unit a pass: ~12 of a
+  // unit's 177 instructions were those moves). Two for int4 too where M <= 8; at M > 8 two spill.
+  constexpr int kSpan = kInt4 && kUpper ? 1 : 2;
   static_assert(kRing % kSpan == 0 && kUnits % kSpan == 0, "whole passes");
   constexpr int kGroups = kInt4 ? gd::kMaxGroupsPerChunk : 1;
   // bf16 int4: B holds 128 + code (see decode_int4_offset); the group's zero takes the 128.
@@ -139,8 +149,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
   const gd::UnitRange units = gd::split_units(blockIdx.y, chunks_per_split, n_chunks, kUnits, a.k_units);
   const T* x = static_cast<const T*>(a.x) + m0 * a.K;
   const bool vec_x = a.K % 8 == 0 && reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0;
-  const int group = kInt4 ? a.group : kChunk;  // int4: a power of two from 16 to kChunk (supports)
-  const int group_shift = __ffs(group) - 1;
+  // int4: a power of two from 16 to kChunk (supports); launch_typed picks kGroupSteps from it.
+  const int group = kInt4 ? a.group : kChunk;
+  // Known at compile time where kGroupSteps is: the group parameters' and sums' slots of a step
+  // are then constants from the unit's (the H200's SASS had the run-time shift and its address
+  // arithmetic at every group end).
+  const int group_shift = kGroupSteps == 2 ? 5 : kGroupSteps == 4 ? 6 : __ffs(group) - 1;
+  static_assert(kGroupSteps == 0 || kGroupSteps == 2 || kGroupSteps == 4, "groups of 32 or 64");
   const int groups_per_chunk = kChunk / group;
   const std::int64_t groups_per_row = kInt4 ? a.K / group : 1;
   const gd::XsumPlan xp = gd::xsum_plan(group);
