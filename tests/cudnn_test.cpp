@@ -102,8 +102,8 @@ TEST(Cudnn, AttentionRefusesHeadDimsCudnnHasNoEngineFor) {
   const ImplDef* def = Registry::global().impl("attention", "cudnn");
   ASSERT_NE(def, nullptr);
   auto supports = [&](const char* dtype, int d, const char* stage) {
-    return def->supports(parse_case(
-        fmt::format("attention/cudnn/{}/batch=2,heads=1,seq=71,head_dim={},causal=1,stage={}/device=cuda:0", dtype, d, stage)));
+    return def->supports(parse_case(fmt::format(
+        "attention/cudnn/{}/batch=2,heads=1,seq=71,head_dim={},causal=1,stage={}/device=cuda:0", dtype, d, stage)));
   };
   for (const char* dtype : {"fp16", "bf16"}) {
     for (int d : {13, 4, 60, 264}) {

@@ -57,7 +57,7 @@ OPMETER_DECODE_HD constexpr std::uint32_t lop3(std::uint32_t a, std::uint32_t b,
 }
 // lop3's truth tables of its inputs a, b, c, and the two the decodes use.
 inline constexpr unsigned kLutA = 0xF0, kLutB = 0xCC, kLutC = 0xAA;
-inline constexpr unsigned kLutAndOr = (kLutA & kLutB) | kLutC;             // (a & b) | c
+inline constexpr unsigned kLutAndOr = (kLutA & kLutB) | kLutC;              // (a & b) | c
 inline constexpr unsigned kLutAndNotOr = (~kLutA & 0xFFu & kLutB) | kLutC;  // (~a & b) | c
 
 // bf16's exponent of 128 in both halves of a register (and fp16's of 1024): a code in the low

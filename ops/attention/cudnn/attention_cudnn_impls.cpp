@@ -29,7 +29,8 @@ Support head_dim_supports(const Case& c) {
 const cuda::CudaImplRegistrar reg_cudnn({
     .op = "attention",
     .impl = "cudnn",
-    .summary = "cuDNN's fused scaled-dot-product (flash) attention forward through its graph API; stage=full, fp16/bf16",
+    .summary =
+        "cuDNN's fused scaled-dot-product (flash) attention forward through its graph API; stage=full, fp16/bf16",
     .dtypes = {DType::fp32, DType::fp16, DType::bf16},
     .supports = head_dim_supports,
     .factory = OPMETER_CUDA_FACTORY(cudnn_factory()),
