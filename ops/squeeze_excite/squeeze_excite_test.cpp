@@ -16,11 +16,13 @@
 #include "engine/runner.hpp"
 #include "ops/squeeze_excite/squeeze_excite.hpp"
 #include "ops/squeeze_excite/squeeze_excite_cpu.hpp"
+#include "tests/case_problem.hpp"
 #include "tests/cli_helpers.hpp"
 #include "tests/quick_options.hpp"
 #include "worker/shared_worker.hpp"
 
 using namespace opmeter;
+using opmeter::testing::case_problem;
 using namespace opmeter::squeeze_excite;
 using opmeter::testing::quick_options;
 
@@ -30,15 +32,6 @@ std::string se_case(const char* impl, const char* dtype, int batch, int channels
                     const char* gate, const char* where = "threads=2") {
   return fmt::format("squeeze_excite/{}/{}/batch={},channels={},image={},reduced={},act={},gate={}/{}", impl, dtype, batch,
                      channels, image, reduced, act, gate, where);
-}
-
-std::string bad_param_message(const std::string& kase) {
-  try {
-    validate_case(parse_case(kase));
-  } catch (const CaseError& e) {
-    return e.what();
-  }
-  return "accepted";
 }
 
 HostTensor copy_of(const HostTensor& t) {
@@ -73,11 +66,11 @@ TEST(SqueezeExciteOp, ModelCostAndWorkCountWeightsAndMacs) {
 }
 
 TEST(SqueezeExciteOp, BadParametersSayWhich) {
-  EXPECT_EQ(bad_param_message(se_case("opmeter", "fp32", 1, 8, 4, 2, "tanh", "sigmoid")),
+  EXPECT_EQ(case_problem(se_case("opmeter", "fp32", 1, 8, 4, 2, "tanh", "sigmoid")),
             "squeeze_excite act='tanh' unknown: expected relu or silu");
-  EXPECT_EQ(bad_param_message(se_case("opmeter", "fp32", 1, 8, 4, 2, "relu", "step")),
+  EXPECT_EQ(case_problem(se_case("opmeter", "fp32", 1, 8, 4, 2, "relu", "step")),
             "squeeze_excite gate='step' unknown: expected sigmoid or hardsigmoid");
-  EXPECT_EQ(bad_param_message(se_case("opmeter", "fp32", 1, 8, 4, 0, "relu", "sigmoid")),
+  EXPECT_EQ(case_problem(se_case("opmeter", "fp32", 1, 8, 4, 0, "relu", "sigmoid")),
             "squeeze_excite reduced=0 out of range: expected 1..65536");
   auto out = cli("run --case " + se_case("opmeter", "fp32", 1, 8, 4, 2, "tanh", "sigmoid"));
   EXPECT_EQ(out.code, 2) << out.text;

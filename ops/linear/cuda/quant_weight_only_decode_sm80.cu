@@ -46,9 +46,10 @@
 //   instructions, 64 of them LOP3s, because a decode's mask and bf16 exponent are two immediates
 //   and a LOP3 takes one; int4 177, a dozen of them moving the ring down a slot each unit, and
 //   each group end shifting by the group's size read at run time. Now each decode is one lop3
-//   with the exponent in a register, int4 at M <= 8 takes two units a pass, and groups of 32 and
-//   64 shift by a constant. PTX (movs aside) per 8 mma at M <= 8, bf16: int8 131 -> 115, int4
-//   with groups of 64 147 -> 118. Not yet run on a GPU.
+//   with the exponent in a register, int4 at M <= 8 takes two units a pass, groups of 32 and 64
+//   shift by a constant, and the group parameters are floats in shared memory (converted once
+//   per chunk, not at every group end). PTX (movs aside) per 8 mma at M <= 8, bf16: int8 131 ->
+//   115, int4 with groups of 64 147 -> 106, of 32 185 -> 148. Not yet run on a GPU.
 // Index arithmetic (xsum slots, parameter copies, split ranges, ksplit) is ops/linear/
 // quant_gpu_decode.hpp's, tested on the CPU; the decoding and mma step are quant_weight_only.cuh's,
 // shared with the 64-row kernel.
@@ -125,8 +126,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
                 "whole groups a unit");
   constexpr int kRing = gd::kRing;
   // Units a pass: the ring moves down once a pass (the H200's SASS, int4 one unit a pass: ~12 of a
-  // unit's 177 instructions were those moves). Two for int4 too where M <= 8; at M > 8 two spill.
-  constexpr int kSpan = kInt4 && kUpper ? 1 : 2;
+  // unit's 177 instructions were those moves). Two for int4 too where M <= 8, but for groups of 32
+  // (8 group ends a pass) and at M > 8, where two spill.
+  constexpr int kSpan = kInt4 && (kUpper || kGroupSteps == 2) ? 1 : 2;
   static_assert(kRing % kSpan == 0 && kUnits % kSpan == 0, "whole passes");
   constexpr int kGroups = kInt4 ? gd::kMaxGroupsPerChunk : 1;
   // bf16 int4: B holds 128 + code (see decode_int4_offset); the group's zero takes the 128.
@@ -134,7 +136,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
   constexpr float kCodeOffset = kOffsetInt4 ? kInt4Offset<T> : 0.f;
   __shared__ __align__(16) T xs[gd::kRows][kStride];
   __shared__ float xsum[kInt4 ? gd::kRows : 1][kGroups];
-  __shared__ __align__(16) std::uint32_t params[kInt4 ? kWarps * kGroups * kTileN : 1];
+  // int4: each (scale, zero + kCodeOffset) as two floats, converted once when copied: a group end
+  // reads its lane's two channels' four in one 16-byte load (the H200's SASS had an 8-byte load,
+  // four conversions and two additions at each).
+  __shared__ __align__(16) float2 params[kInt4 ? kWarps * kGroups * kTileN : 1];
 
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int g = lane / 4, t = lane % 4;
@@ -206,7 +211,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
     if constexpr (kInt4) {
       for (int i = static_cast<int>(threadIdx.x); i < kWarps * kTileN * groups_per_chunk; i += kThreads) {
         const gd::ParamCopy p = gd::param_copy(i, groups_per_chunk, nt0, a.n_tiles, groups_per_row, k0 >> group_shift);
-        params[p.smem] = p.src >= 0 ? __ldg(a.group_params + p.src) : 0u;
+        const std::uint32_t word = p.src >= 0 ? __ldg(a.group_params + p.src) : 0u;  // 0: scale 0
+        params[p.smem] = make_float2(half_bits_to_float<T>(word), half_bits_to_float<T>(word >> 16) + kCodeOffset);
         // The next chunk's word of this entry: its copy, after that chunk's barrier, then waits
         // on L2, not on memory.
         if (ci + 1 < my_chunks && p.next >= 0) prefetch_l2(a.group_params + p.next);
@@ -272,9 +278,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
               continue;
             }
             const int q = kk >> group_shift;
-            const uint2 p = *reinterpret_cast<const uint2*>(&params[gd::param_smem(warp, q, 2 * t)]);
-            const float s0 = half_bits_to_float<T>(p.x), z0 = half_bits_to_float<T>(p.x >> 16) + kCodeOffset;
-            const float s1 = half_bits_to_float<T>(p.y), z1 = half_bits_to_float<T>(p.y >> 16) + kCodeOffset;
+            const float4 p = *reinterpret_cast<const float4*>(&params[gd::param_smem(warp, q, 2 * t)]);
+            const float s0 = p.x, z0 = p.y, s1 = p.z, z1 = p.w;
             const float xa = lo ? xsum[g][q] : 0.f;
             acc[0] += s0 * (gacc[0] - z0 * xa);
             acc[1] += s1 * (gacc[1] - z1 * xa);
