@@ -82,6 +82,20 @@ OPMETER_DECODE_HD constexpr std::uint32_t int8_bf16_low(std::uint32_t spread) {
   return (~spread & kInt8TopBit) | kBf16Exponent128;
 }
 
+// x's rows in shared memory are permuted within each 16 k (one mma step) so that a lane (g, t)
+// reads its step's two A fragments, k 2t, 2t + 1 and 2t + 8, 2t + 9, as one 8-byte load at 4t:
+// k -> its position. A group (16 k or a multiple, aligned) keeps its elements, so its sum does not
+// change. kXStride: a row's length, 512 + 16, puts rows 32 bytes apart modulo 128, so the 8-byte
+// loads of a half warp (rows g..g+3, t 0..3) hit 32 different banks.
+inline constexpr int kXStride = kChunkK + 16;
+OPMETER_DECODE_HD constexpr int x_position(int k) {
+  const int r = k & 15;
+  return (k & ~15) + ((r & 7) >> 1) * 4 + (r >> 3) * 2 + (r & 1);
+}
+// Staging a step's 16 k: its k pair j (0-7, in order) goes to 32-bit word x_staged_word_of(j) of
+// the permuted step.
+OPMETER_DECODE_HD constexpr int x_staged_word_of(int j) { return 2 * (j % 4) + j / 4; }
+
 // The chunk's int4 group parameters in shared memory, [warp][group of the chunk][channel]: a
 // lane (g, t) reads its channels 2t and 2t + 1 as one 8-byte word pair.
 OPMETER_DECODE_HD constexpr int param_smem(int warp, int q, int channel) {

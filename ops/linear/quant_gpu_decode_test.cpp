@@ -159,6 +159,46 @@ TEST(QuantGpuDecode, Lop3DecodesAreTheAndOrForms) {
   }
 }
 
+// x staged permuted: each lane's 8-byte load of a step holds its A fragments' k, the staging's
+// words go where x_position says, a group keeps its k, and the loads of a half
+// warp fall in distinct banks.
+TEST(QuantGpuDecode, PermutedXGivesEachLaneItsFragmentsInOneLoad) {
+  std::vector<int> seen(gd::kChunkK, 0);
+  for (int k = 0; k < gd::kChunkK; ++k) {
+    const int p = gd::x_position(k);
+    ASSERT_GE(p, k / 16 * 16);
+    ASSERT_LT(p, k / 16 * 16 + 16) << k;  // within its step: groups of 16 and up keep their k
+    ++seen[p];
+  }
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), gd::kChunkK);
+  for (int step = 0; step < gd::kChunkK / 16; ++step)
+    for (int t = 0; t < 4; ++t) {
+      // The mma's A fragments of lane (g, t): a0 holds k 2t, 2t + 1; a2 holds 2t + 8, 2t + 9.
+      const int k0 = 16 * step + 2 * t;
+      const int at = 16 * step + 4 * t;  // where the lane's one 8-byte load starts
+      EXPECT_EQ(gd::x_position(k0), at);
+      EXPECT_EQ(gd::x_position(k0 + 1), at + 1);
+      EXPECT_EQ(gd::x_position(k0 + 8), at + 2);
+      EXPECT_EQ(gd::x_position(k0 + 9), at + 3);
+    }
+  for (int j = 0; j < 8; ++j) {  // k pair j of a step is staged as word x_staged_word_of(j)
+    EXPECT_EQ(gd::x_position(2 * j), 2 * gd::x_staged_word_of(j)) << j;
+    EXPECT_EQ(gd::x_position(2 * j + 1), 2 * gd::x_staged_word_of(j) + 1) << j;
+  }
+  const int row_bytes = gd::kXStride * 2;
+  for (int half = 0; half < 2; ++half) {  // a warp's 8-byte loads go in two phases of 16 lanes
+    std::vector<int> banks;
+    for (int lane = 16 * half; lane < 16 * half + 16; ++lane) {
+      const int g = lane / 4, t = lane % 4, byte = g * row_bytes + 8 * t;
+      banks.push_back(byte % 128 / 4);
+      banks.push_back(byte % 128 / 4 + 1);
+    }
+    std::sort(banks.begin(), banks.end());
+    EXPECT_EQ(std::adjacent_find(banks.begin(), banks.end()), banks.end()) << "bank conflict, phase " << half;
+  }
+  EXPECT_EQ(row_bytes % 16, 0);  // rows of whole 16-byte stores
+}
+
 TEST(QuantGpuDecode, SplitsCoverEveryCodeUnitOnce) {
   for (std::int64_t K : {64, 512, 520, 4096, 28672})
     for (int unit_k : {64, 128}) {

@@ -47,9 +47,11 @@
 //   and a LOP3 takes one; int4 177, a dozen of them moving the ring down a slot each unit, and
 //   each group end shifting by the group's size read at run time. Now each decode is one lop3
 //   with the exponent in a register, int4 at M <= 8 takes two units a pass, groups of 32 and 64
-//   shift by a constant, and the group parameters are floats in shared memory (converted once
-//   per chunk, not at every group end). PTX (movs aside) per 8 mma at M <= 8, bf16: int8 131 ->
-//   115, int4 with groups of 64 147 -> 106, of 32 185 -> 148. Not yet run on a GPU.
+//   shift by a constant, the group parameters are floats in shared memory (converted once per
+//   chunk, not at every group end), and x is staged permuted within each step so that a lane's
+//   two A fragments are one 8-byte load (gd::x_position). PTX (movs aside) per 8 mma at M <= 8,
+//   bf16: int8 131 -> 109, int4 with groups of 64 147 -> 103, of 32 185 -> 142. No spills on
+//   sm_80 to sm_100; sm_120 spills 8 bytes for int4 groups of 32. Not yet run on a GPU.
 // Index arithmetic (xsum slots, parameter copies, split ranges, ksplit) is ops/linear/
 // quant_gpu_decode.hpp's, tested on the CPU; the decoding and mma step are quant_weight_only.cuh's,
 // shared with the 64-row kernel.
@@ -117,7 +119,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
   constexpr bool kInt4 = C == Codes::int4;
   constexpr bool kTestEachStep = kInt4 && kGroupSteps == 0;  // past K and group ends, at run time
   constexpr int kChunk = gd::kChunkK;
-  constexpr int kStride = kChunk + 8;  // +16 bytes: the A fragment's 32 lanes hit 32 banks
+  constexpr int kStride = gd::kXStride;  // x permuted per step: see gd::x_position
   constexpr int kUnitK = kInt4 ? 128 : 64;
   constexpr int kUnits = kChunk / kUnitK;  // per warp and chunk: 4 (int4) or 8
   static_assert(kUnits == gd::chunk_work(kInt4).units_per_lane, "what decode_ksplit counts");
@@ -166,7 +168,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
   const gd::XsumPlan xp = gd::xsum_plan(group);
 
   float acc[4] = {0.f, 0.f, 0.f, 0.f}, gacc[4] = {0.f, 0.f, 0.f, 0.f};
-  const T* const xa0 = &xs[g][2 * t];  // this lane's A fragments: offsets kk (+ 8 rows, + 8 k) from here
+  const T* const xa0 = &xs[g][4 * t];  // this lane's A fragments of a step: 8 bytes at kk (+ 8 rows)
 
   // The ring of kRing units in flight, slot 0 the next to use; the first kRing are loaded now,
   // before x is staged, so the block's bytes are in flight from the start. Unit indices count
@@ -192,20 +194,25 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
     const std::int64_t k0 = (c_begin + ci) * kChunk;
     const int k_left = a.K - k0 < kChunk ? static_cast<int>(a.K - k0) : kChunk;  // k of x in the chunk
     __syncthreads();  // the previous chunk's readers are done with xs, xsum and params
-    if (vec_x) {
+    // x's rows < M, permuted within each step (gd::x_position).
+    if (vec_x) {  // 8 k a thread, read in order; its k pair j goes to word 2j + h of its step
       constexpr int kVecs = kChunk / 8;
       for (int i = static_cast<int>(threadIdx.x); i < rows * kVecs; i += kThreads) {
-        const int r = i / kVecs, c = (i % kVecs) * 8;
+        const int r = i / kVecs, c = (i % kVecs) * 8, h = (c / 8) % 2;
         const std::int64_t k = k0 + c;
         uint4 v = make_uint4(0, 0, 0, 0);
         if (k < a.K) v = *reinterpret_cast<const uint4*>(x + r * a.K + k);  // K % 8 == 0: k + 8 <= K
-        *reinterpret_cast<uint4*>(&xs[r][c]) = v;
+        std::uint32_t* step = reinterpret_cast<std::uint32_t*>(&xs[r][c - 8 * h]) + h;  // word 2j + h
+        step[gd::x_staged_word_of(0)] = v.x;
+        step[gd::x_staged_word_of(1)] = v.y;
+        step[gd::x_staged_word_of(2)] = v.z;
+        step[gd::x_staged_word_of(3)] = v.w;
       }
     } else {
       for (int i = static_cast<int>(threadIdx.x); i < rows * kChunk; i += kThreads) {
         const int r = i / kChunk, c = i % kChunk;
         const std::int64_t k = k0 + c;
-        xs[r][c] = k < a.K ? x[r * a.K + k] : narrow<T>(0.f);
+        xs[r][gd::x_position(c)] = k < a.K ? x[r * a.K + k] : narrow<T>(0.f);
       }
     }
     if constexpr (kInt4) {
@@ -263,9 +270,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
             decode_int4_offset<T>(w, st, b0, b1);
           else
             decode<T, C>(w, st, b0, b1);
-          const T* r0 = xa0 + kk;
-          const T* r1 = xa0 + 8 * kStride + kk;
-          const std::uint32_t af[4] = {ld32(r0), kUpper ? ld32(r1) : 0u, ld32(r0 + 8), kUpper ? ld32(r1 + 8) : 0u};
+          const uint2 f0 = *reinterpret_cast<const uint2*>(xa0 + kk);  // row g: k 2t, 2t + 1 | 2t + 8, 2t + 9
+          const uint2 f1 = kUpper ? *reinterpret_cast<const uint2*>(xa0 + 8 * kStride + kk) : make_uint2(0, 0);
+          const std::uint32_t af[4] = {f0.x, f1.x, f0.y, f1.y};
           if constexpr (kInt4)
             mma<T>(gacc, af, b0, b1);
           else
