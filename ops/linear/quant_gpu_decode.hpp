@@ -97,7 +97,8 @@ OPMETER_DECODE_HD constexpr int x_position(int k) {
 OPMETER_DECODE_HD constexpr int x_staged_word_of(int j) { return 2 * (j % 4) + j / 4; }
 
 // The chunk's int4 group parameters in shared memory, [warp][group of the chunk][channel]: a
-// lane (g, t) reads its channels 2t and 2t + 1 as one 8-byte word pair.
+// lane (g, t) reads its channels 2t and 2t + 1 in one load (the decode kernel keeps each as a
+// float pair: 16 bytes).
 OPMETER_DECODE_HD constexpr int param_smem(int warp, int q, int channel) {
   return (warp * kMaxGroupsPerChunk + q) * kTileN + channel;
 }
