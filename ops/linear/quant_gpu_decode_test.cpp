@@ -160,8 +160,7 @@ TEST(QuantGpuDecode, Lop3DecodesAreTheAndOrForms) {
 }
 
 // x staged permuted: each lane's 8-byte load of a step holds its A fragments' k, the staging's
-// words go where x_position says, a group keeps its k, and the loads of a half
-// warp fall in distinct banks.
+// words go where x_position says, a group keeps its k, and a half warp's loads hit 32 banks.
 TEST(QuantGpuDecode, PermutedXGivesEachLaneItsFragmentsInOneLoad) {
   std::vector<int> seen(gd::kChunkK, 0);
   for (int k = 0; k < gd::kChunkK; ++k) {
