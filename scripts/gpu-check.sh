@@ -85,9 +85,11 @@ steps=("$@")
 # tests outran 200 s and 100 s; check resumes in the next call, the tests are split in two; their
 # sum stays under PRESET_BUDGET_S, which also caps the whole preset). 2026-11-27b-triage took
 # check 101 s, tests 28, mltests 143 and sanitize 72; mltests-sweeps, 189 s in 2026-11-27-sw, has
-# been cut since in its activation and wide-row cases (tests/gpu_op_sweep.hpp).
+# been cut since in its activation and wide-row cases (tests/gpu_op_sweep.hpp). In 2026-11-27c,
+# with cuDNN's attention running, check took 119 s, tests 39, mltests 170, mltests-sweeps 78 and
+# sanitize 77; graph-cases have taken up to 20 s and collectives-quick 8 (check resumes where cut).
 declare -A presets=(
-  [triage]="check:120 tests:40 mltests:150 mltests-sweeps:88 sanitize:75 graph-cases:30 collectives-quick:12"
+  [triage]="check:108 tests:40 mltests:180 mltests-sweeps:82 sanitize:78 graph-cases:22 collectives-quick:10"
   [ops]="copy:100 ml-ops:250 worker:160"
   [fusion]="linear:150 attention:200 cudnn:160"
   [models]="pipeline-ops:100 pipelines:410"
