@@ -14,8 +14,8 @@
 #   fusion         linear epilogues, attention (cuda, cudnn, cuda_unfused, torch SDPA), cuDNN conv,
 #                  transformer_block
 #   models         pipelines beside PyTorch end to end
-#   quant-decode   Nsight Compute on the weight-only decode kernel (instructions per SASS line;
-#                  throughput, occupancy and stall reasons beside cuBLASLt's GEMM), the quantized
+#   quant-decode   Nsight Compute on the weight-only decode kernel (instructions per SASS line, and
+#                  tinygemm's; throughput, occupancy and stall reasons beside cuBLASLt's GEMM), the quantized
 #                  linears at M=1 in graph mode over rotating weight copies, with the kernel's own
 #                  split of K beside forced ones, then at M=1/16 one call a sample, beside cuBLASLt
 #                  bf16 and PyTorch's kernels
@@ -93,7 +93,7 @@ declare -A presets=(
   [ops]="copy:100 ml-ops:250 worker:160"
   [fusion]="linear:150 attention:200 cudnn:160"
   [models]="pipeline-ops:100 pipelines:410"
-  [quant-decode]="quant-sass:60 quant-ncu:80 quant-graph:110 quant-ksplit:120 quant:140"
+  [quant-decode]="quant-sass:90 quant-ncu:70 quant-graph:85 quant-ksplit:145 quant:130"
   [predict]="predict:500"
   [compile]="check-compile:500"
   [train]="fp8-train:260 block-train:250"
@@ -222,6 +222,15 @@ ncu_case() {
       tee -a "$out/commands.txt"
     return 1
   fi
+}
+
+# sass_page N: quant-sass-N's report as its source page in SASS (--print-source, Nsight Compute
+# 2023.3 on), or an older ncu's default view.
+sass_page() {
+  local r="$out/quant-sass-$1.ncu-rep"
+  [ -f "$r" ] || return 0
+  step "quant-sass-$1-source" "$out/quant-sass-$1.csv" ncu --import "$r" --page source --print-source sass --csv ||
+    step "quant-sass-$1-page" "$out/quant-sass-$1-page.csv" ncu --import "$r" --page source --csv
 }
 
 # tool_refused FILE: whether a profiler's or sanitizer's step could not use the GPU at all (as on
@@ -490,21 +499,30 @@ for entry in "${steps[@]}"; do
       fi ;;
     quant-sass)  # Nsight Compute's instruction counts per SASS line of the decode kernel (ffn.w13, M=1):
       # where its instructions go (the H200's stall data: it issues ~6x cuBLASLt's for half the
-      # bytes), which no tool on the development machine can disassemble. The report file is kept
-      # (ncu --import reads it again); the CSV is its source page.
+      # bytes), which no tool on the development machine can disassemble; then PyTorch's tinygemm
+      # on the same layer, the int4 kernel ours is compared with. The report files are kept
+      # (ncu --import reads them again); each CSV is its source page.
       if command -v ncu >/dev/null; then
+        profiled=1
         n=0
         for kase in 'linear/cuda_quant/bf16/batch=1,seq=1,hidden=8192,out=7168,act=none,quant=int8wo/device=cuda:0' \
                     'linear/cuda_quant/bf16/batch=1,seq=1,hidden=8192,out=7168,act=none,quant=int4wo-64/device=cuda:0'; do
           n=$((n + 1))
-          ncu_case quant-sass "$n" "$kase" --section SourceCounters --section WarpStateStats -f -o "$out/quant-sass-$n" || break
-          # The source page as SASS (--print-source, Nsight Compute 2023.3 on); an older ncu's
-          # default view instead.
-          [ -f "$out/quant-sass-$n.ncu-rep" ] &&
-            { step "quant-sass-$n-source" "$out/quant-sass-$n.csv" ncu --import "$out/quant-sass-$n.ncu-rep" --page source \
-                --print-source sass --csv ||
-              step "quant-sass-$n-page" "$out/quant-sass-$n-page.csv" ncu --import "$out/quant-sass-$n.ncu-rep" --page source --csv; }
+          ncu_case quant-sass "$n" "$kase" --section SourceCounters --section WarpStateStats -f -o "$out/quant-sass-$n" ||
+            { profiled=0; break; }
+          sass_page "$n"
         done
+        if [ "$profiled" = 1 ]; then
+          # tinygemm runs in the Python worker, a child process ncu follows; the worker marks no
+          # profiling range, so the first launch named tinygemm is the one profiled.
+          n=$((n + 1))
+          step "quant-sass-$n" "$out/quant-sass-$n.txt" ncu --clock-control none --target-processes all \
+            --kernel-name regex:tinygemm --launch-count 1 --section SourceCounters --section WarpStateStats \
+            -f -o "$out/quant-sass-$n" "$opm" run --samples 3 --energy-window 0 --cooldown 0 --no-report \
+            --case 'linear/torch_quant/bf16/batch=1,seq=1,hidden=8192,out=7168,act=none,quant=int4wo-64/device=cuda:0' \
+            --out "$out/quant-sass-$n"
+          sass_page "$n"
+        fi
       else
         echo "gpu-check: [quant-sass] skipped: no ncu on this machine" | tee -a "$out/commands.txt"
       fi ;;

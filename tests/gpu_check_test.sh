@@ -135,8 +135,9 @@ expect '[ "$(grep -cP "^quant-ncu-[0-9]\t0\t" "$tmp/res/n/steps.tsv")" -eq 8 ]'
 expect 'grep -q "metrics smsp__inst_executed.sum,.*long_scoreboard_per_issue_active.ratio" "$tmp/res/n/quant-ncu-1.txt"'
 expect 'grep -q "profile-from-start off.* run --profile --samples 10 --energy-window 0 --cooldown 0 --no-report --case linear/cuda_quant/" "$tmp/res/n/quant-ncu-1.txt"'
 expect 'grep -q "^ncu --clock-control none " "$tmp/res/n/quant-ncu-1.txt"'  # the card's clocks are left alone
-# quant-sass keeps each decode case's report and prints its SASS source page from it. (With
-# NCU_OLD set, the fake is an ncu that does not know --print-source.)
+# quant-sass keeps each decode case's report and prints its SASS source page from it, then
+# tinygemm's, its first launch in the worker. (With NCU_OLD set, the fake is an ncu that does not
+# know --print-source.)
 cat > "$tmp/bin/ncu" <<'SH'
 #!/bin/bash
 case "${NCU_OLD:-}$*" in 1*--print-source*) echo "unrecognised option '--print-source'" >&2; exit 1 ;; esac
@@ -148,9 +149,10 @@ for a in "$@"; do
 done
 SH
 bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/sass" quant-sass >> "$tmp/log3" 2>&1
-expect '[ "$(grep -cP "^quant-sass-[12]\t0\t" "$tmp/res/sass/steps.tsv")" -eq 2 ]'
-expect '[ "$(grep -cP "^quant-sass-[12]-source\t0\t" "$tmp/res/sass/steps.tsv")" -eq 2 ]'
+expect '[ "$(grep -cP "^quant-sass-[123]\t0\t" "$tmp/res/sass/steps.tsv")" -eq 3 ]'
+expect '[ "$(grep -cP "^quant-sass-[123]-source\t0\t" "$tmp/res/sass/steps.tsv")" -eq 3 ]'
 expect 'grep -q "section SourceCounters .*-o $tmp/res/sass/quant-sass-2 .*quant=int4wo-64" "$tmp/res/sass/quant-sass-2.txt"'
+expect 'grep -q "target-processes all --kernel-name regex:tinygemm --launch-count 1 .*-o $tmp/res/sass/quant-sass-3 .*--case linear/torch_quant/.*quant=int4wo-64" "$tmp/res/sass/quant-sass-3.txt"'
 expect 'grep -qx "ncu --import $tmp/res/sass/quant-sass-1.ncu-rep --page source --print-source sass --csv" "$tmp/res/sass/quant-sass-1.csv"'
 expect '! grep -q "^quant-sass-1-page" "$tmp/res/sass/steps.tsv"'
 # An ncu without --print-source: the source page in its default view.
@@ -165,6 +167,8 @@ SH
 bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/n2" quant-ncu >> "$tmp/log3" 2>&1
 expect '[ "$(grep -c "^quant-ncu-" "$tmp/res/n2/steps.tsv")" -eq 1 ]'
 expect 'grep -q "ncu cannot profile on this machine" "$tmp/res/n2/commands.txt"'
+bash "$repo/scripts/gpu-check.sh" "$tmp/build" "$tmp/res/sass3" quant-sass >> "$tmp/log3" 2>&1
+expect '[ "$(grep -c "^quant-sass-" "$tmp/res/sass3/steps.tsv")" -eq 1 ]'  # neither the second case nor tinygemm
 # The same for compute-sanitizer: the first command line's refusal ends the sanitize step.
 cat > "$tmp/bin/compute-sanitizer" <<'SH'
 #!/bin/sh
