@@ -50,8 +50,9 @@
 //   shift by a constant, the group parameters are floats in shared memory (converted once per
 //   chunk, not at every group end), and x is staged permuted within each step so that a lane's
 //   two A fragments are one 8-byte load (gd::x_position). PTX (movs aside) per 8 mma at M <= 8,
-//   bf16: int8 131 -> 109, int4 with groups of 64 147 -> 103, of 32 185 -> 142. No spills on
-//   sm_80 to sm_100; sm_120 spills 8 bytes for int4 groups of 32. Not yet run on a GPU.
+//   bf16: int8 131 -> 109, int4 with groups of 64 147 -> 103, of 32 185 -> 142. The group
+//   sums' slots are constants for groups of 32 and 64. ptxas spills only in fp16 int4 with groups
+//   of 32 at M > 8 (4-8 bytes, sm_80 to sm_90). Not yet run on a GPU.
 // Index arithmetic (xsum slots, parameter copies, split ranges, ksplit) is ops/linear/
 // quant_gpu_decode.hpp's, tested on the CPU; the decoding and mma step are quant_weight_only.cuh's,
 // shared with the 64-row kernel.
@@ -163,9 +164,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
   // arithmetic at every group end).
   const int group_shift = kGroupSteps == 2 ? 5 : kGroupSteps == 4 ? 6 : __ffs(group) - 1;
   static_assert(kGroupSteps == 0 || kGroupSteps == 2 || kGroupSteps == 4, "groups of 32 or 64");
+  // Constants too where kGroupSteps is: the parameter copy and the group sums divide by them (the
+  // H200's SASS had integer divisions by the run-time values in each chunk's staging).
   const int groups_per_chunk = kChunk / group;
   const std::int64_t groups_per_row = kInt4 ? a.K / group : 1;
-  const gd::XsumPlan xp = gd::xsum_plan(group);
+  // A constant where kGroupSteps is: the group sums' slots then need no integer division (the
+  // H200's SASS had divisions by run-time values in each chunk's staging). The parameter copy's
+  // groups_per_chunk stays a run-time value: as a constant too, ptxas spilled 4-24 bytes.
+  const gd::XsumPlan xp = gd::xsum_plan(kGroupSteps > 0 ? 16 * kGroupSteps : group);
 
   float acc[4] = {0.f, 0.f, 0.f, 0.f}, gacc[4] = {0.f, 0.f, 0.f, 0.f};
   const T* const xa0 = &xs[g][4 * t];  // this lane's A fragments of a step: 8 bytes at kk (+ 8 rows)
