@@ -16,9 +16,9 @@
 #   models         pipelines beside PyTorch end to end
 #   quant-decode   Nsight Compute on the weight-only decode kernel (instructions per SASS line, and
 #                  tinygemm's; throughput, occupancy and stall reasons beside cuBLASLt's GEMM), the
-#                  quantized linears at M=1 in graph mode over rotating weight copies, with the kernel's own
-#                  split of K beside forced ones, then at M=1/16 one call a sample, beside cuBLASLt
-#                  bf16 and PyTorch's kernels
+#                  quantized linears at M=1 in graph mode over rotating weight copies, with the
+#                  kernel's own split of K beside forced ones, then at M=1/16 one call a sample,
+#                  beside cuBLASLt bf16 and PyTorch's kernels
 #   predict        the GPU GEMM sweep for the predictor, and the models fitted to it
 #   train          float8 and bf16 training steps of linear beside PyTorch autograd; transformer_block's
 #                  training step (cuda_train) beside autograd

@@ -42,9 +42,8 @@ inline std::vector<std::pair<std::int64_t, std::int64_t>> sweep_rows(std::int64_
   const std::int64_t least = wide ? 32 : 300;
   const std::int64_t many = std::max<std::int64_t>(least, (std::int64_t{1} << 22) / hidden);
   const std::int64_t batch = std::min<std::int64_t>(many, 1024);
-  return {{1, 1},
-          wide ? std::pair<std::int64_t, std::int64_t>{1, 3} : std::pair<std::int64_t, std::int64_t>{3, 37},
-          {batch, (many + batch - 1) / batch}};
+  const std::pair<std::int64_t, std::int64_t> few = wide ? std::pair{1, 3} : std::pair{3, 37};
+  return {{1, 1}, few, {batch, (many + batch - 1) / batch}};
 }
 
 // Runs every (dtype, hidden, rows) case of `op`/cuda; each must be ok within its tolerance.
@@ -58,8 +57,8 @@ inline std::vector<Result> run_gpu_sweep(const std::string& op, bool many_rows =
   if (!def) return out;
   for (DType d : def->dtypes)
     for (std::int64_t h : kSweepHidden)
-      for (auto [batch, seq] : sweep_rows(h)) {
-        if (!many_rows && std::make_pair(batch, seq) == sweep_rows(h).back()) continue;
+      for (auto rows = sweep_rows(h); auto [batch, seq] : rows) {
+        if (!many_rows && std::make_pair(batch, seq) == rows.back()) continue;
         auto kase = fmt::format("{}/cuda/{}/batch={},seq={},hidden={}/device=cuda:0", op, to_string(d), batch, seq, h);
         auto r = run_case(parse_case(kase), quick_options(2));
         EXPECT_EQ(r.status, Status::ok) << kase << ": " << r.reason;

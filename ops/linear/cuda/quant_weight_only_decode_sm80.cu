@@ -164,8 +164,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
   // arithmetic at every group end).
   const int group_shift = kGroupSteps == 2 ? 5 : kGroupSteps == 4 ? 6 : __ffs(group) - 1;
   static_assert(kGroupSteps == 0 || kGroupSteps == 2 || kGroupSteps == 4, "groups of 32 or 64");
-  // Constants too where kGroupSteps is: the parameter copy and the group sums divide by them (the
-  // H200's SASS had integer divisions by the run-time values in each chunk's staging).
   const int groups_per_chunk = kChunk / group;
   const std::int64_t groups_per_row = kInt4 ? a.K / group : 1;
   // A constant where kGroupSteps is: the group sums' slots then need no integer division (the
@@ -371,7 +369,7 @@ void launch_rows(dim3 grid, const WeightOnlyArgs& a, int per_split, cudaStream_t
 
 template <class T, Codes C>
 void launch_typed(const WeightOnlyArgs& a, cudaStream_t s) {
-  const std::int64_t n_chunks = (a.K + gd::kChunkK - 1) / gd::kChunkK;
+  const std::int64_t n_chunks = gd::chunk_count(a.K, gd::kChunkK);
   const std::int64_t per_split = (n_chunks + a.ksplit - 1) / a.ksplit;
   const dim3 grid(static_cast<unsigned>((a.n_tiles + kWarps - 1) / kWarps), static_cast<unsigned>(a.ksplit),
                   static_cast<unsigned>((a.M + gd::kRows - 1) / gd::kRows));
