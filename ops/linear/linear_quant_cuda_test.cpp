@@ -2,7 +2,9 @@
 // the kernel's mma fragment layout (here), and on a GPU every recipe end to end on odd shapes.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -10,7 +12,9 @@
 
 #include "opmeter/registry.hpp"
 #include "engine/runner.hpp"
+#include "ops/linear/quant_gpu_decode.hpp"
 #include "ops/linear/quant_gpu_pack.hpp"
+#include "opmeter/dtype.hpp"
 #include "tests/case_problem.hpp"
 #include "tests/gpu_op_sweep.hpp"
 #include "tests/quick_options.hpp"
@@ -19,6 +23,7 @@ using namespace opmeter;
 using opmeter::testing::case_problem;
 using opmeter::testing::quick_options;
 namespace gp = opmeter::linear::gpu_pack;
+namespace gd = opmeter::linear::gpu_decode;
 
 namespace {
 
@@ -71,8 +76,9 @@ TEST(QuantGpuPack, LanesHoldTheirMmaFragment) {
 }
 
 TEST(QuantGpuPack, EveryWeightHasItsOwnPlace) {
-  for (auto f : {quant::WeightFormat::int8, quant::WeightFormat::int4}) {
-    const auto l = gp::layout_of(f, 19, 256);
+  for (auto [f, operand] : {std::pair{quant::WeightFormat::int8, gp::Operand::b}, {quant::WeightFormat::int4, gp::Operand::b},
+                            {quant::WeightFormat::int4, gp::Operand::a}}) {
+    const auto l = gp::layout_of(f, 19, 256, operand);
     std::vector<int> seen(l.bytes() * 2, 0);
     for (std::size_t j = 0; j < l.out; ++j)
       for (std::size_t k = 0; k < l.hidden; ++k) {
@@ -89,16 +95,58 @@ TEST(QuantGpuPack, PackThenUnpackGivesTheCanonicalCodes) {
   struct Shape {
     std::size_t out, hidden;
   };
-  for (auto f : {quant::WeightFormat::int8, quant::WeightFormat::fp8, quant::WeightFormat::int4})
+  for (auto [f, operand] : {std::pair{quant::WeightFormat::int8, gp::Operand::b}, {quant::WeightFormat::fp8, gp::Operand::b},
+                            {quant::WeightFormat::int4, gp::Operand::b}, {quant::WeightFormat::int4, gp::Operand::a}})
     for (auto sh : {Shape{1, 64}, Shape{33, 320}, Shape{8, 128}, Shape{13, 77}}) {
       if (f == quant::WeightFormat::int4 && sh.hidden % 2) continue;
-      const auto l = gp::layout_of(f, sh.out, sh.hidden);
+      const auto l = gp::layout_of(f, sh.out, sh.hidden, operand);
       const std::size_t n = sh.out * sh.hidden;
       const auto canonical = random_bytes(f == quant::WeightFormat::int4 ? n / 2 : n, 5);
       const auto packed = gp::pack_codes(l, canonical);
       ASSERT_EQ(packed.size(), l.bytes());
-      EXPECT_EQ(gp::unpack_codes(l, packed), canonical) << int(f) << " " << sh.out << "x" << sh.hidden;
+      EXPECT_EQ(gp::unpack_codes(l, packed), canonical)
+          << int(f) << (operand == gp::Operand::a ? " as A " : " ") << sh.out << "x" << sh.hidden;
     }
+}
+
+TEST(QuantGpuPack, Int4AsTheAOperandPadsChannelsToSixteenAndKToSixtyFour) {
+  const auto l = gp::layout_of(quant::WeightFormat::int4, 33, 320, gp::Operand::a);
+  EXPECT_EQ(l.n_tiles, 3u);
+  EXPECT_EQ(l.k_units, 5u);  // 64 k per unit
+  EXPECT_EQ(l.padded_out(), 48u);
+  EXPECT_EQ(l.bytes(), 3u * 5u * 512u);
+  EXPECT_THROW(gp::layout_of(quant::WeightFormat::int8, 8, 64, gp::Operand::a), std::invalid_argument);
+}
+
+// Each lane's word of a step, decoded as the kernel decodes it (one lop3 per fragment after a
+// shift by 4i), is the A fragment PTX's m16n8k16 gives lane 4g + t: a0 = (row g, k 2t, 2t + 1),
+// a1 = (row g + 8, the same k), a2 = (row g, k 2t + 8, 2t + 9), a3 = (row g + 8, those k); rows
+// are output channels. Checked against the canonical codes, not against byte_of.
+TEST(QuantGpuPack, Int4AsTheAOperandGivesEachLaneItsFragments) {
+  const std::size_t out = 40, hidden = 192;  // a partial third tile; 3 units
+  const auto l = gp::layout_of(quant::WeightFormat::int4, out, hidden, gp::Operand::a);
+  const auto canonical = random_bytes(out * hidden / 2, 11);
+  const auto packed = gp::pack_codes(l, canonical);
+  auto code = [&](std::size_t j, std::size_t k) -> int {
+    if (j >= out || k >= hidden) return 0;
+    const std::size_t i = j * hidden + k;
+    return (canonical[i / 2] >> (4 * (i % 2))) & 15;
+  };
+  auto bf16_value = [](std::uint32_t bits16) { return from_bf16(static_cast<std::uint16_t>(bits16)); };
+  for (std::size_t tile = 0; tile < l.n_tiles; ++tile)
+    for (std::size_t unit = 0; unit < l.k_units; ++unit)
+      for (std::size_t lane = 0; lane < 32; ++lane)
+        for (std::size_t step = 0; step < 4; ++step) {
+          std::uint32_t word = 0;
+          std::memcpy(&word, packed.data() + (tile * l.k_units + unit) * 512 + lane * 16 + step * 4, 4);
+          const std::size_t g = lane / 4, t = lane % 4;
+          for (std::size_t i = 0; i < 4; ++i) {
+            const std::uint32_t a = gd::lop3(word >> (4 * i), gd::kNibble0, gd::kBf16Exponent128, gd::kLutAndOr);
+            const std::size_t j = tile * 16 + g + 8 * (i % 2), k = unit * 64 + step * 16 + 2 * t + 8 * (i / 2);
+            ASSERT_EQ(bf16_value(a & 0xFFFFu), 128.f + float(code(j, k))) << "lane " << lane << " a" << i;
+            ASSERT_EQ(bf16_value(a >> 16), 128.f + float(code(j, k + 1))) << "lane " << lane << " a" << i;
+          }
+        }
 }
 
 TEST(QuantGpuPack, Int8CodesAreStoredOffsetBy128AndPaddingIsZero) {
@@ -170,6 +218,8 @@ TEST(QuantLinearCuda, ForcedSplitsOfKAreCorrectOnAGpu) {
         EXPECT_LE(*r.max_error, *r.tolerance) << kase;
         EXPECT_NE(r.details.at("kernel").find(fmt::format("split-K {}", ks)), std::string::npos)
             << r.details.at("kernel");
+        const bool as_a = std::string(recipe) == "int4wo-64" && std::string(rows) == "1";
+        EXPECT_EQ(r.details.at("kernel").find("as the A operand") != std::string::npos, as_a) << r.details.at("kernel");
       }
   const auto r = run_case(
       parse_case(
@@ -191,7 +241,10 @@ TEST(QuantLinearCuda, EveryRecipeIsCorrectOnAGpu) {
   // Dynamic: hidden and out as cuBLASLt's int8 / fp8 GEMMs need them.
   const Shape odd[] = {{"linear", 1, 77, 33}, {"ln_linear_silu", 3, 200, 41}, {"linear", 37, 520, 19}, {"linear", 16, 64, 8},
                        {"linear", 2, 1601, 40}};
-  const Shape int4[] = {{"linear", 1, 128, 33}, {"ln_linear_gelu", 5, 256, 41}, {"linear", 70, 640, 17}, {"linear", 9, 2048, 72}};
+  // int4 at M <= 8 runs its weights as the mma's A operand (tiles of 16 channels): 33 and 41
+  // channels end in a partial tile, 1536 splits K in 3 chunks.
+  const Shape int4[] = {{"linear", 1, 128, 33}, {"ln_linear_gelu", 5, 256, 41}, {"linear", 70, 640, 17},
+                        {"linear", 9, 2048, 72}, {"linear", 8, 1536, 24}};
   const Shape dyn[] = {{"linear", 1, 64, 40}, {"ln_linear_relu", 3, 192, 24}, {"linear", 37, 256, 72}};
   auto check = [](const Shape& s, const std::string& dtype, const std::string& recipe) {
     const std::string act = std::string(s.op) == "linear" ? ",act=gelu" : "";

@@ -3,9 +3,10 @@
 // cuda/quant_weight_only_decode_sm80.cu), as plain functions the CPU tests check against the
 // pack's layout (quant_gpu_pack.hpp), and the split-K choice for decode shapes.
 //
-// A block is 8 warps (one n-tile of 8 channels each) x up to 16 rows x a range of k chunks of
-// 512. Per chunk it stages in shared memory x's rows < M, and for int4 the chunk's group
-// parameters of its 64 channels and x's group sums (xsum); the codes stream through registers.
+// A block is 8 warps (one tile of 8 channels each, or 16 where int4 weights are the mma's A
+// operand, at M <= 8) x up to 16 rows x a range of k chunks of 512. Per chunk it stages in shared
+// memory x's rows < M, and for int4 the chunk's group parameters of its 64 (128) channels and x's
+// group sums (xsum); the codes stream through registers.
 #include <algorithm>
 #include <cstdint>
 
@@ -20,6 +21,7 @@ namespace opmeter::linear::gpu_decode {
 inline constexpr int kChunkK = 512;  // k of x staged at once (a multiple of every int4 group)
 inline constexpr int kWarps = 8;     // n-tiles per block
 inline constexpr int kTileN = 8;     // channels per n-tile
+inline constexpr int kTileNA = 16;   // channels per tile where int4 weights are the A operand
 inline constexpr int kRows = 16;     // rows per block: one m16n8k16 tile
 inline constexpr int kLanes = 32;
 inline constexpr int kRing = 4;      // 16-byte code units in flight per lane
@@ -96,15 +98,21 @@ OPMETER_DECODE_HD constexpr int x_position(int k) {
 // the permuted step.
 OPMETER_DECODE_HD constexpr int x_staged_word_of(int j) { return 2 * (j % 4) + j / 4; }
 
-// The chunk's int4 group parameters in shared memory, [warp][group of the chunk][channel]: a
-// lane (g, t) reads its channels 2t and 2t + 1 in one load (the decode kernel keeps each as a
-// float pair: 16 bytes).
-OPMETER_DECODE_HD constexpr int param_smem(int warp, int q, int channel) {
-  return (warp * kMaxGroupsPerChunk + q) * kTileN + channel;
+// The chunk's int4 group parameters in shared memory, [warp][group of the chunk][channel of the
+// warp's tile of tile_n], room for `slots` groups a warp (a chunk's groups: 8 for groups of 64,
+// where the kernel knows the group; kMaxGroupsPerChunk otherwise): a lane (g, t) reads its two
+// channels in one load (the decode kernel keeps each as a float pair: 16 bytes). With weights as
+// B those are channels 2t and 2t + 1, adjacent; as A (tile_n 16) channels g and g + 8, so there
+// channel c sits at 2 (c % 8) + c / 8.
+OPMETER_DECODE_HD constexpr int param_smem(int warp, int q, int channel, int tile_n = kTileN,
+                                           int slots = kMaxGroupsPerChunk) {
+  const int at = tile_n == kTileNA ? 2 * (channel % kTileN) + channel / kTileN : channel;
+  return (warp * slots + q) * tile_n + at;
 }
-// Staging entry i (i < 64 channels x groups_per_chunk, consecutive i reading consecutive groups of
-// one channel): where it goes in shared memory and which word of group_params ([padded_out]
-// [groups_per_row]) it copies; -1 for a zero (n-tile past the weight, group past K).
+// Staging entry i (i < kWarps x tile_n channels x groups_per_chunk, consecutive i reading
+// consecutive groups of one channel): where it goes in shared memory and which word of
+// group_params ([padded_out][groups_per_row]) it copies; -1 for a zero (tile past the weight,
+// group past K).
 // `next`: the word the same entry copies for the next chunk, -1 past K (the kernel prefetches it
 // into L2 while this chunk computes).
 struct ParamCopy {
@@ -112,12 +120,13 @@ struct ParamCopy {
   std::int64_t src = -1, next = -1;
 };
 OPMETER_DECODE_HD inline ParamCopy param_copy(int i, int groups_per_chunk, std::int64_t first_n_tile, std::int64_t n_tiles,
-                                              std::int64_t groups_per_row, std::int64_t first_group) {
-  const int ch = i / groups_per_chunk, q = i % groups_per_chunk, warp = ch / kTileN, c = ch % kTileN;
+                                              std::int64_t groups_per_row, std::int64_t first_group, int tile_n = kTileN,
+                                              int slots = kMaxGroupsPerChunk) {
+  const int ch = i / groups_per_chunk, q = i % groups_per_chunk, warp = ch / tile_n, c = ch % tile_n;
   const std::int64_t nt = first_n_tile + warp, gi = first_group + q;
   ParamCopy p;
-  p.smem = param_smem(warp, q, c);
-  if (nt < n_tiles && gi < groups_per_row) p.src = (nt * kTileN + c) * groups_per_row + gi;
+  p.smem = param_smem(warp, q, c, tile_n, slots);
+  if (nt < n_tiles && gi < groups_per_row) p.src = (nt * tile_n + c) * groups_per_row + gi;
   if (p.src >= 0 && gi + groups_per_chunk < groups_per_row) p.next = p.src + groups_per_chunk;
   return p;
 }
@@ -148,13 +157,16 @@ OPMETER_DECODE_HD constexpr bool splits_evenly(std::int64_t n_chunks, std::int64
   return (n_chunks + per - 1) / per == ks;
 }
 
-// What one chunk of K asks of a decode block: code units a lane streams (int4 4, int8 and fp8 8)
-// and whether the chunk waits for its group parameters (int4).
+// What one chunk of K asks of a decode block: code units a lane streams (int4 4, or 8 as the A
+// operand, whose tiles are twice as wide; int8 and fp8 8) and whether the chunk waits for its
+// group parameters (int4).
 struct ChunkWork {
   int units_per_lane = 8;
   bool group_params = false;
 };
-OPMETER_DECODE_HD constexpr ChunkWork chunk_work(bool int4) { return int4 ? ChunkWork{4, true} : ChunkWork{8, false}; }
+OPMETER_DECODE_HD constexpr ChunkWork chunk_work(bool int4, bool weights_a = false) {
+  return int4 ? ChunkWork{weights_a ? 8 : 4, true} : ChunkWork{8, false};
+}
 
 // A decode call's time, in memory round trips (~1 us each under load), for ksplit `ks` (-1 where
 // some split would get no chunk). Each block waits:
@@ -186,10 +198,13 @@ inline double decode_round_trips(std::int64_t n_blocks, std::int64_t n_chunks, i
 }
 
 // The split-K factor for `n_blocks` blocks (n-blocks x row blocks) over `n_chunks` chunks of K on
-// `sms` multiprocessors, at most `max_splits`: the fewest splits (fewer partials) within 5% of the
-// fewest round trips (decode_round_trips). Every split gets chunks (as weight_only_ksplit makes
-// them). The previous rule balanced chunks over the SMs, which took many short blocks in several
-// waves, each paying its start and its split's end.
+// `sms` multiprocessors, at most `max_splits`: among the splits within 5% of the fewest round
+// trips (decode_round_trips), the one that gives the most SMs a block, then the fewest splits
+// (fewer partials). Every split gets chunks (as weight_only_ksplit makes them). The previous rule
+// balanced chunks over the SMs, which took many short blocks in several waves, each paying its
+// start and its split's end. The kernel is bound by the instructions it issues as much as by its
+// round trips (the H200, 2026-11-27: attn.wo's int4 ran faster on 2 splits than on the 1 this
+// model chose, 128 blocks on 132 SMs), so where round trips tie an idle SM decides.
 inline int decode_ksplit(std::int64_t n_blocks, std::int64_t n_chunks, int sms, std::int64_t max_splits, ChunkWork w) {
   n_blocks = std::max<std::int64_t>(1, n_blocks);
   n_chunks = std::max<std::int64_t>(1, n_chunks);
@@ -199,10 +214,16 @@ inline int decode_ksplit(std::int64_t n_blocks, std::int64_t n_chunks, int sms, 
   for (std::int64_t ks = 1; ks <= max_splits; ++ks)
     if (const double c = decode_round_trips(n_blocks, n_chunks, sms, ks, w); c >= 0 && (least < 0 || c < least))
       least = c;
-  for (std::int64_t ks = 1; ks <= max_splits; ++ks)
-    if (const double c = decode_round_trips(n_blocks, n_chunks, sms, ks, w); c >= 0 && c <= least * 1.05)
-      return static_cast<int>(ks);
-  return 1;  // not reached: ks = 1 always gets every chunk
+  std::int64_t best = 1, busiest = 0;
+  for (std::int64_t ks = 1; ks <= max_splits; ++ks) {
+    const double c = decode_round_trips(n_blocks, n_chunks, sms, ks, w);
+    const std::int64_t busy = std::min<std::int64_t>(n_blocks * ks, sms);
+    if (c >= 0 && c <= least * 1.05 && busy > busiest) {
+      best = ks;
+      busiest = busy;
+    }
+  }
+  return static_cast<int>(best);
 }
 
 }  // namespace opmeter::linear::gpu_decode

@@ -67,7 +67,8 @@ TEST(QuantGpuDecode, XsumWarpsSumEveryGroupOfEveryRealRowOnce) {
 }
 
 TEST(QuantGpuDecode, EachLaneReadsItsChannelsGroupParamsFromTheCopy) {
-  // 20 channels (3 n-tiles, 24 padded), hidden 1536 in groups of 64: 24 groups a row, chunks of 8.
+  // 20 channels (3 n-tiles of 8, 24 padded; or 2 of 16 as the A operand, 32 padded), hidden 1536
+  // in groups of 64: 24 groups a row, chunks of 8.
   quant::QuantizedWeights q;
   q.recipe = *quant::parse_recipe("int4wo-64");
   q.out = 20;
@@ -77,41 +78,50 @@ TEST(QuantGpuDecode, EachLaneReadsItsChannelsGroupParamsFromTheCopy) {
     q.scales.push_back(0.5f + float(i % 64));  // exact in bf16
     q.zeros.push_back(float(i % 16));
   }
-  const std::size_t n_tiles = 3;
-  const auto words = gp::pack_group_params(q, n_tiles * gp::kTileN, Elem::bf16);
   const int per_chunk = gd::kChunkK / 64;
-  for (std::int64_t chunk = 0; chunk < 3; ++chunk) {
-    std::vector<std::uint32_t> smem(gd::kWarps * gd::kMaxGroupsPerChunk * gd::kTileN, 0xDEADBEEFu);
-    std::vector<int> stores(smem.size(), 0);
-    const int copies = gd::kWarps * gd::kTileN * per_chunk;
-    for (int i = 0; i < copies; ++i) {
-      const auto c = gd::param_copy(i, per_chunk, 0, n_tiles, groups, chunk * per_chunk);
-      ASSERT_GE(c.smem, 0);
-      ASSERT_LT(std::size_t(c.smem), smem.size());
-      smem[c.smem] = c.src >= 0 ? words.at(c.src) : 0u;
-      ++stores[c.smem];
-      if (i + 1 < copies && (i + 1) % per_chunk != 0 && c.src >= 0) {  // coalesced: the next group
-        EXPECT_EQ(gd::param_copy(i + 1, per_chunk, 0, n_tiles, groups, chunk * per_chunk).src, c.src + 1);
+  // Room for every group size's groups, or for a chunk's 8 (groups of 64 known to the kernel).
+  for (const int slots : {gd::kMaxGroupsPerChunk, per_chunk})
+  for (const int tile_n : {gd::kTileN, gd::kTileNA}) {
+    const std::size_t n_tiles = (q.out + tile_n - 1) / tile_n;
+    const auto words = gp::pack_group_params(q, n_tiles * tile_n, Elem::bf16);
+    for (std::int64_t chunk = 0; chunk < 3; ++chunk) {
+      std::vector<std::uint32_t> smem(gd::kWarps * slots * tile_n, 0xDEADBEEFu);
+      std::vector<int> stores(smem.size(), 0);
+      const int copies = gd::kWarps * tile_n * per_chunk;
+      for (int i = 0; i < copies; ++i) {
+        const auto c = gd::param_copy(i, per_chunk, 0, n_tiles, groups, chunk * per_chunk, tile_n, slots);
+        ASSERT_GE(c.smem, 0);
+        ASSERT_LT(std::size_t(c.smem), smem.size());
+        smem[c.smem] = c.src >= 0 ? words.at(c.src) : 0u;
+        ++stores[c.smem];
+        if (i + 1 < copies && (i + 1) % per_chunk != 0 && c.src >= 0) {  // coalesced: the next group
+          EXPECT_EQ(gd::param_copy(i + 1, per_chunk, 0, n_tiles, groups, chunk * per_chunk, tile_n, slots).src, c.src + 1);
+        }
+        // What it prefetches is what the same entry copies for the next chunk; none past K (3 chunks).
+        const auto later = gd::param_copy(i, per_chunk, 0, n_tiles, groups, (chunk + 1) * per_chunk, tile_n, slots);
+        EXPECT_EQ(c.next, chunk + 1 < 3 ? later.src : -1) << "entry " << i << " chunk " << chunk;
       }
-      // What it prefetches is what the same entry copies for the next chunk; none past K (3 chunks).
-      const auto later = gd::param_copy(i, per_chunk, 0, n_tiles, groups, (chunk + 1) * per_chunk);
-      EXPECT_EQ(c.next, chunk + 1 < 3 ? later.src : -1) << "entry " << i << " chunk " << chunk;
+      // A lane (g, t) reads two neighbouring entries: channels 2t, 2t + 1 of its warp's tile as B,
+      // channels g, g + 8 as A (mma fragments' channels, from PTX's m16n8k16 layouts).
+      for (int w = 0; w < gd::kWarps; ++w)
+        for (int gq = 0; gq < per_chunk; ++gq)
+          for (int lane = 0; lane < gd::kLanes; ++lane)
+            for (int e = 0; e < 2; ++e) {
+              const int g = lane / 4, t = lane % 4;
+              const int first = tile_n == gd::kTileNA ? g : 2 * t, channel = tile_n == gd::kTileNA ? g + 8 * e : 2 * t + e;
+              const int at = gd::param_smem(w, gq, first, tile_n, slots) + e;
+              EXPECT_EQ(stores[at], 1);
+              const std::size_t j = std::size_t(w) * tile_n + channel, gi = std::size_t(chunk * per_chunk + gq);
+              const std::uint32_t want = j < q.out ? std::uint32_t{to_bf16(q.scales[j * groups + gi])} |
+                                                         std::uint32_t{to_bf16(q.zeros[j * groups + gi])} << 16
+                                                   : 0u;
+              EXPECT_EQ(smem[at], want) << "slots " << slots << " tile " << tile_n << " warp " << w << " group " << gq << " lane " << lane
+                                        << " +" << e;
+            }
     }
-    for (int w = 0; w < gd::kWarps; ++w)
-      for (int g = 0; g < per_chunk; ++g)
-        for (int t = 0; t < 4; ++t)
-          for (int e = 0; e < 2; ++e) {  // the lane's uint2: channels 2t, 2t + 1
-            const int at = gd::param_smem(w, g, 2 * t) + e;
-            EXPECT_EQ(stores[at], 1);
-            const std::size_t j = std::size_t(w) * gp::kTileN + 2 * t + e, gi = std::size_t(chunk * per_chunk + g);
-            const std::uint32_t want =
-                j < q.out ? std::uint32_t{to_bf16(q.scales[j * groups + gi])} | std::uint32_t{to_bf16(q.zeros[j * groups + gi])} << 16
-                          : 0u;
-            EXPECT_EQ(smem[at], want) << "warp " << w << " group " << g << " lane t " << t << " +" << e;
-          }
+    // A group past K (the last chunk of a K that is not a multiple of the chunk) copies a zero.
+    EXPECT_EQ(gd::param_copy(0, per_chunk, 0, n_tiles, groups, std::int64_t(groups), tile_n).src, -1);
   }
-  // A group past K (the last chunk of a K that is not a multiple of the chunk) copies a zero.
-  EXPECT_EQ(gd::param_copy(0, per_chunk, 0, n_tiles, groups, std::int64_t(groups)).src, -1);
 }
 
 // The kernel's int8 -> bf16 decode: bf16(high) - bf16(low) is the code for every stored byte,
@@ -256,6 +266,23 @@ TEST(QuantGpuDecode, KsplitTakesTheFewestRoundTrips) {
   // 4096 x 4096 (64 blocks, 8 chunks): 4 splits (1 + 2 x 2 + 3 = 8; 8 splits: 1 + 2 + 3 = 6,
   // but 512 blocks are 2 waves).
   EXPECT_EQ(gd::decode_ksplit(64, 8, 132, 1 << 20, int8), 4);
+  // int4 as the A operand (M <= 8): tiles of 16 channels, so half the blocks, each streaming 8
+  // units a lane (32 KB) a chunk: 3 round trips a chunk.
+  const gd::ChunkWork int4a = gd::chunk_work(true, true);
+  EXPECT_EQ(int4a.units_per_lane, 8);
+  EXPECT_TRUE(int4a.group_params);
+  // ffn.w13 (56 blocks): 6 splits, one wave of 1 + 3 x 3 + 3 = 13 (4: 16; 8: two waves of 10).
+  EXPECT_DOUBLE_EQ(gd::decode_round_trips(56, 16, 132, 6, int4a), 13);
+  EXPECT_EQ(gd::decode_ksplit(56, 16, 132, 1 << 20, int4a), 6);
+  // ffn.w2 (64 blocks, 7 chunks): 4 splits of 2 chunks, 1 + 2 x 3 + 3 = 10 (7 splits: two waves of 7).
+  EXPECT_EQ(gd::decode_ksplit(64, 7, 132, 1 << 20, int4a), 4);
+  // attn.wo (64 blocks, 2 chunks): 1 + 2 x 3 = 7 unsplit and 1 + 3 + 3 = 7 in 2; the tie goes to
+  // the 128 SMs of 2 splits over the 64 of one.
+  EXPECT_DOUBLE_EQ(gd::decode_round_trips(64, 2, 132, 1, int4a), 7);
+  EXPECT_DOUBLE_EQ(gd::decode_round_trips(64, 2, 132, 2, int4a), 7);
+  EXPECT_EQ(gd::decode_ksplit(64, 2, 132, 1 << 20, int4a), 2);
+  // attn.wqkv (10 blocks): 16 splits, 1 + 3 + 3 = 7.
+  EXPECT_EQ(gd::decode_ksplit(10, 16, 132, 1 << 20, int4a), 16);
   // The partials' budget bounds it; one chunk is never split; no SM count still gives a split.
   EXPECT_EQ(gd::decode_ksplit(112, 16, 132, 2, int4), 2);
   EXPECT_EQ(gd::decode_ksplit(64, 1, 132, 1 << 20, int8), 1);

@@ -10,23 +10,32 @@ namespace {
 std::uint16_t bits16(Elem e, float v) { return e == Elem::bf16 ? to_bf16(v) : to_fp16(v); }
 }  // namespace
 
-Layout layout_of(quant::WeightFormat format, std::size_t out, std::size_t hidden) {
+Layout layout_of(quant::WeightFormat format, std::size_t out, std::size_t hidden, Operand operand) {
   if (format == quant::WeightFormat::full) throw std::invalid_argument("gpu_pack: the baseline has no quantized layout");
+  if (operand == Operand::a && format != quant::WeightFormat::int4)
+    throw std::invalid_argument("gpu_pack: only int4 weights are laid out as the mma's A operand");
   Layout l;
   l.format = format;
+  l.operand = operand;
   l.out = out;
   l.hidden = hidden;
-  l.unit_k = format == quant::WeightFormat::int4 ? 128 : 64;
-  l.n_tiles = (out + kTileN - 1) / kTileN;
+  l.unit_k = format == quant::WeightFormat::int4 && operand == Operand::b ? 128 : 64;
+  l.tile_n = operand == Operand::a ? kTileNA : kTileN;
+  l.n_tiles = (out + l.tile_n - 1) / l.tile_n;
   l.k_units = (hidden + l.unit_k - 1) / l.unit_k;
   return l;
 }
 
 std::size_t Layout::byte_of(std::size_t j, std::size_t k, unsigned* shift) const {
-  const std::size_t nt = j / kTileN, g = j % kTileN, ku = k / unit_k, kk = k % unit_k;
+  const std::size_t nt = j / tile_n, c = j % tile_n, g = c % kTileN, ku = k / unit_k, kk = k % unit_k;
   const std::size_t s = kk / kStepK, r = kk % kStepK;
   const std::size_t t = (r % 8) / 2, upper = r / 8, odd = r % 2;  // k = 16 s + 2 t + 8 upper + odd
   const std::size_t lane_base = (nt * k_units + ku) * kUnitBytes + (g * 4 + t) * 16;
+  if (operand == Operand::a) {  // fragment i = (channel g + 8 (i % 2), k 2t + 8 (i / 2)): word s
+    const std::size_t nibble = c / kTileN + 2 * upper + 4 * odd;
+    *shift = static_cast<unsigned>(4 * (nibble % 2));
+    return lane_base + s * 4 + nibble / 2;
+  }
   if (format != quant::WeightFormat::int4) {
     *shift = 0;
     return lane_base + s * 4 + upper * 2 + odd;

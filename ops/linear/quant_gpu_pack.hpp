@@ -14,6 +14,14 @@
 //     values in the halves of a register, as b0 / b1 want them.
 // Units are stored n-tile major: unit (nt, ku) at byte (nt * k_units + ku) * 512, lane l's 16
 // bytes at + 16 l. Channels past `out` and k past `hidden` are zero.
+//
+// int4 weights as the A operand (Operand::a, the decode kernel at M <= 8): the mma's 16 rows are
+// 16 output channels and x is B (8 columns, one per row of x), so one mma takes 256 weights where
+// the B form takes 128 and 15 of its 16 A rows are zeros at M = 1. Lane 4g + t holds, per k16
+// step, the A fragment a0 = (channel g, k 2t, 2t+1), a1 = (channel g+8, k 2t, 2t+1), a2 =
+// (channel g, k 2t+8, 2t+9), a3 = (channel g+8, k 2t+8, 2t+9): eight nibbles, one 32-bit word,
+// fragment i in nibbles i (even k) and i + 4 (odd k), so that (word >> 4i) & 0x000F000F is a_i.
+// A unit is 16 channels (an m-tile) x 4 steps (64 k), word s = step s.
 // int4 group parameters: one 32-bit word per (channel, group), [n_tiles * 8][groups]: low 16 bits
 // the scale, high 16 bits the zero, both in the activations' 16-bit type (they are exact there).
 #include <cstddef>
@@ -21,25 +29,29 @@
 #include <vector>
 
 #include "ops/linear/quant/quantize.hpp"
+#include "ops/linear/quant_gpu_plan.hpp"
 
 namespace opmeter::linear::gpu_pack {
 
 inline constexpr std::size_t kTileN = 8;        // output channels per n-tile
 inline constexpr std::size_t kUnitBytes = 512;  // 32 lanes x 16 bytes
 inline constexpr std::size_t kStepK = 16;       // k per mma step
+inline constexpr std::size_t kTileNA = 16;      // output channels per tile where the weights are A
 
 struct Layout {
   quant::WeightFormat format = quant::WeightFormat::int8;
+  Operand operand = Operand::b;
   std::size_t out = 0, hidden = 0;
-  std::size_t unit_k = 64;  // k per unit: 64 (8-bit codes) or 128 (int4)
+  std::size_t unit_k = 64;  // k per unit: 64 (8-bit codes, int4 as A) or 128 (int4 as B)
+  std::size_t tile_n = kTileN;  // output channels per tile: 8, or 16 as A
   std::size_t n_tiles = 0, k_units = 0;
   std::size_t bytes() const { return n_tiles * k_units * kUnitBytes; }
-  std::size_t padded_out() const { return n_tiles * kTileN; }
+  std::size_t padded_out() const { return n_tiles * tile_n; }
   // Byte of the packed codes holding weight (j, k), and the nibble's shift (int4; 0 otherwise).
   std::size_t byte_of(std::size_t j, std::size_t k, unsigned* shift) const;
 };
-// Layout of an out x hidden weight in `format` (int8, fp8 or int4).
-Layout layout_of(quant::WeightFormat format, std::size_t out, std::size_t hidden);
+// Layout of an out x hidden weight in `format` (int8, fp8 or int4); Operand::a takes int4 only.
+Layout layout_of(quant::WeightFormat format, std::size_t out, std::size_t hidden, Operand operand = Operand::b);
 
 // Canonical codes (QuantizedWeights::codes) to the kernel's layout, and back.
 std::vector<std::uint8_t> pack_codes(const Layout& l, const std::vector<std::uint8_t>& canonical);

@@ -20,9 +20,13 @@ std::optional<Codes> weight_only_codes(const quant::Recipe& r) {
   }
 }
 
-std::size_t weight_only_device_bytes(const quant::Recipe& r, std::size_t out, std::size_t hidden) {
+Operand weight_operand(const quant::Recipe& r, std::size_t rows) {
+  return r.weights == quant::WeightFormat::int4 && rows <= kMaxRowsWeightsA ? Operand::a : Operand::b;
+}
+
+std::size_t weight_only_device_bytes(const quant::Recipe& r, std::size_t out, std::size_t hidden, std::size_t rows) {
   if (!weight_only_codes(r)) return 0;
-  const Layout l = layout_of(r.weights, out, hidden);
+  const Layout l = layout_of(r.weights, out, hidden, weight_operand(r, rows));
   if (r.weights == quant::WeightFormat::int4)
     return l.bytes() + l.padded_out() * (hidden / r.group) * sizeof(std::uint32_t);
   return l.bytes() + l.padded_out() * sizeof(float);

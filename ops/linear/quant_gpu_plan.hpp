@@ -13,14 +13,24 @@ namespace opmeter::linear::gpu_pack {
 // The codes the kernel decodes in registers.
 enum class Codes { int8, fp8, int4 };
 
+// Which mma operand the weights are: B (every kernel) or A (int4 in the decode kernel at M <= 8;
+// quant_gpu_pack.hpp has the layouts).
+enum class Operand { b, a };
+
 // The codes a recipe's weights take in the weight-only kernel; none for the baseline and the
 // dynamic recipes (their activations are quantized too: cuBLASLt runs those).
 std::optional<Codes> weight_only_codes(const quant::Recipe& r);
 
-// Device bytes of an out x hidden weight in the kernel's layout: the packed codes (n-tiles of 8
-// channels, k padded to the unit) and the scales (int8 / fp8: a float per padded channel; int4:
-// a 32-bit scale-and-zero word per padded channel and group). 0 where weight_only_codes has none.
-std::size_t weight_only_device_bytes(const quant::Recipe& r, std::size_t out, std::size_t hidden);
+// The mma operand a recipe's weights take for `rows` rows of x: A for int4 at rows <= 8 (the
+// decode kernel then multiplies 16 channels a warp, x as B: see quant_gpu_pack.hpp), else B.
+Operand weight_operand(const quant::Recipe& r, std::size_t rows);
+inline constexpr std::size_t kMaxRowsWeightsA = 8;
+
+// Device bytes of an out x hidden weight in the kernel's layout for `rows` rows of x: the packed
+// codes (tiles of 8 channels, or 16 as A; k padded to the unit) and the scales (int8 / fp8: a
+// float per padded channel; int4: a 32-bit scale-and-zero word per padded channel and group).
+// 0 where weight_only_codes has none.
+std::size_t weight_only_device_bytes(const quant::Recipe& r, std::size_t out, std::size_t hidden, std::size_t rows);
 
 // Why `ksplit` splits of K (a case's ksplit=) do not fit a layer, "" where they do: every split
 // needs a chunk of K (hidden in chunks of `chunk_k` for `tile_rows`-row tiles), and the partials

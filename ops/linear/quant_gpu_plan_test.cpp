@@ -33,24 +33,27 @@ TEST(QuantGpuPlan, RecipesMapToTheKernelsCodes) {
 TEST(QuantGpuPlan, DeviceBytesCountPaddedTilesAndScales) {
   using linear::gpu_pack::weight_only_device_bytes;
   // out 20 -> 3 n-tiles of 8 channels (24 padded); hidden 192 -> 3 units of 64 k (8-bit) or 2 of 128 (int4).
-  EXPECT_EQ(weight_only_device_bytes(recipe("int8wo"), 20, 192), 3u * 3 * 512 + 24 * 4);
-  EXPECT_EQ(weight_only_device_bytes(recipe("float8wo"), 20, 192), 3u * 3 * 512 + 24 * 4);
-  EXPECT_EQ(weight_only_device_bytes(recipe("int4wo-64"), 20, 192), 3u * 2 * 512 + 24 * 3 * 4);  // 3 groups a row
-  EXPECT_EQ(weight_only_device_bytes(recipe("int8dq"), 20, 192), 0u);
+  EXPECT_EQ(weight_only_device_bytes(recipe("int8wo"), 20, 192, 1), 3u * 3 * 512 + 24 * 4);
+  EXPECT_EQ(weight_only_device_bytes(recipe("float8wo"), 20, 192, 1), 3u * 3 * 512 + 24 * 4);
+  EXPECT_EQ(weight_only_device_bytes(recipe("int4wo-64"), 20, 192, 9), 3u * 2 * 512 + 24 * 3 * 4);  // 3 groups a row
+  EXPECT_EQ(weight_only_device_bytes(recipe("int8dq"), 20, 192, 1), 0u);
+  // int4 at M <= 8 as the A operand: 2 tiles of 16 channels (32 padded) x 3 units of 64 k.
+  EXPECT_EQ(weight_only_device_bytes(recipe("int4wo-64"), 20, 192, 8), 2u * 3 * 512 + 32 * 3 * 4);
   // The same as what the packers produce for a quantized weight.
-  for (const char* name : {"int8wo", "float8wo", "int4wo-32", "hqq-int4-64"}) {
-    const auto r = recipe(name);
-    const std::size_t out = 20, hidden = 192;
-    std::vector<float> w(out * hidden);
-    for (std::size_t i = 0; i < w.size(); ++i) w[i] = float((i * 37) % 101) / 50.f - 1.f;
-    const auto q = quant::quantize_weights(r, w.data(), out, hidden, Elem::bf16);
-    const auto l = linear::gpu_pack::layout_of(r.weights, out, hidden);
-    std::size_t packed = linear::gpu_pack::pack_codes(l, q.codes).size();
-    packed += r.weights == quant::WeightFormat::int4
-                  ? linear::gpu_pack::pack_group_params(q, l.padded_out(), Elem::bf16).size() * 4
-                  : linear::gpu_pack::pack_channel_scales(q, l.padded_out()).size() * 4;
-    EXPECT_EQ(weight_only_device_bytes(r, out, hidden), packed) << name;
-  }
+  for (const char* name : {"int8wo", "float8wo", "int4wo-32", "hqq-int4-64"})
+    for (std::size_t rows : {1, 8, 9}) {
+      const auto r = recipe(name);
+      const std::size_t out = 20, hidden = 192;
+      std::vector<float> w(out * hidden);
+      for (std::size_t i = 0; i < w.size(); ++i) w[i] = float((i * 37) % 101) / 50.f - 1.f;
+      const auto q = quant::quantize_weights(r, w.data(), out, hidden, Elem::bf16);
+      const auto l = linear::gpu_pack::layout_of(r.weights, out, hidden, linear::gpu_pack::weight_operand(r, rows));
+      std::size_t packed = linear::gpu_pack::pack_codes(l, q.codes).size();
+      packed += r.weights == quant::WeightFormat::int4
+                    ? linear::gpu_pack::pack_group_params(q, l.padded_out(), Elem::bf16).size() * 4
+                    : linear::gpu_pack::pack_channel_scales(q, l.padded_out()).size() * 4;
+      EXPECT_EQ(weight_only_device_bytes(r, out, hidden, rows), packed) << name << " rows=" << rows;
+    }
 }
 
 TEST(QuantGpuPlan, AForcedSplitOfKMustGiveEverySplitAChunk) {

@@ -132,7 +132,7 @@ class CudaQuantLinear : public Impl, public QuantLinearOp {
       weight_bytes_ = q.codes.size() + q.scales.size() * sizeof(float);
       return;
     }
-    weight_only_.load(recipe_, q, scale_elem(), stream_);
+    weight_only_.load(recipe_, q, scale_elem(), shape_.rows, stream_);
     weight_bytes_ = weight_only_.weight_bytes();
   }
 

@@ -21,6 +21,7 @@ struct WeightOnlyArgs {
   std::int64_t M = 0, N = 0, K = 0;
   const std::uint8_t* codes = nullptr;     // packed (gpu_pack), 16-byte aligned
   std::int64_t n_tiles = 0, k_units = 0;   // of the packed layout
+  bool weights_a = false;                  // int4 as the mma's A operand (gpu_pack::Operand::a), M <= 8
   const float* channel_scale = nullptr;    // int8 / fp8: padded_out floats
   const std::uint32_t* group_params = nullptr;  // int4: [padded_out][K / group]
   int group = 0;                           // int4
@@ -41,8 +42,9 @@ int weight_only_chunk_k(int tile_rows);
 int weight_only_ksplit(std::int64_t K, int tile_rows, int want);
 // Whether the kernel runs `group` (int4): a multiple of 16 that divides the chunk.
 bool weight_only_takes_group(int group, int tile_rows);
-// Blocks the kernel would launch before split-K (n blocks x row blocks).
-std::int64_t weight_only_blocks(std::int64_t N, std::int64_t M, int tile_rows);
+// Blocks the kernel would launch before split-K (n blocks x row blocks) for n_tiles tiles of the
+// packed layout.
+std::int64_t weight_only_blocks(std::int64_t n_tiles, std::int64_t M, int tile_rows);
 void launch_weight_only(DType d, Codes c, int tile_rows, const WeightOnlyArgs& a, cudaStream_t s);
 // y = act(sum over splits of partial + bias), in d.
 void launch_split_reduce(DType d, const float* partial, int ksplit, std::int64_t M, std::int64_t N, const float* bias,

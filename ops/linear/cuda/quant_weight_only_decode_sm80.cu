@@ -114,16 +114,21 @@ __device__ inline float sum_shared(const T* p, int n) {
 
 // kUpper: rows 8..15 of the tile may hold x (M > 8). kGroupSteps (int4): the k16 steps of a
 // group where the launch knows them (groups of 32 and 64: 2 and 4), so that which steps end a
-// group is known at compile time; 0: tested at run time, every step.
-template <class T, Codes C, bool kUpper, int kGroupSteps>
+// group is known at compile time; 0: tested at run time, every step. kWeightsA (int4, M <= 8):
+// the codes are the mma's A operand, 16 channels a warp, and x's rows are B's columns
+// (gpu_pack::Operand::a): one mma takes 256 weights, not 128 of which 15/16 of the A rows are
+// zeros, so a weight costs half the mma, x loads, group ends and ring moves.
+template <class T, Codes C, bool kUpper, int kGroupSteps, bool kWeightsA>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnlyArgs a, int chunks_per_split) {
   constexpr bool kInt4 = C == Codes::int4;
+  static_assert(!kWeightsA || (kInt4 && !kUpper), "int4 at M <= 8 only");
   constexpr bool kTestEachStep = kInt4 && kGroupSteps == 0;  // past K and group ends, at run time
   constexpr int kChunk = gd::kChunkK;
   constexpr int kStride = gd::kXStride;  // x permuted per step: see gd::x_position
-  constexpr int kUnitK = kInt4 ? 128 : 64;
-  constexpr int kUnits = kChunk / kUnitK;  // per warp and chunk: 4 (int4) or 8
-  static_assert(kUnits == gd::chunk_work(kInt4).units_per_lane, "what decode_ksplit counts");
+  constexpr int kWarpN = kWeightsA ? gd::kTileNA : kTileN;  // channels a warp
+  constexpr int kUnitK = kInt4 && !kWeightsA ? 128 : 64;
+  constexpr int kUnits = kChunk / kUnitK;  // per warp and chunk: 4 (int4 as B) or 8
+  static_assert(kUnits == gd::chunk_work(kInt4, kWeightsA).units_per_lane, "what decode_ksplit counts");
   constexpr int kSteps = kUnitK / 16;
   static_assert(kGroupSteps == 0 || (kInt4 && kSteps % (kGroupSteps > 0 ? kGroupSteps : 1) == 0),
                 "whole groups a unit");
@@ -131,18 +136,22 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
   // Units a pass: the ring moves down once a pass (the H200's SASS, int4 one unit a pass: ~12 of a
   // unit's 177 instructions were those moves). Two for int4 too where M <= 8, but for groups of 32
   // (8 group ends a pass) and at M > 8, where two spill.
-  constexpr int kSpan = kInt4 && (kUpper || kGroupSteps == 2) ? 1 : 2;
+  constexpr int kSpan = kInt4 && !kWeightsA && (kUpper || kGroupSteps == 2) ? 1 : 2;
   static_assert(kRing % kSpan == 0 && kUnits % kSpan == 0, "whole passes");
-  constexpr int kGroups = kInt4 ? gd::kMaxGroupsPerChunk : 1;
+  // Group slots a chunk: its groups where kGroupSteps knows them (8 of 64), else as many as groups
+  // of 16 take (32 KB of parameters a block as A).
+  constexpr int kGroups = !kInt4 ? 1 : kGroupSteps > 0 ? kChunk / (16 * kGroupSteps) : gd::kMaxGroupsPerChunk;
   // bf16 int4: B holds 128 + code (see decode_int4_offset); the group's zero takes the 128.
   constexpr bool kOffsetInt4 = kInt4 && std::is_same_v<T, __nv_bfloat16>;
   constexpr float kCodeOffset = kOffsetInt4 ? kInt4Offset<T> : 0.f;
-  __shared__ __align__(16) T xs[gd::kRows][kStride];
-  __shared__ float xsum[kInt4 ? gd::kRows : 1][kGroups];
+  constexpr int kXRows = kUpper ? gd::kRows : gd::kRows / 2;  // rows of x a block reads
+  __shared__ __align__(16) T xs[kXRows][kStride];
+  // [group][row]: with weights as A a lane reads rows 2t, 2t + 1 of a group in one load.
+  __shared__ __align__(8) float xsum[kGroups][kInt4 ? kXRows : 1];
   // int4: each (scale, zero + kCodeOffset) as two floats, converted once when copied: a group end
   // reads its lane's two channels' four in one 16-byte load (the H200's SASS had an 8-byte load,
   // four conversions and two additions at each).
-  __shared__ __align__(16) float2 params[kInt4 ? kWarps * kGroups * kTileN : 1];
+  __shared__ __align__(16) float2 params[kInt4 ? kWarps * kGroups * kWarpN : 1];
 
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int g = lane / 4, t = lane % 4;
@@ -183,13 +192,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
 #pragma unroll
   for (int b = 0; b < kRing; ++b) ring[b] = active && b < n_units ? load_unit(wp + b * 32) : make_uint4(0, 0, 0, 0);
 
-  // Rows M..15 of xs (8..15 are never read where !kUpper) are zero for the whole kernel, written
-  // with the codes in flight: staging writes only rows < M, and the A fragments read every row
-  // without a per-lane test. 16-byte stores (a row is 65 of them).
-  constexpr int kTileRows = kUpper ? gd::kRows : gd::kRows / 2;
+  // Rows M..kXRows-1 of xs are zero for the whole kernel, written with the codes in flight:
+  // staging writes only rows < M, and the x fragments read every row without a per-lane test.
+  // 16-byte stores (a row is 66 of them). Their group sums are never written: with weights as B
+  // they are not read (lo, hi), as A they only reach outputs of rows >= M, which are not stored.
   constexpr int kRowVecs = kStride * static_cast<int>(sizeof(T)) / 16;
   static_assert(kRowVecs * 16 == kStride * static_cast<int>(sizeof(T)), "rows of whole 16-byte units");
-  for (int i = rows * kRowVecs + static_cast<int>(threadIdx.x); i < kTileRows * kRowVecs; i += kThreads)
+  for (int i = rows * kRowVecs + static_cast<int>(threadIdx.x); i < kXRows * kRowVecs; i += kThreads)
     reinterpret_cast<uint4*>(&xs[0][0])[i] = make_uint4(0, 0, 0, 0);
 
   const int my_chunks = static_cast<int>(c_end - c_begin);
@@ -220,8 +229,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
       }
     }
     if constexpr (kInt4) {
-      for (int i = static_cast<int>(threadIdx.x); i < kWarps * kTileN * groups_per_chunk; i += kThreads) {
-        const gd::ParamCopy p = gd::param_copy(i, groups_per_chunk, nt0, a.n_tiles, groups_per_row, k0 >> group_shift);
+      for (int i = static_cast<int>(threadIdx.x); i < kWarps * kWarpN * groups_per_chunk; i += kThreads) {
+        const gd::ParamCopy p =
+            gd::param_copy(i, groups_per_chunk, nt0, a.n_tiles, groups_per_row, k0 >> group_shift, kWarpN, kGroups);
         const std::uint32_t word = p.src >= 0 ? __ldg(a.group_params + p.src) : 0u;  // 0: scale 0
         params[p.smem] = make_float2(half_bits_to_float<T>(word), half_bits_to_float<T>(word >> 16) + kCodeOffset);
         // The next chunk's word of this entry: its copy, after that chunk's barrier, then waits
@@ -237,7 +247,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
         const int i = base + lane;
         float s = i < slots ? sum_shared(&xs[gd::xsum_row(xp, i)][gd::xsum_k(xp, i)], xp.per) : 0.f;
         for (int o = xp.lanes / 2; o > 0; o /= 2) s += __shfl_xor_sync(0xFFFFFFFFu, s, o);
-        if (i < slots && gd::xsum_writes(xp, lane)) xsum[gd::xsum_row(xp, i)][gd::xsum_group(xp, i)] = s;
+        if (i < slots && gd::xsum_writes(xp, lane)) xsum[gd::xsum_group(xp, i)][gd::xsum_row(xp, i)] = s;
       }
       __syncthreads();
     }
@@ -269,18 +279,27 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
           const int kk = (j0 + s) * kUnitK + st * 16;  // k of the step within the chunk
           if constexpr (kTestEachStep)
             if (kk >= k_left) continue;
-          std::uint32_t b0, b1;
-          if constexpr (kOffsetInt4)
-            decode_int4_offset<T>(w, st, b0, b1);
-          else
-            decode<T, C>(w, st, b0, b1);
           const uint2 f0 = *reinterpret_cast<const uint2*>(xa0 + kk);  // row g: k 2t, 2t + 1 | 2t + 8, 2t + 9
-          const uint2 f1 = kUpper ? *reinterpret_cast<const uint2*>(xa0 + 8 * kStride + kk) : make_uint2(0, 0);
-          const std::uint32_t af[4] = {f0.x, f1.x, f0.y, f1.y};
-          if constexpr (kInt4)
-            mma<T>(gacc, af, b0, b1);
-          else
-            mma<T>(acc, af, b0, b1);
+          if constexpr (kWeightsA) {
+            // Word st holds the step's A fragments a_i in nibbles i, i + 4; x's row g is B's column g.
+            std::uint32_t wa[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+              wa[i] = kOffsetInt4 ? int4_pair_offset<T>(w[st] >> (4 * i)) : int4_pair<T>(w[st] >> (4 * i));
+            mma<T>(gacc, wa, f0.x, f0.y);
+          } else {
+            std::uint32_t b0, b1;
+            if constexpr (kOffsetInt4)
+              decode_int4_offset<T>(w, st, b0, b1);
+            else
+              decode<T, C>(w, st, b0, b1);
+            const uint2 f1 = kUpper ? *reinterpret_cast<const uint2*>(xa0 + 8 * kStride + kk) : make_uint2(0, 0);
+            const std::uint32_t af[4] = {f0.x, f1.x, f0.y, f1.y};
+            if constexpr (kInt4)
+              mma<T>(gacc, af, b0, b1);
+            else
+              mma<T>(acc, af, b0, b1);
+          }
           if constexpr (kInt4) {
             // Not the group's last step: a constant where kGroupSteps is (st is unrolled).
             if constexpr (kTestEachStep) {
@@ -289,14 +308,25 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
               continue;
             }
             const int q = kk >> group_shift;
-            const float4 p = *reinterpret_cast<const float4*>(&params[gd::param_smem(warp, q, 2 * t)]);
+            if constexpr (kWeightsA) {
+              // Accumulator e: channel g (+8 for e >= 2), row 2t (+1 for odd e).
+              const float4 p = *reinterpret_cast<const float4*>(&params[gd::param_smem(warp, q, g, kWarpN, kGroups)]);
+              const float2 xr = *reinterpret_cast<const float2*>(&xsum[q][2 * t]);
+              acc[0] += p.x * (gacc[0] - p.y * xr.x);
+              acc[1] += p.x * (gacc[1] - p.y * xr.y);
+              acc[2] += p.z * (gacc[2] - p.w * xr.x);
+              acc[3] += p.z * (gacc[3] - p.w * xr.y);
+              gacc[0] = gacc[1] = gacc[2] = gacc[3] = 0.f;
+              continue;
+            }
+            const float4 p = *reinterpret_cast<const float4*>(&params[gd::param_smem(warp, q, 2 * t, kTileN, kGroups)]);
             const float s0 = p.x, z0 = p.y, s1 = p.z, z1 = p.w;
-            const float xa = lo ? xsum[g][q] : 0.f;
+            const float xa = lo ? xsum[q][g] : 0.f;
             acc[0] += s0 * (gacc[0] - z0 * xa);
             acc[1] += s1 * (gacc[1] - z1 * xa);
             gacc[0] = gacc[1] = 0.f;
             if constexpr (kUpper) {  // rows g + 8 (x * 0 is no constant the compiler may fold)
-              const float xb = hi ? xsum[g + 8][q] : 0.f;
+              const float xb = hi ? xsum[q][g + 8] : 0.f;
               acc[2] += s0 * (gacc[2] - z0 * xb);
               acc[3] += s1 * (gacc[3] - z1 * xb);
               gacc[2] = gacc[3] = 0.f;
@@ -306,13 +336,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
       }
     }
   }
-  // Accumulator e: row g (+8 for e >= 2), channel 2t (+1 for odd e) of the n-tile.
+  // Accumulator e: row g (+8 for e >= 2), channel 2t (+1 for odd e) of the n-tile; with weights
+  // as A channel g (+8 for e >= 2), row 2t (+1 for odd e).
   T* y = static_cast<T*>(a.y);
   if (active) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const std::int64_t m = m0 + g + (e >= 2 ? 8 : 0);
-      const std::int64_t c = nt * kTileN + 2 * t + (e & 1);
+      const int hi_e = e >= 2 ? 8 : 0, odd_e = e & 1;
+      const std::int64_t m = m0 + (kWeightsA ? 2 * t + odd_e : g + hi_e);
+      const std::int64_t c = nt * kWarpN + (kWeightsA ? g + hi_e : 2 * t + odd_e);
       if (m >= a.M || c >= a.N) continue;
       float v = acc[e];
       if constexpr (!kInt4) v *= a.channel_scale[c];
@@ -338,9 +370,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
   }
   __syncthreads();
   if (!last) return;
-  constexpr int kCols = kWarps * kTileN;
+  constexpr int kCols = kWarps * kWarpN;
   for (int i = static_cast<int>(threadIdx.x); i < rows * kCols; i += kThreads) {
-    const std::int64_t m = m0 + i / kCols, c = nt0 * kTileN + i % kCols;
+    const std::int64_t m = m0 + i / kCols, c = nt0 * kWarpN + i % kCols;
     if (c >= a.N) continue;
     // kBatch partials in flight at once (these are L2 round trips, one after another when the
     // compiler unrolled by 4), summed in split order as before.
@@ -361,10 +393,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
 
 template <class T, Codes C, int kGroupSteps>
 void launch_rows(dim3 grid, const WeightOnlyArgs& a, int per_split, cudaStream_t s) {
+  if constexpr (C == Codes::int4)
+    if (a.weights_a) return decode_kernel<T, C, false, kGroupSteps, true><<<grid, kThreads, 0, s>>>(a, per_split);
   if (a.M <= gd::kRows / 2)
-    decode_kernel<T, C, false, kGroupSteps><<<grid, kThreads, 0, s>>>(a, per_split);
+    decode_kernel<T, C, false, kGroupSteps, false><<<grid, kThreads, 0, s>>>(a, per_split);
   else
-    decode_kernel<T, C, true, kGroupSteps><<<grid, kThreads, 0, s>>>(a, per_split);
+    decode_kernel<T, C, true, kGroupSteps, false><<<grid, kThreads, 0, s>>>(a, per_split);
 }
 
 template <class T, Codes C>

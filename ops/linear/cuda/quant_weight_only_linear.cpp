@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
 #include <vector>
 
 #include <fmt/format.h>
@@ -35,9 +36,10 @@ void upload_vector(cuda::DeviceBuffer& dst, const std::vector<V>& v, cudaStream_
 
 }  // namespace
 
-void WeightOnlyLinear::load(const quant::Recipe& r, const quant::QuantizedWeights& q, Elem scale_elem, cudaStream_t s) {
+void WeightOnlyLinear::load(const quant::Recipe& r, const quant::QuantizedWeights& q, Elem scale_elem, std::size_t rows,
+                            cudaStream_t s) {
   recipe_ = r;
-  layout_ = gpu_pack::layout_of(r.weights, q.out, q.hidden);
+  layout_ = gpu_pack::layout_of(r.weights, q.out, q.hidden, gpu_pack::weight_operand(r, rows));
   upload_vector(codes_, gpu_pack::pack_codes(layout_, q.codes), s);
   weight_bytes_ = layout_.bytes();
   if (r.weights == quant::WeightFormat::int4) {
@@ -62,10 +64,13 @@ WeightOnlyLinear WeightOnlyLinear::copy_weights(cudaStream_t s) const {
 }
 
 void WeightOnlyLinear::plan(std::size_t rows, int sms, int ksplit) {
+  if (gpu_pack::weight_operand(recipe_, rows) != layout_.operand)
+    throw std::logic_error(fmt::format("WeightOnlyLinear: packed for another number of rows than {}", rows));
   rows_ = rows;
   tile_rows_ = tile_rows_for(recipe_, rows);
+  const bool weights_a = layout_.operand == gpu_pack::Operand::a;
   const std::int64_t blocks =
-      weight_only_blocks(static_cast<std::int64_t>(layout_.out), static_cast<std::int64_t>(rows), tile_rows_);
+      weight_only_blocks(static_cast<std::int64_t>(layout_.n_tiles), static_cast<std::int64_t>(rows), tile_rows_);
   const std::size_t per_split = rows * layout_.out * sizeof(float);
   const std::int64_t max_splits = max_splits_for(rows, layout_.out);
   if (ksplit > 0) {
@@ -74,7 +79,7 @@ void WeightOnlyLinear::plan(std::size_t rows, int sms, int ksplit) {
     // Decode: the split that takes the fewest memory round trips (quant_gpu_decode.hpp).
     ksplit_ = gpu_decode::decode_ksplit(
         blocks, gpu_decode::chunk_count(static_cast<std::int64_t>(layout_.hidden), weight_only_chunk_k(16)), sms,
-        max_splits, gpu_decode::chunk_work(recipe_.weights == quant::WeightFormat::int4));
+        max_splits, gpu_decode::chunk_work(recipe_.weights == quant::WeightFormat::int4, weights_a));
   } else {
     // Few blocks: split K until about 4 blocks per SM, within the partials' budget.
     const std::int64_t target = 4 * static_cast<std::int64_t>(sms);
@@ -101,6 +106,7 @@ void WeightOnlyLinear::launch(DType d, const void* x, const float* bias, tensor:
                       .codes = static_cast<const std::uint8_t*>(codes_.data()),
                       .n_tiles = static_cast<std::int64_t>(layout_.n_tiles),
                       .k_units = static_cast<std::int64_t>(layout_.k_units),
+                      .weights_a = layout_.operand == gpu_pack::Operand::a,
                       .channel_scale = int4 ? nullptr : static_cast<const float*>(scales_.data()),
                       .group_params = int4 ? static_cast<const std::uint32_t*>(scales_.data()) : nullptr,
                       .group = static_cast<int>(recipe_.group),
@@ -118,9 +124,10 @@ std::string WeightOnlyLinear::kernel() const {
   const char* codes = recipe_.weights == quant::WeightFormat::int4 ? "int4 (group scale and zero)"
                       : recipe_.fp8()                               ? "fp8 e4m3"
                                                                     : "int8";
-  return fmt::format("weight-only mma.sync m16n8k16, {} codes decoded in registers, {}-row tiles, k chunks of {}, "
+  return fmt::format("weight-only mma.sync m16n8k16, {} codes decoded in registers{}, {}-row tiles, k chunks of {}, "
                      "split-K {}{}",
-                     codes, tile_rows_, weight_only_chunk_k(tile_rows_), ksplit_,
+                     codes, layout_.operand == gpu_pack::Operand::a ? " as the A operand (16 channels a warp)" : "",
+                     tile_rows_, weight_only_chunk_k(tile_rows_), ksplit_,
                      ksplit_ == 1       ? " (bias and activation in the GEMM)"
                      : tile_rows_ == 16 ? " (the last split of each tile sums them, with bias and activation)"
                                         : " (+ reduce kernel with bias and activation)");

@@ -219,8 +219,7 @@ int weight_only_ksplit(std::int64_t K, int tile_rows, int want) {
   return static_cast<int>((n_chunks + per_split - 1) / per_split);
 }
 
-std::int64_t weight_only_blocks(std::int64_t N, std::int64_t M, int tile_rows) {
-  const std::int64_t n_tiles = (N + kTileN - 1) / kTileN;
+std::int64_t weight_only_blocks(std::int64_t n_tiles, std::int64_t M, int tile_rows) {
   return (n_tiles + kWarps - 1) / kWarps * ((M + tile_rows - 1) / tile_rows);
 }
 

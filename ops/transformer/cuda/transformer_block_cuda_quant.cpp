@@ -62,7 +62,7 @@ class CudaQuantBlock : public BlockCudaBase<QuantTransformerBlockOp> {
     const auto recipe = recipe_of_case(case_);
     const auto host = host_inputs();
     for (std::size_t i = 0; i < proj_.size(); ++i) {
-      proj_[i].load(recipe, quantized_weights(host, kWeights[i]), scale_elem(), stream());
+      proj_[i].load(recipe, quantized_weights(host, kWeights[i]), scale_elem(), s.rows(), stream());
       if (first) proj_[i].plan(s.rows(), p.multiProcessorCount);
     }
     if (!first) return;
