@@ -4,17 +4,17 @@
 
 #include <cstring>
 #include <random>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "opmeter/registry.hpp"
 #include "engine/runner.hpp"
+#include "opmeter/dtype.hpp"
+#include "opmeter/registry.hpp"
 #include "ops/linear/quant_gpu_decode.hpp"
 #include "ops/linear/quant_gpu_pack.hpp"
-#include "opmeter/dtype.hpp"
 #include "tests/case_problem.hpp"
 #include "tests/gpu_op_sweep.hpp"
 #include "tests/quick_options.hpp"
@@ -76,7 +76,8 @@ TEST(QuantGpuPack, LanesHoldTheirMmaFragment) {
 }
 
 TEST(QuantGpuPack, EveryWeightHasItsOwnPlace) {
-  for (auto [f, operand] : {std::pair{quant::WeightFormat::int8, gp::Operand::b}, {quant::WeightFormat::int4, gp::Operand::b},
+  for (auto [f, operand] : {std::pair{quant::WeightFormat::int8, gp::Operand::b},
+                            {quant::WeightFormat::int4, gp::Operand::b},
                             {quant::WeightFormat::int4, gp::Operand::a}}) {
     const auto l = gp::layout_of(f, 19, 256, operand);
     std::vector<int> seen(l.bytes() * 2, 0);
@@ -95,8 +96,10 @@ TEST(QuantGpuPack, PackThenUnpackGivesTheCanonicalCodes) {
   struct Shape {
     std::size_t out, hidden;
   };
-  for (auto [f, operand] : {std::pair{quant::WeightFormat::int8, gp::Operand::b}, {quant::WeightFormat::fp8, gp::Operand::b},
-                            {quant::WeightFormat::int4, gp::Operand::b}, {quant::WeightFormat::int4, gp::Operand::a}})
+  for (auto [f, operand] : {std::pair{quant::WeightFormat::int8, gp::Operand::b},
+                            {quant::WeightFormat::fp8, gp::Operand::b},
+                            {quant::WeightFormat::int4, gp::Operand::b},
+                            {quant::WeightFormat::int4, gp::Operand::a}})
     for (auto sh : {Shape{1, 64}, Shape{33, 320}, Shape{8, 128}, Shape{13, 77}}) {
       if (f == quant::WeightFormat::int4 && sh.hidden % 2) continue;
       const auto l = gp::layout_of(f, sh.out, sh.hidden, operand);
@@ -243,8 +246,11 @@ TEST(QuantLinearCuda, EveryRecipeIsCorrectOnAGpu) {
                        {"linear", 2, 1601, 40}};
   // int4 at M <= 8 runs its weights as the mma's A operand (tiles of 16 channels): 33 and 41
   // channels end in a partial tile, 1536 splits K in 3 chunks.
-  const Shape int4[] = {{"linear", 1, 128, 33}, {"ln_linear_gelu", 5, 256, 41}, {"linear", 70, 640, 17},
-                        {"linear", 9, 2048, 72}, {"linear", 8, 1536, 24}};
+  const Shape int4[] = {{"linear", 1, 128, 33},
+                        {"ln_linear_gelu", 5, 256, 41},
+                        {"linear", 70, 640, 17},
+                        {"linear", 9, 2048, 72},
+                        {"linear", 8, 1536, 24}};
   const Shape dyn[] = {{"linear", 1, 64, 40}, {"ln_linear_relu", 3, 192, 24}, {"linear", 37, 256, 72}};
   auto check = [](const Shape& s, const std::string& dtype, const std::string& recipe) {
     const std::string act = std::string(s.op) == "linear" ? ",act=gelu" : "";

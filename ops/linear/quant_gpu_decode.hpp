@@ -119,8 +119,9 @@ struct ParamCopy {
   int smem = 0;
   std::int64_t src = -1, next = -1;
 };
-OPMETER_DECODE_HD inline ParamCopy param_copy(int i, int groups_per_chunk, std::int64_t first_n_tile, std::int64_t n_tiles,
-                                              std::int64_t groups_per_row, std::int64_t first_group, int tile_n = kTileN,
+OPMETER_DECODE_HD inline ParamCopy param_copy(int i, int groups_per_chunk, std::int64_t first_n_tile,
+                                              std::int64_t n_tiles, std::int64_t groups_per_row,
+                                              std::int64_t first_group, int tile_n = kTileN,
                                               int slots = kMaxGroupsPerChunk) {
   const int ch = i / groups_per_chunk, q = i % groups_per_chunk, warp = ch / tile_n, c = ch % tile_n;
   const std::int64_t nt = first_n_tile + warp, gi = first_group + q;

@@ -81,47 +81,49 @@ TEST(QuantGpuDecode, EachLaneReadsItsChannelsGroupParamsFromTheCopy) {
   const int per_chunk = gd::kChunkK / 64;
   // Room for every group size's groups, or for a chunk's 8 (groups of 64 known to the kernel).
   for (const int slots : {gd::kMaxGroupsPerChunk, per_chunk})
-  for (const int tile_n : {gd::kTileN, gd::kTileNA}) {
-    const std::size_t n_tiles = (q.out + tile_n - 1) / tile_n;
-    const auto words = gp::pack_group_params(q, n_tiles * tile_n, Elem::bf16);
-    for (std::int64_t chunk = 0; chunk < 3; ++chunk) {
-      std::vector<std::uint32_t> smem(gd::kWarps * slots * tile_n, 0xDEADBEEFu);
-      std::vector<int> stores(smem.size(), 0);
-      const int copies = gd::kWarps * tile_n * per_chunk;
-      for (int i = 0; i < copies; ++i) {
-        const auto c = gd::param_copy(i, per_chunk, 0, n_tiles, groups, chunk * per_chunk, tile_n, slots);
-        ASSERT_GE(c.smem, 0);
-        ASSERT_LT(std::size_t(c.smem), smem.size());
-        smem[c.smem] = c.src >= 0 ? words.at(c.src) : 0u;
-        ++stores[c.smem];
-        if (i + 1 < copies && (i + 1) % per_chunk != 0 && c.src >= 0) {  // coalesced: the next group
-          EXPECT_EQ(gd::param_copy(i + 1, per_chunk, 0, n_tiles, groups, chunk * per_chunk, tile_n, slots).src, c.src + 1);
+    for (const int tile_n : {gd::kTileN, gd::kTileNA}) {
+      const std::size_t n_tiles = (q.out + tile_n - 1) / tile_n;
+      const auto words = gp::pack_group_params(q, n_tiles * tile_n, Elem::bf16);
+      for (std::int64_t chunk = 0; chunk < 3; ++chunk) {
+        std::vector<std::uint32_t> smem(gd::kWarps * slots * tile_n, 0xDEADBEEFu);
+        std::vector<int> stores(smem.size(), 0);
+        const int copies = gd::kWarps * tile_n * per_chunk;
+        for (int i = 0; i < copies; ++i) {
+          const auto c = gd::param_copy(i, per_chunk, 0, n_tiles, groups, chunk * per_chunk, tile_n, slots);
+          ASSERT_GE(c.smem, 0);
+          ASSERT_LT(std::size_t(c.smem), smem.size());
+          smem[c.smem] = c.src >= 0 ? words.at(c.src) : 0u;
+          ++stores[c.smem];
+          if (i + 1 < copies && (i + 1) % per_chunk != 0 && c.src >= 0) {  // coalesced: the next group
+            EXPECT_EQ(gd::param_copy(i + 1, per_chunk, 0, n_tiles, groups, chunk * per_chunk, tile_n, slots).src,
+                      c.src + 1);
+          }
+          // What it prefetches is what the same entry copies for the next chunk; none past K (3 chunks).
+          const auto later = gd::param_copy(i, per_chunk, 0, n_tiles, groups, (chunk + 1) * per_chunk, tile_n, slots);
+          EXPECT_EQ(c.next, chunk + 1 < 3 ? later.src : -1) << "entry " << i << " chunk " << chunk;
         }
-        // What it prefetches is what the same entry copies for the next chunk; none past K (3 chunks).
-        const auto later = gd::param_copy(i, per_chunk, 0, n_tiles, groups, (chunk + 1) * per_chunk, tile_n, slots);
-        EXPECT_EQ(c.next, chunk + 1 < 3 ? later.src : -1) << "entry " << i << " chunk " << chunk;
+        // A lane (g, t) reads two neighbouring entries: channels 2t, 2t + 1 of its warp's tile as B,
+        // channels g, g + 8 as A (mma fragments' channels, from PTX's m16n8k16 layouts).
+        for (int w = 0; w < gd::kWarps; ++w)
+          for (int gq = 0; gq < per_chunk; ++gq)
+            for (int lane = 0; lane < gd::kLanes; ++lane)
+              for (int e = 0; e < 2; ++e) {
+                const int g = lane / 4, t = lane % 4;
+                const int first = tile_n == gd::kTileNA ? g : 2 * t,
+                          channel = tile_n == gd::kTileNA ? g + 8 * e : 2 * t + e;
+                const int at = gd::param_smem(w, gq, first, tile_n, slots) + e;
+                EXPECT_EQ(stores[at], 1);
+                const std::size_t j = std::size_t(w) * tile_n + channel, gi = std::size_t(chunk * per_chunk + gq);
+                const std::uint32_t want = j < q.out ? std::uint32_t{to_bf16(q.scales[j * groups + gi])} |
+                                                           std::uint32_t{to_bf16(q.zeros[j * groups + gi])} << 16
+                                                     : 0u;
+                EXPECT_EQ(smem[at], want) << "slots " << slots << " tile " << tile_n << " warp " << w << " group " << gq
+                                          << " lane " << lane << " +" << e;
+              }
       }
-      // A lane (g, t) reads two neighbouring entries: channels 2t, 2t + 1 of its warp's tile as B,
-      // channels g, g + 8 as A (mma fragments' channels, from PTX's m16n8k16 layouts).
-      for (int w = 0; w < gd::kWarps; ++w)
-        for (int gq = 0; gq < per_chunk; ++gq)
-          for (int lane = 0; lane < gd::kLanes; ++lane)
-            for (int e = 0; e < 2; ++e) {
-              const int g = lane / 4, t = lane % 4;
-              const int first = tile_n == gd::kTileNA ? g : 2 * t, channel = tile_n == gd::kTileNA ? g + 8 * e : 2 * t + e;
-              const int at = gd::param_smem(w, gq, first, tile_n, slots) + e;
-              EXPECT_EQ(stores[at], 1);
-              const std::size_t j = std::size_t(w) * tile_n + channel, gi = std::size_t(chunk * per_chunk + gq);
-              const std::uint32_t want = j < q.out ? std::uint32_t{to_bf16(q.scales[j * groups + gi])} |
-                                                         std::uint32_t{to_bf16(q.zeros[j * groups + gi])} << 16
-                                                   : 0u;
-              EXPECT_EQ(smem[at], want) << "slots " << slots << " tile " << tile_n << " warp " << w << " group " << gq << " lane " << lane
-                                        << " +" << e;
-            }
+      // A group past K (the last chunk of a K that is not a multiple of the chunk) copies a zero.
+      EXPECT_EQ(gd::param_copy(0, per_chunk, 0, n_tiles, groups, std::int64_t(groups), tile_n).src, -1);
     }
-    // A group past K (the last chunk of a K that is not a multiple of the chunk) copies a zero.
-    EXPECT_EQ(gd::param_copy(0, per_chunk, 0, n_tiles, groups, std::int64_t(groups), tile_n).src, -1);
-  }
 }
 
 // The kernel's int8 -> bf16 decode: bf16(high) - bf16(low) is the code for every stored byte,

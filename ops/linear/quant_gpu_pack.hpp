@@ -42,7 +42,7 @@ struct Layout {
   quant::WeightFormat format = quant::WeightFormat::int8;
   Operand operand = Operand::b;
   std::size_t out = 0, hidden = 0;
-  std::size_t unit_k = 64;  // k per unit: 64 (8-bit codes, int4 as A) or 128 (int4 as B)
+  std::size_t unit_k = 64;      // k per unit: 64 (8-bit codes, int4 as A) or 128 (int4 as B)
   std::size_t tile_n = kTileN;  // output channels per tile: 8, or 16 as A
   std::size_t n_tiles = 0, k_units = 0;
   std::size_t bytes() const { return n_tiles * k_units * kUnitBytes; }

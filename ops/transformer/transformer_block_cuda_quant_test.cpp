@@ -94,7 +94,8 @@ TEST(TransformerBlockCudaQuant, IsCorrectOnAGpuWithTheCpuImplsSqnr) {
       const auto rec = *quant::parse_recipe(recipe);
       double bytes = 0;
       for (auto& [out, in] : shapes)
-        bytes += double(linear::gpu_pack::weight_only_device_bytes(rec, std::size_t(out), std::size_t(in), std::size_t(2 * seq)));  // batch=2
+        bytes += double(linear::gpu_pack::weight_only_device_bytes(rec, std::size_t(out), std::size_t(in),
+                                                                   std::size_t(2 * seq)));  // batch=2
       EXPECT_EQ(metric(r, "weight_bytes"), bytes) << kase;
     }
 }

@@ -289,16 +289,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
             mma<T>(gacc, wa, f0.x, f0.y);
           } else {
             std::uint32_t b0, b1;
-            if constexpr (kOffsetInt4)
-              decode_int4_offset<T>(w, st, b0, b1);
-            else
-              decode<T, C>(w, st, b0, b1);
+            if constexpr (kOffsetInt4) decode_int4_offset<T>(w, st, b0, b1);
+            else decode<T, C>(w, st, b0, b1);
             const uint2 f1 = kUpper ? *reinterpret_cast<const uint2*>(xa0 + 8 * kStride + kk) : make_uint2(0, 0);
             const std::uint32_t af[4] = {f0.x, f1.x, f0.y, f1.y};
-            if constexpr (kInt4)
-              mma<T>(gacc, af, b0, b1);
-            else
-              mma<T>(acc, af, b0, b1);
+            if constexpr (kInt4) mma<T>(gacc, af, b0, b1);
+            else mma<T>(acc, af, b0, b1);
           }
           if constexpr (kInt4) {
             // Not the group's last step: a constant where kGroupSteps is (st is unrolled).
@@ -395,10 +391,8 @@ template <class T, Codes C, int kGroupSteps>
 void launch_rows(dim3 grid, const WeightOnlyArgs& a, int per_split, cudaStream_t s) {
   if constexpr (C == Codes::int4)
     if (a.weights_a) return decode_kernel<T, C, false, kGroupSteps, true><<<grid, kThreads, 0, s>>>(a, per_split);
-  if (a.M <= gd::kRows / 2)
-    decode_kernel<T, C, false, kGroupSteps, false><<<grid, kThreads, 0, s>>>(a, per_split);
-  else
-    decode_kernel<T, C, true, kGroupSteps, false><<<grid, kThreads, 0, s>>>(a, per_split);
+  if (a.M <= gd::kRows / 2) decode_kernel<T, C, false, kGroupSteps, false><<<grid, kThreads, 0, s>>>(a, per_split);
+  else decode_kernel<T, C, true, kGroupSteps, false><<<grid, kThreads, 0, s>>>(a, per_split);
 }
 
 template <class T, Codes C>
