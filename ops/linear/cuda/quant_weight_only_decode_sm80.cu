@@ -53,6 +53,10 @@
 //   bf16: int8 131 -> 109, int4 with groups of 64 147 -> 103, of 32 185 -> 142. The group
 //   sums' slots are constants for groups of 32 and 64. ptxas spills only in fp16 int4 with groups
 //   of 32 at M > 8 (4-8 bytes, sm_80 to sm_90). Not yet run on a GPU.
+// - At M = 1 with the weights as B, 15 of the mma's 16 A rows are zeros: a weight costs 1/128 of
+//   an mma, an x load and a ring move. int4 at M <= 8 now takes its weights as A (kWeightsA: 16
+//   channels a warp, x's rows as B's columns, gpu_pack::Operand::a): PTX (movs aside) of the step
+//   loop per 1024 weights, bf16: groups of 64 76 -> 47, of 32 92 -> 61. Not yet run on a GPU.
 // Index arithmetic (xsum slots, parameter copies, split ranges, ksplit) is ops/linear/
 // quant_gpu_decode.hpp's, tested on the CPU; the decoding and mma step are quant_weight_only.cuh's,
 // shared with the 64-row kernel.
@@ -194,12 +198,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
 
   // Rows M..kXRows-1 of xs are zero for the whole kernel, written with the codes in flight:
   // staging writes only rows < M, and the x fragments read every row without a per-lane test.
-  // 16-byte stores (a row is 66 of them). Their group sums are never written: with weights as B
-  // they are not read (lo, hi), as A they only reach outputs of rows >= M, which are not stored.
+  // 16-byte stores (a row is 66 of them). So are their group sums, which the staging does not
+  // write either (with weights as A a lane reads rows 2t, 2t + 1 whatever M).
   constexpr int kRowVecs = kStride * static_cast<int>(sizeof(T)) / 16;
   static_assert(kRowVecs * 16 == kStride * static_cast<int>(sizeof(T)), "rows of whole 16-byte units");
   for (int i = rows * kRowVecs + static_cast<int>(threadIdx.x); i < kXRows * kRowVecs; i += kThreads)
     reinterpret_cast<uint4*>(&xs[0][0])[i] = make_uint4(0, 0, 0, 0);
+  if constexpr (kInt4)
+    for (int i = static_cast<int>(threadIdx.x); i < kGroups * kXRows; i += kThreads) xsum[i / kXRows][i % kXRows] = 0.f;
 
   const int my_chunks = static_cast<int>(c_end - c_begin);
 #pragma unroll 1
