@@ -78,7 +78,8 @@ TEST(QuantGpuPack, LanesHoldTheirMmaFragment) {
 TEST(QuantGpuPack, EveryWeightHasItsOwnPlace) {
   for (auto [f, operand] : {std::pair{quant::WeightFormat::int8, gp::Operand::b},
                             {quant::WeightFormat::int4, gp::Operand::b},
-                            {quant::WeightFormat::int4, gp::Operand::a}}) {
+                            {quant::WeightFormat::int4, gp::Operand::a},
+                            {quant::WeightFormat::int8, gp::Operand::a}}) {
     const auto l = gp::layout_of(f, 19, 256, operand);
     std::vector<int> seen(l.bytes() * 2, 0);
     for (std::size_t j = 0; j < l.out; ++j)
@@ -99,7 +100,8 @@ TEST(QuantGpuPack, PackThenUnpackGivesTheCanonicalCodes) {
   for (auto [f, operand] : {std::pair{quant::WeightFormat::int8, gp::Operand::b},
                             {quant::WeightFormat::fp8, gp::Operand::b},
                             {quant::WeightFormat::int4, gp::Operand::b},
-                            {quant::WeightFormat::int4, gp::Operand::a}})
+                            {quant::WeightFormat::int4, gp::Operand::a},
+                            {quant::WeightFormat::int8, gp::Operand::a}})
     for (auto sh : {Shape{1, 64}, Shape{33, 320}, Shape{8, 128}, Shape{13, 77}}) {
       if (f == quant::WeightFormat::int4 && sh.hidden % 2) continue;
       const auto l = gp::layout_of(f, sh.out, sh.hidden, operand);
@@ -112,13 +114,39 @@ TEST(QuantGpuPack, PackThenUnpackGivesTheCanonicalCodes) {
     }
 }
 
-TEST(QuantGpuPack, Int4AsTheAOperandPadsChannelsToSixteenAndKToSixtyFour) {
+TEST(QuantGpuPack, AsTheAOperandChannelsPadToSixteen) {
   const auto l = gp::layout_of(quant::WeightFormat::int4, 33, 320, gp::Operand::a);
   EXPECT_EQ(l.n_tiles, 3u);
   EXPECT_EQ(l.k_units, 5u);  // 64 k per unit
   EXPECT_EQ(l.padded_out(), 48u);
   EXPECT_EQ(l.bytes(), 3u * 5u * 512u);
-  EXPECT_THROW(gp::layout_of(quant::WeightFormat::int8, 8, 64, gp::Operand::a), std::invalid_argument);
+  const auto l8 = gp::layout_of(quant::WeightFormat::int8, 33, 320, gp::Operand::a);
+  EXPECT_EQ(l8.k_units, 10u);  // 32 k per unit: one m16n8k32 step
+  EXPECT_EQ(l8.bytes(), 3u * 10u * 512u);
+  EXPECT_FALSE(l8.int8_offset());
+  EXPECT_TRUE(gp::layout_of(quant::WeightFormat::int8, 33, 320).int8_offset());
+  EXPECT_THROW(gp::layout_of(quant::WeightFormat::fp8, 8, 64, gp::Operand::a), std::invalid_argument);
+}
+
+// int8 as A: each lane's 16 bytes of a unit are its m16n8k32 A fragment (PTX: a0 = row g, k
+// 4t .. 4t + 3; a1 = row g + 8; a2 = row g, k 16 + 4t ..; a3 = row g + 8, those k), rows being
+// output channels, the codes as they are. Checked against the canonical codes.
+TEST(QuantGpuPack, Int8AsTheAOperandIsEachLanesFragmentAsStored) {
+  const std::size_t out = 40, hidden = 96;  // a partial third tile; 3 units
+  const auto l = gp::layout_of(quant::WeightFormat::int8, out, hidden, gp::Operand::a);
+  const auto canonical = random_bytes(out * hidden, 13);
+  const auto packed = gp::pack_codes(l, canonical);
+  for (std::size_t tile = 0; tile < l.n_tiles; ++tile)
+    for (std::size_t unit = 0; unit < l.k_units; ++unit)
+      for (std::size_t lane = 0; lane < 32; ++lane)
+        for (std::size_t reg = 0; reg < 4; ++reg)
+          for (std::size_t i = 0; i < 4; ++i) {
+            const std::size_t g = lane / 4, t = lane % 4;
+            const std::size_t j = tile * 16 + g + 8 * (reg % 2), k = unit * 32 + 4 * t + i + 16 * (reg / 2);
+            const std::uint8_t want = j < out && k < hidden ? canonical[j * hidden + k] : 0;
+            ASSERT_EQ(packed[(tile * l.k_units + unit) * 512 + lane * 16 + reg * 4 + i], want)
+                << "lane " << lane << " a" << reg << " byte " << i;
+          }
 }
 
 // Each lane's word of a step, decoded as the kernel decodes it (one lop3 per fragment after a
@@ -221,8 +249,11 @@ TEST(QuantLinearCuda, ForcedSplitsOfKAreCorrectOnAGpu) {
         EXPECT_LE(*r.max_error, *r.tolerance) << kase;
         EXPECT_NE(r.details.at("kernel").find(fmt::format("split-K {}", ks)), std::string::npos)
             << r.details.at("kernel");
-        const bool as_a = std::string(recipe) == "int4wo-64" && std::string(rows) == "1";
-        EXPECT_EQ(r.details.at("kernel").find("as the A operand") != std::string::npos, as_a) << r.details.at("kernel");
+        // At M <= 8 both take the weights as the A operand, int8 on integer tensor cores.
+        const std::string kernel = r.details.at("kernel");
+        const bool as_a = std::string(rows) == "1", integer = as_a && std::string(recipe) == "int8wo";
+        EXPECT_EQ(kernel.find("as the A operand") != std::string::npos, as_a) << kernel;
+        EXPECT_EQ(kernel.find("integer tensor cores") != std::string::npos, integer) << kernel;
       }
   const auto r = run_case(
       parse_case(

@@ -158,15 +158,16 @@ OPMETER_DECODE_HD constexpr bool splits_evenly(std::int64_t n_chunks, std::int64
   return (n_chunks + per - 1) / per == ks;
 }
 
-// What one chunk of K asks of a decode block: code units a lane streams (int4 4, or 8 as the A
-// operand, whose tiles are twice as wide; int8 and fp8 8) and whether the chunk waits for its
-// group parameters (int4).
+// What one chunk of K asks of a decode block: code units a lane streams (int4 4, int8 and fp8 8;
+// twice as many as the A operand, whose tiles are twice as wide) and whether the chunk waits for
+// its group parameters (int4).
 struct ChunkWork {
   int units_per_lane = 8;
   bool group_params = false;
 };
 OPMETER_DECODE_HD constexpr ChunkWork chunk_work(bool int4, bool weights_a = false) {
-  return int4 ? ChunkWork{weights_a ? 8 : 4, true} : ChunkWork{8, false};
+  const int units = (int4 ? 4 : 8) * (weights_a ? 2 : 1);
+  return {units, int4};
 }
 
 // A decode call's time, in memory round trips (~1 us each under load), for ksplit `ks` (-1 where

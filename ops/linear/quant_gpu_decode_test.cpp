@@ -285,6 +285,14 @@ TEST(QuantGpuDecode, KsplitTakesTheFewestRoundTrips) {
   EXPECT_EQ(gd::decode_ksplit(64, 2, 132, 1 << 20, int4a), 2);
   // attn.wqkv (10 blocks): 16 splits, 1 + 3 + 3 = 7.
   EXPECT_EQ(gd::decode_ksplit(10, 16, 132, 1 << 20, int4a), 16);
+  // int8 as A (the integer kernel): a step a unit, 16 units a chunk, 4 round trips; 64 KB a block.
+  const gd::ChunkWork int8a = gd::chunk_work(false, true);
+  EXPECT_EQ(int8a.units_per_lane, 16);
+  EXPECT_FALSE(int8a.group_params);
+  // ffn.w13 (56 blocks): 6 splits, 1 + 3 x 4 + 3 = 16 round trips, under the memory's floor of
+  // 56 x 16 x 64 KB at 25 KB a round trip on 132 SMs (17.8); 4 splits: 20, 8: two waves of 12.
+  EXPECT_NEAR(gd::decode_round_trips(56, 16, 132, 6, int8a), 56.0 * 16 * 65536 / (132 * 25e3), 1e-9);
+  EXPECT_EQ(gd::decode_ksplit(56, 16, 132, 1 << 20, int8a), 6);
   // The partials' budget bounds it; one chunk is never split; no SM count still gives a split.
   EXPECT_EQ(gd::decode_ksplit(112, 16, 132, 2, int4), 2);
   EXPECT_EQ(gd::decode_ksplit(64, 1, 132, 1 << 20, int8), 1);

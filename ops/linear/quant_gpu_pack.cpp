@@ -12,14 +12,15 @@ std::uint16_t bits16(Elem e, float v) { return e == Elem::bf16 ? to_bf16(v) : to
 
 Layout layout_of(quant::WeightFormat format, std::size_t out, std::size_t hidden, Operand operand) {
   if (format == quant::WeightFormat::full) throw std::invalid_argument("gpu_pack: the baseline has no quantized layout");
-  if (operand == Operand::a && format != quant::WeightFormat::int4)
-    throw std::invalid_argument("gpu_pack: only int4 weights are laid out as the mma's A operand");
+  if (operand == Operand::a && format == quant::WeightFormat::fp8)
+    throw std::invalid_argument("gpu_pack: fp8 weights are not laid out as the mma's A operand");
   Layout l;
   l.format = format;
   l.operand = operand;
   l.out = out;
   l.hidden = hidden;
-  l.unit_k = format == quant::WeightFormat::int4 && operand == Operand::b ? 128 : 64;
+  const bool int4 = format == quant::WeightFormat::int4;
+  l.unit_k = operand == Operand::b ? (int4 ? 128 : 64) : (int4 ? 64 : kStepK8);
   l.tile_n = operand == Operand::a ? kTileNA : kTileN;
   l.n_tiles = (out + l.tile_n - 1) / l.tile_n;
   l.k_units = (hidden + l.unit_k - 1) / l.unit_k;
@@ -31,6 +32,12 @@ std::size_t Layout::byte_of(std::size_t j, std::size_t k, unsigned* shift) const
   const std::size_t s = kk / kStepK, r = kk % kStepK;
   const std::size_t t = (r % 8) / 2, upper = r / 8, odd = r % 2;  // k = 16 s + 2 t + 8 upper + odd
   const std::size_t lane_base = (nt * k_units + ku) * kUnitBytes + (g * 4 + t) * 16;
+  if (operand == Operand::a && format == quant::WeightFormat::int8) {
+    // m16n8k32: a_i = (channel g + 8 (i % 2), k 4t' .. 4t' + 3 (+ 16 for i >= 2)), t' = (kk % 16) / 4
+    const std::size_t t8 = (kk % 16) / 4, word = c / kTileN + 2 * (kk / 16);
+    *shift = 0;
+    return (nt * k_units + ku) * kUnitBytes + (g * 4 + t8) * 16 + word * 4 + kk % 4;
+  }
   if (operand == Operand::a) {  // fragment i = (channel g + 8 (i % 2), k 2t + 8 (i / 2)): word s
     const std::size_t nibble = c / kTileN + 2 * upper + 4 * odd;
     *shift = static_cast<unsigned>(4 * (nibble % 2));
@@ -46,7 +53,7 @@ std::size_t Layout::byte_of(std::size_t j, std::size_t k, unsigned* shift) const
 }
 
 std::vector<std::uint8_t> pack_codes(const Layout& l, const std::vector<std::uint8_t>& canonical) {
-  const bool int4 = l.format == quant::WeightFormat::int4;
+  const bool int4 = l.format == quant::WeightFormat::int4, offset128 = l.int8_offset();
   const std::size_t n = l.out * l.hidden;
   if (canonical.size() != (int4 ? (n + 1) / 2 : n)) throw std::invalid_argument("gpu_pack: codes do not match the shape");
   std::vector<std::uint8_t> packed(l.bytes(), 0);
@@ -58,14 +65,14 @@ std::vector<std::uint8_t> pack_codes(const Layout& l, const std::vector<std::uin
       if (int4) {
         packed[b] |= static_cast<std::uint8_t>(((canonical[i / 2] >> (4 * (i % 2))) & 15) << shift);
       } else {
-        packed[b] = l.format == quant::WeightFormat::int8 ? static_cast<std::uint8_t>(canonical[i] ^ 0x80) : canonical[i];
+        packed[b] = offset128 ? static_cast<std::uint8_t>(canonical[i] ^ 0x80) : canonical[i];
       }
     }
   return packed;
 }
 
 std::vector<std::uint8_t> unpack_codes(const Layout& l, const std::vector<std::uint8_t>& packed) {
-  const bool int4 = l.format == quant::WeightFormat::int4;
+  const bool int4 = l.format == quant::WeightFormat::int4, offset128 = l.int8_offset();
   if (packed.size() != l.bytes()) throw std::invalid_argument("gpu_pack: packed codes do not match the layout");
   const std::size_t n = l.out * l.hidden;
   std::vector<std::uint8_t> canonical(int4 ? (n + 1) / 2 : n, 0);
@@ -77,7 +84,7 @@ std::vector<std::uint8_t> unpack_codes(const Layout& l, const std::vector<std::u
       if (int4)
         canonical[i / 2] |= static_cast<std::uint8_t>(((v >> shift) & 15) << (4 * (i % 2)));
       else
-        canonical[i] = l.format == quant::WeightFormat::int8 ? static_cast<std::uint8_t>(v ^ 0x80) : v;
+        canonical[i] = offset128 ? static_cast<std::uint8_t>(v ^ 0x80) : v;
     }
   return canonical;
 }

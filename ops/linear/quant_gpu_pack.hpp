@@ -22,6 +22,12 @@
 // (channel g, k 2t+8, 2t+9), a3 = (channel g+8, k 2t+8, 2t+9): eight nibbles, one 32-bit word,
 // fragment i in nibbles i (even k) and i + 4 (odd k), so that (word >> 4i) & 0x000F000F is a_i.
 // A unit is 16 channels (an m-tile) x 4 steps (64 k), word s = step s.
+//
+// int8 weights as the A operand of the integer mma m16n8k32 (Operand::a, the decode kernel at
+// M <= 8, x in two int8 limbs: quant_gpu_limbs.hpp): a unit is one step, 16 channels x 32 k, and
+// lane 4g + t's 16 bytes are the fragment as it is: a0 = (channel g, k 4t .. 4t + 3), a1 =
+// (channel g + 8, the same k), a2 = (channel g, k 16 + 4t .. 16 + 4t + 3), a3 = (channel g + 8,
+// those k). Codes are stored as they are (int8), not offset.
 // int4 group parameters: one 32-bit word per (channel, group), [n_tiles * 8][groups]: low 16 bits
 // the scale, high 16 bits the zero, both in the activations' 16-bit type (they are exact there).
 #include <cstddef>
@@ -37,20 +43,23 @@ inline constexpr std::size_t kTileN = 8;        // output channels per n-tile
 inline constexpr std::size_t kUnitBytes = 512;  // 32 lanes x 16 bytes
 inline constexpr std::size_t kStepK = 16;       // k per mma step
 inline constexpr std::size_t kTileNA = 16;      // output channels per tile where the weights are A
+inline constexpr std::size_t kStepK8 = 32;      // k per integer mma step (int8 as A)
 
 struct Layout {
   quant::WeightFormat format = quant::WeightFormat::int8;
   Operand operand = Operand::b;
   std::size_t out = 0, hidden = 0;
-  std::size_t unit_k = 64;      // k per unit: 64 (8-bit codes, int4 as A) or 128 (int4 as B)
+  std::size_t unit_k = 64;      // k per unit: 64 (8-bit codes as B, int4 as A), 128 (int4 as B), 32 (int8 as A)
   std::size_t tile_n = kTileN;  // output channels per tile: 8, or 16 as A
   std::size_t n_tiles = 0, k_units = 0;
   std::size_t bytes() const { return n_tiles * k_units * kUnitBytes; }
   std::size_t padded_out() const { return n_tiles * tile_n; }
+  // int8 codes stored + 128 (the B form, for the bf16 decode); as A they are stored as they are.
+  bool int8_offset() const { return format == quant::WeightFormat::int8 && operand == Operand::b; }
   // Byte of the packed codes holding weight (j, k), and the nibble's shift (int4; 0 otherwise).
   std::size_t byte_of(std::size_t j, std::size_t k, unsigned* shift) const;
 };
-// Layout of an out x hidden weight in `format` (int8, fp8 or int4); Operand::a takes int4 only.
+// Layout of an out x hidden weight in `format` (int8, fp8 or int4); Operand::a takes int8 and int4.
 Layout layout_of(quant::WeightFormat format, std::size_t out, std::size_t hidden, Operand operand = Operand::b);
 
 // Canonical codes (QuantizedWeights::codes) to the kernel's layout, and back.

@@ -21,7 +21,8 @@ std::optional<Codes> weight_only_codes(const quant::Recipe& r) {
 }
 
 Operand weight_operand(const quant::Recipe& r, std::size_t rows) {
-  return r.weights == quant::WeightFormat::int4 && rows <= kMaxRowsWeightsA ? Operand::a : Operand::b;
+  const bool a_form = r.weights == quant::WeightFormat::int4 || r.weights == quant::WeightFormat::int8;
+  return a_form && r.weight_only() && rows <= kMaxRowsWeightsA ? Operand::a : Operand::b;
 }
 
 std::size_t weight_only_device_bytes(const quant::Recipe& r, std::size_t out, std::size_t hidden, std::size_t rows) {

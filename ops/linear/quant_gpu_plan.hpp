@@ -13,16 +13,17 @@ namespace opmeter::linear::gpu_pack {
 // The codes the kernel decodes in registers.
 enum class Codes { int8, fp8, int4 };
 
-// Which mma operand the weights are: B (every kernel) or A (int4 in the decode kernel at M <= 8;
-// quant_gpu_pack.hpp has the layouts).
+// Which mma operand the weights are: B (every kernel) or A (int4 and int8 in the decode kernel at
+// M <= 8; quant_gpu_pack.hpp has the layouts).
 enum class Operand { b, a };
 
 // The codes a recipe's weights take in the weight-only kernel; none for the baseline and the
 // dynamic recipes (their activations are quantized too: cuBLASLt runs those).
 std::optional<Codes> weight_only_codes(const quant::Recipe& r);
 
-// The mma operand a recipe's weights take for `rows` rows of x: A for int4 at rows <= 8 (the
-// decode kernel then multiplies 16 channels a warp, x as B: see quant_gpu_pack.hpp), else B.
+// The mma operand a recipe's weights take for `rows` rows of x: A for int4 and int8 at rows <= 8
+// (the decode kernel then multiplies 16 channels a warp, x as B: see quant_gpu_pack.hpp; int8 on
+// integer tensor cores, x in two int8 limbs), else B.
 Operand weight_operand(const quant::Recipe& r, std::size_t rows);
 inline constexpr std::size_t kMaxRowsWeightsA = 8;
 

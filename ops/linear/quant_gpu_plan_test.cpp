@@ -33,12 +33,15 @@ TEST(QuantGpuPlan, RecipesMapToTheKernelsCodes) {
 TEST(QuantGpuPlan, DeviceBytesCountPaddedTilesAndScales) {
   using linear::gpu_pack::weight_only_device_bytes;
   // out 20 -> 3 n-tiles of 8 channels (24 padded); hidden 192 -> 3 units of 64 k (8-bit) or 2 of 128 (int4).
-  EXPECT_EQ(weight_only_device_bytes(recipe("int8wo"), 20, 192, 1), 3u * 3 * 512 + 24 * 4);
+  EXPECT_EQ(weight_only_device_bytes(recipe("int8wo"), 20, 192, 9), 3u * 3 * 512 + 24 * 4);
   EXPECT_EQ(weight_only_device_bytes(recipe("float8wo"), 20, 192, 1), 3u * 3 * 512 + 24 * 4);
   EXPECT_EQ(weight_only_device_bytes(recipe("int4wo-64"), 20, 192, 9), 3u * 2 * 512 + 24 * 3 * 4);  // 3 groups a row
   EXPECT_EQ(weight_only_device_bytes(recipe("int8dq"), 20, 192, 1), 0u);
-  // int4 at M <= 8 as the A operand: 2 tiles of 16 channels (32 padded) x 3 units of 64 k.
+  // At M <= 8 as the A operand: 2 tiles of 16 channels (32 padded) x 3 units of 64 k (int4) or 6
+  // of 32 (int8); fp8 stays B.
   EXPECT_EQ(weight_only_device_bytes(recipe("int4wo-64"), 20, 192, 8), 2u * 3 * 512 + 32 * 3 * 4);
+  EXPECT_EQ(weight_only_device_bytes(recipe("int8wo"), 20, 192, 1), 2u * 6 * 512 + 32 * 4);
+  EXPECT_EQ(weight_only_device_bytes(recipe("float8wo"), 20, 192, 1), 3u * 3 * 512 + 24 * 4);
   // The same as what the packers produce for a quantized weight.
   for (const char* name : {"int8wo", "float8wo", "int4wo-32", "hqq-int4-64"})
     for (std::size_t rows : {1, 8, 9}) {

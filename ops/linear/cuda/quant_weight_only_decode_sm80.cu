@@ -65,7 +65,7 @@
 
 #include <cstdint>
 
-#include "ops/linear/cuda/quant_act.cuh"
+#include "ops/linear/cuda/quant_decode_common.cuh"
 #include "ops/linear/cuda/quant_weight_only.cuh"
 #include "ops/linear/quant_gpu_decode.hpp"
 #include "opmeter/cuda/float_convert.cuh"
@@ -82,15 +82,6 @@ constexpr int kMinBlocks = gd::kBlocksPerSm;
 
 // Into L2 ahead of its use (no register, no wait): a later chunk's group parameters.
 __device__ inline void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
-
-// One lane's 16-byte unit of codes, read once: not kept in L1.
-__device__ inline uint4 load_unit(const uint4* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
 
 // Step s of a lane's int4 unit as bf16 128 + code (int4_pair_offset: one LOP3 a fragment), without
 // int4_pair's subtraction of 128, which the group's correction takes instead (x (128 + q) summed,
@@ -340,7 +331,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
   }
   // Accumulator e: row g (+8 for e >= 2), channel 2t (+1 for odd e) of the n-tile; with weights
   // as A channel g (+8 for e >= 2), row 2t (+1 for odd e).
-  T* y = static_cast<T*>(a.y);
   if (active) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
@@ -350,47 +340,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
       if (m >= a.M || c >= a.N) continue;
       float v = acc[e];
       if constexpr (!kInt4) v *= a.channel_scale[c];
-      if (a.ksplit == 1)
-        y[m * a.N + c] = narrow<T>(apply_act(a.act, v + a.bias[c]));
-      else
-        a.partial[(static_cast<std::int64_t>(blockIdx.y) * a.M + m) * a.N + c] = v;
+      store_output<T>(a, m, c, v);
     }
   }
   if (a.ksplit == 1) return;
 
-  // Split K: the last split of this tile to arrive sums the partials (threadFenceReduction's
-  // pattern: every writer fences, then one arrival per block; the last block fences again before
-  // reading through L2). atomicInc wraps the counter to 0 at the last arrival, ready for the next
-  // launch (which the stream orders after), and a counter ever left wrong recovers in one launch.
-  __shared__ bool last;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned* counter = a.counters + static_cast<std::int64_t>(blockIdx.z) * gridDim.x + blockIdx.x;
-    last = atomicInc(counter, static_cast<unsigned>(a.ksplit - 1)) == static_cast<unsigned>(a.ksplit - 1);
-    __threadfence();
-  }
-  __syncthreads();
-  if (!last) return;
-  constexpr int kCols = kWarps * kWarpN;
-  for (int i = static_cast<int>(threadIdx.x); i < rows * kCols; i += kThreads) {
-    const std::int64_t m = m0 + i / kCols, c = nt0 * kWarpN + i % kCols;
-    if (c >= a.N) continue;
-    // kBatch partials in flight at once (these are L2 round trips, one after another when the
-    // compiler unrolled by 4), summed in split order as before.
-    constexpr int kBatch = 16;
-    const float* p = a.partial + m * a.N + c;
-    const std::int64_t split_stride = a.M * a.N;
-    float v = 0.f;
-    for (int s0 = 0; s0 < a.ksplit; s0 += kBatch) {
-      float part[kBatch];
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) part[u] = s0 + u < a.ksplit ? __ldcg(p + (s0 + u) * split_stride) : 0.f;
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) v += part[u];
-    }
-    y[m * a.N + c] = narrow<T>(apply_act(a.act, v + a.bias[c]));
-  }
+  sum_splits_if_last<T>(a, m0, rows, nt0 * kWarpN, kWarps * kWarpN);
 }
 
 template <class T, Codes C, int kGroupSteps>
@@ -427,6 +382,7 @@ void launch_codes(Codes c, const WeightOnlyArgs& a, cudaStream_t s) {
 }  // namespace
 
 void launch_decode(DType d, Codes c, const WeightOnlyArgs& a, cudaStream_t s) {
+  if (c == Codes::int8 && a.weights_a) return launch_decode_limbs(d, a, s);
   if (d == DType::bf16)
     launch_codes<__nv_bfloat16>(c, a, s);
   else

@@ -121,17 +121,20 @@ void WeightOnlyLinear::launch(DType d, const void* x, const float* bias, tensor:
 }
 
 std::string WeightOnlyLinear::kernel() const {
-  const char* codes = recipe_.weights == quant::WeightFormat::int4 ? "int4 (group scale and zero)"
-                      : recipe_.fp8()                               ? "fp8 e4m3"
-                                                                    : "int8";
-  return fmt::format(
-      "weight-only mma.sync m16n8k16, {} codes decoded in registers{}, {}-row tiles, k chunks of {}, "
-      "split-K {}{}",
-      codes, layout_.operand == gpu_pack::Operand::a ? " as the A operand (16 channels a warp)" : "", tile_rows_,
-      weight_only_chunk_k(tile_rows_), ksplit_,
-      ksplit_ == 1       ? " (bias and activation in the GEMM)"
-      : tile_rows_ == 16 ? " (the last split of each tile sums them, with bias and activation)"
-                         : " (+ reduce kernel with bias and activation)");
+  const bool int4 = recipe_.weights == quant::WeightFormat::int4, as_a = layout_.operand == gpu_pack::Operand::a;
+  const char* codes = int4 ? "int4 (group scale and zero)" : recipe_.fp8() ? "fp8 e4m3" : "int8";
+  const std::string how =
+      !as_a  ? fmt::format("weight-only mma.sync m16n8k16, {} codes decoded in registers", codes)
+      : int4 ? fmt::format("weight-only mma.sync m16n8k16, {} codes decoded in registers as the A operand (16 channels "
+                           "a warp)",
+                           codes)
+             : "weight-only mma.sync m16n8k32 s8 on integer tensor cores, int8 codes as the A operand (16 channels a "
+               "warp), x as two int8 limbs";
+  return fmt::format("{}, {}-row tiles, k chunks of {}, split-K {}{}", how, tile_rows_, weight_only_chunk_k(tile_rows_),
+                     ksplit_,
+                     ksplit_ == 1       ? " (bias and activation in the GEMM)"
+                     : tile_rows_ == 16 ? " (the last split of each tile sums them, with bias and activation)"
+                                        : " (+ reduce kernel with bias and activation)");
 }
 
 Support weight_only_split_support(const quant::Recipe& r, std::size_t rows, std::size_t hidden, std::size_t out,
