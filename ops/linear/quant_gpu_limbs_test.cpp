@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "ops/linear/quant_gpu_limbs.hpp"
 #include "opmeter/dtype.hpp"
+#include "ops/linear/quant_gpu_limbs.hpp"
 
 using namespace opmeter;
 namespace gl = opmeter::linear::gpu_limbs;
@@ -30,7 +30,8 @@ Staged stage(const std::vector<std::uint16_t>& bits, bool fp16) {
   for (auto b : bits) amax = std::max<std::uint32_t>(amax, b & 0x7FFFu);
   Staged s;
   s.e = gl::scale_exponent(amax, fp16);
-  for (auto b : bits) s.limbs.push_back(gl::split(round_even((fp16 ? from_fp16(b) : from_bf16(b)) * gl::scale_up(s.e))));
+  for (auto b : bits)
+    s.limbs.push_back(gl::split(round_even((fp16 ? from_fp16(b) : from_bf16(b)) * gl::scale_up(s.e))));
   return s;
 }
 

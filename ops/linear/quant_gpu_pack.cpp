@@ -83,8 +83,7 @@ std::vector<std::uint8_t> unpack_codes(const Layout& l, const std::vector<std::u
       const std::uint8_t v = packed[l.byte_of(j, k, &shift)];
       if (int4)
         canonical[i / 2] |= static_cast<std::uint8_t>(((v >> shift) & 15) << (4 * (i % 2)));
-      else
-        canonical[i] = offset128 ? static_cast<std::uint8_t>(v ^ 0x80) : v;
+      else canonical[i] = offset128 ? static_cast<std::uint8_t>(v ^ 0x80) : v;
     }
   return canonical;
 }

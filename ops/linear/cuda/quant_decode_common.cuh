@@ -4,9 +4,9 @@
 // units' loads, an output's store, and the end of a split of K.
 #include <cstdint>
 
+#include "opmeter/cuda/float_convert.cuh"
 #include "ops/linear/cuda/quant_act.cuh"
 #include "ops/linear/cuda/quant_kernels.hpp"
-#include "opmeter/cuda/float_convert.cuh"
 
 namespace opmeter::linear::quant_cuda::wo {
 
@@ -23,10 +23,8 @@ __device__ inline uint4 load_unit(const uint4* p) {
 // split's fp32 partial (split blockIdx.y).
 template <class T>
 __device__ inline void store_output(const WeightOnlyArgs& a, std::int64_t m, std::int64_t c, float v) {
-  if (a.ksplit == 1)
-    static_cast<T*>(a.y)[m * a.N + c] = cuda::narrow<T>(apply_act(a.act, v + a.bias[c]));
-  else
-    a.partial[(static_cast<std::int64_t>(blockIdx.y) * a.M + m) * a.N + c] = v;
+  if (a.ksplit == 1) static_cast<T*>(a.y)[m * a.N + c] = cuda::narrow<T>(apply_act(a.act, v + a.bias[c]));
+  else a.partial[(static_cast<std::int64_t>(blockIdx.y) * a.M + m) * a.N + c] = v;
 }
 
 // Split K: after every block stored its partials, the last split of the tile (blockIdx.x,
@@ -36,7 +34,8 @@ __device__ inline void store_output(const WeightOnlyArgs& a, std::int64_t m, std
 // 0 at the last arrival, ready for the next launch (which the stream orders after), and a counter
 // ever left wrong recovers in one launch. Every thread of the block calls it.
 template <class T>
-__device__ inline void sum_splits_if_last(const WeightOnlyArgs& a, std::int64_t m0, int rows, std::int64_t c0, int cols) {
+__device__ inline void sum_splits_if_last(const WeightOnlyArgs& a, std::int64_t m0, int rows, std::int64_t c0,
+                                          int cols) {
   __shared__ bool last;
   __threadfence();
   __syncthreads();

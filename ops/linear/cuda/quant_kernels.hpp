@@ -21,7 +21,7 @@ struct WeightOnlyArgs {
   std::int64_t M = 0, N = 0, K = 0;
   const std::uint8_t* codes = nullptr;     // packed (gpu_pack), 16-byte aligned
   std::int64_t n_tiles = 0, k_units = 0;   // of the packed layout
-  bool weights_a = false;  // int4 / int8 as the mma's A operand (gpu_pack::Operand::a), M <= 8
+  bool weights_a = false;                  // int4 / int8 as the mma's A operand (gpu_pack::Operand::a), M <= 8
   const float* channel_scale = nullptr;    // int8 / fp8: padded_out floats
   const std::uint32_t* group_params = nullptr;  // int4: [padded_out][K / group]
   int group = 0;                           // int4

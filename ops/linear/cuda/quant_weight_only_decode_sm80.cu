@@ -65,10 +65,10 @@
 
 #include <cstdint>
 
+#include "opmeter/cuda/float_convert.cuh"
 #include "ops/linear/cuda/quant_decode_common.cuh"
 #include "ops/linear/cuda/quant_weight_only.cuh"
 #include "ops/linear/quant_gpu_decode.hpp"
-#include "opmeter/cuda/float_convert.cuh"
 
 namespace opmeter::linear::quant_cuda::wo {
 namespace {

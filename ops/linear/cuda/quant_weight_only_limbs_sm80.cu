@@ -14,11 +14,11 @@
 
 #include <cstdint>
 
+#include "opmeter/cuda/float_convert.cuh"
 #include "ops/linear/cuda/quant_decode_common.cuh"
 #include "ops/linear/cuda/quant_weight_only.cuh"
 #include "ops/linear/quant_gpu_decode.hpp"
 #include "ops/linear/quant_gpu_limbs.hpp"
-#include "opmeter/cuda/float_convert.cuh"
 
 namespace opmeter::linear::quant_cuda::wo {
 namespace {
@@ -30,10 +30,9 @@ constexpr int kTileA = gd::kTileNA;
 
 // D += A B for one m16n8k32 tile of int8 (A row-major 16 x 32, B "col" 32 x 8): exact in s32.
 __device__ inline void mma_s8(int (&c)[4], const uint4& a, std::uint32_t b0, std::uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+               : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
 }
 
 __device__ inline std::uint32_t magnitude_bits(__nv_bfloat16 v) { return __bfloat16_as_ushort(v) & 0x7FFFu; }
@@ -177,10 +176,8 @@ void launch_typed(const WeightOnlyArgs& a, cudaStream_t s) {
 }  // namespace
 
 void launch_decode_limbs(DType d, const WeightOnlyArgs& a, cudaStream_t s) {
-  if (d == DType::bf16)
-    launch_typed<__nv_bfloat16>(a, s);
-  else
-    launch_typed<__half>(a, s);
+  if (d == DType::bf16) launch_typed<__nv_bfloat16>(a, s);
+  else launch_typed<__half>(a, s);
 }
 
 }  // namespace opmeter::linear::quant_cuda::wo

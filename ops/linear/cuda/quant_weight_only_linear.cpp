@@ -123,13 +123,12 @@ void WeightOnlyLinear::launch(DType d, const void* x, const float* bias, tensor:
 std::string WeightOnlyLinear::kernel() const {
   const bool int4 = recipe_.weights == quant::WeightFormat::int4, as_a = layout_.operand == gpu_pack::Operand::a;
   const char* codes = int4 ? "int4 (group scale and zero)" : recipe_.fp8() ? "fp8 e4m3" : "int8";
-  const std::string how =
-      !as_a  ? fmt::format("weight-only mma.sync m16n8k16, {} codes decoded in registers", codes)
-      : int4 ? fmt::format("weight-only mma.sync m16n8k16, {} codes decoded in registers as the A operand (16 channels "
-                           "a warp)",
-                           codes)
-             : "weight-only mma.sync m16n8k32 s8 on integer tensor cores, int8 codes as the A operand (16 channels a "
-               "warp), x as two int8 limbs";
+  constexpr const char* kIntegerMma =
+      "weight-only mma.sync m16n8k32 s8 on integer tensor cores, int8 codes as the A operand (16 channels a warp), "
+      "x as two int8 limbs";
+  const std::string how = as_a && !int4 ? kIntegerMma
+                                        : fmt::format("weight-only mma.sync m16n8k16, {} codes decoded in registers{}",
+                                                      codes, as_a ? " as the A operand (16 channels a warp)" : "");
   return fmt::format("{}, {}-row tiles, k chunks of {}, split-K {}{}", how, tile_rows_, weight_only_chunk_k(tile_rows_),
                      ksplit_,
                      ksplit_ == 1       ? " (bias and activation in the GEMM)"
