@@ -56,7 +56,10 @@
 // - At M = 1 with the weights as B, 15 of the mma's 16 A rows are zeros: a weight costs 1/128 of
 //   an mma, an x load and a ring move. int4 at M <= 8 now takes its weights as A (kWeightsA: 16
 //   channels a warp, x's rows as B's columns, gpu_pack::Operand::a): PTX (movs aside) of the step
-//   loop per 1024 weights, bf16: groups of 64 76 -> 47, of 32 92 -> 61. Not yet run on a GPU.
+//   loop per 1024 weights, bf16: groups of 64 76 -> 46, of 32 92 -> 61; int8 at M <= 8 runs on
+//   integer tensor cores instead (quant_weight_only_limbs_sm80.cu). ptxas -v: no spills on sm_80,
+//   sm_90 and sm_120; 4-8 bytes in int4 with groups of 32 on sm_86 / sm_89 (M > 8, and fp16 as
+//   A). Not yet run on a GPU.
 // Index arithmetic (xsum slots, parameter copies, split ranges, ksplit) is ops/linear/
 // quant_gpu_decode.hpp's, tested on the CPU; the decoding and mma step are quant_weight_only.cuh's,
 // shared with the 64-row kernel.
