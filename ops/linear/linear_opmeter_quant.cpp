@@ -29,10 +29,11 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
     path_ = kernels.int4;
     int8_limbs_ = kernels.int8_limbs && !recipe_.dynamic();
     dq_limbs_ = kernels.int8_limbs && recipe_.dynamic();  // int8dq's codes as x's one limb
+    fp8_bf16_ = kernels.fp8_bf16;
     packed_ = std::move(kernels.packed);
     weight_copies_.assign(copies() - 1, packed_);  // the same values at other addresses
     limbs_ = path_ == Int4Path::limbs || int8_limbs_;
-    bf16_x_ = path_ != Int4Path::fp32 || int8_limbs_;
+    bf16_x_ = path_ != Int4Path::fp32 || int8_limbs_ || fp8_bf16_;
     const std::size_t rows = std::min(kRowBlock, s.rows);
     xs_.assign(rows * s.hidden, 0.f);
     tile_.assign(rows * s.out, 0.f);
@@ -111,6 +112,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
           else if (int8_limbs_) qk.int8_limbs(w, limb_x_, mr, j0, j1, tile_.data(), s.out);
           else if (path_ == Int4Path::limbs) qk.int4_limbs(w, limb_x_, xsum_.data(), mr, j0, j1, tile_.data(), s.out);
           else if (path_ != Int4Path::fp32) qk.int4_bf16(w, xb_.data(), xsum_.data(), mr, j0, j1, tile_.data(), s.out);
+          else if (fp8_bf16_) qk.fp8_bf16(w, xb_.data(), mr, j0, j1, tile_.data(), s.out);
           else qk.weight_only(w, xs_.data(), xsum_.data(), mr, j0, j1, tile_.data(), s.out);
           tk.epilogue(s.act, tile_.data() + j0, s.out, bias + j0, is_bf16, y + (r0 * s.out + j0) * ybytes, s.out, mr, j1 - j0);
         }
@@ -145,7 +147,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
   std::size_t limb_group() const { return int8_limbs_ || dq_limbs_ ? kInt8LimbGroup : recipe_.group; }
 
   Int4Path path_ = Int4Path::fp32;
-  bool int8_limbs_ = false, dq_limbs_ = false, limbs_ = false, bf16_x_ = false;
+  bool int8_limbs_ = false, dq_limbs_ = false, limbs_ = false, bf16_x_ = false, fp8_bf16_ = false;
   std::vector<std::uint16_t> xb_;
   XLimbs limb_x_;
 };

@@ -145,6 +145,16 @@ PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic, 
   return p;
 }
 
+PackedWeights pack_fp8_runs(const quant::QuantizedWeights& q) {
+  PackedWeights p = pack_weights(q, false);
+  p.fp8_runs = true;
+  const std::size_t h = q.hidden;
+  for (std::size_t j = 0; j < q.out; ++j)
+    for (std::size_t t = 0; t + 64 <= h; t += 64)
+      for (std::size_t kk = 0; kk < 64; ++kk) p.codes[j * h + t + fp8_run_byte(kk)] = q.codes[j * h + t + kk];
+  return p;
+}
+
 Int4Path int4_path(const QuantKernels& k, bool bf16, std::size_t group, std::size_t rows) {
   if (!bf16) return Int4Path::fp32;
   const bool tiles = group % 64 == 0;
@@ -164,7 +174,10 @@ QuantLayerKernels quant_layer_kernels(const quant::QuantizedWeights& q, bool bf1
   if (r.weights == quant::WeightFormat::int4) out.int4 = int4_path(k, bf16, r.group, rows);
   out.int8_limbs = r.weights == quant::WeightFormat::int8 && k.int8_limbs && q.hidden % kInt8LimbGroup == 0 &&
                    (bf16 || r.activations == quant::ActivationFormat::int8_per_token);
-  out.packed = out.int8_limbs ? pack_int8_quads(q) : pack_weights(q, r.dynamic(), in_tiles(k, out.int4));
+  out.fp8_bf16 = r.weights == quant::WeightFormat::fp8 && r.weight_only() && bf16 && k.fp8_bf16;
+  out.packed = out.int8_limbs ? pack_int8_quads(q)
+               : out.fp8_bf16 ? pack_fp8_runs(q)
+                              : pack_weights(q, r.dynamic(), in_tiles(k, out.int4));
   return out;
 }
 
@@ -185,6 +198,7 @@ std::string weight_only_kernel_name(const PackedWeights& w, Int4Path path) {
     }
   if (w.quads)
     return "int8 x bf16 activations as two int8 limbs per group of 64, " + int8_limbs_pass();
+  if (w.fp8_runs) return "fp8 e4m3 x bf16 activations: codes to bf16 by vpermi2b, vdpbf16ps, several channels per pass";
   const char* codes = w.format == quant::WeightFormat::int4 ? "int4 groups"
                       : w.format == quant::WeightFormat::int8 ? "int8"
                                                               : "fp8 e4m3";
@@ -239,6 +253,7 @@ const QuantKernels& quant_kernels() {
         k.int8_limbs = vnni_int8;
         k.split = vnni_split_limbs;
       }
+      if (__builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vbmi")) k.fp8_bf16 = avx512bf16_fp8;
       if (__builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("gfni")) {
         k.isa = "avx512_bf16";
         k.int4_bf16 = avx512bf16_int4;

@@ -33,6 +33,10 @@ namespace opmeter::linear {
 //               of 64): channels in blocks of 16 (the last padded with code 0, scale 0), a
 //               block's codes in hidden / 4 runs of 64 bytes: byte 4 i + r of run t is channel
 //               i's code at k = 4 t + r plus 128 (an unsigned byte, vpdpbusd's first operand).
+//   fp8 in runs (`fp8_runs`: bf16 activations, for the AVX512_BF16 kernel): as fp8, but each
+//               channel's whole runs of 64 codes reordered, byte fp8_run_byte(kk) of a run holding
+//               k = 64 t + kk, so that the two byte unpacks of a 64-byte load give k in order; the
+//               last partial run as it is.
 //   int8 dynamic: as int8, plus code_sums[j] = sum_k code(j, k) (the u8 shift's compensation).
 struct PackedWeights {
   quant::WeightFormat format = quant::WeightFormat::int8;
@@ -40,6 +44,7 @@ struct PackedWeights {
   std::size_t block = 32;  // int4: weights per block of the layout above (32 or 64)
   bool tiles = false;      // int4: the tile layout above
   bool quads = false;      // int8: the quad layout above
+  bool fp8_runs = false;   // fp8: the runs of 64 above
   std::vector<std::uint8_t> codes;
   std::vector<float> scales;
   bool bf16_group_params = false;
@@ -74,6 +79,12 @@ struct PackedWeights {
 PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic, bool int4_tiles = false);
 // int8 weight-only weights in quads (the limbs kernel's layout above); hidden % 64 == 0.
 PackedWeights pack_int8_quads(const quant::QuantizedWeights& q);
+// fp8 weights in runs of 64 (fp8_runs above).
+PackedWeights pack_fp8_runs(const quant::QuantizedWeights& q);
+// Where k (kk < 64) of a run of fp8 codes sits in the run: within each 16-byte lane L of the
+// 64-byte load, bytes 0-7 hold k = 8 L .. 8 L + 7 and bytes 8-15 k = 32 + 8 L .. 32 + 8 L + 7
+// (vpunpcklbw / vpunpckhbw take each lane's low / high 8 bytes).
+constexpr std::size_t fp8_run_byte(std::size_t kk) { return 16 * (kk % 32 / 8) + 8 * (kk / 32) + kk % 8; }
 
 constexpr std::size_t kRowsPerPass = 8;
 
@@ -143,6 +154,11 @@ struct QuantKernels {
   // int4_limbs is; else null.
   void (*int8_limbs)(const PackedWeights& w, const XLimbs& x, std::size_t rows, std::size_t j0, std::size_t j1, float* c,
                      std::size_t ldc) = nullptr;
+  // fp8 weight-only with bf16 activations (xb: bf16 bits, rows x hidden) on weights in runs
+  // (fp8_runs): e4m3 codes are exact bf16 numbers, so x w is a bf16 dot product (vdpbf16ps).
+  // Where the CPU has AVX512_BF16 and VBMI; else null (bf16 activations take weight_only in fp32).
+  void (*fp8_bf16)(const PackedWeights& w, const std::uint16_t* xb, std::size_t rows, std::size_t j0, std::size_t j1,
+                   float* c, std::size_t ldc) = nullptr;
   // Whether int4_limbs reads weights in tiles (the VNNI kernel) or in blocks (the AVX2 one).
   bool int4_limbs_in_tiles = true;
   // Whether int4_limbs reads x as words (XLimbs::Form::words: the AVX2 kernel), not as limbs.
@@ -180,9 +196,11 @@ inline bool in_tiles(const QuantKernels& k, Int4Path p) {
 //   multiple of 64 and the activations become int8 limbs: split from bf16 (int8wo) or int8dq's
 //   codes (any dtype), at every row count (quiet CI machine, int8wo: 1.5x the fp32 kernel at
 //   M = 1, 1.9x at 2, 2.4x at 3, 3.3-3.9x from 4 to 64 rows: docs/BENCHMARKS.md).
+//   fp8 weights: fp8_bf16 on weights in runs where the CPU has it and the activations are bf16.
 struct QuantLayerKernels {
   Int4Path int4 = Int4Path::fp32;
   bool int8_limbs = false;
+  bool fp8_bf16 = false;
   PackedWeights packed;
 };
 QuantLayerKernels quant_layer_kernels(const quant::QuantizedWeights& q, bool bf16, std::size_t rows);
@@ -208,6 +226,9 @@ QuantKernels base_quant_kernels();
 // int4_bf16 with AVX512_BF16 and GFNI (quant_kernel_avx512bf16.cpp).
 void avx512bf16_int4(const PackedWeights& w, const std::uint16_t* xb, const float* xsum, std::size_t rows, std::size_t j0,
                      std::size_t j1, float* c, std::size_t ldc);
+// fp8_bf16 with AVX512_BF16 and VBMI (quant_kernel_fp8_bf16.cpp).
+void avx512bf16_fp8(const PackedWeights& w, const std::uint16_t* xb, std::size_t rows, std::size_t j0, std::size_t j1,
+                    float* c, std::size_t ldc);
 // int4_bf16 on AMX tiles for weights packed in tiles, else avx512bf16_int4 (quant_kernel_amx.cpp);
 // usable where amx::bf16_usable() (ops/tensor/amx.hpp).
 void amx_int4(const PackedWeights& w, const std::uint16_t* xb, const float* xsum, std::size_t rows, std::size_t j0,

@@ -30,7 +30,8 @@ void QuantProjection::run(std::size_t copy, const void* x, std::size_t rows, con
   const std::size_t block_rows = std::min(kRowBlock, rows), blocks = (out + kChannelBlock - 1) / kChannelBlock;
   const Int4Path path = call_path(rows);
   const bool int8_limbs = packed_.quads, limbs = path == Int4Path::limbs || int8_limbs;
-  const bool bf16_dot = limbs || path == Int4Path::amx || path == Int4Path::vector_bf16;
+  const bool fp8_bf16 = packed_.fp8_runs;  // reads the bf16 rows in place, no group sums
+  const bool bf16_dot = limbs || path == Int4Path::amx || path == Int4Path::vector_bf16 || fp8_bf16;
   const std::size_t limb_group = int8_limbs ? kInt8LimbGroup : packed_.group;
   xs_.resize(bf16_dot ? 0 : block_rows * h);
   tile_.resize(block_rows * out);
@@ -71,6 +72,7 @@ void QuantProjection::run(std::size_t copy, const void* x, std::size_t rows, con
         const std::size_t j0 = b * kChannelBlock, j1 = std::min(out, j0 + kChannelBlock);
         if (int8_limbs) qk.int8_limbs(w, limb_x_, mr, j0, j1, tile_.data(), out);
         else if (limbs) qk.int4_limbs(w, limb_x_, xsum_.data(), mr, j0, j1, tile_.data(), out);
+        else if (fp8_bf16) qk.fp8_bf16(w, xb + r0 * h, mr, j0, j1, tile_.data(), out);
         else if (bf16_dot) qk.int4_bf16(w, xb + r0 * h, xsum_.data(), mr, j0, j1, tile_.data(), out);
         else qk.weight_only(w, xs_.data(), xsum_.data(), mr, j0, j1, tile_.data(), out);
         if (residual)  // added before the epilogue's bias: one rounding of the sum in bf16
