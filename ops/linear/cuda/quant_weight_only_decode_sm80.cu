@@ -346,9 +346,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
       store_output<T>(a, m, c, v);
     }
   }
-  if (a.ksplit == 1) return;
-
-  sum_splits_if_last<T>(a, m0, rows, nt0 * kWarpN, kWarps * kWarpN);
+  if (a.ksplit > 1) sum_splits_if_last<T>(a, m0, rows, nt0 * kWarpN, kWarps * kWarpN);
 }
 
 template <class T, Codes C, int kGroupSteps>
