@@ -14,6 +14,7 @@
 #include "opmeter/dtype.hpp"
 #include "opmeter/registry.hpp"
 #include "ops/linear/quant_gpu_decode.hpp"
+#include "ops/linear/quant_gpu_limbs.hpp"
 #include "ops/linear/quant_gpu_pack.hpp"
 #include "tests/case_problem.hpp"
 #include "tests/gpu_op_sweep.hpp"
@@ -115,6 +116,7 @@ TEST(QuantGpuPack, PackThenUnpackGivesTheCanonicalCodes) {
 }
 
 TEST(QuantGpuPack, AsTheAOperandChannelsPadToSixteen) {
+  static_assert(gp::kTileNA == gd::kTileNA, "the pack's tiles are the decode kernel's");
   const auto l = gp::layout_of(quant::WeightFormat::int4, 33, 320, gp::Operand::a);
   EXPECT_EQ(l.n_tiles, 3u);
   EXPECT_EQ(l.k_units, 5u);  // 64 k per unit
@@ -132,6 +134,7 @@ TEST(QuantGpuPack, AsTheAOperandChannelsPadToSixteen) {
 // 4t .. 4t + 3; a1 = row g + 8; a2 = row g, k 16 + 4t ..; a3 = row g + 8, those k), rows being
 // output channels, the codes as they are. Checked against the canonical codes.
 TEST(QuantGpuPack, Int8AsTheAOperandIsEachLanesFragmentAsStored) {
+  static_assert(gp::kStepK8 == opmeter::linear::gpu_limbs::kStepK, "a unit is one step of the integer kernel");
   const std::size_t out = 40, hidden = 96;  // a partial third tile; 3 units
   const auto l = gp::layout_of(quant::WeightFormat::int8, out, hidden, gp::Operand::a);
   const auto canonical = random_bytes(out * hidden, 13);

@@ -28,7 +28,7 @@
 // lane 4g + t's 16 bytes are the fragment as it is: a0 = (channel g, k 4t .. 4t + 3), a1 =
 // (channel g + 8, the same k), a2 = (channel g, k 16 + 4t .. 16 + 4t + 3), a3 = (channel g + 8,
 // those k). Codes are stored as they are (int8), not offset.
-// int4 group parameters: one 32-bit word per (channel, group), [n_tiles * 8][groups]: low 16 bits
+// int4 group parameters: one 32-bit word per (channel, group), [padded_out][groups]: low 16 bits
 // the scale, high 16 bits the zero, both in the activations' 16-bit type (they are exact there).
 #include <cstddef>
 #include <cstdint>
