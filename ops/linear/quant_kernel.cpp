@@ -174,9 +174,9 @@ QuantLayerKernels quant_layer_kernels(const quant::QuantizedWeights& q, bool bf1
   if (r.weights == quant::WeightFormat::int4) out.int4 = int4_path(k, bf16, r.group, rows);
   out.int8_limbs = r.weights == quant::WeightFormat::int8 && k.int8_limbs && q.hidden % kInt8LimbGroup == 0 &&
                    (bf16 || r.activations == quant::ActivationFormat::int8_per_token);
-  out.fp8_bf16 = r.weights == quant::WeightFormat::fp8 && r.weight_only() && bf16 && k.fp8_bf16;
+  const bool fp8_bf16 = r.weights == quant::WeightFormat::fp8 && r.weight_only() && bf16 && k.fp8_bf16;
   out.packed = out.int8_limbs ? pack_int8_quads(q)
-               : out.fp8_bf16 ? pack_fp8_runs(q)
+               : fp8_bf16     ? pack_fp8_runs(q)
                               : pack_weights(q, r.dynamic(), in_tiles(k, out.int4));
   return out;
 }

@@ -87,6 +87,10 @@ PackedWeights pack_fp8_runs(const quant::QuantizedWeights& q);
 constexpr std::size_t fp8_run_byte(std::size_t kk) { return 16 * (kk % 32 / 8) + 8 * (kk / 32) + kk % 8; }
 
 constexpr std::size_t kRowsPerPass = 8;
+// Channels per pass for R rows in the vdpbf16ps kernels (int4_bf16, fp8_bf16): about 8
+// accumulators in flight, within 32 registers.
+template <std::size_t R>
+constexpr std::size_t kBf16ChannelsPerPass = R == 1 ? 8 : R == 2 ? 4 : R <= 4 ? 2 : 1;
 
 // bf16 activations of a few rows as two int8 limbs per group (split_limbs: quant_kernel_limbs.cpp
 // on AVX-512, quant_kernel_avx2.cpp on AVX2):
@@ -196,11 +200,11 @@ inline bool in_tiles(const QuantKernels& k, Int4Path p) {
 //   multiple of 64 and the activations become int8 limbs: split from bf16 (int8wo) or int8dq's
 //   codes (any dtype), at every row count (quiet CI machine, int8wo: 1.5x the fp32 kernel at
 //   M = 1, 1.9x at 2, 2.4x at 3, 3.3-3.9x from 4 to 64 rows: docs/BENCHMARKS.md).
-//   fp8 weights: fp8_bf16 on weights in runs where the CPU has it and the activations are bf16.
+//   fp8 weights: fp8_bf16 on weights in runs (packed.fp8_runs) where the CPU has it and the
+//   activations are bf16.
 struct QuantLayerKernels {
   Int4Path int4 = Int4Path::fp32;
   bool int8_limbs = false;
-  bool fp8_bf16 = false;
   PackedWeights packed;
 };
 QuantLayerKernels quant_layer_kernels(const quant::QuantizedWeights& q, bool bf16, std::size_t rows);

@@ -172,14 +172,10 @@ void convert_params(const PackedWeights& w, std::size_t j0, std::size_t n, std::
   }
 }
 
-// Channels per pass for R rows: about 8 accumulators in flight, within 32 registers.
-template <std::size_t R>
-constexpr std::size_t kChannelsPerPass = R == 1 ? 8 : R == 2 ? 4 : R <= 4 ? 2 : 1;
-
 template <std::size_t R>
 void rows_pass(const PackedWeights& w, const std::uint16_t* x, const float* xsum, std::size_t j0, std::size_t j1, float* c,
                std::size_t ldc, const float* const* params) {
-  constexpr std::size_t C = kChannelsPerPass<R>;
+  constexpr std::size_t C = kBf16ChannelsPerPass<R>;
   std::size_t j = j0;
   if (w.block == 64) {
     for (; j + C <= j1; j += C) channels64<R, C>(w, j, x, xsum, c, ldc, params + 2 * (j - j0));

@@ -85,17 +85,10 @@ void channels(const PackedWeights& w, std::size_t j, const std::uint16_t* x, flo
     }
 }
 
-// Channels per pass for R rows: about 8 accumulators in flight, within 32 registers.
-template <std::size_t R>
-constexpr std::size_t kChannelsPerPass = R == 1   ? 8
-                                         : R == 2 ? 4
-                                         : R <= 4 ? 2
-                                                  : 1;
-
 template <std::size_t R>
 void rows_pass(const PackedWeights& w, const std::uint16_t* x, std::size_t j0, std::size_t j1, float* c,
                std::size_t ldc) {
-  constexpr std::size_t C = kChannelsPerPass<R>;
+  constexpr std::size_t C = kBf16ChannelsPerPass<R>;
   std::size_t j = j0;
   for (; j + C <= j1; j += C) channels<R, C>(w, j, x, c, ldc);
   for (; j < j1; ++j) channels<R, 1>(w, j, x, c, ldc);

@@ -25,7 +25,8 @@ namespace {
 namespace gd = gpu_decode;
 namespace gl = gpu_limbs;
 
-constexpr int kRowsA = 8;  // rows of x: B's 8 columns
+constexpr int kRowsA = static_cast<int>(gpu_pack::kMaxRowsWeightsA);  // rows of x: B's 8 columns
+static_assert(kRowsA == 8, "the m16n8k32 tile's B has 8 columns");
 constexpr int kTileA = gd::kTileNA;
 
 // D += A B for one m16n8k32 tile of int8 (A row-major 16 x 32, B "col" 32 x 8): exact in s32.
