@@ -30,7 +30,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
     int8_limbs_ = kernels.int8_limbs && !recipe_.dynamic();
     dq_limbs_ = kernels.int8_limbs && recipe_.dynamic();  // int8dq's codes as x's one limb
     packed_ = std::move(kernels.packed);
-    fp8_bf16_ = packed_.fp8_runs;  // the layout only fp8_bf16 reads
+    fp8_bf16_ = packed_.fp8_runs;                  // the layout only fp8_bf16 reads
     weight_copies_.assign(copies() - 1, packed_);  // the same values at other addresses
     limbs_ = path_ == Int4Path::limbs || int8_limbs_;
     bf16_x_ = path_ != Int4Path::fp32 || int8_limbs_ || fp8_bf16_;

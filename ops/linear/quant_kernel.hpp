@@ -90,7 +90,10 @@ constexpr std::size_t kRowsPerPass = 8;
 // Channels per pass for R rows in the vdpbf16ps kernels (int4_bf16, fp8_bf16): about 8
 // accumulators in flight, within 32 registers.
 template <std::size_t R>
-constexpr std::size_t kBf16ChannelsPerPass = R == 1 ? 8 : R == 2 ? 4 : R <= 4 ? 2 : 1;
+constexpr std::size_t kBf16ChannelsPerPass = R == 1   ? 8
+                                             : R == 2 ? 4
+                                             : R <= 4 ? 2
+                                                      : 1;
 
 // bf16 activations of a few rows as two int8 limbs per group (split_limbs: quant_kernel_limbs.cpp
 // on AVX-512, quant_kernel_avx2.cpp on AVX2):
