@@ -78,19 +78,19 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
           if (s.layernorm) tk.layernorm(false, xi, xi, gamma, beta, 1, h);  // nested: this thread only
           if (bf16_x_) {
             // The dot product's operands, rounded as a bf16 model rounds LayerNorm's output; the
-            // group sums below are of the same values.
+            // group sums below are of the same values. bf16 input is its own rounding.
             std::uint16_t* bi = xb_.data() + i * h;
-            for (std::size_t k = 0; k < h; ++k) {
-              bi[k] = to_bf16(xi[k]);
-              xi[k] = from_bf16(bi[k]);
+            if (is_bf16 && !s.layernorm) {
+              std::memcpy(bi, static_cast<const std::uint16_t*>(x) + (r0 + i) * h, h * sizeof(std::uint16_t));
+            } else {
+              for (std::size_t k = 0; k < h; ++k) {
+                bi[k] = to_bf16(xi[k]);
+                xi[k] = from_bf16(bi[k]);
+              }
             }
             if (limbs_) split_limbs(xb_.data(), i, h, limb_group(), limb_x_);
           }
-          for (std::size_t g = 0; g < groups; ++g) {
-            float sum = 0;
-            for (std::size_t k = g * recipe_.group; k < (g + 1) * recipe_.group; ++k) sum += xi[k];
-            xsum_[i * groups + g] = sum;
-          }
+          if (groups > 0) group_sums(xi, h, recipe_.group, xsum_.data() + i * groups);
         }
         if (recipe_.dynamic()) {
 #pragma omp single

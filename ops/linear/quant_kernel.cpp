@@ -237,6 +237,32 @@ void limbs_from_int8(const std::uint8_t* codes, float scale, std::size_t row, st
   }
 }
 
+namespace {
+template <class T, class Value>
+void sums_of_groups(const T* x, std::size_t hidden, std::size_t group, float* sums, Value value) {
+  constexpr std::size_t kLanes = 16;
+  for (std::size_t g = 0; g < hidden / group; ++g) {
+    const T* v = x + g * group;
+    float lane[kLanes] = {};
+    std::size_t k = 0;
+    for (; k + kLanes <= group; k += kLanes)
+      for (std::size_t i = 0; i < kLanes; ++i) lane[i] += value(v[k + i]);
+    for (; k < group; ++k) lane[k % kLanes] += value(v[k]);
+    float sum = 0;
+    for (float l : lane) sum += l;
+    sums[g] = sum;
+  }
+}
+}  // namespace
+
+void group_sums(const float* x, std::size_t hidden, std::size_t group, float* sums) {
+  sums_of_groups(x, hidden, group, sums, [](float v) { return v; });
+}
+
+void group_sums(const std::uint16_t* xb, std::size_t hidden, std::size_t group, float* sums) {
+  sums_of_groups(xb, hidden, group, sums, bf16_bits_value);
+}
+
 void split_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x) {
   quant_kernels().split(xb, row, hidden, group, x);
 }

@@ -248,6 +248,11 @@ void split_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, s
 // alone (no lo limb: the int8 kernel then skips it), with their group sums; x sized for kInt8LimbGroup, one
 // limb (XLimbs::Form::one_limb).
 void limbs_from_int8(const std::uint8_t* codes, float scale, std::size_t row, std::size_t hidden, XLimbs& x);
+// Each group's sum of a row of x (fp32, or bf16 bits), sums[g] for g < hidden / group: the int4
+// zero points' term (QuantKernels::weight_only's xsum). In 16 partial sums, which the compiler
+// vectorizes: one running sum is a chain of dependent adds (2 us of a 240 us layer at K = 8192).
+void group_sums(const float* x, std::size_t hidden, std::size_t group, float* sums);
+void group_sums(const std::uint16_t* xb, std::size_t hidden, std::size_t group, float* sums);
 // int4_limbs, int8_limbs and split on AVX-512 VNNI (quant_kernel_limbs.cpp).
 void vnni_split_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidden, std::size_t group, XLimbs& x);
 void vnni_int4(const PackedWeights& w, const XLimbs& x, const float* xsum, std::size_t rows, std::size_t j0,

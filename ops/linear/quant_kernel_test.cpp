@@ -435,3 +435,31 @@ TEST(QuantKernel, Int8LimbsKernelAgreesWithTheRecipeWithinTheLimbsBound) {
         }
     }
 }
+
+// group_sums against sums in double, for groups that are whole multiples of its 16 lanes and
+// groups that leave a tail, from fp32 and from bf16 bits.
+TEST(QuantGroupSums, EachGroupsSumOfFp32AndBf16Values) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> uniform(-4.f, 4.f);
+  for (std::size_t group : {8u, 32u, 40u, 64u, 128u}) {
+    const std::size_t hidden = 6 * group, groups = 6;
+    std::vector<float> x(hidden);
+    std::vector<std::uint16_t> xb(hidden);
+    for (std::size_t k = 0; k < hidden; ++k) {
+      xb[k] = to_bf16(uniform(rng));
+      x[k] = from_bf16(xb[k]) + (k % 3 == 0 ? 1e-3f : 0.f);  // not bf16 values: the fp32 form sums these
+    }
+    std::vector<float> from_fp32(groups, -1.f), from_bf16_bits(groups, -1.f);
+    group_sums(x.data(), hidden, group, from_fp32.data());
+    group_sums(xb.data(), hidden, group, from_bf16_bits.data());
+    for (std::size_t g = 0; g < groups; ++g) {
+      double want = 0, want_bf16 = 0;
+      for (std::size_t k = g * group; k < (g + 1) * group; ++k) {
+        want += x[k];
+        want_bf16 += from_bf16(xb[k]);
+      }
+      EXPECT_NEAR(from_fp32[g], want, 1e-5 * double(group)) << "group " << group << ", g " << g;
+      EXPECT_NEAR(from_bf16_bits[g], want_bf16, 1e-5 * double(group)) << "group " << group << ", g " << g;
+    }
+  }
+}

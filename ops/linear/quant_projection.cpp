@@ -45,12 +45,7 @@ void QuantProjection::run(std::size_t copy, const void* x, std::size_t rows, con
 #pragma omp for schedule(static)
       for (std::size_t i = 0; i < mr; ++i) {
         if (bf16_dot) {  // the kernel reads the bf16 rows in place: only their group sums here
-          const std::uint16_t* src = xb + (r0 + i) * h;
-          for (std::size_t g = 0; g < groups; ++g) {
-            float sum = 0;
-            for (std::size_t k = g * packed_.group; k < (g + 1) * packed_.group; ++k) sum += from_bf16(src[k]);
-            xsum_[i * groups + g] = sum;
-          }
+          if (groups > 0) group_sums(xb + (r0 + i) * h, h, packed_.group, xsum_.data() + i * groups);
           if (limbs) split_limbs(xb + r0 * h, i, h, limb_group, limb_x_);
           continue;
         }
@@ -61,11 +56,7 @@ void QuantProjection::run(std::size_t copy, const void* x, std::size_t rows, con
         } else {
           std::memcpy(xi, static_cast<const float*>(x) + (r0 + i) * h, h * sizeof(float));
         }
-        for (std::size_t g = 0; g < groups; ++g) {
-          float sum = 0;
-          for (std::size_t k = g * packed_.group; k < (g + 1) * packed_.group; ++k) sum += xi[k];
-          xsum_[i * groups + g] = sum;
-        }
+        if (groups > 0) group_sums(xi, h, packed_.group, xsum_.data() + i * groups);
       }
 #pragma omp for schedule(static)
       for (std::size_t b = 0; b < blocks; ++b) {
