@@ -29,11 +29,12 @@
 
 #include "ops/linear/quant_block16.hpp"
 #include "ops/linear/quant_kernel.hpp"
+#include "ops/linear/stream_prefetch.hpp"
 
 namespace opmeter::linear {
 namespace {
 
-constexpr std::size_t kChannels = block16::kChannels, kPrefetch = 8;  // steps prefetched ahead
+constexpr std::size_t kChannels = block16::kChannels;
 constexpr float kLoScale = 1.f / 254;
 
 // Byte 4 i + r of a regrouped load comes from byte 32 (r / 2) + 2 i + r % 2 of the tile step's
@@ -74,8 +75,7 @@ void block_rows(const PackedWeights& w, std::size_t jb, const XLimbs& x, std::si
           for (auto& a : nib) a = _mm512_setzero_si512();
     for (std::size_t t = g * steps_per_group; t < (g + 1) * steps_per_group; ++t) {
       const std::uint8_t* step = codes + 512 * t;
-      const std::uint8_t* ahead = w.codes.data() + std::min(std::size_t(step - w.codes.data()) + 512 * kPrefetch, last);
-      for (std::size_t l = 0; l < 512; l += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + l), _MM_HINT_T0);
+      prefetch_stream(w.codes.data() + std::min(std::size_t(step - w.codes.data()) + kStreamAheadBytes, last), 512);
 #pragma GCC unroll 8
       for (std::size_t u = 0; u < 8; ++u) {
         const __m512i v = _mm512_permutexvar_epi8(regroup, _mm512_loadu_si512(step + 64 * u));
@@ -135,8 +135,7 @@ void int8_block_rows(const PackedWeights& w, std::size_t jb, const XLimbs& x, st
   for (std::size_t m = 0; m < R; ++m) dot[m] = _mm512_setzero_ps();
   for (std::size_t g = 0; g < groups; ++g) {
     const std::uint8_t* run = codes + 1024 * g;  // 16 runs of 64 bytes: k = 64 g .. 64 g + 63
-    const std::uint8_t* ahead = w.codes.data() + std::min(std::size_t(run - w.codes.data()) + 1024 * (kPrefetch / 2), last);
-    for (std::size_t l = 0; l < 1024; l += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + l), _MM_HINT_T0);
+    prefetch_stream(w.codes.data() + std::min(std::size_t(run - w.codes.data()) + kStreamAheadBytes, last), 1024);
     __m512i acc[R][L][P];
     for (auto& row : acc)
       for (auto& limb : row)
