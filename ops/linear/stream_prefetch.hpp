@@ -1,9 +1,10 @@
 #pragma once
 // How the CPU's quantized kernels prefetch the weights they stream once per call: into L2
-// (prefetcht1), 8 KiB ahead. A prefetcht0 holds one of the core's few L1 fill buffers for all of
-// DRAM's latency; prefetcht1 leaves the L1 to the loads and the L2's deeper queue to the stream.
-// On the Emerald Rapids VM (2026-11-28, docs/BENCHMARKS.md) the int4 limbs kernel read 7-12%
-// faster this way than with prefetcht0 4 KiB ahead, and 25% faster than with no software prefetch.
+// (prefetcht1), 8 KiB ahead. Chosen by measurement (the likely reason: lines bound for the L1 tie
+// up its few fill buffers for DRAM's whole latency, while the L2 keeps more misses in flight).
+// On the Emerald Rapids VM (2026-11-28, docs/BENCHMARKS.md) the int4 limbs kernel took 6-14% less
+// time this way than with prefetcht0 4 KiB ahead, which itself took a fifth less than no software
+// prefetch at all.
 // Included only by files compiled with SSE (every x86-64 build).
 #include <immintrin.h>
 
