@@ -108,8 +108,9 @@ PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic, 
     if (h % 32 != 0 || p.group % 32 != 0) throw std::invalid_argument("int4 kernels need hidden and group multiples of 32");
     p.block = p.group % 64 == 0 ? 64 : 32;
     p.bf16_group_params = all_bf16(q.scales) && all_bf16(q.zeros);  // the width the recipe rounded them to
-    p.tiles = p.block == 64 && int4_tiles;
+    p.tiles = int4_tiles && h % 64 == 0;  // steps of 64 k: groups of 32 in pairs
     if (p.tiles) {
+      p.block = 64;
       pack_int4_tiles(q, p);
       return p;
     }
@@ -155,15 +156,16 @@ PackedWeights pack_fp8_runs(const quant::QuantizedWeights& q) {
   return p;
 }
 
-Int4Path int4_path(const QuantKernels& k, bool bf16, std::size_t group, std::size_t rows) {
+Int4Path int4_path(const QuantKernels& k, bool bf16, std::size_t group, std::size_t rows, std::size_t hidden) {
   if (!bf16) return Int4Path::fp32;
-  const bool tiles = group % 64 == 0;
-  // The limbs kernel on tiles needs groups of 64 and up; on blocks (AVX2) groups of 32 too.
-  const bool limbs_group = tiles || (!k.int4_limbs_in_tiles && group % 32 == 0);
-  // More rows go to AMX where it is: without it, the limbs kernel beats the vector kernel at
-  // every row count (2.6-2.8x at 4 and 8 rows on the CI machine).
-  if (limbs_group && k.int4_limbs && (rows <= kInt4LimbRows || !k.int4_tiles)) return Int4Path::limbs;
-  if (tiles && k.int4_tiles) return Int4Path::amx;
+  const bool amx = group % 64 == 0 && k.int4_tiles;  // the AMX kernel's tiles: groups of 64 and up
+  // The limbs kernel takes groups of 32 too: on blocks (AVX2), and on tiles where hidden is whole
+  // steps of 64 (a step's two halves are then two groups).
+  const bool limbs_group = group % 64 == 0 || (group % 32 == 0 && (!k.int4_limbs_in_tiles || hidden % 64 == 0));
+  // More rows go to AMX where it can take them: without it, the limbs kernel beats the vector
+  // kernel at every row count (2.6-2.8x at 4 and 8 rows on the CI machine).
+  if (limbs_group && k.int4_limbs && (rows <= kInt4LimbRows || !amx)) return Int4Path::limbs;
+  if (amx) return Int4Path::amx;
   return k.int4_bf16 ? Int4Path::vector_bf16 : Int4Path::fp32;
 }
 
@@ -171,7 +173,7 @@ QuantLayerKernels quant_layer_kernels(const quant::QuantizedWeights& q, bool bf1
   const auto& k = quant_kernels();
   const quant::Recipe& r = q.recipe;
   QuantLayerKernels out;
-  if (r.weights == quant::WeightFormat::int4) out.int4 = int4_path(k, bf16, r.group, rows);
+  if (r.weights == quant::WeightFormat::int4) out.int4 = int4_path(k, bf16, r.group, rows, q.hidden);
   out.int8_limbs = r.weights == quant::WeightFormat::int8 && k.int8_limbs && q.hidden % kInt8LimbGroup == 0 &&
                    (bf16 || r.activations == quant::ActivationFormat::int8_per_token);
   const bool fp8_bf16 = r.weights == quant::WeightFormat::fp8 && r.weight_only() && bf16 && k.fp8_bf16;

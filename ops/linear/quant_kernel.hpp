@@ -22,7 +22,7 @@ namespace opmeter::linear {
 //               i = q[Bb + i] | q[Bb + B/2 + i] << 4, so that one load's low nibbles and high
 //               nibbles are each a contiguous run of x (a 32-byte load feeds 64 weights);
 //               group g's scale and zero in group_scales / group_zeros as fp32 or bf16 bits.
-//   int4 in tiles (`tiles`: blocks of 64, bf16 activations, for the AMX kernel): channels in
+//   int4 in tiles (`tiles`: blocks of 64, bf16 activations, for the AMX and limbs kernels): channels in
 //               blocks of 16 (the last padded with code 0, scale 0), a block's codes in steps of
 //               64 weights (512 bytes): byte 32 c + 2 i + p of step t holds channel i's weights
 //               k = 64 t + 2 c + p (low nibble) and k + 32 (high nibble), c < 16, p < 2. Decoded,
@@ -74,7 +74,7 @@ struct PackedWeights {
 };
 
 // The canonical weights in the kernels' layout; int4 needs hidden % 32 == 0 (blocks of 64 where
-// the group is a multiple of 64). int4_tiles: in tiles where the group allows (callers ask for
+// the group is a multiple of 64). int4_tiles: in tiles where hidden % 64 == 0 (callers ask for
 // them where int4_path says a tile kernel runs).
 PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic, bool int4_tiles = false);
 // int8 weight-only weights in quads (the limbs kernel's layout above); hidden % 64 == 0.
@@ -182,15 +182,15 @@ inline XLimbs::Form limb_form(const QuantKernels& k, bool int4) {
 // Which kernel an int4 layer runs for its activations (bf16 or fp32), group and rows, on these
 // kernels; amx reads the weights in tiles, limbs in tiles or blocks (in_tiles), the others in
 // blocks.
-//   limbs: bf16, groups of 64 and up (32 too where it reads blocks), up to kInt4LimbRows rows
-//          (any, where there is no AMX kernel), where int4_limbs is (on the quiet CI machine it
-//          read at 91-109% of a plain
-//          read of the same bytes at M = 1, 1.5-1.9x the AMX kernel: docs/BENCHMARKS.md); in
-//          tiles or blocks as int4_limbs_in_tiles says;
+//   limbs: bf16, groups of 32 and up (of 32 on tiles only where hidden % 64 == 0), up to
+//          kInt4LimbRows rows (any, where the AMX kernel cannot take the layer), where int4_limbs
+//          is (on the quiet CI machine it read at 91-109% of a plain read of the same bytes at
+//          M = 1, 1.5-1.9x the AMX kernel: docs/BENCHMARKS.md); in tiles or blocks as
+//          int4_limbs_in_tiles says;
 //   amx: bf16, groups of 64 and up, more rows, where the AMX kernel is (int4_tiles);
 //   vector_bf16: bf16 where int4_bf16 is; fp32: the rest (weight_only).
 enum class Int4Path { limbs, amx, vector_bf16, fp32 };
-Int4Path int4_path(const QuantKernels& k, bool bf16, std::size_t group, std::size_t rows);
+Int4Path int4_path(const QuantKernels& k, bool bf16, std::size_t group, std::size_t rows, std::size_t hidden);
 inline bool in_tiles(const QuantKernels& k, Int4Path p) {
   return p == Int4Path::amx || (p == Int4Path::limbs && k.int4_limbs_in_tiles);
 }

@@ -53,11 +53,13 @@ inline __m512i bcast4(const std::int8_t* p) {
 }
 
 // R rows of channel block jb: out[m * 16 + i]. P: accumulator chains per limb and nibble (two at
-// one row, where nothing else hides vpdpbusd's 5-cycle latency).
-template <std::size_t R, std::size_t P>
+// one row, where nothing else hides vpdpbusd's 5-cycle latency). Pairs: groups of 32, whose step
+// of 64 k holds two groups, its low nibbles (k = 64 t .. 64 t + 31) group 2 t and its high ones
+// group 2 t + 1; else a group is whole steps.
+template <std::size_t R, std::size_t P, bool Pairs>
 void block_rows(const PackedWeights& w, std::size_t jb, const XLimbs& x, std::size_t m0, const float* xsum,
                 float* out) {
-  const std::size_t h = w.hidden, groups = h / w.group, steps_per_group = w.group / 64;
+  const std::size_t h = w.hidden, groups = h / w.group, steps_per_group = Pairs ? 1 : w.group / 64;
   const std::uint8_t* codes = w.codes.data() + jb * 8 * h;
   const std::size_t last = w.codes.size() - 512;  // prefetches stay within the codes
   const std::size_t width = w.bf16_group_params ? 2 : 4;
@@ -67,13 +69,25 @@ void block_rows(const PackedWeights& w, std::size_t jb, const XLimbs& x, std::si
   const __m512i high_nibble = _mm512_set1_epi64(0x1020408000000000ll);  // bits 4..7 to 0..3
   __m512 y[R];
   for (std::size_t m = 0; m < R; ++m) y[m] = _mm512_setzero_ps();
-  for (std::size_t g = 0; g < groups; ++g) {
+  // Group g's sums of row m, hi and lo limbs: a (H + L / 254) - z sum_g(x), times s into y.
+  auto finish = [&](std::size_t g, std::size_t m, __m512i hi_sum, __m512i lo_sum, __m512 s, __m512 z) {
+    const std::size_t at = (m0 + m) * groups + g;
+    const float a = x.scale[at];
+    __m512 dot = _mm512_mul_ps(_mm512_cvtepi32_ps(hi_sum), _mm512_set1_ps(a));
+    dot = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo_sum), _mm512_set1_ps(a * kLoScale), dot);
+    dot = _mm512_fnmadd_ps(z, _mm512_set1_ps(xsum[at]), dot);
+    y[m] = _mm512_fmadd_ps(s, dot, y[m]);
+  };
+  auto params = [&](std::size_t g, const std::uint8_t* p) {
+    return block16::params(p + g * kChannels * width, w.bf16_group_params);
+  };
+  for (std::size_t t0 = 0; t0 < h / 64; t0 += steps_per_group) {
     __m512i acc[R][2][2][P];  // [row][limb hi, lo][nibble low, high][chain]
     for (auto& row : acc)
       for (auto& limb : row)
         for (auto& nib : limb)
           for (auto& a : nib) a = _mm512_setzero_si512();
-    for (std::size_t t = g * steps_per_group; t < (g + 1) * steps_per_group; ++t) {
+    for (std::size_t t = t0; t < t0 + steps_per_group; ++t) {
       const std::uint8_t* step = codes + 512 * t;
       prefetch_stream(w.codes.data() + std::min(std::size_t(step - w.codes.data()) + kStreamAheadBytes, last), 512);
 #pragma GCC unroll 8
@@ -91,33 +105,35 @@ void block_rows(const PackedWeights& w, std::size_t jb, const XLimbs& x, std::si
         }
       }
     }
-    const __m512 s = block16::params(sp + g * kChannels * width, w.bf16_group_params);
-    const __m512 z = block16::params(zp + g * kChannels * width, w.bf16_group_params);
-    for (std::size_t m = 0; m < R; ++m) {
-      __m512i sum[2];
-      for (std::size_t limb = 0; limb < 2; ++limb) {
-        sum[limb] = _mm512_add_epi32(acc[m][limb][0][0], acc[m][limb][1][0]);
-        for (std::size_t c = 1; c < P; ++c)
-          sum[limb] = _mm512_add_epi32(sum[limb], _mm512_add_epi32(acc[m][limb][0][c], acc[m][limb][1][c]));
+    // A limb's sum over the chains of the given nibbles.
+    auto sum = [&](std::size_t m, std::size_t limb, std::size_t nib0, std::size_t nibs) {
+      __m512i total = acc[m][limb][nib0][0];
+      for (std::size_t n = nib0; n < nib0 + nibs; ++n)
+        for (std::size_t c = n == nib0 ? 1 : 0; c < P; ++c) total = _mm512_add_epi32(total, acc[m][limb][n][c]);
+      return total;
+    };
+    if constexpr (Pairs) {
+      for (std::size_t nib = 0; nib < 2; ++nib) {
+        const std::size_t g = 2 * t0 + nib;
+        const __m512 s = params(g, sp), z = params(g, zp);
+        for (std::size_t m = 0; m < R; ++m) finish(g, m, sum(m, 0, nib, 1), sum(m, 1, nib, 1), s, z);
       }
-      const std::size_t at = (m0 + m) * groups + g;
-      const float a = x.scale[at];
-      // a (H + L / 254) - z sum_g(x), then times s into the row's sums.
-      __m512 dot = _mm512_mul_ps(_mm512_cvtepi32_ps(sum[0]), _mm512_set1_ps(a));
-      dot = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[1]), _mm512_set1_ps(a * kLoScale), dot);
-      dot = _mm512_fnmadd_ps(z, _mm512_set1_ps(xsum[at]), dot);
-      y[m] = _mm512_fmadd_ps(s, dot, y[m]);
+    } else {
+      const std::size_t g = t0 / steps_per_group;
+      const __m512 s = params(g, sp), z = params(g, zp);
+      for (std::size_t m = 0; m < R; ++m) finish(g, m, sum(m, 0, 0, 2), sum(m, 1, 0, 2), s, z);
     }
   }
   for (std::size_t m = 0; m < R; ++m) _mm512_storeu_ps(out + m * kChannels, y[m]);
 }
 
+template <bool Pairs>
 void block(const PackedWeights& w, std::size_t jb, const XLimbs& x, std::size_t m0, std::size_t rows,
            const float* xsum, float* out) {
   switch (rows) {
-    case 1: return block_rows<1, 2>(w, jb, x, m0, xsum, out);
-    case 2: return block_rows<2, 1>(w, jb, x, m0, xsum, out);
-    default: return block_rows<3, 1>(w, jb, x, m0, xsum, out);
+    case 1: return block_rows<1, 2, Pairs>(w, jb, x, m0, xsum, out);
+    case 2: return block_rows<2, 1, Pairs>(w, jb, x, m0, xsum, out);
+    default: return block_rows<3, 1, Pairs>(w, jb, x, m0, xsum, out);
   }
   static_assert(kInt4LimbRows == 3, "block() has a case for each row count up to kInt4LimbRows");
 }
@@ -228,9 +244,9 @@ void vnni_split_limbs(const std::uint16_t* xb, std::size_t row, std::size_t hidd
 
 void vnni_int4(const PackedWeights& w, const XLimbs& x, const float* xsum, std::size_t rows, std::size_t j0,
                std::size_t j1, float* c, std::size_t ldc) {
-  assert(w.tiles);  // the tile layout (groups of 64 and up)
+  assert(w.tiles && w.group % 32 == 0);  // the tile layout (steps of 64 k: groups of 32 pair up)
   by_blocks(rows, j0, j1, c, ldc, [&](std::size_t jb, std::size_t m0, std::size_t mr, float* out) {
-    block(w, jb, x, m0, mr, xsum, out);
+    w.group == 32 ? block<true>(w, jb, x, m0, mr, xsum, out) : block<false>(w, jb, x, m0, mr, xsum, out);
   });
 }
 

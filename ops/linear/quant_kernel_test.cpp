@@ -100,13 +100,15 @@ TEST(QuantKernel, Int4KernelsAgreeWithTheRecipeOnEveryPassShape) {
     }
 }
 
-// The tile layout (groups of 64 and up, for the AMX and limbs kernels), on every CPU: every code,
-// scale and zero where the accessors say, channels padded to a block of 16.
+// The tile layout (for the AMX and limbs kernels; hidden a multiple of 64), on every CPU: every
+// code, scale and zero where the accessors say, channels padded to a block of 16. Where hidden is
+// not whole steps of 64 (groups of 32), the block layout instead.
 TEST(QuantKernel, Int4TileLayoutHoldsEveryCodeAndGroupParameter) {
+  EXPECT_FALSE(Int4Layer(1, 19, 352, 32, 3, true).packed.tiles);
   for (std::size_t group : {32, 64, 128}) {
     Int4Layer l(1, 19, 384, group, 3, true);
-    EXPECT_EQ(l.packed.tiles, group != 32) << group;
-    if (!l.packed.tiles) continue;  // group 32: the block layout (tested above)
+    ASSERT_TRUE(l.packed.tiles) << group;
+    EXPECT_EQ(l.packed.block, 64u) << group;
     EXPECT_EQ(l.packed.codes.size(), 32 * l.hidden / 2);
     for (std::size_t j = 0; j < l.out; ++j) {
       for (std::size_t k = 0; k < l.hidden; ++k) {
@@ -247,12 +249,13 @@ TEST(QuantKernel, Int4LimbsKernelAgreesWithTheRecipeWithinTheLimbsBound) {
     Elem scales;
   };
   const Shape shapes[] = {{320, 64, Elem::bf16}, {384, 128, Elem::bf16}, {640, 64, Elem::bf16}, {640, 64, Elem::f32},
-                          // groups of 32 (the AVX2 kernel's blocks of 32): 10 groups, and 11 (an odd last one)
-                          {320, 32, Elem::bf16}, {352, 32, Elem::f32}};
+                          // groups of 32 (the AVX2 kernel's blocks of 32; pairs of groups in a tile
+                          // step): 10 groups, and 11 (an odd last one, blocks only)
+                          {320, 32, Elem::bf16}, {352, 32, Elem::f32}, {384, 32, Elem::f32}};
   for (const auto& best : sets)
     for (const auto& [hidden, group, scales] : shapes)
       for (std::size_t rows : {1, 2, 3, 4, 6, 9}) {
-        if (group == 32 && best.int4_limbs_in_tiles) continue;  // tiles take groups of 64 and up
+        if (hidden % 64 != 0 && best.int4_limbs_in_tiles) continue;  // tiles are steps of 64
         SCOPED_TRACE(best.isa);
         // In tiles for the VNNI kernel, in blocks (of 64, or 32 for groups of 32) for the AVX2 one.
         Int4Layer l(rows, 19, hidden, group, 21 + static_cast<std::uint32_t>(rows), best.int4_limbs_in_tiles, scales);
@@ -342,8 +345,8 @@ TEST(QuantKernel, Int8KernelOnActivationCodesIsExact) {
 }
 
 // Which kernel an int4 layer runs, for each set of kernels a CPU may offer: the limbs kernel for
-// bf16 activations in groups of 64 and up (up to kInt4LimbRows rows where AMX takes more), else
-// the bf16 vector kernel, else fp32; tiles exactly for the limbs and AMX kernels.
+// bf16 activations (up to kInt4LimbRows rows where AMX takes more: groups of 64 and up), else the
+// bf16 vector kernel, else fp32; tiles exactly for the limbs and AMX kernels.
 TEST(QuantKernel, Int4PathFollowsTheKernelsRowsAndGroup) {
   QuantKernels none{"base", nullptr, nullptr, nullptr, false, nullptr};
   QuantKernels vector = none, limbs_only = none, limbs_vector = none, amx_limbs = none;
@@ -352,28 +355,32 @@ TEST(QuantKernel, Int4PathFollowsTheKernelsRowsAndGroup) {
   amx_limbs.int4_tiles = true;
   using P = Int4Path;
   const std::size_t many = kInt4LimbRows + 1;
-  struct Want { const QuantKernels* k; bool bf16; std::size_t group, rows; P path; };
+  struct Want { const QuantKernels* k; bool bf16; std::size_t group, rows, hidden; P path; };
   const Want wants[] = {
-      {&amx_limbs, true, 64, 1, P::limbs},        {&amx_limbs, true, 128, kInt4LimbRows, P::limbs},
-      {&amx_limbs, true, 64, many, P::amx},        {&amx_limbs, true, 32, 1, P::vector_bf16},
-      {&amx_limbs, false, 64, 1, P::fp32},         {&limbs_vector, true, 64, 1, P::limbs},
-      {&limbs_vector, true, 64, many, P::limbs},   {&limbs_only, true, 64, 2, P::limbs},
-      {&limbs_only, true, 64, many, P::limbs},     {&limbs_only, true, 32, 1, P::fp32},
-      {&limbs_vector, true, 32, many, P::vector_bf16},
-      {&vector, true, 64, 1, P::vector_bf16},      {&none, true, 64, 1, P::fp32},
+      {&amx_limbs, true, 64, 1, 4096, P::limbs},      {&amx_limbs, true, 128, kInt4LimbRows, 4096, P::limbs},
+      {&amx_limbs, true, 64, many, 4096, P::amx},      {&amx_limbs, false, 64, 1, 4096, P::fp32},
+      // Groups of 32: the limbs kernel at every row count (AMX takes groups of 64 and up), on
+      // tiles only where hidden is whole steps of 64.
+      {&amx_limbs, true, 32, 1, 4096, P::limbs},      {&amx_limbs, true, 32, many, 4096, P::limbs},
+      {&amx_limbs, true, 32, 1, 4128, P::vector_bf16},
+      {&limbs_vector, true, 64, 1, 4096, P::limbs},   {&limbs_vector, true, 64, many, 4096, P::limbs},
+      {&limbs_only, true, 64, 2, 4096, P::limbs},     {&limbs_only, true, 64, many, 4096, P::limbs},
+      {&limbs_only, true, 32, 1, 4096, P::limbs},     {&limbs_only, true, 32, 1, 4128, P::fp32},
+      {&limbs_vector, true, 32, many, 4096, P::limbs}, {&limbs_vector, true, 32, many, 4128, P::vector_bf16},
+      {&vector, true, 64, 1, 4096, P::vector_bf16},   {&none, true, 64, 1, 4096, P::fp32},
   };
   for (const auto& w : wants) {
-    const P got = int4_path(*w.k, w.bf16, w.group, w.rows);
-    EXPECT_EQ(got, w.path) << "bf16 " << w.bf16 << ", group " << w.group << ", rows " << w.rows;
+    const P got = int4_path(*w.k, w.bf16, w.group, w.rows, w.hidden);
+    EXPECT_EQ(got, w.path) << "bf16 " << w.bf16 << ", group " << w.group << ", rows " << w.rows << ", hidden " << w.hidden;
     EXPECT_EQ(in_tiles(*w.k, got), got == P::limbs || got == P::amx);
   }
   // The AVX2 limbs kernel reads blocks: the same paths, the limbs path not in tiles.
   QuantKernels limbs_blocks = limbs_only;
   limbs_blocks.int4_limbs_in_tiles = false;
-  EXPECT_EQ(int4_path(limbs_blocks, true, 64, many), P::limbs);
+  EXPECT_EQ(int4_path(limbs_blocks, true, 64, many, 4096), P::limbs);
   EXPECT_FALSE(in_tiles(limbs_blocks, P::limbs));
-  EXPECT_EQ(int4_path(limbs_blocks, true, 32, 1), P::limbs);  // blocks of 32 too
-  EXPECT_EQ(int4_path(limbs_blocks, false, 32, 1), P::fp32);
+  EXPECT_EQ(int4_path(limbs_blocks, true, 32, 1, 4128), P::limbs);  // blocks of 32, any hidden
+  EXPECT_EQ(int4_path(limbs_blocks, false, 32, 1, 4096), P::fp32);
 }
 
 // int8 weight-only in quads with x as limbs (the decode kernel for int8wo): the layout holds every
