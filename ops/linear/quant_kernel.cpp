@@ -108,7 +108,7 @@ PackedWeights pack_weights(const quant::QuantizedWeights& q, bool int8_dynamic, 
     if (h % 32 != 0 || p.group % 32 != 0) throw std::invalid_argument("int4 kernels need hidden and group multiples of 32");
     p.block = p.group % 64 == 0 ? 64 : 32;
     p.bf16_group_params = all_bf16(q.scales) && all_bf16(q.zeros);  // the width the recipe rounded them to
-    p.tiles = int4_tiles && h % 64 == 0;  // steps of 64 k: groups of 32 in pairs
+    p.tiles = int4_tiles && h % 64 == 0;                            // steps of 64 k: groups of 32 in pairs
     if (p.tiles) {
       p.block = 64;
       pack_int4_tiles(q, p);

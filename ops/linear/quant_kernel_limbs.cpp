@@ -128,8 +128,8 @@ void block_rows(const PackedWeights& w, std::size_t jb, const XLimbs& x, std::si
 }
 
 template <bool Pairs>
-void block(const PackedWeights& w, std::size_t jb, const XLimbs& x, std::size_t m0, std::size_t rows,
-           const float* xsum, float* out) {
+void block(const PackedWeights& w, std::size_t jb, const XLimbs& x, std::size_t m0, std::size_t rows, const float* xsum,
+           float* out) {
   switch (rows) {
     case 1: return block_rows<1, 2, Pairs>(w, jb, x, m0, xsum, out);
     case 2: return block_rows<2, 1, Pairs>(w, jb, x, m0, xsum, out);

@@ -248,10 +248,15 @@ TEST(QuantKernel, Int4LimbsKernelAgreesWithTheRecipeWithinTheLimbsBound) {
     std::size_t hidden, group;
     Elem scales;
   };
-  const Shape shapes[] = {{320, 64, Elem::bf16}, {384, 128, Elem::bf16}, {640, 64, Elem::bf16}, {640, 64, Elem::f32},
+  const Shape shapes[] = {{320, 64, Elem::bf16},
+                          {384, 128, Elem::bf16},
+                          {640, 64, Elem::bf16},
+                          {640, 64, Elem::f32},
                           // groups of 32 (the AVX2 kernel's blocks of 32; pairs of groups in a tile
                           // step): 10 groups, and 11 (an odd last one, blocks only)
-                          {320, 32, Elem::bf16}, {352, 32, Elem::f32}, {384, 32, Elem::f32}};
+                          {320, 32, Elem::bf16},
+                          {352, 32, Elem::f32},
+                          {384, 32, Elem::f32}};
   for (const auto& best : sets)
     for (const auto& [hidden, group, scales] : shapes)
       for (std::size_t rows : {1, 2, 3, 4, 6, 9}) {
@@ -355,23 +360,37 @@ TEST(QuantKernel, Int4PathFollowsTheKernelsRowsAndGroup) {
   amx_limbs.int4_tiles = true;
   using P = Int4Path;
   const std::size_t many = kInt4LimbRows + 1;
-  struct Want { const QuantKernels* k; bool bf16; std::size_t group, rows, hidden; P path; };
+  struct Want {
+    const QuantKernels* k;
+    bool bf16;
+    std::size_t group, rows, hidden;
+    P path;
+  };
   const Want wants[] = {
-      {&amx_limbs, true, 64, 1, 4096, P::limbs},      {&amx_limbs, true, 128, kInt4LimbRows, 4096, P::limbs},
-      {&amx_limbs, true, 64, many, 4096, P::amx},      {&amx_limbs, false, 64, 1, 4096, P::fp32},
+      {&amx_limbs, true, 64, 1, 4096, P::limbs},
+      {&amx_limbs, true, 128, kInt4LimbRows, 4096, P::limbs},
+      {&amx_limbs, true, 64, many, 4096, P::amx},
+      {&amx_limbs, false, 64, 1, 4096, P::fp32},
       // Groups of 32: the limbs kernel at every row count (AMX takes groups of 64 and up), on
       // tiles only where hidden is whole steps of 64.
-      {&amx_limbs, true, 32, 1, 4096, P::limbs},      {&amx_limbs, true, 32, many, 4096, P::limbs},
+      {&amx_limbs, true, 32, 1, 4096, P::limbs},
+      {&amx_limbs, true, 32, many, 4096, P::limbs},
       {&amx_limbs, true, 32, 1, 4128, P::vector_bf16},
-      {&limbs_vector, true, 64, 1, 4096, P::limbs},   {&limbs_vector, true, 64, many, 4096, P::limbs},
-      {&limbs_only, true, 64, 2, 4096, P::limbs},     {&limbs_only, true, 64, many, 4096, P::limbs},
-      {&limbs_only, true, 32, 1, 4096, P::limbs},     {&limbs_only, true, 32, 1, 4128, P::fp32},
-      {&limbs_vector, true, 32, many, 4096, P::limbs}, {&limbs_vector, true, 32, many, 4128, P::vector_bf16},
-      {&vector, true, 64, 1, 4096, P::vector_bf16},   {&none, true, 64, 1, 4096, P::fp32},
+      {&limbs_vector, true, 64, 1, 4096, P::limbs},
+      {&limbs_vector, true, 64, many, 4096, P::limbs},
+      {&limbs_only, true, 64, 2, 4096, P::limbs},
+      {&limbs_only, true, 64, many, 4096, P::limbs},
+      {&limbs_only, true, 32, 1, 4096, P::limbs},
+      {&limbs_only, true, 32, 1, 4128, P::fp32},
+      {&limbs_vector, true, 32, many, 4096, P::limbs},
+      {&limbs_vector, true, 32, many, 4128, P::vector_bf16},
+      {&vector, true, 64, 1, 4096, P::vector_bf16},
+      {&none, true, 64, 1, 4096, P::fp32},
   };
   for (const auto& w : wants) {
     const P got = int4_path(*w.k, w.bf16, w.group, w.rows, w.hidden);
-    EXPECT_EQ(got, w.path) << "bf16 " << w.bf16 << ", group " << w.group << ", rows " << w.rows << ", hidden " << w.hidden;
+    EXPECT_EQ(got, w.path) << "bf16 " << w.bf16 << ", group " << w.group << ", rows " << w.rows << ", hidden "
+                           << w.hidden;
     EXPECT_EQ(in_tiles(*w.k, got), got == P::limbs || got == P::amx);
   }
   // The AVX2 limbs kernel reads blocks: the same paths, the limbs path not in tiles.

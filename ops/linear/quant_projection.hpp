@@ -33,7 +33,8 @@ class QuantProjection {
   // The kernel for this call's rows among those that read the prepared layout (where the limbs
   // kernel reads tiles, as AMX does, either; where it reads blocks, the prepared one).
   Int4Path call_path(std::size_t rows) const {
-    return in_tiles(quant_kernels(), path_) ? int4_path(quant_kernels(), bf16_, packed_.group, rows, packed_.hidden) : path_;
+    return in_tiles(quant_kernels(), path_) ? int4_path(quant_kernels(), bf16_, packed_.group, rows, packed_.hidden)
+                                            : path_;
   }
   PackedWeights packed_;                      // copy 0's
   std::vector<PackedWeights> weight_copies_;  // copies 1..: the same values elsewhere in memory
