@@ -57,6 +57,15 @@ TEST(QuantGpuLimbs, ScalesArePowersOfTwoThatKeepTheLargestUnder2To14) {
         << b;
 }
 
+// A chunk whose largest is inf or NaN is told apart from every finite one, in both types (its scale
+// becomes NaN, its limbs 0, so that the output is not a number).
+TEST(QuantGpuLimbs, InfAndNanChunksAreToldApartFromFiniteOnes) {
+  for (std::uint32_t b = 0; b <= 0x7FFFu; ++b) {
+    ASSERT_EQ(gl::not_finite(b, false), !std::isfinite(from_bf16(static_cast<std::uint16_t>(b)))) << b;
+    ASSERT_EQ(gl::not_finite(b, true), !std::isfinite(from_fp16(static_cast<std::uint16_t>(b)))) << b;
+  }
+}
+
 TEST(QuantGpuLimbs, LimbsAreInt8AndAddBackUp) {
   for (int v = -16384; v <= 16384; ++v) {
     const gl::Limbs l = gl::split(v);

@@ -63,9 +63,11 @@ __device__ inline void stage_row(const WeightOnlyArgs& a, int r, std::int64_t k0
   std::uint32_t amax = 0;
 #pragma unroll
   for (int j = 0; j < 16; ++j) amax = max(amax, magnitude_bits(v[j]));
-  const int e = gl::scale_exponent(__reduce_max_sync(0xFFFFFFFFu, amax), std::is_same_v<T, __half>);
-  if (lane == 0) *scale = gl::scale_down(e);
-  const float up = gl::scale_up(e);
+  const std::uint32_t largest = __reduce_max_sync(0xFFFFFFFFu, amax);
+  const bool finite = !gl::not_finite(largest, std::is_same_v<T, __half>);
+  const int e = gl::scale_exponent(largest, std::is_same_v<T, __half>);
+  if (lane == 0) *scale = finite ? gl::scale_down(e) : __uint_as_float(0x7FC00000u);  // NaN: see not_finite
+  const float up = finite ? gl::scale_up(e) : 0.f;
   std::uint8_t* step = row + (lane / 2) * gl::kStepBytes;
 #pragma unroll
   for (int q = 0; q < 4; ++q) {  // k 4q .. 4q + 3 of the lane's 16: one word of each limb
