@@ -48,7 +48,8 @@ void rows_pass(const std::uint16_t* x, const std::uint16_t* w, std::size_t hidde
                float* c, std::size_t ldc) {
   std::size_t j = j0;
   const bool short_rows = hidden <= kPrefetchedHidden;
-  for (; j + 4 <= j1; j += 4) channels<R, 4>(x, w, hidden, j, c, ldc, short_rows ? std::min<std::size_t>(4, j1 - j - 4) : 0);
+  for (; j + 4 <= j1; j += 4)
+    channels<R, 4>(x, w, hidden, j, c, ldc, short_rows ? std::min<std::size_t>(4, j1 - j - 4) : 0);
   for (; j < j1; ++j) channels<R, 1>(x, w, hidden, j, c, ldc, 0);
 }
 
