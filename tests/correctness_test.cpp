@@ -169,10 +169,12 @@ TEST(Ceilings, NeededPeaksComeFirst) {
 TEST(Ceilings, TensorOpsGetABandwidthCeilingUnlessAProfileIsGiven) {
   std::vector<Case> cases = {parse_case("layernorm/opmeter/fp32/batch=1,seq=2,hidden=3/threads=2")};
   auto out = with_needed_peaks(cases, 1024);
-  ASSERT_EQ(out.size(), 3u);
+  ASSERT_EQ(out.size(), 4u);
   EXPECT_EQ(out[0].to_string(), "peak/opmeter/fp32/kernel=fma/threads=2");
+  // A copy and a read: the ceiling is the faster (a layer that only reads reads at a read's speed).
   EXPECT_EQ(out[1].to_string(), "bandwidth/opmeter/fp32/kernel=copy,n=1024/threads=2");
-  EXPECT_EQ(out[2].op, "layernorm");
+  EXPECT_EQ(out[2].to_string(), "bandwidth/opmeter/fp32/kernel=read,n=1024/threads=2");
+  EXPECT_EQ(out[3].op, "layernorm");
   Ceilings profile;
   profile.load_profile({{"schema", kCalibrationSchema},
                         {"threads", 2},
@@ -191,9 +193,10 @@ TEST(Ceilings, AProfileReplacesOnlyTheCeilingsItHolds) {
   auto out = with_needed_peaks({parse_case("layernorm/opmeter/fp32/batch=1,seq=2,hidden=3/threads=2"),
                                 parse_case("layernorm/opmeter/fp32/batch=1,seq=2,hidden=3/threads=1")},
                                1024, profile);
-  ASSERT_EQ(out.size(), 4u);
+  ASSERT_EQ(out.size(), 5u);
   EXPECT_EQ(out[0].to_string(), "peak/opmeter/fp32/kernel=fma/threads=1");
   EXPECT_EQ(out[1].to_string(), "bandwidth/opmeter/fp32/kernel=copy,n=1024/threads=1");
+  EXPECT_EQ(out[2].to_string(), "bandwidth/opmeter/fp32/kernel=read,n=1024/threads=1");
   out = with_needed_peaks({parse_case("gemm/openblas/fp64/M=8,N=8,K=8/threads=2")}, 1024, profile);
   ASSERT_EQ(out.size(), 2u);  // fp64's peak: the profile has none
   EXPECT_EQ(out[0].to_string(), "peak/opmeter/fp64/kernel=fma/threads=2");
@@ -208,6 +211,7 @@ TEST(Ceilings, ASmallBandwidthCaseGetsTheDefaultCeilingBesideIt) {
   for (auto& c : out)
     if (c.op == "bandwidth") bandwidth.push_back(c.to_string());
   EXPECT_EQ(bandwidth, (std::vector<std::string>{"bandwidth/opmeter/fp32/kernel=copy,n=16777216/threads=1",
+                                                 "bandwidth/opmeter/fp32/kernel=read,n=16777216/threads=1",
                                                  "bandwidth/opmeter/fp32/kernel=read,n=2097152/threads=1"}));
   out = with_needed_peaks({parse_case("bandwidth/opmeter/fp32/kernel=read,n=33554432/threads=1"), layer}, 1 << 24);
   EXPECT_EQ(std::count_if(out.begin(), out.end(), [](const Case& c) { return c.op == "bandwidth"; }), 1);
