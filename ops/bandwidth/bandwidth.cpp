@@ -225,7 +225,8 @@ std::vector<Case> memory_ceiling_cases(DType, const Case& like, std::size_t elem
     if (!impl->runs_on(backend) || impl->on_request || elements == 0) continue;
     std::vector<Case> cases;
     for (const char* kernel : {"copy", "read"}) {
-      Case c = ceiling_case("bandwidth", DType::fp32, {{"kernel", kernel}, {"n", std::to_string(elements)}}, like.threads);
+      Case c =
+          ceiling_case("bandwidth", DType::fp32, {{"kernel", kernel}, {"n", std::to_string(elements)}}, like.threads);
       c.impl = impl->impl;
       c.device = like.device;
       cases.push_back(c);
