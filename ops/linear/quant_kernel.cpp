@@ -190,7 +190,7 @@ std::string weight_only_kernel_name(const PackedWeights& w, Int4Path path) {
           return "int4 groups x bf16 activations as 16-bit words (two int8 limbs' 254 hi + lo), vpmaddwd, up to " +
                  std::to_string(kAvx2LimbRows) + " rows per pass";
         return "int4 groups x bf16 activations as two int8 limbs per group, vpdpbusd, up to " +
-               std::to_string(kInt4LimbRows) + " rows per pass";
+               std::to_string(kLimbPassRows) + " rows per pass";
       case Int4Path::amx:
         return "int4 groups x bf16 activations: codes to bf16 tiles of 16 channels, AMX tdpbf16ps, up to 16 rows per pass";
       case Int4Path::vector_bf16:
@@ -216,7 +216,7 @@ float* float_scratch(std::size_t n, int slot) {
 }
 
 std::string int8_limbs_pass() {
-  return quant_kernels().int4_limbs_in_tiles ? fmt::format("vpdpbusd, {} rows per pass", kInt4LimbRows)
+  return quant_kernels().int4_limbs_in_tiles ? fmt::format("vpdpbusd, {} rows per pass", kLimbPassRows)
                                              : fmt::format("vpsignb and vpmaddubsw, {} rows per pass", kAvx2Int8LimbRows);
 }
 

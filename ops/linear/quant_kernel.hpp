@@ -129,6 +129,9 @@ constexpr std::size_t kInt8LimbGroup = 64;
 // the AMX kernel's one tdpbf16ps serves up to 16. bench/quant_int4_gemv 8192 3584 64 100 M, one
 // thread, CI machine: limbs / AMX 1.60x at M = 1, 1.25x at 2, 1.09x at 3, 0.88x at 4.
 constexpr std::size_t kInt4LimbRows = 3;
+// Rows per pass of the VNNI limbs kernels (int4 and int8): four rows' accumulators (16 for int4)
+// fit the 32 registers, and a fourth row in the same pass shares the pass's loads and decodes.
+constexpr std::size_t kLimbPassRows = 4;
 
 struct QuantKernels {
   const char* isa;
@@ -151,14 +154,14 @@ struct QuantKernels {
   // Whether int4_bf16 runs weights packed in tiles (AMX) faster than in blocks.
   bool int4_tiles = false;
   // int4 with bf16 activations as int8 limbs (XLimbs), any rows (int4_path says when): in tiles
-  // (groups of 32 and up), vpdpbusd, passes of kInt4LimbRows where the CPU has AVX-512 VNNI, VBMI
+  // (groups of 32 and up), vpdpbusd, passes of kLimbPassRows where the CPU has AVX-512 VNNI, VBMI
   // and GFNI; in blocks (of
   // 64, or 32 for groups of 32), vpmaddwd on the limbs' words, passes of kAvx2LimbRows on AVX2 (int4_limbs_in_tiles
   // says which); else null.
   void (*int4_limbs)(const PackedWeights& w, const XLimbs& x, const float* xsum, std::size_t rows, std::size_t j0,
                      std::size_t j1, float* c, std::size_t ldc) = nullptr;
   // int8 weight-only in quads with bf16 activations as int8 limbs in groups of kInt8LimbGroup
-  // (any rows, in passes of kInt4LimbRows or kAvx2Int8LimbRows): vpdpbusd (VNNI) or vpmaddubsw (AVX2), where
+  // (any rows, in passes of kLimbPassRows or kAvx2Int8LimbRows): vpdpbusd (VNNI) or vpmaddubsw (AVX2), where
   // int4_limbs is; else null.
   void (*int8_limbs)(const PackedWeights& w, const XLimbs& x, std::size_t rows, std::size_t j0, std::size_t j1, float* c,
                      std::size_t ldc) = nullptr;

@@ -133,9 +133,10 @@ void block(const PackedWeights& w, std::size_t jb, const XLimbs& x, std::size_t 
   switch (rows) {
     case 1: return block_rows<1, 2, Pairs>(w, jb, x, m0, xsum, out);
     case 2: return block_rows<2, 1, Pairs>(w, jb, x, m0, xsum, out);
-    default: return block_rows<3, 1, Pairs>(w, jb, x, m0, xsum, out);
+    case 3: return block_rows<3, 1, Pairs>(w, jb, x, m0, xsum, out);
+    default: return block_rows<4, 1, Pairs>(w, jb, x, m0, xsum, out);
   }
-  static_assert(kInt4LimbRows == 3, "block() has a case for each row count up to kInt4LimbRows");
+  static_assert(kLimbPassRows == 4, "block() has a case for each row count up to kLimbPassRows");
 }
 
 // int8 in quads: R rows of channel block jb, times the channel scales, into out[m * 16 + i]. P:
@@ -190,16 +191,18 @@ void int8_block(const PackedWeights& w, std::size_t jb, const XLimbs& x, std::si
   switch (rows) {
     case 1: return int8_block_rows<1, 4, L>(w, jb, x, m0, out);
     case 2: return int8_block_rows<2, 2, L>(w, jb, x, m0, out);
-    default: return int8_block_rows<3, 1, L>(w, jb, x, m0, out);
+    case 3: return int8_block_rows<3, 1, L>(w, jb, x, m0, out);
+    default: return int8_block_rows<4, 1, L>(w, jb, x, m0, out);
   }
+  static_assert(kLimbPassRows == 4, "int8_block() has a case for each row count up to kLimbPassRows");
 }
 
 // The channels [j0, j1) of a pass's blocks (16 channels each, the last padded) into c.
 template <class Block>
 void by_blocks(std::size_t rows, std::size_t j0, std::size_t j1, float* c, std::size_t ldc, Block&& block) {
-  alignas(64) float out[kInt4LimbRows * kChannels];
-  for (std::size_t m0 = 0; m0 < rows; m0 += kInt4LimbRows) {
-    const std::size_t mr = std::min(kInt4LimbRows, rows - m0);
+  alignas(64) float out[kLimbPassRows * kChannels];
+  for (std::size_t m0 = 0; m0 < rows; m0 += kLimbPassRows) {
+    const std::size_t mr = std::min(kLimbPassRows, rows - m0);
     for (std::size_t jb = j0 / kChannels; jb * kChannels < j1; ++jb) {
       block(jb, m0, mr, out);
       block16::copy_channels(out, mr, jb, j0, j1, c, m0, ldc);
