@@ -216,8 +216,9 @@ float* float_scratch(std::size_t n, int slot) {
 }
 
 std::string int8_limbs_pass() {
-  return quant_kernels().int4_limbs_in_tiles ? fmt::format("vpdpbusd, {} rows per pass", kLimbPassRows)
-                                             : fmt::format("vpsignb and vpmaddubsw, {} rows per pass", kAvx2Int8LimbRows);
+  return quant_kernels().int4_limbs_in_tiles
+             ? fmt::format("vpdpbusd, {} rows per pass", kLimbPassRows)
+             : fmt::format("vpsignb and vpmaddubsw, {} rows per pass", kAvx2Int8LimbRows);
 }
 
 std::string int8_dynamic_kernel_name(const QuantKernels& k) {
