@@ -3,9 +3,9 @@
 // (quant_kernel.hpp), one packed copy per input set: a cold case's calls each read their own set's
 // weights, which together exceed the cache as the unquantized impls' do. A call goes through the
 // rows in blocks: each block's activations are made fp32 (LayerNorm'd for ln_linear; for int8dq
-// quantized per token), then the threads split the output channels, each streaming its channels'
-// codes once for the whole block and finishing its columns with bias and activation while they
-// are in cache.
+// quantized per token; bf16 ones the bf16 kernels read in place), then the threads split the
+// output channels, each streaming its channels' codes once for the whole block and finishing its
+// columns with bias and activation while they are in cache.
 #include <algorithm>
 #include <cstring>
 
@@ -38,7 +38,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
     xs_.assign(rows * s.hidden, 0.f);
     tile_.assign(rows * s.out, 0.f);
     xsum_.assign(packed_.format == quant::WeightFormat::int4 ? rows * (s.hidden / recipe_.group) : 1, 0.f);
-    xb_.assign(bf16_x_ ? rows * s.hidden : 0, 0);
+    xb_.assign(bf16_x_ && (!bf16() || s.layernorm) ? rows * s.hidden : 0, 0);  // else read in place (run)
     if (limbs_ || dq_limbs_)
       limb_x_.resize(rows, s.hidden, limb_group(),
                      dq_limbs_ ? XLimbs::Form::one_limb : limb_form(quant_kernels(), path_ == Int4Path::limbs));
@@ -62,12 +62,21 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
     const std::size_t blocks = (s.out + kChannelBlock - 1) / kChannelBlock;
     const std::size_t groups = packed_.format == quant::WeightFormat::int4 ? h / recipe_.group : 0;
     const PackedWeights& w = copy == 0 ? packed_ : weight_copies_.at(copy - 1);
+    // bf16 input is its own rounding: where no LayerNorm comes first, the bf16 kernels read its
+    // rows in place (as quant_projection does), and only their group sums and limbs are made here.
+    const bool in_place = bf16_x_ && is_bf16 && !s.layernorm;
     for (std::size_t r0 = 0; r0 < s.rows; r0 += kRowBlock) {
       const std::size_t mr = std::min(kRowBlock, s.rows - r0);
+      const std::uint16_t* xb = in_place ? static_cast<const std::uint16_t*>(x) + r0 * h : xb_.data();
 #pragma omp parallel
       {
 #pragma omp for schedule(static)
         for (std::size_t i = 0; i < mr; ++i) {
+          if (in_place) {
+            if (groups > 0) group_sums(xb + i * h, h, recipe_.group, xsum_.data() + i * groups);
+            if (limbs_) split_limbs(xb, i, h, limb_group(), limb_x_);
+            continue;
+          }
           float* xi = xs_.data() + i * h;
           if (is_bf16) {
             const auto* src = static_cast<const std::uint16_t*>(x) + (r0 + i) * h;
@@ -78,17 +87,13 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
           if (s.layernorm) tk.layernorm(false, xi, xi, gamma, beta, 1, h);  // nested: this thread only
           if (bf16_x_) {
             // The dot product's operands, rounded as a bf16 model rounds LayerNorm's output; the
-            // group sums below are of the same values. bf16 input is its own rounding.
+            // group sums below are of the same values.
             std::uint16_t* bi = xb_.data() + i * h;
-            if (is_bf16 && !s.layernorm) {
-              std::memcpy(bi, static_cast<const std::uint16_t*>(x) + (r0 + i) * h, h * sizeof(std::uint16_t));
-            } else {
-              for (std::size_t k = 0; k < h; ++k) {
-                bi[k] = to_bf16(xi[k]);
-                xi[k] = from_bf16(bi[k]);
-              }
+            for (std::size_t k = 0; k < h; ++k) {
+              bi[k] = to_bf16(xi[k]);
+              xi[k] = from_bf16(bi[k]);
             }
-            if (limbs_) split_limbs(xb_.data(), i, h, limb_group(), limb_x_);
+            if (limbs_) split_limbs(xb, i, h, limb_group(), limb_x_);
           }
           if (groups > 0) group_sums(xi, h, recipe_.group, xsum_.data() + i * groups);
         }
@@ -111,8 +116,8 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
             qk.int8_dynamic(w, codes_.data(), xscale_.data(), mr, j0, j1, tile_.data(), s.out);
           else if (int8_limbs_) qk.int8_limbs(w, limb_x_, mr, j0, j1, tile_.data(), s.out);
           else if (path_ == Int4Path::limbs) qk.int4_limbs(w, limb_x_, xsum_.data(), mr, j0, j1, tile_.data(), s.out);
-          else if (path_ != Int4Path::fp32) qk.int4_bf16(w, xb_.data(), xsum_.data(), mr, j0, j1, tile_.data(), s.out);
-          else if (fp8_bf16_) qk.fp8_bf16(w, xb_.data(), mr, j0, j1, tile_.data(), s.out);
+          else if (path_ != Int4Path::fp32) qk.int4_bf16(w, xb, xsum_.data(), mr, j0, j1, tile_.data(), s.out);
+          else if (fp8_bf16_) qk.fp8_bf16(w, xb, mr, j0, j1, tile_.data(), s.out);
           else qk.weight_only(w, xs_.data(), xsum_.data(), mr, j0, j1, tile_.data(), s.out);
           tk.epilogue(s.act, tile_.data() + j0, s.out, bias + j0, is_bf16, y + (r0 * s.out + j0) * ybytes, s.out, mr, j1 - j0);
         }
