@@ -155,9 +155,8 @@ struct QuantKernels {
   bool int4_tiles = false;
   // int4 with bf16 activations as int8 limbs (XLimbs), any rows (int4_path says when): in tiles
   // (groups of 32 and up), vpdpbusd, passes of kLimbPassRows where the CPU has AVX-512 VNNI, VBMI
-  // and GFNI; in blocks (of
-  // 64, or 32 for groups of 32), vpmaddwd on the limbs' words, passes of kAvx2LimbRows on AVX2 (int4_limbs_in_tiles
-  // says which); else null.
+  // and GFNI; in blocks (of 64, or 32 for groups of 32), vpmaddwd on the limbs' words, passes of
+  // kAvx2LimbRows on AVX2 (int4_limbs_in_tiles says which); else null.
   void (*int4_limbs)(const PackedWeights& w, const XLimbs& x, const float* xsum, std::size_t rows, std::size_t j0,
                      std::size_t j1, float* c, std::size_t ldc) = nullptr;
   // int8 weight-only in quads with bf16 activations as int8 limbs in groups of kInt8LimbGroup
