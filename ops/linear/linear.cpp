@@ -41,6 +41,11 @@ int ksplit_of(const Case& c) {
   const auto v = c.get_or(kKsplit, "auto");
   return v == "auto" ? 0 : std::stoi(v);  // validated: digits, 1 to 1024
 }
+std::optional<gpu_pack::Operand> operand_of(const Case& c) {
+  const auto v = c.get_or(kOperand, "auto");
+  if (v == "auto") return std::nullopt;
+  return v == "a" ? gpu_pack::Operand::a : gpu_pack::Operand::b;  // validated: a or b
+}
 bool training(const Case& c) { return c.get_or(kMode, "inference") == kTrain; }
 
 double quantized_weight_bytes(const Case& c) {
@@ -162,22 +167,32 @@ void validate_recipe(const Case& c) {
     throw CaseError(fmt::format("{}={} has no training step: {}={} takes baseline, float8dq-tensor or float8dq-row", kQuant, name, kMode, kTrain));
 }
 
+// A parameter of the weight-only kernel (ksplit, operand) on a case that does not run it.
+void require_weight_only_inference(const Case& c, const std::string& key, const std::string& what) {
+  const auto name = recipe_of(c);
+  const auto r = quant::parse_recipe(name);  // validate_recipe has checked it
+  if (!r->weight_only() || training(c))
+    throw CaseError(fmt::format("{}={} {} the weight-only kernel: it takes quant=int8wo, int4wo-G, hqq-int4-G or "
+                                "float8wo in inference, not quant={}{}",
+                                key, c.get(key), what, name, training(c) ? " with mode=train" : ""));
+}
+
 // ksplit=N (its default, auto, never stands in a case): a number of splits, for a weight-only
 // recipe in inference.
 void validate_ksplit(const Case& c) {
   if (!c.has(kKsplit)) return;
   const auto& v = c.get(kKsplit);
-  const auto name = recipe_of(c);
-  const auto r = quant::parse_recipe(name);  // validate_recipe has checked it
   const bool number =
       !v.empty() && v.size() <= 4 && std::all_of(v.begin(), v.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
   if (!number || std::stoi(v) < 1 || std::stoi(v) > 1024)
     throw CaseError(fmt::format("{}={} unknown: expected auto or a number of splits from 1 to 1024", kKsplit, v));
-  if (!r->weight_only() || training(c))
-    throw CaseError(
-        fmt::format("{}={} splits K in the weight-only kernel: it takes quant=int8wo, int4wo-G, hqq-int4-G or "
-                    "float8wo in inference, not quant={}{}",
-                    kKsplit, v, name, training(c) ? " with mode=train" : ""));
+  require_weight_only_inference(c, kKsplit, "splits K in");
+}
+
+// operand=a|b (auto never stands in a case; the values are the OptionalParam's), for a
+// weight-only recipe in inference.
+void validate_operand(const Case& c) {
+  if (c.has(kOperand)) require_weight_only_inference(c, kOperand, "picks the mma operand of");
 }
 
 // `opmeter check`'s shapes: odd sizes with tails, one element, a decode row with a wide K, rows a
@@ -245,6 +260,7 @@ OpDef linear_def(const std::string& name, const std::string& summary, bool with_
     }
     validate_recipe(c);
     validate_ksplit(c);
+    validate_operand(c);
     validate_training_params(c);
   };
   op.optional_params = {
@@ -255,6 +271,10 @@ OpDef linear_def(const std::string& name, const std::string& summary, bool with_
   for (auto& p : training_params()) op.optional_params.push_back(std::move(p));
   op.optional_params.push_back({.key = kKsplit, .config_key = kKsplit, .absent = "auto",
                                 .help = "cuda_quant weight-only: ways to split K, auto (the kernel's choice) or 1 to 1024"});
+  op.optional_params.push_back(
+      {.key = kOperand, .config_key = kOperand, .absent = "auto",
+       .help = "cuda_quant weight-only: the mma operand the weights are (auto: A for int4 and int8 at rows <= 8, else B)",
+       .values = {"auto", "a", "b"}});
   op.footprint = [](const Case& c) { return unfused_work(c).bytes(); };
   op.from_matrix_shape = [with_act](std::int64_t m, std::int64_t k, std::int64_t n) {
     std::vector<std::pair<std::string, std::string>> p = {

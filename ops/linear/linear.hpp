@@ -5,6 +5,9 @@
 // x: rows x hidden, W: out x hidden, b: out (fp32), gamma/beta: hidden (fp32), y: rows x out.
 // Error: |y - ref| / (sum_k |xhat_k W_jk| + |b_j|), as for GEMM. Fusion: the unfused sequence
 // writes each intermediate (LayerNorm output, x W^T, + b) to memory and reads it back.
+#include <optional>
+
+#include "ops/linear/quant_gpu_plan.hpp"
 #include "ops/tensor/kernels.hpp"
 #include "opmeter/tensor_op.hpp"
 
@@ -43,6 +46,12 @@ Phase phase_of(const Case& c);
 // chunk of K, else the case is skipped saying which N do.
 inline constexpr const char* kKsplit = "ksplit";
 int ksplit_of(const Case& c);  // 0 for auto
+
+// operand = auto | a | b: which mma operand cuda_quant's weight-only kernel takes the weights as
+// (auto: A for int4 and int8 at rows <= 8, else B; gpu_pack::weight_operand), so that both forms
+// of the decode kernel can be timed side by side; inference with a weight-only recipe only.
+inline constexpr const char* kOperand = "operand";
+std::optional<gpu_pack::Operand> operand_of(const Case& c);  // none for auto
 
 // float8 training knobs (torchao's Float8LinearConfig), for quant=float8dq-* with mode=train:
 //   scaling_input, scaling_weight, scaling_grad = dynamic | disabled   (disabled: the tensor is

@@ -219,7 +219,7 @@ TEST(QuantLinearCuda, ImplIsRegisteredForEveryLinearOpAndOnlyForQuantizedCases) 
     const ImplDef* d = Registry::global().impl(op, "cuda_quant");
     ASSERT_NE(d, nullptr) << op;
     EXPECT_EQ(d->needs, std::vector<std::string>{"quant"});
-    EXPECT_EQ(d->accepts, std::vector<std::string>{"ksplit"});
+    EXPECT_EQ(d->accepts, (std::vector<std::string>{"ksplit", "operand"}));
     EXPECT_TRUE(d->runs_on("cuda"));
   }
 }
@@ -241,6 +241,55 @@ TEST(QuantLinearCuda, KsplitTakesAutoOrANumberForWeightOnlyInferenceOnly) {
                quick_options());
   EXPECT_EQ(r.status, Status::skipped);
   EXPECT_NE(r.reason.find("ksplit"), std::string::npos) << r.reason;
+}
+
+TEST(QuantLinearCuda, OperandTakesAOrBForWeightOnlyInferenceOnly) {
+  const std::string base = "linear/cuda_quant/bf16/batch=1,seq=1,hidden=8192,out=1280,act=none,quant=";
+  EXPECT_EQ(case_problem(base + "int4wo-64,operand=b/device=cuda:0"), "ok");
+  EXPECT_EQ(case_problem(base + "int8wo,operand=a,ksplit=2/device=cuda:0"), "ok");
+  EXPECT_EQ(case_problem(base + "int8wo,operand=auto/device=cuda:0"),
+            "operand=auto is the default: leave it out of the case");
+  for (const char* bad : {"A", "c", "", "ab"})
+    EXPECT_EQ(case_problem(base + "int8wo,operand=" + bad + "/device=cuda:0"),
+              fmt::format("operand={} unknown: expected one of auto, a, b", bad));
+  EXPECT_EQ(case_problem(base + "float8dq-row,operand=b/device=cuda:0"),
+            "operand=b picks the mma operand of the weight-only kernel: it takes quant=int8wo, int4wo-G, hqq-int4-G or "
+            "float8wo in inference, not quant=float8dq-row");
+  // An impl without the weight-only kernel skips the case, naming the parameter.
+  auto r =
+      run_case(parse_case("linear/opmeter/bf16/batch=1,seq=1,hidden=64,out=8,act=none,quant=int8wo,operand=b/threads=1"),
+               quick_options());
+  EXPECT_EQ(r.status, Status::skipped);
+  EXPECT_NE(r.reason.find("operand=b"), std::string::npos) << r.reason;
+}
+
+// Both forms of the decode kernel give the same product at M <= 8, and the kernel says which
+// ran; A past 8 rows, or for fp8, is skipped saying why.
+TEST(QuantLinearCuda, BothOperandsAreCorrectAtDecodeOnAGpu) {
+  if (!opmeter::testing::gpu_here()) GTEST_SKIP() << "no CUDA device: " << opmeter::testing::why_no_gpu();
+  for (const char* dtype : {"bf16", "fp16"})
+    for (const char* recipe : {"int8wo", "int4wo-64", "int4wo-32", "hqq-int4-128"})
+      for (const char* rows : {"1", "5", "8"})
+        for (const char* operand : {"a", "b"}) {
+          const auto kase = fmt::format(
+              "linear/cuda_quant/{}/batch=1,seq={},hidden=1664,out=40,act=silu,quant={},operand={}/device=cuda:0", dtype,
+              rows, recipe, operand);
+          const auto r = run_case(parse_case(kase), quick_options());
+          ASSERT_EQ(r.status, Status::ok) << kase << ": " << r.reason;
+          EXPECT_LE(*r.max_error, *r.tolerance) << kase;
+          const std::string kernel = r.details.at("kernel");
+          EXPECT_EQ(kernel.find("as the A operand") != std::string::npos, std::string(operand) == "a") << kernel;
+        }
+  for (const char* kase :
+       {"linear/cuda_quant/bf16/batch=1,seq=9,hidden=1024,out=40,act=none,quant=int8wo,operand=a/device=cuda:0",
+        "linear/cuda_quant/bf16/batch=1,seq=1,hidden=1024,out=40,act=none,quant=float8wo,operand=a/device=cuda:0"}) {
+    const auto r = run_case(parse_case(kase), quick_options());
+    if (std::string(kase).find("float8wo") != std::string::npos && r.status == Status::skipped &&
+        r.reason.find("compute capability 8.9") != std::string::npos)
+      continue;  // no fp8 on this GPU: skipped before the operand is asked about
+    EXPECT_EQ(r.status, Status::skipped) << kase;
+    EXPECT_NE(r.reason.find("operand=a: the decode kernel takes"), std::string::npos) << r.reason;
+  }
 }
 
 // Every split of K that fits gives the same product, and the kernel says which it ran; a split

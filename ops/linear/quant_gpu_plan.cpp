@@ -20,14 +20,27 @@ std::optional<Codes> weight_only_codes(const quant::Recipe& r) {
   }
 }
 
-Operand weight_operand(const quant::Recipe& r, std::size_t rows) {
-  const bool a_form = r.weights == quant::WeightFormat::int4 || r.weights == quant::WeightFormat::int8;
-  return a_form && r.weight_only() && rows <= kMaxRowsWeightsA ? Operand::a : Operand::b;
+Operand weight_operand(const quant::Recipe& r, std::size_t rows, std::optional<Operand> asked) {
+  if (asked) return *asked;
+  return operand_problem(r, rows, Operand::a).empty() ? Operand::a : Operand::b;
 }
 
-std::size_t weight_only_device_bytes(const quant::Recipe& r, std::size_t out, std::size_t hidden, std::size_t rows) {
+std::string operand_problem(const quant::Recipe& r, std::size_t rows, Operand asked) {
+  if (asked == Operand::b) return "";
+  const bool a_form = r.weights == quant::WeightFormat::int4 || r.weights == quant::WeightFormat::int8;
+  if (!a_form || !r.weight_only())
+    return fmt::format("operand=a: the decode kernel takes int4 and int8 weight-only recipes as the A operand, not {}",
+                       r.name);
+  if (rows > kMaxRowsWeightsA)
+    return fmt::format("operand=a: the decode kernel takes the weights as the A operand at {} rows or fewer, not {}",
+                       kMaxRowsWeightsA, rows);
+  return "";
+}
+
+std::size_t weight_only_device_bytes(const quant::Recipe& r, std::size_t out, std::size_t hidden, std::size_t rows,
+                                     std::optional<Operand> asked) {
   if (!weight_only_codes(r)) return 0;
-  const Layout l = layout_of(r.weights, out, hidden, weight_operand(r, rows));
+  const Layout l = layout_of(r.weights, out, hidden, weight_operand(r, rows, asked));
   if (r.weights == quant::WeightFormat::int4)
     return l.bytes() + l.padded_out() * (hidden / r.group) * sizeof(std::uint32_t);
   return l.bytes() + l.padded_out() * sizeof(float);

@@ -76,3 +76,29 @@ TEST(QuantGpuPlan, AForcedSplitOfKMustGiveEverySplitAChunk) {
   EXPECT_EQ(split_problem(8, 8192, 512, 16, 4, 256),
             "ksplit=8: the partials of more than 4 splits exceed the kernel's 256 MiB for them");
 }
+
+// operand=a|b names the weights' mma operand; auto is A for int4 and int8 at rows <= 8.
+TEST(QuantGpuPlan, AnAskedOperandWinsWhereItFits) {
+  using linear::gpu_pack::Operand;
+  using linear::gpu_pack::operand_problem;
+  using linear::gpu_pack::weight_operand;
+  EXPECT_EQ(weight_operand(recipe("int8wo"), 1), Operand::a);
+  EXPECT_EQ(weight_operand(recipe("int4wo-64"), 8), Operand::a);
+  EXPECT_EQ(weight_operand(recipe("int4wo-64"), 9), Operand::b);
+  EXPECT_EQ(weight_operand(recipe("float8wo"), 1), Operand::b);
+  EXPECT_EQ(weight_operand(recipe("int8wo"), 1, Operand::b), Operand::b);
+  EXPECT_EQ(weight_operand(recipe("int4wo-32"), 4, Operand::a), Operand::a);
+  for (const char* name : {"int8wo", "int4wo-64", "float8wo", "hqq-int4-32"})
+    for (std::size_t rows : {1, 8, 9, 200}) EXPECT_EQ(operand_problem(recipe(name), rows, Operand::b), "") << name;
+  EXPECT_EQ(operand_problem(recipe("hqq-int4-64"), 8, Operand::a), "");
+  EXPECT_EQ(operand_problem(recipe("int8wo"), 9, Operand::a),
+            "operand=a: the decode kernel takes the weights as the A operand at 8 rows or fewer, not 9");
+  EXPECT_EQ(operand_problem(recipe("float8wo"), 1, Operand::a),
+            "operand=a: the decode kernel takes int4 and int8 weight-only recipes as the A operand, not float8wo");
+  EXPECT_EQ(operand_problem(recipe("int8dq"), 1, Operand::a),
+            "operand=a: the decode kernel takes int4 and int8 weight-only recipes as the A operand, not int8dq");
+  // Asked for B at M = 1, the bytes are those of the B layout: 3 n-tiles of 8 channels.
+  using linear::gpu_pack::weight_only_device_bytes;
+  EXPECT_EQ(weight_only_device_bytes(recipe("int8wo"), 20, 192, 1, Operand::b), 3u * 3 * 512 + 24 * 4);
+  EXPECT_EQ(weight_only_device_bytes(recipe("int4wo-64"), 20, 192, 1, Operand::b), 3u * 2 * 512 + 24 * 3 * 4);
+}

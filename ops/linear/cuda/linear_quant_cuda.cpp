@@ -132,7 +132,7 @@ class CudaQuantLinear : public Impl, public QuantLinearOp {
       weight_bytes_ = q.codes.size() + q.scales.size() * sizeof(float);
       return;
     }
-    weight_only_.load(recipe_, q, scale_elem(), shape_.rows, stream_);
+    weight_only_.load(recipe_, q, scale_elem(), shape_.rows, stream_, operand_of(case_));
     weight_bytes_ = weight_only_.weight_bytes();
   }
 
@@ -269,6 +269,8 @@ Support device_support(const Case& c, const cuda::DeviceProps& p) {
     return Support::yes();
   }
   if (auto w = quant_cuda::weight_only_device_support(*r, s.rows, p); !w.ok) return w;
+  if (const auto asked = operand_of(c))
+    if (auto o = quant_cuda::weight_only_operand_support(*r, s.rows, *asked); !o.ok) return o;
   if (const int ks = ksplit_of(c); ks > 0)
     return quant_cuda::weight_only_split_support(*r, s.rows, s.hidden, s.out, ks);
   return Support::yes();

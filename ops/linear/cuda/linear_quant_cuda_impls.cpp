@@ -29,7 +29,7 @@ const bool registered = [] {
                    "int8 / fp8 dynamic through cuBLASLt with our quantize and scale kernels",
         .dtypes = {DType::bf16, DType::fp16},
         .needs = {kQuant},
-        .accepts = {kKsplit},
+        .accepts = {kKsplit, kOperand},
         .factory = OPMETER_CUDA_FACTORY(cuda_quant_factory()),
     });
   return true;

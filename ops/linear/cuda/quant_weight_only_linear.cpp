@@ -37,9 +37,9 @@ void upload_vector(cuda::DeviceBuffer& dst, const std::vector<V>& v, cudaStream_
 }  // namespace
 
 void WeightOnlyLinear::load(const quant::Recipe& r, const quant::QuantizedWeights& q, Elem scale_elem, std::size_t rows,
-                            cudaStream_t s) {
+                            cudaStream_t s, std::optional<gpu_pack::Operand> asked) {
   recipe_ = r;
-  layout_ = gpu_pack::layout_of(r.weights, q.out, q.hidden, gpu_pack::weight_operand(r, rows));
+  layout_ = gpu_pack::layout_of(r.weights, q.out, q.hidden, gpu_pack::weight_operand(r, rows, asked));
   upload_vector(codes_, gpu_pack::pack_codes(layout_, q.codes), s);
   weight_bytes_ = layout_.bytes();
   if (r.weights == quant::WeightFormat::int4) {
@@ -64,8 +64,8 @@ WeightOnlyLinear WeightOnlyLinear::copy_weights(cudaStream_t s) const {
 }
 
 void WeightOnlyLinear::plan(std::size_t rows, int sms, int ksplit) {
-  if (gpu_pack::weight_operand(recipe_, rows) != layout_.operand)
-    throw std::logic_error(fmt::format("WeightOnlyLinear: packed for another number of rows than {}", rows));
+  if (const auto why = gpu_pack::operand_problem(recipe_, rows, layout_.operand); !why.empty())
+    throw std::logic_error(fmt::format("WeightOnlyLinear: packed for fewer rows than {}: {}", rows, why));
   rows_ = rows;
   tile_rows_ = tile_rows_for(recipe_, rows);
   const bool weights_a = layout_.operand == gpu_pack::Operand::a;
@@ -134,6 +134,11 @@ std::string WeightOnlyLinear::kernel() const {
                      ksplit_ == 1       ? " (bias and activation in the GEMM)"
                      : tile_rows_ == 16 ? " (the last split of each tile sums them, with bias and activation)"
                                         : " (+ reduce kernel with bias and activation)");
+}
+
+Support weight_only_operand_support(const quant::Recipe& r, std::size_t rows, gpu_pack::Operand asked) {
+  const auto why = gpu_pack::operand_problem(r, rows, asked);
+  return why.empty() ? Support::yes() : Support::no(why);
 }
 
 Support weight_only_split_support(const quant::Recipe& r, std::size_t rows, std::size_t hidden, std::size_t out,

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "ops/linear/cuda/quant_kernels.hpp"
@@ -19,9 +20,10 @@ namespace opmeter::linear::quant_cuda {
 class WeightOnlyLinear {
  public:
   // Packs and uploads q (scales of int4 groups in scale_elem, the activations' 16-bit type) in the
-  // layout for `rows` rows of x (gpu_pack::weight_operand), the rows plan takes.
+  // layout for `rows` rows of x (gpu_pack::weight_operand: `asked`, else the kernel's choice), the
+  // rows plan takes.
   void load(const quant::Recipe& r, const quant::QuantizedWeights& q, Elem scale_elem, std::size_t rows,
-            cudaStream_t s);
+            cudaStream_t s, std::optional<gpu_pack::Operand> asked = std::nullopt);
   // A layer holding the same packed weight, copied on the device on `s` (no packing again), to be
   // planned: another input set of a cold case in graph mode.
   WeightOnlyLinear copy_weights(cudaStream_t s) const;
@@ -46,6 +48,8 @@ class WeightOnlyLinear {
 // Whether this GPU runs the weight-only kernel for `r` on `rows` rows ("" when it does: the
 // reason otherwise).
 Support weight_only_device_support(const quant::Recipe& r, std::size_t rows, const cuda::DeviceProps& p);
+// Whether the weights fit the `asked` mma operand for `rows` rows (gpu_pack::operand_problem).
+Support weight_only_operand_support(const quant::Recipe& r, std::size_t rows, gpu_pack::Operand asked);
 // Whether `ksplit` splits of K fit a layer of `hidden` x `out` on `rows` rows: every split gets a
 // chunk of K, and the partials stay within their budget.
 Support weight_only_split_support(const quant::Recipe& r, std::size_t rows, std::size_t hidden, std::size_t out,
