@@ -172,9 +172,10 @@ void require_weight_only_inference(const Case& c, const std::string& key, const 
   const auto name = recipe_of(c);
   const auto r = quant::parse_recipe(name);  // validate_recipe has checked it
   if (!r->weight_only() || training(c))
-    throw CaseError(fmt::format("{}={} {} the weight-only kernel: it takes quant=int8wo, int4wo-G, hqq-int4-G or "
-                                "float8wo in inference, not quant={}{}",
-                                key, c.get(key), what, name, training(c) ? " with mode=train" : ""));
+    throw CaseError(
+        fmt::format("{}={} {} the weight-only kernel: it takes quant=int8wo, int4wo-G, hqq-int4-G or "
+                    "float8wo in inference, not quant={}{}",
+                    key, c.get(key), what, name, training(c) ? " with mode=train" : ""));
 }
 
 // ksplit=N (its default, auto, never stands in a case): a number of splits, for a weight-only
@@ -272,8 +273,11 @@ OpDef linear_def(const std::string& name, const std::string& summary, bool with_
   op.optional_params.push_back({.key = kKsplit, .config_key = kKsplit, .absent = "auto",
                                 .help = "cuda_quant weight-only: ways to split K, auto (the kernel's choice) or 1 to 1024"});
   op.optional_params.push_back(
-      {.key = kOperand, .config_key = kOperand, .absent = "auto",
-       .help = "cuda_quant weight-only: the mma operand the weights are (auto: A for int4 and int8 at rows <= 8, else B)",
+      {.key = kOperand,
+       .config_key = kOperand,
+       .absent = "auto",
+       .help =
+           "cuda_quant weight-only: the mma operand the weights are (auto: A for int4 and int8 at rows <= 8, else B)",
        .values = {"auto", "a", "b"}});
   op.footprint = [](const Case& c) { return unfused_work(c).bytes(); };
   op.from_matrix_shape = [with_act](std::int64_t m, std::int64_t k, std::int64_t n) {

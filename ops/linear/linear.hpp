@@ -7,9 +7,9 @@
 // writes each intermediate (LayerNorm output, x W^T, + b) to memory and reads it back.
 #include <optional>
 
+#include "opmeter/tensor_op.hpp"
 #include "ops/linear/quant_gpu_plan.hpp"
 #include "ops/tensor/kernels.hpp"
-#include "opmeter/tensor_op.hpp"
 
 namespace opmeter::linear {
 

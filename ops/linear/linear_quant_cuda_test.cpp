@@ -256,9 +256,9 @@ TEST(QuantLinearCuda, OperandTakesAOrBForWeightOnlyInferenceOnly) {
             "operand=b picks the mma operand of the weight-only kernel: it takes quant=int8wo, int4wo-G, hqq-int4-G or "
             "float8wo in inference, not quant=float8dq-row");
   // An impl without the weight-only kernel skips the case, naming the parameter.
-  auto r =
-      run_case(parse_case("linear/opmeter/bf16/batch=1,seq=1,hidden=64,out=8,act=none,quant=int8wo,operand=b/threads=1"),
-               quick_options());
+  auto r = run_case(
+      parse_case("linear/opmeter/bf16/batch=1,seq=1,hidden=64,out=8,act=none,quant=int8wo,operand=b/threads=1"),
+      quick_options());
   EXPECT_EQ(r.status, Status::skipped);
   EXPECT_NE(r.reason.find("operand=b"), std::string::npos) << r.reason;
 }
@@ -272,8 +272,8 @@ TEST(QuantLinearCuda, BothOperandsAreCorrectAtDecodeOnAGpu) {
       for (const char* rows : {"1", "5", "8"})
         for (const char* operand : {"a", "b"}) {
           const auto kase = fmt::format(
-              "linear/cuda_quant/{}/batch=1,seq={},hidden=1664,out=40,act=silu,quant={},operand={}/device=cuda:0", dtype,
-              rows, recipe, operand);
+              "linear/cuda_quant/{}/batch=1,seq={},hidden=1664,out=40,act=silu,quant={},operand={}/device=cuda:0",
+              dtype, rows, recipe, operand);
           const auto r = run_case(parse_case(kase), quick_options());
           ASSERT_EQ(r.status, Status::ok) << kase << ": " << r.reason;
           EXPECT_LE(*r.max_error, *r.tolerance) << kase;

@@ -22,8 +22,8 @@ class WeightOnlyLinear {
   // Packs and uploads q (scales of int4 groups in scale_elem, the activations' 16-bit type) in the
   // layout for `rows` rows of x (gpu_pack::weight_operand: `asked`, else the kernel's choice), the
   // rows plan takes.
-  void load(const quant::Recipe& r, const quant::QuantizedWeights& q, Elem scale_elem, std::size_t rows,
-            cudaStream_t s, std::optional<gpu_pack::Operand> asked = std::nullopt);
+  void load(const quant::Recipe& r, const quant::QuantizedWeights& q, Elem scale_elem, std::size_t rows, cudaStream_t s,
+            std::optional<gpu_pack::Operand> asked = std::nullopt);
   // A layer holding the same packed weight, copied on the device on `s` (no packing again), to be
   // planned: another input set of a cold case in graph mode.
   WeightOnlyLinear copy_weights(cudaStream_t s) const;
