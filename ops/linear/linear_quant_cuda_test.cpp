@@ -263,14 +263,16 @@ TEST(QuantLinearCuda, OperandTakesAOrBForWeightOnlyInferenceOnly) {
   EXPECT_NE(r.reason.find("operand=b"), std::string::npos) << r.reason;
 }
 
-// Both forms of the decode kernel give the same product at M <= 8, and the kernel says which
-// ran; A past 8 rows, or for fp8, is skipped saying why.
+// The B form of the decode kernel at M <= 8 (where A is the choice, tested by the other tests)
+// gives the same product, and the kernel says which form ran; A past 8 rows, or for fp8, is
+// skipped saying why.
 TEST(QuantLinearCuda, BothOperandsAreCorrectAtDecodeOnAGpu) {
   if (!opmeter::testing::gpu_here()) GTEST_SKIP() << "no CUDA device: " << opmeter::testing::why_no_gpu();
   for (const char* dtype : {"bf16", "fp16"})
-    for (const char* recipe : {"int8wo", "int4wo-64", "int4wo-32", "hqq-int4-128"})
-      for (const char* rows : {"1", "5", "8"})
+    for (const char* recipe : {"int8wo", "int4wo-32", "hqq-int4-128"})
+      for (const char* rows : {"1", "5"})
         for (const char* operand : {"a", "b"}) {
+          if (std::string(operand) == "a" && std::string(dtype) == "fp16") continue;  // one A case a recipe and rows
           const auto kase = fmt::format(
               "linear/cuda_quant/{}/batch=1,seq={},hidden=1664,out=40,act=silu,quant={},operand={}/device=cuda:0",
               dtype, rows, recipe, operand);
