@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 
 #include <fmt/format.h>
@@ -459,4 +460,78 @@ TEST(TorchaoConfig, TheBaselineIsAlwaysMeasuredAndNullOrEmptySparsityIsNone) {
   EXPECT_FALSE(any_note(q, "sparsity")) << notes_of(q);
   Plan listed = load(with_model("  device: cpu\n"));  // baseline listed: no note
   EXPECT_FALSE(any_note(listed, "has no baseline")) << notes_of(listed);
+}
+
+// torchao's own test config puts `sparsity` in model_params: a note, the cases measured dense.
+TEST(TorchaoConfig, SparsityInModelParamsIsANoteAndTheCasesRunDense) {
+  Plan p = load(with_model("  device: cpu\n  sparsity: \"2:4\"\n"));
+  EXPECT_FALSE(cases_of(p, 4, 64, 32, "int8wo").empty()) << notes_of(p);
+  EXPECT_TRUE(any_note(p, "model_params: sparsity 2:4: opmeter has no sparse kernels; its cases are measured dense"))
+      << notes_of(p);
+  for (const char* none : {"null", "None"}) {
+    Plan q = load(with_model(fmt::format("  device: cpu\n  sparsity: {}\n", none)));
+    EXPECT_FALSE(any_note(q, "sparse kernels")) << none << "\n" << notes_of(q);
+  }
+}
+
+// A quoted boolean is a string (Python's bool() of "false" is True): an error, not a guess.
+TEST(TorchaoConfig, QuotedBooleansAreErrors) {
+  for (const char* value : {"\"false\"", "'no'", "\"true\""}) {
+    auto msg = config_error_of(with_model(fmt::format("  enable_profiler: {}\n", value)));
+    EXPECT_TRUE(has(msg, "t.yaml:5:20")) << msg;
+    EXPECT_TRUE(has(msg, "enable_profiler: expected true or false, got the string")) << msg;
+  }
+  auto msg = config_error_of(with_model("", "use_fast_accum: \"yes\"\n"));
+  EXPECT_TRUE(has(msg, "t.yaml:3:17")) << msg;
+  EXPECT_TRUE(has(msg, "got the string \"yes\" (write it without quotes)")) << msg;
+  EXPECT_TRUE(load(with_model("  enable_profiler: false\n")).cases.size() > 0);
+}
+
+// Cases that two shapes or two entries give are measured once, with a note naming one of them;
+// model types that opmeter maps onto another op say so.
+TEST(TorchaoConfig, CasesPlannedTwiceAndSubstitutedModelTypesAreNoted) {
+  Plan p = load("benchmark_mode: inference\nquantization_config_recipe_names: [baseline]\nmodel_params:\n"
+                "  - name: a\n    matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]\n    device: cpu\n"
+                "  - name: b\n    matrix_shapes: [{name: custom, shapes: [[4, 64, 32], [4, 64, 32]]}]\n    device: cpu\n");
+  const auto planned = cases_of(p, 4, 64, 32, "baseline");
+  ASSERT_FALSE(planned.empty()) << notes_of(p);
+  std::set<std::string> unique;
+  for (auto& c : planned) unique.insert(c.to_string());
+  EXPECT_EQ(unique.size(), planned.size());
+  EXPECT_TRUE(any_note(p, fmt::format("model_params b: {} cases planned again", 2 * planned.size()))) << notes_of(p);
+  EXPECT_TRUE(any_note(p, "e.g. linear/")) << notes_of(p);
+  EXPECT_FALSE(any_note(p, "model_params a:")) << notes_of(p);
+
+  Plan block = load("quantization_config_recipe_names: [baseline]\nmodel_params:\n"
+                    "  matrix_shapes: [{name: custom, shapes: [[1, 128, 64], [1, 128, 32]]}]\n  device: cpu\n"
+                    "  model_type: transformer_block\n");
+  EXPECT_TRUE(any_note(block, "planned again")) << notes_of(block);
+  EXPECT_TRUE(any_note(block, "n is unused)")) << notes_of(block);
+  EXPECT_FALSE(any_note(p, "n is unused")) << notes_of(p);
+  Plan ln = load(with_model("  device: cpu\n  model_type: ln_linear\n"));
+  EXPECT_TRUE(any_note(ln, "model_type ln_linear runs as ln_linear_relu")) << notes_of(ln);
+}
+
+// torchao's recipes that opmeter lacks are notes that name them; a name neither knows, or int4wo
+// without its group size, is an error at its line.
+TEST(TorchaoConfig, TorchaosOtherRecipesAreNotedAndLeftOut) {
+  Plan p = load("quantization_config_recipe_names: [baseline, int8wo, int8dq_prefill_wo_decode, marlin-qqq, fp6, "
+                "uintx-2-64-hqq, int8_dynamic_activation_intx_weight-4-64-1, gemlitewo-4-64, int4wo-128-gptq, "
+                "float8_a1x128_w128x128, codebook-32, autoround, spinquant]\n"
+                "model_params:\n  matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]\n  device: cpu\n");
+  EXPECT_FALSE(cases_of(p, 4, 64, 32, "int8wo").empty()) << notes_of(p);
+  for (const char* name : {"int8dq_prefill_wo_decode", "marlin-qqq", "fp6", "uintx-2-64-hqq",
+                           "int8_dynamic_activation_intx_weight-4-64-1", "gemlitewo-4-64", "int4wo-128-gptq",
+                           "float8_a1x128_w128x128", "codebook-32", "autoround", "spinquant"})
+    EXPECT_TRUE(any_note(p, fmt::format("recipe {} (", name))) << name << "\n" << notes_of(p);
+  EXPECT_TRUE(any_note(p, "is torchao's: opmeter has no such recipe; left out")) << notes_of(p);
+  for (const auto& c : p.cases) EXPECT_TRUE(has(c.to_string(), "quant=int8wo") || !c.has(linear::kQuant)) << c.to_string();
+  const std::string shapes = "model_params: {matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]}\n";
+  auto msg = config_error_of("quantization_config_recipe_names: [baseline, int4wo]\n" + shapes);
+  EXPECT_TRUE(has(msg, "t.yaml:1:46")) << msg;
+  EXPECT_TRUE(has(msg, "quantization recipe 'int4wo' needs its group size, e.g. int4wo-64 or int4wo-128")) << msg;
+  msg = config_error_of("quantization_config_recipe_names: [int4wo-hqq]\n" + shapes);
+  EXPECT_TRUE(has(msg, "e.g. int4wo-64 or int4wo-128-hqq")) << msg;
+  msg = config_error_of("quantization_config_recipe_names: [marlin-x]\n" + shapes);
+  EXPECT_TRUE(has(msg, "unknown quantization recipe 'marlin-x'")) << msg;
 }

@@ -27,7 +27,8 @@ const std::vector<std::string> kTopKeys = {
 // Keys opmeter's own configs never have: any of them makes a config torchao's.
 const std::vector<std::string> kTorchaoOnly = {"benchmark_mode", "quantization_config_recipe_names", "model_params"};
 const std::vector<std::string> kModelKeys = {"name",   "matrix_shapes", "high_precision_dtype", "compile",         "use_torch_compile",
-                                             "torch_compile_mode", "device", "model_type", "enable_profiler", "enable_memory_profiler"};
+                                             "torch_compile_mode", "device", "model_type", "enable_profiler", "enable_memory_profiler",
+                                             "sparsity"};
 
 // The plan's notes, each once, and where the config says the first thing left out: a config
 // that expands to no cases is reported there (as opmeter's own configs are at the value).
@@ -76,6 +77,26 @@ std::optional<std::string> opmeter_recipe(const std::string& name, std::string& 
   return "";
 }
 
+// A recipe of torchao's benchmark (its string_to_config and calibration recipes) that opmeter has
+// no counterpart for: its family's name, else "".
+std::string torchao_only_family(const std::string& name) {
+  static const std::vector<std::pair<std::regex, std::string>> families = {
+      {std::regex(R"(int8dq_prefill_wo_decode)"), "int8 dynamic activations with weight-only decode"},
+      {std::regex(R"(int8adq-int4w-symm)"), "int8 dynamic activations x int4 weights (CUTLASS)"},
+      {std::regex(R"(marlin(-qqq)?)"), "Marlin int4"},
+      {std::regex(R"(fp6)"), "fp6 weight-only"},
+      {std::regex(R"(uintx-\d+-\d+(-hqq)?)"), "uintx weight-only"},
+      {std::regex(R"(int8_dynamic_activation_intx_weight-.*)"), "int8 dynamic activations x intx weights"},
+      {std::regex(R"(float8_a1x128_w128x128)"), "blockwise float8"},
+      {std::regex(R"(gemlitewo(-\d+){0,2})"), "GemLite weight-only"},
+      {std::regex(R"(codebook(-\d+)?)"), "codebook weight-only"},
+      {std::regex(R"(int4wo-\d+-gptq)"), "GPTQ int4 (calibrated)"},
+      {std::regex(R"((autoround|awq-uintx|smoothquant|spinquant)(-.*)?)"), "calibrated or rotated"}};
+  for (auto& [re, family] : families)
+    if (std::regex_match(name, re)) return family;
+  return "";
+}
+
 // The torchao spellings of opmeter's recipes, for "did you mean".
 std::vector<std::string> torchao_recipe_names() {
   std::vector<std::string> out = {"float8dq"};
@@ -98,7 +119,16 @@ std::vector<std::string> read_recipes(const YamlReader& r, const YAML::Node& roo
     for (std::size_t i = 0; i < names.size(); ++i) {
       std::string why;
       auto ours = opmeter_recipe(names[i], why);
-      if (!ours) r.fail(item(node, i), unknown_name("quantization recipe", names[i], torchao_recipe_names()));
+      if (!ours) {
+        if (auto family = torchao_only_family(names[i]); !family.empty()) {
+          notes.add(fmt::format("recipe {} ({}) is torchao's: opmeter has no such recipe; left out", names[i], family));
+          continue;
+        }
+        if (names[i] == "int4wo" || names[i] == "int4wo-hqq")
+          r.fail(item(node, i), fmt::format("quantization recipe '{}' needs its group size, e.g. int4wo-64 or "
+                                            "int4wo-128{}", names[i], names[i] == "int4wo-hqq" ? "-hqq" : ""));
+        r.fail(item(node, i), unknown_name("quantization recipe", names[i], torchao_recipe_names()));
+      }
       if (!why.empty()) notes.add(why);
       if (!ours->empty() && std::find(out.begin(), out.end(), *ours) == out.end()) out.push_back(*ours);
     }
@@ -338,6 +368,12 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
   } else if (entry["torch_compile_mode"]) {
     notes.add(fmt::format("{}: torch_compile_mode without use_torch_compile: true compiles nothing", where));
   }
+  if (auto n = entry["sparsity"]; n && !n.IsNull()) {
+    const auto kind = r.text(n, "sparsity");
+    if (kind != "None" && kind != "none")
+      notes.add(fmt::format("{}: sparsity {}: opmeter has no sparse kernels; its cases are measured dense (torchao "
+                            "would sparsify the weights)", where, kind));
+  }
   if (entry["enable_profiler"] && r.boolean(entry["enable_profiler"], "enable_profiler")) {
     plan.profile = true;
     notes.add("enable_profiler: runs as --profile: each case is measured as usual, then one untimed call runs in the "
@@ -353,6 +389,9 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
 
   auto& reg = Registry::global();
   const auto types = list("model_type", "linear");
+  std::size_t twice = 0;  // cases planned again (by this entry's shapes, or an earlier entry), measured once
+  std::string first_twice;
+  bool block_twice = false;  // the first of them a transformer_block's, which has no n
   for (std::size_t t = 0; t < types.size(); ++t) {
     auto op_name = model_op(types[t]);
     if (!op_name) {
@@ -361,6 +400,9 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
                                                                 where, types[t]));
       continue;
     }
+    if (types[t] == "ln_linear")
+      notes.add(fmt::format("{}: model_type ln_linear runs as ln_linear_relu (torchao's activation when none is named)",
+                            where));
     const OpDef& op = *reg.op(*op_name);
     for (auto& device : devices) {
       Case like;
@@ -459,11 +501,21 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
                   auto mode = std::find_if(k.params.begin(), k.params.end(), [](auto& kv) { return kv.first == linear::kMode; });
                   k.params.insert(mode == k.params.end() ? mode : mode + 1, {linear::kPhase, phase});
                 }
-                if (have.insert(k.to_string()).second) plan.cases.push_back(k);
+                if (have.insert(k.to_string()).second)
+                  plan.cases.push_back(k);
+                else if (++twice == 1)
+                  first_twice = k.to_string(), block_twice = op.name == "transformer_block";
               }
           }
     }
   }
+  if (twice > 0)
+    notes.add(fmt::format("{}: {} case{} planned again (shapes or entries that give the same case, e.g. {}): measured "
+                          "once{}",
+                          where, twice, twice == 1 ? "" : "s", first_twice,
+                          block_twice ? " (transformer_block takes a shape's m as its batch and k as its hidden size, "
+                                        "with 16 tokens, 8 heads and an MLP of 4k: n is unused)"
+                                      : ""));
 }
 
 }  // namespace
