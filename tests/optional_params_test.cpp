@@ -42,7 +42,8 @@ TEST(OptionalParams, BadRecipesAndModesAreNamed) {
   EXPECT_TRUE(has(with("quant=int3wo"), "quant=int3wo unknown")) << with("quant=int3wo");
   EXPECT_TRUE(has(with("quant=int4wo-64"), "does not divide hidden=96")) << with("quant=int4wo-64");
   EXPECT_EQ(with("quant=int4wo-32"), "no error");
-  EXPECT_TRUE(has(with("quant=int8wo", "int8"), "takes activations in fp32, bf16 or fp16, not int8")) << with("quant=int8wo", "int8");
+  EXPECT_TRUE(has(with("quant=int8wo", "int8"), "takes activations in fp32, bf16 or fp16, not int8"))
+      << with("quant=int8wo", "int8");
   EXPECT_TRUE(has(with("quant=baseline"), "is the default: leave it out")) << with("quant=baseline");
   EXPECT_TRUE(has(with("quant=int8wo,mode=train"), "has no training step")) << with("quant=int8wo,mode=train");
   EXPECT_EQ(with("quant=float8dq-row,mode=train"), "no error");

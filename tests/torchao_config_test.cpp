@@ -490,9 +490,10 @@ TEST(TorchaoConfig, QuotedBooleansAreErrors) {
 // Cases that two shapes or two entries give are measured once, with a note naming one of them;
 // model types that opmeter maps onto another op say so.
 TEST(TorchaoConfig, CasesPlannedTwiceAndSubstitutedModelTypesAreNoted) {
-  Plan p = load("benchmark_mode: inference\nquantization_config_recipe_names: [baseline]\nmodel_params:\n"
-                "  - name: a\n    matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]\n    device: cpu\n"
-                "  - name: b\n    matrix_shapes: [{name: custom, shapes: [[4, 64, 32], [4, 64, 32]]}]\n    device: cpu\n");
+  Plan p = load(
+      "benchmark_mode: inference\nquantization_config_recipe_names: [baseline]\nmodel_params:\n"
+      "  - name: a\n    matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]\n    device: cpu\n"
+      "  - name: b\n    matrix_shapes: [{name: custom, shapes: [[4, 64, 32], [4, 64, 32]]}]\n    device: cpu\n");
   const auto planned = cases_of(p, 4, 64, 32, "baseline");
   ASSERT_FALSE(planned.empty()) << notes_of(p);
   std::set<std::string> unique;
@@ -502,9 +503,10 @@ TEST(TorchaoConfig, CasesPlannedTwiceAndSubstitutedModelTypesAreNoted) {
   EXPECT_TRUE(any_note(p, "e.g. linear/")) << notes_of(p);
   EXPECT_FALSE(any_note(p, "model_params a:")) << notes_of(p);
 
-  Plan block = load("quantization_config_recipe_names: [baseline]\nmodel_params:\n"
-                    "  matrix_shapes: [{name: custom, shapes: [[1, 128, 64], [1, 128, 32]]}]\n  device: cpu\n"
-                    "  model_type: transformer_block\n");
+  Plan block = load(
+      "quantization_config_recipe_names: [baseline]\nmodel_params:\n"
+      "  matrix_shapes: [{name: custom, shapes: [[1, 128, 64], [1, 128, 32]]}]\n  device: cpu\n"
+      "  model_type: transformer_block\n");
   EXPECT_TRUE(any_note(block, "planned again")) << notes_of(block);
   EXPECT_TRUE(any_note(block, "n is unused)")) << notes_of(block);
   EXPECT_FALSE(any_note(p, "n is unused")) << notes_of(p);
@@ -515,17 +517,19 @@ TEST(TorchaoConfig, CasesPlannedTwiceAndSubstitutedModelTypesAreNoted) {
 // torchao's recipes that opmeter lacks are notes that name them; a name neither knows, or int4wo
 // without its group size, is an error at its line.
 TEST(TorchaoConfig, TorchaosOtherRecipesAreNotedAndLeftOut) {
-  Plan p = load("quantization_config_recipe_names: [baseline, int8wo, int8dq_prefill_wo_decode, marlin-qqq, fp6, "
-                "uintx-2-64-hqq, int8_dynamic_activation_intx_weight-4-64-1, gemlitewo-4-64, int4wo-128-gptq, "
-                "float8_a1x128_w128x128, codebook-32, autoround, spinquant]\n"
-                "model_params:\n  matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]\n  device: cpu\n");
+  Plan p = load(
+      "quantization_config_recipe_names: [baseline, int8wo, int8dq_prefill_wo_decode, marlin-qqq, fp6, "
+      "uintx-2-64-hqq, int8_dynamic_activation_intx_weight-4-64-1, gemlitewo-4-64, int4wo-128-gptq, "
+      "float8_a1x128_w128x128, codebook-32, autoround, spinquant]\n"
+      "model_params:\n  matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]\n  device: cpu\n");
   EXPECT_FALSE(cases_of(p, 4, 64, 32, "int8wo").empty()) << notes_of(p);
-  for (const char* name : {"int8dq_prefill_wo_decode", "marlin-qqq", "fp6", "uintx-2-64-hqq",
-                           "int8_dynamic_activation_intx_weight-4-64-1", "gemlitewo-4-64", "int4wo-128-gptq",
-                           "float8_a1x128_w128x128", "codebook-32", "autoround", "spinquant"})
+  for (const char* name :
+       {"int8dq_prefill_wo_decode", "marlin-qqq", "fp6", "uintx-2-64-hqq", "int8_dynamic_activation_intx_weight-4-64-1",
+        "gemlitewo-4-64", "int4wo-128-gptq", "float8_a1x128_w128x128", "codebook-32", "autoround", "spinquant"})
     EXPECT_TRUE(any_note(p, fmt::format("recipe {} (", name))) << name << "\n" << notes_of(p);
   EXPECT_TRUE(any_note(p, "is torchao's: opmeter has no such recipe; left out")) << notes_of(p);
-  for (const auto& c : p.cases) EXPECT_TRUE(has(c.to_string(), "quant=int8wo") || !c.has(linear::kQuant)) << c.to_string();
+  for (const auto& c : p.cases)
+    EXPECT_TRUE(has(c.to_string(), "quant=int8wo") || !c.has(linear::kQuant)) << c.to_string();
   const std::string shapes = "model_params: {matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]}\n";
   auto msg = config_error_of("quantization_config_recipe_names: [baseline, int4wo]\n" + shapes);
   EXPECT_TRUE(has(msg, "t.yaml:1:46")) << msg;

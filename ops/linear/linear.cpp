@@ -161,7 +161,8 @@ void validate_recipe(const Case& c) {
   auto r = quant::parse_recipe(name);
   if (!r) throw CaseError(fmt::format("{}={} unknown: expected one of {}", kQuant, name, fmt::join(quant::recipe_names(), ", ")));
   if (!r->baseline() && c.dtype != DType::fp32 && c.dtype != DType::bf16 && c.dtype != DType::fp16)
-    throw CaseError(fmt::format("{}={} takes activations in fp32, bf16 or fp16, not {}", kQuant, name, to_string(c.dtype)));
+    throw CaseError(
+        fmt::format("{}={} takes activations in fp32, bf16 or fp16, not {}", kQuant, name, to_string(c.dtype)));
   if (auto why = quant::recipe_problem(*r, shape_of(c).hidden); !why.empty()) throw CaseError(fmt::format("{}={}: {}", kQuant, name, why));
   if (training(c) && !quant::trains(*r))
     throw CaseError(fmt::format("{}={} has no training step: {}={} takes baseline, float8dq-tensor or float8dq-row", kQuant, name, kMode, kTrain));

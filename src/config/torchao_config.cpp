@@ -26,8 +26,16 @@ const std::vector<std::string> kTopKeys = {
     "scaling_granularity", "use_fast_accum",                  "repeat_n"};
 // Keys opmeter's own configs never have: any of them makes a config torchao's.
 const std::vector<std::string> kTorchaoOnly = {"benchmark_mode", "quantization_config_recipe_names", "model_params"};
-const std::vector<std::string> kModelKeys = {"name",   "matrix_shapes", "high_precision_dtype", "compile",         "use_torch_compile",
-                                             "torch_compile_mode", "device", "model_type", "enable_profiler", "enable_memory_profiler",
+const std::vector<std::string> kModelKeys = {"name",
+                                             "matrix_shapes",
+                                             "high_precision_dtype",
+                                             "compile",
+                                             "use_torch_compile",
+                                             "torch_compile_mode",
+                                             "device",
+                                             "model_type",
+                                             "enable_profiler",
+                                             "enable_memory_profiler",
                                              "sparsity"};
 
 // The plan's notes, each once, and where the config says the first thing left out: a config
@@ -126,7 +134,8 @@ std::vector<std::string> read_recipes(const YamlReader& r, const YAML::Node& roo
         }
         if (names[i] == "int4wo" || names[i] == "int4wo-hqq")
           r.fail(item(node, i), fmt::format("quantization recipe '{}' needs its group size, e.g. int4wo-64 or "
-                                            "int4wo-128{}", names[i], names[i] == "int4wo-hqq" ? "-hqq" : ""));
+                                            "int4wo-128{}",
+                                            names[i], names[i] == "int4wo-hqq" ? "-hqq" : ""));
         r.fail(item(node, i), unknown_name("quantization recipe", names[i], torchao_recipe_names()));
       }
       if (!why.empty()) notes.add(why);
@@ -371,8 +380,10 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
   if (auto n = entry["sparsity"]; n && !n.IsNull()) {
     const auto kind = r.text(n, "sparsity");
     if (kind != "None" && kind != "none")
-      notes.add(fmt::format("{}: sparsity {}: opmeter has no sparse kernels; its cases are measured dense (torchao "
-                            "would sparsify the weights)", where, kind));
+      notes.add(
+          fmt::format("{}: sparsity {}: opmeter has no sparse kernels; its cases are measured dense (torchao "
+                      "would sparsify the weights)",
+                      where, kind));
   }
   if (entry["enable_profiler"] && r.boolean(entry["enable_profiler"], "enable_profiler")) {
     plan.profile = true;
@@ -501,21 +512,20 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
                   auto mode = std::find_if(k.params.begin(), k.params.end(), [](auto& kv) { return kv.first == linear::kMode; });
                   k.params.insert(mode == k.params.end() ? mode : mode + 1, {linear::kPhase, phase});
                 }
-                if (have.insert(k.to_string()).second)
-                  plan.cases.push_back(k);
-                else if (++twice == 1)
-                  first_twice = k.to_string(), block_twice = op.name == "transformer_block";
+                if (have.insert(k.to_string()).second) plan.cases.push_back(k);
+                else if (++twice == 1) first_twice = k.to_string(), block_twice = op.name == "transformer_block";
               }
           }
     }
   }
   if (twice > 0)
-    notes.add(fmt::format("{}: {} case{} planned again (shapes or entries that give the same case, e.g. {}): measured "
-                          "once{}",
-                          where, twice, twice == 1 ? "" : "s", first_twice,
-                          block_twice ? " (transformer_block takes a shape's m as its batch and k as its hidden size, "
-                                        "with 16 tokens, 8 heads and an MLP of 4k: n is unused)"
-                                      : ""));
+    notes.add(
+        fmt::format("{}: {} case{} planned again (shapes or entries that give the same case, e.g. {}): measured "
+                    "once{}",
+                    where, twice, twice == 1 ? "" : "s", first_twice,
+                    block_twice ? " (transformer_block takes a shape's m as its batch and k as its hidden size, "
+                                  "with 16 tokens, 8 heads and an MLP of 4k: n is unused)"
+                                : ""));
 }
 
 }  // namespace

@@ -46,7 +46,8 @@ bool YamlReader::boolean(const YAML::Node& n, const std::string& what) const {
   bool v = false;
   // A quoted "false" is a string: YAML (and Python's bool() of it, true) does not read it as false.
   if (n.IsScalar() && n.Tag() == "!")
-    fail(n, fmt::format("{}: expected true or false, got the string \"{}\" (write it without quotes)", what, n.Scalar()));
+    fail(n,
+         fmt::format("{}: expected true or false, got the string \"{}\" (write it without quotes)", what, n.Scalar()));
   if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v))
     fail(n, fmt::format("{}: expected true or false, got {}", what, shown(n)));
   return v;
