@@ -222,6 +222,8 @@ TEST(Config, BadShapes) {
   EXPECT_TRUE(has(with("  - {min_power: 3}\n"), "missing 'name'"));
   EXPECT_TRUE(has(with("  - {name: pow2, min_power: 12, max_power: 10}\n"),
                   "pow2: empty sweep, min_power 12 is greater than max_power 10"));
+  EXPECT_TRUE(has(with("  - {name: sweep, max_power: 6}\n"),
+                  "sweep: empty sweep, min_power 8 (the default) is greater than max_power 6"));
   EXPECT_TRUE(has(with("  - {name: sweep, min_power: 40}\n"), "sweep.min_power: 40 is out of range"));
   EXPECT_TRUE(has(with("  - {name: pow2, step: 2}\n"), "unknown key 'step'"));
   EXPECT_TRUE(has(error_of("ops: [gemm]\n"), "ops includes gemm but there is no 'shapes' list"));

@@ -47,7 +47,8 @@ std::pair<int, int> power_range(const YamlReader& r, const YAML::Node& g, const 
   int lo = g["min_power"] ? static_cast<int>(r.integer(g["min_power"], name + ".min_power", 0, kMaxPower)) : def_min;
   int hi = g["max_power"] ? static_cast<int>(r.integer(g["max_power"], name + ".max_power", 0, kMaxPower)) : def_max;
   if (lo > hi)
-    r.fail(g, fmt::format("{}: empty sweep, min_power {} is greater than max_power {}", name, lo, hi));
+    r.fail(g, fmt::format("{}: empty sweep, min_power {}{} is greater than max_power {}{}", name, lo,
+                          g["min_power"] ? "" : " (the default)", hi, g["max_power"] ? "" : " (the default)"));
   return {lo, hi};
 }
 
