@@ -262,14 +262,18 @@ TEST(TorchaoConfig, RefusalsSayWhatIsWrongAndWhatIsExpected) {
        "model_params: missing 'matrix_shapes', e.g. [{name: custom, shapes: [[1024, 1024, 1024]]}]"},
       {"benchmark_mode: train\nmodel_params: {matrix_shapes: [{name: llama}]}\n",
        "benchmark_mode: 'train' unknown: expected inference or training"},
-      {with_model("  device: tpu\n"), "device: 'tpu' unknown: expected cuda, cuda:N or cpu (mps and xpu are left out with a note)"},
-      {with_model("  device: \"cuda:-1\"\n"), "device: 'cuda:-1' unknown: expected cuda, cuda:N or cpu (mps and xpu are left out with a note)"},
+      {with_model("  device: tpu\n"),
+       "device: 'tpu' unknown: expected cuda, cuda:N or cpu (mps and xpu are left out with a note)"},
+      {with_model("  device: \"cuda:-1\"\n"),
+       "device: 'cuda:-1' unknown: expected cuda, cuda:N or cpu (mps and xpu are left out with a note)"},
       {with_model("  compile: fast\n"),
        "compile: 'fast' is not a torch.compile mode: expected default, max-autotune, max-autotune-no-cudagraphs, "
        "reduce-overhead or false"},
-      {with_model("", "scaling_granularity: diagonal\n"), "scaling_granularity: 'diagonal' unknown: expected tensorwise or rowwise"},
+      {with_model("", "scaling_granularity: diagonal\n"),
+       "scaling_granularity: 'diagonal' unknown: expected tensorwise or rowwise"},
       {with_model("  device: mps\n"),
-       "the torchao config expands to no cases: model_params: device mps is not measured by opmeter (cpu, cuda): left out"},
+       "the torchao config expands to no cases: model_params: device mps is not measured by opmeter (cpu, cuda): left "
+       "out"},
   };
   for (auto& b : bad) {
     auto msg = config_error_of(b.yaml);
