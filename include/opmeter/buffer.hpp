@@ -35,6 +35,23 @@ class Buffer {
   std::size_t bytes_ = 0;
 };
 
+// Bytes an impl holds in containers of its own (a quantized layer's packed weight copies), counted
+// with the Buffers in the peak a case held. Move-only.
+class HeldBytes {
+ public:
+  HeldBytes() = default;
+  explicit HeldBytes(std::size_t bytes);
+  ~HeldBytes();
+  HeldBytes(HeldBytes&& other) noexcept;
+  HeldBytes& operator=(HeldBytes&& other) noexcept;
+  HeldBytes(const HeldBytes&) = delete;
+  HeldBytes& operator=(const HeldBytes&) = delete;
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  std::size_t bytes_ = 0;
+};
+
 // Deterministic fast random numbers for inputs (splitmix64): never zeros, reproducible by seed.
 class Rng {
  public:

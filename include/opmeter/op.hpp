@@ -99,6 +99,9 @@ class Impl {
   // count of opmeter's allocations.
   virtual bool allocates_elsewhere() const { return false; }
   virtual std::optional<std::size_t> own_peak_memory() { return std::nullopt; }
+  // Bytes of inputs the timed calls never read, held only to check results (a quantized layer's
+  // unquantized weights: its calls read packed copies): left out of the case's peak memory.
+  virtual std::size_t check_only_bytes() const { return 0; }
 };
 
 }  // namespace opmeter

@@ -98,6 +98,10 @@ class OpSpec {
   // weights: preparing them, as a deployment would once, costs more than the case's checks; the
   // checks still vary everything else). Such an input is drawn from its own fixed stream.
   virtual bool same_in_every_set(std::size_t /*input*/) const { return false; }
+  // Whether input k is one (same_in_every_set) that every host impl prepares into copies of its
+  // own and never reads in its calls (a quantized layer's weights, read packed): host sets share
+  // one tensor of it, kept to check results, and the case's peak memory leaves it out.
+  virtual bool kept_for_checks(std::size_t /*input*/) const { return false; }
 
   // Whether input k is a lookup table that the other inputs index (an embedding's): a call reads
   // only the rows they name. Cold-cache sets of such an op draw their own indices (set_seed), so
@@ -129,7 +133,8 @@ struct HostSet {
 };
 // `copies` sets (cold-cache rotation): set 0 filled for `seed`, the others copies of it (they
 // only need to live at other addresses, and copying is much faster than drawing). An op with
-// tables: the others draw their indices (set_seed) and read the tables table_owner() says.
+// tables: the others draw their indices (set_seed) and read the tables table_owner() says. An
+// input kept only for checks (OpSpec::kept_for_checks) is set 0's in every set.
 std::vector<HostSet> make_host_sets(const OpSpec& spec, const SetupOptions& options);
 // Fresh inputs for `seed` into `set`, poisoned output, run() (computes into `set`), spec's check.
 Check verify_on_host(const OpSpec& spec, HostSet& set, std::uint64_t seed, const std::function<void()>& run);
@@ -146,6 +151,12 @@ class HostImpl : public Impl, public Spec {
     prepare();
   }
   bool shares_tables() const override { return true; }
+  std::size_t check_only_bytes() const override {
+    std::size_t bytes = 0;
+    for (std::size_t k = 0; !sets_.empty() && k < sets_[0].inputs.size(); ++k)
+      if (this->kept_for_checks(k)) bytes += sets_[0].inputs[k].bytes();
+    return bytes;
+  }
   Check verify(std::uint64_t seed) override {
     return verify_on_host(*this, sets_.at(0), seed, [this] {
       prepare();  // impls that transform inputs once (reordered, folded weights) see the new ones

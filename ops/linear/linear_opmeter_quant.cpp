@@ -32,6 +32,8 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
     packed_ = std::move(kernels.packed);
     fp8_bf16_ = packed_.fp8_runs;                  // the layout only fp8_bf16 reads
     weight_copies_.assign(copies() - 1, packed_);  // the same values at other addresses
+    held_ = HeldBytes();  // first, so that the new count never stands beside the old one
+    held_ = HeldBytes(copies() * packed_.bytes());
     limbs_ = path_ == Int4Path::limbs || int8_limbs_;
     bf16_x_ = path_ != Int4Path::fp32 || int8_limbs_ || fp8_bf16_;
     const std::size_t rows = std::min(kRowBlock, s.rows);
@@ -147,6 +149,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
   quant::Recipe recipe_;
   PackedWeights packed_;                      // read by the calls of input set 0
   std::vector<PackedWeights> weight_copies_;  // sets 1..: the same, elsewhere in memory
+  HeldBytes held_;                            // the copies' bytes, in the case's peak memory
   std::vector<float> xs_, xsum_, tile_, xscale_;
   std::vector<std::uint8_t> codes_;
   std::size_t limb_group() const { return int8_limbs_ || dq_limbs_ ? kInt8LimbGroup : recipe_.group; }

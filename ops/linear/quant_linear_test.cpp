@@ -242,3 +242,46 @@ TEST(QuantLinear, ColdCasesReadADifferentPackedWeightCopyEachInputSet) {
     EXPECT_EQ(hot.details.count("weight_copies"), 0u) << kase;
   }
 }
+
+// A quantized layer's peak memory is what its calls hold: x, b, y and the packed codes and
+// scales of each input set, not the unquantized W (kept once, to check results). Counted here by
+// hand from the shapes and the recipes' storage; the bf16 layer holds its W in every set.
+TEST(QuantLinear, PeakMemoryCountsThePackedWeightsNotTheUnquantizedOnes) {
+  const std::size_t rows = 4, hidden = 256, out = 128;
+  const std::size_t activations = rows * hidden * 2 + out * 4 + rows * out * 2;  // x, b (fp32), y in bf16
+  const std::size_t int8 = out * hidden + out * 4;                               // codes, a float scale per channel
+  const std::size_t int4 = out * hidden / 2 + out * (hidden / 64) * 2 * 2;       // nibbles, bf16 scale and zero per group
+  const std::string shape = "batch=1,seq=4,hidden=256,out=128,act=none";
+  const Result bf16 = run("linear/onednn/bf16/" + shape + "/threads=1,hot");
+  const Result w8 = run("linear/opmeter_quant/bf16/" + shape + ",quant=int8wo/threads=1,hot");
+  const Result w4 = run("linear/opmeter_quant/bf16/" + shape + ",quant=int4wo-64/threads=1,hot");
+  for (const Result* r : {&bf16, &w8, &w4}) {
+    ASSERT_EQ(r->status, Status::ok) << r->case_string << ": " << r->reason;
+    ASSERT_TRUE(r->peak_memory_bytes.has_value()) << r->case_string;
+  }
+  EXPECT_EQ(*bf16.peak_memory_bytes, activations + out * hidden * 2);
+  EXPECT_EQ(*w8.peak_memory_bytes, activations + int8);
+  EXPECT_EQ(*w4.peak_memory_bytes, activations + int4);
+  // Cold: every input set has its x, b, y and its packed copy.
+  const Result cold = run("linear/opmeter_quant/bf16/" + shape + ",quant=int8wo/threads=1");
+  ASSERT_EQ(cold.status, Status::ok) << cold.reason;
+  ASSERT_GT(cold.copies, 1u);
+  EXPECT_EQ(*cold.peak_memory_bytes, cold.copies * (activations + int8));
+}
+
+TEST(HeldBytes, CountWithTheBuffersWhileHeld) {
+  const std::size_t live = Buffer::live_bytes();
+  {
+    HeldBytes a(1000);
+    EXPECT_EQ(Buffer::live_bytes(), live + 1000);
+    HeldBytes b = std::move(a);
+    EXPECT_EQ(Buffer::live_bytes(), live + 1000);
+    b = HeldBytes(300);
+    EXPECT_EQ(Buffer::live_bytes(), live + 300);
+    Buffer::reset_peak();
+    b = HeldBytes();
+    EXPECT_EQ(Buffer::live_bytes(), live);
+    EXPECT_EQ(Buffer::peak_bytes(), live + 300);
+  }
+  EXPECT_EQ(Buffer::live_bytes(), live);
+}

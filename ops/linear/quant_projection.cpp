@@ -17,6 +17,8 @@ void QuantProjection::prepare(const quant::QuantizedWeights& q, bool bf16, std::
   path_ = kernels.int4;
   packed_ = std::move(kernels.packed);
   weight_copies_.assign(std::max<std::size_t>(copies, 1) - 1, packed_);
+  held_ = HeldBytes();  // first, so that the new count never stands beside the old one
+  held_ = HeldBytes(this->copies() * packed_.bytes());
   bf16_ = bf16;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ops/linear/quant_kernel.hpp"
+#include "opmeter/buffer.hpp"
 #include "ops/tensor/kernels.hpp"
 
 namespace opmeter::linear {
@@ -38,6 +39,7 @@ class QuantProjection {
   }
   PackedWeights packed_;                      // copy 0's
   std::vector<PackedWeights> weight_copies_;  // copies 1..: the same values elsewhere in memory
+  HeldBytes held_;                            // the copies' bytes, in the case's peak memory
   bool bf16_ = false;
   Int4Path path_ = Int4Path::fp32;
   std::vector<float> xs_, xsum_, tile_;

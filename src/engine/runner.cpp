@@ -505,6 +505,8 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     auto after = impl->verify(options.seed + 2);
     r.max_error = std::max(check.max_error, after.max_error);
     r.peak_memory_bytes = impl->allocates_elsewhere() ? impl->own_peak_memory() : backend.memory_peak(c);
+    if (r.peak_memory_bytes && !impl->allocates_elsewhere())
+      *r.peak_memory_bytes -= std::min(*r.peak_memory_bytes, impl->check_only_bytes());
     if (!after.ok) return finish(Status::failed, "wrong result after timing: " + after.detail);
     profile_pass(r, *impl, options);  // untimed, after the checks
     return finish(Status::ok, "");

@@ -52,6 +52,18 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
   return *this;
 }
 
+HeldBytes::HeldBytes(std::size_t bytes) : bytes_(bytes) { note_alloc(bytes_); }
+HeldBytes::~HeldBytes() { g_live.fetch_sub(bytes_); }
+HeldBytes::HeldBytes(HeldBytes&& o) noexcept : bytes_(o.bytes_) { o.bytes_ = 0; }
+HeldBytes& HeldBytes::operator=(HeldBytes&& o) noexcept {
+  if (this != &o) {
+    g_live.fetch_sub(bytes_);
+    bytes_ = o.bytes_;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
 std::size_t Buffer::live_bytes() { return g_live.load(); }
 std::size_t Buffer::peak_bytes() { return g_peak.load(); }
 void Buffer::reset_peak() { g_peak.store(g_live.load()); }

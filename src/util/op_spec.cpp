@@ -227,6 +227,10 @@ std::vector<HostSet> make_host_sets(const OpSpec& spec, const SetupOptions& opti
     HostSet set{{}, HostTensor(spec.output())};
     for (std::size_t k = 0; k < sets[0].inputs.size(); ++k) {
       const HostTensor& first = sets[0].inputs[k];
+      if (spec.kept_for_checks(k)) {
+        set.inputs.push_back(first.share());
+        continue;
+      }
       if (tables && spec.is_table(k) && table_owner(s, options.table_copies) != s) {
         set.inputs.push_back(sets[table_owner(s, options.table_copies)].inputs[k].share());
         continue;
