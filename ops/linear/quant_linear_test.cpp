@@ -250,7 +250,7 @@ TEST(QuantLinear, PeakMemoryCountsThePackedWeightsNotTheUnquantizedOnes) {
   const std::size_t rows = 4, hidden = 256, out = 128;
   const std::size_t activations = rows * hidden * 2 + out * 4 + rows * out * 2;  // x, b (fp32), y in bf16
   const std::size_t int8 = out * hidden + out * 4;                               // codes, a float scale per channel
-  const std::size_t int4 = out * hidden / 2 + out * (hidden / 64) * 2 * 2;       // nibbles, bf16 scale and zero per group
+  const std::size_t int4 = out * hidden / 2 + out * (hidden / 64) * 2 * 2;  // nibbles, bf16 scale and zero per group
   const std::string shape = "batch=1,seq=4,hidden=256,out=128,act=none";
   const Result bf16 = run("linear/onednn/bf16/" + shape + "/threads=1,hot");
   const Result w8 = run("linear/opmeter_quant/bf16/" + shape + ",quant=int8wo/threads=1,hot");

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "ops/linear/quant_kernel.hpp"
 #include "opmeter/buffer.hpp"
+#include "ops/linear/quant_kernel.hpp"
 #include "ops/tensor/kernels.hpp"
 
 namespace opmeter::linear {
