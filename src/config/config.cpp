@@ -596,6 +596,7 @@ YAML::Node parse_config(const YamlReader& r, const std::string& yaml, const std:
   if (!root || root.IsNull()) throw ConfigError(source, 0, 0, "the config is empty: expected at least 'ops: [...]'");
   r.expect_map(root, "the config");
   r.reject_duplicate_keys(root);
+  r.resolve_merge_keys(root);
   return root;
 }
 

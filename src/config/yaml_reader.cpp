@@ -1,6 +1,7 @@
 #include "config/yaml_reader.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -124,6 +125,34 @@ void YamlReader::check_keys(const YAML::Node& map, const std::vector<std::string
     fail(kv.first, near ? fmt::format("unknown key '{}' in {}; did you mean '{}'?", key, where, *near)
                         : fmt::format("unknown key '{}' in {}; valid keys: {}", key, where, fmt::join(allowed, ", ")));
   }
+}
+
+void YamlReader::resolve_merge_keys(YAML::Node root) const {
+  // Depth first, so that a mapping merges sources whose own merges are done; each collection once
+  // (by its mark, as above: an alias is the node it names).
+  std::set<std::size_t> done;
+  std::function<void(YAML::Node)> visit = [&](YAML::Node n) {
+    if (!(n.IsMap() || n.IsSequence()) || !done.insert(static_cast<std::size_t>(n.Mark().pos)).second) return;
+    for (auto it = n.begin(); it != n.end(); ++it) visit(n.IsMap() ? YAML::Node(it->second) : YAML::Node(*it));
+    if (!n.IsMap()) return;
+    YAML::Node merge;  // a default Node is a valid null one: `found` says whether there is a `<<`
+    bool found = false;
+    for (const auto& kv : n)
+      if (kv.first.IsScalar() && kv.first.Scalar() == "<<" && kv.first.Tag() != "!") merge = kv.second, found = true;
+    if (!found) return;
+    std::vector<YAML::Node> sources;
+    if (merge.IsMap()) sources.push_back(merge);
+    if (merge.IsSequence())
+      for (const auto& m : merge) sources.push_back(m);
+    if (sources.empty() || std::any_of(sources.begin(), sources.end(), [](const YAML::Node& m) { return !m.IsMap(); }))
+      fail(merge, "a merge key (<<) takes a mapping or a list of mappings, e.g. <<: *defaults");
+    n.remove("<<");
+    const YAML::Node& has = n;  // const: a lookup that adds no key
+    for (const auto& source : sources)
+      for (const auto& kv : source)
+        if (kv.first.IsScalar() && !has[kv.first.Scalar()]) n.force_insert(kv.first, kv.second);
+  };
+  visit(root);
 }
 
 }  // namespace opmeter

@@ -28,6 +28,9 @@ class YamlReader {
   // A key given twice in one mapping, anywhere in the tree, fails at its second place: YAML
   // parsers disagree on which value wins (yaml-cpp keeps the first, PyYAML the last).
   void reject_duplicate_keys(const YAML::Node& root) const;
+  // YAML's merge keys, as PyYAML reads them (yaml-cpp leaves `<<` a plain key): a mapping's
+  // `<<: *anchor` (or a list of anchors, the first winning) adds the keys it lacks, in place.
+  void resolve_merge_keys(YAML::Node root) const;
   const std::string& file() const { return file_; }
 
  private:
