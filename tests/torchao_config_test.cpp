@@ -548,15 +548,17 @@ TEST(TorchaoConfig, TorchaosOtherRecipesAreNotedAndLeftOut) {
 // YAML merge keys, as PyYAML reads torchao's configs: an entry takes its anchor's keys, its own
 // keys winning; a merge of anything but mappings is an error at its line.
 TEST(TorchaoConfig, MergeKeysAddTheAnchorsKeys) {
-  Plan p = load("quantization_config_recipe_names: [baseline]\nmodel_params:\n"
-                "  - &a\n    name: a\n    device: cpu\n    high_precision_dtype: torch.bfloat16\n"
-                "    matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]\n"
-                "  - <<: *a\n    name: b\n    high_precision_dtype: torch.float32\n");
+  Plan p = load(
+      "quantization_config_recipe_names: [baseline]\nmodel_params:\n"
+      "  - &a\n    name: a\n    device: cpu\n    high_precision_dtype: torch.bfloat16\n"
+      "    matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]\n"
+      "  - <<: *a\n    name: b\n    high_precision_dtype: torch.float32\n");
   std::set<DType> dtypes;
   for (auto& c : cases_of(p, 4, 64, 32, "baseline")) dtypes.insert(c.dtype);
   EXPECT_EQ(dtypes, (std::set<DType>{DType::bf16, DType::fp32})) << notes_of(p);
-  auto msg = config_error_of("quantization_config_recipe_names: [baseline]\nmodel_params:\n  <<: 5\n"
-                             "  matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]\n");
+  auto msg = config_error_of(
+      "quantization_config_recipe_names: [baseline]\nmodel_params:\n  <<: 5\n"
+      "  matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]\n");
   EXPECT_TRUE(has(msg, "t.yaml:3:7")) << msg;
   EXPECT_TRUE(has(msg, "a merge key (<<) takes a mapping or a list of mappings")) << msg;
 }
