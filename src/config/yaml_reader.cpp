@@ -19,6 +19,9 @@ std::string shown(const YAML::Node& n) {
   if (n.IsMap()) return "a mapping";
   return "nothing";
 }
+// A quoted scalar is a string in YAML (and in PyYAML, which torchao's configs are written for),
+// never a number or a boolean.
+bool quoted(const YAML::Node& n) { return n.IsScalar() && n.Tag() == "!"; }
 }  // namespace
 
 void YamlReader::fail(const YAML::Node& at, const std::string& message) const {
@@ -29,6 +32,8 @@ void YamlReader::fail(const YAML::Node& at, const std::string& message) const {
 
 std::int64_t YamlReader::integer(const YAML::Node& n, const std::string& what, std::int64_t lo, std::int64_t hi) const {
   std::int64_t v = 0;
+  if (quoted(n))
+    fail(n, fmt::format("{}: expected an integer, got the string \"{}\" (write it without quotes)", what, n.Scalar()));
   if (!n.IsScalar() || !YAML::convert<std::int64_t>::decode(n, v))
     fail(n, fmt::format("{}: expected an integer in {}..{}, got {}", what, lo, hi, shown(n)));
   if (v < lo || v > hi) fail(n, fmt::format("{}: {} is out of range, expected {}..{}", what, v, lo, hi));
@@ -37,6 +42,8 @@ std::int64_t YamlReader::integer(const YAML::Node& n, const std::string& what, s
 
 double YamlReader::number(const YAML::Node& n, const std::string& what, double lo, double hi) const {
   double v = 0;
+  if (quoted(n))
+    fail(n, fmt::format("{}: expected a number, got the string \"{}\" (write it without quotes)", what, n.Scalar()));
   if (!n.IsScalar() || !YAML::convert<double>::decode(n, v))
     fail(n, fmt::format("{}: expected a number, got {}", what, shown(n)));
   if (!(v >= lo && v <= hi)) fail(n, fmt::format("{}: {} is out of range, expected {}..{}", what, v, lo, hi));
@@ -46,7 +53,7 @@ double YamlReader::number(const YAML::Node& n, const std::string& what, double l
 bool YamlReader::boolean(const YAML::Node& n, const std::string& what) const {
   bool v = false;
   // A quoted "false" is a string: YAML (and Python's bool() of it, true) does not read it as false.
-  if (n.IsScalar() && n.Tag() == "!")
+  if (quoted(n))
     fail(n,
          fmt::format("{}: expected true or false, got the string \"{}\" (write it without quotes)", what, n.Scalar()));
   if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v))
