@@ -486,8 +486,8 @@ TEST(TorchaoConfig, QuotedBooleansAreErrors) {
     EXPECT_TRUE(has(msg, "t.yaml:5:20")) << msg;
     EXPECT_TRUE(has(msg, "enable_profiler: expected true or false, got the string")) << msg;
   }
-  auto quoted_number = config_error_of(
-      "model_params:\n  matrix_shapes: [{name: custom, shapes: [[1, \"128\", 64]]}]\n  device: cpu\n");
+  auto quoted_number =
+      config_error_of("model_params:\n  matrix_shapes: [{name: custom, shapes: [[1, \"128\", 64]]}]\n  device: cpu\n");
   EXPECT_TRUE(has(quoted_number, "t.yaml:2:47")) << quoted_number;
   EXPECT_TRUE(has(quoted_number, "expected an integer, got the string \"128\" (write it without quotes)"))
       << quoted_number;
