@@ -54,6 +54,23 @@ TEST(CliFormat, DefaultIsEveryFileAndHtmlIsTheReport) {
   EXPECT_EQ(files_in(dir / "b"), (std::vector<std::string>{"report.html", "report.md", "results.jsonl", "run.json"}));
 }
 
+// A table's CSV asked for by name, in a run without its rows: not written, and said so.
+TEST(CliFormat, ATableAskedForWithoutRowsIsSaidSo) {
+  auto dir = temp_dir("format_tables");
+  auto out = cli(fmt::format("run {} --format training,quantization,csv --out {}", kCase, (dir / "res").string()));
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_EQ(files_in(dir / "res"), (std::vector<std::string>{"results.csv", "results.jsonl", "run.json"}));
+  EXPECT_NE(out.text.find("no training.csv: the run has none of its rows (they come from mode=train cases)"),
+            std::string::npos)
+      << out.text;
+  EXPECT_NE(out.text.find("no quantization.csv: the run has none of its rows (they come from quant= cases)"),
+            std::string::npos)
+      << out.text;
+  out = cli(fmt::format("run {} --out {}", kCase, (dir / "default").string()));  // not asked for: no word
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_EQ(out.text.find("no training.csv"), std::string::npos) << out.text;
+}
+
 TEST(CliFormat, UnknownNameExitsTwoListingTheKnownOnes) {
   auto dir = temp_dir("format_bad");
   auto out = cli(fmt::format("run {} --format json,xml --out {}", kCase, (dir / "res").string()));

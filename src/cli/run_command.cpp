@@ -538,10 +538,16 @@ ResultSet run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& giv
                                   "free space (or fix the directory) and continue with {}",
                                   e.what(), journal_lines(journal), journal, resume_with));
   }
-  // The files there are, not those a reporter might write (quantization.csv only with recipes).
+  // The files there are, not those a reporter might write (quantization.csv only with recipes);
+  // one that --format asked for by name and that has no rows is said so.
   std::erase_if(files, [&](const std::string& f) {
     std::error_code ec;
-    return !fs::exists(fs::path(dir) / f, ec);
+    if (fs::exists(fs::path(dir) / f, ec)) return false;
+    static const std::map<std::string, std::string> rows_from = {{"quantization.csv", "quant= cases"},
+                                                                 {"training.csv", "mode=train cases"}};
+    if (auto it = rows_from.find(f); it != rows_from.end() && !out.formats.empty() && !g_cancel.load())
+      fmt::print(stderr, "opmeter: no {}: the run has none of its rows (they come from {})\n", f, it->second);
+    return true;
   });
   fmt::print(stderr, "opmeter: results in {}/ ({})\n", dir, fmt::join(files, ", "));
   if (g_cancel.load()) fmt::print(stderr, "opmeter: interrupted; finished cases are saved, continue with {}\n", resume_with);
