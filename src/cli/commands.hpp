@@ -95,6 +95,7 @@ struct RunOutput {
   std::vector<std::string> formats;  // reporters by name (reporter_registry.hpp); empty: the default set
   // The command that continues an interrupted run in `dir` (empty: `--resume DIR`, run's flag).
   std::function<std::string(const std::string& dir)> resume_command;
+  bool formats_named = false;  // --format (or the resumed run's) named them: a table without rows is said so
 };
 // Runs cases with live progress, journal, summary files and the report in the output directory.
 // Returns every result there (a resumed run's earlier ones too), the machine context and the

@@ -545,7 +545,7 @@ ResultSet run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& giv
     if (fs::exists(fs::path(dir) / f, ec)) return false;
     static const std::map<std::string, std::string> rows_from = {{"quantization.csv", "quant= cases"},
                                                                  {"training.csv", "mode=train cases"}};
-    if (auto it = rows_from.find(f); it != rows_from.end() && !out.formats.empty() && !g_cancel.load())
+    if (auto it = rows_from.find(f); it != rows_from.end() && out.formats_named && !g_cancel.load())
       fmt::print(stderr, "opmeter: no {}: the run has none of its rows (they come from {})\n", f, it->second);
     return true;
   });
@@ -750,6 +750,7 @@ int run_command(const RunArgs& given, const char* argv0) {
   auto settings = run_settings(a, plan.source, options);
   if (!plan.notes.empty()) settings["notes"] = plan.notes;  // what the plan left out or maps differently
   RunOutput out{dir, !a.resume.empty(), plan.source, settings, !a.no_report, formats};
+  out.formats_named = !a.formats.empty();
   if (shard) {
     out.dir = shard_results_dir(*shard_out, *shard, cases);
     out.resume = !shard_out->existing.empty();
