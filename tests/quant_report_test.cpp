@@ -2,6 +2,8 @@
 // SQNR and weight bytes, in markdown, JSON, CSV and the report's chart.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "analysis/quantization.hpp"
 #include "tests/browser_render.hpp"
 #include "report/chart_assets.hpp"
@@ -63,6 +65,26 @@ TEST(QuantReport, ATransformerBlocksBaselineWeighsItsFourMatrices) {
   ASSERT_TRUE(rows[0].baseline_weight_bytes);
   EXPECT_EQ(*rows[0].baseline_weight_bytes, 64.0 * (192 + 64 + 48 + 48) * 2);
   EXPECT_NE(quant_markdown(rows).find("(0.51x)"), std::string::npos) << quant_markdown(rows);
+}
+
+// A recipe run with a kernel choice (cuda_quant's ksplit= or operand=) is measured against the
+// same baseline as the kernel's own choice, and its row keeps the choice in its shape.
+TEST(QuantReport, KernelChoicesShareTheirRecipesBaseline) {
+  std::vector<Result> results = {measured("linear/cublaslt/bf16/" + kShape + "/threads=2", 12e-6),
+                                 recipe("cuda_quant", "int8wo", 8e-6, 41.0),
+                                 recipe("cuda_quant", "int8wo", 6e-6, 41.0, kShape, ",operand=b"),
+                                 recipe("cuda_quant", "int4wo-64", 4e-6, 21.0, kShape, ",ksplit=2")};
+  auto rows = quant_rows(results);
+  ASSERT_EQ(rows.size(), 3u);
+  std::map<std::string, double> speedup;
+  for (auto& row : rows) {
+    EXPECT_EQ(row.baseline_impl, "cublaslt") << row.shape;
+    ASSERT_TRUE(row.speedup) << row.shape;
+    speedup[row.shape] = *row.speedup;
+  }
+  EXPECT_NEAR(speedup.at(kShape), 1.5, 0.01);
+  EXPECT_NEAR(speedup.at(kShape + ",operand=b"), 2.0, 0.01);
+  EXPECT_NEAR(speedup.at(kShape + ",ksplit=2"), 3.0, 0.01);
 }
 
 TEST(QuantReport, TrainingStepsCompareWithTrainingBaselines) {

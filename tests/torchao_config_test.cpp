@@ -481,10 +481,11 @@ TEST(TorchaoConfig, SparsityInModelParamsIsANoteAndTheCasesRunDense) {
 
 // A quoted boolean is a string (Python's bool() of "false" is True): an error, not a guess.
 TEST(TorchaoConfig, QuotedBooleansAreErrors) {
-  for (const char* value : {"\"false\"", "'no'", "\"true\""}) {
+  for (const char* value : {"\"false\"", "'no'", "\"true\"", "n", "Y"}) {
     auto msg = config_error_of(with_model(fmt::format("  enable_profiler: {}\n", value)));
     EXPECT_TRUE(has(msg, "t.yaml:5:20")) << msg;
-    EXPECT_TRUE(has(msg, "enable_profiler: expected true or false, got the string")) << msg;
+    EXPECT_TRUE(has(msg, "enable_profiler: expected true or false, got ")) << msg;
+    EXPECT_TRUE(has(msg, "string")) << msg;
   }
   auto quoted_number =
       config_error_of("model_params:\n  matrix_shapes: [{name: custom, shapes: [[1, \"128\", 64]]}]\n  device: cpu\n");
@@ -566,4 +567,19 @@ TEST(TorchaoConfig, MergeKeysAddTheAnchorsKeys) {
       "  matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]\n");
   EXPECT_TRUE(has(msg, "t.yaml:3:7")) << msg;
   EXPECT_TRUE(has(msg, "a merge key (<<) takes a mapping or a list of mappings")) << msg;
+  msg = config_error_of("x: &x {device: cpu}\nquantization_config_recipe_names: [baseline]\nmodel_params:\n"
+                        "  <<: [*x,\n      7]\n  matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]\n");
+  EXPECT_TRUE(has(msg, "t.yaml:5:7")) << msg;  // at the element that is no mapping
+  // An empty list merges nothing; a source listed twice, once; an anchor's own merge is resolved
+  // before the entry that merges it.
+  Plan q = load("quantization_config_recipe_names: [baseline]\nmodel_params:\n"
+                "  - &a {name: a, device: cpu, matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]}\n"
+                "  - &b {<<: [*a, *a], name: b, high_precision_dtype: torch.float32}\n"
+                "  - {<<: *b, name: c, model_type: ln_linear_gelu}\n"
+                "  - {<<: [], name: d, device: cpu, matrix_shapes: [{name: custom, shapes: [[4, 64, 16]]}]}\n");
+  std::set<std::string> ln;
+  for (auto& c : q.cases)
+    if (c.op == "ln_linear_gelu") ln.insert(std::string(to_string(c.dtype)));
+  EXPECT_EQ(ln, (std::set<std::string>{"fp32"})) << notes_of(q);
+  EXPECT_FALSE(cases_of(q, 4, 64, 16, "baseline").empty()) << notes_of(q);
 }

@@ -33,7 +33,7 @@ class OpmeterQuantLinear : public HostImpl<QuantLinearOp> {
     fp8_bf16_ = packed_.fp8_runs;                  // the layout only fp8_bf16 reads
     weight_copies_.assign(copies() - 1, packed_);  // the same values at other addresses
     held_ = HeldBytes();                           // first, so that the new count never stands beside the old one
-    held_ = HeldBytes(copies() * packed_.bytes());
+    held_ = HeldBytes(copies() * packed_.held_bytes());
     limbs_ = path_ == Int4Path::limbs || int8_limbs_;
     bf16_x_ = path_ != Int4Path::fp32 || int8_limbs_ || fp8_bf16_;
     const std::size_t rows = std::min(kRowBlock, s.rows);

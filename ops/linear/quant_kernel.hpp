@@ -52,6 +52,8 @@ struct PackedWeights {
   std::vector<std::int32_t> code_sums;
   // Bytes a call streams: codes and scales (and zeros) as stored.
   std::size_t bytes() const;
+  // Bytes held: those and int8dq's code sums.
+  std::size_t held_bytes() const { return bytes() + code_sums.size() * sizeof(std::int32_t); }
   float group_scale(std::size_t j, std::size_t g) const { return param(group_scales, param_index(j, g)); }
   float group_zero(std::size_t j, std::size_t g) const { return param(group_zeros, param_index(j, g)); }
   std::size_t param_index(std::size_t j, std::size_t g) const {

@@ -18,7 +18,7 @@ void QuantProjection::prepare(const quant::QuantizedWeights& q, bool bf16, std::
   packed_ = std::move(kernels.packed);
   weight_copies_.assign(std::max<std::size_t>(copies, 1) - 1, packed_);
   held_ = HeldBytes();  // first, so that the new count never stands beside the old one
-  held_ = HeldBytes(this->copies() * packed_.bytes());
+  held_ = HeldBytes(this->copies() * packed_.held_bytes());
   bf16_ = bf16;
 }
 

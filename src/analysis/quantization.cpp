@@ -20,11 +20,13 @@ std::optional<double> metric(const Result& r, const std::string& name) {
   return it == r.metrics.end() ? std::nullopt : std::optional<double>(it->second.value);
 }
 
-// The case without its recipe: what a recipe result and its baseline share (impl aside).
+// The case without its recipe and the kernel choices that go with it (ksplit, operand: how
+// cuda_quant computes the same product): what a recipe result and its baseline share (impl aside).
 std::string group_key(const Case& c) {
   Case k = c;
   k.impl.clear();
-  std::erase_if(k.params, [](auto& kv) { return kv.first == kQuant; });
+  std::erase_if(k.params,
+                [](auto& kv) { return kv.first == kQuant || kv.first == linear::kKsplit || kv.first == linear::kOperand; });
   return k.to_string();
 }
 

@@ -1,9 +1,10 @@
 #include "config/yaml_reader.hpp"
 
 #include <algorithm>
-#include <functional>
 #include <map>
+#include <optional>
 #include <set>
+#include <unordered_set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -56,6 +57,9 @@ bool YamlReader::boolean(const YAML::Node& n, const std::string& what) const {
   if (quoted(n))
     fail(n,
          fmt::format("{}: expected true or false, got the string \"{}\" (write it without quotes)", what, n.Scalar()));
+  // yaml-cpp reads y and n as booleans; YAML 1.1 readers such as PyYAML read them as strings.
+  if (n.IsScalar() && (n.Scalar() == "y" || n.Scalar() == "Y" || n.Scalar() == "n" || n.Scalar() == "N"))
+    fail(n, fmt::format("{}: expected true or false, got '{}' (PyYAML reads it as a string)", what, n.Scalar()));
   if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v))
     fail(n, fmt::format("{}: expected true or false, got {}", what, shown(n)));
   return v;
@@ -135,31 +139,49 @@ void YamlReader::check_keys(const YAML::Node& map, const std::vector<std::string
 }
 
 void YamlReader::resolve_merge_keys(YAML::Node root) const {
-  // Depth first, so that a mapping merges sources whose own merges are done; each collection once
-  // (by its mark, as above: an alias is the node it names).
-  std::set<std::size_t> done;
-  std::function<void(YAML::Node)> visit = [&](YAML::Node n) {
-    if (!(n.IsMap() || n.IsSequence()) || !done.insert(static_cast<std::size_t>(n.Mark().pos)).second) return;
-    for (auto it = n.begin(); it != n.end(); ++it) visit(n.IsMap() ? YAML::Node(it->second) : YAML::Node(*it));
-    if (!n.IsMap()) return;
-    YAML::Node merge;  // a default Node is a valid null one: `found` says whether there is a `<<`
-    bool found = false;
-    for (const auto& kv : n)
-      if (kv.first.IsScalar() && kv.first.Scalar() == "<<" && kv.first.Tag() != "!") merge = kv.second, found = true;
-    if (!found) return;
-    std::vector<YAML::Node> sources;
-    if (merge.IsMap()) sources.push_back(merge);
-    if (merge.IsSequence())
-      for (const auto& m : merge) sources.push_back(m);
-    if (sources.empty() || std::any_of(sources.begin(), sources.end(), [](const YAML::Node& m) { return !m.IsMap(); }))
-      fail(merge, "a merge key (<<) takes a mapping or a list of mappings, e.g. <<: *defaults");
-    n.remove("<<");
-    const YAML::Node& has = n;  // const: a lookup that adds no key
-    for (const auto& source : sources)
-      for (const auto& kv : source)
-        if (kv.first.IsScalar() && !has[kv.first.Scalar()]) n.force_insert(kv.first, kv.second);
-  };
-  visit(root);
+  // Each collection once (by its mark, as above: an alias is the node it names), after its
+  // children, in document order: a merge's sources (anchored earlier, or its own children) are
+  // then whole, merges included. Iterative, so no nesting can exhaust the stack.
+  std::set<std::size_t> seen;
+  std::vector<std::pair<YAML::Node, bool>> todo{{root, false}};  // the node, and whether its children are done
+  while (!todo.empty()) {
+    auto [n, children_done] = todo.back();
+    todo.pop_back();
+    if (!children_done) {
+      if (!(n.IsMap() || n.IsSequence()) || !seen.insert(static_cast<std::size_t>(n.Mark().pos)).second) continue;
+      todo.emplace_back(n, true);
+      std::vector<YAML::Node> children;
+      for (auto it = n.begin(); it != n.end(); ++it) children.push_back(n.IsMap() ? YAML::Node(it->second) : YAML::Node(*it));
+      for (auto c = children.rbegin(); c != children.rend(); ++c) todo.emplace_back(*c, false);  // first child first
+      continue;
+    }
+    if (n.IsMap()) merge_into(n);
+  }
+}
+
+void YamlReader::merge_into(YAML::Node map) const {
+  std::optional<YAML::Node> merge;
+  std::unordered_set<std::string> keys;
+  for (const auto& kv : map) {
+    if (!kv.first.IsScalar()) continue;
+    if (kv.first.Scalar() == "<<" && kv.first.Tag() != "!") merge = kv.second;
+    keys.insert(kv.first.Scalar());
+  }
+  if (!merge) return;
+  std::vector<YAML::Node> sources;
+  if (merge->IsMap()) sources.push_back(*merge);
+  else if (merge->IsSequence())
+    for (const auto& m : *merge) sources.push_back(m);
+  else
+    fail(*merge, "a merge key (<<) takes a mapping or a list of mappings, e.g. <<: *defaults");
+  map.remove("<<");
+  std::set<std::size_t> merged;  // a source listed twice adds nothing the second time
+  for (const auto& source : sources) {
+    if (!source.IsMap()) fail(source, "a merge key (<<) takes a mapping or a list of mappings, e.g. <<: [*a, *b]");
+    if (!merged.insert(static_cast<std::size_t>(source.Mark().pos)).second) continue;
+    for (const auto& kv : source)
+      if (kv.first.IsScalar() && keys.insert(kv.first.Scalar()).second) map.force_insert(kv.first, kv.second);
+  }
 }
 
 }  // namespace opmeter

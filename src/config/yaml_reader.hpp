@@ -34,6 +34,7 @@ class YamlReader {
   const std::string& file() const { return file_; }
 
  private:
+  void merge_into(YAML::Node map) const;  // one mapping's `<<`, its sources' own already resolved
   std::string file_;
 };
 
