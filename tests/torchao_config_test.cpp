@@ -567,16 +567,18 @@ TEST(TorchaoConfig, MergeKeysAddTheAnchorsKeys) {
       "  matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]\n");
   EXPECT_TRUE(has(msg, "t.yaml:3:7")) << msg;
   EXPECT_TRUE(has(msg, "a merge key (<<) takes a mapping or a list of mappings")) << msg;
-  msg = config_error_of("x: &x {device: cpu}\nquantization_config_recipe_names: [baseline]\nmodel_params:\n"
-                        "  <<: [*x,\n      7]\n  matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]\n");
+  msg = config_error_of(
+      "x: &x {device: cpu}\nquantization_config_recipe_names: [baseline]\nmodel_params:\n"
+      "  <<: [*x,\n      7]\n  matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]\n");
   EXPECT_TRUE(has(msg, "t.yaml:5:7")) << msg;  // at the element that is no mapping
   // An empty list merges nothing; a source listed twice, once; an anchor's own merge is resolved
   // before the entry that merges it.
-  Plan q = load("quantization_config_recipe_names: [baseline]\nmodel_params:\n"
-                "  - &a {name: a, device: cpu, matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]}\n"
-                "  - &b {<<: [*a, *a], name: b, high_precision_dtype: torch.float32}\n"
-                "  - {<<: *b, name: c, model_type: ln_linear_gelu}\n"
-                "  - {<<: [], name: d, device: cpu, matrix_shapes: [{name: custom, shapes: [[4, 64, 16]]}]}\n");
+  Plan q = load(
+      "quantization_config_recipe_names: [baseline]\nmodel_params:\n"
+      "  - &a {name: a, device: cpu, matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]}\n"
+      "  - &b {<<: [*a, *a], name: b, high_precision_dtype: torch.float32}\n"
+      "  - {<<: *b, name: c, model_type: ln_linear_gelu}\n"
+      "  - {<<: [], name: d, device: cpu, matrix_shapes: [{name: custom, shapes: [[4, 64, 16]]}]}\n");
   std::set<std::string> ln;
   for (auto& c : q.cases)
     if (c.op == "ln_linear_gelu") ln.insert(std::string(to_string(c.dtype)));

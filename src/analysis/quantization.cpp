@@ -25,8 +25,9 @@ std::optional<double> metric(const Result& r, const std::string& name) {
 std::string group_key(const Case& c) {
   Case k = c;
   k.impl.clear();
-  std::erase_if(k.params,
-                [](auto& kv) { return kv.first == kQuant || kv.first == linear::kKsplit || kv.first == linear::kOperand; });
+  std::erase_if(k.params, [](auto& kv) {
+    return kv.first == kQuant || kv.first == linear::kKsplit || kv.first == linear::kOperand;
+  });
   return k.to_string();
 }
 

@@ -151,7 +151,8 @@ void YamlReader::resolve_merge_keys(YAML::Node root) const {
       if (!(n.IsMap() || n.IsSequence()) || !seen.insert(static_cast<std::size_t>(n.Mark().pos)).second) continue;
       todo.emplace_back(n, true);
       std::vector<YAML::Node> children;
-      for (auto it = n.begin(); it != n.end(); ++it) children.push_back(n.IsMap() ? YAML::Node(it->second) : YAML::Node(*it));
+      for (auto it = n.begin(); it != n.end(); ++it)
+        children.push_back(n.IsMap() ? YAML::Node(it->second) : YAML::Node(*it));
       for (auto c = children.rbegin(); c != children.rend(); ++c) todo.emplace_back(*c, false);  // first child first
       continue;
     }
@@ -172,8 +173,7 @@ void YamlReader::merge_into(YAML::Node map) const {
   if (merge->IsMap()) sources.push_back(*merge);
   else if (merge->IsSequence())
     for (const auto& m : *merge) sources.push_back(m);
-  else
-    fail(*merge, "a merge key (<<) takes a mapping or a list of mappings, e.g. <<: *defaults");
+  else fail(*merge, "a merge key (<<) takes a mapping or a list of mappings, e.g. <<: *defaults");
   map.remove("<<");
   std::set<std::size_t> merged;  // a source listed twice adds nothing the second time
   for (const auto& source : sources) {
