@@ -791,6 +791,16 @@ std::vector<NotRun> expand_ops(const YamlReader& r, const YAML::Node& root, cons
   const Case& like = where.like;
   const std::string& device = like.device;
   std::vector<NotRun> not_run;  // optional values no impl of the op runs (none_runs)
+  // Cases invalid with optional values that may each be valid elsewhere in the sweep (phase=forward
+  // beside mode: [inference, train]; quant=int8dq on a transformer_block beside a linear): decided
+  // once every op is expanded.
+  struct Refused {
+    YAML::Node at;
+    std::string why;
+    std::string op;
+    Params shape, optional;  // the case's own parameters, and the optional values it carries
+  };
+  std::vector<Refused> refused;
   for (auto& op : ops) {
     // The impls list filters the ops it names impls of; an op with none of them keeps all its own
     // (so `impls: [onednn]` still measures bandwidth and peak with opmeter's kernels).
@@ -858,8 +868,21 @@ std::vector<NotRun> expand_ops(const YamlReader& r, const YAML::Node& root, cons
                 def.validate(c);
               } catch (const CaseError& e) {
                 // Two optional values that each hold alone but not together (a recipe without a
-                // training step, in train mode) leave the pair out; anything else is the config's error.
-                if (!valid_apart(def, c)) r.fail(invalid_case_node(r, root, def, c, e.what()), e.what());
+                // training step, in train mode) leave the pair out; so do values that other cases
+                // of the sweep take (below); anything else is the config's error.
+                if (!valid_apart(def, c)) {
+                  Params shape, optional;
+                  for (auto& kv : c.params)
+                    (std::any_of(def.optional_params.begin(), def.optional_params.end(),
+                                 [&](const OptionalParam& o) { return o.key == kv.first; })
+                         ? optional
+                         : shape)
+                        .push_back(kv);
+                  if (optional.empty()) r.fail(invalid_case_node(r, root, def, c, e.what()), e.what());
+                  refused.push_back(
+                      {invalid_case_node(r, root, def, c, e.what()), e.what(), op, std::move(shape), std::move(optional)});
+                  continue;
+                }
                 if (std::find(plan.notes.begin(), plan.notes.end(), e.what()) == plan.notes.end())
                   plan.notes.push_back(e.what());
                 continue;
@@ -867,6 +890,22 @@ std::vector<NotRun> expand_ops(const YamlReader& r, const YAML::Node& root, cons
               plan.cases.push_back(c);
             }
     }
+  }
+  // A refused case whose shape a planned case of its op has, and whose every optional value some
+  // planned case takes, is a combination the sweep's lists made: left out with a note. A shape or a
+  // value no case takes is the config's error, at its place.
+  auto taken = [&](const std::pair<std::string, std::string>& kv) {
+    return std::any_of(plan.cases.begin(), plan.cases.end(), [&](const Case& c) { return c.has(kv.first) && c.get(kv.first) == kv.second; });
+  };
+  auto shape_planned = [&](const Refused& x) {
+    return std::any_of(plan.cases.begin(), plan.cases.end(), [&](const Case& c) {
+      return c.op == x.op && std::all_of(x.shape.begin(), x.shape.end(), [&](auto& kv) { return c.has(kv.first) && c.get(kv.first) == kv.second; });
+    });
+  };
+  for (auto& x : refused) {
+    if (!shape_planned(x) || !std::all_of(x.optional.begin(), x.optional.end(), taken)) r.fail(x.at, x.why);
+    const auto note = x.why + ": left out";
+    if (std::find(plan.notes.begin(), plan.notes.end(), note) == plan.notes.end()) plan.notes.push_back(note);
   }
   return not_run;
 }
