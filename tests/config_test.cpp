@@ -150,20 +150,23 @@ TEST(Config, PairsNoImplRunsAreLeftOutWithANote) {
 // each is left out with a note where another case of the sweep takes its values, and an error where
 // none does.
 TEST(Config, PairsTheOpRefusesAreLeftOutWhereTheSweepUsesTheirValues) {
-  auto plan = load_config_text("ops: [linear]\nimpls: [onednn_train, torch]\ndtypes: [fp32]\nthreads: [1]\n"
-                               "mode: [inference, train]\nphase: [forward, step]\n"
-                               "shapes: [{name: custom, shapes: [[4, 64, 32]]}]\n",
-                               "t.yaml", 2);
+  auto plan = load_config_text(
+      "ops: [linear]\nimpls: [onednn_train, torch]\ndtypes: [fp32]\nthreads: [1]\n"
+      "mode: [inference, train]\nphase: [forward, step]\n"
+      "shapes: [{name: custom, shapes: [[4, 64, 32]]}]\n",
+      "t.yaml", 2);
   const std::string notes = fmt::format("{}", fmt::join(plan.notes, " | "));
   EXPECT_TRUE(std::any_of(plan.notes.begin(), plan.notes.end(), [](const std::string& n) {
     return n == "phase=forward times part of a training step: it needs mode=train: left out";
   })) << notes;
   std::set<std::string> kinds;
-  for (auto& c : plan.cases) kinds.insert(c.impl + (c.has("mode") ? "/train" : "") + (c.has("phase") ? "/" + c.get("phase") : ""));
+  for (auto& c : plan.cases)
+    kinds.insert(c.impl + (c.has("mode") ? "/train" : "") + (c.has("phase") ? "/" + c.get("phase") : ""));
   EXPECT_EQ(kinds, (std::set<std::string>{"onednn_train/train", "onednn_train/train/forward", "torch", "torch/train",
                                           "torch/train/forward"}));
-  const std::string block = "dtypes: [bf16]\nthreads: [1]\nbatch: [1]\nseq: [1]\nhidden: [128]\nheads: [2]\nmlp: [256]\n"
-                            "quantization: [baseline, int8wo, int8dq]\n";
+  const std::string block =
+      "dtypes: [bf16]\nthreads: [1]\nbatch: [1]\nseq: [1]\nhidden: [128]\nheads: [2]\nmlp: [256]\n"
+      "quantization: [baseline, int8wo, int8dq]\n";
   plan = load_config_text("ops: [linear, transformer_block]\nout: [64]\n" + block, "t.yaml", 2);
   EXPECT_TRUE(std::any_of(plan.notes.begin(), plan.notes.end(), [](const std::string& n) {
     return has(n, "quant=int8dq: transformer_block takes weight-only recipes") && has(n, "left out");

@@ -879,8 +879,8 @@ std::vector<NotRun> expand_ops(const YamlReader& r, const YAML::Node& root, cons
                          : shape)
                         .push_back(kv);
                   if (optional.empty()) r.fail(invalid_case_node(r, root, def, c, e.what()), e.what());
-                  refused.push_back(
-                      {invalid_case_node(r, root, def, c, e.what()), e.what(), op, std::move(shape), std::move(optional)});
+                  refused.push_back({invalid_case_node(r, root, def, c, e.what()), e.what(), op, std::move(shape),
+                                     std::move(optional)});
                   continue;
                 }
                 if (std::find(plan.notes.begin(), plan.notes.end(), e.what()) == plan.notes.end())
@@ -895,11 +895,13 @@ std::vector<NotRun> expand_ops(const YamlReader& r, const YAML::Node& root, cons
   // planned case takes, is a combination the sweep's lists made: left out with a note. A shape or a
   // value no case takes is the config's error, at its place.
   auto taken = [&](const std::pair<std::string, std::string>& kv) {
-    return std::any_of(plan.cases.begin(), plan.cases.end(), [&](const Case& c) { return c.has(kv.first) && c.get(kv.first) == kv.second; });
+    return std::any_of(plan.cases.begin(), plan.cases.end(),
+                       [&](const Case& c) { return c.has(kv.first) && c.get(kv.first) == kv.second; });
   };
   auto shape_planned = [&](const Refused& x) {
     return std::any_of(plan.cases.begin(), plan.cases.end(), [&](const Case& c) {
-      return c.op == x.op && std::all_of(x.shape.begin(), x.shape.end(), [&](auto& kv) { return c.has(kv.first) && c.get(kv.first) == kv.second; });
+      return c.op == x.op && std::all_of(x.shape.begin(), x.shape.end(),
+                                         [&](auto& kv) { return c.has(kv.first) && c.get(kv.first) == kv.second; });
     });
   };
   for (auto& x : refused) {
