@@ -44,7 +44,7 @@ class TrainReference {
   // error in z relative to z's sum of |terms| (its fp32 sums, or float8's casts); `tolerance` the check's.
   TrainReference(const Shape& s, const HostTensors& in, std::size_t dy, Elem act, double half_ulp, double z_error,
                  double tolerance)
-      : s_(s), in_(in), dy_(dy), act_(act), half_ulp_(half_ulp), z_error_(z_error), tolerance_(tolerance), xhat_(s.rows * s.hidden), xn_(s.layernorm ? s.rows * s.hidden : 0),
+      : s_(s), in_(in), dy_(dy), act_(act), half_ulp_(half_ulp), z_error_(z_error), tolerance_(tolerance), xhat_(s.rows * s.hidden), xn_(s.layernorm ? s.rows * s.hidden : 0), xn_mag_(xn_.size()), xhat_mag_(xn_.size()),
         rstd_(s.rows, 1.0) {
 #pragma omp parallel for
     for (std::size_t r = 0; r < s.rows; ++r) normalize(r);
@@ -57,9 +57,9 @@ class TrainReference {
     for (std::size_t j = 0; j < s_.out; ++j) {
       double z = bias(j), m = std::fabs(z);
       for (std::size_t k = 0; k < s_.hidden; ++k) {
-        double p = xh[k] * in_[1][j * s_.hidden + k];
-        z += p;
-        m += std::fabs(p);
+        const double w = in_[1][j * s_.hidden + k];
+        z += xh[k] * w;
+        m += xhat_mag(r, k) * std::fabs(w);
       }
       y[j] = activation::reference(s_.act, z);
       ymag[j] = 1.2 * m + 1e-6;
@@ -71,9 +71,9 @@ class TrainReference {
     for (std::size_t r = 0; r < s_.rows; ++r) {
       double z = bias(j), m = std::fabs(z);
       for (std::size_t k = 0; k < s_.hidden; ++k) {
-        double p = xhat_[r * s_.hidden + k] * in_[1][j * s_.hidden + k];
-        z += p;
-        m += std::fabs(p);
+        const double w = in_[1][j * s_.hidden + k];
+        z += xhat_[r * s_.hidden + k] * w;
+        m += xhat_mag(r, k) * std::fabs(w);
       }
       grad_z(r, j, z, m, dz[r], dzmag[r]);
     }
@@ -99,16 +99,23 @@ class TrainReference {
       mean_a += g * d[k] / h;
       mean_axn += g * d[k] * xn[k] / h;
       mean_m += g * mag[k] / h;
-      mean_mxn += g * mag[k] * std::fabs(xn[k]) / h;
+      mean_mxn += g * mag[k] * xn_mag(r, k) / h;
     }
     for (std::size_t k = 0; k < s_.hidden; ++k) {
       double g = gamma(k);
       d[k] = rstd_[r] * (g * d[k] - mean_a - xn[k] * mean_axn);
-      mag[k] = rstd_[r] * (g * mag[k] + mean_m + std::fabs(xn[k]) * mean_mxn) + 1e-6;
+      mag[k] = rstd_[r] * (g * mag[k] + mean_m + xn_mag(r, k) * mean_mxn) + 1e-6;
     }
   }
   double xhat(std::size_t r, std::size_t k) const { return xhat_[r * s_.hidden + k]; }
   double xn(std::size_t r, std::size_t k) const { return xn_[r * s_.hidden + k]; }
+  // The sums of |terms| that made xn = (x - mean) rstd and xhat = xn gamma + beta: the layer's own
+  // LayerNorm rounds each term, so where they cancel its xhat is off by far more than |xhat|
+  // allows. Without LayerNorm xhat is x itself.
+  double xn_mag(std::size_t r, std::size_t k) const { return xn_mag_[r * s_.hidden + k]; }
+  double xhat_mag(std::size_t r, std::size_t k) const {
+    return s_.layernorm ? xhat_mag_[r * s_.hidden + k] : std::fabs(xhat_[r * s_.hidden + k]);
+  }
 
  private:
   double bias(std::size_t j) const { return in_[2].as<float>()[j]; }
@@ -118,6 +125,13 @@ class TrainReference {
     for (std::size_t k = 0; k < s_.hidden; ++k) xh[k] = in_[0][r * s_.hidden + k];
     if (!s_.layernorm) return;
     rstd_[r] = norm::layernorm_row(xh, s_.hidden, &xn_[r * s_.hidden]);
+    double mean = 0;
+    for (std::size_t k = 0; k < s_.hidden; ++k) mean += xh[k] / double(s_.hidden);
+    for (std::size_t k = 0; k < s_.hidden; ++k) {
+      const std::size_t i = r * s_.hidden + k;
+      xn_mag_[i] = (std::fabs(xh[k]) + std::fabs(mean)) * rstd_[r];
+      xhat_mag_[i] = xn_mag_[i] * std::fabs(gamma(k)) + std::fabs(in_[4].as<float>()[k]);
+    }
     for (std::size_t k = 0; k < s_.hidden; ++k) {
       // Rounded as the layer stores LayerNorm's output for its GEMMs (every framework does), so
       // that act'(z) is compared at the z the layer computes.
@@ -128,13 +142,17 @@ class TrainReference {
     }
   }
   // dz = dy act'(z). The layer's z differs from this one by its stored rounding, its bias's (a
-  // layer may add the bias in the activations' type, as cuBLASLt's bias epilogue does) and its sums
-  // (delta, z_error_); where act' changes within delta of z (a kink, a steep curve) the element may
-  // differ by that change, so its magnitude carries the change over the tolerance.
+  // layer may add the bias in the activations' type, as cuBLASLt's bias epilogue does), its sums
+  // (delta, z_error_) and its LayerNorm's output; where act' changes within delta of z (a kink, a
+  // steep curve) the element may differ by that change, so its magnitude carries the change over
+  // the tolerance.
   void grad_z(std::size_t r, std::size_t j, double z, double zmag, double& dz, double& mag) const {
     double dy = in_[dy_][r * s_.out + j], d = activation::derivative(s_.act, z);
     dz = dy * d;
-    const double delta = half_ulp_ * (std::fabs(z) + std::fabs(bias(j))) + z_error_ * zmag;
+    // A layer's LayerNorm output may be an ulp off the rounded exact one (PyTorch's bf16
+    // layer_norm is), which moves z by up to an ulp of each term.
+    const double xhat_ulp = s_.layernorm ? 2 * half_ulp_ : 0.0;
+    const double delta = half_ulp_ * (std::fabs(z) + std::fabs(bias(j))) + (z_error_ + xhat_ulp) * zmag;
     const double change = std::max(std::fabs(activation::derivative(s_.act, z + delta) - d),
                                    std::fabs(activation::derivative(s_.act, z - delta) - d));
     mag = std::fabs(dy) * (std::fabs(d) + change / tolerance_);
@@ -145,7 +163,7 @@ class TrainReference {
   std::size_t dy_;
   Elem act_;
   double half_ulp_, z_error_, tolerance_;
-  std::vector<double> xhat_, xn_, rstd_;
+  std::vector<double> xhat_, xn_, xn_mag_, xhat_mag_, rstd_;
 };
 
 std::size_t affordable(double budget, double cost_each) {
@@ -224,7 +242,7 @@ Check LinearOp::check(const HostTensors& in, const HostTensor& out, std::uint64_
       ref.dxhat_row(dz.data(), dzmag.data(), d.data(), dmag.data());
       for (std::size_t k = 0; k < g.size(); ++k) {
         g[k] += d[k] * ref.xn(r, k);
-        gm[k] += dmag[k] * std::fabs(ref.xn(r, k));
+        gm[k] += dmag[k] * ref.xn_mag(r, k);
         b[k] += d[k];
         bm[k] += dmag[k];
       }
@@ -249,7 +267,7 @@ Check LinearOp::check(const HostTensors& in, const HostTensor& out, std::uint64_
         double v = 0, m = 0;
         for (std::size_t r = 0; r < s.rows; ++r) {
           v += dz[r] * ref.xhat(r, k);
-          m += dzmag[r] * std::fabs(ref.xhat(r, k));
+          m += dzmag[r] * ref.xhat_mag(r, k);
         }
         w.take(out[l.dw + j * s.hidden + k], v, m, "dW", j * s.hidden + k);
         w.dw.add(out[l.dw + j * s.hidden + k], v);
