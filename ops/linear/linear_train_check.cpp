@@ -44,7 +44,17 @@ class TrainReference {
   // error in z relative to z's sum of |terms| (its fp32 sums, or float8's casts); `tolerance` the check's.
   TrainReference(const Shape& s, const HostTensors& in, std::size_t dy, Elem act, double half_ulp, double z_error,
                  double tolerance)
-      : s_(s), in_(in), dy_(dy), act_(act), half_ulp_(half_ulp), z_error_(z_error), tolerance_(tolerance), xhat_(s.rows * s.hidden), xn_(s.layernorm ? s.rows * s.hidden : 0), xn_mag_(xn_.size()), xhat_mag_(xn_.size()),
+      : s_(s),
+        in_(in),
+        dy_(dy),
+        act_(act),
+        half_ulp_(half_ulp),
+        z_error_(z_error),
+        tolerance_(tolerance),
+        xhat_(s.rows * s.hidden),
+        xn_(s.layernorm ? s.rows * s.hidden : 0),
+        xn_mag_(xn_.size()),
+        xhat_mag_(xn_.size()),
         rstd_(s.rows, 1.0) {
 #pragma omp parallel for
     for (std::size_t r = 0; r < s.rows; ++r) normalize(r);
