@@ -9,6 +9,7 @@
 #include "report/chart_assets.hpp"
 #include "report/charts.hpp"
 #include "report/report.hpp"
+#include "report/reporters.hpp"
 #include "tests/result_fixtures.hpp"
 
 using namespace opmeter;
@@ -85,6 +86,24 @@ TEST(QuantReport, KernelChoicesShareTheirRecipesBaseline) {
   EXPECT_NEAR(speedup.at(kShape), 1.5, 0.01);
   EXPECT_NEAR(speedup.at(kShape + ",operand=b"), 2.0, 0.01);
   EXPECT_NEAR(speedup.at(kShape + ",ksplit=2"), 3.0, 0.01);
+}
+
+// A recipe or training case that did not finish has no row: the markdown says how many, and why
+// is in the results table.
+TEST(QuantReport, CasesThatDidNotFinishAreCountedBelowTheTables) {
+  auto results = sample_results();
+  Result failed = recipe("opmeter_quant", "int4wo-32", 20e-6, 24.0);
+  failed.status = Status::failed;
+  Result skipped = measured("linear/onednn_train/fp32/" + kShape + ",mode=train/threads=2", 1e-3);
+  skipped.status = Status::skipped;
+  results.push_back(failed);
+  results.push_back(skipped);
+  const auto md = markdown_table(results);
+  EXPECT_NE(md.find("Not in the recipe and training tables: 2 cases with a recipe or mode=train that did not finish "
+                    "(1 failed or crashed, 1 skipped)"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(markdown_table(sample_results()).find("Not in the recipe"), std::string::npos);
 }
 
 TEST(QuantReport, TrainingStepsCompareWithTrainingBaselines) {
