@@ -5,11 +5,11 @@
 #include <map>
 
 #include "analysis/quantization.hpp"
-#include "tests/browser_render.hpp"
 #include "report/chart_assets.hpp"
 #include "report/charts.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
+#include "tests/browser_render.hpp"
 #include "tests/result_fixtures.hpp"
 
 using namespace opmeter;
