@@ -23,7 +23,7 @@ quant::Recipe recipe_of_case(const Case& c) {
 std::string recipe_problem(const Case& c) {
   auto r = quant::parse_recipe(linear::recipe_of(c));
   if (!r) return fmt::format("unknown: expected one of {}", fmt::join(quant::recipe_names(), ", "));
-  if (r->baseline()) return "";
+  if (r->baseline() || linear::training(c)) return "";  // a training step's recipe: transformer_train.cpp says
   if (r->dynamic())
     return "transformer_block takes weight-only recipes (int8wo, float8wo, int4wo-G, hqq-int4-G): its activations "
            "stay in the case's dtype";
