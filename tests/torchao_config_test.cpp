@@ -153,7 +153,9 @@ TEST(TorchaoConfig, ARecipeTheOpRefusesGetsOneNoteNotOnePerKnob) {
                 "scaling_type_input: dynamic\nscaling_type_weight: dynamic\nuse_fast_accum: true\n"
                 "model_params:\n  matrix_shapes: [{name: custom, shapes: [[4, 64, 64]]}]\n  device: cpu\n"
                 "  high_precision_dtype: torch.bfloat16\n  model_type: transformer_block\n");
-  EXPECT_TRUE(any_note(p, "quant=float8dq-tensor has no training step on transformer_block: mode=train runs the block unquantized")) << notes_of(p);
+  EXPECT_TRUE(any_note(
+      p, "quant=float8dq-tensor has no training step on transformer_block: mode=train runs the block unquantized"))
+      << notes_of(p);
   EXPECT_FALSE(any_note(p, "takes no")) << notes_of(p);
   EXPECT_FALSE(p.cases.empty());
   for (auto& c : p.cases) EXPECT_FALSE(c.has(linear::kQuant)) << c.to_string();
