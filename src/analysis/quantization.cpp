@@ -65,7 +65,7 @@ std::string opt(const std::optional<double>& v, const char* format) {
   return v ? fmt::format(fmt::runtime(format), *v) : "";
 }
 
-std::string mib(const std::optional<double>& bytes) { return bytes ? fmt::format("{:.2f}", *bytes / (1 << 20)) : ""; }
+std::string bytes_cell(const std::optional<double>& bytes) { return bytes ? human_bytes(*bytes) : ""; }
 }  // namespace
 
 std::vector<QuantRow> quant_rows(const std::vector<Result>& results) {
@@ -147,15 +147,15 @@ std::string quant_markdown(const std::vector<QuantRow>& rows) {
                           q.device == kHostDevice ? fmt::format("cpu x{}", q.threads) : q.device, q.recipe, q.impl,
                           human_time(q.time_s), q.baseline_impl.empty() ? "none measured" : q.baseline_impl,
                           opt(q.speedup, "{:.2f}x"), opt(q.sqnr_db, "{:.1f}"), opt(q.max_abs_error, "{:.3g}"),
-                          mib(q.weight_bytes) + (ratio ? fmt::format(" ({:.2f}x)", *ratio) : ""),
-                          q.peak_memory_bytes ? fmt::format("{:.1f}", double(*q.peak_memory_bytes) / (1 << 20)) : "");
+                          bytes_cell(q.weight_bytes) + (ratio ? fmt::format(" ({:.2f}x)", *ratio) : ""),
+                          q.peak_memory_bytes ? human_bytes(double(*q.peak_memory_bytes)) : "");
     }
     if (body.empty()) continue;
     out += fmt::format(
         "\n### Quantization recipes ({})\n\nSpeedup: the baseline's median time (the fastest impl of the same shape "
         "without a recipe) over the recipe's. SQNR: the recipe's product x W^T (before bias and activation) against the unquantized one, in fp64.\n\n"
         "| case | dtype | device | recipe | impl | time | baseline | speedup | SQNR (dB) | max abs error | weights "
-        "(MiB, x baseline) | peak memory (MiB) |\n|---|---|---|---|---|---:|---|---:|---:|---:|---:|---:|\n{}",
+        "(x baseline) | peak memory |\n|---|---|---|---|---|---:|---|---:|---:|---:|---:|---:|\n{}",
         std::string(mode) == "train" ? "training step: forward + backward" : mode, body);
   }
   return out;
