@@ -153,7 +153,8 @@ std::string quant_markdown(const std::vector<QuantRow>& rows) {
     if (body.empty()) continue;
     out += fmt::format(
         "\n### Quantization recipes ({})\n\nSpeedup: the baseline's median time (the fastest impl of the same shape "
-        "without a recipe) over the recipe's. SQNR: the recipe's product x W^T (before bias and activation) against the unquantized one, in fp64.\n\n"
+        "without a recipe) over the recipe's. SQNR: the recipe's product x W^T (before bias and activation) against "
+        "the unquantized one, in fp64.\n\n"
         "| case | dtype | device | recipe | impl | time | baseline | speedup | SQNR (dB) | max abs error | weights "
         "(x baseline) | peak memory |\n|---|---|---|---|---|---:|---|---:|---:|---:|---:|---:|\n{}",
         std::string(mode) == "train" ? "training step: forward + backward" : mode, body);
