@@ -98,7 +98,8 @@ TEST(OptionalParams, NoImplRunningTheValuesTogetherIsNamed) {
   auto error = config_test_support::config_error_of("ops: [linear]\ndtypes: [bf16]\nbatch: [1]\nseq: [4]\nhidden: [256]\n"
                                                     "out: [64]\nquantization: [float8dq-row]\nmode: [train]\n");
   EXPECT_TRUE(has(error, "the config expands to no cases: no impl of linear runs quant=float8dq-row with mode=train")) << error;
-  EXPECT_TRUE(has(error, "impls that run quant=float8dq-row: ")) << error;
+  EXPECT_TRUE(has(error, "(impls that run them together: ")) << error;
+  EXPECT_TRUE(has(error, "; quant=float8dq-row: ")) << error;
   EXPECT_TRUE(has(error, "; mode=train: ")) << error;
   error = config_test_support::config_error_of("ops: [linear]\ndtypes: [bf16]\nbatch: [1]\nseq: [4]\nhidden: [256]\n"
                                                "out: [64]\nquantization: [int4wo-64]\nmode: [train]\n");

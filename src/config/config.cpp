@@ -262,11 +262,14 @@ std::string none_runs(const OpDef& op, const std::vector<std::string>& impls, co
       if (takes_optional_params(*reg.impl(op.name, name), k).ok) out.push_back(name);
     return out;
   };
-  // Where no listed impl runs a value: the op's impls that do, on any backend.
+  // Where no listed impl runs a value: the op's impls that do, on any backend (named where it is
+  // not this one's: float8 training runs only on a GPU).
+  const std::string here = backend_of(like).name();
   auto elsewhere = [&](const Case& k) {
     std::vector<std::string> out;
     for (auto* impl : reg.impls_of(op.name))
-      if (takes_optional_params(*impl, k).ok) out.push_back(impl->impl);
+      if (takes_optional_params(*impl, k).ok)
+        out.push_back(impl->runs_on(here) ? impl->impl : fmt::format("{} (on {})", impl->impl, impl->backends_text()));
     return out.empty() ? std::string("none") : fmt::format("none listed; {} do", fmt::join(out, ", "));
   };
   if (!runners(c).empty()) return "";
@@ -282,6 +285,9 @@ std::string none_runs(const OpDef& op, const std::vector<std::string>& impls, co
   std::vector<std::string> values;
   for (auto& key : carried) values.push_back(key + "=" + c.get(key));
   if (values.empty()) return "";
+  // The listed impls run none of them together; other impls may (on another backend).
+  if (carried.size() > 1)
+    if (auto together = elsewhere(c); together != "none") alone.insert(alone.begin(), "them together: " + together);
   return fmt::format("no impl of {} runs {}{}", op.name, fmt::join(values, " with "),
                      carried.size() > 1 || !alone.empty() ? fmt::format(" (impls that run {})", fmt::join(alone, "; ")) : "");
 }
