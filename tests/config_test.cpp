@@ -138,8 +138,9 @@ TEST(Config, PairsNoImplRunsAreLeftOutWithANote) {
   EXPECT_TRUE(noted("quant=int8wo has no training step")) << notes;
   EXPECT_TRUE(noted("no impl of linear runs quant=float8dq-row with mode=train")) << notes;
   // ...and which impls run the pair, on which backend where it is not this one's.
-  if (Registry::global().impl("linear", "cublaslt_fp8_train"))
+  if (Registry::global().impl("linear", "cublaslt_fp8_train")) {
     EXPECT_TRUE(noted("(impls that run them together: none listed; cublaslt_fp8_train (on cuda)")) << notes;
+  }
   EXPECT_TRUE(noted("phase=forward times part of a training step: it needs mode=train")) << notes;
   std::set<std::string> kinds;
   for (auto& c : plan.cases)
