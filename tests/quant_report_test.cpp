@@ -86,6 +86,13 @@ TEST(QuantReport, KernelChoicesShareTheirRecipesBaseline) {
   EXPECT_NEAR(speedup.at(kShape), 1.5, 0.01);
   EXPECT_NEAR(speedup.at(kShape + ",operand=b"), 2.0, 0.01);
   EXPECT_NEAR(speedup.at(kShape + ",ksplit=2"), 3.0, 0.01);
+  // A float8 training knob is a setting of the recipe too: the step keeps its training baseline.
+  auto train = quant_rows({measured("linear/t/bf16/" + kShape + ",mode=train/threads=2", 90e-6),
+                           recipe("t", "float8dq-row", 60e-6, 30.0, kShape, ",mode=train,scaling_input=disabled")});
+  ASSERT_EQ(train.size(), 1u);
+  EXPECT_EQ(train[0].baseline_impl, "t");
+  ASSERT_TRUE(train[0].speedup);
+  EXPECT_NEAR(*train[0].speedup, 1.5, 0.01);
 }
 
 // A recipe or training case that did not finish has no row: the markdown says how many, and why

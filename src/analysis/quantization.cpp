@@ -1,9 +1,11 @@
 #include "analysis/quantization.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
 
+#include "opmeter/registry.hpp"
 #include "ops/linear/linear.hpp"
 #include "ops/transformer/transformer_block.hpp"
 #include "util/human_units.hpp"
@@ -20,14 +22,22 @@ std::optional<double> metric(const Result& r, const std::string& name) {
   return it == r.metrics.end() ? std::nullopt : std::optional<double>(it->second.value);
 }
 
-// The case without its recipe and the kernel choices that go with it (ksplit, operand: how
-// cuda_quant computes the same product): what a recipe result and its baseline share (impl aside).
+// Whether `key` says how a recipe runs, not what is computed: the recipe itself, and every other
+// optional parameter of the op but mode and phase (cuda_quant's ksplit and operand, the float8
+// training knobs), as the op declares them. A baseline carries none of them.
+bool recipe_setting(const Case& c, const std::string& key) {
+  if (key == kQuant) return true;
+  if (key == kMode || key == linear::kPhase) return false;
+  const OpDef* op = Registry::global().op(c.op);
+  return op && std::any_of(op->optional_params.begin(), op->optional_params.end(),
+                           [&](const OptionalParam& p) { return p.key == key; });
+}
+
+// The case without its recipe settings: what a recipe result and its baseline share (impl aside).
 std::string group_key(const Case& c) {
   Case k = c;
   k.impl.clear();
-  std::erase_if(k.params, [](auto& kv) {
-    return kv.first == kQuant || kv.first == linear::kKsplit || kv.first == linear::kOperand;
-  });
+  std::erase_if(k.params, [&c](auto& kv) { return recipe_setting(c, kv.first); });
   return k.to_string();
 }
 
