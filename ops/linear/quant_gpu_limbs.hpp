@@ -42,13 +42,13 @@ OPMETER_LIMBS_HD inline float float_of_bits(std::uint32_t bits) {
   return f;
 #endif
 }
-// 2^(140 - e), the scale of x, and 2^(e - 140), what a chunk's integer sums are multiplied by.
 // Whether a chunk's largest magnitude bits are inf or NaN. Its scale is then NaN and its limbs 0
 // (scaled by 0), so that the output is not a number, as the reference's is not: scaled by
 // 2^(140 - e), an inf would round to INT_MAX and split into garbage, and a NaN to 0.
 OPMETER_LIMBS_HD constexpr bool not_finite(std::uint32_t amax_bits, bool fp16) {
   return amax_bits >= (fp16 ? 0x7C00u : 0x7F80u);
 }
+// 2^(140 - e), the scale of x, and 2^(e - 140), what a chunk's integer sums are multiplied by.
 OPMETER_LIMBS_HD inline float scale_up(int e) { return float_of_bits(static_cast<std::uint32_t>(267 - e) << 23); }
 OPMETER_LIMBS_HD inline float scale_down(int e) { return float_of_bits(static_cast<std::uint32_t>(e - 13) << 23); }
 
