@@ -801,9 +801,9 @@ std::vector<NotRun> expand_ops(const YamlReader& r, const YAML::Node& root, cons
   // beside mode: [inference, train]; quant=int8dq on a transformer_block beside a linear): decided
   // once every op is expanded.
   struct Refused {
-    YAML::Node at;
+    const OpDef* op;
+    Case kase;
     std::string why;
-    std::string op;
     Params shape, optional;  // the case's own parameters, and the optional values it carries
   };
   std::vector<Refused> refused;
@@ -885,8 +885,7 @@ std::vector<NotRun> expand_ops(const YamlReader& r, const YAML::Node& root, cons
                          : shape)
                         .push_back(kv);
                   if (optional.empty()) r.fail(invalid_case_node(r, root, def, c, e.what()), e.what());
-                  refused.push_back({invalid_case_node(r, root, def, c, e.what()), e.what(), op, std::move(shape),
-                                     std::move(optional)});
+                  refused.push_back({&def, c, e.what(), std::move(shape), std::move(optional)});
                   continue;
                 }
                 if (std::find(plan.notes.begin(), plan.notes.end(), e.what()) == plan.notes.end())
@@ -906,12 +905,14 @@ std::vector<NotRun> expand_ops(const YamlReader& r, const YAML::Node& root, cons
   };
   auto shape_planned = [&](const Refused& x) {
     return std::any_of(plan.cases.begin(), plan.cases.end(), [&](const Case& c) {
-      return c.op == x.op && std::all_of(x.shape.begin(), x.shape.end(),
-                                         [&](auto& kv) { return c.has(kv.first) && c.get(kv.first) == kv.second; });
+      return c.op == x.op->name && std::all_of(x.shape.begin(), x.shape.end(), [&](auto& kv) {
+               return c.has(kv.first) && c.get(kv.first) == kv.second;
+             });
     });
   };
   for (auto& x : refused) {
-    if (!shape_planned(x) || !std::all_of(x.optional.begin(), x.optional.end(), taken)) r.fail(x.at, x.why);
+    if (!shape_planned(x) || !std::all_of(x.optional.begin(), x.optional.end(), taken))
+      r.fail(invalid_case_node(r, root, *x.op, x.kase, x.why), x.why);
     const auto note = x.why + ": left out";
     if (std::find(plan.notes.begin(), plan.notes.end(), note) == plan.notes.end()) plan.notes.push_back(note);
   }
