@@ -240,7 +240,7 @@ TEST(Config, ARejectedShapeIsReportedAtItsShapesEntry) {
 
 TEST(Config, WrongTypes) {
   EXPECT_TRUE(has(error_of("ops: [peak]\nthreads: two\n"), "threads: expected an integer in 1..4096, got 'two'"));
-  EXPECT_TRUE(has(error_of("ops: {a: 1}\n"), "ops: expected a list of names, got a mapping"));
+  EXPECT_TRUE(has(error_of("ops: {a: 1}\n"), "ops: expected a name or a list of names, got a mapping"));
   EXPECT_TRUE(has(error_of("ops: [peak]\nhot: maybe\n"), "hot: expected true or false"));
   EXPECT_TRUE(has(error_of("ops: [peak]\nstopping: 3\n"), "stopping: expected a mapping"));
   EXPECT_TRUE(has(error_of("ops: [peak]\nstopping: {timeout_s: soon}\n"), "stopping.timeout_s: expected a number"));

@@ -209,6 +209,8 @@ TEST(TorchaoConfig, BadValuesAreErrorsAtTheirLine) {
       {"quantization_config_recipe_names: [baseline, int3wo]\nmodel_params: {matrix_shapes: [{name: llama}]}\n",
        "t.yaml:1:46", "unknown quantization recipe 'int3wo'"},
       {with_model("  high_precision_dtype: torch.bf16\n"), "t.yaml:5:25", "torch.bfloat16"},
+      {with_model("  high_precision_dtype:\n"), "t.yaml:", "expected a name or a list of names, got nothing"},
+      {with_model("  high_precision_dtype: ''\n"), "t.yaml:5:25", "unknown dtype ''"},
       {with_model("  device: tpu\n"), "t.yaml:5:11", "device"},
       {with_model("  compile: fast\n"), "t.yaml:5:12", "torch.compile mode"},
       {with_model("  use_torch_compile: sometimes\n"), "t.yaml:5:22", "true or false"},

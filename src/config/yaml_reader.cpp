@@ -72,7 +72,7 @@ std::string YamlReader::text(const YAML::Node& n, const std::string& what) const
 
 std::vector<std::string> YamlReader::text_list(const YAML::Node& n, const std::string& what) const {
   if (n.IsScalar()) return {n.Scalar()};
-  if (!n.IsSequence()) fail(n, fmt::format("{}: expected a list of names, got {}", what, shown(n)));
+  if (!n.IsSequence()) fail(n, fmt::format("{}: expected a name or a list of names, got {}", what, shown(n)));
   if (n.size() == 0) fail(n, fmt::format("{}: the list is empty", what));
   std::vector<std::string> out;
   std::set<std::string> seen;  // a set: a list of 10^5 values checks in n log n, not n^2
