@@ -204,7 +204,8 @@ TEST(TorchaoConfig, BadValuesAreErrorsAtTheirLine) {
     std::string yaml, where, what;
   };
   const std::vector<Bad> bad = {
-      {"benchmark_mode: train\nmodel_params: {matrix_shapes: [{name: llama}]}\n", "t.yaml:1:17", "inference or training"},
+      {"benchmark_mode: train\nmodel_params: {matrix_shapes: [{name: llama}]}\n", "t.yaml:1:17",
+       "inference or training"},
       {with_model("", "quantization_recipes: [int8wo]\n"), "t.yaml:3:1", "unknown key 'quantization_recipes'"},
       {"quantization_config_recipe_names: [baseline, int3wo]\nmodel_params: {matrix_shapes: [{name: llama}]}\n",
        "t.yaml:1:46", "unknown quantization recipe 'int3wo'"},
