@@ -6,6 +6,7 @@
 #include "tests/onednn_caps.hpp"
 
 #include <cmath>
+#include <tuple>
 
 #include "cli/check_plan.hpp"
 #include "config/config.hpp"
@@ -248,21 +249,69 @@ TEST(LinearTrain, OnednnStepOnRepackedLayoutsUsesEachStepsWeights) {
     }
 }
 
-TEST(LinearTrain, PhasesAddUpToTheStep) {
-  for (const char* op : {"linear", "ln_linear_relu"}) {
-    std::string base = std::string(op) + "/onednn_train/bf16/batch=2,seq=8,hidden=64,out=32" +
-                       (std::string(op) == "linear" ? ",act=gelu" : "") + ",mode=train";
-    auto def = Registry::global().op(op);
-    Work step = def->work(parse_case(base + "/threads=1"));
-    Work fwd = def->work(parse_case(base + ",phase=forward/threads=1"));
-    Work bwd = def->work(parse_case(base + ",phase=backward/threads=1"));
-    EXPECT_DOUBLE_EQ(fwd.flops + bwd.flops, step.flops) << op;
-    EXPECT_DOUBLE_EQ(fwd.bytes() + bwd.bytes(), step.bytes()) << op;
-    // The backward's GEMMs are twice the forward's.
-    EXPECT_NEAR(bwd.flops / fwd.flops, 2.0, 0.1) << op;
-    // The forward of a training step is the inference forward.
-    Work inference = def->work(parse_case(base.substr(0, base.size() - std::string(",mode=train").size()) + "/threads=1"));
-    EXPECT_DOUBLE_EQ(inference.flops, fwd.flops);
+// Each phase's FLOPs and bytes, counted by hand for R = batch x seq = 16 rows, H = 64, O = 32, bf16 (e = 2):
+// the forward's product 2RHO, bias and activation R O (1 + the activation's FLOPs an element),
+// LayerNorm 7RH; reads x, W, the fp32 bias (and gamma, beta), writes y. The backward's two
+// products 4RHO, dz and db 2RO, LayerNorm's backward 12RH; reads dy, W, x (and z where an
+// activation's derivative needs it), writes dx, dW, db (and dgamma, dbeta) in bf16.
+TEST(LinearTrain, EachPhasesWorkIsCountedByHand) {
+  struct Expected {
+    const char* op;
+    const char* act;
+    Work fwd, bwd;
+  };
+  const std::vector<Expected> all = {
+      // 65536 + 512 FLOPs; 2048 x + 4096 W + 128 bias; 1024 y. 131072 + 1024; 1024 dy + 4096 W + 2048 x;
+      // 2048 dx + 4096 dW + 64 db.
+      {"linear", ",act=none", {66048, 6272, 1024}, {132096, 7168, 6208}},
+      // + relu's 512 and LayerNorm's 7168 FLOPs, + 512 B of gamma and beta; backward + 12288 FLOPs,
+      // + 1024 B of z read, + 256 B of dgamma and dbeta written.
+      {"ln_linear_relu", "", {73728, 6784, 1024}, {144384, 8192, 6464}},
+  };
+  for (auto& x : all) {
+    const std::string base = std::string(x.op) + "/onednn_train/bf16/batch=2,seq=8,hidden=64,out=32" + x.act + ",mode=train";
+    auto def = Registry::global().op(x.op);
+    const Work fwd = def->work(parse_case(base + ",phase=forward/threads=1"));
+    const Work bwd = def->work(parse_case(base + ",phase=backward/threads=1"));
+    const Work step = def->work(parse_case(base + "/threads=1"));
+    const Work inference = def->work(parse_case(base.substr(0, base.size() - 11) + "/threads=1"));
+    const Work sum{x.fwd.flops + x.bwd.flops, x.fwd.bytes_read + x.bwd.bytes_read,
+                   x.fwd.bytes_written + x.bwd.bytes_written};
+    const std::vector<std::tuple<Work, Work, const char*>> pairs = {
+        {fwd, x.fwd, "forward"}, {bwd, x.bwd, "backward"}, {inference, x.fwd, "inference"}, {step, sum, "step"}};
+    for (auto& [got, want, what] : pairs) {
+      EXPECT_DOUBLE_EQ(got.flops, want.flops) << x.op << " " << what;
+      EXPECT_DOUBLE_EQ(got.bytes_read, want.bytes_read) << x.op << " " << what;
+      EXPECT_DOUBLE_EQ(got.bytes_written, want.bytes_written) << x.op << " " << what;
+    }
+  }
+}
+
+// A recipe's weights as the work counts them (codes, scales and zeros in the activations' 16-bit
+// type, else fp32), at one row, H = 128, O = 32: 4096 weights.
+TEST(LinearTrain, QuantizedWeightsAreCountedByHand) {
+  struct Expected {
+    const char* dtype;
+    const char* recipe;
+    double weight_bytes;
+  };
+  const std::vector<Expected> all = {
+      {"bf16", "int4wo-64", 2048 + 2 * 2 * 4096 / 64},  // nibbles, a bf16 scale and zero per 64
+      {"fp32", "int4wo-32", 2048 + 2 * 4 * 4096 / 32},
+      {"bf16", "int8wo", 4096 + 2 * 32},  // a bf16 scale per channel
+      {"fp32", "int8wo", 4096 + 4 * 32},
+      {"bf16", "float8dq-tensor", 4096 + 2},  // one scale for W
+      {"bf16", "baseline", 4096 * 2},
+  };
+  auto def = Registry::global().op("linear");
+  for (auto& x : all) {
+    const std::string quant = std::string(x.recipe) == "baseline" ? "" : std::string(",quant=") + x.recipe;
+    const Work w = def->work(parse_case(std::string("linear/opmeter_quant/") + x.dtype +
+                                        "/batch=1,seq=1,hidden=128,out=32,act=none" + quant + "/threads=1"));
+    const double e = std::string(x.dtype) == "bf16" ? 2 : 4;
+    EXPECT_DOUBLE_EQ(w.bytes_read, 128 * e + x.weight_bytes + 4 * 32) << x.dtype << " " << x.recipe;
+    EXPECT_DOUBLE_EQ(w.bytes_written, 32 * e) << x.dtype << " " << x.recipe;
+    EXPECT_DOUBLE_EQ(w.flops, 2 * 128 * 32 + 32) << x.dtype << " " << x.recipe;
   }
 }
 
