@@ -269,7 +269,8 @@ TEST(LinearTrain, EachPhasesWorkIsCountedByHand) {
       {"ln_linear_relu", "", {73728, 6784, 1024}, {144384, 8192, 6464}},
   };
   for (auto& x : all) {
-    const std::string base = std::string(x.op) + "/onednn_train/bf16/batch=2,seq=8,hidden=64,out=32" + x.act + ",mode=train";
+    const std::string base =
+        std::string(x.op) + "/onednn_train/bf16/batch=2,seq=8,hidden=64,out=32" + x.act + ",mode=train";
     auto def = Registry::global().op(x.op);
     const Work fwd = def->work(parse_case(base + ",phase=forward/threads=1"));
     const Work bwd = def->work(parse_case(base + ",phase=backward/threads=1"));
