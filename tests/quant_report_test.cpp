@@ -125,6 +125,9 @@ TEST(QuantReport, TrainingStepsCompareWithTrainingBaselines) {
   auto md = quant_markdown(rows);
   EXPECT_NE(md.find("training step: forward + backward"), std::string::npos) << md;
   EXPECT_EQ(md.find("(inference)"), std::string::npos) << md;
+  // A step's SQNR is of y as stored, not the inference product's.
+  EXPECT_NE(md.find("SQNR: the step's y against fp64"), std::string::npos) << md;
+  EXPECT_EQ(md.find("before bias and activation"), std::string::npos) << md;
 }
 
 TEST(QuantReport, MarkdownJsonCsvAndChart) {
@@ -132,6 +135,7 @@ TEST(QuantReport, MarkdownJsonCsvAndChart) {
   auto rows = quant_rows(results);
   auto md = quant_markdown(rows);
   EXPECT_NE(md.find("### Quantization recipes (inference)"), std::string::npos) << md;
+  EXPECT_NE(md.find("SQNR: the recipe's product x W^T (before bias and activation)"), std::string::npos) << md;
   // Times in a unit that keeps them readable (not 1.6e+04 µs; issue 27 item 13).
   EXPECT_NE(md.find("| int4wo-64 | opmeter_quant | 20.00 us | opmeter | 4.00x | 24.0 |"), std::string::npos) << md;
   auto slow = rows;

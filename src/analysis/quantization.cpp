@@ -161,13 +161,20 @@ std::string quant_markdown(const std::vector<QuantRow>& rows) {
                           q.peak_memory_bytes ? human_bytes(double(*q.peak_memory_bytes)) : "");
     }
     if (body.empty()) continue;
+    const bool train = std::string(mode) == "train";
+    // A step's SQNR is of what the layer stores (linear_train_check.cpp): its forward's product is
+    // not kept where an activation follows.
+    const char* sqnr = train ? "the step's y against fp64 (its product x W^T, before the bias, where no activation "
+                               "follows; else y itself), as the layer stores it; its gradients' SQNR are in the results"
+                             : "the recipe's product x W^T (before bias and activation) against the unquantized one, "
+                               "in fp64";
     out += fmt::format(
         "\n### Quantization recipes ({})\n\nSpeedup: the baseline's median time (the fastest impl of the same shape "
-        "without a recipe) over the recipe's. SQNR: the recipe's product x W^T (before bias and activation) against "
-        "the unquantized one, in fp64.\n\n"
+        "without a recipe) over the recipe's. SQNR: {}. Weights: the bytes of W as the impl keeps them (codes, scales "
+        "and any padding of its layout).\n\n"
         "| case | dtype | device | recipe | impl | time | baseline | speedup | SQNR (dB) | max abs error | weights "
         "(x baseline) | peak memory |\n|---|---|---|---|---|---:|---|---:|---:|---:|---:|---:|\n{}",
-        std::string(mode) == "train" ? "training step: forward + backward" : mode, body);
+        train ? "training step: forward + backward" : mode, sqnr, body);
   }
   return out;
 }
