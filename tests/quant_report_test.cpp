@@ -31,7 +31,11 @@ std::vector<Result> sample_results() {
           measured("linear/opmeter/bf16/" + kShape + "/threads=2", 80e-6),  // the faster baseline
           recipe("opmeter_quant", "int4wo-64", 20e-6, 24.0),
           recipe("opmeter_quant", "int8wo", 40e-6, 44.0),
-          measured("linear/onednn/fp32/" + kShape + "/threads=2", 150e-6),  // another dtype: not a bf16 baseline
+          // Faster, but another dtype, thread count, cache or a reference: none is a baseline here.
+          measured("linear/onednn/fp32/" + kShape + "/threads=2", 10e-6),
+          measured("linear/onednn/bf16/" + kShape + "/threads=1", 10e-6),
+          measured("linear/onednn/bf16/" + kShape + "/threads=2,hot", 10e-6),
+          measured("linear/reference/bf16/" + kShape + "/threads=2", 10e-6),
           recipe("opmeter_quant", "int8wo", 30e-6, 44.0, "batch=1,seq=16,hidden=256,out=512,act=none")};
 }
 }  // namespace
@@ -151,12 +155,12 @@ TEST(QuantReport, MarkdownJsonCsvAndChart) {
   auto csv = quant_csv(rows);
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "device,op,shape,dtype,mode,threads,m,recipe,impl,time_s,baseline_impl,baseline_s,speedup,sqnr_db,max_abs_error,"
-            "weight_bytes,baseline_weight_bytes,peak_memory_bytes");
+            "weight_bytes,baseline_weight_bytes,peak_memory_bytes,run");
   EXPECT_NE(csv.find("cpu,linear,\"batch=1,seq=1,hidden=256,out=512,act=none\",bf16,inference,2,1,int4wo-64,opmeter_quant,2.000"),
             std::string::npos)
       << csv;
   EXPECT_NE(csv.find(",opmeter,8.00"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",4,24,,69632,262144,\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",4,24,,69632,262144,,threads=2\n"), std::string::npos) << csv;
   auto chart = quantization_chart(results);
   ASSERT_TRUE(chart);
   EXPECT_EQ(chart->spec["data"]["values"].size(), 2u);  // rows with a speedup only
@@ -202,4 +206,17 @@ TEST(QuantReport, BrowserDrawsTheSpeedupChart) {
   auto& drawn = status["charts"][chart->id];
   EXPECT_FALSE(drawn.contains("error")) << drawn.dump();
   EXPECT_GE(drawn.value("marks", 0u), chart->spec["data"]["values"].size()) << drawn.dump();
+}
+
+// A hot recipe case is compared with the hot baseline, and says it ran hot.
+TEST(QuantReport, HotRecipesCompareWithHotBaselines) {
+  auto results = sample_results();
+  results.push_back(measured("linear/opmeter_quant/bf16/" + kShape + ",quant=int4wo-64/threads=2,hot", 5e-6));
+  auto rows = quant_rows(results);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[3].where, "cpu x2, hot");
+  ASSERT_TRUE(rows[3].speedup);
+  EXPECT_NEAR(*rows[3].speedup, 10.0 / 5.0, 1e-9);
+  EXPECT_NEAR(*rows[0].speedup, 4.0, 0.02);  // the cold row keeps its cold baseline
+  EXPECT_NE(quant_markdown(rows).find("| bf16 | cpu x2, hot | int4wo-64 |"), std::string::npos) << quant_markdown(rows);
 }

@@ -189,3 +189,33 @@ TEST(MarkdownReport, ContextBestPerOpAndCases) {
   EXPECT_NE(md.find("## Cases"), std::string::npos);
   EXPECT_NE(md.find("linear+bias+gelu"), std::string::npos);  // the fusion table
 }
+
+// Two runs of the same config: each run's steps and recipes are compared with that run's own
+// baselines, never an impl with its copy in the other run (which would read 0.5x of itself).
+TEST(MarkdownReport, SeveralRunsCompareWithinEachRun) {
+  const std::string shape = "batch=1,seq=16,hidden=64,out=64,act=none";
+  auto run = [&](const std::string& source, double step_s, double recipe_s) {
+    return ResultSet{source, ResultsFormat::results_jsonl, nlohmann::json::object(),
+                     {measured("linear/onednn_train/fp32/" + shape + ",mode=train/threads=2", step_s),
+                      measured("linear/onednn/bf16/" + shape + "/threads=2", 2 * recipe_s),
+                      measured("linear/opmeter_quant/bf16/" + shape + ",quant=int8wo/threads=2", recipe_s)}};
+  };
+  auto md = markdown_report({run("r1", 10e-6, 4e-6), run("r2", 20e-6, 8e-6)});
+  const auto first = md.find("## Compared within `r1`"), second = md.find("## Compared within `r2`");
+  ASSERT_NE(first, std::string::npos) << md;
+  ASSERT_NE(second, std::string::npos) << md;
+  // Each step is its own run's baseline (1.00x); merged, r2's would read 0.50x against r1's.
+  EXPECT_EQ(md.find("0.50x"), std::string::npos) << md;
+  EXPECT_NE(md.find("| onednn_train | 1.00x |", first), std::string::npos) << md;
+  EXPECT_NE(md.find("| onednn_train | 1.00x |", second), std::string::npos) << md;
+  // Each recipe against its run's baseline: 2x in both (merged, r1's would also see r2's slower one, r2's r1's faster).
+  EXPECT_NE(md.find("| 2.00x |", first), std::string::npos) << md;
+  EXPECT_NE(md.find("| 2.00x |", second), std::string::npos) << md;
+  EXPECT_EQ(md.find("1.00x | 4"), std::string::npos) << md;
+  // One run: the tables follow its cases, as before.
+  EXPECT_EQ(markdown_report({run("r1", 10e-6, 4e-6)}).find("Compared within"), std::string::npos);
+  // The HTML report draws the quantization chart once a run, named after it.
+  auto html = html_report({run("r1", 10e-6, 4e-6), run("r2", 20e-6, 8e-6)});
+  EXPECT_NE(html.find("Quantization recipes: speedup vs M (r1)"), std::string::npos);
+  EXPECT_NE(html.find("Quantization recipes: speedup vs M (r2)"), std::string::npos);
+}

@@ -79,8 +79,38 @@ TEST(TrainingReport, FlagsMarkTheRowAndTheRowsGoToJsonAndCsv) {
   auto csv = training_csv(rows);
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "device,op,shape,dtype,threads,recipe,knobs,impl,fwd_s,bwd_s,total_s,fwd_pct_peak,bwd_pct_peak,total_pct_peak,"
-            "phases_over_total,baseline_impl,baseline_total_s,speedup,flags");
+            "phases_over_total,baseline_impl,baseline_total_s,speedup,flags,run");
   const std::string b = fmt::format("{:.6g}", bwd.summary.median), t = fmt::format("{:.6g}", step.summary.median);
-  EXPECT_NE(csv.find(",onednn_train,," + b + "," + t + ",,55,50,,onednn_train," + t + ",1,bwd:contended total:unconverged\n"),
+  EXPECT_NE(csv.find(",onednn_train,," + b + "," + t + ",,55,50,,onednn_train," + t + ",1,bwd:contended total:unconverged,threads=2\n"),
             std::string::npos) << csv;
+}
+
+// A hot step and a cold one of the same layer are two rows, each against the baseline that ran
+// the same way: a cold step is not compared with a hot one, nor either with itself.
+TEST(TrainingReport, HotAndColdStepsAreRowsOfTheirOwn) {
+  std::vector<Result> results = {
+      measured("linear/onednn_train/bf16/" + kShape + ",mode=train/threads=2", 8e-3),
+      measured("linear/onednn_train/bf16/" + kShape + ",mode=train/threads=2,hot", 5e-3),
+      measured("linear/fp8/bf16/" + kShape + ",quant=float8dq-row,mode=train/threads=2", 4e-3),
+      measured("linear/fp8/bf16/" + kShape + ",quant=float8dq-row,mode=train/threads=2,hot", 4e-3),
+  };
+  auto rows = training_rows(results);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].where, "cpu x2");
+  EXPECT_EQ(rows[1].where, "cpu x2, hot");
+  EXPECT_EQ(rows[1].run, "threads=2,hot");
+  EXPECT_NEAR(*rows[0].speedup, 1.0, 1e-12);  // its own cold baseline, not the faster hot step
+  EXPECT_NEAR(*rows[2].speedup, 8.0 / 4.0, 1e-9);
+  EXPECT_NEAR(*rows[3].speedup, 5.0 / 4.0, 1e-9);
+  EXPECT_NE(training_markdown(rows).find("| bf16 | cpu x2, hot | baseline |"), std::string::npos) << training_markdown(rows);
+}
+
+// A phase below 10% of peak keeps two figures; a row without its own step has no baseline to
+// miss: "-", not "none measured".
+TEST(TrainingReport, SlowPhasesKeepTwoFiguresAndAStepLessRowHasNoBaselineCell) {
+  auto md = training_markdown(training_rows({phase("onednn_train", ",mode=train,phase=forward", 2e-3, 0.42),
+                                             phase("onednn_train", ",mode=train,phase=backward", 4e-3, 7)}));
+  EXPECT_NE(md.find("| 2.000 ms (0.42%) | 4.000 ms (7%) | - | - | - | - | - |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("none measured"), std::string::npos) << md;
+  EXPECT_NE(md.find("(plateau)"), std::string::npos) << md;
 }

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/run_where.hpp"
 #include "opmeter/registry.hpp"
 #include "ops/linear/linear.hpp"
 #include "ops/transformer/transformer_block.hpp"
@@ -95,6 +96,8 @@ std::vector<QuantRow> quant_rows(const std::vector<Result>& results) {
     row.dtype = std::string(to_string(r.kase.dtype));
     row.mode = r.kase.get_or(kMode, "inference");
     row.threads = r.kase.threads;
+    row.run = run_part(r.kase);
+    row.where = where_cell(r.kase);
     row.m = rows_of(r.kase);
     row.recipe = r.kase.get(kQuant);
     row.impl = r.kase.impl;
@@ -125,22 +128,22 @@ nlohmann::json quant_json(const std::vector<QuantRow>& rows) {
                    {"baseline_s", value(q.baseline_s)}, {"speedup", value(q.speedup)}, {"sqnr_db", value(q.sqnr_db)},
                    {"max_abs_error", value(q.max_abs_error)}, {"weight_bytes", value(q.weight_bytes)},
                    {"baseline_weight_bytes", value(q.baseline_weight_bytes)},
-                   {"peak_memory_bytes", value(q.peak_memory_bytes)}});
+                   {"peak_memory_bytes", value(q.peak_memory_bytes)}, {"run", q.run}});
   return out;
 }
 
 std::string quant_csv(const std::vector<QuantRow>& rows) {
   std::string out =
       "device,op,shape,dtype,mode,threads,m,recipe,impl,time_s,baseline_impl,baseline_s,speedup,sqnr_db,max_abs_error,"
-      "weight_bytes,baseline_weight_bytes,peak_memory_bytes\n";
+      "weight_bytes,baseline_weight_bytes,peak_memory_bytes,run\n";
   auto num = [](const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : std::string(); };
   for (auto& q : rows)
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{}\n", csv_field(q.device), csv_field(q.op),
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{},{}\n", csv_field(q.device), csv_field(q.op),
                        csv_field(q.shape), q.dtype, csv_field(q.mode), q.threads, q.m, csv_field(q.recipe), csv_field(q.impl),
                        q.time_s, csv_field(q.baseline_impl),
                        num(q.baseline_s), num(q.speedup), num(q.sqnr_db), num(q.max_abs_error), num(q.weight_bytes),
                        num(q.baseline_weight_bytes),
-                       q.peak_memory_bytes ? std::to_string(*q.peak_memory_bytes) : std::string());
+                       q.peak_memory_bytes ? std::to_string(*q.peak_memory_bytes) : std::string(), csv_field(q.run));
   return out;
 }
 
@@ -154,7 +157,7 @@ std::string quant_markdown(const std::vector<QuantRow>& rows) {
                                               ? std::optional<double>(*q.weight_bytes / *q.baseline_weight_bytes)
                                               : std::nullopt;
       body += fmt::format("| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", q.op, q.shape, q.dtype,
-                          q.device == kHostDevice ? fmt::format("cpu x{}", q.threads) : q.device, q.recipe, q.impl,
+                          q.where, q.recipe, q.impl,
                           human_time(q.time_s), q.baseline_impl.empty() ? "none measured" : q.baseline_impl,
                           opt(q.speedup, "{:.2f}x"), opt(q.sqnr_db, "{:.1f}"), opt(q.max_abs_error, "{:.3g}"),
                           bytes_cell(q.weight_bytes) + (ratio ? fmt::format(" ({:.2f}x)", *ratio) : ""),

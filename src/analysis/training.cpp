@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "analysis/run_where.hpp"
 #include "opmeter/registry.hpp"
 #include "util/human_units.hpp"
 #include "util/text.hpp"
@@ -44,8 +45,14 @@ std::string shape_of(const Case& c) {
   return k.params_string();
 }
 
+// The case without impl, mode, phase, recipe and knobs: device, threads, settings and cache stay.
 std::string baseline_key(const Case& c) {
-  return fmt::format("{}|{}|{}|{}|{}", c.device, c.op, shape_of(c), to_string(c.dtype), c.threads);
+  Case k = c;
+  k.impl.clear();
+  std::erase_if(k.params, [&c](auto& kv) {
+    return kv.first == kMode || kv.first == kPhase || kv.first == kQuant || is_knob(c, kv.first);
+  });
+  return k.to_string();
 }
 
 std::string knobs_of(const Case& c) {
@@ -61,7 +68,9 @@ bool row_flag(const std::string& f) { return f == "contended" || f == "unconverg
 
 std::string time_cell(const std::optional<double>& s, const std::optional<double>& pct) {
   if (!s) return "-";
-  return pct ? fmt::format("{} ({:.0f}%)", human_time(*s), *pct) : human_time(*s);
+  if (!pct) return human_time(*s);
+  // Two figures below 10%: a slow phase reads 0.42%, not 0%.
+  return *pct >= 10 ? fmt::format("{} ({:.0f}%)", human_time(*s), *pct) : fmt::format("{} ({:.2g}%)", human_time(*s), *pct);
 }
 }  // namespace
 
@@ -72,6 +81,7 @@ std::optional<double> TrainingRow::phases_over_total() const {
 
 std::vector<TrainingRow> training_rows(const std::vector<Result>& results) {
   std::vector<TrainingRow> rows;
+  std::vector<std::string> row_keys;         // each row's baseline_key
   std::map<std::string, std::size_t> index;  // step_key -> row
   std::map<std::string, const Result*> baselines;
   for (auto& r : results) {
@@ -85,10 +95,13 @@ std::vector<TrainingRow> training_rows(const std::vector<Result>& results) {
       row.shape = shape_of(c);
       row.dtype = std::string(to_string(c.dtype));
       row.threads = c.threads;
+      row.run = run_part(c);
+      row.where = where_cell(c);
       row.recipe = c.get_or(kQuant, "baseline");
       row.knobs = knobs_of(c);
       row.impl = c.impl;
       rows.push_back(std::move(row));
+      row_keys.push_back(baseline_key(c));
     }
     TrainingRow& row = rows[it->second];
     const std::string phase = c.get_or(kPhase, "step");
@@ -112,8 +125,9 @@ std::vector<TrainingRow> training_rows(const std::vector<Result>& results) {
       }
     }
   }
-  for (auto& row : rows) {
-    auto b = baselines.find(fmt::format("{}|{}|{}|{}|{}", row.device, row.op, row.shape, row.dtype, row.threads));
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    TrainingRow& row = rows[i];
+    auto b = baselines.find(row_keys[i]);
     if (b == baselines.end() || !row.total_s) continue;
     row.baseline_impl = b->second->kase.impl;
     row.baseline_total_s = b->second->summary.median;
@@ -128,16 +142,18 @@ std::string training_markdown(const std::vector<TrainingRow>& rows) {
       "\n### Training steps (mode=train: forward + backward)\n\nfwd, bwd: the phases timed apart (phase=forward, "
       "phase=backward), total: the whole step (each with its % of peak). fwd+bwd / total near 1: the phases add up. "
       "Speedup: the baseline's step (the fastest impl of the same shape without a recipe) over this one's. Flags: "
-      "a phase measured while others took its CPUs (contended) or short of its noise target (unconverged).\n\n"
+      "a phase measured while others took its CPUs (contended), short of its noise target (unconverged), whose "
+      "precision stopped improving short of it (plateau), or with samples dropped for a GPU slowdown (throttled).\n\n"
       "| case | dtype | device | recipe | impl | fwd | bwd | total | fwd+bwd / total | baseline | speedup | flags |\n"
       "|---|---|---|---|---|---:|---:|---:|---:|---|---:|---|\n";
   for (auto& r : rows) {
     auto ratio = r.phases_over_total();
     out += fmt::format("| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.op, r.shape, r.dtype,
-                       r.device == kHostDevice ? fmt::format("cpu x{}", r.threads) : r.device,
-                       r.knobs.empty() ? r.recipe : r.recipe + " " + r.knobs, r.impl, time_cell(r.fwd_s, r.fwd_pct_peak),
+                       r.where, r.knobs.empty() ? r.recipe : r.recipe + " " + r.knobs, r.impl, time_cell(r.fwd_s, r.fwd_pct_peak),
                        time_cell(r.bwd_s, r.bwd_pct_peak), time_cell(r.total_s, r.total_pct_peak),
-                       ratio ? fmt::format("{:.2f}", *ratio) : "-", r.baseline_impl.empty() ? "none measured" : r.baseline_impl,
+                       ratio ? fmt::format("{:.2f}", *ratio) : "-",
+                       // Without its own step the row has nothing to compare: not a missing baseline.
+                       !r.total_s ? "-" : r.baseline_impl.empty() ? "none measured" : r.baseline_impl,
                        r.speedup ? fmt::format("{:.2f}x", *r.speedup) : "-",
                        r.flags.empty() ? "-" : fmt::format("{}", fmt::join(r.flags, ", ")));
   }
@@ -154,21 +170,21 @@ nlohmann::json training_json(const std::vector<TrainingRow>& rows) {
                    {"bwd_pct_peak", value(r.bwd_pct_peak)}, {"total_pct_peak", value(r.total_pct_peak)},
                    {"phases_over_total", value(r.phases_over_total())},
                    {"baseline_impl", r.baseline_impl.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.baseline_impl)},
-                   {"baseline_total_s", value(r.baseline_total_s)}, {"speedup", value(r.speedup)}, {"flags", r.flags}});
+                   {"baseline_total_s", value(r.baseline_total_s)}, {"speedup", value(r.speedup)}, {"flags", r.flags}, {"run", r.run}});
   return out;
 }
 
 std::string training_csv(const std::vector<TrainingRow>& rows) {
   std::string out =
       "device,op,shape,dtype,threads,recipe,knobs,impl,fwd_s,bwd_s,total_s,fwd_pct_peak,bwd_pct_peak,total_pct_peak,"
-      "phases_over_total,baseline_impl,baseline_total_s,speedup,flags\n";
+      "phases_over_total,baseline_impl,baseline_total_s,speedup,flags,run\n";
   auto num = [](const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : std::string(); };
   for (auto& r : rows)
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(r.device), csv_field(r.op),
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(r.device), csv_field(r.op),
                        csv_field(r.shape), r.dtype, r.threads, csv_field(r.recipe), csv_field(r.knobs), csv_field(r.impl),
                        num(r.fwd_s), num(r.bwd_s), num(r.total_s), num(r.fwd_pct_peak), num(r.bwd_pct_peak),
                        num(r.total_pct_peak), num(r.phases_over_total()), csv_field(r.baseline_impl), num(r.baseline_total_s),
-                       num(r.speedup), csv_field(fmt::format("{}", fmt::join(r.flags, " "))));
+                       num(r.speedup), csv_field(fmt::format("{}", fmt::join(r.flags, " "))), csv_field(r.run));
   return out;
 }
 

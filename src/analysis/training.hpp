@@ -3,7 +3,8 @@
 // of one layer (case parameter `phase`) joined into one row, as torchao's training benchmark
 // prints them: fwd, bwd and total time, each with its % of peak, and the speedup of the step over
 // the baseline of the same shape (the fastest step without a recipe or float8 knob, of the same
-// device, op, parameters, dtype and threads).
+// device, op, parameters, dtype, threads, settings and cache: run_where.hpp), within one run's
+// results (a report of several runs makes the rows one run at a time).
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,8 @@ namespace opmeter {
 struct TrainingRow {
   std::string device, op, shape, dtype;  // shape: the parameters without mode, phase, recipe and knobs
   int threads = 1;
+  std::string run;    // the case string's last part (threads=2,hot): a hot and a cold step are two rows
+  std::string where;  // run_where.hpp: "cpu x2, hot"
   std::string recipe, knobs, impl;       // knobs: the float8 knobs the case sets, "" for none
   std::optional<double> fwd_s, bwd_s, total_s;
   std::optional<double> fwd_pct_peak, bwd_pct_peak, total_pct_peak;

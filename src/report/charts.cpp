@@ -419,7 +419,9 @@ std::optional<Chart> gpu_telemetry_chart(const std::vector<Result>& results) {
                spec};
 }
 
-std::vector<Chart> report_charts(const std::vector<Result>& results) {
+namespace {
+// The charts of ratios to a baseline: `with_ratios` false leaves them out.
+std::vector<Chart> charts_of(const std::vector<Result>& results, bool with_ratios) {
   std::vector<Chart> out;
   auto add = [&](std::optional<Chart> c) {
     if (c) out.push_back(std::move(*c));
@@ -429,10 +431,30 @@ std::vector<Chart> report_charts(const std::vector<Result>& results) {
   add(roofline_chart(results));
   for (auto& c : impl_comparison_charts(results)) out.push_back(std::move(c));
   for (auto& c : efficiency_charts(results)) out.push_back(std::move(c));
-  add(fusion_chart(results));
-  add(quantization_chart(results));
+  if (with_ratios) {
+    add(fusion_chart(results));
+    add(quantization_chart(results));
+  }
   add(burst_sustained_chart(results));
   add(gpu_telemetry_chart(results));
+  return out;
+}
+}  // namespace
+
+std::vector<Chart> report_charts(const std::vector<Result>& results) { return charts_of(results, true); }
+
+std::vector<Chart> report_charts(const std::vector<std::vector<Result>>& runs, const std::vector<std::string>& sources) {
+  if (runs.size() == 1) return charts_of(runs[0], true);
+  std::vector<Result> all;
+  for (auto& r : runs) all.insert(all.end(), r.begin(), r.end());
+  std::vector<Chart> out = charts_of(all, false);
+  for (auto* ratio_chart : {&fusion_chart, &quantization_chart})
+    for (std::size_t i = 0; i < runs.size(); ++i)
+      if (auto c = (*ratio_chart)(runs[i])) {
+        c->id += fmt::format("-{}", i + 1);
+        c->title += fmt::format(" ({})", sources.at(i));
+        out.push_back(std::move(*c));
+      }
   return out;
 }
 

@@ -45,5 +45,9 @@ std::optional<Chart> gpu_telemetry_chart(const std::vector<Result>& results);
 
 // All of the above, in the report's order.
 std::vector<Chart> report_charts(const std::vector<Result>& results);
+// The same for a report of several runs: the charts of ratios to a baseline (fusion,
+// quantization) are drawn once a run, each run's cases against its own baselines, their titles
+// naming the run (sources[i] for runs[i]).
+std::vector<Chart> report_charts(const std::vector<std::vector<Result>>& runs, const std::vector<std::string>& sources);
 
 }  // namespace opmeter

@@ -125,7 +125,13 @@ std::vector<Result> merged_results(const std::vector<ResultSet>& sets) {
 
 std::string html_report(const std::vector<ResultSet>& sets, const std::vector<pipeline::PipelineSummary>& pipelines) {
   auto results = merged_results(sets);
-  auto charts = report_charts(results);
+  std::vector<std::vector<Result>> runs;
+  std::vector<std::string> names;
+  for (auto& s : sets) {
+    runs.push_back(s.results);
+    names.push_back(s.source);
+  }
+  auto charts = report_charts(runs, names);
   std::string out;
   out.reserve(1 << 20);
   std::string sources;

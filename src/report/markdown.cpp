@@ -78,7 +78,7 @@ std::string unfinished_recipes_note(const std::vector<Result>& results) {
 
 }  // namespace
 
-std::string markdown_table(const std::vector<Result>& results) {
+std::string cases_table(const std::vector<Result>& results) {
   auto cols = columns(results);
   std::vector<std::string> headers, rules;
   for (auto& c : cols) {
@@ -91,10 +91,16 @@ std::string markdown_table(const std::vector<Result>& results) {
     for (auto& c : cols) cells.push_back(c.cell(r));
     out += fmt::format("| {} |\n", fmt::join(cells, " | "));
   }
+  return out;
+}
+
+std::string derived_tables(const std::vector<Result>& results) {
   FusionThresholds t;
-  return out + fusion_markdown(fusion_rows(results, t), t) + quant_markdown(quant_rows(results)) +
+  return fusion_markdown(fusion_rows(results, t), t) + quant_markdown(quant_rows(results)) +
          training_markdown(training_rows(results)) + unfinished_recipes_note(results);
 }
+
+std::string markdown_table(const std::vector<Result>& results) { return cases_table(results) + derived_tables(results); }
 
 std::unique_ptr<Reporter> make_markdown_reporter(std::FILE* out) { return std::make_unique<MarkdownReporter>(out); }
 

@@ -77,7 +77,12 @@ std::string markdown_report(const std::vector<ResultSet>& sets, const std::vecto
   for (auto& s : sets)  // merged results of several machines (merge's output, or a tree given to report)
     if (auto machines = scale::machines_of(s.context); !machines.empty())
       out += scale::fleet_markdown(scale::fleet_view(s.results, machines), machines);
-  out += "## Cases\n\n" + markdown_table(results);
+  if (sets.size() == 1) return out + "## Cases\n\n" + markdown_table(results);
+  // Each run's recipes and steps against its own baselines: never one run's case against another's.
+  out += "## Cases\n\n" + cases_table(results);
+  for (auto& s : sets)
+    if (auto tables = derived_tables(s.results); !tables.empty())
+      out += fmt::format("\n## Compared within `{}`\n{}", s.source, tables);
   return out;
 }
 
