@@ -29,8 +29,7 @@ Result recipe(const std::string& impl, const std::string& quant, double s, doubl
 std::vector<Result> sample_results() {
   return {measured("linear/onednn/bf16/" + kShape + "/threads=2", 100e-6),
           measured("linear/opmeter/bf16/" + kShape + "/threads=2", 80e-6),  // the faster baseline
-          recipe("opmeter_quant", "int4wo-64", 20e-6, 24.0),
-          recipe("opmeter_quant", "int8wo", 40e-6, 44.0),
+          recipe("opmeter_quant", "int4wo-64", 20e-6, 24.0), recipe("opmeter_quant", "int8wo", 40e-6, 44.0),
           // Faster, but another dtype, thread count, cache or a reference: none is a baseline here.
           measured("linear/onednn/fp32/" + kShape + "/threads=2", 10e-6),
           measured("linear/onednn/bf16/" + kShape + "/threads=1", 10e-6),
@@ -153,9 +152,10 @@ TEST(QuantReport, MarkdownJsonCsvAndChart) {
   EXPECT_EQ(j[0]["recipe"], "int4wo-64");
   EXPECT_TRUE(j[2]["speedup"].is_null());
   auto csv = quant_csv(rows);
-  EXPECT_EQ(csv.substr(0, csv.find('\n')),
-            "device,op,shape,dtype,mode,threads,m,recipe,impl,time_s,baseline_impl,baseline_s,speedup,sqnr_db,max_abs_error,"
-            "weight_bytes,baseline_weight_bytes,peak_memory_bytes,run");
+  EXPECT_EQ(
+      csv.substr(0, csv.find('\n')),
+      "device,op,shape,dtype,mode,threads,m,recipe,impl,time_s,baseline_impl,baseline_s,speedup,sqnr_db,max_abs_error,"
+      "weight_bytes,baseline_weight_bytes,peak_memory_bytes,run");
   EXPECT_NE(csv.find("cpu,linear,\"batch=1,seq=1,hidden=256,out=512,act=none\",bf16,inference,2,1,int4wo-64,opmeter_quant,2.000"),
             std::string::npos)
       << csv;

@@ -195,7 +195,9 @@ TEST(MarkdownReport, ContextBestPerOpAndCases) {
 TEST(MarkdownReport, SeveralRunsCompareWithinEachRun) {
   const std::string shape = "batch=1,seq=16,hidden=64,out=64,act=none";
   auto run = [&](const std::string& source, double step_s, double recipe_s) {
-    return ResultSet{source, ResultsFormat::results_jsonl, nlohmann::json::object(),
+    return ResultSet{source,
+                     ResultsFormat::results_jsonl,
+                     nlohmann::json::object(),
                      {measured("linear/onednn_train/fp32/" + shape + ",mode=train/threads=2", step_s),
                       measured("linear/onednn/bf16/" + shape + "/threads=2", 2 * recipe_s),
                       measured("linear/opmeter_quant/bf16/" + shape + ",quant=int8wo/threads=2", recipe_s)}};

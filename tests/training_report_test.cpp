@@ -77,12 +77,15 @@ TEST(TrainingReport, FlagsMarkTheRowAndTheRowsGoToJsonAndCsv) {
   EXPECT_DOUBLE_EQ(j[0]["speedup"].get<double>(), 1.0);
   EXPECT_EQ(j[0]["flags"].size(), 2u);
   auto csv = training_csv(rows);
-  EXPECT_EQ(csv.substr(0, csv.find('\n')),
-            "device,op,shape,dtype,threads,recipe,knobs,impl,fwd_s,bwd_s,total_s,fwd_pct_peak,bwd_pct_peak,total_pct_peak,"
-            "phases_over_total,baseline_impl,baseline_total_s,speedup,flags,run");
+  EXPECT_EQ(
+      csv.substr(0, csv.find('\n')),
+      "device,op,shape,dtype,threads,recipe,knobs,impl,fwd_s,bwd_s,total_s,fwd_pct_peak,bwd_pct_peak,total_pct_peak,"
+      "phases_over_total,baseline_impl,baseline_total_s,speedup,flags,run");
   const std::string b = fmt::format("{:.6g}", bwd.summary.median), t = fmt::format("{:.6g}", step.summary.median);
-  EXPECT_NE(csv.find(",onednn_train,," + b + "," + t + ",,55,50,,onednn_train," + t + ",1,bwd:contended total:unconverged,threads=2\n"),
-            std::string::npos) << csv;
+  EXPECT_NE(csv.find(",onednn_train,," + b + "," + t + ",,55,50,,onednn_train," + t +
+                     ",1,bwd:contended total:unconverged,threads=2\n"),
+            std::string::npos)
+      << csv;
 }
 
 // A hot step and a cold one of the same layer are two rows, each against the baseline that ran
@@ -102,7 +105,8 @@ TEST(TrainingReport, HotAndColdStepsAreRowsOfTheirOwn) {
   EXPECT_NEAR(*rows[0].speedup, 1.0, 1e-12);  // its own cold baseline, not the faster hot step
   EXPECT_NEAR(*rows[2].speedup, 8.0 / 4.0, 1e-9);
   EXPECT_NEAR(*rows[3].speedup, 5.0 / 4.0, 1e-9);
-  EXPECT_NE(training_markdown(rows).find("| bf16 | cpu x2, hot | baseline |"), std::string::npos) << training_markdown(rows);
+  EXPECT_NE(training_markdown(rows).find("| bf16 | cpu x2, hot | baseline |"), std::string::npos)
+      << training_markdown(rows);
 }
 
 // A phase below 10% of peak keeps two figures; a row without its own step has no baseline to

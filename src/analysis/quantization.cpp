@@ -122,13 +122,26 @@ nlohmann::json quant_json(const std::vector<QuantRow>& rows) {
   auto value = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   nlohmann::json out = nlohmann::json::array();
   for (auto& q : rows)
-    out.push_back({{"device", q.device}, {"op", q.op}, {"shape", q.shape}, {"dtype", q.dtype}, {"mode", q.mode},
-                   {"threads", q.threads}, {"m", q.m}, {"recipe", q.recipe}, {"impl", q.impl}, {"time_s", q.time_s},
-                   {"baseline_impl", q.baseline_impl.empty() ? nlohmann::json(nullptr) : nlohmann::json(q.baseline_impl)},
-                   {"baseline_s", value(q.baseline_s)}, {"speedup", value(q.speedup)}, {"sqnr_db", value(q.sqnr_db)},
-                   {"max_abs_error", value(q.max_abs_error)}, {"weight_bytes", value(q.weight_bytes)},
-                   {"baseline_weight_bytes", value(q.baseline_weight_bytes)},
-                   {"peak_memory_bytes", value(q.peak_memory_bytes)}, {"run", q.run}});
+    out.push_back(
+        {{"device", q.device},
+         {"op", q.op},
+         {"shape", q.shape},
+         {"dtype", q.dtype},
+         {"mode", q.mode},
+         {"threads", q.threads},
+         {"m", q.m},
+         {"recipe", q.recipe},
+         {"impl", q.impl},
+         {"time_s", q.time_s},
+         {"baseline_impl", q.baseline_impl.empty() ? nlohmann::json(nullptr) : nlohmann::json(q.baseline_impl)},
+         {"baseline_s", value(q.baseline_s)},
+         {"speedup", value(q.speedup)},
+         {"sqnr_db", value(q.sqnr_db)},
+         {"max_abs_error", value(q.max_abs_error)},
+         {"weight_bytes", value(q.weight_bytes)},
+         {"baseline_weight_bytes", value(q.baseline_weight_bytes)},
+         {"peak_memory_bytes", value(q.peak_memory_bytes)},
+         {"run", q.run}});
   return out;
 }
 
@@ -138,10 +151,10 @@ std::string quant_csv(const std::vector<QuantRow>& rows) {
       "weight_bytes,baseline_weight_bytes,peak_memory_bytes,run\n";
   auto num = [](const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : std::string(); };
   for (auto& q : rows)
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{},{}\n", csv_field(q.device), csv_field(q.op),
-                       csv_field(q.shape), q.dtype, csv_field(q.mode), q.threads, q.m, csv_field(q.recipe), csv_field(q.impl),
-                       q.time_s, csv_field(q.baseline_impl),
-                       num(q.baseline_s), num(q.speedup), num(q.sqnr_db), num(q.max_abs_error), num(q.weight_bytes),
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{},{}\n", csv_field(q.device),
+                       csv_field(q.op), csv_field(q.shape), q.dtype, csv_field(q.mode), q.threads, q.m,
+                       csv_field(q.recipe), csv_field(q.impl), q.time_s, csv_field(q.baseline_impl), num(q.baseline_s),
+                       num(q.speedup), num(q.sqnr_db), num(q.max_abs_error), num(q.weight_bytes),
                        num(q.baseline_weight_bytes),
                        q.peak_memory_bytes ? std::to_string(*q.peak_memory_bytes) : std::string(), csv_field(q.run));
   return out;
@@ -157,9 +170,9 @@ std::string quant_markdown(const std::vector<QuantRow>& rows) {
                                               ? std::optional<double>(*q.weight_bytes / *q.baseline_weight_bytes)
                                               : std::nullopt;
       body += fmt::format("| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", q.op, q.shape, q.dtype,
-                          q.where, q.recipe, q.impl,
-                          human_time(q.time_s), q.baseline_impl.empty() ? "none measured" : q.baseline_impl,
-                          opt(q.speedup, "{:.2f}x"), opt(q.sqnr_db, "{:.1f}"), opt(q.max_abs_error, "{:.3g}"),
+                          q.where, q.recipe, q.impl, human_time(q.time_s),
+                          q.baseline_impl.empty() ? "none measured" : q.baseline_impl, opt(q.speedup, "{:.2f}x"),
+                          opt(q.sqnr_db, "{:.1f}"), opt(q.max_abs_error, "{:.3g}"),
                           bytes_cell(q.weight_bytes) + (ratio ? fmt::format(" ({:.2f}x)", *ratio) : ""),
                           q.peak_memory_bytes ? human_bytes(double(*q.peak_memory_bytes)) : "");
     }

@@ -16,8 +16,8 @@ namespace opmeter {
 struct QuantRow {
   std::string device, op, shape, dtype, mode;  // shape: the parameters without quant and mode
   int threads = 1;
-  std::string run;    // the case string's last part (threads=2,hot): the baseline ran the same way
-  std::string where;  // run_where.hpp: "cpu x2, hot"
+  std::string run;              // the case string's last part (threads=2,hot): the baseline ran the same way
+  std::string where;            // run_where.hpp: "cpu x2, hot"
   double m = 0;                 // rows of the layer's input (batch x seq, or M): the speedup chart's x
   std::string recipe, impl;
   double time_s = 0;

@@ -70,7 +70,8 @@ std::string time_cell(const std::optional<double>& s, const std::optional<double
   if (!s) return "-";
   if (!pct) return human_time(*s);
   // Two figures below 10%: a slow phase reads 0.42%, not 0%.
-  return *pct >= 10 ? fmt::format("{} ({:.0f}%)", human_time(*s), *pct) : fmt::format("{} ({:.2g}%)", human_time(*s), *pct);
+  return *pct >= 10 ? fmt::format("{} ({:.0f}%)", human_time(*s), *pct)
+                    : fmt::format("{} ({:.2g}%)", human_time(*s), *pct);
 }
 }  // namespace
 
@@ -149,11 +150,13 @@ std::string training_markdown(const std::vector<TrainingRow>& rows) {
   for (auto& r : rows) {
     auto ratio = r.phases_over_total();
     out += fmt::format("| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.op, r.shape, r.dtype,
-                       r.where, r.knobs.empty() ? r.recipe : r.recipe + " " + r.knobs, r.impl, time_cell(r.fwd_s, r.fwd_pct_peak),
-                       time_cell(r.bwd_s, r.bwd_pct_peak), time_cell(r.total_s, r.total_pct_peak),
-                       ratio ? fmt::format("{:.2f}", *ratio) : "-",
+                       r.where, r.knobs.empty() ? r.recipe : r.recipe + " " + r.knobs, r.impl,
+                       time_cell(r.fwd_s, r.fwd_pct_peak), time_cell(r.bwd_s, r.bwd_pct_peak),
+                       time_cell(r.total_s, r.total_pct_peak), ratio ? fmt::format("{:.2f}", *ratio) : "-",
                        // Without its own step the row has nothing to compare: not a missing baseline.
-                       !r.total_s ? "-" : r.baseline_impl.empty() ? "none measured" : r.baseline_impl,
+                       !r.total_s                ? "-"
+                       : r.baseline_impl.empty() ? "none measured"
+                                                 : r.baseline_impl,
                        r.speedup ? fmt::format("{:.2f}x", *r.speedup) : "-",
                        r.flags.empty() ? "-" : fmt::format("{}", fmt::join(r.flags, ", ")));
   }
@@ -164,13 +167,27 @@ nlohmann::json training_json(const std::vector<TrainingRow>& rows) {
   auto value = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   nlohmann::json out = nlohmann::json::array();
   for (auto& r : rows)
-    out.push_back({{"device", r.device}, {"op", r.op}, {"shape", r.shape}, {"dtype", r.dtype}, {"threads", r.threads},
-                   {"recipe", r.recipe}, {"knobs", r.knobs}, {"impl", r.impl}, {"fwd_s", value(r.fwd_s)},
-                   {"bwd_s", value(r.bwd_s)}, {"total_s", value(r.total_s)}, {"fwd_pct_peak", value(r.fwd_pct_peak)},
-                   {"bwd_pct_peak", value(r.bwd_pct_peak)}, {"total_pct_peak", value(r.total_pct_peak)},
-                   {"phases_over_total", value(r.phases_over_total())},
-                   {"baseline_impl", r.baseline_impl.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.baseline_impl)},
-                   {"baseline_total_s", value(r.baseline_total_s)}, {"speedup", value(r.speedup)}, {"flags", r.flags}, {"run", r.run}});
+    out.push_back(
+        {{"device", r.device},
+         {"op", r.op},
+         {"shape", r.shape},
+         {"dtype", r.dtype},
+         {"threads", r.threads},
+         {"recipe", r.recipe},
+         {"knobs", r.knobs},
+         {"impl", r.impl},
+         {"fwd_s", value(r.fwd_s)},
+         {"bwd_s", value(r.bwd_s)},
+         {"total_s", value(r.total_s)},
+         {"fwd_pct_peak", value(r.fwd_pct_peak)},
+         {"bwd_pct_peak", value(r.bwd_pct_peak)},
+         {"total_pct_peak", value(r.total_pct_peak)},
+         {"phases_over_total", value(r.phases_over_total())},
+         {"baseline_impl", r.baseline_impl.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.baseline_impl)},
+         {"baseline_total_s", value(r.baseline_total_s)},
+         {"speedup", value(r.speedup)},
+         {"flags", r.flags},
+         {"run", r.run}});
   return out;
 }
 
@@ -180,11 +197,12 @@ std::string training_csv(const std::vector<TrainingRow>& rows) {
       "phases_over_total,baseline_impl,baseline_total_s,speedup,flags,run\n";
   auto num = [](const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : std::string(); };
   for (auto& r : rows)
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(r.device), csv_field(r.op),
-                       csv_field(r.shape), r.dtype, r.threads, csv_field(r.recipe), csv_field(r.knobs), csv_field(r.impl),
-                       num(r.fwd_s), num(r.bwd_s), num(r.total_s), num(r.fwd_pct_peak), num(r.bwd_pct_peak),
-                       num(r.total_pct_peak), num(r.phases_over_total()), csv_field(r.baseline_impl), num(r.baseline_total_s),
-                       num(r.speedup), csv_field(fmt::format("{}", fmt::join(r.flags, " "))), csv_field(r.run));
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(r.device),
+                       csv_field(r.op), csv_field(r.shape), r.dtype, r.threads, csv_field(r.recipe), csv_field(r.knobs),
+                       csv_field(r.impl), num(r.fwd_s), num(r.bwd_s), num(r.total_s), num(r.fwd_pct_peak),
+                       num(r.bwd_pct_peak), num(r.total_pct_peak), num(r.phases_over_total()),
+                       csv_field(r.baseline_impl), num(r.baseline_total_s), num(r.speedup),
+                       csv_field(fmt::format("{}", fmt::join(r.flags, " "))), csv_field(r.run));
   return out;
 }
 

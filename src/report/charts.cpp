@@ -443,7 +443,8 @@ std::vector<Chart> charts_of(const std::vector<Result>& results, bool with_ratio
 
 std::vector<Chart> report_charts(const std::vector<Result>& results) { return charts_of(results, true); }
 
-std::vector<Chart> report_charts(const std::vector<std::vector<Result>>& runs, const std::vector<std::string>& sources) {
+std::vector<Chart> report_charts(const std::vector<std::vector<Result>>& runs,
+                                 const std::vector<std::string>& sources) {
   if (runs.size() == 1) return charts_of(runs[0], true);
   std::vector<Result> all;
   for (auto& r : runs) all.insert(all.end(), r.begin(), r.end());

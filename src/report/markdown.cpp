@@ -100,7 +100,9 @@ std::string derived_tables(const std::vector<Result>& results) {
          training_markdown(training_rows(results)) + unfinished_recipes_note(results);
 }
 
-std::string markdown_table(const std::vector<Result>& results) { return cases_table(results) + derived_tables(results); }
+std::string markdown_table(const std::vector<Result>& results) {
+  return cases_table(results) + derived_tables(results);
+}
 
 std::unique_ptr<Reporter> make_markdown_reporter(std::FILE* out) { return std::make_unique<MarkdownReporter>(out); }
 
