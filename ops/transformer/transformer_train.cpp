@@ -48,10 +48,16 @@ std::size_t TrainLayout::index_in(std::size_t element) const {
   return element - start;
 }
 
+// The inference forward, and what it keeps for the backward (train_backward_work reads them back):
+// LN1(x), qkv, o, h, LN2(h), u and act(u).
 Work train_forward_work(const Case& c) {
   Case inference = c;
   std::erase_if(inference.params, [](auto& kv) { return kv.first == linear::kMode || kv.first == linear::kPhase; });
-  return fused_work(inference);
+  Work w = fused_work(inference);
+  const auto s = shape_of(c);
+  const double r = double(s.rows()), h = double(s.hidden), m = double(s.mlp), e = double(size_of(c.dtype));
+  w.bytes_written += (7 * r * h + 2 * r * m) * e;
+  return w;
 }
 
 Work train_backward_work(const Case& c) {

@@ -246,6 +246,11 @@ TEST(TransformerTrain, BackwardWorkIsTwiceTheForwardsProductsPlusItsElementwise)
   EXPECT_DOUBLE_EQ(bwd.bytes_read, (r * h /*dy*/ + weight_elems + saved) * 2 + 2 * h /*gammas*/ * 4);
   const double vector_elems = 2 * h + 3 * h + h + 2 * h + m + h;  // ln1, bqkv, bo, ln2, b1, b2
   EXPECT_DOUBLE_EQ(bwd.bytes_written, (r * h /*dx*/ + weight_elems) * 2 + vector_elems * 4);
+  // The training forward writes y and what the backward reads back (every saved tensor but x);
+  // it reads what the inference forward reads.
+  EXPECT_DOUBLE_EQ(fwd.bytes_written, (r * h /*y*/ + saved - r * h /*x*/) * 2);
+  EXPECT_DOUBLE_EQ(inference.bytes_written, r * h * 2);
+  EXPECT_DOUBLE_EQ(fwd.bytes_read, inference.bytes_read);
 }
 
 TEST(TransformerTrain, ValidationNamesWhatIsWrong) {
