@@ -2,6 +2,9 @@
 // without them are unchanged, configs sweep them, and only impls that name them run such cases.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "tests/config_errors.hpp"
 #include "config/config.hpp"
 #include "opmeter/errors.hpp"
@@ -104,6 +107,20 @@ TEST(OptionalParams, NoImplRunningTheValuesTogetherIsNamed) {
   error = config_test_support::config_error_of("ops: [linear]\ndtypes: [bf16]\nbatch: [1]\nseq: [4]\nhidden: [256]\n"
                                                "out: [64]\nquantization: [int4wo-64]\nmode: [train]\n");
   EXPECT_TRUE(has(error, "the config expands to no cases: quant=int4wo-64 has no training step")) << error;
+}
+
+// Each value is named with the impls that run it in a training step: a phase alone would be no
+// impl's, and a recipe alone would name an inference impl (opmeter_quant) that has no training step.
+TEST(OptionalParams, ValuesAloneAreNamedWithTheirMode) {
+  auto plan = load_config_text("ops: [linear]\nimpls: [onednn_train, opmeter_quant]\ndtypes: [fp32]\nbatch: [1]\n"
+                               "seq: [16]\nhidden: [64]\nout: [64]\nmode: [train]\nphase: [forward]\n"
+                               "quantization: [baseline, float8dq-row]\n",
+                               "t.yaml", 2);
+  const std::string notes = fmt::format("{}", fmt::join(plan.notes, " | "));
+  EXPECT_TRUE(has(notes, "no impl of linear runs quant=float8dq-row with mode=train with phase=forward")) << notes;
+  EXPECT_TRUE(has(notes, "; mode=train: onednn_train; phase=forward: onednn_train)")) << notes;
+  EXPECT_FALSE(has(notes, "quant=float8dq-row: opmeter_quant")) << notes;
+  EXPECT_TRUE(has(notes, "quant=float8dq-row: none listed")) << notes;
 }
 
 // A config that expands to no cases because its values do not combine is reported at the value

@@ -276,9 +276,14 @@ std::string none_runs(const OpDef& op, const std::vector<std::string>& impls, co
   std::vector<std::string> carried, alone;
   for (auto& o : op.optional_params)
     if (c.has(o.key)) carried.push_back(o.key);
+  // Each value alone, but with the mode: a phase or a float8 knob has a meaning only in a training
+  // step, so alone it would name the impls that take it in inference (none, or the wrong ones).
+  const std::string mode = "mode";
   for (auto& key : carried) {
     Case one = c;
-    std::erase_if(one.params, [&](auto& kv) { return kv.first != key && std::find(carried.begin(), carried.end(), kv.first) != carried.end(); });
+    std::erase_if(one.params, [&](auto& kv) {
+      return kv.first != key && kv.first != mode && std::find(carried.begin(), carried.end(), kv.first) != carried.end();
+    });
     auto who = runners(one);
     alone.push_back(fmt::format("{}={}: {}", key, c.get(key), who.empty() ? elsewhere(one) : fmt::format("{}", fmt::join(who, ", "))));
   }
