@@ -123,6 +123,18 @@ TEST(OptionalParams, ValuesAloneAreNamedWithTheirMode) {
   EXPECT_TRUE(has(notes, "quant=float8dq-row: none listed")) << notes;
 }
 
+// Impls that each need a value the config does not give (a training impl without `mode: [train]`)
+// say which, at `impls:`, not a bare "expands to no cases" at `ops:`.
+TEST(OptionalParams, ImplsNeedingAValueSayWhichAtImpls) {
+  auto error = config_test_support::config_error_of(
+      "ops: [linear]\ndtypes: [fp32]\nbatch: [1]\nseq: [16]\nhidden: [64]\nout: [64]\n"
+      "impls: [onednn_train, opmeter_quant]\n");
+  EXPECT_TRUE(has(error, "t.yaml:7:8: the config expands to no cases: no listed impl of linear runs its cases: "
+                         "onednn_train runs only mode=train (add `mode: [train]`); opmeter_quant runs only cases "
+                         "with quant (add `quantization:`)"))
+      << error;
+}
+
 // A config that expands to no cases because its values do not combine is reported at the value
 // the reason names first (its item in its list), not at `ops:`.
 TEST(OptionalParams, ValuesThatDoNotCombineAreReportedAtTheValue) {

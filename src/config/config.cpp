@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include <set>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -249,6 +250,10 @@ std::vector<ParamSet> op_params(const YamlReader& r, const YAML::Node& root, con
   return sets;
 }
 
+// How none_runs begins where the listed impls each need a value the config does not give: such a
+// message is placed at `impls:`.
+constexpr std::string_view kNoListedImpl = "no listed impl of";
+
 // Why none of `impls` runs an op's parameter set: the optional values it carries that no impl
 // runs together, and which impls run each of them alone. Empty when one of them runs it.
 std::string none_runs(const OpDef& op, const std::vector<std::string>& impls, const Case& like, const Params& params) {
@@ -276,6 +281,21 @@ std::string none_runs(const OpDef& op, const std::vector<std::string>& impls, co
   std::vector<std::string> carried, alone;
   for (auto& o : op.optional_params)
     if (c.has(o.key)) carried.push_back(o.key);
+  if (carried.empty()) {  // the listed impls each need a value the config does not give
+    std::vector<std::string> needs;
+    for (auto& name : impls)
+      for (auto& key : reg.impl(op.name, name)->needs)
+        for (auto& o : op.optional_params) {
+          if (o.key != key) continue;
+          std::vector<std::string> given;  // the values that carry the key
+          for (auto& v : o.values)
+            if (v != o.absent) given.push_back(v);
+          needs.push_back(given.size() == 1
+                              ? fmt::format("{} runs only {}={} (add `{}: [{}]`)", name, key, given[0], o.config_key, given[0])
+                              : fmt::format("{} runs only cases with {} (add `{}:`)", name, key, o.config_key));
+        }
+    return needs.empty() ? "" : fmt::format("{} {} runs its cases: {}", kNoListedImpl, op.name, fmt::join(needs, "; "));
+  }
   // Each value alone, but with the mode: a phase or a float8 knob has a meaning only in a training
   // step, so alone it would name the impls that take it in inference (none, or the wrong ones).
   const std::string mode = "mode";
@@ -289,7 +309,6 @@ std::string none_runs(const OpDef& op, const std::vector<std::string>& impls, co
   }
   std::vector<std::string> values;
   for (auto& key : carried) values.push_back(key + "=" + c.get(key));
-  if (values.empty()) return "";
   // The listed impls run none of them together; other impls may (on another backend).
   if (carried.size() > 1)
     if (auto together = elsewhere(c); together != "none") alone.insert(alone.begin(), "them together: " + together);
@@ -378,6 +397,7 @@ YAML::Node invalid_case_node(const YamlReader& r, const YAML::Node& root, const 
         if (one.IsScalar() && one.Scalar() == value) return {one, list.size() > 1};
     return {YAML::Node(), false};
   };
+  if (message.starts_with(kNoListedImpl) && root["impls"]) return root["impls"];
   const ShapePlace shape = shape_place(r, root, op, c);
   struct Place {
     std::size_t at;
