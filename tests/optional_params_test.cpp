@@ -129,9 +129,10 @@ TEST(OptionalParams, ImplsNeedingAValueSayWhichAtImpls) {
   auto error = config_test_support::config_error_of(
       "ops: [linear]\ndtypes: [fp32]\nbatch: [1]\nseq: [16]\nhidden: [64]\nout: [64]\n"
       "impls: [onednn_train, opmeter_quant]\n");
-  EXPECT_TRUE(has(error, "t.yaml:7:8: the config expands to no cases: no listed impl of linear runs its cases: "
-                         "onednn_train runs only mode=train (add `mode: [train]`); opmeter_quant runs only cases "
-                         "with quant (add `quantization:`)"))
+  EXPECT_TRUE(has(error,
+                  "t.yaml:7:8: the config expands to no cases: no listed impl of linear runs its cases: "
+                  "onednn_train runs only mode=train (add `mode: [train]`); opmeter_quant runs only cases "
+                  "with quant (add `quantization:`)"))
       << error;
 }
 

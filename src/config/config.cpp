@@ -290,9 +290,10 @@ std::string none_runs(const OpDef& op, const std::vector<std::string>& impls, co
           std::vector<std::string> given;  // the values that carry the key
           for (auto& v : o.values)
             if (v != o.absent) given.push_back(v);
-          needs.push_back(given.size() == 1
-                              ? fmt::format("{} runs only {}={} (add `{}: [{}]`)", name, key, given[0], o.config_key, given[0])
-                              : fmt::format("{} runs only cases with {} (add `{}:`)", name, key, o.config_key));
+          needs.push_back(
+              given.size() == 1
+                  ? fmt::format("{} runs only {}={} (add `{}: [{}]`)", name, key, given[0], o.config_key, given[0])
+                  : fmt::format("{} runs only cases with {} (add `{}:`)", name, key, o.config_key));
         }
     return needs.empty() ? "" : fmt::format("{} {} runs its cases: {}", kNoListedImpl, op.name, fmt::join(needs, "; "));
   }
