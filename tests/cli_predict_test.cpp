@@ -251,6 +251,17 @@ TEST(CliPredict, BadInputIsAClearMessageAndExitCode2) {
       {"predict plan " + model + " /nonexistent.yaml --budget 60s", "/nonexistent.yaml"},
       {"predict fit " + f.results.string() + " -o x.json --seed -5", "must be a non-negative integer"},
       {"predict plan " + f.profile.string() + " " + (f.dir / "sweep.yaml").string() + " --budget 60s", "calibration profile"},
+      // -o onto what the command reads: the model, the results predicted, --measured, the config planned.
+      {"predict " + model + " gemm/onednn/fp32/M=8,N=8,K=8/threads=1 -o " + model, "write the output elsewhere"},
+      {"predict " + model + " " + f.results.string() + " -o " + (f.results / "results.json").string(),
+       "write the output elsewhere"},
+      {"predict " + model + " gemm/onednn/fp32/M=8,N=8,K=8/threads=1 --measured " + f.results.string() + " -o " +
+           (f.results / "results.json").string(),
+       "write the output elsewhere"},
+      {"predict plan " + model + " " + (f.dir / "sweep.yaml").string() + " --budget 60s -o " + model,
+       "write the output elsewhere"},
+      {"predict plan " + model + " " + (f.dir / "sweep.yaml").string() + " --budget 60s -o " + (f.dir / "sweep.yaml").string(),
+       "write the output elsewhere"},
   };
   for (auto& b : bad) {
     auto out = cli(b.args);

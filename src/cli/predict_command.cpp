@@ -464,7 +464,12 @@ void mark_extrapolated(const PredictModel& m, Answers& a) {
 }
 
 int answer_command(const PredictArgs& a) {
-  if (!a.out.empty()) check_output_file(a.out, "predict -o");
+  if (!a.out.empty()) {
+    check_output_file(a.out, "predict -o");
+    std::vector<std::string> read = a.inputs;  // the model, configs, results (case strings name no file)
+    if (!a.measured.empty()) read.push_back(a.measured);
+    check_not_an_input(a.out, "predict -o", read);
+  }
   if (a.inputs.size() < 2)
     throw UsageError(a.inputs.empty()
                          ? "predict: give a model and what to predict: opmeter predict MODEL CASES... (or predict fit, "
@@ -521,6 +526,7 @@ std::string plan_yaml(const SweepPlan& plan, const Plan& sweep, const std::strin
 
 int plan_command(const PredictArgs& a) {
   check_output_file(a.plan_out, "predict plan -o");
+  check_not_an_input(a.plan_out, "predict plan -o", {a.plan_model, a.plan_config});
   const double budget = parse_budget(a.budget);
   PredictModel m = read_model(a.plan_model);
   warn_other_machine(m, a.plan_model);
