@@ -89,6 +89,11 @@ TEST(Config, AnOpKeyNoneOfTheConfigsOpsTakesIsAnError) {
 // A key given twice is an error at its second place, in the config's top level, a nested mapping
 // or a mapping in a list (torchao's loader would take the last value, ours the first). Aliases are
 // walked once: a billion-laughs tree of them loads at once.
+TEST(Config, AKeyThatIsNoNameIsAnError) {
+  auto e = error_of("ops: [gemm]\n[a]: 1\n");
+  EXPECT_TRUE(has(e, "t.yaml:2:1: a key in the config is a list: keys are names")) << e;
+}
+
 TEST(Config, AKeyGivenTwiceIsAnError) {
   auto e = error_of("ops: [peak]\ndtypes: [fp32]\nthreads: [1]\ndtypes: [bf16]\n");
   EXPECT_TRUE(has(e, "t.yaml:4:1: key 'dtypes' given twice in one mapping (first at 2:1)")) << e;

@@ -112,6 +112,11 @@ TEST(PipelineConfig, BadPipelinesAreReportedAtTheirNode) {
   EXPECT_TRUE(has(error_of("pipelines:\n  - name: x\n    extra: 1\n    layers:\n      - {label: a, op: add}\n"),
                   "unknown key 'extra'"));
   EXPECT_TRUE(has(error_of("{}\n"), "missing 'ops'"));
+  // A key that is a list, not a name: the config's error at its place, not yaml-cpp's (exit 3).
+  auto list_key = error_of("pipelines:\n  - {name: resnet18, [a]: 1}\n");
+  EXPECT_TRUE(has(list_key, "p.yaml:2:22: a key: expected a name, got a list")) << list_key;
+  list_key = error_of("pipelines:\n  - name: x\n    layers:\n      - {label: a, op: add, [x]: 1}\n");
+  EXPECT_TRUE(has(list_key, "p.yaml:4:29: a key: expected a name, got a list")) << list_key;
 }
 
 TEST(PipelineConfig, PipelineFlagsAreReadIntoNameParamsAndDtype) {

@@ -26,7 +26,7 @@ std::vector<std::pair<std::string, std::string>> values_of(const YamlReader& r, 
                                                            const std::set<std::string>& taken) {
   std::vector<std::pair<std::string, std::string>> v;
   for (const auto& kv : map) {
-    auto key = kv.first.as<std::string>();
+    auto key = r.text(kv.first, "a key");  // [a]: 1 is no name (as<std::string> would throw yaml-cpp's own error)
     if (!taken.count(key)) v.emplace_back(key, r.text(kv.second, key));
   }
   return v;

@@ -130,6 +130,8 @@ void YamlReader::reject_duplicate_keys(const YAML::Node& root) const {
 
 void YamlReader::check_keys(const YAML::Node& map, const std::vector<std::string>& allowed, const std::string& where) const {
   for (const auto& kv : map) {
+    // A key written as a list or a mapping ([a]: 1) is no name at all: say so, not "unknown key ''".
+    if (!kv.first.IsScalar()) fail(kv.first, fmt::format("a key in {} is {}: keys are names", where, shown(kv.first)));
     auto key = kv.first.Scalar();
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
     auto near = nearest(key, allowed);
