@@ -45,6 +45,23 @@ double derivative(Act a, double x) {
   return 1;
 }
 
+double derivative_magnitude(Act a, double x) {
+  auto sigmoid = [](double v) { return 1 / (1 + std::exp(-v)); };
+  const double ax = std::fabs(x);
+  switch (a) {
+    case Act::gelu:  // (1 + erf(x / sqrt 2)) / 2 + x phi(x)
+      return 0.5 * (1 + std::fabs(std::erf(x / std::sqrt(2.0)))) + ax * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+    case Act::gelu_tanh: {  // (1 + t) / 2 + x (1 - t^2) c (1 + 3 k x^2) / 2
+      const double c = std::sqrt(2.0 / M_PI), t = std::tanh(c * (x + 0.044715 * x * x * x));
+      return 0.5 * (1 + std::fabs(t)) + 0.5 * ax * (1 + t * t) * c * (1 + 3 * 0.044715 * x * x);
+    }
+    case Act::silu: return sigmoid(x) * (1 + ax * (1 + sigmoid(x)));  // s (1 + x (1 - s))
+    case Act::sigmoid: return sigmoid(x) * (1 + sigmoid(x));          // s (1 - s)
+    case Act::hardswish: return ax < 3 ? (2 * ax + 3) / 6 : std::fabs(derivative(a, x));
+    default: return std::fabs(derivative(a, x));
+  }
+}
+
 double flops_per_element(Act a) {
   switch (a) {
     case Act::none: return 0;

@@ -10,6 +10,11 @@ namespace opmeter::activation {
 
 double reference(tensor::Act a, double x);  // fp64
 double derivative(tensor::Act a, double x);  // d reference / dx in fp64 (a kink's right side)
+// The sum of the magnitudes of the terms a layer adds or subtracts to compute derivative(a, x)
+// (GELU's Phi(x) = (1 + erf) / 2 and x phi(x)): what its rounding is relative to. Where the terms
+// cancel (GELU's tail: derivative 1e-13, terms near 1) a correct layer's derivative may be off
+// by far more than its own relative precision.
+double derivative_magnitude(tensor::Act a, double x);
 double flops_per_element(tensor::Act a);
 
 class ActivationOp : public tensor::TensorOp {

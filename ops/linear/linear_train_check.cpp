@@ -165,7 +165,7 @@ class TrainReference {
     const double delta = half_ulp_ * (std::fabs(z) + std::fabs(bias(j))) + (z_error_ + xhat_ulp) * zmag;
     const double change = std::max(std::fabs(activation::derivative(s_.act, z + delta) - d),
                                    std::fabs(activation::derivative(s_.act, z - delta) - d));
-    mag = std::fabs(dy) * (std::fabs(d) + change / tolerance_);
+    mag = std::fabs(dy) * (activation::derivative_magnitude(s_.act, z) + change / tolerance_);
   }
 
   const Shape& s_;

@@ -270,7 +270,9 @@ TrainReference::TrainReference(const Shape& s, const HostTensors& in, Elem act_e
                                    std::fabs(activation::derivative(s.act, u.v[i] - delta) - dv));
     // (Twice the change over the tolerance: a flipped element then uses at most half of it, the
     // rest for the other rows' rounding.)
-    du.m[i] = std::fabs(dv) * du.m[i] + std::fabs(du.v[i] * dv) + 2 * std::fabs(du.v[i]) * change / tolerance;
+    // |act'|'s own rounding is relative to its terms' magnitudes (derivative_magnitude), not to it.
+    du.m[i] = std::fabs(dv) * du.m[i] + std::fabs(du.v[i]) * activation::derivative_magnitude(s.act, u.v[i]) +
+              2 * std::fabs(du.v[i]) * change / tolerance;
     du.v[i] *= dv;
   }
   const Pair dw1 = weight_gradient(du, n2.xhat, r, m, h, rows.w1);
