@@ -136,6 +136,17 @@ TEST(OptionalParams, ImplsNeedingAValueSayWhichAtImpls) {
       << error;
 }
 
+// An op its values leave with nothing is the config's error beside another op too, not a note
+// while the other op alone is measured.
+TEST(OptionalParams, AnOpLeftWithNoCaseIsAnErrorBesideOtherOps) {
+  auto error = config_test_support::config_error_of(
+      "ops: [linear, add]\ndtypes: [fp32]\nbatch: [1]\nseq: [8]\nhidden: [64]\nout: [64]\nksplit: 3\n");
+  EXPECT_TRUE(has(error, "t.yaml:7:9: the config expands to no linear cases: ksplit=3 splits K")) << error;
+  error = config_test_support::config_error_of(
+      "ops: [linear, add]\ndtypes: [fp32]\nbatch: [1]\nseq: [8]\nhidden: [64]\nout: [64]\nphase: [forward]\n");
+  EXPECT_TRUE(has(error, "the config expands to no linear cases: phase=forward")) << error;
+}
+
 // A config that expands to no cases because its values do not combine is reported at the value
 // the reason names first (its item in its list), not at `ops:`.
 TEST(OptionalParams, ValuesThatDoNotCombineAreReportedAtTheValue) {

@@ -1015,6 +1015,18 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
     r.fail(invalid_case_node(r, root, *first.op, first.kase, first.why),
            fmt::format("the config expands to no cases: {}", fmt::join(whys, "; ")));
   }
+  // An op its values leave with no case at all is as wrong as a config with none: `ops: [linear,
+  // add]` with `ksplit: 3` would otherwise measure `add` alone, with a note.
+  if (!named.unloaded)
+    for (auto& n : not_run) {
+      const std::string& op = n.op->name;
+      if (std::any_of(plan.cases.begin(), plan.cases.end(), [&](const Case& c) { return c.op == op; })) continue;
+      std::vector<std::string> whys;
+      for (auto& m : not_run)
+        if (m.op == n.op) whys.push_back(m.why);
+      r.fail(invalid_case_node(r, root, *n.op, n.kase, n.why),
+             fmt::format("the config expands to no {} cases: {}", op, fmt::join(whys, "; ")));
+    }
   for (auto& n : not_run) plan.notes.push_back(n.why + ": left out");  // beside cases that do run
   if (root["sample"]) sample_cases(r, root["sample"], plan.cases);
   if (root["cases"]) add_listed_cases(r, root["cases"], plan.cases);
