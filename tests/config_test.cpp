@@ -8,6 +8,7 @@
 
 #include "tests/config_errors.hpp"
 #include "config/config.hpp"
+#include "config/yaml_reader.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "ops/peak/peak.hpp"
@@ -386,4 +387,20 @@ TEST(Config, AnOpWithNoneOfTheDtypesAskedIsAnErrorNotAnFp32Run) {
   bool bandwidth = false;
   for (auto& c : plan.cases) bandwidth = bandwidth || (c.op == "bandwidth" && c.dtype == DType::fp32);
   EXPECT_TRUE(bandwidth);
+}
+
+// A few lines can ask for millions of cases (an anchored generator repeated): the shapes one list
+// gives and the cases a config plans are capped, each the config's error at its place.
+TEST(Config, ShapesAndPlansPastTheirCapsAreErrors) {
+  auto e = error_of("ops: [gemm]\nshapes: [&g {name: random, count: 100000}, *g, *g]\n");
+  EXPECT_TRUE(has(e, "shapes: 200000 shapes in all by this entry, more than the 100000 one list may give")) << e;
+  YamlReader r("t.yaml");
+  const YAML::Node at = YAML::Load("ops: [gemm]\n")["ops"];
+  EXPECT_NO_THROW(check_plan_size(r, at, kMaxPlannedCases));
+  try {
+    check_plan_size(r, at, kMaxPlannedCases + 1);
+    ADD_FAILURE() << "no error past the cap";
+  } catch (const ConfigError& err) {
+    EXPECT_TRUE(has(err.what(), "t.yaml:1:6: the config plans more than 250000 cases")) << err.what();
+  }
 }

@@ -109,8 +109,19 @@ std::vector<MatShape> read_shapes(const YamlReader& r, const YAML::Node& list, s
     }
     if (nodes) nodes->resize(out.size() + shapes.size(), g);  // a generator's shapes: its entry
     out.insert(out.end(), shapes.begin(), shapes.end());
+    if (out.size() > kMaxConfigShapes)
+      r.fail(g, fmt::format("shapes: {} shapes in all by this entry, more than the {} one list may give (random's "
+                            "largest count): split the config",
+                            out.size(), kMaxConfigShapes));
+    throw_if_interrupted();
   }
   return out;
+}
+
+void check_plan_size(const YamlReader& r, const YAML::Node& at, std::size_t planned) {
+  if (planned % 1024 == 0) throw_if_interrupted();
+  if (planned > kMaxPlannedCases)
+    r.fail(at, fmt::format("the config plans more than {} cases (days of measuring): split it", kMaxPlannedCases));
 }
 
 namespace {
@@ -919,6 +930,7 @@ std::vector<NotRun> expand_ops(const YamlReader& r, const YAML::Node& root, cons
                 continue;
               }
               plan.cases.push_back(c);
+              check_plan_size(r, root["ops"], plan.cases.size());
             }
     }
   }
@@ -968,8 +980,10 @@ void add_pipelines(const YamlReader& r, const YAML::Node& root, const std::vecto
     }
   std::set<std::string> have;
   for (auto& c : plan.cases) have.insert(c.to_string());
-  for (auto& c : pipeline::pipeline_cases(plan.pipelines))
+  for (auto& c : pipeline::pipeline_cases(plan.pipelines)) {
     if (have.insert(c.to_string()).second) plan.cases.push_back(c);
+    check_plan_size(r, root["pipelines"], plan.cases.size());
+  }
 }
 
 }  // namespace
