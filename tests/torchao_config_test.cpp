@@ -468,6 +468,10 @@ TEST(TorchaoConfig, TheBaselineIsAlwaysMeasuredAndNullOrEmptySparsityIsNone) {
   EXPECT_TRUE(cases_of(q, 4, 64, 32, "int8wo").empty());
   EXPECT_TRUE(any_note(q, "quantization_config_recipe_names is empty")) << notes_of(q);
   EXPECT_FALSE(any_note(q, "sparsity")) << notes_of(q);
+  // Without quantization_config_recipe_names the sparsity list is still said to be left out.
+  Plan sparse_only = load("benchmark_mode: inference\nsparsity_config_recipe_names: [semi-sparse]\n" + model);
+  EXPECT_TRUE(any_note(sparse_only, "sparsity_config_recipe_names (semi-sparse): opmeter has no sparsity recipes"))
+      << notes_of(sparse_only);
   Plan listed = load(with_model("  device: cpu\n"));  // baseline listed: no note
   EXPECT_FALSE(any_note(listed, "has no baseline")) << notes_of(listed);
 }
@@ -589,4 +593,16 @@ TEST(TorchaoConfig, MergeKeysAddTheAnchorsKeys) {
     if (c.op == "ln_linear_gelu") ln.insert(std::string(to_string(c.dtype)));
   EXPECT_EQ(ln, (std::set<std::string>{"fp32"})) << notes_of(q);
   EXPECT_FALSE(cases_of(q, 4, 64, 16, "baseline").empty()) << notes_of(q);
+}
+
+// A dtype no impl here runs (fp16 training on the CPU) is said when planned, naming who runs it;
+// its cases are planned and skipped, as an opmeter config's would be.
+TEST(TorchaoConfig, ADtypeNoImplRunsHereIsNotedWithWhoRunsIt) {
+  Plan p = load("benchmark_mode: training\nquantization_config_recipe_names: [baseline]\nmodel_params:\n"
+                "  - name: t\n    matrix_shapes: [{name: custom, shapes: [[16, 64, 64]]}]\n"
+                "    high_precision_dtype: torch.float16\n    device: cpu\n    model_type: linear\n");
+  EXPECT_TRUE(any_note(p, "model_params t: no linear impl runs fp16 training here: its cases are planned and skipped"))
+      << notes_of(p);
+  EXPECT_TRUE(any_note(p, "torch")) << notes_of(p);
+  EXPECT_EQ(cases_of(p, 16, 64, 64, "baseline").size(), 3u) << notes_of(p);  // fwd, bwd, step
 }

@@ -113,7 +113,25 @@ std::vector<std::string> torchao_recipe_names() {
   return out;
 }
 
+// Sparsity recipes: torchao's list may hold null (None: no sparsity) and is empty by default.
+// Noted whether or not quantization recipes are named.
+void note_sparsity(const YamlReader& r, const YAML::Node& root, Notes& notes) {
+  auto sparse = root["sparsity_config_recipe_names"];
+  if (!sparse) return;
+  std::vector<std::string> named;
+  if (sparse.IsSequence()) {
+    for (std::size_t i = 0; i < sparse.size(); ++i)
+      if (!sparse[i].IsNull()) named.push_back(r.text(sparse[i], "sparsity_config_recipe_names"));
+  } else if (!sparse.IsNull()) {
+    named = r.text_list(sparse, "sparsity_config_recipe_names");
+  }
+  if (!named.empty())
+    notes.add(fmt::format("sparsity_config_recipe_names ({}): opmeter has no sparsity recipes; left out",
+                          fmt::join(named, ", ")));
+}
+
 std::vector<std::string> read_recipes(const YamlReader& r, const YAML::Node& root, Notes& notes) {
+  note_sparsity(r, root, notes);
   const auto node = root["quantization_config_recipe_names"];
   if (!node) {
     notes.add("quantization_config_recipe_names is not given: the baseline (no quantization) alone is measured");
@@ -147,19 +165,6 @@ std::vector<std::string> read_recipes(const YamlReader& r, const YAML::Node& roo
           "speedups");
   } else {
     notes.add("quantization_config_recipe_names is empty: the baseline (no quantization) alone is measured");
-  }
-  // Sparsity recipes: torchao's list may hold null (None: no sparsity) and is empty by default.
-  if (auto sparse = root["sparsity_config_recipe_names"]) {
-    std::vector<std::string> named;
-    if (sparse.IsSequence()) {
-      for (std::size_t i = 0; i < sparse.size(); ++i)
-        if (!sparse[i].IsNull()) named.push_back(r.text(sparse[i], "sparsity_config_recipe_names"));
-    } else if (!sparse.IsNull()) {
-      named = r.text_list(sparse, "sparsity_config_recipe_names");
-    }
-    if (!named.empty())
-      notes.add(fmt::format("sparsity_config_recipe_names ({}): opmeter has no sparsity recipes; left out",
-                            fmt::join(named, ", ")));
   }
   return out;
 }
@@ -502,6 +507,23 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
                 return takes_optional_params(*reg.impl(op.name, name), k).ok;
               });
               impls.push_back(takes != own.end() ? *takes : own.front());
+              if (c.on_host()) {  // said when planned, not only by each case's skip
+                std::vector<std::string> elsewhere;
+                for (auto* impl : reg.impls_of(op.name)) {
+                  Case k = c;
+                  k.impl = impl->impl;
+                  if (takes_optional_params(*impl, k).ok &&
+                      std::find(impl->dtypes.begin(), impl->dtypes.end(), d) != impl->dtypes.end())
+                    elsewhere.push_back(impl->runs_on(backend.name())
+                                            ? impl->impl
+                                            : fmt::format("{} (on {})", impl->impl, impl->backends_text()));
+                }
+                notes.add(fmt::format("{}: no {} impl runs {}{}{} here: its cases are planned and skipped ({})", where,
+                                      op.name, to_string(d), recipe == quant::kBaseline ? "" : " " + recipe,
+                                      s.training ? " training" : "",
+                                      elsewhere.empty() ? std::string("no impl runs it")
+                                                        : fmt::format("impls that run it: {}", fmt::join(elsewhere, ", "))));
+              }
             }
             for (auto& name : compiled)
               if (reg.impl(op.name, name)) impls.push_back(name);
@@ -515,6 +537,7 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
                 }
                 if (have.insert(k.to_string()).second) plan.cases.push_back(k);
                 else if (++twice == 1) first_twice = k.to_string(), block_twice = op.name == "transformer_block";
+                check_plan_size(r, entry, plan.cases.size());
               }
           }
     }
