@@ -527,3 +527,30 @@ TEST(CliHostileInput, CaseDeadlineNeedsIsolate) {
   EXPECT_BAD_INPUT(cli(fmt::format("run --resume {} --dry-run --case-deadline 5", without.string())),
                    "--case-deadline 5 needs --isolate");
 }
+
+// A status-ok record whose samples are no times (none, 0, -1, 1e308) is a damaged file: compare
+// says so with exit 2, rather than judging the case "broken" (exit 1) or printing a 300-digit median.
+TEST(CliHostileInput, CompareRefusesSamplesThatAreNoTimes) {
+  auto root = temp_dir("compare_bad_samples");
+  auto out = tiny_run(root / "base");
+  ASSERT_EQ(out.code, 0) << out.text;
+  std::ifstream in(root / "base" / "results.jsonl");
+  std::string line;
+  nlohmann::json record;
+  while (std::getline(in, line))
+    if (!line.empty()) record = nlohmann::json::parse(line);
+  ASSERT_EQ(record["status"], "ok");
+  for (auto [samples, shown] : std::vector<std::pair<nlohmann::json, std::string>>{
+           {{-1.0, -1.0}, "samples_s holds -1"},
+           {{0.0, 1e-6}, "samples_s holds 0"},
+           {{1e308, 1e308}, "samples_s holds 1e+308"},
+           {nlohmann::json::array(), "status ok with no samples_s"}}) {
+    SCOPED_TRACE(shown);
+    auto j = record;
+    j["samples_s"] = samples;
+    fs::create_directories(root / "new");
+    std::ofstream(root / "new" / "results.jsonl") << j.dump() << "\n";
+    out = cli(fmt::format("compare {} {}", (root / "base").string(), (root / "new" / "results.jsonl").string()));
+    EXPECT_BAD_INPUT(out, shown);
+  }
+}
