@@ -76,6 +76,10 @@ void validate_training_params(const Case& c) {
                                   "with {}={}, not to quant={}{}",
                                   k.key, c.get(k.key), kMode, kTrain, recipe_of(c), training(c) ? "" : " in inference"));
   }
+  // The recipe's own granularity written out would be a second case string for the same step.
+  if (c.has(kGranularity) && c.get(kGranularity) == (recipe_of(c) == "float8dq-row" ? "rowwise" : "tensorwise"))
+    throw CaseError(fmt::format("{}={} is {}'s own: leave it out of the case", kGranularity, c.get(kGranularity),
+                                recipe_of(c)));
 }
 
 }  // namespace opmeter::linear

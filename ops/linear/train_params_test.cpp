@@ -42,6 +42,11 @@ TEST(TrainParams, BadKnobValuesAreNamed) {
   EXPECT_TRUE(has(case_error(fp8 + "granularity=columnwise"), "granularity=columnwise unknown"));
   EXPECT_TRUE(has(case_error(fp8 + "fast_accum=yes"), "fast_accum=yes unknown: expected one of 1, 0"));
   EXPECT_TRUE(has(case_error("mode=train,phase=sideways"), "phase=sideways unknown"));
+  // The recipe's own granularity is not a second case string for the same step.
+  EXPECT_EQ(case_error("quant=float8dq-row,mode=train,granularity=rowwise"),
+            "granularity=rowwise is float8dq-row's own: leave it out of the case");
+  EXPECT_EQ(case_error(fp8 + "granularity=tensorwise"), "granularity=tensorwise is float8dq-tensor's own: leave it out of the case");
+  EXPECT_EQ(case_error("quant=float8dq-row,mode=train,granularity=tensorwise"), "no error");
 }
 
 TEST(TrainParams, KnobsOutsideFloat8TrainingAreRefused) {
