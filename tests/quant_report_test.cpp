@@ -110,7 +110,7 @@ TEST(QuantReport, CasesThatDidNotFinishAreCountedBelowTheTables) {
   results.push_back(skipped);
   const auto md = markdown_table(results);
   EXPECT_NE(md.find("Not in the recipe and training tables: 2 cases with a recipe or mode=train that did not finish "
-                    "(1 failed or crashed, 1 skipped)"),
+                    "(1 failed, crashed or timed out, 1 skipped)"),
             std::string::npos)
       << md;
   EXPECT_EQ(markdown_table(sample_results()).find("Not in the recipe"), std::string::npos);

@@ -221,3 +221,17 @@ TEST(MarkdownReport, SeveralRunsCompareWithinEachRun) {
   EXPECT_NE(html.find("Quantization recipes: speedup vs M (r1)"), std::string::npos);
   EXPECT_NE(html.find("Quantization recipes: speedup vs M (r2)"), std::string::npos);
 }
+
+// A training step runs other work than the op's forward: the best per op and dtype is a forward's,
+// however fast a step's rate (the training table has the steps).
+TEST(MarkdownReport, BestPerOpLeavesTrainingStepsToTheirTable) {
+  const std::string shape = "batch=1,seq=16,hidden=64,out=64,act=none";
+  ResultSet set{"r", ResultsFormat::results_jsonl, nlohmann::json::object(),
+                {measured("linear/onednn/fp32/" + shape + "/threads=2", 10e-6, Work{1e5, 1e4, 1e3}),
+                 measured("linear/onednn_train/fp32/" + shape + ",mode=train/threads=2", 10e-6, Work{1e7, 1e4, 1e3})}};
+  auto md = markdown_report({set});
+  auto best = md.substr(md.find("## Best per op and dtype"));
+  best = best.substr(0, best.find("\n\n", best.find("|---")));
+  EXPECT_NE(best.find("| linear | fp32 | onednn | "), std::string::npos) << best;
+  EXPECT_EQ(best.find("onednn_train"), std::string::npos) << best;
+}

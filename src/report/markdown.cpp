@@ -72,7 +72,7 @@ std::string unfinished_recipes_note(const std::vector<Result>& results) {
   if (failed + skipped == 0) return "";
   return fmt::format(
       "\nNot in the recipe and training tables: {} case{} with a recipe or mode=train that did not "
-      "finish ({} failed or crashed, {} skipped); the results table above gives each one's reason.\n",
+      "finish ({} failed, crashed or timed out, {} skipped); the results table above gives each one's reason.\n",
       failed + skipped, failed + skipped == 1 ? "" : "s", failed, skipped);
 }
 

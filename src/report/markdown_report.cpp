@@ -31,7 +31,8 @@ std::string best_table(const std::vector<Result>& results) {
   std::map<std::pair<std::string, std::string>, const Result*> best;  // (op, dtype) -> fastest rate
   auto rate = [](const Result& r) { return r.gflops > 0 ? r.gflops : r.gbps; };
   for (auto& r : results) {
-    if (r.status != Status::ok || !(rate(r) > 0)) continue;
+    // A training step or phase is another workload than the op's forward: the training table has it.
+    if (r.status != Status::ok || !(rate(r) > 0) || r.kase.get_or("mode", "inference") == "train") continue;
     auto& b = best[{r.kase.op, std::string(to_string(r.kase.dtype))}];
     if (!b || rate(*b) < rate(r)) b = &r;
   }
