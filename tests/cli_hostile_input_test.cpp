@@ -540,11 +540,11 @@ TEST(CliHostileInput, CompareRefusesSamplesThatAreNoTimes) {
   while (std::getline(in, line))
     if (!line.empty()) record = nlohmann::json::parse(line);
   ASSERT_EQ(record["status"], "ok");
-  for (auto [samples, shown] : std::vector<std::pair<nlohmann::json, std::string>>{
-           {{-1.0, -1.0}, "samples_s holds -1"},
-           {{0.0, 1e-6}, "samples_s holds 0"},
-           {{1e308, 1e308}, "samples_s holds 1e+308"},
-           {nlohmann::json::array(), "status ok with no samples_s"}}) {
+  for (auto [samples, shown] :
+       std::vector<std::pair<nlohmann::json, std::string>>{{{-1.0, -1.0}, "samples_s holds -1"},
+                                                           {{0.0, 1e-6}, "samples_s holds 0"},
+                                                           {{1e308, 1e308}, "samples_s holds 1e+308"},
+                                                           {nlohmann::json::array(), "status ok with no samples_s"}}) {
     SCOPED_TRACE(shown);
     auto j = record;
     j["samples_s"] = samples;

@@ -6,12 +6,12 @@
 
 #include <fmt/format.h>
 
-#include "tests/config_errors.hpp"
 #include "config/config.hpp"
 #include "config/yaml_reader.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "ops/peak/peak.hpp"
+#include "tests/config_errors.hpp"
 
 using namespace opmeter;
 

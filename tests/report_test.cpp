@@ -226,7 +226,9 @@ TEST(MarkdownReport, SeveralRunsCompareWithinEachRun) {
 // however fast a step's rate (the training table has the steps).
 TEST(MarkdownReport, BestPerOpLeavesTrainingStepsToTheirTable) {
   const std::string shape = "batch=1,seq=16,hidden=64,out=64,act=none";
-  ResultSet set{"r", ResultsFormat::results_jsonl, nlohmann::json::object(),
+  ResultSet set{"r",
+                ResultsFormat::results_jsonl,
+                nlohmann::json::object(),
                 {measured("linear/onednn/fp32/" + shape + "/threads=2", 10e-6, Work{1e5, 1e4, 1e3}),
                  measured("linear/onednn_train/fp32/" + shape + ",mode=train/threads=2", 10e-6, Work{1e7, 1e4, 1e3})}};
   auto md = markdown_report({set});

@@ -598,9 +598,10 @@ TEST(TorchaoConfig, MergeKeysAddTheAnchorsKeys) {
 // A dtype no impl here runs (fp16 training on the CPU) is said when planned, naming who runs it;
 // its cases are planned and skipped, as an opmeter config's would be.
 TEST(TorchaoConfig, ADtypeNoImplRunsHereIsNotedWithWhoRunsIt) {
-  Plan p = load("benchmark_mode: training\nquantization_config_recipe_names: [baseline]\nmodel_params:\n"
-                "  - name: t\n    matrix_shapes: [{name: custom, shapes: [[16, 64, 64]]}]\n"
-                "    high_precision_dtype: torch.float16\n    device: cpu\n    model_type: linear\n");
+  Plan p = load(
+      "benchmark_mode: training\nquantization_config_recipe_names: [baseline]\nmodel_params:\n"
+      "  - name: t\n    matrix_shapes: [{name: custom, shapes: [[16, 64, 64]]}]\n"
+      "    high_precision_dtype: torch.float16\n    device: cpu\n    model_type: linear\n");
   EXPECT_TRUE(any_note(p, "model_params t: no linear impl runs fp16 training here: its cases are planned and skipped"))
       << notes_of(p);
   EXPECT_TRUE(any_note(p, "torch")) << notes_of(p);

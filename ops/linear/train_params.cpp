@@ -78,8 +78,8 @@ void validate_training_params(const Case& c) {
   }
   // The recipe's own granularity written out would be a second case string for the same step.
   if (c.has(kGranularity) && c.get(kGranularity) == (recipe_of(c) == "float8dq-row" ? "rowwise" : "tensorwise"))
-    throw CaseError(fmt::format("{}={} is {}'s own: leave it out of the case", kGranularity, c.get(kGranularity),
-                                recipe_of(c)));
+    throw CaseError(
+        fmt::format("{}={} is {}'s own: leave it out of the case", kGranularity, c.get(kGranularity), recipe_of(c)));
 }
 
 }  // namespace opmeter::linear

@@ -45,7 +45,8 @@ TEST(TrainParams, BadKnobValuesAreNamed) {
   // The recipe's own granularity is not a second case string for the same step.
   EXPECT_EQ(case_error("quant=float8dq-row,mode=train,granularity=rowwise"),
             "granularity=rowwise is float8dq-row's own: leave it out of the case");
-  EXPECT_EQ(case_error(fp8 + "granularity=tensorwise"), "granularity=tensorwise is float8dq-tensor's own: leave it out of the case");
+  EXPECT_EQ(case_error(fp8 + "granularity=tensorwise"),
+            "granularity=tensorwise is float8dq-tensor's own: leave it out of the case");
   EXPECT_EQ(case_error("quant=float8dq-row,mode=train,granularity=tensorwise"), "no error");
 }
 

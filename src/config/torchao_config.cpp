@@ -518,11 +518,11 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
                                             ? impl->impl
                                             : fmt::format("{} (on {})", impl->impl, impl->backends_text()));
                 }
-                notes.add(fmt::format("{}: no {} impl runs {}{}{} here: its cases are planned and skipped ({})", where,
-                                      op.name, to_string(d), recipe == quant::kBaseline ? "" : " " + recipe,
-                                      s.training ? " training" : "",
-                                      elsewhere.empty() ? std::string("no impl runs it")
-                                                        : fmt::format("impls that run it: {}", fmt::join(elsewhere, ", "))));
+                notes.add(fmt::format(
+                    "{}: no {} impl runs {}{}{} here: its cases are planned and skipped ({})", where, op.name,
+                    to_string(d), recipe == quant::kBaseline ? "" : " " + recipe, s.training ? " training" : "",
+                    elsewhere.empty() ? std::string("no impl runs it")
+                                      : fmt::format("impls that run it: {}", fmt::join(elsewhere, ", "))));
               }
             }
             for (auto& name : compiled)

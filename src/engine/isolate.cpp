@@ -88,7 +88,8 @@ Result run_case_isolated(const Case& c, const RunOptions& o, const std::atomic<b
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
       fs::remove(result_file);
-      return unmeasured_result(c, Status::timeout, fmt::format("no result within the {:g} s deadline; the child was killed", deadline));
+      return unmeasured_result(c, Status::timeout,
+                               fmt::format("no result within the {:g} s deadline; the child was killed", deadline));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }

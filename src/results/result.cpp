@@ -155,8 +155,8 @@ Result read_result(const nlohmann::json& j, bool gbench) {
     constexpr double kLongestSample = 1e7;  // s: about 4 months
     for (double s : r.samples)
       if (!(s > 0 && s <= kLongestSample))
-        throw UsageError(fmt::format("malformed result record: samples_s holds {}, not a time in (0, {:g}] s", s,
-                                     kLongestSample));
+        throw UsageError(
+            fmt::format("malformed result record: samples_s holds {}, not a time in (0, {:g}] s", s, kLongestSample));
     if (r.status == Status::ok && r.samples.empty() && j.contains("samples_s"))
       throw UsageError("malformed result record: status ok with no samples_s");
     r.summary = summarize(r.samples);
