@@ -554,3 +554,21 @@ TEST(CliHostileInput, CompareRefusesSamplesThatAreNoTimes) {
     EXPECT_BAD_INPUT(out, shown);
   }
 }
+
+// --resume reads its own journal only: a link there is refused (it was read through, then replaced
+// by a file), and a last line cut short is dropped with a note, its case run again.
+TEST(CliHostileInput, ResumeRefusesALinkedJournalAndNotesATornLine) {
+  auto root = temp_dir("resume_linked_journal");
+  auto out = tiny_run(root / "run");
+  ASSERT_EQ(out.code, 0) << out.text;
+  fs::rename(root / "run" / "results.jsonl", root / "elsewhere.jsonl");
+  fs::create_symlink(root / "elsewhere.jsonl", root / "run" / "results.jsonl");
+  out = cli(fmt::format("run --resume {} --samples 2 --warmup 1 --no-report", (root / "run").string()));
+  EXPECT_BAD_INPUT(out, "results.jsonl: is a link");
+  EXPECT_TRUE(fs::is_symlink(root / "run" / "results.jsonl"));
+  fs::remove(root / "run" / "results.jsonl");
+  write(root / "run", "results.jsonl", "{\"case\": \"gemm/ref");
+  out = cli(fmt::format("run --resume {} --samples 2 --warmup 1 --no-report", (root / "run").string()));
+  EXPECT_EQ(out.code, 0) << out.text;
+  EXPECT_NE(out.text.find("its last line was cut short (by the interruption): dropped"), std::string::npos) << out.text;
+}

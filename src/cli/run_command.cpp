@@ -482,8 +482,15 @@ ResultSet run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& giv
     options.profile_dir = held.file(kProfilesFolder);  // the worker's traces and memory snapshots
   const auto journal = held.file("results.jsonl");
   std::vector<Result> previous;
+  std::error_code link_ec;
+  if (resume && fs::is_symlink(journal, link_ec))  // read through, it would then be replaced by a file
+    throw UsageError(fmt::format("{}: is a link: opmeter resumes only a journal it wrote (a file)", journal));
   if (resume && fs::exists(journal)) {
-    previous = read_jsonl(journal);
+    bool torn = false;
+    previous = read_jsonl(journal, torn);
+    if (torn)
+      fmt::print(stderr, "opmeter: note: {}: its last line was cut short (by the interruption): dropped, its case "
+                 "runs again\n", journal);
     // Rewrite the journal from what parsed, so a line torn by the interruption is not followed
     // by new records.
     std::string clean;
