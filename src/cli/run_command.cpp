@@ -489,8 +489,10 @@ ResultSet run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& giv
     bool torn = false;
     previous = read_jsonl(journal, torn);
     if (torn)
-      fmt::print(stderr, "opmeter: note: {}: its last line was cut short (by the interruption): dropped, its case "
-                 "runs again\n", journal);
+      fmt::print(stderr,
+                 "opmeter: note: {}: its last line was cut short (by the interruption): dropped, its case "
+                 "runs again\n",
+                 journal);
     // Rewrite the journal from what parsed, so a line torn by the interruption is not followed
     // by new records.
     std::string clean;
