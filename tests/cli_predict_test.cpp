@@ -2,6 +2,8 @@
 // planned; and every bad input with its message and exit code 2.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <algorithm>
 #include <fstream>
 #include <tuple>
@@ -396,6 +398,28 @@ TEST(CliPredict, ATruncatedOrDamagedModelIsAOneLineError) {
     EXPECT_EQ(out.code, 2) << name << "\n" << out.text;
     EXPECT_TRUE(has(out.text, expect)) << name << "\n" << out.text;
     EXPECT_EQ(std::count(out.text.begin(), out.text.end(), '\n'), 1) << name << "\n" << out.text;
+  }
+
+  // Values no fit makes: negative ratios, folds out of range, a zero efficiency, a huge overhead.
+  auto edit = [&](const std::function<void(nlohmann::json&)>& change) {
+    auto m = nlohmann::json::parse(text);
+    change(m);
+    return m;
+  };
+  for (auto& [name, edited, expect] : std::vector<std::tuple<std::string, nlohmann::json, std::string>>{
+           {"ratio.json", edit([](auto& m) { m["groups"][0]["cv"]["analytic"]["median_ratio"] = -5; }),
+            "'median_ratio' must be a positive ratio, got -5"},
+           {"interval.json", edit([](auto& m) { m["groups"][0]["cv"]["analytic"]["lo"] = 1e9; }), "is above hi"},
+           {"folds.json", edit([](auto& m) { m["folds"] = -3; }), "folds -3: a fitted model's cross-validation"},
+           {"eff.json", edit([](auto& m) { m["groups"][0]["analytic"]["constants"]["compute_eff"] = 0; }),
+            "'compute_eff' must be above 0"},
+           {"overhead.json", edit([](auto& m) { m["groups"][0]["analytic"]["constants"]["overhead_s"] = 1e308; }),
+            "'overhead_s' 1e+308 is more than 1000 s a call"}}) {
+    auto path = f.dir / name;
+    std::ofstream(path) << edited.dump();
+    auto out = cli("predict " + path.string() + " gemm/onednn/fp32/M=8,N=8,K=8/threads=1");
+    EXPECT_EQ(out.code, 2) << name << "\n" << out.text;
+    EXPECT_TRUE(has(out.text, expect)) << name << "\n" << out.text;
   }
 }
 

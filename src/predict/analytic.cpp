@@ -306,6 +306,11 @@ AnalyticModel AnalyticModel::from_json(const nlohmann::json& j) {
   for (auto& [k, v] : j["constants"].items()) {
     if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
       throw UsageError(fmt::format("analytic model: constant '{}' must be a non-negative number, got {}", k, v.dump()));
+    // A fitted model's: an efficiency of 0 would predict forever, an overhead of 1e308 s print 300 digits.
+    if ((k == "compute_eff" || k == "memory_eff") && !(v.get<double>() > 0))
+      throw UsageError(fmt::format("analytic model: '{}' must be above 0, got {}", k, v.dump()));
+    if (k == "overhead_s" && v.get<double>() > 1e3)
+      throw UsageError(fmt::format("analytic model: 'overhead_s' {} is more than 1000 s a call", v.dump()));
     m.constants[k] = v.get<double>();
   }
   return m;

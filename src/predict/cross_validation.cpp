@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "opmeter/errors.hpp"
 
 namespace opmeter::predict {
@@ -140,6 +142,11 @@ ErrorStats ErrorStats::from_json(const nlohmann::json& j) {
     s.hi = j.at("hi").get<double>();
     // Files fitted before median_ratio was kept: 1, or the interval's nearer end when 1 is outside it.
     s.median_ratio = j.value("median_ratio", std::clamp(1.0, std::min(s.lo, s.hi), std::max(s.lo, s.hi)));
+    // The interval and the median ratio scale every prediction: each a positive ratio, lo <= hi.
+    for (auto [name, v] : {std::pair{"lo", s.lo}, {"hi", s.hi}, {"median_ratio", s.median_ratio}})
+      if (!(std::isfinite(v) && v > 0))
+        throw UsageError(fmt::format("error statistics: '{}' must be a positive ratio, got {}", name, v));
+    if (s.lo > s.hi) throw UsageError(fmt::format("error statistics: lo {} is above hi {}", s.lo, s.hi));
     s.coverage = j.at("coverage").get<double>();
     for (const auto& c : j.at("worst"))
       s.worst.push_back({c.at("case").get<std::string>(), c.at("measured_s").get<double>(),

@@ -348,6 +348,8 @@ PredictModel model_from_json(const nlohmann::json& j) {
     m.context = j.value("context", nlohmann::json::object());
     m.sources = j.value("sources", std::vector<std::string>{});
     m.folds = j.at("folds").get<int>();
+    if (m.folds < 2 || m.folds > 1000)
+      throw UsageError(fmt::format("folds {}: a fitted model's cross-validation has 2 to 1000 folds", m.folds));
     for (auto& [device, c] : j.at("ceilings").items()) m.ceilings[device] = Ceilings::from_json(c);
     for (auto& g : j.at("groups")) m.groups.push_back(group_from(g));
     m.notes = j.value("notes", std::vector<std::string>{});
