@@ -31,7 +31,8 @@ struct Bound {
     in = op.make_inputs(11);
   }
   // The output an exact kernel of the recipe writes (the gate's reference), and the check's SQNR.
-  double reported_sqnr() const {
+  double reported_sqnr() const { return reported("sqnr_db"); }
+  double reported(const std::string& metric) const {
     HostTensor out(op.output());
     std::vector<double> ref(op.out_cols()), mag(op.out_cols());
     for (std::size_t r = 0; r < op.out_rows(); ++r) {
@@ -40,7 +41,7 @@ struct Bound {
     }
     auto check = op.check(in, out, 3);
     EXPECT_TRUE(check.ok) << check.detail;
-    return check.metrics.at("sqnr_db").value;
+    return check.metrics.at(metric).value;
   }
 };
 
@@ -84,8 +85,12 @@ void quantize_int4(double* v, std::size_t n, double scale, double zero) {
   for (std::size_t i = 0; i < n; ++i) v[i] = (std::clamp(std::nearbyint(v[i] / scale + zero), 0.0, 15.0) - zero) * scale;
 }
 
-// The recipe's product x W^T and the exact one over the spec's inputs, every row: their SQNR.
-double independent_sqnr(const Bound& b, const std::string& recipe, bool layernorm, bool bf16) {
+// The recipe's product x W^T and the exact one over the spec's inputs, every row: their SQNR
+// (dB) and largest difference.
+struct Error {
+  double sqnr_db, max_abs;
+};
+Error independent_error(const Bound& b, const std::string& recipe, bool layernorm, bool bf16) {
   const auto& in = b.in;
   std::vector<double> x(kRows * kHidden), w(kOut * kHidden);
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = in[0][i];
@@ -131,7 +136,7 @@ double independent_sqnr(const Bound& b, const std::string& recipe, bool layernor
         quantize_int4(v, group, scale, zero);
       }
   }
-  double signal = 0, noise = 0;
+  double signal = 0, noise = 0, max_abs = 0;
   for (std::size_t r = 0; r < kRows; ++r)
     for (std::size_t j = 0; j < kOut; ++j) {
       double z = 0, zq = 0;
@@ -141,12 +146,14 @@ double independent_sqnr(const Bound& b, const std::string& recipe, bool layernor
       }
       signal += z * z;
       noise += (zq - z) * (zq - z);
+      max_abs = std::max(max_abs, std::fabs(zq - z));
     }
-  return 10 * std::log10(signal / noise);
+  return {10 * std::log10(signal / noise), max_abs};
 }
 
 }  // namespace
 
+// ...and its largest error, max_abs_error, within a thousandth of the one computed here.
 TEST(QuantLinearSqnr, EveryRecipeMatchesAnIndependentComputationWithin0p01Db) {
   for (const char* dtype : {"fp32", "bf16"})
     for (const char* op : {"linear", "ln_linear_gelu"})
@@ -154,9 +161,10 @@ TEST(QuantLinearSqnr, EveryRecipeMatchesAnIndependentComputationWithin0p01Db) {
         if (recipe == quant::kBaseline) continue;
         Bound b(op, dtype, recipe, "gelu");
         ASSERT_EQ(b.op.check_rows(3).size(), kRows);  // every row checked: the same rows as here
-        const double reported = b.reported_sqnr(),
-                     independent = independent_sqnr(b, recipe, op != std::string("linear"), dtype == std::string("bf16"));
-        EXPECT_NEAR(reported, independent, 0.01) << op << " " << dtype << " " << recipe;
+        const Error independent = independent_error(b, recipe, op != std::string("linear"), dtype == std::string("bf16"));
+        EXPECT_NEAR(b.reported_sqnr(), independent.sqnr_db, 0.01) << op << " " << dtype << " " << recipe;
+        EXPECT_NEAR(b.reported("max_abs_error"), independent.max_abs, 1e-3 * independent.max_abs)
+            << op << " " << dtype << " " << recipe;
       }
 }
 
@@ -178,6 +186,7 @@ TEST(QuantLinearSqnr, NeitherTheBiasNorTheActivationChangesIt) {
     auto& bias = plain.in[2];
     for (std::size_t j = 0; j < bias.desc().count; ++j) store(bias.desc().elem, bias.data(), j, 100 * bias[j] + 3);
     EXPECT_EQ(plain.reported_sqnr(), before) << recipe;
+    EXPECT_EQ(plain.reported("max_abs_error"), Bound("linear", "bf16", recipe, "none").reported("max_abs_error")) << recipe;
     Bound gelu("linear", "bf16", recipe, "gelu");
     EXPECT_EQ(gelu.reported_sqnr(), before) << recipe << ": the same inputs through gelu";
   }
