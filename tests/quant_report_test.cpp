@@ -220,3 +220,25 @@ TEST(QuantReport, HotRecipesCompareWithHotBaselines) {
   EXPECT_NEAR(*rows[0].speedup, 4.0, 0.02);  // the cold row keeps its cold baseline
   EXPECT_NE(quant_markdown(rows).find("| bf16 | cpu x2, hot | int4wo-64 |"), std::string::npos) << quant_markdown(rows);
 }
+
+// m is the layer's rows, batch x seq; peak memory is the recipe's own result's, in every output.
+TEST(QuantReport, RowsAreBatchTimesSeqAndPeakMemoryIsTheRecipesOwn) {
+  const std::string shape = "batch=2,seq=8,hidden=256,out=512,act=none";
+  Result base = measured("linear/opmeter/bf16/" + shape + "/threads=2", 80e-6);
+  base.peak_memory_bytes = 999999;
+  Result q = recipe("opmeter_quant", "int4wo-64", 20e-6, 24.0, shape);
+  q.peak_memory_bytes = 123456;
+  auto rows = quant_rows({base, q});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].m, 16);
+  ASSERT_TRUE(rows[0].peak_memory_bytes);
+  EXPECT_EQ(*rows[0].peak_memory_bytes, 123456u);
+  EXPECT_NE(quant_csv(rows).find(",123456,threads=2\n"), std::string::npos) << quant_csv(rows);
+  EXPECT_EQ(quant_json(rows)[0]["peak_memory_bytes"], 123456);
+  EXPECT_EQ(quant_json(rows)[0]["m"], 16);
+  EXPECT_NE(quant_markdown(rows).find("| 120.56 KiB |"), std::string::npos) << quant_markdown(rows);
+  auto chart = quantization_chart({base, q});
+  ASSERT_TRUE(chart);
+  EXPECT_EQ(chart->spec["data"]["values"][0]["m"], 16);
+  EXPECT_NEAR(chart->spec["data"]["values"][0]["speedup"].get<double>(), 4.0, 0.02);
+}

@@ -2,6 +2,8 @@
 // their % of peak, the phases' sum against the step, and the speedup over the baseline's step.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "analysis/training.hpp"
@@ -117,4 +119,23 @@ TEST(TrainingReport, SlowPhasesKeepTwoFiguresAndAStepLessRowHasNoBaselineCell) {
   EXPECT_NE(md.find("| 2.000 ms (0.42%) | 4.000 ms (7%) | - | - | - | - | - |"), std::string::npos) << md;
   EXPECT_EQ(md.find("none measured"), std::string::npos) << md;
   EXPECT_NE(md.find("(plateau)"), std::string::npos) << md;
+}
+
+// The baseline is the fastest step of the same shape, dtype and threads, wherever it comes in the
+// results: not the first seen, nor a faster one in another dtype or at other threads.
+TEST(TrainingReport, TheBaselineIsTheFastestStepRunTheSameWay) {
+  std::vector<Result> results = {
+      measured("linear/onednn_train/bf16/" + kShape + ",mode=train/threads=2", 8e-3),
+      measured("linear/fp8/bf16/" + kShape + ",quant=float8dq-row,mode=train/threads=2", 4e-3),
+      measured("linear/torch/bf16/" + kShape + ",mode=train/threads=2", 6e-3),
+      measured("linear/onednn_train/fp32/" + kShape + ",mode=train/threads=2", 1e-3),
+      measured("linear/onednn_train/bf16/" + kShape + ",mode=train/threads=4", 1e-3),
+      measured("linear/reference/bf16/" + kShape + ",mode=train/threads=2", 1e-3),
+  };
+  auto rows = training_rows(results);
+  auto fp8 = std::find_if(rows.begin(), rows.end(), [](const TrainingRow& r) { return r.recipe == "float8dq-row"; });
+  ASSERT_NE(fp8, rows.end());
+  EXPECT_EQ(fp8->baseline_impl, "torch");
+  EXPECT_NEAR(*fp8->speedup, 6.0 / 4.0, 1e-9);
+  EXPECT_NEAR(*rows[0].speedup, 6.0 / 8.0, 1e-9);  // onednn_train against the faster torch step
 }
