@@ -161,7 +161,8 @@ TEST(QuantLinearSqnr, EveryRecipeMatchesAnIndependentComputationWithin0p01Db) {
         if (recipe == quant::kBaseline) continue;
         Bound b(op, dtype, recipe, "gelu");
         ASSERT_EQ(b.op.check_rows(3).size(), kRows);  // every row checked: the same rows as here
-        const Error independent = independent_error(b, recipe, op != std::string("linear"), dtype == std::string("bf16"));
+        const Error independent =
+            independent_error(b, recipe, op != std::string("linear"), dtype == std::string("bf16"));
         EXPECT_NEAR(b.reported_sqnr(), independent.sqnr_db, 0.01) << op << " " << dtype << " " << recipe;
         EXPECT_NEAR(b.reported("max_abs_error"), independent.max_abs, 1e-3 * independent.max_abs)
             << op << " " << dtype << " " << recipe;
@@ -186,7 +187,8 @@ TEST(QuantLinearSqnr, NeitherTheBiasNorTheActivationChangesIt) {
     auto& bias = plain.in[2];
     for (std::size_t j = 0; j < bias.desc().count; ++j) store(bias.desc().elem, bias.data(), j, 100 * bias[j] + 3);
     EXPECT_EQ(plain.reported_sqnr(), before) << recipe;
-    EXPECT_EQ(plain.reported("max_abs_error"), Bound("linear", "bf16", recipe, "none").reported("max_abs_error")) << recipe;
+    EXPECT_EQ(plain.reported("max_abs_error"), Bound("linear", "bf16", recipe, "none").reported("max_abs_error"))
+        << recipe;
     Bound gelu("linear", "bf16", recipe, "gelu");
     EXPECT_EQ(gelu.reported_sqnr(), before) << recipe << ": the same inputs through gelu";
   }
