@@ -141,7 +141,8 @@ TEST(QuantLinear, WeightBytesAreTheStoredCodesAndScales) {
   // fp32 scales (int4: a scale and a zero per group); int8dq's kernel for VNNI keeps channels in
   // blocks of 16 (48 here, the last 15 zero), else the same run a channel.
   const std::size_t odd = 33;
-  for (auto [recipe, expected] : {std::pair{"int8wo", odd * hidden + 4 * odd}, {"float8wo", odd * hidden + 4 * odd},
+  for (auto [recipe, expected] : {std::pair{"int8wo", odd * hidden + 4 * odd},
+                                  {"float8wo", odd * hidden + 4 * odd},
                                   {"int4wo-64", odd * hidden / 2 + odd * (hidden / 64) * (4 + 4)}}) {
     auto q = run(case_string("linear", "fp32", 1, hidden, odd, recipe));
     ASSERT_EQ(q.status, Status::ok) << q.reason;
@@ -150,7 +151,8 @@ TEST(QuantLinear, WeightBytesAreTheStoredCodesAndScales) {
   auto dq = run(case_string("linear", "fp32", 1, hidden, odd, "int8dq"));
   ASSERT_EQ(dq.status, Status::ok) << dq.reason;
   const double blocks = 48 * hidden + 4 * 48, plain = odd * hidden + 4 * odd;
-  EXPECT_TRUE(metric(dq, "weight_bytes") == blocks || metric(dq, "weight_bytes") == plain) << metric(dq, "weight_bytes");
+  EXPECT_TRUE(metric(dq, "weight_bytes") == blocks || metric(dq, "weight_bytes") == plain)
+      << metric(dq, "weight_bytes");
 }
 
 TEST(QuantLinear, Fp8DynamicIsSkippedOnTheCpu) {
