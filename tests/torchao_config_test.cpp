@@ -218,7 +218,8 @@ TEST(TorchaoConfig, BadValuesAreErrorsAtTheirLine) {
       {with_model("  compile: default\n  use_torch_compile: true\n"), "t.yaml:6:22", "not both"},
       {with_model("  model_typ: linear\n"), "t.yaml:5:3", "did you mean 'model_type'"},
       // A misspelt model type, beside a right one too; conv_net (torchao's, not ours) is a note.
-      {with_model("  model_type: [linaer, linear]\n"), "t.yaml:5:16", "unknown model_type 'linaer'; did you mean 'linear'?"},
+      {with_model("  model_type: [linaer, linear]\n"), "t.yaml:5:16",
+       "unknown model_type 'linaer'; did you mean 'linear'?"},
       {with_model("  model_type: transfomer_block\n"), "t.yaml:5:15", "did you mean 'transformer_block'?"},
       {with_model("", "scaling_type_input: delayed\n"), "t.yaml:3:21", "dynamic or disabled"},
       {with_model("", "use_fast_accum: maybe\n"), "t.yaml:3:17", "true or false"},

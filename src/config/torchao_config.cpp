@@ -14,9 +14,9 @@
 #include "opmeter/backend.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
-#include "util/did_you_mean.hpp"
 #include "ops/linear/linear.hpp"
 #include "ops/linear/quant/recipe.hpp"
+#include "util/did_you_mean.hpp"
 
 namespace opmeter {
 namespace {
@@ -417,7 +417,8 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
       // (an ln_linear_<act> of another activation, another model) are left out below.
       std::vector<std::string> ours = {"linear", "ln_linear", "transformer_block"};
       for (auto* op : reg.ops())
-        if (op->name.starts_with("ln_linear_")) ours.push_back(op->name == "ln_linear_leaky_relu" ? "ln_linear_leakyrelu" : op->name);
+        if (op->name.starts_with("ln_linear_"))
+          ours.push_back(op->name == "ln_linear_leaky_relu" ? "ln_linear_leakyrelu" : op->name);
       if (nearest(types[t], ours)) r.fail(item(entry["model_type"], t), unknown_name("model_type", types[t], ours));
     }
     if (!op_name) {
