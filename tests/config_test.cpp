@@ -404,3 +404,9 @@ TEST(Config, ShapesAndPlansPastTheirCapsAreErrors) {
     EXPECT_TRUE(has(err.what(), "t.yaml:1:6: the config plans more than 250000 cases")) << err.what();
   }
 }
+
+// Nesting past yaml-cpp's depth guard says so (its own message is "bad file").
+TEST(Config, DeepNestingSaysItIsTooDeep) {
+  auto e = error_of("ops: " + std::string(3000, '[') + std::string(3000, ']') + "\n");
+  EXPECT_TRUE(has(e, "malformed YAML: nested deeper than the reader allows")) << e.substr(0, 200);
+}

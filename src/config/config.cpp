@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <yaml-cpp/depthguard.h>
 
 #include "config/pipeline_config.hpp"
 #include "config/suites.hpp"
@@ -633,6 +634,9 @@ YAML::Node parse_config(const YamlReader& r, const std::string& yaml, const std:
                         fmt::format("the file holds {} YAML documents (separated by ---): a config is one", docs.size()));
     }
     if (!docs.empty()) root = docs.front();
+  } catch (const YAML::DeepRecursion& e) {  // its message is "bad file"
+    throw ConfigError(source, e.mark.line + 1, e.mark.column + 1,
+                      "malformed YAML: nested deeper than the reader allows (a config is a few levels deep)");
   } catch (const YAML::ParserException& e) {
     throw ConfigError(source, e.mark.line + 1, e.mark.column + 1, "malformed YAML: " + e.msg);
   }
