@@ -129,6 +129,16 @@ TEST(LoadResults, BadInputsSayWhatTheFileIs) {
                                                 to_json(report_results()[1]).dump() + "\n");
   EXPECT_NE(load_error(broken).find("broken.jsonl:2: not a JSON line"), std::string::npos);
   EXPECT_EQ(detect_results_format(csv), ResultsFormat::results_csv);
+  // Cut short, damaged on its first line, compressed, or a record without its case: each named.
+  const std::string json = gbench_json(report_context(), report_results()).dump(2);
+  auto cut = write(dir / "cut.json", json.substr(0, json.size() / 2));
+  EXPECT_NE(load_error(cut).find("cut.json: invalid JSON at byte"), std::string::npos) << load_error(cut);
+  auto nan = write(dir / "nan.jsonl", "{\"case\": \"x\", \"samples_s\": [NaN]}\n");
+  EXPECT_NE(load_error(nan).find("nan.jsonl: invalid JSON at byte"), std::string::npos) << load_error(nan);
+  auto xz = write(dir / "r.jsonl.xz", std::string("\xFD" "7zXZ\0\0", 8) + "rest");
+  EXPECT_NE(load_error(xz).find("is xz-compressed: decompress it first (xz -dk"), std::string::npos) << load_error(xz);
+  auto nocase = write(dir / "nocase.jsonl", "{\"status\": \"ok\", \"samples_s\": [1e-6]}\n");
+  EXPECT_NE(load_error(nocase).find("is a journal record without 'case'"), std::string::npos) << load_error(nocase);
 }
 
 TEST(HtmlReport, SelfContainedWithEveryChartAndCase) {

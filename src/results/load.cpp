@@ -74,10 +74,33 @@ std::string why_not(const std::string& path, ResultsFormat f, const nlohmann::js
           schema.rfind("opmeter-", 0) == 0)  // a predict model, fleet.json, check.json, a comparison
         return fmt::format("{}: is an opmeter file of another kind ({}), not results; give a results directory, its "
                            "results.json or its results.jsonl", path, schema);
+      if (root.is_object() && root.contains("status") && !root.contains("case"))  // one journal record
+        return fmt::format("{}: is a journal record without 'case' (a record has 'case' and 'status')", path);
       return fmt::format("{}: is JSON but not opmeter results (no 'benchmarks' list)", path);
     default:
       return fmt::format("{}: is not an opmeter results file (expected results.json or results.jsonl)", path);
   }
+}
+
+// What an unreadable file is, where its bytes say: compressed, or JSON cut short or damaged.
+std::string why_unreadable(const std::string& path, const std::string& text) {
+  const bool xz = text.starts_with("\xFD" "7zXZ"), gzip = text.starts_with("\x1F\x8B");
+  if (xz || gzip)
+    return fmt::format("{}: is {}-compressed: decompress it first ({} -dk {})", path, xz ? "xz" : "gzip",
+                       xz ? "xz" : "gzip", path);
+  const auto start = text.find_first_not_of(" \t\r\n");
+  if (start == std::string::npos || (text[start] != '{' && text[start] != '[')) return why_not(path, ResultsFormat::unknown);
+  const std::string first = text.substr(0, text.find('\n'));
+  if (!nlohmann::json::parse(first, nullptr, false).is_discarded())  // a journal whose lines are not opmeter's records
+    return fmt::format("{}: line 1 is JSON but not a record of an opmeter journal (a record has 'case' and 'status')",
+                       path);
+  try {
+    const nlohmann::json whole = nlohmann::json::parse(text);  // throws where it stops
+    (void)whole;
+  } catch (const nlohmann::json::parse_error& e) {
+    return fmt::format("{}: invalid JSON at byte {} (truncated or damaged?)", path, e.byte);
+  }
+  return why_not(path, ResultsFormat::unknown);
 }
 
 // Reads results.json without holding its whole document: a SAX handler builds the document but
@@ -230,6 +253,7 @@ ResultSet load_file(const std::string& path) {
     format = classify_json(reader.root);
   }
   if (format == ResultsFormat::results_jsonl) return ResultSet{path, format, nlohmann::json::object(), read_jsonl(path)};
+  if (format == ResultsFormat::unknown) throw UsageError(why_unreadable(path, text));
   throw UsageError(why_not(path, format, reader.root));
 }
 
