@@ -135,7 +135,10 @@ TEST(LoadResults, BadInputsSayWhatTheFileIs) {
   EXPECT_NE(load_error(cut).find("cut.json: invalid JSON at byte"), std::string::npos) << load_error(cut);
   auto nan = write(dir / "nan.jsonl", "{\"case\": \"x\", \"samples_s\": [NaN]}\n");
   EXPECT_NE(load_error(nan).find("nan.jsonl: invalid JSON at byte"), std::string::npos) << load_error(nan);
-  auto xz = write(dir / "r.jsonl.xz", std::string("\xFD" "7zXZ\0\0", 8) + "rest");
+  auto xz = write(dir / "r.jsonl.xz", std::string("\xFD"
+                                                  "7zXZ\0\0",
+                                                  8) +
+                                          "rest");
   EXPECT_NE(load_error(xz).find("is xz-compressed: decompress it first (xz -dk"), std::string::npos) << load_error(xz);
   auto nocase = write(dir / "nocase.jsonl", "{\"status\": \"ok\", \"samples_s\": [1e-6]}\n");
   EXPECT_NE(load_error(nocase).find("is a journal record without 'case'"), std::string::npos) << load_error(nocase);

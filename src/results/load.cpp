@@ -84,12 +84,16 @@ std::string why_not(const std::string& path, ResultsFormat f, const nlohmann::js
 
 // What an unreadable file is, where its bytes say: compressed, or JSON cut short or damaged.
 std::string why_unreadable(const std::string& path, const std::string& text) {
-  const bool xz = text.starts_with("\xFD" "7zXZ"), gzip = text.starts_with("\x1F\x8B");
+  const bool xz = text.starts_with(
+                 "\xFD"
+                 "7zXZ"),
+             gzip = text.starts_with("\x1F\x8B");
   if (xz || gzip)
     return fmt::format("{}: is {}-compressed: decompress it first ({} -dk {})", path, xz ? "xz" : "gzip",
                        xz ? "xz" : "gzip", path);
   const auto start = text.find_first_not_of(" \t\r\n");
-  if (start == std::string::npos || (text[start] != '{' && text[start] != '[')) return why_not(path, ResultsFormat::unknown);
+  if (start == std::string::npos || (text[start] != '{' && text[start] != '['))
+    return why_not(path, ResultsFormat::unknown);
   const std::string first = text.substr(0, text.find('\n'));
   if (!nlohmann::json::parse(first, nullptr, false).is_discarded())  // a journal whose lines are not opmeter's records
     return fmt::format("{}: line 1 is JSON but not a record of an opmeter journal (a record has 'case' and 'status')",
