@@ -225,9 +225,15 @@ TEST(PipelineConfig, NamesAndLabelsAreUniqueNonEmptyPrintableText) {
   auto empty_label = error_of("pipelines:\n  - name: x\n    layers:\n      - {label: '', op: add}\n");
   EXPECT_TRUE(has(empty_label, "label is empty")) << empty_label;
   auto newline = error_of("pipelines:\n  - name: x\n    layers:\n      - {label: \"a\\nb\", op: add}\n");
-  EXPECT_TRUE(has(newline, "label 'a\\x0ab' holds a control character (\\x0a)")) << newline;
+  EXPECT_TRUE(has(newline, "label 'a\\x0ab' holds a control or invisible character (\\x0a)")) << newline;
   auto nul = error_of("pipelines:\n  - name: \"x\\0y\"\n" + layer);
-  EXPECT_TRUE(has(nul, "holds a control character (\\x00)")) << nul;
+  EXPECT_TRUE(has(nul, "holds a control or invisible character (\\x00)")) << nul;
+  // Characters that reorder or hide text would disguise a name in a terminal or a report.
+  auto bidi = error_of("pipelines:\n  - name: \"ab\\u202Ec\"\n" + layer);
+  EXPECT_TRUE(has(bidi, "holds a control or invisible character (U+202E)")) << bidi;
+  auto zero_width = error_of("pipelines:\n  - name: \"a\\u200Bb\"\n" + layer);
+  EXPECT_TRUE(has(zero_width, "(U+200B)")) << zero_width;
+  EXPECT_EQ(error_of("pipelines:\n  - name: \"caf\\u00e9 \\u2014 net\"\n" + layer), "no error");  // printable text
   auto key_twice = error_of("pipelines:\n  - {name: resnet18, batch: 1, batch: 2}\n");
   EXPECT_TRUE(has(key_twice, "key 'batch' given twice in one mapping")) << key_twice;
   auto leading = error_of("pipelines:\n  - {name: resnet18, batch: '01'}\n");

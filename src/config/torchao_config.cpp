@@ -17,6 +17,7 @@
 #include "ops/linear/linear.hpp"
 #include "ops/linear/quant/recipe.hpp"
 #include "util/did_you_mean.hpp"
+#include "util/text.hpp"
 
 namespace opmeter {
 namespace {
@@ -592,7 +593,12 @@ Plan load_torchao_config(const YamlReader& r, const YAML::Node& root, int defaul
               "fwd, bwd and total columns of the report's training table");
   s.recipes = read_recipes(r, root, notes);
   s.knobs = read_knobs(r, root, s.training, notes);
-  if (auto n = root["output_dir"]) plan.output_root = r.text(n, "output_dir");
+  if (auto n = root["output_dir"]) {
+    plan.output_root = r.text(n, "output_dir");
+    if (auto hidden = hidden_character(plan.output_root); !hidden.empty())
+      r.fail(n, fmt::format("output_dir holds a control or invisible character ({}): a folder name is one line of "
+                            "printable text", hidden));
+  }
   if (auto n = root["repeat_n"])
     for (auto& setting : stopping_settings())
       if (setting.config_key == std::string("min_samples")) {

@@ -62,4 +62,20 @@ std::uint64_t stable_hash(const std::string& s) {
   return h;
 }
 
+std::string hidden_character(const std::string& text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) return fmt::format("\\x{:02x}", c);
+    if (c != 0xE2 && c != 0xEF) continue;
+    if (i + 2 >= text.size()) break;
+    // The three-byte UTF-8 form of U+2000..U+2FFF (E2) and U+F000..U+FFFF (EF).
+    const unsigned cp = ((c & 0x0Fu) << 12) | ((static_cast<unsigned char>(text[i + 1]) & 0x3Fu) << 6) |
+                        (static_cast<unsigned char>(text[i + 2]) & 0x3Fu);
+    if ((cp >= 0x200B && cp <= 0x200F) || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) ||
+        cp == 0xFEFF)
+      return fmt::format("U+{:04X}", cp);
+  }
+  return "";
+}
+
 }  // namespace opmeter

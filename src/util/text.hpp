@@ -18,6 +18,13 @@ std::string csv_field(const std::string& s);
 // folds and cut file names depend on it): the same on every platform, build and run (std::hash is not).
 std::uint64_t stable_hash(const std::string& s);
 
+// The first character of `text` that prints as something other than itself: an ASCII control
+// (a line break, an escape), or a Unicode format character that reorders or hides text (U+200B..
+// U+200F zero-width and direction marks, U+202A..U+202E and U+2066..U+2069 bidirectional controls,
+// U+FEFF), as "\\x0a" or "U+202E"; empty when there is none. Names a user gives show in
+// terminals, tables and file names: such a character would disguise them.
+std::string hidden_character(const std::string& text);
+
 // A parameter value written as an integer must be written canonically (1, not 01, +1 or -0): two
 // spellings of one number would make two case strings of one case. CaseError naming the canonical
 // form; values that are not integers pass.
