@@ -217,7 +217,8 @@ TEST(TorchaoConfig, BadValuesAreErrorsAtTheirLine) {
       {with_model("  use_torch_compile: sometimes\n"), "t.yaml:5:22", "true or false"},
       {with_model("  compile: default\n  use_torch_compile: true\n"), "t.yaml:6:22", "not both"},
       {with_model("  model_typ: linear\n"), "t.yaml:5:3", "did you mean 'model_type'"},
-      {with_model("", "output_dir: \"out\\nrun\"\n"), "t.yaml:3:13", "output_dir holds a control or invisible character (\\x0a)"},
+      {with_model("", "output_dir: \"out\\nrun\"\n"), "t.yaml:3:13",
+       "output_dir holds a control or invisible character (\\x0a)"},
       // A misspelt model type, beside a right one too; conv_net (torchao's, not ours) is a note.
       {with_model("  model_type: [linaer, linear]\n"), "t.yaml:5:16",
        "unknown model_type 'linaer'; did you mean 'linear'?"},

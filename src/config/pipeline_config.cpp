@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "opmeter/backend.hpp"
 #include "config/config.hpp"
+#include "opmeter/backend.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "util/text.hpp"

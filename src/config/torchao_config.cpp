@@ -597,7 +597,8 @@ Plan load_torchao_config(const YamlReader& r, const YAML::Node& root, int defaul
     plan.output_root = r.text(n, "output_dir");
     if (auto hidden = hidden_character(plan.output_root); !hidden.empty())
       r.fail(n, fmt::format("output_dir holds a control or invisible character ({}): a folder name is one line of "
-                            "printable text", hidden));
+                            "printable text",
+                            hidden));
   }
   if (auto n = root["repeat_n"])
     for (auto& setting : stopping_settings())
