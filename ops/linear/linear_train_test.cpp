@@ -232,6 +232,18 @@ TEST(LinearTrain, Fp32GeluStepsPassWhereTheDerivativesTermsCancel) {
   EXPECT_FALSE(wrong.check.ok) << wrong.check.detail;
 }
 
+// Past the check's fp64 budget it samples rows and columns (their edges always): the naive step
+// passes there, and a dW element of a sampled column off by a hundredth of its size still fails.
+TEST(LinearTrain, ASampledCheckPassesTheNaiveStepAndNamesAWrongElement) {
+  auto c = train_case("batch=1,seq=512,hidden=512,out=512,act=relu,mode=train");
+  auto good = check_naive(c);
+  EXPECT_TRUE(good.check.ok) << good.check.detail;
+  EXPECT_TRUE(has(good.check.detail, "over y and dx of 128 rows, dW and db of 128 columns")) << good.check.detail;
+  auto wrong = check_naive(c, good.layout.dw + 5, 1.0);  // column 0, an edge: always checked
+  EXPECT_FALSE(wrong.check.ok) << wrong.check.detail;
+  EXPECT_TRUE(has(wrong.check.detail, "dW[5]")) << wrong.check.detail;
+}
+
 // Where the terms do not cancel, the magnitude is the derivative's own; in GELU's tail it is about
 // 1 (Phi's (1 + erf) / 2 with erf near -1) while the derivative is below 1e-9.
 TEST(LinearTrain, DerivativeMagnitudesCoverTheirTerms) {

@@ -150,15 +150,13 @@ Result read_result(const nlohmann::json& j, bool gbench) {
     for (auto& f : result_fields())
       if ((f.outputs & output) && f.read)
         if (auto it = j.find(f.key(output)); it != j.end() && !it->is_null()) f.read(r, *it);
-    // Times a measurement can take: an ok result with none, or a sample of 0, -1, NaN or 1e308 s,
-    // is a damaged file, not a regression for compare to report.
+    // Times a measurement can take: a sample of 0, -1, NaN or 1e308 s is a damaged file, not a
+    // regression for compare to report. (None is fine: a check's result is untimed.)
     constexpr double kLongestSample = 1e7;  // s: about 4 months
     for (double s : r.samples)
       if (!(s > 0 && s <= kLongestSample))
         throw UsageError(
             fmt::format("malformed result record: samples_s holds {}, not a time in (0, {:g}] s", s, kLongestSample));
-    if (r.status == Status::ok && r.samples.empty() && j.contains("samples_s"))
-      throw UsageError("malformed result record: status ok with no samples_s");
     r.summary = summarize(r.samples);
     if (auto it = j.find("metrics"); it != j.end() && it->is_object())
       for (auto& [name, m] : it->items()) {
