@@ -571,3 +571,20 @@ TEST(CliHostileInput, ResumeRefusesALinkedJournalAndNotesATornLine) {
   EXPECT_EQ(out.code, 0) << out.text;
   EXPECT_NE(out.text.find("its last line was cut short (by the interruption): dropped"), std::string::npos) << out.text;
 }
+
+// A run given twice is one error naming it (not a second one about runs that "do not belong");
+// a run with no results is merged with a warning saying so.
+TEST(CliHostileInput, MergeNamesARunGivenTwiceAndWarnsOfAnEmptyOne) {
+  auto root = temp_dir("merge_twice");
+  auto out = tiny_run(root / "a");
+  ASSERT_EQ(out.code, 0) << out.text;
+  out = cli(fmt::format("merge {} {} -o {}", (root / "a").string(), (root / "a").string(), (root / "m").string()));
+  EXPECT_BAD_INPUT(out, "is given twice");
+  EXPECT_EQ(out.text.find("do not belong"), std::string::npos) << out.text;
+  fs::create_directories(root / "b");
+  fs::copy_file(root / "a" / "run.json", root / "b" / "run.json");
+  write(root / "b", "results.jsonl", "{\"case\": \"gemm/ref");  // cut before its first record ended
+  out = cli(fmt::format("merge {} {} -o {}", (root / "a").string(), (root / "b").string(), (root / "m2").string()));
+  EXPECT_EQ(out.code, 0) << out.text;
+  EXPECT_NE(out.text.find("holds no results"), std::string::npos) << out.text;
+}

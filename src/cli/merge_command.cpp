@@ -2,6 +2,7 @@
 // machines) joined into one results directory with a fleet view.
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -47,8 +48,16 @@ int merge_command(const MergeArgs& a) {
   if (std::all_of(a.inputs.begin(), a.inputs.end(), [](const std::string& in) { return !check_files_in(in).empty(); }))
     return join_checks(a.inputs, a.out);
   std::vector<scale::RankRun> runs;
+  std::set<std::filesystem::path> seen;  // a run given twice would count its results twice
   for (auto& input : a.inputs)
-    for (auto& dir : scale::run_dirs_in(input)) runs.push_back(scale::load_rank(dir));
+    for (auto& dir : scale::run_dirs_in(input)) {
+      if (!seen.insert(std::filesystem::weakly_canonical(dir)).second)
+        throw UsageError(fmt::format("merge: {} is given twice (or in two of the trees given)", dir));
+      runs.push_back(scale::load_rank(dir));
+      if (runs.back().results.empty())
+        fmt::print(stderr, "opmeter: warning: {} holds no results (a run stopped before its first case finished)\n",
+                   dir);
+    }
   auto conflicts = scale::merge_conflicts(runs);
   for (auto& c : conflicts) fmt::print(stderr, "opmeter: {}: {}\n", a.force ? "warning" : "error", c);
   if (!conflicts.empty() && !a.force)
