@@ -216,7 +216,8 @@ TEST(LinearTrain, OnednnStepPassesInEveryPhase) {
 // that made xhat, so oneDNN's fp32 step passes at any seed (before: 7 of these 8 failed), and a
 // dW off by a thousandth still fails.
 TEST(LinearTrain, Fp32LayerNormStepsPassWhereXnGammaAndBetaCancel) {
-  passes_at_every_seed_and_a_wrong_dw_fails("ln_linear_relu/onednn_train/fp32/batch=1,seq=8,hidden=256,out=64,mode=train/threads=1");
+  passes_at_every_seed_and_a_wrong_dw_fails(
+      "ln_linear_relu/onednn_train/fp32/batch=1,seq=8,hidden=256,out=64,mode=train/threads=1");
 }
 
 // GELU's derivative in its tail (z near -7: 1e-13) is a difference of terms near 1: a correct fp32
@@ -224,7 +225,8 @@ TEST(LinearTrain, Fp32LayerNormStepsPassWhereXnGammaAndBetaCancel) {
 // The check measures act' against its terms (derivative_magnitude): this case failed at every
 // seed (dW off by 1.7% at 1.6e-13), and a dW off by a thousandth elsewhere still fails.
 TEST(LinearTrain, Fp32GeluStepsPassWhereTheDerivativesTermsCancel) {
-  passes_at_every_seed_and_a_wrong_dw_fails("ln_linear_gelu/onednn_train/fp32/batch=1,seq=1,hidden=128,out=7,mode=train/threads=1");
+  passes_at_every_seed_and_a_wrong_dw_fails(
+      "ln_linear_gelu/onednn_train/fp32/batch=1,seq=1,hidden=128,out=7,mode=train/threads=1");
 }
 
 // Past the check's fp64 budget it samples rows and columns (their edges always): the naive step
