@@ -104,6 +104,7 @@ Checked check_naive(const Case& c, std::size_t poke = SIZE_MAX, double delta = 0
   for (std::size_t i = 0; i < ref.size(); ++i) store(out.desc().elem, out.data(), i, ref[i] + (i == poke ? delta : 0.0));
   return {spec->check(in, out, 3), linear::train_layout(linear::shape_of(c))};
 }
+
 // onednn_train's step of `case_string` passes its check at eight seeds, and the naive step with
 // one dW element off by a thousandth fails, naming it.
 void passes_at_every_seed_and_a_wrong_dw_fails(const std::string& case_string) {
