@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 
 #include "analysis/quantization.hpp"
 #include "report/chart_assets.hpp"
@@ -155,12 +156,12 @@ TEST(QuantReport, MarkdownJsonCsvAndChart) {
   EXPECT_EQ(
       csv.substr(0, csv.find('\n')),
       "device,op,shape,dtype,mode,threads,m,recipe,impl,time_s,baseline_impl,baseline_s,speedup,sqnr_db,max_abs_error,"
-      "weight_bytes,baseline_weight_bytes,peak_memory_bytes,run");
+      "weight_bytes,baseline_weight_bytes,peak_memory_bytes,flags,run");
   EXPECT_NE(csv.find("cpu,linear,\"batch=1,seq=1,hidden=256,out=512,act=none\",bf16,inference,2,1,int4wo-64,opmeter_quant,2.000"),
             std::string::npos)
       << csv;
   EXPECT_NE(csv.find(",opmeter,8.00"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",4,24,,69632,262144,,threads=2\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",4,24,,69632,262144,,,threads=2\n"), std::string::npos) << csv;
   auto chart = quantization_chart(results);
   ASSERT_TRUE(chart);
   EXPECT_EQ(chart->spec["data"]["values"].size(), 2u);  // rows with a speedup only
@@ -186,7 +187,15 @@ TEST(QuantReport, ChartJoinsARecipesPointsAcrossM) {
   ASSERT_EQ(int8.size(), 2u) << chart->spec["data"].dump();  // the training step has no training baseline
   EXPECT_EQ(int8[0]["layer"], int8[1]["layer"]);
   EXPECT_NE(int8[0]["m"], int8[1]["m"]);
-  EXPECT_EQ(int8[0]["layer"], "linear hidden=256,out=512,act=none bf16 inference cpu threads=2");
+  EXPECT_EQ(int8[0]["layer"], "linear hidden=256,out=512,act=none bf16 inference cpu opmeter_quant threads=2");
+  // The same layer hot is a line of its own.
+  results.push_back(measured("linear/opmeter/bf16/" + kShape + "/threads=2,hot", 50e-6));
+  results.push_back(measured("linear/opmeter_quant/bf16/" + kShape + ",quant=int8wo/threads=2,hot", 25e-6));
+  chart = quantization_chart(results);
+  std::set<std::string> lines;
+  for (auto& v : chart->spec["data"]["values"])
+    if (v["recipe"] == "int8wo") lines.insert(v["layer"].get<std::string>());
+  EXPECT_EQ(lines.size(), 2u) << chart->spec["data"].dump();
 }
 
 TEST(QuantReport, BrowserDrawsTheSpeedupChart) {
@@ -233,7 +242,7 @@ TEST(QuantReport, RowsAreBatchTimesSeqAndPeakMemoryIsTheRecipesOwn) {
   EXPECT_EQ(rows[0].m, 16);
   ASSERT_TRUE(rows[0].peak_memory_bytes);
   EXPECT_EQ(*rows[0].peak_memory_bytes, 123456u);
-  EXPECT_NE(quant_csv(rows).find(",123456,threads=2\n"), std::string::npos) << quant_csv(rows);
+  EXPECT_NE(quant_csv(rows).find(",123456,,threads=2\n"), std::string::npos) << quant_csv(rows);
   EXPECT_EQ(quant_json(rows)[0]["peak_memory_bytes"], 123456);
   EXPECT_EQ(quant_json(rows)[0]["m"], 16);
   EXPECT_NE(quant_markdown(rows).find("| 120.56 KiB |"), std::string::npos) << quant_markdown(rows);
@@ -241,4 +250,23 @@ TEST(QuantReport, RowsAreBatchTimesSeqAndPeakMemoryIsTheRecipesOwn) {
   ASSERT_TRUE(chart);
   EXPECT_EQ(chart->spec["data"]["values"][0]["m"], 16);
   EXPECT_NEAR(chart->spec["data"]["values"][0]["speedup"].get<double>(), 4.0, 0.02);
+}
+
+// A speedup over a baseline measured while others took its CPUs (or a recipe's that was) is
+// doubtful: the row carries both results' flags, the baseline's marked so.
+TEST(QuantReport, RowsCarryTheirAndTheirBaselinesDoubtfulFlags) {
+  Result base = measured("linear/opmeter/bf16/" + kShape + "/threads=2", 10e-3);
+  base.add_flag("contended");
+  base.add_flag("high-noise-note");  // not one that makes a speedup doubtful
+  Result q = recipe("opmeter_quant", "int8wo", 6e-6, 41.0);
+  q.add_flag("partly-cached");
+  auto rows = quant_rows({base, q});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].flags, (std::vector<std::string>{"partly-cached", "baseline:contended"}));
+  EXPECT_NE(quant_markdown(rows).find("| partly-cached, baseline:contended |"), std::string::npos) << quant_markdown(rows);
+  EXPECT_NE(quant_csv(rows).find(",partly-cached baseline:contended,threads=2\n"), std::string::npos) << quant_csv(rows);
+  EXPECT_EQ(quant_json(rows)[0]["flags"].size(), 2u);
+  auto clean = quant_rows(sample_results());
+  EXPECT_TRUE(clean[0].flags.empty());
+  EXPECT_NE(quant_markdown(clean).find("| 24.0 |  | 68.00 KiB (0.27x) |  | - |"), std::string::npos) << quant_markdown(clean);
 }

@@ -4,6 +4,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "analysis/run_where.hpp"
 #include "opmeter/registry.hpp"
@@ -34,12 +35,14 @@ bool recipe_setting(const Case& c, const std::string& key) {
                            [&](const OptionalParam& p) { return p.key == key; });
 }
 
-// The case without its recipe settings: what a recipe result and its baseline share (impl aside).
-std::string group_key(const Case& c) {
+// The case without its recipe settings: what a recipe result and its baseline share (impl aside),
+// on one machine of a merged run.
+std::string group_key(const Result& r) {
+  const Case& c = r.kase;
   Case k = c;
   k.impl.clear();
   std::erase_if(k.params, [&c](auto& kv) { return recipe_setting(c, kv.first); });
-  return k.to_string();
+  return machine_of(r) + "|" + k.to_string();
 }
 
 std::string shape_of(const Case& c) {
@@ -77,13 +80,19 @@ std::string opt(const std::optional<double>& v, const char* format) {
 }
 
 std::string bytes_cell(const std::optional<double>& bytes) { return bytes ? human_bytes(*bytes) : ""; }
+
+// The flags that make a time, and so a speedup, doubtful: the rest are the results table's.
+bool speedup_flag(const std::string& f) {
+  return f == "contended" || f == "unconverged" || f == "plateau" || f == "throttled" || f == "partly-cached" ||
+         f.starts_with("faster-than-");
+}
 }  // namespace
 
 std::vector<QuantRow> quant_rows(const std::vector<Result>& results) {
   std::map<std::string, const Result*> baselines;  // the fastest result without a recipe
   for (auto& r : results) {
     if (r.status != Status::ok || r.kase.has(kQuant) || r.kase.impl == "reference" || !(r.summary.median > 0)) continue;
-    auto& best = baselines[group_key(r.kase)];
+    auto& best = baselines[group_key(r)];
     if (!best || r.summary.median < best->summary.median) best = &r;
   }
   std::vector<QuantRow> rows;
@@ -96,8 +105,8 @@ std::vector<QuantRow> quant_rows(const std::vector<Result>& results) {
     row.dtype = std::string(to_string(r.kase.dtype));
     row.mode = r.kase.get_or(kMode, "inference");
     row.threads = r.kase.threads;
-    row.run = run_part(r.kase);
-    row.where = where_cell(r.kase);
+    row.run = run_part(r);
+    row.where = where_cell(r);
     row.m = rows_of(r.kase);
     row.recipe = r.kase.get(kQuant);
     row.impl = r.kase.impl;
@@ -106,12 +115,16 @@ std::vector<QuantRow> quant_rows(const std::vector<Result>& results) {
     row.max_abs_error = metric(r, "max_abs_error");
     row.weight_bytes = plain_weight_bytes(r);
     row.peak_memory_bytes = r.peak_memory_bytes;
-    if (auto it = baselines.find(group_key(r.kase)); it != baselines.end()) {
+    for (auto& f : r.flags)
+      if (speedup_flag(f)) row.flags.push_back(f);
+    if (auto it = baselines.find(group_key(r)); it != baselines.end()) {
       const Result& base = *it->second;
       row.baseline_impl = base.kase.impl;
       row.baseline_s = base.summary.median;
       row.speedup = base.summary.median / r.summary.median;
       row.baseline_weight_bytes = plain_weight_bytes(base);
+      for (auto& f : base.flags)
+        if (speedup_flag(f)) row.flags.push_back("baseline:" + f);
     }
     rows.push_back(std::move(row));
   }
@@ -141,6 +154,7 @@ nlohmann::json quant_json(const std::vector<QuantRow>& rows) {
          {"weight_bytes", value(q.weight_bytes)},
          {"baseline_weight_bytes", value(q.baseline_weight_bytes)},
          {"peak_memory_bytes", value(q.peak_memory_bytes)},
+         {"flags", q.flags},
          {"run", q.run}});
   return out;
 }
@@ -148,15 +162,16 @@ nlohmann::json quant_json(const std::vector<QuantRow>& rows) {
 std::string quant_csv(const std::vector<QuantRow>& rows) {
   std::string out =
       "device,op,shape,dtype,mode,threads,m,recipe,impl,time_s,baseline_impl,baseline_s,speedup,sqnr_db,max_abs_error,"
-      "weight_bytes,baseline_weight_bytes,peak_memory_bytes,run\n";
+      "weight_bytes,baseline_weight_bytes,peak_memory_bytes,flags,run\n";
   auto num = [](const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : std::string(); };
   for (auto& q : rows)
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{},{}\n", csv_field(q.device),
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{},{},{},{},{}\n", csv_field(q.device),
                        csv_field(q.op), csv_field(q.shape), q.dtype, csv_field(q.mode), q.threads, q.m,
                        csv_field(q.recipe), csv_field(q.impl), q.time_s, csv_field(q.baseline_impl), num(q.baseline_s),
                        num(q.speedup), num(q.sqnr_db), num(q.max_abs_error), num(q.weight_bytes),
                        num(q.baseline_weight_bytes),
-                       q.peak_memory_bytes ? std::to_string(*q.peak_memory_bytes) : std::string(), csv_field(q.run));
+                       q.peak_memory_bytes ? std::to_string(*q.peak_memory_bytes) : std::string(),
+                       csv_field(fmt::format("{}", fmt::join(q.flags, " "))), csv_field(q.run));
   return out;
 }
 
@@ -169,12 +184,14 @@ std::string quant_markdown(const std::vector<QuantRow>& rows) {
       const std::optional<double> ratio = q.weight_bytes && q.baseline_weight_bytes && *q.baseline_weight_bytes > 0
                                               ? std::optional<double>(*q.weight_bytes / *q.baseline_weight_bytes)
                                               : std::nullopt;
-      body += fmt::format("| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", q.op, q.shape, q.dtype,
+      body += fmt::format("| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", q.op, q.shape,
+                          q.dtype,
                           q.where, q.recipe, q.impl, human_time(q.time_s),
                           q.baseline_impl.empty() ? "none measured" : q.baseline_impl, opt(q.speedup, "{:.2f}x"),
                           opt(q.sqnr_db, "{:.1f}"), opt(q.max_abs_error, "{:.3g}"),
                           bytes_cell(q.weight_bytes) + (ratio ? fmt::format(" ({:.2f}x)", *ratio) : ""),
-                          q.peak_memory_bytes ? human_bytes(double(*q.peak_memory_bytes)) : "");
+                          q.peak_memory_bytes ? human_bytes(double(*q.peak_memory_bytes)) : "",
+                          q.flags.empty() ? "-" : fmt::format("{}", fmt::join(q.flags, ", ")));
     }
     if (body.empty()) continue;
     const bool train = std::string(mode) == "train";
@@ -186,10 +203,13 @@ std::string quant_markdown(const std::vector<QuantRow>& rows) {
                                "in fp64";
     out += fmt::format(
         "\n### Quantization recipes ({})\n\nSpeedup: the baseline's median time (the fastest impl of the same shape "
-        "without a recipe) over the recipe's. SQNR: {}. Weights: the bytes of W as the impl keeps them (codes, scales "
-        "and any padding of its layout).\n\n"
+        "without a recipe) over the recipe's. SQNR: {} (a transformer_block's: of its update y - x). Weights: the "
+        "bytes of W as the impl keeps them (codes, scales and any padding of its layout). Peak memory: every input "
+        "set of a cold case. Flags: the row's or its baseline's time measured while others took its CPUs "
+        "(contended), short of its noise target (unconverged, plateau), partly from cache (partly-cached), with GPU "
+        "samples dropped (throttled), or faster than a ceiling: its speedup is doubtful.\n\n"
         "| case | dtype | device | recipe | impl | time | baseline | speedup | SQNR (dB) | max abs error | weights "
-        "(x baseline) | peak memory |\n|---|---|---|---|---|---:|---|---:|---:|---:|---:|---:|\n{}",
+        "(x baseline) | peak memory | flags |\n|---|---|---|---|---|---:|---|---:|---:|---:|---:|---:|---|\n{}",
         train ? "training step: forward + backward" : mode, sqnr, body);
   }
   return out;

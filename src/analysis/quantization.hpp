@@ -26,6 +26,9 @@ struct QuantRow {
   std::optional<double> sqnr_db, max_abs_error;
   std::optional<double> weight_bytes, baseline_weight_bytes;
   std::optional<std::size_t> peak_memory_bytes;
+  // Flags of the recipe's result and of its baseline's ("baseline:contended") that change how the
+  // speedup reads: contended, unconverged, plateau, throttled, partly-cached, faster-than-*.
+  std::vector<std::string> flags;
 };
 
 // Rows in the results' order: recipes only, inference and training alike (see `mode`).

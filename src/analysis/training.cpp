@@ -88,7 +88,9 @@ std::vector<TrainingRow> training_rows(const std::vector<Result>& results) {
   for (auto& r : results) {
     if (r.status != Status::ok || !is_training(r.kase) || !(r.summary.median > 0)) continue;
     const Case& c = r.kase;
-    auto [it, fresh] = index.emplace(step_key(c), rows.size());
+    // A merged run's machines are rows of their own, each against its own baseline.
+    const std::string machine = machine_of(r);
+    auto [it, fresh] = index.emplace(machine + "|" + step_key(c), rows.size());
     if (fresh) {
       TrainingRow row;
       row.device = c.device;
@@ -96,13 +98,13 @@ std::vector<TrainingRow> training_rows(const std::vector<Result>& results) {
       row.shape = shape_of(c);
       row.dtype = std::string(to_string(c.dtype));
       row.threads = c.threads;
-      row.run = run_part(c);
-      row.where = where_cell(c);
+      row.run = run_part(r);
+      row.where = where_cell(r);
       row.recipe = c.get_or(kQuant, "baseline");
       row.knobs = knobs_of(c);
       row.impl = c.impl;
       rows.push_back(std::move(row));
-      row_keys.push_back(baseline_key(c));
+      row_keys.push_back(machine + "|" + baseline_key(c));
     }
     TrainingRow& row = rows[it->second];
     const std::string phase = c.get_or(kPhase, "step");
@@ -121,7 +123,7 @@ std::vector<TrainingRow> training_rows(const std::vector<Result>& results) {
       row.total_s = r.summary.median;
       row.total_pct_peak = r.pct_peak;
       if (!c.has(kQuant) && knobs_of(c).empty() && c.impl != "reference") {
-        auto& best = baselines[baseline_key(c)];
+        auto& best = baselines[machine + "|" + baseline_key(c)];
         if (!best || r.summary.median < best->summary.median) best = &r;
       }
     }

@@ -438,7 +438,10 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
     if (auto no = gate.ready()) return finish(no->status, no->reason);
     r.details = impl->details();
     if (cold.way == ColdWay::none) r.details["cache"] = "hot: " + cold.hot_because;
-    if (!cold.partly_cached.empty()) r.details["cache"] = cold.partly_cached;
+    if (!cold.partly_cached.empty()) {
+      r.details["cache"] = cold.partly_cached;
+      r.add_flag("partly-cached");  // a cold time that may be partly warm: tables that compare say so
+    }
     if (auto types = element_types(c); !types.empty()) r.details["types"] = types;
 
     auto check = impl->verify(options.seed + 1);

@@ -27,8 +27,9 @@ std::optional<Chart> quantization_chart(const std::vector<Result>& results) {
     if (!q.speedup || !(q.m > 0)) continue;
     // The layer without its rows: the same weights at every M form one line (per recipe).
     values.push_back({{"recipe", q.recipe}, {"m", q.m}, {"speedup", *q.speedup},
-                      {"layer", fmt::format("{} {} {} {} {} threads={}", q.op, without_rows(q.shape), q.dtype, q.mode,
-                                            q.device, q.threads)},
+                      // run: hot and cold, graphs, a merged run's machines are lines of their own
+                      {"layer", fmt::format("{} {} {} {} {} {} {}", q.op, without_rows(q.shape), q.dtype, q.mode,
+                                            q.device, q.impl, q.run)},
                       {"case", fmt::format("{} {}", q.op, q.shape)}, {"impl", q.impl}, {"baseline", q.baseline_impl},
                       {"sqnr_db", q.sqnr_db ? json(*q.sqnr_db) : json(nullptr)}});
   }
