@@ -552,6 +552,12 @@ TEST(CliHostileInput, CompareRefusesSamplesThatAreNoTimes) {
     out = cli(fmt::format("compare {} {}", (root / "base").string(), (root / "new" / "results.jsonl").string()));
     EXPECT_BAD_INPUT(out, shown);
   }
+  // The sustained figure's samples too (compare --sustained reads them).
+  auto j = record;
+  j["sustained"] = {{"samples_s", {1e-6, -2.0}}, {"gflops", 1.0}, {"gbps", 1.0}};
+  std::ofstream(root / "new" / "results.jsonl") << j.dump() << "\n";
+  out = cli(fmt::format("compare {} {}", (root / "base").string(), (root / "new" / "results.jsonl").string()));
+  EXPECT_BAD_INPUT(out, "sustained.samples_s holds -2");
 }
 
 // --resume reads its own journal only: a link there is refused (it was read through, then replaced

@@ -264,6 +264,8 @@ TEST(CliPredict, BadInputIsAClearMessageAndExitCode2) {
        "write the output elsewhere"},
       {"predict plan " + model + " " + (f.dir / "sweep.yaml").string() + " --budget 60s -o " + (f.dir / "sweep.yaml").string(),
        "write the output elsewhere"},
+      {"predict fit " + f.results.string() + " -o " + f.profile.string() + " --calibration " + f.profile.string(),
+       "write the output elsewhere"},
   };
   for (auto& b : bad) {
     auto out = cli(b.args);
@@ -421,6 +423,17 @@ TEST(CliPredict, ATruncatedOrDamagedModelIsAOneLineError) {
     EXPECT_EQ(out.code, 2) << name << "\n" << out.text;
     EXPECT_TRUE(has(out.text, expect)) << name << "\n" << out.text;
   }
+}
+
+// A model or a config is one file read: an output named results.json beside it is not one.
+TEST(CliPredict, AnOutputBesideTheModelIsNotAnInput) {
+  const auto& f = fixture();
+  const auto out = f.model.parent_path() / "results.json";
+  std::filesystem::remove(out);
+  auto r = cli("predict " + f.model.string() + " gemm/onednn/fp32/M=8,N=8,K=8/threads=1 -o " + out.string());
+  EXPECT_EQ(r.code, 0) << r.text;
+  EXPECT_TRUE(std::filesystem::exists(out));
+  std::filesystem::remove(out);
 }
 
 // Issue 27 item 11: a budget no case fits in is refused, not written as `cases: []`; a budget is a

@@ -223,6 +223,8 @@ TEST(TorchaoConfig, BadValuesAreErrorsAtTheirLine) {
       {with_model("  model_type: [linaer, linear]\n"), "t.yaml:5:16",
        "unknown model_type 'linaer'; did you mean 'linear'?"},
       {with_model("  model_type: transfomer_block\n"), "t.yaml:5:15", "did you mean 'transformer_block'?"},
+      {with_model("  model_type: ln_linear_gleu\n"), "t.yaml:5:15", "unknown model_type 'ln_linear_gleu'; did you mean 'ln_linear_gelu'?"},
+      {with_model("  model_type: ln_linear_mish\n"), "t.yaml:5:15", "unknown model_type 'ln_linear_mish'"},
       {with_model("", "scaling_type_input: delayed\n"), "t.yaml:3:21", "dynamic or disabled"},
       {with_model("", "use_fast_accum: maybe\n"), "t.yaml:3:17", "true or false"},
       {with_model("", "repeat_n: 0\n"), "t.yaml:3:11", "repeat_n"},
@@ -312,10 +314,10 @@ TEST(TorchaoConfig, NoCasesIsReportedAtWhatTheFirstReasonLeavesOut) {
   // The named entry's model_type, before the next entry's shape.
   EXPECT_EQ(config_error_of("benchmark_mode: inference\nquantization_config_recipe_names: [baseline]\nmodel_params:\n"
                             "  - name: a\n    matrix_shapes: [{name: custom, shapes: [[4, 64, 32]]}]\n"
-                            "    model_type: [ln_linear_foo]\n"
+                            "    model_type: [conv_net]\n"
                             "  - name: b\n    matrix_shapes: [{name: custom, shapes: [[4, 60, 32]]}]\n"
                             "    model_type: transformer_block\n    device: cpu\n"),
-            "t.yaml:6:18: the torchao config expands to no cases: model_params a: model_type ln_linear_foo has no "
+            "t.yaml:6:18: the torchao config expands to no cases: model_params a: model_type conv_net has no "
             "opmeter op (linear, ln_linear_<act>, transformer_block): left out; transformer_block of shape [4, 60, "
             "32]: transformer_block hidden=60 is not divisible by heads=8: each head takes hidden / heads columns: "
             "left out");
@@ -610,6 +612,6 @@ TEST(TorchaoConfig, ADtypeNoImplRunsHereIsNotedWithWhoRunsIt) {
       "    high_precision_dtype: torch.float16\n    device: cpu\n    model_type: linear\n");
   EXPECT_TRUE(any_note(p, "model_params t: no linear impl runs fp16 training here: its cases are planned and skipped"))
       << notes_of(p);
-  EXPECT_TRUE(any_note(p, "torch")) << notes_of(p);
+  EXPECT_TRUE(any_note(p, "(impls that run it: cublaslt_train (on cuda), torch")) << notes_of(p);
   EXPECT_EQ(cases_of(p, 16, 64, 64, "baseline").size(), 3u) << notes_of(p);  // fwd, bwd, step
 }

@@ -59,7 +59,7 @@ void validate(const Case& c) {
   check_range(c, "padding", 0, 64);
   check_range(c, "groups", 1, 1 << 16);
   check_range(c, "bn", 0, 1);
-  if (!tensor::parse_act(c.get("act"))) throw CaseError(fmt::format("conv2d act='{}' unknown", c.get("act")));
+  if (!tensor::parse_act(c.get("act"))) throw CaseError(fmt::format("conv2d act={} unknown", c.get("act")));
   auto s = shape_of(c);
   if (s.c % s.groups || s.oc % s.groups)
     throw CaseError(fmt::format("conv2d groups={} must divide channels={} and out_channels={}", s.groups, s.c, s.oc));

@@ -116,11 +116,20 @@ Work unfused_work(const Case& c) {
   auto s = shape_of(c);
   double rows = double(s.rows), h = double(s.hidden), o = double(s.out), e = double(size_of(c.dtype));
   Work w = training(c) ? step_work(c) : forward_work(c);  // a phase's set holds the whole step's tensors
-  double extra = rows * o * e;       // the bias pass reads and rewrites x W^T
-  if (s.act != Act::none) extra += rows * o * e;  // the activation pass reads it once more
-  if (s.layernorm) extra += rows * h * e;         // LayerNorm's output, read back by the GEMM
-  w.bytes_read += extra;
-  w.bytes_written += extra;
+  // The bias pass reads and rewrites x W^T; the activation pass reads it once more, the GEMM reads
+  // LayerNorm's output back. Both are written too, but a training step's work counts those writes
+  // already (its forward keeps z and LayerNorm's output for the backward).
+  double read = rows * o * e, written = rows * o * e;
+  if (s.act != Act::none) {
+    read += rows * o * e;
+    if (!training(c)) written += rows * o * e;
+  }
+  if (s.layernorm) {
+    read += rows * h * e;
+    if (!training(c)) written += rows * h * e;
+  }
+  w.bytes_read += read;
+  w.bytes_written += written;
   return w;
 }
 
@@ -269,7 +278,7 @@ OpDef linear_def(const std::string& name, const std::string& summary, bool with_
     if (c.op == "linear" && !tensor::parse_act(c.get("act"))) {
       std::vector<std::string> names = {"none"};
       for (Act a : tensor::all_acts()) names.emplace_back(tensor::to_string(a));
-      throw CaseError(fmt::format("linear act='{}' unknown: expected one of {}", c.get("act"), fmt::join(names, ", ")));
+      throw CaseError(fmt::format("linear act={} unknown: expected one of {}", c.get("act"), fmt::join(names, ", ")));
     }
     validate_recipe(c);
     validate_ksplit(c);

@@ -371,6 +371,7 @@ TEST(LinearTrain, TinyTrainConfigRunsEndToEnd) {
     EXPECT_TRUE(has(out.text, std::string("hidden=32,out=16,mode=train") + phase)) << phase << "\n" << out.text;
   EXPECT_TRUE(has(out.text, "Training steps")) << out.text;
   // stdout line-buffered: the table is out before the closing message on stderr, none spliced in.
+  ASSERT_NE(out.text.find("\nopmeter: results in"), std::string::npos) << out.text;
   EXPECT_LT(out.text.find("Training steps"), out.text.find("\nopmeter: results in")) << out.text;
   auto bad = cli("run --case 'linear/onednn_train/bf16/batch=1,seq=4,hidden=8,out=8,act=none,mode=train,phase=sideways/threads=1'");
   EXPECT_EQ(bad.code, 2) << bad.text;

@@ -113,7 +113,7 @@ void validate(const Case& c) {
   if (!tensor::parse_act(c.get("act"))) {
     std::vector<std::string> names = {"none"};
     for (Act a : tensor::all_acts()) names.emplace_back(tensor::to_string(a));
-    throw CaseError(fmt::format("transformer_block act='{}' unknown: expected one of {}", c.get("act"),
+    throw CaseError(fmt::format("transformer_block act={} unknown: expected one of {}", c.get("act"),
                                 fmt::join(names, ", ")));
   }
   auto s = shape_of(c);

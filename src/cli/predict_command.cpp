@@ -150,6 +150,7 @@ std::string fit_table(const PredictModel& m) {
 int fit_command(const PredictArgs& a) {
   check_output_file(a.model_out, "predict fit -o");
   check_not_an_input(a.model_out, "predict fit -o", a.results);
+  if (!a.calibration.empty()) check_not_a_file_read(a.model_out, "predict fit -o", {a.calibration});
   if (!a.no_report) {
     for (const char* ext : {".html", ".md"}) {
       check_output_file(report_stem(a.model_out) + ext, "predict fit -o (its report)");
@@ -466,9 +467,13 @@ void mark_extrapolated(const PredictModel& m, Answers& a) {
 int answer_command(const PredictArgs& a) {
   if (!a.out.empty()) {
     check_output_file(a.out, "predict -o");
-    std::vector<std::string> read = a.inputs;  // the model, configs, results (case strings name no file)
-    if (!a.measured.empty()) read.push_back(a.measured);
-    check_not_an_input(a.out, "predict -o", read);
+    // Results (and the files read beside them), then single files: the model, configs (case strings
+    // name no file).
+    std::vector<std::string> results, files;
+    for (auto& input : a.inputs) (read_as_results(input) ? results : files).push_back(input);
+    if (!a.measured.empty()) results.push_back(a.measured);
+    check_not_an_input(a.out, "predict -o", results);
+    check_not_a_file_read(a.out, "predict -o", files);
   }
   if (a.inputs.size() < 2)
     throw UsageError(a.inputs.empty()
@@ -526,7 +531,7 @@ std::string plan_yaml(const SweepPlan& plan, const Plan& sweep, const std::strin
 
 int plan_command(const PredictArgs& a) {
   check_output_file(a.plan_out, "predict plan -o");
-  check_not_an_input(a.plan_out, "predict plan -o", {a.plan_model, a.plan_config});
+  check_not_a_file_read(a.plan_out, "predict plan -o", {a.plan_model, a.plan_config});
   const double budget = parse_budget(a.budget);
   PredictModel m = read_model(a.plan_model);
   warn_other_machine(m, a.plan_model);

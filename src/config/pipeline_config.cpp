@@ -38,12 +38,9 @@ std::vector<std::pair<std::string, std::string>> values_of(const YamlReader& r, 
 std::string name_text(const YamlReader& r, const YAML::Node& n, const std::string& what) {
   auto name = r.text(n, what);
   if (name.empty()) r.fail(n, fmt::format("{} is empty: give it a name", what));
-  if (auto hidden = hidden_character(name); !hidden.empty()) {
-    std::string shown;
-    for (unsigned char c : name) shown += c < 0x20 || c == 0x7f ? fmt::format("\\x{:02x}", c) : std::string(1, char(c));
+  if (auto hidden = hidden_character(name); !hidden.empty())
     r.fail(n, fmt::format("{} '{}' holds a control or invisible character ({}): names are one line of printable text",
-                          what, shown, hidden));
-  }
+                          what, shown_safely(name), hidden));
   return name;
 }
 

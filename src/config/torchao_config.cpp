@@ -3,6 +3,7 @@
 #include "config/torchao_config.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <optional>
 #include <regex>
 #include <set>
@@ -179,6 +180,7 @@ std::optional<std::string> model_op(const std::string& type) {
   if (type == "ln_linear") return "ln_linear_relu";  // torchao's activation when none is named
   if (!type.starts_with("ln_linear_")) return std::nullopt;
   std::string act = type.substr(10);
+  for (auto& ch : act) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));  // torchao lowers it
   if (act == "leakyrelu") act = "leaky_relu";  // torchao's spelling
   const std::string op = "ln_linear_" + act;
   if (!Registry::global().op(op)) return std::nullopt;
@@ -413,14 +415,16 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
   bool block_twice = false;  // the first of them a transformer_block's, which has no n
   for (std::size_t t = 0; t < types.size(); ++t) {
     auto op_name = model_op(types[t]);
-    if (!op_name && !types[t].starts_with("ln_linear_")) {
-      // A misspelt model type (linaer) is the config's error; torchao's own that opmeter lacks
-      // (an ln_linear_<act> of another activation, another model) are left out below.
+    if (!op_name) {
+      // A misspelt model type (linaer) is the config's error, and so is an ln_linear_<act> of an
+      // activation opmeter lacks: torchao has none other (it refuses it too). Another model of
+      // torchao's that opmeter lacks is left out below.
       std::vector<std::string> ours = {"linear", "ln_linear", "transformer_block"};
       for (auto* op : reg.ops())
         if (op->name.starts_with("ln_linear_"))
           ours.push_back(op->name == "ln_linear_leaky_relu" ? "ln_linear_leakyrelu" : op->name);
-      if (nearest(types[t], ours)) r.fail(item(entry["model_type"], t), unknown_name("model_type", types[t], ours));
+      if (types[t].starts_with("ln_linear_") || nearest(types[t], ours))
+        r.fail(item(entry["model_type"], t), unknown_name("model_type", types[t], ours));
     }
     if (!op_name) {
       notes.leave_out(item(entry["model_type"], t), fmt::format("{}: model_type {} has no opmeter op (linear, "
@@ -523,9 +527,13 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
                 for (auto* impl : reg.impls_of(op.name)) {
                   Case k = c;
                   k.impl = impl->impl;
+                  const bool here = impl->runs_on(backend.name());
                   if (takes_optional_params(*impl, k).ok &&
-                      std::find(impl->dtypes.begin(), impl->dtypes.end(), d) != impl->dtypes.end())
-                    elsewhere.push_back(impl->runs_on(backend.name())
+                      std::find(impl->dtypes.begin(), impl->dtypes.end(), d) != impl->dtypes.end() &&
+                      // not one of opmeter's just refused here (no fp8 GEMM on CPUs); the worker's
+                      // are not asked while planning
+                      !(here && !impl->on_request && !impl->supports(k).ok))
+                    elsewhere.push_back(here
                                             ? impl->impl
                                             : fmt::format("{} (on {})", impl->impl, impl->backends_text()));
                 }

@@ -153,10 +153,14 @@ Result read_result(const nlohmann::json& j, bool gbench) {
     // Times a measurement can take: a sample of 0, -1, NaN or 1e308 s is a damaged file, not a
     // regression for compare to report. (None is fine: a check's result is untimed.)
     constexpr double kLongestSample = 1e7;  // s: about 4 months
-    for (double s : r.samples)
-      if (!(s > 0 && s <= kLongestSample))
-        throw UsageError(
-            fmt::format("malformed result record: samples_s holds {}, not a time in (0, {:g}] s", s, kLongestSample));
+    auto check_times = [&](const std::vector<double>& samples, const char* name) {
+      for (double s : samples)
+        if (!(s > 0 && s <= kLongestSample))
+          throw UsageError(
+              fmt::format("malformed result record: {} holds {}, not a time in (0, {:g}] s", name, s, kLongestSample));
+    };
+    check_times(r.samples, "samples_s");
+    if (r.sustained) check_times(r.sustained->samples, "sustained.samples_s");  // compare --sustained reads them
     r.summary = summarize(r.samples);
     if (auto it = j.find("metrics"); it != j.end() && it->is_object())
       for (auto& [name, m] : it->items()) {

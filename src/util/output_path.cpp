@@ -53,4 +53,21 @@ void check_not_an_input(const std::string& path, const std::string& option, cons
   }
 }
 
+void check_not_a_file_read(const std::string& path, const std::string& option, const std::vector<std::string>& files) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path out = fs::weakly_canonical(path, ec);
+  if (ec) return;
+  for (const auto& file : files)
+    if (const fs::path in = fs::weakly_canonical(file, ec); !ec && in == out)
+      throw UsageError(fmt::format("{} {}: the command reads it (from {}); write the output elsewhere", option, path, file));
+}
+
+bool read_as_results(const std::string& input) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto name = fs::path(input).filename();
+  return fs::is_directory(input, ec) || name == "results.json" || name == "results.jsonl";
+}
+
 }  // namespace opmeter

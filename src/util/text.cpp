@@ -62,20 +62,52 @@ std::uint64_t stable_hash(const std::string& s) {
   return h;
 }
 
-std::string hidden_character(const std::string& text) {
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f) return fmt::format("\\x{:02x}", c);
-    if (c != 0xE2 && c != 0xEF) continue;
-    if (i + 2 >= text.size()) break;
-    // The three-byte UTF-8 form of U+2000..U+2FFF (E2) and U+F000..U+FFFF (EF).
-    const unsigned cp = ((c & 0x0Fu) << 12) | ((static_cast<unsigned char>(text[i + 1]) & 0x3Fu) << 6) |
-                        (static_cast<unsigned char>(text[i + 2]) & 0x3Fu);
-    if ((cp >= 0x200B && cp <= 0x200F) || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) ||
-        cp == 0xFEFF)
-      return fmt::format("U+{:04X}", cp);
+namespace {
+bool hidden_code_point(unsigned cp) {
+  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x061C || (cp >= 0x200B && cp <= 0x200F) ||
+         (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2060 && cp <= 0x2064) || (cp >= 0x2066 && cp <= 0x2069) ||
+         cp == 0xFEFF;
+}
+std::string code_point_name(unsigned cp) {
+  return cp < 0x80 ? fmt::format("\\x{:02x}", cp) : fmt::format("U+{:04X}", cp);
+}
+// Calls `each(start, length, code point)` for every character of UTF-8 text; a byte that starts no
+// valid sequence is one character of its own value.
+template <typename F>
+void for_each_code_point(const std::string& text, F each) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto b = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+    const unsigned c = b(i);
+    const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 1;
+    bool valid = i + n <= text.size();
+    for (std::size_t k = 1; valid && k < n; ++k) valid = (b(i + k) & 0xC0) == 0x80;
+    if (!valid || n == 1) {
+      each(i, 1, c);
+      ++i;
+      continue;
+    }
+    unsigned cp = c & (0x7Fu >> n);
+    for (std::size_t k = 1; k < n; ++k) cp = (cp << 6) | (b(i + k) & 0x3Fu);
+    each(i, n, cp);
+    i += n;
   }
-  return "";
+}
+}  // namespace
+
+std::string hidden_character(const std::string& text) {
+  std::string first;
+  for_each_code_point(text, [&](std::size_t, std::size_t, unsigned cp) {
+    if (first.empty() && hidden_code_point(cp)) first = code_point_name(cp);
+  });
+  return first;
+}
+
+std::string shown_safely(const std::string& text) {
+  std::string out;
+  for_each_code_point(text, [&](std::size_t at, std::size_t n, unsigned cp) {
+    out += hidden_code_point(cp) ? code_point_name(cp) : text.substr(at, n);
+  });
+  return out;
 }
 
 }  // namespace opmeter
