@@ -263,10 +263,13 @@ TEST(QuantReport, RowsCarryTheirAndTheirBaselinesDoubtfulFlags) {
   auto rows = quant_rows({base, q});
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].flags, (std::vector<std::string>{"partly-cached", "baseline:contended"}));
-  EXPECT_NE(quant_markdown(rows).find("| partly-cached, baseline:contended |"), std::string::npos) << quant_markdown(rows);
-  EXPECT_NE(quant_csv(rows).find(",partly-cached baseline:contended,threads=2\n"), std::string::npos) << quant_csv(rows);
+  EXPECT_NE(quant_markdown(rows).find("| partly-cached, baseline:contended |"), std::string::npos)
+      << quant_markdown(rows);
+  EXPECT_NE(quant_csv(rows).find(",partly-cached baseline:contended,threads=2\n"), std::string::npos)
+      << quant_csv(rows);
   EXPECT_EQ(quant_json(rows)[0]["flags"].size(), 2u);
   auto clean = quant_rows(sample_results());
   EXPECT_TRUE(clean[0].flags.empty());
-  EXPECT_NE(quant_markdown(clean).find("| 24.0 |  | 68.00 KiB (0.27x) |  | - |"), std::string::npos) << quant_markdown(clean);
+  EXPECT_NE(quant_markdown(clean).find("| 24.0 |  | 68.00 KiB (0.27x) |  | - |"), std::string::npos)
+      << quant_markdown(clean);
 }

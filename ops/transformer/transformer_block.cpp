@@ -113,8 +113,8 @@ void validate(const Case& c) {
   if (!tensor::parse_act(c.get("act"))) {
     std::vector<std::string> names = {"none"};
     for (Act a : tensor::all_acts()) names.emplace_back(tensor::to_string(a));
-    throw CaseError(fmt::format("transformer_block act={} unknown: expected one of {}", c.get("act"),
-                                fmt::join(names, ", ")));
+    throw CaseError(
+        fmt::format("transformer_block act={} unknown: expected one of {}", c.get("act"), fmt::join(names, ", ")));
   }
   auto s = shape_of(c);
   if (double(s.rows()) * double(std::max(3 * s.hidden, s.mlp)) > double(std::int64_t{1} << 36))

@@ -185,8 +185,7 @@ std::string quant_markdown(const std::vector<QuantRow>& rows) {
                                               ? std::optional<double>(*q.weight_bytes / *q.baseline_weight_bytes)
                                               : std::nullopt;
       body += fmt::format("| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", q.op, q.shape,
-                          q.dtype,
-                          q.where, q.recipe, q.impl, human_time(q.time_s),
+                          q.dtype, q.where, q.recipe, q.impl, human_time(q.time_s),
                           q.baseline_impl.empty() ? "none measured" : q.baseline_impl, opt(q.speedup, "{:.2f}x"),
                           opt(q.sqnr_db, "{:.1f}"), opt(q.max_abs_error, "{:.3g}"),
                           bytes_cell(q.weight_bytes) + (ratio ? fmt::format(" ({:.2f}x)", *ratio) : ""),

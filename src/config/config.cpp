@@ -122,8 +122,8 @@ std::vector<MatShape> read_shapes(const YamlReader& r, const YAML::Node& list, s
 void check_plan_size(const YamlReader& r, const YAML::Node& at, std::size_t planned) {
   if (planned % 1024 == 0) throw_if_interrupted();
   if (planned > kMaxPlannedCases)
-    r.fail(at, fmt::format("the config expands to more than {} cases (before any `sample:`): split it",
-                           kMaxPlannedCases));
+    r.fail(at,
+           fmt::format("the config expands to more than {} cases (before any `sample:`): split it", kMaxPlannedCases));
 }
 
 namespace {

@@ -533,9 +533,8 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
                       // not one of opmeter's just refused here (no fp8 GEMM on CPUs); the worker's
                       // are not asked while planning
                       !(here && !impl->on_request && !impl->supports(k).ok))
-                    elsewhere.push_back(here
-                                            ? impl->impl
-                                            : fmt::format("{} (on {})", impl->impl, impl->backends_text()));
+                    elsewhere.push_back(here ? impl->impl
+                                             : fmt::format("{} (on {})", impl->impl, impl->backends_text()));
                 }
                 notes.add(fmt::format(
                     "{}: no {} impl runs {}{}{} here: its cases are planned and skipped ({})", where, op.name,

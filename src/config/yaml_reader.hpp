@@ -47,8 +47,8 @@ std::vector<MatShape> read_shapes(const YamlReader& r, const YAML::Node& list,
 // A config of a few lines can ask for millions of cases (generators and lists multiply, anchors
 // repeat them): the shapes a list may give, and the cases a config may plan, are capped; past
 // either, the config's error at `at`. Expanding stops on Ctrl-C or SIGTERM too (Interrupted).
-inline constexpr std::size_t kMaxConfigShapes = 100000;    // random's largest count
-inline constexpr std::size_t kMaxPlannedCases = 2000000;   // before `sample:` picks from them
+inline constexpr std::size_t kMaxConfigShapes = 100000;   // random's largest count
+inline constexpr std::size_t kMaxPlannedCases = 2000000;  // before `sample:` picks from them
 void check_plan_size(const YamlReader& r, const YAML::Node& at, std::size_t planned);
 
 }  // namespace opmeter

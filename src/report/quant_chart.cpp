@@ -26,11 +26,15 @@ std::optional<Chart> quantization_chart(const std::vector<Result>& results) {
   for (auto& q : quant_rows(results)) {
     if (!q.speedup || !(q.m > 0)) continue;
     // The layer without its rows: the same weights at every M form one line (per recipe).
-    values.push_back({{"recipe", q.recipe}, {"m", q.m}, {"speedup", *q.speedup},
+    values.push_back({{"recipe", q.recipe},
+                      {"m", q.m},
+                      {"speedup", *q.speedup},
                       // run: hot and cold, graphs, a merged run's machines are lines of their own
                       {"layer", fmt::format("{} {} {} {} {} {} {}", q.op, without_rows(q.shape), q.dtype, q.mode,
                                             q.device, q.impl, q.run)},
-                      {"case", fmt::format("{} {}", q.op, q.shape)}, {"impl", q.impl}, {"baseline", q.baseline_impl},
+                      {"case", fmt::format("{} {}", q.op, q.shape)},
+                      {"impl", q.impl},
+                      {"baseline", q.baseline_impl},
                       {"sqnr_db", q.sqnr_db ? json(*q.sqnr_db) : json(nullptr)}});
   }
   if (values.empty()) return std::nullopt;

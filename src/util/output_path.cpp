@@ -60,7 +60,8 @@ void check_not_a_file_read(const std::string& path, const std::string& option, c
   if (ec) return;
   for (const auto& file : files)
     if (const fs::path in = fs::weakly_canonical(file, ec); !ec && in == out)
-      throw UsageError(fmt::format("{} {}: the command reads it (from {}); write the output elsewhere", option, path, file));
+      throw UsageError(
+          fmt::format("{} {}: the command reads it (from {}); write the output elsewhere", option, path, file));
 }
 
 bool read_as_results(const std::string& input) {
