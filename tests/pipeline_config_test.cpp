@@ -233,6 +233,10 @@ TEST(PipelineConfig, NamesAndLabelsAreUniqueNonEmptyPrintableText) {
   EXPECT_TRUE(has(bidi, "holds a control or invisible character (U+202E)")) << bidi;
   auto zero_width = error_of("pipelines:\n  - name: \"a\\u200Bb\"\n" + layer);
   EXPECT_TRUE(has(zero_width, "(U+200B)")) << zero_width;
+  // C1 controls (NEL), line separators; the name in the message shows each by its code.
+  auto nel = error_of("pipelines:\n  - name: \"a\\u0085b\"\n" + layer);
+  EXPECT_TRUE(has(nel, "name 'aU+0085b' holds a control or invisible character (U+0085)")) << nel;
+  EXPECT_TRUE(has(error_of("pipelines:\n  - name: \"a\\u2028b\"\n" + layer), "(U+2028)"));
   EXPECT_EQ(error_of("pipelines:\n  - name: \"caf\\u00e9 \\u2014 net\"\n" + layer), "no error");  // printable text
   auto key_twice = error_of("pipelines:\n  - {name: resnet18, batch: 1, batch: 2}\n");
   EXPECT_TRUE(has(key_twice, "key 'batch' given twice in one mapping")) << key_twice;

@@ -139,3 +139,19 @@ TEST(TrainingReport, TheBaselineIsTheFastestStepRunTheSameWay) {
   EXPECT_NEAR(*fp8->speedup, 6.0 / 4.0, 1e-9);
   EXPECT_NEAR(*rows[0].speedup, 6.0 / 8.0, 1e-9);  // onednn_train against the faster torch step
 }
+
+// A merged run's machines are rows of their own, each step against its own machine's baseline.
+TEST(TrainingReport, EachMachineOfAMergedRunHasItsOwnRows) {
+  Result a = measured("linear/onednn_train/bf16/" + kShape + ",mode=train/threads=2", 8e-3);
+  Result b = measured("linear/onednn_train/bf16/" + kShape + ",mode=train/threads=2", 2e-3);
+  Result fp8 = measured("linear/fp8/bf16/" + kShape + ",quant=float8dq-row,mode=train/threads=2", 4e-3);
+  a.details[kMachineDetail] = "rank000-of-2-a";
+  b.details[kMachineDetail] = "rank001-of-2-b";
+  fp8.details[kMachineDetail] = "rank000-of-2-a";
+  auto rows = training_rows({a, b, fp8});
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].where, "cpu x2, on rank000-of-2-a");
+  EXPECT_EQ(rows[1].run, "threads=2 on rank001-of-2-b");
+  EXPECT_NEAR(*rows[0].speedup, 1.0, 1e-12);  // not against b's faster step
+  EXPECT_NEAR(*rows[2].speedup, 8.0 / 4.0, 1e-9);
+}
