@@ -144,7 +144,8 @@ std::string training_markdown(const std::vector<TrainingRow>& rows) {
   std::string out =
       "\n### Training steps (mode=train: forward + backward)\n\nfwd, bwd: the phases timed apart (phase=forward, "
       "phase=backward), total: the whole step (each with its % of peak). fwd+bwd / total near 1: the phases add up. "
-      "Speedup: the baseline's step (the fastest impl of the same shape without a recipe) over this one's. Flags: "
+      "Speedup: the baseline's step (the fastest impl of the same shape without a recipe, run the same way) over "
+      "this one's. Flags: "
       "a phase measured while others took its CPUs (contended), short of its noise target (unconverged), whose "
       "precision stopped improving short of it (plateau), or with samples dropped for a GPU slowdown (throttled).\n\n"
       "| case | dtype | device | recipe | impl | fwd | bwd | total | fwd+bwd / total | baseline | speedup | flags |\n"

@@ -84,10 +84,7 @@ std::string why_not(const std::string& path, ResultsFormat f, const nlohmann::js
 
 // What an unreadable file is, where its bytes say: compressed, or JSON cut short or damaged.
 std::string why_unreadable(const std::string& path, const std::string& text) {
-  const bool xz = text.starts_with(
-                 "\xFD"
-                 "7zXZ"),
-             gzip = text.starts_with("\x1F\x8B");
+  const bool xz = text.starts_with("\xFD\x37\x7A\x58\x5A"), gzip = text.starts_with("\x1F\x8B");  // magic bytes
   if (xz || gzip)
     return fmt::format("{}: is {}-compressed: decompress it first ({} -dk {})", path, xz ? "xz" : "gzip",
                        xz ? "xz" : "gzip", path);

@@ -21,10 +21,10 @@ std::uint64_t stable_hash(const std::string& s);
 // The first character of `text` that prints as something other than itself: a control (C0, DEL,
 // C1: a line break, an escape, NEL, CSI), a line or paragraph separator (U+2028, U+2029), or a
 // format character that reorders or hides text (U+061C, U+200B..U+200F, U+202A..U+202E,
-// U+2060..U+2064, U+2066..U+2069, U+FEFF), as "\\x0a" or "U+202E"; empty when there is none. Names a user gives show in
-// terminals, tables and file names: such a character would disguise them.
+// U+2060..U+2064, U+2066..U+2069, U+FEFF), named as \x0a or U+202E; empty when there is none.
+// Names a user gives show in terminals, tables and file names: such a character disguises them.
 std::string hidden_character(const std::string& text);
-// `text` with each such character written as its name (\\x0a, U+202E): safe to print.
+// `text` with each such character written as its name (\x0a, U+202E): safe to print.
 std::string shown_safely(const std::string& text);
 
 // A parameter value written as an integer must be written canonically (1, not 01, +1 or -0): two
