@@ -293,3 +293,20 @@ TEST(Compare, SustainedComparesGpuCasesAtSteadyPower) {
   EXPECT_NE(compare_markdown(steady, o).find("sustained figure"), std::string::npos);
   EXPECT_EQ(compare_json(steady, o)["cases"][0]["figure"], "sustained");
 }
+
+// A recipe whose SQNR fell between the runs is named, though its time is the same: its accuracy
+// changed. A rise, or a change within a tenth of a dB, says nothing.
+TEST(Compare, AnSqnrThatFellIsAWarning) {
+  const char* q = "linear/opmeter_quant/bf16/batch=1,seq=1,hidden=256,out=256,act=none,quant=int8wo/threads=2";
+  auto with_sqnr = [&](double db, unsigned seed) {
+    Result r = sampled(q, 1e-5, 0.001, seed);
+    r.set_metric("sqnr_db", {.value = db, .unit = "dB", .better = Better::higher});
+    return r;
+  };
+  auto fell = compare_results(set_of({with_sqnr(41.2, 1)}), set_of({with_sqnr(38.0, 2)}));
+  ASSERT_EQ(fell.context_warnings.size(), 1u);
+  EXPECT_EQ(fell.context_warnings[0], std::string(q) + ": SQNR fell from 41.2 dB to 38.0 dB (its accuracy, not its time)");
+  EXPECT_NE(compare_markdown(fell, {}).find("WARNING: " + std::string(q) + ": SQNR fell"), std::string::npos);
+  EXPECT_TRUE(compare_results(set_of({with_sqnr(41.2, 1)}), set_of({with_sqnr(41.15, 2)})).context_warnings.empty());
+  EXPECT_TRUE(compare_results(set_of({with_sqnr(38.0, 1)}), set_of({with_sqnr(41.2, 2)})).context_warnings.empty());
+}

@@ -16,6 +16,9 @@ namespace opmeter {
 namespace {
 
 constexpr std::size_t kMinTestableSamples = 3;
+// An SQNR lower by more than this in NEW is a warning: on the same inputs it moves only when the
+// recipe or its kernel changed (a tenth of a dB is far above its run-to-run variation: none).
+constexpr double kSqnrDropDb = 0.1;
 
 // Context fields that must match for a comparison to mean something. Versions of opmeter itself
 // may differ: that is usually what is being compared.
@@ -169,6 +172,12 @@ Comparison compare_results(const ResultSet& base, const ResultSet& neu, const Co
         bt != r.details.end() && nt != n.details.end() && bt->second != nt->second)
       cmp.context_warnings.push_back(fmt::format("{} computes other types in the two runs (not the same work): BASE {}, NEW {}",
                                                  r.case_string, bt->second, nt->second));
+    // A recipe's accuracy is its other figure: the same case on the same inputs gives the same SQNR
+    // unless the recipe or its kernel changed, which a time comparison would pass in silence.
+    if (auto bs = r.metrics.find("sqnr_db"), ns = n.metrics.find("sqnr_db");
+        bs != r.metrics.end() && ns != n.metrics.end() && ns->second.value < bs->second.value - kSqnrDropDb)
+      cmp.context_warnings.push_back(fmt::format("{}: SQNR fell from {:.1f} dB to {:.1f} dB (its accuracy, not its time)",
+                                                 r.case_string, bs->second.value, ns->second.value));
     CaseChange c{r.case_string, r.kase.op, std::string(to_string(r.status)), std::string(to_string(n.status))};
     // Which figure each side is compared on: the burst median and its samples, or, with
     // --sustained and on both sides, the sustained ones.
