@@ -305,7 +305,8 @@ TEST(Compare, AnSqnrThatFellIsAWarning) {
   };
   auto fell = compare_results(set_of({with_sqnr(41.2, 1)}), set_of({with_sqnr(38.0, 2)}));
   ASSERT_EQ(fell.context_warnings.size(), 1u);
-  EXPECT_EQ(fell.context_warnings[0], std::string(q) + ": SQNR fell from 41.2 dB to 38.0 dB (its accuracy, not its time)");
+  EXPECT_EQ(fell.context_warnings[0],
+            std::string(q) + ": SQNR fell from 41.2 dB to 38.0 dB (its accuracy, not its time)");
   EXPECT_NE(compare_markdown(fell, {}).find("WARNING: " + std::string(q) + ": SQNR fell"), std::string::npos);
   EXPECT_TRUE(compare_results(set_of({with_sqnr(41.2, 1)}), set_of({with_sqnr(41.15, 2)})).context_warnings.empty());
   EXPECT_TRUE(compare_results(set_of({with_sqnr(38.0, 1)}), set_of({with_sqnr(41.2, 2)})).context_warnings.empty());

@@ -176,8 +176,9 @@ Comparison compare_results(const ResultSet& base, const ResultSet& neu, const Co
     // unless the recipe or its kernel changed, which a time comparison would pass in silence.
     if (auto bs = r.metrics.find("sqnr_db"), ns = n.metrics.find("sqnr_db");
         bs != r.metrics.end() && ns != n.metrics.end() && ns->second.value < bs->second.value - kSqnrDropDb)
-      cmp.context_warnings.push_back(fmt::format("{}: SQNR fell from {:.1f} dB to {:.1f} dB (its accuracy, not its time)",
-                                                 r.case_string, bs->second.value, ns->second.value));
+      cmp.context_warnings.push_back(
+          fmt::format("{}: SQNR fell from {:.1f} dB to {:.1f} dB (its accuracy, not its time)", r.case_string,
+                      bs->second.value, ns->second.value));
     CaseChange c{r.case_string, r.kase.op, std::string(to_string(r.status)), std::string(to_string(n.status))};
     // Which figure each side is compared on: the burst median and its samples, or, with
     // --sustained and on both sides, the sustained ones.
