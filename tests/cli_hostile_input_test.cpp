@@ -594,3 +594,18 @@ TEST(CliHostileInput, MergeNamesARunGivenTwiceAndWarnsOfAnEmptyOne) {
   EXPECT_EQ(out.code, 0) << out.text;
   EXPECT_NE(out.text.find("holds no results"), std::string::npos) << out.text;
 }
+
+// --hot and --threads still vary a --case, but say that they make another case string (compare
+// would not match its results with the string's); the same settings say nothing.
+TEST(CliHostileInput, HotOrThreadsOnACaseSayTheyMakeAnotherCase) {
+  auto out = cli(fmt::format("run --case {} --hot --threads 2 --dry-run", kTinyCase));
+  EXPECT_EQ(out.code, 0) << out.text;
+  EXPECT_NE(out.text.find("--threads 2 and --hot make the case gemm/reference/fp32/M=16,N=16,K=16/threads=2,hot"),
+            std::string::npos)
+      << out.text;
+  out = cli(fmt::format("run --case {} --hot --dry-run", kTinyCase));
+  EXPECT_NE(out.text.find("--hot makes the case gemm/reference/fp32/M=16,N=16,K=16/threads=1,hot"), std::string::npos)
+      << out.text;
+  out = cli(fmt::format("run --case {} --threads 1 --dry-run", kTinyCase));
+  EXPECT_EQ(out.text.find("the case gemm"), std::string::npos) << out.text;
+}

@@ -91,6 +91,22 @@ Plan make_plan(const RunArgs& a) {
                         "--case, or write the device into the case string",
                         a.device, c.device));
     }
+    // --threads and --hot still apply (a quick variation of the case), but make another case string:
+    // say so, as its results will not compare with the string's.
+    Case changed = c;
+    std::vector<std::string> by;
+    if (a.threads && c.on_host() && *a.threads != c.threads) {
+      changed.threads = *a.threads;
+      by.push_back(fmt::format("--threads {}", *a.threads));
+    }
+    if (a.hot && !c.hot) {
+      changed.hot = true;
+      by.push_back("--hot");
+    }
+    if (!by.empty())
+      p.notes.push_back(fmt::format("{} {} the case {}: another case than the string given (compare matches "
+                                    "case strings)",
+                                    fmt::join(by, " and "), by.size() == 1 ? "makes" : "make", changed.to_string()));
     p.cases.push_back(c);
     return p;
   }
