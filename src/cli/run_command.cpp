@@ -104,9 +104,10 @@ Plan make_plan(const RunArgs& a) {
       by.push_back("--hot");
     }
     if (!by.empty())
-      p.notes.push_back(fmt::format("{} {} the case {}: another case than the string given (compare matches "
-                                    "case strings)",
-                                    fmt::join(by, " and "), by.size() == 1 ? "makes" : "make", changed.to_string()));
+      p.notes.push_back(
+          fmt::format("{} {} the case {}: another case than the string given (compare matches "
+                      "case strings)",
+                      fmt::join(by, " and "), by.size() == 1 ? "makes" : "make", changed.to_string()));
     p.cases.push_back(c);
     return p;
   }
