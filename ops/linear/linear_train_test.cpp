@@ -136,6 +136,19 @@ TEST(LinearTrain, CheckAgreesWithNaiveDoubleLoops) {
   EXPECT_TRUE(has(r.check.detail, "dgamma and dbeta whole")) << r.check.detail;
 }
 
+// A bf16 step is stored in bf16: the exact step rounded to it passes, against a tolerance of four
+// bf16 roundings plus fp32 sums over the longest reduction, n = 64 here: 4 x 2^-8 + (64 + 8 sqrt 64)
+// x 2^-24 (fp32: 2^-23 for a storage rounding).
+TEST(LinearTrain, AStepRoundedToItsStoredTypePassesWithinTheTypesTolerance) {
+  const double bf16 = 4 * 0x1p-8 + (64 + 8 * 8) * 0x1p-24, fp32 = 4 * 0x1p-23 + (64 + 8 * 8) * 0x1p-24;
+  for (auto [dtype, tolerance] : {std::pair{"bf16", bf16}, {"fp32", fp32}}) {
+    auto r = check_naive(train_case("batch=2,seq=8,hidden=64,out=32,act=gelu,mode=train", dtype));
+    EXPECT_TRUE(r.check.ok) << dtype << ": " << r.check.detail;
+    EXPECT_DOUBLE_EQ(r.check.tolerance, tolerance) << dtype;
+    EXPECT_GT(r.check.max_error, 0) << dtype;  // the rounding shows, within the tolerance
+  }
+}
+
 TEST(LinearTrain, CheckNamesAWrongGradient) {
   auto c = parse_case("ln_linear_relu/reference/fp32/batch=2,seq=3,hidden=6,out=5,mode=train/threads=1");
   auto l = check_naive(c).layout;
