@@ -263,6 +263,18 @@ std::vector<ParamSet> op_params(const YamlReader& r, const YAML::Node& root, con
   return sets;
 }
 
+// A case's parameters split into its shape (the op's own) and the optional values it carries.
+std::pair<Params, Params> shape_and_optional(const OpDef& op, const Params& params) {
+  std::pair<Params, Params> out;
+  for (auto& kv : params)
+    (std::any_of(op.optional_params.begin(), op.optional_params.end(),
+                 [&](const OptionalParam& o) { return o.key == kv.first; })
+         ? out.second
+         : out.first)
+        .push_back(kv);
+  return out;
+}
+
 // How none_runs begins where the listed impls each need a value the config does not give: such a
 // message is placed at `impls:`.
 constexpr std::string_view kNoListedImpl = "no listed impl of";
@@ -919,13 +931,7 @@ std::vector<NotRun> expand_ops(const YamlReader& r, const YAML::Node& root, cons
                 // training step, in train mode) leave the pair out; so do values that other cases
                 // of the sweep take (below); anything else is the config's error.
                 if (!valid_apart(def, c)) {
-                  Params shape, optional;
-                  for (auto& kv : c.params)
-                    (std::any_of(def.optional_params.begin(), def.optional_params.end(),
-                                 [&](const OptionalParam& o) { return o.key == kv.first; })
-                         ? optional
-                         : shape)
-                        .push_back(kv);
+                  auto [shape, optional] = shape_and_optional(def, c.params);
                   if (optional.empty()) r.fail(invalid_case_node(r, root, def, c, e.what()), e.what());
                   refused.push_back({&def, c, e.what(), std::move(shape), std::move(optional)});
                   continue;
@@ -942,19 +948,22 @@ std::vector<NotRun> expand_ops(const YamlReader& r, const YAML::Node& root, cons
   // A refused case whose shape a planned case of its op has, and whose every optional value some
   // planned case takes, is a combination the sweep's lists made: left out with a note. A shape or a
   // value no case takes is the config's error, at its place.
-  auto taken = [&](const std::pair<std::string, std::string>& kv) {
-    return std::any_of(plan.cases.begin(), plan.cases.end(),
-                       [&](const Case& c) { return c.has(kv.first) && c.get(kv.first) == kv.second; });
+  // Looked up in sets made once: a plan may hold millions of cases, and the refused as many.
+  if (refused.empty()) return not_run;
+  auto shape_key = [](const std::string& op, const Params& shape) {
+    std::string k = op;
+    for (auto& [key, value] : shape) k += "," + key + "=" + value;
+    return k;
   };
-  auto shape_planned = [&](const Refused& x) {
-    return std::any_of(plan.cases.begin(), plan.cases.end(), [&](const Case& c) {
-      return c.op == x.op->name && std::all_of(x.shape.begin(), x.shape.end(), [&](auto& kv) {
-               return c.has(kv.first) && c.get(kv.first) == kv.second;
-             });
-    });
-  };
+  std::set<std::string> taken, shapes;  // key=value of every planned case; op and shape of each
+  for (auto& c : plan.cases) {
+    for (auto& [key, value] : c.params) taken.insert(key + "=" + value);
+    if (const OpDef* def = reg.op(c.op)) shapes.insert(shape_key(c.op, shape_and_optional(*def, c.params).first));
+  }
   for (auto& x : refused) {
-    if (!shape_planned(x) || !std::all_of(x.optional.begin(), x.optional.end(), taken))
+    const bool values_taken = std::all_of(x.optional.begin(), x.optional.end(),
+                                          [&](auto& kv) { return taken.count(kv.first + "=" + kv.second) > 0; });
+    if (!shapes.count(shape_key(x.op->name, x.shape)) || !values_taken)
       r.fail(invalid_case_node(r, root, *x.op, x.kase, x.why), x.why);
     const auto note = x.why + ": left out";
     if (std::find(plan.notes.begin(), plan.notes.end(), note) == plan.notes.end()) plan.notes.push_back(note);
@@ -1025,27 +1034,24 @@ Plan load_config_text(const std::string& yaml, const std::string& source, int de
 
   const auto not_run = expand_ops(r, root, ops, named.impls, dtypes, where, llc, plan);
   drop_repeated_cases(plan);
-  // Ops whose optional values no impl runs together: say which, and who runs each.
-  if (plan.cases.empty() && !not_run.empty() && !named.unloaded && !root["cases"] && !root["pipelines"]) {
-    // At the parameter the first reason names (phase: forward without mode: train), not at `ops:`.
-    std::vector<std::string> whys;
-    for (auto& n : not_run) whys.push_back(n.why);
-    const NotRun& first = not_run.front();
-    r.fail(invalid_case_node(r, root, *first.op, first.kase, first.why),
-           fmt::format("the config expands to no cases: {}", fmt::join(whys, "; ")));
-  }
-  // An op its values leave with no case at all is as wrong as a config with none: `ops: [linear,
-  // add]` with `ksplit: 3` would otherwise measure `add` alone, with a note.
-  if (!named.unloaded && !root["cases"] && !root["pipelines"])  // as above: listed cases may be the point
+  // Ops whose optional values no impl runs together: say which, and who runs each, at the
+  // parameter the first reason names (phase: forward without mode: train), not at `ops:`. An op its
+  // values leave with no case is as wrong as a config with none (`ops: [linear, add]` with
+  // `ksplit: 3` would otherwise measure `add` alone, with a note). Listed cases and pipelines may be
+  // the point of a config: then they are notes.
+  if (!named.unloaded && !root["cases"] && !root["pipelines"]) {
+    std::set<std::string> planned_ops;
+    for (auto& c : plan.cases) planned_ops.insert(c.op);
     for (auto& n : not_run) {
-      const std::string& op = n.op->name;
-      if (std::any_of(plan.cases.begin(), plan.cases.end(), [&](const Case& c) { return c.op == op; })) continue;
-      std::vector<std::string> whys;
+      if (planned_ops.count(n.op->name)) continue;
+      std::vector<std::string> whys;  // the whole config's, or this op's
       for (auto& m : not_run)
-        if (m.op == n.op) whys.push_back(m.why);
+        if (plan.cases.empty() || m.op == n.op) whys.push_back(m.why);
       r.fail(invalid_case_node(r, root, *n.op, n.kase, n.why),
-             fmt::format("the config expands to no {} cases: {}", op, fmt::join(whys, "; ")));
+             fmt::format("the config expands to no {}cases: {}", plan.cases.empty() ? "" : n.op->name + " ",
+                         fmt::join(whys, "; ")));
     }
+  }
   for (auto& n : not_run) plan.notes.push_back(n.why + ": left out");  // beside cases that do run
   if (root["sample"]) sample_cases(r, root["sample"], plan.cases);
   if (root["cases"]) add_listed_cases(r, root["cases"], plan.cases);
