@@ -413,20 +413,19 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
   std::size_t twice = 0;  // cases planned again (by this entry's shapes, or an earlier entry), measured once
   std::string first_twice;
   bool block_twice = false;  // the first of them a transformer_block's, which has no n
+  std::set<std::string> noted_here;  // op|dtype|recipe that no impl here runs, noted once
   for (std::size_t t = 0; t < types.size(); ++t) {
     auto op_name = model_op(types[t]);
     if (!op_name) {
       // A misspelt model type (linaer) is the config's error, and so is an ln_linear_<act> of an
       // activation opmeter lacks: torchao has none other (it refuses it too). Another model of
-      // torchao's that opmeter lacks is left out below.
+      // torchao's that opmeter lacks is left out, with a note.
       std::vector<std::string> ours = {"linear", "ln_linear", "transformer_block"};
       for (auto* op : reg.ops())
         if (op->name.starts_with("ln_linear_"))
           ours.push_back(op->name == "ln_linear_leaky_relu" ? "ln_linear_leakyrelu" : op->name);
       if (types[t].starts_with("ln_linear_") || nearest(types[t], ours))
         r.fail(item(entry["model_type"], t), unknown_name("model_type", types[t], ours));
-    }
-    if (!op_name) {
       notes.leave_out(item(entry["model_type"], t), fmt::format("{}: model_type {} has no opmeter op (linear, "
                                                                 "ln_linear_<act>, transformer_block): left out",
                                                                 where, types[t]));
@@ -522,7 +521,10 @@ void add_model(const YamlReader& r, const YAML::Node& entry, const std::string& 
                 return takes_optional_params(*reg.impl(op.name, name), k).ok;
               });
               impls.push_back(takes != own.end() ? *takes : own.front());
-              if (c.on_host()) {  // said when planned, not only by each case's skip
+              // Said when planned, not only by each case's skip; once for the op, dtype and recipe,
+              // not for each of its shapes.
+              const std::string said = fmt::format("{}|{}|{}", op.name, to_string(d), recipe);
+              if (c.on_host() && noted_here.insert(said).second) {
                 std::vector<std::string> elsewhere;
                 for (auto* impl : reg.impls_of(op.name)) {
                   Case k = c;
