@@ -87,6 +87,19 @@ TEST(Config, AnOpKeyNoneOfTheConfigsOpsTakesIsAnError) {
   EXPECT_EQ(error_of("ops: [add, attention]\nheads: [2]\nhidden: [64]\nthreads: [1]\n"), "no error");
 }
 
+// `shapes:` sizes gemm and the linear family only: beside other ops it would be ignored, in
+// whatever form it is written (a mapping keyed by op was silently dropped).
+TEST(Config, ShapesBesideOpsThatTakeNoMatrixShapesIsAnError) {
+  auto e = error_of("ops: [layernorm]\nshapes:\n  - name: custom\n    shapes: [[8, 8, 8]]\n");
+  EXPECT_TRUE(has(e, "t.yaml:2:1: 'shapes' sizes gemm, ")) << e;
+  EXPECT_TRUE(has(e, "linear")) << e;
+  EXPECT_TRUE(has(e, "none of this config's ops (layernorm) takes it, so it would be ignored")) << e;
+  e = error_of("ops: [transformer_block]\nshapes:\n  transformer_block: [{batch: 1}]\n");
+  EXPECT_TRUE(has(e, "t.yaml:2:1: 'shapes' sizes ")) << e;
+  EXPECT_EQ(error_of("ops: [layernorm, linear]\nthreads: [1]\nshapes:\n  - name: custom\n    shapes: [[8, 8, 8]]\n"),
+            "no error");
+}
+
 // A key given twice is an error at its second place, in the config's top level, a nested mapping
 // or a mapping in a list (torchao's loader would take the last value, ours the first). Aliases are
 // walked once: a billion-laughs tree of them loads at once.

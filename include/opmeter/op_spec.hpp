@@ -102,6 +102,10 @@ class OpSpec {
   // own and never reads in its calls (a quantized layer's weights, read packed): host sets share
   // one tensor of it, kept to check results, and the case's peak memory leaves it out.
   virtual bool kept_for_checks(std::size_t /*input*/) const { return false; }
+  // What input k becomes before the impls' arithmetic reads it, where that is not its element
+  // type: a quantized layer's weights (codes and scales) or its activations quantized on every
+  // call. Empty for an input read as it is. Recorded with the case's element types.
+  virtual std::string held_as(std::size_t /*input*/) const { return ""; }
 
   // Whether input k is a lookup table that the other inputs index (an embedding's): a call reads
   // only the rows they name. Cold-cache sets of such an op draw their own indices (set_seed), so

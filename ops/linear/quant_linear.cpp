@@ -62,6 +62,11 @@ quant::Recipe QuantLinearOp::recipe() const {
   return *r;
 }
 
+std::string QuantLinearOp::held_as(std::size_t input) const {
+  if (input == kW) return quant::weights_held_as(recipe());
+  return input == kX ? quant::activations_held_as(recipe()) : "";
+}
+
 double QuantLinearOp::tolerance() const {
   // A kernel computes LayerNorm (or its activations' scale) in fp32: where the fp64 value lies
   // within rounding of a code boundary it may pick the neighbouring code. Allow a couple of such

@@ -30,6 +30,7 @@ class QuantLinearOp : public LinearOp {
   // W: quantized once per case, not once per input set (the checks vary x and the bias).
   bool same_in_every_set(std::size_t input) const override { return input == kW; }
   bool kept_for_checks(std::size_t input) const override { return input == kW; }
+  std::string held_as(std::size_t input) const override;
   Check check(const HostTensors& in, const HostTensor& out, std::uint64_t seed) const override;
   // LinearOp's, plus for dynamic recipes a couple of activation codes rounded the other way (a
   // kernel's fp32 LayerNorm may land on the other side of a code boundary than fp64's).

@@ -9,8 +9,9 @@
 #include <cstring>
 #include <string>
 
-#include "opmeter/registry.hpp"
 #include "engine/runner.hpp"
+#include "opmeter/registry.hpp"
+#include "ops/linear/quant_linear.hpp"
 #include "tests/quick_options.hpp"
 #include "tests/torch_worker.hpp"
 
@@ -60,6 +61,19 @@ TEST(QuantWorker, TheWorkersSpecIsTheRecipesForQuantCases) {
   HostTensor zeros(quant->output());
   std::memset(zeros.data(), 0, zeros.bytes());
   EXPECT_FALSE(quant->check(in, zeros, 3).ok);
+  // The same W at every seed, and the one opmeter's own impls draw: the SQNRs of the worker's
+  // kernels and ours are of the same weights. Recorded as the codes the recipe holds.
+  auto in_other = quant->make_inputs(4);
+  ASSERT_EQ(in[1].bytes(), in_other[1].bytes());
+  EXPECT_EQ(std::memcmp(in[1].data(), in_other[1].data(), in[1].bytes()), 0);
+  EXPECT_NE(std::memcmp(in[0].data(), in_other[0].data(), in[0].bytes()), 0);
+  linear::QuantLinearOp own;
+  own.bind(parse_case("ln_linear_relu/opmeter_quant/bf16/batch=1,seq=2,hidden=64,out=16,quant=int4wo-32/threads=1"));
+  auto own_in = own.make_inputs(9);
+  EXPECT_EQ(std::memcmp(in[1].data(), own_in[1].data(), in[1].bytes()), 0);
+  EXPECT_TRUE(quant->kept_for_checks(1));
+  EXPECT_EQ(quant->held_as(1), "u4 codes, a scale and zero per 32 inputs");
+  EXPECT_FALSE(plain->same_in_every_set(1));
 }
 
 TEST(QuantWorker, TorchKernelsRunOrAreSkippedNamingWhatIsMissing) {

@@ -7,11 +7,12 @@
 
 #include <fmt/format.h>
 
+#include "opmeter/errors.hpp"
 #include "ops/activation/activation.hpp"
 #include "ops/linear/linear.hpp"
+#include "ops/linear/spec_by_recipe.hpp"
 #include "ops/transformer/transformer_quant.hpp"
 #include "ops/transformer/transformer_train.hpp"
-#include "opmeter/errors.hpp"
 
 namespace opmeter::transformer {
 using tensor::Act;
@@ -262,6 +263,10 @@ const bool registered = [] {
   };
   Registry::global().add(op);
   tensor::register_reference<TransformerBlockOp>("transformer_block", {DType::fp32, DType::bf16}, reference_cost);
+  // A quantized case's spec is the recipe's (its stored weights, its gate and SQNR).
+  Registry::global().set_spec("transformer_block", [] {
+    return std::make_unique<linear::SpecByRecipe<TransformerBlockOp, QuantTransformerBlockOp>>();
+  });
   return true;
 }();
 

@@ -35,6 +35,9 @@ class QuantTransformerBlockOp : public TransformerBlockOp {
     return input == kWqkv || input == kWo || input == kW1 || input == kW2;
   }
   bool kept_for_checks(std::size_t input) const override { return same_in_every_set(input); }
+  std::string held_as(std::size_t input) const override {
+    return same_in_every_set(input) ? quant::weights_held_as(recipe_of_case(case_)) : "";
+  }
   Check check(const HostTensors& in, const HostTensor& out, std::uint64_t seed) const override;
   // Weight matrix `which` (kWqkv, kWo, kW1, kW2) quantized by the recipe, per distinct content.
   const quant::QuantizedWeights& quantized_weights(const HostTensors& in, std::size_t which) const;

@@ -144,6 +144,10 @@ Stopping read_stopping(const YamlReader& r, const YAML::Node& n, Stopping s) {
   return s;
 }
 
+// Whether `shapes:` ([m, k, n] and its generators) sizes the op: the linear family maps them to its
+// parameters, gemm expands them itself (M, N, K in its view).
+bool takes_matrix_shapes(const OpDef& op) { return op.from_matrix_shape || (op.expand && op.gemm_view); }
+
 // Every parameter of an op with sweep axes: the config's list for it, else the op's default.
 // Matrix shapes, when the op takes them and the config has `shapes`, set the parameters they map to.
 std::vector<ParamSet> sweep_params(const YamlReader& r, const YAML::Node& root, const OpDef& op) {
@@ -368,8 +372,7 @@ struct ShapePlace {
   bool one_of_several = false;  // the shapes list expands to more than this one shape
 };
 ShapePlace shape_place(const YamlReader& r, const YAML::Node& root, const OpDef& op, const Case& c) {
-  const bool own_expansion = op.expand && op.gemm_view;  // gemm: M, N, K from the shapes, in its view
-  if (!root["shapes"] || !(op.from_matrix_shape || own_expansion)) return {};
+  if (!root["shapes"] || !takes_matrix_shapes(op)) return {};
   std::vector<YAML::Node> nodes;
   const auto shapes = read_shapes(r, root["shapes"], &nodes);  // read before: cannot fail here
   for (std::size_t i = 0; i < shapes.size(); ++i) {
@@ -710,6 +713,20 @@ void check_op_keys_taken(const YamlReader& r, const YAML::Node& root, const std:
                        key, fmt::join(some, ", "), it->second.size() > kNamed ? ", ..." : "",
                        ops.empty() ? "none" : fmt::format("{}", fmt::join(ops, ", "))));
   }
+  // `shapes:` is a top-level key of its own, taken by the ops that read matrix shapes only.
+  if (!root["shapes"]) return;
+  std::vector<std::string> takers;
+  for (auto* o : Registry::global().ops())
+    if (takes_matrix_shapes(*o)) takers.push_back(o->name);
+  if (std::any_of(ops.begin(), ops.end(),
+                  [&](const std::string& op) { return std::find(takers.begin(), takers.end(), op) != takers.end(); }))
+    return;
+  for (const auto& entry : root)
+    if (entry.first.as<std::string>("") == "shapes")
+      r.fail(entry.first, fmt::format("'shapes' sizes {} as [m, k, n]: none of this config's ops ({}) takes it, so it "
+                                      "would be ignored (size the others by their parameters, e.g. batch: [8], "
+                                      "hidden: [1024]; `opmeter list` shows each op's)",
+                                      fmt::join(takers, ", "), fmt::join(ops, ", ")));
 }
 
 // Users' Python kernels, before the ops are checked: a kernel may bring an op of its own. An

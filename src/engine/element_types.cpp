@@ -15,7 +15,12 @@ std::string element_types(const Case& c) {
     auto spec = op->spec();
     spec->bind(c);
     std::vector<std::string> inputs;
-    for (auto& d : spec->inputs()) inputs.push_back(fmt::format("{} {}", d.name, elem_name(d.elem)));
+    const auto descs = spec->inputs();
+    for (std::size_t k = 0; k < descs.size(); ++k) {
+      auto held = spec->held_as(k);
+      inputs.push_back(
+          fmt::format("{} {}{}", descs[k].name, elem_name(descs[k].elem), held.empty() ? "" : " as " + held));
+    }
     auto out = spec->output();
     return fmt::format("{} -> {} {}", fmt::join(inputs, ", "), out.name, elem_name(out.elem));
   } catch (const std::exception&) {

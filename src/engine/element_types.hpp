@@ -2,7 +2,8 @@
 // "A u8, B s8 -> C s32". A dtype names the inputs; what the rest are may differ by device (a bf16
 // GEMM writes an fp32 C on the CPU and a bf16 C on CUDA; an int8 GEMM is u8 x s8 on the CPU and
 // s8 x s8 on CUDA), so every result records it (details "types") and compare flags a case whose
-// types differ between the two runs.
+// types differ between the two runs. An input the impls hold otherwise says so: a quantized
+// layer's "w bf16 as u4 codes, a scale and zero per 64 inputs".
 #pragma once
 #include <string>
 

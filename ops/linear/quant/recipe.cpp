@@ -56,6 +56,29 @@ std::string recipe_problem(const Recipe& r, std::size_t hidden, const char* name
   return "";
 }
 
+std::string weights_held_as(const Recipe& r) {
+  switch (r.weights) {
+    case WeightFormat::full: return "";
+    case WeightFormat::int8: return "s8 codes, a scale per channel";
+    case WeightFormat::fp8:
+      return r.activations == ActivationFormat::fp8_per_tensor ? "fp8_e4m3 codes, one scale"
+                                                               : "fp8_e4m3 codes, a scale per channel";
+    case WeightFormat::int4:
+      return fmt::format("u4 codes, a scale and zero per {} inputs{}", r.group, r.hqq ? " (HQQ)" : "");
+  }
+  return "";
+}
+
+std::string activations_held_as(const Recipe& r) {
+  switch (r.activations) {
+    case ActivationFormat::full: return "";
+    case ActivationFormat::int8_per_token: return "s8 per token";
+    case ActivationFormat::fp8_per_tensor: return "fp8_e4m3, one scale";
+    case ActivationFormat::fp8_per_row: return "fp8_e4m3 per token";
+  }
+  return "";
+}
+
 bool trains(const Recipe& r) {
   return r.baseline() || r.activations == ActivationFormat::fp8_per_tensor || r.activations == ActivationFormat::fp8_per_row;
 }
