@@ -209,6 +209,18 @@ TEST(Charts, EfficiencyOnlyWithPowerTopNSorted) {
     no_power.push_back(r);
   }
   EXPECT_TRUE(efficiency_charts(no_power).empty());
+
+  // Energy without an average power (a hand-edited or another tool's record): charted from the
+  // energy, work per joule (its FLOP in 4 J), and its power left empty, not read.
+  Result energy_only = no_power.front();
+  for (auto& r : no_power)
+    if (r.kase.op == "gemm") energy_only = r;
+  energy_only.energy_j = 4;
+  auto energy_charts = efficiency_charts({energy_only});
+  ASSERT_EQ(energy_charts.size(), 1u);
+  auto& row = energy_charts[0].spec["data"]["values"][0];
+  EXPECT_NEAR(row["per_watt"].get<double>(), energy_only.work.flops / 4 / 1e9, 1e-15);
+  EXPECT_TRUE(row["power_w"].is_null());
 }
 
 TEST(Charts, FusionSpeedupsWithThresholds) {

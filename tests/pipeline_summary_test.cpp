@@ -64,6 +64,25 @@ TEST(PipelineSummary, IdleEnergyIsIdlePowerTimesLatency) {
   EXPECT_EQ(*s.idle_power_w, 10);
 }
 
+// The energy per call comes from a window of hot calls, whose time per call is not the (cold)
+// median: the idle part is the idle power over the window's calls. A layer drawing exactly the
+// idle power has no dynamic energy, however its median compares.
+TEST(PipelineSummary, IdleEnergyIsTakenOverTheEnergyWindowsCalls) {
+  auto h = hand_run();
+  Result& b = h.results[1];  // median 2 ms, 0.15 J a call
+  b.avg_power_w = 100;       // so the window's calls took 1.5 ms each
+  auto s = summarize(h.run);
+  EXPECT_NEAR(*s.layers[1].idle_energy_j, 10 * 1.5e-3, 1e-12);
+  EXPECT_NEAR(*s.layers[1].dynamic_energy_j, 0.15 - 0.015, 1e-12);
+  b.avg_power_w = 10;  // the idle draw: 15 ms a call in the window, all of it idle
+  s = summarize(h.run);
+  EXPECT_NEAR(*s.layers[1].dynamic_energy_j, 0, 1e-12);
+  EXPECT_NEAR(*s.layers[1].idle_energy_j, 0.15, 1e-12);
+  b.avg_power_w.reset();  // no window power: the median stands in for its time
+  s = summarize(h.run);
+  EXPECT_NEAR(*s.layers[1].idle_energy_j, 10 * 2e-3, 1e-12);
+}
+
 TEST(PipelineSummary, PipelineParallelEnergyByHand) {
   auto h = hand_run();
   auto s = summarize(h.run);

@@ -37,7 +37,11 @@ ModelCost cost(const Case& c) {
 
 Work work(const Case& c) {
   const ModelCost m = cost(c);
-  return {2 * m.macs, m.params * double(size_of(c.dtype)), 0};
+  ModelSpec tensors;  // what the worker's model reads and writes besides its weights
+  tensors.bind(c);
+  double input_bytes = 0;
+  for (auto& in : tensors.inputs()) input_bytes += double(in.bytes());
+  return {2 * m.macs, m.params * double(size_of(c.dtype)) + input_bytes, double(tensors.output().bytes())};
 }
 
 void validate(const Case& c) {

@@ -71,6 +71,16 @@ TEST(ModelSpec, OptPrefillReadsSeqTokensAndDecodeOneTokenPerSequence) {
   EXPECT_EQ(decode.output().elem, Elem::f16);
 }
 
+// The model's traffic: its weights read once (torchvision's ResNet-18 has 11,689,512
+// parameters), its image batch read and its logits written, in fp32.
+TEST(ModelSpec, WorkReadsTheWeightsAndTheInputAndWritesTheOutput) {
+  const OpDef* op = Registry::global().op("model");
+  ASSERT_NE(op, nullptr);
+  const Work w = op->work(parse_case("model/torch/fp32/name=resnet18,batch=2,image=32,seq=8,kv=0/threads=1"));
+  EXPECT_DOUBLE_EQ(w.bytes_read, 11689512.0 * 4 + 2 * 3 * 32 * 32 * 4);
+  EXPECT_DOUBLE_EQ(w.bytes_written, 2 * 1000 * 4);
+}
+
 TEST(ModelSpec, AnUnwrittenOrNonFiniteOutputFailsBeforeAnyVerdict) {
   auto spec = bound("model/torch/fp32/name=resnet18,batch=1,image=32,seq=8,kv=0/threads=1");
   HostTensor out(spec.output());

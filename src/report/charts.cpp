@@ -301,8 +301,10 @@ std::vector<Chart> efficiency_charts(const std::vector<Result>& results, std::si
     std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.first > b.first; });
     if (rows.size() > top_n) rows.resize(top_n);
     json values = json::array();
-    for (auto& [value, r] : rows)
-      values.push_back({{"case", r->case_string}, {"per_watt", value}, {"power_w", *r->avg_power_w},
+    for (auto& [value, r] : rows)  // a result with energy but no average power has none to show
+      values.push_back({{"case", r->case_string},
+                        {"per_watt", value},
+                        {"power_w", r->avg_power_w ? json(*r->avg_power_w) : json(nullptr)},
                         {"op", r->kase.op}});
     json spec = spec_with(values);
     spec["width"] = 480;

@@ -60,6 +60,11 @@
 //   integer tensor cores instead (quant_weight_only_limbs_sm80.cu). ptxas -v: no spills on sm_80,
 //   sm_90 and sm_120; 4-8 bytes in int4 with groups of 32 on sm_86 / sm_89 (M > 8, and fp16 as
 //   A). Not yet run on a GPU.
+// - Groups of 128 (int4wo-128, hqq-int4-128) took the run-time path meant for any group, at 2.5-3.7x
+//   the PTX per mma of groups of 64 and, as A, 42 KB of shared memory (two blocks an SM on sm_86 /
+//   sm_89). They are a kGroupSteps of 8 now: as A a pass of two units is one group, as B a unit.
+//   PTX per 8 mma as A, bf16: 352 -> 122; 12.7 KB of shared memory; no spills on sm_80 to sm_90.
+//   Checked by a lane-by-lane CPU emulation of the fragments (PTX ISA layouts); not yet run on a GPU.
 // Index arithmetic (xsum slots, parameter copies, split ranges, ksplit) is ops/linear/
 // quant_gpu_decode.hpp's, tested on the CPU; the decoding and mma step are quant_weight_only.cuh's,
 // shared with the 64-row kernel.
@@ -67,11 +72,13 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <stdexcept>
 
 #include "opmeter/cuda/float_convert.cuh"
 #include "ops/linear/cuda/quant_decode_common.cuh"
 #include "ops/linear/cuda/quant_weight_only.cuh"
 #include "ops/linear/quant_gpu_decode.hpp"
+#include "ops/linear/quant_gpu_plan.hpp"
 
 namespace opmeter::linear::quant_cuda::wo {
 namespace {
@@ -111,7 +118,7 @@ __device__ inline float sum_shared(const T* p, int n) {
 }
 
 // kUpper: rows 8..15 of the tile may hold x (M > 8). kGroupSteps (int4): the k16 steps of a
-// group where the launch knows them (groups of 32 and 64: 2 and 4), so that which steps end a
+// group where the launch knows them (groups of 32, 64, 128: 2, 4, 8), so that which steps end a
 // group is known at compile time; 0: tested at run time, every step. kWeightsA (int4, M <= 8):
 // the codes are the mma's A operand, 16 channels a warp, and x's rows are B's columns
 // (gpu_pack::Operand::a): one mma takes 256 weights, not 128 of which 15/16 of the A rows are
@@ -128,14 +135,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
   constexpr int kUnits = kChunk / kUnitK;  // per warp and chunk: 4 (int4 as B) or 8
   static_assert(kUnits == gd::chunk_work(kInt4, kWeightsA).units_per_lane, "what decode_ksplit counts");
   constexpr int kSteps = kUnitK / 16;
-  static_assert(kGroupSteps == 0 || (kInt4 && kSteps % (kGroupSteps > 0 ? kGroupSteps : 1) == 0),
-                "whole groups a unit");
   constexpr int kRing = gd::kRing;
   // Units a pass: the ring moves down once a pass (the H200's SASS, int4 one unit a pass: ~12 of a
   // unit's 177 instructions were those moves). Two for int4 too where M <= 8, but for groups of 32
   // (8 group ends a pass) and at M > 8, where two spill.
   constexpr int kSpan = kInt4 && !kWeightsA && (kUpper || kGroupSteps == 2) ? 1 : 2;
   static_assert(kRing % kSpan == 0 && kUnits % kSpan == 0, "whole passes");
+  static_assert(kGroupSteps == 0 || (kInt4 && (kSpan * kSteps) % (kGroupSteps > 0 ? kGroupSteps : 1) == 0),
+                "whole groups a pass");
   // Group slots a chunk: its groups where kGroupSteps knows them (8 of 64), else as many as groups
   // of 16 take (32 KB of parameters a block as A).
   constexpr int kGroups = !kInt4 ? 1 : kGroupSteps > 0 ? kChunk / (16 * kGroupSteps) : gd::kMaxGroupsPerChunk;
@@ -169,8 +176,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
   // Known at compile time where kGroupSteps is: the group parameters' and sums' slots of a step
   // are then constants from the unit's (the H200's SASS had the run-time shift and its address
   // arithmetic at every group end).
-  const int group_shift = kGroupSteps == 2 ? 5 : kGroupSteps == 4 ? 6 : __ffs(group) - 1;
-  static_assert(kGroupSteps == 0 || kGroupSteps == 2 || kGroupSteps == 4, "groups of 32 or 64");
+  const int group_shift = kGroupSteps == 2 ? 5 : kGroupSteps == 4 ? 6 : kGroupSteps == 8 ? 7 : __ffs(group) - 1;
+  static_assert(kGroupSteps == 0 || kGroupSteps == 2 || kGroupSteps == 4 || kGroupSteps == 8, "groups of 32, 64, 128");
   const int groups_per_chunk = kChunk / group;
   const std::int64_t groups_per_row = kInt4 ? a.K / group : 1;
   // A constant where kGroupSteps is: the group sums' slots then need no integer division (the
@@ -300,7 +307,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_kernel(WeightOnly
             // Not the group's last step: a constant where kGroupSteps is (st is unrolled).
             if constexpr (kTestEachStep) {
               if (((kk + 16) & (group - 1)) != 0) continue;
-            } else if ((st + 1) % kGroupSteps != 0) {
+            } else if ((s * kSteps + st + 1) % kGroupSteps != 0) {  // a pass starts a group (j0 * kSteps)
               continue;
             }
             const int q = kk >> group_shift;
@@ -367,6 +374,7 @@ void launch_typed(const WeightOnlyArgs& a, cudaStream_t s) {
   if constexpr (C == Codes::int4) {
     if (a.group == 32) return launch_rows<T, C, 2>(grid, a, per, s);
     if (a.group == 64) return launch_rows<T, C, 4>(grid, a, per, s);
+    if (a.group == 128) return launch_rows<T, C, 8>(grid, a, per, s);
   }
   launch_rows<T, C, 0>(grid, a, per, s);
 }
@@ -383,6 +391,10 @@ void launch_codes(Codes c, const WeightOnlyArgs& a, cudaStream_t s) {
 }  // namespace
 
 void launch_decode(DType d, Codes c, const WeightOnlyArgs& a, cudaStream_t s) {
+  // The A forms stage 8 rows of x: more would overrun the int4 kernel's shared x and be left
+  // unwritten by the limbs kernel (plan() refuses them; a direct launch must too).
+  if (a.weights_a && a.M > static_cast<std::int64_t>(gpu_pack::kMaxRowsWeightsA))
+    throw std::logic_error("the decode kernel takes its weights as A at M <= 8 only");
   if (c == Codes::int8 && a.weights_a) return launch_decode_limbs(d, a, s);
   if (d == DType::bf16)
     launch_codes<__nv_bfloat16>(c, a, s);

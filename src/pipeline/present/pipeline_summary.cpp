@@ -48,7 +48,10 @@ LayerSummary layer_summary(const Layer& layer, const Result* r, const std::strin
     s.energy_j = r->energy_j;
     s.total_energy_j = *r->energy_j * count;
     if (idle_power_w) {
-      s.idle_energy_j = *idle_power_w * *s.latency_s;
+      // Idle over the calls the energy was metered in: the energy window's time per call
+      // (energy / its average power), not the median, which comes from other (cold, burst) calls.
+      const double call_s = r->avg_power_w && *r->avg_power_w > 0 ? *r->energy_j / *r->avg_power_w : *s.latency_s;
+      s.idle_energy_j = *idle_power_w * call_s;
       s.dynamic_energy_j = *s.energy_j - *s.idle_energy_j;
     }
   } else {

@@ -37,7 +37,7 @@ struct LayerSummary {
   std::optional<double> power_w;           // average over the energy window
   std::optional<double> energy_j;          // per call, idle included (Result::energy_j)
   std::optional<double> total_energy_j;    // energy x count
-  std::optional<double> idle_energy_j;     // idle power x latency, per call
+  std::optional<double> idle_energy_j;     // idle power x the energy window's time per call
   std::optional<double> dynamic_energy_j;  // energy - idle energy, per call
   std::string energy_reason;               // why energy is empty
   double params = 0, macs = 0;             // per call, from the pipeline's layer
