@@ -125,7 +125,8 @@ TEST(Results, MarkdownTableMarksStatuses) {
   auto r = sample_result();
   r.add_flag("unconverged");
   auto md = markdown_table({r, skipped_result()});
-  EXPECT_NE(md.find("| case | impl | dtype | shape | median | ± | GFLOP/s | GB/s | % of peak | noise | sustained | peak mem | status |"),
+  EXPECT_NE(md.find("| case | impl | dtype | shape | median | ± | GFLOP/s | GB/s | % of peak | % of BW | noise | "
+                    "sustained | peak mem | status |"),
             std::string::npos);
   EXPECT_NE(md.find("| 3.00 us |"), std::string::npos) << md;
   EXPECT_NE(md.find("ok, unconverged"), std::string::npos);

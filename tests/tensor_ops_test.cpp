@@ -165,3 +165,25 @@ TEST(Fusion, NoBaselineNoRow) {
   results.push_back(timed("linear/onednn_unfused/fp32/batch=1,seq=4,hidden=8,out=16,act=gelu/threads=2", 2e-3, 10));
   EXPECT_TRUE(fusion_rows(results).empty());  // failed cases are not compared
 }
+
+// A verdict from a doubtful time says so: the fused case's flags and its baseline's, prefixed,
+// in the row, its JSON (which calibrate keeps in its profile) and the table.
+TEST(Fusion, FlaggedTimesMarkTheRowAndItsVerdict) {
+  const std::string shape = "batch=1,seq=4,hidden=8,out=16,act=gelu/threads=2";
+  Result unfused = timed("linear/onednn_unfused/fp32/" + shape, 2e-3, 10);
+  unfused.add_flag("unconverged");
+  Result fused = timed("linear/onednn/fp32/" + shape, 1e-3, 20);
+  fused.add_flag("contended");
+  fused.add_flag("unchecked");  // not about its time
+  auto rows = fusion_rows({unfused, fused});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].flags, (std::vector<std::string>{"contended", "unfused:unconverged"}));
+  EXPECT_EQ(to_json(rows[0])["flags"], nlohmann::json({"contended", "unfused:unconverged"}));
+  const auto md = fusion_markdown(rows, {});
+  EXPECT_NE(md.find("| fuse | contended, unfused:unconverged |"), std::string::npos) << md;
+  EXPECT_NE(fusion_markdown(fusion_rows({timed("linear/onednn_unfused/fp32/" + shape, 2e-3, 10),
+                                         timed("linear/onednn/fp32/" + shape, 1e-3, 20)}),
+                            {})
+                .find("| fuse | - |"),
+            std::string::npos);
+}

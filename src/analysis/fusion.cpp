@@ -3,7 +3,9 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "analysis/doubtful_flags.hpp"
 #include "opmeter/registry.hpp"
 #include "util/human_units.hpp"
 
@@ -56,20 +58,32 @@ std::vector<FusionRow> fusion_rows(const std::vector<Result>& results, const Fus
     row.unfused_gflops = base.gflops;
     row.fused_gflops = r.gflops;
     row.verdict = fusion_verdict(row.speedup, t);
+    for (auto& f : r.flags)
+      if (doubtful_time_flag(f)) row.flags.push_back(f);
+    for (auto& f : base.flags)
+      if (doubtful_time_flag(f)) row.flags.push_back("unfused:" + f);
     rows.push_back(row);
   }
   return rows;
 }
 
 nlohmann::json to_json(const FusionRow& row) {
-  return {{"pattern", row.pattern},           {"shape", row.shape},
-          {"dtype", row.dtype},               {"threads", row.threads},
-          {"unfused_impl", row.unfused_impl}, {"fused_impl", row.fused_impl},
-          {"unfused_s", row.unfused_s},       {"fused_s", row.fused_s},
-          {"speedup", row.speedup},           {"unfused_bytes", row.unfused_bytes},
-          {"fused_bytes", row.fused_bytes},   {"traffic_reduction", row.traffic_reduction},
-          {"unfused_gflops", row.unfused_gflops}, {"fused_gflops", row.fused_gflops},
-          {"verdict", row.verdict}};
+  return {{"pattern", row.pattern},
+          {"shape", row.shape},
+          {"dtype", row.dtype},
+          {"threads", row.threads},
+          {"unfused_impl", row.unfused_impl},
+          {"fused_impl", row.fused_impl},
+          {"unfused_s", row.unfused_s},
+          {"fused_s", row.fused_s},
+          {"speedup", row.speedup},
+          {"unfused_bytes", row.unfused_bytes},
+          {"fused_bytes", row.fused_bytes},
+          {"traffic_reduction", row.traffic_reduction},
+          {"unfused_gflops", row.unfused_gflops},
+          {"fused_gflops", row.fused_gflops},
+          {"verdict", row.verdict},
+          {"flags", row.flags}};
 }
 
 nlohmann::json fusion_json(const std::vector<FusionRow>& rows, const FusionThresholds& t) {
@@ -90,15 +104,18 @@ std::string fusion_markdown(const std::vector<FusionRow>& rows, const FusionThre
   if (rows.empty()) return "";
   std::string out = fmt::format(
       "\n### Fusion (verdict: fuse at speedup >= {:.2f}, avoid below {:.2f})\n\n"
+      "Flags: the fused case's or its unfused baseline's (`unfused:contended`) that make the speedup, and so "
+      "the verdict, doubtful: measure a flagged row again on a quiet machine before acting on it.\n\n"
       "| pattern | dtype | shape | fused impl | unfused | fused | speedup | MB unfused | MB fused | traffic saved | "
-      "GFLOP/s unfused -> fused | verdict |\n"
-      "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n",
+      "GFLOP/s unfused -> fused | verdict | flags |\n"
+      "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n",
       t.fuse, t.avoid);
   for (auto& r : rows)
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.2f}x | {} | {} | {:.0f}% | {:.1f} -> {:.1f} | {} |\n",
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.2f}x | {} | {} | {:.0f}% | {:.1f} -> {:.1f} | {} | {} |\n",
                        r.pattern, r.dtype, r.shape, r.fused_impl, human_time(r.unfused_s), human_time(r.fused_s),
                        r.speedup, megabytes(r.unfused_bytes), megabytes(r.fused_bytes), 100 * r.traffic_reduction,
-                       r.unfused_gflops, r.fused_gflops, r.verdict);
+                       r.unfused_gflops, r.fused_gflops, r.verdict,
+                       r.flags.empty() ? "-" : fmt::format("{}", fmt::join(r.flags, ", ")));
   return out;
 }
 

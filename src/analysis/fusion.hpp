@@ -28,6 +28,9 @@ struct FusionRow {
   double traffic_reduction = 0;       // 1 - fused_bytes / unfused_bytes
   double unfused_gflops = 0, fused_gflops = 0;
   std::string verdict;                // fuse | no benefit | avoid
+  // The fused case's and its unfused baseline's flags (`unfused:contended`) that make the speedup,
+  // and so the verdict, doubtful.
+  std::vector<std::string> flags;
 };
 
 std::string fusion_verdict(double speedup, const FusionThresholds& t);

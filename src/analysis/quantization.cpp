@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "analysis/doubtful_flags.hpp"
 #include "analysis/run_where.hpp"
 #include "opmeter/registry.hpp"
 #include "ops/linear/linear.hpp"
@@ -81,11 +82,6 @@ std::string opt(const std::optional<double>& v, const char* format) {
 
 std::string bytes_cell(const std::optional<double>& bytes) { return bytes ? human_bytes(*bytes) : ""; }
 
-// The flags that make a time, and so a speedup, doubtful: the rest are the results table's.
-bool speedup_flag(const std::string& f) {
-  return f == "contended" || f == "unconverged" || f == "plateau" || f == "throttled" || f == "partly-cached" ||
-         f.starts_with("faster-than-");
-}
 }  // namespace
 
 std::vector<QuantRow> quant_rows(const std::vector<Result>& results) {
@@ -116,7 +112,7 @@ std::vector<QuantRow> quant_rows(const std::vector<Result>& results) {
     row.weight_bytes = plain_weight_bytes(r);
     row.peak_memory_bytes = r.peak_memory_bytes;
     for (auto& f : r.flags)
-      if (speedup_flag(f)) row.flags.push_back(f);
+      if (doubtful_time_flag(f)) row.flags.push_back(f);
     if (auto it = baselines.find(group_key(r)); it != baselines.end()) {
       const Result& base = *it->second;
       row.baseline_impl = base.kase.impl;
@@ -124,7 +120,7 @@ std::vector<QuantRow> quant_rows(const std::vector<Result>& results) {
       row.speedup = base.summary.median / r.summary.median;
       row.baseline_weight_bytes = plain_weight_bytes(base);
       for (auto& f : base.flags)
-        if (speedup_flag(f)) row.flags.push_back("baseline:" + f);
+        if (doubtful_time_flag(f)) row.flags.push_back("baseline:" + f);
     }
     rows.push_back(std::move(row));
   }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "analysis/doubtful_flags.hpp"
 #include "analysis/run_where.hpp"
 #include "opmeter/registry.hpp"
 #include "util/human_units.hpp"
@@ -62,10 +63,6 @@ std::string knobs_of(const Case& c) {
   return fmt::format("{}", fmt::join(set, ","));
 }
 
-// Flags that say a phase's time may not be what it seems; the others (faster-than-peak, ...)
-// are in the results' own table.
-bool row_flag(const std::string& f) { return f == "contended" || f == "unconverged" || f == "plateau" || f == "throttled"; }
-
 std::string time_cell(const std::optional<double>& s, const std::optional<double>& pct) {
   if (!s) return "-";
   if (!pct) return human_time(*s);
@@ -109,7 +106,7 @@ std::vector<TrainingRow> training_rows(const std::vector<Result>& results) {
     TrainingRow& row = rows[it->second];
     const std::string phase = c.get_or(kPhase, "step");
     for (auto& f : r.flags)
-      if (row_flag(f)) {
+      if (doubtful_time_flag(f)) {
         const std::string tagged = (phase == "forward" ? "fwd" : phase == "backward" ? "bwd" : "total") + (":" + f);
         if (std::find(row.flags.begin(), row.flags.end(), tagged) == row.flags.end()) row.flags.push_back(tagged);
       }
@@ -147,7 +144,9 @@ std::string training_markdown(const std::vector<TrainingRow>& rows) {
       "Speedup: the baseline's step (the fastest impl of the same shape without a recipe, run the same way) over "
       "this one's. Flags: "
       "a phase measured while others took its CPUs (contended), short of its noise target (unconverged), whose "
-      "precision stopped improving short of it (plateau), or with samples dropped for a GPU slowdown (throttled).\n\n"
+      "precision stopped improving short of it (plateau), with samples dropped for a GPU slowdown (throttled), whose "
+      "inputs do not outsize the cache (partly-cached), or faster than a measured ceiling allows (faster-than-*, "
+      "above-roofline: that ceiling was slowed, and the % of peak reads too high).\n\n"
       "| case | dtype | device | recipe | impl | fwd | bwd | total | fwd+bwd / total | baseline | speedup | flags |\n"
       "|---|---|---|---|---|---:|---:|---:|---:|---|---:|---|\n";
   for (auto& r : rows) {

@@ -218,7 +218,8 @@ int calibrate_command(const CalibrateArgs& given) {
   profile.bandwidth.note = profile.bandwidth.caches.empty()
                                ? "cache sizes unknown on this machine: cache bandwidth not measured"
                                : "hot read bandwidth over half of each data cache level the threads use";
-  profile.fusion = fusion_json(fusion_rows(results, t), t);
+  const auto fusion_verdicts = fusion_rows(results, t);
+  profile.fusion = fusion_json(fusion_verdicts, t);
   profile.context = machine_context();
   if (!contended.empty()) profile.context[kContendedCeilings] = contended;
   write_atomically(a.out, dump_json(profile.to_json(), 2) + "\n");
@@ -228,6 +229,15 @@ int calibrate_command(const CalibrateArgs& given) {
                "opmeter: warning: {} of its ceilings were measured while other processes took the CPUs (contended), so "
                "they are too low: {}; calibrate again on a quiet machine\n",
                contended.size(), fmt::join(contended, ", "));
+  std::vector<std::string> doubtful;  // verdicts the profile keeps from doubtful times
+  for (auto& row : fusion_verdicts)
+    if (!row.flags.empty())
+      doubtful.push_back(fmt::format("{} {} ({})", row.pattern, row.fused_impl, fmt::join(row.flags, ", ")));
+  if (!doubtful.empty())
+    fmt::print(stderr,
+               "opmeter: warning: {} of its fusion verdicts come from flagged times, so they may not hold: {}; "
+               "calibrate again on a quiet machine\n",
+               doubtful.size(), fmt::join(doubtful, "; "));
   return results_exit_code(results);
 }
 

@@ -1,6 +1,7 @@
 // `opmeter run`: plan the cases, run them, write the results.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -487,6 +488,27 @@ CalibrationProfile read_calibration(const std::string& path) {
   return p;
 }
 
+namespace {
+
+// Ceilings measured while other processes took the CPUs are too low: every % of peak or of
+// bandwidth taken against them reads too high (a peak 80x slow gave a GEMM 3781% of peak).
+void warn_contended_ceilings(const std::vector<Result>& results) {
+  std::vector<std::string> contended;
+  bool others = false;
+  for (auto& r : results) {
+    if (ceiling_of(r.kase.op) == CeilingKind::none) others = others || r.pct_peak || r.pct_bandwidth;
+    else if (r.status == Status::ok && r.has_flag("contended")) contended.push_back(r.case_string);
+  }
+  if (!contended.empty() && others)
+    fmt::print(stderr,
+               "opmeter: warning: {} of the run's ceilings were measured while other processes took the CPUs "
+               "(contended), so they are too low and % of peak or of bandwidth reads too high against them: {}; "
+               "measure on a quiet machine, or give --calibration a profile measured on one\n",
+               contended.size(), fmt::join(contended, ", "));
+}
+
+}  // namespace
+
 ResultSet run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& given_options, RunOutput out) {
   namespace fs = std::filesystem;
   RunOptions options = given_options;
@@ -576,6 +598,7 @@ ResultSet run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& giv
     return true;
   });
   fmt::print(stderr, "opmeter: results in {}/ ({})\n", dir, fmt::join(files, ", "));
+  if (source != "calibrate") warn_contended_ceilings(results);  // calibrate says it of its profile
   if (g_cancel.load()) fmt::print(stderr, "opmeter: interrupted; finished cases are saved, continue with {}\n", resume_with);
   return {dir, ResultsFormat::results_json, context, std::move(results)};
 }
@@ -745,6 +768,11 @@ int run_command(const RunArgs& given, const char* argv0) {
       say_what_the_profile_leaves(*options.calibration, cases,
                                   {planned.begin(), planned.begin() + std::ptrdiff_t(planned.size() - cases.size())});
     cases = std::move(planned);
+  } else if (std::any_of(cases.begin(), cases.end(),
+                         [](const Case& c) { return c.op != "peak" && c.op != "bandwidth"; })) {
+    fmt::print(stderr,
+               "opmeter: a --case run measures its case alone, no ceiling: no % of peak or of bandwidth "
+               "(--calibration PROFILE from `opmeter calibrate` gives them)\n");
   }
   if (shard) {
     if (!plan.pipelines.empty())

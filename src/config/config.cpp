@@ -22,6 +22,7 @@
 #include "config/torchao_config.hpp"
 #include "config/yaml_reader.hpp"
 #include "engine/run_settings.hpp"
+#include "engine/runner.hpp"
 #include "engine/stopping_settings.hpp"
 #include "opmeter/backend.hpp"
 #include "opmeter/context.hpp"
@@ -615,9 +616,11 @@ std::size_t default_bandwidth_elements(std::size_t llc) {
 std::string bandwidth_cap_note(std::size_t llc) {
   double want = four_llc(llc), got = static_cast<double>(default_bandwidth_elements(llc)) * sizeof(float);
   if (got >= want) return "";
-  return fmt::format("bandwidth arrays of {} (4x the last-level cache of {} would be {}); "
-                     "--llc-bytes, llc_bytes or bandwidth.sizes_mib size them otherwise",
-                     mib(got), mib(static_cast<double>(llc)), mib(want));
+  return fmt::format(
+      "bandwidth arrays of {} (4x the last-level cache of {} would be {}); "
+      "--llc-bytes or llc_bytes size them otherwise, and so does bandwidth.sizes_mib where a case "
+      "moves {:.0f} MiB or more (smaller ones are measured beside them, not as the ceiling)",
+      mib(got), mib(static_cast<double>(llc)), mib(want), kMemoryCeilingMinBytes / (1 << 20));
 }
 
 namespace {

@@ -10,9 +10,15 @@
 namespace opmeter {
 namespace {
 
+// The rate that bounds the case, with its % of the measured ceiling where the run has one: a
+// memory-bound op's GB/s against the bandwidth, not its GFLOP/s against the peak.
 std::string rate(const Result& r) {
+  auto pct = [](const std::optional<double>& p, const char* of) {
+    return p ? fmt::format(" ({:.3g}% of {})", *p, of) : std::string();
+  };
+  if (is_compute_bound(r)) return fmt::format("{:.1f} GFLOP/s{}", r.gflops, pct(r.pct_peak, "peak"));
+  if (r.gbps > 0) return fmt::format("{:.1f} GB/s{}", r.gbps, pct(r.pct_bandwidth, "bandwidth"));
   if (r.gflops > 0) return fmt::format("{:.1f} GFLOP/s", r.gflops);
-  if (r.gbps > 0) return fmt::format("{:.1f} GB/s", r.gbps);
   return "";
 }
 

@@ -156,6 +156,16 @@ std::vector<ResultField> make_fields() {
                .markdown = "% of peak",
                .cell = [](const Result& r) { return r.pct_peak ? rate_cell(*r.pct_peak) + "%" : "-"; },
                .numeric = true});
+  // The ceiling of memory-bound ops (activations, norms, GEMV): % of peak FLOP/s says little there.
+  f.push_back({.name = "pct_bandwidth",
+               .outputs = all,
+               .unit = "%",
+               .better = Better::higher,
+               .value = [](const Result& r) { return opt(r.pct_bandwidth); },
+               .read = read_optional(&Result::pct_bandwidth),
+               .markdown = "% of BW",
+               .cell = [](const Result& r) { return r.pct_bandwidth ? rate_cell(*r.pct_bandwidth) + "%" : "-"; },
+               .numeric = true});
   f.push_back({.name = "peak_gflops", .outputs = all, .unit = "GFLOP/s",
                .value = [](const Result& r) { return opt(r.peak_gflops); }, .read = read_optional(&Result::peak_gflops)});
   f.push_back({.name = "peak_memory_mib", .outputs = kInCsv, .unit = "MiB",
@@ -268,11 +278,11 @@ std::vector<ResultField> make_fields() {
   f.push_back({.name = "roofline_gflops", .outputs = json_only, .unit = "GFLOP/s",
                .value = [](const Result& r) { return opt(r.roofline_gflops); },
                .read = read_optional(&Result::roofline_gflops)});
-  f.push_back({.name = "roofline_efficiency", .outputs = json_only, .better = Better::higher,
-               .value = [](const Result& r) { return opt(r.efficiency); }, .read = read_optional(&Result::efficiency)});
-  f.push_back({.name = "pct_bandwidth", .outputs = json_only, .unit = "%", .better = Better::higher,
-               .value = [](const Result& r) { return opt(r.pct_bandwidth); },
-               .read = read_optional(&Result::pct_bandwidth)});
+  f.push_back({.name = "roofline_efficiency",
+               .outputs = json_only,
+               .better = Better::higher,
+               .value = [](const Result& r) { return opt(r.efficiency); },
+               .read = read_optional(&Result::efficiency)});
   f.push_back({.name = "max_error", .outputs = json_only, .better = Better::lower,
                .value = [](const Result& r) { return opt(r.max_error); }, .read = read_optional(&Result::max_error)});
   f.push_back({.name = "tolerance", .outputs = json_only,
@@ -355,9 +365,9 @@ const ResultField& result_field(const std::string& name) {
 }
 
 const std::vector<std::string>& markdown_columns() {
-  static const std::vector<std::string> columns = {"op",     "label", "impl",  "dtype",    "params",    "machine", "median_s",
-                                                   "precision", "gflops", "gbps", "pct_peak", "noise", "sustained", "peak_memory_mib",
-                                                   "status"};
+  static const std::vector<std::string> columns = {
+      "op",     "label", "impl",     "dtype",         "params", "machine",   "median_s",        "precision",
+      "gflops", "gbps",  "pct_peak", "pct_bandwidth", "noise",  "sustained", "peak_memory_mib", "status"};
   return columns;
 }
 
