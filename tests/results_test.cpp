@@ -131,6 +131,12 @@ TEST(Results, MarkdownTableMarksStatuses) {
   EXPECT_NE(md.find("| 3.00 us |"), std::string::npos) << md;
   EXPECT_NE(md.find("ok, unconverged"), std::string::npos);
   EXPECT_NE(md.find("skipped: openblas has no int8 gemm"), std::string::npos);
+  // A cold case's peak memory is mostly the input sets it rotates through: the cell says how many.
+  r.peak_memory_bytes = 3 << 20;
+  r.copies = 1513;
+  EXPECT_NE(markdown_table({r}).find("| 3.00 MiB in 1513 sets |"), std::string::npos) << markdown_table({r});
+  r.copies = 1;
+  EXPECT_NE(markdown_table({r}).find("| 3.00 MiB |"), std::string::npos) << markdown_table({r});
 }
 
 TEST(Results, SustainedTelemetryAndStopReasonRoundTrip) {
