@@ -304,6 +304,11 @@ TEST(CudaCli, DeviceCuda0WithoutAGpuIsAClearSkip) {
     EXPECT_EQ(b["status"], "skipped") << b.dump();
     EXPECT_EQ(b["device"], "cuda:0");
   }
+  // Said once before the cases, with how many are skipped.
+  EXPECT_NE(out.text.find("opmeter: cuda:0 cannot run here ("), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find(fmt::format("its {} cases will be recorded as skipped", j["benchmarks"].size())),
+            std::string::npos)
+      << out.text;
 #ifdef OPMETER_HAVE_CUDA
   EXPECT_NE(out.text.find("no NVIDIA driver on this machine (libcuda.so.1 not found)"), std::string::npos) << out.text;
   EXPECT_EQ(j["context"]["gpus"][0]["unavailable"], "no NVIDIA driver on this machine (libcuda.so.1 not found)");

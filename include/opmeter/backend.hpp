@@ -60,6 +60,8 @@ class Backend {
   // Whether the backend can run anything here (a plugin loaded, a driver present); the reason
   // when not. Cases of an unready backend are `skipped` with it.
   virtual Support ready() = 0;
+  // Whether the device named (cuda:1) can run anything: ready(), and the device there.
+  virtual Support device_ready(const std::string& /*device*/) { return ready(); }
   // Whether this case can run on its device (device present, dtype by architecture).
   virtual Support supports(const Case& c) = 0;
   // Impl definitions the backend brings itself (a plugin's), registered when first asked for.

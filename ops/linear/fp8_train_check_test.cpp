@@ -132,11 +132,17 @@ TEST(Fp8TrainCheck, ATransposedWeightGradientFails) {
 }
 
 // Scaling disabled: the Gaussian W (sd 1/sqrt(hidden)) falls partly below e4m3's normal range and
-// loses precision; the check still passes such a layer at this size, and its SQNR shows the loss.
-TEST(Fp8TrainCheck, DisabledScalingPassesWithALowerSqnr) {
-  auto scaled = check_simulated(false);
+// loses precision there; the check still passes such a layer, and its SQNR is what the step has.
+// At hidden 48 that loss is within the spread of W's draws (W's own SQNR, unscaled against
+// scaled, differs by -0.2 to +0.5 dB over draws; by 3.3 dB at hidden 4096), so no order is asserted
+// here: the SQNR reported is held to the test's own computation instead.
+TEST(Fp8TrainCheck, DisabledScalingPassesWithTheSqnrOfItsStep) {
   auto r = check_simulated(false, false);
   EXPECT_TRUE(r.check.ok) << r.check.detail;
-  EXPECT_NEAR(r.check.metrics.at("sqnr_db").value, sqnr_db(r.stored.y, r.exact.y), 0.3);
-  EXPECT_LT(r.check.metrics.at("sqnr_db").value, scaled.check.metrics.at("sqnr_db").value);
+  for (auto [metric, got, ref] : {std::tuple{"sqnr_db", &r.stored.y, &r.exact.y},
+                                  {"sqnr_dx_db", &r.stored.dx, &r.exact.dx},
+                                  {"sqnr_dw_db", &r.stored.dw, &r.exact.dw}})
+    EXPECT_NEAR(r.check.metrics.at(metric).value, sqnr_db(*got, *ref), 0.3) << metric;
+  // Not the scaled step's numbers: the casts differ.
+  EXPECT_NE(r.stored.y, check_simulated(false).stored.y);
 }

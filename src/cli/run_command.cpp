@@ -507,6 +507,17 @@ void warn_contended_ceilings(const std::vector<Result>& results) {
                contended.size(), fmt::join(contended, ", "));
 }
 
+// Cases on a device whose backend cannot run here (a GPU config on a machine without a driver)
+// are each recorded as skipped with the reason: said once up front, not only case by case.
+void say_unusable_devices(const std::vector<Case>& cases) {
+  std::map<std::string, std::size_t> per_device;
+  for (auto& c : cases) ++per_device[c.device];
+  for (auto& [device, count] : per_device)
+    if (auto ready = backend_of(device).device_ready(device); !ready.ok)
+      fmt::print(stderr, "opmeter: {} cannot run here ({}): its {} case{} will be recorded as skipped\n", device,
+                 ready.reason, count, count == 1 ? "" : "s");
+}
+
 }  // namespace
 
 ResultSet run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& given_options, RunOutput out) {
@@ -797,6 +808,7 @@ int run_command(const RunArgs& given, const char* argv0) {
     for (auto& c : cases) fmt::print("{}\n", c.to_string());
     return 0;
   }
+  say_unusable_devices(cases);
 
   // A config's output folder (torchao's output_dir) holds the run's directory unless --out is given.
   const std::string dir = !a.resume.empty() ? a.resume : !a.out.empty() || plan.output_root.empty() ? a.out

@@ -52,6 +52,12 @@ class CudaBackend final : public Backend {
 
   std::string first_device() const override { return "cuda:0"; }
   Support ready() override { return plugin() ? Support::yes() : Support::no(load_reason()); }
+  Support device_ready(const std::string& device) override {
+    if (auto s = ready(); !s.ok) return s;
+    Case on;
+    on.device = device;
+    return plugin()->device(on.device_index());
+  }
   Support supports(const Case& c) override {
     if (auto s = plugin()->device(c.device_index()); !s.ok) return s;
     if (made_elsewhere(c)) return Support::yes();  // the impl says for itself (a worker's, a C plugin's)
