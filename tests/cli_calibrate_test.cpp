@@ -2,6 +2,11 @@
 // calibration continued by the command it prints. Output paths of every command that writes a file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +16,67 @@
 
 namespace {
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// The ceilings a profile should hold, recomputed from the raw results alone: a case's rate is its
+// work (flops, or bytes read + written) over the per-call time of its fastest tenth of samples
+// (the ceil(n / 10)-th smallest, nearest rank), or over its median below 10 samples (the rule a
+// profile states, kCeilingRule). Peak per dtype: the fastest peak case; memory bandwidth: each DRAM
+// kernel's, and their fastest; each cache level: its hot read's.
+void expect_profile_from_results(const fs::path& profile_path, const fs::path& jsonl) {
+  std::map<std::string, nlohmann::json> last;  // by case: a resumed run's record is the last
+  std::istringstream lines(slurp(jsonl));
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) {
+      auto j = nlohmann::json::parse(line);
+      last[j["case"].get<std::string>()] = j;
+    }
+  auto rate = [](const nlohmann::json& j, double work) {
+    auto t = j["samples_s"].get<std::vector<double>>();
+    std::sort(t.begin(), t.end());
+    const double per_call = t.size() < 10 ? j["summary"]["median_s"].get<double>()
+                                          : t[static_cast<std::size_t>(std::ceil(t.size() / 10.0)) - 1];
+    return work / per_call / 1e9;
+  };
+  std::map<std::string, double> peak, kernels;
+  std::map<double, double> caches;  // array bytes -> read GB/s
+  double memory = 0;
+  for (auto& [kase, j] : last) {
+    if (j["status"] != "ok") continue;
+    const auto& w = j["work"];
+    if (j["op"] == "peak") {
+      double& best = peak[j["dtype"].get<std::string>()];
+      best = std::max(best, rate(j, w["flops"].get<double>()));
+    } else if (j["op"] == "bandwidth") {
+      const double gbps = rate(j, w["bytes_read"].get<double>() + w["bytes_written"].get<double>());
+      if (kase.size() > 4 && kase.substr(kase.size() - 4) == ",hot") {  // a cache level's hot read
+        const double bytes = std::stod(j["params"]["n"].get<std::string>()) * 4;
+        EXPECT_FALSE(caches.count(bytes)) << kase;  // one case per level, told apart by size
+        caches[bytes] = gbps;
+      } else {
+        kernels[j["params"]["kernel"].get<std::string>()] = gbps;
+        memory = std::max(memory, gbps);
+      }
+    }
+  }
+  auto near = [](double got, double want) { return std::fabs(got - want) <= 1e-9 * std::fabs(want); };
+  auto p = nlohmann::json::parse(slurp(profile_path));
+  ASSERT_EQ(p["peak_gflops"].size(), peak.size()) << p["peak_gflops"].dump();
+  for (auto& [dtype, gflops] : peak)
+    EXPECT_TRUE(near(p["peak_gflops"][dtype].get<double>(), gflops))
+        << dtype << ": " << p["peak_gflops"][dtype] << " vs " << gflops;
+  const auto& bw = p["bandwidth"];
+  ASSERT_EQ(bw["kernels"].size(), kernels.size()) << bw.dump();
+  for (auto& [kernel, gbps] : kernels)
+    EXPECT_TRUE(near(bw["kernels"][kernel].get<double>(), gbps))
+        << kernel << ": " << bw["kernels"][kernel] << " vs " << gbps;
+  EXPECT_TRUE(near(bw["memory_gbps"].get<double>(), memory)) << bw["memory_gbps"] << " vs " << memory;
+  ASSERT_EQ(bw["caches"].size(), caches.size()) << bw.dump();
+  for (auto& level : bw["caches"]) {
+    const double bytes = level["array_bytes"].get<double>();
+    ASSERT_TRUE(caches.count(bytes)) << level.dump();
+    EXPECT_TRUE(near(level["read_gbps"].get<double>(), caches[bytes])) << level.dump() << " vs " << caches[bytes];
+  }
+}
 
 std::string usage_error(const std::string& path) {
   try {
@@ -82,6 +148,20 @@ TEST(Calibrate, InterruptedLeavesTheProfileAndResumesWithTheCommandItPrints) {
   EXPECT_EQ(p["schema"], "opmeter-calibration/1");
   EXPECT_GT(p["bandwidth"]["memory_gbps"].get<double>(), 0);
   EXPECT_FALSE(p["bandwidth"]["caches"].empty());
+  expect_profile_from_results(profile, raw / "results.jsonl");
+}
+
+// With 12 samples a case (>= 10), each ceiling is the rate of its fastest tenth: the 2nd fastest.
+TEST(Calibrate, TheProfileIsWhatItsRawResultsSay) {
+  auto dir = temp_dir("calibrate_recompute");
+  auto fusion = write(dir, "fusion.yaml",
+                      "ops: [linear]\nimpls: [onednn]\nbatch: [1]\nseq: [8]\nhidden: [16]\nout: [16]\n"
+                      "act: [relu]\nstopping: {samples: 12, warmup: 1}\n");
+  auto out = cli(
+      fmt::format("calibrate --quick --threads 1 --array-mib 1 --llc-bytes 1048576 --fusion {} --out {} --results {}",
+                  fusion.string(), (dir / "profile.json").string(), (dir / "raw").string()));
+  ASSERT_EQ(out.code, 0) << out.text;
+  expect_profile_from_results(dir / "profile.json", dir / "raw" / "results.jsonl");
 }
 
 // Under a launcher (here OpenMPI's variables, as mpirun sets them) every rank would write the same

@@ -137,7 +137,9 @@ TEST(Compare, NoisyOverlapIsUncertainNotSlower) {
   auto c = compare_results(set_of({base}), set_of({neu}));
   ASSERT_EQ(c.cases.size(), 1u);
   EXPECT_GT(c.cases[0].p_value, 0.05);
-  EXPECT_TRUE(c.cases[0].verdict == "uncertain" || c.cases[0].verdict == "same") << c.cases[0].verdict;
+  // These seeds' samples (mt19937, uniform): their medians differ by more than the 1% that counts
+  // as the same, but not significantly.
+  EXPECT_EQ(c.cases[0].verdict, "uncertain") << c.cases[0].change;
   EXPECT_FALSE(c.gate_failed());
 }
 

@@ -1,15 +1,18 @@
 // The correctness gate: no number without a correct answer.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "tests/onednn_caps.hpp"
 
 #include <fmt/format.h>
 
+#include "engine/ceiling_rate.hpp"
+#include "engine/runner.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
-#include "engine/runner.hpp"
+#include "ops/gemm/gemm.hpp"
 #include "ops/peak/peak.hpp"
-#include "engine/ceiling_rate.hpp"
 #include "tests/quick_options.hpp"
 #include "tests/result_fixtures.hpp"
 
@@ -28,6 +31,21 @@ TEST(CorrectnessGate, WrongImplIsFailedAndNotTimed) {
   ASSERT_TRUE(r.max_error.has_value());
   EXPECT_GT(*r.max_error, *r.tolerance);
   EXPECT_TRUE(r.samples.empty());
+
+  // The error's value: test_wrong adds 0.5 to C[0,0] (tests/test_impls.cpp), and gemm.hpp's metric
+  // divides |c - ref| by sum_k |a_0k b_0k|. Inputs drawn again for the seed of the check before
+  // timing (the run's seed + 1, runner.cpp), in double.
+  gemm::GemmSpec spec;
+  spec.bind(parse_case("gemm/test_wrong/fp32/M=33,N=17,K=29/threads=1"));
+  const auto in = spec.make_inputs(quick_options().seed + 1);
+  const std::size_t K = 29;
+  double magnitude = 0;
+  for (std::size_t k = 0; k < K; ++k) magnitude += std::fabs(in[0][k] * in[1][k]);  // row 0 of A and of B
+  // Besides the 0.5, C[0,0] carries its fp32 sum's rounding (at most about K units of 2^-24 of the
+  // magnitude) and the rounding of adding 0.5 (2^-24 of |c| + 0.5): the bound below, scaled.
+  const double slack = (double(K + 1) * magnitude + 0.5) * 0x1p-24 / magnitude;
+  EXPECT_NEAR(*r.max_error, 0.5 / magnitude, slack) << r.reason;
+  EXPECT_LT(slack, 1e-3 * 0.5 / magnitude);  // the bound is far tighter than any other normalization
 }
 
 TEST(CorrectnessGate, UnwrittenOutputIsCaughtByPoison) {

@@ -146,3 +146,27 @@ TEST(PerWatt, EnergyPerCallGivesWorkPerJoule) {
   r.avg_power_w.reset();
   EXPECT_FALSE(per_watt(r));  // unknown energy is empty, never zero
 }
+
+// Power without energy per call (a record with only the window's average power): work per joule
+// is then the rate over the power, GFLOP/s / W or GB/s / W.
+TEST(PerWatt, AveragePowerAloneGivesTheRateOverThePower) {
+  Result r;
+  r.status = Status::ok;
+  r.work = {2e12, 1e6, 1e6};
+  r.gflops = 500000;  // 2e12 flops in 4 ms
+  r.gbps = 0.5;
+  r.intensity = 1e6;  // compute bound
+  r.avg_power_w = 500;
+  auto w = per_watt(r);
+  ASSERT_TRUE(w);
+  EXPECT_STREQ(w->unit, "GFLOP/s/W");
+  EXPECT_DOUBLE_EQ(w->value, 500000.0 / 500);  // 1000 GFLOP/J
+  r.work = {0, 1e9, 1e9};                      // memory bound: 2e9 B in 4 ms
+  r.gflops = 0;
+  r.gbps = 500;
+  r.intensity = 0;
+  w = per_watt(r);
+  ASSERT_TRUE(w);
+  EXPECT_STREQ(w->unit, "GB/s/W");
+  EXPECT_DOUBLE_EQ(w->value, 500.0 / 500);
+}

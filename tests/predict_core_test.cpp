@@ -502,6 +502,29 @@ TEST(PredictAnalytic, DefaultConstantsAreTheRooflineOnUntiledWork) {
   for (auto& s : random_gemms(20, 3)) EXPECT_NEAR(empty.predict(s, c), roofline_time(s, c), 1e-9 * roofline_time(s, c));
 }
 
+// The model's formula (analytic.cpp's header) evaluated by hand for fixed constants, on the
+// ceilings above: fp32 peak 100 GFLOP/s measured on 2 threads, 20 GB/s, 8 MiB of last-level cache.
+TEST(PredictAnalytic, PredictsByHandForFixedConstants) {
+  Ceilings c = cpu_ceilings();
+  AnalyticModel m;
+  m.constants = {{"overhead_s", 1e-6}, {"compute_eff", 0.5}, {"memory_eff", 1},      {"k_half", 8},
+                 {"tile_m", 16},       {"tile_n", 32},       {"cache_penalty", 0.05}};
+  // M = 17, N = 33, K = 64 on 2 threads: 16 x 32 tiles cover 17 x 33 with ceil(17/16) x ceil(33/32)
+  // = 4 tiles, run 2 at a time in 2 rounds: 2 x 2 x 16 x 32 = 2048 outputs computed for the 561
+  // needed, pad = 2048 / 561 = 3.651. The flops 2 x 561 x 64 x pad = 2 x 2048 x 64 = 262144 at the
+  // whole 100 GFLOP/s (2 of the ceilings' 2 threads), halved by compute_eff, times 1 + 8 / 64 for
+  // small K: 5.89824 us. Memory: 4 x (17 x 64 + 64 x 33 + 17 x 33) = 15044 B at 20 GB/s = 0.75 us,
+  // under it. The operands fit the cache (7.5 kB a thread): no penalty. Plus the 1 us overhead.
+  EXPECT_NEAR(m.predict(gemm_sample(17, 33, 64, 2), c), 1e-6 + 262144 / 100e9 / 0.5 * 1.125, 1e-12 * 6.9e-6);
+  EXPECT_NEAR(m.predict(gemm_sample(17, 33, 64, 2), c), 6.89824e-6, 1e-12 * 6.9e-6);
+  // M = N = K = 1024 on 1 thread: 64 x 32 = 2048 tiles in 2048 rounds of 1, no padding. The thread
+  // gets half the peak (1 of the ceilings' 2 threads): 2^31 flops at 50 GFLOP/s, halved by
+  // compute_eff, times 1 + 8 / 1024. Its 12 MiB of operands overflow its 4 MiB share of the cache
+  // 3 times over: times 1 + 0.05 x log2(3). Memory, 12 MiB at 20 GB/s = 0.63 ms, is under it.
+  const double big = 1e-6 + std::pow(2.0, 31) / 50e9 / 0.5 * (1 + 8.0 / 1024) * (1 + 0.05 * std::log2(3.0));
+  EXPECT_NEAR(m.predict(gemm_sample(1024, 1024, 1024, 1), c), big, 1e-12 * big);
+}
+
 TEST(PredictAnalytic, FitRecoversACpuModel) {
   Ceilings c = cpu_ceilings();
   AnalyticModel truth;

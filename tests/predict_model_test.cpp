@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 
 #include "opmeter/errors.hpp"
 #include "predict/model.hpp"
@@ -59,6 +61,40 @@ TEST(PredictModel, FitsFourModelsWithHeldOutErrorAndPicksTheBest) {
   }
   EXPECT_EQ(m.folds, 5);
   EXPECT_EQ(m.context["cpu"]["model"], "test cpu");
+}
+
+// Held out means held out: each case's cross-validated analytic prediction is that of the model
+// fitted again here on the other folds' cases only (the same fit, given only them), and not that
+// of the model fitted on every case, which has seen it.
+TEST(PredictModel, CrossValidatedPredictionsComeFromModelsFittedWithoutTheirFold) {
+  const auto& m = fitted();
+  const GroupModel& g = m.groups[0];
+  const auto samples = fx::gemm_samples(40);  // the group's cases, in the order the fit saw them
+  ASSERT_EQ(g.points.size(), samples.size());
+  std::map<int, std::size_t> fold_sizes;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    ASSERT_EQ(g.points[i].case_string, samples[i].case_string);
+    ++fold_sizes[g.points[i].fold];
+  }
+  ASSERT_EQ(fold_sizes.size(), 5u);
+  for (auto [fold, size] : fold_sizes) EXPECT_EQ(size, 8u) << fold;  // 40 cases in 5 equal folds
+  const Ceilings c = fx::cpu_ceilings();
+  std::size_t unlike_in_sample = 0;
+  for (int fold = 0; fold < 5; ++fold) {
+    std::vector<Sample> others;
+    for (std::size_t i = 0; i < samples.size(); ++i)
+      if (g.points[i].fold != fold) others.push_back(samples[i]);
+    const AnalyticModel without = AnalyticModel::fit(others, c);
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      if (g.points[i].fold != fold) continue;
+      const double held_out = g.points[i].predicted_s.at(ModelKind::analytic);
+      EXPECT_NEAR(held_out, without.predict(samples[i], c), 1e-12 * held_out) << samples[i].case_string;
+      EXPECT_NEAR(g.points[i].predicted_s.at(ModelKind::roofline), roofline_time(samples[i], c), 1e-12 * held_out);
+      unlike_in_sample += std::fabs(held_out - g.analytic.predict(samples[i], c)) > 1e-6 * held_out;
+    }
+  }
+  // A fit on all 40 cases (a leak) predicts differently: most cases tell the two apart.
+  EXPECT_GT(unlike_in_sample, 20u);
 }
 
 TEST(PredictModel, GroupsTooSmallForTheFoldsAreLeftOutWithANote) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -327,4 +328,37 @@ TEST(PredictReport, BrowserDrawsEveryChartWithoutErrors) {
     if (c.kind == "predict-scatter") rows -= 24 - 12;  // 24 guide rows draw 12 lines
     EXPECT_GE(drawn.value("marks", 0u), rows) << c.id << ": " << drawn.dump();
   }
+}
+
+// `opmeter predict`'s error against measured times, on hand-made predictions (times in ms):
+//   a: measured 1.0, predicted 1.1 (|1.1 - 1| / 1 = 10%),   interval 0.9 .. 1.2: inside;
+//   b: measured 2.0, predicted 1.5 (|1.5 - 2| / 2 = 25%),   interval 1.6 .. 1.9: outside;
+//   c: not measured: left out.
+// Best model: median of {10%, 25%} = 17.5%; p90 by linear interpolation 10 + 0.9 x 15 = 23.5%;
+// 1 of 2 inside. Each model's own (uncorrected) predictions: roofline 0.5 and 1.0 (50%, 50%:
+// median 50%), analytic 1.0 and 2.2 (0%, 10%: median 5%).
+TEST(PredictMeasuredError, SummaryOfHandMadePredictions) {
+  auto prediction = [](const char* name, double time_ms, double lo_ms, double hi_ms, std::optional<double> measured_ms,
+                       double roofline_ms, double analytic_ms) {
+    Prediction p;
+    p.case_string = name;
+    p.time_s = time_ms * 1e-3;
+    p.lo_s = lo_ms * 1e-3;
+    p.hi_s = hi_ms * 1e-3;
+    if (measured_ms) p.measured_s = *measured_ms * 1e-3;
+    p.by_model = {{ModelKind::roofline, roofline_ms * 1e-3}, {ModelKind::analytic, analytic_ms * 1e-3}};
+    return p;
+  };
+  const std::vector<Prediction> cases = {prediction("a", 1.1, 0.9, 1.2, 1.0, 0.5, 1.0),
+                                         prediction("b", 1.5, 1.6, 1.9, 2.0, 1.0, 2.2),
+                                         prediction("c", 9.0, 8.0, 10.0, std::nullopt, 1.0, 9.0)};
+  EXPECT_EQ(measured_error_summary(cases, {}),
+            "\nError against the measured times (2 cases): each group's best model median 17.5%, p90 23.5%, 50.0% "
+            "inside the interval; roofline median 50.0%; analytic median 5.0%\n");
+  // A case the model was fitted on is named: its error is not held out.
+  EXPECT_EQ(measured_error_summary(cases, {"a", "c"}),
+            "\nError against the measured times (2 cases): each group's best model median 17.5%, p90 23.5%, 50.0% "
+            "inside the interval; roofline median 50.0%; analytic median 5.0%. 1 of these cases are in the model's "
+            "training data: their error is not a held-out error (predict fit reports that)\n");
+  EXPECT_EQ(measured_error_summary({cases[2]}, {}), "");  // nothing measured
 }

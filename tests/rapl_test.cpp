@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -356,7 +357,23 @@ TEST(RaplRun, ACpuCaseGetsEnergyFromAdvancingCounters) {
               1e-9 * *r.energy_j);
   EXPECT_GT(r.metrics.at("energy_package_j").value, r.metrics.at("energy_dram_j").value);
   EXPECT_EQ(r.details.at("energy_method"), "RAPL (package + dram)");
-  EXPECT_TRUE(r.details.count("energy_window"));
+  ASSERT_TRUE(r.details.count("energy_window"));
+
+  // Energy per call is, by definition, the power drawn times the window's length over the calls
+  // made in it: the fake draws 20 W (package) + 2 W (dram) all along, so each call costs
+  // 22 W x S / N, with S and N the window's seconds and calls as the result states them.
+  const std::string window = r.details.at("energy_window");  // "S s, N calls in samples of B"
+  double seconds = 0;
+  std::size_t calls = 0, batch = 0;
+  ASSERT_EQ(std::sscanf(window.c_str(), "%lf s, %zu calls in samples of %zu", &seconds, &calls, &batch), 3) << window;
+  ASSERT_GT(calls, 0u) << window;
+  EXPECT_EQ(calls % batch, 0u) << window;  // whole samples of `batch` calls each
+  // S is printed to 10 ms in a window of >= 0.3 s (under 2%); the fake's writer thread and the
+  // meter's reads may each be late by a busy machine's scheduling: 10% in all.
+  const double per_call_s = seconds / double(calls);
+  EXPECT_NEAR(*r.energy_j, 22.0 * per_call_s, 0.1 * 22.0 * per_call_s) << window;
+  EXPECT_NEAR(r.metrics.at("energy_package_j").value, 20.0 * per_call_s, 0.1 * 20.0 * per_call_s) << window;
+  EXPECT_NEAR(r.metrics.at("energy_dram_j").value, 2.0 * per_call_s, 0.1 * 2.0 * per_call_s) << window;
 }
 
 TEST(RaplRun, AFrozenTreeLeavesEnergyEmptyWithTheReason) {

@@ -41,7 +41,12 @@ TEST(Results, DerivedRates) {
   auto r = sample_result();
   EXPECT_DOUBLE_EQ(r.summary.median, 3e-6);
   EXPECT_NEAR(r.gflops, 65536.0 / 3e-6 * 1e-9, 1e-9);
-  EXPECT_NEAR(r.intensity, r.work.flops / r.work.bytes(), 1e-12);
+  // Bytes of the GEMM 64 x 32 x 16 in fp32: A 64 x 16 and B 16 x 32 read, C 64 x 32 written:
+  // 4 x (1024 + 512) + 4 x 2048 = 14336 B. Intensity 65536 / 14336 = 32 / 7 flops per byte;
+  // 14336 B in the median's 3 us is 4.7787 GB/s.
+  EXPECT_NEAR(r.intensity, 32.0 / 7.0, 1e-12);
+  EXPECT_NEAR(r.gbps, 14336 / 3e-6 * 1e-9, 1e-9);
+  EXPECT_NEAR(r.gbps, 4.7787, 1e-4);
   EXPECT_NEAR(*r.pct_peak, r.gflops, 1e-9);  // peak of 100 GFLOP/s
 }
 

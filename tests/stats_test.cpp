@@ -35,6 +35,38 @@ TEST(Stats, MedianConfidenceIntervalFromOrderStatistics) {
   EXPECT_DOUBLE_EQ(small.second, 3.0);
 }
 
+namespace {
+std::vector<double> one_to(int n) {
+  std::vector<double> x;
+  for (int i = n; i >= 1; --i) x.push_back(i);  // unsorted; value i is the order statistic of rank i
+  return x;
+}
+}  // namespace
+
+TEST(Stats, MedianConfidenceIntervalRanksOfOddAndSmallSamples) {
+  // Conover's ranks n/2 -+ 1.96 sqrt(n)/2 (the upper one + 1), rounded, 1-based:
+  // n = 7: 3.5 - 2.593 = 0.907 -> 1 and 1 + 3.5 + 2.593 = 7.09 -> 7.
+  EXPECT_EQ(median_ci95(one_to(7)), std::make_pair(1.0, 7.0));
+  // n = 25: 12.5 - 4.9 = 7.6 -> 8 and 1 + 12.5 + 4.9 = 18.4 -> 18.
+  EXPECT_EQ(median_ci95(one_to(25)), std::make_pair(8.0, 18.0));
+  // n = 101: 50.5 - 9.849 = 40.65 -> 41 and 1 + 50.5 + 9.849 = 61.35 -> 61.
+  EXPECT_EQ(median_ci95(one_to(101)), std::make_pair(41.0, 61.0));
+}
+
+// An independent property of the interval: [X(lo), X(hi)] holds the true median unless fewer than
+// lo or at least hi samples fall below it. The count below is Binomial(n, 1/2), so the coverage
+// is sum_{k = lo}^{hi - 1} C(n, k) / 2^n, which must be at least 95% for every n > 5 (n <= 5
+// gives the full range, which covers 1 - 2 / 2^n: 93.75% at n = 5, as documented).
+TEST(Stats, MedianConfidenceIntervalCoversTheMedianWithAtLeast95Percent) {
+  for (int n = 6; n <= 300; ++n) {
+    auto [lo, hi] = median_ci95(one_to(n));
+    double coverage = 0;
+    for (int k = int(lo); k < int(hi); ++k)
+      coverage += std::exp(std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0) - n * std::log(2.0));
+    EXPECT_GE(coverage, 0.95) << "n = " << n << ": ranks " << lo << " and " << hi;
+  }
+}
+
 TEST(Stats, SummaryFencesOutOutliersForNoiseOnly) {
   std::vector<double> x(100, 1.0);
   for (int i = 0; i < 100; ++i) x[i] = 1.0 + 0.001 * (i % 10);
@@ -42,11 +74,17 @@ TEST(Stats, SummaryFencesOutOutliersForNoiseOnly) {
   auto s = summarize(x);
   EXPECT_EQ(s.count, 101u);
   EXPECT_EQ(s.outliers, 1u);
-  EXPECT_LT(s.rel_noise, 0.01);
+  // The 100 kept values are 1.000 ... 1.009, ten of each: mean 1.0045, squared deviations
+  // 10 x 1e-6 x sum_{k=0}^{9} (k - 4.5)^2 = 8.25e-4, sample variance 8.25e-4 / 99, so
+  // rel_noise = sqrt(8.25e-4 / 99) / 1.0045 = 0.0028738191597.
+  EXPECT_NEAR(s.rel_noise, std::sqrt(8.25e-4 / 99) / 1.0045, 1e-12);
+  EXPECT_NEAR(s.rel_noise, 0.0028738191597, 1e-12);
   EXPECT_GT(s.stdev / s.mean, 1.0);  // the plain ratio is dominated by the outlier
   EXPECT_DOUBLE_EQ(s.max, 50.0);
-  EXPECT_LE(s.median_ci_low, s.median);
-  EXPECT_GE(s.median_ci_high, s.median);
+  // n = 101: ranks 41 and 61 of the sorted samples (ten 1.000, ten 1.001, ...): 1.004 and 1.006.
+  EXPECT_DOUBLE_EQ(s.median_ci_low, 1.0 + 0.001 * 4);
+  EXPECT_DOUBLE_EQ(s.median_ci_high, 1.0 + 0.001 * 6);
+  EXPECT_DOUBLE_EQ(s.median, 1.0 + 0.001 * 5);  // the 51st of 101
 }
 
 TEST(Stats, RunningStatsMatchesBatch) {

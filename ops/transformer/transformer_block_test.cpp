@@ -215,8 +215,21 @@ TEST(TransformerBlock, WorkModelOfBertBase) {
   EXPECT_DOUBLE_EQ(w.bytes_written, 512.0 * 768 * 4);
   auto u = op->unfused_work(c);
   EXPECT_DOUBLE_EQ(u.flops, w.flops);
-  EXPECT_DOUBLE_EQ(u.bytes_read, 99130368.0);
-  EXPECT_DOUBLE_EQ(u.bytes_written, 67633152.0);
+  // Unfused: 16 ops, each reading its inputs from memory and writing its output there. With
+  // rows r = 512, hidden h = 768, mlp m = 3072, e = 4 B: X = r h e is one activation of width h,
+  // M = r m e one of width m, S = 12 heads x 512^2 elements of one head's scores or probabilities.
+  const double r = 512, h = 768, m = 3072, e = 4, X = r * h * e, M = r * m * e, S = 12.0 * 512 * 512;
+  // Activations read, by op: LN1 x (1 X); qkv matmul its input (1); + bqkv q, k, v (3); S = q k^T
+  // q and k (2); P v v (1); O Wo^T O (1); + bo (1); h = x + attn both (2); LN2 (1); W1 (1);
+  // + b2 (1); y = h + mlp both (2): 17 X. Width m: + b1, act and W2 each read one: 3 M.
+  // Scores: softmax reads S in fp32 and P v reads P in the case's type: S x (4 + e).
+  // Weights once, e bytes each: Wqkv 3 h^2, Wo h^2, W1 and W2 m h each. fp32 vectors: LN1's and
+  // LN2's gamma and beta (2 x 2 h), bqkv (3 h), bo (h), b1 (m), b2 (h): 4 x (9 h + m) bytes.
+  const double weights = (3 * h * h + h * h + 2 * m * h) * e, vectors = 4 * (9 * h + m);
+  EXPECT_DOUBLE_EQ(u.bytes_read, 17 * X + 3 * M + S * (4 + e) + weights + vectors);  // 99130368
+  // Written, by op: LN1 (1 X), qkv (3), + bqkv (3), S in fp32 (S x 4), P (S x e), P v (1), Wo (1),
+  // + bo (1), residual (1), LN2 (1), W2 (1), + b2 (1), residual (1): 15 X; W1, + b1, act: 3 M.
+  EXPECT_DOUBLE_EQ(u.bytes_written, 15 * X + 3 * M + S * (4 + e));  // 67633152
   EXPECT_EQ(op->fusion_pattern(c), "layernorm+qkv+attention+proj+add+layernorm+linear+bias+gelu+linear+add");
   auto bf = op->work(parse_case("transformer_block/opmeter/bf16/batch=1,seq=512,hidden=768,heads=12,mlp=3072,act=gelu,causal=1/threads=1"));
   EXPECT_DOUBLE_EQ(bf.bytes_written, 512.0 * 768 * 2);

@@ -318,33 +318,6 @@ void attach_measured(Answers& out, const std::string& path) {
   }
 }
 
-double ape(const Prediction& p) { return std::abs(p.time_s - *p.measured_s) / *p.measured_s; }
-
-// Error of each model over the cases with a measured time.
-std::string error_summary(const std::vector<Prediction>& cases, const std::set<std::string>& trained) {
-  std::map<ModelKind, std::vector<double>> errors;
-  std::vector<double> best;
-  std::size_t inside = 0, in_training = 0;
-  for (auto& p : cases) {
-    if (!p.measured_s) continue;
-    in_training += trained.count(p.case_string);
-    best.push_back(ape(p));
-    inside += *p.measured_s >= p.lo_s && *p.measured_s <= p.hi_s;
-    for (auto& [k, v] : p.by_model) errors[k].push_back(std::abs(v - *p.measured_s) / *p.measured_s);
-  }
-  if (best.empty()) return "";
-  std::string out = fmt::format("\nError against the measured times ({} cases): each group's best model median {}, p90 {}, "
-                                "{} inside the interval",
-                                best.size(), pct(percentile(best, 50)), pct(percentile(best, 90)),
-                                pct(double(inside) / double(best.size())));
-  for (auto& [k, e] : errors) out += fmt::format("; {} median {}", to_string(k), pct(percentile(e, 50)));
-  if (in_training)
-    out += fmt::format(". {} of these cases are in the model's training data: their error is not a held-out error "
-                       "(predict fit reports that)",
-                       in_training);
-  return out + "\n";
-}
-
 std::string error_text(const Prediction& p) {
   if (!p.measured_s) return "";
   return fmt::format("{:+.1f}%", (p.time_s / *p.measured_s - 1) * 100);
@@ -361,7 +334,7 @@ std::string answers_markdown(const Answers& a) {
     for (auto& p : a.cases)
       out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", p.case_string, to_string(p.model), human_time(p.time_s),
                          interval_text(p), p.measured_s ? human_time(*p.measured_s) : "", error_text(p));
-    out += error_summary(a.cases, a.trained);
+    out += measured_error_summary(a.cases, a.trained);
   }
   for (auto& pp : a.pipelines) {
     std::vector<std::string> params;

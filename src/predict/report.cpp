@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -268,6 +269,32 @@ std::string model_markdown(const PredictModel& m) {
     out += "\n";
   }
   return out;
+}
+
+std::string measured_error_summary(const std::vector<Prediction>& cases, const std::set<std::string>& trained) {
+  auto ape = [](double predicted, double measured) { return std::abs(predicted - measured) / measured; };
+  std::map<ModelKind, std::vector<double>> errors;
+  std::vector<double> best;
+  std::size_t inside = 0, in_training = 0;
+  for (auto& p : cases) {
+    if (!p.measured_s) continue;
+    in_training += trained.count(p.case_string);
+    best.push_back(ape(p.time_s, *p.measured_s));
+    inside += *p.measured_s >= p.lo_s && *p.measured_s <= p.hi_s;
+    for (auto& [k, v] : p.by_model) errors[k].push_back(ape(v, *p.measured_s));
+  }
+  if (best.empty()) return "";
+  std::string out = fmt::format(
+      "\nError against the measured times ({} cases): each group's best model median {}, p90 {}, "
+      "{} inside the interval",
+      best.size(), pct(percentile(best, 50)), pct(percentile(best, 90)), pct(double(inside) / double(best.size())));
+  for (auto& [k, e] : errors) out += fmt::format("; {} median {}", to_string(k), pct(percentile(e, 50)));
+  if (in_training)
+    out += fmt::format(
+        ". {} of these cases are in the model's training data: their error is not a held-out error "
+        "(predict fit reports that)",
+        in_training);
+  return out + "\n";
 }
 
 std::string model_html(const PredictModel& m) {
