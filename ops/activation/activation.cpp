@@ -68,8 +68,9 @@ double flops_per_element(Act a) {
     case Act::relu: return 1;
     case Act::relu6: case Act::leaky_relu: return 2;
     case Act::sigmoid: return 3;
-    case Act::silu: case Act::hardswish: return 4;
-    case Act::gelu: return 5;
+    case Act::silu: return 4;
+    case Act::gelu:
+    case Act::hardswish: return 5;  // hardswish: x * relu6(x + 3) / 6
     case Act::gelu_tanh: return 9;
   }
   return 1;

@@ -32,13 +32,13 @@ Work work_of(const std::string& name, const char* dtype) {
 //   gelu        0.5 x (1 + erf(x / sqrt 2)): scale x, erf, add 1, times x, times 0.5        5
 //   gelu_tanh   0.5 x (1 + tanh(c (x + 0.044715 x^3))): x^3 (2), times 0.044715, add x,
 //               times c, tanh, add 1, times x, times 0.5                                     9
-// hardswish is left out: x * relu6(x + 3) / 6 counts an add, relu6's 2, a multiply and a divide
-// (5; the kernel's x * (min(max(x + 3, 0), 6) * (1/6)) is 5 operations too), but the work model
-// says 4 (flops_per_element): reported as a discrepancy rather than pinned here.
+//   hardswish   x * relu6(x + 3) / 6: add, relu6's 2, multiply, divide                       5
+//               (the kernel's x * (min(max(x + 3, 0), 6) * (1/6)) is 5 operations too)
 TEST(ActivationOps, WorkIsFlopsPerElementByHandAndOneReadAndWrite) {
   const double n = 2 * 3 * 5;
-  const std::pair<const char*, double> flops_per_element[] = {
-      {"relu", 1}, {"relu6", 2}, {"leaky_relu", 2}, {"sigmoid", 3}, {"silu", 4}, {"gelu", 5}, {"gelu_tanh", 9}};
+  const std::pair<const char*, double> flops_per_element[] = {{"relu", 1},      {"relu6", 2},    {"leaky_relu", 2},
+                                                              {"sigmoid", 3},   {"silu", 4},     {"gelu", 5},
+                                                              {"gelu_tanh", 9}, {"hardswish", 5}};
   for (auto [name, per] : flops_per_element) {
     auto w = work_of(name, "fp32");
     EXPECT_DOUBLE_EQ(w.flops, per * n) << name;
