@@ -146,7 +146,7 @@ std::string training_markdown(const std::vector<TrainingRow>& rows) {
       "phase=backward), total: the whole step (each with its % of peak). fwd+bwd / total near 1: the phases add up. "
       "Speedup: the baseline's step (the fastest impl of the same shape without a recipe, run the same way) over "
       "this one's. Flags: "
-      "a phase measured while others took its CPUs (contended), short of its noise target (unconverged), whose "
+      "a phase measured while others took its CPUs (contended), short of its precision target (unconverged), whose "
       "precision stopped improving short of it (plateau), or with samples dropped for a GPU slowdown (throttled).\n\n"
       "| case | dtype | device | recipe | impl | fwd | bwd | total | fwd+bwd / total | baseline | speedup | flags |\n"
       "|---|---|---|---|---|---:|---:|---:|---:|---|---:|---|\n";

@@ -395,9 +395,14 @@ void add_filter_options(CLI::App* command, std::string& filter, std::string& exc
 }
 
 void add_user_impl_options(CLI::App* command, std::vector<std::string>& kernels, std::vector<std::string>& plugins) {
-  command->add_option("--kernel", kernels,
-                      "a Python kernel of your own, FILE.py:NAME (or FILE.py whose module is the kernel): measured as impl "
-                      "NAME of the op it declares; repeatable")
+  // `run` measures a kernel; `check` only checks it.
+  const bool measures = command->get_name() == "run";
+  command
+      ->add_option(
+          "--kernel", kernels,
+          fmt::format("a Python kernel of your own, FILE.py:NAME (or FILE.py whose module is the kernel): {} as "
+                      "impl NAME of the op it declares; repeatable",
+                      measures ? "measured" : "checked"))
       ->allow_extra_args(false);  // `--kernel k.py my.yaml`: the config is not a second kernel
   // A dry run loads it too: its impls' cases are the plan, and it is the user's own code, named here
   // (a config's or a resumed run's plugins are not loaded by a dry run).

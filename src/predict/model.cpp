@@ -186,7 +186,7 @@ PredictModel fit_model(const std::vector<Sample>& samples, const std::map<std::s
                     contended, contended == 1 ? "" : "s", contended == 1 ? "it" : "them"));
   if (unconverged)
     m.notes.push_back(
-        fmt::format("{} training case{} flagged unconverged (the noise target was not reached): kept, "
+        fmt::format("{} training case{} flagged unconverged (the precision target was not reached): kept, "
                     "{} time{} less certain",
                     unconverged, unconverged == 1 ? "" : "s", unconverged == 1 ? "its" : "their",
                     unconverged == 1 ? " is" : "s are"));
