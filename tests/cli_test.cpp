@@ -70,6 +70,25 @@ TEST(Cli, CaseStringRerunsExactlyThatCase) {
   EXPECT_EQ(results[0].samples.size(), 3u);
 }
 
+// One case is "1 case", not "1 cases": the run's line, report.md, compare's summary and its document.
+TEST(Cli, OneCaseIsSingular) {
+  auto dir = temp_dir("cli_one_case");
+  auto out = cli("run --case gemm/onednn/fp32/M=32,N=8,K=16/threads=1 --samples 3 --out " + (dir / "a").string());
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_NE(out.text.find("opmeter: 1 case from case -> "), std::string::npos) << out.text;
+  std::stringstream report;
+  report << std::ifstream(dir / "a" / "report.md").rdbuf();
+  EXPECT_NE(report.str().find("\n1 case: 1 ok."), std::string::npos) << report.str();
+  EXPECT_NE(report.str().find(", 1 case\n"), std::string::npos) << report.str();
+  EXPECT_EQ(report.str().find("1 cases"), std::string::npos) << report.str();
+  auto dry = cli("run --case gemm/onednn/fp32/M=32,N=8,K=16/threads=1 --dry-run");
+  EXPECT_NE(dry.text.find("1 case from case\n"), std::string::npos) << dry.text;
+  auto cmp = cli("compare " + (dir / "a").string() + " " + (dir / "a").string());
+  EXPECT_NE(cmp.text.find("opmeter: pass: 1 case, geomean time"), std::string::npos) << cmp.text;
+  EXPECT_NE(cmp.text.find("**PASS**: 1 case compared"), std::string::npos) << cmp.text;
+  EXPECT_EQ(cmp.text.find("1 cases"), std::string::npos) << cmp.text;
+}
+
 // --profile measures as usual (torchao's enable_profiler keeps its repeats), then runs one more
 // untimed sample in the capture range, which the details say and the samples do not hold.
 TEST(Cli, ProfileKeepsTheMeasurementAndAddsOneUntimedSample) {

@@ -196,8 +196,8 @@ int fit_command(const PredictArgs& a) {
   for (auto& g : m.groups) cases += g.points.size();
   fmt::print("{}", fit_table(m));
   for (auto& note : m.notes) fmt::print(stderr, "opmeter: note: {}\n", note);
-  fmt::print(stderr, "opmeter: {} group{} fitted on {} cases ({}-fold cross-validation) -> {}\n", m.groups.size(),
-             m.groups.size() == 1 ? "" : "s", cases, m.folds, written);
+  fmt::print(stderr, "opmeter: {} fitted on {} ({}-fold cross-validation) -> {}\n", count_of(m.groups.size(), "group"),
+             count_of(cases, "case"), m.folds, written);
   return 0;
 }
 
@@ -333,10 +333,11 @@ std::string error_summary(const std::vector<Prediction>& cases, const std::set<s
     for (auto& [k, v] : p.by_model) errors[k].push_back(std::abs(v - *p.measured_s) / *p.measured_s);
   }
   if (best.empty()) return "";
-  std::string out = fmt::format("\nError against the measured times ({} cases): each group's best model median {}, p90 {}, "
-                                "{} inside the interval",
-                                best.size(), pct(percentile(best, 50)), pct(percentile(best, 90)),
-                                pct(double(inside) / double(best.size())));
+  std::string out = fmt::format(
+      "\nError against the measured times ({}): each group's best model median {}, p90 {}, "
+      "{} inside the interval",
+      count_of(best.size(), "case"), pct(percentile(best, 50)), pct(percentile(best, 90)),
+      pct(double(inside) / double(best.size())));
   for (auto& [k, e] : errors) out += fmt::format("; {} median {}", to_string(k), pct(percentile(e, 50)));
   if (in_training)
     out += fmt::format(". {} of these cases are in the model's training data: their error is not a held-out error "

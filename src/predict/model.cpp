@@ -234,8 +234,8 @@ PredictModel fit_model(const std::vector<Sample>& samples, const std::map<std::s
     m.ceilings[device] = c->second;
     m.groups.push_back(fit_group(group, c->second, settings));
     if (!m.groups.back().boosted)
-      m.notes.push_back(fmt::format("{}: {} cases, fewer than the {} the tree models need: roofline and analytic only",
-                                    key, group.size(), kMinTreeCases));
+      m.notes.push_back(fmt::format("{}: {}, fewer than the {} the tree models need: roofline and analytic only", key,
+                                    count_of(group.size(), "case"), kMinTreeCases));
   }
   return m;
 }

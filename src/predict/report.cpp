@@ -16,6 +16,7 @@
 #include "report/report.hpp"
 #include "report/reporters.hpp"
 #include "results/result_set.hpp"
+#include "util/text.hpp"
 
 namespace opmeter {
 
@@ -85,9 +86,10 @@ std::string title(const PredictModel& m) { return "opmeter predict: " + report_p
 // --- markdown ------------------------------------------------------------------------------
 
 std::string md_group(const GroupModel& g) {
-  std::string out = fmt::format("## {}\n\n{} cases.\n\n| model | median error | p90 error | interval | coverage | |\n"
-                                "|---|---:|---:|---:|---:|---|\n",
-                                g.key, g.points.size());
+  std::string out = fmt::format(
+      "## {}\n\n{}.\n\n| model | median error | p90 error | interval | coverage | |\n"
+      "|---|---:|---:|---:|---:|---|\n",
+      g.key, count_of(g.points.size(), "case"));
   for (auto k : kModelKinds) {
     auto* e = stats_of(g, k);
     if (!e) {
@@ -119,8 +121,8 @@ p.lead { max-width: 980px; }
 std::string td_num(const std::string& text) { return "<td class=\"num\">" + text + "</td>"; }
 
 void html_group_table(std::string& out, const GroupModel& g) {
-  out += fmt::format("<h3 id=\"group-{}\">{}</h3>\n<p>{} cases; best: <b>{}</b>.</p>\n", html_escape(g.key), html_escape(g.key),
-                     g.points.size(), model_label(g.best));
+  out += fmt::format("<h3 id=\"group-{}\">{}</h3>\n<p>{}; best: <b>{}</b>.</p>\n", html_escape(g.key),
+                     html_escape(g.key), count_of(g.points.size(), "case"), model_label(g.best));
   out += "<table class=\"group\"><thead><tr><th>model</th><th>median error</th><th>p90 error</th><th>interval</th>"
          "<th>coverage</th><th></th></tr></thead><tbody>\n";
   for (auto k : kModelKinds) {
