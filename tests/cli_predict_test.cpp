@@ -145,6 +145,26 @@ TEST(CliPredict, ContendedResultsAreLeftOutOfTheFitWithANote) {
   EXPECT_TRUE(has(j["notes"].dump(), "2 results flagged contended")) << j["notes"].dump();
 }
 
+// The probe of the README, item 6: when too few cases are left for the folds, the error counts
+// the contended results that were left out (the note that says so comes only with a model).
+TEST(CliPredict, TooFewCasesSaysHowManyWereLeftOutAsContended) {
+  const auto& f = fixture();
+  auto dir = f.dir / "mostly_contended";
+  fs::create_directories(dir);
+  fs::copy_file(f.results / "results.json", dir / "results.json", fs::copy_options::overwrite_existing);
+  int kept = 0;  // the first three cases stay: fewer than --folds 5 needs
+  const int flagged = flag_contended(dir / "results.json", true, [&](const std::string&) { return ++kept > 3; });
+  ASSERT_EQ(flagged, 11);
+  auto fit = cli("predict fit " + dir.string() + " -o " + (dir / "model.json").string() +
+                 " --no-report --calibration " + f.profile.string());
+  EXPECT_EQ(fit.code, 2) << fit.text;
+  EXPECT_TRUE(has(fit.text,
+                  "cpu/gemm/onednn/fp32 (3 cases); besides these, 11 results flagged contended (measured "
+                  "while other processes took the CPUs) were left out: measure them again on a quiet machine"))
+      << fit.text;
+  EXPECT_FALSE(fs::exists(dir / "model.json"));
+}
+
 TEST(CliPredict, PredictsACaseAConfigAndResults) {
   const auto& f = fixture();
   auto one = cli("predict " + f.model.string() + " gemm/onednn/fp32/M=20,N=20,K=20/threads=1");

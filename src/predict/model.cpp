@@ -216,10 +216,17 @@ PredictModel fit_model(const std::vector<Sample>& samples, const std::map<std::s
                                                "(measured while other processes took the CPUs)",
                                                contended)
                                  : std::string("no measured (ok) case to fit a model on"));
+    // The contended results went before the groups were counted: say so here too, since the note
+    // that says it is printed only with a model.
     throw UsageError(fmt::format(
         "no group has enough cases for {}-fold cross-validation, which needs at least {} measured cases per device, "
-        "op, impl and dtype: {}. Measure more cases, or use fewer folds (--folds 2 needs 2 per group)",
-        settings.folds, settings.folds, fmt::join(too_small, ", ")));
+        "op, impl and dtype: {}{}. Measure more cases, or use fewer folds (--folds 2 needs 2 per group)",
+        settings.folds, settings.folds, fmt::join(too_small, ", "),
+        contended ? fmt::format("; besides these, {} flagged contended (measured while other processes took the "
+                                "CPUs) {} left out: measure {} again on a quiet machine",
+                                count_of(contended, "result"), contended == 1 ? "was" : "were",
+                                contended == 1 ? "it" : "them")
+                  : std::string()));
   }
   for (auto& [key, group] : groups) {
     throw_if_interrupted();  // a group's trees take seconds: Ctrl-C is noticed between them
