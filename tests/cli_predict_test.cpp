@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/cli_helpers.hpp"
@@ -194,6 +195,20 @@ TEST(CliPredict, PredictsACaseAConfigAndResults) {
   auto md = cli("predict " + f.model.string() + " " + f.results.string());
   ASSERT_EQ(md.code, 0) << md.text;
   EXPECT_TRUE(has(md.text, "Error against the measured times")) << md.text;
+  // The printed predictions are the best model's output scaled by its held-out ratio, and the
+  // output says so: the model column gives the factor, the summary which errors are unscaled.
+  EXPECT_TRUE(has(md.text,
+                  "the predictions (each group's best model scaled by its held-out median of measured / "
+                  "predicted, the × in the model column) median "))
+      << md.text;
+  EXPECT_TRUE(has(md.text, "; each model unscaled: ")) << md.text;
+  const double ratio = j["cases"][0]["ratio"].get<double>();
+  const std::string best = j["cases"][0]["model"].get<std::string>();
+  EXPECT_NEAR(j["cases"][0]["time_s"].get<double>(), j["cases"][0]["by_model"][best].get<double>() * ratio,
+              1e-12 * j["cases"][0]["time_s"].get<double>());
+  if (ratio != 1) {
+    EXPECT_TRUE(has(md.text, fmt::format("| {} ×{:.3g} |", best, ratio))) << md.text;
+  }
 }
 
 TEST(CliPredict, PredictsAPipelineBesideItsMeasuredTotal) {

@@ -334,11 +334,16 @@ std::string error_summary(const std::vector<Prediction>& cases, const std::set<s
   }
   if (best.empty()) return "";
   std::string out = fmt::format(
-      "\nError against the measured times ({}): each group's best model median {}, p90 {}, "
-      "{} inside the interval",
+      "\nError against the measured times ({}): the predictions (each group's best model scaled by its held-out "
+      "median of measured / predicted, the × in the model column) median {}, p90 {}, {} inside the interval; each "
+      "model unscaled:",
       count_of(best.size(), "case"), pct(percentile(best, 50)), pct(percentile(best, 90)),
       pct(double(inside) / double(best.size())));
-  for (auto& [k, e] : errors) out += fmt::format("; {} median {}", to_string(k), pct(percentile(e, 50)));
+  const char* sep = " ";
+  for (auto& [k, e] : errors) {
+    out += fmt::format("{}{} median {}", sep, to_string(k), pct(percentile(e, 50)));
+    sep = "; ";
+  }
   if (in_training)
     out += fmt::format(". {} of these cases are in the model's training data: their error is not a held-out error "
                        "(predict fit reports that)",
@@ -355,12 +360,17 @@ std::string interval_text(const Prediction& p) {
   return fmt::format("{} .. {}{}", human_time(p.lo_s), human_time(p.hi_s), p.extrapolated.empty() ? "" : " (extrapolated)");
 }
 
+// The model a prediction comes from, and the held-out ratio its output was scaled by.
+std::string model_text(const Prediction& p) {
+  return p.ratio == 1 ? std::string(to_string(p.model)) : fmt::format("{} ×{:.3g}", to_string(p.model), p.ratio);
+}
+
 std::string answers_markdown(const Answers& a) {
   std::string out;
   if (!a.cases.empty()) {
     out += "| case | model | predicted | 90% interval | measured | error |\n|---|---|---:|---|---:|---:|\n";
     for (auto& p : a.cases)
-      out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", p.case_string, to_string(p.model), human_time(p.time_s),
+      out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", p.case_string, model_text(p), human_time(p.time_s),
                          interval_text(p), p.measured_s ? human_time(*p.measured_s) : "", error_text(p));
     out += error_summary(a.cases, a.trained);
   }
@@ -372,7 +382,7 @@ std::string answers_markdown(const Answers& a) {
     out += "| layer | case | model | per call | count | total | in training |\n|---|---|---|---:|---:|---:|---|\n";
     for (auto& l : pp.layers)
       out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", l.label, l.prediction.case_string,
-                         to_string(l.prediction.model), human_time(l.prediction.time_s), l.count,
+                         model_text(l.prediction), human_time(l.prediction.time_s), l.count,
                          human_time(l.prediction.time_s * double(l.count)), l.in_training ? "yes" : "");
     out += fmt::format("\nPredicted total: {} (interval {} .. {})", human_time(pp.total_s), human_time(pp.lo_s),
                        human_time(pp.hi_s));
@@ -388,9 +398,10 @@ std::string answers_markdown(const Answers& a) {
 nlohmann::json prediction_json(const Prediction& p) {
   nlohmann::json by = nlohmann::json::object();
   for (auto& [k, v] : p.by_model) by[std::string(to_string(k))] = v;
-  nlohmann::json j = {{"case", p.case_string}, {"group", p.group},   {"model", std::string(to_string(p.model))},
-                      {"time_s", p.time_s},    {"lo_s", p.lo_s},     {"hi_s", p.hi_s},
-                      {"by_model", by},        {"flops", p.flops},   {"bytes", p.bytes}};
+  nlohmann::json j = {{"case", p.case_string}, {"group", p.group}, {"model", std::string(to_string(p.model))},
+                      {"time_s", p.time_s},    {"lo_s", p.lo_s},   {"hi_s", p.hi_s},
+                      {"by_model", by},        {"flops", p.flops}, {"bytes", p.bytes},
+                      {"ratio", p.ratio}};  // time_s = by_model[model] x ratio
   j["measured_s"] = p.measured_s ? nlohmann::json(*p.measured_s) : nlohmann::json(nullptr);
   j["extrapolated"] = p.extrapolated;
   return j;

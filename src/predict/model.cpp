@@ -449,7 +449,8 @@ Prediction predict_case(const PredictModel& m, const Sample& s) {
   const double raw = p.by_model.at(p.model);
   const auto stats = g->cv.find(p.model);
   const bool known = stats != g->cv.end();
-  p.time_s = raw * (known ? stats->second.median_ratio : 1);
+  p.ratio = known ? stats->second.median_ratio : 1;
+  p.time_s = raw * p.ratio;
   p.lo_s = raw * (known ? stats->second.lo : 1);
   p.hi_s = raw * (known ? stats->second.hi : 1);
   return p;
