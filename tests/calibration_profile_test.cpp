@@ -63,6 +63,14 @@ TEST(CalibrationProfile, WhatIsNoProfileSaysWhy) {
                          {"bandwidth", {{"memory_gbps", 5.0}}}};
   EXPECT_EQ(CalibrationProfile::from_json(good).device, "cpu");  // the minimal profile: the host's
   EXPECT_NE(message({{"schema", "results/1"}}).find("not an opmeter calibration profile"), std::string::npos);
+  // A file of another kind is named, as `predict cal.json` names a profile given as a model.
+  EXPECT_EQ(message({{"schema", "opmeter-predict-model/1"}}),
+            "this is an opmeter file of another kind (opmeter-predict-model/1), not a calibration profile (expected "
+            "\"schema\": \"opmeter-calibration/1\", as opmeter calibrate writes)");
+  EXPECT_NE(message({{"benchmarks", nlohmann::json::array()}}).find("these are results (opmeter run writes them)"),
+            std::string::npos);
+  EXPECT_NE(message({{"schema", "opmeter-calibration/2"}}).find("a calibration profile of another opmeter"),
+            std::string::npos);
   auto bad = good;
   bad["peak_gflops"]["fp33"] = 1.0;
   EXPECT_NE(message(bad).find("unknown dtype 'fp33'"), std::string::npos) << message(bad);

@@ -340,7 +340,7 @@ TEST(CliHostileInput, CaseRunWithAProfileOfOtherThreads) {
   auto same = cli(fmt::format("run --case {} --calibration {} --dry-run",
                               "relu/opmeter/fp32/batch=1,seq=4,hidden=64/threads=2", profile.string()));
   ASSERT_EQ(same.code, 0) << same.text;
-  EXPECT_NE(same.text.find("1 cases from"), std::string::npos) << same.text;
+  EXPECT_NE(same.text.find("1 case from"), std::string::npos) << same.text;
   EXPECT_EQ(same.text.find("peak/"), std::string::npos) << same.text;
 }
 

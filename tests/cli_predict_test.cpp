@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/cli_helpers.hpp"
@@ -145,6 +146,26 @@ TEST(CliPredict, ContendedResultsAreLeftOutOfTheFitWithANote) {
   EXPECT_TRUE(has(j["notes"].dump(), "2 results flagged contended")) << j["notes"].dump();
 }
 
+// The probe of the README, item 6: when too few cases are left for the folds, the error counts
+// the contended results that were left out (the note that says so comes only with a model).
+TEST(CliPredict, TooFewCasesSaysHowManyWereLeftOutAsContended) {
+  const auto& f = fixture();
+  auto dir = f.dir / "mostly_contended";
+  fs::create_directories(dir);
+  fs::copy_file(f.results / "results.json", dir / "results.json", fs::copy_options::overwrite_existing);
+  int kept = 0;  // the first three cases stay: fewer than --folds 5 needs
+  const int flagged = flag_contended(dir / "results.json", true, [&](const std::string&) { return ++kept > 3; });
+  ASSERT_EQ(flagged, 11);
+  auto fit = cli("predict fit " + dir.string() + " -o " + (dir / "model.json").string() +
+                 " --no-report --calibration " + f.profile.string());
+  EXPECT_EQ(fit.code, 2) << fit.text;
+  EXPECT_TRUE(has(fit.text,
+                  "cpu/gemm/onednn/fp32 (3 cases); besides these, 11 results flagged contended (measured "
+                  "while other processes took the CPUs) were left out: measure them again on a quiet machine"))
+      << fit.text;
+  EXPECT_FALSE(fs::exists(dir / "model.json"));
+}
+
 TEST(CliPredict, PredictsACaseAConfigAndResults) {
   const auto& f = fixture();
   auto one = cli("predict " + f.model.string() + " gemm/onednn/fp32/M=20,N=20,K=20/threads=1");
@@ -174,6 +195,20 @@ TEST(CliPredict, PredictsACaseAConfigAndResults) {
   auto md = cli("predict " + f.model.string() + " " + f.results.string());
   ASSERT_EQ(md.code, 0) << md.text;
   EXPECT_TRUE(has(md.text, "Error against the measured times")) << md.text;
+  // The printed predictions are the best model's output scaled by its held-out ratio, and the
+  // output says so: the model column gives the factor, the summary which errors are unscaled.
+  EXPECT_TRUE(has(md.text,
+                  "the predictions (each group's best model scaled by its held-out median of measured / "
+                  "predicted, the × in the model column) median "))
+      << md.text;
+  EXPECT_TRUE(has(md.text, "; each model unscaled: ")) << md.text;
+  const double ratio = j["cases"][0]["ratio"].get<double>();
+  const std::string best = j["cases"][0]["model"].get<std::string>();
+  EXPECT_NEAR(j["cases"][0]["time_s"].get<double>(), j["cases"][0]["by_model"][best].get<double>() * ratio,
+              1e-12 * j["cases"][0]["time_s"].get<double>());
+  if (ratio != 1) {
+    EXPECT_TRUE(has(md.text, fmt::format("| {} ×{:.3g} |", best, ratio))) << md.text;
+  }
 }
 
 TEST(CliPredict, PredictsAPipelineBesideItsMeasuredTotal) {

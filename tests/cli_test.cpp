@@ -70,6 +70,25 @@ TEST(Cli, CaseStringRerunsExactlyThatCase) {
   EXPECT_EQ(results[0].samples.size(), 3u);
 }
 
+// One case is "1 case", not "1 cases": the run's line, report.md, compare's summary and its document.
+TEST(Cli, OneCaseIsSingular) {
+  auto dir = temp_dir("cli_one_case");
+  auto out = cli("run --case gemm/onednn/fp32/M=32,N=8,K=16/threads=1 --samples 3 --out " + (dir / "a").string());
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_NE(out.text.find("opmeter: 1 case from case -> "), std::string::npos) << out.text;
+  std::stringstream report;
+  report << std::ifstream(dir / "a" / "report.md").rdbuf();
+  EXPECT_NE(report.str().find("\n1 case: 1 ok."), std::string::npos) << report.str();
+  EXPECT_NE(report.str().find(", 1 case\n"), std::string::npos) << report.str();
+  EXPECT_EQ(report.str().find("1 cases"), std::string::npos) << report.str();
+  auto dry = cli("run --case gemm/onednn/fp32/M=32,N=8,K=16/threads=1 --dry-run");
+  EXPECT_NE(dry.text.find("1 case from case\n"), std::string::npos) << dry.text;
+  auto cmp = cli("compare " + (dir / "a").string() + " " + (dir / "a").string());
+  EXPECT_NE(cmp.text.find("opmeter: pass: 1 case, geomean time"), std::string::npos) << cmp.text;
+  EXPECT_NE(cmp.text.find("**PASS**: 1 case compared"), std::string::npos) << cmp.text;
+  EXPECT_EQ(cmp.text.find("1 cases"), std::string::npos) << cmp.text;
+}
+
 // --profile measures as usual (torchao's enable_profiler keeps its repeats), then runs one more
 // untimed sample in the capture range, which the details say and the samples do not hold.
 TEST(Cli, ProfileKeepsTheMeasurementAndAddsOneUntimedSample) {
@@ -319,6 +338,44 @@ TEST(Cli, ListAndInfo) {
   EXPECT_FALSE(j["cpu"]["model"].get<std::string>().empty());
   EXPECT_TRUE(j["libraries"].contains("onednn"));
   EXPECT_TRUE(j["opmeter"].contains("git_sha"));
+}
+
+TEST(Cli, VersionPrintsWhatInfoReports) {
+  auto info = cli("info");
+  ASSERT_EQ(info.code, 0);
+  auto opmeter = nlohmann::json::parse(info.text)["opmeter"];
+  auto version = cli("--version");
+  EXPECT_EQ(version.code, 0) << version.text;
+  EXPECT_EQ(version.text, "opmeter " + opmeter["version"].get<std::string>() + " (git " +
+                              opmeter["git_sha"].get<std::string>() + ")\n");
+}
+
+// Each flag's help says what the flag does (issue: the probe of the README, items 2 and 10).
+TEST(Cli, HelpSaysWhatTheStoppingAndEnergyFlagsDo) {
+  auto run = cli("run --help");
+  ASSERT_EQ(run.code, 0);
+  auto line_of = [](const std::string& text, const std::string& flag) {
+    auto at = text.find("\n  " + flag + " ");  // the flag's own line, not a mention in another's help
+    if (at == std::string::npos) return std::string();
+    ++at;
+    auto next_flag = text.find("\n  -", at);  // the help wraps onto the next line
+    return text.substr(at, next_flag - at);
+  };
+  // max_noise bounds the median's precision (the ± column), not stdev/mean (the noise column).
+  auto max_noise = line_of(run.text, "--max-noise");
+  EXPECT_NE(max_noise.find("median's 95% confidence interval"), std::string::npos) << max_noise;
+  EXPECT_EQ(max_noise.find("stdev/mean"), std::string::npos) << max_noise;
+  for (const char* flag : {"--min-samples", "--min-time", "--timeout", "--samples"})
+    EXPECT_NE(line_of(run.text, flag).find("precision target"), std::string::npos) << line_of(run.text, flag);
+  EXPECT_NE(line_of(run.text, "--energy-window").find("RAPL"), std::string::npos)
+      << line_of(run.text, "--energy-window");
+  EXPECT_NE(line_of(run.text, "--kernel").find("measured as impl NAME"), std::string::npos);
+  // check measures nothing: its --kernel is checked.
+  auto check = cli("check --help");
+  ASSERT_EQ(check.code, 0);
+  auto kernel = line_of(check.text, "--kernel");
+  EXPECT_NE(kernel.find("checked as impl NAME"), std::string::npos) << kernel;
+  EXPECT_EQ(kernel.find("measured"), std::string::npos) << kernel;
 }
 
 TEST(Cli, CalibrateWritesAProfileThatRunUses) {

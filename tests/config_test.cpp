@@ -257,6 +257,24 @@ TEST(Config, ARejectedShapeIsReportedAtItsShapesEntry) {
             "does not divide hidden=96");
 }
 
+// A sweep axis of an integer parameter takes integers as configs.md says: a quoted number is a
+// string, refused at its place; a boolean is no integer (causal is written 0 or 1). A parameter
+// that takes names (act) still takes them quoted.
+TEST(Config, AQuotedNumberOrABooleanOnAnIntegerAxisIsAnError) {
+  EXPECT_EQ(error_of("ops: [layernorm, attention]\nhidden: [\"64\"]\n"),
+            "t.yaml:2:10: hidden: expected an integer, got the string \"64\" (write it without quotes)");
+  EXPECT_EQ(error_of("ops: [add]\nbatch: [1, '2']\n"),
+            "t.yaml:2:12: batch: expected an integer, got the string \"2\" (write it without quotes)");
+  EXPECT_EQ(error_of("ops: [add]\nhidden: \"64\"\n"),
+            "t.yaml:2:9: hidden: expected an integer, got the string \"64\" (write it without quotes)");
+  EXPECT_EQ(error_of("ops: [attention]\ncausal: [false]\n"),
+            "t.yaml:2:10: causal: expected an integer, got the boolean 'false' (a yes/no parameter is written 0 or 1)");
+  EXPECT_EQ(error_of("ops: [attention]\ncausal: true\n"),
+            "t.yaml:2:9: causal: expected an integer, got the boolean 'true' (a yes/no parameter is written 0 or 1)");
+  EXPECT_EQ(error_of("ops: [attention]\nimpls: [reference]\ncausal: [0, 1]\n"), "no error");
+  EXPECT_EQ(error_of("ops: [linear]\nimpls: [reference]\nact: [\"gelu\", none]\n"), "no error");
+}
+
 TEST(Config, WrongTypes) {
   EXPECT_TRUE(has(error_of("ops: [peak]\nthreads: two\n"), "threads: expected an integer in 1..4096, got 'two'"));
   EXPECT_TRUE(has(error_of("ops: {a: 1}\n"), "ops: expected a name or a list of names, got a mapping"));

@@ -186,6 +186,9 @@ TEST(OptionalParams, AValueListedTwiceIsRefusedNamingTheKey) {
   EXPECT_TRUE(has(threads, "threads: 1 is listed twice")) << threads;
   auto axis = config_test_support::config_error_of("ops: [add]\nbatch: [1, 1]\n");
   EXPECT_TRUE(has(axis, "batch: '1' is listed twice")) << axis;
-  auto leading = config_test_support::config_error_of("ops: [add]\nbatch: ['01']\n");
+  auto leading = config_test_support::config_error_of("ops: [add]\nbatch: [01]\n");
   EXPECT_TRUE(has(leading, "batch=01: write the integer as batch=1")) << leading;
+  // Quoted, it is a string where an integer belongs, and that is the error.
+  leading = config_test_support::config_error_of("ops: [add]\nbatch: ['01']\n");
+  EXPECT_TRUE(has(leading, "batch: expected an integer, got the string \"01\"")) << leading;
 }

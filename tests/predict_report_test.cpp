@@ -353,12 +353,14 @@ TEST(PredictMeasuredError, SummaryOfHandMadePredictions) {
                                          prediction("b", 1.5, 1.6, 1.9, 2.0, 1.0, 2.2),
                                          prediction("c", 9.0, 8.0, 10.0, std::nullopt, 1.0, 9.0)};
   EXPECT_EQ(measured_error_summary(cases, {}),
-            "\nError against the measured times (2 cases): each group's best model median 17.5%, p90 23.5%, 50.0% "
-            "inside the interval; roofline median 50.0%; analytic median 5.0%\n");
+            "\nError against the measured times (2 cases): the predictions (each group's best model scaled by its "
+            "held-out median of measured / predicted, the × in the model column) median 17.5%, p90 23.5%, 50.0% "
+            "inside the interval; each model unscaled: roofline median 50.0%; analytic median 5.0%\n");
   // A case the model was fitted on is named: its error is not held out.
   EXPECT_EQ(measured_error_summary(cases, {"a", "c"}),
-            "\nError against the measured times (2 cases): each group's best model median 17.5%, p90 23.5%, 50.0% "
-            "inside the interval; roofline median 50.0%; analytic median 5.0%. 1 of these cases are in the model's "
+            "\nError against the measured times (2 cases): the predictions (each group's best model scaled by its "
+            "held-out median of measured / predicted, the × in the model column) median 17.5%, p90 23.5%, 50.0% "
+            "inside the interval; each model unscaled: roofline median 50.0%; analytic median 5.0%. 1 of these cases are in the model's "
             "training data: their error is not a held-out error (predict fit reports that)\n");
   EXPECT_EQ(measured_error_summary({cases[2]}, {}), "");  // nothing measured
 }

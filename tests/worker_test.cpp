@@ -171,6 +171,30 @@ TEST(WorkerProtocol, ATorchlessPythonIsNamedInTheSkipReason) {
   else unsetenv("PYTHONPATH");
 }
 
+// The probe of the README, item 13: the example kernel imports torch; a Python without it gets the
+// same OPMETER_PYTHON hint as the torch impls' skip, not the import error alone.
+TEST(UserKernels, AKernelThatCannotImportTorchSaysToSetOpmeterPython) {
+  auto dir = temp_dir("torchless_kernel_" + std::to_string(getpid()));
+  write(dir, "torch.py", "raise ModuleNotFoundError(\"No module named 'torch'\", name='torch')\n");
+  const char* was = std::getenv("PYTHONPATH");
+  const std::string saved = was ? was : "";
+  setenv("PYTHONPATH", (dir.string() + (saved.empty() ? "" : ":" + saved)).c_str(), 1);
+  std::string message = "no error";
+  {
+    WorkerEnv env;
+    try {
+      worker::add_user_kernel(kExampleKernels + ":my_add");
+    } catch (const UsageError& e) {
+      message = e.what();
+    }
+  }
+  if (was) setenv("PYTHONPATH", saved.c_str(), 1);
+  else unsetenv("PYTHONPATH");
+  EXPECT_TRUE(contains(message, "No module named 'torch'")) << message;
+  EXPECT_TRUE(contains(message, "; set OPMETER_PYTHON to a Python that has PyTorch (the worker runs " + kPython + ")"))
+      << message;
+}
+
 TEST(WorkerProtocol, AMalformedDeadlineIsAnErrorSayingWhatIsExpected) {
   WorkerEnv env(kFakeWorker, "ok");
   setenv("OPMETER_WORKER_DEADLINE", "soon", 1);

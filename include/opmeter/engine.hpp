@@ -20,7 +20,7 @@ struct Stopping {
   std::size_t min_samples = 10;
   double min_time_s = 0.5;       // of measured (timed) time
   double timeout_s = 15;         // wall time of sampling; then reported `unconverged`
-  std::size_t fixed_samples = 0; // > 0: exactly this many samples, no noise criterion
+  std::size_t fixed_samples = 0;  // > 0: exactly this many samples, no precision target
   std::size_t warmup_calls = 0;  // > 0: exactly this many warm-up calls, else warmup_s
   double warmup_s = 0.05;
   double target_sample_s = 1e-3; // short calls are batched up to this much time per sample

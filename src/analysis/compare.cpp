@@ -9,8 +9,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "util/human_units.hpp"
 #include "opmeter/stats.hpp"
+#include "util/human_units.hpp"
+#include "util/text.hpp"
 
 namespace opmeter {
 namespace {
@@ -236,10 +237,10 @@ std::string compare_markdown(const Comparison& c, const CompareOptions& o) {
   if (!c.context_warnings.empty()) out += "\n";
   const auto& g = c.overall;
   out += fmt::format(
-      "**{}**: {} cases compared, geometric mean of time {} ({} faster, {} slower, {} same, {} uncertain{}{}{}{}).\n\n",
-      c.gate_failed() ? "FAIL" : "PASS", g.compared, pct(g.geomean_ratio - 1), g.faster, g.slower, g.same, g.uncertain,
-      g.untestable ? fmt::format(", {} untestable", g.untestable) : "", g.broken ? fmt::format(", {} broken", g.broken) : "",
-      g.fixed ? fmt::format(", {} fixed", g.fixed) : "",
+      "**{}**: {} compared, geometric mean of time {} ({} faster, {} slower, {} same, {} uncertain{}{}{}{}).\n\n",
+      c.gate_failed() ? "FAIL" : "PASS", count_of(g.compared, "case"), pct(g.geomean_ratio - 1), g.faster, g.slower,
+      g.same, g.uncertain, g.untestable ? fmt::format(", {} untestable", g.untestable) : "",
+      g.broken ? fmt::format(", {} broken", g.broken) : "", g.fixed ? fmt::format(", {} fixed", g.fixed) : "",
       g.unmeasured ? fmt::format(", {} measured on neither side", g.unmeasured) : "");
   out += fmt::format("Verdicts: Mann-Whitney U on the raw samples at alpha {}; changes under {}% are `same`; "
                      "`untestable`: too few samples for the test to reach alpha (4 a side reach 0.05); the gate fails on "

@@ -201,8 +201,8 @@ std::string quant_markdown(const std::vector<QuantRow>& rows) {
         "without a recipe) over the recipe's. SQNR: {} (a transformer_block's: of its update y - x). Weights: the "
         "bytes of W as the impl keeps them (codes, scales and any padding of its layout). Peak memory: every input "
         "set of a cold case. Flags: the row's or its baseline's time measured while others took its CPUs "
-        "(contended), short of its noise target (unconverged, plateau), partly from cache (partly-cached), with GPU "
-        "samples dropped (throttled), or faster than a ceiling: its speedup is doubtful.\n\n"
+        "(contended), short of its precision target (unconverged, plateau), partly from cache (partly-cached), with "
+        "GPU samples dropped (throttled), or faster than a ceiling: its speedup is doubtful.\n\n"
         "| case | dtype | device | recipe | impl | time | baseline | speedup | SQNR (dB) | max abs error | weights "
         "(x baseline) | peak memory | flags |\n|---|---|---|---|---|---:|---|---:|---:|---:|---:|---:|---|\n{}",
         train ? "training step: forward + backward" : mode, sqnr, body);

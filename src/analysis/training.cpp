@@ -143,7 +143,7 @@ std::string training_markdown(const std::vector<TrainingRow>& rows) {
       "phase=backward), total: the whole step (each with its % of peak). fwd+bwd / total near 1: the phases add up. "
       "Speedup: the baseline's step (the fastest impl of the same shape without a recipe, run the same way) over "
       "this one's. Flags: "
-      "a phase measured while others took its CPUs (contended), short of its noise target (unconverged), whose "
+      "a phase measured while others took its CPUs (contended), short of its precision target (unconverged), whose "
       "precision stopped improving short of it (plateau), with samples dropped for a GPU slowdown (throttled), whose "
       "inputs do not outsize the cache (partly-cached), or faster than a measured ceiling allows (faster-than-*, "
       "above-roofline: that ceiling was slowed, and the % of peak reads too high).\n\n"

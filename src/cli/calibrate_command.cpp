@@ -70,7 +70,8 @@ void add_calibrate_command(CLI::App& app, CalibrateArgs& a) {
          "--device", a.device,
          "what to calibrate: cpu (default) or cuda:N (its peaks per dtype, memory and L2 bandwidth, GPU fusion suite)")
       ->check(kNonEmpty);
-  cal->add_flag("--quick", a.quick, "fusion patterns of one dtype only (fp32; bf16 on a GPU) and a looser noise target");
+  cal->add_flag("--quick", a.quick,
+                "fusion patterns of one dtype only (fp32; bf16 on a GPU) and a looser precision target");
 }
 
 namespace {

@@ -218,7 +218,7 @@ int check_command(const CheckArgs& given, const char* argv0) {
     context["resumed_from"] = stored->context;  // the machine state the stored cases were checked in
   }
   const std::size_t planned = results.size() + cases.size();
-  fmt::print(stderr, "opmeter check: {} cases on {}{}{}\n", planned, device,
+  fmt::print(stderr, "opmeter check: {} on {}{}{}\n", count_of(planned, "case"), device,
              stored ? fmt::format(" ({} already in {}, {} to check)", results.size(), stored->file, cases.size()) : "",
              a.isolate ? ", each in a child process" : "");
 

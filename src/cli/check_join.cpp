@@ -12,6 +12,7 @@
 #include "opmeter/errors.hpp"
 #include "util/dir_walk.hpp"
 #include "util/output_file.hpp"
+#include "util/text.hpp"
 
 namespace opmeter {
 namespace fs = std::filesystem;
@@ -113,7 +114,8 @@ int join_checks(const std::vector<std::string>& inputs, const std::string& out) 
   fmt::print("{}", text);
   std::fflush(stdout);
   write_atomically(file, dump_json(joined, 1) + "\n");
-  fmt::print(stderr, "opmeter: {} cases from {} check.json files -> {}\n", results.size(), ranks.size(), file);
+  fmt::print(stderr, "opmeter: {} from {} check.json files -> {}\n", count_of(results.size(), "case"), ranks.size(),
+             file);
   return check_exit_code(results);
 }
 

@@ -1,5 +1,6 @@
 // `opmeter check`'s matrix, its list of problems and check.json (check_report.hpp).
 #include "cli/check_report.hpp"
+#include "util/text.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -115,9 +116,10 @@ std::string check_text(const std::vector<Result>& results) {
   }
 
   auto n = counts(results);
-  out += fmt::format("\n{} cases: {} pass, {} FAIL, {} crashed, {} timeout, {} error, {} skipped{}\n", results.size(), n["pass"],
-                     n["fail"], n["crashed"], n["timeout"], n["error"], n["skipped"],
-                     n["unchecked"] ? fmt::format(", {} unchecked (ran; nothing to check them against)", n["unchecked"]) : "");
+  out += fmt::format(
+      "\n{}: {} pass, {} FAIL, {} crashed, {} timeout, {} error, {} skipped{}\n", count_of(results.size(), "case"),
+      n["pass"], n["fail"], n["crashed"], n["timeout"], n["error"], n["skipped"],
+      n["unchecked"] ? fmt::format(", {} unchecked (ran; nothing to check them against)", n["unchecked"]) : "");
   for (auto& r : results)
     if (bad(r)) out += fmt::format("{:<7} {}: {}\n", check_cell({&r}), r.case_string, r.reason);
   // Skipped cases share few reasons (a backend or library missing): one line per op/impl and reason.

@@ -6,16 +6,20 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "context/build_info.hpp"
 #include "opmeter/errors.hpp"
+#include "plugins/c_plugin.hpp"
 #include "util/did_you_mean.hpp"
 #include "util/interrupt.hpp"
-#include "plugins/c_plugin.hpp"
 
 namespace opmeter {
 
 int cli_main(int argc, char** argv) {
   CLI::App app{"opmeter: how fast and how efficiently this machine runs ML operators"};
   app.require_subcommand(1);
+  // The version `opmeter info` reports as opmeter.version, with the build's git SHA.
+  app.set_version_flag("--version", fmt::format("opmeter {} (git {})", build_info::version, build_info::git_sha),
+                       "print opmeter's version and stop");
   // Checks a command line and stops: the docs' commands are checked this way where they cannot
   // run here (tests/docs/check_docs.py). Hidden: it is for tests, not users.
   bool parse_only = false;
@@ -46,6 +50,8 @@ int cli_main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // `opmeter bogus`: CLI11 says only that a subcommand is required; name the word it got.

@@ -196,8 +196,8 @@ int fit_command(const PredictArgs& a) {
   for (auto& g : m.groups) cases += g.points.size();
   fmt::print("{}", fit_table(m));
   for (auto& note : m.notes) fmt::print(stderr, "opmeter: note: {}\n", note);
-  fmt::print(stderr, "opmeter: {} group{} fitted on {} cases ({}-fold cross-validation) -> {}\n", m.groups.size(),
-             m.groups.size() == 1 ? "" : "s", cases, m.folds, written);
+  fmt::print(stderr, "opmeter: {} fitted on {} ({}-fold cross-validation) -> {}\n", count_of(m.groups.size(), "group"),
+             count_of(cases, "case"), m.folds, written);
   return 0;
 }
 
@@ -327,12 +327,17 @@ std::string interval_text(const Prediction& p) {
   return fmt::format("{} .. {}{}", human_time(p.lo_s), human_time(p.hi_s), p.extrapolated.empty() ? "" : " (extrapolated)");
 }
 
+// The model a prediction comes from, and the held-out ratio its output was scaled by.
+std::string model_text(const Prediction& p) {
+  return p.ratio == 1 ? std::string(to_string(p.model)) : fmt::format("{} ×{:.3g}", to_string(p.model), p.ratio);
+}
+
 std::string answers_markdown(const Answers& a) {
   std::string out;
   if (!a.cases.empty()) {
     out += "| case | model | predicted | 90% interval | measured | error |\n|---|---|---:|---|---:|---:|\n";
     for (auto& p : a.cases)
-      out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", p.case_string, to_string(p.model), human_time(p.time_s),
+      out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", p.case_string, model_text(p), human_time(p.time_s),
                          interval_text(p), p.measured_s ? human_time(*p.measured_s) : "", error_text(p));
     out += measured_error_summary(a.cases, a.trained);
   }
@@ -344,7 +349,7 @@ std::string answers_markdown(const Answers& a) {
     out += "| layer | case | model | per call | count | total | in training |\n|---|---|---|---:|---:|---:|---|\n";
     for (auto& l : pp.layers)
       out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", l.label, l.prediction.case_string,
-                         to_string(l.prediction.model), human_time(l.prediction.time_s), l.count,
+                         model_text(l.prediction), human_time(l.prediction.time_s), l.count,
                          human_time(l.prediction.time_s * double(l.count)), l.in_training ? "yes" : "");
     out += fmt::format("\nPredicted total: {} (interval {} .. {})", human_time(pp.total_s), human_time(pp.lo_s),
                        human_time(pp.hi_s));
@@ -360,9 +365,10 @@ std::string answers_markdown(const Answers& a) {
 nlohmann::json prediction_json(const Prediction& p) {
   nlohmann::json by = nlohmann::json::object();
   for (auto& [k, v] : p.by_model) by[std::string(to_string(k))] = v;
-  nlohmann::json j = {{"case", p.case_string}, {"group", p.group},   {"model", std::string(to_string(p.model))},
-                      {"time_s", p.time_s},    {"lo_s", p.lo_s},     {"hi_s", p.hi_s},
-                      {"by_model", by},        {"flops", p.flops},   {"bytes", p.bytes}};
+  nlohmann::json j = {{"case", p.case_string}, {"group", p.group}, {"model", std::string(to_string(p.model))},
+                      {"time_s", p.time_s},    {"lo_s", p.lo_s},   {"hi_s", p.hi_s},
+                      {"by_model", by},        {"flops", p.flops}, {"bytes", p.bytes},
+                      {"ratio", p.ratio}};  // time_s = by_model[model] x ratio
   j["measured_s"] = p.measured_s ? nlohmann::json(*p.measured_s) : nlohmann::json(nullptr);
   j["extrapolated"] = p.extrapolated;
   return j;

@@ -7,16 +7,17 @@
 
 #include <fmt/format.h>
 
-#include "cli/commands.hpp"
-#include "util/output_path.hpp"
-#include "cli/validators.hpp"
 #include "analysis/compare.hpp"
+#include "cli/commands.hpp"
+#include "cli/validators.hpp"
 #include "opmeter/errors.hpp"
 #include "pipeline/present/pipeline_outputs.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
 #include "results/result_set.hpp"
 #include "scale/merge.hpp"
+#include "util/output_path.hpp"
+#include "util/text.hpp"
 
 namespace opmeter {
 namespace {
@@ -108,9 +109,10 @@ int report_command(const ReportArgs& a) {
     write_output(markdown_path(a), markdown_report(sets, pipelines));
     written += ", " + markdown_path(a);
   }
-  fmt::print(stderr, "opmeter: {} cases{} from {} source{} -> {}\n", merged_results(sets).size(),
-             pipelines.empty() ? "" : fmt::format(", {} pipeline{}", pipelines.size(), pipelines.size() == 1 ? "" : "s"),
-             sets.size(), sets.size() == 1 ? "" : "s", written);
+  fmt::print(
+      stderr, "opmeter: {}{} from {} source{} -> {}\n", count_of(merged_results(sets).size(), "case"),
+      pipelines.empty() ? "" : fmt::format(", {} pipeline{}", pipelines.size(), pipelines.size() == 1 ? "" : "s"),
+      sets.size(), sets.size() == 1 ? "" : "s", written);
   return 0;
 }
 
@@ -168,9 +170,10 @@ int compare_command(const CompareArgs& a) {
   else write_output(a.out, text);
   const auto& g = c.overall;
   std::size_t failing = std::count_if(c.cases.begin(), c.cases.end(), [](auto& x) { return x.fails_gate; });
-  fmt::print(stderr, "opmeter: {}: {} cases, geomean time {:+.2f}%, {} faster, {} slower, {} same, {} uncertain{}{}{}\n",
-             c.gate_failed() ? "FAIL" : "pass", g.compared, (g.geomean_ratio - 1) * 100, g.faster, g.slower, g.same,
-             g.uncertain, g.untestable ? fmt::format(", {} untestable (too few samples to test)", g.untestable) : "",
+  fmt::print(stderr, "opmeter: {}: {}, geomean time {:+.2f}%, {} faster, {} slower, {} same, {} uncertain{}{}{}\n",
+             c.gate_failed() ? "FAIL" : "pass", count_of(g.compared, "case"), (g.geomean_ratio - 1) * 100, g.faster,
+             g.slower, g.same, g.uncertain,
+             g.untestable ? fmt::format(", {} untestable (too few samples to test)", g.untestable) : "",
              g.unmeasured ? fmt::format(", {} measured on neither side", g.unmeasured) : "",
              failing ? fmt::format("; {} case(s) fail the gate (--fail-above {}%)", failing, a.fail_above_pct) : "");
   return c.gate_failed() ? 1 : 0;

@@ -18,22 +18,23 @@
 #include "cli/commands.hpp"
 #include "cli/shard_run.hpp"
 #include "cli/validators.hpp"
-#include "config/pipeline_flags.hpp"
-#include "pipeline/present/pipeline_outputs.hpp"
-#include "opmeter/backend.hpp"
 #include "config/config.hpp"
-#include "opmeter/context.hpp"
-#include "opmeter/errors.hpp"
-#include "util/interrupt.hpp"
-#include "opmeter/registry.hpp"
-#include "report/reporter_registry.hpp"
-#include "plugins/c_plugin.hpp"
-#include "report/reporters.hpp"
+#include "config/pipeline_flags.hpp"
 #include "engine/calibration_profile.hpp"
 #include "engine/profile_pass.hpp"
+#include "engine/runner.hpp"
+#include "opmeter/backend.hpp"
+#include "opmeter/context.hpp"
+#include "opmeter/errors.hpp"
+#include "opmeter/registry.hpp"
+#include "pipeline/present/pipeline_outputs.hpp"
+#include "plugins/c_plugin.hpp"
+#include "report/reporter_registry.hpp"
+#include "report/reporters.hpp"
 #include "results/result_set.hpp"
 #include "results/run_dir.hpp"
-#include "engine/runner.hpp"
+#include "util/interrupt.hpp"
+#include "util/text.hpp"
 #include "worker/user_kernels.hpp"
 
 namespace opmeter {
@@ -396,9 +397,14 @@ void add_filter_options(CLI::App* command, std::string& filter, std::string& exc
 }
 
 void add_user_impl_options(CLI::App* command, std::vector<std::string>& kernels, std::vector<std::string>& plugins) {
-  command->add_option("--kernel", kernels,
-                      "a Python kernel of your own, FILE.py:NAME (or FILE.py whose module is the kernel): measured as impl "
-                      "NAME of the op it declares; repeatable")
+  // `run` measures a kernel; `check` only checks it.
+  const bool measures = command->get_name() == "run";
+  command
+      ->add_option(
+          "--kernel", kernels,
+          fmt::format("a Python kernel of your own, FILE.py:NAME (or FILE.py whose module is the kernel): {} as "
+                      "impl NAME of the op it declares; repeatable",
+                      measures ? "measured" : "checked"))
       ->allow_extra_args(false);  // `--kernel k.py my.yaml`: the config is not a second kernel
   // A dry run loads it too: its impls' cases are the plan, and it is the user's own code, named here
   // (a config's or a resumed run's plugins are not loaded by a dry run).
@@ -556,7 +562,7 @@ ResultSet run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& giv
     for (auto& r : previous) done.insert(r.case_string);
     todo = std::count_if(cases.begin(), cases.end(), [&](const Case& c) { return !done.count(c.to_string()); });
   }
-  fmt::print(stderr, "opmeter: {} cases from {}{} -> {}\n", cases.size(), source,
+  fmt::print(stderr, "opmeter: {} from {}{} -> {}\n", count_of(cases.size(), "case"), source,
              previous.empty() ? "" : fmt::format(" ({} already done, {} to run)", cases.size() - todo, todo), dir);
 
   auto context = machine_context();
@@ -765,7 +771,8 @@ int run_command(const RunArgs& given, const char* argv0) {
                                   : a.filter.empty()
                                       ? fmt::format("--exclude '{}' leaves", a.exclude)
                                       : fmt::format("--filter '{}' less --exclude '{}' leaves", a.filter, a.exclude);
-    throw UsageError(fmt::format("{} none of the {} cases of {}", selection, plan.cases.size(), plan.source));
+    throw UsageError(
+        fmt::format("{} none of the {} of {}", selection, count_of(plan.cases.size(), "case"), plan.source));
   }
   if (!a.calibration.empty()) options.calibration = read_calibration(a.calibration);
   // The ceilings % of peak needs: a config's or suite's run measures them; a --case run measures
@@ -804,7 +811,7 @@ int run_command(const RunArgs& given, const char* argv0) {
 
   if (a.dry_run) {
     for (auto& p : plan.pipelines) fmt::print("{}\n", pipeline::planned_pipeline_text(p));
-    fmt::print("{} cases from {}\n", cases.size(), plan.source);
+    fmt::print("{} from {}\n", count_of(cases.size(), "case"), plan.source);
     for (auto& c : cases) fmt::print("{}\n", c.to_string());
     return 0;
   }

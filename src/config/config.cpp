@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -149,6 +150,14 @@ Stopping read_stopping(const YamlReader& r, const YAML::Node& n, Stopping s) {
 // parameters, gemm expands them itself (M, N, K in its view).
 bool takes_matrix_shapes(const OpDef& op) { return op.from_matrix_shape || (op.expand && op.gemm_view); }
 
+// Whether an op's default value is an integer: then the parameter takes integers only (act and
+// stage take names).
+bool integer_text(const std::string& value) {
+  std::int64_t v = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  return !value.empty() && ec == std::errc() && end == value.data() + value.size();
+}
+
 // Every parameter of an op with sweep axes: the config's list for it, else the op's default.
 // Matrix shapes, when the op takes them and the config has `shapes`, set the parameters they map to.
 std::vector<ParamSet> sweep_params(const YamlReader& r, const YAML::Node& root, const OpDef& op) {
@@ -165,7 +174,7 @@ std::vector<ParamSet> sweep_params(const YamlReader& r, const YAML::Node& root, 
       std::vector<std::string> values;
       if (given != fixed.end()) values = {given->second};
       else if (root[key]) {
-        values = r.text_list(root[key], key);
+        values = integer_text(def) ? r.integer_text_list(root[key], key) : r.text_list(root[key], key);
         for (std::size_t i = 0; i < values.size(); ++i) {
           try {
             check_canonical_integer(key, values[i]);

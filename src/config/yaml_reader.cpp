@@ -98,6 +98,23 @@ std::vector<std::int64_t> YamlReader::integer_list(const YAML::Node& n, const st
   return out;
 }
 
+std::vector<std::string> YamlReader::integer_text_list(const YAML::Node& n, const std::string& what) const {
+  auto out = text_list(n, what);
+  auto check = [&](const YAML::Node& item) {
+    if (quoted(item))
+      fail(item, fmt::format("{}: expected an integer, got the string \"{}\" (write it without quotes)", what,
+                             item.Scalar()));
+    bool b = false;
+    if (YAML::convert<bool>::decode(item, b))
+      fail(item, fmt::format("{}: expected an integer, got the boolean '{}' (a yes/no parameter is written 0 or 1)",
+                             what, item.Scalar()));
+  };
+  if (n.IsSequence())
+    for (const auto& item : n) check(item);
+  else check(n);
+  return out;
+}
+
 void YamlReader::expect_map(const YAML::Node& n, const std::string& what) const {
   if (!n.IsMap()) fail(n, fmt::format("{}: expected a mapping of key: value, got {}", what, shown(n)));
 }

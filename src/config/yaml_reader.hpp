@@ -22,6 +22,9 @@ class YamlReader {
   std::vector<std::string> text_list(const YAML::Node& n, const std::string& what) const;
   std::vector<std::int64_t> integer_list(const YAML::Node& n, const std::string& what, std::int64_t lo,
                                          std::int64_t hi) const;
+  // text_list of values that must be integers as written (a parameter the op's range checks): a
+  // quoted value ("64") is a string and a boolean is no integer, both refused here.
+  std::vector<std::string> integer_text_list(const YAML::Node& n, const std::string& what) const;
   // Every key of `map` must be in `allowed`; an unknown one is reported with the nearest valid key.
   void check_keys(const YAML::Node& map, const std::vector<std::string>& allowed, const std::string& where) const;
   void expect_map(const YAML::Node& n, const std::string& what) const;

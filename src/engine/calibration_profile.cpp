@@ -38,8 +38,21 @@ nlohmann::json CalibrationProfile::to_json() const {
 }
 
 CalibrationProfile CalibrationProfile::from_json(const nlohmann::json& j) {
-  if (!j.is_object() || j.value("schema", "") != kCalibrationSchema)
-    throw UsageError(fmt::format("not an opmeter calibration profile (expected \"schema\": \"{}\")", kCalibrationSchema));
+  if (!j.is_object() || j.value("schema", "") != kCalibrationSchema) {
+    // Say what the file is where it says so itself (a predict model, check.json, results), as the
+    // commands that read those files do when given a profile.
+    const std::string schema =
+        j.is_object() && j.contains("schema") && j["schema"].is_string() ? j["schema"].get<std::string>() : "";
+    std::string what = "not an opmeter calibration profile";
+    if (schema.starts_with("opmeter-calibration/"))
+      what = fmt::format("this is a calibration profile of another opmeter ({})", schema);
+    else if (schema.starts_with("opmeter-"))
+      what = fmt::format("this is an opmeter file of another kind ({}), not a calibration profile", schema);
+    else if (j.is_object() && j.contains("benchmarks"))
+      what = "these are results (opmeter run writes them), not a calibration profile";
+    throw UsageError(
+        fmt::format("{} (expected \"schema\": \"{}\", as opmeter calibrate writes)", what, kCalibrationSchema));
+  }
   try {
     CalibrationProfile p;
     p.created = j.value("created", "");

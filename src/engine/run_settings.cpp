@@ -11,7 +11,7 @@ const std::vector<RunSetting>& run_setting_table() {
     // clang-format off
     std::vector<RunSetting> t = {
         {.key = "energy_window_s", .flag = "--energy-window", .lo = 0, .hi = 600, .member = &RunOptions::energy_window_s,
-         .help = "CUDA cases: seconds at steady power over which the sustained time and the energy are measured (default 1; 0: off)"},
+         .help = "CUDA cases: seconds at steady power over which the sustained time and the energy are measured; CPU cases where RAPL is readable: seconds of back-to-back calls over which the energy is measured (default 1; 0: off)"},
         {.key = "cooldown_s", .flag = "--cooldown", .lo = 0, .hi = 600, .member = &RunOptions::cooldown_s,
          .help = "CUDA cases: seconds the GPU idles before the burst samples (default 0.5)"},
         {.key = "heat_max_s", .flag = "--heat-max", .lo = 0, .hi = 600, .member = &RunOptions::heat_max_s,

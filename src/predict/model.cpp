@@ -186,7 +186,7 @@ PredictModel fit_model(const std::vector<Sample>& samples, const std::map<std::s
                     contended, contended == 1 ? "" : "s", contended == 1 ? "it" : "them"));
   if (unconverged)
     m.notes.push_back(
-        fmt::format("{} training case{} flagged unconverged (the noise target was not reached): kept, "
+        fmt::format("{} training case{} flagged unconverged (the precision target was not reached): kept, "
                     "{} time{} less certain",
                     unconverged, unconverged == 1 ? "" : "s", unconverged == 1 ? "its" : "their",
                     unconverged == 1 ? " is" : "s are"));
@@ -216,10 +216,17 @@ PredictModel fit_model(const std::vector<Sample>& samples, const std::map<std::s
                                                "(measured while other processes took the CPUs)",
                                                contended)
                                  : std::string("no measured (ok) case to fit a model on"));
+    // The contended results went before the groups were counted: say so here too, since the note
+    // that says it is printed only with a model.
     throw UsageError(fmt::format(
         "no group has enough cases for {}-fold cross-validation, which needs at least {} measured cases per device, "
-        "op, impl and dtype: {}. Measure more cases, or use fewer folds (--folds 2 needs 2 per group)",
-        settings.folds, settings.folds, fmt::join(too_small, ", ")));
+        "op, impl and dtype: {}{}. Measure more cases, or use fewer folds (--folds 2 needs 2 per group)",
+        settings.folds, settings.folds, fmt::join(too_small, ", "),
+        contended ? fmt::format("; besides these, {} flagged contended (measured while other processes took the "
+                                "CPUs) {} left out: measure {} again on a quiet machine",
+                                count_of(contended, "result"), contended == 1 ? "was" : "were",
+                                contended == 1 ? "it" : "them")
+                  : std::string()));
   }
   for (auto& [key, group] : groups) {
     throw_if_interrupted();  // a group's trees take seconds: Ctrl-C is noticed between them
@@ -234,8 +241,8 @@ PredictModel fit_model(const std::vector<Sample>& samples, const std::map<std::s
     m.ceilings[device] = c->second;
     m.groups.push_back(fit_group(group, c->second, settings));
     if (!m.groups.back().boosted)
-      m.notes.push_back(fmt::format("{}: {} cases, fewer than the {} the tree models need: roofline and analytic only",
-                                    key, group.size(), kMinTreeCases));
+      m.notes.push_back(fmt::format("{}: {}, fewer than the {} the tree models need: roofline and analytic only", key,
+                                    count_of(group.size(), "case"), kMinTreeCases));
   }
   return m;
 }
@@ -442,7 +449,8 @@ Prediction predict_case(const PredictModel& m, const Sample& s) {
   const double raw = p.by_model.at(p.model);
   const auto stats = g->cv.find(p.model);
   const bool known = stats != g->cv.end();
-  p.time_s = raw * (known ? stats->second.median_ratio : 1);
+  p.ratio = known ? stats->second.median_ratio : 1;
+  p.time_s = raw * p.ratio;
   p.lo_s = raw * (known ? stats->second.lo : 1);
   p.hi_s = raw * (known ? stats->second.hi : 1);
   return p;

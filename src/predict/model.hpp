@@ -90,6 +90,7 @@ struct Prediction {
   // The best model's prediction x its held-out median ratio (ErrorStats::median_ratio), and its
   // interval: the prediction x [lo, hi]. So lo_s <= time_s <= hi_s.
   double time_s = 0, lo_s = 0, hi_s = 0;
+  double ratio = 1;                      // that held-out median ratio: time_s = by_model[model] x ratio
   std::map<ModelKind, double> by_model;  // each model's own prediction, uncorrected
   double flops = 0, bytes = 0;
   std::optional<double> measured_s;       // when the case was measured (given as results)

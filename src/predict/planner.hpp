@@ -25,7 +25,7 @@ inline constexpr double kCaseOverheadS = 0.2;
 //   + sampling: fixed_samples samples, else max(min_samples samples, min_time_s), at most
 //     timeout_s; a sample lasts max(call, target_sample_s) (short calls are batched), or
 //     fixed_batch calls.
-// It assumes the noise target is met at the minimum count and time; noisy cases take longer.
+// It assumes the precision target is met at the minimum count and time; noisy cases take longer.
 double measuring_cost(double call_s, const Stopping& stopping);
 
 struct PlannedCase {

@@ -13,10 +13,12 @@
 #include "opmeter/result.hpp"
 #include "predict/report_parts.hpp"
 #include "report/chart_assets.hpp"
+#include "util/text.hpp"
 #include "report/html_page.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
 #include "results/result_set.hpp"
+#include "util/text.hpp"
 
 namespace opmeter {
 
@@ -86,9 +88,10 @@ std::string title(const PredictModel& m) { return "opmeter predict: " + report_p
 // --- markdown ------------------------------------------------------------------------------
 
 std::string md_group(const GroupModel& g) {
-  std::string out = fmt::format("## {}\n\n{} cases.\n\n| model | median error | p90 error | interval | coverage | |\n"
-                                "|---|---:|---:|---:|---:|---|\n",
-                                g.key, g.points.size());
+  std::string out = fmt::format(
+      "## {}\n\n{}.\n\n| model | median error | p90 error | interval | coverage | |\n"
+      "|---|---:|---:|---:|---:|---|\n",
+      g.key, count_of(g.points.size(), "case"));
   for (auto k : kModelKinds) {
     auto* e = stats_of(g, k);
     if (!e) {
@@ -120,8 +123,8 @@ p.lead { max-width: 980px; }
 std::string td_num(const std::string& text) { return "<td class=\"num\">" + text + "</td>"; }
 
 void html_group_table(std::string& out, const GroupModel& g) {
-  out += fmt::format("<h3 id=\"group-{}\">{}</h3>\n<p>{} cases; best: <b>{}</b>.</p>\n", html_escape(g.key), html_escape(g.key),
-                     g.points.size(), model_label(g.best));
+  out += fmt::format("<h3 id=\"group-{}\">{}</h3>\n<p>{}; best: <b>{}</b>.</p>\n", html_escape(g.key),
+                     html_escape(g.key), count_of(g.points.size(), "case"), model_label(g.best));
   out += "<table class=\"group\"><thead><tr><th>model</th><th>median error</th><th>p90 error</th><th>interval</th>"
          "<th>coverage</th><th></th></tr></thead><tbody>\n";
   for (auto k : kModelKinds) {
@@ -285,10 +288,16 @@ std::string measured_error_summary(const std::vector<Prediction>& cases, const s
   }
   if (best.empty()) return "";
   std::string out = fmt::format(
-      "\nError against the measured times ({} cases): each group's best model median {}, p90 {}, "
-      "{} inside the interval",
-      best.size(), pct(percentile(best, 50)), pct(percentile(best, 90)), pct(double(inside) / double(best.size())));
-  for (auto& [k, e] : errors) out += fmt::format("; {} median {}", to_string(k), pct(percentile(e, 50)));
+      "\nError against the measured times ({}): the predictions (each group's best model scaled by its held-out "
+      "median of measured / predicted, the × in the model column) median {}, p90 {}, {} inside the interval; each "
+      "model unscaled:",
+      count_of(best.size(), "case"), pct(percentile(best, 50)), pct(percentile(best, 90)),
+      pct(double(inside) / double(best.size())));
+  const char* sep = " ";
+  for (auto& [k, e] : errors) {
+    out += fmt::format("{}{} median {}", sep, to_string(k), pct(percentile(e, 50)));
+    sep = "; ";
+  }
   if (in_training)
     out += fmt::format(
         ". {} of these cases are in the model's training data: their error is not a held-out error "

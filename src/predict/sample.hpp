@@ -16,7 +16,7 @@ struct Sample {
   double time_s = 0;            // measured median seconds per call; 0 when not measured
   std::string source;           // the results it came from; empty for a case to predict
   // Flags of its result: measured while other processes took its CPUs (the time is theirs as much
-  // as its own: fit_model leaves it out), or short of the noise target (kept, counted in a note).
+  // as its own: fit_model leaves it out), or short of the precision target (kept, counted in a note).
   bool contended = false, unconverged = false;
 };
 

@@ -12,6 +12,7 @@
 #include "report/report.hpp"
 #include "report/reporters.hpp"
 #include "scale/fleet.hpp"
+#include "util/text.hpp"
 
 namespace opmeter {
 
@@ -83,7 +84,7 @@ void fleet_contexts(std::string& out, const nlohmann::json& context) {
 
 void counts(std::string& out, const std::vector<Result>& results) {
   auto [by_status, unconverged] = tally(results);
-  out += fmt::format("<div class=\"counts\"><span>{} cases</span>", results.size());
+  out += fmt::format("<div class=\"counts\"><span>{}</span>", count_of(results.size(), "case"));
   for (auto& [status, n] : by_status)
     out += fmt::format("<span class=\"{}\">{} {}</span>", status == "ok" ? "" : status == "skipped" ? "warn" : "bad",
                        n, status);
@@ -177,8 +178,8 @@ std::string html_report(const std::vector<ResultSet>& sets, const std::vector<pi
   out += "<h2>Machine and run settings</h2>\n";
   for (std::size_t i = 0; i < sets.size(); ++i) {
     auto& s = sets[i];
-    out += fmt::format("<details{}><summary>{} ({}, {} cases)</summary>\n", i == 0 ? " open" : "",
-                       html_escape(s.source), describe(s.format), s.results.size());
+    out += fmt::format("<details{}><summary>{} ({}, {})</summary>\n", i == 0 ? " open" : "", html_escape(s.source),
+                       describe(s.format), count_of(s.results.size(), "case"));
     if (s.context.empty()) {
       out += "<p>No machine context: a results.jsonl journal carries none.</p>\n";
     } else {

@@ -7,6 +7,7 @@
 #include "report/report.hpp"
 #include "report/reporters.hpp"
 #include "scale/merge.hpp"
+#include "util/text.hpp"
 
 namespace opmeter {
 namespace {
@@ -54,12 +55,13 @@ std::string best_table(const std::vector<Result>& results) {
 std::string markdown_report(const std::vector<ResultSet>& sets, const std::vector<pipeline::PipelineSummary>& pipelines) {
   auto results = merged_results(sets);
   std::string out = "# opmeter report\n\n";
-  for (auto& s : sets) out += fmt::format("- `{}`: {}, {} cases\n", s.source, describe(s.format), s.results.size());
+  for (auto& s : sets)
+    out += fmt::format("- `{}`: {}, {}\n", s.source, describe(s.format), count_of(s.results.size(), "case"));
 
   auto [by_status, unconverged] = tally(results);
   std::string counts;
   for (auto& [status, n] : by_status) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, status);
-  out += fmt::format("\n{} cases: {}{}.\n\n", results.size(), counts.empty() ? "none" : counts,
+  out += fmt::format("\n{}: {}{}.\n\n", count_of(results.size(), "case"), counts.empty() ? "none" : counts,
                      unconverged ? fmt::format(" ({} unconverged)", unconverged) : "");
 
   for (auto& s : sets) {

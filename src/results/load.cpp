@@ -7,10 +7,11 @@
 
 #include <fmt/format.h>
 
+#include "engine/runner.hpp"
 #include "opmeter/errors.hpp"
 #include "results/result_set.hpp"
 #include "results/run_dir.hpp"
-#include "engine/runner.hpp"
+#include "util/text.hpp"
 
 namespace opmeter {
 namespace fs = std::filesystem;
@@ -297,8 +298,8 @@ ResultSet with_journal_fallback(const std::string& json_path, const fs::path& jo
   }
   ResultSet out{journal.string(), ResultsFormat::results_jsonl,
                 set ? set->context : stored_context(journal.parent_path()), std::move(logged)};
-  out.notes.push_back(fmt::format("{}; reading the journal {} instead ({} cases)", problem, journal.string(),
-                                  out.results.size()));
+  out.notes.push_back(fmt::format("{}; reading the journal {} instead ({})", problem, journal.string(),
+                                  count_of(out.results.size(), "case")));
   return out;
 }
 
@@ -335,9 +336,10 @@ ResultSet load_results(const std::string& path) {
       const std::string formats = run.value("formats", std::string());
       const bool expected = formats.empty() || formats.find("json") != std::string::npos || formats.find("gbench") != std::string::npos;
       if (expected || torn)
-        set.notes.push_back(fmt::format("{}: {}reading the journal ({} cases{})", path,
+        set.notes.push_back(fmt::format("{}: {}reading the journal ({}{})", path,
                                         expected ? "no results.json (a run stopped before its end?); " : "",
-                                        set.results.size(), torn ? "; its last line, cut short by the stop, left out" : ""));
+                                        count_of(set.results.size(), "case"),
+                                        torn ? "; its last line, cut short by the stop, left out" : ""));
     }
     else throw UsageError(fmt::format("{}: a directory without results.json or results.jsonl", path));
     set.source = path;

@@ -46,6 +46,10 @@ std::string csv_field(const std::string& text) {
   return q + "\"";
 }
 
+std::string count_of(std::size_t n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 void check_canonical_integer(const std::string& key, const std::string& value) {
   const bool sign = value.starts_with('+') || value.starts_with('-');
   if (value.size() == std::size_t(sign) || value.find_first_not_of("0123456789", sign) != std::string::npos) return;

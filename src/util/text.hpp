@@ -1,10 +1,14 @@
 #pragma once
 // Small text helpers the parsers share (case strings, comma-separated lists).
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace opmeter {
+
+// `n` and the noun, plural unless n is 1: "1 case", "3 cases" (noun in the singular; plural: +s).
+std::string count_of(std::size_t n, const std::string& noun);
 
 // The parts of `text` between the `sep`s, empty ones kept ("a,,b" -> a, "", b).
 std::vector<std::string> split(const std::string& text, char sep);

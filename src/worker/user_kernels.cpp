@@ -126,8 +126,17 @@ std::string add_user_kernel(const std::string& spec, const std::string& default_
   } catch (const std::exception& e) {
     throw UsageError(fmt::format("cannot read kernel '{}': {}", spec, e.what()));
   }
-  if (!reply.value("ok", false))
-    throw UsageError(fmt::format("kernel '{}': {}", spec, reply.value("error", reply.value("unsupported", reply.dump()))));
+  if (!reply.value("ok", false)) {
+    const std::string error = reply.value("error", reply.value("unsupported", reply.dump()));
+    // A kernel written for PyTorch, imported by a Python without it: say how to pick another, as
+    // the torch impls' skip does.
+    const bool no_torch = error.find("No module named 'torch") != std::string::npos;
+    throw UsageError(fmt::format("kernel '{}': {}{}", spec, error,
+                                 no_torch ? fmt::format("; set OPMETER_PYTHON to a Python that has PyTorch (the worker "
+                                                        "runs {})",
+                                                        worker_command().front())
+                                          : std::string()));
+  }
 
   std::string op = reply.value("op", nlohmann::json()).is_string() ? reply["op"].get<std::string>() : default_op;
   if (op.empty()) throw UsageError(fmt::format("kernel '{}' names no op: set `op = \"...\"` in it", spec));
