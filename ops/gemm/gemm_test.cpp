@@ -5,15 +5,14 @@
 #include <fmt/format.h>
 
 #include "opmeter/registry.hpp"
+#include "tests/work_of.hpp"
 
 using namespace opmeter;
 
 namespace {
 
 Work work_of(const std::string& impl, const char* dtype, const std::string& settings) {
-  const OpDef* op = Registry::global().op("gemm");
-  EXPECT_NE(op, nullptr);
-  return op->work(parse_case(fmt::format("gemm/{}/{}/M=64,N=48,K=32/{}", impl, dtype, settings)));
+  return opmeter::testing::work_of_case(fmt::format("gemm/{}/{}/M=64,N=48,K=32/{}", impl, dtype, settings));
 }
 Work cpu(const char* dtype) { return work_of("onednn", dtype, "threads=1"); }
 Work cuda(const char* dtype) { return work_of("cublaslt", dtype, "device=cuda:0"); }

@@ -2,17 +2,13 @@
 #include <gtest/gtest.h>
 
 #include "opmeter/registry.hpp"
+#include "tests/work_of.hpp"
 
 using namespace opmeter;
 
 namespace {
 
-Work work_of(const char* kase) {
-  const Case c = parse_case(kase);
-  const OpDef* op = Registry::global().op(c.op);
-  EXPECT_NE(op, nullptr) << kase;
-  return op->work(c);
-}
+Work work_of(const char* kase) { return opmeter::testing::work_of_case(kase); }
 
 }  // namespace
 

@@ -4,15 +4,14 @@
 #include <fmt/format.h>
 
 #include "opmeter/registry.hpp"
+#include "tests/work_of.hpp"
 
 using namespace opmeter;
 
 namespace {
 
 Work work_of(const std::string& name, const char* dtype) {
-  const OpDef* op = Registry::global().op(name);
-  EXPECT_NE(op, nullptr) << name;
-  return op->work(parse_case(fmt::format("{}/opmeter/{}/batch=2,seq=3,hidden=5/threads=1", name, dtype)));
+  return opmeter::testing::work_of_case(fmt::format("{}/opmeter/{}/batch=2,seq=3,hidden=5/threads=1", name, dtype));
 }
 
 }  // namespace
