@@ -282,6 +282,15 @@ TEST(QuantLinearCuda, BothOperandsAreCorrectAtDecodeOnAGpu) {
           const std::string kernel = r.details.at("kernel");
           EXPECT_EQ(kernel.find("as the A operand") != std::string::npos, std::string(operand) == "a") << kernel;
         }
+  // The A forms' last row (8: B's eighth column), split in K, groups of 128 at a compile-time end.
+  for (const char* recipe : {"int8wo", "int4wo-128"}) {
+    const auto kase = fmt::format(
+        "linear/cuda_quant/bf16/batch=1,seq=8,hidden=2048,out=40,act=none,quant={},operand=a,ksplit=2/device=cuda:0",
+        recipe);
+    const auto r = run_case(parse_case(kase), quick_options());
+    ASSERT_EQ(r.status, Status::ok) << kase << ": " << r.reason;
+    EXPECT_LE(*r.max_error, *r.tolerance) << kase;
+  }
   for (const char* kase :
        {"linear/cuda_quant/bf16/batch=1,seq=9,hidden=1024,out=40,act=none,quant=int8wo,operand=a/device=cuda:0",
         "linear/cuda_quant/bf16/batch=1,seq=1,hidden=1024,out=40,act=none,quant=float8wo,operand=a/device=cuda:0"}) {
