@@ -81,12 +81,22 @@ TEST(CeilingFlags, ACeilingMeasuredUnderContentionIsSaidToBe) {
   ceilings.annotate(conv);
   ASSERT_TRUE(conv.has_flag("faster-than-peak"));
   EXPECT_TRUE(has(conv.details["faster-than-peak"], "contended")) << conv.details["faster-than-peak"];
+  // The result names the contended ceiling it was rated against (the run warns of it), and a
+  // contended case that is no ceiling (a small bandwidth array) is not named.
+  EXPECT_EQ(conv.details["contended_ceilings"], peak.case_string);
+  Result small = timed("bandwidth/opmeter/fp32/kernel=copy,n=1024/threads=2", 0, 8192, 1e-6);
+  small.add_flag("contended");
+  ceilings.learn(small);
+  Result silu = timed("silu/opmeter/fp32/batch=1,seq=4,hidden=8/threads=2", 1e9, 1e9, 1.0);
+  ceilings.annotate(silu);
+  EXPECT_EQ(silu.details["contended_ceilings"], peak.case_string);  // the peak, not the small array
   // An uncontended measurement of the same ceiling is faster, replaces it, and is not called contended.
   Result quiet = timed("peak/opmeter/fp32/kernel=fma/threads=2", 235e9, 0, 1.0);
   ceilings.learn(quiet);
   Result again = timed("gemm/onednn/fp32/M=64,N=64,K=64/threads=2", 200e9, 1e9, 1.0);
   ceilings.annotate(again);
   EXPECT_FALSE(again.has_flag("faster-than-peak"));
+  EXPECT_FALSE(again.details.count("contended_ceilings"));
   ASSERT_TRUE(again.pct_peak.has_value());
   EXPECT_NEAR(*again.pct_peak, 100.0 * 200 / 235, 1e-9);
 }

@@ -189,7 +189,7 @@ TEST(CliPredict, PredictsACaseAConfigAndResults) {
                       (f.dir / "p.csv").string());
   ASSERT_EQ(measured.code, 0) << measured.text;
   auto csv = slurp(f.dir / "p.csv");
-  EXPECT_TRUE(has(csv, "pipeline,label,count,case,model,predicted_s,lo_s,hi_s,measured_s")) << csv;
+  EXPECT_TRUE(has(csv, "pipeline,label,count,case,model,ratio,predicted_s,lo_s,hi_s,measured_s")) << csv;
   EXPECT_EQ(line_count(f.dir / "p.csv"), 15u) << csv;  // the header and the 14 measured cases
 
   auto md = cli("predict " + f.model.string() + " " + f.results.string());

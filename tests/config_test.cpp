@@ -273,6 +273,15 @@ TEST(Config, AQuotedNumberOrABooleanOnAnIntegerAxisIsAnError) {
             "t.yaml:2:9: causal: expected an integer, got the boolean 'true' (a yes/no parameter is written 0 or 1)");
   EXPECT_EQ(error_of("ops: [attention]\nimpls: [reference]\ncausal: [0, 1]\n"), "no error");
   EXPECT_EQ(error_of("ops: [linear]\nimpls: [reference]\nact: [\"gelu\", none]\n"), "no error");
+  // Optional parameters too: integers (passes), 0 / 1 (fast_accum), and a number among names (ksplit).
+  EXPECT_EQ(error_of("ops: [bandwidth]\npasses: [\"2\"]\n"),
+            "t.yaml:2:10: passes: expected an integer, got the string \"2\" (write it without quotes)");
+  EXPECT_EQ(
+      error_of("ops: [linear]\nmode: [train]\nquantization: [float8dq-row]\nfast_accum: [true]\n"),
+      "t.yaml:4:14: fast_accum: expected an integer, got the boolean 'true' (a yes/no parameter is written 0 or 1)");
+  EXPECT_EQ(error_of("ops: [linear]\nksplit: [auto, \"4\"]\n"),
+            "t.yaml:2:16: ksplit: expected a number, got the string \"4\" (write it without quotes)");
+  EXPECT_EQ(error_of("ops: [bandwidth]\nimpls: [opmeter]\npasses: [1, 2]\n"), "no error");
 }
 
 TEST(Config, WrongTypes) {

@@ -28,19 +28,19 @@ TEST(ElementTypes, QuantizedLayersSayHowTheyHoldWeightsAndActivations) {
   // only for checks), and a dynamic recipe quantizes the activations on every call.
   const std::string linear = "linear/opmeter_quant/bf16/batch=1,seq=2,hidden=64,out=16,act=none,quant=";
   EXPECT_EQ(element_types(parse_case(linear + "int4wo-64/threads=1")),
-            "x bf16, w bf16 as u4 codes, a scale and zero per 64 inputs, bias f32 -> out bf16");
+            "x bf16, w bf16 (as u4 codes with a scale and zero per 64 inputs), bias f32 -> out bf16");
   EXPECT_EQ(element_types(parse_case(linear + "int8dq/threads=1")),
-            "x bf16 as s8 per token, w bf16 as s8 codes, a scale per channel, bias f32 -> out bf16");
+            "x bf16 (as s8 per token), w bf16 (as s8 codes and a scale per channel), bias f32 -> out bf16");
   EXPECT_EQ(element_types(parse_case(linear + "float8dq-tensor/threads=1")),
-            "x bf16 as fp8_e4m3, one scale, w bf16 as fp8_e4m3 codes, one scale, bias f32 -> out bf16");
+            "x bf16 (as fp8_e4m3 with one scale), w bf16 (as fp8_e4m3 codes and one scale), bias f32 -> out bf16");
   // The baseline is read as it is stored.
   EXPECT_EQ(element_types(parse_case("linear/onednn/bf16/batch=1,seq=2,hidden=64,out=16,act=none/threads=1")),
             "x bf16, w bf16, bias f32 -> out bf16");
   const auto block =
       element_types(parse_case("transformer_block/opmeter_quant/bf16/"
                                "batch=1,seq=2,hidden=64,heads=2,mlp=128,act=gelu,causal=0,quant=int8wo/threads=1"));
-  EXPECT_NE(block.find("as s8 codes, a scale per channel"), std::string::npos) << block;
-  EXPECT_EQ(block.find("x bf16 as"), std::string::npos) << block;
+  EXPECT_NE(block.find("(as s8 codes and a scale per channel)"), std::string::npos) << block;
+  EXPECT_EQ(block.find("x bf16 (as"), std::string::npos) << block;
 }
 
 TEST(ElementTypes, EveryResultRecordsThem) {
@@ -65,4 +65,13 @@ TEST(ElementTypes, CompareFlagsACaseWhoseTypesDiffer) {
   EXPECT_TRUE(warned(compare_results(a, b)));
   b.results[0].details["types"] = base.details["types"];
   EXPECT_FALSE(warned(compare_results(a, b)));
+  // How an input is held is no other arithmetic: results from before the "(as ...)" notes compare
+  // equal to later ones; other element types still warn.
+  a.results[0].details["types"] = "x bf16, w bf16, bias f32 -> out bf16";
+  b.results[0].details["types"] =
+      "x bf16, w bf16 (as u4 codes with a scale and zero per 64 inputs), bias f32 -> out bf16";
+  EXPECT_FALSE(warned(compare_results(a, b)));
+  b.results[0].details["types"] =
+      "x f32, w bf16 (as u4 codes with a scale and zero per 64 inputs), bias f32 -> out bf16";
+  EXPECT_TRUE(warned(compare_results(a, b)));
 }

@@ -360,7 +360,8 @@ TEST(PredictMeasuredError, SummaryOfHandMadePredictions) {
   EXPECT_EQ(measured_error_summary(cases, {"a", "c"}),
             "\nError against the measured times (2 cases): the predictions (each group's best model scaled by its "
             "held-out median of measured / predicted, the × in the model column) median 17.5%, p90 23.5%, 50.0% "
-            "inside the interval; each model unscaled: roofline median 50.0%; analytic median 5.0%. 1 of these cases are in the model's "
-            "training data: their error is not a held-out error (predict fit reports that)\n");
+            "inside the interval; each model unscaled: roofline median 50.0%; analytic median 5.0%. 1 of these cases "
+            "is in the model's "
+            "training data: its error is not a held-out error (predict fit reports that)\n");
   EXPECT_EQ(measured_error_summary({cases[2]}, {}), "");  // nothing measured
 }

@@ -369,11 +369,13 @@ TEST(RaplRun, ACpuCaseGetsEnergyFromAdvancingCounters) {
   ASSERT_GT(calls, 0u) << window;
   EXPECT_EQ(calls % batch, 0u) << window;  // whole samples of `batch` calls each
   // S is printed to 10 ms in a window of >= 0.3 s (under 2%); the fake's writer thread and the
-  // meter's reads may each be late by a busy machine's scheduling: 10% in all.
+  // meter's reads may each be late by a busy machine's scheduling (the sanitized ctest on two
+  // shared cores): 25% in all, where a wrong divisor (samples for calls) is off by the batch.
   const double per_call_s = seconds / double(calls);
-  EXPECT_NEAR(*r.energy_j, 22.0 * per_call_s, 0.1 * 22.0 * per_call_s) << window;
-  EXPECT_NEAR(r.metrics.at("energy_package_j").value, 20.0 * per_call_s, 0.1 * 20.0 * per_call_s) << window;
-  EXPECT_NEAR(r.metrics.at("energy_dram_j").value, 2.0 * per_call_s, 0.1 * 2.0 * per_call_s) << window;
+  EXPECT_GT(batch, 1u) << window;
+  EXPECT_NEAR(*r.energy_j, 22.0 * per_call_s, 0.25 * 22.0 * per_call_s) << window;
+  EXPECT_NEAR(r.metrics.at("energy_package_j").value, 20.0 * per_call_s, 0.25 * 20.0 * per_call_s) << window;
+  EXPECT_NEAR(r.metrics.at("energy_dram_j").value, 2.0 * per_call_s, 0.25 * 2.0 * per_call_s) << window;
 }
 
 TEST(RaplRun, AFrozenTreeLeavesEnergyEmptyWithTheReason) {

@@ -72,7 +72,7 @@ TEST(QuantWorker, TheWorkersSpecIsTheRecipesForQuantCases) {
   auto own_in = own.make_inputs(9);
   EXPECT_EQ(std::memcmp(in[1].data(), own_in[1].data(), in[1].bytes()), 0);
   EXPECT_TRUE(quant->kept_for_checks(1));
-  EXPECT_EQ(quant->held_as(1), "u4 codes, a scale and zero per 32 inputs");
+  EXPECT_EQ(quant->held_as(1), "u4 codes with a scale and zero per 32 inputs");
   EXPECT_FALSE(plain->same_in_every_set(1));
 }
 

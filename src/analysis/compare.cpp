@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "engine/element_types.hpp"
 #include "opmeter/stats.hpp"
 #include "util/human_units.hpp"
 #include "util/text.hpp"
@@ -170,7 +171,8 @@ Comparison compare_results(const ResultSet& base, const ResultSet& neu, const Co
     seen.insert(r.case_string);
     const Result& n = *it->second;
     if (auto bt = r.details.find("types"), nt = n.details.find("types");
-        bt != r.details.end() && nt != n.details.end() && bt->second != nt->second)
+        bt != r.details.end() && nt != n.details.end() &&
+        element_types_compared(bt->second) != element_types_compared(nt->second))
       cmp.context_warnings.push_back(fmt::format("{} computes other types in the two runs (not the same work): BASE {}, NEW {}",
                                                  r.case_string, bt->second, nt->second));
     // A recipe's accuracy is its other figure: the same case on the same inputs gives the same SQNR

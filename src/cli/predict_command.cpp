@@ -405,16 +405,17 @@ nlohmann::json answers_json(const Answers& a) {
 
 // One row per case; a pipeline's layers follow with the pipeline's name, then its total.
 std::string answers_csv(const Answers& a) {
-  std::string out = "pipeline,label,count,case,model,predicted_s,lo_s,hi_s,measured_s\n";
+  // ratio: the held-out median of measured / predicted that the model's output was scaled by.
+  std::string out = "pipeline,label,count,case,model,ratio,predicted_s,lo_s,hi_s,measured_s\n";
   auto row = [&](const std::string& pipeline, const std::string& label, std::size_t count, const Prediction& p) {
-    out += fmt::format("{},{},{},{},{},{:.6g},{:.6g},{:.6g},{}\n", csv_field(pipeline), csv_field(label), count,
-                       csv_field(p.case_string), to_string(p.model), p.time_s, p.lo_s, p.hi_s,
+    out += fmt::format("{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{}\n", csv_field(pipeline), csv_field(label), count,
+                       csv_field(p.case_string), to_string(p.model), p.ratio, p.time_s, p.lo_s, p.hi_s,
                        p.measured_s ? fmt::format("{:.6g}", *p.measured_s) : "");
   };
   for (auto& p : a.cases) row("", "", 1, p);
   for (auto& pp : a.pipelines) {
     for (auto& l : pp.layers) row(pp.name, l.label, l.count, l.prediction);
-    out += fmt::format("{},total,1,,,{:.6g},{:.6g},{:.6g},{}\n", csv_field(pp.name), pp.total_s, pp.lo_s, pp.hi_s,
+    out += fmt::format("{},total,1,,,,{:.6g},{:.6g},{:.6g},{}\n", csv_field(pp.name), pp.total_s, pp.lo_s, pp.hi_s,
                        pp.measured_s ? fmt::format("{:.6g}", *pp.measured_s) : "");
   }
   return out;

@@ -498,19 +498,22 @@ namespace {
 
 // Ceilings measured while other processes took the CPUs are too low: every % of peak or of
 // bandwidth taken against them reads too high (a peak 80x slow gave a GEMM 3781% of peak).
+// Only the ceilings results were rated against (Ceilings::annotate lists them in each result).
 void warn_contended_ceilings(const std::vector<Result>& results) {
-  std::vector<std::string> contended;
-  bool others = false;
-  for (auto& r : results) {
-    if (ceiling_of(r.kase.op) == CeilingKind::none) others = others || r.pct_peak || r.pct_bandwidth;
-    else if (r.status == Status::ok && r.has_flag("contended")) contended.push_back(r.case_string);
-  }
-  if (!contended.empty() && others)
+  std::set<std::string> contended;
+  std::size_t rated = 0;
+  for (auto& r : results)
+    if (auto it = r.details.find("contended_ceilings"); it != r.details.end()) {
+      ++rated;
+      for (auto& c : split(it->second, ';'))
+        if (auto name = trim(c); !name.empty()) contended.insert(name);
+    }
+  if (!contended.empty())
     fmt::print(stderr,
-               "opmeter: warning: {} of the run's ceilings were measured while other processes took the CPUs "
-               "(contended), so they are too low and % of peak or of bandwidth reads too high against them: {}; "
-               "measure on a quiet machine, or give --calibration a profile measured on one\n",
-               contended.size(), fmt::join(contended, ", "));
+               "opmeter: warning: {} rated against {} measured while other processes took the CPUs (contended): "
+               "too low, so their % of peak or of bandwidth reads too high: {}; measure on a quiet machine, or "
+               "give --calibration a profile measured on one\n",
+               count_of(rated, "result"), contended.size() == 1 ? "a ceiling" : "ceilings", fmt::join(contended, ", "));
 }
 
 // Cases on a device whose backend cannot run here (a GPU config on a machine without a driver)
@@ -520,8 +523,8 @@ void say_unusable_devices(const std::vector<Case>& cases) {
   for (auto& c : cases) ++per_device[c.device];
   for (auto& [device, count] : per_device)
     if (auto ready = backend_of(device).device_ready(device); !ready.ok)
-      fmt::print(stderr, "opmeter: {} cannot run here ({}): its {} case{} will be recorded as skipped\n", device,
-                 ready.reason, count, count == 1 ? "" : "s");
+      fmt::print(stderr, "opmeter: {} cannot run here ({}): its {} will be recorded as skipped\n", device, ready.reason,
+                 count_of(count, "case"));
 }
 
 }  // namespace

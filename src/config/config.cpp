@@ -253,7 +253,17 @@ std::vector<ParamSet> base_params(const YamlReader& r, const YAML::Node& root, c
 std::vector<std::string> optional_values(const YamlReader& r, const YAML::Node& root, const OptionalParam& o) {
   auto node = root[o.config_key];
   if (!node) return {o.absent};
-  auto values = r.text_list(node, o.config_key);
+  // Numbers as numbers (a quoted "4" is a string, as PyYAML reads it), and 0 / 1 not yes / no,
+  // where the parameter's values are integers (passes, fast_accum).
+  const bool integers =
+      integer_text(o.absent) || (!o.values.empty() && std::all_of(o.values.begin(), o.values.end(), integer_text));
+  auto values = integers ? r.integer_text_list(node, o.config_key) : r.text_list(node, o.config_key);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const YAML::Node item = node.IsSequence() ? node[i] : node;
+    if (item.IsScalar() && item.Tag() == "!" && integer_text(values[i]))
+      r.fail(item, fmt::format("{}: expected a number, got the string \"{}\" (write it without quotes)", o.config_key,
+                               values[i]));
+  }
   for (std::size_t i = 0; i < values.size(); ++i)
     if (!o.values.empty() && std::find(o.values.begin(), o.values.end(), values[i]) == o.values.end())
       r.fail(node.IsSequence() ? node[i] : node, unknown_name(o.config_key + " value", values[i], o.values));

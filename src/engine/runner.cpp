@@ -576,7 +576,7 @@ void Ceilings::learn(const Result& r) {
   const std::string at = where(r.kase);
   // A ceiling measured while other processes took the CPUs is too low, and everything shown
   // against it looks faster than the machine: the flags' details say so.
-  const std::string source = r.case_string + (r.has_flag("contended") ? " (contended: others took its CPUs)" : "");
+  const std::string source = r.case_string + (r.has_flag("contended") ? kContendedSource : "");
   // The ceiling of a dtype is its fastest peak kernel: on a GPU the tensor-core ones (mma.sync,
   // wgmma) for tf32/fp16/bf16/fp8/int8 and the FMA chains for fp32.
   if (op->ceiling == CeilingKind::compute && r.gflops > 0) {
@@ -633,9 +633,16 @@ void Ceilings::annotate(Result& r) const {
     r.details["ceiling_gflops"] = fmt::format("{:.4g}", ceiling_gflops(r));
   if (op->ceiling == CeilingKind::memory && r.gbps > 0) r.details["ceiling_gbps"] = fmt::format("{:.4g}", ceiling_gbps(r));
   const std::string at = where(r.kase);
-  auto from = [](const auto& sources, const auto& key) {
+  // The ceiling cases a result is rated against that were contended: the run warns of them.
+  auto from = [&r](const auto& sources, const auto& key) {
     auto it = sources.find(key);
-    return it == sources.end() ? std::string() : it->second;
+    if (it == sources.end()) return std::string();
+    if (const auto& s = it->second; s.ends_with(kContendedSource)) {
+      const std::string ceiling = s.substr(0, s.size() - std::string_view(kContendedSource).size());
+      auto& listed = r.details["contended_ceilings"];
+      if (listed.find(ceiling) == std::string::npos) listed += (listed.empty() ? "" : "; ") + ceiling;
+    }
+    return it->second;
   };
   if (op->peak_dtype)
     if (auto dtype = op->peak_dtype(r.kase))

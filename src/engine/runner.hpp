@@ -138,6 +138,8 @@ class Ceilings {
 
 // Bandwidth results count as the memory ceiling when their arrays are at least this large.
 constexpr double kMemoryCeilingMinBytes = 64.0 * (1 << 20);
+// How a ceiling measured while other processes took the CPUs is named where it is used.
+inline constexpr const char* kContendedSource = " (contended: others took its CPUs)";
 
 // Adds the ceilings a list needs, in front: a peak case per (dtype, threads) for % of peak (on a
 // GPU one per peak kernel of the dtype: fma, or mma and wgmma), and,

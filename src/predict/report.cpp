@@ -13,7 +13,6 @@
 #include "opmeter/result.hpp"
 #include "predict/report_parts.hpp"
 #include "report/chart_assets.hpp"
-#include "util/text.hpp"
 #include "report/html_page.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
@@ -300,9 +299,9 @@ std::string measured_error_summary(const std::vector<Prediction>& cases, const s
   }
   if (in_training)
     out += fmt::format(
-        ". {} of these cases are in the model's training data: their error is not a held-out error "
+        ". {} of these cases {} in the model's training data: {} error is not a held-out error "
         "(predict fit reports that)",
-        in_training);
+        in_training, in_training == 1 ? "is" : "are", in_training == 1 ? "its" : "their");
   return out + "\n";
 }
 

@@ -130,7 +130,7 @@ std::string add_user_kernel(const std::string& spec, const std::string& default_
     const std::string error = reply.value("error", reply.value("unsupported", reply.dump()));
     // A kernel written for PyTorch, imported by a Python without it: say how to pick another, as
     // the torch impls' skip does.
-    const bool no_torch = error.find("No module named 'torch") != std::string::npos;
+    const bool no_torch = error.find("No module named 'torch'") != std::string::npos;
     throw UsageError(fmt::format("kernel '{}': {}{}", spec, error,
                                  no_torch ? fmt::format("; set OPMETER_PYTHON to a Python that has PyTorch (the worker "
                                                         "runs {})",

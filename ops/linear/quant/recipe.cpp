@@ -59,12 +59,12 @@ std::string recipe_problem(const Recipe& r, std::size_t hidden, const char* name
 std::string weights_held_as(const Recipe& r) {
   switch (r.weights) {
     case WeightFormat::full: return "";
-    case WeightFormat::int8: return "s8 codes, a scale per channel";
+    case WeightFormat::int8: return "s8 codes and a scale per channel";
     case WeightFormat::fp8:
-      return r.activations == ActivationFormat::fp8_per_tensor ? "fp8_e4m3 codes, one scale"
-                                                               : "fp8_e4m3 codes, a scale per channel";
+      return r.activations == ActivationFormat::fp8_per_tensor ? "fp8_e4m3 codes and one scale"
+                                                               : "fp8_e4m3 codes and a scale per channel";
     case WeightFormat::int4:
-      return fmt::format("u4 codes, a scale and zero per {} inputs{}", r.group, r.hqq ? " (HQQ)" : "");
+      return fmt::format("u4 codes with a scale and zero per {} inputs{}", r.group, r.hqq ? " by HQQ" : "");
   }
   return "";
 }
@@ -73,7 +73,7 @@ std::string activations_held_as(const Recipe& r) {
   switch (r.activations) {
     case ActivationFormat::full: return "";
     case ActivationFormat::int8_per_token: return "s8 per token";
-    case ActivationFormat::fp8_per_tensor: return "fp8_e4m3, one scale";
+    case ActivationFormat::fp8_per_tensor: return "fp8_e4m3 with one scale";
     case ActivationFormat::fp8_per_row: return "fp8_e4m3 per token";
   }
   return "";

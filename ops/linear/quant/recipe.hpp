@@ -46,8 +46,8 @@ std::optional<Recipe> parse_recipe(const std::string& name);
 // int8 dot product that could overflow s32); empty when it can.
 std::string recipe_problem(const Recipe& r, std::size_t hidden, const char* name = "hidden");
 // How a recipe holds a layer's weights, and its activations where it quantizes them on every call
-// (empty for the baseline and weight-only recipes): "s8 codes, a scale per channel",
-// "s8 per token".
+// (empty for the baseline and weight-only recipes): "s8 codes and a scale per channel",
+// "s8 per token". No commas: element_types lists the inputs with them.
 std::string weights_held_as(const Recipe& r);
 std::string activations_held_as(const Recipe& r);
 // The recipes that have a training step (fp8 GEMMs in forward and backward): baseline too.
