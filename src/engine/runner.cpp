@@ -576,7 +576,7 @@ void Ceilings::learn(const Result& r) {
   const std::string at = where(r.kase);
   // A ceiling measured while other processes took the CPUs is too low, and everything shown
   // against it looks faster than the machine: the flags' details say so.
-  const std::string source = r.case_string + (r.has_flag("contended") ? kContendedSource : "");
+  const Source source{r.case_string, r.has_flag("contended")};
   // The ceiling of a dtype is its fastest peak kernel: on a GPU the tensor-core ones (mma.sync,
   // wgmma) for tf32/fp16/bf16/fp8/int8 and the FMA chains for fp32.
   if (op->ceiling == CeilingKind::compute && r.gflops > 0) {
@@ -601,7 +601,7 @@ void Ceilings::load_profile(const CalibrationProfile& p) {
   host.threads = p.threads;
   host.device = p.device;
   auto at = where(host);
-  const std::string from = fmt::format("the calibration profile of {}", p.created.empty() ? "unknown date" : p.created);
+  const Source from{fmt::format("the calibration profile of {}", p.created.empty() ? "unknown date" : p.created)};
   for (auto& [name, gflops] : p.peak_gflops) {
     const auto key = std::make_pair(*parse_dtype(name), at);
     if (gflops > gflops_[key]) gflops_from_[key] = from;
@@ -637,12 +637,11 @@ void Ceilings::annotate(Result& r) const {
   auto from = [&r](const auto& sources, const auto& key) {
     auto it = sources.find(key);
     if (it == sources.end()) return std::string();
-    if (const auto& s = it->second; s.ends_with(kContendedSource)) {
-      const std::string ceiling = s.substr(0, s.size() - std::string_view(kContendedSource).size());
+    if (const Source& s = it->second; s.contended) {
       auto& listed = r.details["contended_ceilings"];
-      if (listed.find(ceiling) == std::string::npos) listed += (listed.empty() ? "" : "; ") + ceiling;
+      if (listed.find(s.name) == std::string::npos) listed += (listed.empty() ? "" : "; ") + s.name;
     }
-    return it->second;
+    return it->second.text();
   };
   if (op->peak_dtype)
     if (auto dtype = op->peak_dtype(r.kase))

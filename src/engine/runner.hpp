@@ -131,15 +131,19 @@ class Ceilings {
   std::map<std::pair<DType, std::string>, double> gflops_;
   std::map<std::string, double> gbps_;
   // What measured each ceiling (a case string, or the calibration profile), for the flags of
-  // figures above it.
-  std::map<std::pair<DType, std::string>, std::string> gflops_from_;
-  std::map<std::string, std::string> gbps_from_;
+  // figures above it; a case measured while other processes took the CPUs is named in each result
+  // rated against it (details `contended_ceilings`), of which the run warns.
+  struct Source {
+    std::string name;
+    bool contended = false;
+    std::string text() const { return contended ? name + " (contended: others took its CPUs)" : name; }
+  };
+  std::map<std::pair<DType, std::string>, Source> gflops_from_;
+  std::map<std::string, Source> gbps_from_;
 };
 
 // Bandwidth results count as the memory ceiling when their arrays are at least this large.
 constexpr double kMemoryCeilingMinBytes = 64.0 * (1 << 20);
-// How a ceiling measured while other processes took the CPUs is named where it is used.
-inline constexpr const char* kContendedSource = " (contended: others took its CPUs)";
 
 // Adds the ceilings a list needs, in front: a peak case per (dtype, threads) for % of peak (on a
 // GPU one per peak kernel of the dtype: fma, or mma and wgmma), and,
