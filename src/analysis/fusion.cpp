@@ -58,10 +58,8 @@ std::vector<FusionRow> fusion_rows(const std::vector<Result>& results, const Fus
     row.unfused_gflops = base.gflops;
     row.fused_gflops = r.gflops;
     row.verdict = fusion_verdict(row.speedup, t);
-    for (auto& f : r.flags)
-      if (doubtful_time_flag(f)) row.flags.push_back(f);
-    for (auto& f : base.flags)
-      if (doubtful_time_flag(f)) row.flags.push_back("unfused:" + f);
+    add_doubtful_flags(r, "", row.flags);
+    add_doubtful_flags(base, "unfused:", row.flags);
     rows.push_back(row);
   }
   return rows;

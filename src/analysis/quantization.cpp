@@ -111,16 +111,14 @@ std::vector<QuantRow> quant_rows(const std::vector<Result>& results) {
     row.max_abs_error = metric(r, "max_abs_error");
     row.weight_bytes = plain_weight_bytes(r);
     row.peak_memory_bytes = r.peak_memory_bytes;
-    for (auto& f : r.flags)
-      if (doubtful_time_flag(f)) row.flags.push_back(f);
+    add_doubtful_flags(r, "", row.flags);
     if (auto it = baselines.find(group_key(r)); it != baselines.end()) {
       const Result& base = *it->second;
       row.baseline_impl = base.kase.impl;
       row.baseline_s = base.summary.median;
       row.speedup = base.summary.median / r.summary.median;
       row.baseline_weight_bytes = plain_weight_bytes(base);
-      for (auto& f : base.flags)
-        if (doubtful_time_flag(f)) row.flags.push_back("baseline:" + f);
+      add_doubtful_flags(base, "baseline:", row.flags);
     }
     rows.push_back(std::move(row));
   }

@@ -9,14 +9,13 @@
 #include "analysis/doubtful_flags.hpp"
 #include "analysis/run_where.hpp"
 #include "opmeter/registry.hpp"
+#include "ops/linear/linear.hpp"
 #include "util/human_units.hpp"
 #include "util/text.hpp"
 
 namespace opmeter {
 namespace {
-constexpr const char* kMode = "mode";
-constexpr const char* kPhase = "phase";
-constexpr const char* kQuant = "quant";
+using linear::kMode, linear::kPhase, linear::kQuant, linear::training;
 // A knob: an optional parameter of the op other than mode, phase and quant (linear's float8
 // training knobs, as the op declares them).
 bool is_knob(const Case& c, const std::string& key) {
@@ -27,8 +26,6 @@ bool is_knob(const Case& c, const std::string& key) {
     if (p.key == key) return true;
   return false;
 }
-
-bool is_training(const Case& c) { return c.get_or(kMode, "inference") == "train"; }
 
 // The case without its phase: what the phases of one step share.
 std::string step_key(const Case& c) {
@@ -83,7 +80,7 @@ std::vector<TrainingRow> training_rows(const std::vector<Result>& results) {
   std::map<std::string, std::size_t> index;  // step_key -> row
   std::map<std::string, const Result*> baselines;
   for (auto& r : results) {
-    if (r.status != Status::ok || !is_training(r.kase) || !(r.summary.median > 0)) continue;
+    if (r.status != Status::ok || !training(r.kase) || !(r.summary.median > 0)) continue;
     const Case& c = r.kase;
     // A merged run's machines are rows of their own, each against its own baseline.
     const std::string machine = machine_of(r);
@@ -105,11 +102,7 @@ std::vector<TrainingRow> training_rows(const std::vector<Result>& results) {
     }
     TrainingRow& row = rows[it->second];
     const std::string phase = c.get_or(kPhase, "step");
-    for (auto& f : r.flags)
-      if (doubtful_time_flag(f)) {
-        const std::string tagged = (phase == "forward" ? "fwd" : phase == "backward" ? "bwd" : "total") + (":" + f);
-        if (std::find(row.flags.begin(), row.flags.end(), tagged) == row.flags.end()) row.flags.push_back(tagged);
-      }
+    add_doubtful_flags(r, phase == "forward" ? "fwd:" : phase == "backward" ? "bwd:" : "total:", row.flags);
     if (phase == "forward") {
       row.fwd_s = r.summary.median;
       row.fwd_pct_peak = r.pct_peak;

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "ops/linear/linear.hpp"
 #include "report/pipeline_section.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
@@ -33,7 +34,7 @@ std::string best_table(const std::vector<Result>& results) {
   auto rate = [](const Result& r) { return r.gflops > 0 ? r.gflops : r.gbps; };
   for (auto& r : results) {
     // A training step or phase is another workload than the op's forward: the training table has it.
-    if (r.status != Status::ok || !(rate(r) > 0) || r.kase.get_or("mode", "inference") == "train") continue;
+    if (r.status != Status::ok || !(rate(r) > 0) || linear::training(r.kase)) continue;
     auto& b = best[{r.kase.op, std::string(to_string(r.kase.dtype))}];
     if (!b || rate(*b) < rate(r)) b = &r;
   }
