@@ -150,7 +150,7 @@ std::string fit_table(const PredictModel& m) {
 int fit_command(const PredictArgs& a) {
   check_output_file(a.model_out, "predict fit -o");
   check_not_an_input(a.model_out, "predict fit -o", a.results);
-  if (!a.calibration.empty()) check_not_a_file_read(a.model_out, "predict fit -o", {a.calibration});
+  if (!a.calibration.empty()) check_not_an_input(a.model_out, "predict fit -o", {a.calibration});
   if (!a.no_report) {
     for (const char* ext : {".html", ".md"}) {
       check_output_file(report_stem(a.model_out) + ext, "predict fit -o (its report)");
@@ -447,13 +447,9 @@ void mark_extrapolated(const PredictModel& m, Answers& a) {
 int answer_command(const PredictArgs& a) {
   if (!a.out.empty()) {
     check_output_file(a.out, "predict -o");
-    // Results (and the files read beside them), then single files: the model, configs (case strings
-    // name no file).
-    std::vector<std::string> results, files;
-    for (auto& input : a.inputs) (read_as_results(input) ? results : files).push_back(input);
-    if (!a.measured.empty()) results.push_back(a.measured);
-    check_not_an_input(a.out, "predict -o", results);
-    check_not_a_file_read(a.out, "predict -o", files);
+    std::vector<std::string> inputs = a.inputs;  // the model, results, configs and case strings
+    if (!a.measured.empty()) inputs.push_back(a.measured);
+    check_not_an_input(a.out, "predict -o", inputs);
   }
   if (a.inputs.size() < 2)
     throw UsageError(a.inputs.empty()
@@ -511,7 +507,7 @@ std::string plan_yaml(const SweepPlan& plan, const Plan& sweep, const std::strin
 
 int plan_command(const PredictArgs& a) {
   check_output_file(a.plan_out, "predict plan -o");
-  check_not_a_file_read(a.plan_out, "predict plan -o", {a.plan_model, a.plan_config});
+  check_not_an_input(a.plan_out, "predict plan -o", {a.plan_model, a.plan_config});
   const double budget = parse_budget(a.budget);
   PredictModel m = read_model(a.plan_model);
   warn_other_machine(m, a.plan_model);

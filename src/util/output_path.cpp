@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -43,32 +45,20 @@ void check_not_an_input(const std::string& path, const std::string& option, cons
     const fs::path in = fs::weakly_canonical(input, ec);
     if (ec) continue;
     bool read = out == in;
-    // A results directory, or the folder of a results file (its journal and pipelines.json are read too).
-    const fs::path folder = fs::is_directory(in, ec) ? in : in.parent_path();
-    if (out.parent_path() == folder)
-      for (const char* name : {"results.json", "results.jsonl", "run.json", "pipelines.json", "check.json"})
-        read = read || out.filename() == name;
+    // A results directory, or the folder of a file of one (its journal and pipelines.json are read
+    // too); a model, a config or a profile is read alone.
+    static constexpr const char* kRunFiles[] = {"results.json", "results.jsonl", "run.json", "pipelines.json",
+                                                "check.json"};
+    auto run_file = [](const fs::path& p) {
+      return std::any_of(std::begin(kRunFiles), std::end(kRunFiles),
+                         [&](const char* name) { return p.filename() == name; });
+    };
+    const bool directory = fs::is_directory(in, ec);
+    const fs::path folder = directory ? in : in.parent_path();
+    if ((directory || run_file(in)) && out.parent_path() == folder && run_file(out)) read = true;
     if (read)
       throw UsageError(fmt::format("{} {}: the command reads it (from {}); write the output elsewhere", option, path, input));
   }
-}
-
-void check_not_a_file_read(const std::string& path, const std::string& option, const std::vector<std::string>& files) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path out = fs::weakly_canonical(path, ec);
-  if (ec) return;
-  for (const auto& file : files)
-    if (const fs::path in = fs::weakly_canonical(file, ec); !ec && in == out)
-      throw UsageError(
-          fmt::format("{} {}: the command reads it (from {}); write the output elsewhere", option, path, file));
-}
-
-bool read_as_results(const std::string& input) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const auto name = fs::path(input).filename();
-  return fs::is_directory(input, ec) || name == "results.json" || name == "results.jsonl";
 }
 
 }  // namespace opmeter

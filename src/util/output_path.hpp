@@ -11,12 +11,9 @@ namespace opmeter {
 // temporary beside it and renamed over it).
 void check_output_file(const std::string& path, const std::string& option);
 // UsageError when `path` would overwrite what the command reads: one of `inputs` given as a file,
-// or a file opmeter reads in one given as a results directory (results.json, results.jsonl,
-// run.json, pipelines.json, check.json).
+// or a file opmeter reads beside one given as a results directory or a file of one (results.json,
+// results.jsonl, run.json, pipelines.json, check.json). Another file (a model, a config, a profile)
+// is read alone. Inputs that name no file (a case string) never match.
 void check_not_an_input(const std::string& path, const std::string& option, const std::vector<std::string>& inputs);
-// The same for inputs read as single files (a model, a config, a profile): only the files themselves.
-void check_not_a_file_read(const std::string& path, const std::string& option, const std::vector<std::string>& files);
-// Whether `input` is read as results: a directory, or a results.json / results.jsonl file.
-bool read_as_results(const std::string& input);
 
 }  // namespace opmeter
