@@ -258,7 +258,7 @@ std::vector<std::string> optional_values(const YamlReader& r, const YAML::Node& 
   const bool integers =
       integer_text(o.absent) || (!o.values.empty() && std::all_of(o.values.begin(), o.values.end(), integer_text));
   auto values = integers ? r.integer_text_list(node, o.config_key) : r.text_list(node, o.config_key);
-  for (std::size_t i = 0; i < values.size(); ++i) {
+  for (std::size_t i = 0; !integers && i < values.size(); ++i) {  // a number among names (ksplit: auto or 4)
     const YAML::Node item = node.IsSequence() ? node[i] : node;
     if (item.IsScalar() && item.Tag() == "!" && integer_text(values[i]))
       r.fail(item, fmt::format("{}: expected a number, got the string \"{}\" (write it without quotes)", o.config_key,

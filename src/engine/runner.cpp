@@ -639,7 +639,8 @@ void Ceilings::annotate(Result& r) const {
     if (it == sources.end()) return std::string();
     if (const Source& s = it->second; s.contended) {
       auto& listed = r.details["contended_ceilings"];
-      if (listed.find(s.name) == std::string::npos) listed += (listed.empty() ? "" : "; ") + s.name;
+      if (("; " + listed + "; ").find("; " + s.name + "; ") == std::string::npos)  // whole names, once
+        listed += (listed.empty() ? "" : "; ") + s.name;
     }
     return it->second.text();
   };
