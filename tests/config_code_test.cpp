@@ -117,6 +117,26 @@ TEST(ConfigCode, ADryRunOfAResumeLoadsNoCodeTheResultsName) {
   EXPECT_TRUE(has(out.text, "a dry run runs no code: not loading")) << out.text;
   EXPECT_TRUE(has(out.text, "give them with --plugin or --kernel")) << out.text;
   EXPECT_FALSE(fs::exists(c.marker)) << slurp(c.marker);
+
+  // A real resume runs the stored code, and says so by name first, even with nothing left to run.
+  out = cli("run --resume " + run_dir.string());
+  EXPECT_EQ(out.code, 0) << out.text;
+  EXPECT_TRUE(has(out.text, "resuming runs the code the run used, stored in " + run_dir.string() + ": " + plugin))
+      << out.text;
+  EXPECT_TRUE(has(out.text, kernel)) << out.text;
+  EXPECT_TRUE(has(slurp(c.marker), "plugin loaded"));
+}
+
+TEST(ConfigCode, ADryRunListsNoCasesForAnOpWhoseListedImplsMayBeUnloadedCode) {
+  // `impls: [marker]` names only the kernel's impl: the run measures the kernel's cases alone, so a
+  // dry run (which imports no kernel) must not list add's own impls as if the list left add alone.
+  CodeConfig c("config_code_kernel_impls");
+  auto only = write(c.dir, "only.yaml", "kernels: [marker_kernel.py:marker]\nops: [add]\nimpls: [marker]\n");
+  auto out = cli("run --dry-run " + only.string());
+  EXPECT_EQ(out.code, 0) << out.text;
+  EXPECT_FALSE(has(out.text, "add/opmeter/")) << out.text;
+  EXPECT_TRUE(has(out.text, "add: left out, as its impls may be marker")) << out.text;
+  EXPECT_FALSE(fs::exists(c.marker)) << slurp(c.marker);
 }
 
 // A plugin named on the command line is the user's own code, and its impls' cases are the plan:

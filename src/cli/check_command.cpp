@@ -134,7 +134,8 @@ void add_check_command(CLI::App& app, CheckArgs& a) {
   check->add_option("-o,--out", a.out, "directory of check.json (default: the current directory)")->check(kNonEmpty);
   check->add_option("--resume", a.resume,
                     "continue the check whose check.json is in DIR: its selection (flags given now win), only the "
-                    "cases it lacks, the union written there");
+                    "cases it lacks, the union written there; the plugins and kernels it used are loaded again "
+                    "(resume only checks you trust)");
   check->add_option("--shard", a.shard,
                     "I/N or auto: check part I of N (0-based), as run --shard; automatic under mpirun or srun. "
                     "Each rank writes OUT/rankNNN-of-N-HOST-DEVICE/check.json; opmeter merge OUT -o DIR joins them");

@@ -96,11 +96,15 @@ struct RunOutput {
   // The command that continues an interrupted run in `dir` (empty: `--resume DIR`, run's flag).
   std::function<std::string(const std::string& dir)> resume_command;
   bool formats_named = false;  // --format (or the resumed run's) named them: a table without rows is said so
+  bool run_notes = true;       // end with the notes on the whole run (say_run_notes); rounds say them once, after
 };
 // Runs cases with live progress, journal, summary files and the report in the output directory.
 // Returns every result there (a resumed run's earlier ones too), the machine context and the
 // directory (`source`: the one given, or the timestamped default).
 ResultSet run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& options, RunOutput out);
+// What the run's results as a whole ask to be said: ceilings measured on a busy machine, a library
+// that fell back to kernels older than the CPU. `source` "calibrate" says the former of its profile.
+void say_run_notes(const std::vector<Result>& results, const std::string& source);
 // Whether a run with `out` writes report.html and report.md (out.report, and html among the formats).
 bool writes_report(const RunOutput& out);
 // Runs the pipelines' cases (`cases`, with any others of the plan) in the output directory, moves

@@ -16,7 +16,8 @@ int run_pipelines(std::vector<pipeline::PlannedPipeline> pipelines, std::vector<
                   RunOutput out, const std::function<bool()>& interrupted) {
   if (out.dir.empty()) out.dir = timestamped_dir("opmeter-results");  // every round writes into this one
   const bool report = writes_report(out);
-  out.report = false;  // written once, at the end, with the pipelines
+  out.report = false;     // written once, at the end, with the pipelines
+  out.run_notes = false;  // said once, of every round's results
   auto round = pipeline::run_rounds(
       pipelines, std::move(cases),
       [&](const std::vector<Case>& todo, bool again) {
@@ -26,6 +27,7 @@ int run_pipelines(std::vector<pipeline::PlannedPipeline> pipelines, std::vector<
       },
       interrupted);
   const ResultSet run = {out.dir, ResultsFormat::results_json, round.context, round.results};
+  say_run_notes(round.results, out.source);
   if (interrupted()) {  // no totals from a run cut short: the report of what finished
     if (report) write_report_files(run);
     return results_exit_code(round.results);

@@ -20,6 +20,7 @@
 #include "cli/validators.hpp"
 #include "config/config.hpp"
 #include "config/pipeline_flags.hpp"
+#include "context/openblas_core.hpp"
 #include "engine/calibration_profile.hpp"
 #include "engine/profile_pass.hpp"
 #include "engine/runner.hpp"
@@ -427,20 +428,27 @@ ResumeFacts take_stored_code(const std::string& resume, bool dry_run, const std:
                              const std::vector<std::string>& stored_kernels, std::vector<std::string>& plugins,
                              std::vector<std::string>& kernels) {
   ResumeFacts facts;
-  std::vector<std::string> not_loaded;
+  std::vector<std::string> taken;  // the stored code, loaded or not
   for (auto [stored, given] : {std::pair{&stored_plugins, &plugins}, {&stored_kernels, &kernels}}) {
     if (!given->empty() || stored->empty()) continue;  // flags given now win
+    taken.insert(taken.end(), stored->begin(), stored->end());
     if (dry_run) {
-      not_loaded.insert(not_loaded.end(), stored->begin(), stored->end());
       if (given == &plugins) facts.plugins_not_loaded = *stored;
     } else {
       *given = *stored;
     }
   }
-  if (!not_loaded.empty())
-    fmt::print(stderr, "opmeter: a dry run runs no code: not loading {} stored in {} (give them with --plugin or --kernel "
+  if (taken.empty()) return facts;
+  if (dry_run)
+    fmt::print(stderr,
+               "opmeter: a dry run runs no code: not loading {} stored in {} (give them with --plugin or --kernel "
                "to list their impls' cases)\n",
-               fmt::join(not_loaded, ", "), resume);
+               fmt::join(taken, ", "), resume);
+  else  // results are data anyone may share: code they name is never run unsaid
+    fmt::print(stderr,
+               "opmeter: resuming runs the code the run used, stored in {}: {} (resume only runs you trust; "
+               "--plugin or --kernel given now replace them)\n",
+               resume, fmt::join(taken, ", "));
   return facts;
 }
 
@@ -516,6 +524,17 @@ void warn_contended_ceilings(const std::vector<Result>& results) {
                count_of(rated, "result"), contended.size() == 1 ? "a ceiling" : "ceilings", fmt::join(contended, ", "));
 }
 
+// OpenBLAS's rows on a CPU it does not recognise show its fallback kernels (15% of peak where
+// oneDNN reaches 90%): said once, where the rows are read, not only in impl-notes.md.
+void note_library_fallbacks(const std::vector<Result>& results) {
+  for (auto& r : results)
+    if (auto it = r.details.find("openblas_core"); it != r.details.end()) {
+      if (auto note = openblas_fallback_note(it->second, cpu_info().flags); !note.empty())
+        fmt::print(stderr, "opmeter: note: {}\n", note);
+      return;
+    }
+}
+
 // Cases on a device whose backend cannot run here (a GPU config on a machine without a driver)
 // are each recorded as skipped with the reason: said once up front, not only case by case.
 void say_unusable_devices(const std::vector<Case>& cases) {
@@ -528,6 +547,11 @@ void say_unusable_devices(const std::vector<Case>& cases) {
 }
 
 }  // namespace
+
+void say_run_notes(const std::vector<Result>& results, const std::string& source) {
+  if (source != "calibrate") warn_contended_ceilings(results);  // calibrate says it of its profile
+  note_library_fallbacks(results);
+}
 
 ResultSet run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& given_options, RunOutput out) {
   namespace fs = std::filesystem;
@@ -618,7 +642,7 @@ ResultSet run_cases_in_dir(const std::vector<Case>& cases, const RunOptions& giv
     return true;
   });
   fmt::print(stderr, "opmeter: results in {}/ ({})\n", dir, fmt::join(files, ", "));
-  if (source != "calibrate") warn_contended_ceilings(results);  // calibrate says it of its profile
+  if (out.run_notes) say_run_notes(results, source);
   if (g_cancel.load()) fmt::print(stderr, "opmeter: interrupted; finished cases are saved, continue with {}\n", resume_with);
   return {dir, ResultsFormat::results_json, context, std::move(results)};
 }
@@ -639,7 +663,9 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   run->add_option("--threads", a.threads, "threads for every case (default: all usable CPUs)")
       ->check(CLI::Range(kMinThreads, kMaxThreads));
   run->add_option("--out", a.out, "results directory (default: opmeter-results/<timestamp>)")->check(kNonEmpty);
-  run->add_option("--resume", a.resume, "continue the run in this results directory, skipping finished cases");
+  run->add_option("--resume", a.resume,
+                  "continue the run in this results directory, skipping finished cases; the plugins and kernels "
+                  "it used are loaded again (resume only runs you trust)");
   for (auto& setting : stopping_settings()) {  // --samples, --max-noise, --timeout, ...
     auto given = [&a, key = std::string(setting.config_key)](auto value) {
       a.stopping[key] = static_cast<double>(value);

@@ -886,6 +886,12 @@ std::vector<NotRun> expand_ops(const YamlReader& r, const YAML::Node& root, cons
                                const std::vector<std::string>& impls, const std::vector<DType>& dtypes,
                                const Where& where, std::size_t llc, Plan& plan) {
   auto& reg = Registry::global();
+  // Listed impls that code not loaded here may bring: an op with none of the known ones may be
+  // theirs (then it runs them alone) or keep its own; which, only loading the code tells.
+  std::vector<std::string> unknown_listed;
+  const auto known = reg.impl_names();
+  for (auto& name : impls)
+    if (!std::binary_search(known.begin(), known.end(), name)) unknown_listed.push_back(name);
   const Backend& backend = *where.backend;
   const Case& like = where.like;
   const std::string& device = like.device;
@@ -909,6 +915,13 @@ std::vector<NotRun> expand_ops(const YamlReader& r, const YAML::Node& root, cons
     std::vector<std::string> op_impls, on_request;
     for (auto* impl : here)
       if (std::find(impls.begin(), impls.end(), impl->impl) != impls.end()) op_impls.push_back(impl->impl);
+    if (op_impls.empty() && !unknown_listed.empty()) {
+      plan.notes.push_back(
+          fmt::format("{}: left out, as its impls may be {}, which a command that only reads the "
+                      "config does not load (a run that measures lists its cases)",
+                      op, fmt::join(unknown_listed, ", ")));
+      continue;
+    }
     if (op_impls.empty())  // impls that start a worker run only when named
       for (auto* impl : here) (impl->on_request ? on_request : op_impls).push_back(impl->impl);
     if (op_impls.empty()) {
