@@ -59,6 +59,19 @@ bool has_torch() {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Whether process `pid` has ended (gone, or a zombie its new parent has not reaped yet).
+bool ended(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  if (!f) return true;
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto close = text.rfind(')');
+  return close == std::string::npos || close + 2 >= text.size() || text[close + 2] == 'Z';
+}
+
 }  // namespace
 
 TEST(WorkerProtocol, AStandInWorkerIsMeasuredWithItsOwnTimerAndChecked) {
@@ -193,6 +206,92 @@ TEST(UserKernels, AKernelThatCannotImportTorchSaysToSetOpmeterPython) {
   EXPECT_TRUE(contains(message, "No module named 'torch'")) << message;
   EXPECT_TRUE(contains(message, "; set OPMETER_PYTHON to a Python that has PyTorch (the worker runs " + kPython + ")"))
       << message;
+}
+
+// Probe of the worker, item 2: a worker that died while a helper it forked held its stdout gave no
+// end of file, and was `timeout` after the whole deadline (300 s a call, 1800 s a setup).
+TEST(WorkerProtocol, AWorkerThatDiesWhileAForkedHelperHoldsItsStdoutIsCrashedAtOnce) {
+  WorkerEnv env(kFakeWorker, "fork_and_crash_on_sample");
+  setenv("OPMETER_WORKER_DEADLINE", "60", 1);
+  auto t0 = std::chrono::steady_clock::now();
+  Result r = run(kRelu);
+  EXPECT_LT(seconds_since(t0), 30);
+  EXPECT_EQ(r.status, Status::crashed) << r.reason;
+  EXPECT_TRUE(contains(r.reason, "the worker was killed by signal 11")) << r.reason;
+  EXPECT_TRUE(contains(r.reason, "before sending its reply")) << r.reason;
+  // The helper was in the worker's process group: it ends with it.
+  const std::string said = "fake worker: helper ";
+  auto at = r.reason.find(said);
+  ASSERT_NE(at, std::string::npos) << r.reason;
+  const pid_t helper = std::stoi(r.reason.substr(at + said.size()));
+  for (int i = 0; i < 100 && !ended(helper); ++i) usleep(50000);
+  EXPECT_TRUE(ended(helper)) << "the worker's helper " << helper << " outlived it";
+}
+
+// Probe of the worker, item 4: a reply nested two million levels deep overflowed opmeter's stack
+// (exit 139, the run lost) when its details were copied.
+TEST(WorkerProtocol, AReplyNestedTooDeepIsCrashedNotAStackOverflow) {
+  WorkerEnv env(kFakeWorker, "deep_reply");
+  Result r = run(kRelu);
+  EXPECT_EQ(r.status, Status::crashed) << r.reason;
+  EXPECT_TRUE(contains(r.reason, "the worker's reply nests deeper than 64 levels")) << r.reason;
+  setenv("FAKE_WORKER_MODE", "ok", 1);  // the next case gets a fresh worker
+  EXPECT_EQ(run(kRelu).status, Status::ok);
+}
+
+// Probe of the worker, item 5: samples of -1e-6, 0 and 1e308 s were `ok`, with a negative median
+// and absurd rates. A time the worker reports must be one: in (0, 1e7] s, as the results reader
+// asks of stored samples.
+TEST(WorkerProtocol, ATimeThatIsNoTimeIsAnErrorNamingIt) {
+  for (auto [mode, said] : std::vector<std::pair<std::string, std::string>>{
+           {"sample_seconds:-1e-06", "the worker sent seconds=-1e-06 for 'sample': not a time in (0, 1e+07] s"},
+           {"sample_seconds:0", "the worker sent seconds=0 for 'sample'"},
+           {"sample_seconds:1e308", "the worker sent seconds=1e+308 for 'sample'"},
+           {"sample_seconds:99900099900099899949056", "for 'sample': not a time in (0, 1e+07] s"},
+           {"sample_seconds:\"fast\"",
+            "the worker's reply to 'sample' gives \"seconds\": \"fast\" (a string), not a number"},
+           {"sample_seconds:null", "gives \"seconds\": null (null), not a number"},
+           {"run_seconds:-1", "the worker sent seconds=-1 for 'run'"}}) {
+    WorkerEnv env(kFakeWorker, mode);
+    Result r = run(kRelu);
+    EXPECT_EQ(r.status, Status::error) << mode << ": " << r.reason;
+    EXPECT_TRUE(contains(r.reason, said)) << mode << ": " << r.reason;
+    EXPECT_TRUE(r.samples.empty()) << mode;
+  }
+}
+
+// Probe of the worker, item 5: a field of the wrong type gave the JSON library's text
+// ("[json.exception.type_error.302] type must be boolean, but is string").
+TEST(WorkerProtocol, RepliesOfTheWrongTypesAreErrorsInOpmetersWords) {
+  for (auto [mode, said] : std::vector<std::pair<std::string, std::string>>{
+           {R"(setup_reply:{"ok": "yes"})",
+            R"(the worker's reply to 'setup' gives "ok": "yes" (a string), not true or false)"},
+           {R"(setup_reply:{"ok": false, "unsupported": 5})", R"(gives "unsupported": 5 (a number), not a string)"},
+           {R"(setup_reply:{"ok": false, "error": {"x": 1}})", R"(gives "error": {"x":1} (an object), not a string)"},
+           {"setup_reply:[1]", "the worker replied to 'setup' with [1], not a JSON object"},
+           {R"(setup_reply:{"ok": true, "details": [1, 2]})", R"(gives "details": [1,2], not an object)"},
+           {R"(hello:{"python": 3})", R"(the worker's reply to 'hello' gives "python": 3 (a number), not a string)"},
+           {R"(hello:{"protocol": "1"})",
+            R"(gives protocol "1", not a version number; this opmeter speaks version 1)"}}) {
+    WorkerEnv env(kFakeWorker, mode);
+    Result r = run(kRelu);
+    EXPECT_EQ(r.status, Status::error) << mode << ": " << r.reason;
+    EXPECT_TRUE(contains(r.reason, said)) << mode << ": " << r.reason;
+    EXPECT_FALSE(contains(r.reason, "json.exception")) << mode << ": " << r.reason;
+  }
+  WorkerEnv env(kFakeWorker, R"(hello:{"hello": 5})");
+  Result r = run(kRelu);
+  EXPECT_EQ(r.status, Status::skipped) << r.reason;
+  EXPECT_TRUE(contains(r.reason, "is not an opmeter worker")) << r.reason;
+}
+
+// Probe of the worker, item 5: a second reply to one request was taken as the next request's,
+// and the case failed for a reason that was not its own.
+TEST(WorkerProtocol, ASecondReplyToOneRequestIsCrashedNotTakenForTheNext) {
+  WorkerEnv env(kFakeWorker, "double_reply");
+  Result r = run(kRelu);
+  EXPECT_EQ(r.status, Status::crashed) << r.reason;
+  EXPECT_TRUE(contains(r.reason, "which no request asked for (one reply per request)")) << r.reason;
 }
 
 TEST(WorkerProtocol, AMalformedDeadlineIsAnErrorSayingWhatIsExpected) {

@@ -7,9 +7,10 @@
 #include <fmt/format.h>
 
 #include "opmeter/errors.hpp"
+#include "opmeter/registry.hpp"
 #include "util/interrupt.hpp"
 #include "util/text.hpp"
-#include "opmeter/registry.hpp"
+#include "worker/reply_fields.hpp"
 #include "worker/shared_worker.hpp"
 #include "worker/worker_impl.hpp"
 
@@ -126,8 +127,20 @@ std::string add_user_kernel(const std::string& spec, const std::string& default_
   } catch (const std::exception& e) {
     throw UsageError(fmt::format("cannot read kernel '{}': {}", spec, e.what()));
   }
-  if (!reply.value("ok", false)) {
-    const std::string error = reply.value("error", reply.value("unsupported", reply.dump()));
+  if (!reply.is_object())
+    throw UsageError(
+        fmt::format("cannot read kernel '{}': the worker replied with {}, not a JSON object", spec, short_json(reply)));
+  bool ok = false;
+  std::string error;
+  try {
+    ok = bool_field(reply, "ok", "describe").value_or(false);
+    if (!ok)
+      error = string_field(reply, "error", "describe")
+                  .value_or(string_field(reply, "unsupported", "describe").value_or(short_json(reply)));
+  } catch (const BadReply& e) {
+    throw UsageError(fmt::format("cannot read kernel '{}': {}", spec, e.what()));
+  }
+  if (!ok) {
     // A kernel written for PyTorch, imported by a Python without it: say how to pick another, as
     // the torch impls' skip does.
     const bool no_torch = error.find("No module named 'torch'") != std::string::npos;
