@@ -6,13 +6,13 @@
 
 #include <fmt/format.h>
 
-#include "tests/cli_helpers.hpp"
+#include "engine/runner.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/plugin_abi.h"
 #include "opmeter/registry.hpp"
-#include "engine/runner.hpp"
 #include "plugins/c_plugin.hpp"
 #include "results/result_set.hpp"
+#include "tests/cli_helpers.hpp"
 #include "tests/quick_options.hpp"
 
 using namespace opmeter;
@@ -131,6 +131,41 @@ TEST(CPluginCli, RunsAPluginCaseInProcessAndIsolated) {
     ASSERT_EQ(results.size(), 1u);
     EXPECT_EQ(results[0].status, Status::ok) << isolate << ": " << results[0].reason;
   }
+}
+
+// Probe of the plugins, item 6: an exit() in the entry point ended opmeter with exit 0 and
+// nothing; a crash there with 139 and no word of the plugin. Both are the plugin's error, exit 2.
+TEST(CPluginCli, APluginThatExitsOrCrashesWhileLoadingIsRefusedNamingIt) {
+  auto dir = temp_dir("plugin_ends_registering");
+  for (auto [plugin, said] : std::vector<std::pair<std::string, std::string>>{
+           {PLUGIN_EXITS_REGISTERING, "called exit(3) while registering (in opmeter_plugin_register)"},
+           {PLUGIN_CRASHES_REGISTERING,
+            "crashed with signal 11 (SIGSEGV) while registering (in opmeter_plugin_register)"},
+           {PLUGIN_EXITS_LOADING, "called exit(4) while loading (in its library's constructors)"}}) {
+    auto list = cli(fmt::format("list --plugin {}", plugin));
+    EXPECT_EQ(list.code, 2) << list.text;
+    EXPECT_TRUE(contains(list.text, fmt::format("opmeter: error: plugin {} {}; opmeter cannot use it", plugin, said)));
+    auto res = dir / fs::path(plugin).stem();
+    auto run =
+        cli(fmt::format("run --plugin {} --case relu/opmeter/fp32/batch=1,seq=4,hidden=64/threads=1 --samples 3 "
+                        "--no-report --out {}",
+                        plugin, res.string()));
+    EXPECT_EQ(run.code, 2) << run.text;
+    EXPECT_TRUE(contains(run.text, said));
+    EXPECT_FALSE(fs::exists(res / "results.jsonl"));
+  }
+}
+
+// A library's message is a reason and a console line: one line, of a readable length, even
+// when it fills the buffer unterminated.
+TEST(CPlugin, ALongMessageIsCutShortOnOneLine) {
+  load_plugin(PLUGIN_BAD_RESULTS);
+  Result r = run_relu("test_plugin_long_message");
+  EXPECT_EQ(r.status, Status::error);
+  EXPECT_TRUE(contains(r.reason, "run: xxxxxxxx"));
+  EXPECT_TRUE(contains(r.reason, "... (724 more characters)"));
+  EXPECT_EQ(r.reason.find('\n'), std::string::npos) << r.reason;
+  EXPECT_LT(r.reason.size(), 300u + 200u + canonical(PLUGIN_BAD_RESULTS).size());
 }
 
 TEST(CPluginCli, MissingPluginExitsTwoWithTheMessage) {
