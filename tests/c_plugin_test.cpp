@@ -11,6 +11,7 @@
 #include "opmeter/plugin_abi.h"
 #include "opmeter/registry.hpp"
 #include "plugins/c_plugin.hpp"
+#include "plugins/op_dtypes.hpp"
 #include "results/result_set.hpp"
 #include "tests/cli_helpers.hpp"
 #include "tests/quick_options.hpp"
@@ -106,9 +107,29 @@ TEST(CPlugin, BadDescriptionsAreEachNamedAndNoImplOfTheLibraryRegistered) {
   EXPECT_TRUE(contains(error, "impl 'test_plugin_bad_dtype': unknown dtype 'fp33'"));
   EXPECT_TRUE(contains(error, "impl 'test_plugin_bad_device': unknown device 'gpu'"));
   EXPECT_TRUE(contains(error, "impl 'test_plugin_no_run': gives no run function"));
+  // Probe of the plugins, item 1: relu registered as fp64 got fp32 inputs and reported its bytes
+  // as 8-byte elements.
+  EXPECT_TRUE(contains(error, "impl 'test_plugin_fp64': relu has no fp64 form; its dtypes are fp32, fp16, bf16"));
   EXPECT_EQ(Registry::global().impl("relu", "test_plugin_fine"), nullptr);
   auto loaded = loaded_plugins();
   EXPECT_EQ(std::count(loaded.begin(), loaded.end(), canonical(PLUGIN_BAD_DESCRIPTIONS)), 0);
+}
+
+// The dtypes an op has forms of are those its impls have (the worker's and the CUDA impls' too),
+// not a list kept apart from them.
+TEST(CPlugin, AnOpsDtypesAreThoseOfItsImpls) {
+  auto has = [](const std::vector<DType>& ds, DType d) { return std::find(ds.begin(), ds.end(), d) != ds.end(); };
+  const auto gemm = op_dtypes("gemm"), relu = op_dtypes("relu");
+  EXPECT_TRUE(has(gemm, DType::fp64) && has(gemm, DType::int8) && has(gemm, DType::fp32)) << gemm.size();
+  EXPECT_TRUE(has(relu, DType::fp32) && has(relu, DType::bf16));
+  EXPECT_FALSE(has(relu, DType::fp64) || has(relu, DType::int8));
+  EXPECT_NO_THROW(check_op_dtypes("gemm", {DType::fp64, DType::int8}));
+  try {
+    check_op_dtypes("relu", {DType::fp32, DType::int8, DType::fp64});
+    ADD_FAILURE() << "relu took int8 and fp64";
+  } catch (const UsageError& e) {
+    EXPECT_TRUE(contains(e.what(), "relu has no fp64 or int8 form; its dtypes are fp32, "));
+  }
 }
 
 TEST(CPlugin, FilesThatAreNoPluginSaySo) {

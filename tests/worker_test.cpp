@@ -63,6 +63,16 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The UsageError that registering kernel `spec` throws, or "no error".
+std::string kernel_error(const std::string& spec) {
+  try {
+    worker::add_user_kernel(spec);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 // Whether process `pid` has ended (gone, or a zombie its new parent has not reaped yet).
 bool ended(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
@@ -465,6 +475,53 @@ TEST(UserKernels, OnlyTheKernelSaysItCannotRunACaseAndANanToleranceFails) {
   Result nan = run("triple/nan_tolerance/fp32/n=64/threads=1");
   EXPECT_NE(nan.status, Status::ok) << nan.reason;
   EXPECT_TRUE(contains(nan.reason, "tolerance must be a finite number")) << nan.reason;
+}
+
+// Probe of the worker, items 1, 8 and 12: a kernel of relu declaring fp64 got fp32 inputs timed
+// as fp64; a kernel of `peak` was measured unchecked; dtypes = "fp32" read as 'f', 'p', '3', '2'.
+TEST(UserKernels, WhatAKernelCannotComputeIsRefusedWhenItIsRegistered) {
+  REQUIRE_TORCH();
+  WorkerEnv env;
+  const std::string odd = kTestKernels + "odd_kernels.py:";
+  EXPECT_EQ(kernel_error(odd + "relu_fp64"),
+            fmt::format("kernel '{}relu_fp64': relu has no fp64 form; its dtypes are fp32, fp16, bf16", odd));
+  EXPECT_EQ(Registry::global().impl("relu", "relu_fp64"), nullptr);
+  EXPECT_EQ(
+      kernel_error(odd + "claims_peak"),
+      fmt::format("kernel '{}claims_peak' computes op 'peak', whose inputs and check only opmeter's own impls know",
+                  odd));
+  EXPECT_EQ(Registry::global().impl("peak", "claims_peak"), nullptr);
+  const std::string strings = kernel_error(odd + "string_dtypes");
+  EXPECT_TRUE(contains(strings, "dtypes must be a list of dtype names, e.g. dtypes = [\"fp32\", \"bf16\"], not 'fp32'"))
+      << strings;
+  EXPECT_FALSE(contains(strings, "unknown dtype 'f'")) << strings;
+  // A second kernel of an op a kernel declared is no kernel of an op without a spec.
+  EXPECT_EQ(kernel_error(kTestKernels + "unchecked_kernel.py"), "no error");
+  EXPECT_EQ(kernel_error(odd + "nan_tolerance"), "no error");
+}
+
+// docs/guide/extending.md: a kernel that cannot run a case raises NotImplementedError and the
+// case is skipped. Raised in setup (where a kernel learns the case) it was an error.
+TEST(UserKernels, NotImplementedErrorInSetupSkipsTheCase) {
+  REQUIRE_TORCH();
+  WorkerEnv env;
+  worker::add_user_kernel(kTestKernels + "odd_kernels.py:cannot_set_up");
+  Result r = run("relu/cannot_set_up/fp32/batch=1,seq=4,hidden=64/threads=1");
+  EXPECT_EQ(r.status, Status::skipped) << r.reason;
+  EXPECT_TRUE(contains(r.reason, "cannot_set_up needs hidden >= 1000000")) << r.reason;
+}
+
+// Probe of the worker, item 12: a kernel that read stdin (input(), pdb) waited on opmeter's pipe
+// until the deadline. Its stdin is /dev/null: it reads the end at once.
+TEST(UserKernels, AKernelThatReadsStdinMeetsItsEndAtOnce) {
+  REQUIRE_TORCH();
+  WorkerEnv env;
+  setenv("OPMETER_WORKER_DEADLINE", "60", 1);
+  worker::add_user_kernel(kTestKernels + "odd_kernels.py:reads_stdin");
+  auto t0 = std::chrono::steady_clock::now();
+  Result r = run("relu/reads_stdin/fp32/batch=1,seq=4,hidden=64/threads=1");
+  EXPECT_EQ(r.status, Status::ok) << r.reason;
+  EXPECT_LT(seconds_since(t0), 30);
 }
 
 TEST(UserKernels, InheritedWorkerVariablesAreReplacedNotObeyed) {

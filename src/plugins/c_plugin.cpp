@@ -19,10 +19,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "util/did_you_mean.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
+#include "plugins/op_dtypes.hpp"
 #include "plugins/plugin_impl.hpp"
+#include "util/did_you_mean.hpp"
 #include "util/text.hpp"
 
 namespace opmeter {
@@ -120,6 +121,8 @@ ImplDef impl_def(const PluginImplDesc& d, const std::vector<ImplDef>& accepted) 
   if (reg.impl(d.op, d.name) || std::any_of(accepted.begin(), accepted.end(), taken))
     throw UsageError(fmt::format("op '{}' already has an impl '{}': pick another name", d.op, d.name));
   check_functions(d.functions);
+  auto dtypes = parse_dtypes(d.dtypes);
+  check_op_dtypes(d.op, dtypes);  // its inputs and check are the op's: of the op's forms only
   auto desc = std::make_shared<const PluginImplDesc>(d);
   return ImplDef{
       .op = d.op,
@@ -127,7 +130,7 @@ ImplDef impl_def(const PluginImplDesc& d, const std::vector<ImplDef>& accepted) 
       .backends = parse_devices(d.devices),
       .summary = fmt::format("{}{}(plugin {})", d.summary, d.summary.empty() ? "" : " ",
                              std::filesystem::path(d.library).filename().string()),
-      .dtypes = parse_dtypes(d.dtypes),
+      .dtypes = std::move(dtypes),
       .make = [desc] { return std::make_unique<PluginImpl>(desc); },
       .on_request = true,
       .plugin = d.library,
