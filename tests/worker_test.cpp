@@ -578,6 +578,43 @@ TEST(WorkerCli, KernelsFromTheCommandLineAndFromAConfig) {
   EXPECT_TRUE(contains(bad_run.text, "bad.yaml:2")) << bad_run.text;
 }
 
+// Probe of the worker, item 10: a bad OPMETER_WORKER_DEADLINE was an error in every worker case
+// (exit 1), and a misspelt OPMETER_PYTHON skipped every torch case (exit 0). Both stop a run with
+// worker cases before it measures; a run without them does not need either.
+TEST(WorkerCli, ABadWorkerEnvironmentStopsARunWithWorkerCasesBeforeItMeasures) {
+  auto dir = temp_dir("worker_environment");
+  const std::string args = "--samples 3 --no-report --out ";
+  const std::string torch_case = "run --case relu/torch/fp32/batch=1,seq=4,hidden=64/threads=1 " + args;
+  const std::string own_case = "run --case relu/opmeter/fp32/batch=1,seq=4,hidden=64/threads=1 " + args;
+  for (auto [python, said] : std::vector<std::pair<std::string, std::string>>{
+           {"/nonexistent/python3", "OPMETER_PYTHON=/nonexistent/python3: no such file"},
+           {dir.string(), "OPMETER_PYTHON=" + dir.string() + ": is a directory"},
+           {"no_such_python_here", "OPMETER_PYTHON=no_such_python_here: not found on the PATH"}}) {
+    WorkerEnv env("", "ok", python);
+    auto out = cli(torch_case + (dir / "torch").string());
+    EXPECT_EQ(out.code, 2) << out.text;
+    EXPECT_TRUE(contains(out.text, "opmeter: error: " + said + " (cases such as relu/torch/fp32/")) << out.text;
+    EXPECT_TRUE(contains(out.text, "unset it to run python3 from the PATH")) << out.text;
+    EXPECT_FALSE(fs::exists(dir / "torch" / "results.jsonl"));
+  }
+  for (const char* deadline : {"soon", "0", "-5", "inf", "nan"}) {
+    WorkerEnv env(kFakeWorker, "ok");
+    setenv("OPMETER_WORKER_DEADLINE", deadline, 1);
+    auto out = cli(torch_case + (dir / "deadline").string());
+    EXPECT_EQ(out.code, 2) << deadline << ": " << out.text;
+    EXPECT_TRUE(contains(out.text, fmt::format("OPMETER_WORKER_DEADLINE={} must be a number of seconds > 0", deadline)))
+        << out.text;
+    EXPECT_FALSE(fs::exists(dir / "deadline" / "results.jsonl"));
+    auto own = cli(own_case + (dir / fmt::format("own_{}", deadline)).string());
+    EXPECT_EQ(own.code, 0) << own.text;
+  }
+  WorkerEnv env(kFakeWorker, "ok");
+  setenv("OPMETER_WORKER", (dir / "no_worker.py").c_str(), 1);
+  auto out = cli(torch_case + (dir / "worker").string());
+  EXPECT_EQ(out.code, 2) << out.text;
+  EXPECT_TRUE(contains(out.text, "OPMETER_WORKER=" + (dir / "no_worker.py").string() + ": no such file")) << out.text;
+}
+
 TEST(WorkerProtocol, TensorFilesOfProcessesThatNoLongerRunAreRemoved) {
   // A pid above the kernel's maximum (4194304) never runs. A new opmeter process (the CLI) clears
   // such directories of its user when it makes its own.

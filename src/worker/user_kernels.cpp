@@ -218,4 +218,6 @@ std::string add_user_kernel(const std::string& spec, const std::string& default_
   return name;
 }
 
+bool is_user_kernel(const std::string& impl) { return registered().contains(impl); }
+
 }  // namespace opmeter::worker
