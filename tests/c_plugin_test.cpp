@@ -6,13 +6,14 @@
 
 #include <fmt/format.h>
 
-#include "tests/cli_helpers.hpp"
+#include "engine/runner.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/plugin_abi.h"
 #include "opmeter/registry.hpp"
-#include "engine/runner.hpp"
 #include "plugins/c_plugin.hpp"
+#include "plugins/op_dtypes.hpp"
 #include "results/result_set.hpp"
+#include "tests/cli_helpers.hpp"
 #include "tests/quick_options.hpp"
 
 using namespace opmeter;
@@ -106,9 +107,29 @@ TEST(CPlugin, BadDescriptionsAreEachNamedAndNoImplOfTheLibraryRegistered) {
   EXPECT_TRUE(contains(error, "impl 'test_plugin_bad_dtype': unknown dtype 'fp33'"));
   EXPECT_TRUE(contains(error, "impl 'test_plugin_bad_device': unknown device 'gpu'"));
   EXPECT_TRUE(contains(error, "impl 'test_plugin_no_run': gives no run function"));
+  // Probe of the plugins, item 1: relu registered as fp64 got fp32 inputs and reported its bytes
+  // as 8-byte elements.
+  EXPECT_TRUE(contains(error, "impl 'test_plugin_fp64': relu has no fp64 form; its dtypes are fp32, fp16, bf16"));
   EXPECT_EQ(Registry::global().impl("relu", "test_plugin_fine"), nullptr);
   auto loaded = loaded_plugins();
   EXPECT_EQ(std::count(loaded.begin(), loaded.end(), canonical(PLUGIN_BAD_DESCRIPTIONS)), 0);
+}
+
+// The dtypes an op has forms of are those its impls have (the worker's and the CUDA impls' too),
+// not a list kept apart from them.
+TEST(CPlugin, AnOpsDtypesAreThoseOfItsImpls) {
+  auto has = [](const std::vector<DType>& ds, DType d) { return std::find(ds.begin(), ds.end(), d) != ds.end(); };
+  const auto gemm = op_dtypes("gemm"), relu = op_dtypes("relu");
+  EXPECT_TRUE(has(gemm, DType::fp64) && has(gemm, DType::int8) && has(gemm, DType::fp32)) << gemm.size();
+  EXPECT_TRUE(has(relu, DType::fp32) && has(relu, DType::bf16));
+  EXPECT_FALSE(has(relu, DType::fp64) || has(relu, DType::int8));
+  EXPECT_NO_THROW(check_op_dtypes("gemm", {DType::fp64, DType::int8}));
+  try {
+    check_op_dtypes("relu", {DType::fp32, DType::int8, DType::fp64});
+    ADD_FAILURE() << "relu took int8 and fp64";
+  } catch (const UsageError& e) {
+    EXPECT_TRUE(contains(e.what(), "relu has no fp64 or int8 form; its dtypes are fp32, "));
+  }
 }
 
 TEST(CPlugin, FilesThatAreNoPluginSaySo) {
@@ -131,6 +152,41 @@ TEST(CPluginCli, RunsAPluginCaseInProcessAndIsolated) {
     ASSERT_EQ(results.size(), 1u);
     EXPECT_EQ(results[0].status, Status::ok) << isolate << ": " << results[0].reason;
   }
+}
+
+// Probe of the plugins, item 6: an exit() in the entry point ended opmeter with exit 0 and
+// nothing; a crash there with 139 and no word of the plugin. Both are the plugin's error, exit 2.
+TEST(CPluginCli, APluginThatExitsOrCrashesWhileLoadingIsRefusedNamingIt) {
+  auto dir = temp_dir("plugin_ends_registering");
+  for (auto [plugin, said] : std::vector<std::pair<std::string, std::string>>{
+           {PLUGIN_EXITS_REGISTERING, "called exit(3) while registering (in opmeter_plugin_register)"},
+           {PLUGIN_CRASHES_REGISTERING,
+            "crashed with signal 11 (SIGSEGV) while registering (in opmeter_plugin_register)"},
+           {PLUGIN_EXITS_LOADING, "called exit(4) while loading (in its library's constructors)"}}) {
+    auto list = cli(fmt::format("list --plugin {}", plugin));
+    EXPECT_EQ(list.code, 2) << list.text;
+    EXPECT_TRUE(contains(list.text, fmt::format("opmeter: error: plugin {} {}; opmeter cannot use it", plugin, said)));
+    auto res = dir / fs::path(plugin).stem();
+    auto run =
+        cli(fmt::format("run --plugin {} --case relu/opmeter/fp32/batch=1,seq=4,hidden=64/threads=1 --samples 3 "
+                        "--no-report --out {}",
+                        plugin, res.string()));
+    EXPECT_EQ(run.code, 2) << run.text;
+    EXPECT_TRUE(contains(run.text, said));
+    EXPECT_FALSE(fs::exists(res / "results.jsonl"));
+  }
+}
+
+// A library's message is a reason and a console line: one line, of a readable length, even
+// when it fills the buffer unterminated.
+TEST(CPlugin, ALongMessageIsCutShortOnOneLine) {
+  load_plugin(PLUGIN_BAD_RESULTS);
+  Result r = run_relu("test_plugin_long_message");
+  EXPECT_EQ(r.status, Status::error);
+  EXPECT_TRUE(contains(r.reason, "run: xxxxxxxx"));
+  EXPECT_TRUE(contains(r.reason, "... (724 more characters)"));
+  EXPECT_EQ(r.reason.find('\n'), std::string::npos) << r.reason;
+  EXPECT_LT(r.reason.size(), 300u + 200u + canonical(PLUGIN_BAD_RESULTS).size());
 }
 
 TEST(CPluginCli, MissingPluginExitsTwoWithTheMessage) {

@@ -26,5 +26,8 @@ extern const char PLUGIN_BAD_DESCRIPTIONS[];
 extern const char PLUGIN_NO_ENTRY[];
 extern const char PLUGIN_ENDS_PROCESS[];  // exit(0) / segfault / abort in run
 extern const char PLUGIN_MARKS_LOAD[];    // its constructor writes $OPMETER_TEST_MARKER
+extern const char PLUGIN_EXITS_REGISTERING[];    // exit(3) in opmeter_plugin_register
+extern const char PLUGIN_CRASHES_REGISTERING[];  // a segfault there
+extern const char PLUGIN_EXITS_LOADING[];        // exit(4) in its constructor
 extern const char FAKE_NVML[];  // tests/fake_nvml.cpp
 extern const char FAKE_NVML_NOENERGY[];

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "opmeter/registry.hpp"
@@ -13,17 +14,36 @@
 using namespace opmeter;
 
 namespace {
+// Sets an environment variable (or unsets it, for nullptr) until the end of the scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* before = std::getenv(name);
+    if (before) before_ = before;
+    if (value) setenv(name, value, 1);
+    else unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (before_) setenv(name_, before_->c_str(), 1);
+    else unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> before_;
+};
+
 // The test CLI with the worker's Python pointed at nothing (the child inherits the environment).
 Output without_python(const std::string& args) {
-  const char* before = std::getenv("OPMETER_PYTHON");
-  const std::string saved = before ? before : "";
-  setenv("OPMETER_PYTHON", "/nonexistent/python3", 1);
-  Output out = cli(args);
-  if (before)
-    setenv("OPMETER_PYTHON", saved.c_str(), 1);
-  else
-    unsetenv("OPMETER_PYTHON");
-  return out;
+  ScopedEnv python("OPMETER_PYTHON", "/nonexistent/python3");
+  return cli(args);
+}
+
+// The test CLI where no Python is found: OPMETER_PYTHON unset and no python3 on the PATH.
+Output no_python_on_the_path(const std::string& args) {
+  ScopedEnv python("OPMETER_PYTHON", nullptr);
+  ScopedEnv path("PATH", "/nonexistent/bin");
+  return cli(args);
 }
 }  // namespace
 
@@ -102,9 +122,14 @@ TEST(WorkerImpls, ListedAndSkippedWithAReasonWithoutPython) {
   for (auto impl : {"torch_compile_max ", "triton "}) EXPECT_NE(list.text.find(impl), std::string::npos) << impl;
   const auto dir = std::filesystem::temp_directory_path() / "opmeter_worker_impls_no_python";
   std::filesystem::remove_all(dir);  // a run needs a new directory
-  auto run = without_python("run --case gemm/torch/fp64/M=8,N=8,K=8/threads=1 --samples 2 --no-report --format json --out " +
-                            (dir / "r").string());
+  const std::string kase =
+      "run --case gemm/torch/fp64/M=8,N=8,K=8/threads=1 --samples 2 --no-report --format json --out ";
+  auto run = no_python_on_the_path(kase + (dir / "r").string());
   EXPECT_EQ(run.code, 0) << run.text;  // skipped is no failure
   EXPECT_NE(run.text.find("skipped"), std::string::npos) << run.text;
-  EXPECT_NE(run.text.find("/nonexistent/python3"), std::string::npos) << run.text;
+  EXPECT_NE(run.text.find("cannot start python3"), std::string::npos) << run.text;
+  // OPMETER_PYTHON names a Python that is not there: a mistake, said before anything is measured.
+  auto named = without_python(kase + (dir / "named").string());
+  EXPECT_EQ(named.code, 2) << named.text;
+  EXPECT_NE(named.text.find("OPMETER_PYTHON=/nonexistent/python3: no such file"), std::string::npos) << named.text;
 }

@@ -59,6 +59,29 @@ bool has_torch() {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The UsageError that registering kernel `spec` throws, or "no error".
+std::string kernel_error(const std::string& spec) {
+  try {
+    worker::add_user_kernel(spec);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// Whether process `pid` has ended (gone, or a zombie its new parent has not reaped yet).
+bool ended(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  if (!f) return true;
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto close = text.rfind(')');
+  return close == std::string::npos || close + 2 >= text.size() || text[close + 2] == 'Z';
+}
+
 }  // namespace
 
 TEST(WorkerProtocol, AStandInWorkerIsMeasuredWithItsOwnTimerAndChecked) {
@@ -193,6 +216,92 @@ TEST(UserKernels, AKernelThatCannotImportTorchSaysToSetOpmeterPython) {
   EXPECT_TRUE(contains(message, "No module named 'torch'")) << message;
   EXPECT_TRUE(contains(message, "; set OPMETER_PYTHON to a Python that has PyTorch (the worker runs " + kPython + ")"))
       << message;
+}
+
+// Probe of the worker, item 2: a worker that died while a helper it forked held its stdout gave no
+// end of file, and was `timeout` after the whole deadline (300 s a call, 1800 s a setup).
+TEST(WorkerProtocol, AWorkerThatDiesWhileAForkedHelperHoldsItsStdoutIsCrashedAtOnce) {
+  WorkerEnv env(kFakeWorker, "fork_and_crash_on_sample");
+  setenv("OPMETER_WORKER_DEADLINE", "60", 1);
+  auto t0 = std::chrono::steady_clock::now();
+  Result r = run(kRelu);
+  EXPECT_LT(seconds_since(t0), 30);
+  EXPECT_EQ(r.status, Status::crashed) << r.reason;
+  EXPECT_TRUE(contains(r.reason, "the worker was killed by signal 11")) << r.reason;
+  EXPECT_TRUE(contains(r.reason, "before sending its reply")) << r.reason;
+  // The helper was in the worker's process group: it ends with it.
+  const std::string said = "fake worker: helper ";
+  auto at = r.reason.find(said);
+  ASSERT_NE(at, std::string::npos) << r.reason;
+  const pid_t helper = std::stoi(r.reason.substr(at + said.size()));
+  for (int i = 0; i < 100 && !ended(helper); ++i) usleep(50000);
+  EXPECT_TRUE(ended(helper)) << "the worker's helper " << helper << " outlived it";
+}
+
+// Probe of the worker, item 4: a reply nested two million levels deep overflowed opmeter's stack
+// (exit 139, the run lost) when its details were copied.
+TEST(WorkerProtocol, AReplyNestedTooDeepIsCrashedNotAStackOverflow) {
+  WorkerEnv env(kFakeWorker, "deep_reply");
+  Result r = run(kRelu);
+  EXPECT_EQ(r.status, Status::crashed) << r.reason;
+  EXPECT_TRUE(contains(r.reason, "the worker's reply nests deeper than 64 levels")) << r.reason;
+  setenv("FAKE_WORKER_MODE", "ok", 1);  // the next case gets a fresh worker
+  EXPECT_EQ(run(kRelu).status, Status::ok);
+}
+
+// Probe of the worker, item 5: samples of -1e-6, 0 and 1e308 s were `ok`, with a negative median
+// and absurd rates. A time the worker reports must be one: in (0, 1e7] s, as the results reader
+// asks of stored samples.
+TEST(WorkerProtocol, ATimeThatIsNoTimeIsAnErrorNamingIt) {
+  for (auto [mode, said] : std::vector<std::pair<std::string, std::string>>{
+           {"sample_seconds:-1e-06", "the worker sent seconds=-1e-06 for 'sample': not a time in (0, 1e+07] s"},
+           {"sample_seconds:0", "the worker sent seconds=0 for 'sample'"},
+           {"sample_seconds:1e308", "the worker sent seconds=1e+308 for 'sample'"},
+           {"sample_seconds:99900099900099899949056", "for 'sample': not a time in (0, 1e+07] s"},
+           {"sample_seconds:\"fast\"",
+            "the worker's reply to 'sample' gives \"seconds\": \"fast\" (a string), not a number"},
+           {"sample_seconds:null", "gives \"seconds\": null (null), not a number"},
+           {"run_seconds:-1", "the worker sent seconds=-1 for 'run'"}}) {
+    WorkerEnv env(kFakeWorker, mode);
+    Result r = run(kRelu);
+    EXPECT_EQ(r.status, Status::error) << mode << ": " << r.reason;
+    EXPECT_TRUE(contains(r.reason, said)) << mode << ": " << r.reason;
+    EXPECT_TRUE(r.samples.empty()) << mode;
+  }
+}
+
+// Probe of the worker, item 5: a field of the wrong type gave the JSON library's text
+// ("[json.exception.type_error.302] type must be boolean, but is string").
+TEST(WorkerProtocol, RepliesOfTheWrongTypesAreErrorsInOpmetersWords) {
+  for (auto [mode, said] : std::vector<std::pair<std::string, std::string>>{
+           {R"(setup_reply:{"ok": "yes"})",
+            R"(the worker's reply to 'setup' gives "ok": "yes" (a string), not true or false)"},
+           {R"(setup_reply:{"ok": false, "unsupported": 5})", R"(gives "unsupported": 5 (a number), not a string)"},
+           {R"(setup_reply:{"ok": false, "error": {"x": 1}})", R"(gives "error": {"x":1} (an object), not a string)"},
+           {"setup_reply:[1]", "the worker replied to 'setup' with [1], not a JSON object"},
+           {R"(setup_reply:{"ok": true, "details": [1, 2]})", R"(gives "details": [1,2], not an object)"},
+           {R"(hello:{"python": 3})", R"(the worker's reply to 'hello' gives "python": 3 (a number), not a string)"},
+           {R"(hello:{"protocol": "1"})",
+            R"(gives protocol "1", not a version number; this opmeter speaks version 1)"}}) {
+    WorkerEnv env(kFakeWorker, mode);
+    Result r = run(kRelu);
+    EXPECT_EQ(r.status, Status::error) << mode << ": " << r.reason;
+    EXPECT_TRUE(contains(r.reason, said)) << mode << ": " << r.reason;
+    EXPECT_FALSE(contains(r.reason, "json.exception")) << mode << ": " << r.reason;
+  }
+  WorkerEnv env(kFakeWorker, R"(hello:{"hello": 5})");
+  Result r = run(kRelu);
+  EXPECT_EQ(r.status, Status::skipped) << r.reason;
+  EXPECT_TRUE(contains(r.reason, "is not an opmeter worker")) << r.reason;
+}
+
+// Probe of the worker, item 5: a second reply to one request was taken as the next request's,
+// and the case failed for a reason that was not its own.
+TEST(WorkerProtocol, ASecondReplyToOneRequestIsCrashedNotTakenForTheNext) {
+  WorkerEnv env(kFakeWorker, "double_reply");
+  Result r = run(kRelu);
+  EXPECT_EQ(r.status, Status::crashed) << r.reason;
+  EXPECT_TRUE(contains(r.reason, "which no request asked for (one reply per request)")) << r.reason;
 }
 
 TEST(WorkerProtocol, AMalformedDeadlineIsAnErrorSayingWhatIsExpected) {
@@ -368,6 +477,53 @@ TEST(UserKernels, OnlyTheKernelSaysItCannotRunACaseAndANanToleranceFails) {
   EXPECT_TRUE(contains(nan.reason, "tolerance must be a finite number")) << nan.reason;
 }
 
+// Probe of the worker, items 1, 8 and 12: a kernel of relu declaring fp64 got fp32 inputs timed
+// as fp64; a kernel of `peak` was measured unchecked; dtypes = "fp32" read as 'f', 'p', '3', '2'.
+TEST(UserKernels, WhatAKernelCannotComputeIsRefusedWhenItIsRegistered) {
+  REQUIRE_TORCH();
+  WorkerEnv env;
+  const std::string odd = kTestKernels + "odd_kernels.py:";
+  EXPECT_EQ(kernel_error(odd + "relu_fp64"),
+            fmt::format("kernel '{}relu_fp64': relu has no fp64 form; its dtypes are fp32, fp16, bf16", odd));
+  EXPECT_EQ(Registry::global().impl("relu", "relu_fp64"), nullptr);
+  EXPECT_EQ(
+      kernel_error(odd + "claims_peak"),
+      fmt::format("kernel '{}claims_peak' computes op 'peak', whose inputs and check only opmeter's own impls know",
+                  odd));
+  EXPECT_EQ(Registry::global().impl("peak", "claims_peak"), nullptr);
+  const std::string strings = kernel_error(odd + "string_dtypes");
+  EXPECT_TRUE(contains(strings, "dtypes must be a list of dtype names, e.g. dtypes = [\"fp32\", \"bf16\"], not 'fp32'"))
+      << strings;
+  EXPECT_FALSE(contains(strings, "unknown dtype 'f'")) << strings;
+  // A second kernel of an op a kernel declared is no kernel of an op without a spec.
+  EXPECT_EQ(kernel_error(kTestKernels + "unchecked_kernel.py"), "no error");
+  EXPECT_EQ(kernel_error(odd + "nan_tolerance"), "no error");
+}
+
+// docs/guide/extending.md: a kernel that cannot run a case raises NotImplementedError and the
+// case is skipped. Raised in setup (where a kernel learns the case) it was an error.
+TEST(UserKernels, NotImplementedErrorInSetupSkipsTheCase) {
+  REQUIRE_TORCH();
+  WorkerEnv env;
+  worker::add_user_kernel(kTestKernels + "odd_kernels.py:cannot_set_up");
+  Result r = run("relu/cannot_set_up/fp32/batch=1,seq=4,hidden=64/threads=1");
+  EXPECT_EQ(r.status, Status::skipped) << r.reason;
+  EXPECT_TRUE(contains(r.reason, "cannot_set_up needs hidden >= 1000000")) << r.reason;
+}
+
+// Probe of the worker, item 12: a kernel that read stdin (input(), pdb) waited on opmeter's pipe
+// until the deadline. Its stdin is /dev/null: it reads the end at once.
+TEST(UserKernels, AKernelThatReadsStdinMeetsItsEndAtOnce) {
+  REQUIRE_TORCH();
+  WorkerEnv env;
+  setenv("OPMETER_WORKER_DEADLINE", "60", 1);
+  worker::add_user_kernel(kTestKernels + "odd_kernels.py:reads_stdin");
+  auto t0 = std::chrono::steady_clock::now();
+  Result r = run("relu/reads_stdin/fp32/batch=1,seq=4,hidden=64/threads=1");
+  EXPECT_EQ(r.status, Status::ok) << r.reason;
+  EXPECT_LT(seconds_since(t0), 30);
+}
+
 TEST(UserKernels, InheritedWorkerVariablesAreReplacedNotObeyed) {
   REQUIRE_TORCH();
   // An opmeter run inside another's kernel inherits its variables: the worker must watch its own
@@ -420,6 +576,43 @@ TEST(WorkerCli, KernelsFromTheCommandLineAndFromAConfig) {
   auto bad_run = cli("run " + bad.string() + " --dry-run");
   EXPECT_EQ(bad_run.code, 2);
   EXPECT_TRUE(contains(bad_run.text, "bad.yaml:2")) << bad_run.text;
+}
+
+// Probe of the worker, item 10: a bad OPMETER_WORKER_DEADLINE was an error in every worker case
+// (exit 1), and a misspelt OPMETER_PYTHON skipped every torch case (exit 0). Both stop a run with
+// worker cases before it measures; a run without them does not need either.
+TEST(WorkerCli, ABadWorkerEnvironmentStopsARunWithWorkerCasesBeforeItMeasures) {
+  auto dir = temp_dir("worker_environment");
+  const std::string args = "--samples 3 --no-report --out ";
+  const std::string torch_case = "run --case relu/torch/fp32/batch=1,seq=4,hidden=64/threads=1 " + args;
+  const std::string own_case = "run --case relu/opmeter/fp32/batch=1,seq=4,hidden=64/threads=1 " + args;
+  for (auto [python, said] : std::vector<std::pair<std::string, std::string>>{
+           {"/nonexistent/python3", "OPMETER_PYTHON=/nonexistent/python3: no such file"},
+           {dir.string(), "OPMETER_PYTHON=" + dir.string() + ": is a directory"},
+           {"no_such_python_here", "OPMETER_PYTHON=no_such_python_here: not found on the PATH"}}) {
+    WorkerEnv env("", "ok", python);
+    auto out = cli(torch_case + (dir / "torch").string());
+    EXPECT_EQ(out.code, 2) << out.text;
+    EXPECT_TRUE(contains(out.text, "opmeter: error: " + said + " (cases such as relu/torch/fp32/")) << out.text;
+    EXPECT_TRUE(contains(out.text, "unset it to run python3 from the PATH")) << out.text;
+    EXPECT_FALSE(fs::exists(dir / "torch" / "results.jsonl"));
+  }
+  for (const char* deadline : {"soon", "0", "-5", "inf", "nan"}) {
+    WorkerEnv env(kFakeWorker, "ok");
+    setenv("OPMETER_WORKER_DEADLINE", deadline, 1);
+    auto out = cli(torch_case + (dir / "deadline").string());
+    EXPECT_EQ(out.code, 2) << deadline << ": " << out.text;
+    EXPECT_TRUE(contains(out.text, fmt::format("OPMETER_WORKER_DEADLINE={} must be a number of seconds > 0", deadline)))
+        << out.text;
+    EXPECT_FALSE(fs::exists(dir / "deadline" / "results.jsonl"));
+    auto own = cli(own_case + (dir / fmt::format("own_{}", deadline)).string());
+    EXPECT_EQ(own.code, 0) << own.text;
+  }
+  WorkerEnv env(kFakeWorker, "ok");
+  setenv("OPMETER_WORKER", (dir / "no_worker.py").c_str(), 1);
+  auto out = cli(torch_case + (dir / "worker").string());
+  EXPECT_EQ(out.code, 2) << out.text;
+  EXPECT_TRUE(contains(out.text, "OPMETER_WORKER=" + (dir / "no_worker.py").string() + ": no such file")) << out.text;
 }
 
 TEST(WorkerProtocol, TensorFilesOfProcessesThatNoLongerRunAreRemoved) {

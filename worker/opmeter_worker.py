@@ -40,6 +40,18 @@ def claim_stdout():
     return os.fdopen(fd, "w", encoding="utf-8", buffering=1)
 
 
+def claim_stdin():
+    """The requests' channel: a duplicate of fd 0, after which fd 0 (and sys.stdin) read
+    /dev/null, so that a kernel that reads its input (input(), pdb) meets its end at once instead
+    of waiting on opmeter's requests until the deadline, or eating one."""
+    fd = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.stdin = open(os.devnull, encoding="utf-8")
+    return os.fdopen(fd, "r", encoding="utf-8")
+
+
 PARENT_POLL_S = 0.25
 
 
@@ -228,10 +240,11 @@ class Worker:
 def main():
     watch_parent()
     out = claim_stdout()
+    requests = claim_stdin()
     torch, torch_why = import_torch()
     worker = Worker(out, torch, torch_why)
     worker.reply(hello(torch, torch_why))
-    worker.serve(sys.stdin)
+    worker.serve(requests)
 
 
 if __name__ == "__main__":

@@ -63,7 +63,10 @@ class Session:
             torch.set_num_threads(case.threads)
         try:
             self.case = case
-            self.prepared = self._make(case)
+            try:
+                self.prepared = self._make(case)
+            except NotImplementedError as e:  # "cannot run this case", said in setup as in run
+                raise Unsupported(f"{case.impl} {case.op} {case.dtype_name} on {case.device}: {first_line(e)}") from e
             out = self._first_call()
             if case.output is not None and out is not None and out.numel() != int(case.output["count"]):
                 raise ValueError(f"{case.impl} {case.op} gave {out.numel()} elements (shape {tuple(out.shape)}), "

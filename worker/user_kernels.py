@@ -78,7 +78,11 @@ def _summary(obj):
 
 
 def _dtypes(obj):
-    return [str(d) for d in (getattr(obj, "dtypes", None) or DEFAULT_DTYPES)]
+    dtypes = getattr(obj, "dtypes", None) or DEFAULT_DTYPES
+    if isinstance(dtypes, (str, bytes)) or not isinstance(dtypes, (list, tuple)):
+        # A string would be read letter by letter ("unknown dtype 'f'").
+        raise ValueError(f"dtypes must be a list of dtype names, e.g. dtypes = [\"fp32\", \"bf16\"], not {dtypes!r}")
+    return [str(d) for d in dtypes]
 
 
 def _declared_params(obj):

@@ -36,6 +36,7 @@
 #include "results/run_dir.hpp"
 #include "util/interrupt.hpp"
 #include "util/text.hpp"
+#include "worker/shared_worker.hpp"
 #include "worker/user_kernels.hpp"
 
 namespace opmeter {
@@ -844,6 +845,7 @@ int run_command(const RunArgs& given, const char* argv0) {
     for (auto& c : cases) fmt::print("{}\n", c.to_string());
     return 0;
   }
+  worker::check_worker_environment(cases);  // a bad OPMETER_PYTHON or deadline: exit 2, not one error per case
   say_unusable_devices(cases);
 
   // A config's output folder (torchao's output_dir) holds the run's directory unless --out is given.

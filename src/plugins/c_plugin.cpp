@@ -3,8 +3,14 @@
 #include "plugins/c_plugin.hpp"
 
 #include <dlfcn.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -13,10 +19,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "util/did_you_mean.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
+#include "plugins/op_dtypes.hpp"
 #include "plugins/plugin_impl.hpp"
+#include "util/did_you_mean.hpp"
 #include "util/text.hpp"
 
 namespace opmeter {
@@ -114,6 +121,8 @@ ImplDef impl_def(const PluginImplDesc& d, const std::vector<ImplDef>& accepted) 
   if (reg.impl(d.op, d.name) || std::any_of(accepted.begin(), accepted.end(), taken))
     throw UsageError(fmt::format("op '{}' already has an impl '{}': pick another name", d.op, d.name));
   check_functions(d.functions);
+  auto dtypes = parse_dtypes(d.dtypes);
+  check_op_dtypes(d.op, dtypes);  // its inputs and check are the op's: of the op's forms only
   auto desc = std::make_shared<const PluginImplDesc>(d);
   return ImplDef{
       .op = d.op,
@@ -121,7 +130,7 @@ ImplDef impl_def(const PluginImplDesc& d, const std::vector<ImplDef>& accepted) 
       .backends = parse_devices(d.devices),
       .summary = fmt::format("{}{}(plugin {})", d.summary, d.summary.empty() ? "" : " ",
                              std::filesystem::path(d.library).filename().string()),
-      .dtypes = parse_dtypes(d.dtypes),
+      .dtypes = std::move(dtypes),
       .make = [desc] { return std::make_unique<PluginImpl>(desc); },
       .on_request = true,
       .plugin = d.library,
@@ -152,6 +161,83 @@ std::vector<ImplDef> checked(const Collector& c, const std::string& path) {
   return defs;
 }
 
+// A library's code runs inside opmeter while it loads (its constructors) and registers (its entry
+// point): an exit() or a crash there would end opmeter with the library's exit code and no word
+// (exit 0, no results), or with 139. While it runs, this guard turns both into opmeter's error
+// naming the plugin, exit 2, as for any library opmeter cannot use. Only what is
+// async-signal-safe runs in the signal handler: the message is made before the library runs.
+class LoadGuard {
+ public:
+  LoadGuard(const std::string& path, const char* doing) {
+    std::snprintf(what_, sizeof what_, "opmeter: error: plugin %s ", path.c_str());
+    std::snprintf(while_, sizeof while_, " while %s; opmeter cannot use it\n", doing);
+    static const bool exit_watched = on_exit(on_exit_while_loading, nullptr) == 0;
+    (void)exit_watched;
+    stack_t alt{};
+    alt.ss_sp = alt_stack_;
+    alt.ss_size = sizeof alt_stack_;
+    sigaltstack(&alt, &old_stack_);  // a library that overflows the stack is caught too
+    struct sigaction sa {};
+    sa.sa_handler = on_fatal_signal;
+    sa.sa_flags = SA_ONSTACK | SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i].number, &sa, &old_[i]);
+    active_ = 1;
+  }
+  ~LoadGuard() {
+    active_ = 0;
+    for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i].number, &old_[i], nullptr);
+    sigaltstack(&old_stack_, nullptr);
+  }
+  LoadGuard(const LoadGuard&) = delete;
+  LoadGuard& operator=(const LoadGuard&) = delete;
+
+ private:
+  struct Signal {
+    int number;
+    const char* text;  // "11 (SIGSEGV)": no strsignal in a handler
+  };
+  static constexpr std::array<Signal, 5> kSignals = {{{SIGSEGV, "11 (SIGSEGV)"},
+                                                      {SIGBUS, "7 (SIGBUS)"},
+                                                      {SIGILL, "4 (SIGILL)"},
+                                                      {SIGFPE, "8 (SIGFPE)"},
+                                                      {SIGABRT, "6 (SIGABRT)"}}};
+  static_assert(SIGSEGV == 11 && SIGBUS == 7 && SIGILL == 4 && SIGFPE == 8 && SIGABRT == 6);
+
+  static void say(const char* text) {
+    for (std::size_t done = 0, n = std::strlen(text); done < n;) {
+      ssize_t w = write(STDERR_FILENO, text + done, n - done);
+      if (w <= 0) return;
+      done += static_cast<std::size_t>(w);
+    }
+  }
+  static void on_fatal_signal(int number) {
+    if (!active_) return;  // SA_RESETHAND: the default action follows
+    say(what_);
+    say("crashed with signal ");
+    for (auto& s : kSignals)
+      if (s.number == number) say(s.text);
+    say(while_);
+    _exit(2);
+  }
+  static void on_exit_while_loading(int status, void*) {
+    if (!active_) return;
+    std::fflush(stdout);
+    char code[32];
+    std::snprintf(code, sizeof code, "called exit(%d)", status);
+    say(what_);
+    say(code);
+    say(while_);
+    _exit(2);
+  }
+
+  static inline volatile sig_atomic_t active_ = 0;
+  static inline char what_[4200] = {}, while_[128] = {};
+  static inline char alt_stack_[1 << 16] = {};
+  struct sigaction old_[kSignals.size()]{};
+  stack_t old_stack_{};
+};
+
 std::mutex& loading() {
   static std::mutex m;
   return m;
@@ -174,7 +260,11 @@ void load_plugin(const std::string& path) {
   if (!fs::exists(library, ec)) throw UsageError(fmt::format("plugin {}: no such file", path));
   if (fs::is_directory(library, ec)) throw UsageError(fmt::format("plugin {}: is a directory, not a shared library", path));
   // Kept open for the life of the process: its impls' functions live in it.
-  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* handle = nullptr;
+  {
+    LoadGuard guard(path, "loading (in its library's constructors)");
+    handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  }
   if (!handle) throw UsageError(fmt::format("plugin {}: cannot load it as a shared library: {}", path, dlerror()));
   auto entry = reinterpret_cast<opmeter_plugin_register_fn>(dlsym(handle, OPMETER_PLUGIN_ENTRY));
   if (!entry) {
@@ -184,7 +274,11 @@ void load_plugin(const std::string& path) {
   }
   Collector collector{library, {}, {}};
   opmeter_registry registry{OPMETER_PLUGIN_ABI, &collector, add_impl};
-  const int abi = entry(&registry);
+  int abi = 0;
+  {
+    LoadGuard guard(path, "registering (in " OPMETER_PLUGIN_ENTRY ")");
+    abi = entry(&registry);
+  }
   if (abi != OPMETER_PLUGIN_ABI) {
     dlclose(handle);
     throw UsageError(fmt::format("plugin {}: built for plugin ABI {}, this opmeter speaks {}; rebuild it against this "

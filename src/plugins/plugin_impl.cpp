@@ -16,6 +16,9 @@ static_assert(int(Elem::f64) == OPMETER_F64 && int(Elem::f32) == OPMETER_F32 && 
               int(Elem::bf16) == OPMETER_BF16 && int(Elem::fp8_e4m3) == OPMETER_FP8_E4M3 && int(Elem::s8) == OPMETER_S8 &&
               int(Elem::u8) == OPMETER_U8 && int(Elem::s32) == OPMETER_S32);
 
+// The most of a library's message that a reason keeps.
+constexpr std::size_t kMessageChars = 300;
+
 opmeter_tensor view(const TensorDesc& d, void* data) {
   return {d.name.c_str(), static_cast<opmeter_elem>(d.elem), d.count, data};
 }
@@ -34,6 +37,11 @@ PluginImpl::~PluginImpl() {
 
 std::string PluginImpl::message(const char* what, const std::string& fallback) const {
   std::string text(err_, strnlen(err_, sizeof err_));  // a library may leave it unterminated
+  // It becomes a result's reason and a console line: one line, of a readable length.
+  for (char& ch : text)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';
+  if (text.size() > kMessageChars)
+    text = fmt::format("{}... ({} more characters)", text.substr(0, kMessageChars), text.size() - kMessageChars);
   if (text.empty()) text = fallback;
   return fmt::format("{} ({}) {}: {}", desc_->name, desc_->library, what, text);
 }

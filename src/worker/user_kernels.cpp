@@ -3,13 +3,16 @@
 #include <filesystem>
 #include <map>
 #include <regex>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "opmeter/errors.hpp"
+#include "opmeter/registry.hpp"
+#include "plugins/op_dtypes.hpp"
 #include "util/interrupt.hpp"
 #include "util/text.hpp"
-#include "opmeter/registry.hpp"
+#include "worker/reply_fields.hpp"
 #include "worker/shared_worker.hpp"
 #include "worker/worker_impl.hpp"
 
@@ -47,6 +50,12 @@ void check_user_op(const std::string& spec, const std::string& name, const nlohm
   }
 }
 
+// Ops that kernels declared (add_user_op): other kernels may compute them too.
+std::set<std::string>& user_ops() {
+  static std::set<std::string> ops;
+  return ops;
+}
+
 // An op opmeter does not know, declared by the kernel: its parameters (all sweepable, the
 // kernel's defaults) and no work model or spec (the kernel checks itself, if it can).
 void add_user_op(const std::string& name, const nlohmann::json& params, const std::string& summary) {
@@ -62,6 +71,7 @@ void add_user_op(const std::string& name, const nlohmann::json& params, const st
   op.work = [](const Case&) { return Work{}; };
   op.footprint = [](const Case&) { return 0.0; };
   op.uses_memory = false;
+  user_ops().insert(op.name);
   Registry::global().add(std::move(op));
 }
 
@@ -79,6 +89,26 @@ std::pair<std::string, std::string> split_spec(const std::string& spec) {
   auto colon = name_colon(spec);
   if (colon == std::string::npos) return {spec, fs::path(spec).stem().string()};
   return {spec.substr(0, colon), spec.substr(colon + 1)};
+}
+
+// The dtypes a kernel's `describe` reply declares (["fp32"] when it names none).
+std::vector<DType> declared_dtypes(const std::string& spec, const nlohmann::json& reply) {
+  if (!reply.contains("dtypes")) return {DType::fp32};
+  const auto& list = reply["dtypes"];
+  if (!list.is_array() || list.empty())
+    throw UsageError(
+        fmt::format("kernel '{}': dtypes must be a list of dtype names, e.g. dtypes = [\"fp32\", \"bf16\"]; it "
+                    "gives {}",
+                    spec, list.dump()));
+  std::vector<DType> dtypes;
+  for (auto& d : list) {
+    auto dtype = d.is_string() ? parse_dtype(d.get<std::string>()) : std::nullopt;
+    if (!dtype)
+      throw UsageError(fmt::format("kernel '{}' declares an unknown dtype {}", spec,
+                                   d.is_string() ? "'" + d.get<std::string>() + "'" : d.dump()));
+    dtypes.push_back(*dtype);
+  }
+  return dtypes;
 }
 
 }  // namespace
@@ -126,8 +156,20 @@ std::string add_user_kernel(const std::string& spec, const std::string& default_
   } catch (const std::exception& e) {
     throw UsageError(fmt::format("cannot read kernel '{}': {}", spec, e.what()));
   }
-  if (!reply.value("ok", false)) {
-    const std::string error = reply.value("error", reply.value("unsupported", reply.dump()));
+  if (!reply.is_object())
+    throw UsageError(
+        fmt::format("cannot read kernel '{}': the worker replied with {}, not a JSON object", spec, short_json(reply)));
+  bool ok = false;
+  std::string error;
+  try {
+    ok = bool_field(reply, "ok", "describe").value_or(false);
+    if (!ok)
+      error = string_field(reply, "error", "describe")
+                  .value_or(string_field(reply, "unsupported", "describe").value_or(short_json(reply)));
+  } catch (const BadReply& e) {
+    throw UsageError(fmt::format("cannot read kernel '{}': {}", spec, e.what()));
+  }
+  if (!ok) {
     // A kernel written for PyTorch, imported by a Python without it: say how to pick another, as
     // the torch impls' skip does.
     const bool no_torch = error.find("No module named 'torch'") != std::string::npos;
@@ -138,23 +180,30 @@ std::string add_user_kernel(const std::string& spec, const std::string& default_
                                           : std::string()));
   }
 
-  std::string op = reply.value("op", nlohmann::json()).is_string() ? reply["op"].get<std::string>() : default_op;
+  std::string op = reply.contains("op") && reply["op"].is_string() ? reply["op"].get<std::string>() : default_op;
   if (op.empty()) throw UsageError(fmt::format("kernel '{}' names no op: set `op = \"...\"` in it", spec));
+  const std::vector<DType> dtypes = declared_dtypes(spec, reply);
+  const std::string summary =
+      reply.contains("summary") && reply["summary"].is_string() ? reply["summary"].get<std::string>() : "";
   auto& reg = Registry::global();
-  if (!reg.op(op)) {
-    const auto params = reply.value("params", nlohmann::json::object());
+  const OpDef* known = reg.op(op);
+  if (known && !known->spec && !user_ops().contains(op))
+    throw UsageError(
+        fmt::format("kernel '{}' computes op '{}', whose inputs and check only opmeter's own impls know", spec, op));
+  if (known && known->spec) {
+    try {
+      check_op_dtypes(op, dtypes);  // its inputs and check are the op's: of the op's forms only
+    } catch (const UsageError& e) {
+      throw UsageError(fmt::format("kernel '{}': {}", spec, e.what()));
+    }
+  }
+  if (!known) {
+    const auto params = reply.contains("params") ? reply["params"] : nlohmann::json::object();
     check_user_op(spec, op, params);
-    add_user_op(op, params, reply.value("summary", ""));
+    add_user_op(op, params, summary);
   }
   if (reg.impl(op, name)) throw UsageError(fmt::format("kernel '{}': {} already has an impl named '{}'", spec, op, name));
 
-  std::vector<DType> dtypes;
-  for (auto& d : reply.value("dtypes", nlohmann::json::array({"fp32"}))) {
-    auto dtype = parse_dtype(d.get<std::string>());
-    if (!dtype) throw UsageError(fmt::format("kernel '{}' declares an unknown dtype '{}'", spec, d.get<std::string>()));
-    dtypes.push_back(*dtype);
-  }
-  std::string summary = reply.value("summary", "");
   reg.add(ImplDef{
       .op = op,
       .impl = name,
@@ -168,5 +217,7 @@ std::string add_user_kernel(const std::string& spec, const std::string& default_
   registered()[name] = key;
   return name;
 }
+
+bool is_user_kernel(const std::string& impl) { return registered().contains(impl); }
 
 }  // namespace opmeter::worker

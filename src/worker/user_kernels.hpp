@@ -20,4 +20,7 @@ std::string kernel_file(const std::string& spec);
 // read it.
 std::string add_user_kernel(const std::string& spec, const std::string& default_op = "");
 
+// Whether `impl` is a registered user kernel.
+bool is_user_kernel(const std::string& impl);
+
 }  // namespace opmeter::worker

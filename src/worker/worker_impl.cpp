@@ -11,6 +11,7 @@
 #include "opmeter/worker_checked_spec.hpp"
 #include "util/artifact_file.hpp"
 #include "util/private_temp.hpp"
+#include "worker/reply_fields.hpp"
 #include "worker/shared_worker.hpp"
 
 namespace opmeter::worker {
@@ -38,7 +39,7 @@ class WorkerTimer final : public SampleTimer {
     auto reply = impl_.call({{"cmd", "sample"}, {"calls", calls}, {"cold", cold_}}, deadline_s(Wait::call));
     // How a GPU sample kept Python's dispatch out (worker/gpu_timing.py), counted for the details.
     if (auto hold = reply.find("hold"); hold != reply.end() && hold->is_string()) ++holds_[hold->get<std::string>()];
-    return reply.at("seconds").get<double>();
+    return seconds_field(reply, "seconds", "sample");  // a sample of 0, -1 or 1e308 s ends the case
   }
   // A graph's launches per sample; one call per cold sample on a device (each after its flush).
   std::size_t fixed_batch() const override { return graph_ > 0 ? graph_ : device_ && cold_ ? 1 : 0; }
@@ -67,16 +68,16 @@ class WorkerTimer final : public SampleTimer {
 // (`check`); the values are judged by the worker's max_error against its tolerance.
 Check with_workers_verdict(Check check, const nlohmann::json& reply) {
   if (!check.ok) return check;
-  auto number = [&](const char* key) { return reply.contains(key) && reply[key].is_number(); };
-  if (!number("max_error") || !number("tolerance")) {
+  auto max_error = number_field(reply, "max_error", "check"), tolerance = number_field(reply, "tolerance", "check");
+  if (!max_error || !tolerance) {
     check.ok = false;
     check.detail = "the worker sent no verdict (max_error and tolerance) for an op only it can check";
     return check;
   }
-  check.max_error = reply["max_error"].get<double>();
-  check.tolerance = reply["tolerance"].get<double>();
+  check.max_error = *max_error;
+  check.tolerance = *tolerance;
   check.detail = fmt::format("max error {:.3g} (tolerance {:.3g}), checked by the worker: {}", check.max_error,
-                             check.tolerance, reply.contains("detail") && reply["detail"].is_string() ? reply["detail"].get<std::string>() : "no detail");
+                             check.tolerance, string_field(reply, "detail", "check").value_or("no detail"));
   check.ok = check.max_error <= check.tolerance;
   return check;
 }
@@ -95,9 +96,12 @@ WorkerImpl::~WorkerImpl() {
 
 nlohmann::json WorkerImpl::call(const nlohmann::json& request, double deadline) {
   auto reply = worker_->request(request, deadline);
-  if (reply.value("ok", false)) return reply;
-  if (reply.contains("unsupported")) throw Unsupported(reply["unsupported"].get<std::string>());
-  throw std::runtime_error("the worker: " + reply.value("error", reply.dump()));
+  const std::string cmd = request.value("cmd", "");
+  if (!reply.is_object())
+    throw BadReply(fmt::format("the worker replied to '{}' with {}, not a JSON object", cmd, short_json(reply)));
+  if (bool_field(reply, "ok", cmd).value_or(false)) return reply;
+  if (auto why = string_field(reply, "unsupported", cmd)) throw Unsupported(*why);
+  throw std::runtime_error("the worker: " + string_field(reply, "error", cmd).value_or(short_json(reply)));
 }
 
 nlohmann::json WorkerImpl::write_tensors(const HostTensors& tensors, const std::string& prefix) {
@@ -161,10 +165,15 @@ void WorkerImpl::setup(const Case& c, const SetupOptions& options) {
   if (kernel_) request["kernel"] = {{"file", kernel_->file}, {"name", kernel_->name}};
   auto reply = call(request, deadline_s(Wait::setup));
   details_.clear();
-  const auto details = reply.value("details", nlohmann::json::object());
-  for (auto& [k, v] : details.items())
-    details_[k] = v.is_string() ? v.get<std::string>() : v.dump();
-  if (const auto& hello = worker_->hello(); hello.contains("python")) details_.emplace("python", hello["python"].get<std::string>());
+  if (auto details = reply.find("details"); details != reply.end()) {
+    if (!details->is_object())
+      throw BadReply(
+          fmt::format("the worker's reply to 'setup' gives \"details\": {}, not an object", short_json(*details, 80)));
+    for (auto& [k, v] : details->items()) details_[k] = v.is_string() ? v.get<std::string>() : short_json(v);
+  }
+  const auto& hello = worker_->hello();  // its types were checked when it came
+  if (auto python = hello.find("python"); python != hello.end() && python->is_string())
+    details_.emplace("python", *python);
 }
 
 void WorkerImpl::run(std::size_t copy) {
@@ -178,8 +187,8 @@ void WorkerImpl::sync() {
   std::size_t calls = queued_;
   queued_ = 0;
   auto reply = call({{"cmd", "run"}, {"copy", queued_copy_}, {"calls", calls}}, deadline_s(Wait::call));
-  if (reply.contains("seconds") && reply["seconds"].is_number())
-    last_call_s_ = reply["seconds"].get<double>() / static_cast<double>(calls);
+  if (reply.contains("seconds"))  // optional; when given, a time (the engine sizes batches by it)
+    last_call_s_ = seconds_field(reply, "seconds", "run") / static_cast<double>(calls);
 }
 
 Check WorkerImpl::verify(std::uint64_t seed) {
@@ -188,10 +197,11 @@ Check WorkerImpl::verify(std::uint64_t seed) {
     auto reply = call({{"cmd", "check"}, {"inputs", nlohmann::json::array()}, {"output", nullptr}}, deadline_s(Wait::call));
     Check check;
     check.ok = true;
-    check.unchecked = reply.value("unchecked", false);
-    check.max_error = reply.value("max_error", 0.0);
-    check.tolerance = reply.value("tolerance", 0.0);
-    check.detail = reply.value("detail", check.unchecked ? "no reference to check against" : "");
+    check.unchecked = bool_field(reply, "unchecked", "check").value_or(false);
+    check.max_error = number_field(reply, "max_error", "check").value_or(0.0);
+    check.tolerance = number_field(reply, "tolerance", "check").value_or(0.0);
+    check.detail =
+        string_field(reply, "detail", "check").value_or(check.unchecked ? "no reference to check against" : "");
     if (!check.unchecked) check.ok = check.max_error <= check.tolerance;
     return check;
   }
@@ -239,7 +249,7 @@ std::map<std::string, std::string> WorkerImpl::profile(const ProfileRequest& req
   std::map<std::string, std::string> out;
   // The worker wrote into opmeter's private folder; the run's copy is made here, safely.
   auto keep = [&](const char* said, const fs::path& from, const std::string& suffix, const char* detail) {
-    if (!reply.value(said, false)) return;
+    if (!bool_field(reply, said, "profile").value_or(false)) return;
     std::ifstream f(from, std::ios::binary);
     std::string content((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     if (!f.good() && !f.eof()) throw std::runtime_error(fmt::format("cannot read the worker's {}", from.string()));

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <string_view>
@@ -17,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "util/interrupt.hpp"
+#include "worker/reply_fields.hpp"
 #include "worker/worker_impls.hpp"
 
 extern char** environ;
@@ -48,19 +50,35 @@ void kill_group(pid_t pid) {
   kill(pid, SIGKILL);
 }
 
-// Waits up to `grace_s` for `pid` to end, then kills it; its wait status.
+// Whether `pid` (our child) has ended, leaving it to be reaped: until it is, its pid (and so its
+// process group's id) cannot be taken by another process.
+bool has_ended(pid_t pid) {
+  siginfo_t info{};
+  return waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
+}
+
+// Waits up to `grace_s` for `pid` to end, then kills its group: the worker, if it lingers, and
+// what it started and left behind (a forked helper holding its stdout). Its wait status.
 int reap(pid_t pid, double grace_s) {
   auto t0 = Clock::now();
+  while (!has_ended(pid) && since(t0) <= grace_s) poll(nullptr, 0, 5);
+  kill_group(pid);
   int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (since(t0) > grace_s) {
-      kill_group(pid);
-      waitpid(pid, &status, 0);
-      break;
-    }
-    poll(nullptr, 0, 5);
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   return status;
+}
+
+// Replies nest a few levels (details, the hello's impl table); a line nested deeper is no reply,
+// and copying it would recurse once per level on opmeter's stack.
+constexpr int kMaxReplyDepth = 64;
+struct TooDeep {};
+
+nlohmann::json parse_reply(const std::string& line) {
+  return nlohmann::json::parse(line, [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth > kMaxReplyDepth) throw TooDeep{};
+    return true;
+  });
 }
 
 std::string exit_text(int status) {
@@ -120,7 +138,11 @@ WorkerProcess::WorkerProcess(std::vector<std::string> argv, double start_deadlin
   std::string line;
   try {
     line = read_line(start_deadline_s, "its hello");
-    hello_ = nlohmann::json::parse(line);
+    hello_ = parse_reply(line);
+  } catch (const TooDeep&) {
+    kill_now();
+    throw WorkerUnavailable(fmt::format("{} is not an opmeter worker: its first line nests deeper than {} levels",
+                                        argv.back(), kMaxReplyDepth));
   } catch (const Interrupted&) {
     close_fd(to_worker_);
     close_fd(from_worker_);
@@ -136,14 +158,25 @@ WorkerProcess::WorkerProcess(std::vector<std::string> argv, double start_deadlin
     if (killed_by_signal_) throw;
     throw WorkerUnavailable(e.what());
   }  // WorkerHung: no hello within the deadline, `timeout`
-  if (!hello_.is_object() || hello_.value("hello", "") != "opmeter-worker") {
+  if (!hello_.is_object() || !hello_.contains("hello") || hello_["hello"] != "opmeter-worker") {
     kill_now();
     throw WorkerUnavailable(fmt::format("{} is not an opmeter worker: its first line was '{}'", argv.back(), line.substr(0, 200)));
   }
-  if (int version = hello_.value("protocol", 0); version != kProtocolVersion) {
+  if (auto version = hello_.contains("protocol") ? hello_["protocol"] : nlohmann::json(); version != kProtocolVersion) {
     kill_now();
-    throw std::runtime_error(fmt::format("the worker {} speaks protocol version {}, this opmeter speaks version {}", argv.back(),
-                                         version, kProtocolVersion));
+    if (!version.is_number_integer())
+      throw std::runtime_error(
+          fmt::format("the worker {} gives protocol {}, not a version number; this opmeter speaks version {}",
+                      argv.back(), version.is_null() ? "(none)" : short_json(version, 40), kProtocolVersion));
+    throw std::runtime_error(fmt::format("the worker {} speaks protocol version {}, this opmeter speaks version {}",
+                                         argv.back(), version.get<std::int64_t>(), kProtocolVersion));
+  }
+  try {  // what is shown of the hello: the types the protocol gives it
+    for (const char* key : {"python", "torch", "torch_why", "triton", "triton_why"})
+      if (hello_.contains(key) && !hello_[key].is_null()) string_field(hello_, key, "hello");
+  } catch (const BadReply& e) {
+    kill_now();
+    throw std::runtime_error(e.what());
   }
   if (auto note = announcement_note(hello_); !note.empty()) {
     static std::once_flag said;
@@ -164,7 +197,9 @@ WorkerProcess::~WorkerProcess() {
 }
 
 nlohmann::json WorkerProcess::request(const nlohmann::json& request, double deadline_s) {
-  if (!alive()) throw WorkerCrashed("the worker is no longer running");
+  if (!alive()) throw WorkerCrashed(ended_.empty() ? "the worker is no longer running" : ended_);
+  read_what_is_there();
+  unrequested("before a request");  // each reply must answer its own request
   std::string line = request.dump() + "\n";
   for (std::size_t done = 0; done < line.size();) {
     ssize_t n = write(to_worker_, line.data() + done, line.size() - done);
@@ -173,8 +208,13 @@ nlohmann::json WorkerProcess::request(const nlohmann::json& request, double dead
     done += static_cast<std::size_t>(n);
   }
   std::string reply = read_line(deadline_s, "its reply");
+  unrequested(fmt::format("after its reply to '{}'", request.value("cmd", "")));
   try {
-    return nlohmann::json::parse(reply);
+    return parse_reply(reply);
+  } catch (const TooDeep&) {
+    kill_now();
+    throw WorkerCrashed(
+        fmt::format("the worker's reply nests deeper than {} levels: '{}'", kMaxReplyDepth, reply.substr(0, 80)));
   } catch (const nlohmann::json::exception&) {
     kill_now();
     throw WorkerCrashed(fmt::format("the worker replied with a line that is not JSON: '{}'", reply.substr(0, 200)));
@@ -211,7 +251,32 @@ std::string WorkerProcess::read_line(double deadline_s, const char* waiting_for)
       ssize_t n = read(from_worker_, buf, sizeof buf);
       if (n == 0 || (n < 0 && errno != EINTR)) died(waiting_for);
       if (n > 0) pending_.append(buf, static_cast<std::size_t>(n));
+    } else if (has_ended(pid_)) {
+      // Dead without closing its stdout: a process it forked holds it open, and no end of file
+      // will come. What it wrote before it died is read; then how it ended is the answer.
+      read_what_is_there();
+      if (pending_.find('\n') == std::string::npos) died(waiting_for);
     }
+  }
+}
+
+void WorkerProcess::unrequested(const std::string& when) {
+  if (pending_.find_first_not_of(" \t\r\n") == std::string::npos) return;
+  const std::string line = pending_.substr(0, pending_.find('\n'));
+  kill_now();
+  throw WorkerCrashed(
+      fmt::format("the worker wrote a line {}, which no request asked for (one reply per request): '{}'", when,
+                  line.substr(0, 200)));
+}
+
+void WorkerProcess::read_what_is_there() {
+  char buf[65536];
+  for (;;) {
+    pollfd fd = {from_worker_, POLLIN, 0};
+    if (poll(&fd, 1, 0) <= 0 || !(fd.revents & POLLIN)) return;
+    ssize_t n = read(from_worker_, buf, sizeof buf);
+    if (n <= 0) return;
+    pending_.append(buf, static_cast<std::size_t>(n));
   }
 }
 
@@ -237,8 +302,9 @@ void WorkerProcess::died(const char* waiting_for) {
   pid_ = -1;
   killed_by_signal_ = WIFSIGNALED(status);
   drain_stderr();
-  throw WorkerCrashed(fmt::format("the worker {} before sending {}{}", exit_text(status), waiting_for,
-                                  stderr_.empty() ? "" : "; its stderr ended with:\n" + stderr_tail()));
+  ended_ = fmt::format("the worker {} before sending {}{}", exit_text(status), waiting_for,
+                       stderr_.empty() ? "" : "; its stderr ended with:\n" + stderr_tail());
+  throw WorkerCrashed(ended_);
 }
 
 void WorkerProcess::kill_now() {

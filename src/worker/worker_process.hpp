@@ -55,11 +55,16 @@ class WorkerProcess {
   // The next line of stdout, reading stderr meanwhile; throws as request() does.
   std::string read_line(double deadline_s, const char* waiting_for);
   void drain_stderr();
+  // What the worker's stdout holds now, into pending_, without waiting.
+  void read_what_is_there();
+  // Throws WorkerCrashed (the worker killed) when pending_ holds a line no request asked for.
+  void unrequested(const std::string& when);
   [[noreturn]] void died(const char* waiting_for);
   void kill_now();
 
   pid_t pid_ = -1;
   bool killed_by_signal_ = false;  // how it ended, when it died (died())
+  std::string ended_;              // how it ended, said again to a request after its death
   int to_worker_ = -1, from_worker_ = -1, errors_ = -1;
   std::string pending_;  // stdout read past the last line
   std::string stderr_;   // its tail

@@ -1,12 +1,15 @@
 /* Plugins that go wrong, for tests/c_plugin_test.cpp; which one is chosen at compile time:
  *   BAD_RESULTS       impls of relu that compute wrongly, cannot run the case, or fail in run
+ *                     (one with a message that fills the buffer, in many lines, unterminated)
  *   WRONG_ABI         a library built for the next plugin ABI
  *   BAD_DESCRIPTIONS  impls described wrongly (and one right, which must not be registered)
  *   NO_ENTRY          a shared library without opmeter_plugin_register
  *   ENDS_PROCESS      impls of relu whose run calls exit(0), segfaults or aborts, and one correct
  *                     (whose setup prints to stdout)
  *   MARKS_LOAD        a correct relu whose library constructor creates the file $OPMETER_TEST_MARKER
- *                     (to show which commands load plugins) */
+ *                     (to show which commands load plugins)
+ *   EXITS_REGISTERING, CRASHES_REGISTERING  an entry point that calls exit(3), or segfaults
+ *   EXITS_LOADING     a library constructor that calls exit(4) */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +105,10 @@ static void* setup_chatty(const opmeter_case* c, int* flags, char* err, size_t e
 }
 #endif
 
+#ifdef EXITS_LOADING
+__attribute__((constructor)) static void exit_at_load(void) { exit(4); }
+#endif
+
 #ifdef MARKS_LOAD
 __attribute__((constructor)) static void mark_load(void) {
   const char* path = getenv("OPMETER_TEST_MARKER");
@@ -119,6 +126,13 @@ static int run_failing(void* p, size_t copy, char* err, size_t err_len) {
   (void)copy;
   snprintf(err, err_len, "the kernel launch failed");
   return 7;
+}
+
+static int run_long_message(void* p, size_t copy, char* err, size_t err_len) {
+  (void)p;
+  (void)copy;
+  for (size_t i = 0; i < err_len; ++i) err[i] = i % 100 == 99 ? '\n' : 'x'; /* no terminating NUL */
+  return 1;
 }
 
 static int sync_none(void* p, char* err, size_t err_len) {
@@ -151,22 +165,33 @@ static opmeter_impl relu(const char* name, void* (*setup_fn)(const opmeter_case*
 
 int opmeter_plugin_register(opmeter_registry* registry) {
 #if defined(BAD_RESULTS)
-  opmeter_impl impls[] = {relu("test_plugin_wrong", setup, run_identity),
-                          relu("test_plugin_unsupported", setup_unsupported, run_identity),
-                          relu("test_plugin_failing", setup, run_failing)};
+  opmeter_impl impls[] = {
+      relu("test_plugin_wrong", setup, run_identity), relu("test_plugin_unsupported", setup_unsupported, run_identity),
+      relu("test_plugin_failing", setup, run_failing), relu("test_plugin_long_message", setup, run_long_message)};
 #elif defined(BAD_DESCRIPTIONS)
-  opmeter_impl impls[] = {relu("test_plugin_fine", setup, run_identity), relu("test_plugin_unknown_op", setup, run_identity),
-                          relu("My-Relu", setup, run_identity), relu("opmeter", setup, run_identity),
-                          relu("test_plugin_bad_dtype", setup, run_identity), relu("test_plugin_bad_device", setup, run_identity),
-                          relu("test_plugin_no_run", setup, NULL)};
+  opmeter_impl impls[] = {relu("test_plugin_fine", setup, run_identity),
+                          relu("test_plugin_unknown_op", setup, run_identity),
+                          relu("My-Relu", setup, run_identity),
+                          relu("opmeter", setup, run_identity),
+                          relu("test_plugin_bad_dtype", setup, run_identity),
+                          relu("test_plugin_bad_device", setup, run_identity),
+                          relu("test_plugin_no_run", setup, NULL),
+                          relu("test_plugin_fp64", setup, run_identity)};
   impls[1].op = "relux";
   impls[4].dtypes = "fp32,fp33";
   impls[5].devices = "gpu";
+  impls[7].dtypes = "fp32,fp64"; /* a dtype relu has no form of: it would get fp32 inputs */
 #elif defined(ENDS_PROCESS)
   opmeter_impl impls[] = {relu("test_plugin_exits", setup, run_exit), relu("test_plugin_segfaults", setup, run_segfault),
                           relu("test_plugin_aborts", setup, run_abort), relu("test_plugin_correct", setup_chatty, run_relu)};
 #elif defined(MARKS_LOAD)
   opmeter_impl impls[] = {relu("test_plugin_marked", setup, run_relu)};
+#elif defined(EXITS_REGISTERING)
+  opmeter_impl impls[] = {relu("test_plugin_exits_registering", setup, run_relu)};
+  exit(3);
+#elif defined(CRASHES_REGISTERING)
+  opmeter_impl impls[] = {relu("test_plugin_crashes_registering", setup, run_relu)};
+  raise(SIGSEGV);
 #else
   opmeter_impl impls[] = {relu("test_plugin_other_abi", setup, run_identity)};
 #endif

@@ -74,3 +74,65 @@ class cannot_here:
 
     def run(state):
         raise NotImplementedError("cannot_here runs only on a device this machine lacks")
+
+
+class cannot_set_up:
+    """A kernel that says in setup, where it learns the case, that it cannot run it."""
+    op = "relu"
+
+    def setup(case):
+        raise NotImplementedError("cannot_set_up needs hidden >= 1000000")
+
+    def run(state):
+        return state
+
+
+class relu_fp64:
+    """Declares a dtype relu has no form of: it would get fp32 inputs under an fp64 name."""
+    op = "relu"
+    dtypes = ["fp32", "fp64"]
+
+    def setup(case):
+        return case.inputs[0]
+
+    def run(state):
+        return torch.relu(state)
+
+
+class claims_peak:
+    """Claims an op whose inputs and check only opmeter's own impls know."""
+    op = "peak"
+
+    def setup(case):
+        return torch.zeros(1)
+
+    def run(state):
+        return state
+
+
+class string_dtypes:
+    """dtypes as a string, not a list: must not be read letter by letter."""
+    op = "relu"
+    dtypes = "fp32"
+
+    def setup(case):
+        return case.inputs[0]
+
+    def run(state):
+        return torch.relu(state)
+
+
+class reads_stdin:
+    """Reads its standard input (as input() or pdb would): must meet its end at once, not the
+    worker's requests."""
+    op = "relu"
+
+    def setup(case):
+        import os
+        import sys
+        assert sys.stdin.read() == "" and os.read(0, 16) == b"", "stdin is not empty"
+        return case.inputs[0], torch.empty_like(case.inputs[0])
+
+    def run(state):
+        x, out = state
+        return torch.clamp(x, min=0, out=out)

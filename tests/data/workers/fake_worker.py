@@ -7,7 +7,12 @@ fp32 inputs correctly, or misbehaves as FAKE_WORKER_MODE says:
   memory (its check replies report a peak memory of 12345 bytes, as a CUDA worker's do),
   held (its samples say they were held behind a launch hold, as a CUDA worker's do),
   model_ok / model_wrong / model_no_verdict / model_nan (for op `model`, which the worker checks:
-  an output of 0.5s with a passing verdict, a failing one, none, or a NaN in the output)."""
+  an output of 0.5s with a passing verdict, a failing one, none, or a NaN in the output),
+  fork_and_crash_on_sample (forks a helper that keeps its stdout open and sleeps, then is killed
+  by SIGSEGV), deep_reply (a setup reply nested a million levels deep), double_reply (two replies
+  to setup), and with a JSON text after the colon: hello:{...} (fields put in the hello),
+  setup_reply:TEXT (setup's reply line), run_seconds:TEXT and sample_seconds:TEXT (the seconds
+  those replies give)."""
 import array
 import json
 import os
@@ -16,6 +21,7 @@ import sys
 import time
 
 mode = os.environ.get("FAKE_WORKER_MODE", "ok")
+mode, _, mode_text = mode.partition(":")
 out = sys.stdout
 
 
@@ -34,7 +40,13 @@ if mode == "exit_at_start":
     print("ImportError: fake worker: a module is missing", file=sys.stderr, flush=True)
     sys.exit(1)
 reply({"hello": "opmeter-worker", "protocol": 99 if mode == "protocol_99" else 1, "python": sys.version.split()[0],
-       "torch": None, "torch_why": "fake", "triton": None, "triton_why": "fake", "cuda_devices": 0})
+       "torch": None, "torch_why": "fake", "triton": None, "triton_why": "fake", "cuda_devices": 0,
+       **(json.loads(mode_text) if mode == "hello" else {})})
+
+
+def reply_raw(text):
+    out.write(text + "\n")
+    out.flush()
 
 
 def read_f32(path):
@@ -62,8 +74,20 @@ for line in sys.stdin:
             time.sleep(3600)
         x = read_f32(req["inputs"][0]["path"])
         out_count = req["output"]["count"] if req.get("output") else 0
+        if mode == "setup_reply":
+            reply_raw(mode_text)
+            continue
+        if mode == "deep_reply":
+            depth = 1000000
+            reply_raw('{"ok": true, "details": {"x": ' + "[" * depth + "]" * depth + "}}")
+            continue
         reply({"ok": True, "details": {"fake": "yes"}})
+        if mode == "double_reply":
+            reply({"ok": True, "details": {"fake": "again"}})
     elif cmd == "run":
+        if mode == "run_seconds":
+            reply_raw('{"ok": true, "seconds": ' + mode_text + "}")
+            continue
         reply({"ok": True})
     elif cmd == "sample":
         if mode == "crash_on_sample":
@@ -72,6 +96,16 @@ for line in sys.stdin:
         if mode == "hang_on_sample":
             print("fake worker: stuck", file=sys.stderr, flush=True)
             time.sleep(3600)
+        if mode == "fork_and_crash_on_sample":
+            helper = os.fork()
+            if helper == 0:  # holds the worker's stdout open: no end of file tells opmeter
+                time.sleep(3600)
+                os._exit(0)
+            print(f"fake worker: helper {helper}, about to crash", file=sys.stderr, flush=True)
+            os.kill(os.getpid(), signal.SIGSEGV)
+        if mode == "sample_seconds":
+            reply_raw('{"ok": true, "seconds": ' + mode_text + "}")
+            continue
         t0 = time.perf_counter()
         for _ in range(req["calls"]):
             y = [v if v > 0 else 0.0 for v in x]
