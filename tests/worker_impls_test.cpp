@@ -132,4 +132,9 @@ TEST(WorkerImpls, ListedAndSkippedWithAReasonWithoutPython) {
   auto named = without_python(kase + (dir / "named").string());
   EXPECT_EQ(named.code, 2) << named.text;
   EXPECT_NE(named.text.find("OPMETER_PYTHON=/nonexistent/python3: no such file"), std::string::npos) << named.text;
+  // check says it as run does, before it checks anything.
+  auto checked = without_python("check --op gemm --impl torch --dtype fp64 --quick -o " + (dir / "check").string());
+  EXPECT_EQ(checked.code, 2) << checked.text;
+  EXPECT_NE(checked.text.find("OPMETER_PYTHON=/nonexistent/python3: no such file"), std::string::npos) << checked.text;
+  EXPECT_FALSE(std::filesystem::exists(dir / "check" / "check.json")) << checked.text;
 }

@@ -25,6 +25,7 @@
 #include "report/reporters.hpp"
 #include "util/interrupt.hpp"
 #include "util/text.hpp"
+#include "worker/shared_worker.hpp"
 
 namespace opmeter {
 namespace fs = std::filesystem;
@@ -206,6 +207,7 @@ int check_command(const CheckArgs& given, const char* argv0) {
     for (auto& c : cases) fmt::print("{}\n", c.to_string());
     return 0;
   }
+  worker::check_worker_environment(cases);  // as run's: a bad OPMETER_PYTHON or deadline is exit 2 up front
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (!fs::is_directory(out_dir, ec)) throw UsageError(fmt::format("-o {}: cannot create the directory", out_dir));
