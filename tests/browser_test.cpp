@@ -30,8 +30,21 @@ TEST(Browser, EveryChartDrawsMarksWithoutConsoleErrors) {
   auto set = fixtures::report_set();
   auto charts = report_charts(set.results);
   ASSERT_GE(charts.size(), 6u);
-  auto status = render(chromium, html_report({set}), "all_charts");
+  const std::string dom = browser::render_dom(chromium, html_report({set}), "all_charts");
+  auto status = browser::render_status(dom);
   ASSERT_TRUE(status.value("done", false)) << status.dump(2);
+  // Each chart's menu saves PNG and SVG, and has no "View Source": vega-embed writes the spec
+  // unescaped into a same-origin popup, and the specs carry text from results files.
+  auto count = [&](const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = dom.find(what); at != std::string::npos; at = dom.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(">Save as PNG<"), charts.size());
+  EXPECT_EQ(count(">Save as SVG<"), charts.size());
+  EXPECT_EQ(count(">View Source<"), 0u);  // a link's text (the inlined library names it too)
+  EXPECT_EQ(count(">View Compiled Vega<"), 0u);
+  EXPECT_EQ(count(">Open in Vega Editor<"), 0u);
   EXPECT_EQ(status["errors"], nlohmann::json::array()) << status.dump(2);
   EXPECT_EQ(status["warnings"], nlohmann::json::array()) << status.dump(2);
   for (auto& c : charts) {

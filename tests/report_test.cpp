@@ -181,6 +181,25 @@ TEST(HtmlReport, SelfContainedWithEveryChartAndCase) {
   EXPECT_LT(html.size(), 3u << 20);
 }
 
+// vega-embed's "View Source" writes the spec, unescaped, into a popup of the page's own origin,
+// and every spec carries text from results files (impl names, labels, case strings): the page
+// keeps that action off, and with it the compiled view and the editor; export stays on.
+TEST(HtmlReport, ChartMenuHasNoSourceAction) {
+  auto html = html_report({report_set()});
+  std::smatch embed;
+  ASSERT_TRUE(std::regex_search(html, embed, std::regex(R"(vegaEmbed\(el, chart\.spec, \{\s*actions: \{([^}]*)\})")));
+  std::map<std::string, std::string> actions;
+  const std::string list = embed[1];
+  std::regex entry(R"((\w+)\s*:\s*(\w+))");
+  for (auto it = std::sregex_iterator(list.begin(), list.end(), entry); it != std::sregex_iterator(); ++it)
+    actions[(*it)[1]] = (*it)[2];
+  EXPECT_EQ(actions, (std::map<std::string, std::string>{
+                         {"export", "true"}, {"source", "false"}, {"compiled", "false"}, {"editor", "false"}}))
+      << list;
+  // One call of vegaEmbed: no other chart is drawn with other options.
+  EXPECT_EQ(html.find("vegaEmbed(", html.find("vegaEmbed(el,") + 1), std::string::npos);
+}
+
 TEST(HtmlReport, NoChartsSaysWhy) {
   ResultSet set{"x", ResultsFormat::results_jsonl, nlohmann::json::object(),
                 {with_status("gemm/onednn/fp32/M=8,N=8,K=8/threads=2", Status::skipped, "no")}};
