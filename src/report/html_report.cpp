@@ -21,11 +21,16 @@ namespace opmeter {
 namespace {
 
 const std::map<std::string, std::string>& section_titles() {
-  static const std::map<std::string, std::string> titles = {
-      {"gemm-heatmap", "GEMM"},        {"dtype-curves", "GEMM"}, {"roofline", "Roofline"},
-      {"impl-comparison", "Implementations"}, {"efficiency", "Energy efficiency"}, {"fusion", "Fusion"},
-      {"quantization", "Quantization"},
-      {"burst-sustained", "GPU: burst, sustained, telemetry"}, {"gpu-telemetry", "GPU: burst, sustained, telemetry"}};
+  static const std::map<std::string, std::string> titles = {{"gemm-heatmap", "GEMM"},
+                                                            {"gemm-scatter", "GEMM"},
+                                                            {"dtype-curves", "GEMM"},
+                                                            {"roofline", "Roofline"},
+                                                            {"impl-comparison", "Implementations"},
+                                                            {"efficiency", "Energy efficiency"},
+                                                            {"fusion", "Fusion"},
+                                                            {"quantization", "Quantization"},
+                                                            {"burst-sustained", "GPU: burst, sustained, telemetry"},
+                                                            {"gpu-telemetry", "GPU: burst, sustained, telemetry"}};
   return titles;
 }
 
