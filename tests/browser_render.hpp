@@ -39,8 +39,8 @@ inline std::string html_unescape(std::string s) {
   return s;
 }
 
-// Renders a report and returns the page's own account of it.
-inline nlohmann::json render(const std::string& chromium, const std::string& html, const std::string& name) {
+// Renders a report and returns the page's DOM after its scripts ran.
+inline std::string render_dom(const std::string& chromium, const std::string& html, const std::string& name) {
   auto dir = fs::temp_directory_path() / ("opmeter_browser_" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -50,7 +50,11 @@ inline nlohmann::json render(const std::string& chromium, const std::string& htm
       "timeout 180 '{}' --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir='{}' "
       "--host-resolver-rules='MAP * ~NOTFOUND' --virtual-time-budget=60000 --dump-dom 'file://{}' 2>/dev/null",
       chromium, (dir / "profile").string(), (dir / "report.html").string());
-  auto dom = run(cmd);
+  return run(cmd);
+}
+
+// The page's own account of how each chart drew, from its DOM.
+inline nlohmann::json render_status(const std::string& dom) {
   auto start = dom.find("<pre id=\"render-status\"");
   if (start == std::string::npos) return {{"error", "no #render-status in the rendered page"}, {"dom_bytes", dom.size()}};
   start = dom.find('>', start) + 1;
@@ -58,6 +62,11 @@ inline nlohmann::json render(const std::string& chromium, const std::string& htm
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded()) return {{"error", "#render-status is not JSON"}, {"text", text}};
   return j;
+}
+
+// Renders a report and returns the page's own account of it.
+inline nlohmann::json render(const std::string& chromium, const std::string& html, const std::string& name) {
+  return render_status(render_dom(chromium, html, name));
 }
 
 }  // namespace opmeter::browser

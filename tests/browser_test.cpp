@@ -2,6 +2,10 @@
 // chart drew (the page records it in #render-status).
 #include <gtest/gtest.h>
 
+#include <random>
+
+#include <fmt/format.h>
+
 #include "report/charts.hpp"
 #include "report/report.hpp"
 #include "report/chart_assets.hpp"
@@ -30,8 +34,21 @@ TEST(Browser, EveryChartDrawsMarksWithoutConsoleErrors) {
   auto set = fixtures::report_set();
   auto charts = report_charts(set.results);
   ASSERT_GE(charts.size(), 6u);
-  auto status = render(chromium, html_report({set}), "all_charts");
+  const std::string dom = browser::render_dom(chromium, html_report({set}), "all_charts");
+  auto status = browser::render_status(dom);
   ASSERT_TRUE(status.value("done", false)) << status.dump(2);
+  // Each chart's menu saves PNG and SVG, and has no "View Source": vega-embed writes the spec
+  // unescaped into a same-origin popup, and the specs carry text from results files.
+  auto count = [&](const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = dom.find(what); at != std::string::npos; at = dom.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(">Save as PNG<"), charts.size());
+  EXPECT_EQ(count(">Save as SVG<"), charts.size());
+  EXPECT_EQ(count(">View Source<"), 0u);  // a link's text (the inlined library names it too)
+  EXPECT_EQ(count(">View Compiled Vega<"), 0u);
+  EXPECT_EQ(count(">Open in Vega Editor<"), 0u);
   EXPECT_EQ(status["errors"], nlohmann::json::array()) << status.dump(2);
   EXPECT_EQ(status["warnings"], nlohmann::json::array()) << status.dump(2);
   for (auto& c : charts) {
@@ -60,6 +77,41 @@ TEST(Browser, ABrokenSpecIsReportedOnThePage) {
   ASSERT_TRUE(status.value("done", false)) << status.dump(2);
   EXPECT_TRUE(status["charts"]["roofline"].contains("error")) << status.dump(2);
   EXPECT_FALSE(status["errors"].empty());
+}
+
+// A canvas over the browser's limit draws as a broken image with no error: the page's check
+// counts it as a chart that was not drawn. And a random shapes sweep, which made such a canvas
+// as a heatmap, draws as a scatter.
+TEST(Browser, ACanvasOverTheBrowsersLimitIsAnError) {
+  auto chromium = find_chromium();
+  if (chromium.empty()) GTEST_SKIP() << "Chromium is not installed (Debian package chromium)";
+  if (chart_libraries().empty()) GTEST_SKIP() << kNoCharts;
+  auto set = fixtures::report_set();
+  auto html = html_report({set});
+  const std::string step = "\"height\":{\"step\":26}";
+  auto at = html.find(step);
+  ASSERT_NE(at, std::string::npos);
+  html.replace(at, step.size(), "\"height\":{\"step\":4000}");  // 4 K x 3 M x 4000 px: 48000 px tall
+  auto status = render(chromium, html, "huge_canvas");
+  ASSERT_TRUE(status.value("done", false)) << status.dump(2);
+  ASSERT_TRUE(status["charts"]["gemm-heatmap"].contains("error")) << status.dump(2);
+  EXPECT_NE(status["charts"]["gemm-heatmap"]["error"].get<std::string>().find("over the browser's canvas limit"),
+            std::string::npos);
+  EXPECT_FALSE(status["charts"]["roofline"].contains("error"));
+
+  ResultSet sweep{"rnd", ResultsFormat::results_jsonl, nlohmann::json::object(), {}};
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> size(16, 4096);
+  for (int i = 0; i < 240; ++i) {
+    const int m = size(rng), n = size(rng), k = size(rng);
+    auto w = fixtures::gemm_work(m, n, k);
+    sweep.results.push_back(fixtures::measured(fmt::format("gemm/onednn/fp32/M={},N={},K={}/threads=2", m, n, k),
+                                               fixtures::time_at(w, 80), w));
+  }
+  auto drawn = render(chromium, html_report({sweep}), "random_shapes");
+  ASSERT_TRUE(drawn.value("done", false)) << drawn.dump(2);
+  EXPECT_EQ(drawn["errors"], nlohmann::json::array()) << drawn.dump(2);
+  EXPECT_GE(drawn["charts"]["gemm-heatmap"].value("marks", 0u), 240u) << drawn.dump(2);
 }
 
 TEST(Browser, UnreadableSpecsStillFinishWithAnError) {

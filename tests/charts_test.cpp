@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <random>
 #include <set>
 
 #include <fmt/format.h>
@@ -62,7 +64,7 @@ TEST(Charts, RooflineHasOneRoofPerThreadCount) {
     const double peak = one ? 100 : 190, bandwidth = one ? 10 : 16, at = l["intensity"].get<double>();
     EXPECT_NEAR(l["gflops"].get<double>(), std::min(peak, bandwidth * at), 1e-9 * peak) << l.dump();
   }
-  EXPECT_NE(chart->caption.find("one roofline per thread count"), std::string::npos) << chart->caption;
+  EXPECT_NE(chart->caption.find("one roofline per run, machine, thread count"), std::string::npos) << chart->caption;
   // One thread count: the names as before, without it.
   std::vector<Result> two = {rs[1], rs[3], rs[5]};
   EXPECT_EQ(field_values(roofline_chart(two)->spec["layer"][0]["data"]["values"], "ceiling"),
@@ -82,12 +84,15 @@ TEST(Charts, GemmHeatmapKeepsTheBestImplPerCell) {
   EXPECT_EQ(field_values(values, "impl"), (std::set<std::string>{"onednn"}));
   EXPECT_EQ(field_values(values, "dtype"), (std::set<std::string>{"bf16", "fp32"}));
   EXPECT_EQ(spec["facet"]["row"]["field"], "K");
-  EXPECT_EQ(spec["facet"]["column"]["field"], "dtype");
+  EXPECT_EQ(spec["facet"]["column"]["field"], "panel");  // the dtype, one thread count: nothing more
+  EXPECT_EQ(field_values(values, "panel"), (std::set<std::string>{"bf16", "fp32"}));
   EXPECT_EQ(spec["spec"]["layer"][0]["mark"]["type"], "rect");
-  EXPECT_EQ(spec["spec"]["layer"][0]["encoding"]["color"]["field"], "tflops");
+  EXPECT_EQ(spec["spec"]["layer"][0]["encoding"]["color"]["field"], "rate");
+  EXPECT_EQ(spec["spec"]["layer"][0]["encoding"]["color"]["title"], "GFLOP/s");  // the best is 0.6 TFLOP/s
   const json* cell = find_row(values, "case", "gemm/onednn/bf16/M=1024,N=1024,K=1024/threads=2");
   ASSERT_NE(cell, nullptr);
   EXPECT_NEAR((*cell)["tflops"].get<double>(), 0.6, 0.01);  // 300 x 2 (bf16) x 1.0 GFLOP/s
+  EXPECT_NEAR((*cell)["rate"].get<double>(), 600, 6);
 }
 
 TEST(Charts, GemmChartsNeedMoreThanOnePoint) {
@@ -109,7 +114,8 @@ TEST(Charts, DtypeCurvesUseSquareSizesOnly) {
     EXPECT_EQ(v["N"], v["K"]);
   }
   EXPECT_EQ(values.size(), 3u + 3u + 1u);  // 256, 512, 1024 in both dtypes, plus fp32 64^3
-  EXPECT_EQ(chart->spec["encoding"]["color"]["field"], "dtype");
+  EXPECT_EQ(chart->spec["encoding"]["color"]["field"], "panel");
+  EXPECT_EQ(field_values(values, "panel"), (std::set<std::string>{"bf16", "fp32"}));
   EXPECT_EQ(chart->spec["encoding"]["x"]["scale"]["type"], "log");
 }
 
@@ -156,6 +162,69 @@ TEST(Charts, RooflineHasMeasuredCeilingsAndEveryCaseAsAPoint) {
   EXPECT_EQ(layers[1]["encoding"]["x"]["scale"]["type"], "log");
 }
 
+// An int8dq recipe of a bf16 linear computes in int8 and carries the int8 peak (1360 GFLOP/s);
+// keyed by the case's dtype it raised the bf16 roof to the int8 peak, 8x the bf16 FMA peak.
+TEST(Charts, RooflineKeysEachPeakByTheDtypeItIsThePeakOf) {
+  const std::string shape = "batch=1,seq=1,hidden=1024,out=8192,act=none";
+  Work lin{2.0 * 1024 * 8192, 1024.0 * 8192 * 2, 8192 * 2};
+  auto linear = [&](const std::string& impl, const std::string& quant, double gflops, double peak) {
+    Result r = measured("linear/" + impl + "/bf16/" + shape + quant + "/threads=2", lin.flops / (gflops * 1e9), lin);
+    r.peak_gflops = peak;
+    return r;
+  };
+  std::vector<Result> rs = {
+      measured("peak/opmeter/bf16/kernel=fma/threads=2", 1e-4, {1.704e7, 0, 0}),
+      measured("bandwidth/opmeter/fp32/kernel=read,n=268435456/threads=2", 1073741824 / 28e9, {0, 1073741824, 0}),
+      linear("onednn", "", 17, 173.7), linear("opmeter_quant", ",quant=int4wo-64", 94, 173.7),
+      linear("opmeter_quant", ",quant=int8dq", 60, 1360.6)};
+  auto chart = roofline_chart(rs);
+  ASSERT_TRUE(chart);
+  const json& lines = chart->spec["layer"][0]["data"]["values"];
+  EXPECT_EQ(field_values(lines, "ceiling"), (std::set<std::string>{"bf16 peak 174 GFLOP/s", "int8 peak 1361 GFLOP/s"}));
+  for (auto& l : lines) {
+    if (l["ceiling"].get<std::string>().rfind("bf16", 0) == 0) {
+      EXPECT_LE(l["gflops"].get<double>(), 174) << l.dump();
+    }
+  }
+  // Each point says which ceiling bounds it: the int8dq case the int8 peak, the others bf16's.
+  for (auto& p : chart->spec["layer"][1]["data"]["values"]) {
+    const bool dq = p["case"].get<std::string>().find("int8dq") != std::string::npos;
+    EXPECT_EQ(p["ceiling"], dq ? "int8 peak" : "bf16 peak") << p.dump();
+  }
+  // Without the int8dq case, no int8 roof: its peak came only from that case.
+  rs.pop_back();
+  EXPECT_EQ(field_values(roofline_chart(rs)->spec["layer"][0]["data"]["values"], "ceiling"),
+            (std::set<std::string>{"bf16 peak 174 GFLOP/s"}));
+}
+
+// Two runs from two machines have two roofs, each point in its roof's colour: one roof over both
+// drew the slower machine's points under the faster machine's ceilings.
+TEST(Charts, RooflineOfTwoRunsHasARoofEach) {
+  auto run = [](double scale) {
+    Work w = gemm_work(256, 256, 256);
+    return std::vector<Result>{measured("peak/opmeter/fp32/kernel=fma/threads=2", 1e-4 / scale, {1.7e7, 0, 0}),
+                               measured("bandwidth/opmeter/fp32/kernel=read,n=268435456/threads=2",
+                                        1073741824 / (16e9 * scale), {0, 1073741824, 0}),
+                               measured("gemm/onednn/fp32/M=256,N=256,K=256/threads=2", time_at(w, 100 * scale), w)};
+  };
+  auto charts = report_charts({run(1), run(0.25)}, {"x/machA", "x/machB"});
+  const Chart* roof = nullptr;
+  for (auto& c : charts)
+    if (c.id == "roofline") roof = &c;
+  ASSERT_NE(roof, nullptr);
+  auto& lines = roof->spec["layer"][0];
+  auto& points = roof->spec["layer"][1];
+  EXPECT_EQ(field_values(lines["data"]["values"], "ceiling"),
+            (std::set<std::string>{"fp32 peak 170 GFLOP/s (run machA, threads=2)",
+                                   "fp32 peak 43 GFLOP/s (run machB, threads=2)"}));
+  EXPECT_EQ(field_values(points["data"]["values"], "roof"),
+            (std::set<std::string>{"run machA, threads=2", "run machB, threads=2"}));
+  EXPECT_EQ(lines["encoding"]["color"]["field"], "roof");
+  EXPECT_EQ(points["encoding"]["color"]["field"], "roof");
+  EXPECT_FALSE(roof->spec.contains("resolve"));  // one colour scale: a roof and its points match
+  EXPECT_GE(points["encoding"]["color"]["legend"]["labelLimit"].get<int>(), 300);
+}
+
 TEST(Charts, RooflineWithoutCeilingsSaysSo) {
   std::vector<Result> rs;
   for (auto& r : report_results())
@@ -189,6 +258,198 @@ TEST(Charts, ImplComparisonPerOpInItsOwnUnit) {
   auto& linear = by_id["impl-linear"]->spec;
   EXPECT_EQ(linear["mark"]["type"], "bar");
   EXPECT_EQ(linear["data"]["values"].size(), 3u);
+}
+
+namespace {
+
+// Whether any channel of a spec (or of its layers) aggregates, or a bar chart's y stacks.
+bool sums_rates(const json& spec) {
+  for (auto& [channel, enc] : spec.value("encoding", json::object()).items())
+    if (enc.is_object() && enc.contains("aggregate")) return true;
+  if (spec.contains("mark") && spec["mark"].value("type", "") == "bar" &&
+      !(spec["encoding"]["y"].contains("stack") && spec["encoding"]["y"]["stack"].is_null()))
+    return true;
+  if (spec.contains("transform")) return true;
+  for (auto& l : spec.value("layer", json::array()))
+    if (sums_rates(l)) return true;
+  return false;
+}
+
+}  // namespace
+
+// One size per op: a bar per result. Two runs, two thread counts, hot and cold of one impl are
+// bars of their own, each at its own rate; a bar chart that stacked them showed their sum (two
+// runs of 14 GB/s read 28 GB/s, above the machine's bandwidth).
+TEST(Charts, ImplBarsAreOneResultEachNeverASum) {
+  const std::string shape = "batch=16,seq=512,hidden=4096";
+  const double bytes = 16.0 * 512 * 4096 * 4 * 2;
+  auto silu = [&](const std::string& impl, const std::string& how, double gbps) {
+    return measured("silu/" + impl + "/fp32/" + shape + "/" + how, bytes / (gbps * 1e9), {bytes, bytes / 2, bytes / 2});
+  };
+  std::vector<Result> run1 = {silu("opmeter", "threads=1", 14.2), silu("opmeter", "threads=2", 20),
+                              silu("opmeter", "threads=2,hot", 30), silu("onednn", "threads=1", 9)};
+  std::vector<Result> run2 = {silu("opmeter", "threads=1", 14.0), silu("onednn", "threads=1", 10.2)};
+  auto charts = report_charts({run1, run2}, {"m/a/tour-ops", "m/b/tour-ops"});
+  const Chart* chart = nullptr;
+  for (auto& c : charts)
+    if (c.id == "impl-silu") chart = &c;
+  ASSERT_NE(chart, nullptr);
+  const json& spec = chart->spec;
+  EXPECT_EQ(spec["mark"]["type"], "bar");
+  EXPECT_FALSE(sums_rates(spec)) << spec["encoding"].dump();
+  EXPECT_EQ(spec["encoding"]["x"]["field"], "impl");
+  EXPECT_EQ(spec["encoding"]["xOffset"]["field"], "variant");
+  // One row per result, each at its own rate, and no two at one place (impl, variant, dtype).
+  auto& values = spec["data"]["values"];
+  ASSERT_EQ(values.size(), 6u);
+  std::set<std::string> places;
+  for (auto& v : values)
+    places.insert(v["impl"].get<std::string>() + "|" + v["variant"].get<std::string>() + "|" +
+                  v["dtype"].get<std::string>());
+  EXPECT_EQ(places.size(), values.size()) << values.dump(1);
+  std::map<std::string, double> rate;
+  for (auto& v : values) rate[v["series"].get<std::string>()] = v["rate"].get<double>();
+  EXPECT_EQ(rate.size(), 6u) << values.dump(1);
+  EXPECT_NEAR(rate["opmeter (threads=1, cold, run a/tour-ops)"], 14.2, 0.3) << values.dump(1);
+  EXPECT_NEAR(rate["opmeter (threads=1, cold, run b/tour-ops)"], 14.0, 0.3);
+  EXPECT_NEAR(rate["opmeter (threads=2, hot, run a/tour-ops)"], 30, 0.6);
+  EXPECT_NEAR(rate["onednn (threads=1, cold, run b/tour-ops)"], 10.2, 0.2);
+  for (auto& [series, r] : rate) EXPECT_LE(r, 30 * 1.02) << series;  // no bar is a sum
+  // The same op measured twice in one series (two shapes of one size): two bars, named by shape.
+  std::vector<Result> shapes = {silu("opmeter", "threads=1", 14), silu("onednn", "threads=1", 9),
+                                measured("silu/opmeter/fp32/batch=32,seq=256,hidden=4096/threads=1", bytes / 16e9,
+                                         {bytes, bytes / 2, bytes / 2})};
+  auto two = impl_comparison_charts(shapes);
+  ASSERT_EQ(two.size(), 1u);
+  auto variants = field_values(two[0].spec["data"]["values"], "variant");
+  EXPECT_EQ(variants, (std::set<std::string>{"", shape, "batch=32,seq=256,hidden=4096"}));
+  EXPECT_FALSE(sums_rates(two[0].spec));
+}
+
+// A `random:` shapes sweep has hundreds of distinct M, N and K: as a heatmap, a canvas of
+// 8673 x 952353 px that no browser draws. Past a few distinct values the chart is a scatter.
+TEST(Charts, GemmHeatmapOfManyShapesIsAScatter) {
+  std::vector<Result> grid, random;
+  for (int m : {256, 512, 1024})
+    for (int n : {256, 512, 1024}) {
+      auto w = gemm_work(m, n, 256);
+      grid.push_back(measured(fmt::format("gemm/onednn/fp32/M={},N={},K=256/threads=2", m, n), time_at(w, 100), w));
+    }
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> size(16, 4096);
+  for (int i = 0; i < 240; ++i) {
+    const int m = size(rng), n = size(rng), k = size(rng);
+    auto w = gemm_work(m, n, k);
+    random.push_back(measured(fmt::format("gemm/onednn/fp32/M={},N={},K={}/threads=2", m, n, k), time_at(w, 80), w));
+  }
+  auto heat = gemm_heatmap_chart(grid);
+  ASSERT_TRUE(heat);
+  EXPECT_EQ(heat->kind, "gemm-heatmap");
+  EXPECT_TRUE(heat->spec.contains("facet"));
+  auto scatter = gemm_heatmap_chart(random);
+  ASSERT_TRUE(scatter);
+  EXPECT_EQ(scatter->kind, "gemm-scatter");
+  EXPECT_FALSE(scatter->spec.contains("facet"));
+  EXPECT_EQ(scatter->spec["mark"]["type"], "point");
+  EXPECT_EQ(scatter->spec["width"], 620);
+  EXPECT_EQ(scatter->spec["height"], 380);
+  EXPECT_EQ(scatter->spec["encoding"]["x"]["field"], "gflop");
+  auto& values = scatter->spec["data"]["values"];
+  EXPECT_EQ(values.size(), 240u);
+  for (auto& v : values) {  // each point at its own work and rate
+    const double m = v["M"].get<double>(), n = v["N"].get<double>(), k = v["K"].get<double>();
+    EXPECT_NEAR(v["gflop"].get<double>(), 2 * m * n * k * 1e-9, 1e-9 * m * n * k);
+    EXPECT_NEAR(v["rate"].get<double>(), 80, 1);  // GFLOP/s: the best point is under 1 TFLOP/s
+  }
+  EXPECT_EQ(scatter->spec["encoding"]["y"]["title"], "GFLOP/s");
+  // Many M and N over one K and one dtype: as many cells as a heatmap can hold still draw as one.
+  std::vector<Result> wide;
+  for (int m = 1; m <= 30; ++m) {
+    auto w = gemm_work(m * 16, 64, 64);
+    wide.push_back(measured(fmt::format("gemm/onednn/fp32/M={},N=64,K=64/threads=2", m * 16), time_at(w, 50), w));
+    auto w2 = gemm_work(m * 16, 128, 64);
+    wide.push_back(measured(fmt::format("gemm/onednn/fp32/M={},N=128,K=64/threads=2", m * 16), time_at(w2, 50), w2));
+  }
+  EXPECT_EQ(gemm_heatmap_chart(wide)->kind, "gemm-scatter");  // 30 distinct M: over the 24 a heatmap draws
+  wide.resize(40);                                            // 20 M x 2 N
+  EXPECT_EQ(gemm_heatmap_chart(wide)->kind, "gemm-heatmap");
+}
+
+// Threads 1 and 2 of one GEMM shape were two rects and two labels printed over each other in
+// one cell, and one line of the dtype curves zig-zagged between them under one legend entry:
+// each thread count is a panel (a line) of its own, named in the legend.
+TEST(Charts, GemmChartsKeepThreadCountsApart) {
+  std::vector<Result> rs;
+  for (int threads : {1, 2})
+    for (int size : {256, 512}) {
+      auto w = gemm_work(size, size, size);
+      rs.push_back(measured(fmt::format("gemm/onednn/fp32/M={0},N={0},K={0}/threads={1}", size, threads),
+                            time_at(w, 50.0 * threads), w));
+    }
+  auto heat = gemm_heatmap_chart(rs);
+  ASSERT_TRUE(heat);
+  auto& values = heat->spec["data"]["values"];
+  EXPECT_EQ(values.size(), 4u);
+  std::set<std::string> cells;  // (panel, K, M, N): one rect each
+  for (auto& v : values) cells.insert(v["panel"].get<std::string>() + v["K"].dump() + v["M"].dump() + v["N"].dump());
+  EXPECT_EQ(cells.size(), 4u);
+  EXPECT_EQ(heat->spec["facet"]["column"]["field"], "panel");
+  EXPECT_EQ(field_values(values, "panel"), (std::set<std::string>{"fp32 (threads=1)", "fp32 (threads=2)"}));
+  // The label has the digits to tell 50 from 100 GFLOP/s: GFLOP/s below 1 TFLOP/s, 3 digits.
+  EXPECT_EQ(heat->spec["spec"]["layer"][1]["encoding"]["text"]["format"], ".3~r");
+  EXPECT_NEAR(find_row(values, "case", "gemm/onednn/fp32/M=256,N=256,K=256/threads=1")->at("rate").get<double>(), 50,
+              0.5);
+  auto curves = dtype_curves_chart(rs);
+  ASSERT_TRUE(curves);
+  EXPECT_EQ(curves->spec["encoding"]["color"]["field"], "panel");
+  EXPECT_FALSE(curves->spec["encoding"].contains("detail"));
+  EXPECT_EQ(field_values(curves->spec["data"]["values"], "panel"),
+            (std::set<std::string>{"fp32 (threads=1)", "fp32 (threads=2)"}));
+}
+
+// The impl line chart joined threads 1 and 2, hot and cold, both runs and every quantization
+// recipe of one impl into one line: each is a line of its own, named in the legend.
+TEST(Charts, ImplLinesAreOneSeriesEach) {
+  std::vector<Result> rs;
+  for (int batch : {1, 4})
+    for (const char* how : {"threads=1", "threads=2", "threads=2,hot"})
+      for (const char* impl : {"opmeter", "onednn"}) {
+        const double bytes = batch * 1048576.0 * 8;
+        rs.push_back(measured(fmt::format("silu/{}/fp32/batch={},seq=256,hidden=1024/{}", impl, batch, how),
+                              bytes / 20e9, {bytes, bytes / 2, bytes / 2}));
+      }
+  auto charts = impl_comparison_charts(rs);
+  ASSERT_EQ(charts.size(), 1u);
+  auto& spec = charts[0].spec;
+  EXPECT_EQ(spec["mark"]["type"], "line");
+  EXPECT_EQ(spec["encoding"]["color"]["field"], "series");
+  EXPECT_FALSE(sums_rates(spec));
+  auto series = field_values(spec["data"]["values"], "series");
+  EXPECT_EQ(series,
+            (std::set<std::string>{"opmeter (threads=1, cold)", "opmeter (threads=2, cold)", "opmeter (threads=2, hot)",
+                                   "onednn (threads=1, cold)", "onednn (threads=2, cold)", "onednn (threads=2, hot)"}));
+  // A line per series: two sizes each, never two results of one series at one size.
+  std::map<std::string, std::set<double>> sizes;
+  for (auto& v : spec["data"]["values"]) {
+    auto& at = sizes[v["series"].get<std::string>()];
+    EXPECT_TRUE(at.insert(v["size"].get<double>()).second) << v.dump();
+  }
+  // Recipes of one impl: a line each, the unquantized impls by their names alone.
+  const std::string shape = ",seq=1,hidden=1024,out=1024,act=none";
+  Work lin{2.0 * 1024 * 1024, 1024.0 * 1024 * 2, 2048};
+  std::vector<Result> quant;
+  for (int batch : {1, 8})
+    for (const std::string& tail : {std::string("linear/onednn/bf16/batch={}") + shape,
+                                    "linear/opmeter_quant/bf16/batch={}" + shape + ",quant=int8wo",
+                                    "linear/opmeter_quant/bf16/batch={}" + shape + ",quant=int4wo-64"}) {
+      Work w = lin;
+      w.flops *= batch;
+      quant.push_back(measured(fmt::format(fmt::runtime(tail), batch) + "/threads=2", 1e-4, w));
+    }
+  auto q = impl_comparison_charts(quant);
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_EQ(field_values(q[0].spec["data"]["values"], "series"),
+            (std::set<std::string>{"onednn", "opmeter_quant (quant=int8wo)", "opmeter_quant (quant=int4wo-64)"}));
 }
 
 TEST(Charts, EfficiencyOnlyWithPowerTopNSorted) {

@@ -142,6 +142,23 @@ TEST(PipelineReport, HtmlHasThePipelinesSectionChartsAndTables) {
   EXPECT_EQ(html_report({set}).find("<h2>Pipelines</h2>"), std::string::npos);
 }
 
+// A config's own pipeline has no built-with parameters: its heading's line starts with its
+// params, not with "; ".
+TEST(PipelineReport, HeaderWithoutBuiltWithHasNoLeadingSeparator) {
+  auto s = fixtures::many_layer_summary(3, "own");
+  s.params.clear();
+  ResultSet empty{"x", ResultsFormat::results_jsonl, nlohmann::json::object(), {}};
+  auto html = html_report({empty}, {s});
+  const auto at = html.find("<h3 id=\"pipeline-0\">");
+  ASSERT_NE(at, std::string::npos);
+  const auto line = html.substr(html.find("<p class=\"sub\">", at), 80);
+  EXPECT_EQ(line.find("<p class=\"sub\">; "), std::string::npos) << line;
+  EXPECT_EQ(line.rfind("<p class=\"sub\">30 params, ", 0), 0u) << line;
+  auto with = fixtures::many_layer_summary(3, "own");
+  auto html2 = html_report({empty}, {with});
+  EXPECT_NE(html2.find("<p class=\"sub\">batch=1; 30 params, "), std::string::npos);
+}
+
 TEST(PipelineReport, MarkdownHasSummaryAndTopLayers) {
   auto md = markdown_report({fixtures::report_set()}, summaries());
   EXPECT_NE(md.find("## Pipelines"), std::string::npos);
@@ -153,7 +170,7 @@ TEST(PipelineReport, MarkdownHasSummaryAndTopLayers) {
       << md;
   EXPECT_NE(md.find("### toy fp32 cpu batch=8"), std::string::npos);
   EXPECT_NE(md.find("1. `block.fc` (linear x 2): 4.000 ms, 57.1%"), std::string::npos) << md;
-  EXPECT_NE(md.find("- block.fc (linear): skipped: needs <64 GiB> of memory"), std::string::npos) << md;
+  EXPECT_NE(md.find("- block.fc (linear): skipped: needs &lt;64 GiB&gt; of memory"), std::string::npos) << md;
   EXPECT_LT(md.find("## Pipelines"), md.find("## Cases"));
   EXPECT_EQ(markdown_report({fixtures::report_set()}).find("## Pipelines"), std::string::npos);
 }

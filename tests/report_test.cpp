@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "report/charts.hpp"
 #include "opmeter/errors.hpp"
@@ -181,6 +182,83 @@ TEST(HtmlReport, SelfContainedWithEveryChartAndCase) {
   EXPECT_LT(html.size(), 3u << 20);
 }
 
+// vega-embed's "View Source" writes the spec, unescaped, into a popup of the page's own origin,
+// and every spec carries text from results files (impl names, labels, case strings): the page
+// keeps that action off, and with it the compiled view and the editor; export stays on.
+TEST(HtmlReport, ChartMenuHasNoSourceAction) {
+  auto html = html_report({report_set()});
+  std::smatch embed;
+  ASSERT_TRUE(std::regex_search(html, embed, std::regex(R"(vegaEmbed\(el, chart\.spec, \{\s*actions: \{([^}]*)\})")));
+  std::map<std::string, std::string> actions;
+  const std::string list = embed[1];
+  std::regex entry(R"((\w+)\s*:\s*(\w+))");
+  for (auto it = std::sregex_iterator(list.begin(), list.end(), entry); it != std::sregex_iterator(); ++it)
+    actions[(*it)[1]] = (*it)[2];
+  EXPECT_EQ(actions, (std::map<std::string, std::string>{
+                         {"export", "true"}, {"source", "false"}, {"compiled", "false"}, {"editor", "false"}}))
+      << list;
+  // One call of vegaEmbed: no other chart is drawn with other options.
+  EXPECT_EQ(html.find("vegaEmbed(", html.find("vegaEmbed(el,") + 1), std::string::npos);
+}
+
+// Two runs given together: one case measured in each is two rows, told apart by a run column
+// (HTML and markdown), and the best per op names the run it came from.
+TEST(HtmlReport, SeveralRunsHaveARunColumn) {
+  const std::string kase = "silu/opmeter/fp32/batch=4,seq=256,hidden=1024/threads=2";
+  const double bytes = 4 * 256 * 1024 * 8.0;
+  auto run = [&](const std::string& source, double gbps) {
+    return ResultSet{source,
+                     ResultsFormat::results_jsonl,
+                     nlohmann::json::object(),
+                     {measured(kase, bytes / (gbps * 1e9), {bytes * 0.6, bytes / 2, bytes / 2})}};
+  };
+  auto sets = std::vector<ResultSet>{run("m/a/run1", 10), run("m/b/run1", 20)};
+  auto html = html_report(sets);
+  EXPECT_NE(html.find("<thead><tr><th>run</th><th>case</th>"), std::string::npos);
+  EXPECT_NE(html.find("<tr class=\"ok\"><td class=\"run\">a/run1</td><td class=\"case\">" + kase), std::string::npos);
+  EXPECT_NE(html.find("<tr class=\"ok\"><td class=\"run\">b/run1</td><td class=\"case\">" + kase), std::string::npos);
+  // One run: no run column.
+  EXPECT_EQ(html_report({sets[0]}).find("<th>run</th>"), std::string::npos);
+  auto md = markdown_report(sets);
+  EXPECT_NE(md.find("| run | case | "), std::string::npos) << md;
+  EXPECT_NE(md.find("| a/run1 | silu | "), std::string::npos) << md;
+  EXPECT_NE(md.find("| b/run1 | silu | "), std::string::npos) << md;
+  auto best = md.substr(md.find("## Best per op and dtype"));
+  best = best.substr(0, best.find("\n\n", best.find("|---")));
+  EXPECT_NE(best.find("| op | dtype | impl | shape | run | median |"), std::string::npos) << best;
+  EXPECT_NE(best.find("| silu | fp32 | opmeter | batch=4,seq=256,hidden=1024 | b/run1 | "), std::string::npos) << best;
+  EXPECT_EQ(markdown_report({sets[0]}).find("| run |"), std::string::npos);
+}
+
+// A result that did not finish has no numbers: its reason spans their columns instead of growing
+// the narrow status cell hundreds of px tall; an empty run says it has no cases.
+TEST(HtmlReport, AReasonSpansTheEmptyColumns) {
+  ResultSet set{"x",
+                ResultsFormat::results_jsonl,
+                nlohmann::json::object(),
+                {with_status("gemm/onednn/fp32/M=8,N=8,K=8/threads=2", Status::crashed, "signal <11>"),
+                 measured("gemm/onednn/fp32/M=64,N=64,K=64/threads=2", 1e-5, gemm_work(64, 64, 64))}};
+  auto html = html_report({set});
+  EXPECT_NE(html.find("<td><span class=\"status\">crashed</span></td><td class=\"reason\" colspan=\"11\">signal "
+                      "&lt;11&gt;</td></tr>"),
+            std::string::npos);
+  // Every row as wide as the header: 13 columns.
+  const auto body = html.substr(html.find("<table id=\"cases\">"));
+  std::regex row(R"(<tr class="[^"]*">(.*?)</tr>)");
+  std::size_t rows = 0;
+  for (auto it = std::sregex_iterator(body.begin(), body.end(), row); it != std::sregex_iterator(); ++it, ++rows) {
+    const std::string cells = (*it)[1];
+    std::size_t n = 0;
+    std::smatch span;
+    for (auto at = cells.find("<td"); at != std::string::npos; at = cells.find("<td", at + 1)) ++n;
+    if (std::regex_search(cells, span, std::regex(R"re(colspan="(\d+)")re"))) n += std::stoul(span[1]) - 1;
+    EXPECT_EQ(n, 13u) << cells;
+  }
+  EXPECT_EQ(rows, 2u);
+  ResultSet none{"y", ResultsFormat::results_jsonl, nlohmann::json::object(), {}};
+  EXPECT_NE(html_report({none}).find("These results hold no cases."), std::string::npos);
+}
+
 TEST(HtmlReport, NoChartsSaysWhy) {
   ResultSet set{"x", ResultsFormat::results_jsonl, nlohmann::json::object(),
                 {with_status("gemm/onednn/fp32/M=8,N=8,K=8/threads=2", Status::skipped, "no")}};
@@ -192,7 +270,7 @@ TEST(HtmlReport, NoChartsSaysWhy) {
 TEST(MarkdownReport, ContextBestPerOpAndCases) {
   auto md = markdown_report({report_set()});
   EXPECT_NE(md.find("# opmeter report"), std::string::npos);
-  EXPECT_NE(md.find("| cpu.model | Test CPU <model> |"), std::string::npos);
+  EXPECT_NE(md.find("| cpu.model | Test CPU &lt;model&gt; |"), std::string::npos);
   EXPECT_NE(md.find("| source | suite quick |"), std::string::npos);
   EXPECT_NE(md.find("## Best per op and dtype"), std::string::npos);
   EXPECT_NE(md.find("| gemm | bf16 | cublaslt | M=8192,"), std::string::npos) << md;  // the GPU fixture's
@@ -201,6 +279,63 @@ TEST(MarkdownReport, ContextBestPerOpAndCases) {
   EXPECT_NE(md.find("(1 unconverged)"), std::string::npos);
   EXPECT_NE(md.find("## Cases"), std::string::npos);
   EXPECT_NE(md.find("linear+bias+gelu"), std::string::npos);  // the fusion table
+}
+
+// Text from a results file stays text in report.md and results.md: a label or context value
+// with a line break does not end its table row (and start a heading), and `<img onerror>` or
+// `<details>` reach no markdown renderer that passes HTML through.
+TEST(MarkdownReport, CellsEscapeHtmlAndLineBreaks) {
+  const std::string evil = "a|b\n## injected heading\n<img src=x onerror=alert(1)> & <details open>";
+  auto set = report_set();
+  set.source = "runs/`x`\n# src";
+  set.context["cpu"]["model"] = evil;
+  set.context["run"]["label"] = evil;
+  for (auto& r : set.results) r.kase.label = evil;
+  set.results.front().kase.impl = "<b>impl</b>";
+  for (const std::string& md : {markdown_report({set}), markdown_table(set.results)}) {
+    EXPECT_EQ(md.find("<img"), std::string::npos) << md;
+    EXPECT_EQ(md.find("<details"), std::string::npos);
+    EXPECT_EQ(md.find("<b>"), std::string::npos);
+    EXPECT_EQ(md.find("\n## injected"), std::string::npos);
+    EXPECT_EQ(md.find("\n# src"), std::string::npos);
+    EXPECT_NE(md.find("a/b ## injected heading &lt;img src=x onerror=alert(1)&gt; &amp; &lt;details open&gt;"),
+              std::string::npos)
+        << md;
+    // Every table row still has its table's number of cells.
+    std::size_t columns = 0;
+    std::istringstream lines(md);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("|", 0) != 0) {
+        columns = 0;
+        continue;
+      }
+      const auto bars = std::count(line.begin(), line.end(), '|');
+      if (columns == 0) columns = bars;
+      EXPECT_EQ(bars, columns) << line;
+    }
+  }
+  EXPECT_NE(markdown_report({set}).find("&lt;b&gt;impl&lt;/b&gt;"), std::string::npos);
+  EXPECT_NE(markdown_report({set}).find("- `runs/'x' # src`: "), std::string::npos) << markdown_report({set});
+}
+
+// An int4-weight recipe is not the best bf16 linear: recipes are ranked on their own, named in
+// the dtype column.
+TEST(MarkdownReport, BestPerOpRanksRecipesApart) {
+  const std::string shape = "batch=1,seq=1,hidden=1024,out=8192,act=none";
+  Work lin{2.0 * 1024 * 8192, 1024.0 * 8192 * 2, 8192 * 2};
+  ResultSet set{"r",
+                ResultsFormat::results_jsonl,
+                nlohmann::json::object(),
+                {measured("linear/onednn/bf16/" + shape + "/threads=2", lin.flops / 17e9, lin),
+                 measured("linear/opmeter_quant/bf16/" + shape + ",quant=int4wo-64/threads=2", lin.flops / 94e9, lin),
+                 measured("linear/opmeter_quant/bf16/" + shape + ",quant=int8wo/threads=2", lin.flops / 50e9, lin)}};
+  auto md = markdown_report({set});
+  auto best = md.substr(md.find("## Best per op and dtype"));
+  best = best.substr(0, best.find("\n\n", best.find("|---")));
+  EXPECT_NE(best.find("| linear | bf16 | onednn | " + shape + " | "), std::string::npos) << best;
+  EXPECT_NE(best.find("| linear | bf16, quant=int4wo-64 | opmeter_quant | "), std::string::npos) << best;
+  EXPECT_NE(best.find("| linear | bf16, quant=int8wo | opmeter_quant | "), std::string::npos) << best;
+  EXPECT_EQ(best.find("| linear | bf16 | opmeter_quant"), std::string::npos) << best;
 }
 
 // Two runs of the same config: each run's steps and recipes are compared with that run's own

@@ -11,6 +11,7 @@
 #include "report/pipeline_section.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
+#include "report/run_names.hpp"
 #include "scale/fleet.hpp"
 #include "util/text.hpp"
 
@@ -21,11 +22,16 @@ namespace opmeter {
 namespace {
 
 const std::map<std::string, std::string>& section_titles() {
-  static const std::map<std::string, std::string> titles = {
-      {"gemm-heatmap", "GEMM"},        {"dtype-curves", "GEMM"}, {"roofline", "Roofline"},
-      {"impl-comparison", "Implementations"}, {"efficiency", "Energy efficiency"}, {"fusion", "Fusion"},
-      {"quantization", "Quantization"},
-      {"burst-sustained", "GPU: burst, sustained, telemetry"}, {"gpu-telemetry", "GPU: burst, sustained, telemetry"}};
+  static const std::map<std::string, std::string> titles = {{"gemm-heatmap", "GEMM"},
+                                                            {"gemm-scatter", "GEMM"},
+                                                            {"dtype-curves", "GEMM"},
+                                                            {"roofline", "Roofline"},
+                                                            {"impl-comparison", "Implementations"},
+                                                            {"efficiency", "Energy efficiency"},
+                                                            {"fusion", "Fusion"},
+                                                            {"quantization", "Quantization"},
+                                                            {"burst-sustained", "GPU: burst, sustained, telemetry"},
+                                                            {"gpu-telemetry", "GPU: burst, sustained, telemetry"}};
   return titles;
 }
 
@@ -33,35 +39,45 @@ std::string opt_num(const std::optional<double>& v, const char* format) {
   return v ? fmt::format(fmt::runtime(format), *v) : "";
 }
 
-void case_row(std::string& out, const Result& r) {
+// The columns after case and status: a result that did not finish has none of them, and its
+// reason takes their place (under the narrow status, it made each such row hundreds of px tall).
+constexpr int kDataColumns = 11;
+
+void case_row(std::string& out, const Result& r, const std::string& run) {
   bool ok = r.status == Status::ok;
   std::string cls(to_string(r.status));
   if (r.has_flag("unconverged")) cls += " unconverged";
   std::string status(to_string(r.status));
   for (auto& f : r.flags) status += ", " + f;
+  auto on = r.details.find(kMachineDetail);  // merged results: the machine that measured it
+  const std::string machine = on == r.details.end() ? "" : on->second;
+  fmt::format_to(std::back_inserter(out), "<tr class=\"{}\">{}<td class=\"case\">{}</td>", cls,
+                 run.empty() ? "" : "<td class=\"run\">" + html_escape(run) + "</td>",
+                 html_escape(r.case_string) +
+                     (r.kase.label.empty() ? "" : " <span class=\"label\">" + html_escape(r.kase.label) + "</span>") +
+                     (machine.empty() ? "" : " <span class=\"label\">on " + html_escape(machine) + "</span>"));
+  if (!ok && !r.reason.empty()) {
+    fmt::format_to(std::back_inserter(out),
+                   "<td><span class=\"status\">{}</span></td><td class=\"reason\" colspan=\"{}\">{}</td></tr>\n",
+                   html_escape(status), kDataColumns, html_escape(r.reason));
+    return;
+  }
   const std::string why = r.reason.empty() ? rate_note(r) : r.reason;  // a no-rate note says why GB/s is empty
   std::string reason = why.empty() ? "" : "<br>" + html_escape(why);
   auto rate = [&](double v) { return ok && v > 0 ? fmt::format("{:.2f}", v) : ""; };
   std::string pct_roof = r.efficiency ? fmt::format("{:.1f}%", *r.efficiency * 100) : "";
   auto s = sustained_rate(r);
   std::string sustained = s ? fmt::format("{:.2f} {}", s->value, s->unit) : "";
-  auto on = r.details.find(kMachineDetail);  // merged results: the machine that measured it
-  const std::string machine = on == r.details.end() ? "" : on->second;
-  fmt::format_to(std::back_inserter(out),
-                 "<tr class=\"{}\"><td class=\"case\">{}</td><td><span class=\"status\">{}</span>{}</td>"
-                 "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-                 "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-                 "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
-                 cls,
-                 html_escape(r.case_string) +
-                     (r.kase.label.empty() ? "" : " <span class=\"label\">" + html_escape(r.kase.label) + "</span>") +
-                     (machine.empty() ? "" : " <span class=\"label\">on " + html_escape(machine) + "</span>"),
-                 html_escape(status), reason,
-                 ok ? human_time(r.summary.median) : "", rate(r.gflops), rate(r.gbps),
-                 opt_num(r.pct_peak, "{:.1f}%"), pct_roof, ok ? spread_percent(r.summary.precision, r.summary.count) : "",
-                 ok ? spread_percent(r.summary.rel_noise, r.summary.count) : "", ok ? std::to_string(r.summary.count) : "",
-                 sustained,
-                 opt_num(r.avg_power_w, "{:.1f}"), opt_num(r.max_error, "{:.2e}"));
+  fmt::format_to(
+      std::back_inserter(out),
+      "<td><span class=\"status\">{}</span>{}</td>"
+      "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+      "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+      "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+      html_escape(status), reason, ok ? human_time(r.summary.median) : "", rate(r.gflops), rate(r.gbps),
+      opt_num(r.pct_peak, "{:.1f}%"), pct_roof, ok ? spread_percent(r.summary.precision, r.summary.count) : "",
+      ok ? spread_percent(r.summary.rel_noise, r.summary.count) : "", ok ? std::to_string(r.summary.count) : "",
+      sustained, opt_num(r.avg_power_w, "{:.1f}"), opt_num(r.max_error, "{:.2e}"));
 }
 
 void kv_table(std::string& out, const nlohmann::json& j) {
@@ -164,16 +180,24 @@ std::string html_report(const std::vector<ResultSet>& sets, const std::vector<pi
   }
   const std::string fleet = fleet_html(sets, specs);
   if (charts.empty() && pipelines.empty() && fleet.empty())
-    out += "<h2>Charts</h2><p>These results hold nothing to chart (no successful measurements).</p>\n";
+    out += results.empty()
+               ? "<h2>Charts</h2><p>These results hold no cases.</p>\n"
+               : "<h2>Charts</h2><p>These results hold nothing to chart (no successful measurements).</p>\n";
   out += pipelines_html(pipelines, specs);
   out += fleet;
 
-  out += "<h2>Cases</h2>\n<input id=\"case-filter\" type=\"search\" placeholder=\"filter cases (substring)\">\n"
-         "<table id=\"cases\"><thead><tr><th>case</th><th>status</th><th>median</th><th>GFLOP/s</th><th>GB/s</th>"
-         "<th>% of peak</th><th>% of roofline</th><th>±</th><th>noise</th><th>samples</th><th>sustained</th><th>power (W)</th><th>max error</th>"
-         "</tr></thead><tbody>\n";
-  for (auto& r : results) case_row(out, r);
-  out += "</tbody></table>\n";
+  // Several runs: a run column, so that one case measured in each is told apart.
+  const bool several = sets.size() > 1;
+  const auto run_names = short_run_names(sets);
+  out += fmt::format(
+      "<h2>Cases</h2>\n<input id=\"case-filter\" type=\"search\" placeholder=\"filter cases (substring)\">\n"
+      "<div class=\"wide\"><table id=\"cases\"><thead><tr>{}<th>case</th><th>status</th><th>median</th><th>GFLOP/s</th>"
+      "<th>GB/s</th><th>% of peak</th><th>% of roofline</th><th>±</th><th>noise</th><th>samples</th><th>sustained</th>"
+      "<th>power (W)</th><th>max error</th></tr></thead><tbody>\n",
+      several ? "<th>run</th>" : "");
+  for (std::size_t i = 0; i < sets.size(); ++i)
+    for (auto& r : sets[i].results) case_row(out, r, several ? run_names[i] : "");
+  out += "</tbody></table></div>\n";
 
   out += "<h2>Machine and run settings</h2>\n";
   for (std::size_t i = 0; i < sets.size(); ++i) {

@@ -5,9 +5,10 @@
 #include "analysis/fusion.hpp"
 #include "analysis/quantization.hpp"
 #include "analysis/training.hpp"
+#include "opmeter/result_fields.hpp"
+#include "report/markdown_cell.hpp"
 #include "report/reporter_registry.hpp"
 #include "report/reporters.hpp"
-#include "opmeter/result_fields.hpp"
 
 namespace opmeter {
 namespace {
@@ -78,17 +79,23 @@ std::string unfinished_recipes_note(const std::vector<Result>& results) {
 
 }  // namespace
 
-std::string cases_table(const std::vector<Result>& results) {
+std::string cases_table(const std::vector<Result>& results, const std::vector<std::string>& runs) {
   auto cols = columns(results);
   std::vector<std::string> headers, rules;
+  if (!runs.empty()) {
+    headers.push_back("run");
+    rules.push_back("---");
+  }
   for (auto& c : cols) {
     headers.push_back(c.header);
     rules.push_back(c.numeric ? "---:" : "---");
   }
   std::string out = fmt::format("| {} |\n|{}|\n", fmt::join(headers, " | "), fmt::join(rules, "|"));
-  for (auto& r : results) {
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const Result& r = results[i];
     std::vector<std::string> cells;
-    for (auto& c : cols) cells.push_back(c.cell(r));
+    if (!runs.empty()) cells.push_back(markdown_cell(runs.at(i)));
+    for (auto& c : cols) cells.push_back(markdown_cell(c.cell(r)));
     out += fmt::format("| {} |\n", fmt::join(cells, " | "));
   }
   return out;

@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 
 #include "ops/linear/linear.hpp"
+#include "report/markdown_cell.hpp"
 #include "report/pipeline_section.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
+#include "report/run_names.hpp"
 #include "scale/merge.hpp"
 #include "util/text.hpp"
 
@@ -23,31 +25,42 @@ bool shown(const std::string& key) {
   return key.rfind("libraries.", 0) == 0 || key.rfind("gpus", 0) == 0 || key.rfind("cuda.", 0) == 0;
 }
 
-std::string cell(std::string s) {
-  for (auto& ch : s)
-    if (ch == '|') ch = '/';
-  return s;
-}
+std::string cell(const std::string& s) { return markdown_cell(s); }
 
-std::string best_table(const std::vector<Result>& results) {
-  std::map<std::pair<std::string, std::string>, const Result*> best;  // (op, dtype) -> fastest rate
+// The fastest result per op and dtype, a quantization recipe ranked on its own (an int4-weight
+// linear is not the best bf16 linear); in a report of several runs, named with its run.
+std::string best_table(const std::vector<ResultSet>& sets) {
+  struct Best {
+    const Result* r = nullptr;
+    std::string run;
+  };
+  std::map<std::tuple<std::string, std::string, std::string>, Best> best;  // (op, dtype, recipe) -> fastest rate
   auto rate = [](const Result& r) { return r.gflops > 0 ? r.gflops : r.gbps; };
-  for (auto& r : results) {
-    // A training step or phase is another workload than the op's forward: the training table has it.
-    if (r.status != Status::ok || !(rate(r) > 0) || linear::training(r.kase)) continue;
-    auto& b = best[{r.kase.op, std::string(to_string(r.kase.dtype))}];
-    if (!b || rate(*b) < rate(r)) b = &r;
-  }
+  const auto runs = short_run_names(sets);
+  for (std::size_t i = 0; i < sets.size(); ++i)
+    for (auto& r : sets[i].results) {
+      // A training step or phase is another workload than the op's forward: the training table has it.
+      if (r.status != Status::ok || !(rate(r) > 0) || linear::training(r.kase)) continue;
+      auto& b = best[{r.kase.op, std::string(to_string(r.kase.dtype)), r.kase.get_or("quant", "")}];
+      if (!b.r || rate(*b.r) < rate(r)) b = {&r, runs[i]};
+    }
   if (best.empty()) return "";
-  std::string out = "## Best per op and dtype\n\n| op | dtype | impl | shape | median | GFLOP/s | GB/s | % of peak | % of roofline |\n"
-                    "|---|---|---|---|---:|---:|---:|---:|---:|\n";
-  for (auto& [key, r] : best)
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", key.first, key.second, r->kase.impl,
-                       cell(r->kase.params_string()), human_time(r->summary.median),
-                       r->gflops > 0 ? fmt::format("{:.1f}", r->gflops) : "-",
+  const bool several = sets.size() > 1;
+  std::string out = fmt::format(
+      "## Best per op and dtype\n\n| op | dtype | impl | shape |{} median | GFLOP/s | GB/s | % of peak | "
+      "% of roofline |\n|---|---|---|---|{}---:|---:|---:|---:|---:|\n",
+      several ? " run |" : "", several ? "---|" : "");
+  for (auto& [key, b] : best) {
+    const Result* r = b.r;
+    const auto& [op, dtype, recipe] = key;
+    out += fmt::format("| {} | {} | {} | {} |{} {} | {} | {} | {} | {} |\n", cell(op),
+                       cell(recipe.empty() ? dtype : dtype + ", quant=" + recipe), cell(r->kase.impl),
+                       cell(r->kase.params_string()), several ? " " + cell(b.run) + " |" : "",
+                       human_time(r->summary.median), r->gflops > 0 ? fmt::format("{:.1f}", r->gflops) : "-",
                        r->gbps > 0 ? fmt::format("{:.1f}", r->gbps) : "-",
                        r->pct_peak ? fmt::format("{:.1f}%", *r->pct_peak) : "-",
                        r->efficiency ? fmt::format("{:.1f}%", *r->efficiency * 100) : "-");
+  }
   return out + "\n";
 }
 
@@ -57,7 +70,8 @@ std::string markdown_report(const std::vector<ResultSet>& sets, const std::vecto
   auto results = merged_results(sets);
   std::string out = "# opmeter report\n\n";
   for (auto& s : sets)
-    out += fmt::format("- `{}`: {}, {}\n", s.source, describe(s.format), count_of(s.results.size(), "case"));
+    out += fmt::format("- `{}`: {}, {}\n", markdown_code(s.source), describe(s.format),
+                       count_of(s.results.size(), "case"));
 
   auto [by_status, unconverged] = tally(results);
   std::string counts;
@@ -67,26 +81,29 @@ std::string markdown_report(const std::vector<ResultSet>& sets, const std::vecto
 
   for (auto& s : sets) {
     if (s.context.empty()) continue;
-    out += fmt::format("## Machine ({})\n\n| | |\n|---|---|\n", s.source);
+    out += fmt::format("## Machine ({})\n\n| | |\n|---|---|\n", cell(s.source));
     for (auto& [k, v] : flatten_json(s.context))
-      if (shown(k)) out += fmt::format("| {} | {} |\n", k, cell(v));
+      if (shown(k)) out += fmt::format("| {} | {} |\n", cell(k), cell(v));
     if (s.context.contains("run")) {
       out += "\n**Run settings**\n\n| | |\n|---|---|\n";
-      for (auto& [k, v] : flatten_json(s.context["run"])) out += fmt::format("| {} | {} |\n", k, cell(v));
+      for (auto& [k, v] : flatten_json(s.context["run"])) out += fmt::format("| {} | {} |\n", cell(k), cell(v));
     }
     out += "\n";
   }
-  out += best_table(results);
+  out += best_table(sets);
   out += pipelines_markdown(pipelines);
   for (auto& s : sets)  // merged results of several machines (merge's output, or a tree given to report)
     if (auto machines = scale::machines_of(s.context); !machines.empty())
       out += scale::fleet_markdown(scale::fleet_view(s.results, machines), machines);
   if (sets.size() == 1) return out + "## Cases\n\n" + markdown_table(results);
   // Each run's recipes and steps against its own baselines: never one run's case against another's.
-  out += "## Cases\n\n" + cases_table(results);
+  std::vector<std::string> run_of;  // run_of[i]: the run results[i] came from
+  const auto runs = short_run_names(sets);
+  for (std::size_t i = 0; i < sets.size(); ++i) run_of.insert(run_of.end(), sets[i].results.size(), runs[i]);
+  out += "## Cases\n\n" + cases_table(results, run_of);
   for (auto& s : sets)
     if (auto tables = derived_tables(s.results); !tables.empty())
-      out += fmt::format("\n## Compared within `{}`\n{}", s.source, tables);
+      out += fmt::format("\n## Compared within `{}`\n{}", markdown_code(s.source), tables);
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "pipeline/present/pipeline_outputs.hpp"
+#include "report/markdown_cell.hpp"
 #include "report/pipeline_charts.hpp"
 #include "report/pipeline_labels.hpp"
 #include "report/report.hpp"
@@ -99,18 +100,14 @@ void layer_table(std::string& out, const PipelineSummary& s) {
   out += "</tbody></table></div></details>\n";
 }
 
-std::string md_cell(std::string s) {
-  for (auto& ch : s)
-    if (ch == '|' || ch == '\n') ch = ch == '|' ? '/' : ' ';
-  return s;
-}
+std::string md_cell(const std::string& s) { return markdown_cell(s); }
 
 std::string md_top(const PipelineSummary& s, const std::vector<pipeline::RankedLayer>& ranked, bool energy) {
   std::string out;
   for (std::size_t i = 0; i < ranked.size(); ++i) {
     auto& r = ranked[i];
     auto& l = s.layers[r.layer];
-    out += fmt::format("{}. `{}` ({} x {}): {}{}\n", i + 1, md_cell(l.label), l.op, l.count,
+    out += fmt::format("{}. `{}` ({} x {}): {}{}\n", i + 1, markdown_code(l.label), md_cell(l.op), l.count,
                        energy ? pipeline::human_energy(r.value) : human_time(r.value),
                        r.share ? fmt::format(", {:.1f}%", *r.share * 100) : "");
   }
@@ -131,10 +128,12 @@ std::string pipelines_html(const std::vector<PipelineSummary>& summaries, nlohma
   add_chart(out, specs, pipeline_end_to_end_chart(summaries, labels));
   for (std::size_t i = 0; i < summaries.size(); ++i) {
     auto& s = summaries[i];
+    const std::string built_with = pipeline::params_text(s);  // empty for a config's own pipeline
     out += fmt::format(
-        "<h3 id=\"pipeline-{}\">{}</h3>\n<p class=\"sub\">{}; {} params, {} MACs per pass; {:g} {} per pass</p>\n", i,
-        html_escape(labels[i]), html_escape(pipeline::params_text(s)), pipeline::human_count(s.total_params),
-        pipeline::human_count(s.total_macs), s.samples, html_escape(s.sample_unit));
+        "<h3 id=\"pipeline-{}\">{}</h3>\n<p class=\"sub\">{}{} params, {} MACs per pass; {:g} {} per pass</p>\n", i,
+        html_escape(labels[i]), built_with.empty() ? "" : html_escape(built_with) + "; ",
+        pipeline::human_count(s.total_params), pipeline::human_count(s.total_macs), s.samples,
+        html_escape(s.sample_unit));
     if (!s.complete) {
       out += fmt::format("<p class=\"warning\"><b>Incomplete:</b> {} layer(s) not measured, so no totals:</p>\n<ul>\n",
                          s.missing.size());
@@ -160,7 +159,7 @@ std::string pipelines_markdown(const std::vector<PipelineSummary>& summaries) {
     auto& s = summaries[i];
     out += fmt::format(
         "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-        md_cell(row_name(s, labels[i])), md_cell(s.device), s.dtype, md_cell(pipeline::params_text(s)),
+        md_cell(row_name(s, labels[i])), md_cell(s.device), md_cell(s.dtype), md_cell(pipeline::params_text(s)),
         pipeline::human_count(s.total_params), pipeline::human_count(s.total_macs),
         s.complete ? "complete" : fmt::format("incomplete ({} missing)", s.missing.size()), time_cell(s.latency_s),
         s.throughput ? fmt::format("{:.4g} {}/s", *s.throughput, md_cell(s.sample_unit)) : "",

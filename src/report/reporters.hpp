@@ -33,7 +33,8 @@ std::unique_ptr<Reporter> make_markdown_reporter(std::FILE* out);
 nlohmann::json gbench_json(const nlohmann::json& context, const std::vector<Result>& results);
 std::string csv_table(const nlohmann::json& context, const std::vector<Result>& results);
 std::string markdown_table(const std::vector<Result>& results);  // cases_table + derived_tables
-std::string cases_table(const std::vector<Result>& results);
+// With `runs` (runs[i] names the run results[i] came from, in a report of several): a run column first.
+std::string cases_table(const std::vector<Result>& results, const std::vector<std::string>& runs = {});
 // The tables that compare results with one another (fusion, quantization, training): each result
 // against a baseline of the same run, so a report of several runs makes them one run at a time.
 std::string derived_tables(const std::vector<Result>& results);
