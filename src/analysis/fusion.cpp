@@ -7,6 +7,7 @@
 
 #include "analysis/doubtful_flags.hpp"
 #include "opmeter/registry.hpp"
+#include "report/markdown_cell.hpp"
 #include "util/human_units.hpp"
 
 namespace opmeter {
@@ -109,11 +110,12 @@ std::string fusion_markdown(const std::vector<FusionRow>& rows, const FusionThre
       "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n",
       t.fuse, t.avoid);
   for (auto& r : rows)
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.2f}x | {} | {} | {:.0f}% | {:.1f} -> {:.1f} | {} | {} |\n",
-                       r.pattern, r.dtype, r.shape, r.fused_impl, human_time(r.unfused_s), human_time(r.fused_s),
-                       r.speedup, megabytes(r.unfused_bytes), megabytes(r.fused_bytes), 100 * r.traffic_reduction,
-                       r.unfused_gflops, r.fused_gflops, r.verdict,
-                       r.flags.empty() ? "-" : fmt::format("{}", fmt::join(r.flags, ", ")));
+    out +=
+        fmt::format("| {} | {} | {} | {} | {} | {} | {:.2f}x | {} | {} | {:.0f}% | {:.1f} -> {:.1f} | {} | {} |\n",
+                    markdown_cell(r.pattern), markdown_cell(r.dtype), markdown_cell(r.shape),
+                    markdown_cell(r.fused_impl), human_time(r.unfused_s), human_time(r.fused_s), r.speedup,
+                    megabytes(r.unfused_bytes), megabytes(r.fused_bytes), 100 * r.traffic_reduction, r.unfused_gflops,
+                    r.fused_gflops, r.verdict, r.flags.empty() ? "-" : fmt::format("{}", fmt::join(r.flags, ", ")));
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include "opmeter/registry.hpp"
 #include "ops/linear/linear.hpp"
 #include "ops/transformer/transformer_block.hpp"
+#include "report/markdown_cell.hpp"
 #include "util/human_units.hpp"
 #include "util/text.hpp"
 
@@ -178,10 +179,11 @@ std::string quant_markdown(const std::vector<QuantRow>& rows) {
       const std::optional<double> ratio = q.weight_bytes && q.baseline_weight_bytes && *q.baseline_weight_bytes > 0
                                               ? std::optional<double>(*q.weight_bytes / *q.baseline_weight_bytes)
                                               : std::nullopt;
-      body += fmt::format("| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", q.op, q.shape,
-                          q.dtype, q.where, q.recipe, q.impl, human_time(q.time_s),
-                          q.baseline_impl.empty() ? "none measured" : q.baseline_impl, opt(q.speedup, "{:.2f}x"),
-                          opt(q.sqnr_db, "{:.1f}"), opt(q.max_abs_error, "{:.3g}"),
+      body += fmt::format("| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                          markdown_cell(q.op), markdown_cell(q.shape), markdown_cell(q.dtype), markdown_cell(q.where),
+                          markdown_cell(q.recipe), markdown_cell(q.impl), human_time(q.time_s),
+                          q.baseline_impl.empty() ? "none measured" : markdown_cell(q.baseline_impl),
+                          opt(q.speedup, "{:.2f}x"), opt(q.sqnr_db, "{:.1f}"), opt(q.max_abs_error, "{:.3g}"),
                           bytes_cell(q.weight_bytes) + (ratio ? fmt::format(" ({:.2f}x)", *ratio) : ""),
                           q.peak_memory_bytes ? human_bytes(double(*q.peak_memory_bytes)) : "",
                           q.flags.empty() ? "-" : fmt::format("{}", fmt::join(q.flags, ", ")));

@@ -10,6 +10,7 @@
 #include "analysis/run_where.hpp"
 #include "opmeter/registry.hpp"
 #include "ops/linear/linear.hpp"
+#include "report/markdown_cell.hpp"
 #include "util/human_units.hpp"
 #include "util/text.hpp"
 
@@ -144,14 +145,15 @@ std::string training_markdown(const std::vector<TrainingRow>& rows) {
       "|---|---|---|---|---|---:|---:|---:|---:|---|---:|---|\n";
   for (auto& r : rows) {
     auto ratio = r.phases_over_total();
-    out += fmt::format("| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.op, r.shape, r.dtype,
-                       r.where, r.knobs.empty() ? r.recipe : r.recipe + " " + r.knobs, r.impl,
+    out += fmt::format("| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", markdown_cell(r.op),
+                       markdown_cell(r.shape), markdown_cell(r.dtype), markdown_cell(r.where),
+                       markdown_cell(r.knobs.empty() ? r.recipe : r.recipe + " " + r.knobs), markdown_cell(r.impl),
                        time_cell(r.fwd_s, r.fwd_pct_peak), time_cell(r.bwd_s, r.bwd_pct_peak),
                        time_cell(r.total_s, r.total_pct_peak), ratio ? fmt::format("{:.2f}", *ratio) : "-",
                        // Without its own step the row has nothing to compare: not a missing baseline.
                        !r.total_s                ? "-"
                        : r.baseline_impl.empty() ? "none measured"
-                                                 : r.baseline_impl,
+                                                 : markdown_cell(r.baseline_impl),
                        r.speedup ? fmt::format("{:.2f}x", *r.speedup) : "-",
                        r.flags.empty() ? "-" : fmt::format("{}", fmt::join(r.flags, ", ")));
   }
