@@ -75,4 +75,79 @@ TEST(CheckJoin, JoinsTwoRanksAndKeepsEachCasesRank) {
   EXPECT_EQ(joined["cases"][1].value("status", ""), "fail");
 }
 
+// A rank's check.json of a check sharded over `size` ranks: its settings (a filter standing for
+// the check's selection), its planned cases and those it holds.
+std::string rank_check(int rank, int size, const std::vector<std::string>& planned, std::size_t holds,
+                       const std::string& filter = "relu") {
+  nlohmann::json cases = nlohmann::json::array(), mine = nlohmann::json::array();
+  for (std::size_t i = 0; i < planned.size(); ++i) {
+    mine.push_back(planned[i]);
+    if (i < holds) cases.push_back({{"case", planned[i]}, {"status", "pass"}, {"reason", ""}});
+  }
+  nlohmann::json j = {
+      {"schema", "opmeter-check/1"},
+      {"settings", {{"filter", filter}, {"shard", {{"rank", rank}, {"size", size}, {"split", "ab"}, {"cases", mine}}}}},
+      {"context", {{"opmeter", {{"version", "1"}, {"git_sha", "abc"}}}}},
+      {"cases", cases}};
+  return j.dump();
+}
+
+std::string relu(int n) { return "relu/reference/fp32/batch=1,seq=" + std::to_string(n) + ",hidden=8/threads=1"; }
+
+// What merge of results refuses, joining a sharded check's files refuses too, each named (exit 2),
+// and nothing is written.
+TEST(CheckJoin, RefusesWhatMergeOfResultsRefuses) {
+  struct Tree {
+    const char* name;
+    std::vector<std::pair<std::string, std::string>> ranks;  // directory, check.json
+    std::string says;
+  };
+  const std::vector<Tree> trees = {
+      {"missing", {{"rank000-of-2-h-cpu", rank_check(0, 2, {relu(1)}, 1)}}, "rank 1 of 2 is missing"},
+      {"mixed",
+       {{"rank000-of-2-h-cpu", rank_check(0, 2, {relu(1)}, 1)},
+        {"rank001-of-2-h-cpu", rank_check(1, 2, {relu(2)}, 1)},
+        {"rank000-of-3-h-cpu", rank_check(0, 3, {relu(3)}, 1, "gemm")}},
+       "rank000-of-3-h-cpu ran other settings"},
+      {"stopped",
+       {{"rank000-of-2-h-cpu", rank_check(0, 2, {relu(1)}, 1)},
+        {"rank001-of-2-h-cpu", rank_check(1, 2, {relu(2), relu(3)}, 1)}},
+       "rank001-of-2-h-cpu lacks 1 of its 2 planned cases (" + relu(3) + ")"},
+  };
+  for (auto& t : trees) {
+    const auto root = temp_dir(std::string("join_refuses_") + t.name);
+    for (auto& [rank, text] : t.ranks) rank_with(root, rank, text);
+    const auto out = cli("merge " + root.string() + " -o " + (root.string() + "-joined"));
+    EXPECT_EQ(out.code, 2) << t.name << ": " << out.text;
+    EXPECT_NE(out.text.find(t.says), std::string::npos) << t.name << ": " << out.text;
+    EXPECT_NE(out.text.find("give --force to join them anyway"), std::string::npos) << out.text;
+    EXPECT_FALSE(fs::exists(root.string() + "-joined/check.json")) << t.name;
+  }
+}
+
+TEST(CheckJoin, RefusesAFileGivenTwiceAndAnOutputThatIsNotNew) {
+  const auto root = temp_dir("join_twice");
+  rank_with(root, "rank000-of-2-h-cpu", rank_check(0, 2, {relu(1)}, 1));
+  rank_with(root, "rank001-of-2-h-cpu", rank_check(1, 2, {relu(2)}, 1));
+  const fs::path link = root.string() + "-link";
+  fs::remove_all(link);
+  fs::create_directory_symlink(root, link);
+  const std::string joined = root.string() + "-joined";
+  auto twice = cli("merge " + root.string() + " " + link.string() + " -o " + joined);
+  EXPECT_EQ(twice.code, 2) << twice.text;
+  EXPECT_NE(twice.text.find("rank000-of-2-h-cpu is given twice"), std::string::npos) << twice.text;
+  EXPECT_FALSE(fs::exists(joined + "/check.json"));
+  // A joined check.json already there is not replaced.
+  auto first = cli("merge " + root.string() + " -o " + joined);
+  ASSERT_EQ(first.code, 0) << first.text;
+  const auto before = slurp(joined + "/check.json");
+  EXPECT_EQ(nlohmann::json::parse(before)["cases"].size(), 2u);
+  write(root / "rank001-of-2-h-cpu", "check.json", rank_check(1, 2, {relu(5)}, 1));
+  auto over = cli("merge " + root.string() + " -o " + joined);
+  EXPECT_EQ(over.code, 2) << over.text;
+  EXPECT_NE(over.text.find("-o " + joined + ": exists and is not empty"), std::string::npos) << over.text;
+  EXPECT_EQ(slurp(joined + "/check.json"), before);
+  fs::remove_all(link);
+}
+
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "engine/runner.hpp"
 #include "opmeter/registry.hpp"
+#include "scale/shard.hpp"
 
 using namespace opmeter;
 
@@ -112,4 +113,45 @@ TEST(RankGate, AnyReasonSurvivesAndAVoteWithoutAKnownStatusIsUnreadable) {
     EXPECT_EQ(unreadable.status, Status::error) << text;
     EXPECT_EQ(unreadable.reason, "an unreadable vote") << text;
   }
+}
+
+// Local rank k runs its NCCL cases on cuda:k, and a host's thread count is its own: the ranks are
+// at the same case when all but those agree (every NCCL case under a launcher was "not in step").
+TEST(RankGate, EachRankOnItsOwnGpuOrThreadsIsInStep) {
+  const std::string on0 = "collective/nccl/fp32/kind=allreduce,bytes=64,inplace=0/device=cuda:0";
+  const std::string on1 = "collective/nccl/fp32/kind=allreduce,bytes=64,inplace=0/device=cuda:1";
+  auto vote = [](const std::string& kase, const std::string& across) {
+    RankVote v = at(kase);
+    v.across_ranks = across;
+    return v;
+  };
+  EXPECT_FALSE(rank_verdict({vote(on0, "allreduce on cuda"), vote(on1, "allreduce on cuda")}));
+  auto v = rank_verdict({vote(on0, "allreduce on cuda"), vote(on1, "allgather on cuda")});
+  ASSERT_TRUE(v);
+  EXPECT_NE(v->reason.find("rank 1 at " + on1), std::string::npos) << v->reason;
+  RankVote back = decode_vote(encode_vote(vote(on1, "allreduce on cuda")));
+  EXPECT_EQ(back.across_ranks, "allreduce on cuda");
+  EXPECT_EQ(back.case_string, on1);
+}
+
+namespace {
+// Rank 1 is at this rank's case with its own thread count.
+struct OtherThreads : RankExchange {
+  std::vector<RankVote> exchange(const RankVote& me) override {
+    Case theirs = parse_case(me.case_string);
+    theirs.threads += 3;
+    return {me, RankVote{.case_string = theirs.to_string(), .across_ranks = scale::case_across_ranks(theirs)}};
+  }
+};
+}  // namespace
+
+TEST(RankGate, TheGateComparesTheCaseAsEveryRankPlansIt) {
+  OtherThreads other;
+  auto previous = set_rank_exchange_factory([&]() -> RankExchange* { return &other; });
+  RankGate gate(parse_case("collective/mpi/fp32/kind=allreduce,bytes=64,inplace=0/threads=1"));
+  const bool active = gate.active();
+  auto first = gate.ready();
+  set_rank_exchange_factory(previous);
+  ASSERT_TRUE(active) << "the collective op votes";
+  EXPECT_FALSE(first) << first->reason;
 }

@@ -54,6 +54,19 @@ grep -q "note: one rank: no data crosses ranks, and in place mpi has nothing to 
 # The markdown table's GB/s cell (its 9th column) is "-", and the status cell carries the note.
 [ "$(awk -F'|' '/^\| collective \| mpi/ && $9 ~ /^ *- *$/ && /ok,.* no-rate \(one rank: no data crosses ranks/' \
   r1/results.md | wc -l)" -eq 2 ] || { cat r1/results.md; fail "1 rank: results.md shows a GB/s or no note"; }
+# Ranks with thread counts of their own (each host's usable CPUs, by default) are at the same
+# case: their case strings differ only there, as NCCL's do by each local rank's cuda:k.
+timeout 120 "$mpiexec" --oversubscribe --allow-run-as-root -np 1 "$opm" run one.yaml --threads 1 --out th --no-report \
+  --format json : -np 1 "$opm" run one.yaml --threads 2 --out th --no-report --format json > log.th 2>&1 ||
+  { tail -30 log.th; fail "ranks of other thread counts: the run failed"; }
+for d in th/rank*; do
+  [ "$(jq -r 'select(.status == "ok") | .case' $d/results.jsonl | wc -l)" -eq 2 ] ||
+    fail "$d: ranks of other thread counts not in step: $(jq -r '[.case, .status, .reason] | @tsv' $d/results.jsonl)"
+done
+# Merged, a collective is one measurement of all ranks: once, not once per rank.
+"$opm" merge r2 -o m2 > log.m2 2>&1 || { cat log.m2; fail "merge of the 2-rank collectives failed"; }
+[ "$(jq -r .case m2/results.jsonl | wc -l)" -eq 24 ] || fail "merged collectives: $(jq -r .case m2/results.jsonl | sort | uniq -c | head)"
+[ -e m2/fleet.json ] && fail "the fleet view lists a collective as several machines: $(head -c 400 m2/fleet.json)"
 # Time-based stopping and warm-up: the ranks must agree on every sample.
 cat > timed.yaml <<'YAML'
 ops: [collective]

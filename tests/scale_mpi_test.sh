@@ -61,6 +61,11 @@ wait "${pids[1]}" 2>/dev/null
 before=$(wc -l < "$(journal)")
 [ "$before" -lt "$(wc -l < flag.1)" ] || fail "rank 1 finished before it was killed: the test proves nothing"
 head -n "$before" "$(journal)" | jq -r .case > kept.txt
+# Merged now, the killed rank's missing cases would be silently absent: refused, naming the resume.
+"$opm" merge killed -o killed-early > early.log 2>&1
+[ $? -eq 2 ] && grep -q 'rank001-of-3-.* lacks .* planned cases' early.log &&
+  grep -q -- '--resume killed --shard 1/3' early.log || fail "merge of a rank that stopped part-way: $(cat early.log)"
+[ -e killed-early/results.jsonl ] && fail "the refused merge wrote results"
 "$opm" run --resume killed --shard 1/3 --no-report --format json > resume.log 2>&1 || { cat resume.log; fail "resume failed"; }
 [ "$(ls -d killed/rank001-of-3-* | wc -l)" -eq 1 ] || fail "the resumed rank wrote a second directory"
 head -n "$(wc -l < kept.txt)" "$(journal)" | jq -r .case | cmp -s - kept.txt || fail "resume lost the killed rank's results"

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "cli/shard_run.hpp"
@@ -204,4 +205,84 @@ TEST(ShardDevice, LocalRankKTakesGpuK) {
   EXPECT_EQ(device_for_local_rank("cuda:2", 0), "cuda:0");
   EXPECT_EQ(device_for_local_rank("cuda:0", -1), "cuda:0");  // local rank unknown: as given
   EXPECT_EQ(device_for_local_rank("cpu", 2), "cpu");         // the host is every rank's own
+}
+
+// A rank or size beyond an int names its variable (4294967298 was read as 2), and so does an
+// array of steps whose ranks would not fit.
+TEST(ShardEnv, ValuesBeyondAnIntAreUsageErrors) {
+  auto env_error = [](std::map<std::string, std::string> env) {
+    return usage_error_of([&] { shard_from_env(fake(env)); });
+  };
+  EXPECT_NE(
+      env_error({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "4294967298"}}).find("SLURM_NTASKS='4294967298' is more than"),
+      std::string::npos);
+  EXPECT_NE(env_error({{"PMI_RANK", "99999999999999999999999"}, {"PMI_SIZE", "2"}})
+                .find("PMI_RANK='99999999999999999999999'"),
+            std::string::npos);
+  EXPECT_NE(env_error({{"SLURM_ARRAY_TASK_ID", "1"},
+                       {"SLURM_ARRAY_TASK_COUNT", "70000"},
+                       {"SLURM_PROCID", "0"},
+                       {"SLURM_NTASKS", "70000"}})
+                .find("is more than 2147483647 ranks"),
+            std::string::npos);
+  EXPECT_EQ(shard_from_env(fake({{"PMI_RANK", "1"}, {"PMI_SIZE", "2147483647"}}))->size, 2147483647);
+}
+
+// Half a pair leaves the process unsharded: said, with the --shard to give. A batch script's own
+// SLURM_PROCID=0 is no half pair.
+TEST(ShardEnv, AHalfSetPairIsNamed) {
+  auto one = half_set_launcher(fake({{"SLURM_ARRAY_TASK_ID", "3"}}));
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_NE(one[0].find("SLURM_ARRAY_TASK_ID=3 is set without SLURM_ARRAY_TASK_COUNT"), std::string::npos) << one[0];
+  auto procid = half_set_launcher(fake({{"SLURM_PROCID", "1"}}));
+  ASSERT_EQ(procid.size(), 1u);
+  EXPECT_NE(procid[0].find("SLURM_PROCID=1 is set without SLURM_NTASKS"), std::string::npos) << procid[0];
+  EXPECT_TRUE(half_set_launcher(fake({{"SLURM_PROCID", "0"}})).empty());
+  EXPECT_TRUE(half_set_launcher(fake({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}})).empty());
+  EXPECT_TRUE(half_set_launcher(fake({})).empty());
+}
+
+TEST(ShardSplit, CasesAcrossRanksLeaveOutTheRanksOwnDeviceAndThreads) {
+  Case gpu0 = parse_case("gemm/reference/fp32/M=8,N=8,K=8/threads=1"), gpu1 = gpu0, host1 = gpu0, host4 = gpu0;
+  gpu0.device = "cuda:0";
+  gpu1.device = "cuda:1";
+  host4.threads = 4;
+  EXPECT_EQ(case_across_ranks(gpu0), case_across_ranks(gpu1));
+  EXPECT_EQ(case_across_ranks(host1), case_across_ranks(host4));
+  EXPECT_NE(case_across_ranks(gpu0), case_across_ranks(host1));  // a GPU case is not the host's
+  Case other = host1;
+  other.params[0].second = "9";
+  EXPECT_NE(case_across_ranks(other), case_across_ranks(host1));
+}
+
+// Ranks whose usable CPUs differ plan the same cases with other thread counts (threads defaults
+// to them): they split them the same way, so each case is measured once (a compute-bound GEMM
+// and a memory-bound ReLU traded places when the cost divided by the threads).
+TEST(ShardRun, TheSplitDoesNotDependOnTheRanksThreads) {
+  std::vector<Case> plan;
+  for (int i = 0; i < 6; ++i) {
+    plan.push_back(parse_case(fmt::format("gemm/reference/fp32/M={0},N={0},K={0}/threads=1", 200 + 8 * i)));
+    plan.push_back(parse_case(fmt::format("relu/reference/fp32/batch=1,seq={},hidden=4096/threads=1", 300 + 8 * i)));
+  }
+  auto with_threads = [&](int threads) {
+    auto cases = plan;
+    for (auto& c : cases) c.threads = threads;
+    return cases;
+  };
+  Stopping st;
+  st.min_time_s = 0;
+  st.min_samples = 10;
+  std::string split1, split4;
+  auto one = cases_of_shard(with_threads(1), Shard{0, 2}, st, "", false, &split1);
+  auto four = cases_of_shard(with_threads(4), Shard{0, 2}, st, "", false, &split4);
+  std::vector<std::string> a, b;
+  for (auto& c : one) a.push_back(case_across_ranks(c));
+  for (auto& c : four) b.push_back(case_across_ranks(c));
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(split1, split4);
+  EXPECT_EQ(split1.size(), 16u);
+  // Another split (rank 1 of 3 deals otherwise) has another hash.
+  std::string split3;
+  cases_of_shard(with_threads(1), Shard{0, 3}, st, "", false, &split3);
+  EXPECT_NE(split3, split1);
 }

@@ -187,13 +187,13 @@ int check_command(const CheckArgs& given, const char* argv0) {
     throw UsageError(fmt::format("--resume {}: a sharded check (--shard, mpirun, srun) cannot resume one check.json; "
                                  "resume each rank's directory on its own, without --shard",
                                  a.resume));
-  std::string out_dir = a.out, device = a.device;
+  std::string out_dir = a.out, device = a.device, split;
   if (shard) {
     const std::size_t planned = cases.size();
     // As run's: local rank k checks on GPU k, unless --device names another GPU than the first.
     const bool pinned = device_pins_ranks(a.device);
     if (!pinned) device = scale::device_for_local_rank(a.device, shard->local_rank);
-    cases = cases_of_shard(cases, *shard, Stopping{}, "", pinned);
+    cases = cases_of_shard(cases, *shard, Stopping{}, "", pinned, &split);
     out_dir = shard_results_dir({.root = a.out}, *shard, cases);
     fmt::print(stderr, "opmeter check: rank {} of {} ({}): {} of the {} cases -> {}\n", shard->rank, shard->size,
                shard->source, cases.size(), planned, out_dir);
@@ -229,7 +229,7 @@ int check_command(const CheckArgs& given, const char* argv0) {
   if (!stored && fs::exists(file, ec))
     fmt::print(stderr, "opmeter check: replacing {} (opmeter check --resume {} would continue it)\n", file, out_dir);
   auto settings = settings_json(a, options);
-  if (shard) settings["shard"] = shard_json(*shard);
+  if (shard) settings["shard"] = shard_json(*shard, split, cases);
   auto save = [&](const char* state) {
     auto j = check_json(results, settings, context);
     j["progress"] = {{"planned", planned}, {"checked", results.size()}, {"state", state}};

@@ -7,9 +7,11 @@
 #include <fstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/check_report.hpp"
 #include "opmeter/errors.hpp"
+#include "scale/merge.hpp"
 #include "util/dir_walk.hpp"
 #include "util/output_file.hpp"
 #include "util/text.hpp"
@@ -76,36 +78,73 @@ std::vector<std::string> check_files_in(const std::string& root) {
   return out;
 }
 
-int join_checks(const std::vector<std::string>& inputs, const std::string& out) {
+void refuse_a_used_output(const std::string& out) {
+  std::error_code ec;
+  const auto type = fs::symlink_status(out, ec).type();
+  if (type == fs::file_type::not_found) return;
+  if (type != fs::file_type::directory)
+    throw UsageError(
+        fmt::format("-o {}: exists and is not a directory; merge writes a new directory: give another -o", out));
+  if (!fs::is_empty(out, ec))
+    throw UsageError(
+        fmt::format("-o {}: exists and is not empty; merge writes a new directory and replaces nothing "
+                    "in another: give another -o (or remove {} first)",
+                    out, out));
+}
+
+namespace {
+
+// One check.json as a run merge compares: its settings, context and cases, named by its directory.
+scale::RankRun load_check(const std::string& file) {
+  std::ifstream f(file);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(f);
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(fmt::format("{}: not JSON ({})", file, e.what()));
+  }
+  scale::RankRun r;
+  r.results = check_results_from_json(j, file);
+  r.dir = fs::path(file).parent_path().string();
+  r.name = fs::path(file).parent_path().filename().string();
+  r.run = j.value("settings", nlohmann::json::object());
+  r.context = j.value("context", nlohmann::json::object());
+  scale::check_rank_types(r, {file, "settings"}, {file, "context"});
+  return r;
+}
+
+}  // namespace
+
+int join_checks(const std::vector<std::string>& inputs, const std::string& out, bool force) {
+  std::vector<scale::RankRun> checks;
+  for (auto& input : inputs)
+    for (auto& file : check_files_in(input)) checks.push_back(load_check(file));
+  if (checks.empty()) throw UsageError(fmt::format("no check.json in {}", fmt::join(inputs, ", ")));
+  scale::name_machines(checks);  // two hosts' checks/ stay two
+  // As merge of results: one check's files, each rank once and whole (a file given twice, through
+  // a link too, would count its cases twice).
+  auto conflicts = scale::merge_conflicts(checks);
+  for (auto& c : conflicts) fmt::print(stderr, "opmeter: {}: {}\n", force ? "warning" : "error", c);
+  if (!conflicts.empty() && !force)
+    throw UsageError(
+        fmt::format("{} of the {} check.json files do not belong with the first ({}); give --force to "
+                    "join them anyway",
+                    conflicts.size(), checks.size(), checks.front().dir + "/check.json"));
   std::vector<Result> results;
   nlohmann::json ranks = nlohmann::json::array(), machines = nlohmann::json::array();
-  nlohmann::json first;
-  for (auto& input : inputs)
-    for (auto& file : check_files_in(input)) {
-      std::ifstream f(file);
-      nlohmann::json j;
-      try {
-        j = nlohmann::json::parse(f);
-      } catch (const nlohmann::json::exception& e) {
-        throw UsageError(fmt::format("{}: not JSON ({})", file, e.what()));
-      }
-      const std::string name = fs::path(file).parent_path().filename().string();
-      for (auto& r : check_results_from_json(j, file)) {
-        machines.push_back(name);
-        results.push_back(std::move(r));
-      }
-      ranks.push_back({{"name", name},
-                       {"settings", j.value("settings", nlohmann::json())},
-                       {"context", j.value("context", nlohmann::json())}});
-      if (first.is_null()) first = j;
+  for (auto& c : checks) {
+    for (auto& r : c.results) {
+      machines.push_back(c.name);
+      results.push_back(r);
     }
-  if (results.empty() && ranks.empty()) throw UsageError(fmt::format("no check.json in {}", fmt::join(inputs, ", ")));
+    ranks.push_back({{"name", c.name}, {"settings", c.run}, {"context", c.context}});
+  }
   std::error_code ec;
   fs::create_directories(out, ec);
   if (!fs::is_directory(out, ec)) throw UsageError(fmt::format("-o {}: cannot create the directory", out));
-  auto settings = first.value("settings", nlohmann::json::object());
+  auto settings = checks.front().run;
   if (settings.is_object()) settings.erase("shard");
-  auto context = first.value("context", nlohmann::json::object());
+  auto context = checks.front().context;
   context["fleet"] = ranks;  // every rank's settings and machine, as merge's run.json keeps them
   auto joined = check_json(results, settings, context);
   for (std::size_t i = 0; i < results.size(); ++i) joined["cases"][i]["machine"] = machines[i];
@@ -114,7 +153,7 @@ int join_checks(const std::vector<std::string>& inputs, const std::string& out) 
   fmt::print("{}", text);
   std::fflush(stdout);
   write_atomically(file, dump_json(joined, 1) + "\n");
-  fmt::print(stderr, "opmeter: {} from {} check.json files -> {}\n", count_of(results.size(), "case"), ranks.size(),
+  fmt::print(stderr, "opmeter: {} from {} check.json files -> {}\n", count_of(results.size(), "case"), checks.size(),
              file);
   return check_exit_code(results);
 }

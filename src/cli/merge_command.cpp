@@ -44,9 +44,10 @@ int merge_command(const MergeArgs& a) {
     if (inside(a.out, input))
       throw UsageError(fmt::format("-o {} is inside {}, which merge reads: a later merge or report of {} would count "
                                    "the merged results again; write it elsewhere", a.out, input, input));
+  refuse_a_used_output(a.out);
   // A sharded `opmeter check`'s tree: its ranks' check.json joined into one.
   if (std::all_of(a.inputs.begin(), a.inputs.end(), [](const std::string& in) { return !check_files_in(in).empty(); }))
-    return join_checks(a.inputs, a.out);
+    return join_checks(a.inputs, a.out, a.force);
   std::vector<scale::RankRun> runs;
   std::set<std::filesystem::path> seen;  // a run given twice would count its results twice
   for (auto& input : a.inputs)
@@ -58,6 +59,7 @@ int merge_command(const MergeArgs& a) {
         fmt::print(stderr, "opmeter: warning: {} holds no results (a run stopped before its first case finished)\n",
                    dir);
     }
+  scale::name_machines(runs);  // hostA/results and hostB/results stay two machines
   auto conflicts = scale::merge_conflicts(runs);
   for (auto& c : conflicts) fmt::print(stderr, "opmeter: {}: {}\n", a.force ? "warning" : "error", c);
   if (!conflicts.empty() && !a.force)

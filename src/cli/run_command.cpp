@@ -318,6 +318,7 @@ ResumeFacts take_stored_settings(RunArgs& a) {
   if (a.formats.empty()) a.formats = s.text("formats");
   if (a.device.empty()) a.device = s.text("device");
   if (a.calibration.empty()) a.calibration = s.text("calibration");
+  if (a.shard_model.empty()) a.shard_model = s.text("shard_model");  // the split goes on as it began
   const bool hot = s.text("cache") == "hot";
   const bool isolate = s.flag("isolate");
   std::optional<std::uint64_t> seed = s.integer<std::uint64_t>("seed", 0, UINT64_MAX, "--seed");
@@ -741,6 +742,7 @@ int run_command(const RunArgs& given, const char* argv0) {
   std::optional<scale::Shard> shard = run_shard(a);  // sharded runs: each rank's directory under --out
   std::optional<ShardOutput> shard_out;
   if (shard) shard_out = prepare_shard_output(a, *shard);
+  if (!shard && a.child_result.empty()) refuse_unsharded_resume_of_tree(a.resume);  // a rank's tree needs its --shard
   ResumeFacts resumed;  // what `--resume DIR` alone found in DIR's stored run
   if (!a.resume.empty() && a.config.empty() && a.suite.empty() && !a.case_given && a.pipelines.empty() &&
       a.child_result.empty())
@@ -822,11 +824,17 @@ int run_command(const RunArgs& given, const char* argv0) {
                "opmeter: a --case run measures its case alone, no ceiling: no % of peak or of bandwidth "
                "(--calibration PROFILE from `opmeter calibrate` gives them)\n");
   }
+  std::string split;  // the shard's split, as every rank computes it
+  if (!shard && !a.shard_model.empty())
+    fmt::print(stderr,
+               "opmeter: warning: --shard-model {} is not used: this run is not sharded (no --shard, and no "
+               "launcher started several processes)\n",
+               a.shard_model);
   if (shard) {
     if (!plan.pipelines.empty())
       throw UsageError("pipelines run whole on one machine: a run of pipelines (--pipeline or a config's pipelines:) takes no --shard");
     const std::size_t planned = cases.size();
-    cases = cases_of_shard(cases, *shard, options.stopping, a.shard_model, device_pins_ranks(a.device));
+    cases = cases_of_shard(cases, *shard, options.stopping, a.shard_model, device_pins_ranks(a.device), &split);
     fmt::print(stderr, "opmeter: rank {} of {} ({}): {} of the {} planned cases (ceilings run on every rank)\n",
                shard->rank, shard->size, shard->source, cases.size(), planned);
   }
@@ -858,7 +866,9 @@ int run_command(const RunArgs& given, const char* argv0) {
   if (shard) {
     out.dir = shard_results_dir(*shard_out, *shard, cases);
     out.resume = !shard_out->existing.empty();
-    out.settings["shard"] = shard_json(*shard);
+    out.settings["shard"] = shard_json(*shard, split, cases);
+    if (!a.shard_model.empty()) add_shard_model(out.settings, a.shard_model);
+    if (!a.resume.empty()) check_split_as_stored(a.resume, out.settings["shard"], shard_out->root);
     out.resume_command = [root = shard_out->root](const std::string&) { return "--resume " + root + " on every rank"; };
   }
   if (!plan.pipelines.empty())

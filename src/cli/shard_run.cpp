@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -14,6 +15,7 @@
 #include "results/run_dir.hpp"
 #include "util/dir_walk.hpp"
 #include "util/host_name.hpp"
+#include "util/text.hpp"
 
 namespace opmeter {
 namespace fs = std::filesystem;
@@ -36,8 +38,13 @@ std::vector<fs::path> rank_dirs(const std::string& root, const std::string& pref
 
 }  // namespace
 
+void warn_half_set_launcher() {
+  for (auto& w : scale::half_set_launcher(scale::process_env())) fmt::print(stderr, "opmeter: warning: {}\n", w);
+}
+
 std::optional<scale::Shard> shard_of(const std::string& flag) {
   auto env = scale::process_env();
+  if (flag.empty() || flag == "auto") warn_half_set_launcher();
   scale::Shard s = flag.empty() ? scale::shard_from_env(env).value_or(scale::Shard{}) : scale::parse_shard(flag, env);
   if (!s.active()) return std::nullopt;
   return s;
@@ -98,10 +105,12 @@ double work_model_cost_s(const Case& c, const Stopping& stopping) {
 }
 
 std::vector<Case> cases_of_shard(const std::vector<Case>& cases, const scale::Shard& shard, const Stopping& stopping,
-                                 const std::string& model_path, bool device_pinned) {
+                                 const std::string& model_path, bool device_pinned, std::string* split) {
   std::optional<predict::PredictModel> model;
   if (!model_path.empty()) model = predict::read_model(model_path);
-  auto cost = [&](const Case& c) {
+  auto cost = [&](const Case& planned) {
+    Case c = planned;  // as on one thread: the same on every rank, whatever its CPUs
+    if (c.on_host()) c.threads = 1;
     if (model) {
       try {
         double per_call = predict::predict_case(*model, predict::sample_of(c)).time_s;
@@ -115,7 +124,11 @@ std::vector<Case> cases_of_shard(const std::vector<Case>& cases, const scale::Sh
     const OpDef* op = Registry::global().op(c.op);
     return ceiling_of(c.op) != CeilingKind::none || (op && op->every_rank);
   };
-  auto mine = scale::shard_cases(cases, shard, cost, everywhere);
+  const auto to = scale::shard_split(cases, shard.size, cost, everywhere);
+  if (split) *split = scale::split_hash(cases, to);
+  std::vector<Case> mine;
+  for (std::size_t i = 0; i < cases.size(); ++i)
+    if (to[i] == shard.rank || to[i] < 0) mine.push_back(cases[i]);
   if (!device_pinned && shard.local_rank >= 0)
     for (auto& c : mine)
       if (!c.on_host()) c.device = scale::device_for_local_rank(c.device, shard.local_rank);
@@ -138,8 +151,61 @@ std::string rank_name(const scale::Shard& shard, const std::string& device) {
   return scale::rank_dir_name(shard, host_name(), device);
 }
 
-nlohmann::json shard_json(const scale::Shard& s) {
-  return {{"rank", s.rank}, {"size", s.size}, {"local_rank", s.local_rank}, {"source", s.source}};
+nlohmann::json shard_json(const scale::Shard& s, const std::string& split, const std::vector<Case>& mine) {
+  nlohmann::json j = {{"rank", s.rank}, {"size", s.size}, {"local_rank", s.local_rank}, {"source", s.source}};
+  if (!split.empty()) {
+    j["split"] = split;
+    nlohmann::json cases = nlohmann::json::array();
+    for (auto& c : mine) cases.push_back(c.to_string());
+    j["cases"] = std::move(cases);
+  }
+  return j;
+}
+
+void add_shard_model(nlohmann::json& settings, const std::string& model) {
+  std::error_code ec;
+  std::ifstream f(model, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  settings["shard_model"] = fs::absolute(model, ec).lexically_normal().string();
+  settings["shard_model_hash"] = fmt::format("{:016x}", stable_hash(text));
+}
+
+void check_split_as_stored(const std::string& stored_dir, const nlohmann::json& now, const std::string& root) {
+  auto stored = stored_run_settings(stored_dir);
+  if (!stored || !stored->contains("shard") || !(*stored)["shard"].is_object()) return;
+  const auto& before = (*stored)["shard"];
+  const std::string resume = fmt::format("--resume {} --shard {}/{}", root, now.value("rank", 0), now.value("size", 1));
+  auto text = [](const nlohmann::json& j, const char* key) {
+    return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+  };
+  if (const auto was = text(before, "split"); !was.empty() && was != text(now, "split"))
+    throw UsageError(fmt::format(
+        "{}: this rank now splits the cases otherwise than the run did (split {} then, {} now: another "
+        "--shard-model, config, filter or stopping settings), so some cases would be measured twice and others "
+        "never; continue with the run's own settings ({} alone, with the same --shard-model file)",
+        stored_dir, was, text(now, "split"), resume));
+  if (before.value("rank", -1) != now.value("rank", -2) || !before.contains("cases") || !now.contains("cases")) return;
+  if (before["cases"] != now["cases"])
+    throw UsageError(
+        fmt::format("{}: this rank now plans other cases of its own than the run did ({} then, {} now); "
+                    "continue with the run's own settings ({} alone)",
+                    stored_dir, before["cases"].size(), now["cases"].size(), resume));
+}
+
+void refuse_unsharded_resume_of_tree(const std::string& resume) {
+  std::error_code ec;
+  if (resume.empty() || !fs::is_directory(resume, ec) || stored_run_settings(resume)) return;
+  auto ranks = rank_dirs(resume, "rank");
+  for (auto& dir : ranks) {
+    auto stored = stored_run_settings(dir.string());
+    if (!stored || !stored->contains("shard") || !(*stored)["shard"].is_object()) continue;
+    const auto size = (*stored)["shard"].value("size", 0);
+    throw UsageError(fmt::format(
+        "--resume {}: it holds a run sharded over {} ranks ({}, ...), and this process is not sharded (no --shard, "
+        "and no launcher started several); give --shard I/{} for rank I to continue (a job array's task K rerun "
+        "alone, sbatch --array=K, is task 0 of 1 to Slurm: give it --shard K/{}), or resume under the same launch",
+        resume, size, dir.filename().string(), size, size));
+  }
 }
 
 }  // namespace opmeter

@@ -31,9 +31,30 @@ ShardOutput prepare_shard_output(RunArgs& a, const scale::Shard& shard);
 
 // This rank's cases of the planned ones (ceilings on every rank); local rank k takes device k of
 // the cases' backend unless device_pinned (device_pins_ranks). `model` is a predict model file
-// (empty: the work model).
+// (empty: the work model). The cost of a case is taken as on one thread: a host case's thread
+// count defaults to the rank's usable CPUs, and a split that followed it would differ between
+// ranks (cases measured twice or never). `split`, when given, is set to the split's hash
+// (scale::split_hash), which every rank of the launch shares.
 std::vector<Case> cases_of_shard(const std::vector<Case>& cases, const scale::Shard& shard, const Stopping& stopping,
-                                 const std::string& model, bool device_pinned);
+                                 const std::string& model, bool device_pinned, std::string* split = nullptr);
+
+// --shard-model's file as run.json keeps it: "shard_model" (its absolute path: --resume reads it
+// again) and "shard_model_hash" (its content: merge refuses ranks that split by other models).
+void add_shard_model(nlohmann::json& settings, const std::string& model);
+
+// `--resume DIR` of a sharded run continues the split it began: UsageError when this rank now
+// splits the plan otherwise (another model, config or stopping settings) or plans other cases of
+// its own than `stored_dir`'s run.json says (when it is this rank's); older run.json files that
+// hold no split are taken as they are.
+void check_split_as_stored(const std::string& stored_dir, const nlohmann::json& shard_now, const std::string& root);
+
+// `--resume ROOT` where ROOT holds a sharded run's rank directories, by a process that is not
+// sharded (a job array's task rerun alone, `sbatch --array=3`, is task 0 of 1): UsageError naming
+// the --shard to give.
+void refuse_unsharded_resume_of_tree(const std::string& resume);
+
+// Warnings for launcher variables set without their partner (scale::half_set_launcher).
+void warn_half_set_launcher();
 
 // Whether --device (run's and check's) holds for every rank of a launch: a device other than its backend's
 // first ("cuda:2") does; the first ("cuda:0", what a one-GPU command line names) and none ("") let
@@ -43,7 +64,10 @@ bool device_pins_ranks(const std::string& device);
 // This rank's results directory: the one it had, or ROOT/rankNNN-of-N-HOST-DEVICE.
 std::string shard_results_dir(const ShardOutput& out, const scale::Shard& shard, const std::vector<Case>& cases);
 
-nlohmann::json shard_json(const scale::Shard& shard);
+// The shard as run.json and check.json keep it: rank, size, local rank, source, and what merge
+// checks: the split's hash (`split`, from cases_of_shard) and the rank's own cases (`mine`),
+// whose results a complete rank holds.
+nlohmann::json shard_json(const scale::Shard& shard, const std::string& split = "", const std::vector<Case>& mine = {});
 
 // This rank's name on this host for `device` (rank003-of-8-HOST-DEVICE): what a command that
 // writes one file or directory gives each rank of a launch instead.

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "opmeter/registry.hpp"
+#include "scale/shard.hpp"
 
 namespace opmeter {
 namespace {
@@ -18,9 +19,12 @@ std::function<RankExchange*()>& factory() {
 
 std::optional<RankVerdict> rank_verdict(const std::vector<RankVote>& votes) {
   if (votes.empty()) return std::nullopt;
-  const std::string& at = votes[0].case_string;
+  // The same case, or the same as every rank plans it (each on its own GPU, with its own threads).
+  auto same = [](const RankVote& a, const RankVote& b) {
+    return a.case_string == b.case_string || (!a.across_ranks.empty() && a.across_ranks == b.across_ranks);
+  };
   for (std::size_t r = 1; r < votes.size(); ++r)
-    if (votes[r].case_string != at)
+    if (!same(votes[r], votes[0]))
       return RankVerdict{Status::error,
                          fmt::format("ranks are not in step: rank 0 is at this case, rank {} at {} (every rank needs "
                                      "the same cases: the same config, filter and --resume)",
@@ -56,8 +60,11 @@ class CommExchange final : public RankExchange {
 // A JSON object: any reason's text goes through as it is (bytes that are not UTF-8, which a
 // library's message may hold, as U+FFFD rather than an exception).
 std::string encode_vote(const RankVote& v) {
-  const nlohmann::json j = {
-      {"case", v.case_string}, {"status", std::string(to_string(v.status))}, {"reason", v.reason}, {"done", v.done}};
+  const nlohmann::json j = {{"case", v.case_string},
+                            {"across_ranks", v.across_ranks},
+                            {"status", std::string(to_string(v.status))},
+                            {"reason", v.reason},
+                            {"done", v.done}};
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -68,7 +75,8 @@ RankVote decode_vote(const std::string& text) {
       return {.case_string = j.at("case").get<std::string>(),
               .status = *status,
               .reason = j.at("reason").get<std::string>(),
-              .done = j.at("done").get<bool>()};
+              .done = j.at("done").get<bool>(),
+              .across_ranks = j.value("across_ranks", std::string())};
   } catch (const nlohmann::json::exception&) {
   }
   return {.status = Status::error, .reason = "an unreadable vote"};
@@ -86,13 +94,14 @@ RankExchange* rank_exchange() {
   return &exchange;
 }
 
-RankGate::RankGate(const Case& c) : case_string_(c.to_string()) {
+RankGate::RankGate(const Case& c) : case_string_(c.to_string()), across_ranks_(scale::case_across_ranks(c)) {
   const OpDef* op = Registry::global().op(c.op);
   if (op && op->every_rank) exchange_ = rank_exchange();
 }
 
 std::optional<RankVerdict> RankGate::vote(RankVote mine) {
   mine.case_string = case_string_;
+  mine.across_ranks = across_ranks_;
   std::optional<RankVerdict> verdict;
   try {
     verdict = rank_verdict(exchange_->exchange(mine));

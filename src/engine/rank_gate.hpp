@@ -22,6 +22,9 @@ struct RankVote {
   Status status = Status::ok;  // ok: ready to run it; else what it records (skipped, error, ...)
   std::string reason;
   bool done = false;  // it has this case's result from before --resume and will not run it
+  // The case as every rank plans it (scale::case_across_ranks: without the rank's own GPU index,
+  // local rank k runs on cuda:k, or thread count), what the ranks compare; empty: case_string.
+  std::string across_ranks;
 };
 
 // What every rank records when not every rank is ready.
@@ -30,8 +33,9 @@ struct RankVerdict {
   std::string reason;
 };
 
-// The verdict of every rank's votes (index = rank): nullopt when all are ready for the same case;
-// else the first rank (lowest) that is at another case, or else that is not ready, decides.
+// The verdict of every rank's votes (index = rank): nullopt when all are ready for the same case
+// (the same across_ranks: each on its own GPU or threads); else the first rank (lowest) that is
+// at another case, or else that is not ready, decides.
 std::optional<RankVerdict> rank_verdict(const std::vector<RankVote>& votes);
 
 // Exchanges votes with every rank of the launch: every rank's vote, index = rank, or RanksLost
@@ -70,7 +74,7 @@ class RankGate {
 
  private:
   std::optional<RankVerdict> vote(RankVote mine);
-  std::string case_string_;
+  std::string case_string_, across_ranks_;
   RankExchange* exchange_ = nullptr;
   int passed_ = 0;        // rounds every rank was ready in
   bool decided_ = false;  // a round ended with a verdict: no more rounds

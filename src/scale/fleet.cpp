@@ -155,6 +155,17 @@ nlohmann::json fleet_json(const std::vector<FleetCase>& fleet, const std::map<st
   return j;
 }
 
+namespace {
+// A table cell of a name from outside (a rank directory, a CPU model): a '|' would end the cell
+// and a line break the row, as results.md writes them.
+std::string md_cell(std::string s) {
+  for (auto& ch : s)
+    if (ch == '|') ch = '/';
+    else if (ch == '\n' || ch == '\r') ch = ' ';
+  return s;
+}
+}  // namespace
+
 std::string fleet_markdown(const std::vector<FleetCase>& fleet, const std::map<std::string, Machine>& machines) {
   if (fleet.empty()) return "";
   std::string md = "## Fleet\n\nThe same case on several machines, fastest first. Outliers are more than "
@@ -167,8 +178,9 @@ std::string fleet_markdown(const std::vector<FleetCase>& fleet, const std::map<s
       auto m = machines.find(e.machine);
       std::string note = e.outlier ? "**outlier**" : "";
       for (auto& d : e.differences) note += "; " + d;
-      md += fmt::format("| {} | {} | {} | {:.4g} s | {:+.1f}% | {} |\n", rank++, e.machine,
-                        m == machines.end() ? "?" : m->second.hardware, e.median_s, e.vs_hardware_median * 100, note);
+      md += fmt::format("| {} | {} | {} | {:.4g} s | {:+.1f}% | {} |\n", rank++, md_cell(e.machine),
+                        md_cell(m == machines.end() ? "?" : m->second.hardware), e.median_s, e.vs_hardware_median * 100,
+                        md_cell(note));
     }
     md += "\n";
   }

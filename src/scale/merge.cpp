@@ -5,12 +5,16 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "opmeter/errors.hpp"
+#include "opmeter/registry.hpp"
 #include "results/result_set.hpp"
 #include "results/run_dir.hpp"
+#include "scale/shard.hpp"
 #include "util/dir_walk.hpp"
 
 namespace opmeter::scale {
@@ -35,10 +39,11 @@ std::string version_of(const nlohmann::json& context) {
   return fmt::format("{} ({})", o.value("version", "?"), o.value("git_sha", "?"));
 }
 
+}  // namespace
+
 // What merge reads by type (merge_conflicts, version_of) is checked as it is loaded: another type
-// is bad input naming the file and the key, not a json type_error. `run_at` and `context_at`:
-// the file and key the run settings and the context came from.
-void check_read_types(const RankRun& r, const std::pair<std::string, std::string>& run_at,
+// is bad input naming the file and the key, not a json type_error.
+void check_rank_types(const RankRun& r, const std::pair<std::string, std::string>& run_at,
                       const std::pair<std::string, std::string>& context_at) {
   auto bad = [](const std::pair<std::string, std::string>& at, const std::string& key, const nlohmann::json& v,
                 const std::string& expected) {
@@ -51,6 +56,12 @@ void check_read_types(const RankRun& r, const std::pair<std::string, std::string
       if (auto it = shard.find(key);
           it != shard.end() && !(it->is_number_integer() && *it >= lo && *it <= std::numeric_limits<int>::max()))
         bad(run_at, fmt::format("shard.{}", key), *it, fmt::format("an integer from {}", lo));
+    if (auto it = shard.find("split"); it != shard.end() && !it->is_string())
+      bad(run_at, "shard.split", *it, "a string");
+    if (auto it = shard.find("cases");
+        it != shard.end() &&
+        !(it->is_array() && std::all_of(it->begin(), it->end(), [](auto& c) { return c.is_string(); })))
+      bad(run_at, "shard.cases", *it, "a list of case strings");
   }
   if (r.context.is_object() && r.context.contains("opmeter")) {
     const auto& o = r.context["opmeter"];
@@ -59,6 +70,45 @@ void check_read_types(const RankRun& r, const std::pair<std::string, std::string
       if (auto it = o.find(key); it != o.end() && !it->is_string())
         bad(context_at, fmt::format("opmeter.{}", key), *it, "a string");
   }
+}
+
+namespace {
+
+int shard_value(const RankRun& r, const char* key, int fallback) {
+  return r.run.contains("shard") ? r.run["shard"].value(key, fallback) : fallback;
+}
+
+std::string shard_text(const RankRun& r, const char* key) {
+  if (!r.run.contains("shard") || !r.run["shard"].contains(key) || !r.run["shard"][key].is_string()) return "";
+  return r.run["shard"][key].get<std::string>();
+}
+
+// The planned cases of its own a rank has no result of: it stopped part-way.
+std::vector<std::string> missing_cases(const RankRun& r) {
+  if (!r.run.contains("shard") || !r.run["shard"].contains("cases")) return {};
+  std::set<std::string> done;
+  for (auto& x : r.results) done.insert(x.case_string);
+  std::vector<std::string> out;
+  for (auto& c : r.run["shard"]["cases"]) {
+    std::string planned = c.get<std::string>();
+    try {  // as results name it (the op's parameter order)
+      planned = parse_case(planned).to_string();
+    } catch (const std::exception&) {
+    }
+    if (!done.count(planned)) out.push_back(c.get<std::string>());
+  }
+  return out;
+}
+
+// A merged run (merge's own output): its context names every machine it holds.
+bool is_merged(const RankRun& r) {
+  return r.context.is_object() && r.context.contains("fleet") && r.context["fleet"].is_array() &&
+         !r.context["fleet"].empty();
+}
+
+bool every_rank_op(const Result& x) {
+  const OpDef* op = Registry::global().op(x.kase.op);
+  return op && op->every_rank;
 }
 
 std::string main_device(const RankRun& r) {
@@ -117,7 +167,7 @@ RankRun load_rank(const std::string& dir) {
     r.run = r.context.value("run", nlohmann::json::object());
     run_at = {context_at.first, "context.run"};
   }
-  check_read_types(r, run_at, context_at);
+  check_rank_types(r, run_at, context_at);
   r.results = std::move(set.results);
   return r;
 }
@@ -133,10 +183,35 @@ std::vector<std::string> merge_conflicts(const std::vector<RankRun>& runs) {
     if (version_of(r.context) != version_of(first.context))
       out.push_back(fmt::format("{} ran opmeter {}, {} ran {}", r.name, version_of(r.context), first.name,
                                 version_of(first.context)));
-    auto size = [](const RankRun& x) { return x.run.contains("shard") ? x.run["shard"].value("size", 1) : 1; };
+    auto size = [](const RankRun& x) { return shard_value(x, "size", 1); };
     if (size(r) != size(first))
       out.push_back(fmt::format("{} is a rank of {}, {} of {}", r.name, size(r), first.name, size(first)));
   }
+  // Ranks that split the plan differently measure some cases twice and others never (another
+  // --shard-model, or an opmeter whose split followed each rank's CPUs).
+  const RankRun* split_by = nullptr;
+  for (auto& r : runs) {
+    if (shard_text(r, "split").empty()) continue;
+    if (!split_by) split_by = &r;
+    else if (shard_text(r, "split") != shard_text(*split_by, "split"))
+      out.push_back(
+          fmt::format("{} split the cases otherwise than {} (split {} vs {}): some cases were measured "
+                      "twice and others never; run every rank with the same config, settings and "
+                      "--shard-model",
+                      r.name, split_by->name, shard_text(r, "split"), shard_text(*split_by, "split")));
+  }
+  // A rank that stopped part-way: its missing cases would be silently absent.
+  for (auto& r : runs)
+    if (auto missing = missing_cases(r); !missing.empty()) {
+      const std::size_t planned = r.run["shard"]["cases"].size();
+      const std::vector<std::string> named(missing.begin(), missing.begin() + std::min<std::size_t>(missing.size(), 3));
+      out.push_back(fmt::format(
+          "{} lacks {} of its {} planned cases ({}{}): it stopped part-way; continue it with "
+          "opmeter run --resume {} --shard {}/{}",
+          r.name, missing.size(), planned, fmt::join(named, ", "), missing.size() > named.size() ? ", ..." : "",
+          fs::path(r.dir).lexically_normal().parent_path().string(), shard_value(r, "rank", 0),
+          shard_value(r, "size", 1)));
+    }
   // The same directory given twice (or through a link) would count as two machines.
   std::map<std::string, std::string> seen;
   for (auto& r : runs) {
@@ -154,10 +229,52 @@ std::vector<std::string> merge_conflicts(const std::vector<RankRun>& runs) {
       if (auto [it, fresh] = by_rank.emplace(rank, r.name); !fresh)
         out.push_back(fmt::format("rank {} of {} appears twice: {} and {} (two runs?)", rank, ranks, it->second, r.name));
     }
-    for (int rank = 0; rank < ranks; ++rank)
-      if (!by_rank.count(rank)) out.push_back(fmt::format("rank {} of {} is missing: its part of the cases is not merged", rank, ranks));
+    // Named one by one up to a few: a size of 2^31 in a hand-edited run.json is no list to build.
+    constexpr int kNamed = 5;
+    int present = 0, named = 0;
+    for (auto& [rank, _] : by_rank) present += rank >= 0 && rank < ranks;
+    for (int rank = 0; rank < ranks && named < kNamed; ++rank)
+      if (!by_rank.count(rank)) {
+        out.push_back(fmt::format("rank {} of {} is missing: its part of the cases is not merged", rank, ranks));
+        ++named;
+      }
+    if (const long long more = static_cast<long long>(ranks) - present - named; more > 0)
+      out.push_back(fmt::format("{} more of the {} ranks are missing", more, ranks));
   }
   return out;
+}
+
+void name_machines(std::vector<RankRun>& runs) {
+  std::vector<std::vector<std::string>> tails;  // each run's path, last component first
+  for (auto& r : runs) {
+    std::error_code ec;
+    auto path = fs::absolute(r.dir, ec).lexically_normal();  // as given: a link keeps its own name
+    std::vector<std::string> parts;
+    for (auto& part : ec ? fs::path(r.dir) : path)
+      if (!part.empty() && part != "/" && part != ".") parts.push_back(part.string());
+    std::reverse(parts.begin(), parts.end());
+    tails.push_back(parts.empty() ? std::vector<std::string>{r.name} : parts);
+  }
+  std::vector<std::size_t> depth(runs.size(), 1);
+  auto name = [&](std::size_t i) {
+    std::string out;
+    for (std::size_t d = std::min(depth[i], tails[i].size()); d-- > 0;) out += tails[i][d] + (d ? "/" : "");
+    return out;
+  };
+  for (bool longer = true; longer;) {
+    longer = false;
+    std::map<std::string, std::vector<std::size_t>> by_name;
+    for (std::size_t i = 0; i < runs.size(); ++i) by_name[name(i)].push_back(i);
+    for (auto& [_, same] : by_name)
+      if (same.size() > 1)
+        for (auto i : same)
+          if (depth[i] < tails[i].size()) {
+            ++depth[i];
+            longer = true;
+          }
+  }
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    if (depth[i] > 1) runs[i].name = name(i);
 }
 
 Merged merge_runs(const std::vector<RankRun>& runs) {
@@ -166,13 +283,49 @@ Merged merge_runs(const std::vector<RankRun>& runs) {
   m.run = comparable(runs.front().run);
   m.context = runs.front().context;
   m.context["run"] = m.run;
-  nlohmann::json fleet = nlohmann::json::array();
+  // The machines each run brings: its own name, or a merged run's fleet.
+  std::map<std::string, int> runs_naming;
   for (auto& r : runs) {
+    if (!is_merged(r)) {
+      ++runs_naming[r.name];
+      continue;
+    }
+    std::set<std::string> mine;
+    for (auto& f : r.context["fleet"]) mine.insert(f.value("name", ""));
+    for (auto& n : mine) ++runs_naming[n];
+  }
+  nlohmann::json fleet = nlohmann::json::array();
+  std::set<std::string> collectives;  // every-rank cases kept, as every rank plans them
+  auto add_machine = [&](const std::string& name, const nlohmann::json& entry) {
+    if (m.machines.count(name))
+      throw UsageError(fmt::format("merge: two runs are named {}: each machine needs its own name", name));
+    m.machines[name] = machine_of(entry.value("context", nlohmann::json::object()), entry.value("device", "cpu"), name);
+    auto e = entry;
+    e["name"] = name;
+    fleet.push_back(std::move(e));
+  };
+  for (auto& r : runs) {
+    if (is_merged(r)) {  // merged before: each result keeps its machine
+      auto renamed = [&](const std::string& machine) {
+        return runs_naming[machine] > 1 ? r.name + "/" + machine : machine;
+      };
+      for (auto& f : r.context["fleet"]) add_machine(renamed(f.value("name", "")), f);
+      for (auto x : r.results) {
+        auto it = x.details.find(kMachineDetail);
+        x.details[kMachineDetail] = renamed(it == x.details.end() ? r.name : it->second);
+        m.results.push_back(std::move(x));
+      }
+      continue;
+    }
     const std::string device = main_device(r);
-    m.machines[r.name] = machine_of(r.context, device, r.name);
-    fleet.push_back({{"name", r.name}, {"device", device}, {"shard", r.run.value("shard", nlohmann::json())},
-                     {"context", r.context}});
+    add_machine(r.name, {{"name", r.name},
+                         {"device", device},
+                         {"shard", r.run.value("shard", nlohmann::json())},
+                         {"context", r.context}});
+    const bool launched = shard_value(r, "size", 1) > 1;
     for (auto x : r.results) {
+      // A collective is one measurement of every rank together: once, not once per rank.
+      if (launched && every_rank_op(x) && !collectives.insert(case_across_ranks(x.kase)).second) continue;
       x.details[kMachineDetail] = r.name;
       m.results.push_back(std::move(x));
     }
@@ -196,6 +349,7 @@ bool is_run_tree(const std::string& path) {
 ResultSet load_run_tree(const std::string& path) {
   std::vector<RankRun> runs;
   for (auto& d : run_dirs_in(path)) runs.push_back(load_rank(d));
+  name_machines(runs);
   if (auto conflicts = merge_conflicts(runs); !conflicts.empty())
     throw UsageError(fmt::format("{}: its runs do not belong together: {}; merge them anyway with opmeter merge {} -o DIR --force",
                                  path, conflicts.front(), path));

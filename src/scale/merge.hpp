@@ -26,15 +26,32 @@ struct RankRun {
 std::vector<std::string> run_dirs_in(const std::string& root);
 // UsageError when the directory holds no readable run.
 RankRun load_rank(const std::string& dir);
+// UsageError naming the file and key when what merge_conflicts reads (run.shard's size, rank,
+// split and cases; context.opmeter's version) has another type. `run_at` and `context_at`: the
+// file and the key the run settings and the context came from.
+void check_rank_types(const RankRun& r, const std::pair<std::string, std::string>& run_at,
+                      const std::pair<std::string, std::string>& context_at);
+
+// Names each run by its directory's name, or, where two runs share it (hostA/results and
+// hostB/results), by the shortest tail of its path that tells them apart ("hostA/results"):
+// each machine keeps its own name and context.
+void name_machines(std::vector<RankRun>& runs);
 
 // Why these runs should not be merged: different configs (run settings, the shard aside) or
-// different opmeter versions. Empty when they agree.
+// different opmeter versions; a sharded run's ranks that split the plan differently (a split
+// hash that differs), a rank missing or given twice, or a rank that lacks some of its planned
+// cases (it stopped part-way). Empty when they agree.
 std::vector<std::string> merge_conflicts(const std::vector<RankRun>& runs);
 
+// The runs joined. A merged directory given again keeps its machines (its results' machine and
+// its context's fleet; prefixed with its own name where another run has a machine of that name).
+// A collective (an every-rank op) of a sharded launch is one measurement of all its ranks (the
+// slowest rank's time): it is kept once, the lowest rank's result. UsageError when two runs have
+// one name (name_machines first).
 struct Merged {
   nlohmann::json run;      // the first run's settings, without its shard
-  nlohmann::json context;  // the first run's context, plus "fleet": every run's name, host and context
-  std::vector<Result> results;  // each with details[kMachineDetail] = its run's name
+  nlohmann::json context;  // the first run's context, plus "fleet": every machine's name, device, shard and context
+  std::vector<Result> results;  // each with details[kMachineDetail] = its machine's name
   std::map<std::string, Machine> machines;
 };
 Merged merge_runs(const std::vector<RankRun>& runs);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <numeric>
 
@@ -10,15 +11,22 @@
 
 #include "opmeter/errors.hpp"
 #include "util/file_safe_name.hpp"
+#include "util/text.hpp"
 
 namespace opmeter::scale {
 namespace {
 
+constexpr long kMaxRanks = std::numeric_limits<int>::max();
+
+// Ranks and sizes are ints: a larger value (4294967298 read as 2) is bad input, not truncated.
 std::optional<long> number(const EnvReader& env, const char* name) {
   const char* v = env(name);
   if (!v || !*v) return std::nullopt;
   long out = 0;
   auto [end, ec] = std::from_chars(v, v + std::char_traits<char>::length(v), out);
+  if (ec == std::errc::result_out_of_range || (ec == std::errc() && *end == '\0' && out > kMaxRanks))
+    throw UsageError(
+        fmt::format("environment variable {}='{}' is more than {} (the most ranks opmeter takes)", name, v, kMaxRanks));
   if (ec != std::errc() || *end != '\0' || out < 0)
     throw UsageError(fmt::format("environment variable {}='{}' is not a non-negative integer", name, v));
   return out;
@@ -60,14 +68,48 @@ std::optional<Shard> shard_from_env(const EnvReader& env) {
                                    *id, *count, first, step_of));
     array = Shard{static_cast<int>((*id - first) / step_of), static_cast<int>(*count), -1, "SLURM_ARRAY_TASK_ID/COUNT"};
   }
-  if (array && step && step->size > 1)
+  if (array && step && step->size > 1) {
+    if (static_cast<long long>(array->size) * step->size > kMaxRanks)
+      throw UsageError(
+          fmt::format("environment: an array of {} tasks ({}) of {} processes each ({}) is more than {} ranks",
+                      array->size, array->source, step->size, step->source, kMaxRanks));
     return Shard{array->rank * step->size + step->rank, array->size * step->size, step->local_rank,
                  array->source + " x " + step->source};
+  }
   if (array) {
     if (step) array->local_rank = step->local_rank;
     return array;
   }
   return step;
+}
+
+std::vector<std::string> half_set_launcher(const EnvReader& env) {
+  std::vector<std::string> out;
+  auto set = [&](const char* name) { return env(name) && *env(name); };
+  // A rank of 0 alone is what a batch script's own step has (SLURM_PROCID=0): one process.
+  for (auto [rank, size] : {std::pair{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                            {"PMI_RANK", "PMI_SIZE"},
+                            {"SLURM_PROCID", "SLURM_NTASKS"}}) {
+    if (set(rank) && !set(size) && std::string_view(env(rank)) != "0")
+      out.push_back(fmt::format("{}={} is set without {}: this process runs unsharded; give --shard {}/N", rank,
+                                env(rank), size, env(rank)));
+    if (set(size) && !set(rank) && std::string_view(env(size)) != "1")
+      out.push_back(fmt::format("{}={} is set without {}: this process runs unsharded; give --shard I/{}", size,
+                                env(size), rank, env(size)));
+  }
+  if (set("SLURM_ARRAY_TASK_ID") && !set("SLURM_ARRAY_TASK_COUNT"))
+    out.push_back(
+        fmt::format("SLURM_ARRAY_TASK_ID={} is set without SLURM_ARRAY_TASK_COUNT (a Slurm older than "
+                    "17.02?): every task of the array runs unsharded; give --shard TASK/TASKS",
+                    env("SLURM_ARRAY_TASK_ID")));
+  return out;
+}
+
+std::string case_across_ranks(const Case& c) {
+  Case k = c;
+  if (k.on_host()) k.threads = 0;
+  else k.device = k.device.substr(0, k.device.find(':'));
+  return k.to_string();
 }
 
 std::string device_for_local_rank(const std::string& device, int local_rank) {
@@ -95,9 +137,8 @@ Shard parse_shard(const std::string& text, const EnvReader& env) {
   return s;
 }
 
-std::vector<Case> shard_cases(const std::vector<Case>& cases, const Shard& shard, const CostModel& cost,
-                              const std::function<bool(const Case&)>& everywhere) {
-  if (!shard.active()) return cases;
+std::vector<int> shard_split(const std::vector<Case>& cases, int size, const CostModel& cost,
+                             const std::function<bool(const Case&)>& everywhere) {
   struct Item {
     std::size_t index;
     double cost;
@@ -105,20 +146,33 @@ std::vector<Case> shard_cases(const std::vector<Case>& cases, const Shard& shard
   };
   std::vector<Item> items;
   for (std::size_t i = 0; i < cases.size(); ++i)
-    if (!everywhere(cases[i])) items.push_back({i, std::max(0.0, cost(cases[i])), cases[i].to_string()});
+    if (!everywhere(cases[i])) items.push_back({i, std::max(0.0, cost(cases[i])), case_across_ranks(cases[i])});
   std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
     return a.cost != b.cost ? a.cost > b.cost : a.key < b.key;
   });
-  std::vector<double> load(shard.size, 0.0);
-  std::vector<bool> mine(cases.size(), false);
+  std::vector<double> load(std::max(size, 1), 0.0);
+  std::vector<int> to(cases.size(), -1);
   for (auto& it : items) {
-    int to = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());  // first of the least
-    load[to] += it.cost;
-    if (to == shard.rank) mine[it.index] = true;
+    int rank = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());  // first of the least
+    load[rank] += it.cost;
+    to[it.index] = rank;
   }
+  return to;
+}
+
+std::string split_hash(const std::vector<Case>& cases, const std::vector<int>& split) {
+  std::string text;
+  for (std::size_t i = 0; i < cases.size(); ++i) text += fmt::format("{} {}\n", case_across_ranks(cases[i]), split[i]);
+  return fmt::format("{:016x}", stable_hash(text));
+}
+
+std::vector<Case> shard_cases(const std::vector<Case>& cases, const Shard& shard, const CostModel& cost,
+                              const std::function<bool(const Case&)>& everywhere) {
+  if (!shard.active()) return cases;
+  const auto to = shard_split(cases, shard.size, cost, everywhere);
   std::vector<Case> out;
   for (std::size_t i = 0; i < cases.size(); ++i)
-    if (mine[i] || everywhere(cases[i])) out.push_back(cases[i]);
+    if (to[i] == shard.rank || to[i] < 0) out.push_back(cases[i]);
   return out;
 }
 

@@ -34,13 +34,32 @@ std::optional<Shard> shard_from_env(const EnvReader& env);
 // UsageError naming the expected form.
 Shard parse_shard(const std::string& text, const EnvReader& env);
 
+// A launcher's variables set without their partner (SLURM_ARRAY_TASK_ID without
+// SLURM_ARRAY_TASK_COUNT, a rank above 0 without the size): each such process would run
+// unsharded. One line per pair, saying what to give instead; empty when none is half set.
+std::vector<std::string> half_set_launcher(const EnvReader& env);
+
+// The case as every rank of a launch plans it: its string without what each rank sets for
+// itself, the device's index (local rank k runs on cuda:k) and the host's thread count (by
+// default the rank's usable CPUs): "device=cuda" and "threads=0" stand for them. Ranks compare
+// cases (the vote before a collective) and split the plan by it.
+std::string case_across_ranks(const Case& c);
+
 // What a case is expected to cost, in seconds (only the ratios between cases matter).
 using CostModel = std::function<double(const Case&)>;
+
+// The rank each of `cases` goes to (-1: every rank, where `everywhere` holds), as shard_cases
+// deals them.
+std::vector<int> shard_split(const std::vector<Case>& cases, int size, const CostModel& cost,
+                             const std::function<bool(const Case&)>& everywhere);
+// A hash of a split (each case, as case_across_ranks, and its rank): equal on every rank that
+// split the same plan the same way, whatever its device or CPUs.
+std::string split_hash(const std::vector<Case>& cases, const std::vector<int>& split);
 
 // Which of `cases` rank `shard.rank` measures: cases for which `everywhere` holds (the ceilings
 // every machine needs) go to every rank; the others are dealt deterministically, largest expected
 // cost first, each to the rank with the least cost so far (ties: the lower rank; equal costs: by
-// case string), so every rank computes the same split and each case lands on exactly one rank.
+// case_across_ranks), so every rank computes the same split and each case lands on exactly one rank.
 // The rank's cases keep their order in `cases`.
 std::vector<Case> shard_cases(const std::vector<Case>& cases, const Shard& shard, const CostModel& cost,
                               const std::function<bool(const Case&)>& everywhere);
