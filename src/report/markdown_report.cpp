@@ -55,7 +55,7 @@ std::string best_table(const std::vector<ResultSet>& sets) {
     const auto& [op, dtype, recipe] = key;
     out += fmt::format("| {} | {} | {} | {} |{} {} | {} | {} | {} | {} |\n", cell(op),
                        cell(recipe.empty() ? dtype : dtype + ", quant=" + recipe), cell(r->kase.impl),
-                       cell(r->kase.params_string()), several ? " " + cell(b.run) + " |" : "",
+                       cell(r->kase.params_string()), several ? fmt::format(" {} |", cell(b.run)) : "",
                        human_time(r->summary.median), r->gflops > 0 ? fmt::format("{:.1f}", r->gflops) : "-",
                        r->gbps > 0 ? fmt::format("{:.1f}", r->gbps) : "-",
                        r->pct_peak ? fmt::format("{:.1f}%", *r->pct_peak) : "-",
