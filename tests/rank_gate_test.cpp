@@ -6,7 +6,6 @@
 
 #include "engine/runner.hpp"
 #include "opmeter/registry.hpp"
-#include "scale/shard.hpp"
 
 using namespace opmeter;
 
@@ -140,7 +139,7 @@ struct OtherThreads : RankExchange {
   std::vector<RankVote> exchange(const RankVote& me) override {
     Case theirs = parse_case(me.case_string);
     theirs.threads += 3;
-    return {me, RankVote{.case_string = theirs.to_string(), .across_ranks = scale::case_across_ranks(theirs)}};
+    return {me, RankVote{.case_string = theirs.to_string(), .across_ranks = case_across_ranks(theirs)}};
   }
 };
 }  // namespace

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/shard_run.hpp"
+#include "engine/rank_gate.hpp"
 #include "opmeter/errors.hpp"
 
 using namespace opmeter;

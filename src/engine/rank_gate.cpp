@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 
 #include "opmeter/registry.hpp"
-#include "scale/shard.hpp"
 
 namespace opmeter {
 namespace {
@@ -16,6 +15,13 @@ std::function<RankExchange*()>& factory() {
   return f;
 }
 }  // namespace
+
+std::string case_across_ranks(const Case& c) {
+  Case k = c;
+  if (k.on_host()) k.threads = 0;
+  else k.device = k.device.substr(0, k.device.find(':'));
+  return k.to_string();
+}
 
 std::optional<RankVerdict> rank_verdict(const std::vector<RankVote>& votes) {
   if (votes.empty()) return std::nullopt;
@@ -94,7 +100,7 @@ RankExchange* rank_exchange() {
   return &exchange;
 }
 
-RankGate::RankGate(const Case& c) : case_string_(c.to_string()), across_ranks_(scale::case_across_ranks(c)) {
+RankGate::RankGate(const Case& c) : case_string_(c.to_string()), across_ranks_(case_across_ranks(c)) {
   const OpDef* op = Registry::global().op(c.op);
   if (op && op->every_rank) exchange_ = rank_exchange();
 }

@@ -17,12 +17,18 @@
 
 namespace opmeter {
 
+// The case as every rank of a launch plans it: its string without what each rank sets for
+// itself, the device's index (local rank k runs on cuda:k) and the host's thread count (by
+// default the rank's usable CPUs): "device=cuda" and "threads=0" stand for them. Ranks compare
+// cases by it (the vote below) and a sharded run splits its plan by it (scale/shard.hpp).
+std::string case_across_ranks(const Case& c);
+
 struct RankVote {
   std::string case_string;     // the case this rank is at
   Status status = Status::ok;  // ok: ready to run it; else what it records (skipped, error, ...)
   std::string reason;
   bool done = false;  // it has this case's result from before --resume and will not run it
-  // The case as every rank plans it (scale::case_across_ranks: without the rank's own GPU index,
+  // The case as every rank plans it (case_across_ranks: without the rank's own GPU index,
   // local rank k runs on cuda:k, or thread count), what the ranks compare; empty: case_string.
   std::string across_ranks;
 };

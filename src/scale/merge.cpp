@@ -10,11 +10,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "engine/rank_gate.hpp"
 #include "opmeter/errors.hpp"
 #include "opmeter/registry.hpp"
 #include "results/result_set.hpp"
 #include "results/run_dir.hpp"
-#include "scale/shard.hpp"
 #include "util/dir_walk.hpp"
 
 namespace opmeter::scale {

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/rank_gate.hpp"
 #include "opmeter/errors.hpp"
 #include "util/file_safe_name.hpp"
 #include "util/text.hpp"
@@ -103,13 +104,6 @@ std::vector<std::string> half_set_launcher(const EnvReader& env) {
                     "17.02?): every task of the array runs unsharded; give --shard TASK/TASKS",
                     env("SLURM_ARRAY_TASK_ID")));
   return out;
-}
-
-std::string case_across_ranks(const Case& c) {
-  Case k = c;
-  if (k.on_host()) k.threads = 0;
-  else k.device = k.device.substr(0, k.device.find(':'));
-  return k.to_string();
 }
 
 std::string device_for_local_rank(const std::string& device, int local_rank) {

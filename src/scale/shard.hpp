@@ -39,12 +39,6 @@ Shard parse_shard(const std::string& text, const EnvReader& env);
 // unsharded. One line per pair, saying what to give instead; empty when none is half set.
 std::vector<std::string> half_set_launcher(const EnvReader& env);
 
-// The case as every rank of a launch plans it: its string without what each rank sets for
-// itself, the device's index (local rank k runs on cuda:k) and the host's thread count (by
-// default the rank's usable CPUs): "device=cuda" and "threads=0" stand for them. Ranks compare
-// cases (the vote before a collective) and split the plan by it.
-std::string case_across_ranks(const Case& c);
-
 // What a case is expected to cost, in seconds (only the ratios between cases matter).
 using CostModel = std::function<double(const Case&)>;
 
@@ -59,8 +53,8 @@ std::string split_hash(const std::vector<Case>& cases, const std::vector<int>& s
 // Which of `cases` rank `shard.rank` measures: cases for which `everywhere` holds (the ceilings
 // every machine needs) go to every rank; the others are dealt deterministically, largest expected
 // cost first, each to the rank with the least cost so far (ties: the lower rank; equal costs: by
-// case_across_ranks), so every rank computes the same split and each case lands on exactly one rank.
-// The rank's cases keep their order in `cases`.
+// case_across_ranks, engine/rank_gate.hpp), so every rank computes the same split and each case lands on exactly one
+// rank. The rank's cases keep their order in `cases`.
 std::vector<Case> shard_cases(const std::vector<Case>& cases, const Shard& shard, const CostModel& cost,
                               const std::function<bool(const Case&)>& everywhere);
 
