@@ -7,8 +7,8 @@
 
 #include "analysis/doubtful_flags.hpp"
 #include "opmeter/registry.hpp"
-#include "report/markdown_cell.hpp"
 #include "util/human_units.hpp"
+#include "util/markdown_cell.hpp"
 
 namespace opmeter {
 namespace {

@@ -11,8 +11,8 @@
 #include "opmeter/registry.hpp"
 #include "ops/linear/linear.hpp"
 #include "ops/transformer/transformer_block.hpp"
-#include "report/markdown_cell.hpp"
 #include "util/human_units.hpp"
+#include "util/markdown_cell.hpp"
 #include "util/text.hpp"
 
 namespace opmeter {

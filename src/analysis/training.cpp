@@ -10,8 +10,8 @@
 #include "analysis/run_where.hpp"
 #include "opmeter/registry.hpp"
 #include "ops/linear/linear.hpp"
-#include "report/markdown_cell.hpp"
 #include "util/human_units.hpp"
+#include "util/markdown_cell.hpp"
 #include "util/text.hpp"
 
 namespace opmeter {

@@ -6,9 +6,9 @@
 #include "analysis/quantization.hpp"
 #include "analysis/training.hpp"
 #include "opmeter/result_fields.hpp"
-#include "report/markdown_cell.hpp"
 #include "report/reporter_registry.hpp"
 #include "report/reporters.hpp"
+#include "util/markdown_cell.hpp"
 
 namespace opmeter {
 namespace {

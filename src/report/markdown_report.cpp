@@ -4,12 +4,12 @@
 #include <fmt/format.h>
 
 #include "ops/linear/linear.hpp"
-#include "report/markdown_cell.hpp"
 #include "report/pipeline_section.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
 #include "report/run_names.hpp"
 #include "scale/merge.hpp"
+#include "util/markdown_cell.hpp"
 #include "util/text.hpp"
 
 namespace opmeter {

@@ -5,11 +5,11 @@
 #include <fmt/format.h>
 
 #include "pipeline/present/pipeline_outputs.hpp"
-#include "report/markdown_cell.hpp"
 #include "report/pipeline_charts.hpp"
 #include "report/pipeline_labels.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
+#include "util/markdown_cell.hpp"
 
 namespace opmeter {
 namespace {
