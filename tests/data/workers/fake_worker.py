@@ -81,9 +81,11 @@ for line in sys.stdin:
             depth = 1000000
             reply_raw('{"ok": true, "details": {"x": ' + "[" * depth + "]" * depth + "}}")
             continue
+        if mode == "double_reply":  # both lines in one write: they reach opmeter together, however busy the machine
+            reply_raw(json.dumps({"ok": True, "details": {"fake": "yes"}}) + "\n" +
+                      json.dumps({"ok": True, "details": {"fake": "again"}}))
+            continue
         reply({"ok": True, "details": {"fake": "yes"}})
-        if mode == "double_reply":
-            reply({"ok": True, "details": {"fake": "again"}})
     elif cmd == "run":
         if mode == "run_seconds":
             reply_raw('{"ok": true, "seconds": ' + mode_text + "}")
