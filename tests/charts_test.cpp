@@ -264,7 +264,8 @@ namespace {
 
 // Whether any channel of a spec (or of its layers) aggregates, or a bar chart's y stacks.
 bool sums_rates(const json& spec) {
-  for (auto& [channel, enc] : spec.value("encoding", json::object()).items())
+  const json encoding = spec.value("encoding", json::object());  // items() of a temporary would dangle
+  for (auto& [channel, enc] : encoding.items())
     if (enc.is_object() && enc.contains("aggregate")) return true;
   if (spec.contains("mark") && spec["mark"].value("type", "") == "bar" &&
       !(spec["encoding"]["y"].contains("stack") && spec["encoding"]["y"]["stack"].is_null()))
