@@ -259,3 +259,12 @@ TEST(Fleet, MarkdownKeepsAPipeInANameInsideItsCell) {
   EXPECT_NE(md.find("| a/b | H100"), std::string::npos) << md;
   EXPECT_EQ(md.find("a|b"), std::string::npos) << md;
 }
+
+TEST(Fleet, MarkdownEscapesHtmlInANameAsTheOtherTablesDo) {
+  std::map<std::string, Machine> machines;
+  for (auto name : {"<img src=x onerror=y>", "c"})
+    machines[name] = machine_of(gpu_context(name, 700, "1"), "cuda:0", name);
+  auto md = fleet_markdown(fleet_view({timed("<img src=x onerror=y>", 1.0), timed("c", 1.1)}, machines), machines);
+  EXPECT_NE(md.find("| &lt;img src=x onerror=y&gt; | H100"), std::string::npos) << md;
+  EXPECT_EQ(md.find("<img"), std::string::npos) << md;
+}

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "opmeter/stats.hpp"
+#include "util/markdown_cell.hpp"
 
 namespace opmeter::scale {
 namespace {
@@ -155,17 +156,6 @@ nlohmann::json fleet_json(const std::vector<FleetCase>& fleet, const std::map<st
   return j;
 }
 
-namespace {
-// A table cell of a name from outside (a rank directory, a CPU model): a '|' would end the cell
-// and a line break the row, as results.md writes them.
-std::string md_cell(std::string s) {
-  for (auto& ch : s)
-    if (ch == '|') ch = '/';
-    else if (ch == '\n' || ch == '\r') ch = ' ';
-  return s;
-}
-}  // namespace
-
 std::string fleet_markdown(const std::vector<FleetCase>& fleet, const std::map<std::string, Machine>& machines) {
   if (fleet.empty()) return "";
   std::string md = "## Fleet\n\nThe same case on several machines, fastest first. Outliers are more than "
@@ -178,9 +168,9 @@ std::string fleet_markdown(const std::vector<FleetCase>& fleet, const std::map<s
       auto m = machines.find(e.machine);
       std::string note = e.outlier ? "**outlier**" : "";
       for (auto& d : e.differences) note += "; " + d;
-      md += fmt::format("| {} | {} | {} | {:.4g} s | {:+.1f}% | {} |\n", rank++, md_cell(e.machine),
-                        md_cell(m == machines.end() ? "?" : m->second.hardware), e.median_s, e.vs_hardware_median * 100,
-                        md_cell(note));
+      md += fmt::format("| {} | {} | {} | {:.4g} s | {:+.1f}% | {} |\n", rank++, markdown_cell(e.machine),
+                        markdown_cell(m == machines.end() ? "?" : m->second.hardware), e.median_s,
+                        e.vs_hardware_median * 100, markdown_cell(note));
     }
     md += "\n";
   }
