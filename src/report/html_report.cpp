@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/run_where.hpp"
 #include "context/build_info.hpp"
 #include "report/chart_assets.hpp"
 #include "report/charts.hpp"
@@ -49,8 +50,7 @@ void case_row(std::string& out, const Result& r, const std::string& run) {
   if (r.has_flag("unconverged")) cls += " unconverged";
   std::string status(to_string(r.status));
   for (auto& f : r.flags) status += ", " + f;
-  auto on = r.details.find(kMachineDetail);  // merged results: the machine that measured it
-  const std::string machine = on == r.details.end() ? "" : on->second;
+  const std::string machine = machine_of(r);  // merged results: the machine that measured it
   fmt::format_to(std::back_inserter(out), "<tr class=\"{}\">{}<td class=\"case\">{}</td>", cls,
                  run.empty() ? "" : "<td class=\"run\">" + html_escape(run) + "</td>",
                  html_escape(r.case_string) +

@@ -41,7 +41,7 @@ std::string best_table(const std::vector<ResultSet>& sets) {
     for (auto& r : sets[i].results) {
       // A training step or phase is another workload than the op's forward: the training table has it.
       if (r.status != Status::ok || !(rate(r) > 0) || linear::training(r.kase)) continue;
-      auto& b = best[{r.kase.op, std::string(to_string(r.kase.dtype)), r.kase.get_or("quant", "")}];
+      auto& b = best[{r.kase.op, std::string(to_string(r.kase.dtype)), r.kase.get_or(linear::kQuant, "")}];
       if (!b.r || rate(*b.r) < rate(r)) b = {&r, runs[i]};
     }
   if (best.empty()) return "";
