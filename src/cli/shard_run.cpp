@@ -124,11 +124,7 @@ std::vector<Case> cases_of_shard(const std::vector<Case>& cases, const scale::Sh
     const OpDef* op = Registry::global().op(c.op);
     return ceiling_of(c.op) != CeilingKind::none || (op && op->every_rank);
   };
-  const auto to = scale::shard_split(cases, shard.size, cost, everywhere);
-  if (split) *split = scale::split_hash(cases, to);
-  std::vector<Case> mine;
-  for (std::size_t i = 0; i < cases.size(); ++i)
-    if (to[i] == shard.rank || to[i] < 0) mine.push_back(cases[i]);
+  std::vector<Case> mine = scale::shard_cases(cases, shard, cost, everywhere, split);
   if (!device_pinned && shard.local_rank >= 0)
     for (auto& c : mine)
       if (!c.on_host()) c.device = scale::device_for_local_rank(c.device, shard.local_rank);

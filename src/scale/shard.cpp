@@ -161,9 +161,10 @@ std::string split_hash(const std::vector<Case>& cases, const std::vector<int>& s
 }
 
 std::vector<Case> shard_cases(const std::vector<Case>& cases, const Shard& shard, const CostModel& cost,
-                              const std::function<bool(const Case&)>& everywhere) {
-  if (!shard.active()) return cases;
+                              const std::function<bool(const Case&)>& everywhere, std::string* split) {
+  if (!shard.active() && !split) return cases;
   const auto to = shard_split(cases, shard.size, cost, everywhere);
+  if (split) *split = split_hash(cases, to);
   std::vector<Case> out;
   for (std::size_t i = 0; i < cases.size(); ++i)
     if (to[i] == shard.rank || to[i] < 0) out.push_back(cases[i]);

@@ -54,9 +54,10 @@ std::string split_hash(const std::vector<Case>& cases, const std::vector<int>& s
 // every machine needs) go to every rank; the others are dealt deterministically, largest expected
 // cost first, each to the rank with the least cost so far (ties: the lower rank; equal costs: by
 // case_across_ranks, engine/rank_gate.hpp), so every rank computes the same split and each case lands on exactly one
-// rank. The rank's cases keep their order in `cases`.
+// rank. The rank's cases keep their order in `cases`. `split`, when given, gets the split's hash
+// (split_hash), stored with the rank's results so that merge can tell ranks that split otherwise.
 std::vector<Case> shard_cases(const std::vector<Case>& cases, const Shard& shard, const CostModel& cost,
-                              const std::function<bool(const Case&)>& everywhere);
+                              const std::function<bool(const Case&)>& everywhere, std::string* split = nullptr);
 
 // The device a rank's case runs on when the user named none: local rank k takes device k of the
 // case's kind ("cuda:0" -> "cuda:k"), one process per GPU; the host ("cpu") and an unknown local
