@@ -151,3 +151,35 @@ TEST(Browser, PipelineChartsDraw) {
   // Every segment of both bars of the deep pipeline: 8 layers and 3 op groups each.
   EXPECT_GE(status["charts"]["pipeline-1-deep"].value("marks", 0u), 22u) << status.dump(2);
 }
+
+// Clicking a number column's header sorts the cases by value, both ways, and a case with no value
+// there (failed: its reason spans the columns; skipped) stays last.
+TEST(Browser, CaseTableSortsByNumber) {
+  auto chromium = find_chromium();
+  if (chromium.empty()) GTEST_SKIP() << "Chromium is not installed (Debian package chromium)";
+  auto gemm = [](int m) { return fmt::format("gemm/onednn/fp32/M={},N=64,K=64/threads=2", m); };
+  ResultSet set{"x",
+                ResultsFormat::results_jsonl,
+                nlohmann::json::object(),
+                {fixtures::measured(gemm(8), 3e-5), fixtures::with_status(gemm(16), Status::failed, "wrong result"),
+                 fixtures::measured(gemm(32), 1e-6), fixtures::measured(gemm(64), 2e-4)}};
+  auto html = html_report({set});
+  // After the page's own scripts: click "median" once, then again, writing the order after each.
+  const std::string clicks = R"js(<script>
+const th = Array.from(document.querySelectorAll('#cases th')).find((t) => t.textContent === 'median');
+const order = () => Array.from(document.querySelectorAll('#cases tbody tr')).map((r) => r.cells[0].textContent.match(/M=(\d+)/)[1]).join(' ');
+const note = (id) => { const p = document.createElement('pre'); p.id = id; p.textContent = order(); document.body.append(p); };
+th.click(); note('up');
+th.click(); note('down');
+</script></body>)js";
+  html.replace(html.rfind("</body>"), 7, clicks);
+  auto dom = browser::render_dom(chromium, html, "sort");
+  auto text = [&](const std::string& id) {
+    auto at = dom.find("<pre id=\"" + id + "\">");
+    if (at == std::string::npos) return std::string("(none)");
+    at = dom.find('>', at) + 1;
+    return dom.substr(at, dom.find("</pre>", at) - at);
+  };
+  EXPECT_EQ(text("up"), "32 8 64 16");
+  EXPECT_EQ(text("down"), "64 8 32 16");
+}

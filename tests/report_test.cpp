@@ -239,11 +239,11 @@ TEST(HtmlReport, AReasonSpansTheEmptyColumns) {
                 {with_status("gemm/onednn/fp32/M=8,N=8,K=8/threads=2", Status::crashed, "signal <11>"),
                  measured("gemm/onednn/fp32/M=64,N=64,K=64/threads=2", 1e-5, gemm_work(64, 64, 64))}};
   auto html = html_report({set});
-  EXPECT_NE(html.find("<td><span class=\"status\">crashed</span></td><td class=\"reason\" colspan=\"11\">signal "
+  EXPECT_NE(html.find("<td><span class=\"status\">crashed</span></td><td class=\"reason\" colspan=\"12\">signal "
                       "&lt;11&gt;</td></tr>"),
             std::string::npos);
-  // Every row as wide as the header: 13 columns.
-  const auto body = html.substr(html.find("<table id=\"cases\">"));
+  // Every row as wide as the header: 14 columns.
+  const auto body = html.substr(html.find("<table id=\"cases\""));
   std::regex row(R"(<tr class="[^"]*">(.*?)</tr>)");
   std::size_t rows = 0;
   for (auto it = std::sregex_iterator(body.begin(), body.end(), row); it != std::sregex_iterator(); ++it, ++rows) {
@@ -252,7 +252,7 @@ TEST(HtmlReport, AReasonSpansTheEmptyColumns) {
     std::smatch span;
     for (auto at = cells.find("<td"); at != std::string::npos; at = cells.find("<td", at + 1)) ++n;
     if (std::regex_search(cells, span, std::regex(R"re(colspan="(\d+)")re"))) n += std::stoul(span[1]) - 1;
-    EXPECT_EQ(n, 13u) << cells;
+    EXPECT_EQ(n, 14u) << cells;
   }
   EXPECT_EQ(rows, 2u);
   ResultSet none{"y", ResultsFormat::results_jsonl, nlohmann::json::object(), {}};
@@ -265,6 +265,43 @@ TEST(HtmlReport, NoChartsSaysWhy) {
   auto html = html_report({set});
   EXPECT_NE(html.find("hold nothing to chart"), std::string::npos);
   EXPECT_NE(html.find("No machine context"), std::string::npos);
+}
+
+// The case table sorts by number: each measured cell carries its value in data-v (seconds for the
+// median, the rate for GFLOP/s and GB/s, percent for % of BW), and % of BW is a column as in results.md.
+TEST(HtmlReport, CaseTableSortsByValue) {
+  const std::string kase = "silu/opmeter/fp32/batch=4,seq=256,hidden=1024/threads=2";
+  const double bytes = 4 * 256 * 1024 * 8.0;
+  auto r = measured(kase, std::vector<double>{2e-3, 2e-3, 2e-3}, {bytes * 0.6, bytes / 2, bytes / 2});
+  r.pct_bandwidth = 61.25;
+  ResultSet set{"x", ResultsFormat::results_jsonl, nlohmann::json::object(), {r}};
+  auto html = html_report({set});
+  EXPECT_NE(html.find("<table id=\"cases\" class=\"sortable\">"), std::string::npos);
+  EXPECT_NE(html.find("<th class=\"num\">% of BW</th><th class=\"num\">% of roofline</th>"), std::string::npos);
+  const auto row = html.substr(html.find("<tr class=\"ok\">"));
+  std::vector<std::pair<double, std::string>> cells;  // median, GFLOP/s, GB/s, % of BW, samples: those it has
+  const std::regex num(R"re(<td class="num" data-v="([^"]+)">([^<]+)</td>)re");
+  for (auto it = std::sregex_iterator(row.begin(), row.end(), num); it != std::sregex_iterator(); ++it)
+    cells.emplace_back(std::stod((*it)[1]), (*it)[2]);
+  ASSERT_GE(cells.size(), 4u) << row;
+  EXPECT_DOUBLE_EQ(cells[0].first, 2e-3);
+  EXPECT_EQ(cells[0].second, "2.000 ms");
+  EXPECT_NEAR(cells[1].first, bytes * 0.6 / 2e-3 / 1e9, 1e-9);  // GFLOP/s
+  EXPECT_NEAR(cells[2].first, bytes / 2e-3 / 1e9, 1e-9);        // GB/s
+  EXPECT_EQ(cells[3], std::make_pair(61.25, std::string("61.2%")));
+  // Not measured: no data-v, so the sort puts it last.
+  EXPECT_NE(row.find("<td class=\"num\"></td>"), std::string::npos);
+}
+
+// Successful cases without sample times (another tool's file, or an edited one) are said to be
+// that, not "no successful measurements" above their rows.
+TEST(HtmlReport, OkCasesWithoutSamplesAreNamed) {
+  auto r = measured("gemm/onednn/fp32/M=64,N=64,K=64/threads=2", 1e-5, gemm_work(64, 64, 64));
+  r.samples.clear();
+  r.summary = Summary{};
+  ResultSet set{"x", ResultsFormat::results_jsonl, nlohmann::json::object(), {r}};
+  auto html = html_report({set});
+  EXPECT_NE(html.find("1 of the 1 successful cases carry no sample times (samples_s)"), std::string::npos);
 }
 
 TEST(MarkdownReport, ContextBestPerOpAndCases) {

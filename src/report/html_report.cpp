@@ -1,4 +1,6 @@
 // The HTML report: one file, charts by the Vega-Lite bundled into the binary, a table of every case.
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
@@ -36,13 +38,19 @@ const std::map<std::string, std::string>& section_titles() {
   return titles;
 }
 
-std::string opt_num(const std::optional<double>& v, const char* format) {
-  return v ? fmt::format(fmt::runtime(format), *v) : "";
+// A number's cell: its text, and its value in data-v, which the table sorts by (a cell
+// without one sorts last either way).
+std::string num_cell(const std::string& text, std::optional<double> v) {
+  if (!v || !std::isfinite(*v) || text.empty()) return "<td class=\"num\"></td>";
+  return fmt::format("<td class=\"num\" data-v=\"{:.9g}\">{}</td>", *v, text);
+}
+std::string num_cell(const std::optional<double>& v, const char* format) {
+  return num_cell(v ? fmt::format(fmt::runtime(format), *v) : "", v);
 }
 
 // The columns after case and status: a result that did not finish has none of them, and its
 // reason takes their place (under the narrow status, it made each such row hundreds of px tall).
-constexpr int kDataColumns = 11;
+constexpr int kDataColumns = 12;
 
 void case_row(std::string& out, const Result& r, const std::string& run) {
   bool ok = r.status == Status::ok;
@@ -64,20 +72,36 @@ void case_row(std::string& out, const Result& r, const std::string& run) {
   }
   const std::string why = r.reason.empty() ? rate_note(r) : r.reason;  // a no-rate note says why GB/s is empty
   std::string reason = why.empty() ? "" : "<br>" + html_escape(why);
-  auto rate = [&](double v) { return ok && v > 0 ? fmt::format("{:.2f}", v) : ""; };
-  std::string pct_roof = r.efficiency ? fmt::format("{:.1f}%", *r.efficiency * 100) : "";
+  auto rate = [&](double v) { return ok && v > 0 ? std::optional<double>(v) : std::nullopt; };
+  auto if_ok = [&](double v) { return ok ? std::optional<double>(v) : std::nullopt; };
+  auto spread = [&](double fraction) {
+    return num_cell(ok ? spread_percent(fraction, r.summary.count) : "",
+                    ok && r.summary.count > 1 ? std::optional<double>(fraction) : std::nullopt);
+  };
+  auto pct_roof = r.efficiency ? std::optional<double>(*r.efficiency * 100) : std::nullopt;
   auto s = sustained_rate(r);
-  std::string sustained = s ? fmt::format("{:.2f} {}", s->value, s->unit) : "";
   fmt::format_to(
-      std::back_inserter(out),
-      "<td><span class=\"status\">{}</span>{}</td>"
-      "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-      "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-      "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
-      html_escape(status), reason, ok ? human_time(r.summary.median) : "", rate(r.gflops), rate(r.gbps),
-      opt_num(r.pct_peak, "{:.1f}%"), pct_roof, ok ? spread_percent(r.summary.precision, r.summary.count) : "",
-      ok ? spread_percent(r.summary.rel_noise, r.summary.count) : "", ok ? std::to_string(r.summary.count) : "",
-      sustained, opt_num(r.avg_power_w, "{:.1f}"), opt_num(r.max_error, "{:.2e}"));
+      std::back_inserter(out), "<td><span class=\"status\">{}</span>{}</td>{}{}{}{}{}{}{}{}{}{}{}{}</tr>\n",
+      html_escape(status), reason, num_cell(ok ? human_time(r.summary.median) : "", if_ok(r.summary.median)),
+      num_cell(rate(r.gflops), "{:.2f}"), num_cell(rate(r.gbps), "{:.2f}"), num_cell(r.pct_peak, "{:.1f}%"),
+      num_cell(r.pct_bandwidth, "{:.1f}%"), num_cell(pct_roof, "{:.1f}%"), spread(r.summary.precision),
+      spread(r.summary.rel_noise), num_cell(ok ? std::to_string(r.summary.count) : "", if_ok(r.summary.count)),
+      num_cell(s ? fmt::format("{:.2f} {}", s->value, s->unit) : "", s ? std::optional(s->value) : std::nullopt),
+      num_cell(r.avg_power_w, "{:.1f}"), num_cell(r.max_error, "{:.2e}"));
+}
+
+// Why a report has no chart. Successful cases without sample times (results written by another
+// tool, or edited) are named as such: "no successful measurements" above their rows misled.
+std::string nothing_to_chart(const std::vector<Result>& results) {
+  if (results.empty()) return "These results hold no cases.";
+  auto timeless = std::count_if(results.begin(), results.end(),
+                                [](const Result& r) { return r.status == Status::ok && !(r.summary.median > 0); });
+  if (timeless == 0) return "These results hold nothing to chart (no successful measurements).";
+  auto ok = std::count_if(results.begin(), results.end(), [](const Result& r) { return r.status == Status::ok; });
+  return fmt::format(
+      "These results hold nothing to chart: {} of the {} successful cases carry no sample times "
+      "(samples_s), which the charts are drawn from. The table shows the rates the file gives.",
+      timeless, ok);
 }
 
 void kv_table(std::string& out, const nlohmann::json& j) {
@@ -180,9 +204,7 @@ std::string html_report(const std::vector<ResultSet>& sets, const std::vector<pi
   }
   const std::string fleet = fleet_html(sets, specs);
   if (charts.empty() && pipelines.empty() && fleet.empty())
-    out += results.empty()
-               ? "<h2>Charts</h2><p>These results hold no cases.</p>\n"
-               : "<h2>Charts</h2><p>These results hold nothing to chart (no successful measurements).</p>\n";
+    out += "<h2>Charts</h2><p>" + nothing_to_chart(results) + "</p>\n";
   out += pipelines_html(pipelines, specs);
   out += fleet;
 
@@ -191,9 +213,12 @@ std::string html_report(const std::vector<ResultSet>& sets, const std::vector<pi
   const auto run_names = short_run_names(sets);
   out += fmt::format(
       "<h2>Cases</h2>\n<input id=\"case-filter\" type=\"search\" placeholder=\"filter cases (substring)\">\n"
-      "<div class=\"wide\"><table id=\"cases\"><thead><tr>{}<th>case</th><th>status</th><th>median</th><th>GFLOP/s</th>"
-      "<th>GB/s</th><th>% of peak</th><th>% of roofline</th><th>±</th><th>noise</th><th>samples</th><th>sustained</th>"
-      "<th>power (W)</th><th>max error</th></tr></thead><tbody>\n",
+      "<div class=\"wide\"><table id=\"cases\" class=\"sortable\"><thead><tr>{}<th>case</th><th>status</th>"
+      "<th class=\"num\">median</th><th class=\"num\">GFLOP/s</th><th class=\"num\">GB/s</th>"
+      "<th class=\"num\">% of peak</th><th class=\"num\">% of BW</th><th class=\"num\">% of roofline</th>"
+      "<th class=\"num\">±</th><th class=\"num\">noise</th><th class=\"num\">samples</th>"
+      "<th class=\"num\">sustained</th><th class=\"num\">power (W)</th><th class=\"num\">max "
+      "error</th></tr></thead><tbody>\n",
       several ? "<th>run</th>" : "");
   for (std::size_t i = 0; i < sets.size(); ++i)
     for (auto& r : sets[i].results) case_row(out, r, several ? run_names[i] : "");
