@@ -254,6 +254,12 @@ TEST(PipelineOutputs, ConsoleSummaryIsShort) {
             std::string::npos)
       << text;
   EXPECT_LE(lines(text).size(), 6u);
+  // A config's own pipeline has no builder parameters: no empty "()".
+  auto own = summaries[0];
+  own.params.clear();
+  std::ostringstream plain;
+  print_pipeline_summary(plain, own);
+  EXPECT_EQ(plain.str().rfind("pipeline toy fp32 on cpu: 207 params", 0), 0u) << plain.str();
   std::ostringstream incomplete;
   print_pipeline_summary(incomplete, summaries[1]);
   EXPECT_NE(incomplete.str().find("INCOMPLETE, no totals: 1 layer(s) not measured; first: block.act (relu)"),

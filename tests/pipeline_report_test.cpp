@@ -81,6 +81,26 @@ TEST(PipelineCharts, StackedBarsTopLayersThenTheRestByOp) {
   EXPECT_FALSE(pipeline_layers_chart(summarize(h.run), 0));
 }
 
+// A pipeline of 0.6 ms per pass is drawn in µs (on a ms axis it read 0.0000-0.0006), its energy
+// of 6 mJ and more in mJ: each bar its own unit, named in its title.
+TEST(PipelineCharts, SubMillisecondPipelinesAreDrawnInMicroseconds) {
+  auto tiny = fixtures::many_layer_summary(3);  // layers of 0.1, 0.2 and 0.3 ms
+  auto chart = pipeline_layers_chart(tiny, 0, 8);
+  ASSERT_TRUE(chart);
+  std::map<std::string, double> latency;
+  for (auto& v : chart->spec["data"]["values"])
+    if (v["bar"] == "latency") latency[v["segment"].get<std::string>()] = v["value"].get<double>();
+  EXPECT_NEAR(latency["layer0"], 100, 1e-9);
+  EXPECT_NEAR(latency["<b>head</b> & \"x\""], 300, 1e-9);
+  EXPECT_EQ(chart->spec["vconcat"][0]["encoding"]["x"]["title"], "µs per pass (latency x count)");
+  EXPECT_EQ(chart->spec["vconcat"][1]["encoding"]["x"]["title"], "mJ per pass (energy x count, idle included)");
+  auto compared = pipeline_comparison_chart({tiny});
+  ASSERT_TRUE(compared);
+  auto& first = compared->spec["data"]["values"][0];
+  EXPECT_EQ(first["metric"], "latency per pass (µs)");
+  EXPECT_NEAR(first["value"].get<double>(), 600, 1e-9);
+}
+
 TEST(PipelineCharts, ComparisonHasCompletePipelinesOnly) {
   auto chart = pipeline_comparison_chart(summaries());
   ASSERT_TRUE(chart);
@@ -99,9 +119,10 @@ TEST(PipelineCharts, EndToEndBesideSumOfLayers) {
   auto& values = chart->spec["data"]["values"];
   ASSERT_EQ(values.size(), 2u);
   EXPECT_EQ(values[0]["figure"], "sum of layers");
-  EXPECT_NEAR(values[0]["ms"].get<double>(), 7, 1e-9);
+  EXPECT_NEAR(values[0]["time"].get<double>(), 7, 1e-9);
+  EXPECT_EQ(chart->spec["encoding"]["x"]["title"], "ms per forward pass");
   EXPECT_EQ(values[1]["figure"], "PyTorch end to end");
-  EXPECT_NEAR(values[1]["ms"].get<double>(), 5, 1e-9);
+  EXPECT_NEAR(values[1]["time"].get<double>(), 5, 1e-9);
   EXPECT_NEAR(values[1]["ratio"].get<double>(), 1.4, 1e-9);
   EXPECT_FALSE(pipeline_end_to_end_chart({summaries()[2]}));
 }
@@ -300,7 +321,7 @@ TEST(PipelineCharts, TheSamePipelineAtOtherThreadsIsNamedByItsThreads) {
   t.summaries = {summarize(t.a.run), summarize(t.b.run)};
   auto chart = pipeline_end_to_end_chart(t.summaries);  // labels of its own when none are given
   ASSERT_TRUE(chart);
-  auto sums = values_by_label(*chart, "figure", "sum of layers", "ms");
+  auto sums = values_by_label(*chart, "figure", "sum of layers", "time");
   EXPECT_NEAR(sums[labels[0]], 7, 1e-9);
   EXPECT_NEAR(sums[labels[1]], 7 * 0.6, 1e-9);
   EXPECT_TRUE(chart->spec["encoding"]["x"]["stack"].is_null());

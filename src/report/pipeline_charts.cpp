@@ -60,6 +60,28 @@ std::vector<Segment> segments(const PipelineSummary& s, std::optional<double> La
   return out;
 }
 
+// A chart's unit: sub-millisecond pipelines (a toy, or a layer per bar) read 0.0000-0.0040 on a
+// ms axis, so a chart whose largest figure is under a milli-unit is drawn in micro-units.
+struct Unit {
+  double scale;
+  std::string name;
+};
+Unit unit_for(double largest, const std::string& base) {
+  return largest < 1e-3 ? Unit{1e6, "µ" + base} : Unit{1e3, "m" + base};
+}
+double total_of(const std::vector<Segment>& segs) {
+  double total = 0;
+  for (auto& g : segs) total += g.value;
+  return total;
+}
+template <class Get>
+double largest_of(const std::vector<PipelineSummary>& summaries, Get get) {
+  double most = 0;
+  for (auto& s : summaries)
+    if (auto v = get(s)) most = std::max(most, *v);
+  return most;
+}
+
 void add_bar(json& values, const std::string& bar, const std::vector<Segment>& segs, double scale) {
   double total = 0;
   for (auto& g : segs) total += g.value;
@@ -93,11 +115,13 @@ std::optional<Chart> pipeline_layers_chart(const PipelineSummary& s, std::size_t
   if (time.empty()) return std::nullopt;
   auto energy = segments(s, &LayerSummary::total_energy_j, n);
   json values = json::array();
-  add_bar(values, "latency", time, 1e3);
-  json panels = json::array({stacked_bar("latency", "ms per pass (latency x count)")});
+  const Unit t = unit_for(total_of(time), "s");
+  add_bar(values, "latency", time, t.scale);
+  json panels = json::array({stacked_bar("latency", t.name + " per pass (latency x count)")});
   if (!energy.empty()) {
-    add_bar(values, "energy", energy, 1e3);
-    panels.push_back(stacked_bar("energy", "mJ per pass (energy x count, idle included)"));
+    const Unit e = unit_for(total_of(energy), "J");
+    add_bar(values, "energy", energy, e.scale);
+    panels.push_back(stacked_bar("energy", e.name + " per pass (energy x count, idle included)"));
   }
   json spec = spec_with(values);
   spec["vconcat"] = panels;
@@ -116,7 +140,13 @@ std::optional<Chart> pipeline_layers_chart(const PipelineSummary& s, std::size_t
 std::optional<Chart> pipeline_comparison_chart(const std::vector<PipelineSummary>& summaries,
                                                std::vector<std::string> labels) {
   if (labels.size() != summaries.size()) labels = pipeline_labels(summaries);
-  const std::vector<std::string> metrics = {"latency per pass (ms)", "energy per sample (mJ)", "throughput (samples/s)"};
+  auto complete = [](auto figure) {
+    return [figure](const PipelineSummary& s) { return s.complete ? s.*figure : std::nullopt; };
+  };
+  const Unit t = unit_for(largest_of(summaries, complete(&PipelineSummary::latency_s)), "s");
+  const Unit e = unit_for(largest_of(summaries, complete(&PipelineSummary::energy_per_sample_j)), "J");
+  const std::vector<std::string> metrics = {"latency per pass (" + t.name + ")", "energy per sample (" + e.name + ")",
+                                            "throughput (samples/s)"};
   json values = json::array();
   for (std::size_t i = 0; i < summaries.size(); ++i) {
     auto& s = summaries[i];
@@ -125,8 +155,8 @@ std::optional<Chart> pipeline_comparison_chart(const std::vector<PipelineSummary
     auto add = [&](const std::string& metric, const std::optional<double>& v, double scale, const std::string& unit) {
       if (v) values.push_back({{"pipeline", name}, {"metric", metric}, {"value", *v * scale}, {"unit", unit}});
     };
-    add(metrics[0], s.latency_s, 1e3, "ms");
-    add(metrics[1], s.energy_per_sample_j, 1e3, "mJ per " + s.sample_unit);
+    add(metrics[0], s.latency_s, t.scale, t.name);
+    add(metrics[1], s.energy_per_sample_j, e.scale, e.name + " per " + s.sample_unit);
     add(metrics[2], s.throughput, 1, s.sample_unit + "/s");
   }
   if (values.empty()) return std::nullopt;
@@ -153,13 +183,22 @@ std::optional<Chart> pipeline_end_to_end_chart(const std::vector<PipelineSummary
                                                std::vector<std::string> labels) {
   if (labels.size() != summaries.size()) labels = pipeline_labels(summaries);
   json values = json::array();
+  auto drawn = [](auto figure) {
+    return [figure](const PipelineSummary& s) { return s.end_to_end_s ? s.*figure : std::nullopt; };
+  };
+  const Unit t = unit_for(std::max(largest_of(summaries, drawn(&PipelineSummary::latency_s)),
+                                   largest_of(summaries, drawn(&PipelineSummary::end_to_end_s))),
+                          "s");
   for (std::size_t i = 0; i < summaries.size(); ++i) {
     auto& s = summaries[i];
     if (!s.end_to_end_s) continue;
     const std::string& name = labels[i];
     json ratio = s.end_to_end_ratio ? json(*s.end_to_end_ratio) : json(nullptr);
-    if (s.latency_s) values.push_back({{"pipeline", name}, {"figure", "sum of layers"}, {"ms", *s.latency_s * 1e3}, {"ratio", ratio}});
-    values.push_back({{"pipeline", name}, {"figure", "PyTorch end to end"}, {"ms", *s.end_to_end_s * 1e3}, {"ratio", ratio}});
+    if (s.latency_s)
+      values.push_back(
+          {{"pipeline", name}, {"figure", "sum of layers"}, {"time", *s.latency_s * t.scale}, {"ratio", ratio}});
+    values.push_back(
+        {{"pipeline", name}, {"figure", "PyTorch end to end"}, {"time", *s.end_to_end_s * t.scale}, {"ratio", ratio}});
   }
   if (values.empty()) return std::nullopt;
   json spec = spec_with(values);
@@ -168,12 +207,12 @@ std::optional<Chart> pipeline_end_to_end_chart(const std::vector<PipelineSummary
   spec["encoding"] = {
       {"y", {{"field", "pipeline"}, {"type", "nominal"}, {"title", nullptr}, {"axis", {{"labelLimit", 320}}}}},
       {"yOffset", field("figure", "nominal")},
-      {"x", {{"field", "ms"}, {"type", "quantitative"}, {"title", "ms per forward pass"}, {"stack", nullptr}}},
+      {"x", {{"field", "time"}, {"type", "quantitative"}, {"title", t.name + " per forward pass"}, {"stack", nullptr}}},
       {"color",
        {{"field", "figure"},
         {"type", "nominal"},
         {"scale", {{"domain", {"sum of layers", "PyTorch end to end"}}, {"range", {"#4c78a8", "#f58518"}}}}}},
-      {"tooltip", json::array({field("pipeline", "nominal"), field("figure", "nominal"), number("ms", "ms"),
+      {"tooltip", json::array({field("pipeline", "nominal"), field("figure", "nominal"), number("time", t.name),
                                number("ratio", "sum of layers / end to end", ".3f")})}};
   return Chart{"pipeline-end-to-end", "pipeline-end-to-end", "Sum of layers vs PyTorch end to end",
                "Each layer measured on its own and added up, beside the same model run end to end by PyTorch (scaled "

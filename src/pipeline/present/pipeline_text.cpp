@@ -169,8 +169,10 @@ std::string pipeline_log(const PipelineSummary& s) {
 }
 
 void print_pipeline_summary(std::ostream& out, const PipelineSummary& s) {
-  out << fmt::format("pipeline {} ({}) {} on {}: {} params, {} MACs, {} layers\n", s.name, params_text(s), s.dtype,
-                     s.device, human_count(s.total_params), human_count(s.total_macs), s.layers.size());
+  const std::string built_with = params_text(s);  // empty for a config's own pipeline: no "()"
+  out << fmt::format("pipeline {}{} {} on {}: {} params, {} MACs, {} layers\n", s.name,
+                     built_with.empty() ? "" : " (" + built_with + ")", s.dtype, s.device, human_count(s.total_params),
+                     human_count(s.total_macs), s.layers.size());
   if (!s.complete) {
     out << fmt::format("  INCOMPLETE, no totals: {} layer(s) not measured; first: {}\n", s.missing.size(),
                        s.missing.empty() ? "" : s.missing.front());
