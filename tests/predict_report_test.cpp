@@ -223,7 +223,7 @@ TEST(PredictReport, CoverageBarsWithTheNominalLine) {
 
 TEST(PredictReport, MarkdownTablesPerGroup) {
   auto md = model_markdown(sample_model());
-  EXPECT_EQ(md.rfind("# opmeter predict: Test CPU <model>\n", 0), 0u) << md;
+  EXPECT_EQ(md.rfind("# opmeter predict: Test CPU &lt;model&gt;\n", 0), 0u) << md;
   EXPECT_NE(md.find("5-fold cross-validation"), std::string::npos);
   EXPECT_NE(md.find("`runs/a/results.json`, `runs/b/results.json`"), std::string::npos);
   EXPECT_NE(md.find("| cpu | fp32 512 | 40.0 | calibration profile cal.json |"), std::string::npos) << md;
@@ -248,6 +248,24 @@ TEST(PredictReport, MarkdownTablesPerGroup) {
   EXPECT_NE(worst_add, std::string::npos) << md;
   EXPECT_LT(worst_add, md.find("| `add/opmeter/fp32/n=1004/threads=2` |"));
   EXPECT_NE(md.find("## Notes\n\n- cpu/relu/opmeter/fp32: 3 cases"), std::string::npos);
+}
+
+// Names from results files (impls, devices, case strings, the ceilings' source) stay one cell of
+// one line in model.md, with no tags for renderers that pass HTML through.
+TEST(PredictReport, MarkdownEscapesNamesFromResults) {
+  auto m = sample_model();
+  m.groups[0].key = "cpu/gemm/<b>x|y</b>/fp32";
+  auto& worst = m.groups[0].cv[m.groups[0].best].worst;
+  ASSERT_FALSE(worst.empty());
+  worst[0].case_string = "gemm/a|b`c/fp32/M=1,N=1,K=1/threads=2";
+  m.ceilings["cpu"].source = "profile\n## injected";
+  auto md = model_markdown(m);
+  EXPECT_NE(md.find("| cpu/gemm/&lt;b&gt;x/y&lt;/b&gt;/fp32 | 10 | "), std::string::npos) << md;
+  EXPECT_NE(md.find("## cpu/gemm/&lt;b&gt;x/y&lt;/b&gt;/fp32\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| profile ## injected |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("\n## injected"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `gemm/a/b'c/fp32/M=1,N=1,K=1/threads=2` |"), std::string::npos) << md;  // a code span
+  EXPECT_EQ(md.find("<b>"), std::string::npos) << md;
 }
 
 TEST(PredictReport, HtmlIsSelfContainedWithEveryChartAndTable) {

@@ -17,6 +17,7 @@
 #include "report/report.hpp"
 #include "report/reporters.hpp"
 #include "results/result_set.hpp"
+#include "util/markdown_cell.hpp"
 #include "util/text.hpp"
 
 namespace opmeter {
@@ -35,12 +36,6 @@ std::string pct(double fraction) { return fmt::format("{:.1f}%", fraction * 100)
 // The interval's factors as percentages on the prediction: 0.8, 1.15 -> "-20% / +15%".
 std::string interval(const ErrorStats& e) { return fmt::format("{:+.0f}% / {:+.0f}%", (e.lo - 1) * 100, (e.hi - 1) * 100); }
 std::string coverage(const ErrorStats& e) { return fmt::format("{:.0f}%", e.coverage * 100); }
-
-std::string md_cell(std::string s) {
-  for (auto& ch : s)
-    if (ch == '|') ch = '/';
-  return s;
-}
 
 const ErrorStats* stats_of(const GroupModel& g, ModelKind k) {
   auto it = g.cv.find(k);
@@ -90,7 +85,7 @@ std::string md_group(const GroupModel& g) {
   std::string out = fmt::format(
       "## {}\n\n{}.\n\n| model | median error | p90 error | interval | coverage | |\n"
       "|---|---:|---:|---:|---:|---|\n",
-      g.key, count_of(g.points.size(), "case"));
+      markdown_cell(g.key), count_of(g.points.size(), "case"));
   for (auto k : kModelKinds) {
     auto* e = stats_of(g, k);
     if (!e) {
@@ -105,7 +100,7 @@ std::string md_group(const GroupModel& g) {
     out += fmt::format("\nWorst cases of the best model ({}):\n\n| case | measured | predicted | error |\n|---|---:|---:|---:|\n",
                        model_label(g.best));
     for (auto& w : worst)
-      out += fmt::format("| `{}` | {} | {} | {} |\n", md_cell(w.case_string), human_time(w.measured_s),
+      out += fmt::format("| `{}` | {} | {} | {} |\n", markdown_code(w.case_string), human_time(w.measured_s),
                          human_time(w.predicted_s), pct(w.ape));
   }
   return out + "\n";
@@ -242,13 +237,14 @@ std::string machine_name(const PredictModel& m) {
 }  // namespace report_parts
 
 std::string model_markdown(const PredictModel& m) {
-  std::string out = "# " + title(m) + "\n\n";
+  std::string out = "# " + markdown_cell(title(m)) + "\n\n";
   out += fmt::format("Fitted {} from {}.\n\n{}\n\n", m.created.empty() ? "(date not recorded)" : m.created,
                      sources_text(m, true), folds_text(m));
   if (!m.ceilings.empty()) {
     out += "## Ceilings\n\n| device | peak GFLOP/s | memory GB/s | source |\n|---|---|---:|---|\n";
     for (auto& [device, c] : m.ceilings)
-      out += fmt::format("| {} | {} | {:.1f} | {} |\n", device, ceilings_text(c), c.memory_gbps, md_cell(c.source));
+      out += fmt::format("| {} | {} | {:.1f} | {} |\n", markdown_cell(device), ceilings_text(c), c.memory_gbps,
+                         markdown_cell(c.source));
     out += "\n";
   }
   if (m.groups.empty()) {
@@ -258,16 +254,17 @@ std::string model_markdown(const PredictModel& m) {
            "|---|---:|---|---:|---:|---:|---:|\n";
     for (auto& g : m.groups) {
       auto* e = stats_of(g, g.best);
-      out += e ? fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", g.key, g.points.size(), model_label(g.best),
-                             pct(e->median_ape), pct(e->p90_ape), interval(*e), coverage(*e))
-               : fmt::format("| {} | {} | {} | - | - | - | - |\n", g.key, g.points.size(), model_label(g.best));
+      out += e ? fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", markdown_cell(g.key), g.points.size(),
+                             model_label(g.best), pct(e->median_ape), pct(e->p90_ape), interval(*e), coverage(*e))
+               : fmt::format("| {} | {} | {} | - | - | - | - |\n", markdown_cell(g.key), g.points.size(),
+                             model_label(g.best));
     }
     out += "\n";
     for (auto& g : m.groups) out += md_group(g);
   }
   if (!m.notes.empty()) {
     out += "## Notes\n\n";
-    for (auto& n : m.notes) out += "- " + n + "\n";
+    for (auto& n : m.notes) out += "- " + markdown_cell(n) + "\n";
     out += "\n";
   }
   return out;

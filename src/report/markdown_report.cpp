@@ -25,8 +25,6 @@ bool shown(const std::string& key) {
   return key.rfind("libraries.", 0) == 0 || key.rfind("gpus", 0) == 0 || key.rfind("cuda.", 0) == 0;
 }
 
-std::string cell(const std::string& s) { return markdown_cell(s); }
-
 // The fastest result per op and dtype, a quantization recipe ranked on its own (an int4-weight
 // linear is not the best bf16 linear); in a report of several runs, named with its run.
 std::string best_table(const std::vector<ResultSet>& sets) {
@@ -53,13 +51,13 @@ std::string best_table(const std::vector<ResultSet>& sets) {
   for (auto& [key, b] : best) {
     const Result* r = b.r;
     const auto& [op, dtype, recipe] = key;
-    out += fmt::format("| {} | {} | {} | {} |{} {} | {} | {} | {} | {} |\n", cell(op),
-                       cell(recipe.empty() ? dtype : dtype + ", quant=" + recipe), cell(r->kase.impl),
-                       cell(r->kase.params_string()), several ? fmt::format(" {} |", cell(b.run)) : "",
-                       human_time(r->summary.median), r->gflops > 0 ? fmt::format("{:.1f}", r->gflops) : "-",
-                       r->gbps > 0 ? fmt::format("{:.1f}", r->gbps) : "-",
-                       r->pct_peak ? fmt::format("{:.1f}%", *r->pct_peak) : "-",
-                       r->efficiency ? fmt::format("{:.1f}%", *r->efficiency * 100) : "-");
+    out += fmt::format(
+        "| {} | {} | {} | {} |{} {} | {} | {} | {} | {} |\n", markdown_cell(op),
+        markdown_cell(recipe.empty() ? dtype : dtype + ", quant=" + recipe), markdown_cell(r->kase.impl),
+        markdown_cell(r->kase.params_string()), several ? fmt::format(" {} |", markdown_cell(b.run)) : "",
+        human_time(r->summary.median), r->gflops > 0 ? fmt::format("{:.1f}", r->gflops) : "-",
+        r->gbps > 0 ? fmt::format("{:.1f}", r->gbps) : "-", r->pct_peak ? fmt::format("{:.1f}%", *r->pct_peak) : "-",
+        r->efficiency ? fmt::format("{:.1f}%", *r->efficiency * 100) : "-");
   }
   return out + "\n";
 }
@@ -81,12 +79,13 @@ std::string markdown_report(const std::vector<ResultSet>& sets, const std::vecto
 
   for (auto& s : sets) {
     if (s.context.empty()) continue;
-    out += fmt::format("## Machine ({})\n\n| | |\n|---|---|\n", cell(s.source));
+    out += fmt::format("## Machine ({})\n\n| | |\n|---|---|\n", markdown_cell(s.source));
     for (auto& [k, v] : flatten_json(s.context))
-      if (shown(k)) out += fmt::format("| {} | {} |\n", cell(k), cell(v));
+      if (shown(k)) out += fmt::format("| {} | {} |\n", markdown_cell(k), markdown_cell(v));
     if (s.context.contains("run")) {
       out += "\n**Run settings**\n\n| | |\n|---|---|\n";
-      for (auto& [k, v] : flatten_json(s.context["run"])) out += fmt::format("| {} | {} |\n", cell(k), cell(v));
+      for (auto& [k, v] : flatten_json(s.context["run"]))
+        out += fmt::format("| {} | {} |\n", markdown_cell(k), markdown_cell(v));
     }
     out += "\n";
   }

@@ -100,14 +100,12 @@ void layer_table(std::string& out, const PipelineSummary& s) {
   out += "</tbody></table></div></details>\n";
 }
 
-std::string md_cell(const std::string& s) { return markdown_cell(s); }
-
 std::string md_top(const PipelineSummary& s, const std::vector<pipeline::RankedLayer>& ranked, bool energy) {
   std::string out;
   for (std::size_t i = 0; i < ranked.size(); ++i) {
     auto& r = ranked[i];
     auto& l = s.layers[r.layer];
-    out += fmt::format("{}. `{}` ({} x {}): {}{}\n", i + 1, markdown_code(l.label), md_cell(l.op), l.count,
+    out += fmt::format("{}. `{}` ({} x {}): {}{}\n", i + 1, markdown_code(l.label), markdown_cell(l.op), l.count,
                        energy ? pipeline::human_energy(r.value) : human_time(r.value),
                        r.share ? fmt::format(", {:.1f}%", *r.share * 100) : "");
   }
@@ -159,24 +157,25 @@ std::string pipelines_markdown(const std::vector<PipelineSummary>& summaries) {
     auto& s = summaries[i];
     out += fmt::format(
         "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-        md_cell(row_name(s, labels[i])), md_cell(s.device), md_cell(s.dtype), md_cell(pipeline::params_text(s)),
-        pipeline::human_count(s.total_params), pipeline::human_count(s.total_macs),
+        markdown_cell(row_name(s, labels[i])), markdown_cell(s.device), markdown_cell(s.dtype),
+        markdown_cell(pipeline::params_text(s)), pipeline::human_count(s.total_params),
+        pipeline::human_count(s.total_macs),
         s.complete ? "complete" : fmt::format("incomplete ({} missing)", s.missing.size()), time_cell(s.latency_s),
-        s.throughput ? fmt::format("{:.4g} {}/s", *s.throughput, md_cell(s.sample_unit)) : "",
+        s.throughput ? fmt::format("{:.4g} {}/s", *s.throughput, markdown_cell(s.sample_unit)) : "",
         energy_cell(s.energy_per_sample_j), energy_cell(s.dynamic_energy_per_sample_j), time_cell(s.period_s),
-        energy_cell(s.pipeline_parallel_energy_j), time_cell(s.end_to_end_s), md_cell(ratio_cell(s)));
+        energy_cell(s.pipeline_parallel_energy_j), time_cell(s.end_to_end_s), markdown_cell(ratio_cell(s)));
   }
   out += "\nPipeline parallel: every layer a stage on its own device, t_i = latency_i x count_i; period T = max t_i; "
          "energy per pass = sum_i [E_i x count_i + P_idle x (T - t_i)].\n\n";
   for (std::size_t i = 0; i < summaries.size(); ++i) {
     auto& s = summaries[i];
-    out += fmt::format("### {}\n\n", md_cell(labels[i]));
+    out += fmt::format("### {}\n\n", markdown_cell(labels[i]));
     if (!s.complete) {
       out += "Incomplete, no totals. Not measured:\n\n";
-      for (auto& m : s.missing) out += "- " + md_cell(m) + "\n";
+      for (auto& m : s.missing) out += "- " + markdown_cell(m) + "\n";
       out += "\n";
     } else if (!s.energy_reason.empty()) {
-      out += "Energy: " + md_cell(s.energy_reason) + "\n\n";
+      out += "Energy: " + markdown_cell(s.energy_reason) + "\n\n";
     }
     if (!s.top_by_time.empty()) out += "Top layers by time:\n\n" + md_top(s, s.top_by_time, false) + "\n";
     if (!s.top_by_energy.empty()) out += "Top layers by energy:\n\n" + md_top(s, s.top_by_energy, true) + "\n";

@@ -67,19 +67,13 @@ std::optional<PerWatt> per_watt_in(const Result& r, const char* unit) {
   return w && w->unit == std::string(unit) ? w : std::nullopt;
 }
 
-std::string md_text(std::string s) {
-  for (auto& ch : s)
-    if (ch == '|') ch = '/';
-  return s;
-}
-
 std::string status_cell(const Result& r) {
   std::string s(to_string(r.status));
   for (auto& f : r.flags) s += ", " + f;
-  if (auto note = rate_note(r); !note.empty()) s += " (" + md_text(note) + ")";  // why GB/s is "-"
+  if (auto note = rate_note(r); !note.empty()) s += " (" + note + ")";  // why GB/s is "-"
   if (r.status != Status::ok && !r.reason.empty()) {
     auto reason = r.reason.size() > 90 ? r.reason.substr(0, 87) + "..." : r.reason;
-    s += ": " + md_text(reason);
+    s += ": " + reason;
   }
   return s;
 }
@@ -214,9 +208,12 @@ std::vector<ResultField> make_fields() {
                .value = [](const Result& r) { return r.sustained ? json(r.sustained->gflops / 1000) : json(); }});
   f.push_back({.name = "sustained_gbps", .outputs = kInCsv, .unit = "GB/s", .better = Better::higher,
                .value = [](const Result& r) { return r.sustained ? json(r.sustained->gbps) : json(); }});
-  f.push_back({.name = "label", .outputs = all, .value = [](const Result& r) { return text_if(r.kase.label); },
+  f.push_back({.name = "label",
+               .outputs = all,
+               .value = [](const Result& r) { return text_if(r.kase.label); },
                .read = [](Result& r, const json& v) { r.kase.label = v.get<std::string>(); },
-               .markdown = "label", .cell = [](const Result& r) { return md_text(r.kase.label); },
+               .markdown = "label",
+               .cell = [](const Result& r) { return r.kase.label; },
                .markdown_if_any = true});
   // A merged set's results each name the run (machine) that measured them.
   f.push_back({.name = kMachineDetail, .outputs = kInCsv,
@@ -226,7 +223,7 @@ std::vector<ResultField> make_fields() {
                },
                .markdown = "machine", .cell = [](const Result& r) {
                  auto on = r.details.find(kMachineDetail);
-                 return on == r.details.end() ? std::string("-") : md_text(on->second);
+                 return on == r.details.end() ? std::string("-") : on->second;
                },
                .markdown_if_any = true, .csv_if_any = true});
   // --- JSON only ------------------------------------------------------------------------------
