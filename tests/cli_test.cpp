@@ -579,6 +579,21 @@ TEST(Cli, CompareExitCodesGateOnConfidentSlowdowns) {
   EXPECT_EQ(j["overall"]["slower"], 1);
 }
 
+// A NEW run that lost cases BASE measured (it stopped part-way) fails the gate; --allow-missing
+// lets a NEW that measured a subset on purpose pass.
+TEST(Cli, CompareFailsOnCasesMissingFromNew) {
+  auto dir = temp_dir("compare_missing");
+  auto base = results_dir(dir, "base", {{kGemm, 1e-3}, {kSilu, 2e-4}});
+  auto part = results_dir(dir, "part", {{kGemm, 1e-3}});
+  auto lost = cli("compare " + base.string() + " " + part.string());
+  EXPECT_EQ(lost.code, 1) << lost.text;
+  EXPECT_NE(lost.text.find("opmeter: FAIL: 1 case, "), std::string::npos) << lost.text;
+  EXPECT_NE(lost.text.find(", 1 missing from NEW"), std::string::npos) << lost.text;
+  auto allowed = cli("compare " + base.string() + " " + part.string() + " --allow-missing");
+  EXPECT_EQ(allowed.code, 0) << allowed.text;
+  EXPECT_NE(allowed.text.find("(allowed: --allow-missing)"), std::string::npos) << allowed.text;
+}
+
 TEST(Cli, CompareWarnsLoudlyWhenMachinesDiffer) {
   auto dir = temp_dir("compare_ctx");
   auto base = results_dir(dir, "base", {{kGemm, 1e-3}});
@@ -608,6 +623,33 @@ TEST(Cli, CompareBadInputsExitTwo) {
   auto nothing = cli("compare " + base.string() + " " + disjoint.string());
   EXPECT_EQ(nothing.code, 2);
   EXPECT_NE(nothing.text.find("have no case in common"), std::string::npos) << nothing.text;
+
+  // Measured results stripped of their samples: no test can run on them.
+  auto j = nlohmann::json::parse(std::ifstream(base / "results.json"));
+  for (auto& b : j["benchmarks"]) b.erase("samples_s");
+  fs::create_directories(dir / "stripped");
+  std::ofstream(dir / "stripped" / "results.json") << j.dump();
+  auto stripped = cli("compare " + base.string() + " " + (dir / "stripped").string());
+  EXPECT_EQ(stripped.code, 2) << stripped.text;
+  EXPECT_NE(stripped.text.find("stripped: " + std::string(kGemm) + " is ok but has no samples (samples_s stripped?)"),
+            std::string::npos)
+      << stripped.text;
+
+  // Cases in common, measured on neither side.
+  auto skipped = [&](const std::string& name) {
+    opmeter::Result r;
+    r.kase = opmeter::parse_case(kGemm);
+    r.case_string = r.kase.to_string();
+    r.status = opmeter::Status::skipped;
+    r.reason = "no GPU";
+    fs::create_directories(dir / name);
+    std::ofstream(dir / name / "results.json") << opmeter::gbench_json(nlohmann::json::object(), {r}).dump();
+    return dir / name;
+  };
+  auto neither = cli("compare " + skipped("s1").string() + " " + skipped("s2").string());
+  EXPECT_EQ(neither.code, 2) << neither.text;
+  EXPECT_NE(neither.text.find("measured none of their 1 common cases on either side"), std::string::npos)
+      << neither.text;
 
   auto bad_option = cli("compare " + base.string() + " " + base.string() + " --format xml");
   EXPECT_EQ(bad_option.code, 2);

@@ -61,14 +61,15 @@ TEST(CompareVerdict, TheSmallestPValueIsThatOfPerfectlySeparatedSamples) {
   EXPECT_FALSE(can_reach_alpha(3, 11, 0.01));
 }
 
-TEST(Compare, TiedSamplesThatReachAlphaAreTested) {
-  // 3 a side, each side tied: the tie-corrected test gives p < 0.05, which separated samples
-  // without ties cannot; the p counts.
+// 3 a side, each side tied (a timer's ticks): the exact test of the tied ranks gives p = 0.1, as
+// separated samples do, so the doubling is `untestable`, which fails the gate all the same. (The
+// normal approximation had made it p = 0.047, `slower`, below what 3 a side can show.)
+TEST(Compare, TiedSamplesAreTestedExactly) {
   auto base = measured(kCaseA, {1e-3, 1e-3, 1e-3}), slow = measured(kCaseA, {2e-3, 2e-3, 2e-3});
   auto c = compare_results(set_of({base}), set_of({slow}));
   ASSERT_EQ(c.cases.size(), 1u);
-  EXPECT_LT(c.cases[0].p_value, 0.05);
-  EXPECT_EQ(c.cases[0].verdict, "slower");
+  EXPECT_NEAR(c.cases[0].p_value, 0.1, 1e-12);
+  EXPECT_EQ(c.cases[0].verdict, "untestable");
   EXPECT_TRUE(c.gate_failed());
 }
 
@@ -312,4 +313,101 @@ TEST(Compare, AnSqnrThatFellIsAWarning) {
   EXPECT_NE(compare_markdown(fell, {}).find("WARNING: " + std::string(q) + ": SQNR fell"), std::string::npos);
   EXPECT_TRUE(compare_results(set_of({with_sqnr(41.2, 1)}), set_of({with_sqnr(41.15, 2)})).context_warnings.empty());
   EXPECT_TRUE(compare_results(set_of({with_sqnr(38.0, 1)}), set_of({with_sqnr(41.2, 2)})).context_warnings.empty());
+}
+
+// A case BASE measured and NEW lacks (NEW stopped part-way, or lost its torn last line) fails the
+// gate, unless --allow-missing says NEW ran a subset; one BASE did not measure either is no loss.
+TEST(Compare, CasesMissingFromNewFailTheGate) {
+  auto a = sampled(kCaseA, 1e-3, 0.01, 1), b = sampled(kCaseB, 2e-3, 0.01, 2);
+  auto a2 = sampled(kCaseA, 1e-3, 0.01, 3);
+  auto c = compare_results(set_of({a, b}), set_of({a2}));
+  EXPECT_EQ(c.cases.size(), 1u);
+  EXPECT_EQ(c.missing, std::vector<std::string>{b.case_string});
+  EXPECT_TRUE(c.gate_failed());
+  EXPECT_NE(compare_markdown(c, {}).find("1 measured in BASE is missing from NEW (fails the gate"), std::string::npos);
+  EXPECT_EQ(compare_json(c, {})["missing"], nlohmann::json::array({b.case_string}));
+
+  CompareOptions subset;
+  subset.allow_missing = true;
+  auto allowed = compare_results(set_of({a, b}), set_of({a2}), subset);
+  EXPECT_EQ(allowed.missing.size(), 1u);
+  EXPECT_FALSE(allowed.gate_failed());
+
+  auto skipped = with_status(kCaseB, Status::skipped, "no GPU");
+  auto lost_skip = compare_results(set_of({a, skipped}), set_of({a2}));
+  EXPECT_EQ(lost_skip.only_base, std::vector<std::string>{skipped.case_string});
+  EXPECT_TRUE(lost_skip.missing.empty());
+  EXPECT_FALSE(lost_skip.gate_failed());
+}
+
+// Samples in two clusters: NEW is mostly slower (60 of 100 samples in its upper cluster, above
+// every BASE sample but the upper 60), yet its median is lower. The ranks say slower, the median
+// faster: `mixed`, which fails the gate, where the median alone passed it as "faster".
+TEST(Compare, RanksAndMedianPointingApartAreMixed) {
+  std::vector<double> base, neu;
+  for (int i = 0; i < 40; ++i) base.push_back(1.0e-5 * (1 + 1e-5 * i));
+  for (int i = 0; i < 60; ++i) base.push_back(2.0e-5 * (1 + 1e-5 * i));
+  for (int i = 0; i < 60; ++i) neu.push_back(1.5e-5 * (1 + 1e-5 * i));
+  for (int i = 0; i < 40; ++i) neu.push_back(3.0e-5 * (1 + 1e-5 * i));
+  auto c = compare_results(set_of({measured(kCaseA, base)}), set_of({measured(kCaseA, neu)}));
+  ASSERT_EQ(c.cases.size(), 1u);
+  const auto& x = c.cases[0];
+  // Independently: the median moved from the upper cluster (2e-5) to the lower (1.5e-5), and NEW
+  // is the larger in more than half of the pairs (40 x 100 + 60 x 40 of 100 x 100).
+  EXPECT_LT(x.change, -0.2);
+  std::size_t new_larger = 0;
+  for (double b : base)
+    for (double n : neu) new_larger += n > b;
+  EXPECT_EQ(new_larger, 6400u);
+  EXPECT_EQ(x.direction, 1);
+  EXPECT_LT(x.p_value, 0.05);
+  EXPECT_EQ(x.verdict, "mixed");
+  EXPECT_TRUE(x.fails_gate);
+  EXPECT_EQ(c.overall.mixed, 1u);
+  // The reverse: mostly faster with a higher median is mixed too, and passes.
+  auto r = compare_results(set_of({measured(kCaseA, neu)}), set_of({measured(kCaseA, base)}));
+  EXPECT_EQ(r.cases[0].verdict, "mixed");
+  EXPECT_EQ(r.cases[0].direction, -1);
+  EXPECT_FALSE(r.gate_failed());
+  EXPECT_EQ(rank_direction(0, 3, 3), 1);  // every BASE sample below every NEW one
+  EXPECT_EQ(rank_direction(4.5, 3, 3), 0);
+  EXPECT_EQ(compare_verdict(-0.25, 1e-4, true, CompareOptions{}, 1), "mixed");
+  EXPECT_EQ(compare_verdict(0.25, 1e-4, true, CompareOptions{}, 1), "slower");
+}
+
+// The JSON has null where a case has no value: no median on a side that did not measure, no
+// change or p where nothing was compared or tested.
+TEST(Compare, JsonHasNullWhereThereIsNoValue) {
+  auto a = sampled(kCaseA, 1e-3, 0.01, 1);
+  auto failed = with_status(kCaseA, Status::failed, "wrong result");
+  auto j = compare_json(compare_results(set_of({a}), set_of({failed})), {});
+  auto& broken = j["cases"][0];
+  EXPECT_EQ(broken["verdict"], "broken");
+  EXPECT_NEAR(broken["base_median_s"].get<double>(), a.summary.median, 1e-15);
+  EXPECT_TRUE(broken["new_median_s"].is_null());
+  EXPECT_TRUE(broken["change"].is_null());
+  EXPECT_TRUE(broken["p_value"].is_null());
+  auto two = compare_json(
+      compare_results(set_of({measured(kCaseA, {1e-3, 1e-3})}), set_of({measured(kCaseA, {2e-3, 2e-3})})), {});
+  EXPECT_NEAR(two["cases"][0]["change"].get<double>(), 1.0, 1e-12);
+  EXPECT_TRUE(two["cases"][0]["p_value"].is_null());  // 2 samples a side: not tested
+  auto tested = compare_json(compare_results(set_of({a}), set_of({sampled(kCaseA, 1.2e-3, 0.01, 2)})), {});
+  EXPECT_LT(tested["cases"][0]["p_value"].get<double>(), 1e-6);
+  EXPECT_EQ(tested["options"]["allow_missing"], false);
+}
+
+// What decides the work or the timing of a case without being in its string: the cold cache's
+// size, the batch a sample times, the build.
+TEST(Compare, SettingsThatChangeTheTimeMustMatch) {
+  auto base = context("EPYC", "2.6.3"), neu = base;
+  base["cpu"]["llc_bytes_used"] = 100663296;
+  neu["cpu"]["llc_bytes_used"] = 65536;
+  base["opmeter"]["build_type"] = "Release";
+  neu["opmeter"]["build_type"] = "Debug";
+  auto w = context_differences(base, neu);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0], "cpu.llc_bytes_used differs: BASE '100663296', NEW '65536'");
+  EXPECT_EQ(w[1], "opmeter.build_type differs: BASE 'Release', NEW 'Debug'");
+  neu["opmeter"]["git_sha"] = "def";  // what is being compared
+  EXPECT_EQ(context_differences(base, neu).size(), 2u);
 }

@@ -136,12 +136,59 @@ TEST(MannWhitney, NormalApproximationWithTies) {
   EXPECT_NEAR(sep.p_value, std::erfc(449.5 / std::sqrt(30.0 * 30 * 61 / 12) / std::sqrt(2.0)), 1e-15);
   EXPECT_LT(sep.p_value, 1e-10);
 
-  // Ties shrink the variance: {1,1,2,2} vs {2,2,3,3} has a tie block of four 2s.
-  auto tied = mann_whitney_u({1, 1, 2, 2}, {2, 2, 3, 3});
+  // Beyond 10 a side, ties shrink the variance: 11 x {1,1,2,2,...} vs {2,2,3,3,...}.
+  std::vector<double> tx, ty;
+  for (int i = 0; i < 6; ++i) tx.insert(tx.end(), {1, 2}), ty.insert(ty.end(), {2, 3});
+  auto tied = mann_whitney_u(tx, ty);
   EXPECT_FALSE(tied.exact);
-  EXPECT_DOUBLE_EQ(tied.u, 2.0);  // two 2s in x tie with two 2s in y: 4 half-pairs
-  double var = 4.0 * 4 / 12 * (9 - (8.0 - 2 + 8 - 2 + 64 - 4) / (8.0 * 7));
-  EXPECT_NEAR(tied.p_value, std::erfc((8 - 2 - 0.5) / std::sqrt(var) / std::sqrt(2.0)), 1e-12);
+  EXPECT_DOUBLE_EQ(tied.u, 18.0);  // 36 pairs 1 < 2 or 3 add 0; each x 2 against each y 2 adds a half
+  // Ranks: six 1s, twelve 2s, six 3s in 24 values: tie term 3 * (t^3 - t).
+  double var = 12.0 * 12 / 12 * (25 - ((216.0 - 6) * 2 + (1728 - 12)) / (24.0 * 23));
+  EXPECT_NEAR(tied.p_value, std::erfc((72 - 18 - 0.5) / std::sqrt(var) / std::sqrt(2.0)), 1e-12);
+}
+
+// The p of every split of the pooled values into m and n, counted one by one: the permutation
+// test the exact path computes, independently (bit masks, U by pair counting).
+double enumerated_p(const std::vector<double>& x, const std::vector<double>& y) {
+  std::vector<double> pool = x;
+  pool.insert(pool.end(), y.begin(), y.end());
+  const std::size_t m = x.size(), N = pool.size();
+  auto u_of = [&](const std::vector<double>& a, const std::vector<double>& b) {
+    double u = 0;
+    for (double va : a)
+      for (double vb : b) u += va > vb ? 1 : va == vb ? 0.5 : 0;
+    return u;
+  };
+  const double mid = double(m) * double(N - m) / 2, seen = std::abs(u_of(x, y) - mid);
+  double extreme = 0, all = 0;
+  for (unsigned mask = 0; mask < (1u << N); ++mask) {
+    if (std::size_t(__builtin_popcount(mask)) != m) continue;
+    std::vector<double> a, b;
+    for (std::size_t i = 0; i < N; ++i) (mask >> i & 1 ? a : b).push_back(pool[i]);
+    all += 1;
+    extreme += std::abs(u_of(a, b) - mid) >= seen - 1e-9;
+  }
+  return extreme / all;
+}
+
+// Small samples with ties are tested exactly too: at 3 a side no arrangement is rarer than
+// 2 / C(6, 3), so timer-quantised samples ({1,1,1} vs {2,2,2}) are no `slower` at alpha 0.05.
+TEST(MannWhitney, ExactWithTies) {
+  auto quantised = mann_whitney_u({1, 1, 1}, {2, 2, 2});
+  EXPECT_TRUE(quantised.exact);
+  EXPECT_NEAR(quantised.p_value, 0.1, 1e-12);
+  for (auto [x, y] : std::vector<std::pair<std::vector<double>, std::vector<double>>>{
+           {{1, 1, 2, 2}, {2, 2, 3, 3}},
+           {{5, 5, 5, 6, 7}, {5, 6, 6, 8, 8, 9}},
+           {{1, 2, 2, 3, 3, 3, 4}, {3, 4, 4, 5, 5, 5, 6, 7}},
+           {{2, 2, 2}, {2, 2, 2, 2}}}) {
+    auto t = mann_whitney_u(x, y);
+    EXPECT_TRUE(t.exact);
+    EXPECT_NEAR(t.p_value, enumerated_p(x, y), 1e-12) << x.size() << " vs " << y.size();
+  }
+  // Without ties the same path agrees with the enumeration as well.
+  EXPECT_NEAR(mann_whitney_u({1, 3, 5, 7}, {2, 4, 6, 8, 9, 10}).p_value,
+              enumerated_p({1, 3, 5, 7}, {2, 4, 6, 8, 9, 10}), 1e-12);
 }
 
 TEST(MannWhitney, EmptySampleHasNoEvidence) {

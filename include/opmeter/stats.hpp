@@ -46,8 +46,9 @@ std::pair<double, std::size_t> fenced_rel_noise(std::vector<double> x);
 
 // Mann-Whitney U test (two-sided) of two independent samples: is one stochastically larger?
 // `u` counts the pairs (x_i, y_j) with x_i > y_j, ties as one half. The p-value is exact for
-// small samples without ties (both sizes <= 10), otherwise from the normal approximation with
-// tie and continuity corrections. Both samples need at least one value (p = 1 otherwise).
+// small samples (both sizes <= 10; with ties, the permutation distribution of the midranks),
+// otherwise from the normal approximation with tie and continuity corrections. Both samples need
+// at least one value (p = 1 otherwise).
 struct MannWhitney {
   double u = 0;
   double p_value = 1;

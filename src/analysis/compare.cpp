@@ -24,8 +24,20 @@ constexpr double kSqnrDropDb = 0.1;
 
 // Context fields that must match for a comparison to mean something. Versions of opmeter itself
 // may differ: that is usually what is being compared.
-const std::vector<std::string> kMustMatch = {"cpu.model", "cpu.usable_cpus", "cpu.governor", "libraries.", "gpus",
-                                              "cuda.", "driver"};
+// Nor may what decides the work of a cold case (the cache it is flushed past: --llc-bytes), the
+// batch of calls a sample times, or how opmeter and its libraries were built.
+const std::vector<std::string> kMustMatch = {"cpu.model",
+                                             "cpu.usable_cpus",
+                                             "cpu.governor",
+                                             "libraries.",
+                                             "gpus",
+                                             "cuda.",
+                                             "driver",
+                                             "cpu.llc_bytes_used",
+                                             "run.llc_bytes",
+                                             "opmeter.build_type",
+                                             "library_build_type",
+                                             "run.stopping.target_sample_s"};
 
 // Readings of the moment (a GPU's current clocks, its idle power) differ from run to run.
 bool is_reading(const std::string& key) {
@@ -56,17 +68,35 @@ void count(GroupSummary& g, const CaseChange& c) {
   if (v == "broken") ++g.broken;
   if (v == "fixed") ++g.fixed;
   if (v == "untestable") ++g.untestable;
+  if (v == "mixed") ++g.mixed;
   if (v == "unmeasured") ++g.unmeasured;
 }
 
 std::string pct(double change) { return fmt::format("{:+.2f}%", change * 100); }
 
 std::string p_cell(const CaseChange& c) {
-  if (c.base_samples < kMinTestableSamples || c.new_samples < kMinTestableSamples) return "-";
+  if (!c.tested) return "-";
   return c.p_value < 1e-4 ? "<0.0001" : fmt::format("{:.4f}", c.p_value);
 }
 
 }  // namespace
+
+std::string verdict_counts(const GroupSummary& g) {
+  std::string out = fmt::format("{} faster, {} slower, {} same, {} uncertain", g.faster, g.slower, g.same, g.uncertain);
+  for (auto [n, what] : {std::pair{g.untestable, "untestable"},
+                         {g.mixed, "mixed"},
+                         {g.broken, "broken"},
+                         {g.fixed, "fixed"},
+                         {g.unmeasured, "measured on neither side"}})
+    if (n) out += fmt::format(", {} {}", n, what);
+  return out;
+}
+
+std::string unsampled_record(const ResultSet& set) {
+  for (auto& r : set.results)
+    if (r.status == Status::ok && r.samples.empty()) return r.case_string;
+  return "";
+}
 
 double smallest_p_value(std::size_t n1, std::size_t n2) {
   if (n1 == 0 || n2 == 0) return 1;
@@ -93,15 +123,24 @@ bool can_reach_alpha(std::size_t n1, std::size_t n2, double alpha) {
   return n1 >= kMinTestableSamples && n2 >= kMinTestableSamples && smallest_p_value(n1, n2) < alpha;
 }
 
-std::string compare_verdict(double change, double p_value, bool testable, const CompareOptions& o) {
+int rank_direction(double u_base_over_new, std::size_t n_base, std::size_t n_new) {
+  const double mid = double(n_base) * double(n_new) / 2;
+  return u_base_over_new < mid ? 1 : u_base_over_new > mid ? -1 : 0;
+}
+
+std::string compare_verdict(double change, double p_value, bool testable, const CompareOptions& o, int direction) {
   if (std::abs(change) * 100 < o.threshold_pct) return "same";
   if (!testable) return "untestable";
   if (p_value >= o.alpha) return "uncertain";
+  // The test is two-sided on the ranks; the change is the medians'. Clustered samples can move the
+  // two apart, and the median's direction alone would call a mostly slower NEW "faster".
+  if (direction != 0 && (direction > 0) != (change > 0)) return "mixed";
   return change > 0 ? "slower" : "faster";
 }
 
 bool Comparison::gate_failed() const {
-  return std::any_of(cases.begin(), cases.end(), [](const CaseChange& c) { return c.fails_gate; });
+  return (missing_fails && !missing.empty()) ||
+         std::any_of(cases.begin(), cases.end(), [](const CaseChange& c) { return c.fails_gate; });
 }
 
 std::vector<std::string> context_differences(const nlohmann::json& base, const nlohmann::json& neu) {
@@ -126,6 +165,7 @@ std::vector<std::string> context_differences(const nlohmann::json& base, const n
 
 Comparison compare_results(const ResultSet& base, const ResultSet& neu, const CompareOptions& o) {
   Comparison cmp;
+  cmp.missing_fails = !o.allow_missing;
   cmp.base_source = base.source;
   cmp.new_source = neu.source;
   cmp.context_warnings = context_differences(base.context, neu.context);
@@ -166,6 +206,7 @@ Comparison compare_results(const ResultSet& base, const ResultSet& neu, const Co
     auto it = by_case.find(r.case_string);
     if (it == by_case.end()) {
       cmp.only_base.push_back(r.case_string);
+      if (r.status == Status::ok) cmp.missing.push_back(r.case_string);
       continue;
     }
     seen.insert(r.case_string);
@@ -200,13 +241,20 @@ Comparison compare_results(const ResultSet& base, const ResultSet& neu, const Co
     if (new_ok) c.new_median_s = new_median;
     if (base_ok && new_ok) {
       c.change = new_median / base_median - 1;
-      if (c.base_samples >= kMinTestableSamples && c.new_samples >= kMinTestableSamples)
-        c.p_value = mann_whitney_u(base_samples, new_samples).p_value;
-      // Ties can give a p the separated samples cannot (the tie-corrected variance): that p counts.
+      if (c.base_samples >= kMinTestableSamples && c.new_samples >= kMinTestableSamples) {
+        const auto test = mann_whitney_u(base_samples, new_samples);
+        c.p_value = test.p_value;
+        c.tested = true;
+        c.direction = rank_direction(test.u, c.base_samples, c.new_samples);
+      }
+      // Past 10 a side, ties can give a p the separated samples cannot (the tie-corrected
+      // variance): that p counts. Up to 10 the test is exact and ties never do.
       const bool testable = can_reach_alpha(c.base_samples, c.new_samples, o.alpha) || c.p_value < o.alpha;
-      c.verdict = compare_verdict(c.change, c.p_value, testable, o);
+      c.verdict = compare_verdict(c.change, c.p_value, testable, o, c.direction);
       // Too few samples to test is no pass: a doubling measured 3 times a side fails the gate too.
-      c.fails_gate = (c.verdict == "slower" || c.verdict == "untestable") && c.change * 100 > o.fail_above_pct;
+      // Nor is a NEW the ranks find slower, whatever its median says.
+      c.fails_gate = ((c.verdict == "slower" || c.verdict == "untestable") && c.change * 100 > o.fail_above_pct) ||
+                     (c.verdict == "mixed" && c.direction > 0);
       ratios[c.op].push_back(1 + c.change);
     } else {
       c.verdict = base_ok ? "broken" : new_ok ? "fixed" : "unmeasured";
@@ -238,23 +286,29 @@ std::string compare_markdown(const Comparison& c, const CompareOptions& o) {
   for (auto& w : c.context_warnings) out += fmt::format("> **WARNING: {}**\n", w);
   if (!c.context_warnings.empty()) out += "\n";
   const auto& g = c.overall;
+  out +=
+      fmt::format("**{}**: {} compared, geometric mean of time {} ({}).{}\n\n", c.gate_failed() ? "FAIL" : "PASS",
+                  count_of(g.compared, "case"), pct(g.geomean_ratio - 1), verdict_counts(g),
+                  c.missing.empty() ? ""
+                                    : fmt::format(" {} measured in BASE {} missing from NEW{}.", c.missing.size(),
+                                                  c.missing.size() == 1 ? "is" : "are",
+                                                  c.missing_fails ? " (fails the gate; --allow-missing allows a subset)"
+                                                                  : " (allowed: --allow-missing)"));
   out += fmt::format(
-      "**{}**: {} compared, geometric mean of time {} ({} faster, {} slower, {} same, {} uncertain{}{}{}{}).\n\n",
-      c.gate_failed() ? "FAIL" : "PASS", count_of(g.compared, "case"), pct(g.geomean_ratio - 1), g.faster, g.slower,
-      g.same, g.uncertain, g.untestable ? fmt::format(", {} untestable", g.untestable) : "",
-      g.broken ? fmt::format(", {} broken", g.broken) : "", g.fixed ? fmt::format(", {} fixed", g.fixed) : "",
-      g.unmeasured ? fmt::format(", {} measured on neither side", g.unmeasured) : "");
-  out += fmt::format("Verdicts: Mann-Whitney U on the raw samples at alpha {}; changes under {}% are `same`; "
-                     "`untestable`: too few samples for the test to reach alpha (4 a side reach 0.05); the gate fails on "
-                     "`slower` or `untestable` by more than {}% and on `broken`.{}\n\n",
-                     o.alpha, o.threshold_pct, o.fail_above_pct,
-                     o.sustained ? " GPU cases are compared on their sustained figure where both runs have one." : "");
-  out += "| op | compared | geomean time change | faster | slower | same | uncertain | untestable | broken | fixed | "
-         "unmeasured |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "Verdicts: Mann-Whitney U on the raw samples at alpha {}, exact up to 10 a side; changes under {}% "
+      "are `same`; `untestable`: too few samples for the test to reach alpha (4 a side reach 0.05); "
+      "`mixed`: significant, but the ranks and the median point different ways. The gate fails on "
+      "`slower` or `untestable` by more than {}%, on `mixed` where the ranks say slower, on `broken`{}.{}\n\n",
+      o.alpha, o.threshold_pct, o.fail_above_pct,
+      o.allow_missing ? "" : " and on cases measured in BASE that NEW lacks",
+      o.sustained ? " GPU cases are compared on their sustained figure where both runs have one." : "");
+  out +=
+      "| op | compared | geomean time change | faster | slower | same | uncertain | untestable | mixed | broken | "
+      "fixed | unmeasured |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (auto& s : c.per_op)
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", s.name, s.compared,
-                       pct(s.geomean_ratio - 1), s.faster, s.slower, s.same, s.uncertain, s.untestable, s.broken, s.fixed,
-                       s.unmeasured);
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", s.name, s.compared,
+                       pct(s.geomean_ratio - 1), s.faster, s.slower, s.same, s.uncertain, s.untestable, s.mixed,
+                       s.broken, s.fixed, s.unmeasured);
 
   // Worst first: what a reader of a failed gate looks for.
   std::vector<const CaseChange*> rows;
@@ -277,36 +331,54 @@ std::string compare_markdown(const Comparison& c, const CompareOptions& o) {
     out += fmt::format("\n{} ({}):\n\n", title, v.size());
     for (auto& s : v) out += fmt::format("- `{}`\n", s);
   };
-  list("Only in BASE", c.only_base);
+  list(c.missing.empty() ? "Only in BASE" : "Only in BASE (those it measured are missing from NEW)", c.only_base);
   list("Only in NEW", c.only_new);
   return out;
 }
 
 nlohmann::json compare_json(const Comparison& c, const CompareOptions& o) {
   auto group = [](const GroupSummary& g) {
-    return nlohmann::json{{"name", g.name},       {"compared", g.compared}, {"geomean_ratio", g.geomean_ratio},
-                          {"faster", g.faster},   {"slower", g.slower},     {"same", g.same},
-                          {"uncertain", g.uncertain}, {"untestable", g.untestable}, {"broken", g.broken},
-                          {"fixed", g.fixed},     {"unmeasured", g.unmeasured}};
+    return nlohmann::json{{"name", g.name},           {"compared", g.compared},     {"geomean_ratio", g.geomean_ratio},
+                          {"faster", g.faster},       {"slower", g.slower},         {"same", g.same},
+                          {"uncertain", g.uncertain}, {"untestable", g.untestable}, {"mixed", g.mixed},
+                          {"broken", g.broken},       {"fixed", g.fixed},           {"unmeasured", g.unmeasured}};
   };
+  // What a case does not have is null: a consumer reads 0 as "no change" and 1 as a p.
+  auto positive = [](double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(); };
   nlohmann::json cases = nlohmann::json::array(), ops = nlohmann::json::array();
-  for (auto& r : c.cases)
-    cases.push_back({{"case", r.case_string}, {"op", r.op}, {"figure", r.figure}, {"base_status", r.base_status},
-                     {"new_status", r.new_status}, {"base_median_s", r.base_median_s},
-                     {"new_median_s", r.new_median_s}, {"change", r.change}, {"p_value", r.p_value},
-                     {"base_samples", r.base_samples}, {"new_samples", r.new_samples}, {"verdict", r.verdict},
+  for (auto& r : c.cases) {
+    const bool both = r.base_median_s > 0 && r.new_median_s > 0;
+    cases.push_back({{"case", r.case_string},
+                     {"op", r.op},
+                     {"figure", r.figure},
+                     {"base_status", r.base_status},
+                     {"new_status", r.new_status},
+                     {"base_median_s", positive(r.base_median_s)},
+                     {"new_median_s", positive(r.new_median_s)},
+                     {"change", both ? nlohmann::json(r.change) : nullptr},
+                     {"p_value", r.tested ? nlohmann::json(r.p_value) : nullptr},
+                     {"base_samples", r.base_samples},
+                     {"new_samples", r.new_samples},
+                     {"verdict", r.verdict},
                      {"fails_gate", r.fails_gate}});
+  }
   for (auto& g : c.per_op) ops.push_back(group(g));
   return {{"schema", "opmeter-compare/1"},
           {"base", c.base_source},
           {"new", c.new_source},
-          {"options", {{"alpha", o.alpha}, {"threshold_pct", o.threshold_pct}, {"fail_above_pct", o.fail_above_pct}}},
+          {"options",
+           {{"alpha", o.alpha},
+            {"threshold_pct", o.threshold_pct},
+            {"fail_above_pct", o.fail_above_pct},
+            {"sustained", o.sustained},
+            {"allow_missing", o.allow_missing}}},
           {"gate", c.gate_failed() ? "fail" : "pass"},
           {"warnings", c.context_warnings},
           {"overall", group(c.overall)},
           {"per_op", ops},
           {"cases", cases},
           {"only_base", c.only_base},
+          {"missing", c.missing},
           {"only_new", c.only_new}};
 }
 

@@ -171,6 +171,7 @@ struct CompareArgs {
   std::string format = "md";
   std::string out;
   bool sustained = false;  // GPU cases on their sustained figure
+  bool allow_missing = false;  // cases BASE measured and NEW lacks pass the gate
 };
 void add_compare_command(CLI::App& app, CompareArgs& args);
 int compare_command(const CompareArgs& args);

@@ -129,6 +129,8 @@ void add_compare_command(CLI::App& app, CompareArgs& a) {
   cmd->add_option("--format", a.format, "md (default) or json")->check(CLI::IsMember({"md", "json"}));
   cmd->add_option("-o,--out", a.out, "write the comparison here instead of standard output");
   cmd->add_flag("--sustained", a.sustained, "compare GPU cases on their sustained figure (steady power) instead of the burst median");
+  cmd->add_flag("--allow-missing", a.allow_missing,
+                "cases BASE measured and NEW lacks pass the gate (NEW ran a subset); by default they fail it");
 }
 
 namespace {
@@ -152,7 +154,13 @@ int compare_command(const CompareArgs& a) {
   }
   auto sets = load_all({a.base, a.neu});
   const ResultSet &base = sets[0], &neu = sets[1];
-  CompareOptions o{a.alpha, a.threshold_pct, a.fail_above_pct, a.sustained};
+  for (auto [set, path] : {std::pair{&base, &a.base}, std::pair{&neu, &a.neu}})
+    if (auto unsampled = unsampled_record(*set); !unsampled.empty())
+      throw UsageError(
+          fmt::format("{}: {} is ok but has no samples (samples_s stripped?): compare tests the raw "
+                      "samples of both runs",
+                      *path, unsampled));
+  CompareOptions o{a.alpha, a.threshold_pct, a.fail_above_pct, a.sustained, a.allow_missing};
   Comparison c = compare_results(base, neu, o);
   if (results_identity(a.base) == results_identity(a.neu))
     c.context_warnings.insert(c.context_warnings.begin(),
@@ -164,17 +172,20 @@ int compare_command(const CompareArgs& a) {
   if (c.cases.empty())
     throw UsageError(fmt::format("{} and {} have no case in common ({} and {} cases): nothing to compare", a.base,
                                  a.neu, base.results.size(), neu.results.size()));
+  if (const auto& g = c.overall; g.compared + g.broken + g.fixed == 0 && c.missing.empty())
+    throw UsageError(
+        fmt::format("{} and {} measured none of their {} common cases on either side (all skipped or "
+                    "failed): nothing to compare",
+                    a.base, a.neu, c.cases.size()));
   for (auto& w : c.context_warnings) fmt::print(stderr, "opmeter: WARNING: {}\n", w);
   std::string text = a.format == "json" ? dump_json(compare_json(c, o), 2) + "\n" : compare_markdown(c, o);
   if (a.out.empty()) fmt::print("{}", text);
   else write_output(a.out, text);
   const auto& g = c.overall;
   std::size_t failing = std::count_if(c.cases.begin(), c.cases.end(), [](auto& x) { return x.fails_gate; });
-  fmt::print(stderr, "opmeter: {}: {}, geomean time {:+.2f}%, {} faster, {} slower, {} same, {} uncertain{}{}{}\n",
-             c.gate_failed() ? "FAIL" : "pass", count_of(g.compared, "case"), (g.geomean_ratio - 1) * 100, g.faster,
-             g.slower, g.same, g.uncertain,
-             g.untestable ? fmt::format(", {} untestable (too few samples to test)", g.untestable) : "",
-             g.unmeasured ? fmt::format(", {} measured on neither side", g.unmeasured) : "",
+  fmt::print(stderr, "opmeter: {}: {}, geomean time {:+.2f}%, {}{}{}\n", c.gate_failed() ? "FAIL" : "pass",
+             count_of(g.compared, "case"), (g.geomean_ratio - 1) * 100, verdict_counts(g),
+             c.missing.empty() ? "" : fmt::format(", {} missing from NEW", c.missing.size()),
              failing ? fmt::format("; {} case(s) fail the gate (--fail-above {}%)", failing, a.fail_above_pct) : "");
   return c.gate_failed() ? 1 : 0;
 }
