@@ -47,12 +47,14 @@ class ConsoleReporter : public Reporter {
   }
   void report(const Result& r) override {
     if (live_) fmt::print(out_, "\r\033[K");
-    std::string what = r.status == Status::ok
-                           ? fmt::format("{} ±{}  {}  noise {}{}{}", human_time(r.summary.median),
-                                         spread_percent(r.summary.precision, r.summary.count), rate(r),
-                                         spread_percent(r.summary.rel_noise, r.summary.count), sustained(r),
-                                         r.flags.empty() ? "" : fmt::format("  [{}]", fmt::join(r.flags, ", ")))
-                           : fmt::format("{}: {}", to_string(r.status), r.reason);
+    std::string what =
+        r.status == Status::ok
+            ? fmt::format(
+                  "{}{}  {}  noise {}{}{}", human_time(r.summary.median),
+                  std::isfinite(r.summary.precision) ? " ±" + spread_percent(r.summary.precision, r.summary.count) : "",
+                  rate(r), spread_percent(r.summary.rel_noise, r.summary.count), sustained(r),
+                  r.flags.empty() ? "" : fmt::format("  [{}]", fmt::join(r.flags, ", ")))
+            : fmt::format("{}: {}", to_string(r.status), r.reason);
     fmt::print(out_, "[{}/{}] {}{}  {}\n", index_ + 1, total_, r.case_string,
                r.kase.label.empty() ? "" : " (" + r.kase.label + ")", what);
     if (auto it = r.details.find("contention"); it != r.details.end() && r.has_flag("contended"))

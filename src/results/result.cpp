@@ -49,6 +49,7 @@ Result unmeasured_result(const Case& c, Status status, std::string reason) {
   r.case_string = c.to_string();
   r.status = status;
   r.reason = std::move(reason);
+  r.cache = c.hot ? "hot" : "cold";  // the mode it was asked for: its case string says so too
   r.timestamp = utc_now_iso();
   return r;
 }

@@ -30,6 +30,8 @@ CsvValue csv_time(double Summary::*time) {
 }
 
 json opt(const std::optional<double>& v) { return v ? json(*v) : json(); }
+// A figure that may be unknown (NaN: the median's interval of fewer than 6 samples): null.
+json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(); }
 json text_if(const std::string& s) { return s.empty() ? json() : json(s); }
 
 // Readers for the common member types.
@@ -46,20 +48,29 @@ auto read_optional(std::optional<double> Result::*m) {
   return [m](Result& r, const json& v) { r.*m = v.get<double>(); };
 }
 
-// A spread is unknown from one sample: null, not a perfect 0 or an infinity. (A result with no
-// samples, skipped or failed, keeps its 0: its status says there is nothing to read.)
+// A spread is unknown from one sample, or none (a skipped or failed case): null, not a perfect 0
+// or an infinity; CSV cells of what a case did not measure are empty.
 json spread_json(const Summary& s, double fraction) {
-  return s.count != 1 && std::isfinite(fraction) ? json(fraction) : json(nullptr);
+  return s.count >= 2 && std::isfinite(fraction) ? json(fraction) : json(nullptr);
 }
 json spread_pct_json(const Summary& s, double fraction) {
-  return s.count != 1 && std::isfinite(fraction) ? json(fraction * 100) : json(nullptr);
+  return s.count >= 2 && std::isfinite(fraction) ? json(fraction * 100) : json(nullptr);
 }
 
 json summary_json(const Summary& s) {
-  return {{"count", s.count}, {"min_s", s.min}, {"max_s", s.max}, {"mean_s", s.mean},
-          {"median_s", s.median}, {"stdev_s", s.stdev}, {"q1_s", s.q1}, {"q3_s", s.q3},
-          {"median_ci95_low_s", s.median_ci_low}, {"median_ci95_high_s", s.median_ci_high},
-          {"rel_noise", spread_json(s, s.rel_noise)}, {"precision", spread_json(s, s.precision)}, {"outliers", s.outliers}};
+  return {{"count", s.count},
+          {"min_s", s.min},
+          {"max_s", s.max},
+          {"mean_s", s.mean},
+          {"median_s", s.median},
+          {"stdev_s", s.stdev},
+          {"q1_s", s.q1},
+          {"q3_s", s.q3},
+          {"median_ci95_low_s", finite_or_null(s.median_ci_low)},
+          {"median_ci95_high_s", finite_or_null(s.median_ci_high)},
+          {"rel_noise", spread_json(s, s.rel_noise)},
+          {"precision", spread_json(s, s.precision)},
+          {"outliers", s.outliers}};
 }
 
 std::optional<PerWatt> per_watt_in(const Result& r, const char* unit) {
@@ -143,8 +154,11 @@ std::vector<ResultField> make_fields() {
                .read = read_double(&Result::gbps), .markdown = "GB/s",
                .cell = [](const Result& r) { return ok(r) && r.gbps > 0 ? rate_cell(r.gbps) : "-"; },
                .numeric = true});
-  f.push_back({.name = "intensity", .outputs = all, .unit = "FLOP/B",
-               .value = [](const Result& r) { return json(r.intensity); }, .read = read_double(&Result::intensity)});
+  f.push_back({.name = "intensity",
+               .outputs = all,
+               .unit = "FLOP/B",
+               .value = [](const Result& r) { return ok(r) ? json(r.intensity) : json(); },  // not derived otherwise
+               .read = read_double(&Result::intensity)});
   f.push_back({.name = "pct_peak", .outputs = all, .unit = "%", .better = Better::higher,
                .value = [](const Result& r) { return opt(r.pct_peak); }, .read = read_optional(&Result::pct_peak),
                .markdown = "% of peak",
@@ -266,8 +280,9 @@ std::vector<ResultField> make_fields() {
                .markdown = "noise",
                .cell = [](const Result& r) { return ok(r) ? spread_percent(r.summary.rel_noise, r.summary.count) : "-"; },
                .numeric = true});
-  f.push_back({.name = "median_ci95_s", .outputs = kInGbench, .unit = "s",
-               .value = [](const Result& r) { return json{r.summary.median_ci_low, r.summary.median_ci_high}; }});
+  f.push_back({.name = "median_ci95_s", .outputs = kInGbench, .unit = "s", .value = [](const Result& r) {
+                 return json{finite_or_null(r.summary.median_ci_low), finite_or_null(r.summary.median_ci_high)};
+               }});
   f.push_back({.name = "precision", .outputs = kInGbench, .better = Better::lower,
                .value = [](const Result& r) { return spread_json(r.summary, r.summary.precision); },
                .markdown = "±",

@@ -36,7 +36,7 @@ std::pair<double, double> median_ci95(std::vector<double> x) {
   if (x.empty()) return {0, 0};
   std::sort(x.begin(), x.end());
   const double n = static_cast<double>(x.size());
-  if (x.size() <= 5) return {x.front(), x.back()};
+  if (x.size() < kMinSamplesForMedianCi) return {std::nan(""), std::nan("")};
   // Order statistics of ranks n/2 - 1.96 sqrt(n)/2 and 1 + n/2 + 1.96 sqrt(n)/2 (1-based,
   // rounded) bracket the median with ~95% probability (Conover, Practical Nonparametric Stats).
   double half = 1.96 * std::sqrt(n) / 2.0;
@@ -61,12 +61,14 @@ Summary summarize(const std::vector<double>& x) {
   s.q3 = quantile(x, 0.75);
   std::tie(s.median_ci_low, s.median_ci_high) = median_ci95(x);
   std::tie(s.rel_noise, s.outliers) = fenced_rel_noise(x);
-  s.precision = s.median > 0 ? (s.median_ci_high - s.median_ci_low) / 2 / s.median : 0;
+  s.precision = x.size() < kMinSamplesForMedianCi ? std::numeric_limits<double>::infinity()
+                : s.median > 0                    ? (s.median_ci_high - s.median_ci_low) / 2 / s.median
+                                                  : 0;
   return s;
 }
 
 double median_precision(std::vector<double> x) {
-  if (x.size() < 2) return std::numeric_limits<double>::infinity();
+  if (x.size() < kMinSamplesForMedianCi) return std::numeric_limits<double>::infinity();
   auto kth = [&](std::size_t k) {  // k-th smallest (0-based); partial sorts keep it O(n)
     std::nth_element(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(k), x.end());
     return x[k];
@@ -74,16 +76,12 @@ double median_precision(std::vector<double> x) {
   const std::size_t n = x.size();
   double med = n % 2 ? kth(n / 2) : (kth(n / 2 - 1) + kth(n / 2)) / 2;
   if (!(med > 0)) return std::numeric_limits<double>::infinity();
-  double lo = 0, hi = 0;
-  if (n <= 5) {
-    lo = *std::min_element(x.begin(), x.end());
-    hi = *std::max_element(x.begin(), x.end());
-  } else {  // the same order statistics as median_ci95
-    const double dn = static_cast<double>(n), half = 1.96 * std::sqrt(dn) / 2.0;
-    auto rank = [&](double r) { return static_cast<std::size_t>(std::clamp(std::lround(r), 1L, static_cast<long>(n)) - 1); };
-    lo = kth(rank(dn / 2.0 - half));
-    hi = kth(rank(1 + dn / 2.0 + half));
-  }
+  // The same order statistics as median_ci95.
+  const double dn = static_cast<double>(n), half = 1.96 * std::sqrt(dn) / 2.0;
+  auto rank = [&](double r) {
+    return static_cast<std::size_t>(std::clamp(std::lround(r), 1L, static_cast<long>(n)) - 1);
+  };
+  const double lo = kth(rank(dn / 2.0 - half)), hi = kth(rank(1 + dn / 2.0 + half));
   return (hi - lo) / 2 / med;
 }
 
