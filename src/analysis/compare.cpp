@@ -25,7 +25,7 @@ constexpr double kSqnrDropDb = 0.1;
 // Context fields that must match for a comparison to mean something. Versions of opmeter itself
 // may differ: that is usually what is being compared.
 // Nor may what decides the work of a cold case (the cache it is flushed past: --llc-bytes), the
-// batch of calls a sample times, or how opmeter and its libraries were built.
+// time a sample's batch of calls aims at, or how opmeter and its libraries were built.
 const std::vector<std::string> kMustMatch = {"cpu.model",
                                              "cpu.usable_cpus",
                                              "cpu.governor",
@@ -34,7 +34,6 @@ const std::vector<std::string> kMustMatch = {"cpu.model",
                                              "cuda.",
                                              "driver",
                                              "cpu.llc_bytes_used",
-                                             "run.llc_bytes",
                                              "opmeter.build_type",
                                              "library_build_type",
                                              "run.stopping.target_sample_s"};
@@ -157,6 +156,8 @@ std::vector<std::string> context_differences(const nlohmann::json& base, const n
   for (auto& [k, v] : b) keys.insert(k);
   for (auto& k : keys) {
     if (!must_match(k)) continue;
+    // A run's settings are compared where both sides have them: a model or a machine has none.
+    if (k.rfind("run.", 0) == 0 && !(a.count(k) && b.count(k))) continue;
     auto av = a.count(k) ? a[k] : "(absent)", bv = b.count(k) ? b[k] : "(absent)";
     if (av != bv) out.push_back(fmt::format("{} differs: BASE '{}', NEW '{}'", k, av, bv));
   }
