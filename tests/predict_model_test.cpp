@@ -303,3 +303,34 @@ TEST(PredictModel, ContendedResultsAreLeftOutAndUnconvergedOnesCounted) {
   auto msg = message_of([&] { fit_model(contended, fx::ceilings_map(), {}, few); });
   EXPECT_NE(msg.find("all 3 were contended"), std::string::npos) << msg;
 }
+
+// Hot and cold cases of one op are two groups (a warm cache can take a third of the cold time:
+// one model of both fitted neither), and a case of a cache mode the model never saw is refused
+// with what it lacks, not predicted from the other mode.
+TEST(PredictModel, HotAndColdAreGroupsOfTheirOwn) {
+  auto cold = fx::gemm_samples(12, "onednn", "fp32", 3);
+  auto hot = fx::gemm_samples(12, "onednn", "fp32", 4);
+  for (auto& s : hot) {
+    s.kase.hot = true;
+    s.case_string = s.kase.to_string();
+    s.time_s /= 3;
+  }
+  FitSettings few;
+  few.folds = 3;
+  auto both = cold;
+  both.insert(both.end(), hot.begin(), hot.end());
+  auto m = fit_model(both, fx::ceilings_map(), {}, few);
+  ASSERT_EQ(m.groups.size(), 2u);
+  EXPECT_EQ(m.groups[0].key, "cpu/gemm/onednn/fp32");
+  EXPECT_EQ(m.groups[1].key, "cpu/gemm/onednn/fp32/hot");
+  EXPECT_EQ(m.groups[0].points.size(), 12u);
+  EXPECT_EQ(m.groups[1].points.size(), 12u);
+
+  auto cold_only = fit_model(cold, fx::ceilings_map(), {}, few);
+  auto msg = message_of([&] { predict_case(cold_only, hot[0]); });
+  EXPECT_NE(msg.find("the model never saw hot (warm-cache) cases of gemm/onednn/fp32 on cpu (it has no group "
+                     "cpu/gemm/onednn/fp32/hot)"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(message_of([&] { predict_case(cold_only, cold[0]); }), "(no UsageError)");
+}

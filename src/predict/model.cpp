@@ -408,8 +408,8 @@ PredictModel read_model(const std::string& path) {
 
 namespace {
 
-// What the model knows of a case that has no group: the first of device, op, impl and dtype
-// it never saw, in that order.
+// What the model knows of a case that has no group: the first of device, op, impl, dtype and
+// cache mode it never saw, in that order.
 std::string never_saw(const PredictModel& m, const Case& c) {
   auto any = [&](auto pred) { return std::any_of(m.groups.begin(), m.groups.end(), pred); };
   if (!any([&](const GroupModel& g) { return g.device == c.device; })) return fmt::format("device {}", c.device);
@@ -417,7 +417,12 @@ std::string never_saw(const PredictModel& m, const Case& c) {
     return fmt::format("op {} on {}", c.op, c.device);
   if (!any([&](const GroupModel& g) { return g.device == c.device && g.op == c.op && g.impl == c.impl; }))
     return fmt::format("impl {} of {} on {}", c.impl, c.op, c.device);
-  return fmt::format("dtype {} of {}/{} on {}", to_string(c.dtype), c.op, c.impl, c.device);
+  if (!any([&](const GroupModel& g) {
+        return g.device == c.device && g.op == c.op && g.impl == c.impl && g.dtype == c.dtype;
+      }))
+    return fmt::format("dtype {} of {}/{} on {}", to_string(c.dtype), c.op, c.impl, c.device);
+  return fmt::format("{} cases of {}/{}/{} on {}", c.hot ? "hot (warm-cache)" : "cold", c.op, c.impl,
+                     to_string(c.dtype), c.device);
 }
 
 }  // namespace

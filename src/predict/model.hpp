@@ -39,7 +39,7 @@ struct TrainingPoint {
 };
 
 struct GroupModel {
-  std::string key;  // group_key: device/op/impl/dtype
+  std::string key;  // group_key: device/op/impl/dtype, and /hot for warm-cache cases
   std::string device, op, impl;
   DType dtype = DType::fp32;
   FeatureSpace features;

@@ -20,7 +20,8 @@ struct Sample {
   bool contended = false, unconverged = false;
 };
 
-// One model per device, op, impl and dtype: "cpu/gemm/onednn/fp32".
+// One model per device, op, impl, dtype and cache mode: "cpu/gemm/onednn/fp32" (cold),
+// "cpu/gemm/onednn/fp32/hot".
 std::string group_key(const Case& c);
 
 // A case to predict: its work from the op registry, no time. UsageError for an op opmeter lacks.
