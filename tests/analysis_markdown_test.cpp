@@ -41,7 +41,7 @@ TEST(AnalysisMarkdown, FusionCellsEscapeHtmlAndLineBreaks) {
   r.fused_s = 1e-3;
   r.speedup = 2;
   r.verdict = "fuse";
-  expect_table_intact(fusion_markdown({r}, {}), 13);
+  expect_table_intact(fusion_markdown({r}, {}), 14);
 }
 
 TEST(AnalysisMarkdown, QuantizationCellsEscapeHtmlAndLineBreaks) {

@@ -146,6 +146,43 @@ TEST(Fusion, VerdictThresholds) {
   EXPECT_EQ(fusion_verdict(0.94, t), "avoid");
 }
 
+// A verdict holds over the speedup's whole interval: medians known to ±50% (3 samples spread
+// wide, no interval below 6 samples) or whose intervals reach past a threshold are uncertain.
+TEST(Fusion, AnImpreciseSpeedupIsUncertain) {
+  FusionThresholds t;
+  EXPECT_EQ(fusion_verdict(1.12, 1.30, t), "fuse");
+  EXPECT_EQ(fusion_verdict(1.05, 1.30, t), "uncertain");
+  EXPECT_EQ(fusion_verdict(0.80, 0.90, t), "avoid");
+  EXPECT_EQ(fusion_verdict(0.49, 1.49, t), "uncertain");
+  const std::string shape = "batch=1,seq=4,hidden=8,out=16,act=gelu/threads=2";
+  auto sampled = [&](const std::string& impl, std::vector<double> samples) {
+    Result r = fixtures::timed("linear/" + impl + "/fp32/" + shape, 0);
+    r.status = Status::ok;
+    r.samples = samples;
+    r.summary = summarize(samples);
+    return r;
+  };
+  // 20 samples a side, each within ±1%: the 1.5x speedup's interval is about 1.48-1.52.
+  std::vector<double> unfused, fused;
+  for (int i = 0; i < 20; ++i) {
+    unfused.push_back(3e-3 * (1 + 0.001 * (i % 10 - 5)));
+    fused.push_back(2e-3 * (1 + 0.001 * (i % 10 - 5)));
+  }
+  auto rows = fusion_rows({sampled("onednn_unfused", unfused), sampled("onednn", fused)});
+  ASSERT_EQ(rows.size(), 1u);
+  const double pu = summarize(unfused).precision, pf = summarize(fused).precision;
+  EXPECT_NEAR(rows[0].speedup_low, 1.5 * (1 - pu) / (1 + pf), 1e-9);
+  EXPECT_NEAR(rows[0].speedup_high, 1.5 * (1 + pu) / (1 - pf), 1e-9);
+  EXPECT_GT(rows[0].speedup_low, 1.4);
+  EXPECT_EQ(rows[0].verdict, "fuse");
+  // 3 samples a side: no interval, no verdict.
+  auto few = fusion_rows({sampled("onednn_unfused", {3e-3, 3e-3, 3e-3}), sampled("onednn", {2e-3, 2e-3, 2e-3})});
+  ASSERT_EQ(few.size(), 1u);
+  EXPECT_EQ(few[0].verdict, "uncertain");
+  EXPECT_TRUE(std::isinf(few[0].speedup_high));
+  EXPECT_TRUE(to_json(few[0])["speedup_high"].is_null());
+}
+
 TEST(Fusion, PairsOnlyCasesOnTheSameDeviceGraphModeAndCacheMode) {
   const std::string shape = "batch=1,seq=4,hidden=8,out=16,act=gelu/";
   auto rows_of = [&](const std::string& unfused_settings, const std::string& fused_settings) {

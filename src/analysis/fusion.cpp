@@ -1,5 +1,7 @@
 #include "analysis/fusion.hpp"
 
+#include <cmath>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
@@ -22,6 +24,11 @@ std::string fusion_verdict(double speedup, const FusionThresholds& t) {
   if (speedup >= t.fuse) return "fuse";
   if (speedup < t.avoid) return "avoid";
   return "no benefit";
+}
+
+std::string fusion_verdict(double low, double high, const FusionThresholds& t) {
+  const std::string at_low = fusion_verdict(low, t);
+  return at_low == fusion_verdict(high, t) ? at_low : "uncertain";
 }
 
 std::vector<FusionRow> fusion_rows(const std::vector<Result>& results, const FusionThresholds& t) {
@@ -58,7 +65,13 @@ std::vector<FusionRow> fusion_rows(const std::vector<Result>& results, const Fus
     row.traffic_reduction = row.unfused_bytes > 0 ? 1 - row.fused_bytes / row.unfused_bytes : 0;
     row.unfused_gflops = base.gflops;
     row.fused_gflops = r.gflops;
-    row.verdict = fusion_verdict(row.speedup, t);
+    // unfused / fused, each median within its precision: a median known to ±50% cannot say avoid.
+    const double pu = base.summary.precision, pf = r.summary.precision;
+    const bool known = std::isfinite(pu) && std::isfinite(pf) && pf < 1;
+    const double inf = std::numeric_limits<double>::infinity();
+    row.speedup_low = known ? row.speedup * (1 - pu) / (1 + pf) : 0;
+    row.speedup_high = known ? row.speedup * (1 + pu) / (1 - pf) : inf;
+    row.verdict = row.traffic_reduction == 0 ? "nothing fused" : fusion_verdict(row.speedup_low, row.speedup_high, t);
     add_doubtful_flags(r, "", row.flags);
     add_doubtful_flags(base, "unfused:", row.flags);
     rows.push_back(row);
@@ -76,6 +89,8 @@ nlohmann::json to_json(const FusionRow& row) {
           {"unfused_s", row.unfused_s},
           {"fused_s", row.fused_s},
           {"speedup", row.speedup},
+          {"speedup_low", row.speedup_low},
+          {"speedup_high", std::isfinite(row.speedup_high) ? nlohmann::json(row.speedup_high) : nlohmann::json()},
           {"unfused_bytes", row.unfused_bytes},
           {"fused_bytes", row.fused_bytes},
           {"traffic_reduction", row.traffic_reduction},
@@ -102,18 +117,21 @@ std::string megabytes(double bytes) {
 std::string fusion_markdown(const std::vector<FusionRow>& rows, const FusionThresholds& t) {
   if (rows.empty()) return "";
   std::string out = fmt::format(
-      "\n### Fusion (verdict: fuse at speedup >= {:.2f}, avoid below {:.2f})\n\n"
+      "\n### Fusion (verdict: fuse at speedup >= {:.2f}, avoid below {:.2f}, over the speedup's whole interval: "
+      "uncertain where it reaches past a threshold)\n\n"
       "Flags: the fused case's or its unfused baseline's (`unfused:contended`) that make the speedup, and so "
       "the verdict, doubtful: measure a flagged row again on a quiet machine before acting on it.\n\n"
-      "| pattern | dtype | shape | fused impl | unfused | fused | speedup | MB unfused | MB fused | traffic saved | "
-      "GFLOP/s unfused -> fused | verdict | flags |\n"
-      "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n",
+      "| pattern | dtype | shape | fused impl | unfused | fused | speedup | 95% interval | MB unfused | MB fused | "
+      "traffic saved | GFLOP/s unfused -> fused | verdict | flags |\n"
+      "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n",
       t.fuse, t.avoid);
   for (auto& r : rows)
     out +=
-        fmt::format("| {} | {} | {} | {} | {} | {} | {:.2f}x | {} | {} | {:.0f}% | {:.1f} -> {:.1f} | {} | {} |\n",
+        fmt::format("| {} | {} | {} | {} | {} | {} | {:.2f}x | {} | {} | {} | {:.0f}% | {:.1f} -> {:.1f} | {} | {} |\n",
                     markdown_cell(r.pattern), markdown_cell(r.dtype), markdown_cell(r.shape),
                     markdown_cell(r.fused_impl), human_time(r.unfused_s), human_time(r.fused_s), r.speedup,
+                    std::isfinite(r.speedup_high) ? fmt::format("{:.2f}-{:.2f}", r.speedup_low, r.speedup_high)
+                                                  : std::string("unknown (fewer than 6 samples)"),
                     megabytes(r.unfused_bytes), megabytes(r.fused_bytes), 100 * r.traffic_reduction, r.unfused_gflops,
                     r.fused_gflops, r.verdict, r.flags.empty() ? "-" : fmt::format("{}", fmt::join(r.flags, ", ")));
   return out;
