@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "analysis/exceeded_ceilings.hpp"
 #include "cli/commands.hpp"
 #include "cli/shard_run.hpp"
 #include "cli/validators.hpp"
@@ -551,7 +552,10 @@ void say_unusable_devices(const std::vector<Case>& cases) {
 }  // namespace
 
 void say_run_notes(const std::vector<Result>& results, const std::string& source) {
-  if (source != "calibrate") warn_contended_ceilings(results);  // calibrate says it of its profile
+  if (source != "calibrate") {  // calibrate says it of its profile
+    warn_contended_ceilings(results);
+    for (auto& w : exceeded_ceilings(results)) fmt::print(stderr, "opmeter: warning: {}\n", w);
+  }
   note_library_fallbacks(results);
 }
 
