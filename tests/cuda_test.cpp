@@ -254,7 +254,7 @@ TEST(CudaCli, AbsentPluginSkipsWithWhereItLooked) {
 
 TEST(CudaCeilings, ADeviceProfileHoldsForThatDevice) {
   Ceilings c;
-  nlohmann::json profile = {{"schema", kCalibrationSchema}, {"threads", 0}, {"device", "cuda:1"}};
+  nlohmann::json profile = {{"schema", kCalibrationSchema}, {"threads", 1}, {"device", "cuda:1"}};
   profile["peak_gflops"]["bf16"] = 900000.0;
   profile["bandwidth"]["memory_gbps"] = 3000.0;
   c.load_profile(profile);

@@ -222,6 +222,7 @@ int calibrate_command(const CalibrateArgs& given) {
   const auto fusion_verdicts = fusion_rows(results, t);
   profile.fusion = fusion_json(fusion_verdicts, t);
   profile.context = machine_context();
+  if (!host) profile.context.update(backend_of(a.device).context({a.device}));  // its GPU, as run's results have
   if (!contended.empty()) profile.context[kContendedCeilings] = contended;
   write_atomically(a.out, dump_json(profile.to_json(), 2) + "\n");
   fmt::print(stderr, "opmeter: calibration profile written to {}\n", a.out);
