@@ -163,7 +163,12 @@ int calibrate_command(const CalibrateArgs& given) {
     throw UsageError("calibrate: --resume DIR continues the calibration in DIR; give no other --results");
   if (a.llc_bytes) set_llc_bytes(*a.llc_bytes);
   const bool host = a.device.empty() || a.device == kHostDevice;
-  if (!host) check_device(a.device);  // UsageError naming the expected form
+  if (!host) {
+    check_device(a.device);  // UsageError naming the expected form
+    // As run says up front, but here every case would be skipped: nothing to calibrate.
+    if (auto ready = backend_of(a.device).device_ready(a.device); !ready.ok)
+      throw UsageError(fmt::format("calibrate --device {}: it cannot run here ({})", a.device, ready.reason));
+  }
   const int threads = a.threads.value_or(default_threads());
   CalibrationPlan plan = host ? host_plan(a, threads) : device_plan(a);
   const Plan& fusion = plan.fusion;
