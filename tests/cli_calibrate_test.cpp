@@ -156,12 +156,16 @@ TEST(Calibrate, TheProfileIsWhatItsRawResultsSay) {
   auto dir = temp_dir("calibrate_recompute");
   auto fusion = write(dir, "fusion.yaml",
                       "ops: [linear]\nimpls: [onednn]\nbatch: [1]\nseq: [8]\nhidden: [16]\nout: [16]\n"
-                      "act: [relu]\nstopping: {samples: 12, warmup: 1}\n");
+                      "act: [relu]\nstopping: {samples: 12, warmup: 1, max_noise: 5.0, timeout_s: 0.5}\n");
   auto out = cli(
       fmt::format("calibrate --quick --threads 1 --array-mib 1 --llc-bytes 1048576 --fusion {} --out {} --results {}",
                   fusion.string(), (dir / "profile.json").string(), (dir / "raw").string()));
   ASSERT_EQ(out.code, 0) << out.text;
   expect_profile_from_results(dir / "profile.json", dir / "raw" / "results.jsonl");
+  // --quick doubles the config's 5% target and keeps its 0.5 s timeout (below 2 s).
+  auto stopping = nlohmann::json::parse(slurp(dir / "raw" / "run.json"))["run"]["stopping"];
+  EXPECT_DOUBLE_EQ(stopping["max_noise_pct"].get<double>(), 10.0) << stopping;
+  EXPECT_DOUBLE_EQ(stopping["timeout_s"].get<double>(), 0.5) << stopping;
 }
 
 // Under a launcher (here OpenMPI's variables, as mpirun sets them) every rank would write the same
@@ -189,4 +193,8 @@ TEST(Calibrate, EachRankOfALaunchWritesItsOwnProfileAndResults) {
   ASSERT_EQ(raws.size(), 1u);
   EXPECT_EQ(raws[0].rfind("rank001-of-2-", 0), 0u);
   EXPECT_TRUE(fs::exists(dir / "raw" / raws[0] / "results.jsonl"));
+  // --quick on the default 0.5% and 15 s: 1% and 2 s.
+  auto stopping = nlohmann::json::parse(slurp(dir / "raw" / raws[0] / "run.json"))["run"]["stopping"];
+  EXPECT_DOUBLE_EQ(stopping["max_noise_pct"].get<double>(), 1.0) << stopping;
+  EXPECT_DOUBLE_EQ(stopping["timeout_s"].get<double>(), 2.0) << stopping;
 }

@@ -16,6 +16,7 @@
 #include "config/config.hpp"
 #include "engine/calibration_profile.hpp"
 #include "engine/ceiling_rate.hpp"
+#include "engine/stopping_settings.hpp"
 #include "opmeter/backend.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
@@ -71,7 +72,8 @@ void add_calibrate_command(CLI::App& app, CalibrateArgs& a) {
          "what to calibrate: cpu (default) or cuda:N (its peaks per dtype, memory and L2 bandwidth, GPU fusion suite)")
       ->check(kNonEmpty);
   cal->add_flag("--quick", a.quick,
-                "fusion patterns of one dtype only (fp32; bf16 on a GPU) and a looser precision target");
+                "fusion patterns of one dtype only (fp32; bf16 on a GPU), twice the fusion config's precision "
+                "target (max_noise) and a timeout of at most 2 s a case");
 }
 
 namespace {
@@ -177,11 +179,11 @@ int calibrate_command(const CalibrateArgs& given) {
 
   RunOptions options;
   options.stopping = fusion.stopping;
-  if (a.quick) {
-    options.stopping.max_noise = 0.02;
-    options.stopping.timeout_s = 2;
+  if (a.quick) {  // looser than the fusion config's, never tighter or longer
+    options.stopping.max_noise = std::min(options.stopping.max_noise * 2, 1.0);  // at most 100%, as configs
+    options.stopping.timeout_s = std::min(options.stopping.timeout_s, 2.0);
   }
-  nlohmann::json settings = {{"source", "calibrate"}};
+  nlohmann::json settings = {{"source", "calibrate"}, {"stopping", stopping_json(options.stopping)}};
   if (llc_bytes_overridden()) settings["llc_bytes"] = llc_bytes();
   RunOutput out{a.resume.empty() ? a.results_dir : a.resume, !a.resume.empty(), "calibrate", settings, true};
   out.resume_command = [&](const std::string& dir) {  // a rank's: the command every rank runs again
