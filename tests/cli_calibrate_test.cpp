@@ -144,6 +144,7 @@ TEST(Calibrate, InterruptedLeavesTheProfileAndResumesWithTheCommandItPrints) {
   auto resumed = cli(command);
   ASSERT_EQ(resumed.code, 0) << command << "\n" << resumed.text;
   EXPECT_TRUE(has(resumed.text, "already done")) << resumed.text;
+  EXPECT_FALSE(has(resumed.text, "no fusion pattern measured")) << resumed.text;  // onednn beside onednn_unfused
   auto p = nlohmann::json::parse(slurp(profile));
   EXPECT_EQ(p["schema"], "opmeter-calibration/1");
   EXPECT_GT(p["bandwidth"]["memory_gbps"].get<double>(), 0);
@@ -162,6 +163,11 @@ TEST(Calibrate, TheProfileIsWhatItsRawResultsSay) {
                   fusion.string(), (dir / "profile.json").string(), (dir / "raw").string()));
   ASSERT_EQ(out.code, 0) << out.text;
   expect_profile_from_results(dir / "profile.json", dir / "raw" / "results.jsonl");
+  // onednn alone is no fused/unfused pair: said, not left to an empty list in the profile.
+  EXPECT_TRUE(has(out.text,
+                  "warning: no fusion pattern measured (no fused case ran beside its *_unfused form in "
+                  "fp32, the one dtype --quick keeps)"))
+      << out.text;
   // --quick doubles the config's 5% target and keeps its 0.5 s timeout (below 2 s).
   auto stopping = nlohmann::json::parse(slurp(dir / "raw" / "run.json"))["run"]["stopping"];
   EXPECT_DOUBLE_EQ(stopping["max_noise_pct"].get<double>(), 10.0) << stopping;
@@ -197,4 +203,18 @@ TEST(Calibrate, EachRankOfALaunchWritesItsOwnProfileAndResults) {
   auto stopping = nlohmann::json::parse(slurp(dir / "raw" / raws[0] / "run.json"))["run"]["stopping"];
   EXPECT_DOUBLE_EQ(stopping["max_noise_pct"].get<double>(), 1.0) << stopping;
   EXPECT_DOUBLE_EQ(stopping["timeout_s"].get<double>(), 2.0) << stopping;
+}
+
+TEST(Calibrate, AFusionConfigOfPipelinesOrOfAnotherDeviceIsRefused) {
+  auto dir = temp_dir("calibrate_fusion_config");
+  auto pipes = write(dir, "pipes.yaml", "pipelines: [resnet18]\n");
+  auto gpu = write(dir, "gpu.yaml", "ops: [linear]\nimpls: [cublaslt, cublaslt_unfused]\ndevice: cuda:0\n");
+  for (auto [config, says] : {std::pair{pipes, ": it has pipelines: (opmeter run measures them)"},
+                              std::pair{gpu, ": its cases run on cuda:0, and this calibrates cpu"}}) {
+    auto out = cli(fmt::format("calibrate --threads 1 --fusion {} --out {} --results {}", config.string(),
+                               (dir / "p.json").string(), (dir / "raw").string()));
+    EXPECT_EQ(out.code, 2) << out.text;
+    EXPECT_TRUE(has(out.text, "calibrate --fusion " + config.string() + says)) << out.text;
+    EXPECT_FALSE(fs::exists(dir / "raw"));
+  }
 }

@@ -87,6 +87,23 @@ struct CalibrationPlan {
   Plan fusion;
 };
 
+// The fusion profile holds the calibrated device's fused/unfused pairs: a config's pipeline
+// layers, or cases on another device, would be measured for nothing.
+void check_fusion_config(const CalibrateArgs& a, const Plan& fusion, const std::string& device) {
+  if (a.fusion_config.empty()) return;
+  if (!fusion.pipelines.empty())
+    throw UsageError(
+        fmt::format("calibrate --fusion {}: it has pipelines: (opmeter run measures them); give a config "
+                    "of fused impls beside their *_unfused forms",
+                    a.fusion_config));
+  for (auto& c : fusion.cases)
+    if (c.device != device)
+      throw UsageError(fmt::format("calibrate --fusion {}: its cases run on {}, and this calibrates {} ({})",
+                                   a.fusion_config, c.device, device,
+                                   c.on_host() ? "give a config of the device's cases, or no --device"
+                                               : fmt::format("calibrate --device {} measures that device", c.device)));
+}
+
 void add_fusion(CalibrationPlan& p, bool quick, DType quick_dtype) {
   for (auto& c : p.fusion.cases)
     if (!quick || c.dtype == quick_dtype) p.cases.push_back(c);
@@ -107,6 +124,7 @@ CalibrationPlan host_plan(const CalibrateArgs& a, int threads) {
     p.cases.push_back(read.kase);
   }
   p.fusion = a.fusion_config.empty() ? load_suite("fusion", threads) : load_config_file(a.fusion_config, threads);
+  check_fusion_config(a, p.fusion, kHostDevice);
   add_fusion(p, a.quick, DType::fp32);
   return p;
 }
@@ -136,6 +154,7 @@ CalibrationPlan device_plan(const CalibrateArgs& a) {
     p.cases.push_back(c);
   }
   p.fusion = a.fusion_config.empty() ? load_suite("fusion-gpu", 0, a.device) : load_config_file(a.fusion_config, 0, a.device);
+  check_fusion_config(a, p.fusion, a.device);
   add_fusion(p, a.quick, DType::bf16);
   return p;
 }
@@ -238,6 +257,11 @@ int calibrate_command(const CalibrateArgs& given) {
                "opmeter: warning: {} of its ceilings were measured while other processes took the CPUs (contended), so "
                "they are too low: {}; calibrate again on a quiet machine\n",
                contended.size(), fmt::join(contended, ", "));
+  if (fusion_verdicts.empty())
+    fmt::print(stderr,
+               "opmeter: warning: no fusion pattern measured (no fused case ran beside its *_unfused form{}): the "
+               "profile holds no fusion verdict\n",
+               a.quick ? fmt::format(" in {}, the one dtype --quick keeps", host ? "fp32" : "bf16") : "");
   std::vector<std::string> doubtful;  // verdicts the profile keeps from doubtful times
   for (auto& row : fusion_verdicts)
     if (!row.flags.empty())
