@@ -2,6 +2,7 @@
 // bandwidth) and its fusion profile, and write them as one JSON profile that `opmeter run
 // --calibration` compares results with.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 
@@ -16,6 +17,7 @@
 #include "config/config.hpp"
 #include "engine/calibration_profile.hpp"
 #include "engine/ceiling_rate.hpp"
+#include "engine/runner.hpp"
 #include "engine/stopping_settings.hpp"
 #include "opmeter/backend.hpp"
 #include "opmeter/context.hpp"
@@ -87,6 +89,24 @@ struct CalibrationPlan {
   Plan fusion;
 };
 
+// Arrays that fit in a cache measure it, not memory: refused below what `run` takes as a memory
+// ceiling (kMemoryCeilingMinBytes moved) and below the last-level cache (`cache_bytes`; 0: unknown).
+void check_array_mib(const CalibrateArgs& a, std::size_t cache_bytes, const char* cache) {
+  if (!a.array_mib) return;
+  constexpr double kMiB = 1 << 20;
+  const double moved = 2.0 * double(*a.array_mib) * kMiB;  // the copy kernel reads and writes an array
+  const double need = std::max(kMemoryCeilingMinBytes, double(cache_bytes));
+  if (moved >= need) return;
+  throw UsageError(fmt::format(
+      "calibrate --array-mib {}: its copy kernel would move {:.0f} MiB, less than {}: that measures a cache, "
+      "not memory; give --array-mib {:.0f} or more",
+      *a.array_mib, moved / kMiB,
+      need > kMemoryCeilingMinBytes
+          ? fmt::format("the {:.0f} MiB {}", double(cache_bytes) / kMiB, cache)
+          : fmt::format("the {:.0f} MiB opmeter run takes a memory ceiling from", kMemoryCeilingMinBytes / kMiB),
+      std::ceil(need / 2 / kMiB)));
+}
+
 // The fusion profile holds the calibrated device's fused/unfused pairs: a config's pipeline
 // layers, or cases on another device, would be measured for nothing.
 void check_fusion_config(const CalibrateArgs& a, const Plan& fusion, const std::string& device) {
@@ -113,6 +133,7 @@ void add_fusion(CalibrationPlan& p, bool quick, DType quick_dtype) {
 // cache_read_cases), the fusion suite.
 CalibrationPlan host_plan(const CalibrateArgs& a, int threads) {
   CalibrationPlan p;
+  check_array_mib(a, llc_bytes(), "last-level cache");
   const std::size_t dram = a.array_mib ? *a.array_mib * (std::size_t(1) << 20) / 4 : default_bandwidth_elements();
   p.array_bytes = double(dram) * 4;
   for (DType d : {DType::fp64, DType::fp32, DType::bf16, DType::int8})
@@ -147,6 +168,7 @@ CalibrationPlan device_plan(const CalibrateArgs& a) {
   };
   for (const char* k : {"copy", "triad", "read", "write"}) p.cases.push_back(on_device(k, n));
   auto gpus = backend_of(like).context({a.device}).value("gpus", nlohmann::json::array());
+  check_array_mib(a, gpus.empty() ? 0 : gpus[0].value("l2_bytes", std::size_t{0}), "L2");
   if (!gpus.empty() && gpus[0].value("l2_bytes", 0) > 0) {
     auto c = on_device("read", gpus[0]["l2_bytes"].template get<std::size_t>() / 2 / 4);
     c.hot = true;  // cold, the timer would flush the L2 before each sample: device memory bandwidth
@@ -230,7 +252,8 @@ int calibrate_command(const CalibrateArgs& given) {
           {{"level", it->second}, {"array_bytes", double(r.kase.get_int("n")) * 4}, {"read_gbps", ceiling_gbps(r)}});
     } else {
       profile.bandwidth.kernels[r.kase.get("kernel")] = ceiling_gbps(r);
-      profile.bandwidth.memory_gbps = std::max(profile.bandwidth.memory_gbps, ceiling_gbps(r));
+      if (r.work.bytes() >= kMemoryCeilingMinBytes)  // as run takes its memory ceiling
+        profile.bandwidth.memory_gbps = std::max(profile.bandwidth.memory_gbps, ceiling_gbps(r));
     }
   }
   if (profile.peak_gflops.empty() || profile.bandwidth.memory_gbps <= 0) {
