@@ -4,6 +4,8 @@
 
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include "opmeter/errors.hpp"
 #include "engine/runner.hpp"
 #include "engine/calibration_profile.hpp"
@@ -80,4 +82,124 @@ TEST(CalibrationProfile, WhatIsNoProfileSaysWhy) {
   bad = good;
   bad.erase("threads");
   EXPECT_NE(message(bad).find("malformed"), std::string::npos) << message(bad);
+}
+
+namespace {
+nlohmann::json minimal_profile() {
+  return {{"schema", kCalibrationSchema},
+          {"threads", 2},
+          {"peak_gflops", {{"fp32", 10.0}}},
+          {"bandwidth", {{"memory_gbps", 5.0}}}};
+}
+
+std::string error_of(const nlohmann::json& j) {
+  try {
+    CalibrationProfile::from_json(j);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+}  // namespace
+
+TEST(CalibrationProfile, ThreadsAreAWholeNumberFromOne) {
+  for (nlohmann::json bad :
+       {nlohmann::json(2.9), nlohmann::json(0), nlohmann::json(-3), nlohmann::json("2"), nlohmann::json(4097)}) {
+    auto j = minimal_profile();
+    j["threads"] = bad;
+    EXPECT_EQ(error_of(j),
+              "threads must be a whole number from 1 to 4096 (the threads it was measured with), got " + bad.dump());
+  }
+  auto j = minimal_profile();
+  j["threads"] = 4096;
+  EXPECT_EQ(CalibrationProfile::from_json(j).threads, 4096);
+}
+
+TEST(CalibrationProfile, AnUnknownDeviceAndAFusionThatIsNoProfileAreRefused) {
+  auto j = minimal_profile();
+  j["device"] = "banana";
+  EXPECT_EQ(error_of(j).rfind("device: unknown device 'banana'", 0), 0u) << error_of(j);
+  for (nlohmann::json bad : {nlohmann::json("garbage"), nlohmann::json(3), nlohmann::json({{"patterns", "x"}})}) {
+    j = minimal_profile();
+    j["fusion"] = bad;
+    EXPECT_EQ(error_of(j).rfind("fusion must be the object opmeter calibrate writes", 0), 0u) << error_of(j);
+  }
+  j = minimal_profile();
+  j["fusion"] = {{"patterns", nlohmann::json::array()}, {"thresholds", {{"fuse_at_speedup", 1.1}}}};
+  EXPECT_EQ(error_of(j), "no error");
+}
+
+// The bounds, worked out by hand: per thread and cycle 4 pipes x 16 fp32 lanes x 2 = 128 FLOP (64
+// in fp64, 2048 on AMX-BF16), at 6 GHz; 192 bytes a cycle. Two threads: fp32 1536 GFLOP/s, fp64
+// 768, bf16 24576, bandwidth 2304 GB/s. A GPU: 1e8 GFLOP/s and 1e5 GB/s.
+TEST(CalibrationProfile, RatesNoMachineReachesAreRefusedNamingTheKey) {
+  struct Row {
+    const char* dtype;
+    double ok, impossible;
+  };
+  for (auto [dtype, ok, impossible] : {Row{"fp32", 1530, 1540}, Row{"fp64", 767, 769}, Row{"bf16", 24500, 24600}}) {
+    auto j = minimal_profile();
+    j["peak_gflops"][dtype] = ok;
+    EXPECT_EQ(error_of(j), "no error") << dtype;
+    j["peak_gflops"][dtype] = impossible;
+    EXPECT_EQ(error_of(j).rfind(fmt::format("peak_gflops.{} = {} GFLOP/s is impossible", dtype, impossible), 0), 0u)
+        << error_of(j);
+  }
+  auto j = minimal_profile();
+  j["peak_gflops"]["fp32"] = 1.7e308;
+  EXPECT_NE(error_of(j).find("peak_gflops.fp32 = 1.7e+308 GFLOP/s is impossible: above 1536, the most 2 threads"),
+            std::string::npos)
+      << error_of(j);
+  j = minimal_profile();
+  j["bandwidth"]["memory_gbps"] = 2300;
+  EXPECT_EQ(error_of(j), "no error");
+  j["bandwidth"]["memory_gbps"] = 2310;
+  EXPECT_EQ(error_of(j).rfind("bandwidth.memory_gbps = 2310 GB/s is impossible: above 2304", 0), 0u) << error_of(j);
+  j = minimal_profile();
+  j["bandwidth"]["kernels"] = {{"copy", 5.0}, {"triad", 1e300}};
+  EXPECT_EQ(error_of(j).rfind("bandwidth.kernels.triad = 1e+300 GB/s is impossible", 0), 0u) << error_of(j);
+  j = minimal_profile();
+  j["bandwidth"]["caches"] = {{{"level", 1}, {"array_bytes", 24576}, {"read_gbps", 5000}}};
+  EXPECT_EQ(error_of(j).rfind("bandwidth.caches[0].read_gbps = 5000 GB/s is impossible", 0), 0u) << error_of(j);
+  // A GPU's: an H200's ~2e6 GFLOP/s of fp8 reads; 1000 times it does not.
+  j = minimal_profile();
+  j["device"] = "cuda:0";
+  j["peak_gflops"] = {{"fp8", 2e6}};
+  j["bandwidth"]["memory_gbps"] = 4800;
+  EXPECT_EQ(error_of(j), "no error");
+  j["peak_gflops"]["fp8"] = 2e9;
+  EXPECT_NE(error_of(j).find("peak_gflops.fp8 = 2e+09 GFLOP/s is impossible: above 1e+08"), std::string::npos)
+      << error_of(j);
+}
+
+TEST(CalibrationProfile, AProfileWithEveryRateTimesAThousandIsRefused) {
+  std::ifstream f(std::string(opmeter_source_dir()) +
+                  "/docs/results/cpu-amd-epyc-zen5-2c/predict-2026-11-23/calibration.json");
+  ASSERT_TRUE(f);
+  nlohmann::json j = nlohmann::json::parse(f);
+  for (auto& [dtype, gflops] : j["peak_gflops"].items()) gflops = gflops.get<double>() * 1000;
+  EXPECT_EQ(error_of(j).rfind("peak_gflops.", 0), 0u) << error_of(j);
+}
+
+TEST(CalibrationProfile, TheMachineItWasMeasuredOnIsComparedWithThisOne) {
+  auto j = minimal_profile();
+  j["context"] = {{"cpu",
+                   {{"model", "AMD EPYC 9654 96-Core Processor"},
+                    {"logical_cpus", 192},
+                    {"isa_flags", {"avx2", "avx512f", "avx512_bf16"}}}}};
+  const auto p = CalibrationProfile::from_json(j);
+  nlohmann::json here = {{"cpu", {{"model", "Intel Xeon"}, {"logical_cpus", 2}, {"isa_flags", {"avx2", "amx_bf16"}}}}};
+  EXPECT_EQ(machine_differences(p, here),
+            (std::vector<std::string>{"CPU 'AMD EPYC 9654 96-Core Processor', here 'Intel Xeon'",
+                                      "192 logical CPUs, here 2", "ISA avx512_bf16 avx512f that this CPU lacks",
+                                      "without ISA amx_bf16 that this CPU has"}));
+  EXPECT_TRUE(machine_differences(p, j["context"]).empty());
+  EXPECT_TRUE(machine_differences(CalibrationProfile::from_json(minimal_profile()), here).empty());  // nothing recorded
+
+  j["device"] = "cuda:1";
+  j["context"]["gpus"] = {{{"device", "cuda:0"}, {"name", "NVIDIA H200"}},
+                          {{"device", "cuda:1"}, {"name", "NVIDIA A100"}}};
+  here["gpus"] = {{{"device", "cuda:1"}, {"name", "NVIDIA H200"}}};
+  EXPECT_EQ(machine_differences(CalibrationProfile::from_json(j), here),
+            std::vector<std::string>{"GPU 'NVIDIA A100', here 'NVIDIA H200'"});  // a device's: its GPU only
 }

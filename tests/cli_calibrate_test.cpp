@@ -21,7 +21,8 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 // work (flops, or bytes read + written) over the per-call time of its fastest tenth of samples
 // (the ceil(n / 10)-th smallest, nearest rank), or over its median below 10 samples (the rule a
 // profile states, kCeilingRule). Peak per dtype: the fastest peak case; memory bandwidth: each DRAM
-// kernel's, and their fastest; each cache level: its hot read's.
+// kernel's, and the fastest of those moving 64 MiB or more (run's memory ceilings); each cache
+// level: its hot read's.
 void expect_profile_from_results(const fs::path& profile_path, const fs::path& jsonl) {
   std::map<std::string, nlohmann::json> last;  // by case: a resumed run's record is the last
   std::istringstream lines(slurp(jsonl));
@@ -54,7 +55,8 @@ void expect_profile_from_results(const fs::path& profile_path, const fs::path& j
         caches[bytes] = gbps;
       } else {
         kernels[j["params"]["kernel"].get<std::string>()] = gbps;
-        memory = std::max(memory, gbps);
+        if (w["bytes_read"].get<double>() + w["bytes_written"].get<double>() >= 64.0 * 1024 * 1024)
+          memory = std::max(memory, gbps);
       }
     }
   }
@@ -124,9 +126,10 @@ TEST(Calibrate, InterruptedLeavesTheProfileAndResumesWithTheCommandItPrints) {
                       "act: [relu]\nstopping: {samples: 3, warmup_s: 0.3}\n");
   auto profile = write(dir, "profile.json", "{\"a good\": \"profile\"}\n");
   auto raw = dir / "raw";
-  auto pid = spawn(fmt::format("calibrate --threads 1 --array-mib 1 --llc-bytes 1048576 --fusion {} --out {} --results {}",
-                               fusion.string(), profile.string(), raw.string()),
-                   dir / "log");
+  auto pid =
+      spawn(fmt::format("calibrate --threads 1 --array-mib 32 --llc-bytes 1048576 --fusion {} --out {} --results {}",
+                        fusion.string(), profile.string(), raw.string()),
+            dir / "log");
   ASSERT_TRUE(wait_until([&] { return line_count(raw / "results.jsonl") >= 2; }, 60)) << slurp(dir / "log");
   kill(-pid, SIGINT);
   EXPECT_EQ(wait_exit(pid), 130) << slurp(dir / "log");
@@ -144,6 +147,7 @@ TEST(Calibrate, InterruptedLeavesTheProfileAndResumesWithTheCommandItPrints) {
   auto resumed = cli(command);
   ASSERT_EQ(resumed.code, 0) << command << "\n" << resumed.text;
   EXPECT_TRUE(has(resumed.text, "already done")) << resumed.text;
+  EXPECT_FALSE(has(resumed.text, "no fusion pattern measured")) << resumed.text;  // onednn beside onednn_unfused
   auto p = nlohmann::json::parse(slurp(profile));
   EXPECT_EQ(p["schema"], "opmeter-calibration/1");
   EXPECT_GT(p["bandwidth"]["memory_gbps"].get<double>(), 0);
@@ -156,12 +160,21 @@ TEST(Calibrate, TheProfileIsWhatItsRawResultsSay) {
   auto dir = temp_dir("calibrate_recompute");
   auto fusion = write(dir, "fusion.yaml",
                       "ops: [linear]\nimpls: [onednn]\nbatch: [1]\nseq: [8]\nhidden: [16]\nout: [16]\n"
-                      "act: [relu]\nstopping: {samples: 12, warmup: 1}\n");
+                      "act: [relu]\nstopping: {samples: 12, warmup: 1, max_noise: 5.0, timeout_s: 0.5}\n");
   auto out = cli(
-      fmt::format("calibrate --quick --threads 1 --array-mib 1 --llc-bytes 1048576 --fusion {} --out {} --results {}",
+      fmt::format("calibrate --quick --threads 1 --array-mib 32 --llc-bytes 1048576 --fusion {} --out {} --results {}",
                   fusion.string(), (dir / "profile.json").string(), (dir / "raw").string()));
   ASSERT_EQ(out.code, 0) << out.text;
   expect_profile_from_results(dir / "profile.json", dir / "raw" / "results.jsonl");
+  // onednn alone is no fused/unfused pair: said, not left to an empty list in the profile.
+  EXPECT_TRUE(has(out.text,
+                  "warning: no fusion pattern measured (no fused case ran beside its *_unfused form in "
+                  "fp32, the one dtype --quick keeps)"))
+      << out.text;
+  // --quick doubles the config's 5% target and keeps its 0.5 s timeout (below 2 s).
+  auto stopping = nlohmann::json::parse(slurp(dir / "raw" / "run.json"))["run"]["stopping"];
+  EXPECT_DOUBLE_EQ(stopping["max_noise_pct"].get<double>(), 10.0) << stopping;
+  EXPECT_DOUBLE_EQ(stopping["timeout_s"].get<double>(), 0.5) << stopping;
 }
 
 // Under a launcher (here OpenMPI's variables, as mpirun sets them) every rank would write the same
@@ -173,8 +186,9 @@ TEST(Calibrate, EachRankOfALaunchWritesItsOwnProfileAndResults) {
                       "act: [relu]\nstopping: {samples: 3, warmup: 1}\n");
   setenv("OMPI_COMM_WORLD_RANK", "1", 1);
   setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
-  auto out = cli(fmt::format("calibrate --quick --threads 1 --array-mib 1 --llc-bytes 1048576 --fusion {} --out {} --results {}",
-                             fusion.string(), (dir / "profile.json").string(), (dir / "raw").string()));
+  auto out = cli(
+      fmt::format("calibrate --quick --threads 1 --array-mib 32 --llc-bytes 1048576 --fusion {} --out {} --results {}",
+                  fusion.string(), (dir / "profile.json").string(), (dir / "raw").string()));
   unsetenv("OMPI_COMM_WORLD_RANK");
   unsetenv("OMPI_COMM_WORLD_SIZE");
   ASSERT_EQ(out.code, 0) << out.text;
@@ -189,4 +203,45 @@ TEST(Calibrate, EachRankOfALaunchWritesItsOwnProfileAndResults) {
   ASSERT_EQ(raws.size(), 1u);
   EXPECT_EQ(raws[0].rfind("rank001-of-2-", 0), 0u);
   EXPECT_TRUE(fs::exists(dir / "raw" / raws[0] / "results.jsonl"));
+  // --quick on the default 0.5% and 15 s: 1% and 2 s.
+  auto stopping = nlohmann::json::parse(slurp(dir / "raw" / raws[0] / "run.json"))["run"]["stopping"];
+  EXPECT_DOUBLE_EQ(stopping["max_noise_pct"].get<double>(), 1.0) << stopping;
+  EXPECT_DOUBLE_EQ(stopping["timeout_s"].get<double>(), 2.0) << stopping;
+}
+
+// A copy over arrays that fit in a cache measures the cache: refused before anything runs, at the
+// 64 MiB run takes a memory ceiling from and at the last-level cache, whichever is larger.
+TEST(Calibrate, ArraysThatFitInACacheAreRefusedBeforeMeasuring) {
+  auto dir = temp_dir("calibrate_small_arrays");
+  struct Row {
+    const char* args;
+    const char* says;
+  };
+  for (auto [args, says] :
+       {Row{"--array-mib 16 --llc-bytes 1048576",
+            "calibrate --array-mib 16: its copy kernel would move 32 MiB, less than the 64 MiB opmeter run takes a "
+            "memory ceiling from: that measures a cache, not memory; give --array-mib 32 or more"},
+        Row{"--array-mib 40 --llc-bytes 134217728",
+            "calibrate --array-mib 40: its copy kernel would move 80 MiB, less than the 128 MiB last-level cache: "
+            "that measures a cache, not memory; give --array-mib 64 or more"}}) {
+    auto out = cli(fmt::format("calibrate --threads 1 {} --out {} --results {}", args, (dir / "p.json").string(),
+                               (dir / "raw").string()));
+    EXPECT_EQ(out.code, 2) << out.text;
+    EXPECT_TRUE(has(out.text, says)) << out.text;
+    EXPECT_FALSE(fs::exists(dir / "raw"));
+  }
+}
+
+TEST(Calibrate, AFusionConfigOfPipelinesOrOfAnotherDeviceIsRefused) {
+  auto dir = temp_dir("calibrate_fusion_config");
+  auto pipes = write(dir, "pipes.yaml", "pipelines: [resnet18]\n");
+  auto gpu = write(dir, "gpu.yaml", "ops: [linear]\nimpls: [cublaslt, cublaslt_unfused]\ndevice: cuda:0\n");
+  for (auto [config, says] : {std::pair{pipes, ": it has pipelines: (opmeter run measures them)"},
+                              std::pair{gpu, ": its cases run on cuda:0, and this calibrates cpu"}}) {
+    auto out = cli(fmt::format("calibrate --threads 1 --fusion {} --out {} --results {}", config.string(),
+                               (dir / "p.json").string(), (dir / "raw").string()));
+    EXPECT_EQ(out.code, 2) << out.text;
+    EXPECT_TRUE(has(out.text, "calibrate --fusion " + config.string() + says)) << out.text;
+    EXPECT_FALSE(fs::exists(dir / "raw"));
+  }
 }

@@ -2,6 +2,7 @@
 // bandwidth) and its fusion profile, and write them as one JSON profile that `opmeter run
 // --calibration` compares results with.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 
@@ -16,6 +17,8 @@
 #include "config/config.hpp"
 #include "engine/calibration_profile.hpp"
 #include "engine/ceiling_rate.hpp"
+#include "engine/runner.hpp"
+#include "engine/stopping_settings.hpp"
 #include "opmeter/backend.hpp"
 #include "opmeter/context.hpp"
 #include "opmeter/errors.hpp"
@@ -71,7 +74,8 @@ void add_calibrate_command(CLI::App& app, CalibrateArgs& a) {
          "what to calibrate: cpu (default) or cuda:N (its peaks per dtype, memory and L2 bandwidth, GPU fusion suite)")
       ->check(kNonEmpty);
   cal->add_flag("--quick", a.quick,
-                "fusion patterns of one dtype only (fp32; bf16 on a GPU) and a looser precision target");
+                "fusion patterns of one dtype only (fp32; bf16 on a GPU), twice the fusion config's precision "
+                "target (max_noise) and a timeout of at most 2 s a case");
 }
 
 namespace {
@@ -85,6 +89,41 @@ struct CalibrationPlan {
   Plan fusion;
 };
 
+// Arrays that fit in a cache measure it, not memory: refused below what `run` takes as a memory
+// ceiling (kMemoryCeilingMinBytes moved) and below the last-level cache (`cache_bytes`; 0: unknown).
+void check_array_mib(const CalibrateArgs& a, std::size_t cache_bytes, const char* cache) {
+  if (!a.array_mib) return;
+  constexpr double kMiB = 1 << 20;
+  const double moved = 2.0 * double(*a.array_mib) * kMiB;  // the copy kernel reads and writes an array
+  const double need = std::max(kMemoryCeilingMinBytes, double(cache_bytes));
+  if (moved >= need) return;
+  throw UsageError(fmt::format(
+      "calibrate --array-mib {}: its copy kernel would move {:.0f} MiB, less than {}: that measures a cache, "
+      "not memory; give --array-mib {:.0f} or more",
+      *a.array_mib, moved / kMiB,
+      need > kMemoryCeilingMinBytes
+          ? fmt::format("the {:.0f} MiB {}", double(cache_bytes) / kMiB, cache)
+          : fmt::format("the {:.0f} MiB opmeter run takes a memory ceiling from", kMemoryCeilingMinBytes / kMiB),
+      std::ceil(need / 2 / kMiB)));
+}
+
+// The fusion profile holds the calibrated device's fused/unfused pairs: a config's pipeline
+// layers, or cases on another device, would be measured for nothing.
+void check_fusion_config(const CalibrateArgs& a, const Plan& fusion, const std::string& device) {
+  if (a.fusion_config.empty()) return;
+  if (!fusion.pipelines.empty())
+    throw UsageError(
+        fmt::format("calibrate --fusion {}: it has pipelines: (opmeter run measures them); give a config "
+                    "of fused impls beside their *_unfused forms",
+                    a.fusion_config));
+  for (auto& c : fusion.cases)
+    if (c.device != device)
+      throw UsageError(fmt::format("calibrate --fusion {}: its cases run on {}, and this calibrates {} ({})",
+                                   a.fusion_config, c.device, device,
+                                   c.on_host() ? "give a config of the device's cases, or no --device"
+                                               : fmt::format("calibrate --device {} measures that device", c.device)));
+}
+
 void add_fusion(CalibrationPlan& p, bool quick, DType quick_dtype) {
   for (auto& c : p.fusion.cases)
     if (!quick || c.dtype == quick_dtype) p.cases.push_back(c);
@@ -94,6 +133,7 @@ void add_fusion(CalibrationPlan& p, bool quick, DType quick_dtype) {
 // cache_read_cases), the fusion suite.
 CalibrationPlan host_plan(const CalibrateArgs& a, int threads) {
   CalibrationPlan p;
+  check_array_mib(a, llc_bytes(), "last-level cache");
   const std::size_t dram = a.array_mib ? *a.array_mib * (std::size_t(1) << 20) / 4 : default_bandwidth_elements();
   p.array_bytes = double(dram) * 4;
   for (DType d : {DType::fp64, DType::fp32, DType::bf16, DType::int8})
@@ -105,6 +145,7 @@ CalibrationPlan host_plan(const CalibrateArgs& a, int threads) {
     p.cases.push_back(read.kase);
   }
   p.fusion = a.fusion_config.empty() ? load_suite("fusion", threads) : load_config_file(a.fusion_config, threads);
+  check_fusion_config(a, p.fusion, kHostDevice);
   add_fusion(p, a.quick, DType::fp32);
   return p;
 }
@@ -127,6 +168,7 @@ CalibrationPlan device_plan(const CalibrateArgs& a) {
   };
   for (const char* k : {"copy", "triad", "read", "write"}) p.cases.push_back(on_device(k, n));
   auto gpus = backend_of(like).context({a.device}).value("gpus", nlohmann::json::array());
+  check_array_mib(a, gpus.empty() ? 0 : gpus[0].value("l2_bytes", std::size_t{0}), "L2");
   if (!gpus.empty() && gpus[0].value("l2_bytes", 0) > 0) {
     auto c = on_device("read", gpus[0]["l2_bytes"].template get<std::size_t>() / 2 / 4);
     c.hot = true;  // cold, the timer would flush the L2 before each sample: device memory bandwidth
@@ -134,6 +176,7 @@ CalibrationPlan device_plan(const CalibrateArgs& a) {
     p.cases.push_back(c);
   }
   p.fusion = a.fusion_config.empty() ? load_suite("fusion-gpu", 0, a.device) : load_config_file(a.fusion_config, 0, a.device);
+  check_fusion_config(a, p.fusion, a.device);
   add_fusion(p, a.quick, DType::bf16);
   return p;
 }
@@ -163,7 +206,12 @@ int calibrate_command(const CalibrateArgs& given) {
     throw UsageError("calibrate: --resume DIR continues the calibration in DIR; give no other --results");
   if (a.llc_bytes) set_llc_bytes(*a.llc_bytes);
   const bool host = a.device.empty() || a.device == kHostDevice;
-  if (!host) check_device(a.device);  // UsageError naming the expected form
+  if (!host) {
+    check_device(a.device);  // UsageError naming the expected form
+    // As run says up front, but here every case would be skipped: nothing to calibrate.
+    if (auto ready = backend_of(a.device).device_ready(a.device); !ready.ok)
+      throw UsageError(fmt::format("calibrate --device {}: it cannot run here ({})", a.device, ready.reason));
+  }
   const int threads = a.threads.value_or(default_threads());
   CalibrationPlan plan = host ? host_plan(a, threads) : device_plan(a);
   const Plan& fusion = plan.fusion;
@@ -172,11 +220,11 @@ int calibrate_command(const CalibrateArgs& given) {
 
   RunOptions options;
   options.stopping = fusion.stopping;
-  if (a.quick) {
-    options.stopping.max_noise = 0.02;
-    options.stopping.timeout_s = 2;
+  if (a.quick) {  // looser than the fusion config's, never tighter or longer
+    options.stopping.max_noise = std::min(options.stopping.max_noise * 2, 1.0);  // at most 100%, as configs
+    options.stopping.timeout_s = std::min(options.stopping.timeout_s, 2.0);
   }
-  nlohmann::json settings = {{"source", "calibrate"}};
+  nlohmann::json settings = {{"source", "calibrate"}, {"stopping", stopping_json(options.stopping)}};
   if (llc_bytes_overridden()) settings["llc_bytes"] = llc_bytes();
   RunOutput out{a.resume.empty() ? a.results_dir : a.resume, !a.resume.empty(), "calibrate", settings, true};
   out.resume_command = [&](const std::string& dir) {  // a rank's: the command every rank runs again
@@ -204,7 +252,8 @@ int calibrate_command(const CalibrateArgs& given) {
           {{"level", it->second}, {"array_bytes", double(r.kase.get_int("n")) * 4}, {"read_gbps", ceiling_gbps(r)}});
     } else {
       profile.bandwidth.kernels[r.kase.get("kernel")] = ceiling_gbps(r);
-      profile.bandwidth.memory_gbps = std::max(profile.bandwidth.memory_gbps, ceiling_gbps(r));
+      if (r.work.bytes() >= kMemoryCeilingMinBytes)  // as run takes its memory ceiling
+        profile.bandwidth.memory_gbps = std::max(profile.bandwidth.memory_gbps, ceiling_gbps(r));
     }
   }
   if (profile.peak_gflops.empty() || profile.bandwidth.memory_gbps <= 0) {
@@ -222,6 +271,7 @@ int calibrate_command(const CalibrateArgs& given) {
   const auto fusion_verdicts = fusion_rows(results, t);
   profile.fusion = fusion_json(fusion_verdicts, t);
   profile.context = machine_context();
+  if (!host) profile.context.update(backend_of(a.device).context({a.device}));  // its GPU, as run's results have
   if (!contended.empty()) profile.context[kContendedCeilings] = contended;
   write_atomically(a.out, dump_json(profile.to_json(), 2) + "\n");
   fmt::print(stderr, "opmeter: calibration profile written to {}\n", a.out);
@@ -230,6 +280,11 @@ int calibrate_command(const CalibrateArgs& given) {
                "opmeter: warning: {} of its ceilings were measured while other processes took the CPUs (contended), so "
                "they are too low: {}; calibrate again on a quiet machine\n",
                contended.size(), fmt::join(contended, ", "));
+  if (fusion_verdicts.empty())
+    fmt::print(stderr,
+               "opmeter: warning: no fusion pattern measured (no fused case ran beside its *_unfused form{}): the "
+               "profile holds no fusion verdict\n",
+               a.quick ? fmt::format(" in {}, the one dtype --quick keeps", host ? "fp32" : "bf16") : "");
   std::vector<std::string> doubtful;  // verdicts the profile keeps from doubtful times
   for (auto& row : fusion_verdicts)
     if (!row.flags.empty())

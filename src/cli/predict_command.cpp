@@ -112,7 +112,9 @@ void warn_other_machine(const PredictModel& m, const std::string& path) {
     if (auto at = d.find(from); at != std::string::npos) d.replace(at, from.size(), to);
     return d;
   };
-  for (auto& d : context_differences(m.context, machine_context()))
+  nlohmann::json fitted = m.context;
+  fitted.erase("run");  // the fitted results' run settings: this machine has none to compare
+  for (auto& d : context_differences(fitted, machine_context()))
     fmt::print(stderr, "opmeter: WARNING: model {} was fitted on another machine or software: {}\n", path,
                rename(rename(d, "BASE", "model"), "NEW", "this machine"));
 }

@@ -507,6 +507,23 @@ CalibrationProfile read_calibration(const std::string& path) {
 
 namespace {
 
+// A profile of another machine (copied, or hand-edited) rates results against that machine's
+// ceilings: said once, naming what differs.
+void warn_other_machine(const CalibrationProfile& p, const std::string& path) {
+  nlohmann::json here;
+  if (p.device == kHostDevice) {
+    const auto& cpu = cpu_info();
+    here["cpu"] = {{"model", cpu.model}, {"logical_cpus", cpu.logical_cpus}, {"isa_flags", cpu.flags}};
+  } else if (backend_of(p.device).device_ready(p.device).ok) {
+    here = backend_of(p.device).context({p.device});
+  }
+  if (auto diffs = machine_differences(p, here); !diffs.empty())
+    fmt::print(stderr,
+               "opmeter: --calibration {}: warning: measured on another machine ({}): % of peak and of bandwidth "
+               "against it are of that machine's ceilings, not this one's (run opmeter calibrate here)\n",
+               path, fmt::join(diffs, "; "));
+}
+
 // Ceilings measured while other processes took the CPUs are too low: every % of peak or of
 // bandwidth taken against them reads too high (a peak 80x slow gave a GEMM 3781% of peak).
 // Only the ceilings results were rated against (Ceilings::annotate lists them in each result).
@@ -810,7 +827,10 @@ int run_command(const RunArgs& given, const char* argv0) {
     throw UsageError(
         fmt::format("{} none of the {} of {}", selection, count_of(plan.cases.size(), "case"), plan.source));
   }
-  if (!a.calibration.empty()) options.calibration = read_calibration(a.calibration);
+  if (!a.calibration.empty()) {
+    options.calibration = read_calibration(a.calibration);
+    warn_other_machine(*options.calibration, a.calibration);
+  }
   // The ceilings % of peak needs: a config's or suite's run measures them; a --case run measures
   // its one case, unless a calibration profile was given that lacks its ceiling (it asked for %
   // of peak): then, as a config's run, it measures that ceiling first and says so.

@@ -3,6 +3,7 @@
 #pragma once
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -10,6 +11,8 @@
 #include "opmeter/case.hpp"
 
 namespace opmeter {
+
+inline constexpr int kMaxProfileThreads = 4096;  // calibrate --threads's limit
 
 struct CalibrationProfile {
   std::string created;               // UTC, ISO 8601 (empty in a profile that lacks it)
@@ -29,8 +32,14 @@ struct CalibrationProfile {
 
   nlohmann::json to_json() const;
   // UsageError saying what is wrong when `j` is no profile: another schema, a missing or
-  // malformed field, an unknown dtype, a ceiling that is not a positive number.
+  // malformed field, an unknown dtype or device, threads not a whole number >= 1, a ceiling that
+  // is not a positive number or above what any machine reaches.
   static CalibrationProfile from_json(const nlohmann::json& j);
 };
+
+// How the machine a profile was measured on (its `context`) differs from `here`, a context of the
+// same shape: a host profile's CPU model, logical CPUs and ISA flags; a device profile's GPU name.
+// Only what both record is compared; empty when nothing differs.
+std::vector<std::string> machine_differences(const CalibrationProfile& p, const nlohmann::json& here);
 
 }  // namespace opmeter
