@@ -27,8 +27,9 @@ constexpr const char* kFormula =
     "Pipeline parallel: every layer a stage on its own device; stage i takes t<sub>i</sub> = latency<sub>i</sub> "
     "&times; count<sub>i</sub>. The slowest stage sets the period T = max t<sub>i</sub> (throughput = samples / T), "
     "and every stage idles for the rest of it: energy per pass = &Sigma;<sub>i</sub> [E<sub>i</sub> &times; "
-    "count<sub>i</sub> + P<sub>idle</sub> &times; (T &minus; t<sub>i</sub>)]. Energy without idle subtracts "
-    "P<sub>idle</sub> &times; latency from each call.";
+    "count<sub>i</sub> + P<sub>idle</sub> &times; (T &minus; t<sub>i</sub>)]. A layer's energy per call is "
+    "E<sub>i</sub> = P<sub>i</sub> &times; latency<sub>i</sub>: its average power over its energy window "
+    "&times; its median. Energy without idle subtracts P<sub>idle</sub> &times; latency from each call.";
 
 void add_chart(std::string& out, nlohmann::json& specs, const std::optional<Chart>& c) {
   if (!c) return;
@@ -165,8 +166,10 @@ std::string pipelines_markdown(const std::vector<PipelineSummary>& summaries) {
         energy_cell(s.energy_per_sample_j), energy_cell(s.dynamic_energy_per_sample_j), time_cell(s.period_s),
         energy_cell(s.pipeline_parallel_energy_j), time_cell(s.end_to_end_s), markdown_cell(ratio_cell(s)));
   }
-  out += "\nPipeline parallel: every layer a stage on its own device, t_i = latency_i x count_i; period T = max t_i; "
-         "energy per pass = sum_i [E_i x count_i + P_idle x (T - t_i)].\n\n";
+  out +=
+      "\nPipeline parallel: every layer a stage on its own device, t_i = latency_i x count_i; period T = max t_i; "
+      "energy per pass = sum_i [E_i x count_i + P_idle x (T - t_i)]; E_i = P_i x latency_i, the layer's average "
+      "power over its energy window x its median.\n\n";
   for (std::size_t i = 0; i < summaries.size(); ++i) {
     auto& s = summaries[i];
     out += fmt::format("### {}\n\n", markdown_cell(labels[i]));

@@ -35,9 +35,11 @@ struct LayerSummary {
   std::optional<double> latency_s;         // median per call
   std::optional<double> total_s;           // latency x count
   std::optional<double> power_w;           // average over the energy window
-  std::optional<double> energy_j;          // per call, idle included (Result::energy_j)
+  // Per call, idle included: power_w x latency_s, the call whose time latency_s is. Not
+  // Result::energy_j, which is per hot call of the energy window (shorter than a cold median).
+  std::optional<double> energy_j;
   std::optional<double> total_energy_j;    // energy x count
-  std::optional<double> idle_energy_j;     // idle power x the energy window's time per call
+  std::optional<double> idle_energy_j;     // idle power x latency_s
   std::optional<double> dynamic_energy_j;  // energy - idle energy, per call
   std::string energy_reason;               // why energy is empty
   double params = 0, macs = 0;             // per call, from the pipeline's layer
@@ -104,7 +106,7 @@ struct PipelineSummary {
 
   // The PyTorch model run end to end (x end_to_end_scale), beside the sum of layers.
   std::string end_to_end_case, end_to_end_status, end_to_end_reason;  // empty case: not run
-  std::optional<double> end_to_end_s, end_to_end_energy_j;
+  std::optional<double> end_to_end_s, end_to_end_energy_j;            // energy: its window's power x end_to_end_s
   double end_to_end_scale = 1;
   std::optional<double> end_to_end_ratio;         // sum of layers latency / end-to-end latency
   // The ratio's interval from both relative uncertainties (a = latency_precision, b = the end to

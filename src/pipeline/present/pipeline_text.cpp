@@ -163,8 +163,10 @@ std::string pipeline_log(const PipelineSummary& s) {
   if (auto e2e = end_to_end_line(s); !e2e.empty()) line("  PyTorch end to end", e2e);
   out += "\ntop layers by time (latency x count)\n" + ranked_lines(s, s.top_by_time, false);
   if (!s.top_by_energy.empty()) out += "\ntop layers by energy (energy x count)\n" + ranked_lines(s, s.top_by_energy, true);
-  out += "\npipeline parallel: every layer a stage on its own device, stage time t_i = latency_i x count_i;\n"
-         "period T = max t_i; energy per pass = sum_i [E_i x count_i + P_idle x (T - t_i)].\n";
+  out +=
+      "\nenergy/call E_i = P_i x latency_i: the layer's average power over its energy window x its median.\n"
+      "pipeline parallel: every layer a stage on its own device, stage time t_i = latency_i x count_i;\n"
+      "period T = max t_i; energy per pass = sum_i [E_i x count_i + P_idle x (T - t_i)].\n";
   return out;
 }
 
