@@ -7,13 +7,14 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "tests/config_errors.hpp"
 #include "cli/commands.hpp"
-#include "config/pipeline_flags.hpp"
 #include "config/config.hpp"
+#include "config/pipeline_flags.hpp"
 #include "opmeter/errors.hpp"
-#include "pipeline/pipeline_plan.hpp"
 #include "opmeter/registry.hpp"
+#include "pipeline/pipeline_plan.hpp"
+#include "pipeline/pipeline_rounds.hpp"
+#include "tests/config_errors.hpp"
 
 using namespace opmeter;
 
@@ -91,6 +92,25 @@ TEST(PipelineConfig, SkippedLayerMovesToItsNextImpl) {
   std::vector<Result> failed = {unmeasured_result(again[0].layer_case(0), Status::failed, "wrong")};
   EXPECT_FALSE(pipeline::advance_skipped(again, failed));
   EXPECT_NE(pipeline::layer_results(again[0], failed)[0], nullptr);
+}
+
+// A layer the run has no result for (--exclude) names the case it was planned as, with its impl
+// and threads, not the layer's bare case (no impl, threads=1), in pipelines.json, CSV and log.
+TEST(PipelineConfig, ALayerWithoutAResultNamesItsPlannedCase) {
+  auto plan = load_config_text(std::string(kTwoLayers) + "threads: 2\n", "p.yaml", 2);
+  const auto& p = plan.pipelines[0];
+  pipeline::RoundResults round;  // only res was measured
+  round.results.push_back(unmeasured_result(p.layer_case(1), Status::skipped, "not here"));
+  auto s = pipeline::summarize_pipelines(plan.pipelines, round);
+  ASSERT_EQ(s.size(), 1u);
+  const auto& fc1 = s[0].layers[0];
+  EXPECT_EQ(fc1.status, pipeline::kNotMeasured);
+  const Case c = parse_case(fc1.case_string);
+  EXPECT_EQ(c.op, "linear");
+  EXPECT_EQ(c.impl, "opmeter");
+  EXPECT_EQ(c.threads, 2);
+  EXPECT_EQ(c.get("hidden"), "64");
+  EXPECT_TRUE(fc1.impl.empty());  // no impl ran it
 }
 
 TEST(PipelineConfig, BadPipelinesAreReportedAtTheirNode) {

@@ -9,8 +9,8 @@
 namespace opmeter::pipeline {
 namespace {
 
-LayerSummary layer_summary(const Layer& layer, const Result* r, const std::string& device,
-                           const std::optional<double>& idle_power_w) {
+LayerSummary layer_summary(const Layer& layer, const Result* r, const std::string& planned_case,
+                           const std::string& device, const std::optional<double>& idle_power_w) {
   LayerSummary s;
   s.label = layer.label;
   s.op = layer.kase.op;
@@ -18,7 +18,7 @@ LayerSummary layer_summary(const Layer& layer, const Result* r, const std::strin
   s.params = layer.cost.params;
   s.macs = layer.cost.macs;
   if (!r) {
-    s.case_string = layer.kase.to_string();
+    s.case_string = planned_case.empty() ? layer.kase.to_string() : planned_case;
     s.reason = "no result for this layer in the run";
     return s;
   }
@@ -173,7 +173,8 @@ PipelineSummary summarize(const PipelineRun& run) {
   s.idle_power_w = run.idle_power_w;
   for (std::size_t i = 0; i < p.layers.size(); ++i) {
     const Result* r = i < run.layer_results.size() ? run.layer_results[i] : nullptr;
-    s.layers.push_back(layer_summary(p.layers[i], r, run.device, run.idle_power_w));
+    const std::string planned = i < run.layer_cases.size() ? run.layer_cases[i] : "";
+    s.layers.push_back(layer_summary(p.layers[i], r, planned, run.device, run.idle_power_w));
     const auto& l = s.layers.back();
     if (!l.measured())
       s.missing.push_back(fmt::format("{} ({}): {}{}", l.label, l.op, l.status, l.reason.empty() ? "" : ": " + l.reason));

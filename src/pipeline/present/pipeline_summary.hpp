@@ -17,6 +17,9 @@ struct PipelineRun {
   Pipeline pipeline;
   std::string device;                          // "cpu" / "cuda:0"
   std::vector<const Result*> layer_results;    // parallel to pipeline.layers; nullptr: not measured
+  // Parallel to pipeline.layers: the case each layer was planned as (impl, threads or device),
+  // named for a layer without a result; empty: the layer's own case.
+  std::vector<std::string> layer_cases;
   std::optional<double> idle_power_w;          // the device's idle power, where known
   const Result* end_to_end = nullptr;          // the PyTorch model (op `model`), when run
   double end_to_end_scale = 1;                 // e.g. 64 for OPT (one decoder layer x 64)
@@ -26,7 +29,8 @@ struct PipelineRun {
 inline constexpr const char* kNotMeasured = "not-measured";
 
 struct LayerSummary {
-  std::string label, op, case_string, impl;
+  std::string label, op, case_string;
+  std::string impl;  // its result's; empty when the run has no result for it
   std::size_t count = 1;
   std::string status = kNotMeasured;  // a Status name, or kNotMeasured
   std::string reason;
