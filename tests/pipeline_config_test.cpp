@@ -382,6 +382,25 @@ end_to_end: false
       << out.text;
 }
 
+// --graph N on a run with no CUDA case was dropped in silence while the config's graph: N exits 2
+// (the probe's F10): the flag is refused too, named; 0 (off) stays accepted.
+TEST(PipelineCli, GraphOnACpuOnlyRunExitsTwoAsTheConfigKeyDoes) {
+  auto flag = cli("run --pipeline resnet18:image=32 --graph 5 --dry-run");
+  EXPECT_EQ(flag.code, 2) << flag.text;
+  EXPECT_NE(flag.text.find("error: --graph 5: graph=N (CUDA Graph mode) needs a CUDA device, and no case of this "
+                           "run is on one (--device cuda:N)"),
+            std::string::npos)
+      << flag.text;
+  auto dir = temp_dir("pipelines_graph_key");
+  auto key = cli("run --dry-run " + write(dir, "g.yaml", "pipelines: [resnet18]\ngraph: 5\n").string());
+  EXPECT_EQ(key.code, 2) << key.text;
+  EXPECT_NE(key.text.find("graph=N (CUDA Graph mode) needs a CUDA device"), std::string::npos) << key.text;
+  EXPECT_EQ(cli("run --pipeline resnet18:image=32 --graph 0 --dry-run").code, 0);
+  auto cuda = cli("run --pipeline resnet18:image=32 --device cuda:0 --graph 5 --dry-run");
+  EXPECT_EQ(cuda.code, 0) << cuda.text;
+  EXPECT_NE(cuda.text.find(",graph=5"), std::string::npos) << cuda.text;
+}
+
 TEST(PipelineCli, BadPipelineFlagsExitWithTwo) {
   auto unknown = cli("run --pipeline resnet_18 --dry-run");
   EXPECT_EQ(unknown.code, 2);

@@ -798,6 +798,10 @@ int run_command(const RunArgs& given, const char* argv0) {
     override(p.like);
     if (p.end_to_end) override(*p.end_to_end);
   }
+  // --graph N on a CPU-only run: refused, as the config's graph: is, rather than dropped.
+  std::vector<Case> where = plan.cases;
+  for (auto& p : plan.pipelines) where.push_back(p.like);
+  check_case_settings_used(a.settings, where);
   if (cases.empty() && !(a.dry_run && !plan.notes.empty())) {  // a dry run of a config's unloaded kernels may list none
     const std::string selection = a.exclude.empty() ? fmt::format("--filter '{}' matches", a.filter)
                                   : a.filter.empty()
