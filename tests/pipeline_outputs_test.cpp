@@ -204,6 +204,10 @@ TEST(PipelineOutputs, LogPerPipelineWithTableAndTotals) {
   auto no_energy = slurp(dir / "pipeline-toy-cuda_0.log");
   EXPECT_NE(no_energy.find("layer stem.conv: RAPL is not readable"), std::string::npos) << no_energy;
   EXPECT_EQ(lines(slurp(dir / "summary.csv")).size(), 4u);
+  // A config's own pipeline has no builder parameters: no empty "()" in its log either.
+  auto own = summaries[0];
+  own.params.clear();
+  EXPECT_EQ(pipeline_log(own).rfind("opmeter pipeline toy on cpu, fp32\n", 0), 0u) << pipeline_log(own);
   EXPECT_EQ(lines(slurp(dir / "pipeline_layers.csv")).size(), 10u);
   EXPECT_FALSE(fs::exists(dir / "report.html"));  // no report in the directory: none written
 }

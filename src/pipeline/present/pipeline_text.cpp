@@ -137,8 +137,10 @@ std::string display_name(const PipelineSummary& s) {
 }
 
 std::string pipeline_log(const PipelineSummary& s) {
-  std::string out = fmt::format("opmeter pipeline {} on {}{}, {} ({})\n", s.name, s.device,
-                                s.machine.empty() ? "" : " of " + s.machine, s.dtype, params_text(s));
+  const std::string built_with = params_text(s);  // empty for a config's own pipeline: no "()"
+  std::string out =
+      fmt::format("opmeter pipeline {} on {}{}, {}{}\n", s.name, s.device, s.machine.empty() ? "" : " of " + s.machine,
+                  s.dtype, built_with.empty() ? "" : " (" + built_with + ")");
   out += fmt::format("{} params, {} MACs per pass; {} layers; {:g} {} per pass\n\n", human_count(s.total_params),
                      human_count(s.total_macs), s.layers.size(), s.samples, s.sample_unit);
   out += layer_table(s) + "\n";
