@@ -401,6 +401,24 @@ TEST(PipelineCli, GraphOnACpuOnlyRunExitsTwoAsTheConfigKeyDoes) {
   EXPECT_NE(cuda.text.find(",graph=5"), std::string::npos) << cuda.text;
 }
 
+// A dry run says how many of its cases are the ceilings added for % of peak: "30 cases from
+// --pipeline" counted 3 that are no layer.
+TEST(PipelineCli, ADryRunCountsItsCeilingCasesApart) {
+  auto dry = cli("run --pipeline resnet18:image=32 --dry-run");
+  ASSERT_EQ(dry.code, 0) << dry.text;
+  std::istringstream lines(dry.text.substr(dry.text.find(" from --pipeline")));
+  std::string line;
+  std::getline(lines, line);
+  std::size_t all = 0, ceilings = 0;
+  for (; std::getline(lines, line); ++all)
+    if (line.starts_with("peak/") || line.starts_with("bandwidth/")) ++ceilings;
+  ASSERT_GT(ceilings, 0u) << dry.text;
+  EXPECT_NE(
+      dry.text.find(fmt::format("\n{} cases from --pipeline, {} of them ceiling cases for % of peak\n", all, ceilings)),
+      std::string::npos)
+      << dry.text;
+}
+
 TEST(PipelineCli, BadPipelineFlagsExitWithTwo) {
   auto unknown = cli("run --pipeline resnet_18 --dry-run");
   EXPECT_EQ(unknown.code, 2);

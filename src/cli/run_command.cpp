@@ -814,6 +814,7 @@ int run_command(const RunArgs& given, const char* argv0) {
   // The ceilings % of peak needs: a config's or suite's run measures them; a --case run measures
   // its one case, unless a calibration profile was given that lacks its ceiling (it asked for %
   // of peak): then, as a config's run, it measures that ceiling first and says so.
+  std::size_t ceiling_cases = 0;  // added to the plan's for % of peak, counted apart in a dry run
   if (!a.case_given || options.calibration) {
     Ceilings known;
     if (options.calibration) known.load_profile(*options.calibration);
@@ -821,6 +822,7 @@ int run_command(const RunArgs& given, const char* argv0) {
     if (options.calibration)  // the ceiling cases come first
       say_what_the_profile_leaves(*options.calibration, cases,
                                   {planned.begin(), planned.begin() + std::ptrdiff_t(planned.size() - cases.size())});
+    ceiling_cases = planned.size() - cases.size();
     cases = std::move(planned);
   } else if (std::any_of(cases.begin(), cases.end(),
                          [](const Case& c) { return c.op != "peak" && c.op != "bandwidth"; })) {
@@ -853,7 +855,10 @@ int run_command(const RunArgs& given, const char* argv0) {
 
   if (a.dry_run) {
     for (auto& p : plan.pipelines) fmt::print("{}\n", pipeline::planned_pipeline_text(p));
-    fmt::print("{} from {}\n", count_of(cases.size(), "case"), plan.source);
+    fmt::print("{} from {}{}\n", count_of(cases.size(), "case"), plan.source,
+               ceiling_cases ? fmt::format(", {} of them {} for % of peak", ceiling_cases,
+                                           ceiling_cases == 1 ? "a ceiling case" : "ceiling cases")
+                             : "");
     for (auto& c : cases) fmt::print("{}\n", c.to_string());
     return 0;
   }
