@@ -9,6 +9,7 @@
 #include "report/pipeline_labels.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
+#include "util/human_units.hpp"
 #include "util/markdown_cell.hpp"
 
 namespace opmeter {
@@ -62,9 +63,9 @@ void summary_table(std::string& out, const std::vector<PipelineSummary>& summari
     out += fmt::format("<tr{}><td><a href=\"#pipeline-{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td>",
                        s.complete ? "" : " class=\"skipped\"", i, html_escape(row_name(s, labels[i])),
                        html_escape(s.device), html_escape(s.dtype), html_escape(pipeline::params_text(s)));
-    out += td(pipeline::human_count(s.total_params)) + td(pipeline::human_count(s.total_macs)) + "<td>" + status + "</td>" +
-           td(time_cell(s.latency_s)) +
-           td(s.throughput ? fmt::format("{:.4g} {}/s", *s.throughput, html_escape(s.sample_unit)) : "") +
+    out += td(pipeline::human_count(s.total_params)) + td(pipeline::human_count(s.total_macs)) + "<td>" + status +
+           "</td>" + td(time_cell(s.latency_s)) +
+           td(s.throughput ? fmt::format("{} {}/s", human_rate(*s.throughput), html_escape(s.sample_unit)) : "") +
            td(energy_cell(s.energy_j)) + td(energy_cell(s.energy_per_sample_j)) +
            td(energy_cell(s.dynamic_energy_per_sample_j)) + td(fixed(s.idle_power_w, "{:.1f}")) +
            td(time_cell(s.period_s)) + td(energy_cell(s.pipeline_parallel_energy_j)) + td(time_cell(s.end_to_end_s)) +
@@ -162,7 +163,7 @@ std::string pipelines_markdown(const std::vector<PipelineSummary>& summaries) {
         markdown_cell(pipeline::params_text(s)), pipeline::human_count(s.total_params),
         pipeline::human_count(s.total_macs),
         s.complete ? "complete" : fmt::format("incomplete ({} missing)", s.missing.size()), time_cell(s.latency_s),
-        s.throughput ? fmt::format("{:.4g} {}/s", *s.throughput, markdown_cell(s.sample_unit)) : "",
+        s.throughput ? fmt::format("{} {}/s", human_rate(*s.throughput), markdown_cell(s.sample_unit)) : "",
         energy_cell(s.energy_per_sample_j), energy_cell(s.dynamic_energy_per_sample_j), time_cell(s.period_s),
         energy_cell(s.pipeline_parallel_energy_j), time_cell(s.end_to_end_s), markdown_cell(ratio_cell(s)));
   }

@@ -74,8 +74,8 @@ std::string ranked_lines(const PipelineSummary& s, const std::vector<RankedLayer
 
 std::string parallel_line(const PipelineSummary& s) {
   if (!s.period_s) return "-";
-  std::string out = fmt::format("period {} (the slowest stage), {:.4g} {}/s", human_time(*s.period_s),
-                                *s.pipeline_parallel_throughput, s.sample_unit);
+  std::string out = fmt::format("period {} (the slowest stage), {} {}/s", human_time(*s.period_s),
+                                human_rate(*s.pipeline_parallel_throughput), s.sample_unit);
   if (s.pipeline_parallel_energy_j) out += ", energy " + human_energy(*s.pipeline_parallel_energy_j) + " per pass";
   return out;
 }
@@ -152,7 +152,7 @@ std::string pipeline_log(const PipelineSummary& s) {
   auto line = [&](const char* key, const std::string& value) { out += fmt::format("{:<26}{}\n", key, value); };
   out += "totals (one forward pass)\n";
   line("  latency", time_or_dash(s.latency_s));
-  line("  throughput", s.throughput ? fmt::format("{:.4g} {}/s", *s.throughput, s.sample_unit) : "-");
+  line("  throughput", s.throughput ? fmt::format("{} {}/s", human_rate(*s.throughput), s.sample_unit) : "-");
   line("  energy (idle included)", energy_or_dash(s.energy_j));
   line("  energy without idle", energy_or_dash(s.dynamic_energy_j));
   line(fmt::format("  energy per {}", s.sample_unit).c_str(),
@@ -185,7 +185,8 @@ void print_pipeline_summary(std::ostream& out, const PipelineSummary& s) {
                              ? fmt::format("{} per pass, {} per {}", human_energy(*s.energy_j),
                                            human_energy(*s.energy_per_sample_j), s.sample_unit)
                              : "energy: " + s.energy_reason;
-    out << fmt::format("  {} per pass, {:.4g} {}/s; {}\n", human_time(*s.latency_s), *s.throughput, s.sample_unit, energy);
+    out << fmt::format("  {} per pass, {} {}/s; {}\n", human_time(*s.latency_s), human_rate(*s.throughput),
+                       s.sample_unit, energy);
     if (s.energy_j && !s.dynamic_energy_j) out << "  " << s.energy_reason << "\n";
     out << "  pipeline parallel: " << parallel_line(s) << "\n";
   }
