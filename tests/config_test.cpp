@@ -227,9 +227,12 @@ TEST(Config, AnInvalidCombinationIsReportedAtTheParameter) {
   EXPECT_EQ(e,
             "t.yaml:3:9: transformer_block hidden=96 is not divisible by heads=5: each head takes hidden / heads "
             "columns");
-  // A message naming the parameters without values: the image of the two that is too small.
+  // A message naming kernel, image and padding with their values: the image of the two, the value
+  // of a list, is the one that is too small.
   e = error_of("ops: [conv2d]\nkernel: 5\npadding: 0\nimage: [8, 2]\n");
-  EXPECT_EQ(e, "t.yaml:4:12: conv2d kernel larger than the padded image");
+  EXPECT_EQ(e, "t.yaml:4:12: conv2d kernel=5 larger than the padded image: image=2 + 2 x padding=0 = 2");
+  e = error_of("ops: [conv2d]\nkernel: [3, 7]\npadding: 1\nimage: 4\n");
+  EXPECT_EQ(e, "t.yaml:2:13: conv2d kernel=7 larger than the padded image: image=4 + 2 x padding=1 = 6");
   // A recipe whose group does not divide hidden: the recipe's own item in its list.
   e = error_of("ops: [linear]\nhidden: 96\nquantization: [int8wo, int4wo-64]\n");
   EXPECT_EQ(e,

@@ -7,13 +7,14 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "tests/config_errors.hpp"
 #include "cli/commands.hpp"
-#include "config/pipeline_flags.hpp"
 #include "config/config.hpp"
+#include "config/pipeline_flags.hpp"
 #include "opmeter/errors.hpp"
-#include "pipeline/pipeline_plan.hpp"
 #include "opmeter/registry.hpp"
+#include "pipeline/pipeline_plan.hpp"
+#include "pipeline/pipeline_rounds.hpp"
+#include "tests/config_errors.hpp"
 
 using namespace opmeter;
 
@@ -91,6 +92,25 @@ TEST(PipelineConfig, SkippedLayerMovesToItsNextImpl) {
   std::vector<Result> failed = {unmeasured_result(again[0].layer_case(0), Status::failed, "wrong")};
   EXPECT_FALSE(pipeline::advance_skipped(again, failed));
   EXPECT_NE(pipeline::layer_results(again[0], failed)[0], nullptr);
+}
+
+// A layer the run has no result for (--exclude) names the case it was planned as, with its impl
+// and threads, not the layer's bare case (no impl, threads=1), in pipelines.json, CSV and log.
+TEST(PipelineConfig, ALayerWithoutAResultNamesItsPlannedCase) {
+  auto plan = load_config_text(std::string(kTwoLayers) + "threads: 2\n", "p.yaml", 2);
+  const auto& p = plan.pipelines[0];
+  pipeline::RoundResults round;  // only res was measured
+  round.results.push_back(unmeasured_result(p.layer_case(1), Status::skipped, "not here"));
+  auto s = pipeline::summarize_pipelines(plan.pipelines, round);
+  ASSERT_EQ(s.size(), 1u);
+  const auto& fc1 = s[0].layers[0];
+  EXPECT_EQ(fc1.status, pipeline::kNotMeasured);
+  const Case c = parse_case(fc1.case_string);
+  EXPECT_EQ(c.op, "linear");
+  EXPECT_EQ(c.impl, "opmeter");
+  EXPECT_EQ(c.threads, 2);
+  EXPECT_EQ(c.get("hidden"), "64");
+  EXPECT_TRUE(fc1.impl.empty());  // no impl ran it
 }
 
 TEST(PipelineConfig, BadPipelinesAreReportedAtTheirNode) {
@@ -360,6 +380,43 @@ end_to_end: false
   const auto first = out.text.find("trying the next impl");
   EXPECT_TRUE(first == std::string::npos || out.text.find("trying the next impl", first + 1) == std::string::npos)
       << out.text;
+}
+
+// --graph N on a run with no CUDA case was dropped in silence while the config's graph: N exits 2
+// (the probe's F10): the flag is refused too, named; 0 (off) stays accepted.
+TEST(PipelineCli, GraphOnACpuOnlyRunExitsTwoAsTheConfigKeyDoes) {
+  auto flag = cli("run --pipeline resnet18:image=32 --graph 5 --dry-run");
+  EXPECT_EQ(flag.code, 2) << flag.text;
+  EXPECT_NE(flag.text.find("error: --graph 5: graph=N (CUDA Graph mode) needs a CUDA device, and no case of this "
+                           "run is on one (--device cuda:N)"),
+            std::string::npos)
+      << flag.text;
+  auto dir = temp_dir("pipelines_graph_key");
+  auto key = cli("run --dry-run " + write(dir, "g.yaml", "pipelines: [resnet18]\ngraph: 5\n").string());
+  EXPECT_EQ(key.code, 2) << key.text;
+  EXPECT_NE(key.text.find("graph=N (CUDA Graph mode) needs a CUDA device"), std::string::npos) << key.text;
+  EXPECT_EQ(cli("run --pipeline resnet18:image=32 --graph 0 --dry-run").code, 0);
+  auto cuda = cli("run --pipeline resnet18:image=32 --device cuda:0 --graph 5 --dry-run");
+  EXPECT_EQ(cuda.code, 0) << cuda.text;
+  EXPECT_NE(cuda.text.find(",graph=5"), std::string::npos) << cuda.text;
+}
+
+// A dry run says how many of its cases are the ceilings added for % of peak: "30 cases from
+// --pipeline" counted 3 that are no layer.
+TEST(PipelineCli, ADryRunCountsItsCeilingCasesApart) {
+  auto dry = cli("run --pipeline resnet18:image=32 --dry-run");
+  ASSERT_EQ(dry.code, 0) << dry.text;
+  std::istringstream lines(dry.text.substr(dry.text.find(" from --pipeline")));
+  std::string line;
+  std::getline(lines, line);
+  std::size_t all = 0, ceilings = 0;
+  for (; std::getline(lines, line); ++all)
+    if (line.starts_with("peak/") || line.starts_with("bandwidth/")) ++ceilings;
+  ASSERT_GT(ceilings, 0u) << dry.text;
+  EXPECT_NE(
+      dry.text.find(fmt::format("\n{} cases from --pipeline, {} of them ceiling cases for % of peak\n", all, ceilings)),
+      std::string::npos)
+      << dry.text;
 }
 
 TEST(PipelineCli, BadPipelineFlagsExitWithTwo) {

@@ -9,6 +9,7 @@
 #include "opmeter/errors.hpp"
 #include "pipeline/present/pipeline_outputs.hpp"
 #include "tests/pipeline_fixtures.hpp"
+#include "util/human_units.hpp"
 
 using namespace opmeter;
 using namespace opmeter::pipeline;
@@ -203,6 +204,10 @@ TEST(PipelineOutputs, LogPerPipelineWithTableAndTotals) {
   EXPECT_NE(incomplete.find("block.act (relu): not-measured"), std::string::npos);
   auto no_energy = slurp(dir / "pipeline-toy-cuda_0.log");
   EXPECT_NE(no_energy.find("layer stem.conv: RAPL is not readable"), std::string::npos) << no_energy;
+  // A config's own pipeline has no builder parameters: no empty "()" in its log either.
+  auto own = summaries[0];
+  own.params.clear();
+  EXPECT_EQ(pipeline_log(own).rfind("opmeter pipeline toy on cpu, fp32\n", 0), 0u) << pipeline_log(own);
   EXPECT_EQ(lines(slurp(dir / "summary.csv")).size(), 4u);
   EXPECT_EQ(lines(slurp(dir / "pipeline_layers.csv")).size(), 10u);
   EXPECT_FALSE(fs::exists(dir / "report.html"));  // no report in the directory: none written
@@ -278,4 +283,25 @@ TEST(PipelineOutputs, HumanUnits) {
   EXPECT_EQ(human_count(11.69e6), "11.69 M");
   EXPECT_EQ(human_count(1.8e9), "1.80 G");
   EXPECT_EQ(human_count(12), "12");
+  // Throughputs to 4 digits, never as 4.533e+04 (the probe's console, log and report.md).
+  EXPECT_EQ(human_rate(45330.7), "45330");
+  EXPECT_EQ(human_rate(45335), "45340");
+  EXPECT_EQ(human_rate(2.9648e6), "2965000");
+  EXPECT_EQ(human_rate(9999.4), "9999");
+  EXPECT_EQ(human_rate(354.44), "354.4");
+  EXPECT_EQ(human_rate(0.5), "0.5");
+  EXPECT_EQ(human_rate(-1), "-");
+}
+
+// A pass of 0.1 ms at 8 images: 80000 img/s in the log, the console and the report, plain.
+TEST(PipelineOutputs, LargeThroughputsArePlainNumbers) {
+  auto h = fixtures::hand_run();
+  for (auto& r : h.results) r.summary.median /= 70;  // 7 ms a pass -> 0.1 ms
+  auto s = summarize(h.run);
+  EXPECT_NE(pipeline_log(s).find("  throughput" + std::string(14, ' ') + "80000 img/s\n"), std::string::npos)
+      << pipeline_log(s);
+  std::ostringstream out;
+  print_pipeline_summary(out, s);
+  EXPECT_NE(out.str().find(", 80000 img/s;"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("e+"), std::string::npos) << out.str();
 }

@@ -327,6 +327,22 @@ TEST(PipelineCharts, TheSamePipelineAtOtherThreadsIsNamedByItsThreads) {
   EXPECT_TRUE(chart->spec["encoding"]["x"]["stack"].is_null());
 }
 
+// The probe: a run with layers excluded was labelled "threads=1+2" beside the complete one at
+// threads=2, from the bare case (no impl, threads=1) its pipelines.json gave a missing layer.
+TEST(PipelineLabels, ThreadsComeFromLayersWithResultsOnly) {
+  auto t = two_runs(1);
+  t.b.run.layer_results[2] = nullptr;  // as pipelines.json from before: the layer's bare case
+  t.summaries[1] = summarize(t.b.run);
+  t.summaries[1].source = "/runs/tinyB";
+  ASSERT_TRUE(t.summaries[1].layers[2].case_string.ends_with("/threads=1")) << t.summaries[1].layers[2].case_string;
+  EXPECT_EQ(pipeline_threads(t.summaries[1]), std::set<int>{2});
+  EXPECT_EQ(pipeline_labels(t.summaries), (std::vector<std::string>{"toy fp32 cpu batch=8 image=32 (tinyA)",
+                                                                    "toy fp32 cpu batch=8 image=32 (tinyB)"}));
+  // Planned now: the layer names its planned case, threads=2.
+  t.b.run.layer_cases = {"", "", "relu/opmeter/fp32/n=8/threads=2"};
+  EXPECT_EQ(summarize(t.b.run).layers[2].case_string, "relu/opmeter/fp32/n=8/threads=2");
+}
+
 TEST(PipelineReport, TwoRunsOfOnePipelineHaveTheirOwnRowsAndHeadings) {
   auto t = two_runs(2);
   auto md = markdown_report(t.sets, t.summaries);

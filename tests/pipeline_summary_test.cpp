@@ -64,23 +64,64 @@ TEST(PipelineSummary, IdleEnergyIsIdlePowerTimesLatency) {
   EXPECT_EQ(*s.idle_power_w, 10);
 }
 
-// The energy per call comes from a window of hot calls, whose time per call is not the (cold)
-// median: the idle part is the idle power over the window's calls. A layer drawing exactly the
-// idle power has no dynamic energy, however its median compares.
-TEST(PipelineSummary, IdleEnergyIsTakenOverTheEnergyWindowsCalls) {
+// The energy window's calls run hot and back to back, shorter than the cold median: a layer's
+// energy per call is the window's power over the median, so energy and latency describe one pass.
+TEST(PipelineSummary, LayerEnergyIsWindowPowerTimesMedian) {
   auto h = hand_run();
-  Result& b = h.results[1];  // median 2 ms, 0.15 J a call
+  Result& b = h.results[1];  // median 2 ms, 0.15 J a call in its window
   b.avg_power_w = 100;       // so the window's calls took 1.5 ms each
   auto s = summarize(h.run);
-  EXPECT_NEAR(*s.layers[1].idle_energy_j, 10 * 1.5e-3, 1e-12);
-  EXPECT_NEAR(*s.layers[1].dynamic_energy_j, 0.15 - 0.015, 1e-12);
-  b.avg_power_w = 10;  // the idle draw: 15 ms a call in the window, all of it idle
+  EXPECT_NEAR(*s.layers[1].energy_j, 100 * 2e-3, 1e-12);
+  EXPECT_NEAR(*s.layers[1].total_energy_j, 2 * 100 * 2e-3, 1e-12);
+  EXPECT_NEAR(*s.layers[1].idle_energy_j, 10 * 2e-3, 1e-12);
+  EXPECT_NEAR(*s.layers[1].dynamic_energy_j, 90 * 2e-3, 1e-12);
+  EXPECT_DOUBLE_EQ(*b.energy_j, 0.15);  // the case's own measurement stays as it was
+  b.avg_power_w = 10;                   // the idle draw: no dynamic energy, however long the window's calls
   s = summarize(h.run);
   EXPECT_NEAR(*s.layers[1].dynamic_energy_j, 0, 1e-12);
-  EXPECT_NEAR(*s.layers[1].idle_energy_j, 0.15, 1e-12);
-  b.avg_power_w.reset();  // no window power: the median stands in for its time
+  b.avg_power_w.reset();  // no window power: no energy for the median's call, and why
   s = summarize(h.run);
-  EXPECT_NEAR(*s.layers[1].idle_energy_j, 10 * 2e-3, 1e-12);
+  EXPECT_FALSE(s.layers[1].energy_j);
+  EXPECT_EQ(s.layers[1].energy_reason, "the energy window has no average power");
+  EXPECT_FALSE(s.energy_j);
+  // The model end to end likewise: 100 W over its 5 ms median, not its window's 0.4 J a call.
+  Result model = hand_result("model", 5e-3, 0.4);
+  model.avg_power_w = 100;
+  h.run.end_to_end = &model;
+  EXPECT_NEAR(*summarize(h.run).end_to_end_energy_j, 0.5, 1e-12);
+}
+
+// The probe's pipeline (fake RAPL): fc1 27.36 us x 3 at 79.1 W, act 2.19 us at 77.5 W, res
+// 1.99 us x 2 at 73.5 W, idle 19.6 W, 4 images a pass. The windows' energies per call (596.7,
+// 106.0, 75.3 uJ) summed to 2.047 mJ, 23 W over the 88.25 us pass. Totals worked out in Python.
+TEST(PipelineSummary, PassEnergyOverLatencyIsTheLayersPower) {
+  fixtures::HandRun h;
+  auto& p = h.run.pipeline;
+  p.name = "tiny";
+  p.samples = 4;
+  p.layers = {fixtures::hand_layer("fc1", "linear", 3, 0, 0), fixtures::hand_layer("act", "relu", 1, 0, 0),
+              fixtures::hand_layer("res", "add", 2, 0, 0)};
+  const double median[] = {27.36e-6, 2.19e-6, 1.99e-6}, watts[] = {79.1, 77.5, 73.5},
+               window_j[] = {596.749e-6, 105.985e-6, 75.298e-6};
+  for (int i = 0; i < 3; ++i) {
+    h.results.push_back(hand_result(p.layers[i].kase.op, median[i], window_j[i]));
+    h.results.back().avg_power_w = watts[i];
+  }
+  for (auto& r : h.results) h.run.layer_results.push_back(&r);
+  h.run.device = "cpu";
+  h.run.idle_power_w = 19.6;
+  auto s = summarize(h.run);
+  ASSERT_TRUE(s.energy_j && s.latency_s);
+  EXPECT_NEAR(*s.latency_s, 88.25e-6, 1e-12);
+  EXPECT_NEAR(*s.energy_j, 6.954783e-3, 1e-12);
+  const double implied_w = *s.energy_j / *s.latency_s;  // 78.8 W: within the layers' 73.5..79.1 W
+  EXPECT_GT(implied_w, 73.5);
+  EXPECT_LT(implied_w, 79.1);
+  EXPECT_NEAR(*s.energy_per_sample_j, 1.73869575e-3, 1e-12);
+  EXPECT_NEAR(*s.dynamic_energy_j, 5.225083e-3, 1e-12);
+  EXPECT_NEAR(*s.dynamic_energy_per_sample_j, 1.30627075e-3, 1e-12);
+  // Period 82.08 us (fc1); the other stages idle 79.89 + 78.10 us at 19.6 W.
+  EXPECT_NEAR(*s.pipeline_parallel_energy_j, 10.051387e-3, 1e-12);
 }
 
 TEST(PipelineSummary, PipelineParallelEnergyByHand) {

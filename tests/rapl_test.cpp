@@ -402,6 +402,20 @@ TEST(RaplRun, WithoutPowercapTheReasonIsGivenAndNoWindowRuns) {
   EXPECT_LT(took, 5.0);  // the 5 s window never ran
 }
 
+// --energy-window 0 with RAPL readable: no energy, and the reason says it was switched off (the
+// probe read "no energy reading on cpu", a sensor problem).
+TEST(RaplRun, AZeroWindowSaysEnergyWasSwitchedOff) {
+  FakePowercap tree("run_off");
+  tree.zone("intel-rapl:0", "package-0", 0);
+  PowercapRootGuard guard(tree.root());
+  SteadyDraw draw(tree, {{"intel-rapl:0", 20.0, kRange}});
+  auto r = run_case(parse_case(kTinyCase), with_energy_window(0));
+  ASSERT_EQ(r.status, Status::ok) << r.reason;
+  EXPECT_FALSE(r.energy_j.has_value());
+  EXPECT_EQ(r.energy_reason, "energy switched off (--energy-window 0, energy_window_s: 0)");
+  EXPECT_FALSE(r.details.count("energy_window"));
+}
+
 TEST(RaplContext, TheRunContextHasTheDomainsAndTheIdleDraw) {
   FakePowercap tree("context");
   tree.zone("intel-rapl:0", "package-0", 0);

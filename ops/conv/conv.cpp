@@ -63,7 +63,9 @@ void validate(const Case& c) {
   auto s = shape_of(c);
   if (s.c % s.groups || s.oc % s.groups)
     throw CaseError(fmt::format("conv2d groups={} must divide channels={} and out_channels={}", s.groups, s.c, s.oc));
-  if (s.h + 2 * s.pad < s.r) throw CaseError("conv2d kernel larger than the padded image");
+  if (s.h + 2 * s.pad < s.r)
+    throw CaseError(fmt::format("conv2d kernel={} larger than the padded image: image={} + 2 x padding={} = {}", s.r,
+                                s.h, s.pad, s.h + 2 * s.pad));
 }
 
 const bool registered = [] {

@@ -819,6 +819,10 @@ int run_command(const RunArgs& given, const char* argv0) {
     override(p.like);
     if (p.end_to_end) override(*p.end_to_end);
   }
+  // --graph N on a CPU-only run: refused, as the config's graph: is, rather than dropped.
+  std::vector<Case> where = plan.cases;
+  for (auto& p : plan.pipelines) where.push_back(p.like);
+  check_case_settings_used(a.settings, where);
   if (cases.empty() && !(a.dry_run && !plan.notes.empty())) {  // a dry run of a config's unloaded kernels may list none
     const std::string selection = a.exclude.empty() ? fmt::format("--filter '{}' matches", a.filter)
                                   : a.filter.empty()
@@ -834,6 +838,7 @@ int run_command(const RunArgs& given, const char* argv0) {
   // The ceilings % of peak needs: a config's or suite's run measures them; a --case run measures
   // its one case, unless a calibration profile was given that lacks its ceiling (it asked for %
   // of peak): then, as a config's run, it measures that ceiling first and says so.
+  std::size_t ceiling_cases = 0;  // added to the plan's for % of peak, counted apart in a dry run
   if (!a.case_given || options.calibration) {
     Ceilings known;
     if (options.calibration) known.load_profile(*options.calibration);
@@ -841,6 +846,7 @@ int run_command(const RunArgs& given, const char* argv0) {
     if (options.calibration)  // the ceiling cases come first
       say_what_the_profile_leaves(*options.calibration, cases,
                                   {planned.begin(), planned.begin() + std::ptrdiff_t(planned.size() - cases.size())});
+    ceiling_cases = planned.size() - cases.size();
     cases = std::move(planned);
   } else if (std::any_of(cases.begin(), cases.end(),
                          [](const Case& c) { return c.op != "peak" && c.op != "bandwidth"; })) {
@@ -873,7 +879,10 @@ int run_command(const RunArgs& given, const char* argv0) {
 
   if (a.dry_run) {
     for (auto& p : plan.pipelines) fmt::print("{}\n", pipeline::planned_pipeline_text(p));
-    fmt::print("{} from {}\n", count_of(cases.size(), "case"), plan.source);
+    fmt::print("{} from {}{}\n", count_of(cases.size(), "case"), plan.source,
+               ceiling_cases ? fmt::format(", {} of them {} for % of peak", ceiling_cases,
+                                           ceiling_cases == 1 ? "a ceiling case" : "ceiling cases")
+                             : "");
     for (auto& c : cases) fmt::print("{}\n", c.to_string());
     return 0;
   }

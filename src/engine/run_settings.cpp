@@ -1,8 +1,11 @@
 #include "engine/run_settings.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "opmeter/backend.hpp"
+#include "opmeter/errors.hpp"
 
 namespace opmeter {
 
@@ -45,6 +48,17 @@ void apply_case_settings(Case& c, const RunSettingValues& given) {
     if (auto it = given.find(def.name); it != given.end()) {
       if (it->second > 0) c.set_setting(def.name, fmt::format("{}", it->second));
       else c.drop_setting(def.name);
+    }
+}
+
+void check_case_settings_used(const RunSettingValues& given, const std::vector<Case>& cases) {
+  for (auto* backend : backends())
+    for (auto& def : backend->settings()) {
+      auto it = given.find(def.name);
+      if (def.max <= 0 || it == given.end() || !(it->second > 0)) continue;
+      if (std::any_of(cases.begin(), cases.end(), [&](const Case& c) { return &backend_of(c) == backend; })) continue;
+      throw UsageError(fmt::format("--{} {}: {} needs {}, and no case of this run is on one (--device {})", def.name,
+                                   it->second, def.help, backend->description(), backend->device_grammar()));
     }
 }
 

@@ -38,6 +38,9 @@ using RunSettingValues = std::map<std::string, double>;
 RunOptions apply_run_settings(RunOptions o, const RunSettingValues& given);
 // Sets the given case settings the case's backend takes on it; 0 drops the setting.
 void apply_case_settings(Case& c, const RunSettingValues& given);
+// Throws UsageError for a case setting given above 0 (--graph 5) where none of `cases` is on its
+// backend: the flag would be dropped in silence, where the config key is refused.
+void check_case_settings_used(const RunSettingValues& given, const std::vector<Case>& cases);
 // The flags and values that give a child process's RunOptions these settings (the case
 // settings travel in the case string).
 std::vector<std::string> run_setting_args(const RunOptions& o);

@@ -498,6 +498,8 @@ Result run_case(const Case& c, const RunOptions& options, const ProgressFn& prog
       // A collective's energy is every rank's: summed over the launch (all ranks call this together).
       if (op.every_rank)
         if (scale::LaunchComm* comm = scale::launch_comm()) sum_energy_over_ranks(r, *comm);
+    } else {
+      r.energy_reason = kEnergyOffReason;  // the user's choice, not a missing sensor
     }
     if (burst) busy_until()[c.device] = now_s();
     if (telemetry) record_telemetry(r, telemetry->stop(), t0, burst_from, burst_to, watched ? &*watched : nullptr);

@@ -100,6 +100,8 @@ Result check_case(const Case& c, const RunOptions& options);
 Result run_case_isolated(const Case& c, const RunOptions& options, const std::atomic<bool>* cancel = nullptr);
 // The reason of a case cut short by the interrupt (Ctrl-C / SIGTERM while it ran).
 inline constexpr const char* kInterruptedReason = "interrupted";
+// Result::energy_reason with energy_window_s 0: energy was switched off, not unreadable.
+inline constexpr const char* kEnergyOffReason = "energy switched off (--energy-window 0, energy_window_s: 0)";
 // Whether `r` is a case cut short by the interrupt (`cancel` set, an `error` kInterruptedReason):
 // not a result, so neither run nor check records it and --resume runs it again.
 bool cut_by_interrupt(const Result& r, const std::atomic<bool>* cancel);

@@ -75,6 +75,7 @@ std::vector<PipelineSummary> summarize_pipelines(const std::vector<PlannedPipeli
     run.pipeline = p.pipeline;
     run.device = p.like.device;
     run.layer_results = layer_results(p, round.results);
+    for (std::size_t i = 0; i < p.pipeline.layers.size(); ++i) run.layer_cases.push_back(p.layer_case(i).to_string());
     run.idle_power_w = idle_power(round.context, p.like);
     if (p.end_to_end)
       for (const auto& r : round.results)

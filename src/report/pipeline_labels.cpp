@@ -16,6 +16,9 @@ namespace opmeter {
 std::set<int> pipeline_threads(const pipeline::PipelineSummary& s) {
   std::set<int> out;
   for (const auto& l : s.layers) {
+    // A layer without a result (no impl, no time) says nothing of the threads the run used: files
+    // from before name its bare case there (threads=1).
+    if (l.impl.empty() && !l.measured()) continue;
     try {
       Case c = parse_case(l.case_string);
       if (c.on_host()) out.insert(c.threads);

@@ -9,6 +9,7 @@
 #include "report/pipeline_labels.hpp"
 #include "report/report.hpp"
 #include "report/reporters.hpp"
+#include "util/human_units.hpp"
 #include "util/markdown_cell.hpp"
 
 namespace opmeter {
@@ -27,8 +28,9 @@ constexpr const char* kFormula =
     "Pipeline parallel: every layer a stage on its own device; stage i takes t<sub>i</sub> = latency<sub>i</sub> "
     "&times; count<sub>i</sub>. The slowest stage sets the period T = max t<sub>i</sub> (throughput = samples / T), "
     "and every stage idles for the rest of it: energy per pass = &Sigma;<sub>i</sub> [E<sub>i</sub> &times; "
-    "count<sub>i</sub> + P<sub>idle</sub> &times; (T &minus; t<sub>i</sub>)]. Energy without idle subtracts "
-    "P<sub>idle</sub> &times; latency from each call.";
+    "count<sub>i</sub> + P<sub>idle</sub> &times; (T &minus; t<sub>i</sub>)]. A layer's energy per call is "
+    "E<sub>i</sub> = P<sub>i</sub> &times; latency<sub>i</sub>: its average power over its energy window "
+    "&times; its median. Energy without idle subtracts P<sub>idle</sub> &times; latency from each call.";
 
 void add_chart(std::string& out, nlohmann::json& specs, const std::optional<Chart>& c) {
   if (!c) return;
@@ -61,9 +63,9 @@ void summary_table(std::string& out, const std::vector<PipelineSummary>& summari
     out += fmt::format("<tr{}><td><a href=\"#pipeline-{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td>",
                        s.complete ? "" : " class=\"skipped\"", i, html_escape(row_name(s, labels[i])),
                        html_escape(s.device), html_escape(s.dtype), html_escape(pipeline::params_text(s)));
-    out += td(pipeline::human_count(s.total_params)) + td(pipeline::human_count(s.total_macs)) + "<td>" + status + "</td>" +
-           td(time_cell(s.latency_s)) +
-           td(s.throughput ? fmt::format("{:.4g} {}/s", *s.throughput, html_escape(s.sample_unit)) : "") +
+    out += td(pipeline::human_count(s.total_params)) + td(pipeline::human_count(s.total_macs)) + "<td>" + status +
+           "</td>" + td(time_cell(s.latency_s)) +
+           td(s.throughput ? fmt::format("{} {}/s", human_rate(*s.throughput), html_escape(s.sample_unit)) : "") +
            td(energy_cell(s.energy_j)) + td(energy_cell(s.energy_per_sample_j)) +
            td(energy_cell(s.dynamic_energy_per_sample_j)) + td(fixed(s.idle_power_w, "{:.1f}")) +
            td(time_cell(s.period_s)) + td(energy_cell(s.pipeline_parallel_energy_j)) + td(time_cell(s.end_to_end_s)) +
@@ -161,12 +163,14 @@ std::string pipelines_markdown(const std::vector<PipelineSummary>& summaries) {
         markdown_cell(pipeline::params_text(s)), pipeline::human_count(s.total_params),
         pipeline::human_count(s.total_macs),
         s.complete ? "complete" : fmt::format("incomplete ({} missing)", s.missing.size()), time_cell(s.latency_s),
-        s.throughput ? fmt::format("{:.4g} {}/s", *s.throughput, markdown_cell(s.sample_unit)) : "",
+        s.throughput ? fmt::format("{} {}/s", human_rate(*s.throughput), markdown_cell(s.sample_unit)) : "",
         energy_cell(s.energy_per_sample_j), energy_cell(s.dynamic_energy_per_sample_j), time_cell(s.period_s),
         energy_cell(s.pipeline_parallel_energy_j), time_cell(s.end_to_end_s), markdown_cell(ratio_cell(s)));
   }
-  out += "\nPipeline parallel: every layer a stage on its own device, t_i = latency_i x count_i; period T = max t_i; "
-         "energy per pass = sum_i [E_i x count_i + P_idle x (T - t_i)].\n\n";
+  out +=
+      "\nPipeline parallel: every layer a stage on its own device, t_i = latency_i x count_i; period T = max t_i; "
+      "energy per pass = sum_i [E_i x count_i + P_idle x (T - t_i)]; E_i = P_i x latency_i, the layer's average "
+      "power over its energy window x its median.\n\n";
   for (std::size_t i = 0; i < summaries.size(); ++i) {
     auto& s = summaries[i];
     out += fmt::format("### {}\n\n", markdown_cell(labels[i]));

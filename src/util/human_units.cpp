@@ -14,6 +14,13 @@ std::string human_time(double s) {
   return fmt::format("{:.3f} s", s);
 }
 
+std::string human_rate(double v) {
+  if (!(v >= 0) || !std::isfinite(v)) return "-";
+  if (v < 1e4) return fmt::format("{:.4g}", v);                       // e-notation starts at 1e4 for 4 digits
+  const double unit = std::pow(10.0, std::floor(std::log10(v)) - 3);  // rounds away digits past the 4th
+  return fmt::format("{:.0f}", std::round(v / unit) * unit);
+}
+
 std::string spread_percent(double fraction, std::size_t samples) {
   if (samples < 2 || !std::isfinite(fraction)) return "-";
   return fmt::format("{:.2f}%", fraction * 100);

@@ -9,8 +9,8 @@
 namespace opmeter::pipeline {
 namespace {
 
-LayerSummary layer_summary(const Layer& layer, const Result* r, const std::string& device,
-                           const std::optional<double>& idle_power_w) {
+LayerSummary layer_summary(const Layer& layer, const Result* r, const std::string& planned_case,
+                           const std::string& device, const std::optional<double>& idle_power_w) {
   LayerSummary s;
   s.label = layer.label;
   s.op = layer.kase.op;
@@ -18,7 +18,7 @@ LayerSummary layer_summary(const Layer& layer, const Result* r, const std::strin
   s.params = layer.cost.params;
   s.macs = layer.cost.macs;
   if (!r) {
-    s.case_string = layer.kase.to_string();
+    s.case_string = planned_case.empty() ? layer.kase.to_string() : planned_case;
     s.reason = "no result for this layer in the run";
     return s;
   }
@@ -44,16 +44,18 @@ LayerSummary layer_summary(const Layer& layer, const Result* r, const std::strin
   if (r->efficiency) s.pct_roofline = *r->efficiency * 100;
   s.pct_peak = r->pct_peak;
   s.precision = r->summary.precision;
-  if (r->energy_j) {
-    s.energy_j = r->energy_j;
-    s.total_energy_j = *r->energy_j * count;
+  // The energy of the same call as the latency: the window's average power over the median. The
+  // window's own energy per call (Result::energy_j) is of hot back-to-back calls, which can be
+  // several times shorter than the median: summed beside the latency it would undercount a pass.
+  if (r->energy_j && r->avg_power_w && *r->avg_power_w > 0) {
+    s.energy_j = *r->avg_power_w * *s.latency_s;
+    s.total_energy_j = *s.energy_j * count;
     if (idle_power_w) {
-      // Idle over the calls the energy was metered in: the energy window's time per call
-      // (energy / its average power), not the median, which comes from other (cold, burst) calls.
-      const double call_s = r->avg_power_w && *r->avg_power_w > 0 ? *r->energy_j / *r->avg_power_w : *s.latency_s;
-      s.idle_energy_j = *idle_power_w * call_s;
+      s.idle_energy_j = *idle_power_w * *s.latency_s;
       s.dynamic_energy_j = *s.energy_j - *s.idle_energy_j;
     }
+  } else if (r->energy_j) {
+    s.energy_reason = "the energy window has no average power";
   } else {
     s.energy_reason = r->energy_reason.empty() ? fmt::format("no energy reading on {}", device) : r->energy_reason;
   }
@@ -132,7 +134,8 @@ void add_end_to_end(PipelineSummary& s, const Result& r, double scale) {
   s.end_to_end_scale = scale;
   if (r.status != Status::ok || !(r.summary.median > 0)) return;
   s.end_to_end_s = r.summary.median * scale;
-  if (r.energy_j) s.end_to_end_energy_j = *r.energy_j * scale;
+  // As for the layers: the window's power over the median, so both ratios compare like with like.
+  if (r.energy_j && r.avg_power_w && *r.avg_power_w > 0) s.end_to_end_energy_j = *r.avg_power_w * *s.end_to_end_s;
   s.end_to_end_precision = r.summary.precision;
   if (s.latency_s) add_ratio(s, *s.latency_s / *s.end_to_end_s, s.latency_precision.value_or(0), r.summary.precision);
   if (s.energy_j && s.end_to_end_energy_j && *s.end_to_end_energy_j > 0)
@@ -170,7 +173,8 @@ PipelineSummary summarize(const PipelineRun& run) {
   s.idle_power_w = run.idle_power_w;
   for (std::size_t i = 0; i < p.layers.size(); ++i) {
     const Result* r = i < run.layer_results.size() ? run.layer_results[i] : nullptr;
-    s.layers.push_back(layer_summary(p.layers[i], r, run.device, run.idle_power_w));
+    const std::string planned = i < run.layer_cases.size() ? run.layer_cases[i] : "";
+    s.layers.push_back(layer_summary(p.layers[i], r, planned, run.device, run.idle_power_w));
     const auto& l = s.layers.back();
     if (!l.measured())
       s.missing.push_back(fmt::format("{} ({}): {}{}", l.label, l.op, l.status, l.reason.empty() ? "" : ": " + l.reason));

@@ -17,6 +17,9 @@ struct PipelineRun {
   Pipeline pipeline;
   std::string device;                          // "cpu" / "cuda:0"
   std::vector<const Result*> layer_results;    // parallel to pipeline.layers; nullptr: not measured
+  // Parallel to pipeline.layers: the case each layer was planned as (impl, threads or device),
+  // named for a layer without a result; empty: the layer's own case.
+  std::vector<std::string> layer_cases;
   std::optional<double> idle_power_w;          // the device's idle power, where known
   const Result* end_to_end = nullptr;          // the PyTorch model (op `model`), when run
   double end_to_end_scale = 1;                 // e.g. 64 for OPT (one decoder layer x 64)
@@ -26,7 +29,8 @@ struct PipelineRun {
 inline constexpr const char* kNotMeasured = "not-measured";
 
 struct LayerSummary {
-  std::string label, op, case_string, impl;
+  std::string label, op, case_string;
+  std::string impl;  // its result's; empty when the run has no result for it
   std::size_t count = 1;
   std::string status = kNotMeasured;  // a Status name, or kNotMeasured
   std::string reason;
@@ -35,9 +39,11 @@ struct LayerSummary {
   std::optional<double> latency_s;         // median per call
   std::optional<double> total_s;           // latency x count
   std::optional<double> power_w;           // average over the energy window
-  std::optional<double> energy_j;          // per call, idle included (Result::energy_j)
+  // Per call, idle included: power_w x latency_s, the call whose time latency_s is. Not
+  // Result::energy_j, which is per hot call of the energy window (shorter than a cold median).
+  std::optional<double> energy_j;
   std::optional<double> total_energy_j;    // energy x count
-  std::optional<double> idle_energy_j;     // idle power x the energy window's time per call
+  std::optional<double> idle_energy_j;     // idle power x latency_s
   std::optional<double> dynamic_energy_j;  // energy - idle energy, per call
   std::string energy_reason;               // why energy is empty
   double params = 0, macs = 0;             // per call, from the pipeline's layer
@@ -104,7 +110,7 @@ struct PipelineSummary {
 
   // The PyTorch model run end to end (x end_to_end_scale), beside the sum of layers.
   std::string end_to_end_case, end_to_end_status, end_to_end_reason;  // empty case: not run
-  std::optional<double> end_to_end_s, end_to_end_energy_j;
+  std::optional<double> end_to_end_s, end_to_end_energy_j;            // energy: its window's power x end_to_end_s
   double end_to_end_scale = 1;
   std::optional<double> end_to_end_ratio;         // sum of layers latency / end-to-end latency
   // The ratio's interval from both relative uncertainties (a = latency_precision, b = the end to

@@ -74,8 +74,8 @@ std::string ranked_lines(const PipelineSummary& s, const std::vector<RankedLayer
 
 std::string parallel_line(const PipelineSummary& s) {
   if (!s.period_s) return "-";
-  std::string out = fmt::format("period {} (the slowest stage), {:.4g} {}/s", human_time(*s.period_s),
-                                *s.pipeline_parallel_throughput, s.sample_unit);
+  std::string out = fmt::format("period {} (the slowest stage), {} {}/s", human_time(*s.period_s),
+                                human_rate(*s.pipeline_parallel_throughput), s.sample_unit);
   if (s.pipeline_parallel_energy_j) out += ", energy " + human_energy(*s.pipeline_parallel_energy_j) + " per pass";
   return out;
 }
@@ -137,8 +137,10 @@ std::string display_name(const PipelineSummary& s) {
 }
 
 std::string pipeline_log(const PipelineSummary& s) {
-  std::string out = fmt::format("opmeter pipeline {} on {}{}, {} ({})\n", s.name, s.device,
-                                s.machine.empty() ? "" : " of " + s.machine, s.dtype, params_text(s));
+  const std::string built_with = params_text(s);  // empty for a config's own pipeline: no "()"
+  std::string out =
+      fmt::format("opmeter pipeline {} on {}{}, {}{}\n", s.name, s.device, s.machine.empty() ? "" : " of " + s.machine,
+                  s.dtype, built_with.empty() ? "" : " (" + built_with + ")");
   out += fmt::format("{} params, {} MACs per pass; {} layers; {:g} {} per pass\n\n", human_count(s.total_params),
                      human_count(s.total_macs), s.layers.size(), s.samples, s.sample_unit);
   out += layer_table(s) + "\n";
@@ -150,7 +152,7 @@ std::string pipeline_log(const PipelineSummary& s) {
   auto line = [&](const char* key, const std::string& value) { out += fmt::format("{:<26}{}\n", key, value); };
   out += "totals (one forward pass)\n";
   line("  latency", time_or_dash(s.latency_s));
-  line("  throughput", s.throughput ? fmt::format("{:.4g} {}/s", *s.throughput, s.sample_unit) : "-");
+  line("  throughput", s.throughput ? fmt::format("{} {}/s", human_rate(*s.throughput), s.sample_unit) : "-");
   line("  energy (idle included)", energy_or_dash(s.energy_j));
   line("  energy without idle", energy_or_dash(s.dynamic_energy_j));
   line(fmt::format("  energy per {}", s.sample_unit).c_str(),
@@ -163,8 +165,10 @@ std::string pipeline_log(const PipelineSummary& s) {
   if (auto e2e = end_to_end_line(s); !e2e.empty()) line("  PyTorch end to end", e2e);
   out += "\ntop layers by time (latency x count)\n" + ranked_lines(s, s.top_by_time, false);
   if (!s.top_by_energy.empty()) out += "\ntop layers by energy (energy x count)\n" + ranked_lines(s, s.top_by_energy, true);
-  out += "\npipeline parallel: every layer a stage on its own device, stage time t_i = latency_i x count_i;\n"
-         "period T = max t_i; energy per pass = sum_i [E_i x count_i + P_idle x (T - t_i)].\n";
+  out +=
+      "\nenergy/call E_i = P_i x latency_i: the layer's average power over its energy window x its median.\n"
+      "pipeline parallel: every layer a stage on its own device, stage time t_i = latency_i x count_i;\n"
+      "period T = max t_i; energy per pass = sum_i [E_i x count_i + P_idle x (T - t_i)].\n";
   return out;
 }
 
@@ -181,7 +185,8 @@ void print_pipeline_summary(std::ostream& out, const PipelineSummary& s) {
                              ? fmt::format("{} per pass, {} per {}", human_energy(*s.energy_j),
                                            human_energy(*s.energy_per_sample_j), s.sample_unit)
                              : "energy: " + s.energy_reason;
-    out << fmt::format("  {} per pass, {:.4g} {}/s; {}\n", human_time(*s.latency_s), *s.throughput, s.sample_unit, energy);
+    out << fmt::format("  {} per pass, {} {}/s; {}\n", human_time(*s.latency_s), human_rate(*s.throughput),
+                       s.sample_unit, energy);
     if (s.energy_j && !s.dynamic_energy_j) out << "  " << s.energy_reason << "\n";
     out << "  pipeline parallel: " << parallel_line(s) << "\n";
   }
