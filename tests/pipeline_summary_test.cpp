@@ -2,6 +2,8 @@
 // and the PyTorch model beside the sum of layers. Every expected number is worked out by hand.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "pipeline/present/pipeline_summary.hpp"
 #include "tests/pipeline_fixtures.hpp"
 
@@ -301,4 +303,12 @@ TEST(PipelineSummary, EndToEndRatioCarriesItsIntervalOrIsRefusedWhenLoose) {
   EXPECT_NE(s.end_to_end_ratio_note.find("±49.7%"), std::string::npos) << s.end_to_end_ratio_note;
   EXPECT_NE(s.end_to_end_ratio_note.find("0.92 to 2.84"), std::string::npos) << s.end_to_end_ratio_note;
   EXPECT_TRUE(s.end_to_end_s);  // the figure itself is still shown
+  // 5 samples of the model: no interval at all, said in words.
+  model.summary.precision = std::numeric_limits<double>::infinity();
+  s = summarize(h.run);
+  EXPECT_FALSE(s.end_to_end_ratio);
+  EXPECT_NE(s.end_to_end_ratio_note.find("the end to end time of unknown precision (a median of fewer than 6 samples)"),
+            std::string::npos)
+      << s.end_to_end_ratio_note;
+  EXPECT_EQ(s.end_to_end_ratio_note.find("inf"), std::string::npos) << s.end_to_end_ratio_note;
 }

@@ -111,8 +111,12 @@ void add_totals(PipelineSummary& s) {
 
 // The ratio with its interval, or none and why when the interval is too wide to read.
 void add_ratio(PipelineSummary& s, double ratio, double a, double b) {
-  const std::string spreads = fmt::format("the sum of layers is known to ±{:.1f}% and the end to end time to ±{:.1f}%",
-                                          100 * a, 100 * b);
+  // A median of fewer than 6 samples has no interval (infinite precision): said so, not "±inf%".
+  auto known = [](double p) {
+    return std::isfinite(p) ? fmt::format("known to ±{:.1f}%", 100 * p)
+                            : std::string("of unknown precision (a median of fewer than 6 samples)");
+  };
+  const std::string spreads = fmt::format("the sum of layers is {} and the end to end time {}", known(a), known(b));
   if (!std::isfinite(a) || !std::isfinite(b) || b >= 1) {
     s.end_to_end_ratio_note = "no ratio: " + spreads;
     return;
