@@ -248,14 +248,18 @@ Comparison compare_results(const ResultSet& base, const ResultSet& neu, const Co
         c.tested = true;
         c.direction = rank_direction(test.u, c.base_samples, c.new_samples);
       }
-      // Past 10 a side, ties can give a p the separated samples cannot (the tie-corrected
-      // variance): that p counts. Up to 10 the test is exact and ties never do.
+      // Ties can give a p the separated samples cannot (fewer distinct arrangements exactly, or
+      // the tie-corrected variance past 10 a side): that p counts.
       const bool testable = can_reach_alpha(c.base_samples, c.new_samples, o.alpha) || c.p_value < o.alpha;
       c.verdict = compare_verdict(c.change, c.p_value, testable, o, c.direction);
       // Too few samples to test is no pass: a doubling measured 3 times a side fails the gate too.
       // Nor is a NEW the ranks find slower, whatever its median says.
+      // A mixed case fails as far as either side of it is slower beyond --fail-above: its median,
+      // or, where the ranks say NEW is slower, its mean (the clusters' weight the median misses).
+      const double mean_change = mean(new_samples) / mean(base_samples) - 1;
       c.fails_gate = ((c.verdict == "slower" || c.verdict == "untestable") && c.change * 100 > o.fail_above_pct) ||
-                     (c.verdict == "mixed" && c.direction > 0);
+                     (c.verdict == "mixed" &&
+                      (c.change * 100 > o.fail_above_pct || (c.direction > 0 && mean_change * 100 > o.fail_above_pct)));
       ratios[c.op].push_back(1 + c.change);
     } else {
       c.verdict = base_ok ? "broken" : new_ok ? "fixed" : "unmeasured";
@@ -296,10 +300,11 @@ std::string compare_markdown(const Comparison& c, const CompareOptions& o) {
                                                   c.missing_fails ? " (fails the gate; --allow-missing allows a subset)"
                                                                   : " (allowed: --allow-missing)"));
   out += fmt::format(
-      "Verdicts: Mann-Whitney U on the raw samples at alpha {}, exact up to 10 a side; changes under {}% "
+      "Verdicts: Mann-Whitney U on the raw samples at alpha {0}, exact up to 10 a side; changes under {1}% "
       "are `same`; `untestable`: too few samples for the test to reach alpha (4 a side reach 0.05); "
       "`mixed`: significant, but the ranks and the median point different ways. The gate fails on "
-      "`slower` or `untestable` by more than {}%, on `mixed` where the ranks say slower, on `broken`{}.{}\n\n",
+      "`slower` or `untestable` by more than {2}%, on `mixed` whose median (or mean, where the ranks say slower) "
+      "is slower by more than {2}%, on `broken`{3}.{4}\n\n",
       o.alpha, o.threshold_pct, o.fail_above_pct,
       o.allow_missing ? "" : " and on cases measured in BASE that NEW lacks",
       o.sustained ? " GPU cases are compared on their sustained figure where both runs have one." : "");
@@ -339,10 +344,18 @@ std::string compare_markdown(const Comparison& c, const CompareOptions& o) {
 
 nlohmann::json compare_json(const Comparison& c, const CompareOptions& o) {
   auto group = [](const GroupSummary& g) {
-    return nlohmann::json{{"name", g.name},           {"compared", g.compared},     {"geomean_ratio", g.geomean_ratio},
-                          {"faster", g.faster},       {"slower", g.slower},         {"same", g.same},
-                          {"uncertain", g.uncertain}, {"untestable", g.untestable}, {"mixed", g.mixed},
-                          {"broken", g.broken},       {"fixed", g.fixed},           {"unmeasured", g.unmeasured}};
+    return nlohmann::json{{"name", g.name},
+                          {"compared", g.compared},
+                          {"geomean_ratio", g.compared ? nlohmann::json(g.geomean_ratio) : nlohmann::json()},
+                          {"faster", g.faster},
+                          {"slower", g.slower},
+                          {"same", g.same},
+                          {"uncertain", g.uncertain},
+                          {"untestable", g.untestable},
+                          {"mixed", g.mixed},
+                          {"broken", g.broken},
+                          {"fixed", g.fixed},
+                          {"unmeasured", g.unmeasured}};
   };
   // What a case does not have is null: a consumer reads 0 as "no change" and 1 as a p.
   auto positive = [](double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(); };
@@ -364,7 +377,7 @@ nlohmann::json compare_json(const Comparison& c, const CompareOptions& o) {
                      {"fails_gate", r.fails_gate}});
   }
   for (auto& g : c.per_op) ops.push_back(group(g));
-  return {{"schema", "opmeter-compare/1"},
+  return {{"schema", "opmeter-compare/2"},  // /2: nulls where there is no value, mixed, missing
           {"base", c.base_source},
           {"new", c.new_source},
           {"options",

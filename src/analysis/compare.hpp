@@ -27,7 +27,9 @@ struct CompareOptions {
 // `testable` false: too few samples for the test ever to reach alpha (can_reach_alpha).
 // broken: measured in BASE, not in NEW (failed, skipped, ...); fixed: the other way round;
 // unmeasured: measured on neither side. mixed: significant, but the ranks and the median point
-// different ways (samples in clusters: NEW mostly slower with a faster median, or the reverse).
+// different ways (samples in clusters: NEW mostly slower with a faster median, or the reverse);
+// it fails the gate when its median, or (the ranks saying slower) its mean, is slower by more
+// than --fail-above.
 // `direction` is the ranks' (rank_direction): +1 NEW tends slower, -1 faster, 0 neither.
 std::string compare_verdict(double change, double p_value, bool testable, const CompareOptions& o, int direction = 0);
 // Which way the U test points: +1 when NEW's samples tend to be the larger (slower), -1 smaller.
