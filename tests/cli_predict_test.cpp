@@ -99,7 +99,7 @@ TEST(CliPredict, FitWritesTheModelAndItsReportAndPrintsTheErrors) {
   EXPECT_TRUE(fs::exists(f.dir / "model.html"));
   EXPECT_TRUE(fs::exists(f.dir / "model.md"));
   auto j = nlohmann::json::parse(std::ifstream(f.model));
-  EXPECT_EQ(j["schema"], "opmeter-predict-model/1");
+  EXPECT_EQ(j["schema"], "opmeter-predict-model/2");
   ASSERT_EQ(j["groups"].size(), 1u) << f.fit_output;
   EXPECT_EQ(j["groups"][0]["key"], "cpu/gemm/onednn/fp32");
   EXPECT_EQ(j["groups"][0]["points"].size(), 14u);  // and the pipeline's two layers: shapes of the same group

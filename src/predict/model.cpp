@@ -346,6 +346,11 @@ PredictModel model_from_json(const nlohmann::json& j) {
                                    schema));
     if (schema.empty())
       throw UsageError(fmt::format("not a model file: it has no schema (expected {})", kPredictModelSchema));
+    if (schema == "opmeter-predict-model/1")
+      throw UsageError(
+          fmt::format("a model of an older opmeter (opmeter-predict-model/1), whose groups mixed hot and "
+                      "cold cases: fit it again with opmeter predict fit (this opmeter writes {})",
+                      kPredictModelSchema));
     throw UsageError(fmt::format("not a model file of this opmeter: its schema is {}, expected {}", schema,
                                  kPredictModelSchema));
   }

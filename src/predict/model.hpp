@@ -19,7 +19,8 @@
 
 namespace opmeter::predict {
 
-inline constexpr const char* kPredictModelSchema = "opmeter-predict-model/1";
+// /2: hot (warm-cache) cases are groups of their own ("/hot" keys); a /1 model mixed them.
+inline constexpr const char* kPredictModelSchema = "opmeter-predict-model/2";
 
 // roofline: no fitting; analytic: fitted constants; boosted: gradient-boosted trees; forest: a
 // random forest (the baseline the boosted trees must beat). The learned ones predict
