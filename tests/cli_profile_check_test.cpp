@@ -55,6 +55,13 @@ TEST(ProfileCheck, AProfileOfAnotherMachineIsUsedWithOneWarningNamingWhatDiffers
   out = run_with(dir, p);
   ASSERT_EQ(out.code, 0) << out.text;
   EXPECT_FALSE(has(out.text, "another machine")) << out.text;
+  // A flag a kernel or microcode update brings is no other machine; a vector unit is.
+  p["context"]["cpu"]["isa_flags"].push_back("flush_l1d_x");
+  out = run_with(dir, p);
+  EXPECT_FALSE(has(out.text, "another machine")) << out.text;
+  p["context"]["cpu"]["isa_flags"].push_back("avx_x_test");
+  out = run_with(dir, p);
+  EXPECT_TRUE(has(out.text, "ISA avx_x_test that this CPU lacks")) << out.text;
 }
 
 TEST(ProfileCheck, ImpossibleOrMalformedValuesAreRefusedNamingFileAndKey) {

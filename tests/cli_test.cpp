@@ -387,8 +387,9 @@ TEST(Cli, CalibrateWritesAProfileThatRunUses) {
                       "ops: [linear]\nimpls: [onednn, onednn_unfused]\nbatch: [1]\nseq: [8]\nhidden: [16]\nout: [16]\n"
                       "act: [relu]\nstopping: {samples: 3}\n");
   auto profile = dir / "profile.json";
-  auto out = cli(fmt::format("calibrate --threads 1 --array-mib 64 --fusion {} --out {} --results {}", fusion.string(),
-                             profile.string(), (dir / "raw").string()));
+  auto out =
+      cli(fmt::format("calibrate --threads 1 --array-mib 64 --llc-bytes 1048576 --fusion {} --out {} --results {}",
+                      fusion.string(), profile.string(), (dir / "raw").string()));
   ASSERT_EQ(out.code, 0) << out.text;
   std::ifstream f(profile);
   auto p = nlohmann::json::parse(f);

@@ -28,7 +28,7 @@ TEST(ExceededCeilings, APeakMostResultsBeatIsNamed) {
   results.push_back(rated(fmt::format(fmt::runtime(gemm), 512), 5, 6.3));
   auto w = exceeded_ceilings(results);
   ASSERT_EQ(w.size(), 1u);
-  EXPECT_EQ(w[0].rfind("the peak 6.3 GFLOP/s, measured by peak/opmeter/fp32/kernel=fma/threads=2 is below what 3 of "
+  EXPECT_EQ(w[0].rfind("the peak 6.3 GFLOP/s (measured by peak/opmeter/fp32/kernel=fma/threads=2) is below what 3 of "
                        "the 4 results rated against it reached",
                        0),
             0u)
@@ -62,6 +62,6 @@ TEST(ExceededCeilings, HotCasesAboveBandwidthAreNoEvidence) {
   }
   auto w = exceeded_ceilings(results);
   ASSERT_EQ(w.size(), 1u);
-  EXPECT_NE(w[0].find("the memory bandwidth 15 GB/s, measured by bandwidth/opmeter"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("the memory bandwidth 15 GB/s (measured by bandwidth/opmeter"), std::string::npos) << w[0];
   EXPECT_NE(w[0].find("3 of the 3 results"), std::string::npos) << w[0];
 }

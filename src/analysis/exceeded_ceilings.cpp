@@ -13,12 +13,15 @@ struct Tally {
 };
 
 // The ceiling a flag's detail names: "GFLOP/s is 1519.0% of the peak 6.3 GFLOP/s, measured by
-// CASE" -> "the peak 6.3 GFLOP/s, measured by CASE".
+// CASE" -> "the peak 6.3 GFLOP/s (measured by CASE)".
 std::string ceiling_named(const std::string& detail) {
   const auto of = detail.find("% of ");
   if (of == std::string::npos) return detail;
   std::string named = detail.substr(of + 5);
-  return named.substr(0, named.find("; "));  // the why that follows is the result's own
+  named = named.substr(0, named.find("; "));  // the why that follows is the result's own
+  if (auto by = named.find(", measured by "); by != std::string::npos)
+    named = named.substr(0, by) + " (" + named.substr(by + 2) + ")";
+  return named;
 }
 
 }  // namespace
@@ -35,7 +38,9 @@ std::vector<std::string> exceeded_ceilings(const std::vector<Result>& results) {
       ++t.rated;
       if (!r.has_flag(flag)) return;
       ++t.above;
-      if (auto it = r.details.find(flag); it != r.details.end()) name[{flag, *ceiling}] = ceiling_named(it->second);
+      auto it = r.details.find(flag);
+      name[{flag, *ceiling}] =
+          it != r.details.end() ? ceiling_named(it->second) : fmt::format("the ceiling {:.4g} ({})", *ceiling, flag);
     };
     count("faster-than-peak", r.peak_gflops, true);
     count("faster-than-bandwidth", r.bandwidth_gbps, r.cache == "cold");

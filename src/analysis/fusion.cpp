@@ -67,7 +67,7 @@ std::vector<FusionRow> fusion_rows(const std::vector<Result>& results, const Fus
     row.fused_gflops = r.gflops;
     // unfused / fused, each median within its precision: a median known to ±50% cannot say avoid.
     const double pu = base.summary.precision, pf = r.summary.precision;
-    const bool known = std::isfinite(pu) && std::isfinite(pf) && pf < 1;
+    const bool known = std::isfinite(pu) && std::isfinite(pf) && pu < 1 && pf < 1;
     const double inf = std::numeric_limits<double>::infinity();
     row.speedup_low = known ? row.speedup * (1 - pu) / (1 + pf) : 0;
     row.speedup_high = known ? row.speedup * (1 + pu) / (1 - pf) : inf;
@@ -89,7 +89,7 @@ nlohmann::json to_json(const FusionRow& row) {
           {"unfused_s", row.unfused_s},
           {"fused_s", row.fused_s},
           {"speedup", row.speedup},
-          {"speedup_low", row.speedup_low},
+          {"speedup_low", std::isfinite(row.speedup_high) ? nlohmann::json(row.speedup_low) : nlohmann::json()},
           {"speedup_high", std::isfinite(row.speedup_high) ? nlohmann::json(row.speedup_high) : nlohmann::json()},
           {"unfused_bytes", row.unfused_bytes},
           {"fused_bytes", row.fused_bytes},
@@ -121,7 +121,8 @@ std::string fusion_markdown(const std::vector<FusionRow>& rows, const FusionThre
       "uncertain where it reaches past a threshold)\n\n"
       "Flags: the fused case's or its unfused baseline's (`unfused:contended`) that make the speedup, and so "
       "the verdict, doubtful: measure a flagged row again on a quiet machine before acting on it.\n\n"
-      "| pattern | dtype | shape | fused impl | unfused | fused | speedup | 95% interval | MB unfused | MB fused | "
+      "| pattern | dtype | shape | fused impl | unfused | fused | speedup | interval (>= 95%) | MB unfused | MB fused "
+      "| "
       "traffic saved | GFLOP/s unfused -> fused | verdict | flags |\n"
       "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n",
       t.fuse, t.avoid);

@@ -24,8 +24,8 @@ struct FusionRow {
   std::string unfused_impl, fused_impl;
   double unfused_s = 0, fused_s = 0;  // median seconds per call
   double speedup = 0;                 // unfused_s / fused_s
-  // The speedup's interval from both medians' 95% intervals (their precisions); infinite bounds
-  // where a median has none (fewer than 6 samples).
+  // The speedup's interval from both medians' 95% intervals (their precisions): at least 95%.
+  // Unknown (0 and infinity; null in the JSON) where a median has none (fewer than 6 samples).
   double speedup_low = 0, speedup_high = 0;
   double unfused_bytes = 0, fused_bytes = 0;
   double traffic_reduction = 0;       // 1 - fused_bytes / unfused_bytes

@@ -89,22 +89,24 @@ struct CalibrationPlan {
   Plan fusion;
 };
 
-// Arrays that fit in a cache measure it, not memory: refused below what `run` takes as a memory
-// ceiling (kMemoryCeilingMinBytes moved) and below the last-level cache (`cache_bytes`; 0: unknown).
+// Arrays that fit in a cache measure it, not memory: refused where one array (the read and write
+// kernels stream one) fits in the last-level cache (`cache_bytes`; 0: unknown), or where the
+// copy kernel (two arrays) moves less than `run` takes a memory ceiling from.
 void check_array_mib(const CalibrateArgs& a, std::size_t cache_bytes, const char* cache) {
   if (!a.array_mib) return;
   constexpr double kMiB = 1 << 20;
-  const double moved = 2.0 * double(*a.array_mib) * kMiB;  // the copy kernel reads and writes an array
-  const double need = std::max(kMemoryCeilingMinBytes, double(cache_bytes));
-  if (moved >= need) return;
-  throw UsageError(fmt::format(
-      "calibrate --array-mib {}: its copy kernel would move {:.0f} MiB, less than {}: that measures a cache, "
-      "not memory; give --array-mib {:.0f} or more",
-      *a.array_mib, moved / kMiB,
-      need > kMemoryCeilingMinBytes
-          ? fmt::format("the {:.0f} MiB {}", double(cache_bytes) / kMiB, cache)
-          : fmt::format("the {:.0f} MiB opmeter run takes a memory ceiling from", kMemoryCeilingMinBytes / kMiB),
-      std::ceil(need / 2 / kMiB)));
+  const double array = double(*a.array_mib) * kMiB;
+  if (array < double(cache_bytes))
+    throw UsageError(fmt::format(
+        "calibrate --array-mib {}: an array of {} MiB fits in the {:.0f} MiB {}: that "
+        "measures a cache, not memory; give --array-mib {:.0f} or more",
+        *a.array_mib, *a.array_mib, double(cache_bytes) / kMiB, cache, std::ceil(double(cache_bytes) / kMiB)));
+  if (2 * array < kMemoryCeilingMinBytes)
+    throw UsageError(fmt::format(
+        "calibrate --array-mib {}: its copy kernel would move {:.0f} MiB, less than the "
+        "{:.0f} MiB opmeter run takes a memory ceiling from: that measures a cache, not "
+        "memory; give --array-mib {:.0f} or more",
+        *a.array_mib, 2 * array / kMiB, kMemoryCeilingMinBytes / kMiB, std::ceil(kMemoryCeilingMinBytes / 2 / kMiB)));
 }
 
 // The fusion profile holds the calibrated device's fused/unfused pairs: a config's pipeline

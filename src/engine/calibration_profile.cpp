@@ -183,10 +183,14 @@ std::vector<std::string> machine_differences(const CalibrationProfile& p, const 
   if (differ("logical_cpus"))
     out.push_back(fmt::format("{} logical CPUs, here {}", member(was, "logical_cpus").dump(),
                               member(now, "logical_cpus").dump()));
+  // The vector and matrix units only: a kernel or microcode update adds and drops other flags
+  // (ibrs, user_shstk, flush_l1d) on the same machine.
   auto flags = [](const nlohmann::json& list) {
     std::set<std::string> s;
     for (auto& f : list)
-      if (f.is_string()) s.insert(f.get<std::string>());
+      if (f.is_string())
+        for (const char* unit : {"avx", "amx", "sse", "ssse", "fma", "f16c"})
+          if (f.get<std::string>().rfind(unit, 0) == 0) s.insert(f.get<std::string>());
     return s;
   };
   if (member(was, "isa_flags").is_array() && member(now, "isa_flags").is_array()) {

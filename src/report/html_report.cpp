@@ -80,14 +80,15 @@ void case_row(std::string& out, const Result& r, const std::string& run) {
   };
   auto pct_roof = r.efficiency ? std::optional<double>(*r.efficiency * 100) : std::nullopt;
   auto s = sustained_rate(r);
-  fmt::format_to(
-      std::back_inserter(out), "<td><span class=\"status\">{}</span>{}</td>{}{}{}{}{}{}{}{}{}{}{}{}</tr>\n",
-      html_escape(status), reason, num_cell(ok ? human_time(r.summary.median) : "", if_ok(r.summary.median)),
-      num_cell(rate(r.gflops), "{:.2f}"), num_cell(rate(r.gbps), "{:.2f}"), num_cell(r.pct_peak, "{:.1f}%"),
-      num_cell(r.pct_bandwidth, "{:.1f}%"), num_cell(pct_roof, "{:.1f}%"), spread(r.summary.precision),
-      spread(r.summary.rel_noise), num_cell(ok ? std::to_string(r.summary.count) : "", if_ok(r.summary.count)),
-      num_cell(s ? fmt::format("{:.2f} {}", s->value, s->unit) : "", s ? std::optional(s->value) : std::nullopt),
-      num_cell(r.avg_power_w, "{:.1f}"), num_cell(r.max_error, "{:.2e}"));
+  fmt::format_to(std::back_inserter(out), "<td><span class=\"status\">{}</span>{}</td>{}{}{}{}{}{}{}{}{}{}{}{}</tr>\n",
+                 html_escape(status), reason, num_cell(ok ? human_time(r.summary.median) : "", if_ok(r.summary.median)),
+                 num_cell(rate(r.gflops), "{:.2f}"), num_cell(rate(r.gbps), "{:.2f}"), num_cell(r.pct_peak, "{:.1f}%"),
+                 num_cell(r.pct_bandwidth, "{:.1f}%"), num_cell(pct_roof, "{:.1f}%"), spread(r.summary.precision),
+                 spread(r.summary.rel_noise),
+                 num_cell(ok ? std::to_string(r.summary.count) : "", if_ok(r.summary.count)),
+                 // GFLOP/s or GB/s: no one scale to sort by, so the column (a plain th) sorts as text.
+                 "<td class=\"num\">" + (s ? fmt::format("{:.2f} {}", s->value, s->unit) : std::string()) + "</td>",
+                 num_cell(r.avg_power_w, "{:.1f}"), num_cell(r.max_error, "{:.2e}"));
 }
 
 // Why a report has no chart. Successful cases without sample times (results written by another
@@ -217,7 +218,7 @@ std::string html_report(const std::vector<ResultSet>& sets, const std::vector<pi
       "<th class=\"num\">median</th><th class=\"num\">GFLOP/s</th><th class=\"num\">GB/s</th>"
       "<th class=\"num\">% of peak</th><th class=\"num\">% of BW</th><th class=\"num\">% of roofline</th>"
       "<th class=\"num\">±</th><th class=\"num\">noise</th><th class=\"num\">samples</th>"
-      "<th class=\"num\">sustained</th><th class=\"num\">power (W)</th><th class=\"num\">max "
+      "<th>sustained</th><th class=\"num\">power (W)</th><th class=\"num\">max "
       "error</th></tr></thead><tbody>\n",
       several ? "<th>run</th>" : "");
   for (std::size_t i = 0; i < sets.size(); ++i)

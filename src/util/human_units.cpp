@@ -16,7 +16,7 @@ std::string human_time(double s) {
 
 std::string human_rate(double v) {
   if (!(v >= 0) || !std::isfinite(v)) return "-";
-  if (v < 1e4) return fmt::format("{:.4g}", v);                       // e-notation starts at 1e4 for 4 digits
+  if (v < 9999.5) return fmt::format("{:.4g}", v);                    // {:.4g} of 9999.5 and up rounds to 1e+04
   const double unit = std::pow(10.0, std::floor(std::log10(v)) - 3);  // rounds away digits past the 4th
   return fmt::format("{:.0f}", std::round(v / unit) * unit);
 }
