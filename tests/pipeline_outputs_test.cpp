@@ -288,6 +288,7 @@ TEST(PipelineOutputs, HumanUnits) {
   EXPECT_EQ(human_rate(45335), "45340");
   EXPECT_EQ(human_rate(2.9648e6), "2965000");
   EXPECT_EQ(human_rate(9999.4), "9999");
+  EXPECT_EQ(human_rate(9999.7), "10000");  // {:.4g} would print 1e+04
   EXPECT_EQ(human_rate(354.44), "354.4");
   EXPECT_EQ(human_rate(0.5), "0.5");
   EXPECT_EQ(human_rate(-1), "-");
