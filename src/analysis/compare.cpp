@@ -253,13 +253,13 @@ Comparison compare_results(const ResultSet& base, const ResultSet& neu, const Co
       const bool testable = can_reach_alpha(c.base_samples, c.new_samples, o.alpha) || c.p_value < o.alpha;
       c.verdict = compare_verdict(c.change, c.p_value, testable, o, c.direction);
       // Too few samples to test is no pass: a doubling measured 3 times a side fails the gate too.
-      // Nor is a NEW the ranks find slower, whatever its median says.
       // A mixed case fails as far as either side of it is slower beyond --fail-above: its median,
       // or, where the ranks say NEW is slower, its mean (the clusters' weight the median misses).
-      const double mean_change = mean(new_samples) / mean(base_samples) - 1;
-      c.fails_gate = ((c.verdict == "slower" || c.verdict == "untestable") && c.change * 100 > o.fail_above_pct) ||
-                     (c.verdict == "mixed" &&
-                      (c.change * 100 > o.fail_above_pct || (c.direction > 0 && mean_change * 100 > o.fail_above_pct)));
+      auto slower_beyond = [&](double change) { return change * 100 > o.fail_above_pct; };
+      c.fails_gate =
+          ((c.verdict == "slower" || c.verdict == "untestable") && slower_beyond(c.change)) ||
+          (c.verdict == "mixed" &&
+           (slower_beyond(c.change) || (c.direction > 0 && slower_beyond(mean(new_samples) / mean(base_samples) - 1))));
       ratios[c.op].push_back(1 + c.change);
     } else {
       c.verdict = base_ok ? "broken" : new_ok ? "fixed" : "unmeasured";
