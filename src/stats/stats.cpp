@@ -32,19 +32,25 @@ double quantile(std::vector<double> x, double q) {
 
 double median(const std::vector<double>& x) { return quantile(x, 0.5); }
 
+namespace {
+// The 0-based ranks of the order statistics that bracket the median of n values with ~95%
+// probability: n/2 - 1.96 sqrt(n)/2 and 1 + n/2 + 1.96 sqrt(n)/2, 1-based and rounded (Conover,
+// Practical Nonparametric Statistics).
+std::pair<std::size_t, std::size_t> median_ci_ranks(std::size_t n) {
+  const double dn = static_cast<double>(n), half = 1.96 * std::sqrt(dn) / 2.0;
+  auto rank = [&](double r) {
+    return static_cast<std::size_t>(std::clamp(std::lround(r), 1L, static_cast<long>(n)) - 1);
+  };
+  return {rank(dn / 2.0 - half), rank(1 + dn / 2.0 + half)};
+}
+}  // namespace
+
 std::pair<double, double> median_ci95(std::vector<double> x) {
   if (x.empty()) return {0, 0};
-  std::sort(x.begin(), x.end());
-  const double n = static_cast<double>(x.size());
   if (x.size() < kMinSamplesForMedianCi) return {std::nan(""), std::nan("")};
-  // Order statistics of ranks n/2 - 1.96 sqrt(n)/2 and 1 + n/2 + 1.96 sqrt(n)/2 (1-based,
-  // rounded) bracket the median with ~95% probability (Conover, Practical Nonparametric Stats).
-  double half = 1.96 * std::sqrt(n) / 2.0;
-  auto lo = std::lround(n / 2.0 - half);
-  auto hi = std::lround(1 + n / 2.0 + half);
-  lo = std::clamp(lo, 1L, static_cast<long>(x.size()));
-  hi = std::clamp(hi, 1L, static_cast<long>(x.size()));
-  return {x[static_cast<std::size_t>(lo - 1)], x[static_cast<std::size_t>(hi - 1)]};
+  std::sort(x.begin(), x.end());
+  const auto [lo, hi] = median_ci_ranks(x.size());
+  return {x[lo], x[hi]};
 }
 
 Summary summarize(const std::vector<double>& x) {
@@ -76,12 +82,8 @@ double median_precision(std::vector<double> x) {
   const std::size_t n = x.size();
   double med = n % 2 ? kth(n / 2) : (kth(n / 2 - 1) + kth(n / 2)) / 2;
   if (!(med > 0)) return std::numeric_limits<double>::infinity();
-  // The same order statistics as median_ci95.
-  const double dn = static_cast<double>(n), half = 1.96 * std::sqrt(dn) / 2.0;
-  auto rank = [&](double r) {
-    return static_cast<std::size_t>(std::clamp(std::lround(r), 1L, static_cast<long>(n)) - 1);
-  };
-  const double lo = kth(rank(dn / 2.0 - half)), hi = kth(rank(1 + dn / 2.0 + half));
+  const auto [lo_rank, hi_rank] = median_ci_ranks(n);  // the order statistics of median_ci95
+  const double lo = kth(lo_rank), hi = kth(hi_rank);
   return (hi - lo) / 2 / med;
 }
 
