@@ -510,13 +510,9 @@ namespace {
 // A profile of another machine (copied, or hand-edited) rates results against that machine's
 // ceilings: said once, naming what differs.
 void warn_other_machine(const CalibrationProfile& p, const std::string& path) {
-  nlohmann::json here;
-  if (p.device == kHostDevice) {
-    const auto& cpu = cpu_info();
-    here["cpu"] = {{"model", cpu.model}, {"logical_cpus", cpu.logical_cpus}, {"isa_flags", cpu.flags}};
-  } else if (backend_of(p.device).device_ready(p.device).ok) {
-    here = backend_of(p.device).context({p.device});
-  }
+  nlohmann::json here;  // this machine's context, as the profile's was written
+  if (p.device == kHostDevice) here = machine_context();
+  else if (backend_of(p.device).device_ready(p.device).ok) here = backend_of(p.device).context({p.device});
   if (auto diffs = machine_differences(p, here); !diffs.empty())
     fmt::print(stderr,
                "opmeter: --calibration {}: warning: measured on another machine ({}): % of peak and of bandwidth "
