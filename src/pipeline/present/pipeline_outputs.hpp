@@ -51,6 +51,7 @@ void print_pipeline_summary(std::ostream& out, const PipelineSummary& s);
 std::string human_energy(double joules);
 std::string human_count(double n);
 std::string params_text(const PipelineSummary& s);
+std::string params_in_parens(const PipelineSummary& s);  // " (batch=1, image=224)", or "" when none
 std::string display_name(const PipelineSummary& s);
 
 }  // namespace opmeter::pipeline

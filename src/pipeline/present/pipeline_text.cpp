@@ -120,6 +120,11 @@ std::string params_text(const PipelineSummary& s) {
   return fmt::format("{}", fmt::join(kv, ", "));
 }
 
+std::string params_in_parens(const PipelineSummary& s) {
+  const std::string built_with = params_text(s);
+  return built_with.empty() ? "" : " (" + built_with + ")";  // a config's own pipeline has none: no "()"
+}
+
 std::string display_name(const PipelineSummary& s) {
   // The batch, and every parameter off the pipeline's default: resnet18 at image=32 and at
   // image=64 in one run are two names (two bars, two headings), not one.
@@ -137,10 +142,8 @@ std::string display_name(const PipelineSummary& s) {
 }
 
 std::string pipeline_log(const PipelineSummary& s) {
-  const std::string built_with = params_text(s);  // empty for a config's own pipeline: no "()"
-  std::string out =
-      fmt::format("opmeter pipeline {} on {}{}, {}{}\n", s.name, s.device, s.machine.empty() ? "" : " of " + s.machine,
-                  s.dtype, built_with.empty() ? "" : " (" + built_with + ")");
+  std::string out = fmt::format("opmeter pipeline {} on {}{}, {}{}\n", s.name, s.device,
+                                s.machine.empty() ? "" : " of " + s.machine, s.dtype, params_in_parens(s));
   out += fmt::format("{} params, {} MACs per pass; {} layers; {:g} {} per pass\n\n", human_count(s.total_params),
                      human_count(s.total_macs), s.layers.size(), s.samples, s.sample_unit);
   out += layer_table(s) + "\n";
@@ -173,10 +176,8 @@ std::string pipeline_log(const PipelineSummary& s) {
 }
 
 void print_pipeline_summary(std::ostream& out, const PipelineSummary& s) {
-  const std::string built_with = params_text(s);  // empty for a config's own pipeline: no "()"
-  out << fmt::format("pipeline {}{} {} on {}: {} params, {} MACs, {} layers\n", s.name,
-                     built_with.empty() ? "" : " (" + built_with + ")", s.dtype, s.device, human_count(s.total_params),
-                     human_count(s.total_macs), s.layers.size());
+  out << fmt::format("pipeline {}{} {} on {}: {} params, {} MACs, {} layers\n", s.name, params_in_parens(s), s.dtype,
+                     s.device, human_count(s.total_params), human_count(s.total_macs), s.layers.size());
   if (!s.complete) {
     out << fmt::format("  INCOMPLETE, no totals: {} layer(s) not measured; first: {}\n", s.missing.size(),
                        s.missing.empty() ? "" : s.missing.front());
