@@ -207,6 +207,14 @@ TEST(PredictModel, OtherFilesAreNotModels) {
   auto other = message_of([] { model_from_json({{"schema", "opmeter-pipelines/1"}}); });
   EXPECT_NE(other.find("opmeter-pipelines/1"), std::string::npos) << other;
   EXPECT_NE(other.find(kPredictModelSchema), std::string::npos) << other;
+  // A model of the schema before cache-mode groups: refused, saying to fit it again.
+  auto old = to_json(fitted());
+  old["schema"] = "opmeter-predict-model/1";
+  auto older = message_of([&] { model_from_json(old); });
+  EXPECT_NE(older.find("a model of an older opmeter (opmeter-predict-model/1), whose groups mixed hot and cold "
+                       "cases: fit it again with opmeter predict fit"),
+            std::string::npos)
+      << older;
   auto none = message_of([] { model_from_json(nlohmann::json::array()); });
   EXPECT_NE(none.find("not a model"), std::string::npos) << none;
   auto broken = to_json(fitted());
